@@ -1,0 +1,44 @@
+# Drover's build. `make build` puts the drover binary in bin/ and the
+# built-in scheduler plugins, compiled to WebAssembly, in bin/plugins/,
+# where the binary looks for them.
+
+GO      ?= go
+BIN     := bin
+PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
+ADDR    ?= 127.0.0.1:4646
+
+.PHONY: all build drover plugins test run clean
+
+all: build
+
+build: drover plugins
+
+drover:
+	$(GO) build -o $(BIN)/drover ./cmd/drover
+
+plugins: $(PLUGINS:%=$(BIN)/plugins/%.wasm)
+
+$(BIN)/plugins/%.wasm: FORCE
+	@mkdir -p $(BIN)/plugins
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $@ ./plugins/$*
+
+FORCE:
+
+# Tests use the plugins and binary built here rather than building their own.
+test: build
+	DROVER_PLUGIN_DIR=$(CURDIR)/$(BIN)/plugins DROVER_BIN=$(CURDIR)/$(BIN)/drover $(GO) test ./...
+
+# Starts a dev agent with simulated nodes, runs the example jobs, shows
+# them, and keeps the agent running until Ctrl-C.
+run: build
+	@$(BIN)/drover agent -dev -dev-nodes 10 -http-addr $(ADDR) -log-level warn & \
+	  agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT INT TERM; \
+	  for i in $$(seq 1 100); do curl -sf http://$(ADDR)/v1/status/leader >/dev/null 2>&1 && break; sleep 0.1; done; \
+	  export DROVER_ADDR=http://$(ADDR); \
+	  for f in examples/jobs/*.hcl; do echo "==> drover job run $$f"; $(BIN)/drover job run $$f; done; \
+	  echo "==> drover job status"; $(BIN)/drover job status; \
+	  echo "==> drover job status web"; $(BIN)/drover job status web; \
+	  echo "==> Dev agent running at http://$(ADDR); Ctrl-C stops it."; wait $$agent
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// droverBin returns the drover binary (DROVER_BIN, set by make test, or
+// built once for this test run) with its plugins beside it.
+func droverBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DROVER_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-e2e-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "drover")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build drover: %v\n%s", err, out)
+			return
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
+			binErr = err
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	for _, p := range []string{"service", "batch"} {
+		dst := filepath.Join(filepath.Dir(binPath), "plugins", p+".wasm")
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		b, err := os.ReadFile(wasmtest.Build(t, "./plugins/"+p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startDevAgent runs `drover agent -dev` and returns its API address.
+func startDevAgent(t *testing.T, bin string, want int) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn")
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("agent output:\n%s", logs.String())
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/v1/nodes"); err == nil {
+			var nodes []*httpapi.NodeListStub
+			_ = json.NewDecoder(resp.Body).Decode(&nodes)
+			resp.Body.Close()
+			if len(nodes) == want {
+				return base
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("agent did not come up at %s:\n%s", base, logs.String())
+	return ""
+}
+
+// drover runs the CLI against addr and returns its exit code and output.
+func drover(t *testing.T, bin, addr string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "DROVER_ADDR="+addr)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		var ee *exec.ExitError
+		if !asExit(err, &ee) {
+			t.Fatalf("drover %v: %v", args, err)
+		}
+		return ee.ExitCode(), string(out)
+	}
+	return 0, string(out)
+}
+
+func asExit(err error, target **exec.ExitError) bool {
+	ee, ok := err.(*exec.ExitError)
+	if ok {
+		*target = ee
+	}
+	return ok
+}
+
+func TestE2E_JobRunPlacesWebOnDevAgent(t *testing.T) {
+	bin := droverBin(t)
+	addr := startDevAgent(t, bin, 10)
+
+	code, out := drover(t, bin, addr, "job", "run", "examples/jobs/web.hcl")
+	if code != 0 {
+		t.Fatalf("job run exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, `finished with status "complete": 3 placed, 0 queued`) {
+		t.Fatalf("job run did not report 3 placements:\n%s", out)
+	}
+
+	code, out = drover(t, bin, addr, "job", "status", "-json", "web")
+	if code != 0 {
+		t.Fatalf("job status exited %d:\n%s", code, out)
+	}
+	var st JobStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("job status -json: %v\n%s", err, out)
+	}
+	if len(st.Allocations) != 3 {
+		t.Fatalf("want 3 allocations, got %d", len(st.Allocations))
+	}
+	names := map[string]bool{}
+	for _, a := range st.Allocations {
+		if a.DesiredStatus != sdk.AllocDesiredStatusRun {
+			t.Errorf("alloc %s desired status %q", a.Name, a.DesiredStatus)
+		}
+		names[a.Name] = true
+	}
+	for i := 0; i < 3; i++ {
+		if n := sdk.AllocName("web", "frontend", i); !names[n] {
+			t.Errorf("missing allocation %s", n)
+		}
+	}
+
+	code, out = drover(t, bin, addr, "plugin", "list", "-json")
+	if code != 0 {
+		t.Fatalf("plugin list exited %d:\n%s", code, out)
+	}
+	var plugins []*httpapi.PluginStub
+	if err := json.Unmarshal([]byte(out), &plugins); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range plugins {
+		if p.Name == "service" && p.Runtime == "wasm" && p.ABIVersion == "1.0" && len(p.Types) == 1 && p.Types[0] == "service" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("service plugin with runtime wasm not listed: %s", out)
+	}
+}
+
+func TestE2E_BrokenJobspecExitsWithLocation(t *testing.T) {
+	bin := droverBin(t)
+	bad := filepath.Join(t.TempDir(), "bad.hcl")
+	src := "job \"x\" {\n  group \"g\" {\n    count = \"three\"\n  }\n}\n"
+	if err := os.WriteFile(bad, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := drover(t, bin, "http://127.0.0.1:1", "job", "run", bad)
+	if code == 0 {
+		t.Fatalf("broken jobspec exited 0:\n%s", out)
+	}
+	if !regexp.MustCompile(regexp.QuoteMeta(bad) + `:3:14: error: `).MatchString(out) {
+		t.Fatalf("diagnostic lacks file:line:col:\n%s", out)
+	}
+}

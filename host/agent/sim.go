@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+)
+
+// simBatchRuntime is how long a simulated batch allocation runs.
+const simBatchRuntime = 5 * time.Second
+
+// simulator plays the node agents of a dev cluster: it registers ready
+// nodes, heartbeats for them, and reports their allocations as a node
+// would (pending -> running; stopped -> complete; batch -> complete).
+type simulator struct {
+	srv   *server.Server
+	n     int
+	log   zerolog.Logger
+	nodes map[string]bool
+	wg    sync.WaitGroup
+}
+
+func newSimulator(srv *server.Server, n int, log zerolog.Logger) *simulator {
+	return &simulator{srv: srv, n: n, log: log, nodes: map[string]bool{}}
+}
+
+// devNode returns simulated node i: varied sizes, two datacenters, four
+// racks, the attributes and drivers ordinary jobspecs expect.
+func devNode(i int) *sdk.Node {
+	cpus := []int64{4000, 8000, 16000}
+	mems := []int64{8192, 16384, 32768}
+	arch := "amd64"
+	if i%5 == 4 {
+		arch = "arm64"
+	}
+	drivers := map[string]*sdk.DriverInfo{}
+	attrs := map[string]string{
+		"kernel.name": "linux", "kernel.version": "6.1.0", "os.name": "debian", "os.version": "12",
+		"cpu.arch": arch, "cpu.numcores": fmt.Sprint(cpus[i%3] / 1000), "nomad.version": Version,
+		"unique.hostname": fmt.Sprintf("dev-%02d", i), "unique.network.ip-address": fmt.Sprintf("10.0.0.%d", i+10),
+	}
+	for _, d := range []string{"raw_exec", "exec", "docker", "mock_driver"} {
+		drivers[d] = &sdk.DriverInfo{Detected: true, Healthy: true, HealthDescription: "Healthy"}
+		attrs["driver."+d] = "1"
+	}
+	return &sdk.Node{
+		ID:         devNodeID(i),
+		Name:       fmt.Sprintf("dev-%02d", i),
+		Datacenter: fmt.Sprintf("dc%d", i%2+1),
+		NodePool:   sdk.DefaultNodePool,
+		NodeClass:  "dev",
+		HTTPAddr:   fmt.Sprintf("10.0.0.%d:4646", i+10),
+		Attributes: attrs,
+		Meta:       map[string]string{"rack": fmt.Sprintf("r%d", i%4)},
+		NodeResources: &sdk.NodeResources{
+			Cpu:    sdk.NodeCpuResources{CpuShares: cpus[i%3], TotalCpuCores: uint16(cpus[i%3] / 1000)},
+			Memory: sdk.NodeMemoryResources{MemoryMB: mems[(i/3)%3]},
+			Disk:   sdk.NodeDiskResources{DiskMB: 100 * 1024},
+		},
+		ReservedResources:     &sdk.NodeReservedResources{},
+		Drivers:               drivers,
+		Status:                sdk.NodeStatusReady,
+		SchedulingEligibility: sdk.NodeSchedulingEligible,
+	}
+}
+
+// devNodeID is a stable, UUID-shaped ID for dev node i, distinct in its
+// first eight characters so short IDs stay readable.
+func devNodeID(i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("drover-dev-node-%d", i)))
+	x := hex.EncodeToString(h[:16])
+	return x[:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32]
+}
+
+func (s *simulator) start(ctx context.Context) error {
+	var ttl time.Duration
+	for i := 0; i < s.n; i++ {
+		n := devNode(i)
+		t, _, err := s.srv.RegisterNode(n)
+		if err != nil {
+			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
+		}
+		s.nodes[n.ID] = true
+		ttl = t
+	}
+	s.wg.Add(2)
+	go s.heartbeat(ctx, ttl)
+	go s.runAllocs(ctx)
+	return nil
+}
+
+func (s *simulator) wait() { s.wg.Wait() }
+
+func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
+	defer s.wg.Done()
+	every := max(ttl/3, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for id := range s.nodes {
+			if _, _, err := s.srv.NodeHeartbeat(id); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("node_id", id).Msg("dev node heartbeat failed")
+			}
+		}
+	}
+}
+
+// runAllocs reports allocation progress whenever the state changes, and at
+// least every second (batch allocations finish by the clock).
+func (s *simulator) runAllocs(ctx context.Context) {
+	defer s.wg.Done()
+	var index uint64
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		snap, err := s.srv.Store().WaitForIndex(wctx, index+1)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			snap = s.srv.Store().Snapshot()
+		}
+		index = snap.Index()
+		var updates []server.AllocUpdate
+		now := time.Now()
+		for id := range s.nodes {
+			for _, a := range snap.AllocsByNode(id) {
+				if u, ok := simNext(a, now); ok {
+					updates = append(updates, u)
+				}
+			}
+		}
+		if len(updates) == 0 {
+			continue
+		}
+		if _, err := s.srv.UpdateAllocsFromClient(updates); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("dev node allocation update failed")
+		}
+	}
+}
+
+// simNext is what a simulated node reports next about an allocation.
+func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
+	if a.ClientTerminalStatus() {
+		return server.AllocUpdate{}, false
+	}
+	if a.DesiredStatus != sdk.AllocDesiredStatusRun {
+		return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "stopped by the server"}, true
+	}
+	switch a.ClientStatus {
+	case sdk.AllocClientStatusPending, "":
+		return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running"}, true
+	case sdk.AllocClientStatusRunning:
+		batch := a.Job != nil && (a.Job.Type == sdk.JobTypeBatch || a.Job.Type == sdk.JobTypeSysBatch)
+		if batch && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
+			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
+		}
+	}
+	return server.AllocUpdate{}, false
+}

@@ -1,0 +1,261 @@
+// Package blocked tracks blocked evaluations: evals that could not place
+// every allocation and wait for the cluster to change.
+//
+// A blocked eval either captured the computed node classes it was
+// feasible on (ClassEligibility) or "escaped" them (feasibility depended on
+// more than the class). A capacity change on nodes of class C unblocks the
+// captured evals eligible for C (or that never saw C) and every escaped
+// eval. The tracker keeps one blocked eval per job; extra ones are
+// duplicates, canceled by the leader's reaper. An eval whose snapshot is
+// older than an unblock that concerns it is enqueued at once: it missed the
+// change it waits for.
+package blocked
+
+import (
+	"sync"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// Enqueuer receives unblocked evals; it is the broker's EnqueueAll.
+type Enqueuer interface {
+	EnqueueAll(evals map[*sdk.Evaluation]string)
+}
+
+type wrapped struct {
+	eval  *sdk.Evaluation
+	token string
+}
+
+// Tracker is the blocked-evals tracker. It is safe for concurrent use.
+type Tracker struct {
+	broker Enqueuer
+
+	mu      sync.Mutex
+	enabled bool
+	// captured evals by ID, escaped evals by ID.
+	captured map[string]wrapped
+	escaped  map[string]wrapped
+	// jobs maps a job to its blocked eval's ID.
+	jobs map[sdk.NamespacedID]string
+	// unblockIndexes is the last unblock index per computed class.
+	unblockIndexes map[string]uint64
+	// lastUnblock is the highest unblock index of any class.
+	lastUnblock uint64
+	duplicates  []*sdk.Evaluation
+	dupWake     chan struct{}
+}
+
+// New returns a disabled tracker.
+func New(broker Enqueuer) *Tracker {
+	t := &Tracker{broker: broker, dupWake: make(chan struct{}, 1)}
+	t.flush()
+	return t
+}
+
+func (t *Tracker) flush() {
+	t.captured = map[string]wrapped{}
+	t.escaped = map[string]wrapped{}
+	t.jobs = map[sdk.NamespacedID]string{}
+	t.unblockIndexes = map[string]uint64{}
+	t.lastUnblock = 0
+	t.duplicates = nil
+}
+
+// SetEnabled turns the tracker on or off; off drops everything.
+func (t *Tracker) SetEnabled(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.enabled && !on {
+		t.flush()
+	}
+	t.enabled = on
+}
+
+// Block tracks a blocked eval.
+func (t *Tracker) Block(e *sdk.Evaluation) { t.block(e, "") }
+
+// Reblock tracks an eval that a worker still holds under token: if it is
+// unblocked before the worker acks, the broker requeues it on the ack.
+func (t *Tracker) Reblock(e *sdk.Evaluation, token string) { t.block(e, token) }
+
+func (t *Tracker) block(e *sdk.Evaluation, token string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.enabled {
+		return
+	}
+	if _, ok := t.captured[e.ID]; ok {
+		return
+	}
+	if _, ok := t.escaped[e.ID]; ok {
+		return
+	}
+	jk := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+	if existingID, ok := t.jobs[jk]; ok {
+		existing := t.get(existingID)
+		if existing.eval != nil && existing.eval.CreateIndex > e.CreateIndex {
+			// The tracked one is newer: the new one is the duplicate.
+			t.addDuplicate(e)
+			return
+		}
+		t.remove(existingID)
+		if existing.eval != nil {
+			t.addDuplicate(existing.eval)
+		}
+	}
+	if t.missedUnblock(e) {
+		t.broker.EnqueueAll(map[*sdk.Evaluation]string{e: token})
+		return
+	}
+	t.jobs[jk] = e.ID
+	w := wrapped{eval: e, token: token}
+	if e.EscapedComputedClass || len(e.ClassEligibility) == 0 {
+		t.escaped[e.ID] = w
+	} else {
+		t.captured[e.ID] = w
+	}
+}
+
+func (t *Tracker) get(id string) wrapped {
+	if w, ok := t.captured[id]; ok {
+		return w
+	}
+	return t.escaped[id]
+}
+
+func (t *Tracker) remove(id string) {
+	w := t.get(id)
+	delete(t.captured, id)
+	delete(t.escaped, id)
+	if w.eval != nil {
+		jk := sdk.NamespacedID{Namespace: w.eval.Namespace, ID: w.eval.JobID}
+		if t.jobs[jk] == id {
+			delete(t.jobs, jk)
+		}
+	}
+}
+
+func (t *Tracker) addDuplicate(e *sdk.Evaluation) {
+	t.duplicates = append(t.duplicates, e)
+	select {
+	case t.dupWake <- struct{}{}:
+	default:
+	}
+}
+
+// missedUnblock reports whether an unblock that concerns e happened after
+// the snapshot e was scheduled on.
+func (t *Tracker) missedUnblock(e *sdk.Evaluation) bool {
+	if e.SnapshotIndex == 0 || t.lastUnblock <= e.SnapshotIndex {
+		return false
+	}
+	if e.EscapedComputedClass || len(e.ClassEligibility) == 0 {
+		return true
+	}
+	for class, idx := range t.unblockIndexes {
+		if idx <= e.SnapshotIndex {
+			continue
+		}
+		if eligible, seen := e.ClassEligibility[class]; !seen || eligible {
+			return true
+		}
+	}
+	return false
+}
+
+// Unblock enqueues the evals that capacity on nodes of computedClass at
+// index might let place.
+func (t *Tracker) Unblock(computedClass string, index uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.enabled {
+		return
+	}
+	if index > t.unblockIndexes[computedClass] {
+		t.unblockIndexes[computedClass] = index
+	}
+	t.lastUnblock = max(t.lastUnblock, index)
+	out := map[*sdk.Evaluation]string{}
+	for id, w := range t.captured {
+		if eligible, seen := w.eval.ClassEligibility[computedClass]; !seen || eligible {
+			out[w.eval] = w.token
+			t.remove(id)
+		}
+	}
+	for id, w := range t.escaped {
+		out[w.eval] = w.token
+		t.remove(id)
+	}
+	if len(out) > 0 {
+		t.broker.EnqueueAll(out)
+	}
+}
+
+// UnblockFailed enqueues every blocked max-plan-attempts eval; the leader
+// calls it periodically.
+func (t *Tracker) UnblockFailed() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.enabled {
+		return
+	}
+	out := map[*sdk.Evaluation]string{}
+	for _, set := range []map[string]wrapped{t.captured, t.escaped} {
+		for id, w := range set {
+			if w.eval.TriggeredBy == sdk.EvalTriggerMaxPlans {
+				out[w.eval] = w.token
+				t.remove(id)
+			}
+		}
+	}
+	if len(out) > 0 {
+		t.broker.EnqueueAll(out)
+	}
+}
+
+// Untrack retires a job's blocked eval because a later eval of the job
+// placed everything: it is handed to the reaper to be canceled, so it does
+// not linger as blocked in the state store.
+func (t *Tracker) Untrack(ns, jobID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.jobs[sdk.NamespacedID{Namespace: ns, ID: jobID}]; ok {
+		w := t.get(id)
+		t.remove(id)
+		if w.eval != nil {
+			t.addDuplicate(w.eval)
+		}
+	}
+}
+
+// Duplicates returns and forgets the duplicate (or retired) blocked evals;
+// the leader's reaper cancels them. wake is signalled when some are waiting.
+func (t *Tracker) Duplicates() (evals []*sdk.Evaluation, wake <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	evals, t.duplicates = t.duplicates, nil
+	return evals, t.dupWake
+}
+
+// Stats counts tracked evals.
+type Stats struct {
+	TotalBlocked, TotalEscaped, TotalCaptured int
+}
+
+// Stats returns the tracker's counters.
+func (t *Tracker) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped), TotalCaptured: len(t.captured)}
+}
+
+// Blocked returns the tracked eval of a job, if any.
+func (t *Tracker) Blocked(ns, jobID string) *sdk.Evaluation {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.jobs[sdk.NamespacedID{Namespace: ns, ID: jobID}]; ok {
+		return t.get(id).eval
+	}
+	return nil
+}

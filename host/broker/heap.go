@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// evalHeap orders evals by priority (highest first), then by create index
+// (oldest first).
+type evalHeap []*sdk.Evaluation
+
+func (h evalHeap) less(a, b *sdk.Evaluation) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if a.CreateIndex != b.CreateIndex {
+		return a.CreateIndex < b.CreateIndex
+	}
+	return a.ID < b.ID
+}
+
+func (h evalHeap) Len() int           { return len(h) }
+func (h evalHeap) Less(i, j int) bool { return h.less(h[i], h[j]) }
+func (h evalHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *evalHeap) Push(x any)        { *h = append(*h, x.(*sdk.Evaluation)) }
+func (h *evalHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// pendingHeap orders a job's waiting evals by priority, then newest first:
+// the newest supersedes the rest.
+type pendingHeap []*sdk.Evaluation
+
+func (h pendingHeap) Len() int { return len(h) }
+func (h pendingHeap) Less(i, j int) bool {
+	if h[i].Priority != h[j].Priority {
+		return h[i].Priority > h[j].Priority
+	}
+	if h[i].CreateIndex != h[j].CreateIndex {
+		return h[i].CreateIndex > h[j].CreateIndex
+	}
+	return h[i].ID > h[j].ID
+}
+func (h pendingHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *pendingHeap) Push(x any)   { *h = append(*h, x.(*sdk.Evaluation)) }
+func (h *pendingHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+type delayedEval struct {
+	eval       *sdk.Evaluation
+	due        time.Time
+	redelivery bool
+}
+
+type delayHeap []*delayedEval
+
+func (h delayHeap) Len() int { return len(h) }
+func (h delayHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].eval.ID < h[j].eval.ID
+}
+func (h delayHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *delayHeap) Push(x any)   { *h = append(*h, x.(*delayedEval)) }
+func (h *delayHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

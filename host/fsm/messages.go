@@ -1,0 +1,137 @@
+package fsm
+
+import "github.com/drover-sched/drover/sdk"
+
+//go:generate go run github.com/tinylib/msgp@v1.6.5 -file messages.go -o messages_gen.go -tests=false -io=false
+
+// MessageType tags a raft log entry.
+type MessageType uint8
+
+// Log entry types. New types go at the end: the numbers are on disk.
+const (
+	NodeRegisterRequestType MessageType = iota + 1
+	NodeDeregisterRequestType
+	NodeUpdateStatusRequestType
+	NodeUpdateEligibilityRequestType
+	JobRegisterRequestType
+	JobDeregisterRequestType
+	EvalUpdateRequestType
+	EvalDeleteRequestType
+	AllocClientUpdateRequestType
+	AllocUpdateDesiredTransitionRequestType
+	ApplyPlanResultsRequestType
+	SchedulerConfigRequestType
+	DeploymentStatusUpdateRequestType
+	JobStabilityRequestType
+)
+
+// NodeRegisterRequest registers or updates a node, with the evals the
+// change causes.
+type NodeRegisterRequest struct {
+	Node  *sdk.Node
+	Evals []*sdk.Evaluation
+}
+
+// NodeDeregisterRequest removes nodes.
+type NodeDeregisterRequest struct {
+	NodeIDs []string
+	Evals   []*sdk.Evaluation
+}
+
+// NodeUpdateStatusRequest changes a node's status.
+type NodeUpdateStatusRequest struct {
+	NodeID    string
+	Status    string
+	UpdatedAt int64
+	Event     *sdk.NodeEvent
+	Evals     []*sdk.Evaluation
+}
+
+// NodeUpdateEligibilityRequest changes a node's scheduling eligibility.
+type NodeUpdateEligibilityRequest struct {
+	NodeID      string
+	Eligibility string
+	UpdatedAt   int64
+	Evals       []*sdk.Evaluation
+}
+
+// JobRegisterRequest registers a job version and its evaluation.
+type JobRegisterRequest struct {
+	Job  *sdk.Job
+	Eval *sdk.Evaluation
+}
+
+// JobDeregisterRequest stops (or purges) a job.
+type JobDeregisterRequest struct {
+	Namespace string
+	JobID     string
+	Purge     bool
+	Eval      *sdk.Evaluation
+}
+
+// EvalUpdateRequest creates or updates evaluations.
+type EvalUpdateRequest struct {
+	Evals []*sdk.Evaluation
+}
+
+// EvalDeleteRequest deletes evaluations and allocations (garbage
+// collection).
+type EvalDeleteRequest struct {
+	Evals  []string
+	Allocs []string
+}
+
+// AllocClientUpdateRequest carries what nodes report about allocations
+// (ID, ClientStatus, ClientDescription, TaskStates, DeploymentStatus), and
+// the evals that reports cause.
+type AllocClientUpdateRequest struct {
+	Allocs    []*sdk.Allocation
+	Evals     []*sdk.Evaluation
+	UpdatedAt int64
+}
+
+// AllocUpdateDesiredTransitionRequest marks allocations to migrate or
+// reschedule, with the evals that act on it.
+type AllocUpdateDesiredTransitionRequest struct {
+	Allocs map[string]*sdk.DesiredTransition
+	Evals  []*sdk.Evaluation
+}
+
+// ApplyPlanResultsRequest commits the verified part of a plan.
+type ApplyPlanResultsRequest struct {
+	Job    *sdk.Job
+	EvalID string
+	// AllocsStopped are stops (ID, DesiredDescription, ClientStatus).
+	AllocsStopped []*sdk.Allocation
+	// AllocsUpdated are new or in-place updated allocations.
+	AllocsUpdated []*sdk.Allocation
+	// AllocsPreempted are evictions (ID, PreemptedByAllocation).
+	AllocsPreempted   []*sdk.Allocation
+	Deployment        *sdk.Deployment
+	DeploymentUpdates []*sdk.DeploymentStatusUpdate
+	// PreemptionEvals are the evals for jobs whose allocations were preempted.
+	PreemptionEvals []*sdk.Evaluation
+	UpdatedAt       int64
+}
+
+// SchedulerConfigRequest replaces the scheduler configuration.
+type SchedulerConfigRequest struct {
+	Config *sdk.SchedulerConfiguration
+}
+
+// DeploymentStatusUpdateRequest changes a deployment's status, optionally
+// with an eval and a job version to revert to.
+type DeploymentStatusUpdateRequest struct {
+	Update    *sdk.DeploymentStatusUpdate
+	Job       *sdk.Job
+	Eval      *sdk.Evaluation
+	UpdatedAt int64
+}
+
+// JobStabilityRequest marks a job version stable.
+type JobStabilityRequest struct {
+	Namespace string
+	JobID     string
+	Version   uint64
+	Stable    bool
+}

@@ -1,0 +1,291 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/raft"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// Snapshot format: the magic line, then records of
+// [kind byte][uvarint length][MessagePack body], ending with recEnd.
+const snapshotMagic = "drover-snapshot-v1\n"
+
+const (
+	recEnd byte = iota
+	recIndex
+	recNode
+	recJob
+	recJobVersion
+	recAlloc
+	recEval
+	recDeployment
+	recSchedConfig
+	recMeta
+	recAllocJob
+)
+
+// snapshotMeta is the first record: the index the snapshot was taken at.
+type snapshotMeta struct{ Index uint64 }
+
+// MarshalMsg encodes the meta record.
+func (m *snapshotMeta) MarshalMsg(b []byte) ([]byte, error) {
+	return msgp.AppendUint64(b, m.Index), nil
+}
+
+// UnmarshalMsg decodes the meta record.
+func (m *snapshotMeta) UnmarshalMsg(b []byte) ([]byte, error) {
+	v, rest, err := msgp.ReadUint64Bytes(b)
+	m.Index = v
+	return rest, err
+}
+
+type snapshot struct{ snap *state.Snapshot }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	w := bufio.NewWriterSize(sink, 1<<20)
+	if err := writeSnapshot(w, s.snap); err != nil {
+		sink.Cancel()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("fsm: write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}
+
+type recWriter struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (rw *recWriter) put(kind byte, m msgp.Marshaler) {
+	if rw.err != nil {
+		return
+	}
+	body, err := m.MarshalMsg(rw.buf[:0])
+	if err != nil {
+		rw.err = fmt.Errorf("fsm: encode snapshot record %d: %w", kind, err)
+		return
+	}
+	rw.buf = body
+	var hdr [1 + binary.MaxVarintLen64]byte
+	hdr[0] = kind
+	n := binary.PutUvarint(hdr[1:], uint64(len(body)))
+	if _, err := rw.w.Write(hdr[:1+n]); err != nil {
+		rw.err = err
+		return
+	}
+	if _, err := rw.w.Write(body); err != nil {
+		rw.err = err
+	}
+}
+
+// writeSnapshot writes every table of snap.
+func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
+	if _, err := io.WriteString(w, snapshotMagic); err != nil {
+		return err
+	}
+	rw := &recWriter{w: w}
+	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
+	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
+		state.TableEvals, state.TableDeployments, state.TableSchedConfig} {
+		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
+	}
+	for _, n := range snap.Nodes() {
+		rw.put(recNode, n)
+	}
+	for _, j := range snap.Jobs("") {
+		rw.put(recJob, j)
+		for _, v := range snap.JobVersions(j.Namespace, j.ID) {
+			rw.put(recJobVersion, v)
+		}
+	}
+	// Allocations are written without their job; restore links them to
+	// the job version they name. Versions no longer kept in the version
+	// table are written once each, ahead of the allocations.
+	allocs := snap.Allocs()
+	extra := map[versionRef]bool{}
+	for _, a := range allocs {
+		if a.Job == nil {
+			continue
+		}
+		ref := versionRef{a.Namespace, a.JobID, a.Job.Version}
+		if extra[ref] || snap.JobVersion(ref.ns, ref.id, ref.v) != nil {
+			continue
+		}
+		if cur := snap.Job(ref.ns, ref.id); cur != nil && cur.Version == ref.v {
+			continue
+		}
+		extra[ref] = true
+		rw.put(recAllocJob, a.Job)
+	}
+	for _, a := range allocs {
+		c := *a
+		c.Job = nil
+		rw.put(recAlloc, &c)
+	}
+	for _, e := range snap.Evals() {
+		rw.put(recEval, e)
+	}
+	for _, d := range snap.Deployments() {
+		rw.put(recDeployment, d)
+	}
+	rw.put(recSchedConfig, snap.SchedulerConfig())
+	if rw.err != nil {
+		return rw.err
+	}
+	_, err := w.Write([]byte{recEnd})
+	return err
+}
+
+// ErrCorruptSnapshot is returned for a snapshot that cannot be read.
+var ErrCorruptSnapshot = errors.New("fsm: corrupt snapshot")
+
+// restore reads a snapshot into store, replacing its state.
+func restore(store *state.Store, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapshotMagic {
+		return fmt.Errorf("%w: bad header", ErrCorruptSnapshot)
+	}
+	var meta snapshotMeta
+	var body []byte
+	next := func() (byte, []byte, error) {
+		kind, err := br.ReadByte()
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: truncated: %v", ErrCorruptSnapshot, err)
+		}
+		if kind == recEnd {
+			return kind, nil, nil
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil || n > 1<<30 {
+			return 0, nil, fmt.Errorf("%w: bad record length", ErrCorruptSnapshot)
+		}
+		if uint64(cap(body)) < n {
+			body = make([]byte, n)
+		}
+		body = body[:n]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return 0, nil, fmt.Errorf("%w: truncated record: %v", ErrCorruptSnapshot, err)
+		}
+		return kind, body, nil
+	}
+	kind, b, err := next()
+	if err != nil {
+		return err
+	}
+	if kind != recMeta {
+		return fmt.Errorf("%w: missing meta record", ErrCorruptSnapshot)
+	}
+	if _, err := meta.UnmarshalMsg(b); err != nil {
+		return fmt.Errorf("%w: meta: %v", ErrCorruptSnapshot, err)
+	}
+	allocJobs := map[versionRef]*sdk.Job{}
+	return store.Restore(meta.Index, func(tx *state.Txn) error {
+		for {
+			kind, b, err := next()
+			if err != nil {
+				return err
+			}
+			if kind == recEnd {
+				return nil
+			}
+			if err := restoreRecord(tx, kind, b, allocJobs); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+type versionRef struct {
+	ns, id string
+	v      uint64
+}
+
+func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]*sdk.Job) error {
+	un := func(m msgp.Unmarshaler) error {
+		if _, err := m.UnmarshalMsg(b); err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrCorruptSnapshot, kind, err)
+		}
+		return nil
+	}
+	switch kind {
+	case recIndex:
+		var e state.IndexEntry
+		if err := un(&e); err != nil {
+			return err
+		}
+		return tx.RestoreTableIndex(&e)
+	case recNode:
+		var n sdk.Node
+		if err := un(&n); err != nil {
+			return err
+		}
+		return tx.UpsertNode(&n)
+	case recJob:
+		var j sdk.Job
+		if err := un(&j); err != nil {
+			return err
+		}
+		return tx.UpsertJob(&j)
+	case recJobVersion:
+		var j sdk.Job
+		if err := un(&j); err != nil {
+			return err
+		}
+		return tx.UpsertJobVersion(&j)
+	case recAllocJob:
+		var j sdk.Job
+		if err := un(&j); err != nil {
+			return err
+		}
+		allocJobs[versionRef{j.Namespace, j.ID, j.Version}] = &j
+		return nil
+	case recAlloc:
+		var a sdk.Allocation
+		if err := un(&a); err != nil {
+			return err
+		}
+		a.Job = allocJobs[versionRef{a.Namespace, a.JobID, a.JobVersion}]
+		if a.Job == nil {
+			a.Job = tx.JobVersion(a.Namespace, a.JobID, a.JobVersion)
+		}
+		if a.Job == nil {
+			if cur := tx.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.JobVersion {
+				a.Job = cur
+			}
+		}
+		return tx.UpsertAlloc(&a)
+	case recEval:
+		var e sdk.Evaluation
+		if err := un(&e); err != nil {
+			return err
+		}
+		return tx.UpsertEval(&e)
+	case recDeployment:
+		var d sdk.Deployment
+		if err := un(&d); err != nil {
+			return err
+		}
+		return tx.UpsertDeployment(&d)
+	case recSchedConfig:
+		var c sdk.SchedulerConfiguration
+		if err := un(&c); err != nil {
+			return err
+		}
+		return tx.SetSchedulerConfig(&c)
+	}
+	return fmt.Errorf("%w: unknown record kind %d", ErrCorruptSnapshot, kind)
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/drover-sched/drover/host/broker"
+	"github.com/drover-sched/drover/host/plan"
+)
+
+// Config configures a server.
+type Config struct {
+	// NodeName names this server in raft.
+	NodeName string
+	Region   string
+	// Datacenter is the server's own datacenter (informational).
+	Datacenter string
+	// Dev keeps everything in memory.
+	Dev bool
+	// DataDir holds the raft log, snapshots and plugin caches (not Dev).
+	DataDir string
+	// NumWorkers is how many scheduling workers run; default: one per core.
+	NumWorkers int
+	// Broker configures the evaluation broker.
+	Broker broker.Config
+	// PlanLimits bound plans.
+	PlanLimits plan.Limits
+	// MinHeartbeatTTL and MaxHeartbeatsPerSecond set node heartbeat TTLs as
+	// Nomad does: TTL grows with the number of nodes so that the servers
+	// see at most MaxHeartbeatsPerSecond.
+	MinHeartbeatTTL        time.Duration
+	MaxHeartbeatsPerSecond float64
+	// HeartbeatGrace is added to a TTL before a node is marked down.
+	HeartbeatGrace time.Duration
+	// FailedEvalFollowupBaseline and FailedEvalFollowupJitter delay the
+	// follow-up of a failed eval by baseline + random(jitter).
+	FailedEvalFollowupBaseline time.Duration
+	FailedEvalFollowupJitter   time.Duration
+	// EvalGCInterval is how often the core scheduler's GC evals are
+	// created; thresholds are how old objects must be to be collected.
+	EvalGCInterval        time.Duration
+	EvalGCThreshold       time.Duration
+	JobGCThreshold        time.Duration
+	NodeGCThreshold       time.Duration
+	DeploymentGCThreshold time.Duration
+	// RaftApplyTimeout bounds one raft apply.
+	RaftApplyTimeout time.Duration
+	// SnapshotThreshold and SnapshotInterval tune raft snapshots.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+}
+
+// DefaultConfig returns Nomad's defaults.
+func DefaultConfig() Config {
+	return Config{
+		NodeName:                   "drover-server",
+		Region:                     "global",
+		Datacenter:                 "dc1",
+		NumWorkers:                 runtime.NumCPU(),
+		Broker:                     broker.DefaultConfig(),
+		PlanLimits:                 plan.DefaultLimits(),
+		MinHeartbeatTTL:            10 * time.Second,
+		MaxHeartbeatsPerSecond:     50,
+		HeartbeatGrace:             10 * time.Second,
+		FailedEvalFollowupBaseline: time.Minute,
+		FailedEvalFollowupJitter:   5 * time.Minute,
+		EvalGCInterval:             5 * time.Minute,
+		EvalGCThreshold:            time.Hour,
+		JobGCThreshold:             4 * time.Hour,
+		NodeGCThreshold:            24 * time.Hour,
+		DeploymentGCThreshold:      time.Hour,
+		RaftApplyTimeout:           30 * time.Second,
+		SnapshotThreshold:          8192,
+		SnapshotInterval:           2 * time.Minute,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if err := c.Broker.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case !c.Dev && c.DataDir == "":
+		return fmt.Errorf("server: a data dir is required outside dev mode")
+	case c.NumWorkers < 0:
+		return fmt.Errorf("server: workers must not be negative, got %d", c.NumWorkers)
+	case c.NodeName == "":
+		return fmt.Errorf("server: node name is required")
+	case c.PlanLimits.MaxAllocs <= 0:
+		return fmt.Errorf("server: plan allocation limit must be positive")
+	case c.MinHeartbeatTTL <= 0 || c.MaxHeartbeatsPerSecond <= 0:
+		return fmt.Errorf("server: heartbeat TTL and rate must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/jobspec"
+	"github.com/drover-sched/drover/host/plan"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// Errors endpoints return for bad requests; the HTTP layer maps them to
+// status codes.
+var (
+	ErrInvalid  = errors.New("invalid request")
+	ErrNotFound = state.ErrNotFound
+)
+
+func badRequest(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+
+func (s *Server) newEval(job *sdk.Job, trigger string) *sdk.Evaluation {
+	now := s.now().UnixNano()
+	return &sdk.Evaluation{
+		ID: plan.NewID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: trigger, JobID: job.ID, Status: sdk.EvalStatusPending,
+		CreateTime: now, ModifyTime: now,
+	}
+}
+
+// RegisterJob registers a job (or a new version of it) and, unless it is a
+// periodic or parameterized template, a job-register eval.
+func (s *Server) RegisterJob(job *sdk.Job) (evalID string, index uint64, err error) {
+	jobspec.Canonicalize(job)
+	if err := jobspec.Validate(job); err != nil {
+		return "", 0, badRequest(err)
+	}
+	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
+		return "", 0, badRequest(err)
+	}
+	if cfg := s.store.Snapshot().SchedulerConfig(); cfg.RejectJobRegistration {
+		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
+	}
+	job.SubmitTime = s.now().UnixNano()
+	req := &fsm.JobRegisterRequest{Job: job}
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		req.Eval = s.newEval(job, sdk.EvalTriggerJobRegister)
+		evalID = req.Eval.ID
+	}
+	index, err = s.Apply(fsm.JobRegisterRequestType, req)
+	return evalID, index, err
+}
+
+// DeregisterJob stops a job (purge: removes it) and evaluates it.
+func (s *Server) DeregisterJob(namespace, id string, purge bool) (evalID string, index uint64, err error) {
+	job := s.store.Snapshot().Job(namespace, id)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: purge}
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		req.Eval = s.newEval(job, sdk.EvalTriggerJobDeregister)
+		evalID = req.Eval.ID
+	}
+	index, err = s.Apply(fsm.JobDeregisterRequestType, req)
+	return evalID, index, err
+}
+
+// EvaluateJob forces a new evaluation of a job.
+func (s *Server) EvaluateJob(namespace, id string) (string, uint64, error) {
+	job := s.store.Snapshot().Job(namespace, id)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		return "", 0, badRequest(errors.New("periodic and parameterized jobs cannot be evaluated"))
+	}
+	e := s.newEval(job, sdk.EvalTriggerJobRegister)
+	e.JobModifyIndex = job.JobModifyIndex
+	index, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{e}})
+	return e.ID, index, err
+}
+
+// nodeEvals returns a node-update eval for every job with a live
+// allocation on the node and every system job that could run on it.
+func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string) []*sdk.Evaluation {
+	seen := map[sdk.NamespacedID]bool{}
+	var out []*sdk.Evaluation
+	add := func(job *sdk.Job) {
+		k := job.NamespacedID()
+		if seen[k] || job.Stop && job.Type == sdk.JobTypeSystem {
+			return
+		}
+		seen[k] = true
+		e := s.newEval(job, trigger)
+		e.NodeID = node.ID
+		e.NodeModifyIndex = node.ModifyIndex
+		e.JobModifyIndex = job.JobModifyIndex
+		out = append(out, e)
+	}
+	for _, a := range snap.AllocsByNode(node.ID) {
+		if a.TerminalStatus() {
+			continue
+		}
+		if job := snap.Job(a.Namespace, a.JobID); job != nil {
+			add(job)
+		}
+	}
+	for _, job := range snap.Jobs("") {
+		if (job.Type == sdk.JobTypeSystem || job.Type == sdk.JobTypeSysBatch) && !job.Stop {
+			add(job)
+		}
+	}
+	return out
+}
+
+// RegisterNode registers or updates a node. It answers with the node's
+// heartbeat TTL.
+func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, uint64, error) {
+	if n.ID == "" {
+		return 0, 0, badRequest(errors.New("node ID is required"))
+	}
+	if n.Datacenter == "" {
+		n.Datacenter = "dc1"
+	}
+	if n.NodePool == "" {
+		n.NodePool = sdk.DefaultNodePool
+	}
+	if n.Status == "" {
+		n.Status = sdk.NodeStatusReady
+	}
+	if n.SchedulingEligibility == "" {
+		n.SchedulingEligibility = sdk.NodeSchedulingEligible
+	}
+	switch n.Status {
+	case sdk.NodeStatusInit, sdk.NodeStatusReady, sdk.NodeStatusDown, sdk.NodeStatusDisconnected:
+	default:
+		return 0, 0, badRequest(fmt.Errorf("node status %q is not valid", n.Status))
+	}
+	snap := s.store.Snapshot()
+	old := snap.Node(n.ID)
+	if old != nil && old.SecretID != "" && n.SecretID != old.SecretID {
+		return 0, 0, badRequest(errors.New("node secret ID does not match"))
+	}
+	n.StatusUpdatedAt = s.now().Unix()
+	req := &fsm.NodeRegisterRequest{Node: n}
+	if old == nil || old.Status != n.Status || old.SchedulingEligibility != n.SchedulingEligibility {
+		probe := *n
+		probe.ComputeClass()
+		req.Evals = s.nodeEvals(snap, &probe, sdk.EvalTriggerNodeUpdate)
+	}
+	index, err := s.Apply(fsm.NodeRegisterRequestType, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	ttl := s.heartbeats.reset(n.ID)
+	return ttl, index, nil
+}
+
+// NodeHeartbeat records a node's heartbeat; a node that was down comes back.
+func (s *Server) NodeHeartbeat(nodeID string) (time.Duration, uint64, error) {
+	n := s.store.Snapshot().Node(nodeID)
+	if n == nil {
+		return 0, 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	var index uint64
+	if n.Status == sdk.NodeStatusDown || n.Status == sdk.NodeStatusDisconnected {
+		var err error
+		if index, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, "node heartbeat resumed"); err != nil {
+			return 0, 0, err
+		}
+	}
+	return s.heartbeats.reset(nodeID), index, nil
+}
+
+// UpdateNodeStatus changes a node's status, with node-update evals.
+func (s *Server) UpdateNodeStatus(nodeID, status, why string) (uint64, error) {
+	snap := s.store.Snapshot()
+	n := snap.Node(nodeID)
+	if n == nil {
+		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	now := s.now()
+	req := &fsm.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: now.Unix(),
+		Event: &sdk.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}}
+	if n.Status != status {
+		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
+	}
+	return s.Apply(fsm.NodeUpdateStatusRequestType, req)
+}
+
+// UpdateNodeEligibility marks a node eligible or ineligible.
+func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (uint64, error) {
+	if eligibility != sdk.NodeSchedulingEligible && eligibility != sdk.NodeSchedulingIneligible {
+		return 0, badRequest(fmt.Errorf("eligibility must be %q or %q", sdk.NodeSchedulingEligible, sdk.NodeSchedulingIneligible))
+	}
+	snap := s.store.Snapshot()
+	n := snap.Node(nodeID)
+	if n == nil {
+		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	req := &fsm.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: s.now().Unix()}
+	if n.SchedulingEligibility != eligibility {
+		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
+	}
+	return s.Apply(fsm.NodeUpdateEligibilityRequestType, req)
+}
+
+// DeregisterNode removes a node (purge).
+func (s *Server) DeregisterNode(nodeID string) (uint64, error) {
+	snap := s.store.Snapshot()
+	n := snap.Node(nodeID)
+	if n == nil {
+		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	req := &fsm.NodeDeregisterRequest{NodeIDs: []string{nodeID}, Evals: s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)}
+	index, err := s.Apply(fsm.NodeDeregisterRequestType, req)
+	if err == nil {
+		s.heartbeats.clear(nodeID)
+	}
+	return index, err
+}
+
+// AllocUpdate is what a node reports about one allocation.
+type AllocUpdate struct {
+	ID                string
+	ClientStatus      string
+	ClientDescription string
+	DeploymentStatus  *sdk.AllocDeploymentStatus
+	TaskStates        map[string]sdk.Opaque
+}
+
+// UpdateAllocsFromClient records what nodes report about allocations. A
+// failed allocation gets an alloc-failure eval for its job so it can be
+// rescheduled.
+func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
+	snap := s.store.Snapshot()
+	req := &fsm.AllocClientUpdateRequest{UpdatedAt: s.now().UnixNano()}
+	evalFor := map[sdk.NamespacedID]bool{}
+	for _, u := range updates {
+		switch u.ClientStatus {
+		case sdk.AllocClientStatusPending, sdk.AllocClientStatusRunning, sdk.AllocClientStatusComplete,
+			sdk.AllocClientStatusFailed, sdk.AllocClientStatusLost, sdk.AllocClientStatusUnknown:
+		default:
+			return 0, badRequest(fmt.Errorf("allocation %s: client status %q is not valid", u.ID, u.ClientStatus))
+		}
+		a := snap.Alloc(u.ID)
+		if a == nil {
+			return 0, fmt.Errorf("%w: allocation %q", ErrNotFound, u.ID)
+		}
+		req.Allocs = append(req.Allocs, &sdk.Allocation{ID: u.ID, ClientStatus: u.ClientStatus,
+			ClientDescription: u.ClientDescription, DeploymentStatus: u.DeploymentStatus, TaskStates: u.TaskStates})
+		jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+		if u.ClientStatus == sdk.AllocClientStatusFailed && a.ClientStatus != sdk.AllocClientStatusFailed && !evalFor[jk] {
+			if job := snap.Job(a.Namespace, a.JobID); job != nil && !job.Stop {
+				evalFor[jk] = true
+				e := s.newEval(job, sdk.EvalTriggerRetryFailedAlloc)
+				e.JobModifyIndex = job.JobModifyIndex
+				req.Evals = append(req.Evals, e)
+			}
+		}
+	}
+	return s.Apply(fsm.AllocClientUpdateRequestType, req)
+}
+
+// StopAlloc asks for an allocation to be stopped and rescheduled
+// (`alloc stop`), with an alloc-stop eval.
+func (s *Server) StopAlloc(allocID string) (string, uint64, error) {
+	snap := s.store.Snapshot()
+	a := snap.Alloc(allocID)
+	if a == nil {
+		return "", 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
+	}
+	job := snap.Job(a.Namespace, a.JobID)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q of allocation %s", ErrNotFound, a.JobID, allocID)
+	}
+	yes := true
+	e := s.newEval(job, sdk.EvalTriggerAllocStop)
+	e.JobModifyIndex = job.JobModifyIndex
+	req := &fsm.AllocUpdateDesiredTransitionRequest{
+		Allocs: map[string]*sdk.DesiredTransition{allocID: {Migrate: &yes}},
+		Evals:  []*sdk.Evaluation{e},
+	}
+	index, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
+	return e.ID, index, err
+}
+
+// SetSchedulerConfig replaces the scheduler configuration.
+func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, error) {
+	switch c.SchedulerAlgorithm {
+	case "", sdk.SchedulerAlgorithmBinpack, sdk.SchedulerAlgorithmSpread:
+	default:
+		return 0, badRequest(fmt.Errorf("scheduler algorithm %q is not binpack or spread", c.SchedulerAlgorithm))
+	}
+	if c.SchedulerAlgorithm == "" {
+		c.SchedulerAlgorithm = sdk.SchedulerAlgorithmBinpack
+	}
+	index, err := s.Apply(fsm.SchedulerConfigRequestType, &fsm.SchedulerConfigRequest{Config: c})
+	if err == nil {
+		s.broker.SetPaused(c.PauseEvalBroker)
+	}
+	return index, err
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// heartbeats keeps one timer per live node on the leader. A node that does
+// not heartbeat within its TTL plus the grace period is marked down, which
+// creates node-update evals for its jobs.
+type heartbeats struct {
+	s      *Server
+	mu     sync.Mutex
+	timers map[string]*time.Timer
+	active bool
+}
+
+func newHeartbeats(s *Server) *heartbeats {
+	return &heartbeats{s: s, timers: map[string]*time.Timer{}}
+}
+
+// run arms a timer for every node that is not down (a new leader gives
+// every node a full TTL) and disarms all when leadership ends.
+func (h *heartbeats) run(ctx context.Context) {
+	h.mu.Lock()
+	h.active = true
+	h.mu.Unlock()
+	for _, n := range h.s.store.Snapshot().Nodes() {
+		if n.Status != sdk.NodeStatusDown {
+			h.reset(n.ID)
+		}
+	}
+	<-ctx.Done()
+	h.mu.Lock()
+	h.active = false
+	for id, t := range h.timers {
+		t.Stop()
+		delete(h.timers, id)
+	}
+	h.mu.Unlock()
+}
+
+// ttl is the heartbeat TTL to give a node: it grows with the cluster so the
+// leader sees at most MaxHeartbeatsPerSecond, plus up to the same again of
+// jitter so nodes spread out.
+func (h *heartbeats) ttl() time.Duration {
+	n := len(h.timers)
+	ttl := time.Duration(float64(n) / h.s.cfg.MaxHeartbeatsPerSecond * float64(time.Second))
+	ttl = max(ttl, h.s.cfg.MinHeartbeatTTL)
+	return ttl + time.Duration(h.s.randInt64(int64(ttl)))
+}
+
+// reset (re)arms a node's timer and returns the TTL to tell the node.
+func (h *heartbeats) reset(nodeID string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ttl := h.ttl()
+	if !h.active {
+		return ttl
+	}
+	if t, ok := h.timers[nodeID]; ok {
+		t.Reset(ttl + h.s.cfg.HeartbeatGrace)
+		return ttl
+	}
+	h.timers[nodeID] = time.AfterFunc(ttl+h.s.cfg.HeartbeatGrace, func() { h.expire(nodeID) })
+	return ttl
+}
+
+// clear disarms a node's timer (the node was removed).
+func (h *heartbeats) clear(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+		delete(h.timers, nodeID)
+	}
+}
+
+func (h *heartbeats) expire(nodeID string) {
+	h.mu.Lock()
+	delete(h.timers, nodeID)
+	active := h.active
+	h.mu.Unlock()
+	if !active {
+		return
+	}
+	h.s.log.Warn().Str("node_id", nodeID).Msg("node missed its heartbeat; marking it down")
+	if _, err := h.s.UpdateNodeStatus(nodeID, sdk.NodeStatusDown, "node heartbeat missed"); err != nil {
+		h.s.log.Error().Err(err).Str("node_id", nodeID).Msg("failed to mark node down")
+	}
+}

@@ -1,0 +1,202 @@
+// Package server is Drover's server: it owns the state (memdb made durable
+// by raft), and on the leader runs the evaluation broker, the blocked-evals
+// tracker, the plan queue and applier, the scheduling workers and the
+// timers (heartbeats, reapers, garbage collection).
+//
+// Writes go through Apply (one raft entry each); reads take a snapshot of
+// the state store. The endpoints in endpoints.go are what the HTTP API calls.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/drover-sched/drover/host/blocked"
+	"github.com/drover-sched/drover/host/broker"
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/plan"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/raft"
+	"github.com/rs/zerolog"
+)
+
+// ErrNotLeader is returned by writes on a server that is not the leader.
+var ErrNotLeader = errors.New("server: not the leader")
+
+// Server is a Drover server.
+type Server struct {
+	cfg     Config
+	log     zerolog.Logger
+	plugins *runtime.Registry
+	now     func() time.Time
+
+	store     *state.Store
+	fsm       *fsm.FSM
+	raftLayer raftLayer
+
+	broker  *broker.Broker
+	blocked *blocked.Tracker
+	plans   *plan.Queue
+	applier *plan.Applier
+
+	heartbeats *heartbeats
+	phases     *phaseTracker
+
+	mu         sync.Mutex
+	leaderStop context.CancelFunc
+	leaderDone sync.WaitGroup
+	shutdown   context.CancelFunc
+	done       sync.WaitGroup
+	rngMu      sync.Mutex
+	rng        *rand.Rand
+}
+
+// New creates a server and starts raft. Plugins schedule the evaluations.
+func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	store, err := state.NewStore()
+	if err != nil {
+		return nil, err
+	}
+	b, err := broker.New(cfg.Broker, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, log: log, plugins: plugins, now: time.Now, store: store,
+		broker: b, plans: plan.NewQueue(), phases: newPhaseTracker(),
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+	}
+	s.blocked = blocked.New(b)
+	s.fsm = fsm.New(store, s, log)
+	s.applier = plan.NewApplier(s.plans, store, s, b, cfg.PlanLimits, s.now, log)
+	s.heartbeats = newHeartbeats(s)
+	if err := s.setupRaft(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.shutdown = cancel
+	s.done.Add(1)
+	go s.monitorLeadership(ctx)
+	return s, nil
+}
+
+// Store returns the state store (read through snapshots).
+func (s *Server) Store() *state.Store { return s.store }
+
+// Broker returns the evaluation broker.
+func (s *Server) Broker() *broker.Broker { return s.broker }
+
+// Blocked returns the blocked-evals tracker.
+func (s *Server) Blocked() *blocked.Tracker { return s.blocked }
+
+// Plugins returns the plugin registry.
+func (s *Server) Plugins() *runtime.Registry { return s.plugins }
+
+// Config returns the server's configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// IsLeader reports whether this server leads.
+func (s *Server) IsLeader() bool { return s.raftLayer.raft.State() == raft.Leader }
+
+// Leader returns the leader's address, or "" while there is none.
+func (s *Server) Leader() string {
+	addr, _ := s.raftLayer.raft.LeaderWithID()
+	return string(addr)
+}
+
+// WaitForLeader blocks until this server leads and its leader duties run.
+func (s *Server) WaitForLeader(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		running := s.leaderStop != nil
+		s.mu.Unlock()
+		if running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Shutdown stops leader duties, raft and the plugins' pools are left to
+// the caller (the registry outlives the server in tests).
+func (s *Server) Shutdown() error {
+	s.shutdown()
+	s.done.Wait()
+	s.revokeLeadership()
+	var errs []error
+	if err := s.raftLayer.raft.Shutdown().Error(); err != nil {
+		errs = append(errs, fmt.Errorf("server: raft shutdown: %w", err))
+	}
+	if c, ok := s.raftLayer.trans.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	s.closeRaftStore()
+	return errors.Join(errs...)
+}
+
+// Snapshot forces a raft snapshot (tests, operators).
+func (s *Server) Snapshot() error { return s.raftLayer.raft.Snapshot().Error() }
+
+func (s *Server) monitorLeadership(ctx context.Context) {
+	defer s.done.Done()
+	ch := s.raftLayer.raft.LeaderCh()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case isLeader := <-ch:
+			if isLeader {
+				if err := s.establishLeadership(); err != nil {
+					s.log.Error().Err(err).Msg("failed to establish leadership")
+				}
+			} else {
+				s.revokeLeadership()
+			}
+		}
+	}
+}
+
+// EvalsCommitted implements fsm.Notifier: it routes committed evals to the
+// broker (pending) or the blocked tracker (blocked), and retires blocked
+// evals made moot by a successful one.
+func (s *Server) EvalsCommitted(evals []*sdk.Evaluation) {
+	now := s.now()
+	for _, e := range evals {
+		s.phases.set(e.ID, e.Status, now)
+		switch {
+		case e.ShouldEnqueue():
+			if e.Wait > 0 || e.WaitUntil.After(now) {
+				s.phases.set(e.ID, sdk.EvalPhaseDelayed, now)
+			} else {
+				s.phases.set(e.ID, sdk.EvalPhaseQueued, now)
+			}
+			s.broker.Enqueue(e)
+		case e.ShouldBlock():
+			if tok, ok := s.broker.Outstanding(e.ID); ok {
+				s.blocked.Reblock(e, tok)
+			} else {
+				s.blocked.Block(e)
+			}
+		case e.Status == sdk.EvalStatusComplete && len(e.FailedTGAllocs) == 0:
+			s.blocked.Untrack(e.Namespace, e.JobID)
+		}
+	}
+}
+
+// CapacityChanged implements fsm.Notifier.
+func (s *Server) CapacityChanged(class string, index uint64) {
+	s.blocked.Unblock(class, index)
+}

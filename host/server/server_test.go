@@ -1,0 +1,76 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+func TestServer_RegisterJobPlacesAllocations(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for i := 0; i < 3; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evalID, _, err := s.RegisterJob(servertest.Job("web", "service", 5, 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := servertest.WaitForEval(t, s, evalID)
+	if e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval status %s: %s", e.Status, e.StatusDescription)
+	}
+	allocs := s.Store().Snapshot().AllocsByJob("default", "web")
+	if len(allocs) != 5 {
+		t.Fatalf("placed %d allocations, want 5", len(allocs))
+	}
+	// Stopping the job stops every allocation.
+	evalID, _, err = s.DeregisterJob("default", "web", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		if a.DesiredStatus != sdk.AllocDesiredStatusStop {
+			t.Errorf("alloc %s still %s after job stop", a.Name, a.DesiredStatus)
+		}
+	}
+}
+
+func TestServer_UnplaceableJobBlocksThenUnblocksOnNewNode(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 1000, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.RegisterJob(servertest.Job("big", "service", 2, 800, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := servertest.WaitForEval(t, s, evalID)
+	if e.Status != sdk.EvalStatusComplete || e.BlockedEval == "" || e.QueuedAllocations["g"] != 1 {
+		t.Fatalf("want complete with a blocked eval and 1 queued, got %+v", e)
+	}
+	if e.FailedTGAllocs["g"] == nil || e.FailedTGAllocs["g"].DimensionExhausted["cpu"] == 0 {
+		t.Fatalf("failure not explained: %+v", e.FailedTGAllocs["g"])
+	}
+	blocked := s.Store().Snapshot().Eval(e.BlockedEval)
+	if blocked.Status != sdk.EvalStatusBlocked || blocked.PreviousEval != evalID || blocked.TriggeredBy != sdk.EvalTriggerQueuedAllocs {
+		t.Fatalf("blocked eval = %+v", blocked)
+	}
+	// A new node unblocks it and the second allocation is placed.
+	if _, _, err := s.RegisterNode(servertest.Node(1, 1000, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, blocked.ID, sdk.EvalStatusComplete)
+	live := 0
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "big") {
+		if !a.TerminalStatus() {
+			live++
+		}
+	}
+	if live != 2 {
+		t.Fatalf("live allocations = %d, want 2", live)
+	}
+}

@@ -1,0 +1,97 @@
+package state
+
+import (
+	"sort"
+	"sync"
+)
+
+// Kind is the kind of object a journal entry names.
+type Kind uint8
+
+// Kinds of objects plugins mirror.
+const (
+	KindNode Kind = iota + 1
+	KindJob
+	KindAlloc
+	KindDeployment
+	KindSchedConfig
+)
+
+// Change records that an object changed (or was deleted) at Index.
+type Change struct {
+	Index uint64
+	Kind  Kind
+	// Key is the object's ID; for jobs, namespace + "\x00" + ID.
+	Key string
+}
+
+// Journal is the ordered, bounded record of which mirrored objects changed
+// at which index. Plugin runtimes read it to send deltas; it covers the
+// changes after Floor and is empty after a restart or restore.
+type Journal struct {
+	mu      sync.RWMutex
+	entries []Change
+	floor   uint64
+	max     int
+}
+
+// NewJournal returns a journal holding at most max entries.
+func NewJournal(max int) *Journal {
+	return &Journal{max: max}
+}
+
+// append adds changes; entries must come in index order. When full, the
+// oldest whole index is dropped and the floor rises.
+func (j *Journal) append(cs []Change) {
+	if len(cs) == 0 {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.entries = append(j.entries, cs...)
+	if over := len(j.entries) - j.max; over > 0 {
+		// Drop whole indexes so the floor is exact.
+		cut := over
+		for cut < len(j.entries) && j.entries[cut].Index == j.entries[cut-1].Index {
+			cut++
+		}
+		j.floor = j.entries[cut-1].Index
+		n := copy(j.entries, j.entries[cut:])
+		j.entries = j.entries[:n]
+	}
+}
+
+// reset empties the journal, which then covers nothing below floor.
+func (j *Journal) reset(floor uint64) {
+	j.mu.Lock()
+	j.entries = nil
+	j.floor = floor
+	j.mu.Unlock()
+}
+
+// Floor is the index at and below which the journal has forgotten changes.
+func (j *Journal) Floor() uint64 {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.floor
+}
+
+// Between returns the changes with lo < Index <= hi, and false if the
+// journal no longer covers that range.
+func (j *Journal) Between(lo, hi uint64) ([]Change, bool) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if lo < j.floor {
+		return nil, false
+	}
+	start := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > lo })
+	end := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > hi })
+	return append([]Change(nil), j.entries[start:end]...), true
+}
+
+// Len is the number of entries held.
+func (j *Journal) Len() int {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return len(j.entries)
+}

@@ -1,0 +1,168 @@
+package state
+
+import (
+	"strings"
+
+	"github.com/drover-sched/drover/sdk"
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// reader holds the read queries shared by snapshots and write transactions.
+type reader struct{ txn *memdb.Txn }
+
+func first[T any](r reader, table, index string, args ...any) *T {
+	raw, err := r.txn.First(table, index, args...)
+	if err != nil || raw == nil {
+		return nil
+	}
+	return raw.(*T)
+}
+
+func all[T any](r reader, table, index string, args ...any) []*T {
+	it, err := r.txn.Get(table, index, args...)
+	if err != nil {
+		return nil
+	}
+	var out []*T
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*T))
+	}
+	return out
+}
+
+// TableIndex returns the last index at which table changed.
+func (r reader) TableIndex(table string) uint64 {
+	if e := first[IndexEntry](r, TableIndex, "id", table); e != nil {
+		return e.Value
+	}
+	return 0
+}
+
+// Node returns a node by ID.
+func (r reader) Node(id string) *sdk.Node { return first[sdk.Node](r, TableNodes, "id", id) }
+
+// Nodes returns every node, ordered by ID.
+func (r reader) Nodes() []*sdk.Node { return all[sdk.Node](r, TableNodes, "id") }
+
+// NodesByPrefix returns nodes whose ID starts with prefix.
+func (r reader) NodesByPrefix(prefix string) []*sdk.Node {
+	return all[sdk.Node](r, TableNodes, "id_prefix", prefix)
+}
+
+// Job returns a job by namespace and ID.
+func (r reader) Job(ns, id string) *sdk.Job { return first[sdk.Job](r, TableJobs, "id", ns, id) }
+
+// Jobs returns every job in namespace ns ("" or "*" for all), ordered by ID.
+func (r reader) Jobs(ns string) []*sdk.Job {
+	if ns == "" || ns == "*" {
+		return all[sdk.Job](r, TableJobs, "id")
+	}
+	return all[sdk.Job](r, TableJobs, "id_prefix", ns, "")
+}
+
+// JobVersions returns the kept versions of a job, newest first.
+func (r reader) JobVersions(ns, id string) []*sdk.Job {
+	vs := all[sdk.Job](r, TableJobVersions, "id_prefix", ns, id)
+	for i, j := 0, len(vs)-1; i < j; i, j = i+1, j-1 {
+		vs[i], vs[j] = vs[j], vs[i]
+	}
+	return vs
+}
+
+// JobVersion returns one kept version of a job.
+func (r reader) JobVersion(ns, id string, v uint64) *sdk.Job {
+	return first[sdk.Job](r, TableJobVersions, "id", ns, id, v)
+}
+
+// Alloc returns an allocation by ID.
+func (r reader) Alloc(id string) *sdk.Allocation {
+	return first[sdk.Allocation](r, TableAllocs, "id", id)
+}
+
+// Allocs returns every allocation, ordered by ID.
+func (r reader) Allocs() []*sdk.Allocation { return all[sdk.Allocation](r, TableAllocs, "id") }
+
+// AllocsByPrefix returns allocations whose ID starts with prefix.
+func (r reader) AllocsByPrefix(prefix string) []*sdk.Allocation {
+	return all[sdk.Allocation](r, TableAllocs, "id_prefix", prefix)
+}
+
+// AllocsByJob returns a job's allocations.
+func (r reader) AllocsByJob(ns, jobID string) []*sdk.Allocation {
+	return all[sdk.Allocation](r, TableAllocs, "job", ns, jobID)
+}
+
+// AllocsByNode returns a node's allocations.
+func (r reader) AllocsByNode(nodeID string) []*sdk.Allocation {
+	return all[sdk.Allocation](r, TableAllocs, "node", nodeID)
+}
+
+// AllocsByEval returns the allocations an eval created.
+func (r reader) AllocsByEval(evalID string) []*sdk.Allocation {
+	return all[sdk.Allocation](r, TableAllocs, "eval", evalID)
+}
+
+// AllocsByDeployment returns a deployment's allocations.
+func (r reader) AllocsByDeployment(id string) []*sdk.Allocation {
+	return all[sdk.Allocation](r, TableAllocs, "deployment", id)
+}
+
+// Eval returns an evaluation by ID.
+func (r reader) Eval(id string) *sdk.Evaluation {
+	return first[sdk.Evaluation](r, TableEvals, "id", id)
+}
+
+// Evals returns every evaluation, ordered by ID.
+func (r reader) Evals() []*sdk.Evaluation { return all[sdk.Evaluation](r, TableEvals, "id") }
+
+// EvalsByPrefix returns evaluations whose ID starts with prefix.
+func (r reader) EvalsByPrefix(prefix string) []*sdk.Evaluation {
+	return all[sdk.Evaluation](r, TableEvals, "id_prefix", prefix)
+}
+
+// EvalsByJob returns a job's evaluations.
+func (r reader) EvalsByJob(ns, jobID string) []*sdk.Evaluation {
+	return all[sdk.Evaluation](r, TableEvals, "job", ns, jobID)
+}
+
+// Deployment returns a deployment by ID.
+func (r reader) Deployment(id string) *sdk.Deployment {
+	return first[sdk.Deployment](r, TableDeployments, "id", id)
+}
+
+// Deployments returns every deployment.
+func (r reader) Deployments() []*sdk.Deployment {
+	return all[sdk.Deployment](r, TableDeployments, "id")
+}
+
+// DeploymentsByJob returns a job's deployments.
+func (r reader) DeploymentsByJob(ns, jobID string) []*sdk.Deployment {
+	return all[sdk.Deployment](r, TableDeployments, "job", ns, jobID)
+}
+
+// LatestDeployment returns the job's most recently created deployment.
+func (r reader) LatestDeployment(ns, jobID string) *sdk.Deployment {
+	var latest *sdk.Deployment
+	for _, d := range r.DeploymentsByJob(ns, jobID) {
+		if latest == nil || d.CreateIndex > latest.CreateIndex {
+			latest = d
+		}
+	}
+	return latest
+}
+
+// SchedulerConfig returns the scheduler configuration (the default if none
+// was set).
+func (r reader) SchedulerConfig() *sdk.SchedulerConfiguration {
+	if e := first[SchedulerConfigEntry](r, TableSchedConfig, "id", "config"); e != nil {
+		return e.Config
+	}
+	return sdk.DefaultSchedulerConfiguration()
+}
+
+func jobKey(ns, id string) string { return ns + "\x00" + id }
+
+func splitJobKey(k string) (string, string) {
+	ns, id, _ := strings.Cut(k, "\x00")
+	return ns, id
+}

@@ -1,0 +1,134 @@
+package state
+
+import (
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+)
+
+// Snapshot is a consistent, immutable view of the state at one index.
+type Snapshot struct {
+	reader
+	index   uint64
+	journal *Journal
+}
+
+// Index is the snapshot's index.
+func (s *Snapshot) Index() uint64 { return s.index }
+
+// Sync returns the StateSync that brings a plugin mirror at index from to
+// this snapshot's index: a delta built from the journal when it covers the
+// range, and a full sync otherwise (or when from is 0).
+func (s *Snapshot) Sync(from uint64) *abi.StateSync {
+	if from == 0 {
+		return s.FullSync()
+	}
+	lo, hi := from, s.index
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	changes, ok := s.journal.Between(lo, hi)
+	if !ok {
+		return s.FullSync()
+	}
+	sync := &abi.StateSync{FromIndex: from, Index: s.index}
+	seen := map[Change]bool{}
+	versions := newVersionSet()
+	for _, c := range changes {
+		c.Index = 0
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		switch c.Kind {
+		case KindNode:
+			if n := s.Node(c.Key); n != nil {
+				sync.Nodes = append(sync.Nodes, pluginNode(n))
+			} else {
+				sync.DeletedNodes = append(sync.DeletedNodes, c.Key)
+			}
+		case KindJob:
+			ns, id := splitJobKey(c.Key)
+			if j := s.Job(ns, id); j != nil {
+				sync.Jobs = append(sync.Jobs, j)
+			} else {
+				sync.DeletedJobs = append(sync.DeletedJobs, sdk.NamespacedID{Namespace: ns, ID: id})
+			}
+		case KindAlloc:
+			if a := s.Alloc(c.Key); a != nil {
+				sync.Allocs = append(sync.Allocs, versions.strip(s, a))
+			} else {
+				sync.DeletedAllocs = append(sync.DeletedAllocs, c.Key)
+			}
+		case KindDeployment:
+			if d := s.Deployment(c.Key); d != nil {
+				sync.Deployments = append(sync.Deployments, d)
+			} else {
+				sync.DeletedDeployments = append(sync.DeletedDeployments, c.Key)
+			}
+		case KindSchedConfig:
+			sync.SchedulerConfig = s.SchedulerConfig()
+		}
+	}
+	sync.JobVersions = versions.list
+	return sync
+}
+
+// FullSync returns the whole mirrored state at the snapshot's index.
+func (s *Snapshot) FullSync() *abi.StateSync {
+	sync := &abi.StateSync{Full: true, Index: s.index, SchedulerConfig: s.SchedulerConfig()}
+	for _, n := range s.Nodes() {
+		sync.Nodes = append(sync.Nodes, pluginNode(n))
+	}
+	sync.Jobs = s.Jobs("")
+	versions := newVersionSet()
+	allocs := s.Allocs()
+	sync.Allocs = make([]*sdk.Allocation, len(allocs))
+	for i, a := range allocs {
+		sync.Allocs[i] = versions.strip(s, a)
+	}
+	sync.JobVersions = versions.list
+	sync.Deployments = s.Deployments()
+	return sync
+}
+
+// pluginNode hides the node's secret from plugins.
+func pluginNode(n *sdk.Node) *sdk.Node {
+	if n.SecretID == "" {
+		return n
+	}
+	c := *n
+	c.SecretID = ""
+	return &c
+}
+
+// versionSet collects the job versions a sync's allocations reference.
+type versionSet struct {
+	seen map[versionKeyT]bool
+	list []*sdk.Job
+}
+
+type versionKeyT struct {
+	ns, id string
+	v      uint64
+}
+
+func newVersionSet() *versionSet { return &versionSet{seen: map[versionKeyT]bool{}} }
+
+// strip returns a copy of a without its Job, remembering the job version if
+// it is not the job's current one.
+func (vs *versionSet) strip(s *Snapshot, a *sdk.Allocation) *sdk.Allocation {
+	c := *a
+	c.Job = nil
+	if a.Job == nil {
+		return &c
+	}
+	if cur := s.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.Job.Version && cur.JobModifyIndex == a.Job.JobModifyIndex {
+		return &c
+	}
+	k := versionKeyT{a.Namespace, a.JobID, a.Job.Version}
+	if !vs.seen[k] {
+		vs.seen[k] = true
+		vs.list = append(vs.list, a.Job)
+	}
+	return &c
+}

@@ -1,0 +1,152 @@
+package state
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/mirror"
+)
+
+// TestSnapshot_DeltaEqualsFull drives random writes and checks, at every
+// step, that a mirror kept by deltas (forwards and backwards) holds exactly
+// what a full sync at the same index holds.
+func TestSnapshot_DeltaEqualsFull(t *testing.T) {
+	s, err := NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	index := uint64(0)
+	write := func(fn func(tx *Txn) error) {
+		index++
+		if err := s.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := func(v int) *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: fmt.Sprintf("job-%d", v%3), Type: "service", Priority: 50 + v,
+			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: v}}}
+	}
+	var snaps []*Snapshot
+	fwd := mirror.New()
+	for step := 0; step < 300; step++ {
+		switch r.IntN(5) {
+		case 0:
+			write(func(tx *Txn) error {
+				return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", r.IntN(8)), Status: sdk.NodeStatusReady})
+			})
+		case 1:
+			write(func(tx *Txn) error { return tx.UpsertJob(job(r.IntN(10))) })
+		case 2, 3:
+			write(func(tx *Txn) error {
+				j := tx.Job("default", fmt.Sprintf("job-%d", r.IntN(3)))
+				if j == nil {
+					return nil
+				}
+				desired := sdk.AllocDesiredStatusRun
+				if r.IntN(4) == 0 {
+					desired = sdk.AllocDesiredStatusStop
+				}
+				return tx.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("a%d", r.IntN(20)), Namespace: "default",
+					JobID: j.ID, Job: j, NodeID: fmt.Sprintf("n%d", r.IntN(8)), DesiredStatus: desired,
+					AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
+						"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: int64(r.IntN(500))}}}}})
+			})
+		case 4:
+			write(func(tx *Txn) error {
+				if a := tx.Alloc(fmt.Sprintf("a%d", r.IntN(20))); a != nil {
+					return tx.DeleteAlloc(a.ID)
+				}
+				return nil
+			})
+		}
+		snap := s.Snapshot()
+		snaps = append(snaps, snap)
+		if err := fwd.Apply(snap.Sync(fwd.Index())); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		full := mirror.New()
+		if err := full.Apply(snap.FullSync()); err != nil {
+			t.Fatal(err)
+		}
+		if d := diff(fwd, full); d != "" {
+			t.Fatalf("step %d (index %d): delta-kept mirror differs from full sync: %s", step, snap.Index(), d)
+		}
+	}
+	// Backwards: bring the mirror to older snapshots.
+	for _, i := range []int{250, 100, 3} {
+		snap := snaps[i]
+		if err := fwd.Apply(snap.Sync(fwd.Index())); err != nil {
+			t.Fatal(err)
+		}
+		full := mirror.New()
+		_ = full.Apply(snap.FullSync())
+		if d := diff(fwd, full); d != "" {
+			t.Fatalf("backwards to index %d: %s", snap.Index(), d)
+		}
+	}
+}
+
+func diff(a, b *mirror.Mirror) string {
+	if a.Index() != b.Index() {
+		return fmt.Sprintf("index %d vs %d", a.Index(), b.Index())
+	}
+	ids := func(ns []*sdk.Node) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.ID+"/"+n.Status)
+		}
+		return out
+	}
+	if !slices.Equal(ids(a.Nodes()), ids(b.Nodes())) {
+		return fmt.Sprintf("nodes %v vs %v", ids(a.Nodes()), ids(b.Nodes()))
+	}
+	for _, n := range b.Nodes() {
+		if a.NodeUsage(n.ID) != b.NodeUsage(n.ID) {
+			return fmt.Sprintf("usage of %s: %+v vs %+v", n.ID, a.NodeUsage(n.ID), b.NodeUsage(n.ID))
+		}
+		var x, y []string
+		for _, al := range a.AllocsByNode(n.ID) {
+			x = append(x, al.ID+al.DesiredStatus+fmt.Sprint(al.Job != nil && al.Job.Version == al.JobVersion))
+		}
+		for _, al := range b.AllocsByNode(n.ID) {
+			y = append(y, al.ID+al.DesiredStatus+fmt.Sprint(al.Job != nil && al.Job.Version == al.JobVersion))
+		}
+		if strings.Join(x, ",") != strings.Join(y, ",") {
+			return fmt.Sprintf("allocs of %s: %v vs %v", n.ID, x, y)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("job-%d", i)
+		if !reflect.DeepEqual(a.Job("default", id), b.Job("default", id)) {
+			return "job " + id
+		}
+	}
+	return ""
+}
+
+func TestStore_JobVersionsRiseOnlyOnSpecChange(t *testing.T) {
+	s, _ := NewStore()
+	mk := func(count int) *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: "web", Type: "service", TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count}}}
+	}
+	for i, tc := range []struct {
+		count   int
+		version uint64
+	}{{1, 0}, {1, 0}, {2, 1}, {3, 2}} {
+		if err := s.Write(uint64(i+1), func(tx *Txn) error { return tx.UpsertJob(mk(tc.count)) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Snapshot().Job("default", "web").Version; got != tc.version {
+			t.Fatalf("write %d: version %d, want %d", i, got, tc.version)
+		}
+	}
+	if n := len(s.Snapshot().JobVersions("default", "web")); n != 3 {
+		t.Fatalf("kept %d versions, want 3", n)
+	}
+}

@@ -1,0 +1,322 @@
+package state
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/drover-sched/drover/sdk"
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// JobTrackedVersions is how many versions of a job are kept.
+const JobTrackedVersions = 6
+
+// Txn is a write transaction at one index. Every write stamps indexes,
+// marks its table changed and records the change in the journal.
+type Txn struct {
+	reader
+	txn     *memdb.Txn
+	index   uint64
+	tables  map[string]bool
+	changes []Change
+	// restore inserts objects as they are, without stamping or journaling.
+	restore bool
+	// touched jobs get their status recomputed before commit.
+	touched map[sdk.NamespacedID]bool
+}
+
+// Index is the transaction's index.
+func (t *Txn) Index() uint64 { return t.index }
+
+func (t *Txn) insert(table string, obj any) error {
+	if err := t.txn.Insert(table, obj); err != nil {
+		return fmt.Errorf("state: insert into %s: %w", table, err)
+	}
+	t.tables[table] = true
+	return nil
+}
+
+func (t *Txn) delete(table string, obj any) error {
+	if err := t.txn.Delete(table, obj); err != nil {
+		return fmt.Errorf("state: delete from %s: %w", table, err)
+	}
+	t.tables[table] = true
+	return nil
+}
+
+func (t *Txn) record(kind Kind, key string) {
+	if !t.restore {
+		t.changes = append(t.changes, Change{Index: t.index, Kind: kind, Key: key})
+	}
+}
+
+func (t *Txn) touch(ns, jobID string) {
+	if t.restore {
+		return
+	}
+	if t.touched == nil {
+		t.touched = map[sdk.NamespacedID]bool{}
+	}
+	t.touched[sdk.NamespacedID{Namespace: ns, ID: jobID}] = true
+}
+
+// UpsertNode inserts or replaces a node, keeping its create index.
+func (t *Txn) UpsertNode(n *sdk.Node) error {
+	if !t.restore {
+		if old := t.Node(n.ID); old != nil {
+			n.CreateIndex = old.CreateIndex
+		} else {
+			n.CreateIndex = t.index
+		}
+		n.ModifyIndex = t.index
+		n.ComputeClass()
+	}
+	t.record(KindNode, n.ID)
+	return t.insert(TableNodes, n)
+}
+
+// DeleteNode removes a node.
+func (t *Txn) DeleteNode(id string) error {
+	old := t.Node(id)
+	if old == nil {
+		return fmt.Errorf("%w: node %s", ErrNotFound, id)
+	}
+	t.record(KindNode, id)
+	return t.delete(TableNodes, old)
+}
+
+// UpsertJob registers a job or a new version of it. The version number
+// rises only when the specification changed.
+func (t *Txn) UpsertJob(j *sdk.Job) error {
+	if !t.restore {
+		j.ModifyIndex = t.index
+		if old := t.Job(j.Namespace, j.ID); old != nil {
+			j.CreateIndex = old.CreateIndex
+			if SpecChanged(old, j) {
+				j.Version = old.Version + 1
+				j.JobModifyIndex = t.index
+				j.Stable = false
+			} else {
+				j.Version = old.Version
+				j.JobModifyIndex = old.JobModifyIndex
+				j.Stable = old.Stable
+			}
+			if j.Status == "" {
+				j.Status = old.Status
+			}
+		} else {
+			j.CreateIndex = t.index
+			j.JobModifyIndex = t.index
+			j.Version = 0
+		}
+		if j.Status == "" {
+			j.Status = sdk.JobStatusPending
+		}
+		t.touch(j.Namespace, j.ID)
+	}
+	t.record(KindJob, jobKey(j.Namespace, j.ID))
+	if err := t.insert(TableJobs, j); err != nil {
+		return err
+	}
+	if t.restore {
+		return nil
+	}
+	return t.upsertJobVersion(j)
+}
+
+// UpsertJobVersion inserts a kept job version (restore only).
+func (t *Txn) UpsertJobVersion(j *sdk.Job) error { return t.insert(TableJobVersions, j) }
+
+func (t *Txn) upsertJobVersion(j *sdk.Job) error {
+	if err := t.insert(TableJobVersions, j); err != nil {
+		return err
+	}
+	versions := t.JobVersions(j.Namespace, j.ID)
+	for _, old := range versions[min(len(versions), JobTrackedVersions):] {
+		if err := t.delete(TableJobVersions, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteJob purges a job and its versions (its allocations and evals stay
+// until garbage collection).
+func (t *Txn) DeleteJob(ns, id string) error {
+	old := t.Job(ns, id)
+	if old == nil {
+		return fmt.Errorf("%w: job %s/%s", ErrNotFound, ns, id)
+	}
+	for _, v := range t.JobVersions(ns, id) {
+		if err := t.delete(TableJobVersions, v); err != nil {
+			return err
+		}
+	}
+	t.record(KindJob, jobKey(ns, id))
+	return t.delete(TableJobs, old)
+}
+
+// UpsertEval inserts or replaces an evaluation.
+func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
+	if !t.restore {
+		if old := t.Eval(e.ID); old != nil {
+			e.CreateIndex = old.CreateIndex
+			e.CreateTime = old.CreateTime
+		} else {
+			e.CreateIndex = t.index
+		}
+		e.ModifyIndex = t.index
+		t.touch(e.Namespace, e.JobID)
+	}
+	return t.insert(TableEvals, e)
+}
+
+// DeleteEval removes an evaluation.
+func (t *Txn) DeleteEval(id string) error {
+	old := t.Eval(id)
+	if old == nil {
+		return nil
+	}
+	return t.delete(TableEvals, old)
+}
+
+// UpsertAlloc inserts or replaces an allocation.
+func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
+	if !t.restore {
+		if old := t.Alloc(a.ID); old != nil {
+			a.CreateIndex = old.CreateIndex
+			a.CreateTime = old.CreateTime
+			if a.Job == nil {
+				a.Job = old.Job
+			}
+		} else {
+			a.CreateIndex = t.index
+			a.AllocModifyIndex = t.index
+		}
+		a.ModifyIndex = t.index
+		if a.Job != nil {
+			a.JobVersion = a.Job.Version
+		}
+		t.touch(a.Namespace, a.JobID)
+	}
+	t.record(KindAlloc, a.ID)
+	return t.insert(TableAllocs, a)
+}
+
+// DeleteAlloc removes an allocation.
+func (t *Txn) DeleteAlloc(id string) error {
+	old := t.Alloc(id)
+	if old == nil {
+		return nil
+	}
+	t.record(KindAlloc, id)
+	return t.delete(TableAllocs, old)
+}
+
+// UpsertDeployment inserts or replaces a deployment.
+func (t *Txn) UpsertDeployment(d *sdk.Deployment) error {
+	if !t.restore {
+		if old := t.Deployment(d.ID); old != nil {
+			d.CreateIndex = old.CreateIndex
+		} else {
+			d.CreateIndex = t.index
+		}
+		d.ModifyIndex = t.index
+	}
+	t.record(KindDeployment, d.ID)
+	return t.insert(TableDeployments, d)
+}
+
+// DeleteDeployment removes a deployment.
+func (t *Txn) DeleteDeployment(id string) error {
+	old := t.Deployment(id)
+	if old == nil {
+		return nil
+	}
+	t.record(KindDeployment, id)
+	return t.delete(TableDeployments, old)
+}
+
+// SetSchedulerConfig replaces the scheduler configuration.
+func (t *Txn) SetSchedulerConfig(c *sdk.SchedulerConfiguration) error {
+	if !t.restore {
+		old := t.SchedulerConfig()
+		c.CreateIndex = old.CreateIndex
+		if c.CreateIndex == 0 {
+			c.CreateIndex = t.index
+		}
+		c.ModifyIndex = t.index
+	}
+	t.record(KindSchedConfig, "config")
+	return t.insert(TableSchedConfig, &SchedulerConfigEntry{ID: "config", Config: c})
+}
+
+// finish recomputes the status of every job the transaction touched.
+func (t *Txn) finish() error {
+	for id := range t.touched {
+		job := t.Job(id.Namespace, id.ID)
+		if job == nil {
+			continue
+		}
+		status := t.jobStatus(job)
+		if status == job.Status {
+			continue
+		}
+		c := *job
+		c.Status = status
+		c.ModifyIndex = t.index
+		t.record(KindJob, jobKey(c.Namespace, c.ID))
+		if err := t.insert(TableJobs, &c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jobStatus derives a job's status as Nomad does: running while any
+// allocation is live, pending while evaluations are outstanding, dead after.
+func (t *Txn) jobStatus(job *sdk.Job) string {
+	if job.Type == sdk.JobTypeSystem || job.IsPeriodic() || job.IsParameterized() {
+		if job.Stop {
+			return sdk.JobStatusDead
+		}
+		return sdk.JobStatusRunning
+	}
+	hasAlloc := false
+	for _, a := range t.AllocsByJob(job.Namespace, job.ID) {
+		hasAlloc = true
+		if !a.TerminalStatus() {
+			return sdk.JobStatusRunning
+		}
+	}
+	hasEval := false
+	for _, e := range t.EvalsByJob(job.Namespace, job.ID) {
+		hasEval = true
+		if !e.TerminalStatus() {
+			return sdk.JobStatusPending
+		}
+	}
+	if hasEval || hasAlloc || job.Stop {
+		return sdk.JobStatusDead
+	}
+	return sdk.JobStatusPending
+}
+
+// SpecChanged reports whether the user-facing specification of a job
+// differs between two versions, ignoring what the server sets.
+func SpecChanged(a, b *sdk.Job) bool {
+	return !reflect.DeepEqual(specOf(a), specOf(b))
+}
+
+func specOf(j *sdk.Job) sdk.Job {
+	c := *j
+	c.Status, c.StatusDescription = "", ""
+	c.Stable = false
+	c.Version = 0
+	c.SubmitTime = 0
+	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0
+	return c
+}
+
+// RestoreTableIndex sets a table's index (restore only).
+func (t *Txn) RestoreTableIndex(e *IndexEntry) error { return t.txn.Insert(TableIndex, e) }

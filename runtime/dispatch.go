@@ -1,0 +1,140 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// dispatcher answers one eval's planner calls.
+type dispatcher struct {
+	ctx   context.Context
+	call  *Call
+	name  string
+	index uint64 // the plugin mirror's index
+	// err is the first host-side failure, kept as the eval's root cause.
+	err error
+}
+
+func (d *dispatcher) fail(err error) error {
+	if d.err == nil && err != nil {
+		d.err = err
+	}
+	return err
+}
+
+func (d *dispatcher) host(op abi.Op, msg []byte) ([]byte, error) {
+	switch op {
+	case abi.OpSubmitPlan:
+		return d.submitPlan(msg)
+	case abi.OpUpdateEval, abi.OpCreateEval, abi.OpReblockEval:
+		return d.evalOp(op, msg)
+	case abi.OpLog:
+		d.logRecord(msg)
+		return nil, nil
+	}
+	return nil, abi.Err(abi.CodeUnknownOp, "host: unknown op "+op.String())
+}
+
+func encode(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
+
+func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
+	var req abi.PlanRequest
+	if _, err := req.UnmarshalMsg(msg); err != nil || req.Plan == nil {
+		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: undecodable plan"})
+	}
+	plan := req.Plan
+	plan.EvalToken = d.call.Token
+	if plan.EvalID != d.call.Eval.ID {
+		return encode(&abi.PlanResponse{Code: abi.CodePlanInvalid,
+			Message: "host: plan names eval " + plan.EvalID + ", not the eval being processed"})
+	}
+	res, refreshed, err := d.call.Planner.SubmitPlan(d.ctx, plan)
+	if err != nil {
+		d.fail(err)
+		return encode(&abi.PlanResponse{Code: abi.CodeOf(err), Message: err.Error()})
+	}
+	resp := &abi.PlanResponse{Result: slimResult(res)}
+	if refreshed != nil {
+		resp.Refresh = refreshed.Sync(d.index)
+		d.index = resp.Refresh.Index
+	}
+	return encode(resp)
+}
+
+// slimResult keeps only what a plugin needs of committed allocations: it
+// has the rest in its mirror or its plan.
+func slimResult(r *sdk.PlanResult) *sdk.PlanResult {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	slim := func(m map[string][]*sdk.Allocation) map[string][]*sdk.Allocation {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string][]*sdk.Allocation, len(m))
+		for node, as := range m {
+			s := make([]*sdk.Allocation, len(as))
+			for i, a := range as {
+				s[i] = &sdk.Allocation{ID: a.ID, NodeID: a.NodeID, Name: a.Name, TaskGroup: a.TaskGroup}
+			}
+			out[node] = s
+		}
+		return out
+	}
+	c.NodeUpdate, c.NodeAllocation, c.NodePreemptions = slim(r.NodeUpdate), slim(r.NodeAllocation), slim(r.NodePreemptions)
+	c.Deployment = nil
+	return &c
+}
+
+func (d *dispatcher) evalOp(op abi.Op, msg []byte) ([]byte, error) {
+	var req abi.EvalRequest
+	if _, err := req.UnmarshalMsg(msg); err != nil || req.Eval == nil {
+		return encode(&abi.Status{Code: abi.CodeDecode, Message: "host: undecodable eval"})
+	}
+	var err error
+	switch op {
+	case abi.OpUpdateEval:
+		err = d.call.Planner.UpdateEval(d.ctx, req.Eval)
+	case abi.OpCreateEval:
+		err = d.call.Planner.CreateEval(d.ctx, req.Eval)
+	case abi.OpReblockEval:
+		err = d.call.Planner.ReblockEval(d.ctx, req.Eval)
+	}
+	if err != nil {
+		d.fail(err)
+		return encode(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
+	}
+	return encode(&abi.Status{})
+}
+
+func (d *dispatcher) logRecord(msg []byte) {
+	var rec abi.LogRecord
+	if _, err := rec.UnmarshalMsg(msg); err != nil {
+		return
+	}
+	var ev *zerolog.Event
+	switch {
+	case rec.Level >= 8:
+		ev = d.call.Log.Error()
+	case rec.Level >= 4:
+		ev = d.call.Log.Warn()
+	case rec.Level >= 0:
+		ev = d.call.Log.Info()
+	default:
+		ev = d.call.Log.Debug()
+	}
+	ev = ev.Str("plugin", d.name)
+	for i := 0; i+1 < len(rec.Attrs); i += 2 {
+		ev = ev.Str(rec.Attrs[i], rec.Attrs[i+1])
+	}
+	ev.Msg(rec.Message)
+}
+
+// IsPluginFailure reports whether err means the plugin (not the host) failed.
+func IsPluginFailure(err error) bool { return errors.Is(err, ErrPluginFailed) }

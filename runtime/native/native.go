@@ -1,0 +1,45 @@
+// Package native runs a scheduler in the host's process, behind the same
+// encoded ABI messages as the sandboxed runtimes: for tests, benchmarks,
+// embedding, and as the baseline the others are measured against.
+package native
+
+import (
+	"context"
+
+	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/plugin"
+)
+
+// Factory makes in-process instances of one scheduler.
+type Factory struct {
+	info plugin.Info
+	make func() sdk.Scheduler
+}
+
+var _ runtime.Factory = (*Factory)(nil)
+
+// New returns a factory; newScheduler is called once per instance.
+func New(info plugin.Info, newScheduler func() sdk.Scheduler) *Factory {
+	return &Factory{info: info, make: newScheduler}
+}
+
+// Info implements runtime.Factory.
+func (f *Factory) Info() abi.Info { return plugin.NewGuest(f.info, nil).Info() }
+
+// NewInstance implements runtime.Factory.
+func (f *Factory) NewInstance(context.Context) (runtime.Instance, error) {
+	return &instance{guest: plugin.NewGuest(f.info, f.make())}, nil
+}
+
+// Close implements runtime.Factory.
+func (f *Factory) Close(context.Context) error { return nil }
+
+type instance struct{ guest *plugin.Guest }
+
+func (i *instance) Process(_ context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
+	return i.guest.Process(req, host), nil
+}
+
+func (i *instance) Close(context.Context) error { return nil }

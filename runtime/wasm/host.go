@@ -1,0 +1,72 @@
+package wasm
+
+import (
+	"context"
+
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// callState is one process call's link to the host: where planner calls go
+// and the answer waiting for take_result.
+type callState struct {
+	host    plugin.HostFunc
+	pending []byte
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, cs *callState) context.Context {
+	return context.WithValue(ctx, callKey{}, cs)
+}
+
+// instantiateHost defines the "drover" host module: one function per
+// planner operation, (ptr, len) -> answer length or -code, and take_result.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	b := rt.NewHostModuleBuilder(HostModule)
+	i32 := api.ValueTypeI32
+	for _, op := range abi.Ops() {
+		b = b.NewFunctionBuilder().
+			WithGoModuleFunction(opFunc(op), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+			Export(op.String())
+	}
+	b = b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(takeResult), []api.ValueType{i32}, nil).
+		Export(HostTakeResult)
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+func opFunc(op abi.Op) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		cs, _ := ctx.Value(callKey{}).(*callState)
+		if cs == nil {
+			stack[0] = api.EncodeI32(-int32(abi.CodeInternal))
+			return
+		}
+		ptr, size := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+		raw, ok := mod.Memory().Read(ptr, size)
+		if !ok {
+			stack[0] = api.EncodeI32(-int32(abi.CodeDecode))
+			return
+		}
+		out, err := cs.host(op, append([]byte(nil), raw...))
+		if err != nil {
+			stack[0] = api.EncodeI32(-int32(abi.CodeOf(err)))
+			return
+		}
+		cs.pending = out
+		stack[0] = api.EncodeI32(int32(len(out)))
+	}
+}
+
+func takeResult(ctx context.Context, mod api.Module, stack []uint64) {
+	cs, _ := ctx.Value(callKey{}).(*callState)
+	if cs == nil {
+		return
+	}
+	mod.Memory().Write(api.DecodeU32(stack[0]), cs.pending)
+	cs.pending = nil
+}

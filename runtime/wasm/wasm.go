@@ -1,0 +1,246 @@
+// Package wasm runs scheduler plugins compiled to WebAssembly (Go wasip1
+// reactors built with -buildmode=c-shared) in wazero.
+//
+// A Module is compiled once (with wazero's file compilation cache when a
+// cache directory is set) and instantiated once per pool slot. Instances
+// are sandboxed: no file system, network or environment, a fake clock and a
+// deterministic random source unless configured, and a memory page limit
+// always. The module's exports and the "drover" host functions it imports
+// are specified in docs/abi.md.
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Export names a module must provide.
+const (
+	ExportABIVersion = "drover_abi_version"
+	ExportInfo       = "drover_info"
+	ExportBuffer     = "drover_buffer"
+	ExportProcess    = "drover_process"
+	HostModule       = "drover"
+	HostTakeResult   = "take_result"
+)
+
+// ErrInvalidModule is returned for a module that is not a Drover plugin.
+var ErrInvalidModule = errors.New("wasm: not a valid Drover plugin module")
+
+// Config configures how a module runs. The zero value is not valid; start
+// from DefaultConfig.
+type Config struct {
+	// MemoryLimitPages caps an instance's linear memory (64 KiB pages).
+	MemoryLimitPages uint32
+	// CloseOnContextDone lets a deadline stop a guest that never returns,
+	// at a cost in guest speed (measured in docs/benchmarks.md).
+	CloseOnContextDone bool
+	// CacheDir holds wazero's compilation cache; empty disables it.
+	CacheDir string
+	// Output receives the plugin's stdout and stderr.
+	Output io.Writer
+	// SysClock gives the plugin the real clock.
+	SysClock bool
+}
+
+// DefaultConfig is 1 GiB of memory, deadlines enforced, no cache.
+func DefaultConfig() Config {
+	return Config{MemoryLimitPages: 16384, CloseOnContextDone: true, Output: io.Discard}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MemoryLimitPages == 0 || c.MemoryLimitPages > 65536 {
+		return fmt.Errorf("wasm: memory limit must be 1 to 65536 pages, got %d", c.MemoryLimitPages)
+	}
+	return nil
+}
+
+// Module is a compiled plugin.
+type Module struct {
+	cfg      Config
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	info     abi.Info
+	cache    wazero.CompilationCache
+}
+
+var _ runtime.Factory = (*Module)(nil)
+
+// LoadFile reads and loads a module from path.
+func LoadFile(ctx context.Context, path string, cfg Config) (*Module, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %w", err)
+	}
+	m, err := Load(ctx, b, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Load compiles a module, checks its exports and ABI version, and reads
+// its info from a first instance.
+func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Output == nil {
+		cfg.Output = io.Discard
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCloseOnContextDone(cfg.CloseOnContextDone)
+	m := &Module{cfg: cfg}
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+		m.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	m.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	fail := func(err error) (*Module, error) {
+		_ = m.Close(ctx)
+		return nil, err
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+		return fail(fmt.Errorf("wasm: wasi: %w", err))
+	}
+	if err := instantiateHost(ctx, m.rt); err != nil {
+		return fail(err)
+	}
+	compiled, err := m.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
+	}
+	m.compiled = compiled
+	exports := compiled.ExportedFunctions()
+	for _, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
+		if _, ok := exports[name]; !ok {
+			return fail(fmt.Errorf("%w: missing export %q (build with the Drover SDK and -buildmode=c-shared)", ErrInvalidModule, name))
+		}
+	}
+	inst, err := m.instantiate(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer inst.Close(ctx)
+	res, err := inst.mod.ExportedFunction(ExportABIVersion).Call(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %s: %v", ErrInvalidModule, ExportABIVersion, err))
+	}
+	v := abi.Version(uint32(res[0]))
+	if err := abi.CheckVersion(v); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
+	}
+	res, err = inst.mod.ExportedFunction(ExportInfo).Call(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %s: %v", ErrInvalidModule, ExportInfo, err))
+	}
+	raw, err := inst.read(res[0])
+	if err != nil || len(raw) == 0 {
+		return fail(fmt.Errorf("%w: %s returned nothing (no scheduler registered?)", ErrInvalidModule, ExportInfo))
+	}
+	if _, err := m.info.UnmarshalMsg(raw); err != nil {
+		return fail(fmt.Errorf("%w: decode info: %v", ErrInvalidModule, err))
+	}
+	if m.info.Name == "" {
+		return fail(fmt.Errorf("%w: plugin declares no name", ErrInvalidModule))
+	}
+	m.info.ABI = uint32(v)
+	return m, nil
+}
+
+// Info implements runtime.Factory.
+func (m *Module) Info() abi.Info { return m.info }
+
+// Exports lists the module's exported functions.
+func (m *Module) Exports() []string {
+	var out []string
+	for name := range m.compiled.ExportedFunctions() {
+		out = append(out, name)
+	}
+	return out
+}
+
+// NewInstance implements runtime.Factory.
+func (m *Module) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	return m.instantiate(ctx)
+}
+
+func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
+		WithStdout(m.cfg.Output).WithStderr(m.cfg.Output)
+	if m.cfg.SysClock {
+		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+	}
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, mc)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: instantiate: %w", err)
+	}
+	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess)}, nil
+}
+
+// Close implements runtime.Factory.
+func (m *Module) Close(ctx context.Context) error {
+	err := m.rt.Close(ctx)
+	if m.cache != nil {
+		_ = m.cache.Close(ctx)
+	}
+	return err
+}
+
+// instance is one instantiated module.
+type instance struct {
+	mod     api.Module
+	buffer  api.Function
+	process api.Function
+}
+
+func (i *instance) read(packed uint64) ([]byte, error) {
+	ptr, size := uint32(packed>>32), uint32(packed)
+	if size == 0 {
+		return nil, nil
+	}
+	b, ok := i.mod.Memory().Read(ptr, size)
+	if !ok {
+		return nil, fmt.Errorf("wasm: answer at %d+%d is outside memory", ptr, size)
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// Process implements runtime.Instance.
+func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
+	res, err := i.buffer.Call(ctx, uint64(len(req)))
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %s: %w", ExportBuffer, err)
+	}
+	if !i.mod.Memory().Write(uint32(res[0]), req) {
+		return nil, fmt.Errorf("wasm: request buffer at %d is outside memory", uint32(res[0]))
+	}
+	cs := &callState{host: host}
+	res, err = i.process.Call(withCall(ctx, cs), uint64(len(req)))
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %s: %w", ExportProcess, err)
+	}
+	return i.read(res[0])
+}
+
+// MemoryBytes implements runtime.Sizer.
+func (i *instance) MemoryBytes() uint64 { return uint64(i.mod.Memory().Size()) }
+
+// Close implements runtime.Instance.
+func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }

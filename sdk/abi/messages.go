@@ -1,0 +1,114 @@
+package abi
+
+import "github.com/drover-sched/drover/sdk"
+
+// Info describes a plugin; a wasm plugin returns it from drover_info and a
+// go-plugin binary from its Info RPC.
+type Info struct {
+	// Name is the plugin's name, unique in an agent.
+	Name string
+	// Types are the job types the plugin serves by default. A plugin with
+	// no types is picked only by jobs that name it (Job.Scheduler).
+	Types []string
+	// PluginVersion is the plugin's own version.
+	PluginVersion string
+	// ABI is the ABI version the plugin speaks, packed as Version.
+	ABI uint32
+}
+
+// ProcessRequest asks the plugin to process one evaluation.
+type ProcessRequest struct {
+	Eval      *sdk.Evaluation
+	EvalToken string
+	// Sync brings the plugin's state mirror to Sync.Index, the eval's
+	// snapshot index.
+	Sync *StateSync
+	// Now is the host's time, Unix nanoseconds.
+	Now int64
+	// Config is the plugin's configuration from the agent config.
+	Config map[string]string
+}
+
+// ProcessResponse is the plugin's answer to a ProcessRequest.
+type ProcessResponse struct {
+	Code    Code
+	Message string
+	// Index is the plugin mirror's index after the call.
+	Index uint64
+}
+
+// StateSync changes a state mirror. A full sync (Full set) replaces the
+// whole mirror with the state at Index. A delta (Full unset) applies to a
+// mirror at FromIndex and leaves it at Index: every object that changed
+// between the two indexes is either upserted (with its value at Index) or
+// listed as deleted. FromIndex may be above Index (a mirror that ran ahead
+// is brought back).
+type StateSync struct {
+	Full      bool
+	FromIndex uint64
+	Index     uint64
+
+	Nodes        []*sdk.Node
+	DeletedNodes []string
+
+	Jobs        []*sdk.Job
+	DeletedJobs []sdk.NamespacedID
+	// JobVersions are older job versions referenced by Allocs (by
+	// Namespace, JobID and JobVersion) and not equal to the job's current
+	// version. Each appears once.
+	JobVersions []*sdk.Job
+
+	// Allocs are sent without their Job; the mirror links them to the job
+	// version they name.
+	Allocs        []*sdk.Allocation
+	DeletedAllocs []string
+
+	Deployments        []*sdk.Deployment
+	DeletedDeployments []string
+
+	// SchedulerConfig is set when it changed (always in a full sync).
+	SchedulerConfig *sdk.SchedulerConfiguration
+}
+
+// Empty reports whether the sync changes nothing.
+func (s *StateSync) Empty() bool {
+	return s == nil || (!s.Full && s.FromIndex == s.Index && len(s.Nodes) == 0 && len(s.DeletedNodes) == 0 &&
+		len(s.Jobs) == 0 && len(s.DeletedJobs) == 0 && len(s.Allocs) == 0 && len(s.DeletedAllocs) == 0 &&
+		len(s.Deployments) == 0 && len(s.DeletedDeployments) == 0 && s.SchedulerConfig == nil)
+}
+
+// PlanRequest is the argument of OpSubmitPlan.
+type PlanRequest struct {
+	Plan *sdk.Plan
+}
+
+// PlanResponse answers OpSubmitPlan. On a partial commit Refresh brings the
+// mirror to at least Result.RefreshIndex. Allocations in Result carry only
+// ID, NodeID, Name and TaskGroup: the plugin has the rest.
+type PlanResponse struct {
+	Code    Code
+	Message string
+	Result  *sdk.PlanResult
+	Refresh *StateSync
+}
+
+// EvalRequest is the argument of OpUpdateEval, OpCreateEval and
+// OpReblockEval.
+type EvalRequest struct {
+	Eval *sdk.Evaluation
+}
+
+// Status answers the eval operations.
+type Status struct {
+	Code    Code
+	Message string
+}
+
+// LogRecord is the argument of OpLog. It has no answer.
+type LogRecord struct {
+	// Level follows log/slog: -4 debug, 0 info, 4 warn, 8 error.
+	Level   int
+	Message string
+	// Attrs are key/value pairs, flattened to strings.
+	Attrs []string
+}

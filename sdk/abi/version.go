@@ -1,0 +1,42 @@
+package abi
+
+import "fmt"
+
+// The ABI version this package speaks. Minor versions only add: a host that
+// knows major M accepts any minor of M.
+const (
+	Major = 1
+	Minor = 0
+)
+
+// Version is a packed ABI version: major in the high 16 bits, minor in the
+// low 16. It is what a wasm plugin's drover_abi_version export returns.
+type Version uint32
+
+// Current is the version this package speaks.
+const Current = Version(Major<<16 | Minor)
+
+// MakeVersion packs a version.
+func MakeVersion(major, minor uint16) Version { return Version(uint32(major)<<16 | uint32(minor)) }
+
+// Major returns the major version.
+func (v Version) Major() uint16 { return uint16(v >> 16) }
+
+// Minor returns the minor version.
+func (v Version) Minor() uint16 { return uint16(v) }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major(), v.Minor()) }
+
+// SupportedMajors are the majors a host built from this package runs.
+var SupportedMajors = []uint16{1}
+
+// CheckVersion returns nil if a host built from this package can run a
+// plugin that declares v, and an error that says why not otherwise.
+func CheckVersion(v Version) error {
+	for _, m := range SupportedMajors {
+		if v.Major() == m {
+			return nil
+		}
+	}
+	return fmt.Errorf("abi: plugin declares ABI %s; this host supports major version(s) %v", v, SupportedMajors)
+}

@@ -1,0 +1,275 @@
+// Package mirror keeps a scheduler plugin's copy of the cluster state,
+// brought up to date by abi.StateSync messages, and serves it as sdk.State.
+//
+// Per-node usage is maintained as allocations come and go, so a scheduler
+// never sums a node's allocations per candidate. Slices are built lazily and
+// cached until the next change to what they cover.
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+)
+
+// ErrOutOfSync is returned by Apply when a delta does not start at the
+// mirror's index; the host answers with a full sync.
+var ErrOutOfSync = errors.New("mirror: delta does not start at the mirror's index")
+
+type versionKey struct {
+	ns, id  string
+	version uint64
+}
+
+// allocSet is a set of allocations with a lazily sorted view.
+type allocSet struct {
+	m      map[string]*sdk.Allocation
+	sorted []*sdk.Allocation
+	dirty  bool
+}
+
+func (s *allocSet) put(a *sdk.Allocation) {
+	if s.m == nil {
+		s.m = map[string]*sdk.Allocation{}
+	}
+	s.m[a.ID] = a
+	s.dirty = true
+}
+
+func (s *allocSet) del(id string) {
+	delete(s.m, id)
+	s.dirty = true
+}
+
+func (s *allocSet) list() []*sdk.Allocation {
+	if s == nil {
+		return nil
+	}
+	if s.dirty || (s.sorted == nil && len(s.m) > 0) {
+		s.sorted = s.sorted[:0]
+		for _, a := range s.m {
+			s.sorted = append(s.sorted, a)
+		}
+		slices.SortFunc(s.sorted, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
+		s.dirty = false
+	}
+	return s.sorted
+}
+
+// Mirror is a state mirror. It is not safe for concurrent use: a plugin
+// instance processes one eval at a time.
+type Mirror struct {
+	index uint64
+
+	nodes     map[string]*sdk.Node
+	nodeList  []*sdk.Node
+	nodesDirt bool
+	usage     map[string]sdk.Usage
+
+	jobs     map[sdk.NamespacedID]*sdk.Job
+	versions map[versionKey]*sdk.Job
+
+	allocs map[string]*sdk.Allocation
+	byJob  map[sdk.NamespacedID]*allocSet
+	byNode map[string]*allocSet
+
+	deployments map[string]*sdk.Deployment
+	schedConfig *sdk.SchedulerConfiguration
+}
+
+var _ sdk.State = (*Mirror)(nil)
+
+// New returns an empty mirror at index 0.
+func New() *Mirror {
+	m := &Mirror{}
+	m.reset()
+	return m
+}
+
+func (m *Mirror) reset() {
+	m.index = 0
+	m.nodes = map[string]*sdk.Node{}
+	m.nodeList = nil
+	m.nodesDirt = true
+	m.usage = map[string]sdk.Usage{}
+	m.jobs = map[sdk.NamespacedID]*sdk.Job{}
+	m.versions = map[versionKey]*sdk.Job{}
+	m.allocs = map[string]*sdk.Allocation{}
+	m.byJob = map[sdk.NamespacedID]*allocSet{}
+	m.byNode = map[string]*allocSet{}
+	m.deployments = map[string]*sdk.Deployment{}
+	m.schedConfig = sdk.DefaultSchedulerConfiguration()
+}
+
+// Apply applies a sync. A delta must start at the mirror's index, or Apply
+// returns ErrOutOfSync and changes nothing.
+func (m *Mirror) Apply(s *abi.StateSync) error {
+	if s == nil {
+		return nil
+	}
+	if s.Full {
+		m.reset()
+	} else if s.FromIndex != m.index {
+		return fmt.Errorf("%w: delta from %d, mirror at %d", ErrOutOfSync, s.FromIndex, m.index)
+	}
+	if s.SchedulerConfig != nil {
+		m.schedConfig = s.SchedulerConfig
+	}
+	for _, id := range s.DeletedNodes {
+		if _, ok := m.nodes[id]; ok {
+			delete(m.nodes, id)
+			m.nodesDirt = true
+		}
+	}
+	for _, n := range s.Nodes {
+		m.nodes[n.ID] = n
+		m.nodesDirt = true
+	}
+	for _, id := range s.DeletedJobs {
+		delete(m.jobs, id)
+	}
+	for _, j := range s.Jobs {
+		m.jobs[j.NamespacedID()] = j
+		m.versions[versionKey{j.Namespace, j.ID, j.Version}] = j
+	}
+	for _, j := range s.JobVersions {
+		m.versions[versionKey{j.Namespace, j.ID, j.Version}] = j
+	}
+	for _, id := range s.DeletedAllocs {
+		m.removeAlloc(id)
+	}
+	for _, a := range s.Allocs {
+		m.removeAlloc(a.ID)
+		m.addAlloc(a)
+	}
+	for _, id := range s.DeletedDeployments {
+		delete(m.deployments, id)
+	}
+	for _, d := range s.Deployments {
+		m.deployments[d.ID] = d
+	}
+	m.index = s.Index
+	return nil
+}
+
+func (m *Mirror) addAlloc(a *sdk.Allocation) {
+	if a.Job == nil {
+		a.Job = m.versions[versionKey{a.Namespace, a.JobID, a.JobVersion}]
+	}
+	m.allocs[a.ID] = a
+	jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+	js := m.byJob[jk]
+	if js == nil {
+		js = &allocSet{}
+		m.byJob[jk] = js
+	}
+	js.put(a)
+	ns := m.byNode[a.NodeID]
+	if ns == nil {
+		ns = &allocSet{}
+		m.byNode[a.NodeID] = ns
+	}
+	ns.put(a)
+	if !a.TerminalStatus() {
+		u := m.usage[a.NodeID]
+		u.Add(a.Usage())
+		m.usage[a.NodeID] = u
+	}
+}
+
+func (m *Mirror) removeAlloc(id string) {
+	a, ok := m.allocs[id]
+	if !ok {
+		return
+	}
+	delete(m.allocs, id)
+	jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+	if js := m.byJob[jk]; js != nil {
+		js.del(id)
+		if len(js.m) == 0 {
+			delete(m.byJob, jk)
+		}
+	}
+	if ns := m.byNode[a.NodeID]; ns != nil {
+		ns.del(id)
+		if len(ns.m) == 0 {
+			delete(m.byNode, a.NodeID)
+		}
+	}
+	if !a.TerminalStatus() {
+		u := m.usage[a.NodeID]
+		u.Sub(a.Usage())
+		if u == (sdk.Usage{}) {
+			delete(m.usage, a.NodeID)
+		} else {
+			m.usage[a.NodeID] = u
+		}
+	}
+}
+
+// Index implements sdk.State.
+func (m *Mirror) Index() uint64 { return m.index }
+
+// Nodes implements sdk.State.
+func (m *Mirror) Nodes() []*sdk.Node {
+	if m.nodesDirt {
+		m.nodeList = m.nodeList[:0]
+		for _, n := range m.nodes {
+			m.nodeList = append(m.nodeList, n)
+		}
+		slices.SortFunc(m.nodeList, func(a, b *sdk.Node) int { return strings.Compare(a.ID, b.ID) })
+		m.nodesDirt = false
+	}
+	return m.nodeList
+}
+
+// Node implements sdk.State.
+func (m *Mirror) Node(id string) *sdk.Node { return m.nodes[id] }
+
+// NodeUsage implements sdk.State.
+func (m *Mirror) NodeUsage(nodeID string) sdk.Usage { return m.usage[nodeID] }
+
+// Job implements sdk.State.
+func (m *Mirror) Job(namespace, id string) *sdk.Job {
+	return m.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]
+}
+
+// JobVersion implements sdk.State.
+func (m *Mirror) JobVersion(namespace, id string, version uint64) *sdk.Job {
+	return m.versions[versionKey{namespace, id, version}]
+}
+
+// Alloc implements sdk.State.
+func (m *Mirror) Alloc(id string) *sdk.Allocation { return m.allocs[id] }
+
+// AllocsByJob implements sdk.State.
+func (m *Mirror) AllocsByJob(namespace, jobID string) []*sdk.Allocation {
+	return m.byJob[sdk.NamespacedID{Namespace: namespace, ID: jobID}].list()
+}
+
+// AllocsByNode implements sdk.State.
+func (m *Mirror) AllocsByNode(nodeID string) []*sdk.Allocation { return m.byNode[nodeID].list() }
+
+// Deployment implements sdk.State.
+func (m *Mirror) Deployment(id string) *sdk.Deployment { return m.deployments[id] }
+
+// LatestDeployment implements sdk.State.
+func (m *Mirror) LatestDeployment(namespace, jobID string) *sdk.Deployment {
+	var latest *sdk.Deployment
+	for _, d := range m.deployments {
+		if d.Namespace != namespace || d.JobID != jobID {
+			continue
+		}
+		if latest == nil || d.CreateIndex > latest.CreateIndex {
+			latest = d
+		}
+	}
+	return latest
+}
+
+// SchedulerConfig implements sdk.State.
+func (m *Mirror) SchedulerConfig() *sdk.SchedulerConfiguration { return m.schedConfig }

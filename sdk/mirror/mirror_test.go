@@ -1,0 +1,69 @@
+package mirror_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/mirror"
+)
+
+func alloc(id, node string, cpu int64, desired string) *sdk.Allocation {
+	return &sdk.Allocation{ID: id, Namespace: "default", JobID: "j", JobVersion: 2, NodeID: node, DesiredStatus: desired,
+		AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
+			"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: cpu}, Memory: sdk.AllocatedMemoryResources{MemoryMB: cpu}}}}}
+}
+
+func TestMirror_UsageFollowsDeltas(t *testing.T) {
+	m := mirror.New()
+	job := &sdk.Job{Namespace: "default", ID: "j", Version: 2}
+	err := m.Apply(&abi.StateSync{Full: true, Index: 10,
+		Nodes: []*sdk.Node{{ID: "n2"}, {ID: "n1"}}, Jobs: []*sdk.Job{job},
+		Allocs: []*sdk.Allocation{alloc("a1", "n1", 100, "run"), alloc("a2", "n1", 50, "run")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.NodeUsage("n1").CPU; got != 150 {
+		t.Fatalf("usage after full sync = %d, want 150", got)
+	}
+	if ns := m.Nodes(); len(ns) != 2 || ns[0].ID != "n1" {
+		t.Fatalf("nodes not sorted by ID: %v", ns)
+	}
+	// a1 stops (terminal: frees its resources), a2 is deleted, a3 arrives.
+	err = m.Apply(&abi.StateSync{FromIndex: 10, Index: 12,
+		Allocs:        []*sdk.Allocation{alloc("a1", "n1", 100, "stop"), alloc("a3", "n2", 30, "run")},
+		DeletedAllocs: []string{"a2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.NodeUsage("n1").CPU; got != 0 {
+		t.Errorf("n1 usage = %d, want 0", got)
+	}
+	if got := m.NodeUsage("n2").CPU; got != 30 {
+		t.Errorf("n2 usage = %d, want 30", got)
+	}
+	if got := len(m.AllocsByJob("default", "j")); got != 2 {
+		t.Errorf("allocs by job = %d, want 2", got)
+	}
+	if a := m.Alloc("a3"); a.Job != job {
+		t.Errorf("alloc not linked to its job version")
+	}
+	if m.Index() != 12 {
+		t.Errorf("index = %d, want 12", m.Index())
+	}
+}
+
+func TestMirror_DeltaFromWrongIndexIsRefused(t *testing.T) {
+	m := mirror.New()
+	if err := m.Apply(&abi.StateSync{Full: true, Index: 5, Nodes: []*sdk.Node{{ID: "n1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Apply(&abi.StateSync{FromIndex: 4, Index: 6, DeletedNodes: []string{"n1"}})
+	if !errors.Is(err, mirror.ErrOutOfSync) {
+		t.Fatalf("err = %v, want ErrOutOfSync", err)
+	}
+	if m.Node("n1") == nil || m.Index() != 5 {
+		t.Fatal("a refused delta changed the mirror")
+	}
+}

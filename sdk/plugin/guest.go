@@ -1,0 +1,220 @@
+// Package plugin runs an sdk.Scheduler behind Drover's plugin ABI.
+//
+// A plugin's main package registers its scheduler in init and calls Serve:
+//
+//	func init() {
+//		plugin.Register(plugin.Info{Name: "zones", Types: []string{"service"}}, zones.New())
+//	}
+//
+//	func main() { plugin.Serve() }
+//
+// Built for GOOS=wasip1 with -buildmode=c-shared the package exports the
+// wasm ABI (a reactor runs init but never main, hence registration in init);
+// built natively, Serve serves the same scheduler as a go-plugin binary.
+// Guest is the transport-independent core both use, and what the host's
+// in-process runtime calls directly.
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/mirror"
+)
+
+// Info names a plugin and the job types it serves by default.
+type Info struct {
+	// Name is the plugin's name, unique in an agent.
+	Name string
+	// Types are the job types the plugin serves when a job names no
+	// scheduler; empty for a plugin picked only with `scheduler = "NAME"`.
+	Types []string
+	// Version is the plugin's own version.
+	Version string
+}
+
+// HostFunc is a transport's way to call a planner operation on the host: it
+// sends one encoded message and returns the encoded answer.
+type HostFunc func(op abi.Op, msg []byte) ([]byte, error)
+
+// Guest runs one scheduler behind the ABI and keeps its state mirror.
+// It processes one request at a time.
+type Guest struct {
+	info   abi.Info
+	sched  sdk.Scheduler
+	mirror *mirror.Mirror
+}
+
+// NewGuest returns a guest for the scheduler.
+func NewGuest(info Info, s sdk.Scheduler) *Guest {
+	return &Guest{
+		info:   abi.Info{Name: info.Name, Types: info.Types, PluginVersion: info.Version, ABI: uint32(abi.Current)},
+		sched:  s,
+		mirror: mirror.New(),
+	}
+}
+
+// Info returns the plugin's ABI info.
+func (g *Guest) Info() abi.Info { return g.info }
+
+// Process handles one encoded abi.ProcessRequest and returns the encoded
+// abi.ProcessResponse. It never panics: a panicking scheduler yields
+// CodeScheduler, and the mirror is reset so the next request gets a full sync.
+func (g *Guest) Process(req []byte, host HostFunc) []byte {
+	resp := g.process(req, host)
+	resp.Index = g.mirror.Index()
+	out, err := resp.MarshalMsg(nil)
+	if err != nil { // cannot happen for this message; keep the guarantee anyway
+		out, _ = (&abi.ProcessResponse{Code: abi.CodeInternal, Message: err.Error()}).MarshalMsg(nil)
+	}
+	return out
+}
+
+func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessResponse) {
+	var req abi.ProcessRequest
+	if _, err := req.UnmarshalMsg(reqBytes); err != nil {
+		return abi.ProcessResponse{Code: abi.CodeDecode, Message: "plugin: decode request: " + err.Error()}
+	}
+	if err := g.mirror.Apply(req.Sync); err != nil {
+		return abi.ProcessResponse{Code: abi.CodeOutOfSync, Message: err.Error()}
+	}
+	if req.Eval == nil {
+		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			g.mirror = mirror.New()
+			resp = abi.ProcessResponse{Code: abi.CodeScheduler,
+				Message: fmt.Sprintf("plugin %s: panic: %v\n%s", g.info.Name, r, debug.Stack())}
+		}
+	}()
+	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken}
+	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
+	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
+	if err := g.sched.Process(ctx, req.Eval); err != nil {
+		return abi.ProcessResponse{Code: abi.CodeScheduler, Message: err.Error()}
+	}
+	return abi.ProcessResponse{}
+}
+
+// planner is the guest side of sdk.Planner.
+type planner struct {
+	host   HostFunc
+	mirror *mirror.Mirror
+	token  string
+}
+
+func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
+	wire := *plan
+	wire.EvalToken = p.token
+	wire.NodeAllocation = withoutJobs(plan.NodeAllocation)
+	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg(nil)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: encode plan: %w", err)
+	}
+	out, err := p.host(abi.OpSubmitPlan, msg)
+	if err != nil {
+		return nil, err
+	}
+	var resp abi.PlanResponse
+	if _, err := resp.UnmarshalMsg(out); err != nil {
+		return nil, fmt.Errorf("plugin: decode plan response: %w", err)
+	}
+	if err := abi.Err(resp.Code, resp.Message); err != nil {
+		return nil, err
+	}
+	if resp.Refresh != nil {
+		if err := p.mirror.Apply(resp.Refresh); err != nil {
+			return nil, fmt.Errorf("plugin: refresh state: %w", err)
+		}
+	}
+	return resp.Result, nil
+}
+
+// withoutJobs returns allocs with Job cleared (the plan carries the job once).
+func withoutJobs(in map[string][]*sdk.Allocation) map[string][]*sdk.Allocation {
+	out := make(map[string][]*sdk.Allocation, len(in))
+	for node, allocs := range in {
+		c := make([]*sdk.Allocation, len(allocs))
+		for i, a := range allocs {
+			if a.Job != nil {
+				cp := *a
+				cp.Job = nil
+				a = &cp
+			}
+			c[i] = a
+		}
+		out[node] = c
+	}
+	return out
+}
+
+func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {
+	msg, err := (&abi.EvalRequest{Eval: eval}).MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("plugin: encode eval: %w", err)
+	}
+	out, err := p.host(op, msg)
+	if err != nil {
+		return err
+	}
+	var st abi.Status
+	if _, err := st.UnmarshalMsg(out); err != nil {
+		return fmt.Errorf("plugin: decode %s status: %w", op, err)
+	}
+	return abi.Err(st.Code, st.Message)
+}
+
+func (p *planner) UpdateEval(e *sdk.Evaluation) error  { return p.evalOp(abi.OpUpdateEval, e) }
+func (p *planner) CreateEval(e *sdk.Evaluation) error  { return p.evalOp(abi.OpCreateEval, e) }
+func (p *planner) ReblockEval(e *sdk.Evaluation) error { return p.evalOp(abi.OpReblockEval, e) }
+
+// logHandler forwards slog records to the host.
+type logHandler struct {
+	host  HostFunc
+	attrs []string
+	group string
+}
+
+func (h *logHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
+	rec := abi.LogRecord{Level: int(r.Level), Message: r.Message, Attrs: append([]string(nil), h.attrs...)}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.Attrs = append(rec.Attrs, h.key(a.Key), a.Value.String())
+		return true
+	})
+	msg, err := rec.MarshalMsg(nil)
+	if err != nil {
+		return err
+	}
+	_, err = h.host(abi.OpLog, msg)
+	return err
+}
+
+func (h *logHandler) key(k string) string {
+	if h.group == "" {
+		return k
+	}
+	return h.group + "." + k
+}
+
+func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append([]string(nil), h.attrs...)
+	for _, a := range as {
+		c.attrs = append(c.attrs, h.key(a.Key), a.Value.String())
+	}
+	return &c
+}
+
+func (h *logHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.group = h.key(name)
+	return &c
+}

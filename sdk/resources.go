@@ -1,0 +1,243 @@
+package sdk
+
+// Resources is what a task asks for.
+type Resources struct {
+	CPU         int
+	Cores       int
+	MemoryMB    int
+	MemoryMaxMB int
+	DiskMB      int
+	IOPS        int
+	SecretsMB   int
+	Networks    []*NetworkResource
+	Devices     []*RequestedDevice
+	NUMA        *NUMAResource
+}
+
+// NUMAResource asks for NUMA-aware core placement.
+type NUMAResource struct {
+	Affinity string
+	Devices  []string
+}
+
+// NetworkResource is a network block: a mode and the ports it needs.
+type NetworkResource struct {
+	Mode          string
+	Device        string
+	CIDR          string
+	IP            string
+	Hostname      string
+	MBits         int
+	DNS           Opaque
+	CNI           Opaque
+	ReservedPorts []Port
+	DynamicPorts  []Port
+}
+
+// Port is a static (Value set) or dynamic port.
+type Port struct {
+	Label           string
+	Value           int
+	To              int
+	HostNetwork     string
+	IgnoreCollision bool
+}
+
+// RequestedDevice asks for Count devices matching Name
+// ("type", "vendor/type" or "vendor/type/model").
+type RequestedDevice struct {
+	Name        string
+	Count       uint64
+	Constraints []*Constraint
+	Affinities  []*Affinity
+}
+
+// NodeResources is what a node offers.
+type NodeResources struct {
+	Cpu            NodeCpuResources
+	Memory         NodeMemoryResources
+	Disk           NodeDiskResources
+	Networks       []*NetworkResource
+	Devices        []*NodeDeviceResource
+	MinDynamicPort int
+	MaxDynamicPort int
+}
+
+// NodeCpuResources is a node's CPU in MHz and cores.
+type NodeCpuResources struct {
+	CpuShares          int64
+	TotalCpuCores      uint16
+	ReservableCpuCores []uint16
+}
+
+// NodeMemoryResources is a node's memory.
+type NodeMemoryResources struct{ MemoryMB int64 }
+
+// NodeDiskResources is a node's disk.
+type NodeDiskResources struct{ DiskMB int64 }
+
+// NodeDeviceResource is a group of identical devices on a node.
+type NodeDeviceResource struct {
+	Vendor     string
+	Type       string
+	Name       string
+	Instances  []*NodeDevice
+	Attributes map[string]string
+}
+
+// ID returns "vendor/type/name".
+func (d *NodeDeviceResource) ID() string { return d.Vendor + "/" + d.Type + "/" + d.Name }
+
+// NodeDevice is one device instance.
+type NodeDevice struct {
+	ID                string
+	Healthy           bool
+	HealthDescription string
+}
+
+// NodeReservedResources is what a node keeps for itself.
+type NodeReservedResources struct {
+	Cpu      NodeReservedCpuResources
+	Memory   NodeReservedMemoryResources
+	Disk     NodeReservedDiskResources
+	Networks NodeReservedNetworkResources
+}
+
+// NodeReservedCpuResources is reserved CPU.
+type NodeReservedCpuResources struct {
+	CpuShares     int64
+	ReservedCores []uint16
+}
+
+// NodeReservedMemoryResources is reserved memory.
+type NodeReservedMemoryResources struct{ MemoryMB int64 }
+
+// NodeReservedDiskResources is reserved disk.
+type NodeReservedDiskResources struct{ DiskMB int64 }
+
+// NodeReservedNetworkResources is reserved host ports ("22,80,8000-8100").
+type NodeReservedNetworkResources struct{ ReservedHostPorts string }
+
+// AllocatedResources is what an allocation holds on its node.
+type AllocatedResources struct {
+	Tasks  map[string]*AllocatedTaskResources
+	Shared AllocatedSharedResources
+}
+
+// AllocatedTaskResources is what one task holds.
+type AllocatedTaskResources struct {
+	Cpu      AllocatedCpuResources
+	Memory   AllocatedMemoryResources
+	Networks []*NetworkResource
+	Devices  []*AllocatedDeviceResource
+}
+
+// AllocatedCpuResources is held CPU.
+type AllocatedCpuResources struct {
+	CpuShares     int64
+	ReservedCores []uint16
+}
+
+// AllocatedMemoryResources is held memory.
+type AllocatedMemoryResources struct {
+	MemoryMB    int64
+	MemoryMaxMB int64
+}
+
+// AllocatedSharedResources is held by the whole group.
+type AllocatedSharedResources struct {
+	DiskMB   int64
+	Networks []*NetworkResource
+	Ports    []PortMapping
+}
+
+// PortMapping is a port assigned to a group network.
+type PortMapping struct {
+	Label  string
+	Value  int
+	To     int
+	HostIP string
+}
+
+// AllocatedDeviceResource is a set of device instances held by a task.
+type AllocatedDeviceResource struct {
+	Vendor    string
+	Type      string
+	Name      string
+	DeviceIDs []string
+}
+
+// Usage is a comparable sum of resources: what a node offers, what its
+// allocations use, or what one allocation needs.
+type Usage struct {
+	CPU      int64
+	MemoryMB int64
+	DiskMB   int64
+	Cores    int64
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.CPU += o.CPU
+	u.MemoryMB += o.MemoryMB
+	u.DiskMB += o.DiskMB
+	u.Cores += o.Cores
+}
+
+// Sub subtracts o from u.
+func (u *Usage) Sub(o Usage) {
+	u.CPU -= o.CPU
+	u.MemoryMB -= o.MemoryMB
+	u.DiskMB -= o.DiskMB
+	u.Cores -= o.Cores
+}
+
+// Fits reports whether u fits in capacity; if not it names the first
+// exhausted dimension as Nomad does ("cpu", "memory", "disk", "cores").
+func (u Usage) Fits(capacity Usage) (bool, string) {
+	switch {
+	case u.CPU > capacity.CPU:
+		return false, "cpu"
+	case u.MemoryMB > capacity.MemoryMB:
+		return false, "memory"
+	case u.DiskMB > capacity.DiskMB:
+		return false, "disk"
+	case u.Cores > capacity.Cores:
+		return false, "cores"
+	}
+	return true, ""
+}
+
+// Usage sums what the allocated resources hold.
+func (a *AllocatedResources) Usage() Usage {
+	var u Usage
+	if a == nil {
+		return u
+	}
+	for _, t := range a.Tasks {
+		u.CPU += t.Cpu.CpuShares
+		u.MemoryMB += t.Memory.MemoryMB
+		u.Cores += int64(len(t.Cpu.ReservedCores))
+	}
+	u.DiskMB += a.Shared.DiskMB
+	return u
+}
+
+// GroupUsage is what one allocation of tg needs: the sum of its tasks plus
+// its ephemeral disk. Cores count as whole cores; CPU of reserved cores is
+// accounted by the scheduler that assigns them.
+func GroupUsage(tg *TaskGroup) Usage {
+	var u Usage
+	for _, t := range tg.Tasks {
+		if t.Resources == nil {
+			continue
+		}
+		u.CPU += int64(t.Resources.CPU)
+		u.MemoryMB += int64(t.Resources.MemoryMB)
+		u.Cores += int64(t.Resources.Cores)
+	}
+	if tg.EphemeralDisk != nil {
+		u.DiskMB += int64(tg.EphemeralDisk.SizeMB)
+	}
+	return u
+}

@@ -1,0 +1,55 @@
+package sdk
+
+// SchedulerConfiguration is the operator's cluster-wide scheduler settings.
+type SchedulerConfiguration struct {
+	SchedulerAlgorithm            string
+	PreemptionConfig              PreemptionConfig
+	MemoryOversubscriptionEnabled bool
+	RejectJobRegistration         bool
+	PauseEvalBroker               bool
+	CreateIndex                   uint64
+	ModifyIndex                   uint64
+}
+
+// PreemptionConfig enables preemption per scheduler type.
+type PreemptionConfig struct {
+	SystemSchedulerEnabled   bool
+	SysBatchSchedulerEnabled bool
+	BatchSchedulerEnabled    bool
+	ServiceSchedulerEnabled  bool
+}
+
+// DefaultSchedulerConfiguration is Nomad's default: binpack, preemption for
+// system jobs only.
+func DefaultSchedulerConfiguration() *SchedulerConfiguration {
+	return &SchedulerConfiguration{
+		SchedulerAlgorithm: SchedulerAlgorithmBinpack,
+		PreemptionConfig:   PreemptionConfig{SystemSchedulerEnabled: true},
+	}
+}
+
+// EffectiveAlgorithm returns the configured algorithm, binpack by default.
+func (c *SchedulerConfiguration) EffectiveAlgorithm() string {
+	if c == nil || c.SchedulerAlgorithm == "" {
+		return SchedulerAlgorithmBinpack
+	}
+	return c.SchedulerAlgorithm
+}
+
+// PreemptionEnabled reports whether preemption is on for a scheduler type.
+func (c *SchedulerConfiguration) PreemptionEnabled(jobType string) bool {
+	if c == nil {
+		return jobType == JobTypeSystem
+	}
+	switch jobType {
+	case JobTypeSystem:
+		return c.PreemptionConfig.SystemSchedulerEnabled
+	case JobTypeSysBatch:
+		return c.PreemptionConfig.SysBatchSchedulerEnabled
+	case JobTypeBatch:
+		return c.PreemptionConfig.BatchSchedulerEnabled
+	case JobTypeService:
+		return c.PreemptionConfig.ServiceSchedulerEnabled
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package sdk
+
+import (
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Scheduler is a scheduling policy. The host calls Process once per
+// evaluation, never concurrently on one instance. Process returns an error
+// only when something broke (the host then retries the eval); an eval that
+// cannot place everything is a result, written into the eval (FailedTGAllocs,
+// a blocked eval), not an error.
+type Scheduler interface {
+	Process(ctx *Context, eval *Evaluation) error
+}
+
+// SchedulerFunc adapts a function to Scheduler.
+type SchedulerFunc func(ctx *Context, eval *Evaluation) error
+
+// Process calls f.
+func (f SchedulerFunc) Process(ctx *Context, eval *Evaluation) error { return f(ctx, eval) }
+
+// Context is what a scheduler gets for one evaluation.
+type Context struct {
+	// State is a consistent, read-only view at the eval's snapshot index.
+	// After a partially committed plan it has been refreshed to the plan
+	// result's RefreshIndex.
+	State State
+	// Planner is the only way to change anything.
+	Planner Planner
+	// Logger writes to the host's log, tagged with the plugin and eval.
+	Logger *slog.Logger
+	// Now is the host's time when the eval was handed over. Decision code
+	// uses it instead of the clock, so that a decision can be replayed.
+	Now time.Time
+	// Config is the plugin's configuration from the agent config.
+	Config map[string]string
+
+	seed uint64
+	rng  *rand.Rand
+}
+
+// NewContext returns a context whose random source is seeded from the eval
+// ID: the same eval over the same state decides the same way.
+func NewContext(state State, planner Planner, logger *slog.Logger, now time.Time, config map[string]string, evalID string) *Context {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Context{State: state, Planner: planner, Logger: logger, Now: now, Config: config, seed: SeedFromID(evalID)}
+}
+
+// Rand returns the context's deterministic random source.
+func (c *Context) Rand() *rand.Rand {
+	if c.rng == nil {
+		c.rng = rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))
+	}
+	return c.rng
+}
+
+// SeedFromID derives a random seed from an ID.
+func SeedFromID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// State is a read-only view of the cluster at one index. Slices and objects
+// it returns are shared: never modify them.
+type State interface {
+	// Index is the state index the view reflects.
+	Index() uint64
+	// Nodes returns every node, ordered by ID.
+	Nodes() []*Node
+	Node(id string) *Node
+	// NodeUsage is what the node's non-terminal allocations hold, kept up
+	// to date as allocations change rather than summed on demand.
+	NodeUsage(nodeID string) Usage
+	Job(namespace, id string) *Job
+	// JobVersion returns a version of a job that allocations still run.
+	JobVersion(namespace, id string, version uint64) *Job
+	Alloc(id string) *Allocation
+	// AllocsByJob returns the job's allocations, terminal ones included.
+	AllocsByJob(namespace, jobID string) []*Allocation
+	// AllocsByNode returns the node's allocations, terminal ones included.
+	AllocsByNode(nodeID string) []*Allocation
+	Deployment(id string) *Deployment
+	// LatestDeployment returns the job's most recently created deployment.
+	LatestDeployment(namespace, jobID string) *Deployment
+	SchedulerConfig() *SchedulerConfiguration
+}
+
+// Planner is how a scheduler changes the cluster. Methods are called from
+// the scheduler's goroutine only.
+type Planner interface {
+	// SubmitPlan hands a plan to the host's plan queue and waits for the
+	// applier's verdict. When only part of it was committed,
+	// result.RefreshIndex is set and the context's State has already been
+	// refreshed to it, so the scheduler can simply retry.
+	SubmitPlan(plan *Plan) (*PlanResult, error)
+	// UpdateEval writes the eval's status (complete, failed, ...).
+	UpdateEval(eval *Evaluation) error
+	// CreateEval creates a follow-up eval (rolling-update, blocked, ...).
+	CreateEval(eval *Evaluation) error
+	// ReblockEval puts a blocked eval that still cannot place back in the
+	// blocked tracker, updated.
+	ReblockEval(eval *Evaluation) error
+}
+
+// NewID returns a new UUID (version 4 layout) drawn from the context's
+// deterministic random source, so replaying an eval yields the same IDs.
+func (c *Context) NewID() string {
+	r := c.Rand()
+	var b [16]byte
+	hi, lo := r.Uint64(), r.Uint64()
+	for i := 0; i < 8; i++ {
+		b[i] = byte(hi >> (8 * i))
+		b[8+i] = byte(lo >> (8 * i))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hex = "0123456789abcdef"
+	out := make([]byte, 36)
+	j := 0
+	for i, v := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j] = hex[v>>4]
+		out[j+1] = hex[v&0x0f]
+		j += 2
+	}
+	return string(out)
+}
