@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/google/uuid"
 )
 
@@ -229,17 +230,14 @@ func nodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
 	if !newPlacement && node.Status != sdk.NodeStatusReady {
 		return false, "node is not ready"
 	}
-	var used sdk.Usage
+	proposed := make([]*sdk.Allocation, 0, len(placements)+8)
 	for _, a := range snap.AllocsByNode(nodeID) {
-		if removed[a.ID] || a.TerminalStatus() {
-			continue
+		if !removed[a.ID] {
+			proposed = append(proposed, a)
 		}
-		used.Add(a.Usage())
 	}
-	for _, a := range placements {
-		used.Add(a.Usage())
-	}
-	if ok, dim := used.Fits(node.Capacity()); !ok {
+	proposed = append(proposed, placements...)
+	if ok, dim := feasible.AllocsFit(node, proposed); !ok {
 		return false, dim + " exhausted"
 	}
 	return true, ""
