@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +197,8 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 		sets[int(m)] = goplugin.PluginSet{grpcwire.PluginName: &grpcwire.SchedulerPlugin{}}
 	}
 	stdout := runtime.OutputLog(f.cfg.Log, name, "stdout")
-	stderr := runtime.OutputLog(f.cfg.Log, name, "stderr")
+	tail := runtime.NewCapture(1024)
+	stderr := io.MultiWriter(runtime.OutputLog(f.cfg.Log, name, "stderr"), tail)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  grpcwire.Handshake,
 		VersionedPlugins: sets,
@@ -227,7 +229,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	if !ok {
 		return fail(fmt.Errorf("%w: dispensed %T", ErrInvalidPlugin, raw))
 	}
-	inst := &instance{f: f, client: client, conn: conn}
+	inst := &instance{f: f, client: client, conn: conn, stderr: tail}
 	id := conn.Broker.NextId()
 	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(grpcwire.ServerOptions(opts)...)
@@ -249,6 +251,8 @@ type instance struct {
 	conn   *grpcwire.Conn
 	// current answers the planner calls of the eval in flight.
 	current atomic.Pointer[plugin.HostFunc]
+	// stderr keeps the start of the process's stderr to explain a crash.
+	stderr *runtime.Capture
 }
 
 var errNoEval = abi.Err(abi.CodeInvalidEval, "host: planner call outside an evaluation")
@@ -265,6 +269,7 @@ func (i *instance) host(op abi.Op, msg []byte) ([]byte, error) {
 func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
 	i.current.Store(&host)
 	defer i.current.Store(nil)
+	i.stderr.Reset()
 	out, err := i.conn.Scheduler.Process(ctx, req)
 	if err == nil {
 		i.f.noteSuccess()
@@ -276,7 +281,7 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 	}
 	i.kill()
 	i.f.noteCrash()
-	return nil, fmt.Errorf("goplugin: %s: process failed: %v", i.f.info.Name, err)
+	return nil, i.stderr.Explain(fmt.Errorf("goplugin: %s: process failed: %v", i.f.info.Name, err))
 }
 
 // Pid is the plugin process's ID (0 once it is gone).

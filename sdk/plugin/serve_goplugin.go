@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin/grpcwire"
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
@@ -41,6 +42,9 @@ func ServeConfig(g *Guest) *goplugin.ServeConfig {
 				NewServer: func(b *goplugin.GRPCBroker) grpcwire.SchedulerServer { return &grpcGuest{guest: g, broker: b} },
 			}},
 		},
+		// go-plugin's own logging goes to stderr, which the host logs and
+		// quotes when the plugin fails; only its errors are worth that.
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr, JSONFormat: true}),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(grpcwire.ServerOptions(opts)...)
 		},

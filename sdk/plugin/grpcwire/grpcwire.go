@@ -173,18 +173,25 @@ type HostHandler func(op abi.Op, msg []byte) ([]byte, error)
 // the operation's message; an answer is an abi.Code as a big-endian int32
 // followed by the answer's message (empty unless the code is CodeOK).
 
+// hostServer is the Host service's handler type.
+type hostServer interface{ answer(in []byte) []byte }
+
+func (h HostHandler) answer(in []byte) []byte {
+	if len(in) < 4 {
+		return frameAnswer(abi.CodeDecode, nil)
+	}
+	out, err := h(abi.Op(binary.BigEndian.Uint32(in)), in[4:])
+	if err != nil {
+		return frameAnswer(abi.CodeOf(err), []byte(err.Error()))
+	}
+	return frameAnswer(abi.CodeOK, out)
+}
+
 var hostDesc = grpc.ServiceDesc{
 	ServiceName: hostService,
-	HandlerType: (*HostHandler)(nil),
+	HandlerType: (*hostServer)(nil),
 	Methods: []grpc.MethodDesc{{MethodName: "Call", Handler: unary(func(srv any, _ context.Context, in []byte) ([]byte, error) {
-		if len(in) < 4 {
-			return frameAnswer(abi.CodeDecode, nil), nil
-		}
-		out, err := (*srv.(*HostHandler))(abi.Op(binary.BigEndian.Uint32(in)), in[4:])
-		if err != nil {
-			return frameAnswer(abi.CodeOf(err), []byte(err.Error())), nil
-		}
-		return frameAnswer(abi.CodeOK, out), nil
+		return srv.(hostServer).answer(in), nil
 	})}},
 }
 
@@ -195,7 +202,7 @@ func frameAnswer(c abi.Code, msg []byte) []byte {
 }
 
 // RegisterHost registers the host's planner service; h answers every call.
-func RegisterHost(s *grpc.Server, h HostHandler) { s.RegisterService(&hostDesc, &h) }
+func RegisterHost(s *grpc.Server, h HostHandler) { s.RegisterService(&hostDesc, h) }
 
 // CallHost makes one planner call from the plugin. A non-OK code comes back
 // as an *abi.Error carrying the host's message.
