@@ -230,6 +230,12 @@ func (f *FSM) dispatch(tx *state.Txn, t MessageType, body []byte, fx *effects) e
 			return err
 		}
 		return applyJobStability(tx, &req)
+	case GarbageCollectRequestType:
+		var req GarbageCollectRequest
+		if err := decode(body, &req); err != nil {
+			return err
+		}
+		return applyGarbageCollect(tx, &req)
 	}
 	return fmt.Errorf("fsm: unknown message type %d", t)
 }
@@ -491,6 +497,43 @@ func applyJobStability(tx *state.Txn, req *JobStabilityRequest) error {
 		j := *cur
 		j.Stable = req.Stable
 		return tx.UpsertJob(&j)
+	}
+	return nil
+}
+
+// applyGarbageCollect deletes collected objects. Objects already gone are
+// skipped: a GC entry may race with a purge.
+func applyGarbageCollect(tx *state.Txn, req *GarbageCollectRequest) error {
+	for _, id := range req.Allocs {
+		if err := tx.DeleteAlloc(id); err != nil {
+			return err
+		}
+	}
+	for _, id := range req.Evals {
+		if err := tx.DeleteEval(id); err != nil {
+			return err
+		}
+	}
+	for _, j := range req.Jobs {
+		if tx.Job(j.Namespace, j.ID) == nil {
+			continue
+		}
+		if err := tx.DeleteJob(j.Namespace, j.ID); err != nil {
+			return err
+		}
+	}
+	for _, id := range req.Nodes {
+		if tx.Node(id) == nil {
+			continue
+		}
+		if err := tx.DeleteNode(id); err != nil {
+			return err
+		}
+	}
+	for _, id := range req.Deployments {
+		if err := tx.DeleteDeployment(id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ const (
 	SchedulerConfigRequestType
 	DeploymentStatusUpdateRequestType
 	JobStabilityRequestType
+	GarbageCollectRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -134,4 +135,14 @@ type JobStabilityRequest struct {
 	JobID     string
 	Version   uint64
 	Stable    bool
+}
+
+// GarbageCollectRequest deletes what the core scheduler collected, in one
+// entry. The server validated it against the state before proposing it.
+type GarbageCollectRequest struct {
+	Evals       []string
+	Allocs      []string
+	Jobs        []sdk.NamespacedID
+	Nodes       []string
+	Deployments []string
 }

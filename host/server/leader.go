@@ -7,7 +7,6 @@ import (
 
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -61,6 +60,7 @@ func (s *Server) establishLeadership() error {
 	run(s.reapCancelableEvals)
 	run(s.periodicUnblockFailed)
 	run(s.heartbeats.run)
+	run(s.scheduleCoreEvals)
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		run(w.run)
@@ -105,7 +105,7 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 			if j := s.cfg.FailedEvalFollowupJitter; j > 0 {
 				wait += time.Duration(s.randInt64(int64(j)))
 			}
-			follow := e.CreateFailedFollowUpEval(plan.NewID(), wait)
+			follow := e.CreateFailedFollowUpEval(newID(), wait)
 			follow.CreateTime, follow.ModifyTime = failed.ModifyTime, failed.ModifyTime
 			failed.NextEval = follow.ID
 			evals = append(evals, follow)

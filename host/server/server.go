@@ -22,6 +22,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/google/uuid"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
@@ -88,6 +89,9 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	go s.monitorLeadership(ctx)
 	return s, nil
 }
+
+// newID returns a random UUID for objects the server creates.
+func newID() string { return uuid.NewString() }
 
 // Store returns the state store (read through snapshots).
 func (s *Server) Store() *state.Store { return s.store }

@@ -76,8 +76,15 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	config := entry.Config
+	var planner runtime.Planner
 	p := &evalPlanner{s: s, eval: eval, token: token}
-	call := &runtime.Call{Eval: eval, Token: token, Now: s.now(), State: snap, Planner: p, Config: entry.Config, Log: log}
+	planner = p
+	if eval.Type == sdk.JobTypeCore {
+		config = s.coreConfig(config)
+		planner = &corePlanner{p}
+	}
+	call := &runtime.Call{Eval: eval, Token: token, Now: s.now(), State: snap, Planner: planner, Config: config, Log: log}
 	if err := entry.Plugin.Process(pctx, call); err != nil {
 		nack(err)
 		return
@@ -205,6 +212,17 @@ func (p *evalPlanner) CreateEval(_ context.Context, e *sdk.Evaluation) error {
 	}
 	e.CreateTime = 0
 	return p.apply(e)
+}
+
+// corePlanner is the planner of core evaluations: it adds garbage
+// collection, which no other eval may ask for.
+type corePlanner struct{ *evalPlanner }
+
+var _ runtime.Collector = corePlanner{}
+
+// GarbageCollect implements runtime.Collector.
+func (c corePlanner) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
+	return hostErr(c.s.garbageCollect(c.s.store.Snapshot(), req))
 }
 
 func (p *evalPlanner) ReblockEval(_ context.Context, e *sdk.Evaluation) error {

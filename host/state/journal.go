@@ -15,6 +15,8 @@ const (
 	KindAlloc
 	KindDeployment
 	KindSchedConfig
+	// KindEval changes go only to plugins that mirror evaluations.
+	KindEval
 )
 
 // Change records that an object changed (or was deleted) at Index.

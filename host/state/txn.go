@@ -168,6 +168,7 @@ func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
 		e.ModifyIndex = t.index
 		t.touch(e.Namespace, e.JobID)
 	}
+	t.record(KindEval, e.ID)
 	return t.insert(TableEvals, e)
 }
 
@@ -177,6 +178,7 @@ func (t *Txn) DeleteEval(id string) error {
 	if old == nil {
 		return nil
 	}
+	t.record(KindEval, id)
 	return t.delete(TableEvals, old)
 }
 
