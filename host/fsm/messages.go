@@ -56,10 +56,13 @@ type NodeUpdateEligibilityRequest struct {
 	Evals       []*sdk.Evaluation
 }
 
-// JobRegisterRequest registers a job version and its evaluation.
+// JobRegisterRequest registers a job version and its evaluation. A child
+// launched by a periodic job carries its launch time (Unix nanoseconds),
+// recorded as the parent's last launch.
 type JobRegisterRequest struct {
-	Job  *sdk.Job
-	Eval *sdk.Evaluation
+	Job        *sdk.Job
+	Eval       *sdk.Evaluation
+	LaunchTime int64
 }
 
 // JobDeregisterRequest stops (or purges) a job.

@@ -1357,9 +1357,9 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
+	// map header, size 3
 	// string "Job"
-	o = append(o, 0x82, 0xa3, 0x4a, 0x6f, 0x62)
+	o = append(o, 0x83, 0xa3, 0x4a, 0x6f, 0x62)
 	if z.Job == nil {
 		o = msgp.AppendNil(o)
 	} else {
@@ -1380,6 +1380,9 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 			return
 		}
 	}
+	// string "LaunchTime"
+	o = append(o, 0xaa, 0x4c, 0x61, 0x75, 0x6e, 0x63, 0x68, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.LaunchTime)
 	return
 }
 
@@ -1435,6 +1438,12 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "LaunchTime":
+			z.LaunchTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LaunchTime")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1461,6 +1470,7 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Eval.Msgsize()
 	}
+	s += 11 + msgp.Int64Size
 	return
 }
 

@@ -39,6 +39,11 @@ func (s *Server) RegisterJob(job *sdk.Job) (evalID string, index uint64, err err
 	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
 		return "", 0, badRequest(err)
 	}
+	if job.IsPeriodic() {
+		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
+			return "", 0, badRequest(err)
+		}
+	}
 	if cfg := s.store.Snapshot().SchedulerConfig(); cfg.RejectJobRegistration {
 		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
 	}

@@ -152,6 +152,9 @@ func (t *Txn) DeleteJob(ns, id string) error {
 			return err
 		}
 	}
+	if err := t.DeletePeriodicLaunch(ns, id); err != nil {
+		return err
+	}
 	t.record(KindJob, jobKey(ns, id))
 	return t.delete(TableJobs, old)
 }
@@ -237,6 +240,28 @@ func (t *Txn) DeleteDeployment(id string) error {
 	}
 	t.record(KindDeployment, id)
 	return t.delete(TableDeployments, old)
+}
+
+// UpsertPeriodicLaunch records a periodic job's launch.
+func (t *Txn) UpsertPeriodicLaunch(l *PeriodicLaunch) error {
+	if !t.restore {
+		if old := t.PeriodicLaunch(l.Namespace, l.ID); old != nil {
+			l.CreateIndex = old.CreateIndex
+		} else {
+			l.CreateIndex = t.index
+		}
+		l.ModifyIndex = t.index
+	}
+	return t.insert(TablePeriodic, l)
+}
+
+// DeletePeriodicLaunch removes a periodic job's launch record, if any.
+func (t *Txn) DeletePeriodicLaunch(ns, id string) error {
+	old := t.PeriodicLaunch(ns, id)
+	if old == nil {
+		return nil
+	}
+	return t.delete(TablePeriodic, old)
 }
 
 // SetSchedulerConfig replaces the scheduler configuration.
