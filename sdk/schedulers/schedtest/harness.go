@@ -330,7 +330,11 @@ func (h *Harness) commit(p *sdk.Plan, res *sdk.PlanResult) {
 			}
 			out = append(out, &c)
 			if c.PreviousAllocation != "" {
-				if prev := h.State.Alloc(c.PreviousAllocation); prev != nil {
+				prev := latest(out, c.PreviousAllocation)
+				if prev == nil {
+					prev = h.State.Alloc(c.PreviousAllocation)
+				}
+				if prev != nil {
 					pc := *prev
 					pc.NextAllocation = c.ID
 					out = append(out, &pc)
@@ -354,6 +358,16 @@ func (h *Harness) commit(p *sdk.Plan, res *sdk.PlanResult) {
 		sync.JobVersions = []*sdk.Job{p.Job}
 	}
 	h.apply(sync)
+}
+
+// latest returns the last version of allocation id in as, or nil.
+func latest(as []*sdk.Allocation, id string) *sdk.Allocation {
+	for i := len(as) - 1; i >= 0; i-- {
+		if as[i].ID == id {
+			return as[i]
+		}
+	}
+	return nil
 }
 
 // dedupe keeps the last version of each allocation.
