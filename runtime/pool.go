@@ -174,7 +174,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if full {
 		from = 0
 	}
-	sync := call.State.Sync(from)
+	sync := call.State.Sync(from, p.info.MirrorEvals)
 	if sync.Full {
 		p.stats.FullSyncs.Add(1)
 	} else {
@@ -186,7 +186,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if err != nil {
 		return fmt.Errorf("runtime: encode request: %w", err)
 	}
-	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name}
+	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name, evals: p.info.MirrorEvals}
 	out, err := s.inst.Process(ctx, reqBytes, d.host)
 	if err != nil {
 		p.recycle(ctx, s, "instance failed")

@@ -26,7 +26,7 @@ var (
 func (h Host) Index() uint64 { return h.H.Index() }
 
 // Sync implements runtime.StateSource.
-func (h Host) Sync(from uint64) *abi.StateSync { return h.H.Sync(from) }
+func (h Host) Sync(from uint64, _ bool) *abi.StateSync { return h.H.Sync(from) }
 
 // SubmitPlan implements runtime.Planner.
 func (h Host) SubmitPlan(_ context.Context, p *sdk.Plan) (*sdk.PlanResult, runtime.StateSource, error) {
