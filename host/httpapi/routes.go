@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
 )
@@ -48,6 +49,7 @@ func (a *API) routes() {
 	a.handle("PUT /v1/system/gc", a.systemGC)
 
 	a.handle("GET /v1/plugins/schedulers", a.pluginList)
+	a.handle("GET /v1/plugin/scheduler/{name}", a.pluginGet)
 	a.handle("GET /v1/status/leader", a.statusLeader)
 	a.handle("GET /v1/agent/self", func(http.ResponseWriter, *http.Request) (any, error) { return a.self(), nil })
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -503,16 +505,50 @@ type PluginStub struct {
 	ABIVersion    string
 	PluginVersion string
 	Path          string `json:",omitempty"`
+	// MirrorEvals: the plugin asked for evaluations in its mirror.
+	MirrorEvals bool
+	// Config is what the plugin gets with every eval.
+	Config map[string]string `json:",omitempty"`
+	// Limits are the plugin's memory limit (wasm), per-eval timeout and
+	// whether an overrun is stopped.
+	MemoryMB        int   `json:",omitempty"`
+	TimeoutNanos    int64 `json:"Timeout"`
+	EnforceDeadline bool
+	// Stats count what the plugin's pool did since it was loaded.
+	Stats PluginStats
+}
+
+// PluginStats count a plugin's evals, failures, recycled instances and
+// state syncs.
+type PluginStats struct {
+	Evals, Failures, Recycled, FullSyncs, DeltaSyncs int64
+}
+
+func pluginStub(e *runtime.Entry) *PluginStub {
+	info := e.Plugin.Info()
+	st := e.Plugin.Stats()
+	return &PluginStub{Name: info.Name, Types: info.Types, Runtime: e.Runtime,
+		ABIVersion: abi.Version(info.ABI).String(), PluginVersion: info.PluginVersion, Path: e.Path,
+		MirrorEvals: info.MirrorEvals, Config: e.Config, MemoryMB: e.MemoryMB, TimeoutNanos: int64(e.Timeout),
+		EnforceDeadline: e.EnforceDeadline,
+		Stats: PluginStats{Evals: st.Evals.Load(), Failures: st.Failures.Load(), Recycled: st.Recycled.Load(),
+			FullSyncs: st.FullSyncs.Load(), DeltaSyncs: st.DeltaSyncs.Load()}}
 }
 
 func (a *API) pluginList(http.ResponseWriter, *http.Request) (any, error) {
 	out := []*PluginStub{}
 	for _, e := range a.srv.Plugins().List() {
-		info := e.Plugin.Info()
-		out = append(out, &PluginStub{Name: info.Name, Types: info.Types, Runtime: e.Runtime,
-			ABIVersion: abi.Version(info.ABI).String(), PluginVersion: info.PluginVersion, Path: e.Path})
+		out = append(out, pluginStub(e))
 	}
 	return out, nil
+}
+
+func (a *API) pluginGet(_ http.ResponseWriter, r *http.Request) (any, error) {
+	e, ok := a.srv.Plugins().Lookup(r.PathValue("name"))
+	if !ok {
+		return nil, errorf(http.StatusNotFound, "no scheduler plugin named %q", r.PathValue("name"))
+	}
+	return pluginStub(e), nil
 }
 
 func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
