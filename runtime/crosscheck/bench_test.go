@@ -143,4 +143,3 @@ func BenchmarkServiceScheduler(b *testing.B) {
 		})
 	}
 }
-
