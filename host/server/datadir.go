@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,8 @@ type dataDir struct {
 	// initialized is false until raft state exists and the metadata file
 	// says so.
 	initialized bool
+	// snapErr is why raft could not open the snapshot to restore.
+	snapErr error
 }
 
 func (d *dataDir) raftDir() string  { return filepath.Join(d.path, raftDirName) }
@@ -72,8 +75,8 @@ func (d *dataDir) metaPath() string { return filepath.Join(d.path, dataDirMetaFi
 // the metadata is readable, the raft log opens, every snapshot is listed,
 // the log follows on from the newest snapshot and every entry after it
 // decodes.
-func openDataDir(path string, logger hclog.Logger) (d *dataDir, err error) {
-	d = &dataDir{path: path}
+func openDataDir(path string, logger hclog.Logger) (_ *dataDir, err error) {
+	d := &dataDir{path: path}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -120,7 +123,7 @@ func openDataDir(path string, logger hclog.Logger) (d *dataDir, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.snaps = newestOnly{fss}
+	d.snaps = newestOnly{FileSnapshotStore: fss, openErr: &d.snapErr}
 	has, err := d.checkLog(newest)
 	if err != nil {
 		return nil, err
@@ -315,8 +318,20 @@ func (d *dataDir) close() {
 
 // newestOnly lists only the newest snapshot, so raft restores it or fails:
 // falling back silently to an older snapshot could leave a gap the log no
-// longer covers.
-type newestOnly struct{ *raft.FileSnapshotStore }
+// longer covers. It keeps why a snapshot could not be opened, which raft
+// only logs.
+type newestOnly struct {
+	*raft.FileSnapshotStore
+	openErr *error
+}
+
+func (n newestOnly) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := n.FileSnapshotStore.Open(id)
+	if err != nil {
+		*n.openErr = fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	return meta, rc, err
+}
 
 func (n newestOnly) List() ([]*raft.SnapshotMeta, error) {
 	metas, err := n.FileSnapshotStore.List()

@@ -79,6 +79,9 @@ func (s *Server) setupRaft() (err error) {
 		if s.cfg.Dev {
 			return fmt.Errorf("server: start raft: %w", err)
 		}
+		if d := s.raftLayer.dir; d != nil && d.snapErr != nil {
+			err = d.snapErr
+		}
 		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}
 	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout = r, trans, s.cfg.RaftApplyTimeout

@@ -200,6 +200,11 @@ func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
 		}
 		a.ModifyIndex = t.index
 		if a.Job != nil {
+			// Share the kept version rather than hold a copy per alloc; it
+			// is also what a restored snapshot links allocations to.
+			if kept := t.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version); kept != nil && kept.JobModifyIndex == a.Job.JobModifyIndex {
+				a.Job = kept
+			}
 			a.JobVersion = a.Job.Version
 		}
 		t.touch(a.Namespace, a.JobID)
