@@ -77,33 +77,11 @@ func (d *dataDir) metaPath() string { return filepath.Join(d.path, dataDirMetaFi
 // decodes.
 func openDataDir(path string, logger hclog.Logger) (_ *dataDir, err error) {
 	d := &dataDir{path: path}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(path, 0o700); err != nil {
-			return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, path, err)
-		}
-	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrDataDirUnusable, err)
-	case !fi.IsDir():
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrDataDirUnusable, path)
-	}
-	meta, err := readDataDirMeta(d.metaPath())
+	meta, err := inspectDataDir(path, true)
 	if err != nil {
 		return nil, err
 	}
 	dbPath := filepath.Join(d.raftDir(), raftDBName)
-	_, dbErr := os.Stat(dbPath)
-	hasDB := dbErr == nil
-	switch {
-	case meta != nil && !hasDB:
-		return nil, fmt.Errorf("%w: %s was initialized but its raft log %s is missing; refusing to start with an empty state",
-			ErrDataDirMissingState, path, dbPath)
-	case meta == nil && !hasDB:
-		if err := requireEmpty(path); err != nil {
-			return nil, err
-		}
-	}
 	if err := os.MkdirAll(d.raftDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, d.raftDir(), err)
 	}
@@ -134,6 +112,52 @@ func openDataDir(path string, logger hclog.Logger) (_ *dataDir, err error) {
 	}
 	d.initialized = meta != nil
 	return d, nil
+}
+
+// CheckDataDir runs the checks on a data dir that need no lock (it exists or
+// can be created, is not someone else's directory, has its raft log if it
+// was initialized, was not written by a newer Drover), so an agent can
+// refuse a bad data dir before it loads anything. Opening the server checks
+// everything else.
+func CheckDataDir(path string) error {
+	_, err := inspectDataDir(path, false)
+	return err
+}
+
+// inspectDataDir checks a data dir's shape and returns its metadata (nil
+// for a new data dir). With create, a missing directory is created.
+func inspectDataDir(path string, create bool) (*dataDirMeta, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if !create {
+			return nil, nil
+		}
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrDataDirUnusable, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrDataDirUnusable, path)
+	}
+	meta, err := readDataDirMeta(filepath.Join(path, dataDirMetaFile))
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(path, raftDirName, raftDBName)
+	_, dbErr := os.Stat(dbPath)
+	hasDB := dbErr == nil
+	switch {
+	case meta != nil && !hasDB:
+		return nil, fmt.Errorf("%w: %s was initialized but its raft log %s is missing; refusing to start with an empty state",
+			ErrDataDirMissingState, path, dbPath)
+	case meta == nil && !hasDB:
+		if err := requireEmpty(path); err != nil {
+			return nil, err
+		}
+	}
+	return meta, nil
 }
 
 func readDataDirMeta(path string) (*dataDirMeta, error) {
