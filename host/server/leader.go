@@ -154,6 +154,9 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 		failed := e.Copy()
 		failed.Status = sdk.EvalStatusFailed
 		failed.StatusDescription = "evaluation reached delivery limit (" + strconv.Itoa(s.cfg.Broker.DeliveryLimit) + ")"
+		if why := s.phases.lastFailure(e.ID); why != "" {
+			failed.StatusDescription += "; last failure: " + why
+		}
 		failed.ModifyTime = now.UnixNano()
 		evals := []*sdk.Evaluation{failed}
 		if e.Type != sdk.JobTypeCore {

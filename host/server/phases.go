@@ -29,9 +29,30 @@ type phaseTracker struct {
 	mu    sync.Mutex
 	m     map[string][]PhaseEvent
 	order []string
+	// failures holds the reason of each eval's last nack, so that the
+	// eval that runs out of deliveries says why.
+	failures map[string]string
 }
 
-func newPhaseTracker() *phaseTracker { return &phaseTracker{m: map[string][]PhaseEvent{}} }
+func newPhaseTracker() *phaseTracker {
+	return &phaseTracker{m: map[string][]PhaseEvent{}, failures: map[string]string{}}
+}
+
+// fail records why an eval was nacked.
+func (p *phaseTracker) fail(evalID, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.m[evalID]; ok {
+		p.failures[evalID] = reason
+	}
+}
+
+// lastFailure returns the reason of the eval's last nack, or "".
+func (p *phaseTracker) lastFailure(evalID string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failures[evalID]
+}
 
 func (p *phaseTracker) set(evalID, phase string, now time.Time) {
 	p.mu.Lock()
@@ -41,6 +62,7 @@ func (p *phaseTracker) set(evalID, phase string, now time.Time) {
 		p.order = append(p.order, evalID)
 		for len(p.order) > maxTrackedEvals {
 			delete(p.m, p.order[0])
+			delete(p.failures, p.order[0])
 			p.order = p.order[1:]
 		}
 	}

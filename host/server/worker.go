@@ -64,6 +64,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	log := w.log.With().Str("eval_id", eval.ID).Str("job_id", eval.JobID).Str("triggered_by", eval.TriggeredBy).Logger()
 	nack := func(err error) {
 		log.Warn().Err(err).Msg("evaluation nacked")
+		s.phases.fail(eval.ID, err.Error())
 		if nerr := s.broker.Nack(eval.ID, token); nerr != nil {
 			log.Warn().Err(nerr).Msg("nack failed")
 		}

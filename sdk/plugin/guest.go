@@ -101,7 +101,13 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	if err := g.sched.Process(ctx, req.Eval); err != nil {
-		return abi.ProcessResponse{Code: abi.CodeScheduler, Message: err.Error()}
+		// A planner sentinel the scheduler passed on keeps its code, so
+		// errors.Is still matches it on the host side.
+		code := abi.CodeOf(err)
+		if code == abi.CodeInternal {
+			code = abi.CodeScheduler
+		}
+		return abi.ProcessResponse{Code: code, Message: err.Error()}
 	}
 	return abi.ProcessResponse{}
 }
