@@ -314,19 +314,24 @@ func (t *Txn) jobStatus(job *sdk.Job) string {
 		}
 		return sdk.JobStatusRunning
 	}
-	hasAlloc := false
-	for _, a := range t.AllocsByJob(job.Namespace, job.ID) {
+	// Stop at the first answer: a job can have many allocations and evals.
+	hasAlloc, live := false, false
+	each(t.reader, func(a *sdk.Allocation) bool {
 		hasAlloc = true
-		if !a.TerminalStatus() {
-			return sdk.JobStatusRunning
-		}
+		live = !a.TerminalStatus()
+		return !live
+	}, TableAllocs, "job", job.Namespace, job.ID)
+	if live {
+		return sdk.JobStatusRunning
 	}
-	hasEval := false
-	for _, e := range t.EvalsByJob(job.Namespace, job.ID) {
+	hasEval, open := false, false
+	each(t.reader, func(e *sdk.Evaluation) bool {
 		hasEval = true
-		if !e.TerminalStatus() {
-			return sdk.JobStatusPending
-		}
+		open = !e.TerminalStatus()
+		return !open
+	}, TableEvals, "job", job.Namespace, job.ID)
+	if open {
+		return sdk.JobStatusPending
 	}
 	if hasEval || hasAlloc || job.Stop {
 		return sdk.JobStatusDead
