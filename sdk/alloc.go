@@ -7,42 +7,42 @@ import (
 
 // Allocation places one instance of a task group on a node.
 type Allocation struct {
-	ID        string
-	Namespace string
-	EvalID    string
-	Name      string
-	NodeID    string
-	NodeName  string
-	JobID     string
+	ID        string `msg:",omitempty"`
+	Namespace string `msg:",omitempty"`
+	EvalID    string `msg:",omitempty"`
+	Name      string `msg:",omitempty"`
+	NodeID    string `msg:",omitempty"`
+	NodeName  string `msg:",omitempty"`
+	JobID     string `msg:",omitempty"`
 	// Job is the job version the allocation runs. On the plugin wire it is
 	// left out and restored from JobVersion.
-	Job *Job
+	Job *Job `msg:",omitempty"`
 	// JobVersion is Job.Version, kept beside Job so that allocations can be
 	// sent without their job.
-	JobVersion           uint64
-	TaskGroup            string
-	AllocatedResources   *AllocatedResources
-	Metrics              *AllocMetric
-	DesiredStatus        string
-	DesiredDescription   string
+	JobVersion           uint64              `msg:",omitempty"`
+	TaskGroup            string              `msg:",omitempty"`
+	AllocatedResources   *AllocatedResources `msg:",omitempty"`
+	Metrics              *AllocMetric        `msg:",omitempty"`
+	DesiredStatus        string              `msg:",omitempty"`
+	DesiredDescription   string              `msg:",omitempty"`
 	DesiredTransition    DesiredTransition
-	ClientStatus         string
-	ClientDescription    string
-	TaskStates           map[string]Opaque
-	DeploymentID         string
-	DeploymentStatus     *AllocDeploymentStatus
-	FollowupEvalID       string
-	PreviousAllocation   string
-	NextAllocation       string
-	RescheduleTracker    *RescheduleTracker
-	PreemptedAllocations []string
+	ClientStatus         string                 `msg:",omitempty"`
+	ClientDescription    string                 `msg:",omitempty"`
+	TaskStates           map[string]Opaque      `msg:",omitempty"`
+	DeploymentID         string                 `msg:",omitempty"`
+	DeploymentStatus     *AllocDeploymentStatus `msg:",omitempty"`
+	FollowupEvalID       string                 `msg:",omitempty"`
+	PreviousAllocation   string                 `msg:",omitempty"`
+	NextAllocation       string                 `msg:",omitempty"`
+	RescheduleTracker    *RescheduleTracker     `msg:",omitempty"`
+	PreemptedAllocations []string               `msg:",omitempty"`
 	// PreemptedByAllocation is set on allocations evicted to make room.
-	PreemptedByAllocation string
-	CreateIndex           uint64
-	ModifyIndex           uint64
-	AllocModifyIndex      uint64
-	CreateTime            int64
-	ModifyTime            int64
+	PreemptedByAllocation string `msg:",omitempty"`
+	CreateIndex           uint64 `msg:",omitempty"`
+	ModifyIndex           uint64 `msg:",omitempty"`
+	AllocModifyIndex      uint64 `msg:",omitempty"`
+	CreateTime            int64  `msg:",omitempty"`
+	ModifyTime            int64  `msg:",omitempty"`
 }
 
 // TerminalStatus reports whether the allocation no longer holds resources:
@@ -95,10 +95,10 @@ func AllocName(job, group string, idx int) string {
 
 // DesiredTransition is what the server asks of a running allocation.
 type DesiredTransition struct {
-	Migrate         *bool
-	Reschedule      *bool
-	ForceReschedule *bool
-	NoShutdownDelay *bool
+	Migrate         *bool `msg:",omitempty"`
+	Reschedule      *bool `msg:",omitempty"`
+	ForceReschedule *bool `msg:",omitempty"`
+	NoShutdownDelay *bool `msg:",omitempty"`
 }
 
 // ShouldMigrate reports whether the allocation is marked to migrate.
@@ -111,10 +111,10 @@ func (d DesiredTransition) ShouldForceReschedule() bool {
 
 // AllocDeploymentStatus is an allocation's health within a deployment.
 type AllocDeploymentStatus struct {
-	Healthy     *bool
-	Timestamp   time.Time
-	Canary      bool
-	ModifyIndex uint64
+	Healthy     *bool     `msg:",omitempty"`
+	Timestamp   time.Time `msg:",omitempty"`
+	Canary      bool      `msg:",omitempty"`
+	ModifyIndex uint64    `msg:",omitempty"`
 }
 
 // IsHealthy reports whether the allocation was marked healthy.
@@ -127,8 +127,8 @@ func (s *AllocDeploymentStatus) IsUnhealthy() bool {
 
 // RescheduleTracker records an allocation's reschedule history.
 type RescheduleTracker struct {
-	Events         []*RescheduleEvent
-	LastReschedule string
+	Events         []*RescheduleEvent `msg:",omitempty"`
+	LastReschedule string             `msg:",omitempty"`
 }
 
 // RescheduleEvent is one reschedule.
@@ -141,29 +141,29 @@ type RescheduleEvent struct {
 
 // AllocMetric explains a placement decision, as Nomad reports it.
 type AllocMetric struct {
-	NodesEvaluated     int
-	NodesFiltered      int
-	NodesInPool        int
-	NodePool           string
-	NodesAvailable     map[string]int
-	ClassFiltered      map[string]int
-	ConstraintFiltered map[string]int
-	NodesExhausted     int
-	ClassExhausted     map[string]int
-	DimensionExhausted map[string]int
-	QuotaExhausted     []string
-	ResourcesExhausted map[string]*Resources
-	Scores             map[string]float64
-	ScoreMetaData      []*NodeScoreMeta
-	AllocationTime     time.Duration
-	CoalescedFailures  int
+	NodesEvaluated     int                   `msg:",omitempty"`
+	NodesFiltered      int                   `msg:",omitempty"`
+	NodesInPool        int                   `msg:",omitempty"`
+	NodePool           string                `msg:",omitempty"`
+	NodesAvailable     map[string]int        `msg:",omitempty"`
+	ClassFiltered      map[string]int        `msg:",omitempty"`
+	ConstraintFiltered map[string]int        `msg:",omitempty"`
+	NodesExhausted     int                   `msg:",omitempty"`
+	ClassExhausted     map[string]int        `msg:",omitempty"`
+	DimensionExhausted map[string]int        `msg:",omitempty"`
+	QuotaExhausted     []string              `msg:",omitempty"`
+	ResourcesExhausted map[string]*Resources `msg:",omitempty"`
+	Scores             map[string]float64    `msg:",omitempty"`
+	ScoreMetaData      []*NodeScoreMeta      `msg:",omitempty"`
+	AllocationTime     time.Duration         `msg:",omitempty"`
+	CoalescedFailures  int                   `msg:",omitempty"`
 }
 
 // NodeScoreMeta is the score of one of the top nodes.
 type NodeScoreMeta struct {
-	NodeID    string
-	Scores    map[string]float64
-	NormScore float64
+	NodeID    string             `msg:",omitempty"`
+	Scores    map[string]float64 `msg:",omitempty"`
+	NormScore float64            `msg:",omitempty"`
 }
 
 // FilterNode records that node was filtered out by the named check.
