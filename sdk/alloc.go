@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -161,9 +163,61 @@ type AllocMetric struct {
 
 // NodeScoreMeta is the score of one of the top nodes.
 type NodeScoreMeta struct {
-	NodeID    string             `msg:",omitempty"`
-	Scores    map[string]float64 `msg:",omitempty"`
-	NormScore float64            `msg:",omitempty"`
+	NodeID    string     `msg:",omitempty"`
+	Scores    NodeScores `msg:",omitempty"`
+	NormScore float64    `msg:",omitempty"`
+}
+
+// NodeScores are the scores a node got, one per scorer. In JSON they are
+// an object from scorer name to score, as Nomad reports them; on the
+// plugin wire and in memory a short list, which costs a fraction of a map
+// to build and encode for each of the top nodes of every placement.
+type NodeScores []NodeScore
+
+// NodeScore is one scorer's score.
+type NodeScore struct {
+	Name  string
+	Score float64
+}
+
+//msgp:tuple NodeScore
+
+// Get returns the named scorer's score.
+func (s NodeScores) Get(name string) (float64, bool) {
+	for _, e := range s {
+		if e.Name == name {
+			return e.Score, true
+		}
+	}
+	return 0, false
+}
+
+// MarshalJSON encodes the scores as an object, scorer name to score.
+func (s NodeScores) MarshalJSON() ([]byte, error) {
+	m := make(map[string]float64, len(s))
+	for _, e := range s {
+		m[e.Name] = e.Score
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON decodes an object of scores, in name order.
+func (s *NodeScores) UnmarshalJSON(b []byte) error {
+	var m map[string]float64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make(NodeScores, 0, len(m))
+	for _, k := range names {
+		out = append(out, NodeScore{Name: k, Score: m[k]})
+	}
+	*s = out
+	return nil
 }
 
 // FilterNode records that node was filtered out by the named check.

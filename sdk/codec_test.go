@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -16,7 +17,7 @@ func TestAllocation_RoundTrip(t *testing.T) {
 		AllocatedResources: &AllocatedResources{Tasks: map[string]*AllocatedTaskResources{
 			"web": {Cpu: AllocatedCpuResources{CpuShares: 500}, Memory: AllocatedMemoryResources{MemoryMB: 256}}}},
 		Metrics: &AllocMetric{NodesEvaluated: 3, NodesAvailable: map[string]int{"dc1": 3},
-			ScoreMetaData: []*NodeScoreMeta{{NodeID: "n1", Scores: map[string]float64{"binpack": 0.5}, NormScore: 0.5}}},
+			ScoreMetaData: []*NodeScoreMeta{{NodeID: "n1", Scores: NodeScores{{Name: "binpack", Score: 0.5}}, NormScore: 0.5}}},
 		DesiredStatus: AllocDesiredStatusRun, ClientStatus: AllocClientStatusPending,
 		DeploymentStatus: &AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Unix(10, 0).UTC(), Canary: true},
 	}
@@ -41,5 +42,24 @@ func TestAllocation_RoundTrip(t *testing.T) {
 	empty, _ := (&Allocation{}).MarshalMsg(nil)
 	if len(empty) > 64 {
 		t.Fatalf("an empty allocation encodes to %d bytes: empty fields are not left out", len(empty))
+	}
+}
+
+func TestNodeScores_JSONIsAnObject(t *testing.T) {
+	m := NodeScoreMeta{NodeID: "n1", Scores: NodeScores{{"binpack", 0.5}, {"job-anti-affinity", -0.2}}, NormScore: 0.15}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"NodeID":"n1","Scores":{"binpack":0.5,"job-anti-affinity":-0.2},"NormScore":0.15}`
+	if string(b) != want {
+		t.Fatalf("JSON = %s, want %s", b, want)
+	}
+	var back NodeScoreMeta
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := back.Scores.Get("job-anti-affinity"); !ok || v != -0.2 || len(back.Scores) != 2 {
+		t.Fatalf("decoded %+v", back)
 	}
 }

@@ -8791,6 +8791,48 @@ func (z *NodeResources) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z NodeScore) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// array header, size 2
+	o = append(o, 0x92)
+	o = msgp.AppendString(o, z.Name)
+	o = msgp.AppendFloat64(o, z.Score)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeScore) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 2 {
+		err = msgp.ArrayError{Wanted: 2, Got: zb0001}
+		return
+	}
+	z.Name, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Name")
+		return
+	}
+	z.Score, bts, err = msgp.ReadFloat64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Score")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z NodeScore) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Name) + msgp.Float64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *NodeScoreMeta) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
@@ -8822,10 +8864,12 @@ func (z *NodeScoreMeta) MarshalMsg(b []byte) (o []byte, err error) {
 		if (zb0001Mask & 0x2) == 0 { // if not omitted
 			// string "Scores"
 			o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
-			o = msgp.AppendMapHeader(o, uint32(len(z.Scores)))
-			for za0001, za0002 := range z.Scores {
-				o = msgp.AppendString(o, za0001)
-				o = msgp.AppendFloat64(o, za0002)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Scores)))
+			for za0001 := range z.Scores {
+				// array header, size 2
+				o = append(o, 0x92)
+				o = msgp.AppendString(o, z.Scores[za0001].Name)
+				o = msgp.AppendFloat64(o, z.Scores[za0001].Score)
 			}
 		}
 		if (zb0001Mask & 0x4) == 0 { // if not omitted
@@ -8866,31 +8910,37 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "Scores":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Scores")
 				return
 			}
-			if z.Scores == nil {
-				z.Scores = make(map[string]float64, zb0002)
-			} else if len(z.Scores) > 0 {
-				clear(z.Scores)
+			if cap(z.Scores) >= int(zb0002) {
+				z.Scores = (z.Scores)[:zb0002]
+			} else {
+				z.Scores = make(NodeScores, zb0002)
 			}
-			for zb0002 > 0 {
-				var za0002 float64
-				zb0002--
-				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
-				if err != nil {
-					err = msgp.WrapError(err, "Scores")
-					return
-				}
-				za0002, bts, err = msgp.ReadFloat64Bytes(bts)
+			for za0001 := range z.Scores {
+				var zb0003 uint32
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Scores", za0001)
 					return
 				}
-				z.Scores[za0001] = za0002
+				if zb0003 != 2 {
+					err = msgp.ArrayError{Wanted: 2, Got: zb0003}
+					return
+				}
+				z.Scores[za0001].Name, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Scores", za0001, "Name")
+					return
+				}
+				z.Scores[za0001].Score, bts, err = msgp.ReadFloat64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Scores", za0001, "Score")
+					return
+				}
 			}
 			zb0001Mask |= 0x2
 		case "NormScore":
@@ -8926,14 +8976,72 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *NodeScoreMeta) Msgsize() (s int) {
-	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 7 + msgp.MapHeaderSize
-	if z.Scores != nil {
-		for za0001, za0002 := range z.Scores {
-			_ = za0002
-			s += msgp.StringPrefixSize + len(za0001) + msgp.Float64Size
-		}
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Scores {
+		s += 1 + msgp.StringPrefixSize + len(z.Scores[za0001].Name) + msgp.Float64Size
 	}
 	s += 10 + msgp.Float64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z NodeScores) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	o = msgp.AppendArrayHeader(o, uint32(len(z)))
+	for za0001 := range z {
+		// array header, size 2
+		o = append(o, 0x92)
+		o = msgp.AppendString(o, z[za0001].Name)
+		o = msgp.AppendFloat64(o, z[za0001].Score)
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeScores) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0002 uint32
+	zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if cap((*z)) >= int(zb0002) {
+		(*z) = (*z)[:zb0002]
+	} else {
+		(*z) = make(NodeScores, zb0002)
+	}
+	for zb0001 := range *z {
+		var zb0003 uint32
+		zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001)
+			return
+		}
+		if zb0003 != 2 {
+			err = msgp.ArrayError{Wanted: 2, Got: zb0003}
+			return
+		}
+		(*z)[zb0001].Name, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001, "Name")
+			return
+		}
+		(*z)[zb0001].Score, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001, "Score")
+			return
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z NodeScores) Msgsize() (s int) {
+	s = msgp.ArrayHeaderSize
+	for zb0004 := range z {
+		s += 1 + msgp.StringPrefixSize + len(z[zb0004].Name) + msgp.Float64Size
+	}
 	return
 }
 
