@@ -408,7 +408,7 @@ func (p *planner) SubmitPlan(_ context.Context, pl *sdk.Plan) (*sdk.PlanResult, 
 		req.AllocsPreempted = append(req.AllocsPreempted, pl.NodePreemptions[n]...)
 	}
 	p.c.index++
-	if err := p.c.fsm.ApplyPlanResults(p.c.index, req); err != nil {
+	if err := p.c.fsm.ApplyDecoded(p.c.index, req); err != nil {
 		return nil, nil, err
 	}
 	res.AllocIndex = p.c.index
@@ -426,7 +426,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func (p *planner) evals(e *sdk.Evaluation) error {
 	p.c.index++
-	return p.c.fsm.ApplyEvals(p.c.index, []*sdk.Evaluation{e})
+	return p.c.fsm.ApplyDecoded(p.c.index, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{e}})
 }
 
 func (p *planner) UpdateEval(_ context.Context, e *sdk.Evaluation) error {

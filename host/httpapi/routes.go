@@ -45,6 +45,8 @@ func (a *API) routes() {
 	a.handle("PUT /v1/node/{id}/eligibility", a.nodeEligibility)
 	a.handle("POST /v1/node/{id}/eligibility", a.nodeEligibility)
 
+	a.handle("PUT /v1/system/gc", a.systemGC)
+
 	a.handle("GET /v1/plugins/schedulers", a.pluginList)
 	a.handle("GET /v1/status/leader", a.statusLeader)
 	a.handle("GET /v1/agent/self", func(http.ResponseWriter, *http.Request) (any, error) { return a.self(), nil })
@@ -515,4 +517,20 @@ func (a *API) pluginList(http.ResponseWriter, *http.Request) (any, error) {
 
 func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
 	return a.srv.Leader(), nil
+}
+
+// GCResponse answers a forced garbage collection with the core eval it
+// created.
+type GCResponse struct {
+	EvalID string
+	Index  uint64
+}
+
+func (a *API) systemGC(w http.ResponseWriter, _ *http.Request) (any, error) {
+	evalID, index, err := a.srv.ForceGC()
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &GCResponse{EvalID: evalID, Index: index}, nil
 }

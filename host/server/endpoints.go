@@ -7,7 +7,6 @@ import (
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/jobspec"
-	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -24,7 +23,7 @@ func badRequest(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) 
 func (s *Server) newEval(job *sdk.Job, trigger string) *sdk.Evaluation {
 	now := s.now().UnixNano()
 	return &sdk.Evaluation{
-		ID: plan.NewID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
 		TriggeredBy: trigger, JobID: job.ID, Status: sdk.EvalStatusPending,
 		CreateTime: now, ModifyTime: now,
 	}
@@ -39,6 +38,11 @@ func (s *Server) RegisterJob(job *sdk.Job) (evalID string, index uint64, err err
 	}
 	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
 		return "", 0, badRequest(err)
+	}
+	if job.IsPeriodic() {
+		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
+			return "", 0, badRequest(err)
+		}
 	}
 	if cfg := s.store.Snapshot().SchedulerConfig(); cfg.RejectJobRegistration {
 		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
