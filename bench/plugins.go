@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	rt "github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/native"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/drover-sched/drover/sdk"
@@ -57,6 +58,25 @@ func WasmPlugins(ctx context.Context, dir string, cfg wasm.Config, log zerolog.L
 		p.all = append(p.all, m)
 		for _, t := range m.Info().Types {
 			p.byType[t] = m
+		}
+	}
+	return p, nil
+}
+
+// GopluginPlugins loads the built-in schedulers built as native go-plugin
+// executables (service, batch, system) from dir with cfg (`make goplugins`
+// puts them in bin/goplugins).
+func GopluginPlugins(ctx context.Context, dir string, cfg goplugin.Config, log zerolog.Logger) (*Plugins, error) {
+	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	for _, name := range []string{"service", "batch", "system"} {
+		f, err := goplugin.Load(ctx, filepath.Join(dir, name), cfg)
+		if err != nil {
+			p.Close(ctx)
+			return nil, fmt.Errorf("bench: %w (build them with `make goplugins`, or set -plugin-dir)", err)
+		}
+		p.all = append(p.all, f)
+		for _, t := range f.Info().Types {
+			p.byType[t] = f
 		}
 	}
 	return p, nil

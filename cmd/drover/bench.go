@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/bench"
+	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/rs/zerolog"
 )
@@ -39,10 +41,11 @@ Options:
   -scenarios=a,b     Scenarios (default: all): service-10x100,
                      service-1x1000, service-1x1000-spread, batch-10x100,
                      batch-1x1000, system-1, system-5, sysbatch-1.
-  -runtime=wasm      wasm (the built-in .wasm plugins), native (in
-                     process) or goplugin.
-  -plugin-dir=DIR    Where the .wasm plugins are (default: plugins beside
-                     the drover binary).
+  -runtime=wasm      wasm (the built-in .wasm plugins), goplugin (the
+                     built-in plugins as go-plugin executables) or native
+                     (in process).
+  -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
+                     drover binary for wasm, goplugins/ for goplugin).
   -deadlines=true    Wasm: let a deadline interrupt the guest, as the agent
                      does (wazero's close-on-context-done).
   -node-cpu=4000 -node-mem=8192 -task-cpu=100 -task-mem=128 -racks=25
@@ -95,14 +98,11 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	case "wasm":
 		dir := *pluginDir
 		if dir == "" {
-			exe, err := os.Executable()
+			d, err := besideBinary("plugins")
 			if err != nil {
-				return c.errorf("locate the drover binary: %v", err)
+				return c.errorf("%v", err)
 			}
-			if real, err := filepath.EvalSymlinks(exe); err == nil {
-				exe = real
-			}
-			dir = filepath.Join(filepath.Dir(exe), "plugins")
+			dir = d
 		}
 		wcfg := wasm.DefaultConfig()
 		wcfg.CloseOnContextDone = *deadlines
@@ -112,7 +112,19 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		}
 		plugins = p
 	case "goplugin":
-		return c.errorf("%v: the go-plugin runtime (runtime/goplugin) is not in this build yet", bench.ErrRuntimeUnavailable)
+		dir := *pluginDir
+		if dir == "" {
+			d, err := besideBinary("goplugins")
+			if err != nil {
+				return c.errorf("%v", err)
+			}
+			dir = d
+		}
+		p, err := bench.GopluginPlugins(ctx, dir, goplugin.DefaultConfig(), zerolog.Nop())
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		plugins = p
 	default:
 		return c.errorf("-runtime must be wasm, native or goplugin, not %q", *runtimeName)
 	}
@@ -133,4 +145,17 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// besideBinary returns the directory dir beside the (symlink-resolved)
+// drover binary.
+func besideBinary(dir string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("locate the drover binary: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return filepath.Join(filepath.Dir(exe), dir), nil
 }
