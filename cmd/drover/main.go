@@ -35,18 +35,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 func commands(m *meta) map[string]cli.CommandFactory {
 	f := func(c cli.Command) cli.CommandFactory { return func() (cli.Command, error) { return c, nil } }
 	return map[string]cli.CommandFactory{
-		"agent":       f(&agentCommand{meta: m}),
-		"job":         f(&groupCommand{synopsis: "Interact with jobs", help: "Usage: drover job <subcommand> [options] [args]"}),
-		"job run":     f(&jobRunCommand{meta: m}),
-		"job status":  f(&jobStatusCommand{meta: m}),
-		"job stop":    f(&jobStopCommand{meta: m}),
-		"eval":        f(&groupCommand{synopsis: "Interact with evaluations", help: "Usage: drover eval <subcommand> [options] [args]"}),
-		"eval list":   f(&evalListCommand{meta: m}),
-		"eval status": f(&evalStatusCommand{meta: m}),
-		"node":        f(&groupCommand{synopsis: "Interact with nodes", help: "Usage: drover node <subcommand> [options] [args]"}),
-		"node status": f(&nodeStatusCommand{meta: m}),
-		"plugin":      f(&groupCommand{synopsis: "Interact with scheduler plugins", help: "Usage: drover plugin <subcommand> [options] [args]"}),
-		"plugin list": f(&pluginListCommand{meta: m}),
+		"agent":           f(&agentCommand{meta: m}),
+		"job":             f(&groupCommand{synopsis: "Interact with jobs", help: "Usage: drover job <subcommand> [options] [args]"}),
+		"job run":         f(&jobRunCommand{meta: m}),
+		"job status":      f(&jobStatusCommand{meta: m}),
+		"job stop":        f(&jobStopCommand{meta: m}),
+		"eval":            f(&groupCommand{synopsis: "Interact with evaluations", help: "Usage: drover eval <subcommand> [options] [args]"}),
+		"eval list":       f(&evalListCommand{meta: m}),
+		"eval status":     f(&evalStatusCommand{meta: m}),
+		"node":            f(&groupCommand{synopsis: "Interact with nodes", help: "Usage: drover node <subcommand> [options] [args]"}),
+		"node status":     f(&nodeStatusCommand{meta: m}),
+		"plugin":          f(&groupCommand{synopsis: "Interact with scheduler plugins", help: "Usage: drover plugin <subcommand> [options] [args]"}),
+		"plugin list":     f(&pluginListCommand{meta: m}),
+		"bench":           f(&groupCommand{synopsis: "Run benchmarks", help: "Usage: drover bench <subcommand> [options]"}),
+		"bench scheduler": f(&benchSchedulerCommand{meta: m}),
 	}
 }
 
