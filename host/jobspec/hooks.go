@@ -60,16 +60,19 @@ func decodeConstraint(d *decoder, body hcl.Body, v reflect.Value, p Path) {
 	for _, op := range constraintShorthands {
 		if s := str(op); s != "" {
 			c.Operand, c.RTarget = op, s
+			d.shorthand(content.Attributes[op], p, "value")
 		}
 	}
 	if a, ok := content.Attributes[api.ConstraintDistinctHosts]; ok {
 		var b bool
 		if d.setAttr(a, reflect.ValueOf(&b).Elem(), p.Attr(api.ConstraintDistinctHosts)) {
 			c.Operand, c.RTarget = api.ConstraintDistinctHosts, fmt.Sprint(b)
+			d.shorthand(a, p, "value")
 		}
 	}
 	if s := str(api.ConstraintDistinctProperty); s != "" {
 		c.Operand, c.LTarget = api.ConstraintDistinctProperty, s
+		d.shorthand(content.Attributes[api.ConstraintDistinctProperty], p, "attribute")
 	}
 	if c.Operand == "" {
 		c.Operand = "="
@@ -91,6 +94,7 @@ func decodeAffinity(d *decoder, body hcl.Body, v reflect.Value, p Path) {
 	for _, op := range constraintShorthands {
 		if s := str(op); s != "" {
 			a.Operand, a.RTarget = op, s
+			d.shorthand(content.Attributes[op], p, "value")
 		}
 	}
 	if at, ok := content.Attributes["weight"]; ok {
@@ -99,6 +103,14 @@ func decodeAffinity(d *decoder, body hcl.Body, v reflect.Value, p Path) {
 	if a.Operand == "" {
 		a.Operand = "="
 	}
+}
+
+// shorthand records a shorthand attribute (version = ">= 1") as the
+// operator and the value (or attribute) it stands for, so problems with
+// either point at it.
+func (d *decoder) shorthand(a *hcl.Attribute, p Path, target string) {
+	d.record(p.Attr("operator"), a.NameRange)
+	d.record(p.Attr(target), a.Expr.Range())
 }
 
 // attributes reads a body that may hold only the named attributes.

@@ -208,9 +208,11 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	}
 	if job.ID == nil {
 		job.ID = ptr(b.Labels[0])
+		d.record(p.Attr("id"), b.LabelRanges[0])
 	}
 	if job.Name == nil {
 		job.Name = ptr(b.Labels[0])
+		d.record(p.Attr("name"), b.LabelRanges[0])
 	}
 	return job
 }

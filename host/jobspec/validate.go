@@ -221,6 +221,9 @@ func (c *checker) disconnect(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 		return
 	}
 	dp := p.Attr("disconnect")
+	if tg.MaxClientDisconnect != nil && d.LostAfter != *tg.MaxClientDisconnect {
+		c.add(p.Attr("max_client_disconnect"), "cannot be set together with disconnect's lost_after; use lost_after")
+	}
 	if d.LostAfter < 0 {
 		c.add(dp.Attr("lost_after"), "must not be negative, not %s", d.LostAfter)
 	}
