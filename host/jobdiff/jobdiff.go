@@ -130,7 +130,7 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 			d.TaskGroups = append(d.TaskGroups, tgd)
 		}
 	}
-	if d.Type == TypeNone && (len(d.Fields) > 0 || len(d.Objects) > 0 || changed(d.TaskGroups)) {
+	if d.Type == TypeNone && (hasChange(d.Fields, d.Objects) || changed(d.TaskGroups)) {
 		d.Type = TypeEdited
 	}
 	return d
@@ -165,6 +165,21 @@ func (d *JobDiff) Updates(desired map[string]*sdk.DesiredUpdates) {
 			tg.Updates = m
 		}
 	}
+}
+
+// hasChange reports whether any field or object differs.
+func hasChange(fields []*FieldDiff, objects []*ObjectDiff) bool {
+	for _, f := range fields {
+		if f.Type != TypeNone {
+			return true
+		}
+	}
+	for _, o := range objects {
+		if o.Type != TypeNone {
+			return true
+		}
+	}
+	return false
 }
 
 func changed(tgs []*TaskGroupDiff) bool {
@@ -212,7 +227,7 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 			ntv = reflect.ValueOf(*nt)
 		}
 		td.Fields, td.Objects = dc.structDiff(otv, ntv, skipTask)
-		td.Type = kind(ot != nil, nt != nil, len(td.Fields)+len(td.Objects) > 0)
+		td.Type = kind(ot != nil, nt != nil, hasChange(td.Fields, td.Objects))
 		if td.Type == TypeEdited {
 			td.Annotations = []string{AnnotationDestructive}
 		}
@@ -224,7 +239,7 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	for _, t := range d.Tasks {
 		taskChanged = taskChanged || t.Type != TypeNone
 	}
-	d.Type = kind(og != nil, ng != nil, len(d.Fields)+len(d.Objects) > 0 || taskChanged)
+	d.Type = kind(og != nil, ng != nil, hasChange(d.Fields, d.Objects) || taskChanged)
 	return d
 }
 
@@ -243,9 +258,14 @@ func kind(hadOld, hasNew, edited bool) string {
 // structDiff compares two structs of one type (either may be the zero
 // Value, for an added or deleted object).
 func (dc differ) structDiff(ov, nv reflect.Value, skip map[string]bool) ([]*FieldDiff, []*ObjectDiff) {
-	t := ov.Type()
-	if !ov.IsValid() {
+	var t reflect.Type
+	switch {
+	case ov.IsValid():
+		t = ov.Type()
+	case nv.IsValid():
 		t = nv.Type()
+	default:
+		return nil, nil
 	}
 	var fields []*FieldDiff
 	var objects []*ObjectDiff
@@ -296,10 +316,13 @@ func (dc differ) structDiff(ov, nv reflect.Value, skip map[string]bool) ([]*Fiel
 
 // object compares two nested structs.
 func (dc differ) object(name string, ov, nv reflect.Value) *ObjectDiff {
+	if !ov.IsValid() && !nv.IsValid() {
+		return nil
+	}
 	fields, objects := dc.structDiff(ov, nv, nil)
-	typ := kind(ov.IsValid(), nv.IsValid(), len(fields)+len(objects) > 0)
-	if typ == TypeNone && !(ov.IsValid() && nv.IsValid() && reflect.DeepEqual(ov.Interface(), nv.Interface())) {
-		typ = TypeEdited
+	typ := kind(ov.IsValid(), nv.IsValid(), hasChange(fields, objects))
+	if typ == TypeNone && !reflect.DeepEqual(ov.Interface(), nv.Interface()) {
+		typ = TypeEdited // a change in something the diff does not render
 	}
 	if typ == TypeNone {
 		return nil
