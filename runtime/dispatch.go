@@ -16,6 +16,7 @@ type dispatcher struct {
 	call  *Call
 	name  string
 	index uint64 // the plugin mirror's index
+	evals bool   // the plugin mirrors evaluations
 	// err is the first host-side failure, kept as the eval's root cause.
 	err error
 }
@@ -36,6 +37,8 @@ func (d *dispatcher) host(op abi.Op, msg []byte) ([]byte, error) {
 	case abi.OpLog:
 		d.logRecord(msg)
 		return nil, nil
+	case abi.OpGarbageCollect:
+		return d.garbageCollect(msg)
 	}
 	return nil, abi.Err(abi.CodeUnknownOp, "host: unknown op "+op.String())
 }
@@ -60,7 +63,7 @@ func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 	}
 	resp := &abi.PlanResponse{Result: slimResult(res)}
 	if refreshed != nil {
-		resp.Refresh = refreshed.Sync(d.index)
+		resp.Refresh = refreshed.Sync(d.index, d.evals)
 		d.index = resp.Refresh.Index
 	}
 	return encode(resp)
@@ -107,6 +110,22 @@ func (d *dispatcher) evalOp(op abi.Op, msg []byte) ([]byte, error) {
 		err = d.call.Planner.ReblockEval(d.ctx, req.Eval)
 	}
 	if err != nil {
+		d.fail(err)
+		return encode(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
+	}
+	return encode(&abi.Status{})
+}
+
+func (d *dispatcher) garbageCollect(msg []byte) ([]byte, error) {
+	var req abi.GCRequest
+	if _, err := req.UnmarshalMsg(msg); err != nil || req.Request == nil {
+		return encode(&abi.Status{Code: abi.CodeDecode, Message: "host: undecodable gc request"})
+	}
+	c, ok := d.call.Planner.(Collector)
+	if !ok {
+		return encode(&abi.Status{Code: abi.CodeUnknownOp, Message: "host: garbage collection is offered to core evaluations only"})
+	}
+	if err := c.GarbageCollect(d.ctx, req.Request); err != nil {
 		d.fail(err)
 		return encode(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
 	}

@@ -36,16 +36,24 @@ type slot struct {
 }
 
 // Plugin is a pool of instances of one plugin.
+//
+// A plugin can be replaced while evals run on it (Retire): evals in flight
+// finish on the old instances, later calls are forwarded to the successor,
+// and the old instances close once the last eval is done.
 type Plugin struct {
 	factory Factory
 	info    abi.Info
 	cfg     PoolConfig
 	log     zerolog.Logger
 
-	slots  chan *slot
-	closed atomic.Bool
-	mu     sync.Mutex // guards the set of live instances on close
-	live   map[*slot]bool
+	slots chan *slot
+
+	mu       sync.Mutex
+	closed   bool
+	next     *Plugin // set by Retire
+	inflight int
+	idle     chan struct{} // closed when closed and nothing is in flight
+	live     map[*slot]bool
 
 	stats Stats
 }
@@ -59,7 +67,7 @@ type Stats struct {
 func NewPlugin(factory Factory, cfg PoolConfig, log zerolog.Logger) *Plugin {
 	cfg.Instances = max(cfg.Instances, 1)
 	p := &Plugin{factory: factory, info: factory.Info(), cfg: cfg, log: log,
-		slots: make(chan *slot, cfg.Instances), live: map[*slot]bool{}}
+		slots: make(chan *slot, cfg.Instances), live: map[*slot]bool{}, idle: make(chan struct{})}
 	for i := 0; i < cfg.Instances; i++ {
 		p.slots <- &slot{}
 	}
@@ -72,21 +80,50 @@ func (p *Plugin) Info() abi.Info { return p.info }
 // Stats returns the plugin's counters.
 func (p *Plugin) Stats() *Stats { return &p.stats }
 
-// Process runs one evaluation on a free instance.
-func (p *Plugin) Process(ctx context.Context, call *Call) error {
-	if p.closed.Load() {
-		return ErrClosed
+// acquire counts a call in on p, or on p's successor if p was retired.
+func (p *Plugin) acquire() (*Plugin, error) {
+	for {
+		p.mu.Lock()
+		if next := p.next; next != nil {
+			p.mu.Unlock()
+			p = next
+			continue
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		p.inflight++
+		p.mu.Unlock()
+		return p, nil
 	}
+}
+
+// release counts a call out.
+func (p *Plugin) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight--
+	if p.closed && p.inflight == 0 {
+		close(p.idle)
+	}
+}
+
+// Process runs one evaluation on a free instance (of the successor, if this
+// plugin was retired).
+func (p *Plugin) Process(ctx context.Context, call *Call) error {
+	p, err := p.acquire()
+	if err != nil {
+		return err
+	}
+	defer p.release()
 	var s *slot
 	select {
 	case s = <-p.slots:
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("plugin[%s] eval[%s]: waiting for a free instance: %w", p.info.Name, call.Eval.ID, ctx.Err())
 	}
 	defer func() { p.slots <- s }()
-	if p.closed.Load() {
-		return ErrClosed
-	}
 	p.stats.Evals.Add(1)
 	if s.inst == nil {
 		inst, err := p.factory.NewInstance(ctx)
@@ -99,7 +136,7 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 		p.live[s] = true
 		p.mu.Unlock()
 	}
-	err := p.run(ctx, s, call, false)
+	err = p.run(ctx, s, call, false)
 	if err != nil {
 		p.stats.Failures.Add(1)
 	}
@@ -140,7 +177,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if full {
 		from = 0
 	}
-	sync := call.State.Sync(from)
+	sync := call.State.Sync(from, p.info.MirrorEvals)
 	if sync.Full {
 		p.stats.FullSyncs.Add(1)
 	} else {
@@ -152,7 +189,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if err != nil {
 		return fmt.Errorf("runtime: encode request: %w", err)
 	}
-	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name}
+	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name, evals: p.info.MirrorEvals}
 	out, err := s.inst.Process(ctx, reqBytes, d.host)
 	if err != nil {
 		p.recycle(ctx, s, "instance failed")
@@ -181,28 +218,42 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	return fmt.Errorf("%w: plugin[%s] eval[%s]: %w", ErrPluginFailed, p.info.Name, call.Eval.ID, abi.Err(resp.Code, resp.Message))
 }
 
-// Close closes every instance and the factory.
-func (p *Plugin) Close(ctx context.Context) error {
-	if p.closed.Swap(true) {
+// Close waits for the evals in flight, then closes every instance and the
+// factory. Later calls fail with ErrClosed.
+func (p *Plugin) Close(ctx context.Context) error { return p.shutdown(ctx, nil) }
+
+// Retire hands p's future calls to next, waits for the evals in flight on
+// p, then closes p's instances and factory. The registry's Replace returns
+// the entry to retire.
+func (p *Plugin) Retire(ctx context.Context, next *Plugin) error { return p.shutdown(ctx, next) }
+
+func (p *Plugin) shutdown(ctx context.Context, next *Plugin) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return nil
+	}
+	p.closed, p.next = true, next
+	if p.inflight == 0 {
+		close(p.idle)
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.idle:
+	case <-ctx.Done():
+		return fmt.Errorf("runtime: plugin[%s]: evals still in flight: %w", p.info.Name, ctx.Err())
 	}
 	p.mu.Lock()
 	live := make([]*slot, 0, len(p.live))
 	for s := range p.live {
 		live = append(live, s)
 	}
+	p.live = map[*slot]bool{}
 	p.mu.Unlock()
-	// Take every slot so no call is in flight, then close.
-	for i := 0; i < p.cfg.Instances; i++ {
-		select {
-		case <-p.slots:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	for _, s := range live {
 		if s.inst != nil {
 			_ = s.inst.Close(ctx)
+			s.inst = nil
 		}
 	}
 	return p.factory.Close(ctx)

@@ -52,8 +52,9 @@ type Factory interface {
 // StateSource is a state snapshot that can bring a mirror to its index.
 type StateSource interface {
 	Index() uint64
-	// Sync returns the sync from a mirror at index from (0: empty) to Index.
-	Sync(from uint64) *abi.StateSync
+	// Sync returns the sync from a mirror at index from (0: empty) to
+	// Index; evals says whether the mirror holds evaluations.
+	Sync(from uint64, evals bool) *abi.StateSync
 }
 
 // Planner is the host side of the planner operations for one evaluation.
@@ -64,6 +65,12 @@ type Planner interface {
 	UpdateEval(ctx context.Context, eval *sdk.Evaluation) error
 	CreateEval(ctx context.Context, eval *sdk.Evaluation) error
 	ReblockEval(ctx context.Context, eval *sdk.Evaluation) error
+}
+
+// Collector is the host side of OpGarbageCollect, offered by planners of
+// core evaluations.
+type Collector interface {
+	GarbageCollect(ctx context.Context, req *sdk.GCRequest) error
 }
 
 // Call is one evaluation handed to a plugin.

@@ -199,3 +199,31 @@ func (m *AllocMetric) ExhaustedNode(n *Node, dimension string) {
 		m.DimensionExhausted[dimension]++
 	}
 }
+
+// ExhaustResources records, per task of tg, what it asks for in the
+// dimensions some node was exhausted on (cpu, memory), as Nomad reports a
+// failed placement.
+func (m *AllocMetric) ExhaustResources(tg *TaskGroup) {
+	if m.DimensionExhausted == nil {
+		return
+	}
+	if m.ResourcesExhausted == nil {
+		m.ResourcesExhausted = map[string]*Resources{}
+	}
+	for _, t := range tg.Tasks {
+		r := m.ResourcesExhausted[t.Name]
+		if r == nil {
+			r = &Resources{}
+			m.ResourcesExhausted[t.Name] = r
+		}
+		if t.Resources == nil {
+			continue
+		}
+		if m.DimensionExhausted["memory"] > 0 {
+			r.MemoryMB += t.Resources.MemoryMB
+		}
+		if m.DimensionExhausted["cpu"] > 0 {
+			r.CPU += t.Resources.CPU
+		}
+	}
+}

@@ -144,3 +144,17 @@ const (
 	SchedulerAlgorithmBinpack = "binpack"
 	SchedulerAlgorithmSpread  = "spread"
 )
+
+// Deployment status descriptions, as Nomad words them.
+const (
+	DeploymentDescriptionRunning               = "Deployment is running"
+	DeploymentDescriptionRunningNeedsPromotion = "Deployment is running but requires manual promotion"
+	DeploymentDescriptionRunningAutoPromotion  = "Deployment is running pending automatic promotion"
+	DeploymentDescriptionPaused                = "Deployment is paused"
+	DeploymentDescriptionSuccessful            = "Deployment completed successfully"
+	DeploymentDescriptionStoppedJob            = "Cancelled because job is stopped"
+	DeploymentDescriptionNewerJob              = "Cancelled due to newer version of job"
+	DeploymentDescriptionFailedAllocations     = "Failed due to unhealthy allocations"
+	DeploymentDescriptionProgressDeadline      = "Failed due to progress deadline"
+	DeploymentDescriptionFailedByUser          = "Deployment marked as failed"
+)

@@ -4583,6 +4583,228 @@ func (z *EvaluationStub) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "Evals"
+	o = append(o, 0x85, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+	for za0001 := range z.Evals {
+		o = msgp.AppendString(o, z.Evals[za0001])
+	}
+	// string "Allocs"
+	o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
+	for za0002 := range z.Allocs {
+		o = msgp.AppendString(o, z.Allocs[za0002])
+	}
+	// string "Jobs"
+	o = append(o, 0xa4, 0x4a, 0x6f, 0x62, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Jobs)))
+	for za0003 := range z.Jobs {
+		// map header, size 2
+		// string "Namespace"
+		o = append(o, 0x82, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+		o = msgp.AppendString(o, z.Jobs[za0003].Namespace)
+		// string "ID"
+		o = append(o, 0xa2, 0x49, 0x44)
+		o = msgp.AppendString(o, z.Jobs[za0003].ID)
+	}
+	// string "Nodes"
+	o = append(o, 0xa5, 0x4e, 0x6f, 0x64, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Nodes)))
+	for za0004 := range z.Nodes {
+		o = msgp.AppendString(o, z.Nodes[za0004])
+	}
+	// string "Deployments"
+	o = append(o, 0xab, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Deployments)))
+	for za0005 := range z.Deployments {
+		o = msgp.AppendString(o, z.Deployments[za0005])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Evals":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals")
+				return
+			}
+			if cap(z.Evals) >= int(zb0002) {
+				z.Evals = (z.Evals)[:zb0002]
+			} else {
+				z.Evals = make([]string, zb0002)
+			}
+			for za0001 := range z.Evals {
+				z.Evals[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Evals", za0001)
+					return
+				}
+			}
+		case "Allocs":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Allocs")
+				return
+			}
+			if cap(z.Allocs) >= int(zb0003) {
+				z.Allocs = (z.Allocs)[:zb0003]
+			} else {
+				z.Allocs = make([]string, zb0003)
+			}
+			for za0002 := range z.Allocs {
+				z.Allocs[za0002], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Allocs", za0002)
+					return
+				}
+			}
+		case "Jobs":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Jobs")
+				return
+			}
+			if cap(z.Jobs) >= int(zb0004) {
+				z.Jobs = (z.Jobs)[:zb0004]
+			} else {
+				z.Jobs = make([]NamespacedID, zb0004)
+			}
+			for za0003 := range z.Jobs {
+				var zb0005 uint32
+				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Jobs", za0003)
+					return
+				}
+				for zb0005 > 0 {
+					zb0005--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Jobs", za0003)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "Namespace":
+						z.Jobs[za0003].Namespace, bts, err = msgp.ReadStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Jobs", za0003, "Namespace")
+							return
+						}
+					case "ID":
+						z.Jobs[za0003].ID, bts, err = msgp.ReadStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Jobs", za0003, "ID")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Jobs", za0003)
+							return
+						}
+					}
+				}
+			}
+		case "Nodes":
+			var zb0006 uint32
+			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Nodes")
+				return
+			}
+			if cap(z.Nodes) >= int(zb0006) {
+				z.Nodes = (z.Nodes)[:zb0006]
+			} else {
+				z.Nodes = make([]string, zb0006)
+			}
+			for za0004 := range z.Nodes {
+				z.Nodes[za0004], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Nodes", za0004)
+					return
+				}
+			}
+		case "Deployments":
+			var zb0007 uint32
+			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Deployments")
+				return
+			}
+			if cap(z.Deployments) >= int(zb0007) {
+				z.Deployments = (z.Deployments)[:zb0007]
+			} else {
+				z.Deployments = make([]string, zb0007)
+			}
+			for za0005 := range z.Deployments {
+				z.Deployments[za0005], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Deployments", za0005)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *GCRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Evals {
+		s += msgp.StringPrefixSize + len(z.Evals[za0001])
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0002 := range z.Allocs {
+		s += msgp.StringPrefixSize + len(z.Allocs[za0002])
+	}
+	s += 5 + msgp.ArrayHeaderSize
+	for za0003 := range z.Jobs {
+		s += 1 + 10 + msgp.StringPrefixSize + len(z.Jobs[za0003].Namespace) + 3 + msgp.StringPrefixSize + len(z.Jobs[za0003].ID)
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0004 := range z.Nodes {
+		s += msgp.StringPrefixSize + len(z.Nodes[za0004])
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0005 := range z.Deployments {
+		s += msgp.StringPrefixSize + len(z.Deployments[za0005])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *Job) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 39

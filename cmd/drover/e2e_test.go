@@ -18,6 +18,7 @@ import (
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 )
 
 var (
@@ -189,7 +190,7 @@ func TestE2E_JobRunPlacesWebOnDevAgent(t *testing.T) {
 	}
 	found := false
 	for _, p := range plugins {
-		if p.Name == "service" && p.Runtime == "wasm" && p.ABIVersion == "1.0" && len(p.Types) == 1 && p.Types[0] == "service" {
+		if p.Name == "service" && p.Runtime == "wasm" && p.ABIVersion == abi.Current.String() && len(p.Types) == 1 && p.Types[0] == "service" {
 			found = true
 		}
 	}

@@ -218,8 +218,11 @@ func (a *Agent) self() any {
 		Stats: map[string]map[string]string{
 			"drover": {"leader": fmt.Sprint(a.srv.IsLeader()), "uptime": time.Since(a.started).Round(time.Second).String()},
 			"broker": {"total_ready": fmt.Sprint(b.TotalReady), "total_unacked": fmt.Sprint(b.TotalUnacked),
-				"total_pending": fmt.Sprint(b.TotalPending), "total_delayed": fmt.Sprint(b.TotalDelayed)},
-			"blocked_evals": {"total_blocked": fmt.Sprint(bl.TotalBlocked), "total_escaped": fmt.Sprint(bl.TotalEscaped)},
+				"total_pending": fmt.Sprint(b.TotalPending), "total_waiting": fmt.Sprint(b.TotalWaiting),
+				"total_cancelable": fmt.Sprint(b.TotalCancelable), "total_failed": fmt.Sprint(b.TotalFailed),
+				"paused": fmt.Sprint(a.srv.Broker().Paused())},
+			"blocked_evals": {"total_blocked": fmt.Sprint(bl.TotalBlocked), "total_escaped": fmt.Sprint(bl.TotalEscaped),
+				"total_captured": fmt.Sprint(bl.TotalCaptured)},
 		},
 	}
 }

@@ -3,12 +3,21 @@
 //
 // A blocked eval either captured the computed node classes it was
 // feasible on (ClassEligibility) or "escaped" them (feasibility depended on
-// more than the class). A capacity change on nodes of class C unblocks the
-// captured evals eligible for C (or that never saw C) and every escaped
-// eval. The tracker keeps one blocked eval per job; extra ones are
-// duplicates, canceled by the leader's reaper. An eval whose snapshot is
-// older than an unblock that concerns it is enqueued at once: it missed the
-// change it waits for.
+// more than the class). A capacity change on nodes of class C (a node
+// registered or became ready or eligible, allocations on it ended) unblocks
+// the captured evals eligible for C or that never saw C, and every escaped
+// eval. The tracker keeps one blocked eval per job, the one with the newest
+// view; extra ones are duplicates, canceled by the leader's reaper, as is
+// the blocked eval of a job whose later eval placed everything (Untrack).
+// The tracker remembers the last unblock index per class, so an eval whose
+// snapshot is older than an unblock that concerns it is enqueued at once:
+// it missed the change it waits for. Evals blocked after running out of
+// plan attempts (max-plan-attempts) are retried periodically
+// (UnblockFailed) whatever happens to capacity.
+//
+// Unblocked evals go to the broker through Enqueuer.EnqueueAll, with the
+// token of the delivery that reblocked them if their worker still holds
+// them. The tracker is pure: no goroutines, no clock.
 package blocked
 
 import (
@@ -85,22 +94,20 @@ func (t *Tracker) block(e *sdk.Evaluation, token string) {
 	if !t.enabled {
 		return
 	}
-	if _, ok := t.captured[e.ID]; ok {
-		return
-	}
-	if _, ok := t.escaped[e.ID]; ok {
-		return
-	}
+	// A newer version of a tracked eval replaces it.
+	t.remove(e.ID)
 	jk := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
 	if existingID, ok := t.jobs[jk]; ok {
 		existing := t.get(existingID)
-		if existing.eval != nil && existing.eval.CreateIndex > e.CreateIndex {
-			// The tracked one is newer: the new one is the duplicate.
+		switch {
+		case existing.eval == nil:
+			delete(t.jobs, jk) // cannot happen: jobs and the sets move together
+		case latestIndex(existing.eval) > latestIndex(e):
+			// The tracked one saw a newer state: the new one is the duplicate.
 			t.addDuplicate(e)
 			return
-		}
-		t.remove(existingID)
-		if existing.eval != nil {
+		default:
+			t.remove(existingID)
 			t.addDuplicate(existing.eval)
 		}
 	}
@@ -116,6 +123,11 @@ func (t *Tracker) block(e *sdk.Evaluation, token string) {
 		t.captured[e.ID] = w
 	}
 }
+
+// latestIndex is how recent an eval's view is: its snapshot index, or its
+// create index if it was created later. The newest blocked eval of a job is
+// kept: it carries the most recent class eligibility.
+func latestIndex(e *sdk.Evaluation) uint64 { return max(e.CreateIndex, e.SnapshotIndex) }
 
 func (t *Tracker) get(id string) wrapped {
 	if w, ok := t.captured[id]; ok {
@@ -164,6 +176,27 @@ func (t *Tracker) missedUnblock(e *sdk.Evaluation) bool {
 	return false
 }
 
+// SetUnblockIndex records that capacity on nodes of computedClass changed
+// at index, without unblocking anything: a new leader calls it with what
+// the state says before it re-blocks the restored evals, so that an eval
+// blocked on a view older than a change that happened before the leader
+// took over is enqueued rather than left waiting for the next change.
+func (t *Tracker) SetUnblockIndex(computedClass string, index uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.enabled {
+		return
+	}
+	t.noteUnblock(computedClass, index)
+}
+
+func (t *Tracker) noteUnblock(computedClass string, index uint64) {
+	if index > t.unblockIndexes[computedClass] {
+		t.unblockIndexes[computedClass] = index
+	}
+	t.lastUnblock = max(t.lastUnblock, index)
+}
+
 // Unblock enqueues the evals that capacity on nodes of computedClass at
 // index might let place.
 func (t *Tracker) Unblock(computedClass string, index uint64) {
@@ -172,10 +205,7 @@ func (t *Tracker) Unblock(computedClass string, index uint64) {
 	if !t.enabled {
 		return
 	}
-	if index > t.unblockIndexes[computedClass] {
-		t.unblockIndexes[computedClass] = index
-	}
-	t.lastUnblock = max(t.lastUnblock, index)
+	t.noteUnblock(computedClass, index)
 	out := map[*sdk.Evaluation]string{}
 	for id, w := range t.captured {
 		if eligible, seen := w.eval.ClassEligibility[computedClass]; !seen || eligible {
@@ -220,6 +250,9 @@ func (t *Tracker) UnblockFailed() {
 func (t *Tracker) Untrack(ns, jobID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.enabled {
+		return
+	}
 	if id, ok := t.jobs[sdk.NamespacedID{Namespace: ns, ID: jobID}]; ok {
 		w := t.get(id)
 		t.remove(id)
@@ -240,14 +273,18 @@ func (t *Tracker) Duplicates() (evals []*sdk.Evaluation, wake <-chan struct{}) {
 
 // Stats counts tracked evals.
 type Stats struct {
+	// TotalBlocked is every tracked eval: TotalCaptured + TotalEscaped.
 	TotalBlocked, TotalEscaped, TotalCaptured int
+	// TotalDuplicates wait for the reaper to cancel them.
+	TotalDuplicates int
 }
 
 // Stats returns the tracker's counters.
 func (t *Tracker) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped), TotalCaptured: len(t.captured)}
+	return Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped),
+		TotalCaptured: len(t.captured), TotalDuplicates: len(t.duplicates)}
 }
 
 // Blocked returns the tracked eval of a job, if any.

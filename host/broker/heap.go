@@ -3,6 +3,8 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
@@ -33,19 +35,20 @@ func (h *evalHeap) Pop() any {
 	return e
 }
 
-// pendingHeap orders a job's waiting evals by priority, then newest first:
-// the newest supersedes the rest.
+// pendingHeap orders a job's waiting evals newest first (by modify index,
+// then create index): the newest supersedes the rest.
 type pendingHeap []*sdk.Evaluation
 
 func (h pendingHeap) Len() int { return len(h) }
 func (h pendingHeap) Less(i, j int) bool {
-	if h[i].Priority != h[j].Priority {
-		return h[i].Priority > h[j].Priority
+	a, b := h[i], h[j]
+	if a.ModifyIndex != b.ModifyIndex {
+		return a.ModifyIndex > b.ModifyIndex
 	}
-	if h[i].CreateIndex != h[j].CreateIndex {
-		return h[i].CreateIndex > h[j].CreateIndex
+	if a.CreateIndex != b.CreateIndex {
+		return a.CreateIndex > b.CreateIndex
 	}
-	return h[i].ID > h[j].ID
+	return a.ID > b.ID
 }
 func (h pendingHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *pendingHeap) Push(x any)   { *h = append(*h, x.(*sdk.Evaluation)) }
@@ -78,6 +81,15 @@ func (h *delayHeap) Pop() any {
 	e := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return e
+}
+
+func sortDelayed(ds []DelayedEval) {
+	slices.SortFunc(ds, func(a, b DelayedEval) int {
+		if c := a.Due.Compare(b.Due); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Eval.ID, b.Eval.ID)
+	})
 }
 
 func newToken() string {

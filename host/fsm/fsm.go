@@ -4,8 +4,10 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
@@ -14,18 +16,35 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// Notifier hears what committed entries mean for scheduling. Its methods
-// are called on the FSM's goroutine right after each commit and must not
-// block.
+// Notifier hears what committed entries mean for the leader's machinery.
+// Committed is called on the FSM's goroutine right after each entry
+// commits, in log order, and must not block.
 type Notifier interface {
-	// EvalsCommitted receives the evaluations an entry wrote.
-	EvalsCommitted(evals []*sdk.Evaluation)
-	// CapacityChanged says nodes of a computed class may now fit more: a
-	// node became ready or eligible, or allocations on it ended.
-	CapacityChanged(computedClass string, index uint64)
+	Committed(c *Commit)
 }
 
-// FSM applies log entries to a state store.
+// Commit is what one committed entry means for the leader.
+type Commit struct {
+	Index uint64
+	// Evals are the evaluations the entry wrote (created or updated).
+	Evals []*sdk.Evaluation
+	// DeletedEvals were removed by garbage collection.
+	DeletedEvals []string
+	// Classes are the computed node classes (sorted) whose nodes may now
+	// fit more: a node registered or became ready or eligible, or
+	// allocations on one ended.
+	Classes []string
+	// Jobs were registered, stopped or removed.
+	Jobs []sdk.NamespacedID
+}
+
+func (c *Commit) empty() bool {
+	return len(c.Evals)+len(c.DeletedEvals)+len(c.Classes)+len(c.Jobs) == 0
+}
+
+// FSM applies log entries to a state store. It reads no clock and no random
+// source: every time and ID it writes comes from the entry, so replaying the
+// log rebuilds the same state.
 type FSM struct {
 	store  *state.Store
 	notify Notifier
@@ -50,9 +69,20 @@ func Encode(t MessageType, msg msgp.Marshaler) ([]byte, error) {
 	return msg.MarshalMsg([]byte{byte(t)})
 }
 
-// effects are what an entry means for the leader, delivered after commit.
+// ErrBadEntry is returned for a log entry that cannot be decoded.
+var ErrBadEntry = errors.New("fsm: undecodable log entry")
+
+// Check decodes an encoded entry without applying it: a data dir check
+// uses it to refuse a log it could not replay.
+func Check(data []byte) error {
+	_, err := decodeEntry(data)
+	return err
+}
+
+// effects collect what an entry means for the leader, delivered after
+// commit.
 type effects struct {
-	evals   []*sdk.Evaluation
+	Commit
 	classes map[string]bool
 }
 
@@ -61,6 +91,10 @@ func (e *effects) unblock(class string) {
 		e.classes = map[string]bool{}
 	}
 	e.classes[class] = true
+}
+
+func (e *effects) job(ns, id string) {
+	e.Jobs = append(e.Jobs, sdk.NamespacedID{Namespace: ns, ID: id})
 }
 
 // Apply applies one entry; the result is nil or an error.
@@ -82,118 +116,105 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (f *FSM) applyCommand(index uint64, data []byte) any {
-	if len(data) == 0 {
-		return fmt.Errorf("fsm: empty entry at index %d", index)
-	}
-	var fx effects
-	err := f.store.Write(index, func(tx *state.Txn) error {
-		return f.dispatch(tx, MessageType(data[0]), data[1:], &fx)
-	})
+	msg, err := decodeEntry(data)
 	if err != nil {
+		f.log.Error().Err(err).Uint64("index", index).Msg("fsm: entry not applied")
+		return err
+	}
+	fx := &effects{Commit: Commit{Index: index}}
+	if err := f.store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, fx) }); err != nil {
 		f.log.Error().Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
 		return err
 	}
 	if f.notify != nil {
-		if len(fx.evals) > 0 {
-			f.notify.EvalsCommitted(fx.evals)
-		}
 		for class := range fx.classes {
-			f.notify.CapacityChanged(class, index)
+			fx.Classes = append(fx.Classes, class)
+		}
+		slices.Sort(fx.Classes)
+		if !fx.empty() {
+			f.notify.Committed(&fx.Commit)
 		}
 	}
 	return nil
 }
 
-func decode(body []byte, msg msgp.Unmarshaler) error {
-	if _, err := msg.UnmarshalMsg(body); err != nil {
-		return fmt.Errorf("fsm: decode %T: %w", msg, err)
+// decodeEntry decodes a tagged entry into its request message.
+func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrBadEntry)
 	}
-	return nil
-}
-
-func (f *FSM) dispatch(tx *state.Txn, t MessageType, body []byte, fx *effects) error {
-	switch t {
+	var msg msgp.Unmarshaler
+	switch MessageType(data[0]) {
 	case NodeRegisterRequestType:
-		var req NodeRegisterRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyNodeRegister(tx, &req, fx)
+		msg = &NodeRegisterRequest{}
 	case NodeDeregisterRequestType:
-		var req NodeDeregisterRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+		msg = &NodeDeregisterRequest{}
+	case NodeUpdateStatusRequestType:
+		msg = &NodeUpdateStatusRequest{}
+	case NodeUpdateEligibilityRequestType:
+		msg = &NodeUpdateEligibilityRequest{}
+	case JobRegisterRequestType:
+		msg = &JobRegisterRequest{}
+	case JobDeregisterRequestType:
+		msg = &JobDeregisterRequest{}
+	case EvalUpdateRequestType:
+		msg = &EvalUpdateRequest{}
+	case EvalDeleteRequestType:
+		msg = &EvalDeleteRequest{}
+	case AllocClientUpdateRequestType:
+		msg = &AllocClientUpdateRequest{}
+	case AllocUpdateDesiredTransitionRequestType:
+		msg = &AllocUpdateDesiredTransitionRequest{}
+	case ApplyPlanResultsRequestType:
+		msg = &ApplyPlanResultsRequest{}
+	case SchedulerConfigRequestType:
+		msg = &SchedulerConfigRequest{}
+	case DeploymentStatusUpdateRequestType:
+		msg = &DeploymentStatusUpdateRequest{}
+	case JobStabilityRequestType:
+		msg = &JobStabilityRequest{}
+	case GarbageCollectRequestType:
+		msg = &GarbageCollectRequest{}
+	default:
+		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
+	}
+	rest, err := msg.UnmarshalMsg(data[1:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T: %v", ErrBadEntry, msg, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: %T: %d trailing bytes", ErrBadEntry, msg, len(rest))
+	}
+	return msg, nil
+}
+
+// apply writes one decoded entry.
+func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
+	switch req := msg.(type) {
+	case *NodeRegisterRequest:
+		return applyNodeRegister(tx, req, fx)
+	case *NodeDeregisterRequest:
 		for _, id := range req.NodeIDs {
 			if err := tx.DeleteNode(id); err != nil {
 				return err
 			}
 		}
 		return upsertEvals(tx, req.Evals, fx)
-	case NodeUpdateStatusRequestType:
-		var req NodeUpdateStatusRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyNodeStatus(tx, &req, fx)
-	case NodeUpdateEligibilityRequestType:
-		var req NodeUpdateEligibilityRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyNodeEligibility(tx, &req, fx)
-	case JobRegisterRequestType:
-		var req JobRegisterRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		if err := tx.UpsertJob(req.Job); err != nil {
-			return err
-		}
-		if req.Eval != nil {
-			req.Eval.JobModifyIndex = req.Job.JobModifyIndex
-			return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
-		}
-		return nil
-	case JobDeregisterRequestType:
-		var req JobDeregisterRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyJobDeregister(tx, &req, fx)
-	case EvalUpdateRequestType:
-		var req EvalUpdateRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	case *NodeUpdateStatusRequest:
+		return applyNodeStatus(tx, req, fx)
+	case *NodeUpdateEligibilityRequest:
+		return applyNodeEligibility(tx, req, fx)
+	case *JobRegisterRequest:
+		return applyJobRegister(tx, req, fx)
+	case *JobDeregisterRequest:
+		return applyJobDeregister(tx, req, fx)
+	case *EvalUpdateRequest:
 		return upsertEvals(tx, req.Evals, fx)
-	case EvalDeleteRequestType:
-		var req EvalDeleteRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		for _, id := range req.Evals {
-			if err := tx.DeleteEval(id); err != nil {
-				return err
-			}
-		}
-		for _, id := range req.Allocs {
-			if err := tx.DeleteAlloc(id); err != nil {
-				return err
-			}
-		}
-		return nil
-	case AllocClientUpdateRequestType:
-		var req AllocClientUpdateRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyAllocClientUpdate(tx, &req, fx)
-	case AllocUpdateDesiredTransitionRequestType:
-		var req AllocUpdateDesiredTransitionRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	case *EvalDeleteRequest:
+		return applyGarbageCollect(tx, &GarbageCollectRequest{Evals: req.Evals, Allocs: req.Allocs}, fx)
+	case *AllocClientUpdateRequest:
+		return applyAllocClientUpdate(tx, req, fx)
+	case *AllocUpdateDesiredTransitionRequest:
 		for id, dt := range req.Allocs {
 			old := tx.Alloc(id)
 			if old == nil {
@@ -206,32 +227,18 @@ func (f *FSM) dispatch(tx *state.Txn, t MessageType, body []byte, fx *effects) e
 			}
 		}
 		return upsertEvals(tx, req.Evals, fx)
-	case ApplyPlanResultsRequestType:
-		var req ApplyPlanResultsRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyPlanResults(tx, &req, fx)
-	case SchedulerConfigRequestType:
-		var req SchedulerConfigRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
+	case *ApplyPlanResultsRequest:
+		return applyPlanResults(tx, req, fx)
+	case *SchedulerConfigRequest:
 		return tx.SetSchedulerConfig(req.Config)
-	case DeploymentStatusUpdateRequestType:
-		var req DeploymentStatusUpdateRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyDeploymentStatus(tx, &req, fx)
-	case JobStabilityRequestType:
-		var req JobStabilityRequest
-		if err := decode(body, &req); err != nil {
-			return err
-		}
-		return applyJobStability(tx, &req)
+	case *DeploymentStatusUpdateRequest:
+		return applyDeploymentStatus(tx, req, fx)
+	case *JobStabilityRequest:
+		return applyJobStability(tx, req)
+	case *GarbageCollectRequest:
+		return applyGarbageCollect(tx, req, fx)
 	}
-	return fmt.Errorf("fsm: unknown message type %d", t)
+	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
 
 func upsertEvals(tx *state.Txn, evals []*sdk.Evaluation, fx *effects) error {
@@ -240,8 +247,33 @@ func upsertEvals(tx *state.Txn, evals []*sdk.Evaluation, fx *effects) error {
 			return err
 		}
 	}
-	fx.evals = append(fx.evals, evals...)
+	fx.Evals = append(fx.Evals, evals...)
 	return nil
+}
+
+func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error {
+	j := req.Job
+	if err := tx.UpsertJob(j); err != nil {
+		return err
+	}
+	fx.job(j.Namespace, j.ID)
+	// A periodic job's registration counts as its first launch, so a new
+	// leader can tell whether a launch was missed since.
+	if j.IsPeriodic() && tx.PeriodicLaunch(j.Namespace, j.ID) == nil {
+		if err := tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: j.Namespace, ID: j.ID, Launch: j.SubmitTime}); err != nil {
+			return err
+		}
+	}
+	if req.LaunchTime != 0 && j.ParentID != "" {
+		if err := tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: j.Namespace, ID: j.ParentID, Launch: req.LaunchTime}); err != nil {
+			return err
+		}
+	}
+	if req.Eval == nil {
+		return nil
+	}
+	req.Eval.JobModifyIndex = req.Job.JobModifyIndex
+	return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
 }
 
 func applyNodeRegister(tx *state.Txn, req *NodeRegisterRequest, fx *effects) error {
@@ -308,6 +340,7 @@ func applyJobDeregister(tx *state.Txn, req *JobDeregisterRequest, fx *effects) e
 	if old == nil {
 		return fmt.Errorf("%w: job %s/%s", state.ErrNotFound, req.Namespace, req.JobID)
 	}
+	fx.job(req.Namespace, req.JobID)
 	if req.Purge {
 		if err := tx.DeleteJob(req.Namespace, req.JobID); err != nil {
 			return err
@@ -406,6 +439,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertAlloc(&a); err != nil {
 			return err
 		}
+		if !old.TerminalStatus() {
+			freed(a.NodeID)
+		}
 	}
 	for _, u := range req.AllocsUpdated {
 		a := *u
@@ -437,8 +473,12 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			}
 		}
 	}
-	if req.Deployment != nil {
-		if err := tx.UpsertDeployment(req.Deployment); err != nil {
+	if d := req.Deployment; d != nil {
+		if d.CreateTime == 0 {
+			d.CreateTime = now
+		}
+		d.ModifyTime = now
+		if err := tx.UpsertDeployment(d); err != nil {
 			return err
 		}
 	}
@@ -495,6 +535,48 @@ func applyJobStability(tx *state.Txn, req *JobStabilityRequest) error {
 	return nil
 }
 
+// applyGarbageCollect deletes collected objects. Objects already gone are
+// skipped: a GC entry may race with a purge.
+func applyGarbageCollect(tx *state.Txn, req *GarbageCollectRequest, fx *effects) error {
+	for _, id := range req.Allocs {
+		if err := tx.DeleteAlloc(id); err != nil {
+			return err
+		}
+	}
+	for _, id := range req.Evals {
+		if tx.Eval(id) == nil {
+			continue
+		}
+		if err := tx.DeleteEval(id); err != nil {
+			return err
+		}
+		fx.DeletedEvals = append(fx.DeletedEvals, id)
+	}
+	for _, j := range req.Jobs {
+		if tx.Job(j.Namespace, j.ID) == nil {
+			continue
+		}
+		if err := tx.DeleteJob(j.Namespace, j.ID); err != nil {
+			return err
+		}
+		fx.job(j.Namespace, j.ID)
+	}
+	for _, id := range req.Nodes {
+		if tx.Node(id) == nil {
+			continue
+		}
+		if err := tx.DeleteNode(id); err != nil {
+			return err
+		}
+	}
+	for _, id := range req.Deployments {
+		if err := tx.DeleteDeployment(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Snapshot implements raft.FSM.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &snapshot{snap: f.store.Snapshot()}, nil
@@ -504,4 +586,15 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	return restore(f.store, rc)
+}
+
+// WriteEntry applies an encoded entry to store at index as the FSM would,
+// without telling anyone. The plan applier uses it on a fork of the state
+// to see the effects of a plan that is still committing.
+func WriteEntry(store *state.Store, index uint64, data []byte) error {
+	msg, err := decodeEntry(data)
+	if err != nil {
+		return err
+	}
+	return store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, &effects{}) })
 }

@@ -23,6 +23,7 @@ const (
 	SchedulerConfigRequestType
 	DeploymentStatusUpdateRequestType
 	JobStabilityRequestType
+	GarbageCollectRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -55,10 +56,13 @@ type NodeUpdateEligibilityRequest struct {
 	Evals       []*sdk.Evaluation
 }
 
-// JobRegisterRequest registers a job version and its evaluation.
+// JobRegisterRequest registers a job version and its evaluation. A child
+// launched by a periodic job carries its launch time (Unix nanoseconds),
+// recorded as the parent's last launch.
 type JobRegisterRequest struct {
-	Job  *sdk.Job
-	Eval *sdk.Evaluation
+	Job        *sdk.Job
+	Eval       *sdk.Evaluation
+	LaunchTime int64
 }
 
 // JobDeregisterRequest stops (or purges) a job.
@@ -134,4 +138,14 @@ type JobStabilityRequest struct {
 	JobID     string
 	Version   uint64
 	Stable    bool
+}
+
+// GarbageCollectRequest deletes what the core scheduler collected, in one
+// entry. The server validated it against the state before proposing it.
+type GarbageCollectRequest struct {
+	Evals       []string
+	Allocs      []string
+	Jobs        []sdk.NamespacedID
+	Nodes       []string
+	Deployments []string
 }

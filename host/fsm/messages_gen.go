@@ -1061,6 +1061,197 @@ func (z *EvalUpdateRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *GarbageCollectRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "Evals"
+	o = append(o, 0x85, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+	for za0001 := range z.Evals {
+		o = msgp.AppendString(o, z.Evals[za0001])
+	}
+	// string "Allocs"
+	o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
+	for za0002 := range z.Allocs {
+		o = msgp.AppendString(o, z.Allocs[za0002])
+	}
+	// string "Jobs"
+	o = append(o, 0xa4, 0x4a, 0x6f, 0x62, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Jobs)))
+	for za0003 := range z.Jobs {
+		o, err = z.Jobs[za0003].MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Jobs", za0003)
+			return
+		}
+	}
+	// string "Nodes"
+	o = append(o, 0xa5, 0x4e, 0x6f, 0x64, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Nodes)))
+	for za0004 := range z.Nodes {
+		o = msgp.AppendString(o, z.Nodes[za0004])
+	}
+	// string "Deployments"
+	o = append(o, 0xab, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Deployments)))
+	for za0005 := range z.Deployments {
+		o = msgp.AppendString(o, z.Deployments[za0005])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GarbageCollectRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Evals":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals")
+				return
+			}
+			if cap(z.Evals) >= int(zb0002) {
+				z.Evals = (z.Evals)[:zb0002]
+			} else {
+				z.Evals = make([]string, zb0002)
+			}
+			for za0001 := range z.Evals {
+				z.Evals[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Evals", za0001)
+					return
+				}
+			}
+		case "Allocs":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Allocs")
+				return
+			}
+			if cap(z.Allocs) >= int(zb0003) {
+				z.Allocs = (z.Allocs)[:zb0003]
+			} else {
+				z.Allocs = make([]string, zb0003)
+			}
+			for za0002 := range z.Allocs {
+				z.Allocs[za0002], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Allocs", za0002)
+					return
+				}
+			}
+		case "Jobs":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Jobs")
+				return
+			}
+			if cap(z.Jobs) >= int(zb0004) {
+				z.Jobs = (z.Jobs)[:zb0004]
+			} else {
+				z.Jobs = make([]sdk.NamespacedID, zb0004)
+			}
+			for za0003 := range z.Jobs {
+				bts, err = z.Jobs[za0003].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Jobs", za0003)
+					return
+				}
+			}
+		case "Nodes":
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Nodes")
+				return
+			}
+			if cap(z.Nodes) >= int(zb0005) {
+				z.Nodes = (z.Nodes)[:zb0005]
+			} else {
+				z.Nodes = make([]string, zb0005)
+			}
+			for za0004 := range z.Nodes {
+				z.Nodes[za0004], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Nodes", za0004)
+					return
+				}
+			}
+		case "Deployments":
+			var zb0006 uint32
+			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Deployments")
+				return
+			}
+			if cap(z.Deployments) >= int(zb0006) {
+				z.Deployments = (z.Deployments)[:zb0006]
+			} else {
+				z.Deployments = make([]string, zb0006)
+			}
+			for za0005 := range z.Deployments {
+				z.Deployments[za0005], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Deployments", za0005)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *GarbageCollectRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Evals {
+		s += msgp.StringPrefixSize + len(z.Evals[za0001])
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0002 := range z.Allocs {
+		s += msgp.StringPrefixSize + len(z.Allocs[za0002])
+	}
+	s += 5 + msgp.ArrayHeaderSize
+	for za0003 := range z.Jobs {
+		s += z.Jobs[za0003].Msgsize()
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0004 := range z.Nodes {
+		s += msgp.StringPrefixSize + len(z.Nodes[za0004])
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0005 := range z.Deployments {
+		s += msgp.StringPrefixSize + len(z.Deployments[za0005])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *JobDeregisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 4
@@ -1166,9 +1357,9 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
+	// map header, size 3
 	// string "Job"
-	o = append(o, 0x82, 0xa3, 0x4a, 0x6f, 0x62)
+	o = append(o, 0x83, 0xa3, 0x4a, 0x6f, 0x62)
 	if z.Job == nil {
 		o = msgp.AppendNil(o)
 	} else {
@@ -1189,6 +1380,9 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 			return
 		}
 	}
+	// string "LaunchTime"
+	o = append(o, 0xaa, 0x4c, 0x61, 0x75, 0x6e, 0x63, 0x68, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.LaunchTime)
 	return
 }
 
@@ -1244,6 +1438,12 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "LaunchTime":
+			z.LaunchTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LaunchTime")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1270,6 +1470,7 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Eval.Msgsize()
 	}
+	s += 11 + msgp.Int64Size
 	return
 }
 

@@ -29,6 +29,7 @@ const (
 	recSchedConfig
 	recMeta
 	recAllocJob
+	recPeriodicLaunch
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -99,7 +100,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	rw := &recWriter{w: w}
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
-		state.TableEvals, state.TableDeployments, state.TableSchedConfig} {
+		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -140,6 +141,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, d := range snap.Deployments() {
 		rw.put(recDeployment, d)
+	}
+	for _, l := range snap.PeriodicLaunches() {
+		rw.put(recPeriodicLaunch, l)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if rw.err != nil {
@@ -280,6 +284,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertDeployment(&d)
+	case recPeriodicLaunch:
+		var l state.PeriodicLaunch
+		if err := un(&l); err != nil {
+			return err
+		}
+		return tx.UpsertPeriodicLaunch(&l)
 	case recSchedConfig:
 		var c sdk.SchedulerConfiguration
 		if err := un(&c); err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
-	"github.com/hashicorp/cronexpr"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -405,35 +404,9 @@ func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 			resp.Diff.Updates(res.Annotations.DesiredTGUpdates)
 		}
 	}
-	if p := res.Job.Periodic; p != nil && p.Enabled {
-		resp.NextPeriodicLaunch = nextLaunch(p, time.Now())
-	}
+	resp.NextPeriodicLaunch = res.NextPeriodicLaunch
 	setIndex(w, a.srv.Store().LatestIndex())
 	return resp, nil
-}
-
-// nextLaunch returns when a periodic job would next launch (zero when its
-// specs do not parse).
-func nextLaunch(p *sdk.PeriodicConfig, now time.Time) time.Time {
-	loc, err := time.LoadLocation(p.TimeZone)
-	if err != nil {
-		loc = time.UTC
-	}
-	specs := p.Specs
-	if p.Spec != "" {
-		specs = append([]string{p.Spec}, specs...)
-	}
-	var next time.Time
-	for _, s := range specs {
-		e, err := cronexpr.Parse(s)
-		if err != nil {
-			continue
-		}
-		if t := e.Next(now.In(loc)); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	return next
 }
 
 func (a *API) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -119,3 +119,19 @@ func (a *API) deploymentRead(w http.ResponseWriter, r *http.Request) (any, error
 		return d, d.ModifyIndex, nil
 	})
 }
+
+// GCResponse answers a forced garbage collection with the core eval it
+// created.
+type GCResponse struct {
+	EvalID string
+	Index  uint64
+}
+
+func (a *API) systemGC(w http.ResponseWriter, _ *http.Request) (any, error) {
+	evalID, index, err := a.srv.ForceGC()
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &GCResponse{EvalID: evalID, Index: index}, nil
+}

@@ -38,6 +38,8 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/deployments", a.deploymentList)
 	a.on(http.MethodGet, "/v1/deployment/{id}", a.deploymentRead)
 
+	write("/v1/system/gc", a.systemGC)
+
 	a.on(http.MethodGet, "/v1/operator/scheduler/configuration", a.schedulerConfig)
 	write("/v1/operator/scheduler/configuration", a.schedulerSetConfig)
 

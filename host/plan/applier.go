@@ -10,16 +10,15 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
-	"github.com/tinylib/msgp/msgp"
 )
 
 // ErrStaleToken is returned for a plan whose eval is not outstanding under
 // the plan's token.
 var ErrStaleToken = errors.New("plan: evaluation token is not outstanding")
 
-// RaftApplier commits a log entry and returns its index.
+// RaftApplier commits an encoded log entry and returns its index.
 type RaftApplier interface {
-	Apply(t fsm.MessageType, msg msgp.Marshaler) (uint64, error)
+	ApplyEntry(data []byte) (uint64, error)
 }
 
 // TokenChecker tells which delivery of an eval is outstanding (the broker).
@@ -27,7 +26,10 @@ type TokenChecker interface {
 	Outstanding(evalID string) (string, bool)
 }
 
-// Applier drains the plan queue.
+// Applier drains the plan queue. It verifies plan N+1 while plan N is
+// being committed: N+1 is evaluated against a fork of the state to which N
+// was applied, and is committed only after N. If N fails to commit, or a
+// node changed meanwhile, N+1 is evaluated again against the real state.
 type Applier struct {
 	queue  *Queue
 	store  *state.Store
@@ -35,15 +37,21 @@ type Applier struct {
 	tokens TokenChecker
 	limits Limits
 	now    func() time.Time
+	newID  func() string
 	log    zerolog.Logger
 }
 
-// NewApplier returns an applier.
-func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChecker, limits Limits, now func() time.Time, log zerolog.Logger) *Applier {
+// NewApplier returns an applier. now and newID may be nil (the real clock,
+// random UUIDs).
+func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChecker, limits Limits,
+	now func() time.Time, newID func() string, log zerolog.Logger) *Applier {
 	if now == nil {
 		now = time.Now
 	}
-	return &Applier{queue: q, store: store, raft: raft, tokens: tokens, limits: limits, now: now, log: log}
+	if newID == nil {
+		newID = NewID
+	}
+	return &Applier{queue: q, store: store, raft: raft, tokens: tokens, limits: limits, now: now, newID: newID, log: log}
 }
 
 // Submit queues a plan and waits for its verdict.
@@ -60,40 +68,154 @@ func (a *Applier) Submit(ctx context.Context, p *sdk.Plan) (*sdk.PlanResult, err
 	}
 }
 
-// Run applies plans until ctx ends.
+// commit is a plan result on its way through raft.
+type commit struct {
+	done  chan struct{}
+	index uint64
+	err   error
+	// viewBase is the index of the state the applier's view (the state
+	// plus this plan) was forked from.
+	viewBase uint64
+}
+
+func (c *commit) wait() *commit {
+	<-c.done
+	return c
+}
+
+func (c *commit) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// evaluation is a plan judged against one view of the state.
+type evaluation struct {
+	result *sdk.PlanResult
+	entry  []byte // the encoded ApplyPlanResultsRequest, nil if nothing to commit
+	err    error
+}
+
+// Run applies plans until ctx ends. It waits for the plan being committed
+// before it returns.
 func (a *Applier) Run(ctx context.Context) {
+	var inflight *commit
+	// view is the state plus the inflight plan, while it commits.
+	var view *state.Store
+	defer func() {
+		if inflight != nil {
+			inflight.wait()
+		}
+	}()
 	for {
 		p, err := a.queue.dequeue(ctx)
 		if err != nil {
 			return
 		}
-		res, err := a.apply(p.plan)
-		p.reply <- Response{Result: res, Err: err}
+		if inflight != nil && (inflight.finished() || view == nil) {
+			// Without a view that includes the plan being committed, the
+			// next plan is judged after it commits.
+			inflight.wait()
+			inflight, view = nil, nil
+		}
+		if tok, ok := a.tokens.Outstanding(p.plan.EvalID); !ok || tok != p.plan.EvalToken {
+			p.reply <- Response{Err: fmt.Errorf("%w: eval %s", ErrStaleToken, p.plan.EvalID)}
+			continue
+		}
+		var snap *state.Snapshot
+		if view != nil {
+			snap = view.Snapshot()
+		} else {
+			snap = a.store.Snapshot()
+		}
+		ev := a.evaluate(snap, p.plan)
+		if inflight != nil && (ev.entry != nil || ev.result != nil && ev.result.RefreshIndex != 0) {
+			// Commit after the plan before, and judge again on the real
+			// state if that plan failed or a node changed meanwhile.
+			prev := inflight.wait()
+			inflight, view = nil, nil
+			if prev.err != nil || a.nodesChangedSince(prev) {
+				ev = a.evaluate(a.store.Snapshot(), p.plan)
+			} else if ev.result != nil && ev.result.RefreshIndex != 0 {
+				ev.result.RefreshIndex = max(ev.result.RefreshIndex, prev.index)
+			}
+		}
+		if ev.err != nil || ev.entry == nil {
+			p.reply <- Response{Result: ev.result, Err: ev.err}
+			continue
+		}
+		inflight = a.dispatch(p, ev)
+		view, inflight.viewBase = a.fork(ev.entry)
 	}
 }
 
-func (a *Applier) apply(p *sdk.Plan) (*sdk.PlanResult, error) {
-	if tok, ok := a.tokens.Outstanding(p.EvalID); !ok || tok != p.EvalToken {
-		return nil, fmt.Errorf("%w: eval %s", ErrStaleToken, p.EvalID)
-	}
-	snap := a.store.Snapshot()
+// evaluate validates and evaluates p against snap and encodes what to
+// commit.
+func (a *Applier) evaluate(snap *state.Snapshot, p *sdk.Plan) evaluation {
 	if err := Validate(snap, p, a.limits); err != nil {
 		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
-		return nil, err
+		return evaluation{err: err}
 	}
-	result, req := Evaluate(snap, p, a.now().UnixNano(), NewID)
+	result, req := Evaluate(snap, p, a.now().UnixNano(), a.newID)
 	if req == nil {
-		return result, nil
+		return evaluation{result: result}
 	}
-	index, err := a.raft.Apply(fsm.ApplyPlanResultsRequestType, req)
+	entry, err := fsm.Encode(fsm.ApplyPlanResultsRequestType, req)
 	if err != nil {
-		return nil, fmt.Errorf("plan: apply: %w", err)
+		return evaluation{err: fmt.Errorf("plan: encode: %w", err)}
 	}
-	result.AllocIndex = index
-	if result.RefreshIndex != 0 {
-		// Refresh past our own commit, or the scheduler would place again
-		// what was just committed.
-		result.RefreshIndex = index
+	return evaluation{result: result, entry: entry}
+}
+
+// dispatch commits ev through raft in the background and answers p when
+// the commit is done.
+func (a *Applier) dispatch(p *pending, ev evaluation) *commit {
+	c := &commit{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		index, err := a.raft.ApplyEntry(ev.entry)
+		c.index, c.err = index, err
+		if err != nil {
+			p.reply <- Response{Err: fmt.Errorf("plan: apply: %w", err)}
+			return
+		}
+		res := ev.result
+		res.AllocIndex = index
+		if res.RefreshIndex != 0 {
+			// Refresh past our own commit, or the scheduler would place
+			// again what was just committed.
+			res.RefreshIndex = index
+		}
+		p.reply <- Response{Result: res}
+	}()
+	return c
+}
+
+// fork returns the latest state with entry applied on top (the state as it
+// will be once entry commits) and the index it was forked at.
+func (a *Applier) fork(entry []byte) (*state.Store, uint64) {
+	f := a.store.Fork()
+	base := f.LatestIndex()
+	if err := fsm.WriteEntry(f, base+1, entry); err != nil {
+		// The real apply will fail the same way; judge the next plan on
+		// the real state.
+		a.log.Error().Err(err).Msg("plan: could not apply a plan to the applier's view")
+		return nil, base
 	}
-	return result, nil
+	return f, base
+}
+
+// nodesChangedSince reports whether a node changed between the state c was
+// judged against and now, other than by c itself. Only node changes can
+// make a plan judged against a view that includes c unsafe: allocations
+// change otherwise only by becoming terminal, which frees room.
+func (a *Applier) nodesChangedSince(c *commit) bool {
+	j := a.store.Journal()
+	if j == nil {
+		return true
+	}
+	return j.ChangedBetween(state.KindNode, c.viewBase, a.store.LatestIndex(), c.index)
 }

@@ -32,12 +32,29 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidPlan, fmt.Sprintf(format, args...))
 }
 
-// Validate checks what does not depend on capacity: the plan's shape, its
-// job, node and allocation IDs. A plan that fails is rejected whole.
+// Validate checks what does not depend on capacity, against snap: the plan
+// must belong to an open eval and carry a job version the state knows (the
+// eval's job), every placement must be of that job on a known node with a
+// new or same-job ID, every stop of that job's allocation, every preemption
+// of another job's allocation of low enough priority, and the plan must stay
+// under the size limit. A plan that fails is rejected whole.
+//
+// Validate also makes the plan trustworthy for what follows: it replaces
+// the plan's job with the stored version, takes the plan's priority from the
+// eval and stamps the placements with the eval and their desired status.
 func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 	if p.EvalID == "" {
 		return invalid("no eval ID")
 	}
+	eval := snap.Eval(p.EvalID)
+	if eval == nil {
+		return invalid("eval %s does not exist", p.EvalID)
+	}
+	if eval.TerminalStatus() {
+		return invalid("eval %s is %s", eval.ID, eval.Status)
+	}
+	owner := sdk.NamespacedID{Namespace: eval.Namespace, ID: eval.JobID}
+	p.Priority = eval.Priority
 	total := 0
 	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
 		for _, as := range m {
@@ -46,6 +63,17 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 	}
 	if total > lim.MaxAllocs {
 		return invalid("plan touches %d allocations, over the limit of %d", total, lim.MaxAllocs)
+	}
+	if p.Job != nil {
+		if p.Job.Namespace != owner.Namespace || p.Job.ID != owner.ID {
+			return invalid("plan job %s/%s is not the eval's job %s", p.Job.Namespace, p.Job.ID, owner)
+		}
+		stored := storedVersion(snap, p.Job)
+		if stored == nil {
+			return invalid("job %s version %d (modify index %d) is not a version the state knows",
+				owner, p.Job.Version, p.Job.JobModifyIndex)
+		}
+		p.Job = stored
 	}
 	if len(p.NodeAllocation) > 0 && p.Job == nil {
 		return invalid("placements without a job")
@@ -66,29 +94,10 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 			return invalid("unknown node %s", node)
 		}
 		for _, a := range allocs {
-			if err := dup(a.ID); err != nil {
+			if err := checkPlacement(snap, p, node, a, dup); err != nil {
 				return err
 			}
-			if a.NodeID != node {
-				return invalid("allocation %s filed under node %s names node %s", a.ID, node, a.NodeID)
-			}
-			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
-				return invalid("allocation %s belongs to job %s/%s, not the plan's job %s/%s",
-					a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
-			}
-			if p.Job.LookupTaskGroup(a.TaskGroup) == nil {
-				return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
-			}
-			if old := snap.Alloc(a.ID); old != nil && (old.JobID != a.JobID || old.Namespace != a.Namespace || old.NodeID != a.NodeID) {
-				return invalid("allocation ID %s is already used by another allocation", a.ID)
-			}
 		}
-	}
-	// Stops must all belong to the plan's job; a plan without a job (its job
-	// was purged) may stop the allocations of one job only.
-	var owner *sdk.NamespacedID
-	if p.Job != nil {
-		owner = &sdk.NamespacedID{Namespace: p.Job.Namespace, ID: p.Job.ID}
 	}
 	for node, stops := range p.NodeUpdate {
 		for _, s := range stops {
@@ -102,12 +111,18 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 			if old.NodeID != node {
 				return invalid("stop of allocation %s filed under node %s, but it runs on %s", s.ID, node, old.NodeID)
 			}
-			jk := sdk.NamespacedID{Namespace: old.Namespace, ID: old.JobID}
-			if owner == nil {
-				owner = &jk
-			}
-			if jk != *owner {
+			if jk := (sdk.NamespacedID{Namespace: old.Namespace, ID: old.JobID}); jk != owner {
 				return invalid("stop of allocation %s of another job (%s)", s.ID, jk)
+			}
+			switch s.DesiredStatus {
+			case "", sdk.AllocDesiredStatusStop, sdk.AllocDesiredStatusEvict:
+			default:
+				return invalid("stop of allocation %s with desired status %q", s.ID, s.DesiredStatus)
+			}
+			switch s.ClientStatus {
+			case "", sdk.AllocClientStatusLost, sdk.AllocClientStatusUnknown, sdk.AllocClientStatusComplete, sdk.AllocClientStatusFailed:
+			default:
+				return invalid("stop of allocation %s may not set client status %q", s.ID, s.ClientStatus)
 			}
 		}
 	}
@@ -123,6 +138,9 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 			if old.NodeID != node {
 				return invalid("preemption of allocation %s filed under node %s, but it runs on %s", s.ID, node, old.NodeID)
 			}
+			if old.Namespace == owner.Namespace && old.JobID == owner.ID {
+				return invalid("preemption of allocation %s of the plan's own job", s.ID)
+			}
 			prio := sdk.JobDefaultPriority
 			if old.Job != nil {
 				prio = old.Job.Priority
@@ -132,31 +150,82 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 			}
 		}
 	}
+	if d := p.Deployment; d != nil && (d.Namespace != owner.Namespace || d.JobID != owner.ID) {
+		return invalid("deployment %s is for job %s/%s, not %s", d.ID, d.Namespace, d.JobID, owner)
+	}
+	for _, u := range p.DeploymentUpdates {
+		d := snap.Deployment(u.DeploymentID)
+		if d == nil && (p.Deployment == nil || p.Deployment.ID != u.DeploymentID) {
+			return invalid("update of unknown deployment %s", u.DeploymentID)
+		}
+		if d != nil && (d.Namespace != owner.Namespace || d.JobID != owner.ID) {
+			return invalid("update of deployment %s of another job", u.DeploymentID)
+		}
+	}
 	return nil
 }
 
-// Evaluate verifies p against snap node by node and returns what may be
-// committed: the result to answer with, and the request to apply (nil if
-// nothing). Nodes whose changes do not fit are rejected; with AllAtOnce a
-// single rejection rejects everything.
+// checkPlacement validates one placement (or in-place update) on node and
+// stamps it with the plan's eval.
+func checkPlacement(snap *state.Snapshot, p *sdk.Plan, node string, a *sdk.Allocation, dup func(string) error) error {
+	if err := dup(a.ID); err != nil {
+		return err
+	}
+	if a.NodeID != node {
+		return invalid("allocation %s filed under node %s names node %s", a.ID, node, a.NodeID)
+	}
+	if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
+		return invalid("allocation %s belongs to job %s/%s, not the plan's job %s/%s",
+			a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
+	}
+	if p.Job.LookupTaskGroup(a.TaskGroup) == nil {
+		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
+	}
+	if old := snap.Alloc(a.ID); old != nil {
+		if old.JobID != a.JobID || old.Namespace != a.Namespace || old.NodeID != a.NodeID {
+			return invalid("allocation ID %s is already used by another allocation", a.ID)
+		}
+		if old.TerminalStatus() {
+			return invalid("allocation %s is terminal and cannot be updated in place", a.ID)
+		}
+	}
+	switch a.DesiredStatus {
+	case "":
+		a.DesiredStatus = sdk.AllocDesiredStatusRun
+	case sdk.AllocDesiredStatusRun:
+	default:
+		return invalid("placement %s with desired status %q", a.ID, a.DesiredStatus)
+	}
+	a.EvalID = p.EvalID
+	a.Job = nil
+	return nil
+}
+
+// storedVersion returns the stored job version j claims to be: the current
+// job or a kept version with the same version and job modify index.
+func storedVersion(snap *state.Snapshot, j *sdk.Job) *sdk.Job {
+	if cur := snap.Job(j.Namespace, j.ID); cur != nil && cur.Version == j.Version && cur.JobModifyIndex == j.JobModifyIndex {
+		return cur
+	}
+	if v := snap.JobVersion(j.Namespace, j.ID, j.Version); v != nil && v.JobModifyIndex == j.JobModifyIndex {
+		return v
+	}
+	return nil
+}
+
+// Evaluate verifies p (already validated) against snap node by node and
+// returns what may be committed: the result to answer with, and the request
+// to apply (nil if nothing). Nodes whose part does not fit are rejected, with
+// the reason kept per node; with AllAtOnce a single rejection rejects
+// everything. The result's RefreshIndex is snap's index when something was
+// rejected; the applier raises it to the commit's index.
 func Evaluate(snap *state.Snapshot, p *sdk.Plan, now int64, newID func() string) (*sdk.PlanResult, *fsm.ApplyPlanResultsRequest) {
 	result := &sdk.PlanResult{
 		NodeUpdate: map[string][]*sdk.Allocation{}, NodeAllocation: map[string][]*sdk.Allocation{},
 		NodePreemptions: map[string][]*sdk.Allocation{},
 	}
-	nodes := map[string]bool{}
-	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
-		for n := range m {
-			nodes[n] = true
-		}
-	}
-	ids := make([]string, 0, len(nodes))
-	for n := range nodes {
-		ids = append(ids, n)
-	}
-	slices.Sort(ids)
-	for _, n := range ids {
-		if ok, _ := nodeFits(snap, p, n); !ok {
+	for _, n := range planNodes(p) {
+		if ok, _ := NodeFits(snap, p, n); !ok {
 			result.RejectedNodes = append(result.RejectedNodes, n)
 			continue
 		}
@@ -183,13 +252,9 @@ func Evaluate(snap *state.Snapshot, p *sdk.Plan, now int64, newID func() string)
 		Job: p.Job, EvalID: p.EvalID, Deployment: p.Deployment,
 		DeploymentUpdates: p.DeploymentUpdates, UpdatedAt: now,
 	}
-	for _, n := range ids {
+	for _, n := range planNodes(p) {
 		req.AllocsStopped = append(req.AllocsStopped, result.NodeUpdate[n]...)
-		for _, a := range result.NodeAllocation[n] {
-			c := *a
-			c.Job = nil
-			req.AllocsUpdated = append(req.AllocsUpdated, &c)
-		}
+		req.AllocsUpdated = append(req.AllocsUpdated, result.NodeAllocation[n]...)
 		req.AllocsPreempted = append(req.AllocsPreempted, result.NodePreemptions[n]...)
 	}
 	req.PreemptionEvals = preemptionEvals(snap, req.AllocsPreempted, now, newID)
@@ -200,39 +265,65 @@ func Evaluate(snap *state.Snapshot, p *sdk.Plan, now int64, newID func() string)
 	return result, req
 }
 
-// nodeFits checks one node's part of the plan against the latest state.
-func nodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
+// planNodes returns the nodes a plan touches, sorted.
+func planNodes(p *sdk.Plan) []string {
+	var ids []string
+	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
+		for n := range m {
+			ids = append(ids, n)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// NodeFits checks one node's part of the plan against snap, as Nomad's
+// plan applier does: a node that only loses allocations always fits; a node
+// that gets allocations must exist and be ready; one that gets new
+// allocations (not only in-place updates of its live ones) must also be
+// eligible; and the proposed set — the node's live allocations, less the
+// plan's stops, preemptions and updated allocations, plus the plan's
+// placements — must fit the node, as feasible.AllocsFit judges. It returns
+// the reason a node does not fit.
+func NodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
 	placements := p.NodeAllocation[nodeID]
 	if len(placements) == 0 {
-		return true, "" // only stops and preemptions: they always fit
+		return true, ""
 	}
 	node := snap.Node(nodeID)
 	if node == nil {
 		return false, "node does not exist"
 	}
-	removed := map[string]bool{}
+	if node.Status != sdk.NodeStatusReady {
+		return false, "node is not ready for placements"
+	}
+	existing := snap.AllocsByNode(nodeID)
+	live := make(map[string]bool, len(existing))
+	for _, a := range existing {
+		if !a.TerminalStatus() {
+			live[a.ID] = true
+		}
+	}
+	removed := make(map[string]bool, len(placements))
 	for _, a := range p.NodeUpdate[nodeID] {
 		removed[a.ID] = true
 	}
 	for _, a := range p.NodePreemptions[nodeID] {
 		removed[a.ID] = true
 	}
-	newPlacement := false
+	onlyUpdates := true
 	for _, a := range placements {
 		removed[a.ID] = true
-		if snap.Alloc(a.ID) == nil {
-			newPlacement = true
+		if !live[a.ID] {
+			onlyUpdates = false
 		}
 	}
-	if newPlacement && !node.Ready() {
-		return false, "node is not ready for placements"
+	if !onlyUpdates && !node.Ready() {
+		return false, "node is not eligible for new placements"
 	}
-	if !newPlacement && node.Status != sdk.NodeStatusReady {
-		return false, "node is not ready"
-	}
-	proposed := make([]*sdk.Allocation, 0, len(placements)+8)
-	for _, a := range snap.AllocsByNode(nodeID) {
-		if !removed[a.ID] {
+	proposed := make([]*sdk.Allocation, 0, len(existing)+len(placements))
+	for _, a := range existing {
+		if live[a.ID] && !removed[a.ID] {
 			proposed = append(proposed, a)
 		}
 	}
@@ -244,7 +335,8 @@ func nodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
 }
 
 // preemptionEvals returns one pending eval per job that lost allocations.
-// As seed 002 says, they have no PreviousEval: the chain breaks here.
+// As seed 002 says, they have no PreviousEval and the preempting eval gets
+// no pointer to them: the chain breaks here.
 func preemptionEvals(snap *state.Snapshot, preempted []*sdk.Allocation, now int64, newID func() string) []*sdk.Evaluation {
 	seen := map[sdk.NamespacedID]bool{}
 	var out []*sdk.Evaluation
@@ -258,16 +350,14 @@ func preemptionEvals(snap *state.Snapshot, preempted []*sdk.Allocation, now int6
 			continue
 		}
 		seen[jk] = true
-		e := &sdk.Evaluation{ID: newID(), Namespace: a.Namespace, JobID: a.JobID,
+		j := snap.Job(a.Namespace, a.JobID)
+		if j == nil {
+			continue // purged: nothing to reschedule
+		}
+		out = append(out, &sdk.Evaluation{ID: newID(), Namespace: a.Namespace, JobID: a.JobID,
+			Priority: j.Priority, Type: j.Type, JobModifyIndex: j.JobModifyIndex,
 			TriggeredBy: sdk.EvalTriggerPreemption, Status: sdk.EvalStatusPending,
-			CreateTime: now, ModifyTime: now}
-		if a.Job != nil {
-			e.Priority, e.Type = a.Job.Priority, a.Job.Type
-		}
-		if j := snap.Job(a.Namespace, a.JobID); j != nil {
-			e.Priority, e.Type, e.JobModifyIndex = j.Priority, j.Type, j.JobModifyIndex
-		}
-		out = append(out, e)
+			CreateTime: now, ModifyTime: now})
 	}
 	return out
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-func fixture(t *testing.T) (*state.Snapshot, *sdk.Job) {
+// fixture is three 1000 MHz nodes (n0 ready, n1 ready with 800 MHz used by
+// job "other", n2 down), job "web" with eval e1 pending, and job "other"
+// (priority 50) with eval o1.
+func fixture(t *testing.T) (*state.Store, *sdk.Job) {
 	t.Helper()
 	s, _ := state.NewStore()
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
@@ -30,6 +33,16 @@ func fixture(t *testing.T) (*state.Snapshot, *sdk.Job) {
 		if err := tx.UpsertJob(other); err != nil {
 			return err
 		}
+		for _, e := range []*sdk.Evaluation{
+			{ID: "e1", Namespace: "default", JobID: "web", Type: "service", Priority: 50, Status: sdk.EvalStatusPending},
+			{ID: "hi", Namespace: "default", JobID: "web", Type: "service", Priority: 70, Status: sdk.EvalStatusPending},
+			{ID: "o1", Namespace: "default", JobID: "other", Type: "service", Priority: 50, Status: sdk.EvalStatusPending},
+			{ID: "done", Namespace: "default", JobID: "web", Type: "service", Priority: 50, Status: sdk.EvalStatusComplete},
+		} {
+			if err := tx.UpsertEval(e); err != nil {
+				return err
+			}
+		}
 		// n1 is already 800 MHz full.
 		return tx.UpsertAlloc(&sdk.Allocation{ID: "busy", Namespace: "default", JobID: "other", Job: other, TaskGroup: "g",
 			NodeID: "n1", DesiredStatus: "run", AllocatedResources: res(800)})
@@ -37,7 +50,7 @@ func fixture(t *testing.T) (*state.Snapshot, *sdk.Job) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Snapshot(), s.Snapshot().Job("default", "web")
+	return s, s.Snapshot().Job("default", "web")
 }
 
 func res(cpu int64) *sdk.AllocatedResources {
@@ -51,7 +64,8 @@ func place(id, node string, cpu int64) *sdk.Allocation {
 }
 
 func TestEvaluate_PartialCommitRejectsOnlyNodesThatDoNotFit(t *testing.T) {
-	snap, job := fixture(t)
+	s, job := fixture(t)
+	snap := s.Snapshot()
 	p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 		"n0": {place("a0", "n0", 500)},
 		"n1": {place("a1", "n1", 500)}, // 800 + 500 > 1000
@@ -70,25 +84,26 @@ func TestEvaluate_PartialCommitRejectsOnlyNodesThatDoNotFit(t *testing.T) {
 	if res.RefreshIndex == 0 {
 		t.Error("partial commit without a refresh index")
 	}
-	if req == nil || len(req.AllocsUpdated) != 1 {
+	if req == nil || len(req.AllocsUpdated) != 1 || req.AllocsUpdated[0].EvalID != "e1" {
 		t.Fatalf("apply request = %+v", req)
 	}
 }
 
 func TestEvaluate_AllAtOnceRejectsEverything(t *testing.T) {
-	snap, job := fixture(t)
+	s, job := fixture(t)
 	p := &sdk.Plan{EvalID: "e1", Job: job, AllAtOnce: true, NodeAllocation: map[string][]*sdk.Allocation{
 		"n0": {place("a0", "n0", 500)}, "n1": {place("a1", "n1", 500)}}}
-	res, req := Evaluate(snap, p, 0, NewID)
-	if req != nil || len(res.NodeAllocation) != 0 {
+	res, req := Evaluate(s.Snapshot(), p, 0, NewID)
+	if req != nil || len(res.NodeAllocation) != 0 || res.RefreshIndex == 0 {
 		t.Fatalf("all-at-once plan partly committed: %+v", res)
 	}
 }
 
 func TestEvaluate_StopsFreeRoomForPlacements(t *testing.T) {
-	snap, _ := fixture(t)
+	s, _ := fixture(t)
+	snap := s.Snapshot()
 	other := snap.Job("default", "other")
-	p := &sdk.Plan{EvalID: "e1", Job: other,
+	p := &sdk.Plan{EvalID: "o1", Job: other,
 		NodeUpdate:     map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
 		NodeAllocation: map[string][]*sdk.Allocation{"n1": {{ID: "new", Namespace: "default", JobID: "other", TaskGroup: "g", NodeID: "n1", AllocatedResources: res(900)}}}}
 	if err := Validate(snap, p, DefaultLimits()); err != nil {
@@ -100,33 +115,149 @@ func TestEvaluate_StopsFreeRoomForPlacements(t *testing.T) {
 	}
 }
 
-func TestValidate_RejectsWholePlan(t *testing.T) {
-	snap, job := fixture(t)
+func TestEvaluate_PreemptionFreesRoomAndCreatesUnchainedEval(t *testing.T) {
+	s, job := fixture(t)
+	snap := s.Snapshot()
+	p := &sdk.Plan{EvalID: "hi", Job: job,
+		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
+		NodeAllocation:  map[string][]*sdk.Allocation{"n1": {place("p1", "n1", 900)}}}
+	if err := Validate(snap, p, DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	res, req := Evaluate(snap, p, 42, func() string { return "pre-eval" })
+	if len(res.RejectedNodes) != 0 || req == nil {
+		t.Fatalf("preempting plan rejected: %+v", res)
+	}
+	if len(req.PreemptionEvals) != 1 {
+		t.Fatalf("preemption evals = %+v", req.PreemptionEvals)
+	}
+	e := req.PreemptionEvals[0]
+	if e.JobID != "other" || e.TriggeredBy != sdk.EvalTriggerPreemption || e.PreviousEval != "" || e.Status != sdk.EvalStatusPending {
+		t.Fatalf("preemption eval = %+v", e)
+	}
+}
+
+func TestNodeFits(t *testing.T) {
+	s, job := fixture(t)
+	// n3: ineligible, running a0 of web.
+	err := s.Write(2, func(tx *state.Txn) error {
+		if err := tx.UpsertNode(&sdk.Node{ID: "n3", Status: "ready", SchedulingEligibility: "ineligible",
+			NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 1000}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000}}}); err != nil {
+			return err
+		}
+		a := place("live", "n3", 100)
+		a.Job = job
+		return tx.UpsertAlloc(a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
 	cases := []struct {
 		name string
 		plan *sdk.Plan
+		node string
+		ok   bool
+		why  string
+	}{
+		{"only stops on a down node", &sdk.Plan{NodeUpdate: map[string][]*sdk.Allocation{"n2": {{ID: "x"}}}}, "n2", true, ""},
+		{"placement on a down node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n2": {place("a", "n2", 1)}}}, "n2", false, "not ready"},
+		{"placement on a missing node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"nX": {place("a", "nX", 1)}}}, "nX", false, "does not exist"},
+		{"new placement on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("a", "n3", 1)}}}, "n3", false, "not eligible"},
+		{"in-place update on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("live", "n3", 200)}}}, "n3", true, ""},
+		{"update replaces the old size", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("live", "n3", 1000)}}}, "n3", true, ""},
+		{"exactly full", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 200)}}}, "n1", true, ""},
+		{"one over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, why := NodeFits(snap, tc.plan, tc.node)
+			if ok != tc.ok || !strings.Contains(why, tc.why) {
+				t.Fatalf("NodeFits = %v %q, want %v %q", ok, why, tc.ok, tc.why)
+			}
+		})
+	}
+}
+
+func TestValidate_RejectsWholePlan(t *testing.T) {
+	s, job := fixture(t)
+	err := s.Write(2, func(tx *state.Txn) error {
+		a := place("dead", "n0", 1)
+		a.Job = job
+		a.DesiredStatus = sdk.AllocDesiredStatusStop
+		if err := tx.UpsertAlloc(a); err != nil {
+			return err
+		}
+		return tx.UpsertDeployment(&sdk.Deployment{ID: "d-other", Namespace: "default", JobID: "other", Status: "running"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	v1 := *job
+	v1.Version = 7
+	cases := []struct {
+		name string
+		plan *sdk.Plan
+		lim  int
 		want string
 	}{
-		{"unknown node", &sdk.Plan{EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"nX": {place("a", "nX", 1)}}}, "unknown node"},
-		{"another job's allocation", &sdk.Plan{EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
-			"n0": {{ID: "a", Namespace: "default", JobID: "other", TaskGroup: "g", NodeID: "n0"}}}}, "belongs to job"},
-		{"stop of another job", &sdk.Plan{EvalID: "e", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, "another job"},
-		{"duplicate IDs", &sdk.Plan{EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
-			"n0": {place("a", "n0", 1), place("a", "n0", 1)}}}, "appears twice"},
-		{"ID already used", &sdk.Plan{EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("busy", "n0", 1)}}}, "already used"},
-		{"preempting an equal priority", &sdk.Plan{EvalID: "e", Job: job, Priority: 50, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, "may not be preempted"},
-		{"oversize", &sdk.Plan{EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1), place("b", "n0", 1)}}}, "over the limit"},
+		{"no eval", &sdk.Plan{Job: job}, 0, "no eval ID"},
+		{"unknown eval", &sdk.Plan{EvalID: "nope", Job: job}, 0, "does not exist"},
+		{"terminal eval", &sdk.Plan{EvalID: "done", Job: job}, 0, "is complete"},
+		{"another job's plan", &sdk.Plan{EvalID: "o1", Job: job}, 0, "not the eval's job"},
+		{"unknown job version", &sdk.Plan{EvalID: "e1", Job: &v1}, 0, "not a version the state knows"},
+		{"placements without a job", &sdk.Plan{EvalID: "e1", NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1)}}}, 0, "without a job"},
+		{"unknown node", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"nX": {place("a", "nX", 1)}}}, 0, "unknown node"},
+		{"misfiled placement", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n1", 1)}}}, 0, "names node"},
+		{"another job's allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {{ID: "a", Namespace: "default", JobID: "other", TaskGroup: "g", NodeID: "n0"}}}}, 0, "belongs to job"},
+		{"unknown group", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "nope", NodeID: "n0"}}}}, 0, "unknown task group"},
+		{"placement not to run", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n0", DesiredStatus: "stop"}}}}, 0, "desired status"},
+		{"update of a terminal allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("dead", "n0", 1)}}}, 0, "terminal"},
+		{"stop of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "another job"},
+		{"stop of unknown allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "ghost"}}}}, 0, "unknown allocation"},
+		{"stop on the wrong node", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n0": {{ID: "busy"}}}}, 0, "runs on n1"},
+		{"stop that runs", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", DesiredStatus: "run"}}}}, 0, "desired status"},
+		{"stop that claims running", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", ClientStatus: "running"}}}}, 0, "client status"},
+		{"duplicate IDs", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {place("a", "n0", 1), place("a", "n0", 1)}}}, 0, "appears twice"},
+		{"ID already used", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("busy", "n0", 1)}}}, 0, "already used"},
+		{"preempting an equal priority", &sdk.Plan{EvalID: "e1", Job: job, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
+		{"a plugin cannot raise its priority", &sdk.Plan{EvalID: "e1", Job: job, Priority: 100, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
+		{"preempting its own job", &sdk.Plan{EvalID: "o1", NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "own job"},
+		{"another job's deployment", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d", Namespace: "default", JobID: "other"}}, 0, "deployment d is for job"},
+		{"update of another job's deployment", &sdk.Plan{EvalID: "e1", Job: job, DeploymentUpdates: []*sdk.DeploymentStatusUpdate{{DeploymentID: "d-other"}}}, 0, "another job"},
+		{"oversize", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1), place("b", "n0", 1)}}}, 1, "over the limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := DefaultLimits()
-			if tc.name == "oversize" {
-				lim.MaxAllocs = 1
+			if tc.lim > 0 {
+				lim.MaxAllocs = tc.lim
 			}
 			err := Validate(snap, tc.plan, lim)
 			if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrInvalidPlan mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestValidate_TakesJobAndPriorityFromState(t *testing.T) {
+	s, job := fixture(t)
+	forged := *job
+	forged.TaskGroups = []*sdk.TaskGroup{{Name: "g", Count: 1000}}
+	p := &sdk.Plan{EvalID: "e1", Job: &forged, Priority: 99, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1)}}}
+	if err := Validate(s.Snapshot(), p, DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	if p.Job != job || p.Priority != 50 {
+		t.Fatalf("plan job %p (stored %p), priority %d", p.Job, job, p.Priority)
+	}
+	if a := p.NodeAllocation["n0"][0]; a.EvalID != "e1" || a.DesiredStatus != sdk.AllocDesiredStatusRun {
+		t.Fatalf("placement not stamped: %+v", a)
 	}
 }

@@ -33,10 +33,16 @@ type Config struct {
 	MaxHeartbeatsPerSecond float64
 	// HeartbeatGrace is added to a TTL before a node is marked down.
 	HeartbeatGrace time.Duration
+	// FailoverHeartbeatTTL is the TTL a new leader gives every node, so
+	// nodes have time to find it before they are marked down.
+	FailoverHeartbeatTTL time.Duration
 	// FailedEvalFollowupBaseline and FailedEvalFollowupJitter delay the
 	// follow-up of a failed eval by baseline + random(jitter).
 	FailedEvalFollowupBaseline time.Duration
 	FailedEvalFollowupJitter   time.Duration
+	// FailedEvalUnblockInterval is how often evals blocked after running
+	// out of plan attempts (max-plan-attempts) are retried.
+	FailedEvalUnblockInterval time.Duration
 	// EvalGCInterval is how often the core scheduler's GC evals are
 	// created; thresholds are how old objects must be to be collected.
 	EvalGCInterval        time.Duration
@@ -46,9 +52,11 @@ type Config struct {
 	DeploymentGCThreshold time.Duration
 	// RaftApplyTimeout bounds one raft apply.
 	RaftApplyTimeout time.Duration
-	// SnapshotThreshold and SnapshotInterval tune raft snapshots.
+	// SnapshotThreshold and SnapshotInterval tune raft snapshots; raft
+	// keeps RaftTrailingLogs entries behind a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
+	RaftTrailingLogs  uint64
 }
 
 // DefaultConfig returns Nomad's defaults.
@@ -63,8 +71,10 @@ func DefaultConfig() Config {
 		MinHeartbeatTTL:            10 * time.Second,
 		MaxHeartbeatsPerSecond:     50,
 		HeartbeatGrace:             10 * time.Second,
+		FailoverHeartbeatTTL:       5 * time.Minute,
 		FailedEvalFollowupBaseline: time.Minute,
 		FailedEvalFollowupJitter:   5 * time.Minute,
+		FailedEvalUnblockInterval:  time.Minute,
 		EvalGCInterval:             5 * time.Minute,
 		EvalGCThreshold:            time.Hour,
 		JobGCThreshold:             4 * time.Hour,
@@ -73,6 +83,7 @@ func DefaultConfig() Config {
 		RaftApplyTimeout:           30 * time.Second,
 		SnapshotThreshold:          8192,
 		SnapshotInterval:           2 * time.Minute,
+		RaftTrailingLogs:           10240,
 	}
 }
 
@@ -92,6 +103,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: plan allocation limit must be positive")
 	case c.MinHeartbeatTTL <= 0 || c.MaxHeartbeatsPerSecond <= 0:
 		return fmt.Errorf("server: heartbeat TTL and rate must be positive")
+	case c.HeartbeatGrace < 0 || c.FailoverHeartbeatTTL < 0:
+		return fmt.Errorf("server: heartbeat grace and failover TTL must not be negative")
+	case c.FailedEvalFollowupBaseline < 0 || c.FailedEvalFollowupJitter < 0:
+		return fmt.Errorf("server: failed eval follow-up delays must not be negative")
+	case c.FailedEvalUnblockInterval <= 0:
+		return fmt.Errorf("server: failed eval unblock interval must be positive")
+	case c.EvalGCInterval < 0 || c.EvalGCThreshold < 0 || c.JobGCThreshold < 0 || c.NodeGCThreshold < 0 || c.DeploymentGCThreshold < 0:
+		return fmt.Errorf("server: GC interval and thresholds must not be negative")
+	case c.RaftApplyTimeout <= 0:
+		return fmt.Errorf("server: raft apply timeout must be positive")
+	case c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0:
+		return fmt.Errorf("server: raft snapshot threshold and interval must be positive")
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -23,7 +22,7 @@ func badRequest(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) 
 func (s *Server) newEval(job *sdk.Job, trigger string) *sdk.Evaluation {
 	now := s.now().UnixNano()
 	return &sdk.Evaluation{
-		ID: plan.NewID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
 		TriggeredBy: trigger, JobID: job.ID, Status: sdk.EvalStatusPending,
 		CreateTime: now, ModifyTime: now,
 	}

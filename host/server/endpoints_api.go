@@ -84,6 +84,11 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
 		return badRequest(err)
 	}
+	if job.IsPeriodic() {
+		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
+			return badRequest(err)
+		}
+	}
 	return nil
 }
 

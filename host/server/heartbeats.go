@@ -22,17 +22,22 @@ func newHeartbeats(s *Server) *heartbeats {
 	return &heartbeats{s: s, timers: map[string]*time.Timer{}}
 }
 
-// run arms a timer for every node that is not down (a new leader gives
-// every node a full TTL) and disarms all when leadership ends.
+// run arms a timer for every node that is not down and disarms all when
+// leadership ends. A new leader gives every node the failover TTL, so nodes
+// have time to find it before they are marked down.
 func (h *heartbeats) run(ctx context.Context) {
 	h.mu.Lock()
 	h.active = true
-	h.mu.Unlock()
+	failover := h.s.cfg.FailoverHeartbeatTTL
 	for _, n := range h.s.store.Snapshot().Nodes() {
-		if n.Status != sdk.NodeStatusDown {
-			h.reset(n.ID)
+		if n.Status == sdk.NodeStatusDown {
+			continue
 		}
+		ttl := max(failover, h.ttl())
+		id := n.ID
+		h.timers[id] = time.AfterFunc(ttl+h.s.cfg.HeartbeatGrace, func() { h.expire(id) })
 	}
+	h.mu.Unlock()
 	<-ctx.Done()
 	h.mu.Lock()
 	h.active = false

@@ -7,29 +7,34 @@ import (
 
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/drover-sched/drover/host/plan"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
-// Leader duty periods.
+// Leader duty settings.
 const (
-	failedEvalUnblockInterval = time.Minute
-	cancelableReapInterval    = 5 * time.Second
-	maxCancelBatch            = 500
+	// cancelableReapInterval is how often superseded evals are canceled
+	// even if the broker did not signal (Nomad's 5 s).
+	cancelableReapInterval = 5 * time.Second
+	// maxReapBatch bounds the evals one reaper entry cancels.
+	maxReapBatch = 500
 )
 
-// establishLeadership turns on the leader's machinery: the broker, the
-// blocked tracker and the plan queue; it rebuilds their contents from the
-// state (pending evals are enqueued, delayed ones go back on the delay heap
-// through their Wait/WaitUntil, blocked ones are re-blocked), then starts the
-// applier, the reapers, the timers and finally the workers.
+// establishLeadership turns on the leader's machinery and rebuilds its
+// contents from the state before any worker runs: after a raft barrier (so
+// every committed entry is applied), it enables the broker, the blocked
+// tracker and the plan queue; re-enqueues pending evals (those with a
+// WaitUntil go back on the delay heap), re-blocks blocked ones (after
+// restoring the unblock index of each node class from the state, so an
+// eval blocked on a view older than a capacity change is retried), restores
+// the broker's pause; then starts the eval batcher, the plan applier, the
+// reapers, the timers and finally the workers.
 func (s *Server) establishLeadership() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leaderStop != nil {
 		return nil
 	}
-	// Everything before this barrier is applied to our state.
 	if err := s.raftLayer.raft.Barrier(s.cfg.RaftApplyTimeout).Error(); err != nil {
 		return err
 	}
@@ -37,13 +42,8 @@ func (s *Server) establishLeadership() error {
 	s.blocked.SetEnabled(true)
 	s.plans.SetEnabled(true)
 	snap := s.store.Snapshot()
-	var restored []*sdk.Evaluation
-	for _, e := range snap.Evals() {
-		if e.ShouldEnqueue() || e.ShouldBlock() {
-			restored = append(restored, e)
-		}
-	}
-	s.EvalsCommitted(restored)
+	s.broker.SetPaused(snap.SchedulerConfig().PauseEvalBroker)
+	pending, blocked := s.restoreEvals(snap)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.leaderStop = cancel
@@ -55,18 +55,73 @@ func (s *Server) establishLeadership() error {
 		}()
 	}
 	run(s.broker.Run)
+	for i := 0; i < evalBatchInflight; i++ {
+		run(s.evalBatch.run)
+	}
 	run(s.applier.Run)
 	run(s.reapFailedEvals)
 	run(s.reapDuplicateBlockedEvals)
 	run(s.reapCancelableEvals)
 	run(s.periodicUnblockFailed)
 	run(s.heartbeats.run)
+	run(s.scheduleCoreEvals)
+	run(s.periodic.run)
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		run(w.run)
 	}
-	s.log.Info().Int("workers", s.cfg.NumWorkers).Int("restored_evals", len(restored)).Msg("leadership established")
+	s.log.Info().Int("workers", s.cfg.NumWorkers).Int("pending_evals", pending).Int("blocked_evals", blocked).
+		Uint64("index", snap.Index()).Msg("leadership established")
 	return nil
+}
+
+// restoreEvals hands the open evals of snap to the broker and the tracker.
+func (s *Server) restoreEvals(snap *state.Snapshot) (pending, blocked int) {
+	var open []*sdk.Evaluation
+	for _, e := range snap.Evals() {
+		switch {
+		case e.ShouldEnqueue():
+			pending++
+		case e.ShouldBlock():
+			blocked++
+		default:
+			continue
+		}
+		open = append(open, e)
+	}
+	if blocked > 0 {
+		for class, index := range unblockIndexes(snap) {
+			s.blocked.SetUnblockIndex(class, index)
+		}
+	}
+	now := s.now()
+	for _, e := range open {
+		s.evalCommitted(e, now)
+	}
+	return pending, blocked
+}
+
+// unblockIndexes computes, per computed node class, the last index at which
+// capacity on nodes of that class may have grown: a node's last change or
+// an allocation on it ending.
+func unblockIndexes(snap *state.Snapshot) map[string]uint64 {
+	out := map[string]uint64{}
+	classOf := map[string]string{}
+	for _, n := range snap.Nodes() {
+		classOf[n.ID] = n.ComputedClass
+		if n.Ready() {
+			out[n.ComputedClass] = max(out[n.ComputedClass], n.ModifyIndex)
+		}
+	}
+	for _, a := range snap.Allocs() {
+		if !a.TerminalStatus() {
+			continue
+		}
+		if class, ok := classOf[a.NodeID]; ok {
+			out[class] = max(out[class], a.ModifyIndex)
+		}
+	}
+	return out
 }
 
 // revokeLeadership stops the leader's machinery and drops its queues.
@@ -95,17 +150,18 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		now := s.now()
 		failed := e.Copy()
 		failed.Status = sdk.EvalStatusFailed
 		failed.StatusDescription = "evaluation reached delivery limit (" + strconv.Itoa(s.cfg.Broker.DeliveryLimit) + ")"
-		failed.ModifyTime = s.now().UnixNano()
+		if why := s.phases.lastFailure(e.ID); why != "" {
+			failed.StatusDescription += "; last failure: " + why
+		}
+		failed.ModifyTime = now.UnixNano()
 		evals := []*sdk.Evaluation{failed}
 		if e.Type != sdk.JobTypeCore {
-			wait := s.cfg.FailedEvalFollowupBaseline
-			if j := s.cfg.FailedEvalFollowupJitter; j > 0 {
-				wait += time.Duration(s.randInt64(int64(j)))
-			}
-			follow := e.CreateFailedFollowUpEval(plan.NewID(), wait)
+			follow := e.CreateFailedFollowUpEval(newID(), s.followUpDelay())
+			follow.WaitUntil = now.Add(follow.Wait)
 			follow.CreateTime, follow.ModifyTime = failed.ModifyTime, failed.ModifyTime
 			failed.NextEval = follow.ID
 			evals = append(evals, follow)
@@ -119,25 +175,25 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 	}
 }
 
+// followUpDelay is the wait of a failed-follow-up eval: the baseline plus a
+// random share of the jitter, so failed evals do not all come back at once.
+func (s *Server) followUpDelay() time.Duration {
+	wait := s.cfg.FailedEvalFollowupBaseline
+	if j := s.cfg.FailedEvalFollowupJitter; j > 0 {
+		wait += time.Duration(s.randInt64(int64(j)))
+	}
+	return wait
+}
+
 // reapDuplicateBlockedEvals cancels blocked evals the tracker found to be
-// duplicates (seed 002: blocked -> canceled).
+// duplicates or moot (seed 002: blocked -> canceled).
 func (s *Server) reapDuplicateBlockedEvals(ctx context.Context) {
 	for {
 		dups, wake := s.blocked.Duplicates()
-		if len(dups) > 0 {
-			now := s.now().UnixNano()
-			out := make([]*sdk.Evaluation, 0, len(dups))
-			for _, d := range dups {
-				c := d.Copy()
-				c.Status = sdk.EvalStatusCanceled
-				c.StatusDescription = "evaluation superseded by a newer blocked or successful evaluation of the job"
-				c.ModifyTime = now
-				out = append(out, c)
-			}
-			if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: out}); err != nil {
-				s.log.Error().Err(err).Msg("failed to cancel duplicate blocked evals")
-			}
-			continue
+		for len(dups) > 0 {
+			n := min(len(dups), maxReapBatch)
+			s.cancelEvals(dups[:n], "evaluation superseded by a newer blocked or successful evaluation of the job")
+			dups = dups[n:]
 		}
 		select {
 		case <-ctx.Done():
@@ -157,31 +213,46 @@ func (s *Server) reapCancelableEvals(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.broker.CancelableWake():
 		}
 		for {
-			batch := s.broker.Cancelable(maxCancelBatch)
+			batch := s.broker.Cancelable(maxReapBatch)
 			if len(batch) == 0 {
 				break
 			}
-			now := s.now().UnixNano()
-			out := make([]*sdk.Evaluation, 0, len(batch))
-			for _, e := range batch {
-				c := e.Copy()
-				c.Status = sdk.EvalStatusCanceled
-				c.StatusDescription = "canceled after a more recent evaluation was processed"
-				c.ModifyTime = now
-				out = append(out, c)
-			}
-			if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: out}); err != nil {
-				s.log.Error().Err(err).Msg("failed to cancel superseded evals")
-			}
+			s.cancelEvals(batch, "canceled after a more recent evaluation was processed")
 		}
+	}
+}
+
+// cancelEvals marks evals canceled in one raft entry; evals that concluded
+// meanwhile are left as they are.
+func (s *Server) cancelEvals(evals []*sdk.Evaluation, why string) {
+	now := s.now().UnixNano()
+	snap := s.store.Snapshot()
+	out := make([]*sdk.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		stored := snap.Eval(e.ID)
+		if stored == nil || stored.TerminalStatus() {
+			continue
+		}
+		c := stored.Copy()
+		c.Status = sdk.EvalStatusCanceled
+		c.StatusDescription = why
+		c.ModifyTime = now
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return
+	}
+	if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: out}); err != nil {
+		s.log.Error().Err(err).Int("evals", len(out)).Msg("failed to cancel evals")
 	}
 }
 
 // periodicUnblockFailed retries max-plan-attempts evals periodically.
 func (s *Server) periodicUnblockFailed(ctx context.Context) {
-	t := time.NewTicker(failedEvalUnblockInterval)
+	t := time.NewTicker(s.cfg.FailedEvalUnblockInterval)
 	defer t.Stop()
 	for {
 		select {

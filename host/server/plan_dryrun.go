@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
@@ -37,6 +38,8 @@ type PlanResult struct {
 	CreatedEvals []*sdk.Evaluation
 	// Eval is the hypothetical eval, as the scheduler left it.
 	Eval *sdk.Evaluation
+	// NextPeriodicLaunch is when a periodic job would next launch.
+	NextPeriodicLaunch time.Time
 }
 
 // PlanJob runs the scheduler that would evaluate the job's registration
@@ -67,6 +70,9 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 	}
 	if job.IsPeriodic() || job.IsParameterized() {
 		// Templates are not evaluated until launched or dispatched.
+		if job.IsPeriodic() {
+			res.NextPeriodicLaunch, _ = nextLaunch(job.Periodic, s.now())
+		}
 		return res, nil
 	}
 	eval := s.newEval(job, sdk.EvalTriggerJobRegister)
@@ -117,8 +123,8 @@ var _ runtime.StateSource = (*withJob)(nil)
 
 func (w *withJob) Index() uint64 { return w.snap.Index() }
 
-func (w *withJob) Sync(from uint64) *abi.StateSync {
-	sync := w.snap.Sync(from)
+func (w *withJob) Sync(from uint64, evals bool) *abi.StateSync {
+	sync := w.snap.Sync(from, evals)
 	id := w.job.NamespacedID()
 	sync.Jobs = slices.DeleteFunc(slices.Clone(sync.Jobs), func(j *sdk.Job) bool { return j.NamespacedID() == id })
 	sync.DeletedJobs = slices.DeleteFunc(slices.Clone(sync.DeletedJobs), func(d sdk.NamespacedID) bool { return d == id })

@@ -75,7 +75,7 @@ func TestPlanJob_LeavesTheMirrorHonest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := res.Annotations.DesiredTGUpdates["g"]; u.Place != 3 || u.Ignore != 2 {
+	if u := res.Annotations.DesiredTGUpdates["g"]; u.Place != 3 || u.Ignore+u.InPlaceUpdate != 2 {
 		t.Fatalf("plan of a scale-up: %+v", u)
 	}
 	if res.JobModifyIndex == 0 || res.Job.Version != 1 {

@@ -1,46 +1,44 @@
 package server
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tinylib/msgp/msgp"
-	"go.etcd.io/bbolt"
 )
-
-// ErrDataDirLocked is returned when another agent holds the data dir.
-var ErrDataDirLocked = errors.New("server: data dir is locked by another agent")
 
 // raftLayer is the raft instance and what it owns.
 type raftLayer struct {
 	raft    *raft.Raft
-	store   io.Closer // the BoltDB log store, nil in dev
+	dir     *dataDir // nil in dev
 	trans   raft.Transport
 	timeout time.Duration
 }
 
-func (s *Server) setupRaft() error {
+func (s *Server) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(s.cfg.NodeName)
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: s.log})
 	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
 	rc.SnapshotInterval = s.cfg.SnapshotInterval
+	rc.TrailingLogs = s.cfg.RaftTrailingLogs
 	// A single voter elects itself at once.
 	rc.HeartbeatTimeout = 500 * time.Millisecond
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	rc.CommitTimeout = 5 * time.Millisecond
-	rc.MaxAppendEntries = 512
+	// Concurrent applies are gathered into one log write (one fsync) of up
+	// to MaxAppendEntries entries, and handed to the FSM as one batch.
+	rc.MaxAppendEntries = 1024
 	rc.BatchApplyCh = true
+	return rc
+}
 
+func (s *Server) setupRaft() (err error) {
+	rc := s.raftConfig()
 	var (
 		logs   raft.LogStore
 		stable raft.StableStore
@@ -51,54 +49,60 @@ func (s *Server) setupRaft() error {
 		st := raft.NewInmemStore()
 		logs, stable, snaps = st, st, raft.NewInmemSnapshotStore()
 	} else {
-		dir := filepath.Join(s.cfg.DataDir, "raft")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("server: create raft dir: %w", err)
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path:        filepath.Join(dir, "raft.db"),
-			BoltOptions: &bbolt.Options{Timeout: time.Second},
-		})
+		dir, err := openDataDir(s.cfg.DataDir, rc.Logger)
 		if err != nil {
-			if errors.Is(err, bbolt.ErrTimeout) {
-				return fmt.Errorf("%w: %s", ErrDataDirLocked, dir)
-			}
-			return fmt.Errorf("server: open raft log %s: %w", filepath.Join(dir, "raft.db"), err)
+			return err
 		}
-		s.raftLayer.store = bolt
-		logs, stable = bolt, bolt
-		fss, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, rc.Logger)
-		if err != nil {
-			bolt.Close()
-			return fmt.Errorf("server: snapshot store: %w", err)
-		}
-		snaps = fss
+		s.raftLayer.dir = dir
+		logs, stable, snaps = dir.bolt, dir.bolt, dir.snaps
 	}
+	defer func() {
+		if err != nil {
+			s.closeRaftStore()
+		}
+	}()
 	has, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
-		s.closeRaftStore()
-		return fmt.Errorf("server: read raft state: %w", err)
+		return fmt.Errorf("%w: read raft state: %v", ErrDataDirCorrupt, err)
 	}
 	if !has {
 		cfg := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, cfg); err != nil {
-			s.closeRaftStore()
 			return fmt.Errorf("server: bootstrap raft: %w", err)
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, trans)
+	r, err := newRaft(rc, s.fsm, logs, stable, snaps, trans)
 	if err != nil {
-		s.closeRaftStore()
-		return fmt.Errorf("server: start raft: %w", err)
+		if s.cfg.Dev {
+			return fmt.Errorf("server: start raft: %w", err)
+		}
+		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}
 	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout = r, trans, s.cfg.RaftApplyTimeout
+	if d := s.raftLayer.dir; d != nil {
+		if err := d.markInitialized(s.cfg.NodeName, s.now()); err != nil {
+			_ = r.Shutdown().Error()
+			return err
+		}
+	}
 	return nil
 }
 
+// newRaft starts raft, which restores the newest snapshot into the FSM; a
+// panic while reading the stores is reported as an error.
+func newRaft(rc *raft.Config, f raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return raft.NewRaft(rc, f, logs, stable, snaps, trans)
+}
+
 func (s *Server) closeRaftStore() {
-	if s.raftLayer.store != nil {
-		s.raftLayer.store.Close()
-		s.raftLayer.store = nil
+	if s.raftLayer.dir != nil {
+		s.raftLayer.dir.close()
+		s.raftLayer.dir = nil
 	}
 }
 
@@ -109,8 +113,17 @@ func (s *Server) Apply(t fsm.MessageType, msg msgp.Marshaler) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("server: encode entry: %w", err)
 	}
-	f := s.raftLayer.raft.Apply(buf, s.raftLayer.timeout)
+	return s.ApplyEntry(buf)
+}
+
+// ApplyEntry commits an encoded log entry and returns its index; an entry
+// the FSM refused returns the FSM's error.
+func (s *Server) ApplyEntry(data []byte) (uint64, error) {
+	f := s.raftLayer.raft.Apply(data, s.raftLayer.timeout)
 	if err := f.Error(); err != nil {
+		if err == raft.ErrNotLeader || err == raft.ErrLeadershipLost {
+			return 0, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
 		return 0, fmt.Errorf("server: raft apply: %w", err)
 	}
 	if resp, ok := f.Response().(error); ok && resp != nil {

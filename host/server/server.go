@@ -22,6 +22,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/google/uuid"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
@@ -40,13 +41,15 @@ type Server struct {
 	fsm       *fsm.FSM
 	raftLayer raftLayer
 
-	broker  *broker.Broker
-	blocked *blocked.Tracker
-	plans   *plan.Queue
-	applier *plan.Applier
+	broker    *broker.Broker
+	blocked   *blocked.Tracker
+	plans     *plan.Queue
+	applier   *plan.Applier
+	evalBatch *evalBatcher
 
 	heartbeats *heartbeats
 	phases     *phaseTracker
+	periodic   *periodicLauncher
 
 	mu         sync.Mutex
 	leaderStop context.CancelFunc
@@ -57,7 +60,9 @@ type Server struct {
 	rng        *rand.Rand
 }
 
-// New creates a server and starts raft. Plugins schedule the evaluations.
+// New creates a server and starts raft; in durable mode it opens the data
+// dir and restores the state in it first (see the ErrDataDir errors).
+// Plugins schedule the evaluations.
 func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -66,19 +71,22 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	b, err := broker.New(cfg.Broker, nil)
+	s := &Server{
+		cfg: cfg, log: log, plugins: plugins, now: time.Now, store: store,
+		plans: plan.NewQueue(), phases: newPhaseTracker(),
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+	}
+	b, err := broker.New(cfg.Broker, nil, phaseObserver{s})
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		cfg: cfg, log: log, plugins: plugins, now: time.Now, store: store,
-		broker: b, plans: plan.NewQueue(), phases: newPhaseTracker(),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
-	}
+	s.broker = b
 	s.blocked = blocked.New(b)
 	s.fsm = fsm.New(store, s, log)
-	s.applier = plan.NewApplier(s.plans, store, s, b, cfg.PlanLimits, s.now, log)
+	s.applier = plan.NewApplier(s.plans, store, s, b, cfg.PlanLimits, s.now, nil, log)
+	s.evalBatch = newEvalBatcher(s)
 	s.heartbeats = newHeartbeats(s)
+	s.periodic = newPeriodicLauncher(s)
 	if err := s.setupRaft(); err != nil {
 		return nil, err
 	}
@@ -88,6 +96,9 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	go s.monitorLeadership(ctx)
 	return s, nil
 }
+
+// newID returns a random UUID for objects the server creates.
+func newID() string { return uuid.NewString() }
 
 // Store returns the state store (read through snapshots).
 func (s *Server) Store() *state.Store { return s.store }
@@ -130,8 +141,9 @@ func (s *Server) WaitForLeader(ctx context.Context) error {
 	}
 }
 
-// Shutdown stops leader duties, raft and the plugins' pools are left to
-// the caller (the registry outlives the server in tests).
+// Shutdown stops leader duties and raft and closes the data dir. The
+// plugins' pools are left to the caller (the registry outlives the server
+// in tests).
 func (s *Server) Shutdown() error {
 	s.shutdown()
 	s.done.Wait()
@@ -169,34 +181,41 @@ func (s *Server) monitorLeadership(ctx context.Context) {
 	}
 }
 
-// EvalsCommitted implements fsm.Notifier: it routes committed evals to the
-// broker (pending) or the blocked tracker (blocked), and retires blocked
-// evals made moot by a successful one.
-func (s *Server) EvalsCommitted(evals []*sdk.Evaluation) {
+var _ fsm.Notifier = (*Server)(nil)
+
+// Committed implements fsm.Notifier: committed evals go to the broker
+// (pending) or the blocked tracker (blocked); a successful eval retires its
+// job's blocked eval; capacity changes unblock evals; job changes reach the
+// periodic launcher. On a follower the broker and the tracker are off, and
+// only the phase history is kept.
+func (s *Server) Committed(c *fsm.Commit) {
 	now := s.now()
-	for _, e := range evals {
-		s.phases.set(e.ID, e.Status, now)
-		switch {
-		case e.ShouldEnqueue():
-			if e.Wait > 0 || e.WaitUntil.After(now) {
-				s.phases.set(e.ID, sdk.EvalPhaseDelayed, now)
-			} else {
-				s.phases.set(e.ID, sdk.EvalPhaseQueued, now)
-			}
-			s.broker.Enqueue(e)
-		case e.ShouldBlock():
-			if tok, ok := s.broker.Outstanding(e.ID); ok {
-				s.blocked.Reblock(e, tok)
-			} else {
-				s.blocked.Block(e)
-			}
-		case e.Status == sdk.EvalStatusComplete && len(e.FailedTGAllocs) == 0:
-			s.blocked.Untrack(e.Namespace, e.JobID)
-		}
+	for _, e := range c.Evals {
+		s.evalCommitted(e, now)
+	}
+	for _, id := range c.DeletedEvals {
+		s.phases.forget(id)
+	}
+	for _, class := range c.Classes {
+		s.blocked.Unblock(class, c.Index)
+	}
+	if len(c.Jobs) > 0 {
+		s.periodic.jobsChanged(c.Jobs)
 	}
 }
 
-// CapacityChanged implements fsm.Notifier.
-func (s *Server) CapacityChanged(class string, index uint64) {
-	s.blocked.Unblock(class, index)
+func (s *Server) evalCommitted(e *sdk.Evaluation, now time.Time) {
+	s.phases.set(e.ID, e.Status, now)
+	switch {
+	case e.ShouldEnqueue():
+		s.broker.Enqueue(e)
+	case e.ShouldBlock():
+		if tok, ok := s.broker.Outstanding(e.ID); ok {
+			s.blocked.Reblock(e, tok)
+		} else {
+			s.blocked.Block(e)
+		}
+	case e.Status == sdk.EvalStatusComplete && len(e.FailedTGAllocs) == 0:
+		s.blocked.Untrack(e.Namespace, e.JobID)
+	}
 }

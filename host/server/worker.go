@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/broker"
-	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/plan"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
@@ -16,7 +16,8 @@ import (
 
 // Worker limits.
 const (
-	// snapshotWaitTimeout bounds the wait for the state to reach an eval.
+	// snapshotWaitTimeout bounds the wait for the state to reach an eval's
+	// wait index.
 	snapshotWaitTimeout = 5 * time.Second
 	// DefaultPluginTimeout bounds one eval in a plugin unless the plugin's
 	// configuration says otherwise; it stays under the nack timeout.
@@ -47,23 +48,44 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
+// waitIndex is the index the state must reach before eval is scheduled:
+// the highest modify index of any eval of its job (as Nomad's), so the
+// scheduler sees what earlier evals of the job did, blocked ones included.
+func waitIndex(snap *state.Snapshot, eval *sdk.Evaluation) uint64 {
+	idx := eval.ModifyIndex
+	for _, e := range snap.EvalsByJob(eval.Namespace, eval.JobID) {
+		idx = max(idx, e.ModifyIndex)
+	}
+	return idx
+}
+
 func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string) {
 	s := w.s
-	s.phases.set(eval.ID, sdk.EvalPhaseScheduling, s.now())
 	log := w.log.With().Str("eval_id", eval.ID).Str("job_id", eval.JobID).Str("triggered_by", eval.TriggeredBy).Logger()
 	nack := func(err error) {
 		log.Warn().Err(err).Msg("evaluation nacked")
+		s.phases.fail(eval.ID, err.Error())
 		if nerr := s.broker.Nack(eval.ID, token); nerr != nil {
 			log.Warn().Err(nerr).Msg("nack failed")
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, snapshotWaitTimeout)
-	snap, err := s.store.WaitForIndex(wctx, eval.ModifyIndex)
+	snap, err := s.store.WaitForIndex(wctx, waitIndex(s.store.Snapshot(), eval))
 	cancel()
 	if err != nil {
 		nack(err)
 		return
 	}
+	// The stored eval is the truth; one already concluded (canceled as a
+	// duplicate, collected) is not scheduled again.
+	stored := snap.Eval(eval.ID)
+	if stored == nil || stored.TerminalStatus() {
+		if err := s.broker.Ack(eval.ID, token); err != nil {
+			log.Warn().Err(err).Msg("ack failed")
+		}
+		return
+	}
+	eval = stored
 	job := snap.Job(eval.Namespace, eval.JobID)
 	entry, err := s.plugins.ForEval(eval, job)
 	if err != nil {
@@ -76,8 +98,19 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p := &evalPlanner{s: s, eval: eval, token: token}
-	call := &runtime.Call{Eval: eval, Token: token, Now: s.now(), State: snap, Planner: p, Config: entry.Config, Log: log}
+	config := entry.Config
+	p := &evalPlanner{s: s, eval: eval, token: token, snapIndex: snap.Index(), created: map[string]string{}}
+	var planner runtime.Planner = p
+	if eval.Type == sdk.JobTypeCore {
+		config = s.coreConfig(config)
+		th, err := gcThresholdsFor(eval.JobID, config)
+		if err != nil {
+			nack(err)
+			return
+		}
+		planner = &corePlanner{p, th}
+	}
+	call := &runtime.Call{Eval: eval, Token: token, Now: s.now(), State: snap, Planner: planner, Config: config, Log: log}
 	if err := entry.Plugin.Process(pctx, call); err != nil {
 		nack(err)
 		return
@@ -93,11 +126,20 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 
 // evalPlanner is the host side of one eval's planner calls. It checks what
 // a plugin asks before it becomes a raft entry: a plugin may update only its
-// own eval, create evals only for its own job, chained to its eval.
+// own eval and only to a final status, and may create evals only for its own
+// job, chained to its eval (PreviousEval); the eval's BlockedEval and
+// NextEval may name only evals it created, of the right kind. The host
+// stamps every eval the plugin writes with the index of the state the
+// plugin saw (SnapshotIndex), which the blocked tracker relies on.
 type evalPlanner struct {
 	s     *Server
 	eval  *sdk.Evaluation
 	token string
+	// snapIndex is the index of the state the plugin sees, raised when a
+	// partly committed plan refreshed it.
+	snapIndex uint64
+	// created maps the evals this eval created to their status.
+	created map[string]string
 	// concluded is set once the plugin updated or reblocked its eval.
 	concluded bool
 }
@@ -113,13 +155,15 @@ func hostErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, plan.ErrStaleToken), errors.Is(err, broker.ErrTokenMismatch), errors.Is(err, broker.ErrNotOutstanding):
+	case errors.Is(err, plan.ErrStaleToken), errors.Is(err, broker.ErrTokenMismatch),
+		errors.Is(err, broker.ErrNotOutstanding), errors.Is(err, broker.ErrNackTimeout):
 		return fmt.Errorf("%w: %v", sdk.ErrStaleToken, err)
 	case errors.Is(err, plan.ErrInvalidPlan):
 		return fmt.Errorf("%w: %v", sdk.ErrPlanInvalid, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", sdk.ErrDeadline, err)
-	case errors.Is(err, plan.ErrQueueDisabled), errors.Is(err, context.Canceled):
+	case errors.Is(err, plan.ErrQueueDisabled), errors.Is(err, context.Canceled),
+		errors.Is(err, ErrNotLeader), errors.Is(err, errBatcherStopped):
 		return fmt.Errorf("%w: %v", sdk.ErrUnavailable, err)
 	}
 	return err
@@ -127,12 +171,16 @@ func hostErr(err error) error {
 
 func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanResult, runtime.StateSource, error) {
 	s := p.s
-	if err := s.broker.OutstandingReset(p.eval.ID, p.token); err != nil {
+	// The plan queue may take long: the nack timer waits meanwhile.
+	if err := s.broker.PauseNackTimeout(p.eval.ID, p.token); err != nil {
 		return nil, nil, hostErr(err)
 	}
 	s.phases.set(p.eval.ID, sdk.EvalPhaseApplying, s.now())
 	res, err := s.applier.Submit(ctx, pl)
 	s.phases.set(p.eval.ID, sdk.EvalPhaseScheduling, s.now())
+	if rerr := s.broker.ResumeNackTimeout(p.eval.ID, p.token); err == nil && rerr != nil {
+		err = rerr
+	}
 	if err != nil {
 		return nil, nil, hostErr(err)
 	}
@@ -143,22 +191,47 @@ func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanRe
 	if err != nil {
 		return nil, nil, hostErr(err)
 	}
+	p.snapIndex = snap.Index()
 	return res, snap, nil
 }
 
-func (p *evalPlanner) apply(evals ...*sdk.Evaluation) error {
-	now := p.s.now().UnixNano()
-	for _, e := range evals {
-		e.ModifyTime = now
-		if e.CreateTime == 0 {
-			e.CreateTime = now
-		}
+func (p *evalPlanner) apply(ctx context.Context, evals ...*sdk.Evaluation) error {
+	if err := p.s.broker.OutstandingReset(p.eval.ID, p.token); err != nil {
+		return hostErr(err)
 	}
-	_, err := p.s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: evals})
-	return hostErr(err)
+	now := p.s.now()
+	for _, e := range evals {
+		e.ModifyTime = now.UnixNano()
+		if e.CreateTime == 0 {
+			e.CreateTime = now.UnixNano()
+		}
+		// A delay is kept as a deadline, so it survives a restart.
+		if e.Wait > 0 && e.WaitUntil.IsZero() {
+			e.WaitUntil = now.Add(e.Wait)
+		}
+		e.SnapshotIndex = p.snapIndex
+	}
+	return hostErr(p.s.evalBatch.apply(ctx, evals))
 }
 
-func (p *evalPlanner) UpdateEval(_ context.Context, e *sdk.Evaluation) error {
+// own returns e with the identity of the eval being processed: the fields a
+// plugin may not change (job, type, priority, trigger, pointers to other
+// evals than the ones it created, indexes) come from the stored eval.
+func (p *evalPlanner) own(e *sdk.Evaluation) *sdk.Evaluation {
+	c := p.eval.Copy()
+	c.Status, c.StatusDescription = e.Status, e.StatusDescription
+	c.FailedTGAllocs, c.QueuedAllocations = e.FailedTGAllocs, e.QueuedAllocations
+	c.ClassEligibility, c.EscapedComputedClass = e.ClassEligibility, e.EscapedComputedClass
+	c.QuotaLimitReached = e.QuotaLimitReached
+	c.PlanAnnotations = e.PlanAnnotations
+	c.NextEval, c.BlockedEval = e.NextEval, e.BlockedEval
+	if e.DeploymentID != "" {
+		c.DeploymentID = e.DeploymentID
+	}
+	return c
+}
+
+func (p *evalPlanner) UpdateEval(ctx context.Context, e *sdk.Evaluation) error {
 	if e.ID != p.eval.ID {
 		return invalidEval("a plugin may update only the eval it processes (%s), not %s", p.eval.ID, e.ID)
 	}
@@ -170,7 +243,13 @@ func (p *evalPlanner) UpdateEval(_ context.Context, e *sdk.Evaluation) error {
 	default:
 		return invalidEval("eval %s may not be updated to status %q", e.ID, e.Status)
 	}
-	if err := p.apply(e); err != nil {
+	if e.BlockedEval != "" && p.created[e.BlockedEval] != sdk.EvalStatusBlocked {
+		return invalidEval("eval %s names %s as its blocked eval, but it did not create that blocked eval", e.ID, e.BlockedEval)
+	}
+	if e.NextEval != "" && p.created[e.NextEval] != sdk.EvalStatusPending {
+		return invalidEval("eval %s names %s as its next eval, but it did not create that pending eval", e.ID, e.NextEval)
+	}
+	if err := p.apply(ctx, p.own(e)); err != nil {
 		return err
 	}
 	p.concluded = true
@@ -184,7 +263,7 @@ func (p *evalPlanner) sameJob(e *sdk.Evaluation) error {
 	return nil
 }
 
-func (p *evalPlanner) CreateEval(_ context.Context, e *sdk.Evaluation) error {
+func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 	if e.ID == "" || e.ID == p.eval.ID {
 		return invalidEval("a new eval needs a new ID")
 	}
@@ -194,20 +273,50 @@ func (p *evalPlanner) CreateEval(_ context.Context, e *sdk.Evaluation) error {
 	if p.s.store.Snapshot().Eval(e.ID) != nil {
 		return invalidEval("eval %s already exists", e.ID)
 	}
-	if e.Status != sdk.EvalStatusPending && e.Status != sdk.EvalStatusBlocked {
+	switch e.Status {
+	case sdk.EvalStatusPending:
+	case sdk.EvalStatusBlocked:
+		if e.TriggeredBy != sdk.EvalTriggerQueuedAllocs && e.TriggeredBy != sdk.EvalTriggerMaxPlans {
+			return invalidEval("a blocked eval is triggered by %s or %s, not %q", sdk.EvalTriggerQueuedAllocs, sdk.EvalTriggerMaxPlans, e.TriggeredBy)
+		}
+	default:
 		return invalidEval("a new eval must be pending or blocked, not %q", e.Status)
+	}
+	if e.TriggeredBy == "" {
+		return invalidEval("a new eval needs a trigger")
 	}
 	if e.PreviousEval != p.eval.ID {
 		return invalidEval("a follow-up eval must name %s as its PreviousEval", p.eval.ID)
 	}
-	if e.Type == "" {
-		e.Type = p.eval.Type
+	c := e.Copy()
+	c.Type, c.Priority, c.JobModifyIndex = p.eval.Type, p.eval.Priority, p.eval.JobModifyIndex
+	c.NextEval, c.BlockedEval = "", ""
+	c.CreateTime = 0
+	if err := p.apply(ctx, c); err != nil {
+		return err
 	}
-	e.CreateTime = 0
-	return p.apply(e)
+	p.created[c.ID] = c.Status
+	return nil
 }
 
-func (p *evalPlanner) ReblockEval(_ context.Context, e *sdk.Evaluation) error {
+// corePlanner is the planner of core evaluations: it adds garbage
+// collection, which no other eval may ask for.
+type corePlanner struct {
+	*evalPlanner
+	thresholds gcThresholds
+}
+
+var _ runtime.Collector = corePlanner{}
+
+// GarbageCollect implements runtime.Collector.
+func (c corePlanner) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
+	if err := c.s.broker.OutstandingReset(c.eval.ID, c.token); err != nil {
+		return hostErr(err)
+	}
+	return hostErr(c.s.garbageCollect(c.s.store.Snapshot(), c.thresholds, req))
+}
+
+func (p *evalPlanner) ReblockEval(ctx context.Context, e *sdk.Evaluation) error {
 	if e.ID != p.eval.ID {
 		return invalidEval("a plugin may reblock only the eval it processes (%s), not %s", p.eval.ID, e.ID)
 	}
@@ -218,8 +327,10 @@ func (p *evalPlanner) ReblockEval(_ context.Context, e *sdk.Evaluation) error {
 	if stored == nil || stored.Status != sdk.EvalStatusBlocked {
 		return invalidEval("eval %s is not blocked and cannot be reblocked", e.ID)
 	}
-	e.Status = sdk.EvalStatusBlocked
-	if err := p.apply(e); err != nil {
+	c := p.own(e)
+	c.Status = sdk.EvalStatusBlocked
+	c.NextEval, c.BlockedEval = "", ""
+	if err := p.apply(ctx, c); err != nil {
 		return err
 	}
 	p.concluded = true

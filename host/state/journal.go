@@ -15,6 +15,8 @@ const (
 	KindAlloc
 	KindDeployment
 	KindSchedConfig
+	// KindEval changes go only to plugins that mirror evaluations.
+	KindEval
 )
 
 // Change records that an object changed (or was deleted) at Index.
@@ -94,4 +96,25 @@ func (j *Journal) Len() int {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	return len(j.entries)
+}
+
+// ChangedBetween reports whether an object of kind changed at an index in
+// (lo, hi] other than skip. It answers true when the journal no longer
+// covers the range: the caller must then assume a change.
+func (j *Journal) ChangedBetween(kind Kind, lo, hi, skip uint64) bool {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if lo < j.floor {
+		return true
+	}
+	start := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > lo })
+	for _, c := range j.entries[start:] {
+		if c.Index > hi {
+			break
+		}
+		if c.Kind == kind && c.Index != skip {
+			return true
+		}
+	}
+	return false
 }

@@ -151,6 +151,22 @@ func (r reader) LatestDeployment(ns, jobID string) *sdk.Deployment {
 	return latest
 }
 
+// PeriodicLaunch returns a periodic job's last launch record.
+func (r reader) PeriodicLaunch(ns, id string) *PeriodicLaunch {
+	return first[PeriodicLaunch](r, TablePeriodic, "id", ns, id)
+}
+
+// PeriodicLaunches returns every periodic launch record.
+func (r reader) PeriodicLaunches() []*PeriodicLaunch {
+	return all[PeriodicLaunch](r, TablePeriodic, "id")
+}
+
+// JobsByIDPrefix returns the jobs of namespace ns whose ID starts with
+// prefix (a periodic job's children start with its ID).
+func (r reader) JobsByIDPrefix(ns, prefix string) []*sdk.Job {
+	return all[sdk.Job](r, TableJobs, "id_prefix", ns, prefix)
+}
+
 // SchedulerConfig returns the scheduler configuration (the default if none
 // was set).
 func (r reader) SchedulerConfig() *sdk.SchedulerConfiguration {

@@ -17,6 +17,7 @@ const (
 	TableEvals       = "evals"
 	TableDeployments = "deployment"
 	TableSchedConfig = "scheduler_config"
+	TablePeriodic    = "periodic_launch"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
@@ -27,6 +28,18 @@ const (
 type IndexEntry struct {
 	Key   string
 	Value uint64
+}
+
+// PeriodicLaunch records when a periodic job last launched a child (or,
+// before its first launch, when it was registered), so a new leader knows
+// whether a launch was missed.
+type PeriodicLaunch struct {
+	Namespace string
+	ID        string
+	// Launch is the launch time, in Unix nanoseconds.
+	Launch      int64
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
@@ -121,6 +134,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TableSchedConfig: {Name: TableSchedConfig, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex("ID"),
+		}},
+		TablePeriodic: {Name: TablePeriodic, Indexes: map[string]*memdb.IndexSchema{
+			"id": nsIDIndex("id", "ID", true),
 		}},
 	}}
 }

@@ -17,10 +17,11 @@ func (s *Snapshot) Index() uint64 { return s.index }
 
 // Sync returns the StateSync that brings a plugin mirror at index from to
 // this snapshot's index: a delta built from the journal when it covers the
-// range, and a full sync otherwise (or when from is 0).
-func (s *Snapshot) Sync(from uint64) *abi.StateSync {
-	if from == 0 {
-		return s.FullSync()
+// range, and a full sync otherwise (or when from is 0). evals says whether
+// the mirror holds evaluations too.
+func (s *Snapshot) Sync(from uint64, evals bool) *abi.StateSync {
+	if from == 0 || s.journal == nil {
+		return s.FullSync(evals)
 	}
 	lo, hi := from, s.index
 	if lo > hi {
@@ -28,7 +29,7 @@ func (s *Snapshot) Sync(from uint64) *abi.StateSync {
 	}
 	changes, ok := s.journal.Between(lo, hi)
 	if !ok {
-		return s.FullSync()
+		return s.FullSync(evals)
 	}
 	sync := &abi.StateSync{FromIndex: from, Index: s.index}
 	seen := map[Change]bool{}
@@ -67,14 +68,24 @@ func (s *Snapshot) Sync(from uint64) *abi.StateSync {
 			}
 		case KindSchedConfig:
 			sync.SchedulerConfig = s.SchedulerConfig()
+		case KindEval:
+			if !evals {
+				continue
+			}
+			if e := s.Eval(c.Key); e != nil {
+				sync.Evals = append(sync.Evals, e)
+			} else {
+				sync.DeletedEvals = append(sync.DeletedEvals, c.Key)
+			}
 		}
 	}
 	sync.JobVersions = versions.list
 	return sync
 }
 
-// FullSync returns the whole mirrored state at the snapshot's index.
-func (s *Snapshot) FullSync() *abi.StateSync {
+// FullSync returns the whole mirrored state at the snapshot's index,
+// evaluations included when evals is set.
+func (s *Snapshot) FullSync(evals bool) *abi.StateSync {
 	sync := &abi.StateSync{Full: true, Index: s.index, SchedulerConfig: s.SchedulerConfig()}
 	for _, n := range s.Nodes() {
 		sync.Nodes = append(sync.Nodes, pluginNode(n))
@@ -88,6 +99,9 @@ func (s *Snapshot) FullSync() *abi.StateSync {
 	}
 	sync.JobVersions = versions.list
 	sync.Deployments = s.Deployments()
+	if evals {
+		sync.Evals = s.Evals()
+	}
 	return sync
 }
 

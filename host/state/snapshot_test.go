@@ -35,7 +35,16 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 	var snaps []*Snapshot
 	fwd := mirror.New()
 	for step := 0; step < 300; step++ {
-		switch r.IntN(5) {
+		switch r.IntN(6) {
+		case 5:
+			write(func(tx *Txn) error {
+				id := fmt.Sprintf("e%d", r.IntN(10))
+				if r.IntN(3) == 0 {
+					return tx.DeleteEval(id)
+				}
+				return tx.UpsertEval(&sdk.Evaluation{ID: id, Namespace: "default", JobID: "job-0",
+					Status: []string{"pending", "complete", "blocked"}[r.IntN(3)]})
+			})
 		case 0:
 			write(func(tx *Txn) error {
 				return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", r.IntN(8)), Status: sdk.NodeStatusReady})
@@ -67,11 +76,11 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 		}
 		snap := s.Snapshot()
 		snaps = append(snaps, snap)
-		if err := fwd.Apply(snap.Sync(fwd.Index())); err != nil {
+		if err := fwd.Apply(snap.Sync(fwd.Index(), true)); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		full := mirror.New()
-		if err := full.Apply(snap.FullSync()); err != nil {
+		if err := full.Apply(snap.FullSync(true)); err != nil {
 			t.Fatal(err)
 		}
 		if d := diff(fwd, full); d != "" {
@@ -81,11 +90,11 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 	// Backwards: bring the mirror to older snapshots.
 	for _, i := range []int{250, 100, 3} {
 		snap := snaps[i]
-		if err := fwd.Apply(snap.Sync(fwd.Index())); err != nil {
+		if err := fwd.Apply(snap.Sync(fwd.Index(), true)); err != nil {
 			t.Fatal(err)
 		}
 		full := mirror.New()
-		_ = full.Apply(snap.FullSync())
+		_ = full.Apply(snap.FullSync(true))
 		if d := diff(fwd, full); d != "" {
 			t.Fatalf("backwards to index %d: %s", snap.Index(), d)
 		}
@@ -120,6 +129,16 @@ func diff(a, b *mirror.Mirror) string {
 		if strings.Join(x, ",") != strings.Join(y, ",") {
 			return fmt.Sprintf("allocs of %s: %v vs %v", n.ID, x, y)
 		}
+	}
+	var ea, eb []string
+	for _, e := range a.Evals() {
+		ea = append(ea, e.ID+e.Status)
+	}
+	for _, e := range b.Evals() {
+		eb = append(eb, e.ID+e.Status)
+	}
+	if !slices.Equal(ea, eb) {
+		return fmt.Sprintf("evals %v vs %v", ea, eb)
 	}
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("job-%d", i)

@@ -152,6 +152,9 @@ func (t *Txn) DeleteJob(ns, id string) error {
 			return err
 		}
 	}
+	if err := t.DeletePeriodicLaunch(ns, id); err != nil {
+		return err
+	}
 	t.record(KindJob, jobKey(ns, id))
 	return t.delete(TableJobs, old)
 }
@@ -168,6 +171,7 @@ func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
 		e.ModifyIndex = t.index
 		t.touch(e.Namespace, e.JobID)
 	}
+	t.record(KindEval, e.ID)
 	return t.insert(TableEvals, e)
 }
 
@@ -177,6 +181,7 @@ func (t *Txn) DeleteEval(id string) error {
 	if old == nil {
 		return nil
 	}
+	t.record(KindEval, id)
 	return t.delete(TableEvals, old)
 }
 
@@ -235,6 +240,28 @@ func (t *Txn) DeleteDeployment(id string) error {
 	}
 	t.record(KindDeployment, id)
 	return t.delete(TableDeployments, old)
+}
+
+// UpsertPeriodicLaunch records a periodic job's launch.
+func (t *Txn) UpsertPeriodicLaunch(l *PeriodicLaunch) error {
+	if !t.restore {
+		if old := t.PeriodicLaunch(l.Namespace, l.ID); old != nil {
+			l.CreateIndex = old.CreateIndex
+		} else {
+			l.CreateIndex = t.index
+		}
+		l.ModifyIndex = t.index
+	}
+	return t.insert(TablePeriodic, l)
+}
+
+// DeletePeriodicLaunch removes a periodic job's launch record, if any.
+func (t *Txn) DeletePeriodicLaunch(ns, id string) error {
+	old := t.PeriodicLaunch(ns, id)
+	if old == nil {
+		return nil
+	}
+	return t.delete(TablePeriodic, old)
 }
 
 // SetSchedulerConfig replaces the scheduler configuration.

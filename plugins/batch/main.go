@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	plugin.Register(plugin.Info{Name: "batch", Types: []string{"batch"}, Version: "0.1.0"}, &generic.Scheduler{Batch: true})
+	plugin.Register(plugin.Info{Name: "batch", Types: []string{"batch"}, Version: "0.2.0"}, &generic.Scheduler{Batch: true})
 }
 
 func main() { plugin.Serve() }

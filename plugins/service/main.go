@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	plugin.Register(plugin.Info{Name: "service", Types: []string{"service"}, Version: "0.1.0"}, &generic.Scheduler{})
+	plugin.Register(plugin.Info{Name: "service", Types: []string{"service"}, Version: "0.2.0"}, &generic.Scheduler{})
 }
 
 func main() { plugin.Serve() }

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/rs/zerolog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -47,16 +48,26 @@ type Config struct {
 	CloseOnContextDone bool
 	// CacheDir holds wazero's compilation cache; empty disables it.
 	CacheDir string
-	// Output receives the plugin's stdout and stderr.
+	// Log receives the plugin's stdout and stderr, one entry per line,
+	// tagged with the plugin's name and the stream.
+	Log zerolog.Logger
+	// Output, when set, receives stdout and stderr instead of Log.
 	Output io.Writer
-	// SysClock gives the plugin the real clock.
+	// SysClock gives the plugin the real clock (walltime, nanotime and
+	// sleep); without it the clock is wazero's fake, deterministic one.
 	SysClock bool
+	// Env is the plugin's environment; empty by default.
+	Env map[string]string
 }
 
-// DefaultConfig is 1 GiB of memory, deadlines enforced, no cache.
+// DefaultConfig is 1 GiB of memory, deadlines enforced, no cache, no
+// clock, no environment, output discarded.
 func DefaultConfig() Config {
-	return Config{MemoryLimitPages: 16384, CloseOnContextDone: true, Output: io.Discard}
+	return Config{MemoryLimitPages: 16384, CloseOnContextDone: true, Log: zerolog.Nop()}
 }
+
+// PagesForMB is the page limit for a memory limit in MiB.
+func PagesForMB(mb int) uint32 { return uint32(mb) * 16 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
@@ -73,6 +84,8 @@ type Module struct {
 	compiled wazero.CompiledModule
 	info     abi.Info
 	cache    wazero.CompilationCache
+	// stdout and stderr receive the plugin's output.
+	stdout, stderr io.Writer
 }
 
 var _ runtime.Factory = (*Module)(nil)
@@ -96,13 +109,10 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Output == nil {
-		cfg.Output = io.Discard
-	}
 	rc := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCloseOnContextDone(cfg.CloseOnContextDone)
-	m := &Module{cfg: cfg}
+	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -161,6 +171,11 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		return fail(fmt.Errorf("%w: plugin declares no name", ErrInvalidModule))
 	}
 	m.info.ABI = uint32(v)
+	m.stdout, m.stderr = cfg.Output, cfg.Output
+	if cfg.Output == nil {
+		m.stdout = runtime.OutputLog(cfg.Log, m.info.Name, "stdout")
+		m.stderr = runtime.OutputLog(cfg.Log, m.info.Name, "stderr")
+	}
 	return m, nil
 }
 
@@ -182,16 +197,20 @@ func (m *Module) NewInstance(ctx context.Context) (runtime.Instance, error) {
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	tail := runtime.NewCapture(1024)
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
-		WithStdout(m.cfg.Output).WithStderr(m.cfg.Output)
+		WithStdout(m.stdout).WithStderr(io.MultiWriter(m.stderr, tail))
 	if m.cfg.SysClock {
 		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+	}
+	for k, v := range m.cfg.Env {
+		mc = mc.WithEnv(k, v)
 	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, mc)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: instantiate: %w", err)
 	}
-	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess)}, nil
+	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess), stderr: tail}, nil
 }
 
 // Close implements runtime.Factory.
@@ -208,6 +227,8 @@ type instance struct {
 	mod     api.Module
 	buffer  api.Function
 	process api.Function
+	// stderr keeps the start of the instance's stderr to explain a trap.
+	stderr *runtime.Capture
 }
 
 func (i *instance) read(packed uint64) ([]byte, error) {
@@ -232,9 +253,13 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 		return nil, fmt.Errorf("wasm: request buffer at %d is outside memory", uint32(res[0]))
 	}
 	cs := &callState{host: host}
+	i.stderr.Reset()
 	res, err = i.process.Call(withCall(ctx, cs), uint64(len(req)))
 	if err != nil {
-		return nil, fmt.Errorf("wasm: %s: %w", ExportProcess, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wasm: %s: stopped at the deadline: %w", ExportProcess, ctx.Err())
+		}
+		return nil, i.stderr.Explain(fmt.Errorf("wasm: %s: %w", ExportProcess, err))
 	}
 	return i.read(res[0])
 }

@@ -14,6 +14,9 @@ type Info struct {
 	PluginVersion string
 	// ABI is the ABI version the plugin speaks, packed as Version.
 	ABI uint32
+	// MirrorEvals asks the host to include evaluations in the plugin's
+	// state syncs (ABI 1.1; the core scheduler needs them).
+	MirrorEvals bool
 }
 
 // ProcessRequest asks the plugin to process one evaluation.
@@ -68,13 +71,19 @@ type StateSync struct {
 
 	// SchedulerConfig is set when it changed (always in a full sync).
 	SchedulerConfig *sdk.SchedulerConfiguration
+
+	// Evals and DeletedEvals are sent only to plugins that set
+	// Info.MirrorEvals (ABI 1.1).
+	Evals        []*sdk.Evaluation
+	DeletedEvals []string
 }
 
 // Empty reports whether the sync changes nothing.
 func (s *StateSync) Empty() bool {
 	return s == nil || (!s.Full && s.FromIndex == s.Index && len(s.Nodes) == 0 && len(s.DeletedNodes) == 0 &&
 		len(s.Jobs) == 0 && len(s.DeletedJobs) == 0 && len(s.Allocs) == 0 && len(s.DeletedAllocs) == 0 &&
-		len(s.Deployments) == 0 && len(s.DeletedDeployments) == 0 && s.SchedulerConfig == nil)
+		len(s.Deployments) == 0 && len(s.DeletedDeployments) == 0 && s.SchedulerConfig == nil &&
+		len(s.Evals) == 0 && len(s.DeletedEvals) == 0)
 }
 
 // PlanRequest is the argument of OpSubmitPlan.
@@ -98,7 +107,12 @@ type EvalRequest struct {
 	Eval *sdk.Evaluation
 }
 
-// Status answers the eval operations.
+// GCRequest is the argument of OpGarbageCollect (ABI 1.1).
+type GCRequest struct {
+	Request *sdk.GCRequest
+}
+
+// Status answers the eval operations and OpGarbageCollect.
 type Status struct {
 	Code    Code
 	Message string

@@ -112,11 +112,87 @@ func (z *EvalRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Request"
+	o = append(o, 0x81, 0xa7, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74)
+	if z.Request == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Request.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Request")
+			return
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Request":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Request = nil
+			} else {
+				if z.Request == nil {
+					z.Request = new(sdk.GCRequest)
+				}
+				bts, err = z.Request.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Request")
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *GCRequest) Msgsize() (s int) {
+	s = 1 + 8
+	if z.Request == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Request.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *Info) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
+	// map header, size 5
 	// string "Name"
-	o = append(o, 0x84, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+	o = append(o, 0x85, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
 	o = msgp.AppendString(o, z.Name)
 	// string "Types"
 	o = append(o, 0xa5, 0x54, 0x79, 0x70, 0x65, 0x73)
@@ -130,6 +206,9 @@ func (z *Info) MarshalMsg(b []byte) (o []byte, err error) {
 	// string "ABI"
 	o = append(o, 0xa3, 0x41, 0x42, 0x49)
 	o = msgp.AppendUint32(o, z.ABI)
+	// string "MirrorEvals"
+	o = append(o, 0xab, 0x4d, 0x69, 0x72, 0x72, 0x6f, 0x72, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendBool(o, z.MirrorEvals)
 	return
 }
 
@@ -188,6 +267,12 @@ func (z *Info) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ABI")
 				return
 			}
+		case "MirrorEvals":
+			z.MirrorEvals, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MirrorEvals")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -206,7 +291,7 @@ func (z *Info) Msgsize() (s int) {
 	for za0001 := range z.Types {
 		s += msgp.StringPrefixSize + len(z.Types[za0001])
 	}
-	s += 14 + msgp.StringPrefixSize + len(z.PluginVersion) + 4 + msgp.Uint32Size
+	s += 14 + msgp.StringPrefixSize + len(z.PluginVersion) + 4 + msgp.Uint32Size + 12 + msgp.BoolSize
 	return
 }
 
@@ -782,9 +867,9 @@ func (z ProcessResponse) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 13
+	// map header, size 15
 	// string "Full"
-	o = append(o, 0x8d, 0xa4, 0x46, 0x75, 0x6c, 0x6c)
+	o = append(o, 0x8f, 0xa4, 0x46, 0x75, 0x6c, 0x6c)
 	o = msgp.AppendBool(o, z.Full)
 	// string "FromIndex"
 	o = append(o, 0xa9, 0x46, 0x72, 0x6f, 0x6d, 0x49, 0x6e, 0x64, 0x65, 0x78)
@@ -900,6 +985,26 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 			err = msgp.WrapError(err, "SchedulerConfig")
 			return
 		}
+	}
+	// string "Evals"
+	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+	for za0010 := range z.Evals {
+		if z.Evals[za0010] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Evals[za0010].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals", za0010)
+				return
+			}
+		}
+	}
+	// string "DeletedEvals"
+	o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedEvals)))
+	for za0011 := range z.DeletedEvals {
+		o = msgp.AppendString(o, z.DeletedEvals[za0011])
 	}
 	return
 }
@@ -1183,6 +1288,55 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "Evals":
+			var zb0011 uint32
+			zb0011, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals")
+				return
+			}
+			if cap(z.Evals) >= int(zb0011) {
+				z.Evals = (z.Evals)[:zb0011]
+			} else {
+				z.Evals = make([]*sdk.Evaluation, zb0011)
+			}
+			for za0010 := range z.Evals {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Evals[za0010] = nil
+				} else {
+					if z.Evals[za0010] == nil {
+						z.Evals[za0010] = new(sdk.Evaluation)
+					}
+					bts, err = z.Evals[za0010].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Evals", za0010)
+						return
+					}
+				}
+			}
+		case "DeletedEvals":
+			var zb0012 uint32
+			zb0012, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DeletedEvals")
+				return
+			}
+			if cap(z.DeletedEvals) >= int(zb0012) {
+				z.DeletedEvals = (z.DeletedEvals)[:zb0012]
+			} else {
+				z.DeletedEvals = make([]string, zb0012)
+			}
+			for za0011 := range z.DeletedEvals {
+				z.DeletedEvals[za0011], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DeletedEvals", za0011)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1258,6 +1412,18 @@ func (z *StateSync) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.SchedulerConfig.Msgsize()
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0010 := range z.Evals {
+		if z.Evals[za0010] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Evals[za0010].Msgsize()
+		}
+	}
+	s += 13 + msgp.ArrayHeaderSize
+	for za0011 := range z.DeletedEvals {
+		s += msgp.StringPrefixSize + len(z.DeletedEvals[za0011])
 	}
 	return
 }

@@ -18,11 +18,13 @@ const (
 	OpCreateEval  Op = 3 // EvalRequest -> Status
 	OpReblockEval Op = 4 // EvalRequest -> Status
 	OpLog         Op = 5 // LogRecord -> nothing
+	// OpGarbageCollect (ABI 1.1) is offered to core evaluations only.
+	OpGarbageCollect Op = 6 // GCRequest -> Status
 )
 
 var opNames = map[Op]string{
 	OpSubmitPlan: "submit_plan", OpUpdateEval: "update_eval", OpCreateEval: "create_eval",
-	OpReblockEval: "reblock_eval", OpLog: "log",
+	OpReblockEval: "reblock_eval", OpLog: "log", OpGarbageCollect: "garbage_collect",
 }
 
 // String returns the op's import name.
@@ -34,7 +36,9 @@ func (o Op) String() string {
 }
 
 // Ops lists every operation of this ABI version.
-func Ops() []Op { return []Op{OpSubmitPlan, OpUpdateEval, OpCreateEval, OpReblockEval, OpLog} }
+func Ops() []Op {
+	return []Op{OpSubmitPlan, OpUpdateEval, OpCreateEval, OpReblockEval, OpLog, OpGarbageCollect}
+}
 
 // Code is an error code carried across the boundary in place of an error
 // string, so that callers can test it.

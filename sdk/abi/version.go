@@ -4,9 +4,12 @@ import "fmt"
 
 // The ABI version this package speaks. Minor versions only add: a host that
 // knows major M accepts any minor of M.
+//
+// 1.1 added OpGarbageCollect, Info.MirrorEvals and evaluations in
+// StateSync.
 const (
 	Major = 1
-	Minor = 0
+	Minor = 1
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the

@@ -1,5 +1,3 @@
-// Package feasible decides whether a node can run a task group: node
-// readiness, datacenters, drivers and constraints.
 package feasible
 
 import (
@@ -11,51 +9,28 @@ import (
 	version "github.com/hashicorp/go-version"
 )
 
-// ResolveTarget resolves a constraint target against a node: "${attr.X}",
-// "${meta.X}", "${node.unique.id}", "${node.unique.name}",
-// "${node.datacenter}", "${node.class}", "${node.pool}", or a literal. ok is
-// false when the target names something the node does not have.
-func ResolveTarget(target string, n *sdk.Node) (string, bool) {
-	if !strings.HasPrefix(target, "${") || !strings.HasSuffix(target, "}") {
-		return target, true
-	}
-	key := target[2 : len(target)-1]
-	switch {
-	case key == "node.unique.id":
-		return n.ID, true
-	case key == "node.unique.name":
-		return n.Name, true
-	case key == "node.datacenter":
-		return n.Datacenter, true
-	case key == "node.class":
-		return n.NodeClass, n.NodeClass != ""
-	case key == "node.pool":
-		return n.NodePool, true
-	case strings.HasPrefix(key, "attr."):
-		v, ok := n.Attributes[key[len("attr."):]]
-		return v, ok
-	case strings.HasPrefix(key, "meta."):
-		v, ok := n.Meta[key[len("meta."):]]
-		return v, ok
-	}
-	return "", false
-}
-
-// Checker evaluates constraints, caching compiled regexps and versions.
-// It is not safe for concurrent use.
+// Checker evaluates constraints and affinities against nodes, caching
+// compiled regular expressions and version constraints. A malformed regexp
+// or version constraint never matches. It is not safe for concurrent use;
+// a scheduler keeps one per evaluation.
 type Checker struct {
 	regexps  map[string]*regexp.Regexp
 	versions map[string]version.Constraints
+	semvers  map[string]semverConstraints
 }
 
 // NewChecker returns a Checker.
 func NewChecker() *Checker {
-	return &Checker{regexps: map[string]*regexp.Regexp{}, versions: map[string]version.Constraints{}}
+	return &Checker{
+		regexps:  map[string]*regexp.Regexp{},
+		versions: map[string]version.Constraints{},
+		semvers:  map[string]semverConstraints{},
+	}
 }
 
 // Meets reports whether node satisfies c. Operators that depend on other
-// allocations (distinct_hosts, distinct_property) are not node properties
-// and always pass here.
+// allocations (distinct_hosts, distinct_property) are not properties of a
+// node and always pass here; see DistinctHosts and DistinctProperty.
 func (ch *Checker) Meets(c *sdk.Constraint, n *sdk.Node) bool {
 	switch c.Operand {
 	case sdk.ConstraintDistinctHosts, sdk.ConstraintDistinctProperty:
@@ -63,90 +38,143 @@ func (ch *Checker) Meets(c *sdk.Constraint, n *sdk.Node) bool {
 	}
 	l, lok := ResolveTarget(c.LTarget, n)
 	r, rok := ResolveTarget(c.RTarget, n)
-	switch c.Operand {
+	return ch.Compare(c.Operand, l, r, lok, rok)
+}
+
+// Matches reports whether node satisfies an affinity's condition.
+func (ch *Checker) Matches(a *sdk.Affinity, n *sdk.Node) bool {
+	l, lok := ResolveTarget(a.LTarget, n)
+	r, rok := ResolveTarget(a.RTarget, n)
+	return ch.Compare(a.Operand, l, r, lok, rok)
+}
+
+// Compare applies a constraint operator to resolved values; lok and rok say
+// whether each side was found (a missing side resolves to ""). The semantics
+// are Nomad's: "!=" compares the resolved values only, so a missing
+// attribute differs from any non-empty value; ordering
+// compares as integers, then floats, then strings, and the set operators
+// split both sides on commas.
+func (ch *Checker) Compare(operand, l, r string, lok, rok bool) bool {
+	switch operand {
+	case sdk.ConstraintEqual, "==", "is":
+		return lok && rok && l == r
+	case sdk.ConstraintNotEqual, "not":
+		return l != r
+	case sdk.ConstraintLess, sdk.ConstraintLessEqual, sdk.ConstraintGreater, sdk.ConstraintGreaterEqual:
+		return lok && rok && compareOrdered(operand, l, r)
 	case sdk.ConstraintAttributeIsSet:
 		return lok
 	case sdk.ConstraintAttributeIsNotSet:
 		return !lok
-	case sdk.ConstraintNotEqual, "not":
-		return !lok || !rok || l != r
-	}
-	if !lok || !rok {
-		return false
-	}
-	switch c.Operand {
-	case sdk.ConstraintEqual, "==", "is", "":
-		return l == r
-	case sdk.ConstraintLess, sdk.ConstraintLessEqual, sdk.ConstraintGreater, sdk.ConstraintGreaterEqual:
-		return compareOrdered(c.Operand, l, r)
+	case sdk.ConstraintVersion:
+		return lok && rok && ch.versionMatch(l, r)
+	case sdk.ConstraintSemver:
+		return lok && rok && ch.semverMatch(l, r)
 	case sdk.ConstraintRegex:
-		re, ok := ch.regexps[r]
-		if !ok {
-			var err error
-			if re, err = regexp.Compile(r); err != nil {
-				re = nil
-			}
-			ch.regexps[r] = re
-		}
-		return re != nil && re.MatchString(l)
-	case sdk.ConstraintVersion, sdk.ConstraintSemver:
-		vc, ok := ch.versions[r]
-		if !ok {
-			var err error
-			if vc, err = version.NewConstraint(r); err != nil {
-				vc = nil
-			}
-			ch.versions[r] = vc
-		}
-		if vc == nil {
-			return false
-		}
-		v, err := version.NewVersion(l)
-		return err == nil && vc.Check(v)
+		return lok && rok && ch.regexpMatch(l, r)
 	case sdk.ConstraintSetContains, sdk.ConstraintSetContainsAll:
-		have := splitSet(l)
-		for _, want := range strings.Split(r, ",") {
-			if !have[strings.TrimSpace(want)] {
-				return false
-			}
-		}
-		return true
+		return lok && rok && setContains(l, r, true)
 	case sdk.ConstraintSetContainsAny:
-		have := splitSet(l)
-		for _, want := range strings.Split(r, ",") {
-			if have[strings.TrimSpace(want)] {
-				return true
-			}
-		}
-		return false
+		return lok && rok && setContains(l, r, false)
 	}
 	return false
 }
 
-func splitSet(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, p := range strings.Split(s, ",") {
-		m[strings.TrimSpace(p)] = true
+func (ch *Checker) regexpMatch(l, r string) bool {
+	re, ok := ch.regexps[r]
+	if !ok {
+		re, _ = regexp.Compile(r) // nil on error: never matches
+		ch.regexps[r] = re
 	}
-	return m
+	return re != nil && re.MatchString(l)
 }
 
-// compareOrdered compares numerically when both sides are numbers and
-// lexically otherwise, as Nomad does.
-func compareOrdered(op, l, r string) bool {
-	lf, lerr := strconv.ParseFloat(l, 64)
-	rf, rerr := strconv.ParseFloat(r, 64)
-	var cmp int
-	if lerr == nil && rerr == nil {
-		switch {
-		case lf < rf:
-			cmp = -1
-		case lf > rf:
-			cmp = 1
-		}
-	} else {
-		cmp = strings.Compare(l, r)
+func (ch *Checker) versionMatch(l, r string) bool {
+	vc, ok := ch.versions[r]
+	if !ok {
+		vc, _ = version.NewConstraint(r)
+		ch.versions[r] = vc
 	}
+	if vc == nil {
+		return false
+	}
+	v, err := version.NewVersion(l)
+	return err == nil && vc.Check(v)
+}
+
+func (ch *Checker) semverMatch(l, r string) bool {
+	sc, ok := ch.semvers[r]
+	if !ok {
+		sc = parseSemverConstraints(r)
+		ch.semvers[r] = sc
+	}
+	if sc == nil {
+		return false
+	}
+	v, err := version.NewVersion(l)
+	return err == nil && sc.check(v)
+}
+
+// setContains reports whether the comma-separated set l holds every (all)
+// or any element of the comma-separated set r. Elements are trimmed.
+func setContains(l, r string, all bool) bool {
+	has := func(want string) bool {
+		for rest := l; ; {
+			item, tail, more := strings.Cut(rest, ",")
+			if strings.TrimSpace(item) == want {
+				return true
+			}
+			if !more {
+				return false
+			}
+			rest = tail
+		}
+	}
+	for rest := r; ; {
+		item, tail, more := strings.Cut(rest, ",")
+		found := has(strings.TrimSpace(item))
+		if all && !found {
+			return false
+		}
+		if !all && found {
+			return true
+		}
+		if !more {
+			return all
+		}
+		rest = tail
+	}
+}
+
+// compareOrdered compares as integers when both sides are integers, as
+// floats when both are numbers, and lexically otherwise, as Nomad does.
+func compareOrdered(op, l, r string) bool {
+	var cmp int
+	if li, err := strconv.ParseInt(l, 10, 64); err == nil {
+		if ri, err := strconv.ParseInt(r, 10, 64); err == nil {
+			cmp = compare(li, ri)
+			return orderHolds(op, cmp)
+		}
+	}
+	if lf, err := strconv.ParseFloat(l, 64); err == nil {
+		if rf, err := strconv.ParseFloat(r, 64); err == nil {
+			return orderHolds(op, compare(lf, rf))
+		}
+	}
+	return orderHolds(op, strings.Compare(l, r))
+}
+
+func compare[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func orderHolds(op string, cmp int) bool {
 	switch op {
 	case sdk.ConstraintLess:
 		return cmp < 0
@@ -158,4 +186,61 @@ func compareOrdered(op, l, r string) bool {
 		return cmp >= 0
 	}
 	return false
+}
+
+// semverConstraints is a list of strict semantic-version comparisons, all of
+// which must hold. Unlike go-version's constraints, prerelease versions are
+// ordered by semver precedence and match ranges like any other version.
+type semverConstraints []semverConstraint
+
+type semverConstraint struct {
+	op string
+	v  *version.Version
+}
+
+// parseSemverConstraints parses "op version, op version, ..." with the
+// operators =, !=, >, <, >=, <= (none means =); nil if malformed.
+func parseSemverConstraints(s string) semverConstraints {
+	var out semverConstraints
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		op := ""
+		for _, cand := range []string{">=", "<=", "!=", ">", "<", "="} {
+			if strings.HasPrefix(part, cand) {
+				op = cand
+				break
+			}
+		}
+		v, err := version.NewSemver(strings.TrimSpace(part[len(op):]))
+		if err != nil {
+			return nil
+		}
+		out = append(out, semverConstraint{op: op, v: v})
+	}
+	return out
+}
+
+func (cs semverConstraints) check(v *version.Version) bool {
+	for _, c := range cs {
+		cmp := v.Compare(c.v)
+		ok := false
+		switch c.op {
+		case "", "=":
+			ok = cmp == 0
+		case "!=":
+			ok = cmp != 0
+		case ">":
+			ok = cmp > 0
+		case "<":
+			ok = cmp < 0
+		case ">=":
+			ok = cmp >= 0
+		case "<=":
+			ok = cmp <= 0
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -79,9 +79,17 @@ type Mirror struct {
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
+
+	// evals are mirrored only for plugins that ask (Info.MirrorEvals).
+	evals     map[string]*sdk.Evaluation
+	evalList  []*sdk.Evaluation
+	evalsDirt bool
 }
 
-var _ sdk.State = (*Mirror)(nil)
+var (
+	_ sdk.State     = (*Mirror)(nil)
+	_ sdk.EvalState = (*Mirror)(nil)
+)
 
 // New returns an empty mirror at index 0.
 func New() *Mirror {
@@ -103,6 +111,9 @@ func (m *Mirror) reset() {
 	m.byNode = map[string]*allocSet{}
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
+	m.evals = map[string]*sdk.Evaluation{}
+	m.evalList = nil
+	m.evalsDirt = true
 }
 
 // Apply applies a sync. A delta must start at the mirror's index, or Apply
@@ -151,6 +162,14 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	for _, d := range s.Deployments {
 		m.deployments[d.ID] = d
+	}
+	for _, id := range s.DeletedEvals {
+		delete(m.evals, id)
+		m.evalsDirt = true
+	}
+	for _, e := range s.Evals {
+		m.evals[e.ID] = e
+		m.evalsDirt = true
 	}
 	m.index = s.Index
 	return nil
@@ -273,3 +292,19 @@ func (m *Mirror) LatestDeployment(namespace, jobID string) *sdk.Deployment {
 
 // SchedulerConfig implements sdk.State.
 func (m *Mirror) SchedulerConfig() *sdk.SchedulerConfiguration { return m.schedConfig }
+
+// Evals implements sdk.EvalState.
+func (m *Mirror) Evals() []*sdk.Evaluation {
+	if m.evalsDirt {
+		m.evalList = m.evalList[:0]
+		for _, e := range m.evals {
+			m.evalList = append(m.evalList, e)
+		}
+		slices.SortFunc(m.evalList, func(a, b *sdk.Evaluation) int { return strings.Compare(a.ID, b.ID) })
+		m.evalsDirt = false
+	}
+	return m.evalList
+}
+
+// Eval implements sdk.EvalState.
+func (m *Mirror) Eval(id string) *sdk.Evaluation { return m.evals[id] }

@@ -36,6 +36,9 @@ type Info struct {
 	Types []string
 	// Version is the plugin's own version.
 	Version string
+	// MirrorEvals asks the host to mirror evaluations into the plugin's
+	// state (sdk.EvalState); the core scheduler needs them.
+	MirrorEvals bool
 }
 
 // HostFunc is a transport's way to call a planner operation on the host: it
@@ -53,7 +56,8 @@ type Guest struct {
 // NewGuest returns a guest for the scheduler.
 func NewGuest(info Info, s sdk.Scheduler) *Guest {
 	return &Guest{
-		info:   abi.Info{Name: info.Name, Types: info.Types, PluginVersion: info.Version, ABI: uint32(abi.Current)},
+		info: abi.Info{Name: info.Name, Types: info.Types, PluginVersion: info.Version, ABI: uint32(abi.Current),
+			MirrorEvals: info.MirrorEvals},
 		sched:  s,
 		mirror: mirror.New(),
 	}
@@ -97,7 +101,13 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	if err := g.sched.Process(ctx, req.Eval); err != nil {
-		return abi.ProcessResponse{Code: abi.CodeScheduler, Message: err.Error()}
+		// A planner sentinel the scheduler passed on keeps its code, so
+		// errors.Is still matches it on the host side.
+		code := abi.CodeOf(err)
+		if code == abi.CodeInternal {
+			code = abi.CodeScheduler
+		}
+		return abi.ProcessResponse{Code: code, Message: err.Error()}
 	}
 	return abi.ProcessResponse{}
 }
@@ -166,6 +176,24 @@ func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {
 	var st abi.Status
 	if _, err := st.UnmarshalMsg(out); err != nil {
 		return fmt.Errorf("plugin: decode %s status: %w", op, err)
+	}
+	return abi.Err(st.Code, st.Message)
+}
+
+// GarbageCollect implements sdk.Collector. The host accepts it only from
+// core evaluations.
+func (p *planner) GarbageCollect(req *sdk.GCRequest) error {
+	msg, err := (&abi.GCRequest{Request: req}).MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("plugin: encode gc request: %w", err)
+	}
+	out, err := p.host(abi.OpGarbageCollect, msg)
+	if err != nil {
+		return err
+	}
+	var st abi.Status
+	if _, err := st.UnmarshalMsg(out); err != nil {
+		return fmt.Errorf("plugin: decode gc status: %w", err)
 	}
 	return abi.Err(st.Code, st.Message)
 }

@@ -88,6 +88,9 @@ func hostReblockEval(ptr, size uint32) int32
 //go:wasmimport drover log
 func hostLog(ptr, size uint32) int32
 
+//go:wasmimport drover garbage_collect
+func hostGarbageCollect(ptr, size uint32) int32
+
 //go:wasmimport drover take_result
 func hostTakeResult(ptr uint32)
 
@@ -106,6 +109,8 @@ func hostCall(op abi.Op, msg []byte) ([]byte, error) {
 		n = hostReblockEval(ptr, size)
 	case abi.OpLog:
 		n = hostLog(ptr, size)
+	case abi.OpGarbageCollect:
+		n = hostGarbageCollect(ptr, size)
 	default:
 		return nil, abi.Err(abi.CodeUnknownOp, "plugin: unknown op "+op.String())
 	}

@@ -1,288 +1,371 @@
-// Package generic is the scheduler for service and batch jobs: it
-// reconciles a job's allocations with its task groups, places what is
-// missing on feasible nodes by best-fit bin packing, and stops what is not
-// wanted.
+// Package generic is the scheduler for service and batch jobs, built from
+// the SDK's building blocks as any plugin would be: the reconciler
+// (sdk/reconcile) decides what the job needs, the stack (sdk/stack) picks
+// nodes for what must be placed, and sdk/conclude ends the evaluation.
+//
+// Process follows Nomad's generic scheduler: it retries a partially
+// committed plan on refreshed state (5 attempts for service jobs, 2 for
+// batch, reset whenever an attempt makes progress); allocations it cannot
+// place are explained per task group in FailedTGAllocs and handed to a
+// queued-allocs blocked eval carrying class eligibility; failed
+// allocations due later get a delayed follow-up eval instead; when every
+// attempt fails the eval fails and a max-plan-attempts blocked eval takes
+// over.
 package generic
 
 import (
+	"errors"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/conclude"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/stack"
 )
 
-// MaxPlanAttempts bounds how often a partially rejected plan is retried.
-const (
-	maxServiceAttempts = 5
-	maxBatchAttempts   = 2
-)
-
-// Scheduler schedules service (Batch false) or batch jobs.
+// Scheduler schedules service jobs, or batch jobs when Batch is set.
 type Scheduler struct {
 	Batch bool
 }
 
 var _ sdk.Scheduler = (*Scheduler)(nil)
 
+// handles lists the triggers the scheduler knows.
+var handles = map[string]bool{
+	sdk.EvalTriggerJobRegister: true, sdk.EvalTriggerJobDeregister: true, sdk.EvalTriggerNodeDrain: true,
+	sdk.EvalTriggerNodeUpdate: true, sdk.EvalTriggerAllocStop: true, sdk.EvalTriggerRollingUpdate: true,
+	sdk.EvalTriggerQueuedAllocs: true, sdk.EvalTriggerPeriodicJob: true, sdk.EvalTriggerMaxPlans: true,
+	sdk.EvalTriggerDeploymentWatcher: true, sdk.EvalTriggerRetryFailedAlloc: true,
+	sdk.EvalTriggerFailedFollowUp: true, sdk.EvalTriggerPreemption: true, sdk.EvalTriggerScaling: true,
+	sdk.EvalTriggerMaxDisconnectTimeout: true, sdk.EvalTriggerReconnect: true,
+}
+
 // Process implements sdk.Scheduler.
 func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
-	attempts := maxServiceAttempts
+	if !handles[eval.TriggeredBy] {
+		return conclude.Unhandled(ctx, eval)
+	}
+	limit := conclude.MaxServiceAttempts
 	if s.Batch {
-		attempts = maxBatchAttempts
+		limit = conclude.MaxBatchAttempts
 	}
-	var st *evalState
-	for i := 0; i < attempts; i++ {
-		st = newEvalState(ctx, eval)
-		plan := st.computePlan()
-		if plan.IsNoOp() {
-			return st.finish(sdk.EvalStatusComplete, "")
-		}
-		result, err := ctx.Planner.SubmitPlan(plan)
-		if err != nil {
-			return fmt.Errorf("generic: submit plan: %w", err)
-		}
-		if full, _, _ := result.FullCommit(plan); full && result.RefreshIndex == 0 {
-			return st.finish(sdk.EvalStatusComplete, "")
-		}
-		// Part of the plan was rejected; the state has been refreshed: retry.
-	}
-	return st.finishMaxAttempts()
-}
-
-// evalState is one pass over one evaluation.
-type evalState struct {
-	ctx     *sdk.Context
-	eval    *sdk.Evaluation
-	job     *sdk.Job
-	checker *feasible.Checker
-	plan    *sdk.Plan
-	// planned is usage added to nodes by this plan.
-	planned map[string]sdk.Usage
-	queued  map[string]int
-	failed  map[string]*sdk.AllocMetric
-	classOK map[string]bool
-}
-
-func newEvalState(ctx *sdk.Context, eval *sdk.Evaluation) *evalState {
-	job := ctx.State.Job(eval.Namespace, eval.JobID)
-	return &evalState{
-		ctx: ctx, eval: eval, job: job, checker: feasible.NewChecker(),
-		plan:    &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: ctx.State.Index()},
-		planned: map[string]sdk.Usage{}, queued: map[string]int{},
-		failed: map[string]*sdk.AllocMetric{}, classOK: map[string]bool{},
-	}
-}
-
-func (st *evalState) computePlan() *sdk.Plan {
-	allocs := st.ctx.State.AllocsByJob(st.eval.Namespace, st.eval.JobID)
-	if st.job.Stopped() {
-		for _, a := range allocs {
-			if !a.TerminalStatus() {
-				st.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-			}
-		}
-		return st.plan
-	}
-	st.plan.AllAtOnce = st.job.AllAtOnce
-	byGroup := map[string]map[int]*sdk.Allocation{}
-	for _, a := range allocs {
-		if a.TerminalStatus() {
-			continue
-		}
-		tg := st.job.LookupTaskGroup(a.TaskGroup)
-		if tg == nil {
-			st.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-			continue
-		}
-		if byGroup[tg.Name] == nil {
-			byGroup[tg.Name] = map[int]*sdk.Allocation{}
-		}
-		idx := a.Index()
-		if _, dup := byGroup[tg.Name][idx]; dup || idx < 0 || idx >= tg.Count {
-			st.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-			continue
-		}
-		byGroup[tg.Name][idx] = a
-	}
-	nodes := st.candidateNodes()
-	for _, tg := range st.job.TaskGroups {
-		st.queued[tg.Name] = 0
-		for idx := 0; idx < tg.Count; idx++ {
-			if _, ok := byGroup[tg.Name][idx]; ok {
-				continue
-			}
-			st.place(tg, idx, nodes)
-		}
-	}
-	return st.plan
-}
-
-// candidateNodes returns ready nodes in the job's datacenters and pool.
-func (st *evalState) candidateNodes() []*sdk.Node {
-	var out []*sdk.Node
-	for _, n := range st.ctx.State.Nodes() {
-		if !n.Ready() || !feasible.DatacenterMatches(st.job.Datacenters, n.Datacenter) || !feasible.PoolMatches(st.job.NodePool, n.NodePool) {
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-func (st *evalState) place(tg *sdk.TaskGroup, idx int, nodes []*sdk.Node) {
-	need := sdk.GroupUsage(tg)
-	metric := &sdk.AllocMetric{NodesInPool: len(nodes), NodesAvailable: map[string]int{}}
-	var best *sdk.Node
-	bestScore := math.Inf(-1)
-	for _, n := range nodes {
-		metric.NodesEvaluated++
-		if check := st.infeasible(tg, n); check != "" {
-			metric.FilterNode(n, check)
-			st.classOK[n.ComputedClass] = st.classOK[n.ComputedClass] || false
-			continue
-		}
-		st.classOK[n.ComputedClass] = true
-		used := st.ctx.State.NodeUsage(n.ID)
-		used.Add(st.planned[n.ID])
-		used.Add(need)
-		capacity := n.Capacity()
-		if ok, dim := used.Fits(capacity); !ok {
-			metric.ExhaustedNode(n, dim)
-			continue
-		}
-		if score := binpackScore(used, capacity); score > bestScore {
-			best, bestScore = n, score
-		}
-	}
-	if best == nil {
-		st.queued[tg.Name]++
-		if prev := st.failed[tg.Name]; prev != nil {
-			prev.CoalescedFailures++
-		} else {
-			st.failed[tg.Name] = metric
-		}
-		return
-	}
-	metric.Scores = map[string]float64{best.ID + ".binpack": bestScore}
-	u := st.planned[best.ID]
-	u.Add(need)
-	st.planned[best.ID] = u
-	st.plan.AppendAlloc(&sdk.Allocation{
-		ID: st.ctx.NewID(), Namespace: st.job.Namespace, EvalID: st.eval.ID,
-		Name: sdk.AllocName(st.job.ID, tg.Name, idx), NodeID: best.ID, NodeName: best.Name,
-		JobID: st.job.ID, JobVersion: st.job.Version, TaskGroup: tg.Name,
-		AllocatedResources: allocatedResources(tg), Metrics: metric,
-		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+	var p *pass
+	var blocked *sdk.Evaluation
+	err := conclude.Retry(limit, func() (bool, bool, error) {
+		p = newPass(ctx, eval, s.Batch, blocked)
+		done, progress, err := p.run()
+		blocked = p.blocked
+		return done, progress, err
 	})
+	switch {
+	case errors.Is(err, conclude.ErrMaxAttempts):
+		b, berr := conclude.Blocked(ctx, eval, p.stack.Eligibility(), p.failed, true)
+		if berr != nil {
+			return berr
+		}
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error(),
+			Blocked: b, Failed: p.failed, Queued: p.queued, DeploymentID: p.deploymentID()})
+	case err != nil:
+		return err
+	}
+	if eval.Status == sdk.EvalStatusBlocked && len(p.failed) != 0 {
+		return conclude.Reblock(ctx, eval, p.stack.Eligibility(), p.failed, p.queued)
+	}
+	return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusComplete, Blocked: p.blocked,
+		Failed: p.failed, Queued: p.queued, DeploymentID: p.deploymentID()})
 }
 
-// infeasible returns the name of the first check node fails for tg, or "".
-func (st *evalState) infeasible(tg *sdk.TaskGroup, n *sdk.Node) string {
-	for _, c := range st.job.Constraints {
-		if !st.checker.Meets(c, n) {
-			return c.String()
+// pass is one attempt at an evaluation.
+type pass struct {
+	ctx        *sdk.Context
+	eval       *sdk.Evaluation
+	batch      bool
+	job        *sdk.Job
+	plan       *stack.Plan
+	stack      *stack.Stack
+	deployment *sdk.Deployment
+	failed     map[string]*sdk.AllocMetric
+	queued     map[string]int
+	placed     map[string]bool
+	blocked    *sdk.Evaluation
+	followups  []*sdk.Evaluation
+	preempt    bool
+}
+
+func newPass(ctx *sdk.Context, eval *sdk.Evaluation, batch bool, blocked *sdk.Evaluation) *pass {
+	job := ctx.State.Job(eval.Namespace, eval.JobID)
+	p := &pass{ctx: ctx, eval: eval, batch: batch, job: job, blocked: blocked,
+		queued: map[string]int{}, placed: map[string]bool{}}
+	p.plan = stack.NewPlan(ctx.State, eval, job)
+	sc := ctx.State.SchedulerConfig()
+	jobType := sdk.JobTypeService
+	if batch {
+		jobType = sdk.JobTypeBatch
+	}
+	p.preempt = sc.PreemptionEnabled(jobType)
+	p.stack = stack.New(ctx, p.plan, job, stack.ConfigFor(jobType, sc))
+	if !batch {
+		p.deployment = ctx.State.LatestDeployment(eval.Namespace, eval.JobID)
+	}
+	if !job.Stopped() {
+		nodes, _, byDC := stack.ReadyNodes(ctx.State, job)
+		stack.Shuffle(nodes, ctx.Rand())
+		p.stack.SetNodes(nodes, byDC)
+		for _, tg := range job.TaskGroups {
+			p.queued[tg.Name] = 0
 		}
 	}
-	for _, c := range tg.Constraints {
-		if !st.checker.Meets(c, n) {
-			return c.String()
-		}
-	}
-	for _, t := range tg.Tasks {
-		if t.Driver != "" && !n.HasDriver(t.Driver) {
-			return "missing drivers"
-		}
-		for _, c := range t.Constraints {
-			if !st.checker.Meets(c, n) {
-				return c.String()
-			}
-		}
+	return p
+}
+
+func (p *pass) deploymentID() string {
+	if p.deployment != nil {
+		return p.deployment.ID
 	}
 	return ""
 }
 
-// binpackScore is Nomad's best-fit score: higher when the node is fuller,
-// from 0 (empty) to 18 (full), over CPU and memory.
-func binpackScore(used, capacity sdk.Usage) float64 {
-	if capacity.CPU <= 0 || capacity.MemoryMB <= 0 {
-		return 0
+// run reconciles, places and submits the plan. done is false when the plan
+// was not fully committed (the state was refreshed: try again).
+func (p *pass) run() (done, progress bool, err error) {
+	if err := p.computeJobAllocs(); err != nil {
+		return false, false, err
 	}
-	freeCPU := 1 - float64(used.CPU)/float64(capacity.CPU)
-	freeMem := 1 - float64(used.MemoryMB)/float64(capacity.MemoryMB)
-	total := math.Pow(10, freeCPU) + math.Pow(10, freeMem)
-	return math.Max(0, 20-total)
-}
-
-func allocatedResources(tg *sdk.TaskGroup) *sdk.AllocatedResources {
-	ar := &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}}
-	for _, t := range tg.Tasks {
-		tr := &sdk.AllocatedTaskResources{}
-		if t.Resources != nil {
-			tr.Cpu.CpuShares = int64(t.Resources.CPU)
-			tr.Memory.MemoryMB = int64(t.Resources.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(t.Resources.MemoryMaxMB)
+	delayInstead := len(p.followups) > 0 && p.eval.WaitUntil.IsZero()
+	if p.eval.Status != sdk.EvalStatusBlocked && len(p.failed) != 0 && p.blocked == nil && !delayInstead {
+		b, err := conclude.Blocked(p.ctx, p.eval, p.stack.Eligibility(), p.failed, false)
+		if err != nil {
+			return false, false, err
 		}
-		ar.Tasks[t.Name] = tr
+		p.blocked = b
 	}
-	if tg.EphemeralDisk != nil {
-		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
+	if p.plan.IsNoOp() && !p.eval.AnnotatePlan {
+		return true, false, nil
 	}
-	return ar
-}
-
-// finish writes the eval's outcome, creating a blocked eval when some
-// allocations could not be placed.
-func (st *evalState) finish(status, desc string) error {
-	e := st.eval.Copy()
-	e.Status = status
-	e.StatusDescription = desc
-	e.QueuedAllocations = st.queued
-	e.SnapshotIndex = st.ctx.State.Index()
-	if len(st.failed) > 0 {
-		e.FailedTGAllocs = st.failed
-		if st.eval.Status != sdk.EvalStatusBlocked {
-			blocked := e.CreateBlockedEval(st.ctx.NewID(), st.classEligibility(), false, "", st.failed, false)
-			if err := st.ctx.Planner.CreateEval(blocked); err != nil {
-				return fmt.Errorf("generic: create blocked eval: %w", err)
+	if delayInstead {
+		for _, ev := range p.followups {
+			ev.PreviousEval = p.eval.ID
+			if err := p.ctx.Planner.CreateEval(ev); err != nil {
+				return false, false, fmt.Errorf("generic: create follow-up eval: %w", err)
 			}
-			e.BlockedEval = blocked.ID
-		} else {
-			// A blocked eval that still cannot place goes back to the tracker.
-			re := st.eval.Copy()
-			re.FailedTGAllocs = st.failed
-			re.ClassEligibility = st.classEligibility()
-			re.QueuedAllocations = st.queued
-			return st.ctx.Planner.ReblockEval(re)
 		}
 	}
-	return st.ctx.Planner.UpdateEval(e)
+	result, err := p.ctx.Planner.SubmitPlan(p.plan.Plan)
+	if err != nil {
+		return false, false, fmt.Errorf("generic: submit plan: %w", err)
+	}
+	conclude.AdjustQueued(result, p.placed, p.queued)
+	full, _, _ := result.FullCommit(p.plan.Plan)
+	return full && result.RefreshIndex == 0, conclude.Progress(result), nil
 }
 
-func (st *evalState) classEligibility() map[string]bool {
-	m := make(map[string]bool, len(st.classOK))
-	keys := make([]string, 0, len(st.classOK))
-	for k := range st.classOK {
-		keys = append(keys, k)
+// computeJobAllocs reconciles the job and fills the plan.
+func (p *pass) computeJobAllocs() error {
+	allocs := p.ctx.State.AllocsByJob(p.eval.Namespace, p.eval.JobID)
+	tainted := reconcile.TaintedNodes(p.ctx.State, allocs)
+	for _, a := range reconcile.StillRunningOnDownNodes(tainted, allocs) {
+		p.plan.Stop(a, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		m[k] = st.classOK[k]
+	res := reconcile.Compute(reconcile.Input{
+		Job: p.job, Namespace: p.eval.Namespace, JobID: p.eval.JobID, Batch: p.batch,
+		Allocs: allocs, Tainted: tainted, Deployment: p.deployment,
+		EvalID: p.eval.ID, EvalPriority: p.eval.Priority, Now: p.ctx.Now,
+		Update: p.updateFn, NewID: p.ctx.NewID,
+	})
+	if p.eval.AnnotatePlan {
+		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
 	}
-	return m
+	p.plan.Deployment = res.Deployment
+	p.plan.DeploymentUpdates = res.DeploymentUpdates
+	p.followups = res.FollowupEvals
+	if res.Deployment != nil {
+		p.deployment = res.Deployment
+	}
+	for _, st := range res.Stop {
+		p.plan.Stop(st.Alloc, st.Description, st.ClientStatus, st.FollowupEvalID)
+	}
+	for _, a := range res.Disconnect {
+		p.plan.Annotate(a)
+	}
+	deploymentID := p.activeDeploymentID()
+	for _, a := range res.InPlace {
+		if a.DeploymentID != deploymentID {
+			a.DeploymentID = deploymentID
+			a.DeploymentStatus = nil
+		}
+		p.plan.Update(a)
+	}
+	for _, a := range res.Annotate {
+		p.plan.Annotate(a)
+	}
+	if len(res.Place)+len(res.Destructive) == 0 {
+		return nil
+	}
+	for _, d := range res.Destructive {
+		p.queued[d.TaskGroup.Name]++
+		p.place(placement{name: d.Name, tg: d.TaskGroup, prev: d.Stop, stopPrev: d.StopDescription}, deploymentID)
+	}
+	for _, pl := range res.Place {
+		p.queued[pl.TaskGroup.Name]++
+		p.place(placement{name: pl.Name, tg: pl.TaskGroup, prev: pl.Previous, reschedule: pl.Reschedule, canary: pl.Canary}, deploymentID)
+	}
+	return nil
 }
 
-// finishMaxAttempts ends an eval whose plans kept being rejected: it is
-// complete, and a max-plan-attempts blocked eval takes over.
-func (st *evalState) finishMaxAttempts() error {
-	e := st.eval.Copy()
-	e.Status = sdk.EvalStatusComplete
-	e.StatusDescription = "maximum attempts reached"
-	blocked := e.CreateBlockedEval(st.ctx.NewID(), st.classEligibility(), false, "", nil, true)
-	if err := st.ctx.Planner.CreateEval(blocked); err != nil {
-		return fmt.Errorf("generic: create max-plan-attempts eval: %w", err)
+func (p *pass) activeDeploymentID() string {
+	if p.deployment != nil && p.deployment.Active() {
+		return p.deployment.ID
 	}
-	e.BlockedEval = blocked.ID
-	return st.ctx.Planner.UpdateEval(e)
+	return ""
+}
+
+// placement is one allocation to place.
+type placement struct {
+	name       string
+	tg         *sdk.TaskGroup
+	prev       *sdk.Allocation
+	stopPrev   string // non-empty: stop prev (a destructive update) if placed
+	reschedule bool
+	canary     bool
+}
+
+// place selects a node for one placement and adds it to the plan, or
+// records why it failed.
+func (p *pass) place(pl placement, deploymentID string) {
+	tg := pl.tg
+	if m, ok := p.failed[tg.Name]; ok {
+		m.CoalescedFailures++
+		m.ExhaustResources(tg)
+		return
+	}
+	if pl.stopPrev != "" {
+		// Stop first: the replacement may take the old one's room.
+		p.plan.Stop(pl.prev, pl.stopPrev, "", "")
+	}
+	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.prev), Preferred: p.preferredNode(pl)}
+	option, metric := p.stack.Select(tg, opts)
+	if option == nil && p.preempt {
+		opts.Preempt = true
+		option, metric = p.stack.Select(tg, opts)
+	}
+	if option == nil {
+		metric.ExhaustResources(tg)
+		if p.failed == nil {
+			p.failed = map[string]*sdk.AllocMetric{}
+		}
+		p.failed[tg.Name] = metric
+		if pl.stopPrev != "" {
+			p.plan.PopStop(pl.prev)
+		}
+		return
+	}
+	a := &sdk.Allocation{
+		ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID, Name: pl.name,
+		NodeID: option.Node.ID, NodeName: option.Node.Name, JobID: p.job.ID, JobVersion: p.job.Version,
+		TaskGroup: tg.Name, AllocatedResources: option.Resources, Metrics: metric,
+		DeploymentID: deploymentID, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+	}
+	if pl.prev != nil {
+		a.PreviousAllocation = pl.prev.ID
+		if pl.reschedule {
+			a.RescheduleTracker = reconcile.RescheduleTracker(pl.prev, p.ctx.Now)
+		}
+	}
+	if pl.canary && p.deployment != nil {
+		a.DeploymentStatus = &sdk.AllocDeploymentStatus{Canary: true}
+	}
+	for _, v := range option.Preempted {
+		p.plan.Preempt(v, a.ID)
+		a.PreemptedAllocations = append(a.PreemptedAllocations, v.ID)
+	}
+	p.plan.Place(a)
+	p.placed[a.ID] = true
+}
+
+// penaltyNodes are the nodes a replacement should avoid: where the
+// allocation it replaces failed, and where its predecessors were
+// rescheduled from.
+func penaltyNodes(prev *sdk.Allocation) map[string]bool {
+	if prev == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	if prev.ClientStatus == sdk.AllocClientStatusFailed {
+		out[prev.NodeID] = true
+	}
+	if prev.RescheduleTracker != nil {
+		for _, e := range prev.RescheduleTracker.Events {
+			out[e.PrevNodeID] = true
+		}
+	}
+	return out
+}
+
+// preferredNode is the node of the allocation being replaced when the group
+// keeps its ephemeral disk (sticky or migrate) and that node is ready.
+func (p *pass) preferredNode(pl placement) *sdk.Node {
+	if pl.prev == nil || pl.tg.EphemeralDisk == nil || !(pl.tg.EphemeralDisk.Sticky || pl.tg.EphemeralDisk.Migrate) {
+		return nil
+	}
+	if n := p.ctx.State.Node(pl.prev.NodeID); n != nil && n.Ready() {
+		return n
+	}
+	return nil
+}
+
+// updateFn decides whether an existing allocation follows the job's new
+// version in place: only if no destructive field changed and it still fits
+// its node (probed with the allocation itself stopped).
+func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGroup) (bool, bool, *sdk.Allocation) {
+	if existing.Job != nil && existing.Job.JobModifyIndex == job.JobModifyIndex {
+		return true, false, nil
+	}
+	if existing.Job == nil {
+		return false, true, nil
+	}
+	if changed, _ := reconcile.TasksUpdated(job, existing.Job, tg.Name); changed {
+		return false, true, nil
+	}
+	if existing.TerminalStatus() {
+		return true, false, nil
+	}
+	node := p.ctx.State.Node(existing.NodeID)
+	if node == nil || !feasible.DatacenterMatches(job.Datacenters, node.Datacenter) || !feasible.PoolMatches(job.NodePool, node.NodePool) {
+		return false, true, nil
+	}
+	p.plan.Stop(existing, reconcile.AllocInPlace, "", "")
+	option, _ := p.stack.SelectOn(node, tg, stack.Options{})
+	p.plan.PopStop(existing)
+	if option == nil {
+		return false, true, nil
+	}
+	updated := *existing
+	updated.Job = nil
+	updated.EvalID = p.eval.ID
+	updated.JobVersion = job.Version
+	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)
+	return false, false, &updated
+}
+
+// keepAssigned returns fresh resources with the ports and devices the
+// existing allocation was given (an in-place update never moves them).
+func keepAssigned(fresh, old *sdk.AllocatedResources) *sdk.AllocatedResources {
+	if old == nil {
+		return fresh
+	}
+	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(fresh.Tasks)), Shared: old.Shared}
+	r.Shared.DiskMB = fresh.Shared.DiskMB
+	for name, t := range fresh.Tasks {
+		c := *t
+		if ot, ok := old.Tasks[name]; ok {
+			c.Networks = ot.Networks
+			c.Devices = ot.Devices
+			if len(ot.Cpu.ReservedCores) > 0 {
+				c.Cpu = ot.Cpu
+			}
+		}
+		r.Tasks[name] = &c
+	}
+	return r
 }

@@ -1,98 +1,523 @@
-package generic
+package generic_test
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
-	"github.com/drover-sched/drover/sdk/mirror"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
 )
 
-// recorder is a planner that accepts every plan and records what it got.
-type recorder struct {
-	plans   []*sdk.Plan
-	updates []*sdk.Evaluation
-	created []*sdk.Evaluation
+var service = &generic.Scheduler{}
+var batch = &generic.Scheduler{Batch: true}
+
+// split separates a plan's placements into new allocations and in-place
+// updates of allocations already in the state.
+func split(h *schedtest.Harness, before map[string]bool, p *sdk.Plan) (fresh, inplace []*sdk.Allocation) {
+	for _, a := range schedtest.Placed(p) {
+		if before[a.ID] {
+			inplace = append(inplace, a)
+		} else {
+			fresh = append(fresh, a)
+		}
+	}
+	return fresh, inplace
 }
 
-func (r *recorder) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
-	r.plans = append(r.plans, p)
-	return &sdk.PlanResult{NodeAllocation: p.NodeAllocation, NodeUpdate: p.NodeUpdate}, nil
-}
-func (r *recorder) UpdateEval(e *sdk.Evaluation) error  { r.updates = append(r.updates, e); return nil }
-func (r *recorder) CreateEval(e *sdk.Evaluation) error  { r.created = append(r.created, e); return nil }
-func (r *recorder) ReblockEval(e *sdk.Evaluation) error { r.updates = append(r.updates, e); return nil }
-
-func node(id string, cpu int64, kernel string) *sdk.Node {
-	return &sdk.Node{ID: id, Datacenter: "dc1", Status: sdk.NodeStatusReady, SchedulingEligibility: sdk.NodeSchedulingEligible,
-		Attributes:    map[string]string{"kernel.name": kernel, "driver.docker": "1"},
-		NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: cpu}, Memory: sdk.NodeMemoryResources{MemoryMB: 4096}}}
+func ids(as []*sdk.Allocation) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range as {
+		m[a.ID] = true
+	}
+	return m
 }
 
-func run(t *testing.T, sync *abi.StateSync, job *sdk.Job) *recorder {
-	t.Helper()
-	m := mirror.New()
-	if err := m.Apply(sync); err != nil {
-		t.Fatal(err)
+func names(as []*sdk.Allocation) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Name)
 	}
-	r := &recorder{}
-	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: job.ID, Type: job.Type, Status: sdk.EvalStatusPending}
-	ctx := sdk.NewContext(m, r, nil, time.Unix(0, 0), nil, eval.ID)
-	if err := (&Scheduler{}).Process(ctx, eval); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	sort.Strings(out)
+	return out
 }
 
-func webJob(count int) *sdk.Job {
-	return &sdk.Job{Namespace: "default", ID: "web", Type: "service", Datacenters: []string{"dc1"},
-		Constraints: []*sdk.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
-		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
-			Resources: &sdk.Resources{CPU: 500, MemoryMB: 256}}}}}}
+func countBy(as []*sdk.Allocation, key func(*sdk.Allocation) string) map[string]int {
+	m := map[string]int{}
+	for _, a := range as {
+		m[key(a)]++
+	}
+	return m
 }
 
-func TestProcess_BestFitAndConstraints(t *testing.T) {
-	job := webJob(2)
-	sync := &abi.StateSync{Full: true, Index: 1, Jobs: []*sdk.Job{job},
-		Nodes: []*sdk.Node{node("big", 8000, "linux"), node("small", 1200, "linux"), node("win", 1000, "windows")}}
-	r := run(t, sync, job)
-	if len(r.plans) != 1 {
-		t.Fatalf("plans = %d", len(r.plans))
+// running registers job with count allocations running on the nodes, round
+// robin.
+func running(h *schedtest.Harness, job *sdk.Job, nodes []*sdk.Node, count int) []*sdk.Allocation {
+	h.UpsertJob(job)
+	var out []*sdk.Allocation
+	for i := 0; i < count; i++ {
+		out = append(out, schedtest.Alloc(job, i, nodes[i%len(nodes)].ID))
 	}
-	placed := r.plans[0].NodeAllocation
-	// Best fit fills the small node first (both fit there), never the
-	// Windows node.
-	if len(placed["small"]) != 2 || len(placed["win"]) != 0 {
-		t.Fatalf("placements = %v", placed)
+	h.UpsertAllocs(out...)
+	return out
+}
+
+func TestService_Register(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 10)...)
+	job := schedtest.ServiceJob("web", 10)
+	h.Process(service, h.RegisterJob(job))
+
+	plan := h.LastPlan()
+	placed := schedtest.Placed(plan)
+	if len(placed) != 10 {
+		t.Fatalf("placed %d, want 10", len(placed))
 	}
-	if len(r.updates) != 1 || r.updates[0].Status != sdk.EvalStatusComplete || len(r.created) != 0 {
-		t.Fatalf("eval updates = %+v, created = %+v", r.updates, r.created)
+	seen := map[string]bool{}
+	for _, a := range placed {
+		if seen[a.Name] {
+			t.Fatalf("name %s placed twice", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Metrics == nil || a.Metrics.NodesEvaluated == 0 || len(a.Metrics.ScoreMetaData) == 0 {
+			t.Fatalf("placement %s has no explanation: %+v", a.Name, a.Metrics)
+		}
+		if a.Metrics.NodesAvailable["dc1"] != 10 {
+			t.Fatalf("NodesAvailable = %v", a.Metrics.NodesAvailable)
+		}
+	}
+	e := h.LastEval()
+	if e.Status != sdk.EvalStatusComplete || e.QueuedAllocations["web"] != 0 || len(e.FailedTGAllocs) != 0 || len(h.Created) != 0 {
+		t.Fatalf("eval = %+v, created %d", e, len(h.Created))
+	}
+	// Job anti-affinity spreads a service's allocations over the nodes.
+	if perNode := countBy(placed, func(a *sdk.Allocation) string { return a.NodeID }); len(perNode) < 5 {
+		t.Fatalf("10 allocations on only %d nodes: anti-affinity not applied", len(perNode))
+	}
+	if got := len(h.Live("default", "web")); got != 10 {
+		t.Fatalf("live after commit = %d", got)
 	}
 }
 
-func TestProcess_UnplacedCreatesBlockedEval(t *testing.T) {
-	job := webJob(3)
-	sync := &abi.StateSync{Full: true, Index: 1, Jobs: []*sdk.Job{job}, Nodes: []*sdk.Node{node("small", 900, "linux")}}
-	r := run(t, sync, job)
-	e := r.updates[0]
-	if e.QueuedAllocations["g"] != 2 || e.FailedTGAllocs["g"].CoalescedFailures != 1 {
-		t.Fatalf("queued/failures = %v %+v", e.QueuedAllocations, e.FailedTGAllocs["g"])
+func TestService_ScaleUpAndDown(t *testing.T) {
+	cases := []struct {
+		name       string
+		from, to   int
+		wantPlaced []string
+		wantStop   []string
+	}{
+		{"scale up", 3, 5, []string{"web.web[3]", "web.web[4]"}, nil},
+		{"scale down", 5, 3, nil, []string{"web.web[3]", "web.web[4]"}},
 	}
-	if len(r.created) != 1 || r.created[0].Status != sdk.EvalStatusBlocked || e.BlockedEval != r.created[0].ID {
-		t.Fatalf("blocked eval chain wrong: %+v / %+v", e, r.created)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 5)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", tc.from)
+			before := ids(running(h, job, nodes, tc.from))
+			scaled := schedtest.ServiceJob("web", tc.to)
+			h.Process(service, h.RegisterJob(scaled))
+			fresh, _ := split(h, before, h.LastPlan())
+			placed := names(fresh)
+			stopped := names(schedtest.Stopped(h.LastPlan()))
+			if fmt.Sprint(placed) != fmt.Sprint(tc.wantPlaced) || fmt.Sprint(stopped) != fmt.Sprint(tc.wantStop) {
+				t.Fatalf("placed %v stopped %v, want %v %v", placed, stopped, tc.wantPlaced, tc.wantStop)
+			}
+			if got := len(h.Live("default", "web")); got != tc.to {
+				t.Fatalf("live = %d, want %d", got, tc.to)
+			}
+			if e := h.LastEval(); e.Status != sdk.EvalStatusComplete {
+				t.Fatalf("eval status %s", e.Status)
+			}
+		})
 	}
 }
 
-func TestProcess_StoppedJobStopsAllocations(t *testing.T) {
-	job := webJob(1)
-	job.Stop = true
-	a := &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", Name: "web.g[0]", NodeID: "big",
-		DesiredStatus: sdk.AllocDesiredStatusRun}
-	sync := &abi.StateSync{Full: true, Index: 1, Jobs: []*sdk.Job{job}, Nodes: []*sdk.Node{node("big", 8000, "linux")},
-		Allocs: []*sdk.Allocation{a}}
-	r := run(t, sync, job)
-	if len(r.plans) != 1 || len(r.plans[0].NodeUpdate["big"]) != 1 || r.plans[0].NodeUpdate["big"][0].ID != "a1" {
-		t.Fatalf("stop plan = %+v", r.plans)
+func TestService_Updates(t *testing.T) {
+	cases := []struct {
+		name           string
+		change         func(j *sdk.Job)
+		wantInPlace    int
+		wantStop       int
+		wantPlaced     int
+		wantDeployment bool
+	}{
+		{"count-only change is in place", func(j *sdk.Job) {}, 4, 0, 4, false},
+		{"job meta change is destructive", func(j *sdk.Job) { j.Meta = map[string]string{"owner": "ops"} }, 0, 4, 4, false},
+		{"constraint change is in place", func(j *sdk.Job) {
+			j.Constraints = append(j.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
+		}, 4, 0, 4, false},
+		{"config change is destructive", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/true"} }, 0, 4, 4, false},
+		{"resources change is destructive", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 512 }, 0, 4, 4, false},
+		{"rolling update is limited by max_parallel", func(j *sdk.Job) {
+			j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/true"}
+			j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 2, MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+		}, 0, 2, 2, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 4)
+			h.UpsertNodes(nodes...)
+			before := ids(running(h, schedtest.ServiceJob("web", 4), nodes, 4))
+			job := schedtest.ServiceJob("web", 4)
+			tc.change(job)
+			h.Process(service, h.RegisterJob(job))
+			plan := h.LastPlan()
+			placed := schedtest.Placed(plan)
+			_, inplaceAllocs := split(h, before, plan)
+			inplace := len(inplaceAllocs)
+			if inplace != tc.wantInPlace || len(schedtest.Stopped(plan)) != tc.wantStop || len(placed) != tc.wantPlaced {
+				t.Fatalf("in place %d stop %d placed %d, want %d %d %d", inplace, len(schedtest.Stopped(plan)), len(placed),
+					tc.wantInPlace, tc.wantStop, tc.wantPlaced)
+			}
+			if (plan.Deployment != nil) != tc.wantDeployment {
+				t.Fatalf("deployment = %+v", plan.Deployment)
+			}
+			if tc.wantDeployment {
+				s := plan.Deployment.TaskGroups["web"]
+				if s.DesiredTotal != 4 {
+					t.Fatalf("deployment desired total = %d", s.DesiredTotal)
+				}
+				for _, a := range placed {
+					if a.DeploymentID != plan.Deployment.ID {
+						t.Fatalf("placement not part of the deployment")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestService_Stop(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 2)
+	h.UpsertNodes(nodes...)
+	job := schedtest.ServiceJob("web", 3)
+	running(h, job, nodes, 3)
+	stopped := schedtest.ServiceJob("web", 3)
+	stopped.Stop = true
+	h.Process(service, h.RegisterJob(stopped))
+	stops := schedtest.Stopped(h.LastPlan())
+	if len(stops) != 3 {
+		t.Fatalf("stopped %d", len(stops))
+	}
+	for _, s := range stops {
+		if s.DesiredDescription != reconcile.AllocNotNeeded {
+			t.Fatalf("desc %q", s.DesiredDescription)
+		}
+	}
+	if len(h.Live("default", "web")) != 0 {
+		t.Fatalf("allocations still live")
+	}
+}
+
+func TestService_NothingToDo(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 3)
+	h.UpsertNodes(nodes...)
+	job := schedtest.ServiceJob("web", 3)
+	running(h, job, nodes, 3)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if len(h.Plans) != 0 {
+		t.Fatalf("a no-op eval submitted a plan: %+v", h.LastPlan())
+	}
+	if e := h.LastEval(); e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval status %s", e.Status)
+	}
+}
+
+func TestService_LostAndMigrating(t *testing.T) {
+	cases := []struct {
+		name       string
+		taint      func(h *schedtest.Harness, node *sdk.Node, a *sdk.Allocation)
+		wantClient string
+		wantDesc   string
+	}{
+		{"node down", func(h *schedtest.Harness, n *sdk.Node, _ *sdk.Allocation) {
+			n.Status = sdk.NodeStatusDown
+			h.UpsertNodes(n)
+		}, sdk.AllocClientStatusLost, reconcile.AllocLost},
+		{"node gone", func(h *schedtest.Harness, n *sdk.Node, _ *sdk.Allocation) {
+			h.UpsertNodes() // nothing; the node is removed below
+		}, sdk.AllocClientStatusLost, reconcile.AllocLost},
+		{"draining node, alloc marked to migrate", func(h *schedtest.Harness, n *sdk.Node, a *sdk.Allocation) {
+			n.DrainStrategy = &sdk.DrainStrategy{Deadline: time.Hour}
+			n.SchedulingEligibility = sdk.NodeSchedulingIneligible
+			h.UpsertNodes(n)
+			yes := true
+			c := *h.State.Alloc(a.ID)
+			c.DesiredTransition.Migrate = &yes
+			h.UpsertAllocs(&c)
+		}, "", reconcile.AllocMigrating},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 3)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 2)
+			allocs := running(h, job, nodes[:1], 2) // both on n-000
+			tc.taint(h, nodes[0], allocs[0])
+			if tc.name == "node gone" {
+				h.DeleteNode(nodes[0].ID)
+			}
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+			plan := h.LastPlan()
+			stops := schedtest.Stopped(plan)
+			wantStops := 2
+			if tc.wantDesc == reconcile.AllocMigrating {
+				wantStops = 1
+			}
+			if len(stops) != wantStops {
+				t.Fatalf("stops = %d, want %d", len(stops), wantStops)
+			}
+			for _, s := range stops {
+				if s.ClientStatus != tc.wantClient || s.DesiredDescription != tc.wantDesc {
+					t.Fatalf("stop = %q/%q, want %q/%q", s.ClientStatus, s.DesiredDescription, tc.wantClient, tc.wantDesc)
+				}
+			}
+			placed := schedtest.Placed(plan)
+			if len(placed) != wantStops {
+				t.Fatalf("replacements = %d", len(placed))
+			}
+			for _, a := range placed {
+				if a.NodeID == nodes[0].ID {
+					t.Fatalf("replacement placed on the tainted node")
+				}
+				if a.PreviousAllocation == "" {
+					t.Fatalf("replacement does not link its predecessor")
+				}
+			}
+		})
+	}
+}
+
+func TestService_Reschedule(t *testing.T) {
+	cases := []struct {
+		name      string
+		policy    *sdk.ReschedulePolicy
+		events    []*sdk.RescheduleEvent
+		failedAgo time.Duration
+		wantNow   bool
+		wantLater time.Duration // delay of the follow-up eval after the failure
+	}{
+		{"constant, due now", &sdk.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: true}, nil, 10 * time.Second, true, 0},
+		{"constant, due later", &sdk.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "constant", Unlimited: true}, nil, 0, false, 30 * time.Second},
+		{"exponential doubles the last delay", &sdk.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true},
+			[]*sdk.RescheduleEvent{{Delay: 20 * time.Second}}, 0, false, 40 * time.Second},
+		{"fibonacci adds the last two", &sdk.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "fibonacci", MaxDelay: time.Hour, Unlimited: true},
+			[]*sdk.RescheduleEvent{{Delay: 5 * time.Second}, {Delay: 8 * time.Second}}, 0, false, 13 * time.Second},
+		{"exponential capped by max delay", &sdk.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "exponential", MaxDelay: 50 * time.Second, Unlimited: true},
+			[]*sdk.RescheduleEvent{{Delay: 40 * time.Second}}, 0, false, 50 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 3)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 1)
+			job.TaskGroups[0].ReschedulePolicy = tc.policy
+			h.UpsertJob(job)
+			a := schedtest.Alloc(job, 0, nodes[0].ID)
+			a.ClientStatus = sdk.AllocClientStatusFailed
+			a.ModifyTime = h.Now.Add(-tc.failedAgo).UnixNano()
+			for _, e := range tc.events {
+				e.RescheduleTime = h.Now.Add(-10 * time.Second).UnixNano()
+				e.PrevNodeID = nodes[1].ID
+			}
+			if tc.events != nil {
+				a.RescheduleTracker = &sdk.RescheduleTracker{Events: tc.events}
+			}
+			h.UpsertAllocs(a)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+			plan := h.LastPlan()
+			placed := schedtest.Placed(plan)
+			if tc.wantNow {
+				if len(placed) != 1 || placed[0].PreviousAllocation != a.ID || placed[0].RescheduleTracker == nil {
+					t.Fatalf("not rescheduled now: %+v", placed)
+				}
+				if placed[0].NodeID == nodes[0].ID {
+					t.Fatalf("rescheduled onto the node it failed on despite the penalty")
+				}
+				if stops := schedtest.Stopped(plan); len(stops) != 1 || stops[0].DesiredDescription != reconcile.AllocRescheduled {
+					t.Fatalf("failed alloc not stopped as rescheduled: %+v", stops)
+				}
+				return
+			}
+			if len(h.Created) != 1 {
+				t.Fatalf("follow-up evals = %d, want 1", len(h.Created))
+			}
+			f := h.Created[0]
+			want := time.Unix(0, a.ModifyTime).Add(tc.wantLater)
+			if f.TriggeredBy != sdk.EvalTriggerRetryFailedAlloc || !f.WaitUntil.Equal(want) || f.PreviousEval == "" {
+				t.Fatalf("follow-up = %+v, want wait until %v", f, want)
+			}
+			if len(placed) != 1 || placed[0].ID != a.ID || placed[0].FollowupEvalID != f.ID {
+				t.Fatalf("failed alloc not annotated with its follow-up: %+v", placed)
+			}
+			if e := h.LastEval(); e.Status != sdk.EvalStatusComplete || e.BlockedEval != "" {
+				t.Fatalf("eval = %+v", e)
+			}
+		})
+	}
+}
+
+func TestService_ConstraintFailureBlocks(t *testing.T) {
+	h := schedtest.New(t)
+	linux := schedtest.Nodes("linux", 2)
+	win := schedtest.Node("win")
+	win.Attributes["kernel.name"] = "windows"
+	h.UpsertNodes(append(linux, win)...)
+	job := schedtest.ServiceJob("web", 20) // 8 fit per node by CPU
+	h.Process(service, h.RegisterJob(job))
+
+	e := h.LastEval()
+	m := e.FailedTGAllocs["web"]
+	if e.Status != sdk.EvalStatusComplete || m == nil {
+		t.Fatalf("eval = %+v", e)
+	}
+	// The Windows node's class was found ineligible by an earlier placement.
+	filtered := m.ConstraintFiltered["${attr.kernel.name} = linux"] + m.ConstraintFiltered["computed class ineligible"]
+	if filtered != 1 || m.DimensionExhausted["cpu"] != 2 || m.ResourcesExhausted["web"].CPU == 0 {
+		t.Fatalf("metric does not explain: %+v", m)
+	}
+	if m.CoalescedFailures != 20-16-1 || e.QueuedAllocations["web"] != 4 {
+		t.Fatalf("coalesced %d queued %d", m.CoalescedFailures, e.QueuedAllocations["web"])
+	}
+	if len(h.Created) != 1 {
+		t.Fatalf("blocked evals = %d", len(h.Created))
+	}
+	b := h.Created[0]
+	if b.Status != sdk.EvalStatusBlocked || b.TriggeredBy != sdk.EvalTriggerQueuedAllocs || b.PreviousEval != e.ID || e.BlockedEval != b.ID {
+		t.Fatalf("blocked = %+v", b)
+	}
+	if b.ClassEligibility[win.ComputedClass] || !b.ClassEligibility[linux[0].ComputedClass] || b.EscapedComputedClass {
+		t.Fatalf("class eligibility = %v escaped %v", b.ClassEligibility, b.EscapedComputedClass)
+	}
+
+	// The blocked eval, run again with nothing changed, is reblocked.
+	h.Process(service, b)
+	if len(h.Reblocked) != 1 || h.Reblocked[0].ID != b.ID || len(h.Created) != 1 {
+		t.Fatalf("reblocked %d created %d", len(h.Reblocked), len(h.Created))
+	}
+	// Capacity arrives: the blocked eval places the rest and completes.
+	h.UpsertNodes(schedtest.Node("linux-new"))
+	h.Process(service, b)
+	if e := h.LastEval(); e.Status != sdk.EvalStatusComplete || len(e.FailedTGAllocs) != 0 || len(h.Live("default", "web")) != 20 {
+		t.Fatalf("after capacity: eval %+v live %d", e, len(h.Live("default", "web")))
+	}
+}
+
+func TestService_EscapedConstraintMarksBlockedEval(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 1)
+	job.Constraints = append(job.Constraints, &sdk.Constraint{LTarget: "${node.unique.name}", RTarget: "elsewhere", Operand: "="})
+	h.Process(service, h.RegisterJob(job))
+	b := h.Created[0]
+	if !b.EscapedComputedClass || b.ClassEligibility != nil {
+		t.Fatalf("blocked eval = %+v", b)
+	}
+}
+
+func TestBatch_CompletedNotReplacedFailedRescheduled(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 3)
+	h.UpsertNodes(nodes...)
+	job := schedtest.BatchJob("etl", 3)
+	allocs := running(h, job, nodes, 3)
+	h.SetClientStatus(sdk.AllocClientStatusComplete, allocs[0])
+	h.Now = h.Now.Add(time.Minute)
+	h.SetClientStatus(sdk.AllocClientStatusFailed, allocs[1])
+	h.Now = h.Now.Add(time.Minute) // past the 5s delay
+	h.Process(batch, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 1 || placed[0].PreviousAllocation != allocs[1].ID || placed[0].Name != allocs[1].Name {
+		t.Fatalf("placed = %+v", placed)
+	}
+	// A second failure exceeds the policy's single attempt: no reschedule.
+	h.SetClientStatus(sdk.AllocClientStatusFailed, placed[0])
+	h.Now = h.Now.Add(time.Minute)
+	n := len(h.Plans)
+	h.Process(batch, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	if len(h.Plans) != n {
+		t.Fatalf("rescheduled beyond the policy's attempts: %+v", schedtest.Placed(h.LastPlan()))
+	}
+}
+
+func TestService_PartialCommitRetries(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 4)
+	h.UpsertNodes(nodes...)
+	job := schedtest.ServiceJob("web", 4)
+	h.RejectNodes = map[string]bool{"n-000": true, "n-001": true, "n-002": true, "n-003": true}
+	h.Process(service, h.RegisterJob(job))
+	if len(h.Plans) != 2 {
+		t.Fatalf("plans = %d, want a retry after the rejection", len(h.Plans))
+	}
+	if e := h.LastEval(); e.Status != sdk.EvalStatusComplete || len(h.Live("default", "web")) != 4 {
+		t.Fatalf("eval %+v live %d", e, len(h.Live("default", "web")))
+	}
+}
+
+func TestService_MaxPlanAttempts(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	h.RejectAll = true
+	h.Process(service, h.RegisterJob(schedtest.ServiceJob("web", 2)))
+	if len(h.Plans) != 5 {
+		t.Fatalf("attempts = %d, want 5", len(h.Plans))
+	}
+	e := h.LastEval()
+	if e.Status != sdk.EvalStatusFailed || len(h.Created) != 1 {
+		t.Fatalf("eval %+v created %d", e, len(h.Created))
+	}
+	if b := h.Created[0]; b.TriggeredBy != sdk.EvalTriggerMaxPlans || b.Status != sdk.EvalStatusBlocked || e.BlockedEval != b.ID {
+		t.Fatalf("blocked = %+v", b)
+	}
+}
+
+func TestService_UnknownTriggerFails(t *testing.T) {
+	h := schedtest.New(t)
+	job := schedtest.ServiceJob("web", 1)
+	h.UpsertJob(job)
+	h.Process(service, h.NewEval(job, "no-such-trigger"))
+	if e := h.LastEval(); e.Status != sdk.EvalStatusFailed || !strings.Contains(e.StatusDescription, "cannot handle") {
+		t.Fatalf("eval = %+v", e)
+	}
+}
+
+func TestService_Preemption(t *testing.T) {
+	h := schedtest.New(t)
+	n := schedtest.Node("n1")
+	h.UpsertNodes(n)
+	low := schedtest.ServiceJob("low", 8)
+	low.Priority = 20
+	running(h, low, []*sdk.Node{n}, 8) // 8 x 500 MHz: the node is full
+	cfg := sdk.DefaultSchedulerConfiguration()
+	cfg.PreemptionConfig.ServiceSchedulerEnabled = true
+	h.SetSchedulerConfig(cfg)
+	high := schedtest.ServiceJob("high", 1)
+	high.Priority = 80
+	h.Process(service, h.RegisterJob(high))
+	plan := h.LastPlan()
+	pre := schedtest.Preempted(plan)
+	placed := schedtest.Placed(plan)
+	if len(pre) != 1 || len(placed) != 1 || placed[0].PreemptedAllocations[0] != pre[0].ID {
+		t.Fatalf("preempted %+v placed %+v", pre, placed)
+	}
+	// Without preemption enabled the same job is blocked instead.
+	h2 := schedtest.New(t)
+	h2.UpsertNodes(schedtest.Node("n1"))
+	running(h2, low, []*sdk.Node{n}, 8)
+	h2.Process(service, h2.RegisterJob(schedtest.ServiceJob("high", 1)))
+	if len(h2.Plans) != 0 || len(h2.Created) != 1 {
+		t.Fatalf("preempted although disabled")
 	}
 }

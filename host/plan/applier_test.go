@@ -1,0 +1,331 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/rs/zerolog"
+)
+
+// fakeRaft commits entries straight into a store, one at a time. With a
+// gate, each apply waits for a value on it; entered is told when an apply
+// starts.
+type fakeRaft struct {
+	mu      sync.Mutex
+	store   *state.Store
+	gate    chan struct{}
+	entered chan struct{}
+	fail    atomic.Int32 // fail this many applies
+	calls   atomic.Int32
+	jitter  bool
+}
+
+func (f *fakeRaft) ApplyEntry(data []byte) (uint64, error) {
+	f.calls.Add(1)
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.gate != nil {
+		<-f.gate
+	}
+	if f.jitter {
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail.Load() > 0 {
+		f.fail.Add(-1)
+		return 0, errors.New("raft: leadership lost")
+	}
+	idx := f.store.LatestIndex() + 1
+	return idx, fsm.WriteEntry(f.store, idx, data)
+}
+
+// allOutstanding says every eval is outstanding under token "t".
+type allOutstanding struct{}
+
+func (allOutstanding) Outstanding(string) (string, bool) { return "t", true }
+
+func startApplier(t *testing.T, s *state.Store, r *fakeRaft) *Applier {
+	t.Helper()
+	q := NewQueue()
+	q.SetEnabled(true)
+	a := NewApplier(q, s, r, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		if r.gate != nil {
+			close(r.gate)
+		}
+		cancel()
+		<-done
+	})
+	return a
+}
+
+type verdict struct {
+	res *sdk.PlanResult
+	err error
+}
+
+func submitAsync(a *Applier, p *sdk.Plan) <-chan verdict {
+	ch := make(chan verdict, 1)
+	go func() {
+		res, err := a.Submit(context.Background(), p)
+		ch <- verdict{res, err}
+	}()
+	return ch
+}
+
+func await(t *testing.T, ch <-chan verdict) verdict {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("no verdict")
+		return verdict{}
+	}
+}
+
+func TestApplier_PipelinedPlanSeesPreviousPlan(t *testing.T) {
+	s, job := fixture(t)
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 600)}}})
+	<-r.entered // the first plan is committing
+	second := submitAsync(a, &sdk.Plan{EvalID: "hi", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("b", "n0", 600)}}})
+	select {
+	case v := <-second:
+		t.Fatalf("the second plan was answered before the first committed: %+v", v)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.gate <- struct{}{}
+	v1, v2 := await(t, first), await(t, second)
+	if v1.err != nil || len(v1.res.NodeAllocation["n0"]) != 1 {
+		t.Fatalf("first plan: %+v %v", v1.res, v1.err)
+	}
+	if v2.err != nil || len(v2.res.RejectedNodes) != 1 || v2.res.RefreshIndex < v1.res.AllocIndex {
+		t.Fatalf("second plan should be rejected with a refresh past the first commit: %+v %v", v2.res, v2.err)
+	}
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("%d raft applies, want 1", n)
+	}
+}
+
+func TestApplier_PipelinedPlanCommitsAfterPrevious(t *testing.T) {
+	s, job := fixture(t)
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 500)}}})
+	<-r.entered
+	second := submitAsync(a, &sdk.Plan{EvalID: "hi", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("b", "n0", 500)}}})
+	time.Sleep(20 * time.Millisecond)
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("the second plan went to raft before the first committed (%d applies)", n)
+	}
+	r.gate <- struct{}{}
+	<-r.entered
+	r.gate <- struct{}{}
+	v1, v2 := await(t, first), await(t, second)
+	if v1.err != nil || v2.err != nil || v2.res.AllocIndex <= v1.res.AllocIndex || len(v2.res.RejectedNodes) != 0 {
+		t.Fatalf("verdicts %+v %v / %+v %v", v1.res, v1.err, v2.res, v2.err)
+	}
+}
+
+func TestApplier_FailedCommitMakesNextPlanJudgedAgain(t *testing.T) {
+	s, job := fixture(t)
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	r.fail.Store(1)
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 600)}}})
+	<-r.entered
+	second := submitAsync(a, &sdk.Plan{EvalID: "hi", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("b", "n0", 600)}}})
+	time.Sleep(20 * time.Millisecond)
+	r.gate <- struct{}{} // the first fails
+	if v := await(t, first); v.err == nil {
+		t.Fatal("the failed commit was not reported")
+	}
+	<-r.entered
+	r.gate <- struct{}{}
+	v2 := await(t, second)
+	if v2.err != nil || len(v2.res.NodeAllocation["n0"]) != 1 {
+		t.Fatalf("the second plan, judged again, should fit: %+v %v", v2.res, v2.err)
+	}
+}
+
+func TestApplier_NodeChangeDuringCommitMakesNextPlanJudgedAgain(t *testing.T) {
+	s, job := fixture(t)
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 100)}}})
+	<-r.entered
+	second := submitAsync(a, &sdk.Plan{EvalID: "hi", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("b", "n1", 100)}}})
+	time.Sleep(20 * time.Millisecond)
+	// n1 goes down while the first plan commits.
+	r.mu.Lock()
+	err := s.Write(s.LatestIndex()+1, func(tx *state.Txn) error {
+		n := *tx.Node("n1")
+		n.Status = sdk.NodeStatusDown
+		return tx.UpsertNode(&n)
+	})
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.gate <- struct{}{}
+	await(t, first)
+	v2 := await(t, second)
+	if v2.err != nil || len(v2.res.RejectedNodes) != 1 {
+		t.Fatalf("a placement on a node that went down was committed: %+v %v", v2.res, v2.err)
+	}
+}
+
+type noneOutstanding struct{}
+
+func (noneOutstanding) Outstanding(string) (string, bool) { return "", false }
+
+func TestApplier_StaleTokenRejected(t *testing.T) {
+	s, job := fixture(t)
+	q := NewQueue()
+	q.SetEnabled(true)
+	a := NewApplier(q, s, &fakeRaft{store: s}, noneOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	_, err := a.Submit(ctx, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1)}}})
+	if !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestQueue_PriorityOrderAndDisable(t *testing.T) {
+	q := NewQueue()
+	if _, err := q.Enqueue(&sdk.Plan{}); !errors.Is(err, ErrQueueDisabled) {
+		t.Fatalf("enqueue on a disabled queue: %v", err)
+	}
+	q.SetEnabled(true)
+	var replies []<-chan Response
+	for _, prio := range []int{10, 90, 50, 90} {
+		ch, err := q.Enqueue(&sdk.Plan{EvalID: fmt.Sprint(prio), Priority: prio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, ch)
+	}
+	var got []int
+	for i := 0; i < 3; i++ {
+		p, _ := q.dequeue(context.Background())
+		got = append(got, p.plan.Priority)
+	}
+	if fmt.Sprint(got) != "[90 90 50]" {
+		t.Fatalf("order %v", got)
+	}
+	q.SetEnabled(false)
+	if r := <-replies[0]; !errors.Is(r.Err, ErrQueueDisabled) {
+		t.Fatalf("a queued plan was not failed on disable: %v", r.Err)
+	}
+}
+
+// TestApplier_Property_NoNodeOvercommitted has many schedulers submit
+// plans concurrently, built from stale views, to a pipelined applier whose
+// raft commits with jitter, and checks that no node ever holds more than
+// its capacity.
+func TestApplier_Property_NoNodeOvercommitted(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			s, _ := state.NewStore()
+			const nodes, jobs = 6, 8
+			err := s.Write(1, func(tx *state.Txn) error {
+				for i := 0; i < nodes; i++ {
+					if err := tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", i), Status: "ready", SchedulingEligibility: "eligible",
+						NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 1000}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000}}}); err != nil {
+						return err
+					}
+				}
+				for j := 0; j < jobs; j++ {
+					if err := tx.UpsertJob(&sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", j), Type: "service", Priority: 50,
+						TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}); err != nil {
+						return err
+					}
+					if err := tx.UpsertEval(&sdk.Evaluation{ID: fmt.Sprintf("e%d", j), Namespace: "default", JobID: fmt.Sprintf("j%d", j),
+						Priority: 50, Status: sdk.EvalStatusPending}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &fakeRaft{store: s, jitter: true}
+			a := startApplier(t, s, r)
+			var wg sync.WaitGroup
+			for j := 0; j < jobs; j++ {
+				wg.Add(1)
+				go func(j int) {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(seed, uint64(j)))
+					for k := 0; k < 25; k++ {
+						snap := s.Snapshot()
+						job := snap.Job("default", fmt.Sprintf("j%d", j))
+						p := &sdk.Plan{EvalID: fmt.Sprintf("e%d", j), EvalToken: "t", Job: job, AllAtOnce: rng.IntN(4) == 0}
+						// Stop a random live allocation of this job now and then.
+						for _, al := range snap.AllocsByJob("default", job.ID) {
+							if !al.TerminalStatus() && rng.IntN(4) == 0 {
+								p.AppendStoppedAlloc(al, "", "")
+								break
+							}
+						}
+						for n := 0; n < 1+rng.IntN(3); n++ {
+							node := fmt.Sprintf("n%d", rng.IntN(nodes))
+							p.AppendAlloc(&sdk.Allocation{ID: fmt.Sprintf("a-%d-%d-%d", j, k, n), Namespace: "default", JobID: job.ID,
+								TaskGroup: "g", NodeID: node, AllocatedResources: res(int64(100 + rng.IntN(400)))})
+						}
+						if _, err := a.Submit(context.Background(), p); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}(j)
+			}
+			wg.Wait()
+			snap := s.Snapshot()
+			placed := 0
+			for _, n := range snap.Nodes() {
+				allocs := snap.AllocsByNode(n.ID)
+				if ok, dim := feasible.AllocsFit(n, allocs); !ok {
+					t.Fatalf("node %s over-committed on %s", n.ID, dim)
+				}
+				for _, al := range allocs {
+					if !al.TerminalStatus() {
+						placed++
+					}
+				}
+			}
+			if placed == 0 {
+				t.Fatal("nothing was placed: the test proves nothing")
+			}
+		})
+	}
+}

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// coreJobs are the periodic collections the leader asks the core
+// scheduler for.
+var coreJobs = []string{sdk.CoreJobEvalGC, sdk.CoreJobJobGC, sdk.CoreJobNodeGC, sdk.CoreJobDeploymentGC}
+
+// hasCorePlugin reports whether some plugin serves core evaluations; without
+// one, core evals would only pile up in the broker.
+func (s *Server) hasCorePlugin() bool {
+	_, err := s.plugins.ForEval(&sdk.Evaluation{Type: sdk.JobTypeCore}, nil)
+	return err == nil
+}
+
+func (s *Server) coreEval(jobID string) *sdk.Evaluation {
+	now := s.now().UnixNano()
+	return &sdk.Evaluation{ID: newID(), Namespace: sdk.DefaultNamespace, Priority: sdk.CoreJobPriority,
+		Type: sdk.JobTypeCore, TriggeredBy: sdk.EvalTriggerScheduled, JobID: jobID,
+		Status: sdk.EvalStatusPending, CreateTime: now, ModifyTime: now}
+}
+
+// scheduleCoreEvals creates the periodic core evals every GC interval. A
+// kind of collection whose previous eval is still open gets no new one: a
+// slow or failing core plugin must not pile evals up.
+func (s *Server) scheduleCoreEvals(ctx context.Context) {
+	if s.cfg.EvalGCInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.EvalGCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.hasCorePlugin() {
+			continue
+		}
+		snap := s.store.Snapshot()
+		var evals []*sdk.Evaluation
+		for _, j := range coreJobs {
+			if !openCoreEval(snap, j) {
+				evals = append(evals, s.coreEval(j))
+			}
+		}
+		if len(evals) == 0 {
+			continue
+		}
+		if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: evals}); err != nil {
+			s.log.Error().Err(err).Msg("failed to create core evals")
+		}
+	}
+}
+
+// openCoreEval reports whether a core eval of kind is pending or blocked.
+func openCoreEval(snap *state.Snapshot, kind string) bool {
+	for _, e := range snap.EvalsByJob(sdk.DefaultNamespace, kind) {
+		if e.Type == sdk.JobTypeCore && !e.TerminalStatus() {
+			return true
+		}
+	}
+	return false
+}
+
+// ForceGC asks the core scheduler to collect everything terminal now,
+// whatever its age.
+func (s *Server) ForceGC() (string, uint64, error) {
+	if !s.hasCorePlugin() {
+		return "", 0, badRequest(errors.New("no core scheduler plugin is loaded"))
+	}
+	e := s.coreEval(sdk.CoreJobForceGC)
+	index, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{e}})
+	return e.ID, index, err
+}
+
+// coreConfig is the configuration handed to the core scheduler: the
+// server's GC thresholds, overridden by the plugin's own config.
+func (s *Server) coreConfig(plugin map[string]string) map[string]string {
+	out := map[string]string{
+		sdk.ConfigEvalGCThreshold:       s.cfg.EvalGCThreshold.String(),
+		sdk.ConfigJobGCThreshold:        s.cfg.JobGCThreshold.String(),
+		sdk.ConfigNodeGCThreshold:       s.cfg.NodeGCThreshold.String(),
+		sdk.ConfigDeploymentGCThreshold: s.cfg.DeploymentGCThreshold.String(),
+	}
+	for k, v := range plugin {
+		out[k] = v
+	}
+	return out
+}
+
+// gcThresholds are how old each kind of object must be to be collected.
+type gcThresholds struct {
+	eval, job, node, deployment time.Duration
+}
+
+// gcThresholdsFor reads the thresholds of a core eval from the core
+// scheduler's configuration (coreConfig); a forced collection has none.
+func gcThresholdsFor(kind string, config map[string]string) (gcThresholds, error) {
+	if kind == sdk.CoreJobForceGC {
+		return gcThresholds{}, nil
+	}
+	var th gcThresholds
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{sdk.ConfigEvalGCThreshold, &th.eval}, {sdk.ConfigJobGCThreshold, &th.job},
+		{sdk.ConfigNodeGCThreshold, &th.node}, {sdk.ConfigDeploymentGCThreshold, &th.deployment},
+	} {
+		d, err := time.ParseDuration(config[f.key])
+		if err != nil || d < 0 {
+			return th, fmt.Errorf("server: core scheduler config %s = %q is not a duration", f.key, config[f.key])
+		}
+		*f.dst = d
+	}
+	return th, nil
+}
+
+// garbageCollect checks that everything in req is safe to delete in snap
+// (the latest state) and old enough by th at the server's time, and deletes
+// it through raft. It rejects the whole request, naming the first object
+// that is not collectable.
+func (s *Server) garbageCollect(snap *state.Snapshot, th gcThresholds, req *sdk.GCRequest) error {
+	if req.Empty() {
+		return nil
+	}
+	if err := checkCollectable(snap, req, th, s.now()); err != nil {
+		return fmt.Errorf("%w: %v", sdk.ErrInvalidEval, err)
+	}
+	_, err := s.Apply(fsm.GarbageCollectRequestType, &fsm.GarbageCollectRequest{
+		Evals: req.Evals, Allocs: req.Allocs, Jobs: req.Jobs, Nodes: req.Nodes, Deployments: req.Deployments})
+	return err
+}
+
+// checkCollectable enforces what may be deleted: terminal evals whose
+// allocations are all terminal or collected too; terminal allocations;
+// stopped or dead jobs with no live allocation and no open eval; down
+// nodes with no live allocation; deployments that are no longer active —
+// each older than its threshold (its last change, by the times the state
+// holds: eval and allocation modify times, the job's submit time and its
+// evals' and allocations' modify times, the node's last status change, the
+// deployment's modify time).
+func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds, now time.Time) error {
+	young := func(unixNano int64, threshold time.Duration) bool {
+		return now.Sub(time.Unix(0, unixNano)) < threshold
+	}
+	allocs := map[string]bool{}
+	for _, id := range req.Allocs {
+		a := snap.Alloc(id)
+		if a == nil {
+			continue
+		}
+		if !a.TerminalStatus() {
+			return fmt.Errorf("allocation %s is not terminal", id)
+		}
+		if young(a.ModifyTime, th.eval) {
+			return fmt.Errorf("allocation %s changed less than %s ago", id, th.eval)
+		}
+		allocs[id] = true
+	}
+	for _, id := range req.Evals {
+		e := snap.Eval(id)
+		if e == nil {
+			continue
+		}
+		if !e.TerminalStatus() {
+			return fmt.Errorf("evaluation %s is %s, not terminal", id, e.Status)
+		}
+		if young(e.ModifyTime, th.eval) {
+			return fmt.Errorf("evaluation %s changed less than %s ago", id, th.eval)
+		}
+		for _, a := range snap.AllocsByEval(id) {
+			if !a.TerminalStatus() {
+				return fmt.Errorf("evaluation %s has live allocation %s", id, a.ID)
+			}
+		}
+	}
+	for _, j := range req.Jobs {
+		job := snap.Job(j.Namespace, j.ID)
+		if job == nil {
+			continue
+		}
+		if !job.Stop && job.Status != sdk.JobStatusDead {
+			return fmt.Errorf("job %s is neither stopped nor dead", j)
+		}
+		if young(job.SubmitTime, th.job) {
+			return fmt.Errorf("job %s was submitted less than %s ago", j, th.job)
+		}
+		for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
+			if !a.TerminalStatus() {
+				return fmt.Errorf("job %s has live allocation %s", j, a.ID)
+			}
+			if young(a.ModifyTime, th.job) {
+				return fmt.Errorf("job %s has allocation %s that changed less than %s ago", j, a.ID, th.job)
+			}
+		}
+		for _, e := range snap.EvalsByJob(j.Namespace, j.ID) {
+			if !e.TerminalStatus() {
+				return fmt.Errorf("job %s has open evaluation %s", j, e.ID)
+			}
+			if young(e.ModifyTime, th.job) {
+				return fmt.Errorf("job %s has evaluation %s that changed less than %s ago", j, e.ID, th.job)
+			}
+		}
+	}
+	for _, id := range req.Nodes {
+		n := snap.Node(id)
+		if n == nil {
+			continue
+		}
+		if n.Status != sdk.NodeStatusDown {
+			return fmt.Errorf("node %s is %s, not down", id, n.Status)
+		}
+		if young(n.StatusUpdatedAt*int64(time.Second), th.node) {
+			return fmt.Errorf("node %s changed status less than %s ago", id, th.node)
+		}
+		for _, a := range snap.AllocsByNode(id) {
+			if !a.TerminalStatus() {
+				return fmt.Errorf("node %s has live allocation %s", id, a.ID)
+			}
+		}
+	}
+	for _, id := range req.Deployments {
+		d := snap.Deployment(id)
+		if d == nil {
+			continue
+		}
+		if d.Active() {
+			return fmt.Errorf("deployment %s is still %s", id, d.Status)
+		}
+		if young(d.ModifyTime, th.deployment) {
+			return fmt.Errorf("deployment %s changed less than %s ago", id, th.deployment)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+// Package containment_test proves that a misbehaving plugin fails only its
+// own evaluation: each plugin under testdata misbehaves one way, runs in a
+// real in-memory server beside the built-in schedulers, and must end its
+// eval failed with a clear reason while the server keeps serving and other
+// jobs keep scheduling.
+package containment_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/goplugin"
+	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
+	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/rs/zerolog"
+)
+
+const testdata = "./runtime/containment/testdata/"
+
+// load loads a testdata plugin in the named runtime.
+func load(t *testing.T, rt, name string, limitMB int) runtime.Factory {
+	t.Helper()
+	ctx := context.Background()
+	switch rt {
+	case "wasm":
+		cfg := wasm.DefaultConfig()
+		if limitMB > 0 {
+			cfg.MemoryLimitPages = wasm.PagesForMB(limitMB)
+		}
+		m, err := wasm.LoadFile(ctx, wasmtest.Build(t, testdata+name), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	case "goplugin":
+		f, err := goplugin.Load(ctx, goplugintest.Build(t, testdata+name), goplugin.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	t.Fatalf("unknown runtime %s", rt)
+	return nil
+}
+
+func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
+	cases := []struct {
+		plugin   string
+		runtimes []string
+		limitMB  int
+		// reason is what the failed eval's description must say.
+		reason string
+	}{
+		{plugin: "panic", runtimes: []string{"wasm", "goplugin"}, reason: "panic: assignment to entry in nil map"},
+		{plugin: "crash", runtimes: []string{"wasm", "goplugin"}, reason: "exit_code(7)|process failed"},
+		{plugin: "loop", runtimes: []string{"wasm", "goplugin"}, reason: "deadline"},
+		{plugin: "alloc", runtimes: []string{"wasm"}, limitMB: 64, reason: "out of memory|exit_code(2)"},
+		{plugin: "ghostnode", runtimes: []string{"wasm", "goplugin"}, reason: "unknown node ghost-node"},
+		{plugin: "otherjob", runtimes: []string{"wasm", "goplugin"}, reason: "of another job"},
+		{plugin: "overcommit", runtimes: []string{"wasm", "goplugin"}, reason: "every plan was rejected"},
+		{plugin: "giantplan", runtimes: []string{"wasm", "goplugin"}, reason: "over the limit of 10000"},
+	}
+	for _, tc := range cases {
+		for _, rt := range tc.runtimes {
+			t.Run(tc.plugin+"/"+rt, func(t *testing.T) {
+				f := load(t, rt, tc.plugin, tc.limitMB)
+				reg := servertest.NativeBuiltins(t, 2)
+				p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(2), zerolog.Nop())
+				t.Cleanup(func() { _ = p.Close(context.Background()) })
+				if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: rt, Timeout: 2 * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+				s := servertest.New(t, reg, func(c *server.Config) {
+					c.Broker.InitialNackDelay, c.Broker.SubsequentNackDelay = 10*time.Millisecond, 10*time.Millisecond
+					c.PlanLimits.MaxAllocs = 10_000
+				})
+				for i := 0; i < 2; i++ {
+					if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// A job that runs before, so rogue plugins have another
+				// job's allocations to go after.
+				placeAndCheck(t, s, "before", 2)
+
+				bad := servertest.Job("bad", sdk.JobTypeService, 3, 500, 256)
+				bad.Scheduler = tc.plugin
+				evalID, _, err := s.RegisterJob(bad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := servertest.WaitForEval(t, s, evalID, sdk.EvalStatusFailed)
+				if !matchesAny(e.StatusDescription, tc.reason) {
+					t.Fatalf("failed eval's reason %q does not say %q", e.StatusDescription, tc.reason)
+				}
+				t.Logf("reason: %s", e.StatusDescription)
+
+				// The host is intact: no node over-committed, the other
+				// job untouched, and new jobs still schedule.
+				snap := s.Store().Snapshot()
+				for _, n := range snap.Nodes() {
+					if ok, dim := feasible.AllocsFit(n, snap.AllocsByNode(n.ID)); !ok {
+						t.Fatalf("node %s over-committed (%s)", n.ID, dim)
+					}
+				}
+				for _, a := range snap.AllocsByJob("default", "before") {
+					if a.TerminalStatus() {
+						t.Fatalf("allocation %s of another job was stopped", a.ID)
+					}
+				}
+				if n := len(snap.AllocsByJob("default", "bad")); n != 0 {
+					t.Fatalf("the rogue plugin placed %d allocations", n)
+				}
+				placeAndCheck(t, s, "after", 2)
+			})
+		}
+	}
+}
+
+func matchesAny(s, alternatives string) bool {
+	for _, a := range strings.Split(alternatives, "|") {
+		if strings.Contains(s, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func placeAndCheck(t *testing.T, s *server.Server, id string, count int) {
+	t.Helper()
+	evalID, _, err := s.RegisterJob(servertest.Job(id, sdk.JobTypeService, count, 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := servertest.WaitForEval(t, s, evalID); e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("job %s: eval %s: %s", id, e.Status, e.StatusDescription)
+	}
+	if n := len(s.Store().Snapshot().AllocsByJob("default", id)); n != count {
+		t.Fatalf("job %s: %d allocations, want %d", id, n, count)
+	}
+}
+
+func TestContainment_UnknownABIMajorIsRefusedAtLoad(t *testing.T) {
+	ctx := context.Background()
+	_, err := wasm.LoadFile(ctx, wasmtest.Build(t, testdata+"abi2wasm"), wasm.DefaultConfig())
+	if !errors.Is(err, wasm.ErrInvalidModule) || !strings.Contains(err.Error(), "plugin declares ABI 2.0; this host supports major version(s) [1]") {
+		t.Fatalf("wasm: err = %v", err)
+	}
+	_, err = goplugin.Load(ctx, goplugintest.Build(t, testdata+"abi2goplugin"), goplugin.DefaultConfig())
+	if !errors.Is(err, goplugin.ErrInvalidPlugin) || !strings.Contains(err.Error(), "incompatible API version with plugin. Plugin version: 2, Client versions: [1]") {
+		t.Fatalf("goplugin: err = %v", err)
+	}
+}
+
+func TestContainment_StdoutBeforeHandshakeIsRefusedAtLoad(t *testing.T) {
+	_, err := goplugin.Load(context.Background(), goplugintest.Build(t, testdata+"stdoutnoise"), goplugin.DefaultConfig())
+	if !errors.Is(err, goplugin.ErrInvalidPlugin) || !strings.Contains(err.Error(), "Unrecognized remote plugin message: hello from a chatty plugin") {
+		t.Fatalf("err = %v", err)
+	}
+}

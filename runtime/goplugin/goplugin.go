@@ -1,0 +1,319 @@
+// Package goplugin runs scheduler plugins built as native executables and
+// served with hashicorp/go-plugin over gRPC (sdk/plugin.Serve in a native
+// build).
+//
+// Every pooled instance is one plugin process. The host and the plugin
+// agree on the ABI major through go-plugin's VersionedPlugins handshake,
+// then exchange the same encoded abi messages as the wasm runtime: Process
+// carries the request, and the plugin's planner calls come back over a
+// GRPCBroker stream on which the host serves the Host service. A deadline
+// kills the process; a process that crashed is replaced, with a backoff
+// that grows while it keeps crashing; and no process outlives the agent
+// (see cmd_linux.go and sdk/plugin's parent watch).
+package goplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/plugin/grpcwire"
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+)
+
+// ErrInvalidPlugin is returned for an executable that is not a Drover
+// scheduler plugin, or speaks an ABI major this host does not support.
+var ErrInvalidPlugin = errors.New("goplugin: not a valid Drover plugin executable")
+
+// Config configures how plugin processes run. Start from DefaultConfig.
+type Config struct {
+	// StartTimeout bounds a process's start and handshake.
+	StartTimeout time.Duration
+	// RestartBackoff is the wait before starting a process after one
+	// crashed; it doubles with every further crash up to MaxRestartBackoff
+	// and resets after an eval succeeds.
+	RestartBackoff, MaxRestartBackoff time.Duration
+	// Log receives the plugin's stdout and stderr, one entry per line,
+	// tagged with the plugin's name.
+	Log zerolog.Logger
+	// Env is the plugin's environment; the agent's is never inherited.
+	Env []string
+}
+
+// DefaultConfig starts processes within 10 s and restarts crashed ones
+// after 100 ms, backing off to 30 s.
+func DefaultConfig() Config {
+	return Config{StartTimeout: 10 * time.Second, RestartBackoff: 100 * time.Millisecond,
+		MaxRestartBackoff: 30 * time.Second, Log: zerolog.Nop()}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.StartTimeout <= 0 {
+		return errors.New("goplugin: start timeout must be positive")
+	}
+	if c.RestartBackoff < 0 || c.MaxRestartBackoff < c.RestartBackoff {
+		return errors.New("goplugin: restart backoff must be 0 <= initial <= max")
+	}
+	return nil
+}
+
+// Factory starts instances (processes) of one plugin executable.
+type Factory struct {
+	path string
+	cfg  Config
+	info abi.Info
+
+	mu        sync.Mutex
+	crashes   int
+	lastCrash time.Time
+}
+
+var _ runtime.Factory = (*Factory)(nil)
+
+// Load starts the executable at path once to check its handshake and ABI
+// version and read its info, then stops it.
+func Load(ctx context.Context, path string, cfg Config) (*Factory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("goplugin: %w", err)
+	}
+	if st, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("goplugin: %w", err)
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("%w: %s is not an executable file", ErrInvalidPlugin, path)
+	}
+	f := &Factory{path: abs, cfg: cfg, info: abi.Info{Name: filepath.Base(abs)}}
+	inst, err := f.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer inst.Close(ctx)
+	raw, err := inst.conn.Scheduler.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: Info: %v", ErrInvalidPlugin, path, err)
+	}
+	var info abi.Info
+	if _, err := info.UnmarshalMsg(raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: decode info: %v", ErrInvalidPlugin, path, err)
+	}
+	if err := abi.CheckVersion(abi.Version(info.ABI)); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidPlugin, path, err)
+	}
+	if info.Name == "" {
+		return nil, fmt.Errorf("%w: %s: plugin declares no name", ErrInvalidPlugin, path)
+	}
+	f.info = info
+	return f, nil
+}
+
+// Info implements runtime.Factory.
+func (f *Factory) Info() abi.Info { return f.info }
+
+// Path is the plugin's executable.
+func (f *Factory) Path() string { return f.path }
+
+// NewInstance implements runtime.Factory: it starts a process, after the
+// restart backoff if the last one crashed.
+func (f *Factory) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	if wait := f.backoff(time.Now()); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("goplugin: %s: restart backoff (%v after %d crashes): %w", f.info.Name, wait, f.crashCount(), ctx.Err())
+		}
+	}
+	inst, err := f.start(ctx)
+	if err != nil {
+		f.noteCrash()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// backoff is how long to wait, at now, before the next start.
+func (f *Factory) backoff(now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.crashes == 0 {
+		return 0
+	}
+	d := f.cfg.RestartBackoff
+	for i := 1; i < f.crashes && d < f.cfg.MaxRestartBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, f.cfg.MaxRestartBackoff)
+	return d - now.Sub(f.lastCrash)
+}
+
+func (f *Factory) noteCrash() {
+	f.mu.Lock()
+	f.crashes++
+	f.lastCrash = time.Now()
+	f.mu.Unlock()
+}
+
+func (f *Factory) noteSuccess() {
+	f.mu.Lock()
+	f.crashes = 0
+	f.mu.Unlock()
+}
+
+func (f *Factory) crashCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashes
+}
+
+// Close implements runtime.Factory. Processes are stopped by their
+// instances' Close.
+func (f *Factory) Close(context.Context) error { return nil }
+
+func (f *Factory) start(ctx context.Context) (*instance, error) {
+	name := f.info.Name
+	cmd := exec.Command(f.path)
+	cmd.Env = f.cfg.Env
+	configureCmd(cmd)
+	sets := map[int]goplugin.PluginSet{}
+	for _, m := range abi.SupportedMajors {
+		sets[int(m)] = goplugin.PluginSet{grpcwire.PluginName: &grpcwire.SchedulerPlugin{}}
+	}
+	stdout := runtime.OutputLog(f.cfg.Log, name, "stdout")
+	tail := runtime.NewCapture(1024)
+	stderr := io.MultiWriter(runtime.OutputLog(f.cfg.Log, name, "stderr"), tail)
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  grpcwire.Handshake,
+		VersionedPlugins: sets,
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		StartTimeout:     f.cfg.StartTimeout,
+		Stderr:           stderr,
+		SyncStdout:       stdout,
+		SyncStderr:       stderr,
+		GRPCDialOptions:  grpcwire.DialOptions(),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "go-plugin", Level: hclog.Error,
+			Output: runtime.OutputLog(f.cfg.Log, name, "go-plugin")}),
+	})
+	fail := func(err error) (*instance, error) {
+		client.Kill()
+		return nil, err
+	}
+	rpc, err := client.Client()
+	if err != nil {
+		return fail(fmt.Errorf("%w: start %s: %v", ErrInvalidPlugin, f.path, err))
+	}
+	raw, err := rpc.Dispense(grpcwire.PluginName)
+	if err != nil {
+		return fail(fmt.Errorf("%w: dispense %s: %v", ErrInvalidPlugin, f.path, err))
+	}
+	conn, ok := raw.(*grpcwire.Conn)
+	if !ok {
+		return fail(fmt.Errorf("%w: dispensed %T", ErrInvalidPlugin, raw))
+	}
+	inst := &instance{f: f, client: client, conn: conn, stderr: tail}
+	id := conn.Broker.NextId()
+	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(grpcwire.ServerOptions(opts)...)
+		grpcwire.RegisterHost(s, inst.host)
+		return s
+	})
+	actx, cancel := context.WithTimeout(ctx, f.cfg.StartTimeout)
+	defer cancel()
+	if err := conn.Scheduler.Attach(actx, id); err != nil {
+		return fail(fmt.Errorf("%w: attach %s: %v", ErrInvalidPlugin, f.path, err))
+	}
+	return inst, nil
+}
+
+// instance is one plugin process.
+type instance struct {
+	f      *Factory
+	client *goplugin.Client
+	conn   *grpcwire.Conn
+	// current answers the planner calls of the eval in flight.
+	current atomic.Pointer[plugin.HostFunc]
+	// stderr keeps the start of the process's stderr to explain a crash.
+	stderr *runtime.Capture
+}
+
+var errNoEval = abi.Err(abi.CodeInvalidEval, "host: planner call outside an evaluation")
+
+func (i *instance) host(op abi.Op, msg []byte) ([]byte, error) {
+	h := i.current.Load()
+	if h == nil {
+		return nil, errNoEval
+	}
+	return (*h)(op, msg)
+}
+
+// Process implements runtime.Instance.
+func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
+	i.current.Store(&host)
+	defer i.current.Store(nil)
+	i.stderr.Reset()
+	out, err := i.conn.Scheduler.Process(ctx, req)
+	if err == nil {
+		i.f.noteSuccess()
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		i.kill()
+		return nil, fmt.Errorf("goplugin: %s: %w; process killed", i.f.info.Name, ctx.Err())
+	}
+	i.kill()
+	i.f.noteCrash()
+	return nil, i.stderr.Explain(fmt.Errorf("goplugin: %s: process failed: %v", i.f.info.Name, err))
+}
+
+// Pid is the plugin process's ID (0 once it is gone).
+func (i *instance) Pid() int {
+	if rc := i.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// kill ends the process at once: a hung plugin would not answer go-plugin's
+// graceful shutdown.
+func (i *instance) kill() {
+	if pid := i.Pid(); pid > 0 {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+	i.client.Kill()
+}
+
+// Close implements runtime.Instance.
+func (i *instance) Close(context.Context) error {
+	i.client.Kill()
+	return nil
+}
+
+// PID returns the process ID behind an instance of this runtime, and 0 for
+// any other instance; tests use it to check that no process is left behind.
+func PID(inst runtime.Instance) int {
+	if gi, ok := inst.(*instance); ok {
+		return gi.Pid()
+	}
+	return 0
+}

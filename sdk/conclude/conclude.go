@@ -1,0 +1,164 @@
+// Package conclude holds what every scheduler does around its placements:
+// retrying a partially committed plan, creating blocked evals that carry
+// class eligibility, and writing the eval's outcome, as seed 002's
+// lifecycle and Nomad's schedulers do it.
+//
+//	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
+//		plan := ... // reconcile and place
+//		res, err := ctx.Planner.SubmitPlan(plan)
+//		if err != nil { return false, false, err }
+//		full, _, _ := res.FullCommit(plan)
+//		return full && res.RefreshIndex == 0, conclude.Progress(res), nil
+//	})
+//	if errors.Is(err, conclude.ErrMaxAttempts) {
+//		// create a max-plan-attempts blocked eval and fail the eval
+//	}
+package conclude
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
+)
+
+// Plan attempts (Nomad's): how many times in a row a scheduler may submit a
+// plan that makes no progress before it gives up.
+const (
+	MaxServiceAttempts  = 5
+	MaxBatchAttempts    = 2
+	MaxSystemAttempts   = 5
+	MaxSysBatchAttempts = 2
+)
+
+// Eval status descriptions.
+const (
+	BlockedFailedPlacements = "created to place remaining allocations"
+	BlockedMaxPlans         = "created due to placement conflicts"
+)
+
+// ErrMaxAttempts is returned by Retry when every attempt failed to commit.
+var ErrMaxAttempts = errors.New("conclude: maximum attempts reached")
+
+// Retry calls pass until it is done, at most limit times in a row without
+// progress (an attempt that committed something resets the count).
+func Retry(limit int, pass func() (done, progress bool, err error)) error {
+	for attempts := 0; attempts < limit; {
+		done, progress, err := pass()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if progress {
+			attempts = 0
+		} else {
+			attempts++
+		}
+	}
+	return fmt.Errorf("%w (%d)", ErrMaxAttempts, limit)
+}
+
+// Progress reports whether a plan result committed anything.
+func Progress(r *sdk.PlanResult) bool {
+	return r != nil && (len(r.NodeUpdate) != 0 || len(r.NodeAllocation) != 0 ||
+		r.Deployment != nil || len(r.DeploymentUpdates) != 0)
+}
+
+// Blocked creates (through the planner) the blocked eval that follows eval:
+// trigger queued-allocs, or max-plan-attempts when planFailure is set. It
+// carries the classes the job was eligible on, unless feasibility escaped
+// class caching. The caller records the returned eval's ID in eval's
+// BlockedEval when it updates eval.
+func Blocked(ctx *sdk.Context, eval *sdk.Evaluation, elig *feasible.Eligibility, failed map[string]*sdk.AllocMetric, planFailure bool) (*sdk.Evaluation, error) {
+	escaped := elig != nil && elig.Escaped()
+	var classes map[string]bool
+	if elig != nil && !escaped {
+		classes = elig.Classes()
+	}
+	b := eval.CreateBlockedEval(ctx.NewID(), classes, escaped, "", failed, planFailure)
+	b.StatusDescription = BlockedFailedPlacements
+	if planFailure {
+		b.StatusDescription = BlockedMaxPlans
+	}
+	if err := ctx.Planner.CreateEval(b); err != nil {
+		return nil, fmt.Errorf("conclude: create blocked eval: %w", err)
+	}
+	return b, nil
+}
+
+// Outcome is how an evaluation ended.
+type Outcome struct {
+	Status       string
+	Description  string
+	Next         *sdk.Evaluation
+	Blocked      *sdk.Evaluation
+	Failed       map[string]*sdk.AllocMetric
+	Queued       map[string]int
+	DeploymentID string
+}
+
+// SetStatus writes the eval's outcome through the planner.
+func SetStatus(ctx *sdk.Context, eval *sdk.Evaluation, o Outcome) error {
+	e := eval.Copy()
+	e.Status = o.Status
+	e.StatusDescription = o.Description
+	e.DeploymentID = o.DeploymentID
+	e.FailedTGAllocs = o.Failed
+	e.SnapshotIndex = ctx.State.Index()
+	if o.Next != nil {
+		e.NextEval = o.Next.ID
+	}
+	if o.Blocked != nil {
+		e.BlockedEval = o.Blocked.ID
+	}
+	if o.Queued != nil {
+		e.QueuedAllocations = o.Queued
+	}
+	if err := ctx.Planner.UpdateEval(e); err != nil {
+		return fmt.Errorf("conclude: update eval: %w", err)
+	}
+	return nil
+}
+
+// Reblock puts a blocked eval that still cannot place everything back in
+// the blocked tracker, with what this pass learned.
+func Reblock(ctx *sdk.Context, eval *sdk.Evaluation, elig *feasible.Eligibility, failed map[string]*sdk.AllocMetric, queued map[string]int) error {
+	e := eval.Copy()
+	e.FailedTGAllocs = failed
+	e.QueuedAllocations = queued
+	e.SnapshotIndex = ctx.State.Index()
+	if elig != nil {
+		e.EscapedComputedClass = elig.Escaped()
+		e.ClassEligibility = elig.Classes()
+	}
+	if err := ctx.Planner.ReblockEval(e); err != nil {
+		return fmt.Errorf("conclude: reblock eval: %w", err)
+	}
+	return nil
+}
+
+// Unhandled fails an eval whose trigger the scheduler does not know.
+func Unhandled(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	return SetStatus(ctx, eval, Outcome{Status: sdk.EvalStatusFailed,
+		Description: fmt.Sprintf("scheduler cannot handle '%s' evaluation reason", eval.TriggeredBy)})
+}
+
+// AdjustQueued decrements queued per task group for every new allocation
+// (one in placed) the plan result committed.
+func AdjustQueued(r *sdk.PlanResult, placed map[string]bool, queued map[string]int) {
+	if r == nil {
+		return
+	}
+	for _, as := range r.NodeAllocation {
+		for _, a := range as {
+			if placed[a.ID] {
+				if _, ok := queued[a.TaskGroup]; ok {
+					queued[a.TaskGroup]--
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package feasible
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// deviceMatchesName reports whether a device group is of the kind a request
+// names: "type", "vendor/type" or "vendor/type/model".
+func deviceMatchesName(d *sdk.NodeDeviceResource, name string) bool {
+	parts := strings.Split(name, "/")
+	switch len(parts) {
+	case 1:
+		return d.Type == parts[0]
+	case 2:
+		return d.Vendor == parts[0] && d.Type == parts[1]
+	case 3:
+		return d.Vendor == parts[0] && d.Type == parts[1] && d.Name == parts[2]
+	}
+	return false
+}
+
+// resolveDeviceTarget resolves "${device.vendor}", "${device.type}",
+// "${device.model}", "${device.attr.X}" or a literal against a device group.
+func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, bool) {
+	if !strings.HasPrefix(target, "${") {
+		return target, true
+	}
+	switch target {
+	case "${device.vendor}":
+		return d.Vendor, true
+	case "${device.type}":
+		return d.Type, true
+	case "${device.model}":
+		return d.Name, true
+	}
+	if key, ok := strings.CutPrefix(target, "${device.attr."); ok {
+		v, ok := d.Attributes[strings.TrimSuffix(key, "}")]
+		return v, ok
+	}
+	return "", false
+}
+
+// DeviceMatches reports whether a device group satisfies a request's name
+// and constraints. Attribute values with the same unit ("11 GiB" against
+// "8 GiB") compare by number.
+func DeviceMatches(ch *Checker, d *sdk.NodeDeviceResource, req *sdk.RequestedDevice) bool {
+	if !deviceMatchesName(d, req.Name) {
+		return false
+	}
+	for _, c := range req.Constraints {
+		if !ch.deviceCompare(c.Operand, c.LTarget, c.RTarget, d) {
+			return false
+		}
+	}
+	return true
+}
+
+func (ch *Checker) deviceCompare(op, lt, rt string, d *sdk.NodeDeviceResource) bool {
+	l, lok := resolveDeviceTarget(lt, d)
+	r, rok := resolveDeviceTarget(rt, d)
+	l, r = sameUnitNumbers(l, r)
+	return ch.Compare(op, l, r, lok, rok)
+}
+
+// sameUnitNumbers strips a common unit from "N unit" values so that they
+// compare as numbers.
+func sameUnitNumbers(l, r string) (string, string) {
+	ln, lu, lok := strings.Cut(strings.TrimSpace(l), " ")
+	rn, ru, rok := strings.Cut(strings.TrimSpace(r), " ")
+	if !lok || !rok || lu != ru {
+		return l, r
+	}
+	if _, err := strconv.ParseFloat(ln, 64); err != nil {
+		return l, r
+	}
+	if _, err := strconv.ParseFloat(rn, 64); err != nil {
+		return l, r
+	}
+	return ln, rn
+}
+
+// healthyInstances counts a device group's healthy instances.
+func healthyInstances(d *sdk.NodeDeviceResource) int {
+	n := 0
+	for _, inst := range d.Instances {
+		if inst.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// HasDevices reports whether node has, for every request, a matching device
+// group with enough healthy instances, counting each group once across
+// requests. It ignores what other allocations hold (see DeviceAllocator).
+func HasDevices(ch *Checker, n *sdk.Node, reqs []*sdk.RequestedDevice) bool {
+	if n.NodeResources == nil {
+		return len(reqs) == 0
+	}
+	avail := make([]int, len(n.NodeResources.Devices))
+	for i, d := range n.NodeResources.Devices {
+		avail[i] = healthyInstances(d)
+	}
+next:
+	for _, req := range reqs {
+		for i, d := range n.NodeResources.Devices {
+			if uint64(avail[i]) >= req.Count && DeviceMatches(ch, d, req) {
+				avail[i] -= int(req.Count)
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// DeviceAllocator hands out device instances of one node. It starts from
+// the instances other allocations hold.
+type DeviceAllocator struct {
+	ch   *Checker
+	node *sdk.Node
+	used map[string]bool
+}
+
+// NewDeviceAllocator returns an allocator for node, with the devices the
+// given allocations hold marked used. Terminal allocations hold nothing.
+func NewDeviceAllocator(ch *Checker, node *sdk.Node, allocs []*sdk.Allocation) *DeviceAllocator {
+	a := &DeviceAllocator{ch: ch, node: node, used: map[string]bool{}}
+	for _, al := range allocs {
+		a.AddAlloc(al)
+	}
+	return a
+}
+
+// AddAlloc marks the devices alloc holds as used.
+func (a *DeviceAllocator) AddAlloc(al *sdk.Allocation) {
+	if al.TerminalStatus() || al.AllocatedResources == nil {
+		return
+	}
+	for _, t := range al.AllocatedResources.Tasks {
+		for _, d := range t.Devices {
+			for _, id := range d.DeviceIDs {
+				a.used[id] = true
+			}
+		}
+	}
+}
+
+// Assign picks Count free healthy instances of the matching device group
+// that best meets the request's affinities, marks them used and returns
+// them with the affinity score (matched weight over total weight, 0 when
+// the request has no affinities). It returns nil when no group has enough
+// free instances.
+func (a *DeviceAllocator) Assign(req *sdk.RequestedDevice) (*sdk.AllocatedDeviceResource, float64) {
+	if a.node.NodeResources == nil {
+		return nil, 0
+	}
+	var best *sdk.NodeDeviceResource
+	bestScore := math.Inf(-1)
+	totalWeight := 0.0
+	for _, af := range req.Affinities {
+		totalWeight += math.Abs(float64(af.Weight))
+	}
+	for _, d := range a.node.NodeResources.Devices {
+		if !DeviceMatches(a.ch, d, req) || a.free(d) < int(req.Count) {
+			continue
+		}
+		score := 0.0
+		for _, af := range req.Affinities {
+			if a.ch.deviceCompare(af.Operand, af.LTarget, af.RTarget, d) {
+				score += float64(af.Weight)
+			}
+		}
+		if totalWeight > 0 {
+			score /= totalWeight
+		}
+		if score > bestScore {
+			best, bestScore = d, score
+		}
+	}
+	if best == nil {
+		return nil, 0
+	}
+	out := &sdk.AllocatedDeviceResource{Vendor: best.Vendor, Type: best.Type, Name: best.Name}
+	for _, inst := range best.Instances {
+		if uint64(len(out.DeviceIDs)) == req.Count {
+			break
+		}
+		if inst.Healthy && !a.used[inst.ID] {
+			out.DeviceIDs = append(out.DeviceIDs, inst.ID)
+			a.used[inst.ID] = true
+		}
+	}
+	if totalWeight == 0 {
+		bestScore = 0
+	}
+	return out, bestScore
+}
+
+func (a *DeviceAllocator) free(d *sdk.NodeDeviceResource) int {
+	n := 0
+	for _, inst := range d.Instances {
+		if inst.Healthy && !a.used[inst.ID] {
+			n++
+		}
+	}
+	return n
+}

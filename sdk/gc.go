@@ -1,0 +1,54 @@
+package sdk
+
+// Core evaluations: the host's timers create them (TriggeredBy "scheduled",
+// Type JobTypeCore) and the core scheduler plugin processes them. Their
+// JobID names the kind of collection.
+const (
+	CoreJobEvalGC       = "eval-gc"
+	CoreJobJobGC        = "job-gc"
+	CoreJobNodeGC       = "node-gc"
+	CoreJobDeploymentGC = "deployment-gc"
+	// CoreJobForceGC collects everything terminal, whatever its age.
+	CoreJobForceGC = "force-gc"
+)
+
+// Core scheduler configuration keys. The host fills them from its own
+// configuration (Go duration strings) unless the core plugin's config sets
+// them.
+const (
+	ConfigEvalGCThreshold       = "eval_gc_threshold"
+	ConfigJobGCThreshold        = "job_gc_threshold"
+	ConfigNodeGCThreshold       = "node_gc_threshold"
+	ConfigDeploymentGCThreshold = "deployment_gc_threshold"
+)
+
+// GCRequest asks the host to delete objects a core scheduler found old
+// enough. The host deletes only what is safe to delete (terminal evals and
+// allocations, stopped jobs with nothing live, down nodes with nothing
+// live, finished deployments) and rejects the whole request otherwise.
+type GCRequest struct {
+	Evals       []string
+	Allocs      []string
+	Jobs        []NamespacedID
+	Nodes       []string
+	Deployments []string
+}
+
+// Empty reports whether the request deletes nothing.
+func (r *GCRequest) Empty() bool {
+	return r == nil || len(r.Evals)+len(r.Allocs)+len(r.Jobs)+len(r.Nodes)+len(r.Deployments) == 0
+}
+
+// Collector is the planner capability of the core scheduler: the host
+// offers it (ctx.Planner implements it) only for core evaluations.
+type Collector interface {
+	GarbageCollect(req *GCRequest) error
+}
+
+// EvalState is implemented by a State that mirrors evaluations, which a
+// plugin asks for (plugin.Info.MirrorEvals). The core scheduler needs it.
+type EvalState interface {
+	// Evals returns every evaluation, ordered by ID.
+	Evals() []*Evaluation
+	Eval(id string) *Evaluation
+}

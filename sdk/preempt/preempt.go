@@ -1,0 +1,144 @@
+// Package preempt chooses which lower-priority allocations to evict from a
+// node so that a higher-priority placement fits.
+//
+// Only allocations of other jobs whose priority is at least MinPriorityDelta
+// below the placing job's are candidates (the host's plan applier enforces
+// the same rule). Among them, the lowest priorities go first; within a
+// priority, allocations whose resources best match what is still missing
+// go first, so that few allocations are evicted; finally any allocation the
+// placement turns out not to need is given back.
+//
+//	victims := preempt.Select(job.Priority, capacity, usedWithPlacement, proposed, nil)
+//	if victims == nil {
+//		// even evicting every candidate would not make room
+//	}
+package preempt
+
+import (
+	"math"
+	"slices"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// MinPriorityDelta is how much higher the placing job's priority must be
+// than a preempted allocation's job priority.
+const MinPriorityDelta = 10
+
+// Priority returns the priority of the job an allocation runs.
+func Priority(a *sdk.Allocation) int {
+	if a.Job != nil {
+		return a.Job.Priority
+	}
+	return sdk.JobDefaultPriority
+}
+
+// Candidates returns the allocations of proposed that a job of priority
+// prio may preempt: live, of another job, at least MinPriorityDelta lower.
+func Candidates(prio int, job sdk.NamespacedID, proposed []*sdk.Allocation) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	for _, a := range proposed {
+		if a.TerminalStatus() || (a.JobID == job.ID && a.Namespace == job.Namespace) {
+			continue
+		}
+		if prio-Priority(a) >= MinPriorityDelta {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Select returns the allocations to evict from candidates so that used (what
+// the node would hold with the new placement) fits capacity, or nil when no
+// choice makes it fit. candidates must already satisfy the priority rule
+// (see Candidates); the result is ordered by priority, lowest first.
+func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation) []*sdk.Allocation {
+	if ok, _ := used.Fits(capacity); ok {
+		return nil
+	}
+	pool := slices.Clone(candidates)
+	slices.SortStableFunc(pool, func(a, b *sdk.Allocation) int { return Priority(a) - Priority(b) })
+	var chosen []*sdk.Allocation
+	for len(pool) > 0 {
+		if ok, _ := used.Fits(capacity); ok {
+			break
+		}
+		// Take, among the lowest priority left, the allocation closest to
+		// what is missing.
+		prio := Priority(pool[0])
+		best, bestDist := -1, math.Inf(1)
+		for i, a := range pool {
+			if Priority(a) != prio {
+				break
+			}
+			if d := distance(shortfall(used, capacity), a.Usage()); d < bestDist {
+				best, bestDist = i, d
+			}
+		}
+		a := pool[best]
+		pool = append(pool[:best], pool[best+1:]...)
+		chosen = append(chosen, a)
+		used.Sub(a.Usage())
+	}
+	if ok, _ := used.Fits(capacity); !ok {
+		return nil
+	}
+	// Give back what is not needed, highest priority first.
+	for i := len(chosen) - 1; i >= 0; i-- {
+		u := used
+		u.Add(chosen[i].Usage())
+		if ok, _ := u.Fits(capacity); ok {
+			used = u
+			chosen = append(chosen[:i], chosen[i+1:]...)
+		}
+	}
+	return chosen
+}
+
+// shortfall is how much of each dimension is missing (0 where it fits).
+func shortfall(used, capacity sdk.Usage) sdk.Usage {
+	return sdk.Usage{
+		CPU:      max(0, used.CPU-capacity.CPU),
+		MemoryMB: max(0, used.MemoryMB-capacity.MemoryMB),
+		DiskMB:   max(0, used.DiskMB-capacity.DiskMB),
+		Cores:    max(0, used.Cores-capacity.Cores),
+	}
+}
+
+// distance is how far an allocation's resources are from what is missing,
+// each dimension relative to the need (Nomad's basic resource distance).
+func distance(need, have sdk.Usage) float64 {
+	d := 0.0
+	add := func(n, h int64) {
+		if n > 0 {
+			x := float64(n-h) / float64(n)
+			d += x * x
+		}
+	}
+	add(need.CPU, have.CPU)
+	add(need.MemoryMB, have.MemoryMB)
+	add(need.DiskMB, have.DiskMB)
+	add(need.Cores, have.Cores)
+	return math.Sqrt(d)
+}
+
+// Score is the preemption score of a node: lower when the evicted
+// allocations have higher priorities (Nomad's logistic curve over the net
+// priority, 0.5 at 2048).
+func Score(victims []*sdk.Allocation) float64 {
+	if len(victims) == 0 {
+		return 0
+	}
+	sum, top := 0, 0
+	for _, a := range victims {
+		p := Priority(a)
+		sum += p
+		top = max(top, p)
+	}
+	if top == 0 {
+		top = 1
+	}
+	net := float64(top) + float64(sum)/float64(top)
+	const rate, origin = 0.0048, 2048.0
+	return 1 / (1 + math.Exp(rate*(net-origin)))
+}

@@ -1,0 +1,162 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// SystemInput is what the per-node reconciler of system and sysbatch jobs
+// decides from.
+type SystemInput struct {
+	// Job is the job's current version; nil or stopped stops everything.
+	Job *sdk.Job
+	// Ready are the nodes the job should run on: ready, eligible, in its
+	// datacenters and pool.
+	Ready []*sdk.Node
+	// NotReady are nodes in the job's datacenters and pool that are not
+	// ready (draining, ineligible, down): their allocations are left
+	// alone, unless they are down (Tainted) or marked to migrate.
+	NotReady map[string]*sdk.Node
+	// Tainted are the down, disconnected or draining nodes of Allocs (nil
+	// for nodes that no longer exist).
+	Tainted map[string]*sdk.Node
+	// Allocs are all of the job's allocations.
+	Allocs []*sdk.Allocation
+}
+
+// SystemTuple is one allocation slot: a name on a node, the group, and
+// the existing allocation there (or the last terminal one, for a
+// replacement; nil for a new slot).
+type SystemTuple struct {
+	Name      string
+	NodeID    string
+	TaskGroup *sdk.TaskGroup
+	Alloc     *sdk.Allocation
+}
+
+// SystemResult is what a system job needs, per node.
+type SystemResult struct {
+	Place   []SystemTuple
+	Update  []SystemTuple
+	Migrate []SystemTuple
+	Stop    []SystemTuple
+	Lost    []SystemTuple
+	Ignore  []SystemTuple
+}
+
+// System reconciles a system or sysbatch job node by node: every ready node
+// in the job's datacenters and pool runs one allocation of each group
+// (count is ignored); allocations on nodes that left that set or of groups
+// that no longer exist stop; allocations on down or vanished nodes are
+// lost; allocations marked to migrate move; allocations of an older job
+// version are updated (in place or destructively, the caller decides);
+// sysbatch allocations that finished are not run again for the same job
+// version.
+func System(in SystemInput) *SystemResult {
+	res := &SystemResult{}
+	required := map[string]*sdk.TaskGroup{}
+	var order []string
+	if !in.Job.Stopped() {
+		for _, tg := range in.Job.TaskGroups {
+			name := sdk.AllocName(in.Job.ID, tg.Name, 0)
+			required[name] = tg
+			order = append(order, name)
+		}
+	}
+	sysbatch := in.Job != nil && in.Job.Type == sdk.JobTypeSysBatch
+	ready := make(map[string]bool, len(in.Ready))
+	for _, n := range in.Ready {
+		ready[n.ID] = true
+	}
+
+	live := map[string][]*sdk.Allocation{}
+	terminal := map[string]map[string]*sdk.Allocation{}
+	for _, a := range in.Allocs {
+		if !a.TerminalStatus() {
+			live[a.NodeID] = append(live[a.NodeID], a)
+			continue
+		}
+		byName := terminal[a.NodeID]
+		if byName == nil {
+			byName = map[string]*sdk.Allocation{}
+			terminal[a.NodeID] = byName
+		}
+		if prev, ok := byName[a.Name]; !ok || a.CreateIndex > prev.CreateIndex {
+			byName[a.Name] = a
+		}
+	}
+	nodes := make([]string, 0, len(live)+len(in.Ready))
+	for id := range live {
+		if !ready[id] {
+			nodes = append(nodes, id)
+		}
+	}
+	slices.Sort(nodes)
+	for _, n := range in.Ready {
+		nodes = append(nodes, n.ID)
+	}
+
+	for _, nodeID := range nodes {
+		allocs := live[nodeID]
+		slices.SortFunc(allocs, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
+		existing := map[string]bool{}
+		for _, a := range allocs {
+			existing[a.Name] = true
+			tg, ok := required[a.Name]
+			t := SystemTuple{Name: a.Name, NodeID: nodeID, TaskGroup: tg, Alloc: a}
+			if !ok {
+				res.Stop = append(res.Stop, t)
+				continue
+			}
+			if a.DesiredTransition.ShouldMigrate() {
+				res.Migrate = append(res.Migrate, t)
+				continue
+			}
+			if node, tainted := in.Tainted[nodeID]; tainted {
+				disconnected := node != nil && node.Status == sdk.NodeStatusDisconnected
+				if node == nil || node.TerminalStatus() || (disconnected && lostAfter(a) == 0) {
+					res.Lost = append(res.Lost, t)
+				} else {
+					res.Ignore = append(res.Ignore, t)
+				}
+				continue
+			}
+			if _, notReady := in.NotReady[nodeID]; notReady {
+				res.Ignore = append(res.Ignore, t)
+				continue
+			}
+			if !ready[nodeID] {
+				res.Stop = append(res.Stop, t)
+				continue
+			}
+			if a.Job == nil || a.Job.JobModifyIndex != in.Job.JobModifyIndex {
+				res.Update = append(res.Update, t)
+				continue
+			}
+			res.Ignore = append(res.Ignore, t)
+		}
+		if !ready[nodeID] {
+			continue
+		}
+		for _, name := range order {
+			if existing[name] {
+				continue
+			}
+			tg := required[name]
+			last := terminal[nodeID][name]
+			if sysbatch && last != nil {
+				t := SystemTuple{Name: name, NodeID: nodeID, TaskGroup: tg, Alloc: last}
+				if last.Job == nil || last.Job.JobModifyIndex != in.Job.JobModifyIndex {
+					res.Update = append(res.Update, t)
+				} else {
+					res.Ignore = append(res.Ignore, t)
+				}
+				continue
+			}
+			res.Place = append(res.Place, SystemTuple{Name: name, NodeID: nodeID, TaskGroup: tg, Alloc: last})
+		}
+	}
+	return res
+}

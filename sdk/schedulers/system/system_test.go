@@ -1,0 +1,181 @@
+package system_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
+)
+
+var sched = &system.Scheduler{}
+
+func TestSystem_RegisterPlacesOnEveryNode(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 10)
+	win := schedtest.Node("win")
+	win.Attributes["kernel.name"] = "windows"
+	h.UpsertNodes(append(nodes, win)...)
+	job := schedtest.SystemJob("agent")
+	h.Process(sched, h.RegisterJob(job))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 10 {
+		t.Fatalf("placed %d, want 10 (one per Linux node)", len(placed))
+	}
+	per := map[string]bool{}
+	for _, a := range placed {
+		if per[a.NodeID] || a.NodeID == "win" || a.Name != "agent.agent[0]" {
+			t.Fatalf("bad placement %s on %s", a.Name, a.NodeID)
+		}
+		per[a.NodeID] = true
+	}
+	// A node filtered by a constraint is not a failure.
+	if e := h.LastEval(); e.Status != sdk.EvalStatusComplete || len(e.FailedTGAllocs) != 0 || len(h.Created) != 0 {
+		t.Fatalf("eval %+v created %d", e, len(h.Created))
+	}
+
+	// A new node gets the job on the next node-update eval; nothing else moves.
+	h.UpsertNodes(schedtest.Node("n-new"))
+	h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	placed = schedtest.Placed(h.LastPlan())
+	if len(placed) != 1 || placed[0].NodeID != "n-new" || len(schedtest.Stopped(h.LastPlan())) != 0 {
+		t.Fatalf("new node: placed %+v", placed)
+	}
+}
+
+func TestSystem_AllNodesFilteredIsAFailure(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := schedtest.SystemJob("agent")
+	job.Constraints[0].RTarget = "windows"
+	h.Process(sched, h.RegisterJob(job))
+	e := h.LastEval()
+	m := e.FailedTGAllocs["agent"]
+	if m == nil || m.NodesFiltered != 3 || m.NodesEvaluated != 3 {
+		t.Fatalf("failed = %+v", m)
+	}
+}
+
+func TestSystem_NodeDownAndStop(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 3)
+	h.UpsertNodes(nodes...)
+	job := schedtest.SystemJob("agent")
+	h.Process(sched, h.RegisterJob(job))
+	nodes[0].Status = sdk.NodeStatusDown
+	h.UpsertNodes(nodes[0])
+	h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	stops := schedtest.Stopped(h.LastPlan())
+	if len(stops) != 1 || stops[0].NodeID != nodes[0].ID || stops[0].ClientStatus != sdk.AllocClientStatusLost {
+		t.Fatalf("stops = %+v", stops)
+	}
+	if len(schedtest.Placed(h.LastPlan())) != 0 {
+		t.Fatalf("placed on a down node")
+	}
+	stopped := schedtest.SystemJob("agent")
+	stopped.Stop = true
+	h.Process(sched, h.RegisterJob(stopped))
+	if len(h.Live("default", "agent")) != 0 {
+		t.Fatalf("live after stop: %d", len(h.Live("default", "agent")))
+	}
+}
+
+func TestSystem_RollingUpdateStagger(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 5)...)
+	job := schedtest.SystemJob("agent")
+	h.Process(sched, h.RegisterJob(job))
+
+	v2 := schedtest.SystemJob("agent")
+	v2.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+	v2.Update = sdk.UpdateStrategy{MaxParallel: 2, Stagger: 30 * time.Second}
+	first := h.RegisterJob(v2)
+	h.Process(sched, first)
+	plan := h.LastPlan()
+	if n := len(schedtest.Stopped(plan)); n != 2 {
+		t.Fatalf("first wave replaced %d, want max_parallel 2", n)
+	}
+	for _, s := range schedtest.Stopped(plan) {
+		if s.DesiredDescription != reconcile.AllocUpdating {
+			t.Fatalf("stop desc %q", s.DesiredDescription)
+		}
+	}
+	if len(h.Created) != 1 {
+		t.Fatalf("created %d evals", len(h.Created))
+	}
+	next := h.Created[0]
+	e := h.LastEval()
+	if next.TriggeredBy != sdk.EvalTriggerRollingUpdate || next.Wait != 30*time.Second || next.PreviousEval != first.ID || e.NextEval != next.ID {
+		t.Fatalf("next = %+v, eval.NextEval = %s", next, e.NextEval)
+	}
+	// The chain continues until every allocation runs v2.
+	for i := 0; i < 3 && len(h.Created) > 0; i++ {
+		ev := h.Created[len(h.Created)-1]
+		h.Created = h.Created[:0]
+		h.Process(sched, ev)
+	}
+	for _, a := range h.Live("default", "agent") {
+		if a.JobVersion != v2.Version {
+			t.Fatalf("alloc %s still on version %d", a.ID, a.JobVersion)
+		}
+	}
+}
+
+func TestSystem_Preemption(t *testing.T) {
+	h := schedtest.New(t)
+	n := schedtest.Node("n1")
+	h.UpsertNodes(n)
+	low := schedtest.ServiceJob("low", 8) // fills the node's 4000 MHz
+	low.Priority = 20
+	h.UpsertJob(low)
+	var allocs []*sdk.Allocation
+	for i := 0; i < 8; i++ {
+		allocs = append(allocs, schedtest.Alloc(low, i, "n1"))
+	}
+	h.UpsertAllocs(allocs...)
+	job := schedtest.SystemJob("agent") // priority 100
+	h.Process(sched, h.RegisterJob(job))
+	plan := h.LastPlan()
+	pre := schedtest.Preempted(plan)
+	placed := schedtest.Placed(plan)
+	if len(placed) != 1 || len(pre) != 1 || placed[0].PreemptedAllocations[0] != pre[0].ID {
+		t.Fatalf("preempted %d placed %d", len(pre), len(placed))
+	}
+	if pre[0].PreemptedByAllocation != placed[0].ID {
+		t.Fatalf("preempted alloc does not name its preemptor")
+	}
+
+	// Preemption off for system jobs: the node is exhausted and a blocked
+	// eval waits for capacity.
+	h2 := schedtest.New(t)
+	h2.UpsertNodes(schedtest.Node("n1"))
+	h2.UpsertJob(low)
+	h2.UpsertAllocs(allocs...)
+	cfg := sdk.DefaultSchedulerConfiguration()
+	cfg.PreemptionConfig.SystemSchedulerEnabled = false
+	h2.SetSchedulerConfig(cfg)
+	h2.Process(sched, h2.RegisterJob(schedtest.SystemJob("agent")))
+	if e := h2.LastEval(); e.FailedTGAllocs["agent"] == nil || len(h2.Created) != 1 || h2.Created[0].Status != sdk.EvalStatusBlocked {
+		t.Fatalf("eval %+v created %+v", e, h2.Created)
+	}
+}
+
+func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := schedtest.SystemJob("once")
+	job.Type = sdk.JobTypeSysBatch
+	h.Process(sched, h.RegisterJob(job))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 3 {
+		t.Fatalf("placed %d", len(placed))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusComplete, placed...)
+	n := len(h.Plans)
+	h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if len(h.Plans) != n {
+		t.Fatalf("finished sysbatch allocations were run again: %+v", schedtest.Placed(h.LastPlan()))
+	}
+}

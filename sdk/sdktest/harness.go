@@ -1,0 +1,528 @@
+package sdktest
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/plugin"
+)
+
+// Verdict is what the harness does with a submitted plan.
+type Verdict struct {
+	// Err refuses the plan whole: nothing is committed and the scheduler's
+	// SubmitPlan returns Err (for example sdk.ErrPlanInvalid).
+	Err error
+	// Reject lists nodes whose part of the plan is not committed; the
+	// result then carries a RefreshIndex.
+	Reject []string
+}
+
+// Harness is an in-memory cluster and a recording planner. It is not safe
+// for concurrent use.
+type Harness struct {
+	// Now is the time handed to the scheduler.
+	Now time.Time
+	// Config is the plugin configuration handed to the scheduler.
+	Config map[string]string
+	// OnPlan, when set, decides each plan's fate; by default every plan
+	// commits whole when it fits.
+	OnPlan func(plan *sdk.Plan) Verdict
+
+	// Plans are the plans submitted, in order; Results what was committed.
+	Plans   []*sdk.Plan
+	Results []*sdk.PlanResult
+	// Updated, Created and Reblocked are the evals passed to the planner.
+	Updated, Created, Reblocked []*sdk.Evaluation
+	// Logs are the scheduler's log messages.
+	Logs []abi.LogRecord
+
+	index   uint64
+	nodes   map[string]*sdk.Node
+	jobs    map[sdk.NamespacedID]*sdk.Job
+	allocs  map[string]*sdk.Allocation
+	deploys map[string]*sdk.Deployment
+	config  *sdk.SchedulerConfiguration
+	changes []change
+	ids     int
+}
+
+type kind uint8
+
+const (
+	kindNode kind = iota + 1
+	kindJob
+	kindAlloc
+	kindDeployment
+	kindConfig
+)
+
+type change struct {
+	index uint64
+	kind  kind
+	key   string
+	ns    string
+}
+
+// New returns an empty cluster at index 1.
+func New() *Harness {
+	return &Harness{
+		Now: time.Unix(1_700_000_000, 0).UTC(), index: 1,
+		nodes: map[string]*sdk.Node{}, jobs: map[sdk.NamespacedID]*sdk.Job{}, allocs: map[string]*sdk.Allocation{},
+		deploys: map[string]*sdk.Deployment{}, config: sdk.DefaultSchedulerConfiguration(),
+	}
+}
+
+// Index is the cluster's current index.
+func (h *Harness) Index() uint64 { return h.index }
+
+func (h *Harness) bump(cs ...change) uint64 {
+	h.index++
+	for i := range cs {
+		cs[i].index = h.index
+	}
+	h.changes = append(h.changes, cs...)
+	return h.index
+}
+
+// UpsertNode adds or replaces nodes.
+func (h *Harness) UpsertNode(nodes ...*sdk.Node) {
+	cs := make([]change, len(nodes))
+	for i, n := range nodes {
+		h.nodes[n.ID] = n
+		cs[i] = change{kind: kindNode, key: n.ID}
+	}
+	h.bump(cs...)
+}
+
+// DeleteNode removes a node.
+func (h *Harness) DeleteNode(id string) {
+	delete(h.nodes, id)
+	h.bump(change{kind: kindNode, key: id})
+}
+
+// UpsertJob adds or replaces a job; its Version rises when it replaces one.
+func (h *Harness) UpsertJob(j *sdk.Job) {
+	if j.Namespace == "" {
+		j.Namespace = "default"
+	}
+	if old := h.jobs[j.NamespacedID()]; old != nil && old != j {
+		j.Version = old.Version + 1
+	}
+	idx := h.bump(change{kind: kindJob, key: j.ID, ns: j.Namespace})
+	if j.CreateIndex == 0 {
+		j.CreateIndex = idx
+	}
+	j.ModifyIndex, j.JobModifyIndex = idx, idx
+	h.jobs[j.NamespacedID()] = j
+}
+
+// UpsertAlloc adds or replaces allocations. An allocation without Job is
+// linked to its job's current version.
+func (h *Harness) UpsertAlloc(allocs ...*sdk.Allocation) {
+	cs := make([]change, len(allocs))
+	for i, a := range allocs {
+		cs[i] = change{kind: kindAlloc, key: a.ID}
+	}
+	idx := h.bump(cs...)
+	for _, a := range allocs {
+		h.putAlloc(a, idx)
+	}
+}
+
+func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
+	if a.Namespace == "" {
+		a.Namespace = "default"
+	}
+	if a.Job == nil {
+		a.Job = h.jobs[sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}]
+	}
+	if a.Job != nil {
+		a.JobVersion = a.Job.Version
+	}
+	if a.CreateIndex == 0 {
+		a.CreateIndex = idx
+	}
+	a.ModifyIndex = idx
+	h.allocs[a.ID] = a
+}
+
+// DeleteAlloc removes an allocation.
+func (h *Harness) DeleteAlloc(id string) {
+	delete(h.allocs, id)
+	h.bump(change{kind: kindAlloc, key: id})
+}
+
+// UpsertDeployment adds or replaces a deployment.
+func (h *Harness) UpsertDeployment(d *sdk.Deployment) {
+	idx := h.bump(change{kind: kindDeployment, key: d.ID})
+	if d.CreateIndex == 0 {
+		d.CreateIndex = idx
+	}
+	d.ModifyIndex = idx
+	h.deploys[d.ID] = d
+}
+
+// SetSchedulerConfig replaces the scheduler configuration.
+func (h *Harness) SetSchedulerConfig(c *sdk.SchedulerConfiguration) {
+	h.config = c
+	h.bump(change{kind: kindConfig})
+}
+
+// Node, Job and Alloc read the cluster.
+func (h *Harness) Node(id string) *sdk.Node { return h.nodes[id] }
+
+// Job returns a job.
+func (h *Harness) Job(namespace, id string) *sdk.Job {
+	return h.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]
+}
+
+// Alloc returns an allocation.
+func (h *Harness) Alloc(id string) *sdk.Allocation { return h.allocs[id] }
+
+// AllocsByJob returns a job's allocations (terminal ones included), by ID.
+func (h *Harness) AllocsByJob(namespace, jobID string) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	for _, a := range h.allocs {
+		if a.Namespace == namespace && a.JobID == jobID {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sdk.Allocation) int { return cmp(a.ID, b.ID) })
+	return out
+}
+
+// RegisterEval returns a pending job-register eval for job, with a
+// deterministic ID.
+func (h *Harness) RegisterEval(job *sdk.Job) *sdk.Evaluation {
+	h.ids++
+	return &sdk.Evaluation{
+		ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", h.ids), Namespace: job.Namespace, JobID: job.ID,
+		Type: job.Type, Priority: job.Priority, TriggeredBy: sdk.EvalTriggerJobRegister,
+		Status: sdk.EvalStatusPending, ModifyIndex: h.index,
+	}
+}
+
+// RejectAll makes every following plan commit nothing, with a RefreshIndex,
+// so a scheduler exhausts its plan attempts.
+func (h *Harness) RejectAll() {
+	h.OnPlan = func(p *sdk.Plan) Verdict {
+		var v Verdict
+		for n := range p.NodeAllocation {
+			v.Reject = append(v.Reject, n)
+		}
+		for n := range p.NodeUpdate {
+			v.Reject = append(v.Reject, n)
+		}
+		return v
+	}
+}
+
+// RejectNodes makes the next plan leave the named nodes uncommitted (a
+// partial commit); later plans commit whole.
+func (h *Harness) RejectNodes(ids ...string) {
+	h.OnPlan = func(*sdk.Plan) Verdict {
+		h.OnPlan = nil
+		return Verdict{Reject: ids}
+	}
+}
+
+func cmp(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Sync returns the abi.StateSync that brings a mirror at index from to the
+// harness's index: a delta, or a full sync when from is 0 or ahead.
+func (h *Harness) Sync(from uint64) *abi.StateSync {
+	if from == 0 || from > h.index {
+		return h.FullSync()
+	}
+	s := &abi.StateSync{FromIndex: from, Index: h.index}
+	seen := map[change]bool{}
+	for _, c := range h.changes {
+		if c.index <= from {
+			continue
+		}
+		c.index = 0
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		switch c.kind {
+		case kindNode:
+			if n := h.nodes[c.key]; n != nil {
+				s.Nodes = append(s.Nodes, n)
+			} else {
+				s.DeletedNodes = append(s.DeletedNodes, c.key)
+			}
+		case kindJob:
+			if j := h.Job(c.ns, c.key); j != nil {
+				s.Jobs = append(s.Jobs, j)
+			} else {
+				s.DeletedJobs = append(s.DeletedJobs, sdk.NamespacedID{Namespace: c.ns, ID: c.key})
+			}
+		case kindAlloc:
+			if a := h.allocs[c.key]; a != nil {
+				s.Allocs = append(s.Allocs, h.wireAlloc(a, s))
+			} else {
+				s.DeletedAllocs = append(s.DeletedAllocs, c.key)
+			}
+		case kindDeployment:
+			if d := h.deploys[c.key]; d != nil {
+				s.Deployments = append(s.Deployments, d)
+			} else {
+				s.DeletedDeployments = append(s.DeletedDeployments, c.key)
+			}
+		case kindConfig:
+			s.SchedulerConfig = h.config
+		}
+	}
+	return s
+}
+
+// FullSync returns the whole cluster as a full sync.
+func (h *Harness) FullSync() *abi.StateSync {
+	s := &abi.StateSync{Full: true, Index: h.index, SchedulerConfig: h.config}
+	for _, n := range h.nodes {
+		s.Nodes = append(s.Nodes, n)
+	}
+	for _, j := range h.jobs {
+		s.Jobs = append(s.Jobs, j)
+	}
+	for _, a := range h.allocs {
+		s.Allocs = append(s.Allocs, h.wireAlloc(a, s))
+	}
+	for _, d := range h.deploys {
+		s.Deployments = append(s.Deployments, d)
+	}
+	slices.SortFunc(s.Nodes, func(a, b *sdk.Node) int { return cmp(a.ID, b.ID) })
+	slices.SortFunc(s.Allocs, func(a, b *sdk.Allocation) int { return cmp(a.ID, b.ID) })
+	return s
+}
+
+// wireAlloc strips an allocation's job as the host does, adding the job
+// version to the sync when it is not the job's current one.
+func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation {
+	c := *a
+	c.Job = nil
+	if a.Job == nil {
+		return &c
+	}
+	if cur := h.Job(a.Namespace, a.JobID); cur == a.Job {
+		return &c
+	}
+	for _, v := range s.JobVersions {
+		if v == a.Job {
+			return &c
+		}
+	}
+	s.JobVersions = append(s.JobVersions, a.Job)
+	return &c
+}
+
+// SubmitPlan commits a plan as the host's applier would: it refuses a plan
+// for unknown nodes or for another job's allocations, rejects the nodes the
+// plan would over-commit or that OnPlan rejects, and commits the rest.
+func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
+	h.Plans = append(h.Plans, p)
+	if err := h.validate(p); err != nil {
+		return nil, err
+	}
+	var v Verdict
+	if h.OnPlan != nil {
+		v = h.OnPlan(p)
+	}
+	if v.Err != nil {
+		return nil, v.Err
+	}
+	reject := map[string]bool{}
+	for _, n := range v.Reject {
+		reject[n] = true
+	}
+	for node, allocs := range p.NodeAllocation {
+		if !reject[node] && !h.fits(node, p, allocs) {
+			reject[node] = true
+		}
+	}
+	res := &sdk.PlanResult{NodeUpdate: map[string][]*sdk.Allocation{}, NodeAllocation: map[string][]*sdk.Allocation{},
+		NodePreemptions: map[string][]*sdk.Allocation{}}
+	var cs []change
+	commit := func(dst map[string][]*sdk.Allocation, src map[string][]*sdk.Allocation) {
+		for node, allocs := range src {
+			if reject[node] {
+				continue
+			}
+			dst[node] = allocs
+			for _, a := range allocs {
+				cs = append(cs, change{kind: kindAlloc, key: a.ID})
+			}
+		}
+	}
+	commit(res.NodeUpdate, p.NodeUpdate)
+	commit(res.NodeAllocation, p.NodeAllocation)
+	commit(res.NodePreemptions, p.NodePreemptions)
+	idx := h.index
+	if len(cs) > 0 {
+		idx = h.bump(cs...)
+	}
+	for _, m := range []map[string][]*sdk.Allocation{res.NodeUpdate, res.NodePreemptions} {
+		for _, stops := range m {
+			for _, s := range stops {
+				c := *h.allocs[s.ID]
+				old := &c
+				old.DesiredStatus, old.DesiredDescription = s.DesiredStatus, s.DesiredDescription
+				if s.ClientStatus != "" {
+					old.ClientStatus = s.ClientStatus
+				}
+				old.ModifyIndex = idx
+				h.allocs[s.ID] = old
+			}
+		}
+	}
+	for _, allocs := range res.NodeAllocation {
+		for _, a := range allocs {
+			c := *a
+			c.Job = p.Job
+			h.putAlloc(&c, idx)
+		}
+	}
+	res.AllocIndex = idx
+	for n := range reject {
+		res.RejectedNodes = append(res.RejectedNodes, n)
+	}
+	slices.Sort(res.RejectedNodes)
+	if len(reject) > 0 {
+		res.RefreshIndex = h.index
+	}
+	h.Results = append(h.Results, res)
+	return res, nil
+}
+
+func (h *Harness) validate(p *sdk.Plan) error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", sdk.ErrPlanInvalid, fmt.Sprintf(format, args...))
+	}
+	if len(p.NodeAllocation) > 0 && p.Job == nil {
+		return invalid("placements without a job")
+	}
+	for node, allocs := range p.NodeAllocation {
+		if h.nodes[node] == nil {
+			return invalid("unknown node %s", node)
+		}
+		for _, a := range allocs {
+			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
+				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)
+			}
+		}
+	}
+	for node, stops := range p.NodeUpdate {
+		for _, s := range stops {
+			old := h.allocs[s.ID]
+			if old == nil || old.NodeID != node {
+				return invalid("stop of unknown allocation %s on node %s", s.ID, node)
+			}
+			if p.Job != nil && (old.JobID != p.Job.ID || old.Namespace != p.Job.Namespace) {
+				return invalid("stop of allocation %s of another job (%s)", s.ID, old.JobID)
+			}
+		}
+	}
+	for node, pre := range p.NodePreemptions {
+		for _, s := range pre {
+			if old := h.allocs[s.ID]; old == nil || old.NodeID != node {
+				return invalid("preemption of unknown allocation %s on node %s", s.ID, node)
+			}
+		}
+	}
+	return nil
+}
+
+// fits reports whether node holds its live allocations, minus the plan's
+// stops, plus allocs.
+func (h *Harness) fits(nodeID string, p *sdk.Plan, allocs []*sdk.Allocation) bool {
+	stopped := map[string]bool{}
+	for _, s := range p.NodeUpdate[nodeID] {
+		stopped[s.ID] = true
+	}
+	for _, s := range p.NodePreemptions[nodeID] {
+		stopped[s.ID] = true
+	}
+	var all []*sdk.Allocation
+	for _, a := range h.allocs {
+		if a.NodeID == nodeID && !stopped[a.ID] && !slices.ContainsFunc(allocs, func(b *sdk.Allocation) bool { return b.ID == a.ID }) {
+			all = append(all, a)
+		}
+	}
+	all = append(all, allocs...)
+	ok, _ := feasible.AllocsFit(h.nodes[nodeID], all)
+	return ok
+}
+
+// UpdateEval records an eval update.
+func (h *Harness) UpdateEval(e *sdk.Evaluation) error {
+	h.Updated = append(h.Updated, e)
+	return nil
+}
+
+// CreateEval records a new eval.
+func (h *Harness) CreateEval(e *sdk.Evaluation) error {
+	h.Created = append(h.Created, e)
+	return nil
+}
+
+// ReblockEval records a reblocked eval.
+func (h *Harness) ReblockEval(e *sdk.Evaluation) error {
+	h.Reblocked = append(h.Reblocked, e)
+	return nil
+}
+
+var _ sdk.Planner = (*Harness)(nil)
+
+// Plugin is a scheduler served through the ABI with a state mirror that
+// lives across evals, as a pooled plugin instance does: the first eval gets
+// a full sync, later ones deltas.
+type Plugin struct {
+	h     *Harness
+	guest *plugin.Guest
+	index uint64
+}
+
+// Plugin wraps s as a plugin named info.Name.
+func (h *Harness) Plugin(info plugin.Info, s sdk.Scheduler) *Plugin {
+	if info.Name == "" {
+		info.Name = "sdktest"
+	}
+	return &Plugin{h: h, guest: plugin.NewGuest(info, s)}
+}
+
+// Process runs s on eval through a fresh plugin (full sync).
+func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
+	return h.Plugin(plugin.Info{}, s).Process(eval)
+}
+
+// Process runs one eval. It returns the scheduler's error, or the ABI
+// failure, as an error that errors.Is matches against the sdk sentinels.
+func (p *Plugin) Process(eval *sdk.Evaluation) error {
+	h := p.h
+	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.Sync(p.index), Now: h.Now.UnixNano(), Config: h.Config}
+	raw, err := req.MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("sdktest: encode request: %w", err)
+	}
+	d := &dispatch{h: h, index: req.Sync.Index}
+	out := p.guest.Process(raw, d.call)
+	var resp abi.ProcessResponse
+	if _, err := resp.UnmarshalMsg(out); err != nil {
+		return fmt.Errorf("sdktest: decode response: %w", err)
+	}
+	p.index = resp.Index
+	return abi.Err(resp.Code, resp.Message)
+}

@@ -1,0 +1,280 @@
+package stack
+
+import (
+	"github.com/drover-sched/drover/sdk"
+)
+
+// Plan is the plan a scheduler builds for one evaluation, together with
+// what it does to each node it touches, so that a node's usage and the
+// job's allocation counts there are read in O(1) instead of being
+// recomputed from the plan for every candidate (Nomad recomputes them; that
+// is what makes its spread scoring quadratic).
+//
+// Every change to the plan goes through Plan's methods; they keep the
+// counters and tell the registered counters (spread, distinct_property)
+// about allocations of the job that come and go.
+type Plan struct {
+	*sdk.Plan
+	state sdk.State
+	job   *sdk.Job
+	nodes map[string]*nodeChange
+	// jobCount and groupCount are the job's live allocations per node
+	// after the plan, overall and per task group.
+	jobCount   map[string]int
+	groupCount map[string]map[string]int
+	watchers   []Watcher
+}
+
+// Watcher hears about allocations of the plan's job that the plan adds
+// (delta 1) or removes (delta -1) on a node.
+type Watcher interface {
+	Add(n *sdk.Node, delta int)
+	// Matches reports whether allocations of task group tg concern it.
+	Matches(tg string) bool
+}
+
+// nodeChange is what the plan does to one node.
+type nodeChange struct {
+	delta   sdk.Usage
+	placed  []*sdk.Allocation
+	removed map[string]bool
+}
+
+// NewPlan starts an empty plan for eval and job (nil for a purged job)
+// over state.
+func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
+	p := &Plan{
+		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
+		state: state, job: job, nodes: map[string]*nodeChange{},
+		jobCount: map[string]int{}, groupCount: map[string]map[string]int{},
+	}
+	if job != nil {
+		p.Plan.AllAtOnce = job.AllAtOnce
+		for _, a := range state.AllocsByJob(job.Namespace, job.ID) {
+			if !a.TerminalStatus() {
+				p.count(a.NodeID, a.TaskGroup, 1)
+			}
+		}
+	}
+	return p
+}
+
+func (p *Plan) count(nodeID, tg string, delta int) {
+	p.jobCount[nodeID] += delta
+	m := p.groupCount[tg]
+	if m == nil {
+		m = map[string]int{}
+		p.groupCount[tg] = m
+	}
+	m[nodeID] += delta
+}
+
+// Watch registers w for the job's allocations from now on. The caller
+// builds w from the state and this plan's effects so far (see Replay).
+func (p *Plan) Watch(w Watcher) { p.watchers = append(p.watchers, w) }
+
+// Replay tells w about the job's allocations the plan already added or
+// removed, so that a watcher built from the state catches up with the plan.
+func (p *Plan) Replay(w Watcher) {
+	if p.job == nil {
+		return
+	}
+	for nodeID, stops := range p.NodeUpdate {
+		n := p.state.Node(nodeID)
+		for _, s := range stops {
+			if n != nil && s.JobID == p.job.ID && w.Matches(s.TaskGroup) && p.wasLive(s.ID) {
+				w.Add(n, -1)
+			}
+		}
+	}
+	for nodeID, placed := range p.NodeAllocation {
+		n := p.state.Node(nodeID)
+		for _, a := range placed {
+			if n != nil && w.Matches(a.TaskGroup) && p.state.Alloc(a.ID) == nil {
+				w.Add(n, 1)
+			}
+		}
+	}
+}
+
+func (p *Plan) wasLive(id string) bool {
+	a := p.state.Alloc(id)
+	return a != nil && !a.TerminalStatus()
+}
+
+func (p *Plan) notify(nodeID, tg string, delta int) {
+	if len(p.watchers) == 0 {
+		return
+	}
+	n := p.state.Node(nodeID)
+	if n == nil {
+		return
+	}
+	for _, w := range p.watchers {
+		if w.Matches(tg) {
+			w.Add(n, delta)
+		}
+	}
+}
+
+func (p *Plan) change(nodeID string) *nodeChange {
+	c := p.nodes[nodeID]
+	if c == nil {
+		c = &nodeChange{}
+		p.nodes[nodeID] = c
+	}
+	return c
+}
+
+// remove accounts for a live state allocation leaving its node.
+func (p *Plan) remove(a *sdk.Allocation) {
+	if a.TerminalStatus() {
+		return
+	}
+	c := p.change(a.NodeID)
+	if c.removed == nil {
+		c.removed = map[string]bool{}
+	}
+	if c.removed[a.ID] {
+		return
+	}
+	c.removed[a.ID] = true
+	c.delta.Sub(a.Usage())
+	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
+		p.count(a.NodeID, a.TaskGroup, -1)
+		p.notify(a.NodeID, a.TaskGroup, -1)
+	}
+}
+
+// unremove undoes remove.
+func (p *Plan) unremove(a *sdk.Allocation) {
+	c := p.nodes[a.NodeID]
+	if c == nil || !c.removed[a.ID] {
+		return
+	}
+	delete(c.removed, a.ID)
+	c.delta.Add(a.Usage())
+	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
+		p.count(a.NodeID, a.TaskGroup, 1)
+		p.notify(a.NodeID, a.TaskGroup, 1)
+	}
+}
+
+// Stop stops an existing allocation (desc is DesiredDescription;
+// clientStatus is set for lost allocations; followupEvalID links a delayed
+// reschedule).
+func (p *Plan) Stop(a *sdk.Allocation, desc, clientStatus, followupEvalID string) {
+	p.AppendStoppedAlloc(a, desc, clientStatus)
+	if followupEvalID != "" {
+		stops := p.NodeUpdate[a.NodeID]
+		stops[len(stops)-1].FollowupEvalID = followupEvalID
+	}
+	p.remove(a)
+}
+
+// PopStop takes back the last stop of a (a replacement could not be placed,
+// or an in-place probe is over).
+func (p *Plan) PopStop(a *sdk.Allocation) {
+	stops := p.NodeUpdate[a.NodeID]
+	for i := len(stops) - 1; i >= 0; i-- {
+		if stops[i].ID == a.ID {
+			stops = append(stops[:i], stops[i+1:]...)
+			break
+		}
+	}
+	if len(stops) == 0 {
+		delete(p.NodeUpdate, a.NodeID)
+	} else {
+		p.NodeUpdate[a.NodeID] = stops
+	}
+	p.unremove(a)
+}
+
+// Place adds a new allocation (its ID is not in the state).
+func (p *Plan) Place(a *sdk.Allocation) {
+	p.AppendAlloc(a)
+	c := p.change(a.NodeID)
+	c.delta.Add(a.Usage())
+	c.placed = append(c.placed, a)
+	if p.job != nil {
+		p.count(a.NodeID, a.TaskGroup, 1)
+		p.notify(a.NodeID, a.TaskGroup, 1)
+	}
+}
+
+// Update updates an existing allocation in place: the new version replaces
+// the old on the same node.
+func (p *Plan) Update(a *sdk.Allocation) {
+	p.AppendAlloc(a)
+	if old := p.state.Alloc(a.ID); old != nil && !old.TerminalStatus() {
+		c := p.change(a.NodeID)
+		if c.removed == nil {
+			c.removed = map[string]bool{}
+		}
+		if !c.removed[a.ID] {
+			c.removed[a.ID] = true
+			c.delta.Sub(old.Usage())
+		}
+		c.delta.Add(a.Usage())
+		c.placed = append(c.placed, a)
+	}
+}
+
+// Annotate writes a changed allocation (a follow-up eval ID, a reconnect)
+// without changing what it holds.
+func (p *Plan) Annotate(a *sdk.Allocation) { p.AppendAlloc(a) }
+
+// Preempt evicts alloc (of another job) to make room for the allocation
+// with ID by.
+func (p *Plan) Preempt(a *sdk.Allocation, by string) {
+	p.AppendPreemptedAlloc(a, by)
+	p.remove(a)
+}
+
+// Used is what node nodeID holds after the plan.
+func (p *Plan) Used(nodeID string) sdk.Usage {
+	u := p.state.NodeUsage(nodeID)
+	if c := p.nodes[nodeID]; c != nil {
+		u.Add(c.delta)
+	}
+	return u
+}
+
+// JobCount is how many live allocations of the job node nodeID holds after
+// the plan.
+func (p *Plan) JobCount(nodeID string) int { return p.jobCount[nodeID] }
+
+// GroupCount is how many live allocations of task group tg node nodeID
+// holds after the plan.
+func (p *Plan) GroupCount(tg, nodeID string) int { return p.groupCount[tg][nodeID] }
+
+// Proposed returns the live allocations node nodeID holds after the plan.
+// It builds a new slice: use it only when quantities are not enough
+// (ports, cores, devices, preemption).
+func (p *Plan) Proposed(nodeID string) []*sdk.Allocation {
+	c := p.nodes[nodeID]
+	existing := p.state.AllocsByNode(nodeID)
+	out := make([]*sdk.Allocation, 0, len(existing)+1)
+	for _, a := range existing {
+		if a.TerminalStatus() || (c != nil && c.removed[a.ID]) {
+			continue
+		}
+		out = append(out, a)
+	}
+	if c != nil {
+		out = append(out, c.placed...)
+	}
+	return out
+}
+
+// Preempted returns every allocation the plan preempts so far.
+func (p *Plan) Preempted() []*sdk.Allocation {
+	var out []*sdk.Allocation
+	for _, as := range p.NodePreemptions {
+		out = append(out, as...)
+	}
+	return out
+}
+
+// State is the state the plan is built over.
+func (p *Plan) State() sdk.State { return p.state }
