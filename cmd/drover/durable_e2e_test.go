@@ -148,7 +148,7 @@ server {
 	a := startAgent(t, bin, "-config", cfg)
 	const nodes = 10
 	for i := 0; i < nodes; i++ {
-		if code, err := call("PUT", a.base+"/v1/nodes", &httpapi.NodeRegisterRequest{Node: loadNode(i)}, nil); err != nil || code != 200 {
+		if code, err := call("PUT", a.base+"/v1/nodes", &httpapi.NodeRegisterRequest{Node: &httpapi.RegisteredNode{Node: *loadNode(i)}}, nil); err != nil || code != 200 {
 			t.Fatalf("register node: %d %v", code, err)
 		}
 	}
