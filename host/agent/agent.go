@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -37,13 +36,17 @@ type Config struct {
 	// PluginReloadInterval is how often replaced plugin files are looked
 	// for; 0 or less turns reloading off.
 	PluginReloadInterval time.Duration
+	// LogLevel (debug, info, warn, error) and LogJSON say how the command
+	// that starts the agent logs.
+	LogLevel string
+	LogJSON  bool
 	// Server configures the server.
 	Server server.Config
 }
 
 // DefaultConfig returns a dev-friendly default.
 func DefaultConfig() Config {
-	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", Server: server.DefaultConfig(),
+	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", LogLevel: "info", Server: server.DefaultConfig(),
 		PluginReloadInterval: DefaultPluginReloadInterval}
 }
 
@@ -64,8 +67,11 @@ type Agent struct {
 // New starts an agent.
 func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	cfg.Server.Dev = cfg.Dev
-	if cfg.Server.NumWorkers == 0 {
-		cfg.Server.NumWorkers = runtime.NumCPU()
+	if !cfg.Dev {
+		// Refuse a bad data dir before loading anything into it.
+		if err := server.CheckDataDir(cfg.Server.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -74,3 +74,26 @@ plugin "service" {}
 		})
 	}
 }
+
+func TestParseConfig_PluginBlocks(t *testing.T) {
+	f, err := ParseConfig("agent.hcl", []byte(`
+plugin_dir = "/opt/drover/plugins"
+plugin "zones" {
+  path   = "/opt/drover/zones.wasm"
+  config = { zone_attribute = "meta.zone" }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Plugins) != 1 || cfg.Plugins[0].Name != "zones" || cfg.Plugins[0].Config["zone_attribute"] != "meta.zone" {
+		t.Fatalf("plugins = %+v", cfg.Plugins)
+	}
+	if _, err := ParseConfig("agent.hcl", []byte(`plugin "x" { runtime = "lua" }`)); err == nil || !strings.Contains(err.Error(), "runtime must be") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -110,6 +110,8 @@ func BenchmarkSync(b *testing.B) {
 // BenchmarkServiceScheduler runs the built-in service scheduler in each
 // runtime: every op registers a job of 10 allocations on a 1,000-node
 // cluster and schedules it (reconcile, feasibility, ranking, plan, commit).
+// The previous op's allocations are deleted first (outside the timer), so
+// every op sees a cluster of the same size whatever b.N is.
 func BenchmarkServiceScheduler(b *testing.B) {
 	for _, fl := range benchFlavours() {
 		b.Run(fl.name, func(b *testing.B) {
@@ -123,10 +125,17 @@ func BenchmarkServiceScheduler(b *testing.B) {
 				h.UpsertNode(n)
 			}
 			ctx := context.Background()
+			var last *sdk.Job
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
+				if last != nil {
+					for _, a := range h.AllocsByJob(last.Namespace, last.ID) {
+						h.DeleteAlloc(a.ID)
+					}
+				}
 				job := sdktest.Job(fmt.Sprintf("job-%06d", i), 10)
+				last = job
 				job.TaskGroups[0].Tasks[0].Resources.CPU = 100
 				job.TaskGroups[0].Tasks[0].Resources.MemoryMB = 128
 				h.UpsertJob(job)
