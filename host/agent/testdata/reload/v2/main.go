@@ -1,27 +1,11 @@
-// Command v2 is version 2 of the "reload" plugin: the built-in service
-// scheduler under another name, slowed down so that evals are in flight
-// when the file is replaced.
+// Command v2 is version 2 of the "reload" test plugin.
 package main
 
 import (
-	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/host/agent/testdata/reload/slow"
 	"github.com/drover-sched/drover/sdk/plugin"
-	"github.com/drover-sched/drover/sdk/schedulers/generic"
 )
 
-var sink uint64
-
-type slow struct{ generic.Scheduler }
-
-func (s *slow) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
-	for i := uint64(0); i < 20_000_000; i++ {
-		sink += i
-	}
-	return s.Scheduler.Process(ctx, eval)
-}
-
-func init() {
-	plugin.Register(plugin.Info{Name: "reload", Version: "2"}, &slow{})
-}
+func init() { plugin.Register(plugin.Info{Name: "reload", Version: "2"}, &slow.Scheduler{}) }
 
 func main() { plugin.Serve() }
