@@ -18,6 +18,8 @@ var PluginBlockSchema = hcl.BlockHeaderSchema{Type: "plugin", LabelNames: []stri
 //	  runtime = "wasm"              # or "goplugin"; default from the file
 //	  path    = "/opt/drover/zones.wasm"
 //	  config  = { zone_attribute = "meta.zone" }
+//	  env     = { TZ = "UTC" }          # default: none
+//	  real_clock = false                # wasm: the real clock; default: a fake one
 //	  limits {
 //	    memory_mb        = 256
 //	    timeout          = "5s"
@@ -25,11 +27,13 @@ var PluginBlockSchema = hcl.BlockHeaderSchema{Type: "plugin", LabelNames: []stri
 //	  }
 //	}
 type pluginBlock struct {
-	Name    string            `hcl:"name,label"`
-	Runtime string            `hcl:"runtime,optional"`
-	Path    string            `hcl:"path,optional"`
-	Config  map[string]string `hcl:"config,optional"`
-	Limits  *limitsBlock      `hcl:"limits,block"`
+	Name      string            `hcl:"name,label"`
+	Runtime   string            `hcl:"runtime,optional"`
+	Path      string            `hcl:"path,optional"`
+	Config    map[string]string `hcl:"config,optional"`
+	Env       map[string]string `hcl:"env,optional"`
+	RealClock *bool             `hcl:"real_clock,optional"`
+	Limits    *limitsBlock      `hcl:"limits,block"`
 }
 
 type limitsBlock struct {
@@ -63,7 +67,8 @@ func DecodePluginBlocks(body hcl.Body) ([]PluginConfig, hcl.Diagnostics) {
 			continue
 		}
 		seen[b.Name] = true
-		c := PluginConfig{Name: b.Name, Runtime: b.Runtime, Path: b.Path, Config: b.Config}
+		c := PluginConfig{Name: b.Name, Runtime: b.Runtime, Path: b.Path, Config: b.Config, Env: b.Env,
+			RealClock: b.RealClock != nil && *b.RealClock}
 		if l := b.Limits; l != nil {
 			if l.MemoryMB != nil {
 				c.Limits.MemoryMB = *l.MemoryMB

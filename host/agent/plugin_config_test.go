@@ -32,6 +32,8 @@ plugin "zones" {
   runtime = "wasm"
   path    = "/opt/zones.wasm"
   config  = { zone_attribute = "meta.zone" }
+  env     = { TZ = "UTC" }
+  real_clock = true
   limits {
     memory_mb        = 256
     timeout          = "5s"
@@ -45,7 +47,7 @@ plugin "service" {}
 			}
 			z := c[0]
 			if z.Name != "zones" || z.Runtime != RuntimeWasm || z.Path != "/opt/zones.wasm" || z.Config["zone_attribute"] != "meta.zone" ||
-				z.Limits.MemoryMB != 256 || z.Limits.Timeout != 5*time.Second || z.Limits.EnforceDeadline == nil || *z.Limits.EnforceDeadline {
+				z.Env["TZ"] != "UTC" || !z.RealClock || z.Limits.MemoryMB != 256 || z.Limits.Timeout != 5*time.Second || z.Limits.EnforceDeadline == nil || *z.Limits.EnforceDeadline {
 				t.Fatalf("zones = %+v", z)
 			}
 			if c[1].Name != "service" || c[1].Path != "" || c[1].Limits.EnforceDeadline != nil {

@@ -48,6 +48,12 @@ type PluginConfig struct {
 	Config map[string]string
 	// Limits bound the plugin.
 	Limits PluginLimits
+	// Env is the plugin's environment (wasm and go-plugin); empty by
+	// default: a plugin never sees the agent's environment.
+	Env map[string]string
+	// RealClock gives a wasm plugin the real clock; by default it sees a
+	// fake one and decides with the eval's Now, as it should.
+	RealClock bool
 }
 
 // PluginLimits bound a plugin.
@@ -238,9 +244,10 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 // load loads one plugin file into a pool.
 func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, error) {
 	lim := PluginLimits{}
-	var conf map[string]string
+	var conf, env map[string]string
+	realClock := false
 	if sp.block != nil {
-		lim, conf = sp.block.Limits, sp.block.Config
+		lim, conf, env, realClock = sp.block.Limits, sp.block.Config, sp.block.Env, sp.block.RealClock
 	}
 	memMB := lim.MemoryMB
 	if memMB == 0 {
@@ -257,6 +264,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		wcfg.Log = l.log
 		wcfg.MemoryLimitPages = wasm.PagesForMB(memMB)
 		wcfg.CloseOnContextDone = enforce
+		wcfg.Env, wcfg.SysClock = env, realClock
 		if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
 			wcfg.CacheDir = filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
 		}
@@ -268,6 +276,10 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 	case RuntimeGoPlugin:
 		gcfg := goplugin.DefaultConfig()
 		gcfg.Log = l.log
+		for k, v := range env {
+			gcfg.Env = append(gcfg.Env, k+"="+v)
+		}
+		sort.Strings(gcfg.Env)
 		f, err := goplugin.Load(ctx, sp.path, gcfg)
 		if err != nil {
 			return nil, fmt.Errorf("agent: load plugin: %w", err)
