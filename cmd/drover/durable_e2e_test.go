@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/drover-sched/drover/host/jobspec"
+	"github.com/hashicorp/nomad/api"
 	"io"
 	"net/http"
 	"os"
@@ -103,10 +105,12 @@ func call(method, url string, in, out any) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func loadJob(id string) *sdk.Job {
-	return &sdk.Job{ID: id, Name: id, Type: "service", Datacenters: []string{"dc1"},
-		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
-			Resources: &sdk.Resources{CPU: 100, MemoryMB: 64}}}}}}
+func loadJob(id string) *jobspec.Job {
+	str := func(v string) *string { return &v }
+	num := func(v int) *int { return &v }
+	return &jobspec.Job{Job: api.Job{ID: str(id), Name: str(id), Type: str("service"), Datacenters: []string{"dc1"},
+		TaskGroups: []*api.TaskGroup{{Name: str("g"), Count: num(2), Tasks: []*api.Task{{Name: "t", Driver: "docker",
+			Resources: &api.Resources{CPU: num(100), MemoryMB: num(64)}}}}}}}
 }
 
 func loadNode(i int) *sdk.Node {
@@ -148,7 +152,7 @@ server {
 	a := startAgent(t, bin, "-config", cfg)
 	const nodes = 10
 	for i := 0; i < nodes; i++ {
-		if code, err := call("PUT", a.base+"/v1/nodes", &httpapi.NodeRegisterRequest{Node: loadNode(i)}, nil); err != nil || code != 200 {
+		if code, err := call("PUT", a.base+"/v1/nodes", &httpapi.NodeRegisterRequest{Node: &httpapi.RegisteredNode{Node: *loadNode(i)}}, nil); err != nil || code != 200 {
 			t.Fatalf("register node: %d %v", code, err)
 		}
 	}

@@ -124,6 +124,30 @@ func (t *Txn) UpsertJob(j *sdk.Job) error {
 	return t.upsertJobVersion(j)
 }
 
+// SetJobStability marks a kept job version stable or not, and the job too
+// when that version is its current one. Unlike UpsertJob it changes
+// nothing else: stability is the server's mark, not the user's spec.
+func (t *Txn) SetJobStability(ns, id string, version uint64, stable bool) error {
+	v := t.JobVersion(ns, id, version)
+	if v == nil {
+		return fmt.Errorf("%w: job %s/%s version %d", ErrNotFound, ns, id, version)
+	}
+	c := *v
+	c.Stable = stable
+	if err := t.insert(TableJobVersions, &c); err != nil {
+		return err
+	}
+	cur := t.Job(ns, id)
+	if cur == nil || cur.Version != version {
+		return nil
+	}
+	j := *cur
+	j.Stable = stable
+	j.ModifyIndex = t.index
+	t.record(KindJob, jobKey(ns, id))
+	return t.insert(TableJobs, &j)
+}
+
 // UpsertJobVersion inserts a kept job version (restore only).
 func (t *Txn) UpsertJobVersion(j *sdk.Job) error { return t.insert(TableJobVersions, j) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
 	"github.com/rs/zerolog"
 )
 
@@ -23,8 +24,11 @@ import (
 func NativeBuiltins(t testing.TB, instances int) *runtime.Registry {
 	t.Helper()
 	reg := runtime.NewRegistry()
-	add := func(name string, s func() sdk.Scheduler) {
-		f := native.New(plugin.Info{Name: name, Types: []string{name}}, s)
+	add := func(name string, s func() sdk.Scheduler, types ...string) {
+		if len(types) == 0 {
+			types = []string{name}
+		}
+		f := native.New(plugin.Info{Name: name, Types: types}, s)
 		p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(instances), zerolog.Nop())
 		if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: "native"}); err != nil {
 			t.Fatal(err)
@@ -33,6 +37,7 @@ func NativeBuiltins(t testing.TB, instances int) *runtime.Registry {
 	}
 	add(sdk.JobTypeService, func() sdk.Scheduler { return &generic.Scheduler{} })
 	add(sdk.JobTypeBatch, func() sdk.Scheduler { return &generic.Scheduler{Batch: true} })
+	add(sdk.JobTypeSystem, func() sdk.Scheduler { return &system.Scheduler{} }, sdk.JobTypeSystem, sdk.JobTypeSysBatch)
 	return reg
 }
 
