@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 ADDR    ?= 127.0.0.1:4646
 
-.PHONY: all build drover plugins goplugins test run clean
+.PHONY: all build drover plugins goplugins examples test run clean
 
 all: build
 
@@ -31,6 +31,19 @@ $(BIN)/goplugins/%: FORCE
 	$(GO) build -o $@ ./plugins/$*
 
 FORCE:
+
+# The example plugins, each built both ways: bin/examples/NAME.wasm and the
+# go-plugin binary bin/examples/NAME.
+EXAMPLES := $(patsubst examples/plugins/%/main.go,%,$(wildcard examples/plugins/*/main.go))
+
+examples:
+	@mkdir -p $(BIN)/examples
+	@for e in $(EXAMPLES); do \
+	  echo "GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(BIN)/examples/$$e.wasm ./examples/plugins/$$e" && \
+	  GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(BIN)/examples/$$e.wasm ./examples/plugins/$$e && \
+	  echo "$(GO) build -o $(BIN)/examples/$$e ./examples/plugins/$$e" && \
+	  $(GO) build -o $(BIN)/examples/$$e ./examples/plugins/$$e || exit 1; \
+	done
 
 # Tests use the plugins and binary built here rather than building their own.
 test: build

@@ -103,3 +103,60 @@ func TestPlugin_ClosedRefusesCalls(t *testing.T) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 }
+
+// sized reports a fixed memory size for every instance of its factory.
+type sized struct {
+	runtime.Factory
+	bytes uint64
+}
+
+type sizedInstance struct {
+	runtime.Instance
+	bytes uint64
+}
+
+func (s sizedInstance) MemoryBytes() uint64 { return s.bytes }
+
+func (s sized) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	inst, err := s.Factory.NewInstance(ctx)
+	return sizedInstance{inst, s.bytes}, err
+}
+
+func TestPlugin_Recycles(t *testing.T) {
+	cases := []struct {
+		name         string
+		cfg          runtime.PoolConfig
+		bytes        uint64
+		evals        int
+		wantRecycled int64
+		// wantFull counts full syncs: the first eval of every instance.
+		wantFull int64
+	}{
+		{"after N evals", runtime.PoolConfig{Instances: 1, MaxEvals: 3}, 0, 7, 2, 3},
+		{"past the memory high-water mark", runtime.PoolConfig{Instances: 1, MaxMemoryBytes: 1 << 20}, 2 << 20, 3, 3, 3},
+		{"under both limits", runtime.PoolConfig{Instances: 1, MaxEvals: 100, MaxMemoryBytes: 4 << 20}, 1 << 20, 5, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := sized{native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{} }), tc.bytes}
+			p := runtime.NewPlugin(f, tc.cfg, zerolog.Nop())
+			defer p.Close(context.Background())
+			h := sdktest.New()
+			job := sdktest.Job("web", 1)
+			h.UpsertJob(job)
+			for i := 0; i < tc.evals; i++ {
+				if err := runtimetest.Process(p, h, h.RegisterEval(job), time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := p.Stats()
+			if got := st.Recycled.Load(); got != tc.wantRecycled {
+				t.Fatalf("recycled %d, want %d", got, tc.wantRecycled)
+			}
+			// A recycled instance's successor starts with a full sync.
+			if got := st.FullSyncs.Load(); got != tc.wantFull {
+				t.Fatalf("full syncs %d, want %d", got, tc.wantFull)
+			}
+		})
+	}
+}

@@ -20,6 +20,11 @@ type Entry struct {
 	Config map[string]string
 	// Timeout bounds one eval in the plugin (0: the host's default).
 	Timeout time.Duration
+	// MemoryMB is a wasm plugin's memory limit (0: not limited here).
+	MemoryMB int
+	// EnforceDeadline says whether a plugin that overruns Timeout is
+	// stopped (always for go-plugin; a per-plugin choice for wasm).
+	EnforceDeadline bool
 }
 
 // Registry maps plugin names, and the job types they serve, to plugins.

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
 	"strings"
+	"time"
 
+	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/runtime/goplugin"
+	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/drover-sched/drover/sdk/abi"
 )
 
 type pluginListCommand struct{ *meta }
@@ -46,4 +55,176 @@ func (c *pluginListCommand) Run(args []string) int {
 	}
 	c.table(rows)
 	return exitOK
+}
+
+type pluginInspectCommand struct{ *meta }
+
+func (c *pluginInspectCommand) Synopsis() string { return "Show one scheduler plugin of the agent" }
+
+func (c *pluginInspectCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover plugin inspect [options] NAME
+
+  Shows a scheduler plugin the agent runs: its runtime, ABI version, file,
+  configuration, limits, and what its pool has done (evals, failures,
+  recycled instances, full and delta state syncs).
+
+Options:
+
+  -address=ADDR  Agent address.
+  -json          Print the API's JSON.
+`)
+}
+
+func (c *pluginInspectCommand) Run(args []string) int {
+	fs := c.flags("plugin inspect", true)
+	if !c.parse(fs, args, c.Help()) {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		c.ui.Error("This command takes one argument: the plugin's name")
+		c.ui.Error(c.Help())
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	var p httpapi.PluginStub
+	if _, err := cl.Get(bg, "/v1/plugin/scheduler/"+url.PathEscape(fs.Arg(0)), &p); err != nil {
+		return c.errorf("inspecting plugin %q: %v", fs.Arg(0), err)
+	}
+	if c.json {
+		return c.printJSON(&p)
+	}
+	deadline := "not enforced"
+	if p.EnforceDeadline {
+		deadline = "enforced"
+	}
+	memory := "-"
+	if p.MemoryMB > 0 {
+		memory = fmt.Sprintf("%d MiB", p.MemoryMB)
+	}
+	rows := [][]string{
+		{"Name", p.Name}, {"Types", strings.Join(p.Types, ",")}, {"Runtime", p.Runtime},
+		{"ABI", p.ABIVersion}, {"Version", p.PluginVersion}, {"Path", p.Path},
+		{"Mirrors evals", fmt.Sprint(p.MirrorEvals)},
+		{"Memory limit", memory}, {"Timeout", time.Duration(p.TimeoutNanos).String() + " (" + deadline + ")"},
+		{"Evals", fmt.Sprint(p.Stats.Evals)}, {"Failures", fmt.Sprint(p.Stats.Failures)},
+		{"Recycled", fmt.Sprint(p.Stats.Recycled)},
+		{"Syncs", fmt.Sprintf("%d full, %d delta", p.Stats.FullSyncs, p.Stats.DeltaSyncs)},
+	}
+	keys := make([]string, 0, len(p.Config))
+	for k := range p.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rows = append(rows, []string{"Config " + k, p.Config[k]})
+	}
+	c.table(rows)
+	return exitOK
+}
+
+type pluginValidateCommand struct{ *meta }
+
+func (c *pluginValidateCommand) Synopsis() string {
+	return "Check that a file is a loadable scheduler plugin"
+}
+
+func (c *pluginValidateCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover plugin validate [options] PATH
+
+  Loads a scheduler plugin file the way the agent would, without an agent:
+  a ".wasm" module in wazero, any other executable as a go-plugin binary.
+  It reports the plugin's name, job types, version and ABI version (and a
+  module's exports), or what is wrong. Exit code 0 when the plugin loads,
+  1 when it does not.
+
+Options:
+
+  -runtime=wasm|goplugin  Override the runtime picked from the file name.
+  -json                   Print the result as JSON.
+`)
+}
+
+// PluginValidation is what plugin validate reports.
+type PluginValidation struct {
+	Path, Runtime                   string
+	Valid                           bool
+	Error                           string `json:",omitempty"`
+	Name, PluginVersion, ABIVersion string `json:",omitempty"`
+	Types, Exports                  []string
+	MirrorEvals                     bool
+}
+
+func (c *pluginValidateCommand) Run(args []string) int {
+	fs := c.flags("plugin validate", true)
+	runtimeName := fs.String("runtime", "", "")
+	if !c.parse(fs, args, c.Help()) {
+		return exitError
+	}
+	if fs.NArg() != 1 {
+		c.ui.Error("This command takes one argument: the plugin file")
+		c.ui.Error(c.Help())
+		return exitError
+	}
+	v := validatePlugin(fs.Arg(0), *runtimeName)
+	if c.json {
+		c.printJSON(v)
+	} else if v.Valid {
+		c.table([][]string{
+			{"Path", v.Path}, {"Runtime", v.Runtime}, {"Name", v.Name}, {"Types", strings.Join(v.Types, ",")},
+			{"Version", v.PluginVersion}, {"ABI", v.ABIVersion}, {"Mirrors evals", fmt.Sprint(v.MirrorEvals)},
+			{"Exports", strings.Join(v.Exports, ",")},
+		})
+		c.ui.Output(fmt.Sprintf("\n%s is a valid Drover scheduler plugin (ABI %s; this host speaks %s).", v.Path, v.ABIVersion, abi.Current))
+	} else {
+		c.ui.Error(fmt.Sprintf("%s is not a loadable Drover scheduler plugin:\n  %s", v.Path, v.Error))
+	}
+	if !v.Valid {
+		return exitError
+	}
+	return exitOK
+}
+
+// validatePlugin loads the plugin at path and reports what it is.
+func validatePlugin(path, runtimeName string) *PluginValidation {
+	v := &PluginValidation{Path: path, Runtime: runtimeName}
+	if v.Runtime == "" {
+		v.Runtime = agent.RuntimeGoPlugin
+		if strings.HasSuffix(path, ".wasm") {
+			v.Runtime = agent.RuntimeWasm
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	var info abi.Info
+	switch v.Runtime {
+	case agent.RuntimeWasm:
+		m, err := wasm.LoadFile(ctx, path, wasm.DefaultConfig())
+		if err != nil {
+			v.Error = err.Error()
+			return v
+		}
+		defer m.Close(ctx)
+		info, v.Exports = m.Info(), m.Exports()
+		sort.Strings(v.Exports)
+	case agent.RuntimeGoPlugin:
+		f, err := goplugin.Load(ctx, path, goplugin.DefaultConfig())
+		if err != nil {
+			v.Error = err.Error()
+			return v
+		}
+		defer f.Close(ctx)
+		info = f.Info()
+	default:
+		v.Error = fmt.Sprintf("unknown runtime %q (wasm or goplugin)", v.Runtime)
+		return v
+	}
+	v.Valid = true
+	v.Name, v.Types, v.PluginVersion, v.MirrorEvals = info.Name, info.Types, info.PluginVersion, info.MirrorEvals
+	v.ABIVersion = abi.Version(info.ABI).String()
+	return v
 }

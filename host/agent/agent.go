@@ -9,16 +9,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
 	rt "github.com/drover-sched/drover/runtime"
-	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/rs/zerolog"
 )
 
@@ -36,6 +31,11 @@ type Config struct {
 	// PluginDir holds the scheduler plugins; default: "plugins" beside the
 	// drover binary.
 	PluginDir string
+	// Plugins configure plugins (plugin blocks of the configuration file).
+	Plugins []PluginConfig
+	// PluginReloadInterval is how often replaced plugin files are looked
+	// for; 0 or less turns reloading off.
+	PluginReloadInterval time.Duration
 	// LogLevel (debug, info, warn, error) and LogJSON say how the command
 	// that starts the agent logs.
 	LogLevel string
@@ -46,7 +46,8 @@ type Config struct {
 
 // DefaultConfig returns a dev-friendly default.
 func DefaultConfig() Config {
-	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", LogLevel: "info", Server: server.DefaultConfig()}
+	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", LogLevel: "info", Server: server.DefaultConfig(),
+		PluginReloadInterval: DefaultPluginReloadInterval}
 }
 
 // Agent is a running agent.
@@ -54,6 +55,7 @@ type Agent struct {
 	cfg      Config
 	log      zerolog.Logger
 	plugins  *rt.Registry
+	loader   *pluginLoader
 	srv      *server.Server
 	http     *http.Server
 	listener net.Listener
@@ -74,7 +76,13 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	if err := a.loadPlugins(ctx); err != nil {
+	loader, err := newPluginLoader(cfg, log, a.plugins)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	a.loader = loader
+	if err := loader.loadAll(ctx); err != nil {
 		a.closePlugins()
 		cancel()
 		return nil, err
@@ -113,6 +121,9 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 			return nil, err
 		}
 	}
+	if cfg.PluginReloadInterval > 0 {
+		loader.watch(ctx, cfg.PluginReloadInterval)
+	}
 	log.Info().Str("http", a.Addr()).Bool("dev", cfg.Dev).Int("plugins", len(a.plugins.List())).Msg("agent started")
 	return a, nil
 }
@@ -145,66 +156,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 }
 
 func (a *Agent) closePlugins() {
-	for _, e := range a.plugins.List() {
-		_ = e.Plugin.Close(context.Background())
+	if a.loader != nil {
+		a.loader.close()
 	}
-}
-
-// pluginDir is where the built-in plugins live.
-func (a *Agent) pluginDir() (string, error) {
-	if a.cfg.PluginDir != "" {
-		return a.cfg.PluginDir, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("agent: locate the drover binary: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
-	}
-	return filepath.Join(filepath.Dir(exe), "plugins"), nil
-}
-
-// loadPlugins loads every .wasm module in the plugin directory.
-func (a *Agent) loadPlugins(ctx context.Context) error {
-	dir, err := a.pluginDir()
-	if err != nil {
-		return err
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
-	if err != nil {
-		return fmt.Errorf("agent: plugin dir %s: %w", dir, err)
-	}
-	if len(paths) == 0 {
-		return fmt.Errorf("agent: no scheduler plugins (*.wasm) in %s; build them with `make build` or point -plugin-dir at them", dir)
-	}
-	sort.Strings(paths)
-	wcfg := wasm.DefaultConfig()
-	wcfg.Output = pluginOutput{log: a.log}
-	if !a.cfg.Dev && a.cfg.Server.DataDir != "" {
-		wcfg.CacheDir = filepath.Join(a.cfg.Server.DataDir, "wasm-cache")
-	}
-	for _, p := range paths {
-		m, err := wasm.LoadFile(ctx, p, wcfg)
-		if err != nil {
-			return fmt.Errorf("agent: load plugin: %w", err)
-		}
-		pl := rt.NewPlugin(m, rt.DefaultPoolConfig(a.cfg.Server.NumWorkers), a.log)
-		if err := a.plugins.Register(&rt.Entry{Plugin: pl, Runtime: "wasm", Path: p}); err != nil {
-			_ = pl.Close(ctx)
-			return fmt.Errorf("agent: %s: %w", p, err)
-		}
-		a.log.Debug().Str("plugin", m.Info().Name).Strs("types", m.Info().Types).Str("path", p).Msg("plugin loaded")
-	}
-	return nil
-}
-
-// pluginOutput sends plugin stdout/stderr to the log.
-type pluginOutput struct{ log zerolog.Logger }
-
-func (o pluginOutput) Write(p []byte) (int, error) {
-	o.log.Info().Str("source", "plugin").Msg(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // Self is the body of /v1/agent/self.

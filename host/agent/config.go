@@ -53,7 +53,8 @@ type File struct {
 	// the agent decode from the same file (checkRest).
 	Rest hcl.Body `hcl:",remain"`
 
-	path string
+	path    string
+	plugins []PluginConfig // the plugin blocks (plugin_config.go)
 }
 
 // ServerBlock is the file's server block. Durations are Go duration strings
@@ -119,13 +120,18 @@ func ParseConfig(name string, src []byte) (*File, error) {
 	if diags := f.checkRest(); diags.HasErrors() {
 		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
 	}
+	if f.Rest != nil {
+		if f.plugins, diags = DecodePluginBlocks(f.Rest); diags.HasErrors() {
+			return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+		}
+	}
 	return f, nil
 }
 
 // restSchema is what the agent decodes from a configuration file outside
 // File's own fields. Blocks decoded elsewhere (plugin "NAME" {}) are added
 // here; anything not listed is refused.
-var restSchema = &hcl.BodySchema{}
+var restSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{PluginBlockSchema}}
 
 // checkRest refuses settings and blocks no part of the agent knows.
 func (f *File) checkRest() hcl.Diagnostics {
@@ -150,6 +156,9 @@ func (f *File) Apply(cfg *Config) error {
 	set(&cfg.HTTPAddr, f.HTTPAddr)
 	set(&cfg.PluginDir, f.PluginDir)
 	set(&cfg.LogLevel, f.LogLevel)
+	if len(f.plugins) > 0 {
+		cfg.Plugins = f.plugins
+	}
 	if f.LogJSON != nil {
 		cfg.LogJSON = *f.LogJSON
 	}

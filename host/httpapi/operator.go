@@ -6,7 +6,6 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
 )
 
 // SchedulerConfigurationResponse answers GET
@@ -53,26 +52,6 @@ func (a *API) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, e
 	}
 	setIndex(w, index)
 	return &SchedulerSetConfigurationResponse{Updated: true, Index: index}, nil
-}
-
-// PluginStub describes a registered scheduler plugin.
-type PluginStub struct {
-	Name          string
-	Types         []string
-	Runtime       string
-	ABIVersion    string
-	PluginVersion string
-	Path          string `json:",omitempty"`
-}
-
-func (a *API) pluginList(http.ResponseWriter, *http.Request) (any, error) {
-	out := []*PluginStub{}
-	for _, e := range a.srv.Plugins().List() {
-		info := e.Plugin.Info()
-		out = append(out, &PluginStub{Name: info.Name, Types: info.Types, Runtime: e.Runtime,
-			ABIVersion: abi.Version(info.ABI).String(), PluginVersion: info.PluginVersion, Path: e.Path})
-	}
-	return out, nil
 }
 
 func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {

@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"unsafe"
 
 	"github.com/drover-sched/drover/sdk/abi"
@@ -16,7 +17,6 @@ import (
 var (
 	inBuf  []byte // the request buffer the host writes into
 	outBuf []byte // the last answer; kept alive until the next call
-	calls  int
 )
 
 func pack(b []byte) uint64 {
@@ -67,10 +67,28 @@ func droverProcess(size uint32) uint64 {
 	// Let the guest's garbage collector finish its work between calls: in a
 	// long-lived reactor it otherwise stalls and the heap grows without bound.
 	runtime.Gosched()
-	if calls++; calls%64 == 0 {
+	collectIfDue()
+	return pack(outBuf)
+}
+
+// gcSamples are read after every call: the heap that survived the last
+// collection, and what the heap holds now, garbage included.
+var gcSamples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+
+// gcSlack is garbage always tolerated, so that a small heap is not
+// collected after every call.
+const gcSlack = 4 << 20
+
+// collectIfDue runs a collection once the garbage since the last one
+// outweighs the live heap (what GOGC=100 would do if the collector were
+// not stalled), plus gcSlack. With a large state mirror that is far rarer,
+// and cheaper overall, than collecting every N calls.
+func collectIfDue() {
+	metrics.Read(gcSamples)
+	live, heap := gcSamples[0].Value.Uint64(), gcSamples[1].Value.Uint64()
+	if heap > 2*live+gcSlack {
 		runtime.GC()
 	}
-	return pack(outBuf)
 }
 
 //go:wasmimport drover submit_plan

@@ -3,6 +3,7 @@ package sdktest
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
@@ -47,6 +48,7 @@ type Harness struct {
 	nodes   map[string]*sdk.Node
 	jobs    map[sdk.NamespacedID]*sdk.Job
 	allocs  map[string]*sdk.Allocation
+	byNode  map[string]map[string]*sdk.Allocation
 	deploys map[string]*sdk.Deployment
 	evals   map[string]*sdk.Evaluation
 	config  *sdk.SchedulerConfiguration
@@ -77,7 +79,7 @@ func New() *Harness {
 	return &Harness{
 		Now: time.Unix(1_700_000_000, 0).UTC(), index: 1,
 		nodes: map[string]*sdk.Node{}, jobs: map[sdk.NamespacedID]*sdk.Job{}, allocs: map[string]*sdk.Allocation{},
-		deploys: map[string]*sdk.Deployment{}, evals: map[string]*sdk.Evaluation{},
+		byNode: map[string]map[string]*sdk.Allocation{}, deploys: map[string]*sdk.Deployment{}, evals: map[string]*sdk.Evaluation{},
 		config: sdk.DefaultSchedulerConfiguration(),
 	}
 }
@@ -153,12 +155,32 @@ func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
 		a.CreateIndex = idx
 	}
 	a.ModifyIndex = idx
+	h.setAlloc(a)
+}
+
+// setAlloc stores a in the indexes.
+func (h *Harness) setAlloc(a *sdk.Allocation) {
+	if old := h.allocs[a.ID]; old != nil && old.NodeID != a.NodeID {
+		delete(h.byNode[old.NodeID], a.ID)
+	}
 	h.allocs[a.ID] = a
+	if h.byNode[a.NodeID] == nil {
+		h.byNode[a.NodeID] = map[string]*sdk.Allocation{}
+	}
+	h.byNode[a.NodeID][a.ID] = a
+}
+
+// removeAlloc drops an allocation from the indexes.
+func (h *Harness) removeAlloc(id string) {
+	if a := h.allocs[id]; a != nil {
+		delete(h.byNode[a.NodeID], id)
+	}
+	delete(h.allocs, id)
 }
 
 // DeleteAlloc removes an allocation.
 func (h *Harness) DeleteAlloc(id string) {
-	delete(h.allocs, id)
+	h.removeAlloc(id)
 	h.bump(change{kind: kindAlloc, key: id})
 }
 
@@ -275,10 +297,8 @@ func (h *Harness) Sync(from uint64, evals bool) *abi.StateSync {
 	}
 	s := &abi.StateSync{FromIndex: from, Index: h.index}
 	seen := map[change]bool{}
-	for _, c := range h.changes {
-		if c.index <= from {
-			continue
-		}
+	start := sort.Search(len(h.changes), func(i int) bool { return h.changes[i].index > from })
+	for _, c := range h.changes[start:] {
 		c.index = 0
 		if seen[c] {
 			continue
@@ -426,7 +446,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 					old.ClientStatus = s.ClientStatus
 				}
 				old.ModifyIndex = idx
-				h.allocs[s.ID] = old
+				h.setAlloc(old)
 			}
 		}
 	}
@@ -498,8 +518,8 @@ func (h *Harness) fits(nodeID string, p *sdk.Plan, allocs []*sdk.Allocation) boo
 		stopped[s.ID] = true
 	}
 	var all []*sdk.Allocation
-	for _, a := range h.allocs {
-		if a.NodeID == nodeID && !stopped[a.ID] && !slices.ContainsFunc(allocs, func(b *sdk.Allocation) bool { return b.ID == a.ID }) {
+	for _, a := range h.byNode[nodeID] {
+		if !stopped[a.ID] && !slices.ContainsFunc(allocs, func(b *sdk.Allocation) bool { return b.ID == a.ID }) {
 			all = append(all, a)
 		}
 	}
@@ -540,7 +560,7 @@ func (h *Harness) GarbageCollect(req *sdk.GCRequest) error {
 		cs = append(cs, change{kind: kindEval, key: id})
 	}
 	for _, id := range req.Allocs {
-		delete(h.allocs, id)
+		h.removeAlloc(id)
 		cs = append(cs, change{kind: kindAlloc, key: id})
 	}
 	for _, j := range req.Jobs {

@@ -1,0 +1,120 @@
+package zones_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/drover-sched/drover/examples/plugins/zones/zones"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/sdktest"
+)
+
+// cluster returns a harness with nodes per zone, each node cpu MHz.
+func cluster(perZone map[string]int, cpu int64) *sdktest.Harness {
+	h := sdktest.New()
+	for zone, n := range perZone {
+		for i := 0; i < n; i++ {
+			node := sdktest.Node(fmt.Sprintf("%s-%d", zone, i), cpu, 8192)
+			node.Meta["zone"] = zone
+			h.UpsertNode(node)
+		}
+	}
+	return h
+}
+
+func perZone(h *sdktest.Harness, job string) map[string]int {
+	out := map[string]int{}
+	for _, a := range h.AllocsByJob("default", job) {
+		if !a.TerminalStatus() {
+			out[h.Node(a.NodeID).Meta["zone"]]++
+		}
+	}
+	return out
+}
+
+func TestZones_SpreadsEvenly(t *testing.T) {
+	// Zone a has three times the nodes of b and c; best fit alone would
+	// pile everything there.
+	h := cluster(map[string]int{"a": 6, "b": 2, "c": 2}, 4000)
+	job := sdktest.Job("web", 9)
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	if got := perZone(h, "web"); got["a"] != 3 || got["b"] != 3 || got["c"] != 3 {
+		t.Fatalf("allocations per zone = %v, want 3 each", got)
+	}
+	if h.Updated[0].Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval = %+v", h.Updated[0])
+	}
+}
+
+func TestZones_ScaleUpFillsTheEmptiestZone(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	job := sdktest.Job("web", 3)
+	h.UpsertJob(job)
+	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
+	if err := p.Process(h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	grown := sdktest.Job("web", 4)
+	h.UpsertJob(grown)
+	if err := p.Process(h.RegisterEval(grown)); err != nil {
+		t.Fatal(err)
+	}
+	if got := perZone(h, "web"); got["a"] != 2 || got["b"] != 2 {
+		t.Fatalf("allocations per zone = %v, want 2 and 2", got)
+	}
+}
+
+func TestZones_ConfigNamesTheAttribute(t *testing.T) {
+	h := sdktest.New()
+	for i, rack := range []string{"r1", "r1", "r1", "r2"} {
+		n := sdktest.Node(fmt.Sprintf("n%d", i), 4000, 8192)
+		n.Attributes["platform.rack"] = rack
+		h.UpsertNode(n)
+	}
+	h.Config = map[string]string{zones.ConfigZoneAttribute: "attr.platform.rack"}
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	racks := map[string]int{}
+	for _, a := range h.AllocsByJob("default", "web") {
+		racks[h.Node(a.NodeID).Attributes["platform.rack"]]++
+	}
+	if racks["r1"] != 1 || racks["r2"] != 1 {
+		t.Fatalf("allocations per rack = %v", racks)
+	}
+}
+
+func TestZones_PartialCommitRetriesAndStillBalances(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	job := sdktest.Job("web", 4)
+	h.UpsertJob(job)
+	h.RejectNodes("a-0", "a-1")
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Plans) != 2 || h.Results[0].RefreshIndex == 0 {
+		t.Fatalf("want a partial commit then a retry, got %d plans", len(h.Plans))
+	}
+	if got := perZone(h, "web"); got["a"] != 2 || got["b"] != 2 {
+		t.Fatalf("allocations per zone = %v, want 2 and 2", got)
+	}
+}
+
+func TestZones_NoRoomBlocks(t *testing.T) {
+	h := cluster(map[string]int{"a": 1}, 1000)
+	job := sdktest.Job("web", 3) // 500 MHz each: two fit
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	e := h.Updated[len(h.Updated)-1]
+	if e.QueuedAllocations["web"] != 1 || e.BlockedEval == "" || len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
+		t.Fatalf("eval = %+v, created = %+v", e, h.Created)
+	}
+}

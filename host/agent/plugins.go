@@ -1,0 +1,396 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	rt "github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/goplugin"
+	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/rs/zerolog"
+)
+
+// Plugin runtimes a PluginConfig may name.
+const (
+	RuntimeWasm     = "wasm"
+	RuntimeGoPlugin = "goplugin"
+)
+
+// DefaultPluginMemoryMB caps a wasm plugin's linear memory unless its
+// limits say otherwise.
+const DefaultPluginMemoryMB = 1024
+
+// DefaultPluginReloadInterval is how often the agent looks for replaced
+// plugin files.
+const DefaultPluginReloadInterval = 2 * time.Second
+
+// PluginConfig configures one scheduler plugin: an agent configuration's
+// `plugin "NAME" { ... }` block.
+type PluginConfig struct {
+	// Name is the plugin's name; the plugin must declare the same one.
+	Name string
+	// Runtime is RuntimeWasm or RuntimeGoPlugin; empty picks wasm for a
+	// ".wasm" file and go-plugin otherwise.
+	Runtime string
+	// Path is the plugin's file. Empty means NAME.wasm, or else the
+	// executable NAME, in the plugin directory.
+	Path string
+	// Config is handed to the plugin with every evaluation.
+	Config map[string]string
+	// Limits bound the plugin.
+	Limits PluginLimits
+	// Env is the plugin's environment (wasm and go-plugin); empty by
+	// default: a plugin never sees the agent's environment.
+	Env map[string]string
+	// RealClock gives a wasm plugin the real clock; by default it sees a
+	// fake one and decides with the eval's Now, as it should.
+	RealClock bool
+}
+
+// PluginLimits bound a plugin.
+type PluginLimits struct {
+	// MemoryMB caps a wasm plugin's memory (default 1024); instances are
+	// recycled past three quarters of it.
+	MemoryMB int
+	// Timeout bounds one evaluation (default server.DefaultPluginTimeout).
+	Timeout time.Duration
+	// EnforceDeadline stops a wasm plugin that overruns its timeout, at a
+	// cost in its speed (docs/benchmarks.md). Default: on for every plugin
+	// except the built-ins installed beside the drover binary. A go-plugin
+	// process is always killed at the deadline.
+	EnforceDeadline *bool
+}
+
+// Validate checks a plugin block.
+func (c *PluginConfig) Validate() error {
+	if c.Name == "" {
+		return errors.New("agent: a plugin block needs a name")
+	}
+	switch c.Runtime {
+	case "", RuntimeWasm, RuntimeGoPlugin:
+	default:
+		return fmt.Errorf("agent: plugin %q: runtime must be %q or %q, not %q", c.Name, RuntimeWasm, RuntimeGoPlugin, c.Runtime)
+	}
+	if c.Limits.MemoryMB < 0 || c.Limits.MemoryMB > 4096 {
+		return fmt.Errorf("agent: plugin %q: limits.memory_mb must be 1 to 4096, got %d", c.Name, c.Limits.MemoryMB)
+	}
+	if c.Limits.Timeout < 0 {
+		return fmt.Errorf("agent: plugin %q: limits.timeout must not be negative", c.Name)
+	}
+	return nil
+}
+
+// pluginSpec is one plugin file to load, and how.
+type pluginSpec struct {
+	path    string
+	runtime string
+	// block configures the plugin, if the configuration names it.
+	block *PluginConfig
+	// builtin: the file lies in the built-in directory beside the binary.
+	builtin bool
+}
+
+// fileStamp tells whether a file changed.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{mod: st.ModTime(), size: st.Size()}, nil
+}
+
+// pluginLoader loads the agent's plugins into its registry and reloads
+// those whose file is replaced.
+type pluginLoader struct {
+	cfg     Config
+	log     zerolog.Logger
+	reg     *rt.Registry
+	dir     string
+	builtin bool // dir is the built-in directory beside the binary
+
+	mu     sync.Mutex
+	stamps map[string]fileStamp // by path, as last loaded (or tried)
+	wg     sync.WaitGroup       // retiring plugins and the watcher
+}
+
+func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginLoader, error) {
+	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}}
+	if l.dir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("agent: locate the drover binary: %w", err)
+		}
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		l.dir, l.builtin = filepath.Join(filepath.Dir(exe), "plugins"), true
+	}
+	for i := range cfg.Plugins {
+		if err := cfg.Plugins[i].Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// specs lists the plugin files: every *.wasm module and executable file in
+// the plugin directory, and every file a plugin block names.
+func (l *pluginLoader) specs() ([]pluginSpec, error) {
+	byPath := map[string]*pluginSpec{}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(l.cfg.Plugins) > 0) {
+		return nil, fmt.Errorf("agent: plugin dir %s: %w", l.dir, err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(l.dir, e.Name())
+		if rtName := runtimeOf(p); rtName != "" {
+			byPath[p] = &pluginSpec{path: p, runtime: rtName, builtin: l.builtin}
+		}
+	}
+	for i := range l.cfg.Plugins {
+		b := &l.cfg.Plugins[i]
+		p := b.Path
+		if p == "" {
+			p = filepath.Join(l.dir, b.Name+".wasm")
+			if _, err := os.Stat(p); err != nil {
+				p = filepath.Join(l.dir, b.Name)
+			}
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("agent: plugin %q: %w", b.Name, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("agent: plugin %q: %w", b.Name, err)
+		}
+		sp := byPath[abs]
+		if sp == nil {
+			sp = &pluginSpec{path: abs, builtin: l.builtin && filepath.Dir(abs) == l.dir}
+			byPath[abs] = sp
+		}
+		sp.block = b
+		sp.runtime = b.Runtime
+		if sp.runtime == "" {
+			sp.runtime = RuntimeGoPlugin
+			if strings.HasSuffix(abs, ".wasm") {
+				sp.runtime = RuntimeWasm
+			}
+		}
+	}
+	out := make([]pluginSpec, 0, len(byPath))
+	for _, sp := range byPath {
+		out = append(out, *sp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out, nil
+}
+
+// runtimeOf says how a file in the plugin directory runs: wasm for a
+// ".wasm" module, goplugin for any other executable file, "" otherwise.
+func runtimeOf(path string) string {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	if strings.HasSuffix(path, ".wasm") {
+		return RuntimeWasm
+	}
+	if st.Mode()&0o111 != 0 {
+		return RuntimeGoPlugin
+	}
+	return ""
+}
+
+// loadAll loads every plugin; any failure fails the agent's start.
+func (l *pluginLoader) loadAll(ctx context.Context) error {
+	specs, err := l.specs()
+	if err != nil {
+		return err
+	}
+	if len(specs) == 0 {
+		return fmt.Errorf("agent: no scheduler plugins in %s; build them with `make build` or point -plugin-dir at them", l.dir)
+	}
+	for _, sp := range specs {
+		stamp, _ := stampOf(sp.path)
+		l.stamps[sp.path] = stamp
+		e, err := l.load(ctx, sp)
+		if err != nil {
+			return err
+		}
+		if err := l.reg.Register(e); err != nil {
+			_ = e.Plugin.Close(ctx)
+			return fmt.Errorf("agent: %s: %w", sp.path, err)
+		}
+		l.log.Debug().Str("plugin", e.Plugin.Info().Name).Strs("types", e.Plugin.Info().Types).
+			Str("runtime", e.Runtime).Str("path", sp.path).Msg("plugin loaded")
+	}
+	return nil
+}
+
+// load loads one plugin file into a pool.
+func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, error) {
+	lim := PluginLimits{}
+	var conf, env map[string]string
+	realClock := false
+	if sp.block != nil {
+		lim, conf, env, realClock = sp.block.Limits, sp.block.Config, sp.block.Env, sp.block.RealClock
+	}
+	memMB := lim.MemoryMB
+	if memMB == 0 {
+		memMB = DefaultPluginMemoryMB
+	}
+	enforce := !sp.builtin
+	if lim.EnforceDeadline != nil {
+		enforce = *lim.EnforceDeadline
+	}
+	var factory rt.Factory
+	switch sp.runtime {
+	case RuntimeWasm:
+		wcfg := wasm.DefaultConfig()
+		wcfg.Log = l.log
+		wcfg.MemoryLimitPages = wasm.PagesForMB(memMB)
+		wcfg.CloseOnContextDone = enforce
+		wcfg.Env, wcfg.SysClock = env, realClock
+		if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
+			wcfg.CacheDir = filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
+		}
+		m, err := wasm.LoadFile(ctx, sp.path, wcfg)
+		if err != nil {
+			return nil, fmt.Errorf("agent: load plugin: %w", err)
+		}
+		factory = m
+	case RuntimeGoPlugin:
+		gcfg := goplugin.DefaultConfig()
+		gcfg.Log = l.log
+		for k, v := range env {
+			gcfg.Env = append(gcfg.Env, k+"="+v)
+		}
+		sort.Strings(gcfg.Env)
+		f, err := goplugin.Load(ctx, sp.path, gcfg)
+		if err != nil {
+			return nil, fmt.Errorf("agent: load plugin: %w", err)
+		}
+		factory, enforce = f, true
+	default:
+		return nil, fmt.Errorf("agent: %s: unknown runtime %q", sp.path, sp.runtime)
+	}
+	info := factory.Info()
+	if sp.block != nil && info.Name != sp.block.Name {
+		_ = factory.Close(ctx)
+		return nil, fmt.Errorf("agent: plugin block %q loads %s, which declares the name %q", sp.block.Name, sp.path, info.Name)
+	}
+	pool := rt.DefaultPoolConfig(l.cfg.Server.NumWorkers)
+	if sp.runtime == RuntimeWasm {
+		pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
+	}
+	timeout := lim.Timeout
+	if timeout == 0 {
+		timeout = server.DefaultPluginTimeout
+	}
+	return &rt.Entry{Plugin: rt.NewPlugin(factory, pool, l.log), Runtime: sp.runtime, Path: sp.path,
+		Config: conf, Timeout: timeout, MemoryMB: memMB, EnforceDeadline: enforce}, nil
+}
+
+// watch reloads replaced plugin files every interval until ctx ends.
+func (l *pluginLoader) watch(ctx context.Context, interval time.Duration) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				l.reload(ctx)
+			}
+		}
+	}()
+}
+
+// reload loads every plugin file that is new or changed since it was last
+// loaded. A replacement takes over new evals at once; evals in flight
+// finish on the old instances, which close afterwards. A file that fails
+// to load leaves the running plugin in place.
+func (l *pluginLoader) reload(ctx context.Context) {
+	specs, err := l.specs()
+	if err != nil {
+		l.log.Warn().Err(err).Msg("plugin reload: cannot list plugins")
+		return
+	}
+	for _, sp := range specs {
+		stamp, err := stampOf(sp.path)
+		if err != nil {
+			continue
+		}
+		l.mu.Lock()
+		old, seen := l.stamps[sp.path]
+		l.stamps[sp.path] = stamp
+		l.mu.Unlock()
+		if seen && old == stamp {
+			continue
+		}
+		l.swap(ctx, sp)
+	}
+}
+
+// swap loads sp and registers it, replacing the plugin of the same name.
+func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
+	log := l.log.With().Str("path", sp.path).Logger()
+	e, err := l.load(ctx, sp)
+	if err != nil {
+		log.Error().Err(err).Msg("plugin reload failed; the running version stays")
+		return
+	}
+	name := e.Plugin.Info().Name
+	if _, ok := l.reg.Lookup(name); !ok {
+		if err := l.reg.Register(e); err != nil {
+			_ = e.Plugin.Close(ctx)
+			log.Error().Err(err).Msg("new plugin refused")
+			return
+		}
+		log.Info().Str("plugin", name).Msg("plugin added")
+		return
+	}
+	old, err := l.reg.Replace(e)
+	if err != nil {
+		_ = e.Plugin.Close(ctx)
+		log.Error().Err(err).Msg("plugin reload refused; the running version stays")
+		return
+	}
+	log.Info().Str("plugin", name).Str("version", e.Plugin.Info().PluginVersion).Msg("plugin replaced")
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		// In-flight evals have at most their timeout left.
+		rctx, cancel := context.WithTimeout(context.Background(), old.Timeout+time.Minute)
+		defer cancel()
+		if err := old.Plugin.Retire(rctx, e.Plugin); err != nil {
+			log.Warn().Err(err).Str("plugin", name).Msg("retiring the replaced plugin")
+		}
+	}()
+}
+
+// close waits for the watcher and retiring plugins, then closes every
+// registered plugin.
+func (l *pluginLoader) close() {
+	l.wg.Wait()
+	for _, e := range l.reg.List() {
+		_ = e.Plugin.Close(context.Background())
+	}
+}

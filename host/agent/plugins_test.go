@@ -1,0 +1,163 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/agent"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+)
+
+// install copies a built plugin into dir as name, atomically (write, then
+// rename), as an operator replacing a plugin should.
+func install(t *testing.T, src, dir, name string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(dir, ".install-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(tmp, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = tmp.Close()
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startAgent(t *testing.T, dir string, plugins []agent.PluginConfig) *agent.Agent {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.Dev, cfg.DevNodes, cfg.HTTPAddr, cfg.PluginDir = true, 3, "127.0.0.1:0", dir
+	cfg.Plugins = plugins
+	cfg.PluginReloadInterval = 50 * time.Millisecond
+	cfg.Server.NumWorkers = 2
+	a, err := agent.New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	return a
+}
+
+func TestAgent_ReplacedPluginFileIsPickedUpWithoutDroppingEvals(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), dir, "reload.wasm")
+	v2 := wasmtest.Build(t, "./host/agent/testdata/reload/v2")
+	a := startAgent(t, dir, nil)
+	s := a.Server()
+
+	var evals []string
+	for i := 0; i < 16; i++ {
+		job := servertest.Job(fmt.Sprintf("j%d", i), sdk.JobTypeService, 1, 100, 64)
+		job.Scheduler = "reload"
+		id, _, err := s.RegisterJob(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evals = append(evals, id)
+		if i == 3 {
+			install(t, v2, dir, "reload.wasm")
+		}
+	}
+	for _, id := range evals {
+		if e := servertest.WaitForEval(t, s, id); e.Status != sdk.EvalStatusComplete {
+			t.Fatalf("eval %s: %s (%s)", id, e.Status, e.StatusDescription)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, ok := s.Plugins().Lookup("reload")
+		if ok && e.Plugin.Info().PluginVersion == "2" {
+			if e.Plugin.Stats().Evals.Load() == 0 {
+				// Every eval ran before the swap; run one more on v2.
+				job := servertest.Job("late", sdk.JobTypeService, 1, 100, 64)
+				job.Scheduler = "reload"
+				id, _, err := s.RegisterJob(job)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e := servertest.WaitForEval(t, s, id); e.Status != sdk.EvalStatusComplete {
+					t.Fatalf("eval on v2: %s", e.Status)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replaced plugin file was not picked up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// No eval was ever nacked: each went scheduling -> complete once.
+	for _, id := range evals {
+		n := 0
+		for _, ph := range s.EvalHistory(id) {
+			if ph.Phase == sdk.EvalPhaseScheduling {
+				n++
+			}
+		}
+		if n > 2 { // scheduling, applying, scheduling again after the plan
+			t.Fatalf("eval %s was scheduled %d times: %+v", id, n, s.EvalHistory(id))
+		}
+	}
+}
+
+func TestAgent_PluginBlocksConfigureAndLoadGoPlugins(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	gp := goplugintest.Build(t, "./host/agent/testdata/reload/v1")
+	enforce := true
+	a := startAgent(t, dir, []agent.PluginConfig{
+		{Name: "service", Limits: agent.PluginLimits{MemoryMB: 128, Timeout: 3 * time.Second, EnforceDeadline: &enforce}},
+		{Name: "reload", Path: gp, Config: map[string]string{"k": "v"}},
+	})
+	reg := a.Server().Plugins()
+	svc, ok := reg.Lookup("service")
+	if !ok || svc.Runtime != agent.RuntimeWasm || svc.MemoryMB != 128 || svc.Timeout != 3*time.Second || !svc.EnforceDeadline {
+		t.Fatalf("service entry = %+v", svc)
+	}
+	rl, ok := reg.Lookup("reload")
+	if !ok || rl.Runtime != agent.RuntimeGoPlugin || rl.Config["k"] != "v" {
+		t.Fatalf("reload entry = %+v", rl)
+	}
+	job := servertest.Job("gp", sdk.JobTypeService, 2, 100, 64)
+	job.Scheduler = "reload"
+	id, _, err := a.Server().RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := servertest.WaitForEval(t, a.Server(), id); e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval through the go-plugin: %s (%s)", e.Status, e.StatusDescription)
+	}
+}
+
+func TestAgent_PluginBlockNameMustMatchThePlugin(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	cfg := agent.DefaultConfig()
+	cfg.Dev, cfg.HTTPAddr, cfg.PluginDir = true, "127.0.0.1:0", dir
+	cfg.Plugins = []agent.PluginConfig{{Name: "zones", Path: filepath.Join(dir, "service.wasm")}}
+	_, err := agent.New(cfg, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), `plugin block "zones" loads`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,11 @@
+// Command v2 is version 2 of the "reload" test plugin.
+package main
+
+import (
+	"github.com/drover-sched/drover/host/agent/testdata/reload/slow"
+	"github.com/drover-sched/drover/sdk/plugin"
+)
+
+func init() { plugin.Register(plugin.Info{Name: "reload", Version: "2"}, &slow.Scheduler{}) }
+
+func main() { plugin.Serve() }
