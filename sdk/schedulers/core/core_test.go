@@ -83,7 +83,7 @@ var th = core.Thresholds{Eval: time.Hour, Job: 4 * time.Hour, Node: 24 * time.Ho
 
 func TestCollect(t *testing.T) {
 	cases := []struct {
-		kind                                          string
+		kind                                    string
 		evals, allocs, jobs, nodes, deployments []string
 	}{
 		{sdk.CoreJobEvalGC,
@@ -162,10 +162,13 @@ type fakePlanner struct {
 }
 
 func (f *fakePlanner) SubmitPlan(*sdk.Plan) (*sdk.PlanResult, error) { return &sdk.PlanResult{}, nil }
-func (f *fakePlanner) UpdateEval(e *sdk.Evaluation) error           { f.updates = append(f.updates, e); return nil }
-func (f *fakePlanner) CreateEval(*sdk.Evaluation) error             { return nil }
-func (f *fakePlanner) ReblockEval(*sdk.Evaluation) error            { return nil }
-func (f *fakePlanner) GarbageCollect(r *sdk.GCRequest) error        { f.gcs = append(f.gcs, r); return nil }
+func (f *fakePlanner) UpdateEval(e *sdk.Evaluation) error {
+	f.updates = append(f.updates, e)
+	return nil
+}
+func (f *fakePlanner) CreateEval(*sdk.Evaluation) error      { return nil }
+func (f *fakePlanner) ReblockEval(*sdk.Evaluation) error     { return nil }
+func (f *fakePlanner) GarbageCollect(r *sdk.GCRequest) error { f.gcs = append(f.gcs, r); return nil }
 
 func TestProcess(t *testing.T) {
 	m := cluster(t)
