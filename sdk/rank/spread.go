@@ -1,18 +1,21 @@
 package rank
 
 import (
+	"math"
+
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 )
 
 // Spread scores nodes by a task group's spread blocks (the job's and the
-// group's). For a spread with targets, a node scores by how far its value's
-// count (with this placement) is below the value's desired count, weighted
-// by the spread's share of all spread weights; values no target names share
-// the remainder ("*"), or score -1 when targets cover 100%. For a spread
-// without targets, a node scores by how far its value's count is below the
-// least-used value's (Nomad's even spread). Counts follow the plan through
-// Add; scoring a node is O(spread blocks).
+// group's). For a spread with targets, a node scores by its value's deficit
+// (desired count less allocations there, clamped to [-1, 1]; see
+// deficitBoost), weighted by the spread's share of all spread weights;
+// values no target names share the remainder ("*"), or score -1 when
+// targets cover 100%. For a spread without targets, a node scores by how
+// far its value's count is below the least-used value's (Nomad's even
+// spread). Counts follow the plan through Add; scoring a node is O(spread
+// blocks).
 type Spread struct {
 	attrs     []*spreadAttr
 	sumWeight float64
@@ -105,13 +108,25 @@ func (s *Spread) Score(n *sdk.Node) (score float64, ok bool) {
 		if s.sumWeight > 0 {
 			weight = a.weight / s.sumWeight
 		}
-		boost := (desired - float64(a.counts.Count(v)+1)) / desired * weight
+		boost := deficitBoost(desired, a.counts.Count(v)) * weight
 		total += boost
 		if boost < s.lowest {
 			s.lowest = boost
 		}
 	}
 	return total, total != 0
+}
+
+// deficitBoost scores a value whose target is desired allocations and
+// that holds used: its deficit (desired - used), clamped to [-1, 1]. Nomad
+// scores the relative deficit after the placement, (desired-used-1)/desired,
+// which penalises overshooting a large target only slightly (1/desired),
+// so that job anti-affinity can push a value one past its target and
+// another one short; ranking values by their absolute deficit (the largest
+// remainder method) keeps every value within one allocation of its target
+// whenever capacity allows.
+func deficitBoost(desired float64, used int) float64 {
+	return math.Max(-1, math.Min(1, desired-float64(used)))
 }
 
 // even is Nomad's even-spread boost for a node whose value is v.
