@@ -22,7 +22,7 @@ func BenchmarkPlace(b *testing.B) {
 			h := schedtest.New(b)
 			h.UpsertNodes(schedtest.Nodes("n", 1000)...)
 			s := &generic.Scheduler{Batch: tc.batch}
-			h.RejectAll = true // keep the state empty between iterations
+			h.RejectAll() // keep the state empty between iterations
 			var evals []*sdk.Evaluation
 			for i := 0; i < b.N; i++ {
 				job := schedtest.ServiceJob(fmt.Sprintf("j%d", i), tc.count)
@@ -32,9 +32,10 @@ func BenchmarkPlace(b *testing.B) {
 				job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
 				evals = append(evals, h.RegisterJob(job))
 			}
+			state := h.State()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ctx := sdk.NewContext(h.State, nopPlanner{}, nil, h.Now, nil, evals[i].ID)
+				ctx := sdk.NewContext(state, nopPlanner{}, nil, h.Now, nil, evals[i].ID)
 				if err := s.Process(ctx, evals[i]); err != nil {
 					b.Fatal(err)
 				}

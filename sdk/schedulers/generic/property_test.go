@@ -91,7 +91,7 @@ func checkInvariants(t *testing.T, h *schedtest.Harness, nodes []*sdk.Node) {
 	ch := feasible.NewChecker()
 	for _, n := range nodes {
 		var live []*sdk.Allocation
-		for _, a := range h.State.AllocsByNode(n.ID) {
+		for _, a := range h.State().AllocsByNode(n.ID) {
 			if !a.TerminalStatus() {
 				live = append(live, a)
 			}
@@ -109,7 +109,7 @@ func checkInvariants(t *testing.T, h *schedtest.Harness, nodes []*sdk.Node) {
 			}
 			// distinct_hosts binds the allocations of the job's current
 			// version (older ones followed their own version's rules).
-			if cur := h.State.Job(a.Namespace, a.JobID); cur == nil || a.JobVersion != cur.Version {
+			if cur := h.State().Job(a.Namespace, a.JobID); cur == nil || a.JobVersion != cur.Version {
 				continue
 			}
 			jobs[a.JobID]++
@@ -137,7 +137,7 @@ func checkDistinctProperty(t *testing.T, h *schedtest.Harness, job *sdk.Job) {
 				if a.TaskGroup != tg.Name || a.JobVersion != job.Version {
 					continue
 				}
-				v, _ := feasible.ResolveTarget(c.LTarget, h.State.Node(a.NodeID))
+				v, _ := feasible.ResolveTarget(c.LTarget, h.State().Node(a.NodeID))
 				counts[v]++
 				if counts[v] > 2 {
 					t.Fatalf("group %s has %d allocations with %s = %s, allowed 2", tg.Name, counts[v], c.LTarget, v)
@@ -221,7 +221,7 @@ func TestProperty_SpreadWithinOneOfTarget(t *testing.T) {
 			h.Process(&generic.Scheduler{}, h.RegisterJob(job))
 			got := map[string]int{}
 			for _, a := range h.Live("default", "spread") {
-				got[h.State.Node(a.NodeID).Meta["rack"]]++
+				got[h.State().Node(a.NodeID).Meta["rack"]]++
 			}
 			for v, w := range want {
 				if d := float64(got[v]) - w; d > 1 || d < -1 {
