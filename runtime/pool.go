@@ -140,6 +140,9 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 	if err != nil {
 		p.stats.Failures.Add(1)
 	}
+	if call.Scratch {
+		s.index = 0
+	}
 	s.evals++
 	if s.inst != nil && p.shouldRecycle(s) {
 		p.recycle(ctx, s, "limit reached")

@@ -82,4 +82,8 @@ type Call struct {
 	Planner Planner
 	Config  map[string]string
 	Log     zerolog.Logger
+	// Scratch marks a hypothetical state (a job plan's dry run): the
+	// instance's mirror is not reused afterwards; its next call gets a full
+	// sync.
+	Scratch bool
 }

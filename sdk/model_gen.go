@@ -4326,6 +4326,64 @@ func (z *DesiredUpdates) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z DeviceAttributes) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	o = msgp.AppendMapHeader(o, uint32(len(z)))
+	for za0001, za0002 := range z {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendString(o, za0002)
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DeviceAttributes) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0003 uint32
+	zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if (*z) == nil {
+		(*z) = make(DeviceAttributes, zb0003)
+	} else if len((*z)) > 0 {
+		clear((*z))
+	}
+	var field []byte
+	_ = field
+	for zb0003 > 0 {
+		var zb0002 string
+		zb0003--
+		var zb0001 string
+		zb0001, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		zb0002, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001)
+			return
+		}
+		(*z)[zb0001] = zb0002
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z DeviceAttributes) Msgsize() (s int) {
+	s = msgp.MapHeaderSize
+	if z != nil {
+		for zb0004, zb0005 := range z {
+			_ = zb0005
+			s += msgp.StringPrefixSize + len(zb0004) + msgp.StringPrefixSize + len(zb0005)
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *DisconnectStrategy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// map header, size 4
@@ -7826,11 +7884,11 @@ func (z *NodeCpuResources) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z NodeDevice) MarshalMsg(b []byte) (o []byte, err error) {
+func (z *NodeDevice) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
+	// map header, size 4
 	// string "ID"
-	o = append(o, 0x83, 0xa2, 0x49, 0x44)
+	o = append(o, 0x84, 0xa2, 0x49, 0x44)
 	o = msgp.AppendString(o, z.ID)
 	// string "Healthy"
 	o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
@@ -7838,6 +7896,16 @@ func (z NodeDevice) MarshalMsg(b []byte) (o []byte, err error) {
 	// string "HealthDescription"
 	o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 	o = msgp.AppendString(o, z.HealthDescription)
+	// string "Locality"
+	o = append(o, 0xa8, 0x4c, 0x6f, 0x63, 0x61, 0x6c, 0x69, 0x74, 0x79)
+	if z.Locality == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		// map header, size 1
+		// string "PciBusID"
+		o = append(o, 0x81, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
+		o = msgp.AppendString(o, z.Locality.PciBusID)
+	}
 	return
 }
 
@@ -7877,6 +7945,46 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "HealthDescription")
 				return
 			}
+		case "Locality":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Locality = nil
+			} else {
+				if z.Locality == nil {
+					z.Locality = new(NodeDeviceLocality)
+				}
+				var zb0002 uint32
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Locality")
+					return
+				}
+				for zb0002 > 0 {
+					zb0002--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Locality")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "PciBusID":
+						z.Locality.PciBusID, bts, err = msgp.ReadStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Locality", "PciBusID")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Locality")
+							return
+						}
+					}
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -7890,8 +7998,65 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 }
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
-func (z NodeDevice) Msgsize() (s int) {
-	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 8 + msgp.BoolSize + 18 + msgp.StringPrefixSize + len(z.HealthDescription)
+func (z *NodeDevice) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 8 + msgp.BoolSize + 18 + msgp.StringPrefixSize + len(z.HealthDescription) + 9
+	if z.Locality == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 9 + msgp.StringPrefixSize + len(z.Locality.PciBusID)
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z NodeDeviceLocality) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 1
+	// string "PciBusID"
+	o = append(o, 0x81, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
+	o = msgp.AppendString(o, z.PciBusID)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeDeviceLocality) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "PciBusID":
+			z.PciBusID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PciBusID")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z NodeDeviceLocality) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.PciBusID)
 	return
 }
 
@@ -7915,16 +8080,11 @@ func (z *NodeDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
 		if z.Instances[za0001] == nil {
 			o = msgp.AppendNil(o)
 		} else {
-			// map header, size 3
-			// string "ID"
-			o = append(o, 0x83, 0xa2, 0x49, 0x44)
-			o = msgp.AppendString(o, z.Instances[za0001].ID)
-			// string "Healthy"
-			o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
-			o = msgp.AppendBool(o, z.Instances[za0001].Healthy)
-			// string "HealthDescription"
-			o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-			o = msgp.AppendString(o, z.Instances[za0001].HealthDescription)
+			o, err = z.Instances[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Instances", za0001)
+				return
+			}
 		}
 	}
 	// string "Attributes"
@@ -7996,63 +8156,28 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					if z.Instances[za0001] == nil {
 						z.Instances[za0001] = new(NodeDevice)
 					}
-					var zb0003 uint32
-					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+					bts, err = z.Instances[za0001].UnmarshalMsg(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Instances", za0001)
 						return
 					}
-					for zb0003 > 0 {
-						zb0003--
-						field, bts, err = msgp.ReadMapKeyZC(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Instances", za0001)
-							return
-						}
-						switch msgp.UnsafeString(field) {
-						case "ID":
-							z.Instances[za0001].ID, bts, err = msgp.ReadStringBytes(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Instances", za0001, "ID")
-								return
-							}
-						case "Healthy":
-							z.Instances[za0001].Healthy, bts, err = msgp.ReadBoolBytes(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Instances", za0001, "Healthy")
-								return
-							}
-						case "HealthDescription":
-							z.Instances[za0001].HealthDescription, bts, err = msgp.ReadStringBytes(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Instances", za0001, "HealthDescription")
-								return
-							}
-						default:
-							bts, err = msgp.Skip(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Instances", za0001)
-								return
-							}
-						}
-					}
 				}
 			}
 		case "Attributes":
-			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Attributes")
 				return
 			}
 			if z.Attributes == nil {
-				z.Attributes = make(map[string]string, zb0004)
+				z.Attributes = make(DeviceAttributes, zb0003)
 			} else if len(z.Attributes) > 0 {
 				clear(z.Attributes)
 			}
-			for zb0004 > 0 {
+			for zb0003 > 0 {
 				var za0003 string
-				zb0004--
+				zb0003--
 				var za0002 string
 				za0002, bts, err = msgp.ReadStringBytes(bts)
 				if err != nil {
@@ -8085,7 +8210,7 @@ func (z *NodeDeviceResource) Msgsize() (s int) {
 		if z.Instances[za0001] == nil {
 			s += msgp.NilSize
 		} else {
-			s += 1 + 3 + msgp.StringPrefixSize + len(z.Instances[za0001].ID) + 8 + msgp.BoolSize + 18 + msgp.StringPrefixSize + len(z.Instances[za0001].HealthDescription)
+			s += z.Instances[za0001].Msgsize()
 		}
 	}
 	s += 11 + msgp.MapHeaderSize
@@ -12059,9 +12184,9 @@ func (z *ScalingPolicy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *SchedulerConfiguration) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 7
+	// map header, size 8
 	// string "SchedulerAlgorithm"
-	o = append(o, 0x87, 0xb2, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x41, 0x6c, 0x67, 0x6f, 0x72, 0x69, 0x74, 0x68, 0x6d)
+	o = append(o, 0x88, 0xb2, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x41, 0x6c, 0x67, 0x6f, 0x72, 0x69, 0x74, 0x68, 0x6d)
 	o = msgp.AppendString(o, z.SchedulerAlgorithm)
 	// string "PreemptionConfig"
 	o = append(o, 0xb0, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
@@ -12079,6 +12204,9 @@ func (z *SchedulerConfiguration) MarshalMsg(b []byte) (o []byte, err error) {
 	// string "PauseEvalBroker"
 	o = append(o, 0xaf, 0x50, 0x61, 0x75, 0x73, 0x65, 0x45, 0x76, 0x61, 0x6c, 0x42, 0x72, 0x6f, 0x6b, 0x65, 0x72)
 	o = msgp.AppendBool(o, z.PauseEvalBroker)
+	// string "NodeLimitForFeasibilityChecks"
+	o = append(o, 0xbd, 0x4e, 0x6f, 0x64, 0x65, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x46, 0x6f, 0x72, 0x46, 0x65, 0x61, 0x73, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x73)
+	o = msgp.AppendUint(o, z.NodeLimitForFeasibilityChecks)
 	// string "CreateIndex"
 	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
 	o = msgp.AppendUint64(o, z.CreateIndex)
@@ -12136,6 +12264,12 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "PauseEvalBroker")
 				return
 			}
+		case "NodeLimitForFeasibilityChecks":
+			z.NodeLimitForFeasibilityChecks, bts, err = msgp.ReadUintBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodeLimitForFeasibilityChecks")
+				return
+			}
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
@@ -12162,7 +12296,7 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *SchedulerConfiguration) Msgsize() (s int) {
-	s = 1 + 19 + msgp.StringPrefixSize + len(z.SchedulerAlgorithm) + 17 + z.PreemptionConfig.Msgsize() + 30 + msgp.BoolSize + 22 + msgp.BoolSize + 16 + msgp.BoolSize + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	s = 1 + 19 + msgp.StringPrefixSize + len(z.SchedulerAlgorithm) + 17 + z.PreemptionConfig.Msgsize() + 30 + msgp.BoolSize + 22 + msgp.BoolSize + 16 + msgp.BoolSize + 30 + msgp.UintSize + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
 	return
 }
 

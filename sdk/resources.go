@@ -82,7 +82,7 @@ type NodeDeviceResource struct {
 	Type       string
 	Name       string
 	Instances  []*NodeDevice
-	Attributes map[string]string
+	Attributes DeviceAttributes
 }
 
 // ID returns "vendor/type/name".
@@ -93,6 +93,14 @@ type NodeDevice struct {
 	ID                string
 	Healthy           bool
 	HealthDescription string
+	// Locality places the device on the node's hardware (PCI bus), for
+	// placements that care.
+	Locality *NodeDeviceLocality
+}
+
+// NodeDeviceLocality is where a device sits on the node.
+type NodeDeviceLocality struct {
+	PciBusID string
 }
 
 // NodeReservedResources is what a node keeps for itself.

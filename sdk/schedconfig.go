@@ -7,6 +7,9 @@ type SchedulerConfiguration struct {
 	MemoryOversubscriptionEnabled bool
 	RejectJobRegistration         bool
 	PauseEvalBroker               bool
+	// NodeLimitForFeasibilityChecks bounds how many nodes a scheduler checks
+	// for feasibility per placement (0: the scheduler's own limit).
+	NodeLimitForFeasibilityChecks uint
 	CreateIndex                   uint64
 	ModifyIndex                   uint64
 }

@@ -210,7 +210,7 @@ func TestE2E_BrokenJobspecExitsWithLocation(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("broken jobspec exited 0:\n%s", out)
 	}
-	if !regexp.MustCompile(regexp.QuoteMeta(bad) + `:3:14: error: `).MatchString(out) {
+	if !regexp.MustCompile(regexp.QuoteMeta(bad) + `:3:13: error: `).MatchString(out) {
 		t.Fatalf("diagnostic lacks file:line:col:\n%s", out)
 	}
 }

@@ -34,21 +34,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func commands(m *meta) map[string]cli.CommandFactory {
 	f := func(c cli.Command) cli.CommandFactory { return func() (cli.Command, error) { return c, nil } }
+	group := func(synopsis, usage string) cli.CommandFactory {
+		return f(&groupCommand{synopsis: synopsis, help: "Usage: drover " + usage + " <subcommand> [options] [args]\n\n  " + synopsis + "."})
+	}
 	return map[string]cli.CommandFactory{
-		"agent":           f(&agentCommand{meta: m}),
-		"job":             f(&groupCommand{synopsis: "Interact with jobs", help: "Usage: drover job <subcommand> [options] [args]"}),
-		"job run":         f(&jobRunCommand{meta: m}),
-		"job status":      f(&jobStatusCommand{meta: m}),
-		"job stop":        f(&jobStopCommand{meta: m}),
-		"eval":            f(&groupCommand{synopsis: "Interact with evaluations", help: "Usage: drover eval <subcommand> [options] [args]"}),
-		"eval list":       f(&evalListCommand{meta: m}),
-		"eval status":     f(&evalStatusCommand{meta: m}),
-		"node":            f(&groupCommand{synopsis: "Interact with nodes", help: "Usage: drover node <subcommand> [options] [args]"}),
-		"node status":     f(&nodeStatusCommand{meta: m}),
-		"plugin":          f(&groupCommand{synopsis: "Interact with scheduler plugins", help: "Usage: drover plugin <subcommand> [options] [args]"}),
-		"plugin list":     f(&pluginListCommand{meta: m}),
-		"bench":           f(&groupCommand{synopsis: "Run benchmarks", help: "Usage: drover bench <subcommand> [options]"}),
-		"bench scheduler": f(&benchSchedulerCommand{meta: m}),
+		"agent":                         f(&agentCommand{meta: m}),
+		"job":                           group("Interact with jobs", "job"),
+		"job run":                       f(&jobRunCommand{meta: m}),
+		"job plan":                      f(&jobPlanCommand{meta: m}),
+		"job status":                    f(&jobStatusCommand{meta: m}),
+		"job stop":                      f(&jobStopCommand{meta: m}),
+		"job inspect":                   f(&jobInspectCommand{meta: m}),
+		"job history":                   f(&jobHistoryCommand{meta: m}),
+		"job validate":                  f(&jobValidateCommand{meta: m}),
+		"job init":                      f(&jobInitCommand{meta: m}),
+		"eval":                          group("Interact with evaluations", "eval"),
+		"eval list":                     f(&evalListCommand{meta: m}),
+		"eval status":                   f(&evalStatusCommand{meta: m}),
+		"alloc":                         group("Interact with allocations", "alloc"),
+		"alloc status":                  f(&allocStatusCommand{meta: m}),
+		"alloc stop":                    f(&allocStopCommand{meta: m}),
+		"node":                          group("Interact with nodes", "node"),
+		"node status":                   f(&nodeStatusCommand{meta: m}),
+		"node eligibility":              f(&nodeEligibilityCommand{meta: m}),
+		"operator":                      group("Operate the cluster", "operator"),
+		"operator scheduler":            group("Read and change the scheduler configuration", "operator scheduler"),
+		"operator scheduler get-config": f(&schedulerGetConfigCommand{meta: m}),
+		"operator scheduler set-config": f(&schedulerSetConfigCommand{meta: m}),
+		"plugin":                        group("Interact with scheduler plugins", "plugin"),
+		"plugin list":                   f(&pluginListCommand{meta: m}),
+		"bench":                         group("Run benchmarks", "bench"),
+		"bench scheduler":               f(&benchSchedulerCommand{meta: m}),
 	}
 }
 

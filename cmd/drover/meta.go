@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/agent"
@@ -22,26 +23,54 @@ const (
 	exitOK        = 0
 	exitError     = 1
 	exitPlacement = 2 // job run: some allocations could not be placed
+	// job plan, as Nomad's: 0 nothing would change, 1 allocations would be
+	// created or destroyed, 255 the plan could not be made.
+	exitPlanChanges = 1
+	exitPlanError   = 255
 )
 
-// meta is what every CLI command shares: the UI, the agent address and
-// the -json switch.
+// Environment variables the CLI reads.
+const (
+	envAddress   = "DROVER_ADDR"
+	envNamespace = "DROVER_NAMESPACE"
+	defaultAddr  = "http://127.0.0.1:4646"
+)
+
+// meta is what every CLI command shares: the UI, the agent address, the
+// namespace and the -json switch.
 type meta struct {
-	ui      cli.Ui
-	out     io.Writer
-	address string
-	json    bool
+	ui        cli.Ui
+	out       io.Writer
+	address   string
+	namespace string
+	json      bool
+	// now is the clock for the times commands print.
+	now func() time.Time
 }
+
+// apiOptions documents the options every API command takes.
+const apiOptions = `
+General options:
+
+  -address=ADDR    Address of the Drover agent (default: $DROVER_ADDR, or
+                   http://127.0.0.1:4646).
+  -namespace=NS    Namespace to act in (default: $DROVER_NAMESPACE, or
+                   "default"; "*" lists every namespace).`
+
+// jsonOption documents -json.
+const jsonOption = `
+  -json            Print the API's JSON instead of a table.`
 
 // flags returns a flag set with the common flags.
 func (m *meta) flags(name string, withJSON bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	def := os.Getenv("DROVER_ADDR")
-	if def == "" {
-		def = "http://127.0.0.1:4646"
+	addr := os.Getenv(envAddress)
+	if addr == "" {
+		addr = defaultAddr
 	}
-	fs.StringVar(&m.address, "address", def, "")
+	fs.StringVar(&m.address, "address", addr, "")
+	fs.StringVar(&m.namespace, "namespace", os.Getenv(envNamespace), "")
 	if withJSON {
 		fs.BoolVar(&m.json, "json", false, "")
 	}
@@ -62,7 +91,23 @@ func (m *meta) parse(fs *flag.FlagSet, args []string, help string) bool {
 	return true
 }
 
-func (m *meta) client() (*client.Client, error) { return client.New(m.address) }
+// args checks the number of positional arguments.
+func (m *meta) args(fs *flag.FlagSet, min, max int, usage string) bool {
+	if n := fs.NArg(); n < min || n > max {
+		m.ui.Error("This command takes " + usage)
+		return false
+	}
+	return true
+}
+
+func (m *meta) client() (*client.Client, error) {
+	c, err := client.New(m.address)
+	if err != nil {
+		return nil, err
+	}
+	c.Namespace = m.namespace
+	return c, nil
+}
 
 func (m *meta) errorf(format string, args ...any) int {
 	m.ui.Error(fmt.Sprintf("Error: "+format, args...))
@@ -95,7 +140,7 @@ func (m *meta) table(rows [][]string) {
 	for _, r := range rows {
 		var b strings.Builder
 		for i, c := range r {
-			if i == len(r)-1 {
+			if i == len(r)-1 || i >= len(widths) {
 				b.WriteString(c)
 				break
 			}
@@ -106,11 +151,36 @@ func (m *meta) table(rows [][]string) {
 	}
 }
 
+// kv prints "key = value" lines with aligned keys, as Nomad's status
+// commands do.
+func (m *meta) kv(pairs ...string) {
+	rows := make([][]string, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		rows = append(rows, []string{pairs[i], "= " + pairs[i+1]})
+	}
+	m.table(rows)
+}
+
+func (m *meta) clock() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
+}
+
 func shortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]
 	}
 	return id
+}
+
+// formatTime prints a Unix-nanosecond time for people.
+func formatTime(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).Local().Format(time.RFC3339)
 }
 
 var bg = context.Background()

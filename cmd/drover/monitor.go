@@ -12,92 +12,174 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// monitor follows an evaluation until it ends, as Nomad's monitor does:
-// status changes, then the allocations placed and those that could not be.
+// monitor follows an evaluation until it ends, as Nomad's monitor does: its
+// status changes and quasi-statuses (queued, scheduling, applying) as they
+// happen, the allocations it placed, what it could not place and why, and
+// the evaluations it leads to (a blocked eval waiting for capacity, the
+// next step of a rolling update).
 type monitor struct {
 	*meta
 	cl *client.Client
+	// wait bounds each blocking query.
+	wait time.Duration
 }
 
-func newMonitor(m *meta, cl *client.Client) *monitor { return &monitor{meta: m, cl: cl} }
-
-func (m *monitor) say(format string, args ...any) {
-	m.ui.Output(fmt.Sprintf("    %s: %s", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...)))
+func newMonitor(m *meta, cl *client.Client) *monitor {
+	return &monitor{meta: m, cl: cl, wait: 10 * time.Second}
 }
 
-// monitor returns the command's exit code.
+func (m *monitor) say(at time.Time, format string, args ...any) {
+	m.ui.Output(fmt.Sprintf("    %s: %s", at.Format(time.RFC3339), fmt.Sprintf(format, args...)))
+}
+
+// monitor returns the command's exit code: exitPlacement when some
+// allocations could not be placed, exitError when the eval failed.
 func (m *monitor) monitor(evalID string) int {
-	m.ui.Output(fmt.Sprintf("==> %s: Monitoring evaluation %q", time.Now().Format(time.RFC3339), shortID(evalID)))
-	var index uint64
-	lastStatus := ""
-	var eval httpapi.EvalResponse
-	for {
-		path := fmt.Sprintf("/v1/evaluation/%s?index=%d&wait=5s", url.PathEscape(evalID), index)
-		idx, err := m.cl.Get(bg, path, &eval)
-		if err != nil {
-			return m.errorf("reading evaluation: %v", err)
-		}
-		index = idx
-		if eval.Status != lastStatus {
-			if lastStatus == "" {
-				m.say("Evaluation triggered by job %q", eval.JobID)
-			}
-			m.say("Evaluation status changed: %q -> %q", lastStatus, eval.Status)
-			lastStatus = eval.Status
-		}
-		if eval.Status != sdk.EvalStatusPending {
-			break
-		}
-	}
-	var allocs []*sdk.AllocationListStub
-	if _, err := m.cl.Get(bg, "/v1/evaluation/"+url.PathEscape(evalID)+"/allocations", &allocs); err != nil {
-		return m.errorf("reading allocations: %v", err)
-	}
-	sort.Slice(allocs, func(i, k int) bool { return allocs[i].Name < allocs[k].Name })
-	for _, a := range allocs {
-		m.say("Allocation %q created: node %q, group %q", shortID(a.ID), shortID(a.NodeID), a.TaskGroup)
-	}
-	queued := 0
-	for _, n := range eval.QueuedAllocations {
-		queued += n
-	}
-	m.say("Evaluation %q finished with status %q: %d placed, %d queued", shortID(evalID), eval.Status, len(allocs), queued)
 	code := exitOK
-	if len(eval.FailedTGAllocs) > 0 {
-		code = exitPlacement
-		m.ui.Output("==> Failed to place all allocations:")
-		groups := make([]string, 0, len(eval.FailedTGAllocs))
-		for g := range eval.FailedTGAllocs {
-			groups = append(groups, g)
+	for evalID != "" {
+		next, c := m.one(evalID)
+		if c > code {
+			code = c
 		}
-		sort.Strings(groups)
-		for _, g := range groups {
-			mt := eval.FailedTGAllocs[g]
-			m.ui.Output(fmt.Sprintf("    Task Group %q (failed to place %d allocation(s)):", g, mt.CoalescedFailures+1))
-			m.ui.Output("      " + strings.Join(explainMetric(mt), "\n      "))
-		}
-		if eval.BlockedEval != "" {
-			m.ui.Output(fmt.Sprintf("    Evaluation %q waiting for additional capacity to place remainder", shortID(eval.BlockedEval)))
-		}
-	}
-	if eval.Status == sdk.EvalStatusFailed {
-		m.ui.Error("Evaluation failed: " + eval.StatusDescription)
-		return exitError
+		evalID = next
 	}
 	return code
 }
 
+// one follows one eval; it returns the eval to follow next, if any.
+func (m *monitor) one(evalID string) (string, int) {
+	m.ui.Output(fmt.Sprintf("==> %s: Monitoring evaluation %q", m.clock().Format(time.RFC3339), shortID(evalID)))
+	var index uint64
+	lastStatus, phases := "", 0
+	var e httpapi.EvalResponse
+	for {
+		path := fmt.Sprintf("/v1/evaluation/%s?index=%d&wait=%s", url.PathEscape(evalID), index, m.wait)
+		meta, err := m.cl.Get(bg, path, &e)
+		if err != nil {
+			return "", m.errorf("reading evaluation %s: %v", shortID(evalID), err)
+		}
+		index = meta.Index
+		if lastStatus == "" {
+			m.say(m.clock(), "Evaluation triggered by job %q", e.JobID)
+		}
+		for _, h := range e.History[min(phases, len(e.History)):] {
+			switch h.Phase {
+			case sdk.EvalPhaseQueued, sdk.EvalPhaseDelayed, sdk.EvalPhaseScheduling, sdk.EvalPhaseApplying:
+				m.say(h.Time, "Evaluation is %s", h.Phase)
+			}
+		}
+		phases = len(e.History)
+		if e.Status != lastStatus {
+			if lastStatus != "" {
+				m.say(m.clock(), "Evaluation status changed: %q -> %q", lastStatus, e.Status)
+			}
+			lastStatus = e.Status
+		}
+		if e.TerminalStatus() || e.Status == sdk.EvalStatusBlocked {
+			break
+		}
+	}
+	return m.conclude(&e)
+}
+
+// conclude reports what a finished eval did.
+func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
+	var allocs []*sdk.AllocationListStub
+	if _, err := m.cl.Get(bg, "/v1/evaluation/"+url.PathEscape(e.ID)+"/allocations", &allocs); err != nil {
+		return "", m.errorf("reading the evaluation's allocations: %v", err)
+	}
+	sort.Slice(allocs, func(i, k int) bool { return allocs[i].Name < allocs[k].Name })
+	placed := 0
+	for _, a := range allocs {
+		if a.DesiredStatus != sdk.AllocDesiredStatusRun {
+			continue
+		}
+		placed++
+		verb := "created"
+		if a.CreateIndex < e.CreateIndex {
+			verb = "modified" // an in-place update of an older allocation
+		}
+		m.say(m.clock(), "Allocation %q %s: node %q, group %q", shortID(a.ID), verb, shortID(a.NodeID), a.TaskGroup)
+	}
+	queued := 0
+	for _, n := range e.QueuedAllocations {
+		queued += n
+	}
+	m.ui.Output(fmt.Sprintf("==> %s: Evaluation %q finished with status %q: %d placed, %d queued",
+		m.clock().Format(time.RFC3339), shortID(e.ID), e.Status, placed, queued))
+	code := exitOK
+	if len(e.FailedTGAllocs) > 0 {
+		code = exitPlacement
+		m.ui.Output("==> Failed to place all allocations:")
+		m.ui.Output(placementFailures(e.FailedTGAllocs, "    "))
+	}
+	if e.BlockedEval != "" {
+		m.ui.Output(fmt.Sprintf("    Evaluation %q waiting for additional capacity to place remainder", shortID(e.BlockedEval)))
+	}
+	switch e.Status {
+	case sdk.EvalStatusFailed:
+		m.ui.Error("Evaluation failed: " + e.StatusDescription)
+		return "", exitError
+	case sdk.EvalStatusCanceled:
+		m.ui.Output("    Evaluation was canceled: " + e.StatusDescription)
+	}
+	if e.NextEval != "" {
+		m.ui.Output(fmt.Sprintf("    Next evaluation %q follows (rolling update)", shortID(e.NextEval)))
+		return e.NextEval, code
+	}
+	return "", code
+}
+
+// placementFailures explains, per group, why allocations could not be
+// placed, as Nomad does.
+func placementFailures(failed map[string]*sdk.AllocMetric, indent string) string {
+	groups := make([]string, 0, len(failed))
+	for g := range failed {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var b strings.Builder
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		mt := failed[g]
+		fmt.Fprintf(&b, "%sTask Group %q (failed to place %d allocation(s)):", indent, g, mt.CoalescedFailures+1)
+		for _, line := range explainMetric(mt) {
+			fmt.Fprintf(&b, "\n%s  %s", indent, line)
+		}
+	}
+	return b.String()
+}
+
 // explainMetric turns an AllocMetric into Nomad-style lines.
 func explainMetric(m *sdk.AllocMetric) []string {
-	out := []string{fmt.Sprintf("* Nodes evaluated: %d", m.NodesEvaluated)}
-	if m.NodesEvaluated == 0 && m.NodesInPool == 0 {
+	var out []string
+	if m.NodesEvaluated == 0 {
 		out = append(out, "* No nodes were eligible for evaluation")
+	}
+	for _, dc := range sortedKeys(m.NodesAvailable) {
+		if m.NodesAvailable[dc] == 0 {
+			out = append(out, fmt.Sprintf("* No nodes are available in datacenter %q", dc))
+		}
+	}
+	for _, k := range sortedKeys(m.ClassFiltered) {
+		out = append(out, fmt.Sprintf("* Class %q: %d nodes excluded by filter", k, m.ClassFiltered[k]))
 	}
 	for _, k := range sortedKeys(m.ConstraintFiltered) {
 		out = append(out, fmt.Sprintf("* Constraint %q: %d nodes excluded by filter", k, m.ConstraintFiltered[k]))
 	}
+	if m.NodesExhausted > 0 {
+		out = append(out, fmt.Sprintf("* Resources exhausted on %d nodes", m.NodesExhausted))
+	}
+	for _, k := range sortedKeys(m.ClassExhausted) {
+		out = append(out, fmt.Sprintf("* Class %q exhausted on %d nodes", k, m.ClassExhausted[k]))
+	}
 	for _, k := range sortedKeys(m.DimensionExhausted) {
 		out = append(out, fmt.Sprintf("* Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
+	}
+	for _, q := range m.QuotaExhausted {
+		out = append(out, fmt.Sprintf("* Quota limit hit %q", q))
 	}
 	return out
 }

@@ -595,14 +595,3 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	return restore(f.store, rc)
 }
-
-// WriteEntry applies an encoded entry to store at index as the FSM would,
-// without telling anyone. The plan applier uses it on a fork of the state
-// to see the effects of a plan that is still committing.
-func WriteEntry(store *state.Store, index uint64, data []byte) error {
-	msg, err := decodeEntry(data)
-	if err != nil {
-		return err
-	}
-	return store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, &effects{}) })
-}

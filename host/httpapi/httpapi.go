@@ -1,20 +1,30 @@
-// Package httpapi is Drover's HTTP API. Paths, methods and JSON field
-// names follow Nomad's HTTP API, so Nomad's clients and habits work; where
-// Nomad's clients speak RPC (node registration, heartbeats, allocation
-// status), Drover adds documented HTTP endpoints (docs/api.md).
+// Package httpapi is Drover's HTTP API. Paths, methods, query parameters and
+// JSON field names follow Nomad's HTTP API, so Nomad's clients and habits
+// work; where Nomad's clients speak RPC (node registration, heartbeats,
+// allocation status), Drover adds documented HTTP endpoints (docs/api.md).
+//
+// Reads are blocking queries (?index=&wait=) answered from one state
+// snapshot, with the X-Nomad-Index header; lists take prefix, filter (a
+// go-bexpr expression), per_page, next_token and reverse. Request bodies
+// are size-limited and decoded strictly: an unknown field is an error. Job
+// submissions decode into Nomad's own API types, so whatever Nomad's
+// official Go client sends is accepted. Errors are JSON objects,
+// {"code": 404, "error": "..."}, with a matching status code.
 package httpapi
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
-	"time"
+	"strings"
 
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/rs/zerolog"
 )
@@ -28,12 +38,20 @@ type API struct {
 	log  zerolog.Logger
 	mux  *http.ServeMux
 	self func() any
+	// routes maps each path pattern to its handler per method.
+	routes map[string]map[string]handler
 }
 
 // New returns the API of srv. self answers /v1/agent/self.
 func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
-	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self}
-	a.routes()
+	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
+	a.register()
+	for pattern, byMethod := range a.routes {
+		a.mux.HandleFunc(pattern, a.dispatch(byMethod))
+	}
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
 	return a
 }
 
@@ -77,8 +95,10 @@ func toError(err error) *Error {
 		return e
 	case errors.Is(err, server.ErrNotFound):
 		return &Error{Code: http.StatusNotFound, Message: err.Error()}
-	case errors.Is(err, server.ErrInvalid):
+	case errors.Is(err, server.ErrInvalid), errors.Is(err, jobspec.ErrInvalidJob):
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
+	case errors.Is(err, server.ErrConflict):
+		return &Error{Code: http.StatusConflict, Message: err.Error()}
 	case errors.Is(err, server.ErrNotLeader):
 		return &Error{Code: http.StatusServiceUnavailable, Message: err.Error()}
 	}
@@ -88,89 +108,130 @@ func toError(err error) *Error {
 // handler is an endpoint: it returns the value to encode, or an error.
 type handler func(w http.ResponseWriter, r *http.Request) (any, error)
 
-func (a *API) handle(pattern string, h handler) {
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		out, err := h(w, r)
-		if err != nil {
-			e := toError(err)
-			if e.Code >= 500 {
-				a.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
+// on adds an endpoint.
+func (a *API) on(method, pattern string, h handler) {
+	if a.routes[pattern] == nil {
+		a.routes[pattern] = map[string]handler{}
+	}
+	a.routes[pattern][method] = h
+}
+
+// dispatch picks the handler for the request's method; an unknown method
+// is a 405 that lists the allowed ones.
+func (a *API) dispatch(byMethod map[string]handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h, ok := byMethod[r.Method]
+		if !ok {
+			allowed := make([]string, 0, len(byMethod))
+			for m := range byMethod {
+				allowed = append(allowed, m)
 			}
-			writeError(w, e)
+			slices.Sort(allowed)
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)",
+				r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		if _, ok := r.URL.Query()["pretty"]; ok {
-			enc.SetIndent("", "    ")
+		a.serve(w, r, h)
+	}
+}
+
+// serve runs h and writes its answer or its error.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, h handler) {
+	out, err := h(w, r)
+	if err != nil {
+		e := toError(err)
+		if e.Code >= 500 {
+			a.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
 		}
-		if err := enc.Encode(out); err != nil {
-			a.log.Warn().Err(err).Str("path", r.URL.Path).Msg("write response")
-		}
-	})
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		enc.SetIndent("", "    ")
+	}
+	if err := enc.Encode(out); err != nil {
+		a.log.Warn().Err(err).Str("path", r.URL.Path).Msg("write response")
+	}
 }
 
 // decode reads a size-limited JSON body strictly: unknown fields and
 // trailing data are errors.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jobspec.DecodeStrict(body, v); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", mbe.Limit)
-		}
-		if errors.Is(err, io.EOF) {
+		case errors.Is(err, io.EOF):
 			return errorf(http.StatusBadRequest, "request body is empty")
 		}
 		return errorf(http.StatusBadRequest, "invalid request body: %v", err)
 	}
-	if dec.More() {
-		return errorf(http.StatusBadRequest, "invalid request body: trailing data after the JSON value")
-	}
 	return nil
 }
 
-// setIndex sets Nomad's index header.
+// decodeOptional is decode for endpoints whose body Nomad's client may
+// leave out; it reports whether there was one.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) (bool, error) {
+	if r.ContentLength == 0 {
+		return false, nil
+	}
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return false, errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", mbe.Limit)
+		}
+		return false, errorf(http.StatusBadRequest, "reading request body: %v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return false, nil
+	}
+	if err := jobspec.DecodeStrict(bytes.NewReader(raw), v); err != nil {
+		return false, errorf(http.StatusBadRequest, "invalid request body: %v", err)
+	}
+	return true, nil
+}
+
+// setIndex sets Nomad's query meta headers.
 func setIndex(w http.ResponseWriter, index uint64) {
-	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(max(index, 1), 10))
 	w.Header().Set("X-Nomad-KnownLeader", "true")
 	w.Header().Set("X-Nomad-LastContact", "0")
 }
 
-// blockingQuery honours ?index=&wait=: it waits until the state passes
-// index (at most wait, 5 minutes by default, capped at 10) before reading.
-func (a *API) blockingQuery(r *http.Request) error {
+// boolParam reads a boolean query parameter ("", "1", "true", ...); a
+// parameter present without a value is true, as in Nomad.
+func boolParam(r *http.Request, name string) (bool, error) {
 	q := r.URL.Query()
-	raw := q.Get("index")
-	if raw == "" {
-		return nil
+	if !q.Has(name) {
+		return false, nil
 	}
-	minIndex, err := strconv.ParseUint(raw, 10, 64)
+	v := q.Get(name)
+	if v == "" {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "invalid index %q", raw)
+		return false, errorf(http.StatusBadRequest, "invalid %s %q: not a boolean", name, v)
 	}
-	wait := 5 * time.Minute
-	if ws := q.Get("wait"); ws != "" {
-		if wait, err = parseWait(ws); err != nil {
-			return errorf(http.StatusBadRequest, "invalid wait %q: %v", ws, err)
-		}
-	}
-	wait = min(wait, 10*time.Minute)
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	_, _ = a.srv.Store().WaitForIndex(ctx, minIndex+1)
-	return nil
+	return b, nil
 }
 
-func parseWait(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
+// intParam reads an integer query parameter (0 when absent).
+func intParam(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
 	}
-	ms, err := strconv.Atoi(s)
+	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, err
+		return 0, errorf(http.StatusBadRequest, "invalid %s %q: not an integer", name, v)
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return n, nil
 }

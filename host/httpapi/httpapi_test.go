@@ -7,23 +7,27 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
 )
 
-func newAPI(t *testing.T) *httptest.Server {
+// newAPI starts a dev server with n ready nodes and its API.
+func newAPI(t *testing.T, n int) (*httptest.Server, *server.Server) {
+	t.Helper()
 	s := servertest.New(t, nil, nil)
-	for i := 0; i < 2; i++ {
+	for i := 0; i < n; i++ {
 		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ts := httptest.NewServer(httpapi.New(s, zerolog.Nop(), func() any { return map[string]string{} }).Handler())
+	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), func() any { return map[string]string{} }).Handler())
 	t.Cleanup(ts.Close)
-	return ts
+	return ts, s
 }
 
 func do(t *testing.T, method, url, body string) (*http.Response, []byte) {
@@ -39,66 +43,31 @@ func do(t *testing.T, method, url, body string) (*http.Response, []byte) {
 	return resp, b.Bytes()
 }
 
-func TestAPI_ParseRegisterReadBack(t *testing.T) {
-	ts := newAPI(t)
-	hcl := `job "web" {
-  group "g" {
-    count = 2
-    task "t" {
-      driver = "docker"
-      resources {
-        cpu    = 100
-        memory = 64
-      }
-    }
-  }
-}`
-	body, _ := json.Marshal(map[string]any{"JobHCL": hcl, "Canonicalize": true})
-	resp, out := do(t, "POST", ts.URL+"/v1/jobs/parse", string(body))
-	if resp.StatusCode != 200 {
-		t.Fatalf("parse: %d %s", resp.StatusCode, out)
-	}
-	var job sdk.Job
-	if err := json.Unmarshal(out, &job); err != nil {
-		t.Fatal(err)
-	}
-	if job.Namespace != "default" || job.Priority != 50 || job.TaskGroups[0].Count != 2 {
-		t.Fatalf("canonical job = %+v", job)
-	}
-	reg, _ := json.Marshal(map[string]any{"Job": job})
-	resp, out = do(t, "PUT", ts.URL+"/v1/jobs", string(reg))
-	if resp.StatusCode != 200 {
-		t.Fatalf("register: %d %s", resp.StatusCode, out)
-	}
-	var rr httpapi.JobRegisterResponse
-	_ = json.Unmarshal(out, &rr)
-	if rr.EvalID == "" || resp.Header.Get("X-Nomad-Index") == "" {
-		t.Fatalf("register response %s, index header %q", out, resp.Header.Get("X-Nomad-Index"))
-	}
-	resp, out = do(t, "GET", ts.URL+"/v1/job/web", "")
-	if resp.StatusCode != 200 || !strings.Contains(string(out), `"ID":"web"`) {
-		t.Fatalf("read back: %d %s", resp.StatusCode, out)
-	}
-	resp, out = do(t, "GET", ts.URL+"/v1/evaluation/"+rr.EvalID, "")
-	if resp.StatusCode != 200 || !strings.Contains(string(out), `"TriggeredBy":"job-register"`) {
-		t.Fatalf("eval: %d %s", resp.StatusCode, out)
-	}
-}
-
 func TestAPI_ErrorsAreJSONWithStatus(t *testing.T) {
-	ts := newAPI(t)
+	ts, _ := newAPI(t, 1)
 	cases := []struct {
 		name, method, path, body string
 		code                     int
 	}{
 		{"unknown job", "GET", "/v1/job/nope", "", 404},
 		{"unknown path", "GET", "/v1/nope", "", 404},
+		{"wrong method", "DELETE", "/v1/jobs", "", 405},
+		{"wrong method on a job", "PATCH", "/v1/job/x", "", 405},
 		{"bad json", "PUT", "/v1/jobs", "{", 400},
 		{"unknown field", "PUT", "/v1/jobs", `{"Job":{"ID":"x"},"Bogus":1}`, 400},
+		{"unknown nested field", "PUT", "/v1/jobs", `{"Job":{"ID":"x","TaskGroups":[{"Name":"g","Bogus":1}]}}`, 400},
 		{"trailing data", "PUT", "/v1/jobs", `{"Job":{"ID":"x"}} {}`, 400},
 		{"invalid job", "PUT", "/v1/jobs", `{"Job":{"ID":"x","TaskGroups":[{"Name":"g","Count":-1}]}}`, 400},
+		{"null group", "PUT", "/v1/jobs", `{"Job":{"ID":"x","TaskGroups":[null]}}`, 400},
 		{"hcl error", "POST", "/v1/jobs/parse", `{"JobHCL":"job {"}`, 400},
+		{"hcl1", "POST", "/v1/jobs/parse", `{"JobHCL":"job \"x\" {}","hclv1":true}`, 400},
 		{"empty body", "PUT", "/v1/jobs", "", 400},
+		{"path mismatch", "PUT", "/v1/job/y", `{"Job":{"ID":"x"}}`, 400},
+		{"bad filter", "GET", "/v1/evaluations?filter=Status%20%3D%3D", "", 400},
+		{"bad per_page", "GET", "/v1/nodes?per_page=x", "", 400},
+		{"bad index", "GET", "/v1/jobs?index=x", "", 400},
+		{"unsupported global", "DELETE", "/v1/job/x?global=true", "", 400},
+		{"conflicting check-and-set", "PUT", "/v1/jobs", `{"Job":{"ID":"x","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"exec"}]}]},"EnforceIndex":true,"JobModifyIndex":7}`, 409},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,9 +76,181 @@ func TestAPI_ErrorsAreJSONWithStatus(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.code, out)
 			}
 			var e httpapi.Error
-			if err := json.Unmarshal(out, &e); err != nil || e.Message == "" {
-				t.Fatalf("error body is not JSON with a message: %s", out)
+			if err := json.Unmarshal(out, &e); err != nil || e.Message == "" || e.Code != tc.code {
+				t.Fatalf("error body is not JSON with a code and message: %s", out)
 			}
 		})
+	}
+}
+
+func TestAPI_BodiesAreSizeLimited(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	big := `{"JobHCL":"` + strings.Repeat("#", httpapi.MaxBodyBytes) + `"}`
+	resp, out := do(t, "PUT", ts.URL+"/v1/jobs/parse", big)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d: %.200s", resp.StatusCode, out)
+	}
+}
+
+func TestAPI_BlockingQueryWaitsForChange(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	resp, _ := do(t, "GET", ts.URL+"/v1/nodes", "")
+	index := resp.Header.Get("X-Nomad-Index")
+	if index == "" || index == "0" {
+		t.Fatalf("index header %q", index)
+	}
+
+	start := time.Now()
+	resp, _ = do(t, "GET", ts.URL+"/v1/nodes?index="+index+"&wait=300ms", "")
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("a blocking query with no change returned after %s", waited)
+	}
+	if got := resp.Header.Get("X-Nomad-Index"); got != index {
+		t.Fatalf("index after a timeout = %s, want %s", got, index)
+	}
+
+	done := make(chan string, 1)
+	go func() {
+		resp, _ := do(t, "GET", ts.URL+"/v1/nodes?index="+index+"&wait=20s", "")
+		done <- resp.Header.Get("X-Nomad-Index")
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, _, err := s.RegisterNode(servertest.Node(1, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if got <= index && len(got) <= len(index) {
+			t.Fatalf("index after a change = %s, want more than %s", got, index)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocking query did not return after the change")
+	}
+}
+
+func TestAPI_ListsPageAndFilter(t *testing.T) {
+	ts, _ := newAPI(t, 5)
+	var all []httpapi.NodeListStub
+	resp, out := do(t, "GET", ts.URL+"/v1/nodes", "")
+	if err := json.Unmarshal(out, &all); err != nil || len(all) != 5 {
+		t.Fatalf("nodes: %v %s", err, out)
+	}
+	var got []string
+	token := ""
+	for pages := 0; pages < 10; pages++ {
+		url := ts.URL + "/v1/nodes?per_page=2"
+		if token != "" {
+			url += "&next_token=" + token
+		}
+		resp, out = do(t, "GET", url, "")
+		var page []httpapi.NodeListStub
+		if err := json.Unmarshal(out, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range page {
+			got = append(got, n.ID)
+		}
+		if token = resp.Header.Get("X-Nomad-NextToken"); token == "" {
+			break
+		}
+	}
+	if len(got) != 5 || got[0] != all[0].ID || got[4] != all[4].ID {
+		t.Fatalf("pages gave %v", got)
+	}
+
+	_, out = do(t, "GET", ts.URL+"/v1/nodes?reverse=true&per_page=1", "")
+	var last []httpapi.NodeListStub
+	_ = json.Unmarshal(out, &last)
+	if len(last) != 1 || last[0].ID != all[4].ID {
+		t.Fatalf("reverse: %s", out)
+	}
+
+	_, out = do(t, "GET", ts.URL+`/v1/nodes?filter=`+strings.ReplaceAll(`Name == "node-0003"`, " ", "%20"), "")
+	var one []httpapi.NodeListStub
+	_ = json.Unmarshal(out, &one)
+	if len(one) != 1 || one[0].Name != "node-0003" {
+		t.Fatalf("filter: %s", out)
+	}
+}
+
+func TestAPI_JobPathsWithSlashes(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	body := `{"Job":{"ID":"parent/dispatch-1","Type":"batch","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"exec","Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	if resp, out := do(t, "PUT", ts.URL+"/v1/jobs", body); resp.StatusCode != 200 {
+		t.Fatalf("register: %d %s", resp.StatusCode, out)
+	}
+	for _, p := range []string{"/v1/job/parent/dispatch-1", "/v1/job/parent%2Fdispatch-1/summary", "/v1/job/parent/dispatch-1/evaluations"} {
+		if resp, out := do(t, "GET", ts.URL+p, ""); resp.StatusCode != 200 {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, out)
+		}
+	}
+}
+
+// TestAPI_NodeAgentEndpoints drives the three endpoints node agents use:
+// register with a secret, heartbeat, report allocation status.
+func TestAPI_NodeAgentEndpoints(t *testing.T) {
+	ts, s := newAPI(t, 0)
+	node := `{"Node": {"ID": "agent-1", "Name": "agent-1", "Datacenter": "dc1", "SecretID": "s3cret",
+  "Attributes": {"kernel.name": "linux", "driver.exec": "1"},
+  "Drivers": {"exec": {"Detected": true, "Healthy": true, "UpdateTime": "2026-01-02T03:04:05Z"}},
+  "NodeResources": {"Cpu": {"CpuShares": 4000}, "Memory": {"MemoryMB": 8192}, "Disk": {"DiskMB": 100000},
+    "Devices": [{"Vendor": "nvidia", "Type": "gpu", "Name": "t4", "Attributes": {"memory": {"Int": 16, "Unit": "GiB"}},
+      "Instances": [{"ID": "gpu0", "Healthy": true, "Locality": {"PciBusID": "0000:3b:00.0"}}]}]},
+  "Resources": {"CPU": 4000, "MemoryMB": 8192}, "Reserved": {"CPU": 0}, "CgroupParent": "nomad.slice"}}`
+	resp, out := do(t, "PUT", ts.URL+"/v1/nodes", node)
+	if resp.StatusCode != 200 {
+		t.Fatalf("register: %d %s", resp.StatusCode, out)
+	}
+	var reg httpapi.NodeUpdateResponse
+	_ = json.Unmarshal(out, &reg)
+	if reg.HeartbeatTTL <= 0 || reg.Index == 0 {
+		t.Fatalf("register response: %s", out)
+	}
+	stored := s.Store().Snapshot().Node("agent-1")
+	if stored == nil || stored.SecretID != "s3cret" || stored.Status != sdk.NodeStatusReady ||
+		stored.NodeResources.Devices[0].Attributes["memory"] != "16 GiB" {
+		t.Fatalf("stored node: %+v", stored)
+	}
+	_, out = do(t, "GET", ts.URL+"/v1/node/agent-1", "")
+	if strings.Contains(string(out), "s3cret") || !strings.Contains(string(out), `"memory":{"Int":16,"Unit":"GiB"}`) {
+		t.Fatalf("node read leaks its secret or loses Nomad's attribute form: %s", out)
+	}
+
+	if resp, out := do(t, "PUT", ts.URL+"/v1/node/agent-1/heartbeat", `{"SecretID": "wrong"}`); resp.StatusCode != 403 {
+		t.Fatalf("heartbeat with a wrong secret: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "PUT", ts.URL+"/v1/node/agent-1/heartbeat", `{"SecretID": "s3cret"}`); resp.StatusCode != 200 {
+		t.Fatalf("heartbeat: %d %s", resp.StatusCode, out)
+	}
+	if resp, _ := do(t, "PUT", ts.URL+"/v1/node/nope/heartbeat", ""); resp.StatusCode != 404 {
+		t.Fatalf("heartbeat of an unknown node: %d", resp.StatusCode)
+	}
+
+	job := `{"Job":{"ID":"j","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"exec","Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	if resp, out := do(t, "PUT", ts.URL+"/v1/jobs", job); resp.StatusCode != 200 {
+		t.Fatalf("register job: %d %s", resp.StatusCode, out)
+	}
+	var alloc *sdk.Allocation
+	for deadline := time.Now().Add(10 * time.Second); alloc == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if as := s.Store().Snapshot().AllocsByJob("default", "j"); len(as) == 1 {
+			alloc = as[0]
+		}
+	}
+	if alloc == nil {
+		t.Fatal("the job was not placed")
+	}
+	update := func(nodeID, secret string) (*http.Response, []byte) {
+		b, _ := json.Marshal(httpapi.AllocStatusRequest{NodeID: nodeID, SecretID: secret,
+			Allocs: []server.AllocUpdate{{ID: alloc.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "started"}}})
+		return do(t, "PUT", ts.URL+"/v1/allocations/status", string(b))
+	}
+	if resp, out := update("agent-1", "wrong"); resp.StatusCode != 403 {
+		t.Fatalf("alloc status with a wrong secret: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := update("agent-1", "s3cret"); resp.StatusCode != 200 {
+		t.Fatalf("alloc status: %d %s", resp.StatusCode, out)
+	}
+	if got := s.Store().Snapshot().Alloc(alloc.ID); got.ClientStatus != sdk.AllocClientStatusRunning || got.ClientDescription != "started" {
+		t.Fatalf("alloc after the report: %s %s", got.ClientStatus, got.ClientDescription)
 	}
 }

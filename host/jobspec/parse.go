@@ -1,237 +1,234 @@
-// Package jobspec parses jobspecs written in Nomad's HCL job language into
-// Drover jobs, and canonicalizes and validates jobs however they arrive.
-// Every parse error is an HCL diagnostic with file, line and column.
 package jobspec
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 
-	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/hashicorp/nomad/api"
 	"github.com/zclconf/go-cty/cty"
 )
 
-type fileSpec struct {
-	Job    *jobSpec `hcl:"job,block"`
-	Remain hcl.Body `hcl:",remain"`
+// Config is what one parse reads.
+type Config struct {
+	// Path names the jobspec in diagnostics; file functions resolve
+	// relative paths from its directory.
+	Path string
+	// Body is the jobspec: HCL, HCL's JSON syntax, or Nomad's API JSON.
+	Body []byte
+	// Vars are -var arguments, "name=value".
+	Vars []string
+	// VarFiles are -var-file paths, read in order (later ones win).
+	VarFiles []string
+	// VarContent is the content of one more variable file, read last before
+	// Vars (the API's Variables).
+	VarContent string
+	// Env is the environment, for NOMAD_VAR_name=value and
+	// DROVER_VAR_name=value.
+	Env []string
+	// AllowFS lets the jobspec call file(), fileset() and the other file
+	// system functions (the CLI allows them; the server does not).
+	AllowFS bool
 }
 
-type jobSpec struct {
-	ID          string            `hcl:"id,label"`
-	Name        *string           `hcl:"name,optional"`
-	Type        *string           `hcl:"type,optional"`
-	Priority    *int              `hcl:"priority,optional"`
-	Region      *string           `hcl:"region,optional"`
-	Namespace   *string           `hcl:"namespace,optional"`
-	NodePool    *string           `hcl:"node_pool,optional"`
-	AllAtOnce   *bool             `hcl:"all_at_once,optional"`
-	Datacenters []string          `hcl:"datacenters,optional"`
-	Scheduler   *string           `hcl:"scheduler,optional"`
-	Constraints []*constraintSpec `hcl:"constraint,block"`
-	Meta        *bodySpec         `hcl:"meta,block"`
-	Groups      []*groupSpec      `hcl:"group,block"`
+// Parsed is a parsed jobspec.
+type Parsed struct {
+	// Job is the job, as submitted (not canonicalised).
+	Job *Job
+	// Sources holds every file read, by name, for diagnostics.
+	Sources map[string][]byte
+	// ranges locates parts of the job (Path keys) in the sources.
+	ranges map[string]hcl.Range
 }
 
-type groupSpec struct {
-	Name        string            `hcl:"name,label"`
-	Count       *int              `hcl:"count,optional"`
-	Constraints []*constraintSpec `hcl:"constraint,block"`
-	Meta        *bodySpec         `hcl:"meta,block"`
-	Tasks       []*taskSpec       `hcl:"task,block"`
+var fileSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "job", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "variables"},
+		{Type: "locals"},
+	},
 }
 
-type taskSpec struct {
-	Name        string            `hcl:"name,label"`
-	Driver      string            `hcl:"driver,optional"`
-	User        *string           `hcl:"user,optional"`
-	Config      *bodySpec         `hcl:"config,block"`
-	Env         *bodySpec         `hcl:"env,block"`
-	Constraints []*constraintSpec `hcl:"constraint,block"`
-	Resources   *resourcesSpec    `hcl:"resources,block"`
-	Meta        *bodySpec         `hcl:"meta,block"`
-}
-
-type resourcesSpec struct {
-	CPU         *int `hcl:"cpu,optional"`
-	Cores       *int `hcl:"cores,optional"`
-	MemoryMB    *int `hcl:"memory,optional"`
-	MemoryMaxMB *int `hcl:"memory_max,optional"`
-	DiskMB      *int `hcl:"disk,optional"`
-}
-
-type constraintSpec struct {
-	Attribute *string `hcl:"attribute,optional"`
-	Operator  *string `hcl:"operator,optional"`
-	Value     *string `hcl:"value,optional"`
-	// Shorthands, as Nomad accepts them.
-	Version        *string   `hcl:"version,optional"`
-	Semver         *string   `hcl:"semver,optional"`
-	Regexp         *string   `hcl:"regexp,optional"`
-	DistinctHosts  *bool     `hcl:"distinct_hosts,optional"`
-	SetContains    *string   `hcl:"set_contains,optional"`
-	DistinctProp   *string   `hcl:"distinct_property,optional"`
-	SetContainsAny *string   `hcl:"set_contains_any,optional"`
-	SetContainsAll *string   `hcl:"set_contains_all,optional"`
-	DefRange       hcl.Range `hcl:",def_range"`
-}
-
-// bodySpec captures a block of free-form attributes (meta, env, config).
-type bodySpec struct {
-	Body hcl.Body `hcl:",remain"`
-}
-
-// Parse parses a jobspec. filename is used in diagnostics.
-func Parse(filename string, src []byte) (*sdk.Job, hcl.Diagnostics) {
-	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
+// Parse parses a jobspec. Every problem is a diagnostic located in its
+// file; the job is nil when there are errors.
+func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
+	p := &Parsed{Sources: map[string][]byte{cfg.Path: cfg.Body}, ranges: map[string]hcl.Range{}}
+	if isAPIJSON(cfg.Body) {
+		job, diags := DecodeJSON(cfg.Path, cfg.Body)
+		p.Job = job
+		return p, diags
+	}
+	file, diags := parseSource(cfg.Path, cfg.Body)
 	if diags.HasErrors() {
-		return nil, diags
+		return p, diags
 	}
-	ctx := &hcl.EvalContext{Variables: runtimeVariables(f.Body)}
-	var spec fileSpec
-	diags = append(diags, gohcl.DecodeBody(f.Body, ctx, &spec)...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if spec.Job == nil {
-		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing job block",
-			Detail: "A jobspec must contain one job block.", Subject: f.Body.MissingItemRange().Ptr()})
-	}
-	job, d := spec.Job.toJob(ctx)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	return job, diags
-}
-
-func (j *jobSpec) toJob(ctx *hcl.EvalContext) (*sdk.Job, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	job := &sdk.Job{ID: j.ID, Name: deref(j.Name, j.ID), Type: deref(j.Type, ""), Priority: deref(j.Priority, 0),
-		Region: deref(j.Region, ""), Namespace: deref(j.Namespace, ""), NodePool: deref(j.NodePool, ""),
-		AllAtOnce: deref(j.AllAtOnce, false), Datacenters: j.Datacenters, Scheduler: deref(j.Scheduler, "")}
-	var d hcl.Diagnostics
-	job.Constraints, d = constraints(j.Constraints)
-	diags = append(diags, d...)
-	job.Meta, d = stringMap(ctx, j.Meta)
-	diags = append(diags, d...)
-	for _, g := range j.Groups {
-		tg := &sdk.TaskGroup{Name: g.Name, Count: deref(g.Count, 1)}
-		tg.Constraints, d = constraints(g.Constraints)
-		diags = append(diags, d...)
-		tg.Meta, d = stringMap(ctx, g.Meta)
-		diags = append(diags, d...)
-		for _, t := range g.Tasks {
-			task := &sdk.Task{Name: t.Name, Driver: t.Driver, User: deref(t.User, "")}
-			task.Constraints, d = constraints(t.Constraints)
-			diags = append(diags, d...)
-			task.Env, d = stringMap(ctx, t.Env)
-			diags = append(diags, d...)
-			task.Meta, d = stringMap(ctx, t.Meta)
-			diags = append(diags, d...)
-			task.Config, d = opaque(ctx, t.Config)
-			diags = append(diags, d...)
-			if r := t.Resources; r != nil {
-				task.Resources = &sdk.Resources{CPU: deref(r.CPU, 0), Cores: deref(r.Cores, 0),
-					MemoryMB: deref(r.MemoryMB, 0), MemoryMaxMB: deref(r.MemoryMaxMB, 0), DiskMB: deref(r.DiskMB, 0)}
-			}
-			tg.Tasks = append(tg.Tasks, task)
-		}
-		job.TaskGroups = append(job.TaskGroups, tg)
-	}
-	return job, diags
-}
-
-func deref[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-func constraints(specs []*constraintSpec) ([]*sdk.Constraint, hcl.Diagnostics) {
-	var out []*sdk.Constraint
-	var diags hcl.Diagnostics
-	for _, c := range specs {
-		sc := &sdk.Constraint{LTarget: deref(c.Attribute, ""), RTarget: deref(c.Value, ""), Operand: deref(c.Operator, "=")}
-		set := func(op string, v *string) {
-			if v != nil {
-				sc.Operand, sc.RTarget = op, *v
-			}
-		}
-		set(sdk.ConstraintVersion, c.Version)
-		set(sdk.ConstraintSemver, c.Semver)
-		set(sdk.ConstraintRegex, c.Regexp)
-		set(sdk.ConstraintSetContains, c.SetContains)
-		set(sdk.ConstraintSetContainsAny, c.SetContainsAny)
-		set(sdk.ConstraintSetContainsAll, c.SetContainsAll)
-		if c.DistinctProp != nil {
-			sc.Operand, sc.LTarget = sdk.ConstraintDistinctProperty, *c.DistinctProp
-		}
-		if c.DistinctHosts != nil && *c.DistinctHosts {
-			sc.Operand = sdk.ConstraintDistinctHosts
-		}
-		switch sc.Operand {
-		case sdk.ConstraintEqual, "==", "is", sdk.ConstraintNotEqual, "not", sdk.ConstraintGreater,
-			sdk.ConstraintGreaterEqual, sdk.ConstraintLess, sdk.ConstraintLessEqual, sdk.ConstraintRegex,
-			sdk.ConstraintVersion, sdk.ConstraintSemver, sdk.ConstraintSetContains, sdk.ConstraintSetContainsAll,
-			sdk.ConstraintSetContainsAny, sdk.ConstraintAttributeIsSet, sdk.ConstraintAttributeIsNotSet,
-			sdk.ConstraintDistinctHosts, sdk.ConstraintDistinctProperty:
-		default:
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown constraint operator",
-				Detail: fmt.Sprintf("Operator %q is not a constraint operator.", sc.Operand), Subject: c.DefRange.Ptr()})
-			continue
-		}
-		out = append(out, sc)
-	}
-	return out, diags
-}
-
-func attrs(ctx *hcl.EvalContext, b *bodySpec) (map[string]cty.Value, hcl.Diagnostics) {
-	if b == nil {
-		return nil, nil
-	}
-	as, diags := b.Body.JustAttributes()
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	out := make(map[string]cty.Value, len(as))
-	for name, a := range as {
-		v, d := a.Expr.Value(ctx)
-		diags = append(diags, d...)
-		out[name] = v
-	}
-	return out, diags
-}
-
-func stringMap(ctx *hcl.EvalContext, b *bodySpec) (map[string]string, hcl.Diagnostics) {
-	vals, diags := attrs(ctx, b)
-	if len(vals) == 0 {
-		return nil, diags
-	}
-	as, _ := b.Body.JustAttributes()
-	out := make(map[string]string, len(vals))
-	for name, v := range vals {
-		s, err := ctyString(v)
+	var varFiles []*hcl.File
+	for _, path := range cfg.VarFiles {
+		src, err := os.ReadFile(path)
 		if err != nil {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
-				Detail: fmt.Sprintf("%s must be a string, number or bool: %v", name, err), Subject: as[name].Expr.Range().Ptr()})
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variable file",
+				Detail: err.Error()})
 			continue
 		}
-		out[name] = s
+		p.Sources[path] = src
+		f, ds := parseSource(path, src)
+		diags = append(diags, ds...)
+		varFiles = append(varFiles, f)
 	}
-	return out, diags
+	if cfg.VarContent != "" {
+		const name = "<variables>"
+		p.Sources[name] = []byte(cfg.VarContent)
+		f, ds := parseSource(name, []byte(cfg.VarContent))
+		diags = append(diags, ds...)
+		varFiles = append(varFiles, f)
+	}
+	if diags.HasErrors() {
+		return p, diags
+	}
+
+	content, ds := file.Body.Content(fileSchema)
+	diags = append(diags, ds...)
+	vars := map[string]*variable{}
+	diags = append(diags, declareVariables(content.Blocks, vars)...)
+	diags = append(diags, setVariables(vars, cfg.Env, varFiles, cfg.Vars)...)
+	ctx := &hcl.EvalContext{
+		Functions: functions(filepath.Dir(cfg.Path), cfg.AllowFS),
+		Variables: map[string]cty.Value{},
+	}
+	rt := newRuntimeVars(ctx)
+	varObj, ds := variableValues(vars, ctx)
+	diags = append(diags, ds...)
+	ctx.Variables["var"] = varObj
+	_, ds = evalLocals(content.Blocks.OfType("locals"), ctx, rt)
+	diags = append(diags, ds...)
+	if diags.HasErrors() {
+		return p, diags
+	}
+
+	jobs := content.Blocks.OfType("job")
+	switch len(jobs) {
+	case 0:
+		return p, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing job block",
+			Detail: "A jobspec must contain one job block.", Subject: file.Body.MissingItemRange().Ptr()})
+	case 1:
+	default:
+		return p, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate job block",
+			Detail:  fmt.Sprintf("A jobspec holds one job; another was defined at %s.", jobs[0].DefRange),
+			Subject: jobs[1].DefRange.Ptr()})
+	}
+	d := newDecoder(ctx, rt, file)
+	job := d.decodeJob(jobs[0])
+	diags = append(diags, d.diags...)
+	p.ranges = d.ranges
+	if diags.HasErrors() {
+		return p, diags
+	}
+	p.Job = job
+	return p, diags
 }
 
-func opaque(ctx *hcl.EvalContext, b *bodySpec) (sdk.Opaque, hcl.Diagnostics) {
-	vals, diags := attrs(ctx, b)
-	if len(vals) == 0 {
-		return nil, diags
+// parseSource parses HCL or, when it starts with "{", HCL's JSON syntax.
+func parseSource(path string, src []byte) (*hcl.File, hcl.Diagnostics) {
+	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
+		return hcljson.Parse(src, path)
 	}
-	out := sdk.Opaque{}
-	for name, v := range vals {
-		out[name] = ctyToGo(v)
+	return hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})
+}
+
+// isAPIJSON reports whether src is Nomad's API JSON rather than a jobspec
+// in HCL's JSON syntax: a JSON object with "Job", "ID" or "TaskGroups" and
+// none of the jobspec's top-level blocks.
+func isAPIJSON(src []byte) bool {
+	trimmed := bytes.TrimSpace(src)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return false
 	}
-	return out, diags
+	var top map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &top) != nil {
+		return false
+	}
+	for _, k := range []string{"job", "variable", "variables", "locals"} {
+		if _, ok := top[k]; ok {
+			return false
+		}
+	}
+	for _, k := range []string{"Job", "ID", "TaskGroups", "Name"} {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeJob decodes the job block. Beyond Nomad's API job it reads
+// Drover's scheduler attribute, tasks written directly in the job (each
+// becomes a group of its own, as in Nomad) and a job-level vault block (the
+// default for tasks without one). Dynamic blocks are expanded first.
+func (d *decoder) decodeJob(b *hcl.Block) *Job {
+	job := &Job{}
+	p := Path(nil)
+	d.record(p, b.DefRange)
+	body := b.Body
+	if d.hasDynamic(b) {
+		body = dynblock.Expand(body, d.ctx)
+	}
+	content := d.decodeStruct(body, reflect.ValueOf(&job.Job).Elem(), p, extras{
+		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}},
+		blocks: []hcl.BlockHeaderSchema{{Type: "task", LabelNames: []string{"name"}}, {Type: "vault"}},
+	})
+	if a, ok := content.Attributes["scheduler"]; ok {
+		var s string
+		if d.setAttr(a, reflect.ValueOf(&s).Elem(), p.Attr("scheduler")) {
+			job.Scheduler = &s
+		}
+	}
+	var lone []*api.TaskGroup
+	for _, tb := range content.Blocks.OfType("task") {
+		t := &api.Task{}
+		d.decodeBlock(tb, reflect.ValueOf(t).Elem(), p.Block("task", tb.Labels[0]))
+		lone = append(lone, &api.TaskGroup{Name: ptr(t.Name), Tasks: []*api.Task{t}})
+	}
+	job.TaskGroups = append(lone, job.TaskGroups...)
+	if vault := d.extraVault(content, p); vault != nil {
+		for _, tg := range job.TaskGroups {
+			for _, t := range tg.Tasks {
+				if t.Vault == nil {
+					t.Vault = vault
+				}
+			}
+		}
+	}
+	if job.ID == nil {
+		job.ID = ptr(b.Labels[0])
+		d.record(p.Attr("id"), b.LabelRanges[0])
+	}
+	if job.Name == nil {
+		job.Name = ptr(b.Labels[0])
+		d.record(p.Attr("name"), b.LabelRanges[0])
+	}
+	return job
+}
+
+// hasDynamic reports whether the block holds a dynamic block anywhere.
+func (d *decoder) hasDynamic(b *hcl.Block) bool {
+	body, ok := d.syntax[b.DefRange]
+	if !ok {
+		return true // JSON syntax: let dynblock look
+	}
+	found := false
+	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if blk, ok := n.(*hclsyntax.Block); ok && blk.Type == "dynamic" {
+			found = true
+		}
+		return nil
+	})
+	return found
 }

@@ -1,18 +1,65 @@
-package jobspec
+package jobspec_test
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/sdk"
 )
 
-func TestParse_Examples(t *testing.T) {
+// parse parses src and converts it, failing the test on any problem.
+func parse(t *testing.T, src string, mod ...func(*jobspec.Config)) *sdk.Job {
+	t.Helper()
+	cfg := jobspec.Config{Path: "job.hcl", Body: []byte(src)}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, diags := jobspec.Parse(cfg)
+	if diags.HasErrors() {
+		t.Fatalf("parse:\n%s", jobspec.FormatDiagnostics(p.Sources, diags))
+	}
+	job, err := p.Job.SDK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobspec.Validate(job); err != nil {
+		t.Fatalf("validate:\n%s", jobspec.FormatDiagnostics(p.Sources, p.Locate(err)))
+	}
+	return job
+}
+
+// parseErr parses src and returns the formatted diagnostics of the parse or
+// of validation; it fails the test when there are none.
+func parseErr(t *testing.T, src string, mod ...func(*jobspec.Config)) string {
+	t.Helper()
+	cfg := jobspec.Config{Path: "job.hcl", Body: []byte(src)}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, diags := jobspec.Parse(cfg)
+	if diags.HasErrors() {
+		return jobspec.FormatDiagnostics(p.Sources, diags)
+	}
+	job, err := p.Job.SDK()
+	if err == nil {
+		err = jobspec.Validate(job)
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	return jobspec.FormatDiagnostics(p.Sources, p.Locate(err))
+}
+
+func TestParse_ExampleJobspecs(t *testing.T) {
 	paths, _ := filepath.Glob("../../examples/jobs/*.hcl")
-	if len(paths) == 0 {
-		t.Fatal("no example jobspecs found")
+	more, _ := filepath.Glob("../../cmd/drover/assets/*.hcl")
+	paths = append(paths, more...)
+	if len(paths) < 3 {
+		t.Fatalf("found only %d example jobspecs", len(paths))
 	}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
@@ -20,25 +67,23 @@ func TestParse_Examples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			job, diags := Parse(p, src)
-			if diags.HasErrors() {
-				t.Fatal(diags.Error())
-			}
-			Canonicalize(job)
-			if err := Validate(job); err != nil {
-				t.Fatal(err)
-			}
+			parse(t, string(src))
 		})
 	}
 }
 
-func TestParse_Web(t *testing.T) {
-	src := `
+func TestParse_SchedulerBlocks(t *testing.T) {
+	job := parse(t, `
 job "web" {
   datacenters = ["dc1", "dc2"]
   type        = "service"
   priority    = 60
   scheduler   = "zones"
+  node_pool   = "prod"
+  namespace   = "team"
+  region      = "eu"
+  all_at_once = true
+
   constraint {
     attribute = "${attr.kernel.name}"
     value     = "linux"
@@ -47,13 +92,76 @@ job "web" {
     attribute = "${attr.os.version}"
     version   = ">= 12"
   }
+  constraint {
+    distinct_hosts = true
+  }
+  constraint {
+    distinct_property = "${meta.rack}"
+    value             = "2"
+  }
+  affinity {
+    attribute = "${node.datacenter}"
+    value     = "dc1"
+    weight    = -40
+  }
+  spread {
+    attribute = "${meta.rack}"
+    weight    = 80
+    target "r1" { percent = 60 }
+    target "r2" { percent = 40 }
+  }
+  update {
+    max_parallel      = 2
+    canary            = 1
+    min_healthy_time  = "15s"
+    healthy_deadline  = "2m"
+    progress_deadline = "9m"
+    auto_revert       = true
+  }
+  migrate {
+    max_parallel = 3
+  }
+  reschedule {
+    delay          = "10s"
+    delay_function = "fibonacci"
+    max_delay      = "5m"
+    unlimited      = true
+  }
   meta { team = "frontend" }
+
   group "frontend" {
     count = 3
-    constraint {
-      attribute = "${meta.rack}"
-      operator  = "regexp"
-      value     = "r[0-3]"
+    affinity {
+      attribute = "${meta.zone}"
+      set_contains_any = "a,b"
+      weight    = 30
+    }
+    restart {
+      attempts = 5
+      interval = "10m"
+      delay    = "20s"
+      mode     = "delay"
+    }
+    ephemeral_disk {
+      size   = 500
+      sticky = true
+    }
+    network {
+      mode = "bridge"
+      port "http" { to = 8080 }
+      port "admin" { static = 9000 }
+    }
+    disconnect {
+      lost_after = "1h"
+      replace    = false
+      reconcile  = "keep_original"
+    }
+    scaling {
+      min = 1
+      max = 10
+      policy {
+        cooldown = "1m"
+      }
     }
     task "nginx" {
       driver = "docker"
@@ -63,31 +171,76 @@ job "web" {
       }
       env { PORT = 8080 }
       resources {
-        cpu    = 500
-        memory = 256
+        cpu        = 500
+        memory     = 256
+        memory_max = 512
+        device "nvidia/gpu" {
+          count = 2
+          constraint {
+            attribute = "${device.attr.memory}"
+            operator  = ">="
+            value     = "2 GiB"
+          }
+        }
       }
     }
   }
-}`
-	job, diags := Parse("web.hcl", []byte(src))
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	if job.ID != "web" || job.Type != "service" || job.Priority != 60 || job.Scheduler != "zones" {
+}`)
+	if job.ID != "web" || job.Type != "service" || job.Priority != 60 || job.Scheduler != "zones" ||
+		job.NodePool != "prod" || job.Namespace != "team" || job.Region != "eu" || !job.AllAtOnce {
 		t.Fatalf("job header: %+v", job)
 	}
-	if got := job.Constraints[0]; *got != (sdk.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}) {
-		t.Errorf("constraint 0 = %+v", got)
+	want := []sdk.Constraint{
+		{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="},
+		{LTarget: "${attr.os.version}", RTarget: ">= 12", Operand: "version"},
+		{RTarget: "true", Operand: "distinct_hosts"},
+		{LTarget: "${meta.rack}", RTarget: "2", Operand: "distinct_property"},
 	}
-	if got := job.Constraints[1]; got.Operand != "version" || got.RTarget != ">= 12" {
-		t.Errorf("version shorthand = %+v", got)
+	for i, w := range want {
+		if *job.Constraints[i] != w {
+			t.Errorf("constraint %d = %+v, want %+v", i, job.Constraints[i], w)
+		}
+	}
+	if a := job.Affinities[0]; a.Weight != -40 || a.LTarget != "${node.datacenter}" {
+		t.Errorf("affinity = %+v", a)
+	}
+	if s := job.Spreads[0]; s.Weight != 80 || len(s.SpreadTarget) != 2 || s.SpreadTarget[0].Value != "r1" || s.SpreadTarget[0].Percent != 60 {
+		t.Errorf("spread = %+v", s)
+	}
+	if job.Update.MaxParallel != 2 || job.Update.Stagger != 30*time.Second {
+		t.Errorf("job update keeps stagger and max_parallel only: %+v", job.Update)
 	}
 	tg := job.TaskGroups[0]
-	if tg.Count != 3 || tg.Constraints[0].Operand != "regexp" {
-		t.Errorf("group = %+v", tg)
+	if u := tg.Update; u == nil || u.MaxParallel != 2 || u.Canary != 1 || u.MinHealthyTime != 15*time.Second ||
+		u.HealthyDeadline != 2*time.Minute || u.ProgressDeadline != 9*time.Minute || !u.AutoRevert || u.HealthCheck != "checks" {
+		t.Errorf("group update inherits the job's: %+v", tg.Update)
+	}
+	if m := tg.Migrate; m == nil || m.MaxParallel != 3 || m.HealthCheck != "checks" {
+		t.Errorf("group migrate inherits the job's: %+v", tg.Migrate)
+	}
+	if r := tg.ReschedulePolicy; r == nil || r.DelayFunction != "fibonacci" || r.Delay != 10*time.Second || !r.Unlimited {
+		t.Errorf("group reschedule inherits the job's: %+v", tg.ReschedulePolicy)
+	}
+	if r := tg.RestartPolicy; r.Attempts != 5 || r.Mode != "delay" || r.Interval != 10*time.Minute {
+		t.Errorf("restart = %+v", r)
+	}
+	if tg.EphemeralDisk.SizeMB != 500 || !tg.EphemeralDisk.Sticky {
+		t.Errorf("ephemeral disk = %+v", tg.EphemeralDisk)
+	}
+	n := tg.Networks[0]
+	if n.Mode != "bridge" || len(n.DynamicPorts) != 1 || n.DynamicPorts[0].Label != "http" || n.DynamicPorts[0].To != 8080 ||
+		len(n.ReservedPorts) != 1 || n.ReservedPorts[0].Value != 9000 || n.ReservedPorts[0].HostNetwork != "default" {
+		t.Errorf("ports: a static port is reserved, the others dynamic: %+v", n)
+	}
+	if d := tg.Disconnect; d == nil || d.LostAfter != time.Hour || d.Replace == nil || *d.Replace || d.Reconcile != "keep_original" {
+		t.Errorf("disconnect = %+v", d)
+	}
+	if s := tg.Scaling; s == nil || s.Min != 1 || s.Max != 10 || s.Type != "horizontal" || !s.Enabled ||
+		s.Target["Group"] != "frontend" || s.Policy["cooldown"] != "1m" {
+		t.Errorf("scaling = %+v", s)
 	}
 	task := tg.Tasks[0]
-	if task.Driver != "docker" || task.Resources.CPU != 500 || task.Resources.MemoryMB != 256 {
+	if task.Driver != "docker" || task.Resources.CPU != 500 || task.Resources.MemoryMB != 256 || task.Resources.MemoryMaxMB != 512 {
 		t.Errorf("task = %+v", task)
 	}
 	if args := task.Config["args"].([]any); args[1] != "${NOMAD_TASK_DIR}/nginx.conf" {
@@ -96,41 +249,422 @@ job "web" {
 	if task.Env["PORT"] != "8080" || job.Meta["team"] != "frontend" {
 		t.Errorf("env/meta = %v %v", task.Env, job.Meta)
 	}
+	dev := task.Resources.Devices[0]
+	if dev.Name != "nvidia/gpu" || dev.Count != 2 || dev.Constraints[0].RTarget != "2 GiB" {
+		t.Errorf("device = %+v", dev)
+	}
+	if task.KillTimeout != 5*time.Second || task.LogConfig["MaxFiles"] != int64(10) || task.RestartPolicy.Attempts != 5 {
+		t.Errorf("task defaults: kill %s, logs %v, restart %+v", task.KillTimeout, task.LogConfig, task.RestartPolicy)
+	}
 }
 
-func TestParse_DiagnosticsHaveLocations(t *testing.T) {
+func TestParse_DefaultsPerJobType(t *testing.T) {
 	cases := []struct {
-		name, src, want string
+		typ              string
+		restartAttempts  int
+		reschedule       bool
+		rescheduleDelayF string
+		update           bool
+		migrate          bool
 	}{
-		{"syntax", "job \"x\" {\n  group \"g\" {\n", "x.hcl:2"},
-		{"unknown attribute", "job \"x\" {\n  colour = \"red\"\n}\n", "x.hcl:2,3-9: Unsupported argument"},
-		{"wrong type", "job \"x\" {\n  group \"g\" {\n    count = \"three\"\n  }\n}\n", "x.hcl:3,14-19"},
-		{"no job", "# nothing\n", "Missing job block"},
-		{"bad operator", "job \"x\" {\n  constraint {\n    operator = \"~=\"\n  }\n}\n", "x.hcl:2,3-13: Unknown constraint operator"},
+		{"service", 2, true, "exponential", true, true},
+		{"batch", 3, true, "constant", false, false},
+		{"system", 2, false, "", false, false},
+		{"sysbatch", 3, false, "", false, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, diags := Parse("x.hcl", []byte(tc.src))
-			if !diags.HasErrors() {
-				t.Fatal("no error")
+		t.Run(tc.typ, func(t *testing.T) {
+			job := parse(t, `job "j" {
+  type = "`+tc.typ+`"
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+			if job.Datacenters[0] != "*" || job.Namespace != "default" || job.Region != "global" || job.NodePool != "default" || job.Priority != 50 {
+				t.Errorf("job defaults: %+v", job)
 			}
-			if !strings.Contains(diags.Error(), tc.want) {
-				t.Fatalf("diagnostics %q do not contain %q", diags.Error(), tc.want)
+			tg := job.TaskGroups[0]
+			if tg.Count != 1 || tg.EphemeralDisk.SizeMB != 300 {
+				t.Errorf("group defaults: count %d, disk %+v", tg.Count, tg.EphemeralDisk)
+			}
+			if tg.RestartPolicy.Attempts != tc.restartAttempts {
+				t.Errorf("restart attempts = %d, want %d", tg.RestartPolicy.Attempts, tc.restartAttempts)
+			}
+			if (tg.ReschedulePolicy != nil) != tc.reschedule || tc.reschedule && tg.ReschedulePolicy.DelayFunction != tc.rescheduleDelayF {
+				t.Errorf("reschedule = %+v", tg.ReschedulePolicy)
+			}
+			if (tg.Update != nil) != tc.update {
+				t.Errorf("update = %+v", tg.Update)
+			}
+			if (tg.Migrate != nil) != tc.migrate {
+				t.Errorf("migrate = %+v", tg.Migrate)
+			}
+			r := tg.Tasks[0].Resources
+			if r.CPU != 100 || r.MemoryMB != 300 {
+				t.Errorf("default resources = %+v", r)
 			}
 		})
 	}
 }
 
-func TestValidate_Messages(t *testing.T) {
-	job := &sdk.Job{ID: "x", TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: -1, Tasks: []*sdk.Task{{Name: "t"}}}}}
-	Canonicalize(job)
-	err := Validate(job)
-	if err == nil {
-		t.Fatal("no error")
+func TestParse_SystemJobWithUpdateBlockRollsOut(t *testing.T) {
+	job := parse(t, `job "s" {
+  type = "system"
+  update { stagger = "20s" }
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+	if u := job.TaskGroups[0].Update; u == nil || u.Stagger != 20*time.Second || u.MaxParallel != 1 {
+		t.Fatalf("a system job's update block applies: %+v", u)
 	}
-	for _, want := range []string{"count must not be negative", "missing driver"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("%q missing from %q", want, err)
+}
+
+func TestParse_Variables(t *testing.T) {
+	dir := t.TempDir()
+	varFile := filepath.Join(dir, "prod.vars.hcl")
+	if err := os.WriteFile(varFile, []byte(`count = 4`+"\n"+`dcs = ["a", "b"]`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `
+variable "image" {
+  type    = string
+  default = "redis:6"
+}
+variable "count" {
+  type = number
+  validation {
+    condition     = var.count > 0
+    error_message = "The count must be positive."
+  }
+}
+variable "dcs" {
+  type    = list(string)
+  default = ["dc1"]
+}
+variables {
+  team = "infra"
+}
+locals {
+  name  = "${local.prefix}-cache"
+  prefix = upper(var.team)
+  tags  = [for dc in var.dcs : "dc:${dc}"]
+}
+job "cache" {
+  datacenters = var.dcs
+  meta {
+    owner = local.name
+    tags  = join(",", local.tags)
+    sum   = sha256("x")
+  }
+  group "g" {
+    count = var.count
+    task "t" {
+      driver = "docker"
+      config { image = var.image }
+    }
+  }
+}`
+	job := parse(t, src, func(c *jobspec.Config) {
+		c.VarFiles = []string{varFile}
+		c.Vars = []string{"image=redis:7"}
+		c.Env = []string{"NOMAD_VAR_team=ops", "PATH=/bin"}
+	})
+	if got := job.TaskGroups[0].Tasks[0].Config["image"]; got != "redis:7" {
+		t.Errorf("-var wins over the default: image = %v", got)
+	}
+	if job.TaskGroups[0].Count != 4 || len(job.Datacenters) != 2 || job.Datacenters[1] != "b" {
+		t.Errorf("var file: count %d, dcs %v", job.TaskGroups[0].Count, job.Datacenters)
+	}
+	if job.Meta["owner"] != "OPS-cache" {
+		t.Errorf("locals referring to locals and env-set variables: owner = %q", job.Meta["owner"])
+	}
+	if job.Meta["tags"] != "dc:a,dc:b" || len(job.Meta["sum"]) != 64 {
+		t.Errorf("functions and for expressions: %v", job.Meta)
+	}
+}
+
+func TestParse_VariableErrors(t *testing.T) {
+	src := `
+variable "count" {
+  type = number
+  validation {
+    condition     = var.count > 0
+    error_message = "The count must be positive."
+  }
+}
+job "j" {
+  group "g" {
+    count = var.count
+    task "t" { driver = "exec" }
+  }
+}`
+	cases := []struct {
+		name string
+		mod  func(*jobspec.Config)
+		want string
+	}{
+		{"unset", func(*jobspec.Config) {}, `job.hcl:2:10: error: Unset variable "count"`},
+		{"fails validation", func(c *jobspec.Config) { c.Vars = []string{"count=0"} }, "The count must be positive."},
+		{"wrong type", func(c *jobspec.Config) { c.Vars = []string{"count=many"} }, "does not match its type"},
+		{"undeclared", func(c *jobspec.Config) { c.Vars = []string{"count=1", "colour=red"} }, `Undefined -var variable; -var sets "colour"`},
+		{"not name=value", func(c *jobspec.Config) { c.Vars = []string{"count"} }, "Invalid -var argument"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseErr(t, src, tc.mod); !strings.Contains(got, tc.want) {
+				t.Fatalf("diagnostics do not contain %q:\n%s", tc.want, got)
+			}
+		})
+	}
+}
+
+func TestParse_RuntimeVariablesKeptAsWritten(t *testing.T) {
+	job := parse(t, `job "j" {
+  constraint {
+    attribute = "${node.unique.name}"
+    value     = "${meta.wanted}"
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+      config {
+        command = "${NOMAD_TASK_DIR}/run"
+        args    = ["${attr.cpu.arch}", "${env["SOME.VAR"]}", "${HOME}"]
+      }
+    }
+  }
+}`)
+	c := job.Constraints[0]
+	if c.LTarget != "${node.unique.name}" || c.RTarget != "${meta.wanted}" {
+		t.Errorf("constraint = %+v", c)
+	}
+	cfg := job.TaskGroups[0].Tasks[0].Config
+	args := cfg["args"].([]any)
+	if cfg["command"] != "${NOMAD_TASK_DIR}/run" || args[0] != "${attr.cpu.arch}" || args[1] != `${env["SOME.VAR"]}` || args[2] != "${HOME}" {
+		t.Errorf("config = %v", cfg)
+	}
+}
+
+func TestParse_FreeformConfigAsNomad(t *testing.T) {
+	job := parse(t, `job "j" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      config {
+        image  = "x"
+        labels = { a = "b" }
+        mount {
+          type = "bind"
+        }
+        mount {
+          type = "volume"
+        }
+      }
+    }
+  }
+}`)
+	cfg := job.TaskGroups[0].Tasks[0].Config
+	labels, ok := cfg["labels"].([]any)
+	if !ok || len(labels) != 1 || labels[0].(map[string]any)["a"] != "b" {
+		t.Errorf("an object attribute becomes a one-element list, as Nomad keeps it: %#v", cfg["labels"])
+	}
+	mounts, ok := cfg["mount"].([]any)
+	if !ok || len(mounts) != 2 || mounts[1].(map[string]any)["type"] != "volume" {
+		t.Errorf("nested blocks become a list of objects: %#v", cfg["mount"])
+	}
+}
+
+func TestParse_ExecutionBlocksKept(t *testing.T) {
+	job := parse(t, `job "j" {
+  group "g" {
+    volume "data" {
+      type   = "host"
+      source = "data"
+    }
+    service {
+      name = "web"
+      port = "http"
+      check {
+        type     = "http"
+        path     = "/health"
+        interval = "10s"
+        timeout  = "2s"
+      }
+    }
+    network {
+      port "http" {}
+    }
+    task "t" {
+      driver = "docker"
+      template {
+        data        = "hello"
+        destination = "local/x"
+      }
+      artifact {
+        source = "https://example.com/x.tgz"
+      }
+      vault { policies = ["p"] }
+      identity { env = true }
+      lifecycle {
+        hook    = "prestart"
+        sidecar = true
+      }
+      logs { max_files = 3 }
+      volume_mount {
+        volume      = "data"
+        destination = "/data"
+      }
+    }
+  }
+}`)
+	tg := job.TaskGroups[0]
+	if tg.Volumes["data"]["Source"] != "data" {
+		t.Errorf("volume = %v", tg.Volumes)
+	}
+	svc := tg.Services[0]
+	checks := svc["Checks"].([]any)
+	if svc["Name"] != "web" || svc["PortLabel"] != "http" || checks[0].(map[string]any)["Interval"] != int64(10*time.Second) {
+		t.Errorf("service (kept in Nomad's API form) = %v", svc)
+	}
+	task := tg.Tasks[0]
+	if task.Templates[0]["EmbeddedTmpl"] != "hello" || task.Templates[0]["ChangeMode"] != "restart" {
+		t.Errorf("template = %v", task.Templates[0])
+	}
+	if task.Artifacts[0]["GetterSource"] != "https://example.com/x.tgz" || task.Vault["Env"] != true {
+		t.Errorf("artifact %v vault %v", task.Artifacts, task.Vault)
+	}
+	if task.Lifecycle == nil || task.Lifecycle.Hook != "prestart" || !task.Lifecycle.Sidecar {
+		t.Errorf("lifecycle = %+v", task.Lifecycle)
+	}
+	if task.LogConfig["MaxFiles"] != int64(3) || task.Identities[0]["Env"] != true || task.VolumeMounts[0]["Destination"] != "/data" {
+		t.Errorf("logs %v identities %v mounts %v", task.LogConfig, task.Identities, task.VolumeMounts)
+	}
+}
+
+func TestParse_DynamicBlocks(t *testing.T) {
+	job := parse(t, `
+locals {
+  ports = { http = 80, https = 443 }
+}
+job "j" {
+  group "g" {
+    network {
+      dynamic "port" {
+        for_each = local.ports
+        labels   = [port.key]
+        content {
+          to = port.value
+        }
+      }
+    }
+    task "t" { driver = "exec" }
+  }
+}`)
+	ports := job.TaskGroups[0].Networks[0].DynamicPorts
+	if len(ports) != 2 || ports[0].Label != "http" || ports[0].To != 80 || ports[1].To != 443 {
+		t.Fatalf("dynamic ports = %+v", ports)
+	}
+}
+
+func TestParse_LoneTaskAndVault(t *testing.T) {
+	job := parse(t, `job "j" {
+  vault { policies = ["all"] }
+  task "solo" { driver = "exec" }
+  group "g" {
+    vault { policies = ["group"] }
+    task "t" { driver = "exec" }
+    task "own" {
+      driver = "exec"
+      vault { policies = ["own"] }
+    }
+  }
+}`)
+	if len(job.TaskGroups) != 2 || job.TaskGroups[0].Name != "solo" || job.TaskGroups[0].Tasks[0].Name != "solo" {
+		t.Fatalf("a task in the job is a group of its own: %+v", job.TaskGroups)
+	}
+	policies := func(v sdk.Opaque) any { return v["Policies"].([]any)[0] }
+	g := job.TaskGroups[1]
+	if policies(job.TaskGroups[0].Tasks[0].Vault) != "all" || policies(g.Tasks[0].Vault) != "group" || policies(g.Tasks[1].Vault) != "own" {
+		t.Fatalf("vault defaults: %v %v %v", job.TaskGroups[0].Tasks[0].Vault, g.Tasks[0].Vault, g.Tasks[1].Vault)
+	}
+}
+
+func TestParse_HCLJSONSyntax(t *testing.T) {
+	job := parse(t, `{
+  "variable": {"img": {"default": "nginx"}},
+  "job": {
+    "web": {
+      "datacenters": ["dc1"],
+      "meta": {"a": "b"},
+      "group": {
+        "g": {
+          "count": 2,
+          "task": {
+            "t": {
+              "driver": "docker",
+              "config": {"image": "${var.img}", "ports": ["http"]},
+              "resources": {"cpu": 200, "memory": 64}
+            }
+          }
+        }
+      }
+    }
+  }
+}`)
+	tg := job.TaskGroups[0]
+	if job.ID != "web" || tg.Count != 2 || tg.Tasks[0].Config["image"] != "nginx" || tg.Tasks[0].Resources.CPU != 200 || job.Meta["a"] != "b" {
+		t.Fatalf("job from HCL's JSON syntax: %+v", job)
+	}
+}
+
+func TestParse_APIJSON(t *testing.T) {
+	for name, src := range map[string]string{
+		"wrapped": `{"Job": {"ID": "api", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "exec"}]}]}}`,
+		"bare":    `{"ID": "api", "Scheduler": "custom", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "exec"}]}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := parse(t, src)
+			if job.ID != "api" || job.TaskGroups[0].Count != 1 || job.TaskGroups[0].Tasks[0].Resources.MemoryMB != 300 {
+				t.Fatalf("API JSON job with Nomad's defaults: %+v", job)
+			}
+		})
+	}
+	got := parseErr(t, "{\n  \"ID\": \"api\",\n  \"Colour\": \"red\"\n}")
+	if !strings.Contains(got, `job.hcl:3:`) || !strings.Contains(got, `unknown field "Colour"`) {
+		t.Fatalf("unknown field in API JSON: %s", got)
+	}
+}
+
+func TestDecodeJSON_Strict(t *testing.T) {
+	cases := map[string]string{
+		"unknown field":  `{"ID": "x", "Bogus": 1}`,
+		"wrong type":     `{"ID": 3}`,
+		"trailing data":  `{"ID": "x"} {}`,
+		"unknown nested": `{"ID": "x", "TaskGroups": [{"Name": "g", "Colour": 1}]}`,
+	}
+	for name, src := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, diags := jobspec.DecodeJSON("x.json", []byte(src)); !diags.HasErrors() {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestJob_SDKDoesNotPanicOnNulls(t *testing.T) {
+	for _, src := range []string{
+		`{"ID": "x", "TaskGroups": [null]}`,
+		`{"ID": "x", "TaskGroups": [{"Name": "g", "Tasks": [null]}]}`,
+		`{"ID": "x", "Constraints": [null]}`,
+		`{"ID": "x", "TaskGroups": [{"Name": "g", "Volumes": {"v": null}}]}`,
+	} {
+		job, diags := jobspec.DecodeJSON("x.json", []byte(src))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		if _, err := job.SDK(); err == nil {
+			t.Errorf("%s: accepted", src)
 		}
 	}
 }

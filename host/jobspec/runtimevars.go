@@ -1,82 +1,95 @@
 package jobspec
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
-// runtimeRoots are variables resolved later, on a node or in a task
-// (${attr.kernel.name}, ${node.unique.id}, ${meta.rack}, ${NOMAD_TASK_DIR},
-// ...). The jobspec keeps them as written.
-var runtimeRoots = map[string]bool{
-	"attr": true, "node": true, "meta": true, "unique": true, "env": true, "device": true,
+// runtimeVars keeps references to variables the jobspec does not define as
+// written: ${attr.kernel.name}, ${node.unique.id}, ${meta.rack} and
+// ${NOMAD_TASK_DIR} are resolved later, on a node or in a task, so
+// "${attr.kernel.name}" evaluates to "${attr.kernel.name}". Nomad's parser
+// does the same for every variable other than var and local.
+//
+// Before an expression is evaluated, add gives each undefined root it
+// refers to a value in which every path used so far evaluates to its own
+// source text.
+type runtimeVars struct {
+	ctx  *hcl.EvalContext
+	tree map[string]any
 }
 
-func isRuntimeRoot(name string) bool {
-	return runtimeRoots[name] || strings.HasPrefix(name, "NOMAD_")
+func newRuntimeVars(ctx *hcl.EvalContext) *runtimeVars {
+	return &runtimeVars{ctx: ctx, tree: map[string]any{}}
 }
 
-// runtimeVariables returns eval-context variables under which every
-// reference to a runtime variable in body evaluates to its own source,
-// "${attr.kernel.name}" to "${attr.kernel.name}".
-func runtimeVariables(body hcl.Body) map[string]cty.Value {
-	sb, ok := body.(*hclsyntax.Body)
-	if !ok {
-		return nil
-	}
-	tree := map[string]any{}
-	_ = hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
-		expr, ok := n.(*hclsyntax.ScopeTraversalExpr)
-		if !ok || !isRuntimeRoot(expr.Traversal.RootName()) {
-			return nil
+// definedRoots are the variables a jobspec defines itself.
+var definedRoots = map[string]bool{"var": true, "local": true}
+
+// add defines the runtime variables expr refers to.
+func (r *runtimeVars) add(expr hcl.Expression) {
+	for _, t := range expr.Variables() {
+		root := t.RootName()
+		if definedRoots[root] {
+			continue
 		}
-		addTraversal(tree, expr.Traversal)
-		return nil
-	})
-	out := make(map[string]cty.Value, len(tree))
-	for k, v := range tree {
-		out[k] = toValue(v)
+		if addTraversal(r.tree, t) {
+			r.ctx.Variables[root] = toValue(r.tree[root])
+		}
 	}
-	return out
 }
 
 // addTraversal records a traversal in a tree of nested maps whose leaves
-// are the traversal's source text.
-func addTraversal(tree map[string]any, t hcl.Traversal) {
-	var names []string
+// are the traversal's source text, and reports whether the tree changed.
+// Attribute steps and string index steps (env["a.b"]) are followed; other
+// index steps cannot be reproduced as object attributes, so the path stops
+// before them.
+func addTraversal(tree map[string]any, t hcl.Traversal) bool {
+	var keys []string
+	var text strings.Builder
+	text.WriteString("${")
+loop:
 	for _, step := range t {
 		switch s := step.(type) {
 		case hcl.TraverseRoot:
-			names = append(names, s.Name)
+			keys = append(keys, s.Name)
+			text.WriteString(s.Name)
 		case hcl.TraverseAttr:
-			names = append(names, s.Name)
+			keys = append(keys, s.Name)
+			text.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			if s.Key.Type() != cty.String || s.Key.IsNull() || !s.Key.IsKnown() {
+				break loop
+			}
+			keys = append(keys, s.Key.AsString())
+			fmt.Fprintf(&text, "[%q]", s.Key.AsString())
 		default:
-			// Index steps cannot be reproduced as object attributes: keep
-			// the path up to here.
-		}
-		if _, ok := step.(hcl.TraverseIndex); ok {
-			break
+			break loop
 		}
 	}
+	text.WriteString("}")
 	node := tree
-	for i, name := range names {
-		last := i == len(names)-1
-		if last {
-			if _, isMap := node[name].(map[string]any); !isMap {
-				node[name] = "${" + strings.Join(names, ".") + "}"
+	for i, key := range keys {
+		if i == len(keys)-1 {
+			if _, exists := node[key]; exists {
+				return false
 			}
-			return
+			node[key] = text.String()
+			return true
 		}
-		child, ok := node[name].(map[string]any)
+		child, ok := node[key].(map[string]any)
 		if !ok {
+			// A shorter path was recorded as a leaf: the longer one wins, as
+			// an object cannot also be a string.
 			child = map[string]any{}
-			node[name] = child
+			node[key] = child
 		}
 		node = child
 	}
+	return false
 }
 
 func toValue(v any) cty.Value {

@@ -17,6 +17,7 @@ func rollingJob(count, canary int, autoPromote, autoRevert bool, version string)
 	tg := j.TaskGroups[0]
 	tg.Tasks[0].Config = sdk.Opaque{"image": "web:" + version}
 	tg.Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: canary, AutoPromote: autoPromote, AutoRevert: autoRevert,
+		HealthCheck: "checks", Stagger: 30 * time.Second,
 		MinHealthyTime: time.Second, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute}
 	return j
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -32,59 +31,17 @@ func (s *Server) newEval(job *sdk.Job, trigger string) *sdk.Evaluation {
 // RegisterJob registers a job (or a new version of it) and, unless it is a
 // periodic or parameterized template, a job-register eval.
 func (s *Server) RegisterJob(job *sdk.Job) (evalID string, index uint64, err error) {
-	jobspec.Canonicalize(job)
-	if err := jobspec.Validate(job); err != nil {
-		return "", 0, badRequest(err)
-	}
-	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
-		return "", 0, badRequest(err)
-	}
-	if job.IsPeriodic() {
-		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
-			return "", 0, badRequest(err)
-		}
-	}
-	if cfg := s.store.Snapshot().SchedulerConfig(); cfg.RejectJobRegistration {
-		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
-	}
-	job.SubmitTime = s.now().UnixNano()
-	req := &fsm.JobRegisterRequest{Job: job}
-	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobRegister)
-		evalID = req.Eval.ID
-	}
-	index, err = s.Apply(fsm.JobRegisterRequestType, req)
-	return evalID, index, err
+	return s.RegisterJobOpts(job, RegisterOptions{})
 }
 
 // DeregisterJob stops a job (purge: removes it) and evaluates it.
 func (s *Server) DeregisterJob(namespace, id string, purge bool) (evalID string, index uint64, err error) {
-	job := s.store.Snapshot().Job(namespace, id)
-	if job == nil {
-		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
-	}
-	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: purge}
-	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobDeregister)
-		evalID = req.Eval.ID
-	}
-	index, err = s.Apply(fsm.JobDeregisterRequestType, req)
-	return evalID, index, err
+	return s.DeregisterJobOpts(namespace, id, DeregisterOptions{Purge: purge})
 }
 
 // EvaluateJob forces a new evaluation of a job.
 func (s *Server) EvaluateJob(namespace, id string) (string, uint64, error) {
-	job := s.store.Snapshot().Job(namespace, id)
-	if job == nil {
-		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
-	}
-	if job.IsPeriodic() || job.IsParameterized() {
-		return "", 0, badRequest(errors.New("periodic and parameterized jobs cannot be evaluated"))
-	}
-	e := s.newEval(job, sdk.EvalTriggerJobRegister)
-	e.JobModifyIndex = job.JobModifyIndex
-	index, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{e}})
-	return e.ID, index, err
+	return s.EvaluateJobOpts(namespace, id, EvaluateOptions{})
 }
 
 // nodeEvals returns a node-update eval for every job with a live

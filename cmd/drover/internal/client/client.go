@@ -1,10 +1,12 @@
-// Package client is the CLI's HTTP client for the Drover API.
+// Package client is the CLI's HTTP client for the Drover API: JSON in and
+// out, Nomad's index header, and API errors as values.
 package client
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +19,12 @@ import (
 type Client struct {
 	base string
 	http *http.Client
+	// Namespace is added to every request as ?namespace= when set.
+	Namespace string
 }
 
-// New returns a client for the agent at address (http://host:port).
+// New returns a client for the agent at address (http://host:port, or
+// host:port).
 func New(address string) (*Client, error) {
 	if !strings.Contains(address, "://") {
 		address = "http://" + address
@@ -28,8 +33,11 @@ func New(address string) (*Client, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("invalid address %q", address)
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), http: &http.Client{Timeout: 6 * time.Minute}}, nil
+	return &Client{base: strings.TrimRight(u.String(), "/"), http: &http.Client{Timeout: 11 * time.Minute}}, nil
 }
+
+// Address is the agent's base URL.
+func (c *Client) Address() string { return c.base }
 
 // APIError is an error the API answered with.
 type APIError struct {
@@ -39,32 +47,54 @@ type APIError struct {
 
 func (e *APIError) Error() string { return fmt.Sprintf("API error (%d): %s", e.Status, e.Message) }
 
+// IsNotFound reports whether err is the API's 404.
+func IsNotFound(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// Meta is what the API says about an answer.
+type Meta struct {
+	// Index is the X-Nomad-Index header: the state index the answer
+	// reflects, for a blocking query that waits for the next change.
+	Index uint64
+	// NextToken is the X-Nomad-NextToken header: the next page's token.
+	NextToken string
+}
+
 // Do sends a request with an optional JSON body and decodes the JSON answer
-// into out (unless out is nil). It returns the X-Nomad-Index header.
-func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint64, error) {
+// into out (unless out is nil).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) (*Meta, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
+	if c.Namespace != "" && !strings.Contains(path, "namespace=") {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "namespace=" + url.QueryEscape(c.Namespace)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
+		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
@@ -74,29 +104,59 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (uint
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return 0, &APIError{Status: resp.StatusCode, Message: msg}
+		return nil, &APIError{Status: resp.StatusCode, Message: msg}
 	}
-	var index uint64
-	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &index)
+	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken")}
+	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &meta.Index)
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return index, fmt.Errorf("decode %s %s: %w", method, path, err)
+			return meta, fmt.Errorf("decode %s %s: %w", method, path, err)
 		}
 	}
-	return index, nil
+	return meta, nil
 }
 
 // Get is Do with GET.
-func (c *Client) Get(ctx context.Context, path string, out any) (uint64, error) {
+func (c *Client) Get(ctx context.Context, path string, out any) (*Meta, error) {
 	return c.Do(ctx, http.MethodGet, path, nil, out)
 }
 
 // Put is Do with PUT.
-func (c *Client) Put(ctx context.Context, path string, in, out any) (uint64, error) {
+func (c *Client) Put(ctx context.Context, path string, in, out any) (*Meta, error) {
 	return c.Do(ctx, http.MethodPut, path, in, out)
 }
 
 // Delete is Do with DELETE.
-func (c *Client) Delete(ctx context.Context, path string, out any) (uint64, error) {
+func (c *Client) Delete(ctx context.Context, path string, out any) (*Meta, error) {
 	return c.Do(ctx, http.MethodDelete, path, nil, out)
+}
+
+// ErrAmbiguous is returned by Resolve when a prefix matches several IDs.
+var ErrAmbiguous = errors.New("prefix matches more than one object")
+
+// Resolve finds the one object whose ID starts with prefix: list is the
+// listing path (/v1/evaluations, /v1/nodes, ...) and ids extracts the IDs
+// of a listing. An exact match wins; several matches are ErrAmbiguous,
+// with the matches listed.
+func (c *Client) Resolve(ctx context.Context, list, prefix string, decode func([]byte) ([]string, error)) (string, error) {
+	var raw json.RawMessage
+	if _, err := c.Get(ctx, list+"?prefix="+url.QueryEscape(prefix), &raw); err != nil {
+		return "", err
+	}
+	ids, err := decode(raw)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(ids) == 0:
+		return "", &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("no object with ID prefix %q", prefix)}
+	case len(ids) == 1:
+		return ids[0], nil
+	}
+	for _, id := range ids {
+		if id == prefix {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q matches %s", ErrAmbiguous, prefix, strings.Join(ids, ", "))
 }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/sdk"
+)
+
+type allocStatusCommand struct{ *meta }
+
+func (c *allocStatusCommand) Synopsis() string { return "Display allocation status information" }
+
+func (c *allocStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover alloc status [options] <alloc-id>
+
+  Shows an allocation (its ID or a unique prefix): where it runs, what the
+  server wants of it and what its node reports, the resources it holds and,
+  with -verbose, how its node was chosen.
+` + apiOptions + `
+
+Status options:
+` + jsonOption + `
+  -verbose         Show full IDs and placement metrics.`)
+}
+
+func (c *allocStatusCommand) Run(args []string) int {
+	fs := c.flags("alloc status", true)
+	verbose := fs.Bool("verbose", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <alloc-id>") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	id, err := resolve(cl, "/v1/allocations", fs.Arg(0))
+	if err != nil {
+		return c.errorf("finding allocation %q: %v", fs.Arg(0), err)
+	}
+	var a sdk.Allocation
+	if _, err := cl.Get(bg, "/v1/allocation/"+url.PathEscape(id), &a); err != nil {
+		return c.errorf("reading allocation: %v", err)
+	}
+	if c.json {
+		return c.printJSON(&a)
+	}
+	short := shortID
+	if *verbose {
+		short = func(s string) string { return s }
+	}
+	c.kv("ID", short(a.ID), "Eval ID", short(a.EvalID), "Name", a.Name, "Node ID", short(a.NodeID), "Node Name", a.NodeName,
+		"Job ID", a.JobID, "Job Version", fmt.Sprint(a.JobVersion), "Client Status", a.ClientStatus,
+		"Client Description", a.ClientDescription, "Desired Status", a.DesiredStatus,
+		"Desired Description", a.DesiredDescription, "Created", formatTime(a.CreateTime),
+		"Modified", formatTime(a.ModifyTime), "Deployment ID", short(a.DeploymentID),
+		"Previous Allocation", short(a.PreviousAllocation), "Next Allocation", short(a.NextAllocation))
+	if r := a.AllocatedResources; r != nil {
+		c.ui.Output("\nAllocated Resources")
+		rows := [][]string{{"Task", "CPU", "Memory", "Cores"}}
+		tasks := make([]string, 0, len(r.Tasks))
+		for t := range r.Tasks {
+			tasks = append(tasks, t)
+		}
+		sort.Strings(tasks)
+		for _, t := range tasks {
+			tr := r.Tasks[t]
+			rows = append(rows, []string{t, fmt.Sprintf("%d MHz", tr.Cpu.CpuShares), fmt.Sprintf("%d MiB", tr.Memory.MemoryMB),
+				fmt.Sprint(len(tr.Cpu.ReservedCores))})
+		}
+		c.table(rows)
+		c.ui.Output(fmt.Sprintf("Disk = %d MiB", r.Shared.DiskMB))
+	}
+	if len(a.TaskStates) > 0 {
+		c.ui.Output("\nTask States")
+		rows := [][]string{{"Task", "State", "Failed", "Restarts"}}
+		tasks := make([]string, 0, len(a.TaskStates))
+		for t := range a.TaskStates {
+			tasks = append(tasks, t)
+		}
+		sort.Strings(tasks)
+		for _, t := range tasks {
+			s := a.TaskStates[t]
+			rows = append(rows, []string{t, fmt.Sprint(orDash(s["State"])), fmt.Sprint(orDash(s["Failed"])), fmt.Sprint(orDash(s["Restarts"]))})
+		}
+		c.table(rows)
+	}
+	if *verbose && a.Metrics != nil {
+		m := a.Metrics
+		c.ui.Output("\nPlacement Metrics")
+		c.kv("Nodes Evaluated", fmt.Sprint(m.NodesEvaluated), "Nodes Filtered", fmt.Sprint(m.NodesFiltered),
+			"Nodes Exhausted", fmt.Sprint(m.NodesExhausted), "Nodes In Pool", fmt.Sprint(m.NodesInPool))
+		if len(m.ScoreMetaData) > 0 {
+			rows := [][]string{{"Node", "Score"}}
+			for _, s := range m.ScoreMetaData {
+				rows = append(rows, []string{s.NodeID, fmt.Sprintf("%.3g", s.NormScore)})
+			}
+			c.table(rows)
+		}
+	}
+	return exitOK
+}
+
+func orDash(v any) any {
+	if v == nil {
+		return "-"
+	}
+	return v
+}
+
+type allocStopCommand struct{ *meta }
+
+func (c *allocStopCommand) Synopsis() string { return "Stop and reschedule a running allocation" }
+
+func (c *allocStopCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover alloc stop [options] <alloc-id>
+
+  Stops an allocation (its ID or a unique prefix) and has the scheduler
+  place a replacement: the allocation is marked to migrate and an alloc-stop
+  evaluation is created, which this command monitors.
+
+  Exit codes: 0 on success, 2 when the replacement could not be placed, 1
+  on error.
+` + apiOptions + `
+
+Stop options:
+
+  -detach          Return after submitting, printing the evaluation ID.`)
+}
+
+func (c *allocStopCommand) Run(args []string) int {
+	fs := c.flags("alloc stop", false)
+	detach := fs.Bool("detach", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <alloc-id>") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	id, err := resolve(cl, "/v1/allocations", fs.Arg(0))
+	if err != nil {
+		return c.errorf("finding allocation %q: %v", fs.Arg(0), err)
+	}
+	var resp httpapi.AllocStopResponse
+	if _, err := cl.Put(bg, "/v1/allocation/"+url.PathEscape(id)+"/stop", nil, &resp); err != nil {
+		return c.errorf("stopping allocation: %v", err)
+	}
+	if *detach {
+		c.ui.Output("Evaluation ID: " + resp.EvalID)
+		return exitOK
+	}
+	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/jobdiff"
+	"github.com/drover-sched/drover/sdk"
+)
+
+type jobPlanCommand struct{ *meta }
+
+func (c *jobPlanCommand) Synopsis() string { return "Dry-run a job update to see what it would do" }
+
+func (c *jobPlanCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover job plan [options] <path>
+
+  Runs the job's real scheduler plugin on the cluster's current state,
+  without committing anything, and shows what registering the jobspec at
+  path would do: the difference from the running version, what each group
+  would place, update, stop or ignore, and what could not be placed and
+  why. It prints the job modify index to pass to job run -check-index, so
+  the run happens only if nobody changed the job since.
+
+  Exit codes, as Nomad's job plan: 0 when no allocations would be created
+  or destroyed, 1 when some would, 255 on error.
+` + apiOptions + `
+
+Plan options:
+
+  -diff=false        Do not show the job difference.
+  -verbose           Show unchanged fields around the changes too.` + jobFileOptions)
+}
+
+func (c *jobPlanCommand) Run(args []string) int {
+	fs := c.flags("job plan", false)
+	var jf jobFile
+	jf.flags(fs)
+	diff := fs.Bool("diff", true, "")
+	verbose := fs.Bool("verbose", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <path>") {
+		return exitPlanError
+	}
+	p, job, ok := c.load(fs.Arg(0), &jf)
+	if !ok {
+		return exitPlanError
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return exitPlanError
+	}
+	var resp httpapi.JobPlanResponse
+	req := &httpapi.JobPlanRequest{Job: p.Job, Diff: true}
+	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/plan", req, &resp); err != nil {
+		c.errorf("planning job %q: %v", job.ID, err)
+		return exitPlanError
+	}
+	if *diff && resp.Diff != nil {
+		c.ui.Output(renderJobDiff(resp.Diff, *verbose))
+		c.ui.Output("")
+	}
+	c.ui.Output("Scheduler dry-run:")
+	changes := planChanges(resp.Annotations)
+	switch {
+	case len(resp.FailedTGAllocs) > 0:
+		c.ui.Output("- WARNING: Failed to place all allocations.")
+		c.ui.Output(placementFailures(resp.FailedTGAllocs, "  "))
+		for _, e := range resp.CreatedEvals {
+			if e.Status == sdk.EvalStatusBlocked {
+				c.ui.Output(fmt.Sprintf("\n  A blocked evaluation would wait for capacity to place the remainder (%s).", e.TriggeredBy))
+				break
+			}
+		}
+	case job.IsPeriodic() || job.IsParameterized():
+		c.ui.Output("- The job is a template: it is not placed until it is launched.")
+	default:
+		c.ui.Output("- All tasks successfully allocated.")
+	}
+	if !resp.NextPeriodicLaunch.IsZero() {
+		c.ui.Output(fmt.Sprintf("- If submitted now, the next periodic launch would be at %s.", resp.NextPeriodicLaunch.Format("2006-01-02T15:04:05Z07:00")))
+	}
+	c.ui.Output(fmt.Sprintf(`
+Job Modify Index: %d
+To submit the job with version verification run:
+
+drover job run -check-index %d %s
+
+When running the job with the check-index flag, the job will only be run if
+the job modify index given matches the server-side version. If the index has
+changed, another user has modified the job and the plan's results are
+potentially invalid.`, resp.JobModifyIndex, resp.JobModifyIndex, fs.Arg(0)))
+	if changes {
+		return exitPlanChanges
+	}
+	return exitOK
+}
+
+// planChanges reports whether a plan creates or destroys allocations.
+func planChanges(a *sdk.PlanAnnotations) bool {
+	if a == nil {
+		return false
+	}
+	for _, u := range a.DesiredTGUpdates {
+		if u.Place+u.Stop+u.DestructiveUpdate+u.Migrate+u.Canary+u.Preemptions > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// diffMark is how a line of a diff starts.
+func diffMark(typ string) string {
+	switch typ {
+	case jobdiff.TypeAdded:
+		return "+"
+	case jobdiff.TypeDeleted:
+		return "-"
+	case jobdiff.TypeEdited:
+		return "+/-"
+	}
+	return ""
+}
+
+// renderJobDiff renders a job diff as Nomad's plan does.
+func renderJobDiff(d *jobdiff.JobDiff, verbose bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s Job: %q", diffMark(d.Type), d.ID)
+	renderFields(&b, d.Fields, "", verbose)
+	renderObjects(&b, d.Objects, "", verbose)
+	for _, tg := range d.TaskGroups {
+		fmt.Fprintf(&b, "\n%s Task Group: %q", diffMark(tg.Type), tg.Name)
+		if len(tg.Updates) > 0 {
+			keys := make([]string, 0, len(tg.Updates))
+			for k := range tg.Updates {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = fmt.Sprintf("%d %s", tg.Updates[k], k)
+			}
+			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+		}
+		renderFields(&b, tg.Fields, "  ", verbose)
+		renderObjects(&b, tg.Objects, "  ", verbose)
+		for _, t := range tg.Tasks {
+			fmt.Fprintf(&b, "\n  %s Task: %q", diffMark(t.Type), t.Name)
+			if len(t.Annotations) > 0 {
+				fmt.Fprintf(&b, " (%s)", strings.Join(t.Annotations, ", "))
+			}
+			renderFields(&b, t.Fields, "    ", verbose)
+			renderObjects(&b, t.Objects, "    ", verbose)
+		}
+	}
+	return strings.TrimLeft(b.String(), " ")
+}
+
+func renderFields(b *strings.Builder, fields []*jobdiff.FieldDiff, indent string, verbose bool) {
+	for _, f := range fields {
+		switch f.Type {
+		case jobdiff.TypeAdded:
+			fmt.Fprintf(b, "\n%s  + %s: %q", indent, f.Name, f.New)
+		case jobdiff.TypeDeleted:
+			fmt.Fprintf(b, "\n%s  - %s: %q", indent, f.Name, f.Old)
+		case jobdiff.TypeEdited:
+			fmt.Fprintf(b, "\n%s  +/- %s: %q => %q", indent, f.Name, f.Old, f.New)
+		default:
+			if verbose {
+				fmt.Fprintf(b, "\n%s      %s: %q", indent, f.Name, f.New)
+			}
+		}
+	}
+}
+
+func renderObjects(b *strings.Builder, objects []*jobdiff.ObjectDiff, indent string, verbose bool) {
+	for _, o := range objects {
+		if o.Type == jobdiff.TypeNone && !verbose {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s  %s %s {", indent, diffMark(o.Type), o.Name)
+		renderFields(b, o.Fields, indent+"  ", verbose)
+		renderObjects(b, o.Objects, indent+"  ", verbose)
+		fmt.Fprintf(b, "\n%s  }", indent)
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/sdk"
+)
+
+type jobStatusCommand struct{ *meta }
+
+func (c *jobStatusCommand) Synopsis() string { return "Display status information about a job" }
+
+func (c *jobStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover job status [options] [job]
+
+  Without a job, lists the jobs. With one (its ID or a unique prefix), shows
+  it: its summary per group, placement failures of its latest evaluation,
+  and its allocations.
+` + apiOptions + `
+
+Status options:
+` + jsonOption + `
+  -evals           Also list the job's evaluations.
+  -all-allocs      List stopped allocations too.`)
+}
+
+// JobStatus is what job status -json prints for one job.
+type JobStatus struct {
+	Job         *sdk.Job
+	Summary     *server.Summary
+	Allocations []*sdk.AllocationListStub
+	Evaluations []*sdk.Evaluation
+}
+
+func (c *jobStatusCommand) Run(args []string) int {
+	fs := c.flags("job status", true)
+	evals := fs.Bool("evals", false, "")
+	allAllocs := fs.Bool("all-allocs", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 1, "at most one argument: [job]") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if fs.NArg() == 0 {
+		var jobs []*httpapi.JobListStub
+		if _, err := cl.Get(bg, "/v1/jobs", &jobs); err != nil {
+			return c.errorf("listing jobs: %v", err)
+		}
+		if c.json {
+			return c.printJSON(jobs)
+		}
+		if len(jobs) == 0 {
+			c.ui.Output("No running jobs")
+			return exitOK
+		}
+		rows := [][]string{{"ID", "Type", "Priority", "Status", "Scheduler", "Submit Date"}}
+		for _, j := range jobs {
+			rows = append(rows, []string{j.ID, j.Type, fmt.Sprint(j.Priority), j.Status, j.Scheduler, formatTime(j.SubmitTime)})
+		}
+		c.table(rows)
+		return exitOK
+	}
+	job, err := readJob(cl, fs.Arg(0))
+	if err != nil {
+		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	}
+	st := JobStatus{Job: job}
+	id := url.PathEscape(job.ID)
+	if _, err := cl.Get(bg, "/v1/job/"+id+"/summary", &st.Summary); err != nil {
+		return c.errorf("reading the job's summary: %v", err)
+	}
+	if _, err := cl.Get(bg, "/v1/job/"+id+"/allocations", &st.Allocations); err != nil {
+		return c.errorf("reading the job's allocations: %v", err)
+	}
+	if _, err := cl.Get(bg, "/v1/job/"+id+"/evaluations", &st.Evaluations); err != nil {
+		return c.errorf("reading the job's evaluations: %v", err)
+	}
+	if c.json {
+		return c.printJSON(&st)
+	}
+	c.printStatus(&st, *evals, *allAllocs)
+	return exitOK
+}
+
+func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
+	j := st.Job
+	c.kv("ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
+		"Priority", fmt.Sprint(j.Priority), "Datacenters", strings.Join(j.Datacenters, ","),
+		"Namespace", j.Namespace, "Node Pool", j.NodePool, "Scheduler", j.SchedulerName(),
+		"Status", j.Status, "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
+		"Parameterized", fmt.Sprint(j.ParameterizedJob != nil))
+
+	c.ui.Output("\nSummary")
+	rows := [][]string{{"Task Group", "Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown"}}
+	for _, tg := range j.TaskGroups {
+		s := st.Summary.Summary[tg.Name]
+		if s == nil {
+			s = &server.TaskGroupSummary{}
+		}
+		rows = append(rows, []string{tg.Name, fmt.Sprint(s.Queued), fmt.Sprint(s.Starting), fmt.Sprint(s.Running),
+			fmt.Sprint(s.Failed), fmt.Sprint(s.Complete), fmt.Sprint(s.Lost), fmt.Sprint(s.Unknown)})
+	}
+	c.table(rows)
+
+	// Placement failures of the latest evaluation that had any, and the
+	// blocked evaluation that waits for capacity.
+	sort.Slice(st.Evaluations, func(a, b int) bool { return st.Evaluations[a].CreateIndex > st.Evaluations[b].CreateIndex })
+	for _, e := range st.Evaluations {
+		if e.Status == sdk.EvalStatusBlocked {
+			c.ui.Output(fmt.Sprintf("\nPlacement Failure (evaluation %q waits for capacity)", shortID(e.ID)))
+			c.ui.Output(placementFailures(e.FailedTGAllocs, ""))
+			break
+		}
+		if e.TerminalStatus() && len(e.FailedTGAllocs) == 0 {
+			break
+		}
+	}
+
+	if evals {
+		c.ui.Output("\nEvaluations")
+		rows := [][]string{{"ID", "Priority", "Triggered By", "Status", "Placement Failures"}}
+		for _, e := range st.Evaluations {
+			rows = append(rows, []string{shortID(e.ID), fmt.Sprint(e.Priority), e.TriggeredBy, e.Status,
+				fmt.Sprint(len(e.FailedTGAllocs) > 0)})
+		}
+		c.table(rows)
+	}
+
+	c.ui.Output("\nAllocations")
+	var allocs []*sdk.AllocationListStub
+	for _, a := range st.Allocations {
+		if allAllocs || a.DesiredStatus == sdk.AllocDesiredStatusRun || !isTerminalClient(a.ClientStatus) {
+			allocs = append(allocs, a)
+		}
+	}
+	if len(allocs) == 0 {
+		c.ui.Output("No allocations placed")
+		return
+	}
+	sort.Slice(allocs, func(a, b int) bool { return allocs[a].Name < allocs[b].Name })
+	rows = [][]string{{"ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Name", "Created"}}
+	for _, a := range allocs {
+		rows = append(rows, []string{shortID(a.ID), shortID(a.NodeID), a.TaskGroup, fmt.Sprint(a.JobVersion),
+			a.DesiredStatus, a.ClientStatus, a.Name, formatTime(a.CreateTime)})
+	}
+	c.table(rows)
+}
+
+func isTerminalClient(status string) bool {
+	switch status {
+	case sdk.AllocClientStatusComplete, sdk.AllocClientStatusFailed, sdk.AllocClientStatusLost:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// EvalResponse is an eval with Drover's view of its quasi-statuses.
+type EvalResponse struct {
+	*sdk.Evaluation
+	// History lists the phases (pending, queued, delayed, scheduling,
+	// applying, blocked, complete, ...) this leader saw the eval go through.
+	History []server.PhaseEvent `json:",omitempty"`
+}
+
+// EvalCountResponse answers /v1/evaluations/count.
+type EvalCountResponse struct {
+	Count int
+	Index uint64
+}
+
+// evalsMatching returns the evals of the request's namespace that match
+// ?prefix=, ?job= and ?status=, in creation order.
+func evalsMatching(r *http.Request, snap *state.Snapshot, prefix string) []*sdk.Evaluation {
+	q := r.URL.Query()
+	job, status := q.Get("job"), q.Get("status")
+	var out []*sdk.Evaluation
+	for _, e := range snap.EvalsByPrefix(prefix) {
+		if !namespaced(r, e.Namespace) || job != "" && e.JobID != job || status != "" && e.Status != status {
+			continue
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Evaluation) int {
+		return strings.Compare(indexToken(a.CreateIndex, a.ID), indexToken(b.CreateIndex, b.ID))
+	})
+	return out
+}
+
+func (a *API) evalList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		out, next, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string {
+			return indexToken(e.CreateIndex, e.ID)
+		})
+		if out == nil {
+			out = []*sdk.Evaluation{}
+		}
+		return &listed{out, next}, snap.TableIndex(state.TableEvals), err
+	})
+}
+
+func (a *API) evalCount(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	o.perPage, o.nextToken = 0, ""
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out, _, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string { return e.ID })
+		index := snap.TableIndex(state.TableEvals)
+		return &EvalCountResponse{Count: len(out), Index: index}, index, err
+	})
+}
+
+func (a *API) evalRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	related, err := boolParam(r, "related")
+	if err != nil {
+		return nil, err
+	}
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		e := snap.Eval(r.PathValue("id"))
+		if e == nil {
+			return nil, 0, errorf(http.StatusNotFound, "evaluation %q not found", r.PathValue("id"))
+		}
+		if related {
+			e = e.Copy()
+			e.RelatedEvals = relatedEvals(snap, e)
+		}
+		return &EvalResponse{Evaluation: e, History: a.srv.EvalHistory(e.ID)}, e.ModifyIndex, nil
+	})
+}
+
+// relatedEvals follows an eval's NextEval, PreviousEval and BlockedEval
+// pointers (and theirs) to every eval in its chain.
+func relatedEvals(snap *state.Snapshot, e *sdk.Evaluation) []*sdk.EvaluationStub {
+	seen := map[string]bool{e.ID: true}
+	queue := []*sdk.Evaluation{e}
+	var out []*sdk.EvaluationStub
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, id := range []string{cur.NextEval, cur.PreviousEval, cur.BlockedEval} {
+			if id == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if next := snap.Eval(id); next != nil {
+				out = append(out, next.Stub())
+				queue = append(queue, next)
+			}
+		}
+	}
+	// Evals that point at this chain (a follow-up names its PreviousEval).
+	for _, other := range snap.EvalsByJob(e.Namespace, e.JobID) {
+		if !seen[other.ID] && seen[other.PreviousEval] {
+			seen[other.ID] = true
+			out = append(out, other.Stub())
+		}
+	}
+	return out
+}
+
+func (a *API) evalAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out := []*sdk.AllocationListStub{}
+		for _, al := range snap.AllocsByEval(r.PathValue("id")) {
+			out = append(out, al.Stub())
+		}
+		return out, snap.TableIndex(state.TableAllocs), nil
+	})
+}

@@ -1,0 +1,458 @@
+package httpapi
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drover-sched/drover/host/jobdiff"
+	"github.com/drover-sched/drover/host/jobspec"
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
+)
+
+// WriteRequest is what Nomad's clients send with every write.
+type WriteRequest struct {
+	Region    string `json:",omitempty"`
+	Namespace string `json:",omitempty"`
+	SecretID  string `json:",omitempty"`
+}
+
+// JobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id.
+type JobRegisterRequest struct {
+	Job *jobspec.Job
+	// Submission is the jobspec's source; accepted and not kept.
+	Submission *api.JobSubmission `json:",omitempty"`
+	// EnforceIndex and JobModifyIndex implement check-and-set
+	// registration: 0 registers only a new job.
+	EnforceIndex      bool   `json:",omitempty"`
+	JobModifyIndex    uint64 `json:",omitempty"`
+	PolicyOverride    bool   `json:",omitempty"`
+	PreserveCounts    bool   `json:",omitempty"`
+	PreserveResources bool   `json:",omitempty"`
+	EvalPriority      int    `json:",omitempty"`
+	WriteRequest
+}
+
+// JobRegisterResponse answers a registration (and a forced evaluation).
+type JobRegisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Warnings        string
+	Index           uint64
+}
+
+// JobsParseRequest is the body of PUT /v1/jobs/parse.
+type JobsParseRequest struct {
+	JobHCL       string
+	HCLv1        bool `json:"hclv1,omitempty"`
+	Variables    string
+	Canonicalize bool
+}
+
+// JobValidateRequest is the body of PUT /v1/validate/job.
+type JobValidateRequest struct {
+	Job *jobspec.Job
+	WriteRequest
+}
+
+// JobValidateResponse answers a validation: every problem, one a line.
+type JobValidateResponse struct {
+	DriverConfigValidated bool
+	ValidationErrors      []string
+	Error                 string
+	Warnings              string
+}
+
+// JobPlanRequest is the body of PUT /v1/job/:id/plan.
+type JobPlanRequest struct {
+	Job            *jobspec.Job
+	Diff           bool
+	PolicyOverride bool
+	WriteRequest
+}
+
+// JobPlanResponse is what registering the job would do.
+type JobPlanResponse struct {
+	JobModifyIndex     uint64
+	CreatedEvals       []*sdk.Evaluation
+	Diff               *jobdiff.JobDiff
+	Annotations        *sdk.PlanAnnotations
+	FailedTGAllocs     map[string]*sdk.AllocMetric
+	NextPeriodicLaunch time.Time
+	Warnings           string
+}
+
+// JobEvaluateRequest is the optional body of PUT /v1/job/:id/evaluate.
+type JobEvaluateRequest struct {
+	JobID       string
+	EvalOptions EvalOptions
+	WriteRequest
+}
+
+// EvalOptions are the options of a forced evaluation.
+type EvalOptions struct {
+	ForceReschedule bool
+}
+
+// JobDeregisterResponse answers a deregistration.
+type JobDeregisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Index           uint64
+}
+
+// JobVersionsResponse lists a job's kept versions, newest first, and with
+// ?diffs=true the difference of each from the one before it.
+type JobVersionsResponse struct {
+	Versions []*sdk.Job
+	Diffs    []*jobdiff.JobDiff
+	Index    uint64
+}
+
+// JobListStub is the short form of a job in listings.
+type JobListStub struct {
+	ID                string
+	ParentID          string
+	Name              string
+	Namespace         string
+	Datacenters       []string
+	NodePool          string
+	Type              string
+	Priority          int
+	Periodic          bool
+	ParameterizedJob  bool
+	Stop              bool
+	Status            string
+	StatusDescription string
+	// Scheduler is the scheduler plugin that runs the job (Drover's).
+	Scheduler      string
+	JobSummary     *server.Summary
+	Version        uint64
+	CreateIndex    uint64
+	ModifyIndex    uint64
+	JobModifyIndex uint64
+	SubmitTime     int64
+	Meta           map[string]string `json:",omitempty"`
+}
+
+func jobStub(snap *state.Snapshot, j *sdk.Job, meta bool) *JobListStub {
+	s := &JobListStub{ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: j.Namespace,
+		Datacenters: j.Datacenters, NodePool: j.NodePool, Type: j.Type, Priority: j.Priority,
+		Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil, Stop: j.Stop,
+		Status: j.Status, StatusDescription: j.StatusDescription, Scheduler: j.SchedulerName(),
+		JobSummary: server.JobSummary(snap, j), Version: j.Version,
+		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime}
+	if meta {
+		s.Meta = j.Meta
+	}
+	return s
+}
+
+// jobsIndex is the index of what job listings and summaries reflect.
+func jobsIndex(snap *state.Snapshot) uint64 {
+	return max(snap.TableIndex(state.TableJobs), snap.TableIndex(state.TableAllocs), snap.TableIndex(state.TableEvals))
+}
+
+func (a *API) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := boolParam(r, "meta")
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		var stubs []*JobListStub
+		for _, j := range snap.Jobs("") {
+			if namespaced(r, j.Namespace) && strings.HasPrefix(j.ID, o.prefix) {
+				stubs = append(stubs, jobStub(snap, j, meta))
+			}
+		}
+		out, next, err := page(o, stubs, func(s *JobListStub) string { return s.Namespace + "." + s.ID })
+		return &listed{out, next}, jobsIndex(snap), err
+	})
+}
+
+// submittedJob converts a submitted job to the server's model; the job's
+// namespace defaults to the request's.
+func submittedJob(r *http.Request, job *jobspec.Job, wr WriteRequest) (*sdk.Job, error) {
+	if job == nil {
+		return nil, errorf(http.StatusBadRequest, "the request has no Job")
+	}
+	if job.Namespace == nil || *job.Namespace == "" {
+		ns := wr.Namespace
+		if ns == "" {
+			ns = requestNamespace(r)
+		}
+		job.Namespace = &ns
+	}
+	if id := r.PathValue("id"); id != "" && (job.ID == nil || *job.ID != id) {
+		return nil, errorf(http.StatusBadRequest, "the job's ID %q does not match the path's %q", deref(job.ID), id)
+	}
+	sj, err := job.SDK()
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	return sj, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobRegisterRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	if err != nil {
+		return nil, err
+	}
+	evalID, index, err := a.srv.RegisterJobOpts(job, server.RegisterOptions{EnforceIndex: req.EnforceIndex,
+		JobModifyIndex: req.JobModifyIndex, PreserveCounts: req.PreserveCounts, EvalPriority: req.EvalPriority})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	resp := &JobRegisterResponse{EvalID: evalID, JobModifyIndex: index, Index: index}
+	if evalID != "" {
+		resp.EvalCreateIndex = index
+	}
+	if j := a.srv.Store().Snapshot().Job(job.Namespace, job.ID); j != nil {
+		resp.JobModifyIndex = j.JobModifyIndex
+	}
+	return resp, nil
+}
+
+func (a *API) jobParse(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobsParseRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.HCLv1 {
+		return nil, errorf(http.StatusBadRequest, "HCL1 jobspecs are not supported; Drover reads HCL2 jobspecs")
+	}
+	p, diags := jobspec.Parse(jobspec.Config{Path: "input.hcl", Body: []byte(req.JobHCL), VarContent: req.Variables})
+	if diags.HasErrors() {
+		return nil, errorf(http.StatusBadRequest, "%s", jobspec.FormatDiagnostics(p.Sources, diags))
+	}
+	if !req.Canonicalize {
+		return p.Job, nil
+	}
+	c, err := p.Job.Canonicalized()
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	return c, nil
+}
+
+func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobValidateRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	resp := &JobValidateResponse{}
+	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	if err == nil {
+		err = a.srv.ValidateJob(job)
+	}
+	if err != nil {
+		var ve *jobspec.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				resp.ValidationErrors = append(resp.ValidationErrors, p.Error())
+			}
+		} else {
+			resp.ValidationErrors = []string{err.Error()}
+		}
+		resp.Error = err.Error()
+	}
+	return resp, nil
+}
+
+func (a *API) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		j := snap.Job(requestNamespace(r), r.PathValue("id"))
+		if j == nil {
+			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+		}
+		return j, j.ModifyIndex, nil
+	})
+}
+
+func (a *API) jobDeregister(w http.ResponseWriter, r *http.Request) (any, error) {
+	purge, err := boolParam(r, "purge")
+	if err != nil {
+		return nil, err
+	}
+	prio, err := intParam(r, "eval_priority")
+	if err != nil {
+		return nil, err
+	}
+	for _, unsupported := range []string{"global", "no_shutdown_delay"} {
+		if on, err := boolParam(r, unsupported); err != nil {
+			return nil, err
+		} else if on {
+			return nil, errorf(http.StatusBadRequest, "%s is not supported: Drover has one region and no shutdown delays to skip", unsupported)
+		}
+	}
+	evalID, index, err := a.srv.DeregisterJobOpts(requestNamespace(r), r.PathValue("id"),
+		server.DeregisterOptions{Purge: purge, EvalPriority: prio})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &JobDeregisterResponse{EvalID: evalID, EvalCreateIndex: index, JobModifyIndex: index, Index: index}, nil
+}
+
+func (a *API) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobEvaluateRequest
+	if _, err := decodeOptional(w, r, &req); err != nil {
+		return nil, err
+	}
+	evalID, index, err := a.srv.EvaluateJobOpts(requestNamespace(r), r.PathValue("id"),
+		server.EvaluateOptions{ForceReschedule: req.EvalOptions.ForceReschedule})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}, nil
+}
+
+func (a *API) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := boolParam(r, "all"); err != nil {
+		return nil, err
+	}
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out := []*sdk.AllocationListStub{}
+		for _, al := range snap.AllocsByJob(requestNamespace(r), r.PathValue("id")) {
+			out = append(out, al.Stub())
+		}
+		return out, snap.TableIndex(state.TableAllocs), nil
+	})
+}
+
+func (a *API) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out := []*sdk.Evaluation{}
+		out = append(out, snap.EvalsByJob(requestNamespace(r), r.PathValue("id"))...)
+		return out, snap.TableIndex(state.TableEvals), nil
+	})
+}
+
+func (a *API) jobSummary(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		j := snap.Job(requestNamespace(r), r.PathValue("id"))
+		if j == nil {
+			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+		}
+		return server.JobSummary(snap, j), jobsIndex(snap), nil
+	})
+}
+
+func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
+	diffs, err := boolParam(r, "diffs")
+	if err != nil {
+		return nil, err
+	}
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		versions := snap.JobVersions(requestNamespace(r), r.PathValue("id"))
+		if len(versions) == 0 {
+			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+		}
+		resp := &JobVersionsResponse{Versions: versions, Index: snap.TableIndex(state.TableJobs)}
+		if diffs {
+			for i := 0; i+1 < len(versions); i++ {
+				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], false))
+			}
+		}
+		return resp, resp.Index, nil
+	})
+}
+
+func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobPlanRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.srv.PlanJob(r.Context(), job)
+	if err != nil {
+		return nil, err
+	}
+	resp := &JobPlanResponse{JobModifyIndex: res.JobModifyIndex, CreatedEvals: res.CreatedEvals,
+		Annotations: res.Annotations, FailedTGAllocs: res.FailedTGAllocs}
+	if req.Diff {
+		resp.Diff = jobdiff.Diff(res.Current, res.Job, true)
+		if res.Annotations != nil {
+			resp.Diff.Updates(res.Annotations.DesiredTGUpdates)
+		}
+	}
+	resp.NextPeriodicLaunch = res.NextPeriodicLaunch
+	setIndex(w, a.srv.Store().LatestIndex())
+	return resp, nil
+}
+
+func (a *API) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out := []*sdk.Deployment{}
+		out = append(out, snap.DeploymentsByJob(requestNamespace(r), r.PathValue("id"))...)
+		slices.SortFunc(out, func(x, y *sdk.Deployment) int { return cmp.Compare(y.CreateIndex, x.CreateIndex) })
+		return out, snap.TableIndex(state.TableDeployments), nil
+	})
+}
+
+func (a *API) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		return snap.LatestDeployment(requestNamespace(r), r.PathValue("id")), snap.TableIndex(state.TableDeployments), nil
+	})
+}
+
+// jobPaths serves /v1/job/:id and its sub-paths. Job IDs may hold slashes
+// (a dispatched job is "parent/dispatch-..."), so the sub-path is found by
+// suffix, as Nomad does.
+func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	subs := []struct {
+		suffix string
+		routes map[string]handler
+	}{
+		{"/allocations", map[string]handler{"GET": a.jobAllocations}},
+		{"/evaluations", map[string]handler{"GET": a.jobEvaluations}},
+		{"/evaluate", map[string]handler{"PUT": a.jobEvaluate, "POST": a.jobEvaluate}},
+		{"/plan", map[string]handler{"PUT": a.jobPlan, "POST": a.jobPlan}},
+		{"/summary", map[string]handler{"GET": a.jobSummary}},
+		{"/versions", map[string]handler{"GET": a.jobVersions}},
+		{"/deployments", map[string]handler{"GET": a.jobDeployments}},
+		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
+	}
+	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}
+	for _, s := range subs {
+		if id, ok := strings.CutSuffix(rest, s.suffix); ok && id != "" {
+			rest, routes = id, s.routes
+			break
+		}
+	}
+	if rest == "" {
+		writeError(w, errorf(http.StatusBadRequest, "missing job ID"))
+		return
+	}
+	r.SetPathValue("id", rest)
+	a.dispatch(routes)(w, r)
+}

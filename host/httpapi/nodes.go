@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// NodeListStub is the short form of a node in listings.
+type NodeListStub struct {
+	Address               string
+	ID                    string
+	Attributes            map[string]string `json:",omitempty"`
+	Datacenter            string
+	Name                  string
+	NodeClass             string
+	NodePool              string
+	Version               string
+	Drain                 bool
+	SchedulingEligibility string
+	Status                string
+	StatusDescription     string
+	Drivers               map[string]*sdk.DriverInfo
+	NodeResources         *sdk.NodeResources         `json:",omitempty"`
+	ReservedResources     *sdk.NodeReservedResources `json:",omitempty"`
+	CreateIndex           uint64
+	ModifyIndex           uint64
+}
+
+// NodeRegisterRequest is the body of PUT /v1/nodes: Nomad's Node JSON.
+type NodeRegisterRequest struct {
+	Node *RegisteredNode
+}
+
+// RegisteredNode is a node as a node agent registers it: Nomad's Node JSON,
+// with the node's secret. Fields of Nomad's Node that Drover does not use
+// (the legacy Resources and Reserved, CSI plugins, the cgroup parent) are
+// accepted and dropped.
+type RegisteredNode struct {
+	sdk.Node
+	// SecretID authenticates the node's later heartbeats, registrations
+	// and allocation reports; it is never returned.
+	SecretID             string          `json:",omitempty"`
+	Resources            json.RawMessage `json:",omitempty"`
+	Reserved             json.RawMessage `json:",omitempty"`
+	CgroupParent         string          `json:",omitempty"`
+	GCVolumesOnNodeGC    bool            `json:",omitempty"`
+	CSIControllerPlugins json.RawMessage `json:",omitempty"`
+	CSINodePlugins       json.RawMessage `json:",omitempty"`
+}
+
+// NodeUpdateResponse answers node registrations, heartbeats and purges.
+type NodeUpdateResponse struct {
+	// HeartbeatTTL is how long the server waits for the next heartbeat, in
+	// nanoseconds (Nomad's time.Duration).
+	HeartbeatTTL    time.Duration
+	EvalIDs         []string
+	EvalCreateIndex uint64
+	NodeModifyIndex uint64
+	Index           uint64
+}
+
+// NodeHeartbeatRequest is the optional body of PUT /v1/node/:id/heartbeat.
+type NodeHeartbeatRequest struct {
+	SecretID string
+}
+
+// NodeEligibilityRequest is the body of PUT /v1/node/:id/eligibility.
+type NodeEligibilityRequest struct {
+	NodeID      string
+	Eligibility string
+	WriteRequest
+}
+
+// NodeEligibilityResponse answers an eligibility change.
+type NodeEligibilityResponse struct {
+	EvalIDs         []string
+	EvalCreateIndex uint64
+	NodeModifyIndex uint64
+	Index           uint64
+}
+
+func nodeStub(n *sdk.Node, resources, os bool) *NodeListStub {
+	s := &NodeListStub{Address: n.HTTPAddr, ID: n.ID, Datacenter: n.Datacenter, Name: n.Name,
+		NodeClass: n.NodeClass, NodePool: n.NodePool, Version: n.Attributes["nomad.version"], Drain: n.DrainStrategy != nil,
+		SchedulingEligibility: n.SchedulingEligibility, Status: n.Status, StatusDescription: n.StatusDescription,
+		Drivers: n.Drivers, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
+	if resources {
+		s.NodeResources, s.ReservedResources = n.NodeResources, n.ReservedResources
+	}
+	if os {
+		s.Attributes = map[string]string{"os.name": n.Attributes["os.name"], "os.version": n.Attributes["os.version"]}
+	}
+	return s
+}
+
+func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	resources, err := boolParam(r, "resources")
+	if err != nil {
+		return nil, err
+	}
+	os, err := boolParam(r, "os")
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		var stubs []*NodeListStub
+		for _, n := range snap.NodesByPrefix(o.prefix) {
+			stubs = append(stubs, nodeStub(n, resources, os))
+		}
+		out, next, err := page(o, stubs, func(s *NodeListStub) string { return s.ID })
+		if out == nil {
+			out = []*NodeListStub{}
+		}
+		return &listed{out, next}, snap.TableIndex(state.TableNodes), err
+	})
+}
+
+func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		n := snap.Node(r.PathValue("id"))
+		if n == nil {
+			return nil, 0, errorf(http.StatusNotFound, "node %q not found", r.PathValue("id"))
+		}
+		return n, n.ModifyIndex, nil
+	})
+}
+
+func (a *API) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		out := []*sdk.Allocation{}
+		out = append(out, snap.AllocsByNode(r.PathValue("id"))...)
+		return out, snap.TableIndex(state.TableAllocs), nil
+	})
+}
+
+func (a *API) nodeRegister(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req NodeRegisterRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.Node == nil {
+		return nil, errorf(http.StatusBadRequest, "the request has no Node")
+	}
+	n := req.Node.Node
+	n.SecretID = req.Node.SecretID
+	ttl, index, err := a.srv.RegisterNode(&n)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &NodeUpdateResponse{HeartbeatTTL: ttl, NodeModifyIndex: index, Index: index}, nil
+}
+
+func (a *API) nodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req NodeHeartbeatRequest
+	if _, err := decodeOptional(w, r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkNodeSecret(a.srv.Store().Snapshot(), r.PathValue("id"), req.SecretID); err != nil {
+		return nil, err
+	}
+	ttl, index, err := a.srv.NodeHeartbeat(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if index == 0 {
+		index = a.srv.Store().LatestIndex()
+	}
+	setIndex(w, index)
+	return &NodeUpdateResponse{HeartbeatTTL: ttl, Index: index}, nil
+}
+
+func (a *API) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req NodeEligibilityRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
+		return nil, errorf(http.StatusBadRequest, "the request's NodeID %q does not match the path's %q", req.NodeID, r.PathValue("id"))
+	}
+	index, err := a.srv.UpdateNodeEligibility(r.PathValue("id"), req.Eligibility)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &NodeEligibilityResponse{NodeModifyIndex: index, Index: index}, nil
+}
+
+func (a *API) nodePurge(w http.ResponseWriter, r *http.Request) (any, error) {
+	index, err := a.srv.DeregisterNode(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &NodeUpdateResponse{NodeModifyIndex: index, Index: index}, nil
+}

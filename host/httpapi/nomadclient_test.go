@@ -1,0 +1,265 @@
+package httpapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// nomadClient returns Nomad's official Go client pointed at a test API.
+func nomadClient(t *testing.T, addr string) *api.Client {
+	t.Helper()
+	cfg := api.DefaultConfig()
+	cfg.Address = addr
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const webHCL = `
+variable "replicas" {
+  default = 2
+}
+job "web" {
+  datacenters = ["dc1"]
+  group "frontend" {
+    count = var.replicas
+    network {
+      port "http" { to = 8080 }
+    }
+    task "nginx" {
+      driver = "docker"
+      config {
+        image = "nginx:1.27"
+      }
+      resources {
+        cpu    = 200
+        memory = 128
+      }
+    }
+  }
+}`
+
+// waitEval waits for an eval to leave pending, with a blocking query.
+func waitEval(t *testing.T, c *api.Client, id string) *api.Evaluation {
+	t.Helper()
+	var index uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		e, meta, err := c.Evaluations().Info(id, &api.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("eval info: %v", err)
+		}
+		if e.Status != "pending" {
+			return e
+		}
+		index = meta.LastIndex
+	}
+	t.Fatalf("eval %s still pending", id)
+	return nil
+}
+
+// TestNomadClient_JobLifecycle drives the API with Nomad's official Go
+// client: parse a jobspec on the server, register it, read it back, list
+// its evaluations and allocations, list nodes, stop the job and purge it.
+func TestNomadClient_JobLifecycle(t *testing.T) {
+	ts, _ := newAPI(t, 3)
+	c := nomadClient(t, ts.URL)
+
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Variables: "replicas = 3", Canonicalize: true})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if *job.ID != "web" || *job.TaskGroups[0].Count != 3 || *job.Type != "service" {
+		t.Fatalf("parsed job: id %v count %v type %v", *job.ID, *job.TaskGroups[0].Count, *job.Type)
+	}
+
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if reg.EvalID == "" || reg.JobModifyIndex == 0 {
+		t.Fatalf("register response: %+v", reg)
+	}
+	if e := waitEval(t, c, reg.EvalID); e.Status != "complete" || e.TriggeredBy != "job-register" {
+		t.Fatalf("eval %+v", e)
+	}
+
+	got, meta, err := c.Jobs().Info("web", nil)
+	if err != nil {
+		t.Fatalf("info: %v", err)
+	}
+	if *got.ID != "web" || *got.TaskGroups[0].Count != 3 || *got.TaskGroups[0].Tasks[0].Resources.CPU != 200 ||
+		got.TaskGroups[0].Tasks[0].Config["image"] != "nginx:1.27" || meta.LastIndex == 0 {
+		t.Fatalf("job read back: %+v", got)
+	}
+
+	evals, _, err := c.Jobs().Evaluations("web", nil)
+	if err != nil || len(evals) == 0 || evals[0].JobID != "web" {
+		t.Fatalf("evaluations: %v %+v", err, evals)
+	}
+	allocs, _, err := c.Jobs().Allocations("web", false, nil)
+	if err != nil {
+		t.Fatalf("allocations: %v", err)
+	}
+	if len(allocs) != 3 {
+		t.Fatalf("want 3 allocations, got %d", len(allocs))
+	}
+	for _, a := range allocs {
+		if a.DesiredStatus != "run" || a.TaskGroup != "frontend" {
+			t.Errorf("alloc %+v", a)
+		}
+	}
+	nodes, _, err := c.Nodes().List(nil)
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("nodes: %v, %d nodes", err, len(nodes))
+	}
+
+	stopEval, _, err := c.Jobs().Deregister("web", false, nil)
+	if err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	waitEval(t, c, stopEval)
+	stopped, _, err := c.Jobs().Info("web", nil)
+	if err != nil || !*stopped.Stop {
+		t.Fatalf("stopped job: %v %+v", err, stopped)
+	}
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if _, _, err := c.Jobs().Info("web", nil); err == nil {
+		t.Fatal("a purged job is still readable")
+	}
+}
+
+// TestNomadClient_MoreEndpoints covers the rest of what the CLI and
+// Nomad's tooling use: plan, validate, summary, versions, eval count,
+// allocation info and stop, node info and eligibility, scheduler
+// configuration, paging and filters.
+func TestNomadClient_MoreEndpoints(t *testing.T) {
+	ts, _ := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	plan, _, err := c.Jobs().Plan(job, true, nil)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if u := plan.Annotations.DesiredTGUpdates["frontend"]; u == nil || u.Place != 2 {
+		t.Fatalf("plan annotations: %+v", plan.Annotations)
+	}
+	if plan.Diff == nil || plan.Diff.Type != "Added" {
+		t.Fatalf("plan diff: %+v", plan.Diff)
+	}
+	if _, _, err := c.Jobs().Info("web", nil); err == nil {
+		t.Fatal("plan registered the job")
+	}
+
+	bad := *job
+	bad.TaskGroups = []*api.TaskGroup{{Name: ptr("g"), Count: ptr(-1), Tasks: []*api.Task{{Name: "t"}}}}
+	vr, _, err := c.Jobs().Validate(&bad, nil)
+	if err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if len(vr.ValidationErrors) < 2 {
+		t.Fatalf("validation errors: %+v", vr)
+	}
+
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, reg.EvalID)
+	sum, _, err := c.Jobs().Summary("web", nil)
+	if err != nil || sum.Summary["frontend"].Starting+sum.Summary["frontend"].Running != 2 {
+		t.Fatalf("summary: %v %+v", err, sum)
+	}
+
+	job.TaskGroups[0].Count = ptr(1)
+	if _, _, err := c.Jobs().EnforceRegister(job, 1, nil); err == nil {
+		t.Fatal("a stale check-and-set index registered")
+	}
+	reg2, _, err := c.Jobs().EnforceRegister(job, reg.JobModifyIndex, nil)
+	if err != nil {
+		t.Fatalf("check-and-set register: %v", err)
+	}
+	waitEval(t, c, reg2.EvalID)
+	versions, diffs, _, err := c.Jobs().Versions("web", true, nil)
+	if err != nil || len(versions) != 2 || len(diffs) != 1 || diffs[0].Type != "Edited" {
+		t.Fatalf("versions: %v, %d versions, diffs %+v", err, len(versions), diffs)
+	}
+
+	count, _, err := c.Evaluations().Count(&api.QueryOptions{Filter: `TriggeredBy == "job-register"`})
+	if err != nil || count.Count != 2 {
+		t.Fatalf("eval count: %v %+v", err, count)
+	}
+	page1, meta, err := c.Evaluations().List(&api.QueryOptions{PerPage: 1})
+	if err != nil || len(page1) != 1 || meta.NextToken == "" {
+		t.Fatalf("eval page 1: %v %d %q", err, len(page1), meta.NextToken)
+	}
+	page2, _, err := c.Evaluations().List(&api.QueryOptions{PerPage: 1, NextToken: meta.NextToken})
+	if err != nil || len(page2) != 1 || page2[0].ID == page1[0].ID {
+		t.Fatalf("eval page 2: %v %+v", err, page2)
+	}
+
+	allocs, _, err := c.Allocations().List(&api.QueryOptions{Filter: `TaskGroup == "frontend" and DesiredStatus == "run"`})
+	if err != nil || len(allocs) != 1 {
+		t.Fatalf("filtered allocations: %v %d", err, len(allocs))
+	}
+	alloc, _, err := c.Allocations().Info(allocs[0].ID, nil)
+	if err != nil || alloc.JobID != "web" || alloc.Job == nil || *alloc.Job.ID != "web" {
+		t.Fatalf("alloc info: %v %+v", err, alloc)
+	}
+	stop, err := c.Allocations().Stop(alloc, nil)
+	if err != nil || stop.EvalID == "" {
+		t.Fatalf("alloc stop: %v %+v", err, stop)
+	}
+	waitEval(t, c, stop.EvalID)
+
+	node, _, err := c.Nodes().Info(alloc.NodeID, nil)
+	if err != nil || node.ID != alloc.NodeID || node.Status != "ready" {
+		t.Fatalf("node info: %v %+v", err, node)
+	}
+	if _, err := c.Nodes().ToggleEligibility(node.ID, false, nil); err != nil {
+		t.Fatalf("eligibility: %v", err)
+	}
+	if n, _, _ := c.Nodes().Info(node.ID, nil); n.SchedulingEligibility != "ineligible" {
+		t.Fatalf("node eligibility = %q", n.SchedulingEligibility)
+	}
+	nodeAllocs, _, err := c.Nodes().Allocations(node.ID, nil)
+	if err != nil || len(nodeAllocs) == 0 {
+		t.Fatalf("node allocations: %v %d", err, len(nodeAllocs))
+	}
+
+	conf, _, err := c.Operator().SchedulerGetConfiguration(nil)
+	if err != nil || conf.SchedulerConfig.SchedulerAlgorithm != "binpack" {
+		t.Fatalf("scheduler config: %v %+v", err, conf)
+	}
+	conf.SchedulerConfig.SchedulerAlgorithm = "spread"
+	set, _, err := c.Operator().SchedulerCASConfiguration(conf.SchedulerConfig, nil)
+	if err != nil || !set.Updated {
+		t.Fatalf("scheduler CAS: %v %+v", err, set)
+	}
+	set, _, err = c.Operator().SchedulerCASConfiguration(conf.SchedulerConfig, nil)
+	if err != nil || set.Updated {
+		t.Fatalf("a stale CAS updated: %v %+v", err, set)
+	}
+
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Nodes().Purge(node.ID, nil); err != nil {
+		t.Fatalf("purge node: %v", err)
+	}
+	if _, _, err := c.Nodes().Info(node.ID, nil); err == nil {
+		t.Fatal("a purged node is still readable")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

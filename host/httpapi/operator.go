@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+)
+
+// SchedulerConfigurationResponse answers GET
+// /v1/operator/scheduler/configuration.
+type SchedulerConfigurationResponse struct {
+	SchedulerConfig *sdk.SchedulerConfiguration
+	Index           uint64
+}
+
+// SchedulerSetConfigurationResponse answers a configuration change;
+// Updated is false when a check-and-set index did not match.
+type SchedulerSetConfigurationResponse struct {
+	Updated bool
+	Index   uint64
+}
+
+func (a *API) schedulerConfig(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		c := snap.SchedulerConfig()
+		return &SchedulerConfigurationResponse{SchedulerConfig: c, Index: c.ModifyIndex}, c.ModifyIndex, nil
+	})
+}
+
+func (a *API) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, error) {
+	var c sdk.SchedulerConfiguration
+	if err := decode(w, r, &c); err != nil {
+		return nil, err
+	}
+	if raw := r.URL.Query().Get("cas"); raw != "" {
+		cas, err := strconv.ParseUint(raw, 10, 64)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid cas %q: not an unsigned integer", raw)
+		}
+		updated, index, err := a.srv.SetSchedulerConfigCAS(&c, cas)
+		if err != nil {
+			return nil, err
+		}
+		setIndex(w, index)
+		return &SchedulerSetConfigurationResponse{Updated: updated, Index: index}, nil
+	}
+	index, err := a.srv.SetSchedulerConfig(&c)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &SchedulerSetConfigurationResponse{Updated: true, Index: index}, nil
+}
+
+// PluginStub describes a registered scheduler plugin.
+type PluginStub struct {
+	Name          string
+	Types         []string
+	Runtime       string
+	ABIVersion    string
+	PluginVersion string
+	Path          string `json:",omitempty"`
+}
+
+func (a *API) pluginList(http.ResponseWriter, *http.Request) (any, error) {
+	out := []*PluginStub{}
+	for _, e := range a.srv.Plugins().List() {
+		info := e.Plugin.Info()
+		out = append(out, &PluginStub{Name: info.Name, Types: info.Types, Runtime: e.Runtime,
+			ABIVersion: abi.Version(info.ABI).String(), PluginVersion: info.PluginVersion, Path: e.Path})
+	}
+	return out, nil
+}
+
+func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
+	return a.srv.Leader(), nil
+}
+
+func (a *API) statusPeers(http.ResponseWriter, *http.Request) (any, error) {
+	if l := a.srv.Leader(); l != "" {
+		return []string{l}, nil
+	}
+	return []string{}, nil
+}
+
+func (a *API) regions(http.ResponseWriter, *http.Request) (any, error) {
+	return []string{a.srv.Config().Region}, nil
+}
+
+func (a *API) deploymentList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		var ds []*sdk.Deployment
+		for _, d := range snap.Deployments() {
+			if namespaced(r, d.Namespace) && len(d.ID) >= len(o.prefix) && d.ID[:len(o.prefix)] == o.prefix {
+				ds = append(ds, d)
+			}
+		}
+		out, next, err := page(o, ds, func(d *sdk.Deployment) string { return d.ID })
+		if out == nil {
+			out = []*sdk.Deployment{}
+		}
+		return &listed{out, next}, snap.TableIndex(state.TableDeployments), err
+	})
+}
+
+func (a *API) deploymentRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		d := snap.Deployment(r.PathValue("id"))
+		if d == nil {
+			return nil, 0, errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
+		}
+		return d, d.ModifyIndex, nil
+	})
+}
+
+// GCResponse answers a forced garbage collection with the core eval it
+// created.
+type GCResponse struct {
+	EvalID string
+	Index  uint64
+}
+
+func (a *API) systemGC(w http.ResponseWriter, _ *http.Request) (any, error) {
+	evalID, index, err := a.srv.ForceGC()
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &GCResponse{EvalID: evalID, Index: index}, nil
+}

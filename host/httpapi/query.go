@@ -1,0 +1,186 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/go-bexpr"
+)
+
+// Blocking query limits, as Nomad's.
+const (
+	defaultWait = 5 * time.Minute
+	maxWait     = 10 * time.Minute
+)
+
+// readFn computes an answer from one snapshot, with the index the answer
+// reflects (a table's index, or an object's ModifyIndex).
+type readFn func(snap *state.Snapshot) (out any, index uint64, err error)
+
+// read answers a blocking query: with ?index=N it waits (at most ?wait=,
+// 5 minutes by default, 10 at most) until the answer's index passes N,
+// then answers from one snapshot. Without index it answers at once.
+func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, error) {
+	q := r.URL.Query()
+	var minIndex uint64
+	if raw := q.Get("index"); raw != "" {
+		var err error
+		if minIndex, err = strconv.ParseUint(raw, 10, 64); err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid index %q: not an unsigned integer", raw)
+		}
+	}
+	wait := defaultWait
+	if raw := q.Get("wait"); raw != "" {
+		var err error
+		if wait, err = parseWait(raw); err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid wait %q: %v", raw, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), min(wait, maxWait))
+	defer cancel()
+	store := a.srv.Store()
+	for {
+		snap := store.Snapshot()
+		out, index, err := fn(snap)
+		if err != nil {
+			return nil, err
+		}
+		if minIndex == 0 || index > minIndex || ctx.Err() != nil {
+			setIndex(w, index)
+			return out, nil
+		}
+		// Wait for the next commit, then look again; on timeout the loop
+		// answers with what there is.
+		_, _ = store.WaitForIndex(ctx, snap.Index()+1)
+	}
+}
+
+// parseWait reads a wait: a Go duration ("10s", "500ms") or milliseconds.
+func parseWait(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	ms, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// listOptions are a list query's parameters.
+type listOptions struct {
+	prefix    string
+	filter    *bexpr.Evaluator
+	perPage   int
+	nextToken string
+	reverse   bool
+}
+
+func listParams(r *http.Request) (*listOptions, error) {
+	q := r.URL.Query()
+	o := &listOptions{prefix: q.Get("prefix"), nextToken: q.Get("next_token")}
+	if f := q.Get("filter"); f != "" {
+		ev, err := bexpr.CreateEvaluator(f)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", f, err)
+		}
+		o.filter = ev
+	}
+	var err error
+	if o.perPage, err = intParam(r, "per_page"); err != nil {
+		return nil, err
+	}
+	if o.perPage < 0 {
+		return nil, errorf(http.StatusBadRequest, "invalid per_page %d: must not be negative", o.perPage)
+	}
+	if o.reverse, err = boolParam(r, "reverse"); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// page filters items (sorted by token, ascending), orders them and cuts
+// out one page: the items from next_token on, per_page of them. When more
+// remain, next is the token of the next page's first item (for the
+// X-Nomad-NextToken header).
+func page[T any](o *listOptions, items []T, token func(T) string) (out []T, next string, err error) {
+	out = make([]T, 0, len(items))
+	for _, it := range items {
+		if o.filter != nil {
+			ok, err := o.filter.Evaluate(it)
+			if err != nil {
+				return nil, "", errorf(http.StatusBadRequest, "filter: %v", err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, it)
+	}
+	if o.reverse {
+		slices.Reverse(out)
+	}
+	if o.nextToken != "" {
+		i := slices.IndexFunc(out, func(it T) bool {
+			if o.reverse {
+				return token(it) <= o.nextToken
+			}
+			return token(it) >= o.nextToken
+		})
+		if i < 0 {
+			i = len(out)
+		}
+		out = out[i:]
+	}
+	if o.perPage > 0 && len(out) > o.perPage {
+		next = token(out[o.perPage])
+		out = out[:o.perPage]
+	}
+	return out, next, nil
+}
+
+// listed is a page of a list and the token of the next page.
+type listed struct {
+	items any
+	next  string
+}
+
+// list answers a blocking list query whose fn returns a page (listed);
+// it sets X-Nomad-NextToken when there is a next page.
+func (a *API) list(w http.ResponseWriter, r *http.Request, fn func(snap *state.Snapshot) (*listed, uint64, error)) (any, error) {
+	out, err := a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) { return fn(snap) })
+	if err != nil {
+		return nil, err
+	}
+	l := out.(*listed)
+	if l.next != "" {
+		w.Header().Set("X-Nomad-NextToken", l.next)
+	}
+	return l.items, nil
+}
+
+// indexToken is the paging token of objects listed in creation order: the
+// create index (zero-padded so tokens sort as numbers) and the ID.
+func indexToken(createIndex uint64, id string) string {
+	return fmt.Sprintf("%020d.%s", createIndex, id)
+}
+
+// namespaced reports whether an object in namespace ns is in the
+// request's namespace (?namespace=, "default" when absent, "*" for all).
+func namespaced(r *http.Request, ns string) bool {
+	want := requestNamespace(r)
+	return want == "*" || want == ns
+}
+
+func requestNamespace(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return sdk.DefaultNamespace
+}

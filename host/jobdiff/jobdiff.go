@@ -1,0 +1,595 @@
+// Package jobdiff compares two versions of a job the way Nomad's job plan
+// and job history show it: a tree of changed fields and objects, with task
+// groups and tasks matched by name. Its types have the JSON shape of
+// Nomad's JobDiff, so Nomad's clients read them.
+//
+//	d := jobdiff.Diff(current, proposed, false)
+//	for _, tg := range d.TaskGroups { ... tg.Type, tg.Fields, tg.Tasks ... }
+package jobdiff
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// Diff types.
+const (
+	TypeNone    = "None"
+	TypeAdded   = "Added"
+	TypeDeleted = "Deleted"
+	TypeEdited  = "Edited"
+)
+
+// AnnotationDestructive marks a task change that replaces its allocations.
+const AnnotationDestructive = "forces create/destroy update"
+
+// JobDiff is the difference between two versions of a job.
+type JobDiff struct {
+	Type       string
+	ID         string
+	Fields     []*FieldDiff
+	Objects    []*ObjectDiff
+	TaskGroups []*TaskGroupDiff
+}
+
+// TaskGroupDiff is the difference in one group. Updates counts what a plan
+// would do to it ("create", "destroy", "in-place update", ...).
+type TaskGroupDiff struct {
+	Type    string
+	Name    string
+	Fields  []*FieldDiff
+	Objects []*ObjectDiff
+	Tasks   []*TaskDiff
+	Updates map[string]uint64 `json:",omitempty"`
+}
+
+// TaskDiff is the difference in one task.
+type TaskDiff struct {
+	Type        string
+	Name        string
+	Fields      []*FieldDiff
+	Objects     []*ObjectDiff
+	Annotations []string
+}
+
+// FieldDiff is one changed value.
+type FieldDiff struct {
+	Type        string
+	Name        string
+	Old, New    string
+	Annotations []string
+}
+
+// ObjectDiff is a changed block (a constraint, the update block, a task's
+// config, ...).
+type ObjectDiff struct {
+	Type    string
+	Name    string
+	Fields  []*FieldDiff
+	Objects []*ObjectDiff
+}
+
+// Fields the server sets, which are not part of what a user changes.
+var (
+	skipJob   = set("ID", "TaskGroups", "Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex", "VersionTag", "Payload", "NomadTokenID", "ParentID", "Dispatched", "DispatchIdempotencyToken", "Stop")
+	skipGroup = set("Name", "Tasks")
+	skipTask  = set("Name")
+)
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// Diff compares old with new (either may be nil). With contextual set,
+// unchanged fields of changed objects are included (type None) to show
+// where a change sits.
+func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
+	d := &JobDiff{Type: TypeNone}
+	var ov, nv reflect.Value
+	switch {
+	case old == nil && new == nil:
+		return d
+	case old == nil:
+		d.Type, d.ID = TypeAdded, new.ID
+		nv = reflect.ValueOf(*new)
+	case new == nil:
+		d.Type, d.ID = TypeDeleted, old.ID
+		ov = reflect.ValueOf(*old)
+	default:
+		d.ID = new.ID
+		ov, nv = reflect.ValueOf(*old), reflect.ValueOf(*new)
+	}
+	dc := differ{contextual: contextual}
+	d.Fields, d.Objects = dc.structDiff(ov, nv, skipJob)
+	var oldGroups, newGroups []*sdk.TaskGroup
+	if old != nil {
+		oldGroups = old.TaskGroups
+	}
+	if new != nil {
+		newGroups = new.TaskGroups
+	}
+	for _, name := range names(oldGroups, newGroups, func(tg *sdk.TaskGroup) string { return tg.Name }) {
+		var og, ng *sdk.TaskGroup
+		if old != nil {
+			og = old.LookupTaskGroup(name)
+		}
+		if new != nil {
+			ng = new.LookupTaskGroup(name)
+		}
+		tgd := dc.groupDiff(name, og, ng)
+		if tgd.Type != TypeNone || contextual {
+			d.TaskGroups = append(d.TaskGroups, tgd)
+		}
+	}
+	if d.Type == TypeNone && (hasChange(d.Fields, d.Objects) || changed(d.TaskGroups)) {
+		d.Type = TypeEdited
+	}
+	return d
+}
+
+// Updates fills each group's Updates from a plan's per-group counts.
+func (d *JobDiff) Updates(desired map[string]*sdk.DesiredUpdates) {
+	for _, tg := range d.TaskGroups {
+		u := desired[tg.Name]
+		if u == nil {
+			continue
+		}
+		m := map[string]uint64{}
+		add := func(k string, n uint64) {
+			if n > 0 {
+				m[k] = n
+			}
+		}
+		add("ignore", u.Ignore)
+		add("create", u.Place)
+		add("destroy", u.Stop)
+		add("migrate", u.Migrate)
+		add("in-place update", u.InPlaceUpdate)
+		add("create/destroy update", u.DestructiveUpdate)
+		add("canary", u.Canary)
+		add("preemptions", u.Preemptions)
+		add("reconnect", u.Reconnect)
+		add("disconnect", u.Disconnect)
+		add("reschedule-now", u.RescheduleNow)
+		add("reschedule-later", u.RescheduleLater)
+		if len(m) > 0 {
+			tg.Updates = m
+		}
+	}
+}
+
+// hasChange reports whether any field or object differs.
+func hasChange(fields []*FieldDiff, objects []*ObjectDiff) bool {
+	for _, f := range fields {
+		if f.Type != TypeNone {
+			return true
+		}
+	}
+	for _, o := range objects {
+		if o.Type != TypeNone {
+			return true
+		}
+	}
+	return false
+}
+
+func changed(tgs []*TaskGroupDiff) bool {
+	for _, tg := range tgs {
+		if tg.Type != TypeNone {
+			return true
+		}
+	}
+	return false
+}
+
+type differ struct{ contextual bool }
+
+func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
+	d := &TaskGroupDiff{Name: name}
+	var ov, nv reflect.Value
+	if og != nil {
+		ov = reflect.ValueOf(*og)
+	}
+	if ng != nil {
+		nv = reflect.ValueOf(*ng)
+	}
+	d.Fields, d.Objects = dc.structDiff(ov, nv, skipGroup)
+	var oldTasks, newTasks []*sdk.Task
+	if og != nil {
+		oldTasks = og.Tasks
+	}
+	if ng != nil {
+		newTasks = ng.Tasks
+	}
+	for _, tn := range names(oldTasks, newTasks, func(t *sdk.Task) string { return t.Name }) {
+		var ot, nt *sdk.Task
+		if og != nil {
+			ot = og.LookupTask(tn)
+		}
+		if ng != nil {
+			nt = ng.LookupTask(tn)
+		}
+		td := &TaskDiff{Name: tn}
+		var otv, ntv reflect.Value
+		if ot != nil {
+			otv = reflect.ValueOf(*ot)
+		}
+		if nt != nil {
+			ntv = reflect.ValueOf(*nt)
+		}
+		td.Fields, td.Objects = dc.structDiff(otv, ntv, skipTask)
+		td.Type = kind(ot != nil, nt != nil, hasChange(td.Fields, td.Objects))
+		if td.Type == TypeEdited {
+			td.Annotations = []string{AnnotationDestructive}
+		}
+		if td.Type != TypeNone || dc.contextual {
+			d.Tasks = append(d.Tasks, td)
+		}
+	}
+	taskChanged := false
+	for _, t := range d.Tasks {
+		taskChanged = taskChanged || t.Type != TypeNone
+	}
+	d.Type = kind(og != nil, ng != nil, hasChange(d.Fields, d.Objects) || taskChanged)
+	return d
+}
+
+func kind(hadOld, hasNew, edited bool) string {
+	switch {
+	case !hadOld && hasNew:
+		return TypeAdded
+	case hadOld && !hasNew:
+		return TypeDeleted
+	case edited:
+		return TypeEdited
+	}
+	return TypeNone
+}
+
+// structDiff compares two structs of one type (either may be the zero
+// Value, for an added or deleted object).
+func (dc differ) structDiff(ov, nv reflect.Value, skip map[string]bool) ([]*FieldDiff, []*ObjectDiff) {
+	var t reflect.Type
+	switch {
+	case ov.IsValid():
+		t = ov.Type()
+	case nv.IsValid():
+		t = nv.Type()
+	default:
+		return nil, nil
+	}
+	var fields []*FieldDiff
+	var objects []*ObjectDiff
+	field := func(v reflect.Value, i int) reflect.Value {
+		if !v.IsValid() {
+			return reflect.Value{}
+		}
+		return v.Field(i)
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() || skip[f.Name] || f.Tag.Get("json") == "-" {
+			continue
+		}
+		fo, fn := field(ov, i), field(nv, i)
+		fo, fn = deref(fo), deref(fn)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case isPrimitive(ft):
+			if fd := dc.field(f.Name, fo, fn); fd != nil {
+				fields = append(fields, fd)
+			}
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+			fields = append(fields, dc.flatFields(flatten(f.Name, fo), flatten(f.Name, fn))...)
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Interface:
+			if od := dc.flatObject(f.Name, fo, fn); od != nil {
+				objects = append(objects, od)
+			}
+		case ft.Kind() == reflect.Slice && isPrimitive(ft.Elem()):
+			if od := dc.stringSet(f.Name, fo, fn); od != nil {
+				objects = append(objects, od)
+			}
+		case ft.Kind() == reflect.Slice:
+			objects = append(objects, dc.objectSet(singular(f.Name), fo, fn)...)
+		case ft.Kind() == reflect.Map:
+			objects = append(objects, dc.objectMap(singular(f.Name), fo, fn)...)
+		case ft.Kind() == reflect.Struct:
+			if od := dc.object(f.Name, fo, fn); od != nil {
+				objects = append(objects, od)
+			}
+		}
+	}
+	return fields, objects
+}
+
+// object compares two nested structs.
+func (dc differ) object(name string, ov, nv reflect.Value) *ObjectDiff {
+	if !ov.IsValid() && !nv.IsValid() {
+		return nil
+	}
+	fields, objects := dc.structDiff(ov, nv, nil)
+	typ := kind(ov.IsValid(), nv.IsValid(), hasChange(fields, objects))
+	if typ == TypeNone && !reflect.DeepEqual(ov.Interface(), nv.Interface()) {
+		typ = TypeEdited // a change in something the diff does not render
+	}
+	if typ == TypeNone {
+		return nil
+	}
+	return &ObjectDiff{Type: typ, Name: name, Fields: fields, Objects: objects}
+}
+
+// objectSet compares two lists of structs as sets: equal elements are
+// unchanged, the others deleted or added.
+func (dc differ) objectSet(name string, ov, nv reflect.Value) []*ObjectDiff {
+	var out []*ObjectDiff
+	contains := func(list reflect.Value, e reflect.Value) bool {
+		for i := 0; list.IsValid() && i < list.Len(); i++ {
+			if reflect.DeepEqual(list.Index(i).Interface(), e.Interface()) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; ov.IsValid() && i < ov.Len(); i++ {
+		if e := ov.Index(i); !contains(nv, e) {
+			if od := dc.object(name, deref(e), reflect.Value{}); od != nil {
+				out = append(out, od)
+			}
+		}
+	}
+	for i := 0; nv.IsValid() && i < nv.Len(); i++ {
+		if e := nv.Index(i); !contains(ov, e) {
+			if od := dc.object(name, reflect.Value{}, deref(e)); od != nil {
+				out = append(out, od)
+			}
+		}
+	}
+	return out
+}
+
+// objectMap compares two maps of structs or opaque maps, key by key.
+func (dc differ) objectMap(name string, ov, nv reflect.Value) []*ObjectDiff {
+	keys := map[string]bool{}
+	for _, v := range []reflect.Value{ov, nv} {
+		if v.IsValid() {
+			for _, k := range v.MapKeys() {
+				keys[k.String()] = true
+			}
+		}
+	}
+	var out []*ObjectDiff
+	for _, k := range sortedKeys(keys) {
+		get := func(m reflect.Value) reflect.Value {
+			if !m.IsValid() {
+				return reflect.Value{}
+			}
+			return deref(m.MapIndex(reflect.ValueOf(k)))
+		}
+		o, n := get(ov), get(nv)
+		var od *ObjectDiff
+		if (o.IsValid() && o.Kind() == reflect.Map) || (n.IsValid() && n.Kind() == reflect.Map) {
+			od = dc.flatObject(fmt.Sprintf("%s[%s]", name, k), o, n)
+		} else {
+			od = dc.object(fmt.Sprintf("%s[%s]", name, k), o, n)
+		}
+		if od != nil {
+			out = append(out, od)
+		}
+	}
+	return out
+}
+
+// stringSet compares two lists of values as sets (datacenters, tags).
+func (dc differ) stringSet(name string, ov, nv reflect.Value) *ObjectDiff {
+	values := func(v reflect.Value) map[string]bool {
+		m := map[string]bool{}
+		for i := 0; v.IsValid() && i < v.Len(); i++ {
+			m[fmt.Sprint(v.Index(i).Interface())] = true
+		}
+		return m
+	}
+	o, n := values(ov), values(nv)
+	od := &ObjectDiff{Name: name}
+	all := map[string]bool{}
+	for k := range o {
+		all[k] = true
+	}
+	for k := range n {
+		all[k] = true
+	}
+	changes := 0
+	for _, k := range sortedKeys(all) {
+		switch {
+		case o[k] && !n[k]:
+			od.Fields = append(od.Fields, &FieldDiff{Type: TypeDeleted, Name: name, Old: k})
+			changes++
+		case !o[k] && n[k]:
+			od.Fields = append(od.Fields, &FieldDiff{Type: TypeAdded, Name: name, New: k})
+			changes++
+		case dc.contextual:
+			od.Fields = append(od.Fields, &FieldDiff{Type: TypeNone, Name: name, Old: k, New: k})
+		}
+	}
+	if changes == 0 {
+		return nil
+	}
+	od.Type = kind(len(o) > 0, len(n) > 0, true)
+	return od
+}
+
+// flatObject compares two free-form maps (a task's config) flattened into
+// fields such as "args[0]" and "mount[0][type]".
+func (dc differ) flatObject(name string, ov, nv reflect.Value) *ObjectDiff {
+	fields := dc.flatFields(flatten("", ov), flatten("", nv))
+	edited := false
+	for _, f := range fields {
+		edited = edited || f.Type != TypeNone
+	}
+	if !edited {
+		return nil
+	}
+	return &ObjectDiff{Type: kind(isSet(ov), isSet(nv), true), Name: name, Fields: fields}
+}
+
+func isSet(v reflect.Value) bool { return v.IsValid() && !(v.Kind() == reflect.Map && v.Len() == 0) }
+
+// flatFields compares two flattened maps.
+func (dc differ) flatFields(o, n map[string]string) []*FieldDiff {
+	all := map[string]bool{}
+	for k := range o {
+		all[k] = true
+	}
+	for k := range n {
+		all[k] = true
+	}
+	var out []*FieldDiff
+	for _, k := range sortedKeys(all) {
+		ov, oOK := o[k]
+		nv, nOK := n[k]
+		switch {
+		case oOK && !nOK:
+			out = append(out, &FieldDiff{Type: TypeDeleted, Name: k, Old: ov})
+		case !oOK && nOK:
+			out = append(out, &FieldDiff{Type: TypeAdded, Name: k, New: nv})
+		case ov != nv:
+			out = append(out, &FieldDiff{Type: TypeEdited, Name: k, Old: ov, New: nv})
+		case dc.contextual:
+			out = append(out, &FieldDiff{Type: TypeNone, Name: k, Old: ov, New: nv})
+		}
+	}
+	return out
+}
+
+// field compares two primitive values; a missing value (of an added or
+// deleted object) is empty.
+func (dc differ) field(name string, ov, nv reflect.Value) *FieldDiff {
+	os, ns := text(ov), text(nv)
+	switch {
+	case os == ns:
+		if dc.contextual && (ov.IsValid() || nv.IsValid()) {
+			return &FieldDiff{Type: TypeNone, Name: name, Old: os, New: ns}
+		}
+		return nil
+	case os == "":
+		return &FieldDiff{Type: TypeAdded, Name: name, New: ns}
+	case ns == "":
+		return &FieldDiff{Type: TypeDeleted, Name: name, Old: os}
+	}
+	return &FieldDiff{Type: TypeEdited, Name: name, Old: os, New: ns}
+}
+
+// flatten renders a map (or any value) as flat keys: "name[key]",
+// "name[key][0]".
+func flatten(prefix string, v reflect.Value) map[string]string {
+	out := map[string]string{}
+	var walk func(key string, v reflect.Value)
+	walk = func(key string, v reflect.Value) {
+		v = deref(v)
+		if !v.IsValid() {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(fmt.Sprintf("%s[%v]", key, k.Interface()), v.MapIndex(k))
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				walk(fmt.Sprintf("%s[%d]", key, i), v.Index(i))
+			}
+		default:
+			out[key] = text(v)
+		}
+	}
+	if v.IsValid() && deref(v).IsValid() && deref(v).Kind() == reflect.Map {
+		v = deref(v)
+		for _, k := range v.MapKeys() {
+			name := fmt.Sprint(k.Interface())
+			if prefix != "" {
+				name = fmt.Sprintf("%s[%s]", prefix, name)
+			}
+			walk(name, v.MapIndex(k))
+		}
+	}
+	return out
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+func text(v reflect.Value) string {
+	v = deref(v)
+	if !v.IsValid() {
+		return ""
+	}
+	if v.Type() == durationType {
+		return fmt.Sprint(v.Int())
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+func isPrimitive(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// deref follows pointers and interfaces; nil becomes the zero Value.
+func deref(v reflect.Value) reflect.Value {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+		v = v.Elem()
+	}
+	return v
+}
+
+// singular names one element of a list field: Constraints is Constraint,
+// Affinities is Affinity.
+func singular(name string) string {
+	switch {
+	case strings.HasSuffix(name, "ies"):
+		return strings.TrimSuffix(name, "ies") + "y"
+	case strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss"):
+		return strings.TrimSuffix(name, "s")
+	}
+	return name
+}
+
+func names[T any](a, b []T, name func(T) string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range [][]T{a, b} {
+		for _, e := range l {
+			if n := name(e); !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

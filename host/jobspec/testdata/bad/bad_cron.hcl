@@ -1,0 +1,13 @@
+job "nightly" {
+  type = "batch"
+
+  periodic {
+    cron = "61 * * * *"
+  }
+
+  group "run" {
+    task "backup" {
+      driver = "exec"
+    }
+  }
+}

@@ -1,0 +1,8 @@
+job "web" {
+  group "frontend" {
+    count = -1
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

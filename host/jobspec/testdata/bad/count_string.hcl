@@ -1,0 +1,8 @@
+job "web" {
+  group "frontend" {
+    count = "three"
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

@@ -1,0 +1,10 @@
+job "web" {
+  meta {
+    owner = upper("a", "b")
+  }
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

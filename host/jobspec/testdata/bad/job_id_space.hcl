@@ -1,0 +1,7 @@
+job "my web" {
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

@@ -1,0 +1,13 @@
+job "web" {
+  group "frontend" {
+    task "init" {
+      driver = "exec"
+      lifecycle {
+        hook = "before"
+      }
+    }
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

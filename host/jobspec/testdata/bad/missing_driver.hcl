@@ -1,0 +1,9 @@
+job "web" {
+  group "frontend" {
+    task "nginx" {
+      config {
+        image = "nginx"
+      }
+    }
+  }
+}

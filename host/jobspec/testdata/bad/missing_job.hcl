@@ -1,0 +1,3 @@
+variable "image" {
+  default = "nginx"
+}

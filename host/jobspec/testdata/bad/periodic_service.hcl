@@ -1,0 +1,11 @@
+job "web" {
+  periodic {
+    cron = "@daily"
+  }
+
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

@@ -1,0 +1,6 @@
+job "web" {
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+}

@@ -1,0 +1,14 @@
+variable "image" {
+  default = "nginx"
+}
+
+job "web" {
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+      config {
+        image = var.imgae
+      }
+    }
+  }
+}

@@ -1,0 +1,8 @@
+job "web" {
+  colour = "red"
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

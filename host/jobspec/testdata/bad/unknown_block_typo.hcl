@@ -1,0 +1,7 @@
+job "web" {
+  grop "frontend" {
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}

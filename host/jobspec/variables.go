@@ -1,0 +1,385 @@
+package jobspec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Environment variable prefixes that set input variables:
+// NOMAD_VAR_image=nginx sets var.image, as in Nomad; DROVER_VAR_ does the
+// same and wins over NOMAD_VAR_.
+const (
+	NomadVarEnvPrefix  = "NOMAD_VAR_"
+	DroverVarEnvPrefix = "DROVER_VAR_"
+)
+
+// variable is one declared input variable.
+type variable struct {
+	name string
+	// typ is the declared type constraint, or cty.DynamicPseudoType.
+	typ  cty.Type
+	def  cty.Value // cty.NilVal when there is no default
+	val  cty.Value // the value set from outside; cty.NilVal when unset
+	from string    // where val came from, for messages
+	decl hcl.Range
+	// validations are the variable's validation blocks.
+	validations []*validation
+}
+
+type validation struct {
+	condition hcl.Expression
+	message   string
+	decl      hcl.Range
+}
+
+// value returns the variable's value: set from outside, or its default.
+func (v *variable) value() cty.Value {
+	if v.val != cty.NilVal {
+		return v.val
+	}
+	return v.def
+}
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "description"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+var validationSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "error_message", Required: true}},
+}
+
+// declareVariables reads the variable and variables blocks of a file.
+func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	declare := func(name string, rng hcl.Range) *variable {
+		if prev, ok := vars[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate variable",
+				Detail: fmt.Sprintf("Variable %q is already declared at %s.", name, prev.decl), Subject: rng.Ptr()})
+			return nil
+		}
+		if !hclsyntax.ValidIdentifier(name) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable name",
+				Detail:  "A variable name must start with a letter or underscore and may contain only letters, digits, underscores and dashes.",
+				Subject: rng.Ptr()})
+			return nil
+		}
+		v := &variable{name: name, typ: cty.DynamicPseudoType, def: cty.NilVal, val: cty.NilVal, decl: rng}
+		vars[name] = v
+		return v
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "variables":
+			attrs, ds := b.Body.JustAttributes()
+			diags = append(diags, ds...)
+			for _, a := range sortedAttrs(attrs) {
+				if v := declare(a.Name, a.NameRange); v != nil {
+					def, ds := a.Expr.Value(nil)
+					diags = append(diags, ds...)
+					v.def = def
+				}
+			}
+		case "variable":
+			v := declare(b.Labels[0], b.LabelRanges[0])
+			if v == nil {
+				continue
+			}
+			content, ds := b.Body.Content(variableSchema)
+			diags = append(diags, ds...)
+			if a, ok := content.Attributes["type"]; ok {
+				ty, ds := typeexpr.TypeConstraint(a.Expr)
+				diags = append(diags, ds...)
+				if !ds.HasErrors() {
+					v.typ = ty
+				}
+			}
+			if a, ok := content.Attributes["default"]; ok {
+				def, ds := a.Expr.Value(nil)
+				diags = append(diags, ds...)
+				if !ds.HasErrors() {
+					conv, err := convert.Convert(def, v.typ)
+					if err != nil {
+						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid default value for variable",
+							Detail:  fmt.Sprintf("The default value of %q does not match its type: %s.", v.name, errText(err)),
+							Subject: a.Expr.Range().Ptr()})
+					} else {
+						v.def = conv
+					}
+				}
+			}
+			for _, vb := range content.Blocks {
+				vc, ds := vb.Body.Content(validationSchema)
+				diags = append(diags, ds...)
+				if ds.HasErrors() {
+					continue
+				}
+				var msg string
+				if ds := gohclString(vc.Attributes["error_message"], &msg); ds.HasErrors() {
+					diags = append(diags, ds...)
+					continue
+				}
+				diags = append(diags, checkValidationRefs(v.name, vc.Attributes["condition"])...)
+				v.validations = append(v.validations, &validation{condition: vc.Attributes["condition"].Expr,
+					message: msg, decl: vb.DefRange})
+			}
+		}
+	}
+	return diags
+}
+
+// checkValidationRefs requires a validation condition to refer to its own
+// variable and to no other.
+func checkValidationRefs(name string, a *hcl.Attribute) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	self := false
+	for _, t := range a.Expr.Variables() {
+		if t.RootName() != "var" || len(t) < 2 {
+			continue
+		}
+		if ta, ok := t[1].(hcl.TraverseAttr); ok {
+			if ta.Name != name {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference in variable validation",
+					Detail:  fmt.Sprintf("The condition for variable %q can only refer to the variable itself, var.%s.", name, name),
+					Subject: t.SourceRange().Ptr()})
+			} else {
+				self = true
+			}
+		}
+	}
+	if !self {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable validation condition",
+			Detail: fmt.Sprintf("The condition for variable %q must refer to var.%s.", name, name), Subject: a.Expr.Range().Ptr()})
+	}
+	return diags
+}
+
+func gohclString(a *hcl.Attribute, out *string) hcl.Diagnostics {
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return diags
+	}
+	s, err := convert.Convert(v, cty.String)
+	if err != nil || s.IsNull() {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
+			Detail: "A string is required.", Subject: a.Expr.Range().Ptr()})
+	}
+	*out = s.AsString()
+	return diags
+}
+
+// setVariables applies values from the environment, variable files (in
+// order) and -var arguments (in order), each overriding the one before.
+func setVariables(vars map[string]*variable, env []string, files []*hcl.File, args []string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	set := func(v *variable, val cty.Value, from string, rng hcl.Range) {
+		conv, err := convert.Convert(val, v.typ)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+				Detail:  fmt.Sprintf("The value of %q from %s does not match its type: %s.", v.name, from, errText(err)),
+				Subject: rng.Ptr()})
+			return
+		}
+		v.val, v.from = conv, from
+	}
+	for _, prefix := range []string{NomadVarEnvPrefix, DroverVarEnvPrefix} {
+		for _, kv := range env {
+			rest, ok := strings.CutPrefix(kv, prefix)
+			if !ok {
+				continue
+			}
+			name, raw, ok := strings.Cut(rest, "=")
+			v := vars[name]
+			if !ok || v == nil {
+				continue // the environment may hold variables for other jobs
+			}
+			from := fmt.Sprintf("the environment (%s%s)", prefix, name)
+			val, ds := literalValue(raw, v.typ, "<"+prefix+name+">")
+			diags = append(diags, ds...)
+			if !ds.HasErrors() {
+				set(v, val, from, v.decl)
+			}
+		}
+	}
+	for _, f := range files {
+		content, _, _ := f.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}})
+		if len(content.Blocks) > 0 {
+			b := content.Blocks[0]
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Variable declaration in a variable file",
+				Detail: fmt.Sprintf("A variable file assigns values to variables the jobspec declares; write %s = <value> here, and declare the variable in the jobspec.",
+					b.Labels[0]), Subject: b.DefRange.Ptr()})
+			continue
+		}
+		attrs, ds := f.Body.JustAttributes()
+		diags = append(diags, ds...)
+		for _, a := range sortedAttrs(attrs) {
+			v := vars[a.Name]
+			if v == nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undefined variable",
+					Detail:  fmt.Sprintf("The variable file sets %q, which the jobspec does not declare.", a.Name),
+					Subject: a.NameRange.Ptr()})
+				continue
+			}
+			val, ds := a.Expr.Value(nil)
+			diags = append(diags, ds...)
+			if !ds.HasErrors() {
+				set(v, val, a.Expr.Range().Filename, a.Expr.Range())
+			}
+		}
+	}
+	for _, arg := range args {
+		name, raw, ok := strings.Cut(arg, "=")
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -var argument",
+				Detail: fmt.Sprintf("%q is not of the form name=value.", arg)})
+			continue
+		}
+		v := vars[name]
+		if v == nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undefined -var variable",
+				Detail: fmt.Sprintf("-var sets %q, which the jobspec does not declare; declare it with a variable block.", name)})
+			continue
+		}
+		val, ds := literalValue(raw, v.typ, "<-var "+name+">")
+		diags = append(diags, ds...)
+		if !ds.HasErrors() {
+			set(v, val, "-var "+name, v.decl)
+		}
+	}
+	return diags
+}
+
+// literalValue reads a value given as text (-var, environment): as a string
+// for string, number, bool and untyped variables, and as an HCL expression
+// for lists, maps and objects.
+func literalValue(raw string, ty cty.Type, filename string) (cty.Value, hcl.Diagnostics) {
+	if ty == cty.DynamicPseudoType || ty.IsPrimitiveType() {
+		return cty.StringVal(raw), nil
+	}
+	expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.Pos{Line: 1, Column: 1})
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	return expr.Value(nil)
+}
+
+// variableValues returns the var object, checking that every variable has
+// a value and passes its validations.
+func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	vals := make(map[string]cty.Value, len(vars))
+	for _, name := range sortedNames(vars) {
+		v := vars[name]
+		val := v.value()
+		if val == cty.NilVal {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Unset variable %q", name),
+				Detail:  "The variable has no default; set it with -var, -var-file or " + NomadVarEnvPrefix + name + ".",
+				Subject: v.decl.Ptr()})
+			vals[name] = cty.DynamicVal
+			continue
+		}
+		vals[name] = val
+	}
+	obj := cty.ObjectVal(vals)
+	for _, name := range sortedNames(vars) {
+		v := vars[name]
+		if !vals[name].IsKnown() {
+			continue
+		}
+		ctx := funcsCtx.NewChild()
+		ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{name: vals[name]})}
+		for _, vd := range v.validations {
+			res, ds := vd.condition.Value(ctx)
+			diags = append(diags, ds...)
+			if ds.HasErrors() {
+				continue
+			}
+			if res.IsNull() || res.Type() != cty.Bool {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable validation result",
+					Detail: "A validation condition must be true or false.", Subject: vd.condition.Range().Ptr()})
+				continue
+			}
+			if res.False() {
+				from := "its default"
+				if v.val != cty.NilVal {
+					from = v.from
+				}
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Invalid value for variable %q", name),
+					Detail:  fmt.Sprintf("%s\n\nThe value from %s fails the validation at %s.", vd.message, from, vd.decl),
+					Subject: v.decl.Ptr()})
+			}
+		}
+	}
+	return obj, diags
+}
+
+// evalLocals evaluates the locals blocks' attributes; a local may refer to
+// variables and to other locals, in any order.
+func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext, rt *runtimeVars) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	var pending []*hcl.Attribute
+	seen := map[string]*hcl.Attribute{}
+	for _, b := range blocks {
+		attrs, ds := b.Body.JustAttributes()
+		diags = append(diags, ds...)
+		for _, a := range sortedAttrs(attrs) {
+			if prev, ok := seen[a.Name]; ok {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate local value",
+					Detail: fmt.Sprintf("Local %q is already defined at %s.", a.Name, prev.NameRange), Subject: a.NameRange.Ptr()})
+				continue
+			}
+			seen[a.Name] = a
+			pending = append(pending, a)
+		}
+	}
+	vals := map[string]cty.Value{}
+	for len(pending) > 0 {
+		ctx.Variables["local"] = cty.ObjectVal(vals)
+		var next []*hcl.Attribute
+		var lastDiags hcl.Diagnostics
+		for _, a := range pending {
+			rt.add(a.Expr)
+			v, ds := a.Expr.Value(ctx)
+			if ds.HasErrors() {
+				next = append(next, a)
+				lastDiags = append(lastDiags, ds...)
+				continue
+			}
+			vals[a.Name] = v
+		}
+		if len(next) == len(pending) {
+			// No progress: the errors are real (or the locals refer to each
+			// other in a cycle).
+			diags = append(diags, lastDiags...)
+			break
+		}
+		pending = next
+	}
+	ctx.Variables["local"] = cty.ObjectVal(vals)
+	return ctx.Variables["local"], diags
+}
+
+func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
+	out := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
+	return out
+}
+
+func sortedNames(vars map[string]*variable) []string {
+	names := make([]string, 0, len(vars))
+	for n := range vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/jobspec"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// ErrConflict is returned by writes whose check-and-set index does not
+// match the current state.
+var ErrConflict = errors.New("server: conflicting index")
+
+// RegisterOptions are the options of a job registration, as Nomad's API
+// has them.
+type RegisterOptions struct {
+	// EnforceIndex registers only if the job's current JobModifyIndex is
+	// JobModifyIndex (0: only if the job does not exist).
+	EnforceIndex   bool
+	JobModifyIndex uint64
+	// PreserveCounts keeps the counts of groups the job already has.
+	PreserveCounts bool
+	// EvalPriority overrides the job's priority for the registration's eval
+	// (1 to 100; 0: the job's priority).
+	EvalPriority int
+}
+
+// RegisterJobOpts registers a job (or a new version of it) with options
+// and, unless it is a periodic or parameterized template, creates its
+// job-register eval.
+func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID string, index uint64, err error) {
+	jobspec.Canonicalize(job)
+	if err := checkEvalPriority(opts.EvalPriority); err != nil {
+		return "", 0, err
+	}
+	snap := s.store.Snapshot()
+	cur := snap.Job(job.Namespace, job.ID)
+	if opts.EnforceIndex {
+		var have uint64
+		if cur != nil {
+			have = cur.JobModifyIndex
+		}
+		if have != opts.JobModifyIndex {
+			return "", 0, fmt.Errorf("%w: enforcing job modify index %d: job %q exists with job modify index %d",
+				ErrConflict, opts.JobModifyIndex, job.ID, have)
+		}
+	}
+	if opts.PreserveCounts && cur != nil {
+		for _, tg := range job.TaskGroups {
+			if old := cur.LookupTaskGroup(tg.Name); old != nil {
+				tg.Count = old.Count
+			}
+		}
+	}
+	if err := s.ValidateJob(job); err != nil {
+		return "", 0, err
+	}
+	if snap.SchedulerConfig().RejectJobRegistration {
+		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
+	}
+	job.SubmitTime = s.now().UnixNano()
+	req := &fsm.JobRegisterRequest{Job: job}
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		req.Eval = s.newEval(job, sdk.EvalTriggerJobRegister)
+		if opts.EvalPriority > 0 {
+			req.Eval.Priority = opts.EvalPriority
+		}
+		evalID = req.Eval.ID
+	}
+	index, err = s.Apply(fsm.JobRegisterRequestType, req)
+	return evalID, index, err
+}
+
+// ValidateJob canonicalizes a job and checks it as registration does:
+// Validate, and a scheduler plugin that would run it.
+func (s *Server) ValidateJob(job *sdk.Job) error {
+	jobspec.Canonicalize(job)
+	if err := jobspec.Validate(job); err != nil {
+		return badRequest(err)
+	}
+	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
+		return badRequest(err)
+	}
+	if job.IsPeriodic() {
+		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
+			return badRequest(err)
+		}
+	}
+	return nil
+}
+
+func checkEvalPriority(p int) error {
+	if p != 0 && (p < sdk.JobMinPriority || p > sdk.JobMaxPriority) {
+		return badRequest(fmt.Errorf("eval priority must be between %d and %d, not %d", sdk.JobMinPriority, sdk.JobMaxPriority, p))
+	}
+	return nil
+}
+
+// DeregisterOptions are the options of a job deregistration.
+type DeregisterOptions struct {
+	// Purge removes the job from the state instead of stopping it.
+	Purge bool
+	// EvalPriority overrides the job's priority for the eval (0: the job's).
+	EvalPriority int
+}
+
+// DeregisterJobOpts stops (or purges) a job and evaluates it.
+func (s *Server) DeregisterJobOpts(namespace, id string, opts DeregisterOptions) (evalID string, index uint64, err error) {
+	if err := checkEvalPriority(opts.EvalPriority); err != nil {
+		return "", 0, err
+	}
+	job := s.store.Snapshot().Job(namespace, id)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: opts.Purge}
+	if !job.IsPeriodic() && !job.IsParameterized() {
+		req.Eval = s.newEval(job, sdk.EvalTriggerJobDeregister)
+		if opts.EvalPriority > 0 {
+			req.Eval.Priority = opts.EvalPriority
+		}
+		evalID = req.Eval.ID
+	}
+	index, err = s.Apply(fsm.JobDeregisterRequestType, req)
+	return evalID, index, err
+}
+
+// EvaluateOptions are the options of a forced evaluation.
+type EvaluateOptions struct {
+	// ForceReschedule reschedules the job's failed allocations now, even
+	// those whose reschedule policy is exhausted or delayed.
+	ForceReschedule bool
+}
+
+// EvaluateJobOpts forces a new evaluation of a job.
+func (s *Server) EvaluateJobOpts(namespace, id string, opts EvaluateOptions) (string, uint64, error) {
+	snap := s.store.Snapshot()
+	job := snap.Job(namespace, id)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		return "", 0, badRequest(errors.New("periodic and parameterized jobs cannot be evaluated"))
+	}
+	e := s.newEval(job, sdk.EvalTriggerJobRegister)
+	e.JobModifyIndex = job.JobModifyIndex
+	if !opts.ForceReschedule {
+		index, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{e}})
+		return e.ID, index, err
+	}
+	yes := true
+	req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}, Evals: []*sdk.Evaluation{e}}
+	for _, a := range snap.AllocsByJob(namespace, id) {
+		if a.ClientStatus == sdk.AllocClientStatusFailed && a.NextAllocation == "" && !a.DesiredTransition.ShouldForceReschedule() {
+			req.Allocs[a.ID] = &sdk.DesiredTransition{ForceReschedule: &yes}
+		}
+	}
+	index, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
+	return e.ID, index, err
+}
+
+// SetSchedulerConfigCAS replaces the scheduler configuration if its
+// ModifyIndex is still cas; it reports whether it did.
+func (s *Server) SetSchedulerConfigCAS(c *sdk.SchedulerConfiguration, cas uint64) (bool, uint64, error) {
+	if cur := s.store.Snapshot().SchedulerConfig(); cur.ModifyIndex != cas {
+		return false, s.store.LatestIndex(), nil
+	}
+	index, err := s.SetSchedulerConfig(c)
+	return err == nil, index, err
+}
+
+// JobSummary counts a job's allocations per group and client status, and
+// the allocations its latest evaluation could not place.
+func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
+	sum := &Summary{JobID: job.ID, Namespace: job.Namespace, Summary: map[string]*TaskGroupSummary{},
+		CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex}
+	for _, tg := range job.TaskGroups {
+		sum.Summary[tg.Name] = &TaskGroupSummary{}
+	}
+	for _, a := range snap.AllocsByJob(job.Namespace, job.ID) {
+		g := sum.Summary[a.TaskGroup]
+		if g == nil {
+			continue // a group the job no longer has
+		}
+		sum.ModifyIndex = max(sum.ModifyIndex, a.ModifyIndex)
+		switch a.ClientStatus {
+		case sdk.AllocClientStatusPending:
+			if a.DesiredStatus == sdk.AllocDesiredStatusRun {
+				g.Starting++
+			}
+		case sdk.AllocClientStatusRunning:
+			g.Running++
+		case sdk.AllocClientStatusComplete:
+			g.Complete++
+		case sdk.AllocClientStatusFailed:
+			g.Failed++
+		case sdk.AllocClientStatusLost:
+			g.Lost++
+		case sdk.AllocClientStatusUnknown:
+			g.Unknown++
+		}
+	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		sum.Children = &ChildrenSummary{}
+		for _, child := range snap.Jobs(job.Namespace) {
+			if child.ParentID != job.ID {
+				continue
+			}
+			switch child.Status {
+			case sdk.JobStatusRunning:
+				sum.Children.Running++
+			case sdk.JobStatusDead:
+				sum.Children.Dead++
+			default:
+				sum.Children.Pending++
+			}
+		}
+	}
+	var latest *sdk.Evaluation
+	for _, e := range snap.EvalsByJob(job.Namespace, job.ID) {
+		if e.QueuedAllocations != nil && (latest == nil || e.ModifyIndex > latest.ModifyIndex) {
+			latest = e
+		}
+	}
+	if latest != nil && !job.Stop {
+		for name, n := range latest.QueuedAllocations {
+			if g := sum.Summary[name]; g != nil {
+				g.Queued = n
+			}
+		}
+		sum.ModifyIndex = max(sum.ModifyIndex, latest.ModifyIndex)
+	}
+	return sum
+}
+
+// Summary is Nomad's job summary: allocations per group and status.
+type Summary struct {
+	JobID       string
+	Namespace   string
+	Summary     map[string]*TaskGroupSummary
+	Children    *ChildrenSummary
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// TaskGroupSummary counts one group's allocations by client status; Queued
+// counts those not yet placed.
+type TaskGroupSummary struct {
+	Queued   int
+	Complete int
+	Failed   int
+	Running  int
+	Starting int
+	Lost     int
+	Unknown  int
+}
+
+// ChildrenSummary counts the children of a periodic or parameterized job
+// by status.
+type ChildrenSummary struct {
+	Pending int64
+	Running int64
+	Dead    int64
+}

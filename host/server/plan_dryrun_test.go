@@ -1,0 +1,149 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// oneInstance is a server whose schedulers run one plugin instance each, so
+// a plan and the evals after it share that instance's state mirror.
+func oneInstance(t *testing.T, nodes int, cpu int64) *server.Server {
+	t.Helper()
+	s := servertest.New(t, servertest.NativeBuiltins(t, 1), func(c *server.Config) { c.NumWorkers = 1 })
+	for i := 0; i < nodes; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, cpu, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestPlanJob_NewJobPreviewsPlacementsAndCommitsNothing(t *testing.T) {
+	s := oneInstance(t, 2, 4000)
+	before := s.Store().LatestIndex()
+	res, err := s.PlanJob(context.Background(), servertest.Job("web", "service", 3, 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Annotations.DesiredTGUpdates["g"]; u == nil || u.Place != 3 || u.Stop != 0 {
+		t.Fatalf("annotations = %+v", res.Annotations.DesiredTGUpdates["g"])
+	}
+	if res.Plan == nil || len(res.FailedTGAllocs) != 0 || res.Current != nil || res.JobModifyIndex != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	snap := s.Store().Snapshot()
+	if snap.Job("default", "web") != nil || len(snap.AllocsByJob("default", "web")) != 0 || len(snap.EvalsByJob("default", "web")) != 0 {
+		t.Fatal("a plan wrote to the state")
+	}
+	if s.Store().LatestIndex() != before {
+		t.Fatalf("the state index moved from %d to %d", before, s.Store().LatestIndex())
+	}
+}
+
+func TestPlanJob_ReportsWhatCannotBePlaced(t *testing.T) {
+	s := oneInstance(t, 1, 1000)
+	res, err := s.PlanJob(context.Background(), servertest.Job("big", "service", 2, 800, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.FailedTGAllocs["g"]; m == nil || m.DimensionExhausted["cpu"] == 0 {
+		t.Fatalf("failures = %+v", res.FailedTGAllocs)
+	}
+	if len(res.CreatedEvals) != 1 || res.CreatedEvals[0].Status != sdk.EvalStatusBlocked {
+		t.Fatalf("created evals = %+v", res.CreatedEvals)
+	}
+	if got := s.Store().Snapshot().EvalsByJob("default", "big"); len(got) != 0 {
+		t.Fatalf("the blocked eval was committed: %+v", got)
+	}
+}
+
+// TestPlanJob_LeavesTheMirrorHonest checks that the hypothetical job a
+// plan shows the plugin does not outlive the plan: the next eval of the
+// same job, which changes nothing about it, must see the registered job.
+func TestPlanJob_LeavesTheMirrorHonest(t *testing.T) {
+	s := oneInstance(t, 3, 4000)
+	evalID, _, err := s.RegisterJob(servertest.Job("web", "service", 2, 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	res, err := s.PlanJob(context.Background(), servertest.Job("web", "service", 5, 500, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Annotations.DesiredTGUpdates["g"]; u.Place != 3 || u.Ignore+u.InPlaceUpdate != 2 {
+		t.Fatalf("plan of a scale-up: %+v", u)
+	}
+	if res.JobModifyIndex == 0 || res.Job.Version != 1 {
+		t.Fatalf("plan: job modify index %d, version %d", res.JobModifyIndex, res.Job.Version)
+	}
+	evalID, _, err = s.EvaluateJob("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if n := len(s.Store().Snapshot().AllocsByJob("default", "web")); n != 2 {
+		t.Fatalf("after a plan for 5 and a re-evaluation of the registered job (2), %d allocations", n)
+	}
+}
+
+func TestPlanJob_RejectsInvalidJobs(t *testing.T) {
+	s := oneInstance(t, 1, 4000)
+	job := servertest.Job("web", "service", -1, 500, 256)
+	if _, err := s.PlanJob(context.Background(), job); err == nil {
+		t.Fatal("planned an invalid job")
+	}
+	job = servertest.Job("web", "service", 1, 500, 256)
+	job.Scheduler = "nope"
+	if _, err := s.PlanJob(context.Background(), job); err == nil {
+		t.Fatal("planned a job for a scheduler that is not registered")
+	}
+}
+
+func TestRegisterJobOpts(t *testing.T) {
+	s := oneInstance(t, 2, 4000)
+	first, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 2, 500, 256), server.RegisterOptions{EvalPriority: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Store().Snapshot().Eval(first); e.Priority != 90 {
+		t.Fatalf("eval priority %d, want 90", e.Priority)
+	}
+	servertest.WaitForEval(t, s, first)
+	jmi := s.Store().Snapshot().Job("default", "web").JobModifyIndex
+	if _, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 3, 500, 256),
+		server.RegisterOptions{EnforceIndex: true, JobModifyIndex: jmi + 1}); err == nil {
+		t.Fatal("registered with a stale check-and-set index")
+	}
+	evalID, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 4, 600, 256),
+		server.RegisterOptions{EnforceIndex: true, JobModifyIndex: jmi, PreserveCounts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if job := s.Store().Snapshot().Job("default", "web"); job.TaskGroups[0].Count != 2 || job.Version != 1 {
+		t.Fatalf("preserve counts: count %d, version %d", job.TaskGroups[0].Count, job.Version)
+	}
+	if _, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 1, 500, 256), server.RegisterOptions{EvalPriority: 500}); err == nil {
+		t.Fatal("accepted an eval priority of 500")
+	}
+}
+
+func TestJobSummary_CountsByStatus(t *testing.T) {
+	s := oneInstance(t, 1, 1000)
+	evalID, _, err := s.RegisterJob(servertest.Job("web", "service", 3, 400, 256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	snap := s.Store().Snapshot()
+	sum := server.JobSummary(snap, snap.Job("default", "web"))
+	g := sum.Summary["g"]
+	if g.Starting+g.Running != 2 || g.Queued != 1 {
+		t.Fatalf("summary = %+v", g)
+	}
+}
