@@ -36,7 +36,7 @@ func New(t testing.TB) *Harness {
 func (h *Harness) State() sdk.State {
 	h.t.Helper()
 	m := mirror.New()
-	if err := m.Apply(h.FullSync()); err != nil {
+	if err := m.Apply(h.FullSync(false)); err != nil {
 		h.t.Fatalf("schedtest: mirror: %v", err)
 	}
 	return m
