@@ -77,7 +77,7 @@ func TestSpread(t *testing.T) {
 			SpreadTarget: []*sdk.SpreadTarget{{Value: "r1", Percent: 70}}}}}
 		s := NewSpread(nil, nil, tg)
 		s.Add(rack("r1"), 6)
-		r1, _ := s.Score(rack("r1"))     // deficit 1
+		r1, _ := s.Score(rack("r1"))    // deficit 1
 		other, _ := s.Score(rack("r9")) // "*" has 3 to go: clamped to 1
 		s.Add(rack("r1"), 1)
 		full, _ := s.Score(rack("r1"))
