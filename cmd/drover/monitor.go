@@ -89,15 +89,17 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 		return "", m.errorf("reading the evaluation's allocations: %v", err)
 	}
 	sort.Slice(allocs, func(i, k int) bool { return allocs[i].Name < allocs[k].Name })
-	placed := 0
+	placed, updated := 0, 0
 	for _, a := range allocs {
 		if a.DesiredStatus != sdk.AllocDesiredStatusRun {
 			continue
 		}
-		placed++
 		verb := "created"
 		if a.CreateIndex < e.CreateIndex {
 			verb = "modified" // an in-place update of an older allocation
+			updated++
+		} else {
+			placed++
 		}
 		m.say(m.clock(), "Allocation %q %s: node %q, group %q", shortID(a.ID), verb, shortID(a.NodeID), a.TaskGroup)
 	}
@@ -105,8 +107,12 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 	for _, n := range e.QueuedAllocations {
 		queued += n
 	}
-	m.ui.Output(fmt.Sprintf("==> %s: Evaluation %q finished with status %q: %d placed, %d queued",
-		m.clock().Format(time.RFC3339), shortID(e.ID), e.Status, placed, queued))
+	summary := fmt.Sprintf("%d placed, %d queued", placed, queued)
+	if updated > 0 {
+		summary += fmt.Sprintf(", %d updated in place", updated)
+	}
+	m.ui.Output(fmt.Sprintf("==> %s: Evaluation %q finished with status %q: %s",
+		m.clock().Format(time.RFC3339), shortID(e.ID), e.Status, summary))
 	code := exitOK
 	if len(e.FailedTGAllocs) > 0 {
 		code = exitPlacement
