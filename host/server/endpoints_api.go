@@ -23,6 +23,8 @@ type RegisterOptions struct {
 	JobModifyIndex uint64
 	// PreserveCounts keeps the counts of groups the job already has.
 	PreserveCounts bool
+	// PreserveResources keeps the resources of tasks the job already has.
+	PreserveResources bool
 	// EvalPriority overrides the job's priority for the registration's eval
 	// (1 to 100; 0: the job's priority).
 	EvalPriority int
@@ -48,10 +50,20 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 				ErrConflict, opts.JobModifyIndex, job.ID, have)
 		}
 	}
-	if opts.PreserveCounts && cur != nil {
+	if cur != nil && (opts.PreserveCounts || opts.PreserveResources) {
 		for _, tg := range job.TaskGroups {
-			if old := cur.LookupTaskGroup(tg.Name); old != nil {
+			old := cur.LookupTaskGroup(tg.Name)
+			if old == nil {
+				continue
+			}
+			if opts.PreserveCounts {
 				tg.Count = old.Count
+			}
+			for _, t := range tg.Tasks {
+				if ot := old.LookupTask(t.Name); opts.PreserveResources && ot != nil && ot.Resources != nil {
+					r := *ot.Resources
+					t.Resources = &r
+				}
 			}
 		}
 	}
