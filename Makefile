@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 ADDR    ?= 127.0.0.1:4646
 
-.PHONY: all build drover plugins test run clean
+.PHONY: all build drover plugins goplugins test run clean
 
 all: build
 
@@ -21,6 +21,14 @@ plugins: $(PLUGINS:%=$(BIN)/plugins/%.wasm)
 $(BIN)/plugins/%.wasm: FORCE
 	@mkdir -p $(BIN)/plugins
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $@ ./plugins/$*
+
+# The same plugins as native go-plugin executables (drover bench scheduler
+# -runtime goplugin looks for them in bin/goplugins).
+goplugins: $(PLUGINS:%=$(BIN)/goplugins/%)
+
+$(BIN)/goplugins/%: FORCE
+	@mkdir -p $(BIN)/goplugins
+	$(GO) build -o $@ ./plugins/$*
 
 FORCE:
 

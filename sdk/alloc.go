@@ -1,48 +1,50 @@
 package sdk
 
 import (
+	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 )
 
 // Allocation places one instance of a task group on a node.
 type Allocation struct {
-	ID        string
-	Namespace string
-	EvalID    string
-	Name      string
-	NodeID    string
-	NodeName  string
-	JobID     string
+	ID        string `msg:",omitempty"`
+	Namespace string `msg:",omitempty"`
+	EvalID    string `msg:",omitempty"`
+	Name      string `msg:",omitempty"`
+	NodeID    string `msg:",omitempty"`
+	NodeName  string `msg:",omitempty"`
+	JobID     string `msg:",omitempty"`
 	// Job is the job version the allocation runs. On the plugin wire it is
 	// left out and restored from JobVersion.
-	Job *Job
+	Job *Job `msg:",omitempty"`
 	// JobVersion is Job.Version, kept beside Job so that allocations can be
 	// sent without their job.
-	JobVersion           uint64
-	TaskGroup            string
-	AllocatedResources   *AllocatedResources
-	Metrics              *AllocMetric
-	DesiredStatus        string
-	DesiredDescription   string
+	JobVersion           uint64              `msg:",omitempty"`
+	TaskGroup            string              `msg:",omitempty"`
+	AllocatedResources   *AllocatedResources `msg:",omitempty"`
+	Metrics              *AllocMetric        `msg:",omitempty"`
+	DesiredStatus        string              `msg:",omitempty"`
+	DesiredDescription   string              `msg:",omitempty"`
 	DesiredTransition    DesiredTransition
-	ClientStatus         string
-	ClientDescription    string
-	TaskStates           map[string]Opaque
-	DeploymentID         string
-	DeploymentStatus     *AllocDeploymentStatus
-	FollowupEvalID       string
-	PreviousAllocation   string
-	NextAllocation       string
-	RescheduleTracker    *RescheduleTracker
-	PreemptedAllocations []string
+	ClientStatus         string                 `msg:",omitempty"`
+	ClientDescription    string                 `msg:",omitempty"`
+	TaskStates           map[string]Opaque      `msg:",omitempty"`
+	DeploymentID         string                 `msg:",omitempty"`
+	DeploymentStatus     *AllocDeploymentStatus `msg:",omitempty"`
+	FollowupEvalID       string                 `msg:",omitempty"`
+	PreviousAllocation   string                 `msg:",omitempty"`
+	NextAllocation       string                 `msg:",omitempty"`
+	RescheduleTracker    *RescheduleTracker     `msg:",omitempty"`
+	PreemptedAllocations []string               `msg:",omitempty"`
 	// PreemptedByAllocation is set on allocations evicted to make room.
-	PreemptedByAllocation string
-	CreateIndex           uint64
-	ModifyIndex           uint64
-	AllocModifyIndex      uint64
-	CreateTime            int64
-	ModifyTime            int64
+	PreemptedByAllocation string `msg:",omitempty"`
+	CreateIndex           uint64 `msg:",omitempty"`
+	ModifyIndex           uint64 `msg:",omitempty"`
+	AllocModifyIndex      uint64 `msg:",omitempty"`
+	CreateTime            int64  `msg:",omitempty"`
+	ModifyTime            int64  `msg:",omitempty"`
 }
 
 // TerminalStatus reports whether the allocation no longer holds resources:
@@ -95,10 +97,10 @@ func AllocName(job, group string, idx int) string {
 
 // DesiredTransition is what the server asks of a running allocation.
 type DesiredTransition struct {
-	Migrate         *bool
-	Reschedule      *bool
-	ForceReschedule *bool
-	NoShutdownDelay *bool
+	Migrate         *bool `msg:",omitempty"`
+	Reschedule      *bool `msg:",omitempty"`
+	ForceReschedule *bool `msg:",omitempty"`
+	NoShutdownDelay *bool `msg:",omitempty"`
 }
 
 // ShouldMigrate reports whether the allocation is marked to migrate.
@@ -111,10 +113,10 @@ func (d DesiredTransition) ShouldForceReschedule() bool {
 
 // AllocDeploymentStatus is an allocation's health within a deployment.
 type AllocDeploymentStatus struct {
-	Healthy     *bool
-	Timestamp   time.Time
-	Canary      bool
-	ModifyIndex uint64
+	Healthy     *bool     `msg:",omitempty"`
+	Timestamp   time.Time `msg:",omitempty"`
+	Canary      bool      `msg:",omitempty"`
+	ModifyIndex uint64    `msg:",omitempty"`
 }
 
 // IsHealthy reports whether the allocation was marked healthy.
@@ -127,8 +129,8 @@ func (s *AllocDeploymentStatus) IsUnhealthy() bool {
 
 // RescheduleTracker records an allocation's reschedule history.
 type RescheduleTracker struct {
-	Events         []*RescheduleEvent
-	LastReschedule string
+	Events         []*RescheduleEvent `msg:",omitempty"`
+	LastReschedule string             `msg:",omitempty"`
 }
 
 // RescheduleEvent is one reschedule.
@@ -141,29 +143,81 @@ type RescheduleEvent struct {
 
 // AllocMetric explains a placement decision, as Nomad reports it.
 type AllocMetric struct {
-	NodesEvaluated     int
-	NodesFiltered      int
-	NodesInPool        int
-	NodePool           string
-	NodesAvailable     map[string]int
-	ClassFiltered      map[string]int
-	ConstraintFiltered map[string]int
-	NodesExhausted     int
-	ClassExhausted     map[string]int
-	DimensionExhausted map[string]int
-	QuotaExhausted     []string
-	ResourcesExhausted map[string]*Resources
-	Scores             map[string]float64
-	ScoreMetaData      []*NodeScoreMeta
-	AllocationTime     time.Duration
-	CoalescedFailures  int
+	NodesEvaluated     int                   `msg:",omitempty"`
+	NodesFiltered      int                   `msg:",omitempty"`
+	NodesInPool        int                   `msg:",omitempty"`
+	NodePool           string                `msg:",omitempty"`
+	NodesAvailable     map[string]int        `msg:",omitempty"`
+	ClassFiltered      map[string]int        `msg:",omitempty"`
+	ConstraintFiltered map[string]int        `msg:",omitempty"`
+	NodesExhausted     int                   `msg:",omitempty"`
+	ClassExhausted     map[string]int        `msg:",omitempty"`
+	DimensionExhausted map[string]int        `msg:",omitempty"`
+	QuotaExhausted     []string              `msg:",omitempty"`
+	ResourcesExhausted map[string]*Resources `msg:",omitempty"`
+	Scores             map[string]float64    `msg:",omitempty"`
+	ScoreMetaData      []*NodeScoreMeta      `msg:",omitempty"`
+	AllocationTime     time.Duration         `msg:",omitempty"`
+	CoalescedFailures  int                   `msg:",omitempty"`
 }
 
 // NodeScoreMeta is the score of one of the top nodes.
 type NodeScoreMeta struct {
-	NodeID    string
-	Scores    map[string]float64
-	NormScore float64
+	NodeID    string     `msg:",omitempty"`
+	Scores    NodeScores `msg:",omitempty"`
+	NormScore float64    `msg:",omitempty"`
+}
+
+// NodeScores are the scores a node got, one per scorer. In JSON they are
+// an object from scorer name to score, as Nomad reports them; on the
+// plugin wire and in memory a short list, which costs a fraction of a map
+// to build and encode for each of the top nodes of every placement.
+type NodeScores []NodeScore
+
+// NodeScore is one scorer's score.
+type NodeScore struct {
+	Name  string
+	Score float64
+}
+
+//msgp:tuple NodeScore
+
+// Get returns the named scorer's score.
+func (s NodeScores) Get(name string) (float64, bool) {
+	for _, e := range s {
+		if e.Name == name {
+			return e.Score, true
+		}
+	}
+	return 0, false
+}
+
+// MarshalJSON encodes the scores as an object, scorer name to score.
+func (s NodeScores) MarshalJSON() ([]byte, error) {
+	m := make(map[string]float64, len(s))
+	for _, e := range s {
+		m[e.Name] = e.Score
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON decodes an object of scores, in name order.
+func (s *NodeScores) UnmarshalJSON(b []byte) error {
+	var m map[string]float64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make(NodeScores, 0, len(m))
+	for _, k := range names {
+		out = append(out, NodeScore{Name: k, Score: m[k]})
+	}
+	*s = out
+	return nil
 }
 
 // FilterNode records that node was filtered out by the named check.

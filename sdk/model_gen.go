@@ -10,7 +10,7 @@ import (
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Affinity) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "LTarget"
 	o = append(o, 0x84, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
@@ -89,24 +89,57 @@ func (z *Affinity) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocDeploymentStatus) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "Healthy"
-	o = append(o, 0x84, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	if z.Healthy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.Healthy)
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Timestamp"
-	o = append(o, 0xa9, 0x54, 0x69, 0x6d, 0x65, 0x73, 0x74, 0x61, 0x6d, 0x70)
-	o = msgp.AppendTime(o, z.Timestamp)
-	// string "Canary"
-	o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
-	o = msgp.AppendBool(o, z.Canary)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
+	if z.Timestamp == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Canary == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Healthy"
+			o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
+			if z.Healthy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Healthy)
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Timestamp"
+			o = append(o, 0xa9, 0x54, 0x69, 0x6d, 0x65, 0x73, 0x74, 0x61, 0x6d, 0x70)
+			o = msgp.AppendTime(o, z.Timestamp)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Canary"
+			o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
+			o = msgp.AppendBool(o, z.Canary)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+	}
 	return
 }
 
@@ -120,6 +153,8 @@ func (z *AllocDeploymentStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -145,30 +180,49 @@ func (z *AllocDeploymentStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "Timestamp":
 			z.Timestamp, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Timestamp")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Canary":
 			z.Canary, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Canary")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Healthy = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Timestamp = (time.Time{})
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Canary = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ModifyIndex = 0
 		}
 	}
 	o = bts
@@ -189,106 +243,211 @@ func (z *AllocDeploymentStatus) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocMetric) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 16
-	// string "NodesEvaluated"
-	o = append(o, 0xde, 0x0, 0x10, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x45, 0x76, 0x61, 0x6c, 0x75, 0x61, 0x74, 0x65, 0x64)
-	o = msgp.AppendInt(o, z.NodesEvaluated)
-	// string "NodesFiltered"
-	o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
-	o = msgp.AppendInt(o, z.NodesFiltered)
-	// string "NodesInPool"
-	o = append(o, 0xab, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x49, 0x6e, 0x50, 0x6f, 0x6f, 0x6c)
-	o = msgp.AppendInt(o, z.NodesInPool)
-	// string "NodePool"
-	o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
-	o = msgp.AppendString(o, z.NodePool)
-	// string "NodesAvailable"
-	o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x41, 0x76, 0x61, 0x69, 0x6c, 0x61, 0x62, 0x6c, 0x65)
-	o = msgp.AppendMapHeader(o, uint32(len(z.NodesAvailable)))
-	for za0001, za0002 := range z.NodesAvailable {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendInt(o, za0002)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
+	_ = zb0001Mask
+	if z.NodesEvaluated == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "ClassFiltered"
-	o = append(o, 0xad, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.ClassFiltered)))
-	for za0003, za0004 := range z.ClassFiltered {
-		o = msgp.AppendString(o, za0003)
-		o = msgp.AppendInt(o, za0004)
+	if z.NodesFiltered == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "ConstraintFiltered"
-	o = append(o, 0xb2, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.ConstraintFiltered)))
-	for za0005, za0006 := range z.ConstraintFiltered {
-		o = msgp.AppendString(o, za0005)
-		o = msgp.AppendInt(o, za0006)
+	if z.NodesInPool == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "NodesExhausted"
-	o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
-	o = msgp.AppendInt(o, z.NodesExhausted)
-	// string "ClassExhausted"
-	o = append(o, 0xae, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.ClassExhausted)))
-	for za0007, za0008 := range z.ClassExhausted {
-		o = msgp.AppendString(o, za0007)
-		o = msgp.AppendInt(o, za0008)
+	if z.NodePool == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "DimensionExhausted"
-	o = append(o, 0xb2, 0x44, 0x69, 0x6d, 0x65, 0x6e, 0x73, 0x69, 0x6f, 0x6e, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.DimensionExhausted)))
-	for za0009, za0010 := range z.DimensionExhausted {
-		o = msgp.AppendString(o, za0009)
-		o = msgp.AppendInt(o, za0010)
+	if z.NodesAvailable == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "QuotaExhausted"
-	o = append(o, 0xae, 0x51, 0x75, 0x6f, 0x74, 0x61, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.QuotaExhausted)))
-	for za0011 := range z.QuotaExhausted {
-		o = msgp.AppendString(o, z.QuotaExhausted[za0011])
+	if z.ClassFiltered == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "ResourcesExhausted"
-	o = append(o, 0xb2, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.ResourcesExhausted)))
-	for za0012, za0013 := range z.ResourcesExhausted {
-		o = msgp.AppendString(o, za0012)
-		if za0013 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0013.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "ResourcesExhausted", za0012)
-				return
+	if z.ConstraintFiltered == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.NodesExhausted == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.ClassExhausted == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.DimensionExhausted == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.QuotaExhausted == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.ResourcesExhausted == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.Scores == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.ScoreMetaData == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.AllocationTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.CoalescedFailures == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "NodesEvaluated"
+			o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x45, 0x76, 0x61, 0x6c, 0x75, 0x61, 0x74, 0x65, 0x64)
+			o = msgp.AppendInt(o, z.NodesEvaluated)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "NodesFiltered"
+			o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
+			o = msgp.AppendInt(o, z.NodesFiltered)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "NodesInPool"
+			o = append(o, 0xab, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x49, 0x6e, 0x50, 0x6f, 0x6f, 0x6c)
+			o = msgp.AppendInt(o, z.NodesInPool)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "NodePool"
+			o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
+			o = msgp.AppendString(o, z.NodePool)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "NodesAvailable"
+			o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x41, 0x76, 0x61, 0x69, 0x6c, 0x61, 0x62, 0x6c, 0x65)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NodesAvailable)))
+			for za0001, za0002 := range z.NodesAvailable {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendInt(o, za0002)
 			}
 		}
-	}
-	// string "Scores"
-	o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Scores)))
-	for za0014, za0015 := range z.Scores {
-		o = msgp.AppendString(o, za0014)
-		o = msgp.AppendFloat64(o, za0015)
-	}
-	// string "ScoreMetaData"
-	o = append(o, 0xad, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x4d, 0x65, 0x74, 0x61, 0x44, 0x61, 0x74, 0x61)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ScoreMetaData)))
-	for za0016 := range z.ScoreMetaData {
-		if z.ScoreMetaData[za0016] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.ScoreMetaData[za0016].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "ScoreMetaData", za0016)
-				return
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "ClassFiltered"
+			o = append(o, 0xad, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ClassFiltered)))
+			for za0003, za0004 := range z.ClassFiltered {
+				o = msgp.AppendString(o, za0003)
+				o = msgp.AppendInt(o, za0004)
 			}
 		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "ConstraintFiltered"
+			o = append(o, 0xb2, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x46, 0x69, 0x6c, 0x74, 0x65, 0x72, 0x65, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ConstraintFiltered)))
+			for za0005, za0006 := range z.ConstraintFiltered {
+				o = msgp.AppendString(o, za0005)
+				o = msgp.AppendInt(o, za0006)
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "NodesExhausted"
+			o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
+			o = msgp.AppendInt(o, z.NodesExhausted)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "ClassExhausted"
+			o = append(o, 0xae, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ClassExhausted)))
+			for za0007, za0008 := range z.ClassExhausted {
+				o = msgp.AppendString(o, za0007)
+				o = msgp.AppendInt(o, za0008)
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "DimensionExhausted"
+			o = append(o, 0xb2, 0x44, 0x69, 0x6d, 0x65, 0x6e, 0x73, 0x69, 0x6f, 0x6e, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.DimensionExhausted)))
+			for za0009, za0010 := range z.DimensionExhausted {
+				o = msgp.AppendString(o, za0009)
+				o = msgp.AppendInt(o, za0010)
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "QuotaExhausted"
+			o = append(o, 0xae, 0x51, 0x75, 0x6f, 0x74, 0x61, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.QuotaExhausted)))
+			for za0011 := range z.QuotaExhausted {
+				o = msgp.AppendString(o, z.QuotaExhausted[za0011])
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "ResourcesExhausted"
+			o = append(o, 0xb2, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73, 0x45, 0x78, 0x68, 0x61, 0x75, 0x73, 0x74, 0x65, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ResourcesExhausted)))
+			for za0012, za0013 := range z.ResourcesExhausted {
+				o = msgp.AppendString(o, za0012)
+				if za0013 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0013.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "ResourcesExhausted", za0012)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "Scores"
+			o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Scores)))
+			for za0014, za0015 := range z.Scores {
+				o = msgp.AppendString(o, za0014)
+				o = msgp.AppendFloat64(o, za0015)
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "ScoreMetaData"
+			o = append(o, 0xad, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x4d, 0x65, 0x74, 0x61, 0x44, 0x61, 0x74, 0x61)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ScoreMetaData)))
+			for za0016 := range z.ScoreMetaData {
+				if z.ScoreMetaData[za0016] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.ScoreMetaData[za0016].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "ScoreMetaData", za0016)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "AllocationTime"
+			o = append(o, 0xae, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendDuration(o, z.AllocationTime)
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "CoalescedFailures"
+			o = append(o, 0xb1, 0x43, 0x6f, 0x61, 0x6c, 0x65, 0x73, 0x63, 0x65, 0x64, 0x46, 0x61, 0x69, 0x6c, 0x75, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt(o, z.CoalescedFailures)
+		}
 	}
-	// string "AllocationTime"
-	o = append(o, 0xae, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendDuration(o, z.AllocationTime)
-	// string "CoalescedFailures"
-	o = append(o, 0xb1, 0x43, 0x6f, 0x61, 0x6c, 0x65, 0x73, 0x63, 0x65, 0x64, 0x46, 0x61, 0x69, 0x6c, 0x75, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt(o, z.CoalescedFailures)
 	return
 }
 
@@ -302,6 +461,8 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 16 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -316,24 +477,28 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "NodesEvaluated")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "NodesFiltered":
 			z.NodesFiltered, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodesFiltered")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "NodesInPool":
 			z.NodesInPool, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodesInPool")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "NodePool":
 			z.NodePool, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "NodesAvailable":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -362,6 +527,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.NodesAvailable[za0001] = za0002
 			}
+			zb0001Mask |= 0x10
 		case "ClassFiltered":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -390,6 +556,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.ClassFiltered[za0003] = za0004
 			}
+			zb0001Mask |= 0x20
 		case "ConstraintFiltered":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -418,12 +585,14 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.ConstraintFiltered[za0005] = za0006
 			}
+			zb0001Mask |= 0x40
 		case "NodesExhausted":
 			z.NodesExhausted, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodesExhausted")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "ClassExhausted":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -452,6 +621,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.ClassExhausted[za0007] = za0008
 			}
+			zb0001Mask |= 0x100
 		case "DimensionExhausted":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -480,6 +650,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.DimensionExhausted[za0009] = za0010
 			}
+			zb0001Mask |= 0x200
 		case "QuotaExhausted":
 			var zb0007 uint32
 			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -499,6 +670,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x400
 		case "ResourcesExhausted":
 			var zb0008 uint32
 			zb0008, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -538,6 +710,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.ResourcesExhausted[za0012] = za0013
 			}
+			zb0001Mask |= 0x800
 		case "Scores":
 			var zb0009 uint32
 			zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -566,6 +739,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Scores[za0014] = za0015
 			}
+			zb0001Mask |= 0x1000
 		case "ScoreMetaData":
 			var zb0010 uint32
 			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -596,24 +770,78 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x2000
 		case "AllocationTime":
 			z.AllocationTime, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AllocationTime")
 				return
 			}
+			zb0001Mask |= 0x4000
 		case "CoalescedFailures":
 			z.CoalescedFailures, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CoalescedFailures")
 				return
 			}
+			zb0001Mask |= 0x8000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.NodesEvaluated = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.NodesFiltered = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.NodesInPool = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.NodePool = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.NodesAvailable = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.ClassFiltered = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.ConstraintFiltered = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.NodesExhausted = 0
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.ClassExhausted = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.DimensionExhausted = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.QuotaExhausted = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.ResourcesExhausted = nil
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.Scores = nil
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.ScoreMetaData = nil
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.AllocationTime = 0
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.CoalescedFailures = 0
 		}
 	}
 	o = bts
@@ -694,16 +922,37 @@ func (z *AllocMetric) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
-	// string "CpuShares"
-	o = append(o, 0x82, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt64(o, z.CpuShares)
-	// string "ReservedCores"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedCores)))
-	for za0001 := range z.ReservedCores {
-		o = msgp.AppendUint16(o, z.ReservedCores[za0001])
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.CpuShares == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.ReservedCores == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "CpuShares"
+			o = append(o, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt64(o, z.CpuShares)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "ReservedCores"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedCores)))
+			for za0001 := range z.ReservedCores {
+				o = msgp.AppendUint16(o, z.ReservedCores[za0001])
+			}
+		}
 	}
 	return
 }
@@ -718,6 +967,8 @@ func (z *AllocatedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -732,6 +983,7 @@ func (z *AllocatedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CpuShares")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "ReservedCores":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -751,12 +1003,22 @@ func (z *AllocatedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.CpuShares = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ReservedCores = nil
 		}
 	}
 	o = bts
@@ -771,7 +1033,7 @@ func (z *AllocatedCpuResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "Vendor"
 	o = append(o, 0x84, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
@@ -869,14 +1131,35 @@ func (z *AllocatedDeviceResource) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z AllocatedMemoryResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
-	// string "MemoryMB"
-	o = append(o, 0x82, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.MemoryMB)
-	// string "MemoryMaxMB"
-	o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.MemoryMaxMB)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.MemoryMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.MemoryMaxMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "MemoryMB"
+			o = append(o, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
+			o = msgp.AppendInt64(o, z.MemoryMB)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "MemoryMaxMB"
+			o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
+			o = msgp.AppendInt64(o, z.MemoryMaxMB)
+		}
+	}
 	return
 }
 
@@ -890,6 +1173,8 @@ func (z *AllocatedMemoryResources) UnmarshalMsg(bts []byte) (o []byte, err error
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -904,18 +1189,29 @@ func (z *AllocatedMemoryResources) UnmarshalMsg(bts []byte) (o []byte, err error
 				err = msgp.WrapError(err, "MemoryMB")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "MemoryMaxMB":
 			z.MemoryMaxMB, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MemoryMaxMB")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.MemoryMB = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MemoryMaxMB = 0
 		}
 	}
 	o = bts
@@ -930,29 +1226,44 @@ func (z AllocatedMemoryResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
-	// string "Tasks"
-	o = append(o, 0x82, 0xa5, 0x54, 0x61, 0x73, 0x6b, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Tasks)))
-	for za0001, za0002 := range z.Tasks {
-		o = msgp.AppendString(o, za0001)
-		if za0002 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0002.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Tasks", za0001)
-				return
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Tasks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Tasks"
+			o = append(o, 0xa5, 0x54, 0x61, 0x73, 0x6b, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Tasks)))
+			for za0001, za0002 := range z.Tasks {
+				o = msgp.AppendString(o, za0001)
+				if za0002 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0002.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Tasks", za0001)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "Shared"
-	o = append(o, 0xa6, 0x53, 0x68, 0x61, 0x72, 0x65, 0x64)
-	o, err = z.Shared.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Shared")
-		return
+		// string "Shared"
+		o = append(o, 0xa6, 0x53, 0x68, 0x61, 0x72, 0x65, 0x64)
+		o, err = z.Shared.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Shared")
+			return
+		}
 	}
 	return
 }
@@ -967,6 +1278,8 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1014,6 +1327,7 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Tasks[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "Shared":
 			bts, err = z.Shared.UnmarshalMsg(bts)
 			if err != nil {
@@ -1028,6 +1342,11 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Tasks = nil
+	}
+
 	o = bts
 	return
 }
@@ -1052,33 +1371,60 @@ func (z *AllocatedResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedSharedResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 3
-	// string "DiskMB"
-	o = append(o, 0x83, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.DiskMB)
-	// string "Networks"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
-	for za0001 := range z.Networks {
-		if z.Networks[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Networks[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Networks", za0001)
-				return
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.DiskMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Networks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Ports == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "DiskMB"
+			o = append(o, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
+			o = msgp.AppendInt64(o, z.DiskMB)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Networks"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
+			for za0001 := range z.Networks {
+				if z.Networks[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Networks[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Networks", za0001)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "Ports"
-	o = append(o, 0xa5, 0x50, 0x6f, 0x72, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Ports)))
-	for za0002 := range z.Ports {
-		o, err = z.Ports[za0002].MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Ports", za0002)
-			return
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Ports"
+			o = append(o, 0xa5, 0x50, 0x6f, 0x72, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Ports)))
+			for za0002 := range z.Ports {
+				o, err = z.Ports[za0002].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Ports", za0002)
+					return
+				}
+			}
 		}
 	}
 	return
@@ -1094,6 +1440,8 @@ func (z *AllocatedSharedResources) UnmarshalMsg(bts []byte) (o []byte, err error
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1108,6 +1456,7 @@ func (z *AllocatedSharedResources) UnmarshalMsg(bts []byte) (o []byte, err error
 				err = msgp.WrapError(err, "DiskMB")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Networks":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1138,6 +1487,7 @@ func (z *AllocatedSharedResources) UnmarshalMsg(bts []byte) (o []byte, err error
 					}
 				}
 			}
+			zb0001Mask |= 0x2
 		case "Ports":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1157,12 +1507,25 @@ func (z *AllocatedSharedResources) UnmarshalMsg(bts []byte) (o []byte, err error
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.DiskMB = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Networks = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Ports = nil
 		}
 	}
 	o = bts
@@ -1188,54 +1551,117 @@ func (z *AllocatedSharedResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedTaskResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "Cpu"
-	o = append(o, 0x84, 0xa3, 0x43, 0x70, 0x75)
-	// map header, size 2
-	// string "CpuShares"
-	o = append(o, 0x82, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt64(o, z.Cpu.CpuShares)
-	// string "ReservedCores"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Cpu.ReservedCores)))
-	for za0001 := range z.Cpu.ReservedCores {
-		o = msgp.AppendUint16(o, z.Cpu.ReservedCores[za0001])
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Networks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "Memory"
-	o = append(o, 0xa6, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79)
-	// map header, size 2
-	// string "MemoryMB"
-	o = append(o, 0x82, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.Memory.MemoryMB)
-	// string "MemoryMaxMB"
-	o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.Memory.MemoryMaxMB)
-	// string "Networks"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
-	for za0002 := range z.Networks {
-		if z.Networks[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Networks[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Networks", za0002)
-				return
+	if z.Devices == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Cpu"
+		o = append(o, 0xa3, 0x43, 0x70, 0x75)
+		// check for omitted fields
+		zb0002Len := uint32(2)
+		var zb0002Mask uint8 /* 2 bits */
+		_ = zb0002Mask
+		if z.Cpu.CpuShares == 0 {
+			zb0002Len--
+			zb0002Mask |= 0x1
+		}
+		if z.Cpu.ReservedCores == nil {
+			zb0002Len--
+			zb0002Mask |= 0x2
+		}
+		// variable map header, size zb0002Len
+		o = append(o, 0x80|uint8(zb0002Len))
+
+		// skip if no fields are to be emitted
+		if zb0002Len != 0 {
+			if (zb0002Mask & 0x1) == 0 { // if not omitted
+				// string "CpuShares"
+				o = append(o, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
+				o = msgp.AppendInt64(o, z.Cpu.CpuShares)
+			}
+			if (zb0002Mask & 0x2) == 0 { // if not omitted
+				// string "ReservedCores"
+				o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
+				o = msgp.AppendArrayHeader(o, uint32(len(z.Cpu.ReservedCores)))
+				for za0001 := range z.Cpu.ReservedCores {
+					o = msgp.AppendUint16(o, z.Cpu.ReservedCores[za0001])
+				}
 			}
 		}
-	}
-	// string "Devices"
-	o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
-	for za0003 := range z.Devices {
-		if z.Devices[za0003] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Devices[za0003].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Devices", za0003)
-				return
+		// string "Memory"
+		o = append(o, 0xa6, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79)
+		// check for omitted fields
+		zb0003Len := uint32(2)
+		var zb0003Mask uint8 /* 2 bits */
+		_ = zb0003Mask
+		if z.Memory.MemoryMB == 0 {
+			zb0003Len--
+			zb0003Mask |= 0x1
+		}
+		if z.Memory.MemoryMaxMB == 0 {
+			zb0003Len--
+			zb0003Mask |= 0x2
+		}
+		// variable map header, size zb0003Len
+		o = append(o, 0x80|uint8(zb0003Len))
+
+		// skip if no fields are to be emitted
+		if zb0003Len != 0 {
+			if (zb0003Mask & 0x1) == 0 { // if not omitted
+				// string "MemoryMB"
+				o = append(o, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
+				o = msgp.AppendInt64(o, z.Memory.MemoryMB)
+			}
+			if (zb0003Mask & 0x2) == 0 { // if not omitted
+				// string "MemoryMaxMB"
+				o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
+				o = msgp.AppendInt64(o, z.Memory.MemoryMaxMB)
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Networks"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
+			for za0002 := range z.Networks {
+				if z.Networks[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Networks[za0002].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Networks", za0002)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Devices"
+			o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
+			for za0003 := range z.Devices {
+				if z.Devices[za0003] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Devices[za0003].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Devices", za0003)
+						return
+					}
+				}
 			}
 		}
 	}
@@ -1252,6 +1678,8 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1267,6 +1695,8 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "Cpu")
 				return
 			}
+			var zb0002Mask uint8 /* 2 bits */
+			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1281,6 +1711,7 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 						err = msgp.WrapError(err, "Cpu", "CpuShares")
 						return
 					}
+					zb0002Mask |= 0x1
 				case "ReservedCores":
 					var zb0003 uint32
 					zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1300,12 +1731,22 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 							return
 						}
 					}
+					zb0002Mask |= 0x2
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Cpu")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0002Mask != 0x3 {
+				if (zb0002Mask & 0x1) == 0 {
+					z.Cpu.CpuShares = 0
+				}
+				if (zb0002Mask & 0x2) == 0 {
+					z.Cpu.ReservedCores = nil
 				}
 			}
 		case "Memory":
@@ -1315,6 +1756,8 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "Memory")
 				return
 			}
+			var zb0004Mask uint8 /* 2 bits */
+			_ = zb0004Mask
 			for zb0004 > 0 {
 				zb0004--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1329,18 +1772,29 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 						err = msgp.WrapError(err, "Memory", "MemoryMB")
 						return
 					}
+					zb0004Mask |= 0x1
 				case "MemoryMaxMB":
 					z.Memory.MemoryMaxMB, bts, err = msgp.ReadInt64Bytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Memory", "MemoryMaxMB")
 						return
 					}
+					zb0004Mask |= 0x2
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Memory")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0004Mask != 0x3 {
+				if (zb0004Mask & 0x1) == 0 {
+					z.Memory.MemoryMB = 0
+				}
+				if (zb0004Mask & 0x2) == 0 {
+					z.Memory.MemoryMaxMB = 0
 				}
 			}
 		case "Networks":
@@ -1373,6 +1827,7 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "Devices":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1403,12 +1858,22 @@ func (z *AllocatedTaskResources) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					}
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Networks = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Devices = nil
 		}
 	}
 	o = bts
@@ -1438,173 +1903,383 @@ func (z *AllocatedTaskResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 31
-	// string "ID"
-	o = append(o, 0xde, 0x0, 0x1f, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "Namespace"
-	o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "EvalID"
-	o = append(o, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
-	o = msgp.AppendString(o, z.EvalID)
-	// string "Name"
-	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "NodeID"
-	o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-	o = msgp.AppendString(o, z.NodeID)
-	// string "NodeName"
-	o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.NodeName)
-	// string "JobID"
-	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
-	o = msgp.AppendString(o, z.JobID)
-	// string "Job"
-	o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(31)
+	var zb0001Mask uint32 /* 31 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.EvalID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.NodeID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.NodeName == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.JobID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
 	if z.Job == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Job.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Job")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "JobVersion"
-	o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendUint64(o, z.JobVersion)
-	// string "TaskGroup"
-	o = append(o, 0xa9, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70)
-	o = msgp.AppendString(o, z.TaskGroup)
-	// string "AllocatedResources"
-	o = append(o, 0xb2, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+	if z.JobVersion == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.TaskGroup == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
 	if z.AllocatedResources == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.AllocatedResources.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "AllocatedResources")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
-	// string "Metrics"
-	o = append(o, 0xa7, 0x4d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73)
 	if z.Metrics == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Metrics.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Metrics")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x800
 	}
-	// string "DesiredStatus"
-	o = append(o, 0xad, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.DesiredStatus)
-	// string "DesiredDescription"
-	o = append(o, 0xb2, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.DesiredDescription)
-	// string "DesiredTransition"
-	o = append(o, 0xb1, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x72, 0x61, 0x6e, 0x73, 0x69, 0x74, 0x69, 0x6f, 0x6e)
-	o, err = z.DesiredTransition.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "DesiredTransition")
-		return
+	if z.DesiredStatus == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
 	}
-	// string "ClientStatus"
-	o = append(o, 0xac, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.ClientStatus)
-	// string "ClientDescription"
-	o = append(o, 0xb1, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.ClientDescription)
-	// string "TaskStates"
-	o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x53, 0x74, 0x61, 0x74, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.TaskStates)))
-	for za0001, za0002 := range z.TaskStates {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendMapHeader(o, uint32(len(za0002)))
-		for za0003, za0004 := range za0002 {
-			o = msgp.AppendString(o, za0003)
-			o, err = msgp.AppendIntf(o, za0004)
-			if err != nil {
-				err = msgp.WrapError(err, "TaskStates", za0001, za0003)
-				return
-			}
-		}
+	if z.DesiredDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
-	// string "DeploymentID"
-	o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.DeploymentID)
-	// string "DeploymentStatus"
-	o = append(o, 0xb0, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+	if z.ClientStatus == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	if z.ClientDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10000
+	}
+	if z.TaskStates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.DeploymentID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
 	if z.DeploymentStatus == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.DeploymentStatus.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "DeploymentStatus")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x80000
 	}
-	// string "FollowupEvalID"
-	o = append(o, 0xae, 0x46, 0x6f, 0x6c, 0x6c, 0x6f, 0x77, 0x75, 0x70, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
-	o = msgp.AppendString(o, z.FollowupEvalID)
-	// string "PreviousAllocation"
-	o = append(o, 0xb2, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.PreviousAllocation)
-	// string "NextAllocation"
-	o = append(o, 0xae, 0x4e, 0x65, 0x78, 0x74, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.NextAllocation)
-	// string "RescheduleTracker"
-	o = append(o, 0xb1, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x72)
+	if z.FollowupEvalID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.PreviousAllocation == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.NextAllocation == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
 	if z.RescheduleTracker == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		// map header, size 2
-		// string "Events"
-		o = append(o, 0x82, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
-		o = msgp.AppendArrayHeader(o, uint32(len(z.RescheduleTracker.Events)))
-		for za0005 := range z.RescheduleTracker.Events {
-			if z.RescheduleTracker.Events[za0005] == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.PreemptedAllocations == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.PreemptedByAllocation == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000000
+	}
+	if z.AllocModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10000000
+	}
+	if z.CreateTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20000000
+	}
+	if z.ModifyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "EvalID"
+			o = append(o, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
+			o = msgp.AppendString(o, z.EvalID)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "NodeID"
+			o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.NodeID)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "NodeName"
+			o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.NodeName)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "JobID"
+			o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+			o = msgp.AppendString(o, z.JobID)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Job"
+			o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+			if z.Job == nil {
 				o = msgp.AppendNil(o)
 			} else {
-				o, err = z.RescheduleTracker.Events[za0005].MarshalMsg(o)
+				o, err = z.Job.MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "RescheduleTracker", "Events", za0005)
+					err = msgp.WrapError(err, "Job")
 					return
 				}
 			}
 		}
-		// string "LastReschedule"
-		o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
-		o = msgp.AppendString(o, z.RescheduleTracker.LastReschedule)
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "JobVersion"
+			o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendUint64(o, z.JobVersion)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "TaskGroup"
+			o = append(o, 0xa9, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70)
+			o = msgp.AppendString(o, z.TaskGroup)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "AllocatedResources"
+			o = append(o, 0xb2, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+			if z.AllocatedResources == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.AllocatedResources.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "AllocatedResources")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "Metrics"
+			o = append(o, 0xa7, 0x4d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73)
+			if z.Metrics == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Metrics.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Metrics")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "DesiredStatus"
+			o = append(o, 0xad, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.DesiredStatus)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "DesiredDescription"
+			o = append(o, 0xb2, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.DesiredDescription)
+		}
+		// string "DesiredTransition"
+		o = append(o, 0xb1, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x72, 0x61, 0x6e, 0x73, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+		o, err = z.DesiredTransition.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "DesiredTransition")
+			return
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "ClientStatus"
+			o = append(o, 0xac, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.ClientStatus)
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "ClientDescription"
+			o = append(o, 0xb1, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.ClientDescription)
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "TaskStates"
+			o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x53, 0x74, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.TaskStates)))
+			for za0001, za0002 := range z.TaskStates {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendMapHeader(o, uint32(len(za0002)))
+				for za0003, za0004 := range za0002 {
+					o = msgp.AppendString(o, za0003)
+					o, err = msgp.AppendIntf(o, za0004)
+					if err != nil {
+						err = msgp.WrapError(err, "TaskStates", za0001, za0003)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "DeploymentID"
+			o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.DeploymentID)
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "DeploymentStatus"
+			o = append(o, 0xb0, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			if z.DeploymentStatus == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.DeploymentStatus.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "DeploymentStatus")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "FollowupEvalID"
+			o = append(o, 0xae, 0x46, 0x6f, 0x6c, 0x6c, 0x6f, 0x77, 0x75, 0x70, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
+			o = msgp.AppendString(o, z.FollowupEvalID)
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "PreviousAllocation"
+			o = append(o, 0xb2, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.PreviousAllocation)
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "NextAllocation"
+			o = append(o, 0xae, 0x4e, 0x65, 0x78, 0x74, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.NextAllocation)
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "RescheduleTracker"
+			o = append(o, 0xb1, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x72)
+			if z.RescheduleTracker == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.RescheduleTracker.Events == nil {
+					zb0002Len--
+					zb0002Mask |= 0x1
+				}
+				if z.RescheduleTracker.LastReschedule == "" {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					if (zb0002Mask & 0x1) == 0 { // if not omitted
+						// string "Events"
+						o = append(o, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.RescheduleTracker.Events)))
+						for za0005 := range z.RescheduleTracker.Events {
+							if z.RescheduleTracker.Events[za0005] == nil {
+								o = msgp.AppendNil(o)
+							} else {
+								o, err = z.RescheduleTracker.Events[za0005].MarshalMsg(o)
+								if err != nil {
+									err = msgp.WrapError(err, "RescheduleTracker", "Events", za0005)
+									return
+								}
+							}
+						}
+					}
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "LastReschedule"
+						o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+						o = msgp.AppendString(o, z.RescheduleTracker.LastReschedule)
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "PreemptedAllocations"
+			o = append(o, 0xb4, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.PreemptedAllocations)))
+			for za0006 := range z.PreemptedAllocations {
+				o = msgp.AppendString(o, z.PreemptedAllocations[za0006])
+			}
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "PreemptedByAllocation"
+			o = append(o, 0xb5, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x42, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.PreemptedByAllocation)
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
+			// string "AllocModifyIndex"
+			o = append(o, 0xb0, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.AllocModifyIndex)
+		}
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
+			// string "CreateTime"
+			o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.CreateTime)
+		}
+		if (zb0001Mask & 0x40000000) == 0 { // if not omitted
+			// string "ModifyTime"
+			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.ModifyTime)
+		}
 	}
-	// string "PreemptedAllocations"
-	o = append(o, 0xb4, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.PreemptedAllocations)))
-	for za0006 := range z.PreemptedAllocations {
-		o = msgp.AppendString(o, z.PreemptedAllocations[za0006])
-	}
-	// string "PreemptedByAllocation"
-	o = append(o, 0xb5, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x42, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.PreemptedByAllocation)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
-	// string "AllocModifyIndex"
-	o = append(o, 0xb0, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.AllocModifyIndex)
-	// string "CreateTime"
-	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.CreateTime)
-	// string "ModifyTime"
-	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.ModifyTime)
 	return
 }
 
@@ -1618,6 +2293,8 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint32 /* 30 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1632,42 +2309,49 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Namespace":
 			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "EvalID":
 			z.EvalID, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalID")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Name":
 			z.Name, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "NodeID":
 			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "NodeName":
 			z.NodeName, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeName")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "JobID":
 			z.JobID, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "Job":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -1685,18 +2369,21 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x80
 		case "JobVersion":
 			z.JobVersion, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobVersion")
 				return
 			}
+			zb0001Mask |= 0x100
 		case "TaskGroup":
 			z.TaskGroup, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TaskGroup")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "AllocatedResources":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -1714,6 +2401,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x400
 		case "Metrics":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -1731,18 +2419,21 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x800
 		case "DesiredStatus":
 			z.DesiredStatus, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredStatus")
 				return
 			}
+			zb0001Mask |= 0x1000
 		case "DesiredDescription":
 			z.DesiredDescription, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredDescription")
 				return
 			}
+			zb0001Mask |= 0x2000
 		case "DesiredTransition":
 			bts, err = z.DesiredTransition.UnmarshalMsg(bts)
 			if err != nil {
@@ -1755,12 +2446,14 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ClientStatus")
 				return
 			}
+			zb0001Mask |= 0x4000
 		case "ClientDescription":
 			z.ClientDescription, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientDescription")
 				return
 			}
+			zb0001Mask |= 0x8000
 		case "TaskStates":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -1811,12 +2504,14 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.TaskStates[za0001] = za0002
 			}
+			zb0001Mask |= 0x10000
 		case "DeploymentID":
 			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
+			zb0001Mask |= 0x20000
 		case "DeploymentStatus":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -1834,24 +2529,28 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40000
 		case "FollowupEvalID":
 			z.FollowupEvalID, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "FollowupEvalID")
 				return
 			}
+			zb0001Mask |= 0x80000
 		case "PreviousAllocation":
 			z.PreviousAllocation, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreviousAllocation")
 				return
 			}
+			zb0001Mask |= 0x100000
 		case "NextAllocation":
 			z.NextAllocation, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextAllocation")
 				return
 			}
+			zb0001Mask |= 0x200000
 		case "RescheduleTracker":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -1869,6 +2568,8 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "RescheduleTracker")
 					return
 				}
+				var zb0004Mask uint8 /* 2 bits */
+				_ = zb0004Mask
 				for zb0004 > 0 {
 					zb0004--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1907,12 +2608,14 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								}
 							}
 						}
+						zb0004Mask |= 0x1
 					case "LastReschedule":
 						z.RescheduleTracker.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RescheduleTracker", "LastReschedule")
 							return
 						}
+						zb0004Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -1921,7 +2624,17 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0004Mask != 0x3 {
+					if (zb0004Mask & 0x1) == 0 {
+						z.RescheduleTracker.Events = nil
+					}
+					if (zb0004Mask & 0x2) == 0 {
+						z.RescheduleTracker.LastReschedule = ""
+					}
+				}
 			}
+			zb0001Mask |= 0x400000
 		case "PreemptedAllocations":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1941,48 +2654,148 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x800000
 		case "PreemptedByAllocation":
 			z.PreemptedByAllocation, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreemptedByAllocation")
 				return
 			}
+			zb0001Mask |= 0x1000000
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x2000000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x4000000
 		case "AllocModifyIndex":
 			z.AllocModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AllocModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x8000000
 		case "CreateTime":
 			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateTime")
 				return
 			}
+			zb0001Mask |= 0x10000000
 		case "ModifyTime":
 			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyTime")
 				return
 			}
+			zb0001Mask |= 0x20000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3fffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.EvalID = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.NodeID = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.NodeName = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.JobID = ""
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Job = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.JobVersion = 0
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.TaskGroup = ""
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.AllocatedResources = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.Metrics = nil
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.DesiredStatus = ""
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.DesiredDescription = ""
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.ClientStatus = ""
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.ClientDescription = ""
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.TaskStates = nil
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.DeploymentID = ""
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.DeploymentStatus = nil
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.FollowupEvalID = ""
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.PreviousAllocation = ""
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.NextAllocation = ""
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.RescheduleTracker = nil
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.PreemptedAllocations = nil
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.PreemptedByAllocation = ""
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x4000000) == 0 {
+			z.ModifyIndex = 0
+		}
+		if (zb0001Mask & 0x8000000) == 0 {
+			z.AllocModifyIndex = 0
+		}
+		if (zb0001Mask & 0x10000000) == 0 {
+			z.CreateTime = 0
+		}
+		if (zb0001Mask & 0x20000000) == 0 {
+			z.ModifyTime = 0
 		}
 	}
 	o = bts
@@ -2052,7 +2865,7 @@ func (z *Allocation) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocationListStub) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 26
 	// string "ID"
 	o = append(o, 0xde, 0x0, 0x1a, 0xa2, 0x49, 0x44)
@@ -2144,24 +2957,45 @@ func (z *AllocationListStub) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.RescheduleTracker == nil {
 		o = msgp.AppendNil(o)
 	} else {
-		// map header, size 2
-		// string "Events"
-		o = append(o, 0x82, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
-		o = msgp.AppendArrayHeader(o, uint32(len(z.RescheduleTracker.Events)))
-		for za0005 := range z.RescheduleTracker.Events {
-			if z.RescheduleTracker.Events[za0005] == nil {
-				o = msgp.AppendNil(o)
-			} else {
-				o, err = z.RescheduleTracker.Events[za0005].MarshalMsg(o)
-				if err != nil {
-					err = msgp.WrapError(err, "RescheduleTracker", "Events", za0005)
-					return
+		// check for omitted fields
+		zb0002Len := uint32(2)
+		var zb0002Mask uint8 /* 2 bits */
+		_ = zb0002Mask
+		if z.RescheduleTracker.Events == nil {
+			zb0002Len--
+			zb0002Mask |= 0x1
+		}
+		if z.RescheduleTracker.LastReschedule == "" {
+			zb0002Len--
+			zb0002Mask |= 0x2
+		}
+		// variable map header, size zb0002Len
+		o = append(o, 0x80|uint8(zb0002Len))
+
+		// skip if no fields are to be emitted
+		if zb0002Len != 0 {
+			if (zb0002Mask & 0x1) == 0 { // if not omitted
+				// string "Events"
+				o = append(o, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
+				o = msgp.AppendArrayHeader(o, uint32(len(z.RescheduleTracker.Events)))
+				for za0005 := range z.RescheduleTracker.Events {
+					if z.RescheduleTracker.Events[za0005] == nil {
+						o = msgp.AppendNil(o)
+					} else {
+						o, err = z.RescheduleTracker.Events[za0005].MarshalMsg(o)
+						if err != nil {
+							err = msgp.WrapError(err, "RescheduleTracker", "Events", za0005)
+							return
+						}
+					}
 				}
 			}
+			if (zb0002Mask & 0x2) == 0 { // if not omitted
+				// string "LastReschedule"
+				o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+				o = msgp.AppendString(o, z.RescheduleTracker.LastReschedule)
+			}
 		}
-		// string "LastReschedule"
-		o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
-		o = msgp.AppendString(o, z.RescheduleTracker.LastReschedule)
 	}
 	// string "PreemptedAllocations"
 	o = append(o, 0xb4, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
@@ -2402,6 +3236,8 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "RescheduleTracker")
 					return
 				}
+				var zb0004Mask uint8 /* 2 bits */
+				_ = zb0004Mask
 				for zb0004 > 0 {
 					zb0004--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2440,18 +3276,29 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								}
 							}
 						}
+						zb0004Mask |= 0x1
 					case "LastReschedule":
 						z.RescheduleTracker.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RescheduleTracker", "LastReschedule")
 							return
 						}
+						zb0004Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RescheduleTracker")
 							return
 						}
+					}
+				}
+				// Clear omitted fields.
+				if zb0004Mask != 0x3 {
+					if (zb0004Mask & 0x1) == 0 {
+						z.RescheduleTracker.Events = nil
+					}
+					if (zb0004Mask & 0x2) == 0 {
+						z.RescheduleTracker.LastReschedule = ""
 					}
 				}
 			}
@@ -2567,7 +3414,7 @@ func (z *AllocationListStub) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z Constraint) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "LTarget"
 	o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
@@ -2637,7 +3484,7 @@ func (z Constraint) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Deployment) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 16
 	// string "ID"
 	o = append(o, 0xde, 0x0, 0x10, 0xa2, 0x49, 0x44)
@@ -2881,7 +3728,7 @@ func (z *Deployment) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DeploymentState) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 11
 	// string "AutoRevert"
 	o = append(o, 0x8b, 0xaa, 0x41, 0x75, 0x74, 0x6f, 0x52, 0x65, 0x76, 0x65, 0x72, 0x74)
@@ -3043,7 +3890,7 @@ func (z *DeploymentState) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z DeploymentStatusUpdate) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "DeploymentID"
 	o = append(o, 0x83, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
@@ -3113,35 +3960,68 @@ func (z DeploymentStatusUpdate) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DesiredTransition) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "Migrate"
-	o = append(o, 0x84, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	if z.Migrate == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.Migrate)
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Reschedule"
-	o = append(o, 0xaa, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
 	if z.Reschedule == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.Reschedule)
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "ForceReschedule"
-	o = append(o, 0xaf, 0x46, 0x6f, 0x72, 0x63, 0x65, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
 	if z.ForceReschedule == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.ForceReschedule)
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "NoShutdownDelay"
-	o = append(o, 0xaf, 0x4e, 0x6f, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
 	if z.NoShutdownDelay == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.NoShutdownDelay)
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Migrate"
+			o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+			if z.Migrate == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Migrate)
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Reschedule"
+			o = append(o, 0xaa, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+			if z.Reschedule == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Reschedule)
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ForceReschedule"
+			o = append(o, 0xaf, 0x46, 0x6f, 0x72, 0x63, 0x65, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+			if z.ForceReschedule == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.ForceReschedule)
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "NoShutdownDelay"
+			o = append(o, 0xaf, 0x4e, 0x6f, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			if z.NoShutdownDelay == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.NoShutdownDelay)
+			}
+		}
 	}
 	return
 }
@@ -3156,6 +4036,8 @@ func (z *DesiredTransition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3181,6 +4063,7 @@ func (z *DesiredTransition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "Reschedule":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3198,6 +4081,7 @@ func (z *DesiredTransition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "ForceReschedule":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3215,6 +4099,7 @@ func (z *DesiredTransition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "NoShutdownDelay":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3232,12 +4117,28 @@ func (z *DesiredTransition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Migrate = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Reschedule = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ForceReschedule = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.NoShutdownDelay = nil
 		}
 	}
 	o = bts
@@ -3275,7 +4176,7 @@ func (z *DesiredTransition) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DesiredUpdates) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 12
 	// string "Ignore"
 	o = append(o, 0x8c, 0xa6, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65)
@@ -3426,7 +4327,7 @@ func (z *DesiredUpdates) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z DeviceAttributes) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendMapHeader(o, uint32(len(z)))
 	for za0001, za0002 := range z {
 		o = msgp.AppendString(o, za0001)
@@ -3484,7 +4385,7 @@ func (z DeviceAttributes) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DisconnectStrategy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "LostAfter"
 	o = append(o, 0x84, 0xa9, 0x4c, 0x6f, 0x73, 0x74, 0x41, 0x66, 0x74, 0x65, 0x72)
@@ -3605,7 +4506,7 @@ func (z *DisconnectStrategy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DrainStrategy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "Deadline"
 	o = append(o, 0x84, 0xa8, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
@@ -3684,7 +4585,7 @@ func (z *DrainStrategy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *DriverInfo) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Attributes"
 	o = append(o, 0x85, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
@@ -3805,7 +4706,7 @@ func (z *DriverInfo) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z EphemeralDisk) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Sticky"
 	o = append(o, 0x83, 0xa6, 0x53, 0x74, 0x69, 0x63, 0x6b, 0x79)
@@ -3875,7 +4776,7 @@ func (z EphemeralDisk) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Evaluation) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 30
 	// string "ID"
 	o = append(o, 0xde, 0x0, 0x1e, 0xa2, 0x49, 0x44)
@@ -4379,7 +5280,7 @@ func (z *Evaluation) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *EvaluationStub) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 18
 	// string "ID"
 	o = append(o, 0xde, 0x0, 0x12, 0xa2, 0x49, 0x44)
@@ -4584,7 +5485,7 @@ func (z *EvaluationStub) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Evals"
 	o = append(o, 0x85, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
@@ -4806,7 +5707,7 @@ func (z *GCRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Job) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 39
 	// string "Region"
 	o = append(o, 0xde, 0x0, 0x27, 0xa6, 0x52, 0x65, 0x67, 0x69, 0x6f, 0x6e)
@@ -5680,7 +6581,7 @@ func (z *Job) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *MigrateStrategy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "MaxParallel"
 	o = append(o, 0x84, 0xab, 0x4d, 0x61, 0x78, 0x50, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c)
@@ -5759,7 +6660,7 @@ func (z *MigrateStrategy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NUMAResource) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Affinity"
 	o = append(o, 0x82, 0xa8, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x79)
@@ -5839,7 +6740,7 @@ func (z *NUMAResource) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NamespacedID) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Namespace"
 	o = append(o, 0x82, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
@@ -5900,7 +6801,7 @@ func (z NamespacedID) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NetworkResource) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 10
 	// string "Mode"
 	o = append(o, 0x8a, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
@@ -6154,7 +7055,7 @@ func (z *NetworkResource) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 28
 	// string "ID"
 	o = append(o, 0xde, 0x0, 0x1c, 0xa2, 0x49, 0x44)
@@ -6898,7 +7799,7 @@ func (z *Node) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "CpuShares"
 	o = append(o, 0x83, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
@@ -6984,7 +7885,7 @@ func (z *NodeCpuResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeDevice) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "ID"
 	o = append(o, 0x84, 0xa2, 0x49, 0x44)
@@ -7109,7 +8010,7 @@ func (z *NodeDevice) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeDeviceLocality) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "PciBusID"
 	o = append(o, 0x81, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
@@ -7161,7 +8062,7 @@ func (z NodeDeviceLocality) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Vendor"
 	o = append(o, 0x85, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
@@ -7324,7 +8225,7 @@ func (z *NodeDeviceResource) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeDiskResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "DiskMB"
 	o = append(o, 0x81, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
@@ -7376,7 +8277,7 @@ func (z NodeDiskResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeEvent) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Message"
 	o = append(o, 0x85, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
@@ -7497,7 +8398,7 @@ func (z *NodeEvent) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeMemoryResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "MemoryMB"
 	o = append(o, 0x81, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
@@ -7549,7 +8450,7 @@ func (z NodeMemoryResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeReservedCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "CpuShares"
 	o = append(o, 0x82, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
@@ -7626,7 +8527,7 @@ func (z *NodeReservedCpuResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeReservedDiskResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "DiskMB"
 	o = append(o, 0x81, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
@@ -7678,7 +8579,7 @@ func (z NodeReservedDiskResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeReservedMemoryResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "MemoryMB"
 	o = append(o, 0x81, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
@@ -7730,7 +8631,7 @@ func (z NodeReservedMemoryResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z NodeReservedNetworkResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "ReservedHostPorts"
 	o = append(o, 0x81, 0xb1, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x48, 0x6f, 0x73, 0x74, 0x50, 0x6f, 0x72, 0x74, 0x73)
@@ -7782,7 +8683,7 @@ func (z NodeReservedNetworkResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeReservedResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "Cpu"
 	o = append(o, 0x84, 0xa3, 0x43, 0x70, 0x75)
@@ -7990,7 +8891,7 @@ func (z *NodeReservedResources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeResources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 7
 	// string "Cpu"
 	o = append(o, 0x87, 0xa3, 0x43, 0x70, 0x75)
@@ -8237,22 +9138,93 @@ func (z *NodeResources) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z *NodeScoreMeta) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 3
-	// string "NodeID"
-	o = append(o, 0x83, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-	o = msgp.AppendString(o, z.NodeID)
-	// string "Scores"
-	o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Scores)))
-	for za0001, za0002 := range z.Scores {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendFloat64(o, za0002)
+func (z NodeScore) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// array header, size 2
+	o = append(o, 0x92)
+	o = msgp.AppendString(o, z.Name)
+	o = msgp.AppendFloat64(o, z.Score)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeScore) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
 	}
-	// string "NormScore"
-	o = append(o, 0xa9, 0x4e, 0x6f, 0x72, 0x6d, 0x53, 0x63, 0x6f, 0x72, 0x65)
-	o = msgp.AppendFloat64(o, z.NormScore)
+	if zb0001 != 2 {
+		err = msgp.ArrayError{Wanted: 2, Got: zb0001}
+		return
+	}
+	z.Name, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Name")
+		return
+	}
+	z.Score, bts, err = msgp.ReadFloat64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Score")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z NodeScore) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Name) + msgp.Float64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NodeScoreMeta) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.NodeID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Scores == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.NormScore == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "NodeID"
+			o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.NodeID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Scores"
+			o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Scores)))
+			for za0001 := range z.Scores {
+				// array header, size 2
+				o = append(o, 0x92)
+				o = msgp.AppendString(o, z.Scores[za0001].Name)
+				o = msgp.AppendFloat64(o, z.Scores[za0001].Score)
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "NormScore"
+			o = append(o, 0xa9, 0x4e, 0x6f, 0x72, 0x6d, 0x53, 0x63, 0x6f, 0x72, 0x65)
+			o = msgp.AppendFloat64(o, z.NormScore)
+		}
+	}
 	return
 }
 
@@ -8266,6 +9238,8 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8280,40 +9254,49 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Scores":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Scores")
 				return
 			}
-			if z.Scores == nil {
-				z.Scores = make(map[string]float64, zb0002)
-			} else if len(z.Scores) > 0 {
-				clear(z.Scores)
+			if cap(z.Scores) >= int(zb0002) {
+				z.Scores = (z.Scores)[:zb0002]
+			} else {
+				z.Scores = make(NodeScores, zb0002)
 			}
-			for zb0002 > 0 {
-				var za0002 float64
-				zb0002--
-				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
-				if err != nil {
-					err = msgp.WrapError(err, "Scores")
-					return
-				}
-				za0002, bts, err = msgp.ReadFloat64Bytes(bts)
+			for za0001 := range z.Scores {
+				var zb0003 uint32
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Scores", za0001)
 					return
 				}
-				z.Scores[za0001] = za0002
+				if zb0003 != 2 {
+					err = msgp.ArrayError{Wanted: 2, Got: zb0003}
+					return
+				}
+				z.Scores[za0001].Name, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Scores", za0001, "Name")
+					return
+				}
+				z.Scores[za0001].Score, bts, err = msgp.ReadFloat64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Scores", za0001, "Score")
+					return
+				}
 			}
+			zb0001Mask |= 0x2
 		case "NormScore":
 			z.NormScore, bts, err = msgp.ReadFloat64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NormScore")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -8322,26 +9305,96 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.NodeID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Scores = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.NormScore = 0
+		}
+	}
 	o = bts
 	return
 }
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *NodeScoreMeta) Msgsize() (s int) {
-	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 7 + msgp.MapHeaderSize
-	if z.Scores != nil {
-		for za0001, za0002 := range z.Scores {
-			_ = za0002
-			s += msgp.StringPrefixSize + len(za0001) + msgp.Float64Size
-		}
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Scores {
+		s += 1 + msgp.StringPrefixSize + len(z.Scores[za0001].Name) + msgp.Float64Size
 	}
 	s += 10 + msgp.Float64Size
 	return
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z NodeScores) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	o = msgp.AppendArrayHeader(o, uint32(len(z)))
+	for za0001 := range z {
+		// array header, size 2
+		o = append(o, 0x92)
+		o = msgp.AppendString(o, z[za0001].Name)
+		o = msgp.AppendFloat64(o, z[za0001].Score)
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeScores) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0002 uint32
+	zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if cap((*z)) >= int(zb0002) {
+		(*z) = (*z)[:zb0002]
+	} else {
+		(*z) = make(NodeScores, zb0002)
+	}
+	for zb0001 := range *z {
+		var zb0003 uint32
+		zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001)
+			return
+		}
+		if zb0003 != 2 {
+			err = msgp.ArrayError{Wanted: 2, Got: zb0003}
+			return
+		}
+		(*z)[zb0001].Name, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001, "Name")
+			return
+		}
+		(*z)[zb0001].Score, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, zb0001, "Score")
+			return
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z NodeScores) Msgsize() (s int) {
+	s = msgp.ArrayHeaderSize
+	for zb0004 := range z {
+		s += 1 + msgp.StringPrefixSize + len(z[zb0004].Name) + msgp.Float64Size
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z Opaque) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendMapHeader(o, uint32(len(z)))
 	for za0001, za0002 := range z {
 		o = msgp.AppendString(o, za0001)
@@ -8403,7 +9456,7 @@ func (z Opaque) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *ParameterizedJobConfig) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Payload"
 	o = append(o, 0x83, 0xa7, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
@@ -8512,7 +9565,7 @@ func (z *ParameterizedJobConfig) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PeriodicConfig) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 6
 	// string "Enabled"
 	o = append(o, 0x86, 0xa7, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
@@ -8629,7 +9682,7 @@ func (z *PeriodicConfig) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Plan) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 12
 	// string "EvalID"
 	o = append(o, 0x8c, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
@@ -9163,7 +10216,7 @@ func (z *Plan) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanAnnotations) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "DesiredTGUpdates"
 	o = append(o, 0x82, 0xb0, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x47, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
@@ -9323,7 +10376,7 @@ func (z *PlanAnnotations) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanResult) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 8
 	// string "NodeUpdate"
 	o = append(o, 0x88, 0xaa, 0x4e, 0x6f, 0x64, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
@@ -9791,7 +10844,7 @@ func (z *PlanResult) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Port) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Label"
 	o = append(o, 0x85, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
@@ -9879,7 +10932,7 @@ func (z *Port) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PortMapping) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "Label"
 	o = append(o, 0x84, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
@@ -9958,7 +11011,7 @@ func (z *PortMapping) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PreemptionConfig) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "SystemSchedulerEnabled"
 	o = append(o, 0x84, 0xb6, 0x53, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
@@ -10037,7 +11090,7 @@ func (z *PreemptionConfig) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *RequestedDevice) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "Name"
 	o = append(o, 0x84, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
@@ -10241,7 +11294,7 @@ func (z *RequestedDevice) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *RescheduleEvent) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "RescheduleTime"
 	o = append(o, 0x84, 0xae, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x69, 0x6d, 0x65)
@@ -10320,7 +11373,7 @@ func (z *RescheduleEvent) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *ReschedulePolicy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 6
 	// string "Attempts"
 	o = append(o, 0x86, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
@@ -10417,25 +11470,46 @@ func (z *ReschedulePolicy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *RescheduleTracker) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 2
-	// string "Events"
-	o = append(o, 0x82, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Events)))
-	for za0001 := range z.Events {
-		if z.Events[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Events[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Events", za0001)
-				return
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Events == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.LastReschedule == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Events"
+			o = append(o, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Events)))
+			for za0001 := range z.Events {
+				if z.Events[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Events[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Events", za0001)
+						return
+					}
+				}
 			}
 		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "LastReschedule"
+			o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+			o = msgp.AppendString(o, z.LastReschedule)
+		}
 	}
-	// string "LastReschedule"
-	o = append(o, 0xae, 0x4c, 0x61, 0x73, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
-	o = msgp.AppendString(o, z.LastReschedule)
 	return
 }
 
@@ -10449,6 +11523,8 @@ func (z *RescheduleTracker) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10487,18 +11563,29 @@ func (z *RescheduleTracker) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "LastReschedule":
 			z.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LastReschedule")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Events = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.LastReschedule = ""
 		}
 	}
 	o = bts
@@ -10521,7 +11608,7 @@ func (z *RescheduleTracker) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Resources) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 10
 	// string "CPU"
 	o = append(o, 0x8a, 0xa3, 0x43, 0x50, 0x55)
@@ -10814,7 +11901,7 @@ func (z *Resources) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *RestartPolicy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Attempts"
 	o = append(o, 0x85, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
@@ -10902,7 +11989,7 @@ func (z *RestartPolicy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *ScalingPolicy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 9
 	// string "ID"
 	o = append(o, 0x89, 0xa2, 0x49, 0x44)
@@ -11096,7 +12183,7 @@ func (z *ScalingPolicy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *SchedulerConfiguration) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 8
 	// string "SchedulerAlgorithm"
 	o = append(o, 0x88, 0xb2, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x41, 0x6c, 0x67, 0x6f, 0x72, 0x69, 0x74, 0x68, 0x6d)
@@ -11215,7 +12302,7 @@ func (z *SchedulerConfiguration) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Spread) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Attribute"
 	o = append(o, 0x83, 0xa9, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65)
@@ -11358,7 +12445,7 @@ func (z *Spread) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z SpreadTarget) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Value"
 	o = append(o, 0x82, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
@@ -11419,7 +12506,7 @@ func (z SpreadTarget) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Task) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 31
 	// string "Name"
 	o = append(o, 0xde, 0x0, 0x1f, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
@@ -12769,7 +13856,7 @@ func (z *Task) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *TaskGroup) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 23
 	// string "Name"
 	o = append(o, 0xde, 0x0, 0x17, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
@@ -13768,7 +14855,7 @@ func (z *TaskGroup) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z TaskLifecycle) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Hook"
 	o = append(o, 0x82, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
@@ -13829,7 +14916,7 @@ func (z TaskLifecycle) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *UpdateStrategy) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 9
 	// string "Stagger"
 	o = append(o, 0x89, 0xa7, 0x53, 0x74, 0x61, 0x67, 0x67, 0x65, 0x72)
@@ -13953,7 +15040,7 @@ func (z *UpdateStrategy) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Usage) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 4
 	// string "CPU"
 	o = append(o, 0x84, 0xa3, 0x43, 0x50, 0x55)

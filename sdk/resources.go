@@ -128,7 +128,7 @@ type NodeReservedNetworkResources struct{ ReservedHostPorts string }
 
 // AllocatedResources is what an allocation holds on its node.
 type AllocatedResources struct {
-	Tasks  map[string]*AllocatedTaskResources
+	Tasks  map[string]*AllocatedTaskResources `msg:",omitempty"`
 	Shared AllocatedSharedResources
 }
 
@@ -136,27 +136,27 @@ type AllocatedResources struct {
 type AllocatedTaskResources struct {
 	Cpu      AllocatedCpuResources
 	Memory   AllocatedMemoryResources
-	Networks []*NetworkResource
-	Devices  []*AllocatedDeviceResource
+	Networks []*NetworkResource         `msg:",omitempty"`
+	Devices  []*AllocatedDeviceResource `msg:",omitempty"`
 }
 
 // AllocatedCpuResources is held CPU.
 type AllocatedCpuResources struct {
-	CpuShares     int64
-	ReservedCores []uint16
+	CpuShares     int64    `msg:",omitempty"`
+	ReservedCores []uint16 `msg:",omitempty"`
 }
 
 // AllocatedMemoryResources is held memory.
 type AllocatedMemoryResources struct {
-	MemoryMB    int64
-	MemoryMaxMB int64
+	MemoryMB    int64 `msg:",omitempty"`
+	MemoryMaxMB int64 `msg:",omitempty"`
 }
 
 // AllocatedSharedResources is held by the whole group.
 type AllocatedSharedResources struct {
-	DiskMB   int64
-	Networks []*NetworkResource
-	Ports    []PortMapping
+	DiskMB   int64              `msg:",omitempty"`
+	Networks []*NetworkResource `msg:",omitempty"`
+	Ports    []PortMapping      `msg:",omitempty"`
 }
 
 // PortMapping is a port assigned to a group network.

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/agent"
+	"github.com/drover-sched/drover/host/server"
 	"github.com/rs/zerolog"
 )
 
@@ -22,10 +26,15 @@ Usage: drover agent [options]
 
   Runs a Drover agent: the server (state, broker, workers, plan applier)
   and its HTTP API. With -dev it keeps its state in memory and simulates a
-  cluster of ready nodes, so jobs place at once.
+  cluster of ready nodes, so jobs place at once. Otherwise it keeps its
+  state in -data-dir (a raft log and snapshots) and restores it on start.
 
 Options:
 
+  -config=FILE         Agent configuration file (HCL, or JSON if it ends in
+                       .json): data_dir, log_level, http_addr and a server
+                       block (num_schedulers, broker, heartbeat, GC and raft
+                       settings). Flags override it.
   -dev                 Run in dev mode: in-memory state, simulated nodes.
   -dev-nodes=N         Number of simulated nodes in dev mode (default 10).
   -http-addr=HOST:PORT Address of the HTTP API (default 127.0.0.1:4646).
@@ -35,39 +44,101 @@ Options:
   -workers=N           Scheduling workers (default: one per CPU core).
   -log-level=LEVEL     debug, info, warn or error (default info).
   -log-json            Log JSON lines instead of text.
+
+Exit codes:
+
+  0  stopped by a signal
+  1  bad flags or configuration, or another error
+  3  the data dir is locked by another agent
+  4  the data dir is corrupt (raft log, snapshot or metadata)
+  5  the data dir was initialized but its state is missing
+  6  the data dir is unusable (not a directory, not writable, someone
+     else's directory, or written by a newer Drover)
 `)
 }
 
+// Agent exit codes for data dir problems.
+const (
+	exitDataDirLocked   = 3
+	exitDataDirCorrupt  = 4
+	exitDataDirMissing  = 5
+	exitDataDirUnusable = 6
+)
+
 func (c *agentCommand) Run(args []string) int {
 	cfg := agent.DefaultConfig()
+	var flagCfg agent.Config
+	var configPath string
 	fs := c.flags("agent", false)
-	fs.BoolVar(&cfg.Dev, "dev", false, "")
-	fs.IntVar(&cfg.DevNodes, "dev-nodes", cfg.DevNodes, "")
-	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "")
-	fs.StringVar(&cfg.Server.DataDir, "data-dir", "", "")
-	fs.StringVar(&cfg.PluginDir, "plugin-dir", "", "")
-	fs.IntVar(&cfg.Server.NumWorkers, "workers", 0, "")
-	level := fs.String("log-level", "info", "")
-	logJSON := fs.Bool("log-json", false, "")
+	fs.StringVar(&configPath, "config", "", "")
+	fs.BoolVar(&flagCfg.Dev, "dev", false, "")
+	fs.IntVar(&flagCfg.DevNodes, "dev-nodes", cfg.DevNodes, "")
+	fs.StringVar(&flagCfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "")
+	fs.StringVar(&flagCfg.Server.DataDir, "data-dir", "", "")
+	fs.StringVar(&flagCfg.PluginDir, "plugin-dir", "", "")
+	fs.IntVar(&flagCfg.Server.NumWorkers, "workers", 0, "")
+	fs.StringVar(&flagCfg.LogLevel, "log-level", cfg.LogLevel, "")
+	fs.BoolVar(&flagCfg.LogJSON, "log-json", false, "")
 	if !c.parse(fs, args, c.Help()) {
 		return exitError
 	}
-	lvl, err := zerolog.ParseLevel(*level)
+	if configPath != "" {
+		f, err := agent.LoadConfigFile(configPath)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		if err := f.Apply(&cfg); err != nil {
+			return c.errorf("%v", err)
+		}
+	}
+	// Flags given on the command line win over the file.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "dev":
+			cfg.Dev = flagCfg.Dev
+		case "dev-nodes":
+			cfg.DevNodes = flagCfg.DevNodes
+		case "http-addr":
+			cfg.HTTPAddr = flagCfg.HTTPAddr
+		case "data-dir":
+			cfg.Server.DataDir = flagCfg.Server.DataDir
+		case "plugin-dir":
+			cfg.PluginDir = flagCfg.PluginDir
+		case "workers":
+			cfg.Server.NumWorkers = flagCfg.Server.NumWorkers
+		case "log-level":
+			cfg.LogLevel = flagCfg.LogLevel
+		case "log-json":
+			cfg.LogJSON = flagCfg.LogJSON
+		}
+	})
+	lvl, err := zerolog.ParseLevel(cfg.LogLevel)
 	if err != nil {
-		return c.errorf("invalid -log-level %q", *level)
+		return c.errorf("invalid log level %q", cfg.LogLevel)
 	}
 	var log zerolog.Logger
-	if *logJSON {
+	if cfg.LogJSON {
 		log = zerolog.New(os.Stderr).With().Timestamp().Logger().Level(lvl)
 	} else {
 		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger().Level(lvl)
 	}
 	if !cfg.Dev && cfg.Server.DataDir == "" {
-		return c.errorf("-data-dir is required unless -dev is set")
+		return c.errorf("-data-dir (or data_dir in -config) is required unless -dev is set")
 	}
 	a, err := agent.New(cfg, log)
 	if err != nil {
-		return c.errorf("%v", err)
+		c.ui.Error(fmt.Sprintf("Error: %v", err))
+		switch {
+		case errors.Is(err, server.ErrDataDirLocked):
+			return exitDataDirLocked
+		case errors.Is(err, server.ErrDataDirCorrupt):
+			return exitDataDirCorrupt
+		case errors.Is(err, server.ErrDataDirMissingState):
+			return exitDataDirMissing
+		case errors.Is(err, server.ErrDataDirUnusable):
+			return exitDataDirUnusable
+		}
+		return exitError
 	}
 	c.ui.Output("==> Drover agent started! Log data will stream in below:")
 	c.ui.Output("    API: " + a.Addr())

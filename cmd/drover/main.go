@@ -63,6 +63,8 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"operator scheduler set-config": f(&schedulerSetConfigCommand{meta: m}),
 		"plugin":                        group("Interact with scheduler plugins", "plugin"),
 		"plugin list":                   f(&pluginListCommand{meta: m}),
+		"bench":                         group("Run benchmarks", "bench"),
+		"bench scheduler":               f(&benchSchedulerCommand{meta: m}),
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -37,13 +36,17 @@ type Config struct {
 	// PluginDir holds the scheduler plugins; default: "plugins" beside the
 	// drover binary.
 	PluginDir string
+	// LogLevel (debug, info, warn, error) and LogJSON say how the command
+	// that starts the agent logs.
+	LogLevel string
+	LogJSON  bool
 	// Server configures the server.
 	Server server.Config
 }
 
 // DefaultConfig returns a dev-friendly default.
 func DefaultConfig() Config {
-	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", Server: server.DefaultConfig()}
+	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", LogLevel: "info", Server: server.DefaultConfig()}
 }
 
 // Agent is a running agent.
@@ -62,8 +65,11 @@ type Agent struct {
 // New starts an agent.
 func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	cfg.Server.Dev = cfg.Dev
-	if cfg.Server.NumWorkers == 0 {
-		cfg.Server.NumWorkers = runtime.NumCPU()
+	if !cfg.Dev {
+		// Refuse a bad data dir before loading anything into it.
+		if err := server.CheckDataDir(cfg.Server.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -167,6 +167,28 @@ func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 		if batch && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
 			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
 		}
+		if u, ok := simHealth(a, now); ok {
+			return u, true
+		}
 	}
 	return server.AllocUpdate{}, false
+}
+
+// simHealth reports a running allocation of a deployment healthy once it
+// has run for its group's min_healthy_time, as a node's health watcher
+// does (simulated tasks have no checks that could fail).
+func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
+	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || a.Job == nil {
+		return server.AllocUpdate{}, false
+	}
+	var minHealthy time.Duration
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
+		minHealthy = tg.Update.MinHealthyTime
+	}
+	if now.Sub(time.Unix(0, a.ModifyTime)) < minHealthy {
+		return server.AllocUpdate{}, false
+	}
+	healthy := true
+	return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running",
+		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}}, true
 }

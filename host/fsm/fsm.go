@@ -121,9 +121,17 @@ func (f *FSM) applyCommand(index uint64, data []byte) any {
 		f.log.Error().Err(err).Uint64("index", index).Msg("fsm: entry not applied")
 		return err
 	}
+	if err := f.commit(index, msg); err != nil {
+		f.log.Error().Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
+		return err
+	}
+	return nil
+}
+
+// commit applies a decoded entry in one transaction and tells the notifier.
+func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 	fx := &effects{Commit: Commit{Index: index}}
 	if err := f.store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, fx) }); err != nil {
-		f.log.Error().Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
 		return err
 	}
 	if f.notify != nil {
@@ -175,6 +183,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &JobStabilityRequest{}
 	case GarbageCollectRequestType:
 		msg = &GarbageCollectRequest{}
+	case DeploymentPromoteRequestType:
+		msg = &DeploymentPromoteRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -237,6 +247,8 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyJobStability(tx, req)
 	case *GarbageCollectRequest:
 		return applyGarbageCollect(tx, req, fx)
+	case *DeploymentPromoteRequest:
+		return applyDeploymentPromote(tx, req, fx)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
@@ -371,10 +383,13 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 			a.TaskStates = u.TaskStates
 		}
 		if u.DeploymentStatus != nil {
-			a.DeploymentStatus = u.DeploymentStatus
+			a.DeploymentStatus = reportedHealth(old.DeploymentStatus, u.DeploymentStatus)
 		}
 		a.ModifyTime = req.UpdatedAt
 		if err := tx.UpsertAlloc(&a); err != nil {
+			return err
+		}
+		if err := countHealth(tx, old, &a, req.UpdatedAt); err != nil {
 			return err
 		}
 		if a.ClientTerminalStatus() && !old.TerminalStatus() {
@@ -443,6 +458,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			freed(a.NodeID)
 		}
 	}
+	var fresh []*sdk.Allocation
 	for _, u := range req.AllocsUpdated {
 		a := *u
 		if old := tx.Alloc(a.ID); old != nil {
@@ -453,6 +469,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			a.CreateTime = old.CreateTime
 		} else {
 			a.CreateTime = now
+			if a.DeploymentID != "" {
+				fresh = append(fresh, &a)
+			}
 		}
 		if a.Job == nil {
 			a.Job = req.Job
@@ -481,6 +500,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertDeployment(d); err != nil {
 			return err
 		}
+	}
+	if err := countPlacements(tx, fresh, now); err != nil {
+		return err
 	}
 	for _, du := range req.DeploymentUpdates {
 		if err := updateDeploymentStatus(tx, du, now); err != nil {
@@ -518,21 +540,7 @@ func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx
 }
 
 func applyJobStability(tx *state.Txn, req *JobStabilityRequest) error {
-	v := tx.JobVersion(req.Namespace, req.JobID, req.Version)
-	if v == nil {
-		return fmt.Errorf("%w: job %s/%s version %d", state.ErrNotFound, req.Namespace, req.JobID, req.Version)
-	}
-	c := *v
-	c.Stable = req.Stable
-	if err := tx.UpsertJobVersion(&c); err != nil {
-		return err
-	}
-	if cur := tx.Job(req.Namespace, req.JobID); cur != nil && cur.Version == req.Version {
-		j := *cur
-		j.Stable = req.Stable
-		return tx.UpsertJob(&j)
-	}
-	return nil
+	return tx.SetJobStability(req.Namespace, req.JobID, req.Version, req.Stable)
 }
 
 // applyGarbageCollect deletes collected objects. Objects already gone are
@@ -586,15 +594,4 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	return restore(f.store, rc)
-}
-
-// WriteEntry applies an encoded entry to store at index as the FSM would,
-// without telling anyone. The plan applier uses it on a fork of the state
-// to see the effects of a plan that is still committing.
-func WriteEntry(store *state.Store, index uint64, data []byte) error {
-	msg, err := decodeEntry(data)
-	if err != nil {
-		return err
-	}
-	return store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, &effects{}) })
 }

@@ -24,6 +24,7 @@ const (
 	DeploymentStatusUpdateRequestType
 	JobStabilityRequestType
 	GarbageCollectRequestType
+	DeploymentPromoteRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -148,4 +149,14 @@ type GarbageCollectRequest struct {
 	Jobs        []sdk.NamespacedID
 	Nodes       []string
 	Deployments []string
+}
+
+// DeploymentPromoteRequest promotes the canaries of a deployment's task
+// groups (all of them when Groups is empty), with the eval that rolls the
+// rest out.
+type DeploymentPromoteRequest struct {
+	DeploymentID string
+	Groups       []string
+	Eval         *sdk.Evaluation
+	UpdatedAt    int64
 }

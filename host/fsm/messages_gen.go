@@ -713,6 +713,130 @@ func (z *ApplyPlanResultsRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *DeploymentPromoteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "DeploymentID"
+	o = append(o, 0x84, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+	o = msgp.AppendString(o, z.DeploymentID)
+	// string "Groups"
+	o = append(o, 0xa6, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Groups)))
+	for za0001 := range z.Groups {
+		o = msgp.AppendString(o, z.Groups[za0001])
+	}
+	// string "Eval"
+	o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
+	if z.Eval == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Eval.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Eval")
+			return
+		}
+	}
+	// string "UpdatedAt"
+	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+	o = msgp.AppendInt64(o, z.UpdatedAt)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DeploymentPromoteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "DeploymentID":
+			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DeploymentID")
+				return
+			}
+		case "Groups":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Groups")
+				return
+			}
+			if cap(z.Groups) >= int(zb0002) {
+				z.Groups = (z.Groups)[:zb0002]
+			} else {
+				z.Groups = make([]string, zb0002)
+			}
+			for za0001 := range z.Groups {
+				z.Groups[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Groups", za0001)
+					return
+				}
+			}
+		case "Eval":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Eval = nil
+			} else {
+				if z.Eval == nil {
+					z.Eval = new(sdk.Evaluation)
+				}
+				bts, err = z.Eval.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Eval")
+					return
+				}
+			}
+		case "UpdatedAt":
+			z.UpdatedAt, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UpdatedAt")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *DeploymentPromoteRequest) Msgsize() (s int) {
+	s = 1 + 13 + msgp.StringPrefixSize + len(z.DeploymentID) + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Groups {
+		s += msgp.StringPrefixSize + len(z.Groups[za0001])
+	}
+	s += 5
+	if z.Eval == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Eval.Msgsize()
+	}
+	s += 10 + msgp.Int64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *DeploymentStatusUpdateRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 4

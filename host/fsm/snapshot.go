@@ -207,6 +207,9 @@ func restore(store *state.Store, r io.Reader) error {
 				return nil
 			}
 			if err := restoreRecord(tx, kind, b, allocJobs); err != nil {
+				if !errors.Is(err, ErrCorruptSnapshot) {
+					err = fmt.Errorf("%w: record %d: %v", ErrCorruptSnapshot, kind, err)
+				}
 				return err
 			}
 		}

@@ -3,10 +3,15 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/tinylib/msgp/msgp"
 )
 
 func TestSnapshot_RoundTripKeepsEverything(t *testing.T) {
@@ -93,4 +98,167 @@ func TestSnapshot_CorruptIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSnapshot_Property_RestoreEqualsSource writes random state, then
+// checks that a snapshot restored into an empty store holds exactly what
+// the source holds, object by object, with the same table indexes.
+func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 3))
+			src, _ := state.NewStore()
+			for i := uint64(1); i <= 200; i++ {
+				err := src.Write(i, func(tx *state.Txn) error {
+					job := func() *sdk.Job {
+						return &sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Type: "service",
+							Priority: 10 + r.IntN(80), TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: r.IntN(5)}}}
+					}
+					switch r.IntN(7) {
+					case 0:
+						return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", r.IntN(5)), Status: "ready", Datacenter: "dc1"})
+					case 1:
+						return tx.UpsertJob(job())
+					case 2:
+						j := tx.Job("default", fmt.Sprintf("j%d", r.IntN(4)))
+						if j == nil {
+							return nil
+						}
+						return tx.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("a%d", r.IntN(30)), Namespace: "default", JobID: j.ID,
+							Job: j, NodeID: fmt.Sprintf("n%d", r.IntN(5)), DesiredStatus: "run", ClientStatus: "running"})
+					case 3:
+						return tx.UpsertEval(&sdk.Evaluation{ID: fmt.Sprintf("e%d", r.IntN(30)), Namespace: "default",
+							JobID: fmt.Sprintf("j%d", r.IntN(4)), Status: []string{"pending", "blocked", "complete"}[r.IntN(3)],
+							WaitUntil: time.Unix(int64(r.IntN(1000)), 0).UTC()})
+					case 4:
+						return tx.UpsertDeployment(&sdk.Deployment{ID: fmt.Sprintf("d%d", r.IntN(3)), Namespace: "default", JobID: "j0", Status: "running"})
+					case 5:
+						return tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Launch: int64(r.IntN(1e9))})
+					default:
+						if a := tx.Alloc(fmt.Sprintf("a%d", r.IntN(30))); a != nil {
+							return tx.DeleteAlloc(a.ID)
+						}
+						return nil
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var buf bytes.Buffer
+			if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
+				t.Fatal(err)
+			}
+			dst, _ := state.NewStore()
+			if err := restore(dst, bytes.NewReader(buf.Bytes())); err != nil {
+				t.Fatal(err)
+			}
+			a, b := src.Snapshot(), dst.Snapshot()
+			if a.Index() != b.Index() {
+				t.Fatalf("index %d vs %d", a.Index(), b.Index())
+			}
+			for _, table := range []string{state.TableNodes, state.TableJobs, state.TableAllocs, state.TableEvals, state.TableDeployments, state.TablePeriodic} {
+				if a.TableIndex(table) != b.TableIndex(table) {
+					t.Errorf("table %s index %d vs %d", table, a.TableIndex(table), b.TableIndex(table))
+				}
+			}
+			if d := compare(a, b); d != "" {
+				t.Fatal(d)
+			}
+		})
+	}
+}
+
+// norm returns v as it comes out of an encode and decode, so objects
+// built in Go (nil maps) compare equal to decoded ones (empty maps).
+func norm[T any, PT interface {
+	*T
+	msgp.Marshaler
+	msgp.Unmarshaler
+}](v PT) PT {
+	b, err := v.MarshalMsg(nil)
+	if err != nil {
+		panic(err)
+	}
+	out := PT(new(T))
+	if _, err := out.UnmarshalMsg(b); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// compare lists every object of both snapshots and names the first
+// difference.
+func compare(a, b *state.Snapshot) string {
+	list := func(s *state.Snapshot) map[string]any {
+		out := map[string]any{}
+		for _, n := range s.Nodes() {
+			out["node/"+n.ID] = norm(n)
+		}
+		for _, j := range s.Jobs("") {
+			out["job/"+j.ID] = norm(j)
+			for _, v := range s.JobVersions(j.Namespace, j.ID) {
+				out[fmt.Sprintf("version/%s/%d", j.ID, v.Version)] = norm(v)
+			}
+		}
+		for _, al := range s.Allocs() {
+			out["alloc/"+al.ID] = norm(al)
+		}
+		for _, e := range s.Evals() {
+			out["eval/"+e.ID] = norm(e)
+		}
+		for _, d := range s.Deployments() {
+			out["deployment/"+d.ID] = norm(d)
+		}
+		for _, l := range s.PeriodicLaunches() {
+			out["periodic/"+l.ID] = norm(l)
+		}
+		return out
+	}
+	x, y := list(a), list(b)
+	for k, v := range x {
+		if !reflect.DeepEqual(v, y[k]) {
+			return fmt.Sprintf("differs or lost: %s\n%+v\n%+v", k, v, y[k])
+		}
+	}
+	for k := range y {
+		if _, ok := x[k]; !ok {
+			return "appeared: " + k
+		}
+	}
+	return ""
+}
+
+// FuzzRestore: no input makes the snapshot reader panic; what it refuses
+// it refuses as ErrCorruptSnapshot.
+func FuzzRestore(f *testing.F) {
+	src, _ := state.NewStore()
+	_ = src.Write(1, func(tx *state.Txn) error {
+		if err := tx.UpsertNode(&sdk.Node{ID: "n1"}); err != nil {
+			return err
+		}
+		return tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "j", TaskGroups: []*sdk.TaskGroup{{Name: "g"}}})
+	})
+	var buf bytes.Buffer
+	_ = writeSnapshot(&buf, src.Snapshot())
+	f.Add(buf.Bytes())
+	f.Add([]byte(snapshotMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dst, _ := state.NewStore()
+		if err := restore(dst, bytes.NewReader(b)); err != nil && !errors.Is(err, ErrCorruptSnapshot) {
+			t.Fatalf("error not ErrCorruptSnapshot: %v", err)
+		}
+	})
+}
+
+// FuzzCheck: no log entry makes the entry decoder panic.
+func FuzzCheck(f *testing.F) {
+	good, _ := Encode(JobRegisterRequestType, &JobRegisterRequest{Job: &sdk.Job{ID: "j"}, Eval: &sdk.Evaluation{ID: "e"}})
+	f.Add(good)
+	f.Add([]byte{byte(ApplyPlanResultsRequestType), 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := Check(b); err != nil && !errors.Is(err, ErrBadEntry) {
+			t.Fatalf("error not ErrBadEntry: %v", err)
+		}
+	})
 }

@@ -27,9 +27,10 @@ type TokenChecker interface {
 }
 
 // Applier drains the plan queue. It verifies plan N+1 while plan N is
-// being committed: N+1 is evaluated against a fork of the state to which N
-// was applied, and is committed only after N. If N fails to commit, or a
-// node changed meanwhile, N+1 is evaluated again against the real state.
+// being committed: N+1 is judged against the latest state with N's result
+// laid over it (an overlay, no copy of the state), and is committed only
+// after N. If N fails to commit, or a node changed meanwhile, N+1 is judged
+// again against the real state.
 type Applier struct {
 	queue  *Queue
 	store  *state.Store
@@ -74,7 +75,7 @@ type commit struct {
 	index uint64
 	err   error
 	// viewBase is the index of the state the applier's view (the state
-	// plus this plan) was forked from.
+	// plus this plan) is laid over.
 	viewBase uint64
 }
 
@@ -95,7 +96,8 @@ func (c *commit) finished() bool {
 // evaluation is a plan judged against one view of the state.
 type evaluation struct {
 	result *sdk.PlanResult
-	entry  []byte // the encoded ApplyPlanResultsRequest, nil if nothing to commit
+	req    *fsm.ApplyPlanResultsRequest
+	entry  []byte // req encoded, nil if nothing to commit
 	err    error
 }
 
@@ -104,7 +106,7 @@ type evaluation struct {
 func (a *Applier) Run(ctx context.Context) {
 	var inflight *commit
 	// view is the state plus the inflight plan, while it commits.
-	var view *state.Store
+	var view State
 	defer func() {
 		if inflight != nil {
 			inflight.wait()
@@ -125,10 +127,8 @@ func (a *Applier) Run(ctx context.Context) {
 			p.reply <- Response{Err: fmt.Errorf("%w: eval %s", ErrStaleToken, p.plan.EvalID)}
 			continue
 		}
-		var snap *state.Snapshot
-		if view != nil {
-			snap = view.Snapshot()
-		} else {
+		snap := view
+		if snap == nil {
 			snap = a.store.Snapshot()
 		}
 		ev := a.evaluate(snap, p.plan)
@@ -148,13 +148,14 @@ func (a *Applier) Run(ctx context.Context) {
 			continue
 		}
 		inflight = a.dispatch(p, ev)
-		view, inflight.viewBase = a.fork(ev.entry)
+		base := a.store.Snapshot()
+		view, inflight.viewBase = newOverlay(base, ev.req), base.Index()
 	}
 }
 
 // evaluate validates and evaluates p against snap and encodes what to
 // commit.
-func (a *Applier) evaluate(snap *state.Snapshot, p *sdk.Plan) evaluation {
+func (a *Applier) evaluate(snap State, p *sdk.Plan) evaluation {
 	if err := Validate(snap, p, a.limits); err != nil {
 		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
 		return evaluation{err: err}
@@ -167,7 +168,7 @@ func (a *Applier) evaluate(snap *state.Snapshot, p *sdk.Plan) evaluation {
 	if err != nil {
 		return evaluation{err: fmt.Errorf("plan: encode: %w", err)}
 	}
-	return evaluation{result: result, entry: entry}
+	return evaluation{result: result, req: req, entry: entry}
 }
 
 // dispatch commits ev through raft in the background and answers p when
@@ -194,28 +195,10 @@ func (a *Applier) dispatch(p *pending, ev evaluation) *commit {
 	return c
 }
 
-// fork returns the latest state with entry applied on top (the state as it
-// will be once entry commits) and the index it was forked at.
-func (a *Applier) fork(entry []byte) (*state.Store, uint64) {
-	f := a.store.Fork()
-	base := f.LatestIndex()
-	if err := fsm.WriteEntry(f, base+1, entry); err != nil {
-		// The real apply will fail the same way; judge the next plan on
-		// the real state.
-		a.log.Error().Err(err).Msg("plan: could not apply a plan to the applier's view")
-		return nil, base
-	}
-	return f, base
-}
-
 // nodesChangedSince reports whether a node changed between the state c was
 // judged against and now, other than by c itself. Only node changes can
 // make a plan judged against a view that includes c unsafe: allocations
 // change otherwise only by becoming terminal, which frees room.
 func (a *Applier) nodesChangedSince(c *commit) bool {
-	j := a.store.Journal()
-	if j == nil {
-		return true
-	}
-	return j.ChangedBetween(state.KindNode, c.viewBase, a.store.LatestIndex(), c.index)
+	return a.store.Journal().ChangedBetween(state.KindNode, c.viewBase, a.store.LatestIndex(), c.index)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
 
@@ -48,7 +49,10 @@ func (f *fakeRaft) ApplyEntry(data []byte) (uint64, error) {
 		return 0, errors.New("raft: leadership lost")
 	}
 	idx := f.store.LatestIndex() + 1
-	return idx, fsm.WriteEntry(f.store, idx, data)
+	if resp := fsm.New(f.store, nil, zerolog.Nop()).Apply(&raft.Log{Index: idx, Type: raft.LogCommand, Data: data}); resp != nil {
+		return 0, resp.(error)
+	}
+	return idx, nil
 }
 
 // allOutstanding says every eval is outstanding under token "t".

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/google/uuid"
@@ -42,7 +41,7 @@ func invalid(format string, args ...any) error {
 // Validate also makes the plan trustworthy for what follows: it replaces
 // the plan's job with the stored version, takes the plan's priority from the
 // eval and stamps the placements with the eval and their desired status.
-func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
+func Validate(snap State, p *sdk.Plan, lim Limits) error {
 	if p.EvalID == "" {
 		return invalid("no eval ID")
 	}
@@ -167,7 +166,7 @@ func Validate(snap *state.Snapshot, p *sdk.Plan, lim Limits) error {
 
 // checkPlacement validates one placement (or in-place update) on node and
 // stamps it with the plan's eval.
-func checkPlacement(snap *state.Snapshot, p *sdk.Plan, node string, a *sdk.Allocation, dup func(string) error) error {
+func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup func(string) error) error {
 	if err := dup(a.ID); err != nil {
 		return err
 	}
@@ -203,7 +202,7 @@ func checkPlacement(snap *state.Snapshot, p *sdk.Plan, node string, a *sdk.Alloc
 
 // storedVersion returns the stored job version j claims to be: the current
 // job or a kept version with the same version and job modify index.
-func storedVersion(snap *state.Snapshot, j *sdk.Job) *sdk.Job {
+func storedVersion(snap State, j *sdk.Job) *sdk.Job {
 	if cur := snap.Job(j.Namespace, j.ID); cur != nil && cur.Version == j.Version && cur.JobModifyIndex == j.JobModifyIndex {
 		return cur
 	}
@@ -219,7 +218,7 @@ func storedVersion(snap *state.Snapshot, j *sdk.Job) *sdk.Job {
 // the reason kept per node; with AllAtOnce a single rejection rejects
 // everything. The result's RefreshIndex is snap's index when something was
 // rejected; the applier raises it to the commit's index.
-func Evaluate(snap *state.Snapshot, p *sdk.Plan, now int64, newID func() string) (*sdk.PlanResult, *fsm.ApplyPlanResultsRequest) {
+func Evaluate(snap State, p *sdk.Plan, now int64, newID func() string) (*sdk.PlanResult, *fsm.ApplyPlanResultsRequest) {
 	result := &sdk.PlanResult{
 		NodeUpdate: map[string][]*sdk.Allocation{}, NodeAllocation: map[string][]*sdk.Allocation{},
 		NodePreemptions: map[string][]*sdk.Allocation{},
@@ -285,7 +284,7 @@ func planNodes(p *sdk.Plan) []string {
 // plan's stops, preemptions and updated allocations, plus the plan's
 // placements — must fit the node, as feasible.AllocsFit judges. It returns
 // the reason a node does not fit.
-func NodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
+func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 	placements := p.NodeAllocation[nodeID]
 	if len(placements) == 0 {
 		return true, ""
@@ -337,7 +336,7 @@ func NodeFits(snap *state.Snapshot, p *sdk.Plan, nodeID string) (bool, string) {
 // preemptionEvals returns one pending eval per job that lost allocations.
 // As seed 002 says, they have no PreviousEval and the preempting eval gets
 // no pointer to them: the chain breaks here.
-func preemptionEvals(snap *state.Snapshot, preempted []*sdk.Allocation, now int64, newID func() string) []*sdk.Evaluation {
+func preemptionEvals(snap State, preempted []*sdk.Allocation, now int64, newID func() string) []*sdk.Evaluation {
 	seen := map[sdk.NamespacedID]bool{}
 	var out []*sdk.Evaluation
 	for _, p := range preempted {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,8 @@ type dataDir struct {
 	// initialized is false until raft state exists and the metadata file
 	// says so.
 	initialized bool
+	// snapErr is why raft could not open the snapshot to restore.
+	snapErr error
 }
 
 func (d *dataDir) raftDir() string  { return filepath.Join(d.path, raftDirName) }
@@ -72,35 +75,13 @@ func (d *dataDir) metaPath() string { return filepath.Join(d.path, dataDirMetaFi
 // the metadata is readable, the raft log opens, every snapshot is listed,
 // the log follows on from the newest snapshot and every entry after it
 // decodes.
-func openDataDir(path string, logger hclog.Logger) (d *dataDir, err error) {
-	d = &dataDir{path: path}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(path, 0o700); err != nil {
-			return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, path, err)
-		}
-	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrDataDirUnusable, err)
-	case !fi.IsDir():
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrDataDirUnusable, path)
-	}
-	meta, err := readDataDirMeta(d.metaPath())
+func openDataDir(path string, logger hclog.Logger) (_ *dataDir, err error) {
+	d := &dataDir{path: path}
+	meta, err := inspectDataDir(path, true)
 	if err != nil {
 		return nil, err
 	}
 	dbPath := filepath.Join(d.raftDir(), raftDBName)
-	_, dbErr := os.Stat(dbPath)
-	hasDB := dbErr == nil
-	switch {
-	case meta != nil && !hasDB:
-		return nil, fmt.Errorf("%w: %s was initialized but its raft log %s is missing; refusing to start with an empty state",
-			ErrDataDirMissingState, path, dbPath)
-	case meta == nil && !hasDB:
-		if err := requireEmpty(path); err != nil {
-			return nil, err
-		}
-	}
 	if err := os.MkdirAll(d.raftDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, d.raftDir(), err)
 	}
@@ -120,7 +101,7 @@ func openDataDir(path string, logger hclog.Logger) (d *dataDir, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.snaps = newestOnly{fss}
+	d.snaps = newestOnly{FileSnapshotStore: fss, openErr: &d.snapErr}
 	has, err := d.checkLog(newest)
 	if err != nil {
 		return nil, err
@@ -131,6 +112,52 @@ func openDataDir(path string, logger hclog.Logger) (d *dataDir, err error) {
 	}
 	d.initialized = meta != nil
 	return d, nil
+}
+
+// CheckDataDir runs the checks on a data dir that need no lock (it exists or
+// can be created, is not someone else's directory, has its raft log if it
+// was initialized, was not written by a newer Drover), so an agent can
+// refuse a bad data dir before it loads anything. Opening the server checks
+// everything else.
+func CheckDataDir(path string) error {
+	_, err := inspectDataDir(path, false)
+	return err
+}
+
+// inspectDataDir checks a data dir's shape and returns its metadata (nil
+// for a new data dir). With create, a missing directory is created.
+func inspectDataDir(path string, create bool) (*dataDirMeta, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if !create {
+			return nil, nil
+		}
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: create %s: %v", ErrDataDirUnusable, path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrDataDirUnusable, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrDataDirUnusable, path)
+	}
+	meta, err := readDataDirMeta(filepath.Join(path, dataDirMetaFile))
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(path, raftDirName, raftDBName)
+	_, dbErr := os.Stat(dbPath)
+	hasDB := dbErr == nil
+	switch {
+	case meta != nil && !hasDB:
+		return nil, fmt.Errorf("%w: %s was initialized but its raft log %s is missing; refusing to start with an empty state",
+			ErrDataDirMissingState, path, dbPath)
+	case meta == nil && !hasDB:
+		if err := requireEmpty(path); err != nil {
+			return nil, err
+		}
+	}
+	return meta, nil
 }
 
 func readDataDirMeta(path string) (*dataDirMeta, error) {
@@ -315,8 +342,20 @@ func (d *dataDir) close() {
 
 // newestOnly lists only the newest snapshot, so raft restores it or fails:
 // falling back silently to an older snapshot could leave a gap the log no
-// longer covers.
-type newestOnly struct{ *raft.FileSnapshotStore }
+// longer covers. It keeps why a snapshot could not be opened, which raft
+// only logs.
+type newestOnly struct {
+	*raft.FileSnapshotStore
+	openErr *error
+}
+
+func (n newestOnly) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := n.FileSnapshotStore.Open(id)
+	if err != nil {
+		*n.openErr = fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	return meta, rc, err
+}
 
 func (n newestOnly) List() ([]*raft.SnapshotMeta, error) {
 	metas, err := n.FileSnapshotStore.List()

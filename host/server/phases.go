@@ -80,6 +80,7 @@ func (p *phaseTracker) forget(evalID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, evalID)
+	delete(p.failures, evalID)
 }
 
 // history returns an eval's phases, oldest first.

@@ -25,10 +25,13 @@ func (s *Server) raftConfig() *raft.Config {
 	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
 	rc.SnapshotInterval = s.cfg.SnapshotInterval
 	rc.TrailingLogs = s.cfg.RaftTrailingLogs
-	// A single voter elects itself at once.
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	// A single voter elects itself as soon as its first (randomised)
+	// heartbeat timeout passes, and never loses its quorum of one; short
+	// timeouts only shorten the wait at start. With peers these would need
+	// to be Nomad's (1 s).
+	rc.HeartbeatTimeout = 100 * time.Millisecond
+	rc.ElectionTimeout = 100 * time.Millisecond
+	rc.LeaderLeaseTimeout = 50 * time.Millisecond
 	rc.CommitTimeout = 5 * time.Millisecond
 	// Concurrent applies are gathered into one log write (one fsync) of up
 	// to MaxAppendEntries entries, and handed to the FSM as one batch.
@@ -75,6 +78,9 @@ func (s *Server) setupRaft() (err error) {
 	if err != nil {
 		if s.cfg.Dev {
 			return fmt.Errorf("server: start raft: %w", err)
+		}
+		if d := s.raftLayer.dir; d != nil && d.snapErr != nil {
+			err = d.snapErr
 		}
 		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}

@@ -51,13 +51,15 @@ type Server struct {
 	phases     *phaseTracker
 	periodic   *periodicLauncher
 
-	mu         sync.Mutex
-	leaderStop context.CancelFunc
-	leaderDone sync.WaitGroup
-	shutdown   context.CancelFunc
-	done       sync.WaitGroup
-	rngMu      sync.Mutex
-	rng        *rand.Rand
+	mu           sync.Mutex
+	shutdownOnce sync.Once
+	shutdownErr  error
+	leaderStop   context.CancelFunc
+	leaderDone   sync.WaitGroup
+	shutdown     context.CancelFunc
+	done         sync.WaitGroup
+	rngMu        sync.Mutex
+	rng          *rand.Rand
 }
 
 // New creates a server and starts raft; in durable mode it opens the data
@@ -141,10 +143,15 @@ func (s *Server) WaitForLeader(ctx context.Context) error {
 	}
 }
 
-// Shutdown stops leader duties and raft and closes the data dir. The
-// plugins' pools are left to the caller (the registry outlives the server
-// in tests).
+// Shutdown stops leader duties and raft and closes the data dir; calling it
+// again does nothing. The plugins' pools are left to the caller (the
+// registry outlives the server in tests).
 func (s *Server) Shutdown() error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.stop() })
+	return s.shutdownErr
+}
+
+func (s *Server) stop() error {
 	s.shutdown()
 	s.done.Wait()
 	s.revokeLeadership()

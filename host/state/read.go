@@ -30,6 +30,20 @@ func all[T any](r reader, table, index string, args ...any) []*T {
 	return out
 }
 
+// each calls fn for each object of an index query until fn returns false,
+// without collecting them.
+func each[T any](r reader, fn func(*T) bool, table, index string, args ...any) {
+	it, err := r.txn.Get(table, index, args...)
+	if err != nil {
+		return
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if !fn(raw.(*T)) {
+			return
+		}
+	}
+}
+
 // TableIndex returns the last index at which table changed.
 func (r reader) TableIndex(table string) uint64 {
 	if e := first[IndexEntry](r, TableIndex, "id", table); e != nil {

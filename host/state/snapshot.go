@@ -20,7 +20,7 @@ func (s *Snapshot) Index() uint64 { return s.index }
 // range, and a full sync otherwise (or when from is 0). evals says whether
 // the mirror holds evaluations too.
 func (s *Snapshot) Sync(from uint64, evals bool) *abi.StateSync {
-	if from == 0 || s.journal == nil {
+	if from == 0 {
 		return s.FullSync(evals)
 	}
 	lo, hi := from, s.index

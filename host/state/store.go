@@ -46,18 +46,7 @@ func NewStore() (*Store, error) {
 	return &Store{db: db, journal: NewJournal(DefaultJournalSize), watch: make(chan struct{})}, nil
 }
 
-// Fork returns a private, writable copy of the store at its latest index.
-// Writes to the fork do not reach the store, and the fork keeps no journal
-// (its snapshots always sync in full). The plan applier evaluates a plan
-// against a fork to which it applied the plan before, while that plan is
-// still committing.
-func (s *Store) Fork() *Store {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return &Store{db: s.db.Snapshot(), latest: s.latest, watch: make(chan struct{})}
-}
-
-// Journal returns the change journal (nil for a fork).
+// Journal returns the change journal.
 func (s *Store) Journal() *Journal { return s.journal }
 
 // LatestIndex is the highest index written.
@@ -113,9 +102,7 @@ func (s *Store) Write(index uint64, fn func(tx *Txn) error) error {
 	}
 	s.mu.Lock()
 	tx.txn.Commit()
-	if s.journal != nil {
-		s.journal.append(tx.changes)
-	}
+	s.journal.append(tx.changes)
 	if index > s.latest {
 		s.latest = index
 	}
@@ -142,9 +129,7 @@ func (s *Store) Restore(index uint64, fn func(tx *Txn) error) error {
 	s.mu.Lock()
 	s.db = db
 	s.latest = index
-	if s.journal != nil {
-		s.journal.reset(index)
-	}
+	s.journal.reset(index)
 	close(s.watch)
 	s.watch = make(chan struct{})
 	s.mu.Unlock()

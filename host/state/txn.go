@@ -124,6 +124,30 @@ func (t *Txn) UpsertJob(j *sdk.Job) error {
 	return t.upsertJobVersion(j)
 }
 
+// SetJobStability marks a kept job version stable or not, and the job too
+// when that version is its current one. Unlike UpsertJob it changes
+// nothing else: stability is the server's mark, not the user's spec.
+func (t *Txn) SetJobStability(ns, id string, version uint64, stable bool) error {
+	v := t.JobVersion(ns, id, version)
+	if v == nil {
+		return fmt.Errorf("%w: job %s/%s version %d", ErrNotFound, ns, id, version)
+	}
+	c := *v
+	c.Stable = stable
+	if err := t.insert(TableJobVersions, &c); err != nil {
+		return err
+	}
+	cur := t.Job(ns, id)
+	if cur == nil || cur.Version != version {
+		return nil
+	}
+	j := *cur
+	j.Stable = stable
+	j.ModifyIndex = t.index
+	t.record(KindJob, jobKey(ns, id))
+	return t.insert(TableJobs, &j)
+}
+
 // UpsertJobVersion inserts a kept job version (restore only).
 func (t *Txn) UpsertJobVersion(j *sdk.Job) error { return t.insert(TableJobVersions, j) }
 
@@ -200,6 +224,11 @@ func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
 		}
 		a.ModifyIndex = t.index
 		if a.Job != nil {
+			// Share the kept version rather than hold a copy per alloc; it
+			// is also what a restored snapshot links allocations to.
+			if kept := t.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version); kept != nil && kept.JobModifyIndex == a.Job.JobModifyIndex {
+				a.Job = kept
+			}
 			a.JobVersion = a.Job.Version
 		}
 		t.touch(a.Namespace, a.JobID)
@@ -309,19 +338,24 @@ func (t *Txn) jobStatus(job *sdk.Job) string {
 		}
 		return sdk.JobStatusRunning
 	}
-	hasAlloc := false
-	for _, a := range t.AllocsByJob(job.Namespace, job.ID) {
+	// Stop at the first answer: a job can have many allocations and evals.
+	hasAlloc, live := false, false
+	each(t.reader, func(a *sdk.Allocation) bool {
 		hasAlloc = true
-		if !a.TerminalStatus() {
-			return sdk.JobStatusRunning
-		}
+		live = !a.TerminalStatus()
+		return !live
+	}, TableAllocs, "job", job.Namespace, job.ID)
+	if live {
+		return sdk.JobStatusRunning
 	}
-	hasEval := false
-	for _, e := range t.EvalsByJob(job.Namespace, job.ID) {
+	hasEval, open := false, false
+	each(t.reader, func(e *sdk.Evaluation) bool {
 		hasEval = true
-		if !e.TerminalStatus() {
-			return sdk.JobStatusPending
-		}
+		open = !e.TerminalStatus()
+		return !open
+	}, TableEvals, "job", job.Namespace, job.ID)
+	if open {
+		return sdk.JobStatusPending
 	}
 	if hasEval || hasAlloc || job.Stop {
 		return sdk.JobStatusDead

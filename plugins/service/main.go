@@ -4,10 +4,12 @@ package main
 
 import (
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/schedulers"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 )
 
 func init() {
+	schedulers.TuneGC()
 	plugin.Register(plugin.Info{Name: "service", Types: []string{"service"}, Version: "0.2.0"}, &generic.Scheduler{})
 }
 

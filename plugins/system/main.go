@@ -4,10 +4,12 @@ package main
 
 import (
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/schedulers"
 	"github.com/drover-sched/drover/sdk/schedulers/system"
 )
 
 func init() {
+	schedulers.TuneGC()
 	plugin.Register(plugin.Info{Name: "system", Types: []string{"system", "sysbatch"}, Version: "0.2.0"}, &system.Scheduler{})
 }
 

@@ -59,10 +59,14 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 		limitMB  int
 		// reason is what the failed eval's description must say.
 		reason string
+		// timeout is the plugin's per-eval deadline: short only where the
+		// deadline is what is tested, so a loaded machine cannot turn
+		// another failure into a deadline.
+		timeout time.Duration
 	}{
 		{plugin: "panic", runtimes: []string{"wasm", "goplugin"}, reason: "panic: assignment to entry in nil map"},
 		{plugin: "crash", runtimes: []string{"wasm", "goplugin"}, reason: "exit_code(7)|process failed"},
-		{plugin: "loop", runtimes: []string{"wasm", "goplugin"}, reason: "deadline"},
+		{plugin: "loop", runtimes: []string{"wasm", "goplugin"}, reason: "deadline", timeout: 2 * time.Second},
 		{plugin: "alloc", runtimes: []string{"wasm"}, limitMB: 64, reason: "out of memory|exit_code(2)"},
 		{plugin: "ghostnode", runtimes: []string{"wasm", "goplugin"}, reason: "unknown node ghost-node"},
 		{plugin: "otherjob", runtimes: []string{"wasm", "goplugin"}, reason: "of another job"},
@@ -76,7 +80,11 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 				reg := servertest.NativeBuiltins(t, 2)
 				p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(2), zerolog.Nop())
 				t.Cleanup(func() { _ = p.Close(context.Background()) })
-				if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: rt, Timeout: 2 * time.Second}); err != nil {
+				timeout := tc.timeout
+				if timeout == 0 {
+					timeout = time.Minute
+				}
+				if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: rt, Timeout: timeout}); err != nil {
 					t.Fatal(err)
 				}
 				s := servertest.New(t, reg, func(c *server.Config) {
@@ -98,7 +106,7 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e := servertest.WaitForEval(t, s, evalID, sdk.EvalStatusFailed)
+				e := waitFailed(t, s, evalID)
 				if !matchesAny(e.StatusDescription, tc.reason) {
 					t.Fatalf("failed eval's reason %q does not say %q", e.StatusDescription, tc.reason)
 				}
@@ -166,4 +174,20 @@ func TestContainment_StdoutBeforeHandshakeIsRefusedAtLoad(t *testing.T) {
 	if !errors.Is(err, goplugin.ErrInvalidPlugin) || !strings.Contains(err.Error(), "Unrecognized remote plugin message: hello from a chatty plugin") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// waitFailed waits, longer than servertest.WaitForEval, for an eval to
+// fail: a giant plan built inside wasm three times takes a while on a busy
+// machine.
+func waitFailed(t *testing.T, s *server.Server, evalID string) *sdk.Evaluation {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if e := s.Store().Snapshot().Eval(evalID); e != nil && e.Status == sdk.EvalStatusFailed {
+			return e
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("eval %s did not fail: %+v", evalID, s.Store().Snapshot().Eval(evalID))
+	return nil
 }

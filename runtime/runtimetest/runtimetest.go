@@ -26,7 +26,7 @@ var (
 func (h Host) Index() uint64 { return h.H.Index() }
 
 // Sync implements runtime.StateSource.
-func (h Host) Sync(from uint64, _ bool) *abi.StateSync { return h.H.Sync(from) }
+func (h Host) Sync(from uint64, evals bool) *abi.StateSync { return h.H.Sync(from, evals) }
 
 // SubmitPlan implements runtime.Planner.
 func (h Host) SubmitPlan(_ context.Context, p *sdk.Plan) (*sdk.PlanResult, runtime.StateSource, error) {
@@ -46,10 +46,25 @@ func (h Host) CreateEval(_ context.Context, e *sdk.Evaluation) error { return h.
 // ReblockEval implements runtime.Planner.
 func (h Host) ReblockEval(_ context.Context, e *sdk.Evaluation) error { return h.H.ReblockEval(e) }
 
+// CoreHost is a Host that also offers garbage collection, as the server's
+// planner does for core evals.
+type CoreHost struct{ Host }
+
+var _ runtime.Collector = CoreHost{}
+
+// GarbageCollect implements runtime.Collector.
+func (h CoreHost) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
+	return h.H.GarbageCollect(req)
+}
+
 // Call returns a runtime call of eval against the harness.
 func Call(h *sdktest.Harness, eval *sdk.Evaluation) *runtime.Call {
 	host := Host{H: h}
-	return &runtime.Call{Eval: eval, Token: "runtimetest", Now: h.Now, State: host, Planner: host,
+	var planner runtime.Planner = host
+	if eval.Type == sdk.JobTypeCore {
+		planner = CoreHost{host}
+	}
+	return &runtime.Call{Eval: eval, Token: "runtimetest", Now: h.Now, State: host, Planner: planner,
 		Config: h.Config, Log: zerolog.Nop()}
 }
 

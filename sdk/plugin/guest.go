@@ -51,6 +51,9 @@ type Guest struct {
 	info   abi.Info
 	sched  sdk.Scheduler
 	mirror *mirror.Mirror
+	// planBuf is reused to encode plans: a large plan costs no reallocation
+	// once the buffer has grown, and makes less garbage for the guest's GC.
+	planBuf []byte
 }
 
 // NewGuest returns a guest for the scheduler.
@@ -97,7 +100,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 				Message: fmt.Sprintf("plugin %s: panic: %v\n%s", g.info.Name, r, debug.Stack())}
 		}
 	}()
-	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken}
+	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, buf: &g.planBuf}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	if err := g.sched.Process(ctx, req.Eval); err != nil {
@@ -117,16 +120,18 @@ type planner struct {
 	host   HostFunc
 	mirror *mirror.Mirror
 	token  string
+	buf    *[]byte
 }
 
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	wire := *plan
 	wire.EvalToken = p.token
 	wire.NodeAllocation = withoutJobs(plan.NodeAllocation)
-	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg(nil)
+	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg((*p.buf)[:0])
 	if err != nil {
 		return nil, fmt.Errorf("plugin: encode plan: %w", err)
 	}
+	*p.buf = msg // the host reads the message during the call only
 	out, err := p.host(abi.OpSubmitPlan, msg)
 	if err != nil {
 		return nil, err

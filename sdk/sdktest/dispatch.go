@@ -11,6 +11,8 @@ import (
 type dispatch struct {
 	h     *Harness
 	index uint64 // the plugin mirror's index
+	evals bool   // the plugin mirrors evaluations
+	core  bool   // the eval is a core eval: garbage collection is offered
 }
 
 func answer(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
@@ -28,7 +30,7 @@ func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 		}
 		resp := &abi.PlanResponse{Result: res}
 		if res.RefreshIndex != 0 {
-			resp.Refresh = d.h.Sync(d.index)
+			resp.Refresh = d.h.Sync(d.index, d.evals)
 			d.index = resp.Refresh.Index
 		}
 		return answer(resp)
@@ -47,6 +49,18 @@ func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 			err = d.h.ReblockEval(req.Eval)
 		}
 		if err != nil {
+			return answer(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
+		}
+		return answer(&abi.Status{})
+	case abi.OpGarbageCollect:
+		if !d.core {
+			return answer(&abi.Status{Code: abi.CodeUnknownOp, Message: "sdktest: garbage collection is offered to core evaluations only"})
+		}
+		var req abi.GCRequest
+		if _, err := req.UnmarshalMsg(msg); err != nil || req.Request == nil {
+			return answer(&abi.Status{Code: abi.CodeDecode, Message: "sdktest: undecodable gc request"})
+		}
+		if err := d.h.GarbageCollect(req.Request); err != nil {
 			return answer(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
 		}
 		return answer(&abi.Status{})

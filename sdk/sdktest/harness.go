@@ -37,6 +37,9 @@ type Harness struct {
 	Results []*sdk.PlanResult
 	// Updated, Created and Reblocked are the evals passed to the planner.
 	Updated, Created, Reblocked []*sdk.Evaluation
+	// Collected are the garbage-collection requests of core evals (ABI
+	// 1.1); the harness deletes what they name.
+	Collected []*sdk.GCRequest
 	// Logs are the scheduler's log messages.
 	Logs []abi.LogRecord
 
@@ -45,6 +48,7 @@ type Harness struct {
 	jobs    map[sdk.NamespacedID]*sdk.Job
 	allocs  map[string]*sdk.Allocation
 	deploys map[string]*sdk.Deployment
+	evals   map[string]*sdk.Evaluation
 	config  *sdk.SchedulerConfiguration
 	changes []change
 	ids     int
@@ -58,6 +62,7 @@ const (
 	kindAlloc
 	kindDeployment
 	kindConfig
+	kindEval
 )
 
 type change struct {
@@ -72,7 +77,8 @@ func New() *Harness {
 	return &Harness{
 		Now: time.Unix(1_700_000_000, 0).UTC(), index: 1,
 		nodes: map[string]*sdk.Node{}, jobs: map[sdk.NamespacedID]*sdk.Job{}, allocs: map[string]*sdk.Allocation{},
-		deploys: map[string]*sdk.Deployment{}, config: sdk.DefaultSchedulerConfiguration(),
+		deploys: map[string]*sdk.Deployment{}, evals: map[string]*sdk.Evaluation{},
+		config: sdk.DefaultSchedulerConfiguration(),
 	}
 }
 
@@ -166,6 +172,26 @@ func (h *Harness) UpsertDeployment(d *sdk.Deployment) {
 	h.deploys[d.ID] = d
 }
 
+// UpsertEval adds or replaces evaluations; plugins that mirror evals (the
+// core scheduler) see them.
+func (h *Harness) UpsertEval(evals ...*sdk.Evaluation) {
+	cs := make([]change, len(evals))
+	for i, e := range evals {
+		cs[i] = change{kind: kindEval, key: e.ID}
+	}
+	idx := h.bump(cs...)
+	for _, e := range evals {
+		if e.CreateIndex == 0 {
+			e.CreateIndex = idx
+		}
+		e.ModifyIndex = idx
+		h.evals[e.ID] = e
+	}
+}
+
+// Eval returns an evaluation.
+func (h *Harness) Eval(id string) *sdk.Evaluation { return h.evals[id] }
+
 // SetSchedulerConfig replaces the scheduler configuration.
 func (h *Harness) SetSchedulerConfig(c *sdk.SchedulerConfiguration) {
 	h.config = c
@@ -241,10 +267,11 @@ func cmp(a, b string) int {
 }
 
 // Sync returns the abi.StateSync that brings a mirror at index from to the
-// harness's index: a delta, or a full sync when from is 0 or ahead.
-func (h *Harness) Sync(from uint64) *abi.StateSync {
+// harness's index: a delta, or a full sync when from is 0 or ahead. evals
+// says whether the mirror holds evaluations.
+func (h *Harness) Sync(from uint64, evals bool) *abi.StateSync {
 	if from == 0 || from > h.index {
-		return h.FullSync()
+		return h.FullSync(evals)
 	}
 	s := &abi.StateSync{FromIndex: from, Index: h.index}
 	seen := map[change]bool{}
@@ -284,13 +311,22 @@ func (h *Harness) Sync(from uint64) *abi.StateSync {
 			}
 		case kindConfig:
 			s.SchedulerConfig = h.config
+		case kindEval:
+			if !evals {
+				continue
+			}
+			if e := h.evals[c.key]; e != nil {
+				s.Evals = append(s.Evals, e)
+			} else {
+				s.DeletedEvals = append(s.DeletedEvals, c.key)
+			}
 		}
 	}
 	return s
 }
 
 // FullSync returns the whole cluster as a full sync.
-func (h *Harness) FullSync() *abi.StateSync {
+func (h *Harness) FullSync(evals bool) *abi.StateSync {
 	s := &abi.StateSync{Full: true, Index: h.index, SchedulerConfig: h.config}
 	for _, n := range h.nodes {
 		s.Nodes = append(s.Nodes, n)
@@ -303,6 +339,12 @@ func (h *Harness) FullSync() *abi.StateSync {
 	}
 	for _, d := range h.deploys {
 		s.Deployments = append(s.Deployments, d)
+	}
+	if evals {
+		for _, e := range h.evals {
+			s.Evals = append(s.Evals, e)
+		}
+		slices.SortFunc(s.Evals, func(a, b *sdk.Evaluation) int { return cmp(a.ID, b.ID) })
 	}
 	slices.SortFunc(s.Nodes, func(a, b *sdk.Node) int { return cmp(a.ID, b.ID) })
 	slices.SortFunc(s.Allocs, func(a, b *sdk.Allocation) int { return cmp(a.ID, b.ID) })
@@ -466,25 +508,63 @@ func (h *Harness) fits(nodeID string, p *sdk.Plan, allocs []*sdk.Allocation) boo
 	return ok
 }
 
-// UpdateEval records an eval update.
+// UpdateEval records an eval update and stores the eval.
 func (h *Harness) UpdateEval(e *sdk.Evaluation) error {
 	h.Updated = append(h.Updated, e)
+	h.UpsertEval(e)
 	return nil
 }
 
-// CreateEval records a new eval.
+// CreateEval records a new eval and stores it.
 func (h *Harness) CreateEval(e *sdk.Evaluation) error {
 	h.Created = append(h.Created, e)
+	h.UpsertEval(e)
 	return nil
 }
 
-// ReblockEval records a reblocked eval.
+// ReblockEval records a reblocked eval and stores it.
 func (h *Harness) ReblockEval(e *sdk.Evaluation) error {
 	h.Reblocked = append(h.Reblocked, e)
+	h.UpsertEval(e)
 	return nil
 }
 
-var _ sdk.Planner = (*Harness)(nil)
+// GarbageCollect records a core eval's request and deletes what it names.
+// Unlike the host it does not check that the objects are safe to delete:
+// a test asserts on Collected instead.
+func (h *Harness) GarbageCollect(req *sdk.GCRequest) error {
+	h.Collected = append(h.Collected, req)
+	var cs []change
+	for _, id := range req.Evals {
+		delete(h.evals, id)
+		cs = append(cs, change{kind: kindEval, key: id})
+	}
+	for _, id := range req.Allocs {
+		delete(h.allocs, id)
+		cs = append(cs, change{kind: kindAlloc, key: id})
+	}
+	for _, j := range req.Jobs {
+		delete(h.jobs, j)
+		cs = append(cs, change{kind: kindJob, key: j.ID, ns: j.Namespace})
+	}
+	for _, id := range req.Nodes {
+		delete(h.nodes, id)
+		cs = append(cs, change{kind: kindNode, key: id})
+	}
+	for _, id := range req.Deployments {
+		delete(h.deploys, id)
+		cs = append(cs, change{kind: kindDeployment, key: id})
+	}
+	if len(cs) > 0 {
+		h.bump(cs...)
+	}
+	return nil
+}
+
+var (
+	_ sdk.Planner   = (*Harness)(nil)
+	_ sdk.Collector = (*Harness)(nil)
+)
 
 // Plugin is a scheduler served through the ABI with a state mirror that
 // lives across evals, as a pooled plugin instance does: the first eval gets
@@ -512,12 +592,13 @@ func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
 // failure, as an error that errors.Is matches against the sdk sentinels.
 func (p *Plugin) Process(eval *sdk.Evaluation) error {
 	h := p.h
-	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.Sync(p.index), Now: h.Now.UnixNano(), Config: h.Config}
+	evals := p.guest.Info().MirrorEvals
+	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.Sync(p.index, evals), Now: h.Now.UnixNano(), Config: h.Config}
 	raw, err := req.MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("sdktest: encode request: %w", err)
 	}
-	d := &dispatch{h: h, index: req.Sync.Index}
+	d := &dispatch{h: h, index: req.Sync.Index, evals: evals, core: eval.Type == sdk.JobTypeCore}
 	out := p.guest.Process(raw, d.call)
 	var resp abi.ProcessResponse
 	if _, err := resp.UnmarshalMsg(out); err != nil {

@@ -100,3 +100,64 @@ func TestHarness_InvalidPlanIsRefused(t *testing.T) {
 		t.Fatalf("err = %v, want ErrPlanInvalid", err)
 	}
 }
+
+// collector is a core-like scheduler: it collects every terminal eval it
+// sees in its mirror.
+type collector struct{}
+
+func (collector) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	es, ok := ctx.State.(sdk.EvalState)
+	if !ok {
+		return errors.New("state does not mirror evals")
+	}
+	req := &sdk.GCRequest{}
+	for _, e := range es.Evals() {
+		if e.TerminalStatus() {
+			req.Evals = append(req.Evals, e.ID)
+		}
+	}
+	c, ok := ctx.Planner.(sdk.Collector)
+	if !ok {
+		return errors.New("planner offers no garbage collection")
+	}
+	if err := c.GarbageCollect(req); err != nil {
+		return err
+	}
+	done := eval.Copy()
+	done.Status = sdk.EvalStatusComplete
+	return ctx.Planner.UpdateEval(done)
+}
+
+func TestHarness_CoreEvalMirrorsEvalsAndCollects(t *testing.T) {
+	h := sdktest.New()
+	h.UpsertEval(&sdk.Evaluation{ID: "old", Status: sdk.EvalStatusComplete},
+		&sdk.Evaluation{ID: "live", Status: sdk.EvalStatusPending})
+	p := h.Plugin(plugin.Info{Name: "core", MirrorEvals: true}, collector{})
+	core := &sdk.Evaluation{ID: "gc-1", Type: sdk.JobTypeCore, JobID: sdk.CoreJobEvalGC, Status: sdk.EvalStatusPending}
+	if err := p.Process(core); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Collected) != 1 || len(h.Collected[0].Evals) != 1 || h.Collected[0].Evals[0] != "old" {
+		t.Fatalf("collected %+v", h.Collected)
+	}
+	if h.Eval("old") != nil || h.Eval("live") == nil {
+		t.Fatal("the harness did not apply the collection")
+	}
+	// The next core eval's delta removes "old" from the mirror: nothing
+	// left to collect but the first core eval, now complete.
+	if err := p.Process(&sdk.Evaluation{ID: "gc-2", Type: sdk.JobTypeCore, JobID: sdk.CoreJobEvalGC, Status: sdk.EvalStatusPending}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Collected[1].Evals; len(got) != 1 || got[0] != "gc-1" {
+		t.Fatalf("second collection = %v, want [gc-1]", got)
+	}
+}
+
+func TestHarness_GarbageCollectionOnlyForCoreEvals(t *testing.T) {
+	h := sdktest.New()
+	p := h.Plugin(plugin.Info{Name: "core", MirrorEvals: true}, collector{})
+	err := p.Process(&sdk.Evaluation{ID: "e1", Type: sdk.JobTypeService, JobID: "web", Status: sdk.EvalStatusPending})
+	if err == nil || len(h.Collected) != 0 {
+		t.Fatalf("a service eval collected garbage: err %v, collected %+v", err, h.Collected)
+	}
+}

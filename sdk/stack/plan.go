@@ -17,12 +17,10 @@ type Plan struct {
 	*sdk.Plan
 	state sdk.State
 	job   *sdk.Job
-	nodes map[string]*nodeChange
-	// jobCount and groupCount are the job's live allocations per node
-	// after the plan, overall and per task group.
-	jobCount   map[string]int
-	groupCount map[string]map[string]int
-	watchers   []Watcher
+	// nodes holds, per node the plan touches or the job runs on, what the
+	// plan changes there and the job's allocations there after the plan.
+	nodes    map[string]*nodeChange
+	watchers []Watcher
 }
 
 // Watcher hears about allocations of the plan's job that the plan adds
@@ -33,11 +31,28 @@ type Watcher interface {
 	Matches(tg string) bool
 }
 
-// nodeChange is what the plan does to one node.
+// nodeChange is what the plan does to one node, and the job's live
+// allocations there after the plan (overall and per task group).
 type nodeChange struct {
 	delta   sdk.Usage
 	placed  []*sdk.Allocation
 	removed map[string]bool
+	job     int
+	groups  []groupCount
+}
+
+type groupCount struct {
+	tg string
+	n  int
+}
+
+func (c *nodeChange) group(tg string) int {
+	for _, g := range c.groups {
+		if g.tg == tg {
+			return g.n
+		}
+	}
+	return 0
 }
 
 // NewPlan starts an empty plan for eval and job (nil for a purged job)
@@ -46,7 +61,6 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 	p := &Plan{
 		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
 		state: state, job: job, nodes: map[string]*nodeChange{},
-		jobCount: map[string]int{}, groupCount: map[string]map[string]int{},
 	}
 	if job != nil {
 		p.Plan.AllAtOnce = job.AllAtOnce
@@ -60,13 +74,18 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 }
 
 func (p *Plan) count(nodeID, tg string, delta int) {
-	p.jobCount[nodeID] += delta
-	m := p.groupCount[tg]
-	if m == nil {
-		m = map[string]int{}
-		p.groupCount[tg] = m
+	p.change(nodeID).count(tg, delta)
+}
+
+func (c *nodeChange) count(tg string, delta int) {
+	c.job += delta
+	for i := range c.groups {
+		if c.groups[i].tg == tg {
+			c.groups[i].n += delta
+			return
+		}
 	}
-	m[nodeID] += delta
+	c.groups = append(c.groups, groupCount{tg: tg, n: delta})
 }
 
 // Watch registers w for the job's allocations from now on. The caller
@@ -141,7 +160,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 	c.removed[a.ID] = true
 	c.delta.Sub(a.Usage())
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
-		p.count(a.NodeID, a.TaskGroup, -1)
+		c.count(a.TaskGroup, -1)
 		p.notify(a.NodeID, a.TaskGroup, -1)
 	}
 }
@@ -155,7 +174,7 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 	delete(c.removed, a.ID)
 	c.delta.Add(a.Usage())
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
-		p.count(a.NodeID, a.TaskGroup, 1)
+		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
 	}
 }
@@ -197,7 +216,7 @@ func (p *Plan) Place(a *sdk.Allocation) {
 	c.delta.Add(a.Usage())
 	c.placed = append(c.placed, a)
 	if p.job != nil {
-		p.count(a.NodeID, a.TaskGroup, 1)
+		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
 	}
 }
@@ -242,11 +261,30 @@ func (p *Plan) Used(nodeID string) sdk.Usage {
 
 // JobCount is how many live allocations of the job node nodeID holds after
 // the plan.
-func (p *Plan) JobCount(nodeID string) int { return p.jobCount[nodeID] }
+func (p *Plan) JobCount(nodeID string) int {
+	if c := p.nodes[nodeID]; c != nil {
+		return c.job
+	}
+	return 0
+}
 
 // GroupCount is how many live allocations of task group tg node nodeID
 // holds after the plan.
-func (p *Plan) GroupCount(tg, nodeID string) int { return p.groupCount[tg][nodeID] }
+func (p *Plan) GroupCount(tg, nodeID string) int {
+	if c := p.nodes[nodeID]; c != nil {
+		return c.group(tg)
+	}
+	return 0
+}
+
+// node returns what the plan knows of node nodeID in one lookup: the usage
+// change, and the job's allocations there overall and in task group tg.
+func (p *Plan) node(nodeID, tg string) (delta sdk.Usage, job, group int) {
+	if c := p.nodes[nodeID]; c != nil {
+		return c.delta, c.job, c.group(tg)
+	}
+	return sdk.Usage{}, 0, 0
+}
 
 // Proposed returns the live allocations node nodeID holds after the plan.
 // It builds a new slice: use it only when quantities are not enough

@@ -2,20 +2,40 @@ package stack
 
 import (
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/rank"
 )
 
 // MaxRetainedScores is how many of the best-scoring nodes a placement's
 // metric describes (Nomad keeps five).
 const MaxRetainedScores = 5
 
-// maxScorers bounds the scorers one node gets.
-const maxScorers = 8
+// scorer identifies a scorer by a small number, so that a node's scores are
+// kept without pointers (no allocation, no write barrier per candidate).
+type scorer uint8
 
-// scoreSet is the scores one node got. It is a value with fixed arrays so
-// that ranking a node allocates nothing.
+const (
+	scoreBinpack scorer = iota
+	scoreAntiAffinity
+	scorePenalty
+	scoreAffinity
+	scoreSpread
+	scorePreemption
+	maxScorers
+)
+
+var scorerNames = [maxScorers]string{
+	scoreBinpack:      rank.ScorerBinpack,
+	scoreAntiAffinity: rank.ScorerJobAntiAffinity,
+	scorePenalty:      rank.ScorerReschedulePenalty,
+	scoreAffinity:     rank.ScorerAffinity,
+	scoreSpread:       rank.ScorerSpread,
+	scorePreemption:   rank.ScorerPreemption,
+}
+
+// scoreSet is the scores one node got.
 type scoreSet struct {
-	nodeID string
-	names  [maxScorers]string
+	pos    int32 // the node's position in the walked node list
+	ids    [maxScorers]scorer
 	values [maxScorers]float64
 	n      int
 	sum    float64
@@ -25,9 +45,9 @@ type scoreSet struct {
 
 // add records a scorer's value; counted says whether it enters the mean
 // (Nomad records some zero scores without averaging them in).
-func (s *scoreSet) add(name string, v float64, counted bool) {
-	if s.n < maxScorers {
-		s.names[s.n], s.values[s.n] = name, v
+func (s *scoreSet) add(id scorer, v float64, counted bool) {
+	if s.n < int(maxScorers) {
+		s.ids[s.n], s.values[s.n] = id, v
 		s.n++
 	}
 	if counted {
@@ -36,8 +56,7 @@ func (s *scoreSet) add(name string, v float64, counted bool) {
 	}
 }
 
-// normalize returns the mean of the counted scores and retains the node
-// among the best if it is one.
+// normalize returns the mean of the counted scores.
 func (s *scoreSet) normalize() float64 {
 	if s.count > 0 {
 		s.norm = s.sum / float64(s.count)
@@ -47,19 +66,21 @@ func (s *scoreSet) normalize() float64 {
 
 // scoreTracker keeps the best-scoring nodes of one selection.
 type scoreTracker struct {
-	cur  scoreSet
-	top  [MaxRetainedScores]scoreSet
-	nTop int
-	open bool
+	nodes []*sdk.Node
+	cur   scoreSet
+	top   [MaxRetainedScores]scoreSet
+	nTop  int
+	open  bool
 }
 
-func (t *scoreTracker) reset() { t.nTop, t.open = 0, false }
+// reset starts a selection over nodes.
+func (t *scoreTracker) reset(nodes []*sdk.Node) { t.nodes, t.nTop, t.open = nodes, 0, false }
 
-// begin starts scoring a node, retaining the previous one if it was among
-// the best.
-func (t *scoreTracker) begin(nodeID string) *scoreSet {
+// begin starts scoring the node at pos, retaining the previous one if it
+// was among the best.
+func (t *scoreTracker) begin(pos int) *scoreSet {
 	t.flush()
-	t.cur = scoreSet{nodeID: nodeID}
+	t.cur.pos, t.cur.n, t.cur.sum, t.cur.count, t.cur.norm = int32(pos), 0, 0, 0, 0
 	t.open = true
 	return &t.cur
 }
@@ -99,14 +120,23 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 			top[j], top[j-1] = top[j-1], top[j]
 		}
 	}
+	// Three allocations in all: the metas, their pointers and their scores.
+	metas := make([]sdk.NodeScoreMeta, len(top))
 	out := make([]*sdk.NodeScoreMeta, len(top))
+	total := 0
+	for i := range top {
+		total += top[i].n
+	}
+	all := make(sdk.NodeScores, total)
 	for i := range top {
 		s := &top[i]
-		scores := make(map[string]float64, s.n)
+		scores := all[:s.n:s.n]
+		all = all[s.n:]
 		for k := 0; k < s.n; k++ {
-			scores[s.names[k]] = s.values[k]
+			scores[k] = sdk.NodeScore{Name: scorerNames[s.ids[k]], Score: s.values[k]}
 		}
-		out[i] = &sdk.NodeScoreMeta{NodeID: s.nodeID, Scores: scores, NormScore: s.norm}
+		metas[i] = sdk.NodeScoreMeta{NodeID: t.nodes[s.pos].ID, Scores: scores, NormScore: s.norm}
+		out[i] = &metas[i]
 	}
 	return out
 }

@@ -91,9 +91,19 @@ type Stack struct {
 	nodes  []*sdk.Node
 	offset int
 	byDC   map[string]int
+	// info caches, per position in nodes, what does not change during the
+	// evaluation: what the state says the node holds, and its capacity.
+	info []nodeInfo
 
 	ports  feasible.PortSet
 	scores scoreTracker
+}
+
+// nodeInfo is what the stack caches about one node.
+type nodeInfo struct {
+	known    bool
+	used     sdk.Usage
+	capacity sdk.Usage
 }
 
 // New returns a stack placing job through plan.
@@ -108,6 +118,10 @@ func New(ctx *sdk.Context, plan *Plan, job *sdk.Job, cfg Config) *Stack {
 // first for service and batch jobs), and their count per datacenter.
 func (s *Stack) SetNodes(nodes []*sdk.Node, byDC map[string]int) {
 	s.nodes, s.byDC, s.offset = nodes, byDC, 0
+	s.info = make([]nodeInfo, len(nodes))
+	for _, g := range s.groups {
+		g.feasible = make([]bool, len(nodes))
+	}
 }
 
 // Nodes returns the nodes set.
@@ -150,13 +164,17 @@ type group struct {
 	spread                               *rank.Spread
 	limit                                int
 	prio                                 int
+	// feasible caches, per position in the stack's nodes, that the node
+	// passed the node checks (which cannot change during the evaluation).
+	feasible []bool
 }
 
 func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	if g := s.groups[tg]; g != nil {
 		return g
 	}
-	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: job.Priority}
+	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: job.Priority,
+		feasible: make([]bool, len(s.nodes))}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
@@ -251,9 +269,9 @@ func (s *Stack) Select(tg *sdk.TaskGroup, opts Options) (*Option, *sdk.AllocMetr
 	g := s.group(job, tg)
 	m := s.newMetric(job)
 	if opts.Preferred != nil {
-		one := []*sdk.Node{opts.Preferred}
+		one := [1]*sdk.Node{opts.Preferred}
 		off := 0
-		if o := s.walk(g, m, opts, one, &off, 1); o != nil {
+		if o := s.walk(g, m, opts, one[:], &off, 1, false); o != nil {
 			return s.finish(m, o)
 		}
 		m = s.newMetric(job)
@@ -262,7 +280,7 @@ func (s *Stack) Select(tg *sdk.TaskGroup, opts Options) (*Option, *sdk.AllocMetr
 	if s.cfg.System {
 		limit = len(s.nodes)
 	}
-	return s.finish(m, s.walk(g, m, opts, s.nodes, &s.offset, limit))
+	return s.finish(m, s.walk(g, m, opts, s.nodes, &s.offset, limit, true))
 }
 
 // SelectOn checks whether an allocation of tg fits on node alone: system
@@ -275,9 +293,9 @@ func (s *Stack) SelectOn(node *sdk.Node, tg *sdk.TaskGroup, opts Options) (*Opti
 	}
 	g := s.group(job, tg)
 	m := s.newMetric(job)
-	one := []*sdk.Node{node}
+	one := [1]*sdk.Node{node}
 	off := 0
-	return s.finish(m, s.walk(g, m, opts, one, &off, 1))
+	return s.finish(m, s.walk(g, m, opts, one[:], &off, 1, false))
 }
 
 func (s *Stack) newMetric(job *sdk.Job) *sdk.AllocMetric {
@@ -304,9 +322,10 @@ type candidate struct {
 // walk visits nodes round-robin from *offset, at most once each, and
 // returns the best of the first limit feasible, fitting nodes (Nomad's
 // limit and max-score iterators: up to maxSkip options scoring at or below
-// zero are set aside and used only if the nodes run out).
-func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.Node, offset *int, limit int) *Option {
-	s.scores.reset()
+// zero are set aside and used only if the nodes run out). cached says that
+// nodes is the stack's node list, whose per-position caches apply.
+func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.Node, offset *int, limit int, cached bool) *Option {
+	s.scores.reset(nodes)
 	n := len(nodes)
 	if n == 0 || limit <= 0 {
 		return nil
@@ -324,13 +343,26 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 		if *offset >= n {
 			*offset = 0
 		}
-		node := nodes[*offset]
+		pos := *offset
+		node := nodes[pos]
 		*offset++
 		m.NodesEvaluated++
-		if !s.feasible(g, node, m) {
+		var info *nodeInfo
+		if cached {
+			info = &s.info[pos]
+			if !info.known {
+				*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity()}
+			}
+		} else {
+			info = &nodeInfo{used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity()}
+		}
+		delta, jobN, groupN := s.plan.node(node.ID, g.tg.Name)
+		if !s.feasible(g, node, pos, cached, jobN, groupN, m) {
 			continue
 		}
-		c, ok := s.rank(g, node, m, opts)
+		used := info.used
+		used.Add(delta)
+		c, ok := s.rank(g, node, pos, used, info.capacity, groupN, m, opts)
 		if !ok {
 			continue
 		}
@@ -350,13 +382,19 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
 }
 
-// feasible runs the node checks, recording a filtered node in m.
-func (s *Stack) feasible(g *group, n *sdk.Node, m *sdk.AllocMetric) bool {
-	if reason := g.elig.Check(s.checker, g.checks, n); reason != "" {
-		m.FilterNode(n, reason)
-		return false
+// feasible runs the node checks, recording a filtered node in m. jobN and
+// groupN are the job's and the group's allocations on the node.
+func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, jobN, groupN int, m *sdk.AllocMetric) bool {
+	if !cached || !g.feasible[pos] {
+		if reason := g.elig.Check(s.checker, g.checks, n); reason != "" {
+			m.FilterNode(n, reason)
+			return false
+		}
+		if cached {
+			g.feasible[pos] = true
+		}
 	}
-	if (g.jobDistinctHosts && s.plan.JobCount(n.ID) > 0) || (g.groupDistinctHosts && s.plan.GroupCount(g.tg.Name, n.ID) > 0) {
+	if (g.jobDistinctHosts && jobN > 0) || (g.groupDistinctHosts && groupN > 0) {
 		m.FilterNode(n, feasible.FilterDistinctHosts)
 		return false
 	}
@@ -369,17 +407,16 @@ func (s *Stack) feasible(g *group, n *sdk.Node, m *sdk.AllocMetric) bool {
 	return true
 }
 
-// rank fits the group on n and scores it; ok is false when it does not fit
-// (the node is recorded as exhausted in m).
-func (s *Stack) rank(g *group, n *sdk.Node, m *sdk.AllocMetric, opts Options) (c candidate, ok bool) {
+// rank fits the group on n (which holds used before the placement) and
+// scores it; ok is false when it does not fit (the node is recorded as
+// exhausted in m).
+func (s *Stack) rank(g *group, n *sdk.Node, pos int, used, capacity sdk.Usage, groupN int, m *sdk.AllocMetric, opts Options) (c candidate, ok bool) {
 	c.node = n
 	need := g.base
 	if g.cores > 0 {
 		need.CPU += int64(g.cores) * feasible.SharesPerCore(n)
 	}
-	used := s.plan.Used(n.ID)
 	used.Add(need)
-	capacity := n.Capacity()
 	preemptOK := s.cfg.Preempt || opts.Preempt
 	var proposed []*sdk.Allocation
 	if g.special {
@@ -412,33 +449,31 @@ func (s *Stack) rank(g *group, n *sdk.Node, m *sdk.AllocMetric, opts Options) (c
 		c.preempted = victims
 	}
 
-	sc := s.scores.begin(n.ID)
-	fit := rank.Fit(s.cfg.Algorithm, used, capacity)
-	sc.add(rank.ScorerBinpack, fit, true)
+	sc := s.scores.begin(pos)
+	sc.add(scoreBinpack, rank.Fit(s.cfg.Algorithm, used, capacity), true)
 	if !s.cfg.System {
-		anti := rank.JobAntiAffinity(s.plan.GroupCount(g.tg.Name, n.ID), g.tg.Count)
-		sc.add(rank.ScorerJobAntiAffinity, anti, anti != 0)
+		anti := rank.JobAntiAffinity(groupN, g.tg.Count)
+		sc.add(scoreAntiAffinity, anti, anti != 0)
 		pen := 0.0
 		if opts.PenaltyNodes[n.ID] {
 			pen = -1
 		}
-		sc.add(rank.ScorerReschedulePenalty, pen, pen != 0)
+		sc.add(scorePenalty, pen, pen != 0)
 		if g.affinity.Any() {
-			aff, has := g.affinity.Score(s.checker, n)
-			if has {
-				sc.add(rank.ScorerAffinity, aff, true)
+			if aff, has := g.affinity.Score(s.checker, n); has {
+				sc.add(scoreAffinity, aff, true)
 			}
 		} else {
-			sc.add(rank.ScorerAffinity, 0, false)
+			sc.add(scoreAffinity, 0, false)
 		}
 		if g.spread != nil {
 			if sp, has := g.spread.Score(n); has {
-				sc.add(rank.ScorerSpread, sp, true)
+				sc.add(scoreSpread, sp, true)
 			}
 		}
 	}
 	if c.preempted != nil {
-		sc.add(rank.ScorerPreemption, preempt.Score(c.preempted), true)
+		sc.add(scorePreemption, preempt.Score(c.preempted), true)
 	}
 	c.score = sc.normalize()
 	return c, true

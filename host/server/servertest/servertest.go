@@ -5,6 +5,7 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
 	"github.com/rs/zerolog"
 )
 
@@ -22,8 +24,11 @@ import (
 func NativeBuiltins(t testing.TB, instances int) *runtime.Registry {
 	t.Helper()
 	reg := runtime.NewRegistry()
-	add := func(name string, s func() sdk.Scheduler) {
-		f := native.New(plugin.Info{Name: name, Types: []string{name}}, s)
+	add := func(name string, s func() sdk.Scheduler, types ...string) {
+		if len(types) == 0 {
+			types = []string{name}
+		}
+		f := native.New(plugin.Info{Name: name, Types: types}, s)
 		p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(instances), zerolog.Nop())
 		if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: "native"}); err != nil {
 			t.Fatal(err)
@@ -32,34 +37,103 @@ func NativeBuiltins(t testing.TB, instances int) *runtime.Registry {
 	}
 	add(sdk.JobTypeService, func() sdk.Scheduler { return &generic.Scheduler{} })
 	add(sdk.JobTypeBatch, func() sdk.Scheduler { return &generic.Scheduler{Batch: true} })
+	add(sdk.JobTypeSystem, func() sdk.Scheduler { return &system.Scheduler{} }, sdk.JobTypeSystem, sdk.JobTypeSysBatch)
 	return reg
+}
+
+// AddNative registers a native plugin described by info, with instances
+// pooled instances, each running a scheduler from newSched.
+func AddNative(t testing.TB, reg *runtime.Registry, info plugin.Info, instances int, newSched func() sdk.Scheduler) {
+	t.Helper()
+	f := native.New(info, newSched)
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(instances), zerolog.Nop())
+	if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: "native"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+}
+
+// Func returns a registry in which fn schedules service and batch jobs.
+func Func(t testing.TB, instances int, fn sdk.SchedulerFunc) *runtime.Registry {
+	t.Helper()
+	reg := runtime.NewRegistry()
+	AddNative(t, reg, plugin.Info{Name: "test", Types: []string{sdk.JobTypeService, sdk.JobTypeBatch}}, instances,
+		func() sdk.Scheduler { return fn })
+	return reg
+}
+
+// Config returns the configuration New starts from: dev mode, two workers.
+func Config() server.Config {
+	cfg := server.DefaultConfig()
+	cfg.Dev = true
+	cfg.NumWorkers = 2
+	return cfg
 }
 
 // New starts a dev server whose plugins come from reg (NativeBuiltins when
 // nil) and waits until it leads. It is shut down when the test ends.
 func New(t testing.TB, reg *runtime.Registry, modify func(*server.Config)) *server.Server {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Dev = true
-	cfg.NumWorkers = 2
+	cfg := Config()
 	if modify != nil {
 		modify(&cfg)
 	}
+	s, err := Start(t, cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Start starts a server with cfg (plugins from reg, NativeBuiltins when
+// nil), waits until it leads and shuts it down when the test ends. It
+// returns the error of server.New, for tests of bad data dirs.
+func Start(t testing.TB, cfg server.Config, reg *runtime.Registry) (*server.Server, error) {
+	t.Helper()
 	if reg == nil {
-		reg = NativeBuiltins(t, cfg.NumWorkers)
+		reg = NativeBuiltins(t, max(cfg.NumWorkers, 1))
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	s, err := server.New(cfg, reg, log)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = s.Shutdown() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.WaitForLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, nil
+}
+
+// WaitFor polls cond until it holds, failing the test after 15 s.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Phases returns the phases of an eval's history, oldest first.
+func Phases(s *server.Server, evalID string) []string {
+	var out []string
+	for _, p := range s.EvalHistory(evalID) {
+		out = append(out, p.Phase)
+	}
+	return out
+}
+
+// WaitForPhase waits until the eval's history has reached phase.
+func WaitForPhase(t testing.TB, s *server.Server, evalID, phase string) {
+	t.Helper()
+	WaitFor(t, "eval "+evalID+" to reach phase "+phase, func() bool {
+		return slices.Contains(Phases(s, evalID), phase)
+	})
 }
 
 // Node returns a ready node with the given CPU (MHz) and memory (MB).

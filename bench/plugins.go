@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	rt "github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/goplugin"
+	"github.com/drover-sched/drover/runtime/native"
+	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
+	"github.com/rs/zerolog"
+)
+
+// ErrRuntimeUnavailable is returned for a runtime this build cannot run.
+var ErrRuntimeUnavailable = errors.New("bench: runtime not available")
+
+// Plugins provides the built-in schedulers in one runtime. Factories are
+// made once (a wasm module is compiled once); each Plugin call starts a
+// fresh pool over them.
+type Plugins struct {
+	byType map[string]rt.Factory
+	all    []rt.Factory
+	log    zerolog.Logger
+}
+
+// NativePlugins runs the built-in schedulers in process.
+func NativePlugins(log zerolog.Logger) *Plugins {
+	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	add := func(name string, types []string, make func() sdk.Scheduler) {
+		f := native.New(plugin.Info{Name: name, Types: types, Version: "bench"}, make)
+		p.all = append(p.all, f)
+		for _, t := range types {
+			p.byType[t] = f
+		}
+	}
+	add("service", []string{sdk.JobTypeService}, func() sdk.Scheduler { return &generic.Scheduler{} })
+	add("batch", []string{sdk.JobTypeBatch}, func() sdk.Scheduler { return &generic.Scheduler{Batch: true} })
+	add("system", []string{sdk.JobTypeSystem, sdk.JobTypeSysBatch}, func() sdk.Scheduler { return &system.Scheduler{} })
+	return p
+}
+
+// WasmPlugins loads the built-in schedulers' modules (service.wasm,
+// batch.wasm, system.wasm) from dir with cfg.
+func WasmPlugins(ctx context.Context, dir string, cfg wasm.Config, log zerolog.Logger) (*Plugins, error) {
+	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	for _, name := range []string{"service", "batch", "system"} {
+		m, err := wasm.LoadFile(ctx, filepath.Join(dir, name+".wasm"), cfg)
+		if err != nil {
+			p.Close(ctx)
+			return nil, fmt.Errorf("bench: %w (build the plugins with `make build`, or set -plugin-dir)", err)
+		}
+		p.all = append(p.all, m)
+		for _, t := range m.Info().Types {
+			p.byType[t] = m
+		}
+	}
+	return p, nil
+}
+
+// GopluginPlugins loads the built-in schedulers built as native go-plugin
+// executables (service, batch, system) from dir with cfg (`make goplugins`
+// puts them in bin/goplugins).
+func GopluginPlugins(ctx context.Context, dir string, cfg goplugin.Config, log zerolog.Logger) (*Plugins, error) {
+	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	for _, name := range []string{"service", "batch", "system"} {
+		f, err := goplugin.Load(ctx, filepath.Join(dir, name), cfg)
+		if err != nil {
+			p.Close(ctx)
+			return nil, fmt.Errorf("bench: %w (build them with `make goplugins`, or set -plugin-dir)", err)
+		}
+		p.all = append(p.all, f)
+		for _, t := range f.Info().Types {
+			p.byType[t] = f
+		}
+	}
+	return p, nil
+}
+
+// Plugin starts a pool of one instance of the plugin serving jobType.
+func (p *Plugins) Plugin(jobType string) (*rt.Plugin, error) {
+	f, ok := p.byType[jobType]
+	if !ok {
+		return nil, fmt.Errorf("bench: no plugin serves job type %q", jobType)
+	}
+	return rt.NewPlugin(keepOpen{f}, rt.PoolConfig{Instances: 1}, p.log), nil
+}
+
+// Close releases the factories.
+func (p *Plugins) Close(ctx context.Context) {
+	for _, f := range p.all {
+		_ = f.Close(ctx)
+	}
+}
+
+// keepOpen lets a pool close its instances without closing the shared
+// factory.
+type keepOpen struct{ rt.Factory }
+
+func (keepOpen) Close(context.Context) error { return nil }

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/rs/zerolog"
+)
+
+func TestRun_AllScenariosPlaceEverything(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes = []int{60}
+	cfg.Runs = 1
+	cfg.Plugins = NativePlugins(cfg.Log).Plugin
+	rows, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(Scenarios) {
+		t.Fatalf("rows = %d", len(rows))
+	}
+	for _, r := range rows {
+		want := 0
+		for _, sc := range Scenarios {
+			if sc.Name == r.Scenario {
+				want = sc.Jobs * sc.Count
+				if sc.Count == 0 {
+					want = sc.Jobs * 60
+				}
+			}
+		}
+		// 60 nodes x 4000 MHz hold 2400 tasks of 100 MHz: everything fits.
+		if r.Placed != want || r.Failed != 0 || r.Status != fmt.Sprintf("complete:%d", r.Evals) {
+			t.Errorf("%s: placed %d failed %d status %s, want %d placed", r.Scenario, r.Placed, r.Failed, r.Status, want)
+		}
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Plugins = NativePlugins(cfg.Log).Plugin
+	cfg.Scenarios = []string{"no-such-scenario"}
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("unknown scenario accepted")
+	}
+}
+
+// BenchmarkNative times each scenario with the native runtime:
+//
+//	go test ./bench -run '^$' -bench Native -benchtime 3x -cpuprofile cpu.out
+func BenchmarkNative(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		for _, sc := range Scenarios {
+			b.Run(fmt.Sprintf("%s/nodes=%d", sc.Name, n), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Plugins = NativePlugins(cfg.Log).Plugin
+				placed := 0
+				var total float64
+				for i := 0; i < b.N; i++ {
+					rr, err := runOne(context.Background(), cfg, sc, n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					placed += rr.Placed
+					total += rr.Total.Seconds()
+				}
+				b.ReportMetric(float64(placed)/total, "placements/s")
+			})
+		}
+	}
+}
+
+// BenchmarkWasm times each scenario with the wasm plugins in
+// DROVER_PLUGIN_DIR (make build puts them in bin/plugins):
+//
+//	DROVER_PLUGIN_DIR=$PWD/bin/plugins go test ./bench -run '^$' -bench Wasm
+func BenchmarkWasm(b *testing.B) {
+	dir := os.Getenv("DROVER_PLUGIN_DIR")
+	if dir == "" {
+		b.Skip("DROVER_PLUGIN_DIR is not set")
+	}
+	wcfg := wasm.DefaultConfig()
+	wcfg.CloseOnContextDone = os.Getenv("BENCH_DEADLINES") != "0"
+	plugins, err := WasmPlugins(context.Background(), dir, wcfg, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plugins.Close(context.Background())
+	for _, n := range []int{1000, 5000} {
+		for _, sc := range Scenarios {
+			b.Run(fmt.Sprintf("%s/nodes=%d", sc.Name, n), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.Plugins = plugins.Plugin
+				placed := 0
+				var total float64
+				for i := 0; i < b.N; i++ {
+					rr, err := runOne(context.Background(), cfg, sc, n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					placed += rr.Placed
+					total += rr.Total.Seconds()
+				}
+				b.ReportMetric(float64(placed)/total, "placements/s")
+				b.ReportMetric(total/float64(b.N)*1000, "ms/scenario")
+			})
+		}
+	}
+}

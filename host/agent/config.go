@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// ErrConfig wraps every problem with an agent configuration file.
+var ErrConfig = errors.New("agent: invalid configuration")
+
+// File is an agent configuration file, in HCL (or HCL's JSON syntax for a
+// .json file), shaped like Nomad's agent configuration:
+//
+//	data_dir  = "/var/lib/drover"
+//	log_level = "info"
+//	http_addr = "127.0.0.1:4646"
+//
+//	server {
+//	  num_schedulers                       = 4
+//	  eval_nack_timeout                    = "60s"
+//	  eval_delivery_limit                  = 3
+//	  eval_nack_initial_reenqueue_delay    = "1s"
+//	  eval_nack_subsequent_reenqueue_delay = "20s"
+//	  min_heartbeat_ttl                    = "10s"
+//	  job_gc_interval                      = "5m"
+//	  eval_gc_threshold                    = "1h"
+//	}
+//
+// Every setting is optional; what a file leaves out keeps its default, and
+// command-line flags override the file. Unknown settings are errors.
+type File struct {
+	DataDir    string `hcl:"data_dir,optional"`
+	Name       string `hcl:"name,optional"`
+	Region     string `hcl:"region,optional"`
+	Datacenter string `hcl:"datacenter,optional"`
+	HTTPAddr   string `hcl:"http_addr,optional"`
+	PluginDir  string `hcl:"plugin_dir,optional"`
+	LogLevel   string `hcl:"log_level,optional"`
+	LogJSON    *bool  `hcl:"log_json,optional"`
+
+	Server *ServerBlock `hcl:"server,block"`
+
+	// Rest holds what the blocks above do not: the blocks other parts of
+	// the agent decode from the same file (checkRest).
+	Rest hcl.Body `hcl:",remain"`
+
+	path string
+}
+
+// ServerBlock is the file's server block. Durations are Go duration strings
+// ("90s", "5m"). Names follow Nomad's server configuration.
+type ServerBlock struct {
+	// Enabled is accepted for Nomad compatibility; a Drover agent always
+	// runs a server.
+	Enabled       *bool `hcl:"enabled,optional"`
+	NumSchedulers *int  `hcl:"num_schedulers,optional"`
+
+	EvalNackTimeout                  string `hcl:"eval_nack_timeout,optional"`
+	EvalDeliveryLimit                *int   `hcl:"eval_delivery_limit,optional"`
+	EvalNackInitialReenqueueDelay    string `hcl:"eval_nack_initial_reenqueue_delay,optional"`
+	EvalNackSubsequentReenqueueDelay string `hcl:"eval_nack_subsequent_reenqueue_delay,optional"`
+	EvalFailedFollowupBaselineDelay  string `hcl:"eval_failed_followup_baseline_delay,optional"`
+	EvalFailedFollowupDelayRange     string `hcl:"eval_failed_followup_delay_range,optional"`
+	FailedEvalUnblockInterval        string `hcl:"failed_eval_unblock_interval,optional"`
+
+	MinHeartbeatTTL        string   `hcl:"min_heartbeat_ttl,optional"`
+	MaxHeartbeatsPerSecond *float64 `hcl:"max_heartbeats_per_second,optional"`
+	HeartbeatGrace         string   `hcl:"heartbeat_grace,optional"`
+	FailoverHeartbeatTTL   string   `hcl:"failover_heartbeat_ttl,optional"`
+
+	JobGCInterval         string `hcl:"job_gc_interval,optional"`
+	EvalGCThreshold       string `hcl:"eval_gc_threshold,optional"`
+	JobGCThreshold        string `hcl:"job_gc_threshold,optional"`
+	NodeGCThreshold       string `hcl:"node_gc_threshold,optional"`
+	DeploymentGCThreshold string `hcl:"deployment_gc_threshold,optional"`
+
+	RaftSnapshotThreshold *int   `hcl:"raft_snapshot_threshold,optional"`
+	RaftSnapshotInterval  string `hcl:"raft_snapshot_interval,optional"`
+	RaftTrailingLogs      *int   `hcl:"raft_trailing_logs,optional"`
+	PlanMaxAllocs         *int   `hcl:"plan_max_allocs,optional"`
+}
+
+// LoadConfigFile reads and decodes an agent configuration file.
+func LoadConfigFile(path string) (*File, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return ParseConfig(path, src)
+}
+
+// ParseConfig decodes an agent configuration from src; name is its file
+// name, for messages and to tell JSON (".json") from HCL.
+func ParseConfig(name string, src []byte) (*File, error) {
+	p := hclparse.NewParser()
+	var file *hcl.File
+	var diags hcl.Diagnostics
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		file, diags = p.ParseJSON(src, name)
+	} else {
+		file, diags = p.ParseHCL(src, name)
+	}
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+	}
+	f := &File{path: name}
+	if diags := gohcl.DecodeBody(file.Body, nil, f); diags.HasErrors() {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+	}
+	if diags := f.checkRest(); diags.HasErrors() {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+	}
+	return f, nil
+}
+
+// restSchema is what the agent decodes from a configuration file outside
+// File's own fields. Blocks decoded elsewhere (plugin "NAME" {}) are added
+// here; anything not listed is refused.
+var restSchema = &hcl.BodySchema{}
+
+// checkRest refuses settings and blocks no part of the agent knows.
+func (f *File) checkRest() hcl.Diagnostics {
+	if f.Rest == nil {
+		return nil
+	}
+	_, diags := f.Rest.Content(restSchema)
+	return diags
+}
+
+// Apply sets in cfg what the file sets.
+func (f *File) Apply(cfg *Config) error {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Server.DataDir, f.DataDir)
+	set(&cfg.Server.NodeName, f.Name)
+	set(&cfg.Server.Region, f.Region)
+	set(&cfg.Server.Datacenter, f.Datacenter)
+	set(&cfg.HTTPAddr, f.HTTPAddr)
+	set(&cfg.PluginDir, f.PluginDir)
+	set(&cfg.LogLevel, f.LogLevel)
+	if f.LogJSON != nil {
+		cfg.LogJSON = *f.LogJSON
+	}
+	if f.Server == nil {
+		return nil
+	}
+	if err := f.Server.apply(&cfg.Server); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	return nil
+}
+
+// apply sets in sc what the block sets, checking every value.
+func (b *ServerBlock) apply(sc *server.Config) error {
+	var errs []error
+	dur := func(name, v string, dst *time.Duration) {
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("server.%s = %q is not a duration (e.g. \"30s\")", name, v))
+			return
+		}
+		*dst = d
+	}
+	count := func(name string, v *int, min int, dst func(int)) {
+		if v == nil {
+			return
+		}
+		if *v < min {
+			errs = append(errs, fmt.Errorf("server.%s = %d must be at least %d", name, *v, min))
+			return
+		}
+		dst(*v)
+	}
+	count("num_schedulers", b.NumSchedulers, 0, func(n int) { sc.NumWorkers = n })
+	dur("eval_nack_timeout", b.EvalNackTimeout, &sc.Broker.NackTimeout)
+	count("eval_delivery_limit", b.EvalDeliveryLimit, 1, func(n int) { sc.Broker.DeliveryLimit = n })
+	dur("eval_nack_initial_reenqueue_delay", b.EvalNackInitialReenqueueDelay, &sc.Broker.InitialNackDelay)
+	dur("eval_nack_subsequent_reenqueue_delay", b.EvalNackSubsequentReenqueueDelay, &sc.Broker.SubsequentNackDelay)
+	dur("eval_failed_followup_baseline_delay", b.EvalFailedFollowupBaselineDelay, &sc.FailedEvalFollowupBaseline)
+	dur("eval_failed_followup_delay_range", b.EvalFailedFollowupDelayRange, &sc.FailedEvalFollowupJitter)
+	dur("failed_eval_unblock_interval", b.FailedEvalUnblockInterval, &sc.FailedEvalUnblockInterval)
+	dur("min_heartbeat_ttl", b.MinHeartbeatTTL, &sc.MinHeartbeatTTL)
+	if b.MaxHeartbeatsPerSecond != nil {
+		if *b.MaxHeartbeatsPerSecond <= 0 {
+			errs = append(errs, fmt.Errorf("server.max_heartbeats_per_second = %v must be positive", *b.MaxHeartbeatsPerSecond))
+		} else {
+			sc.MaxHeartbeatsPerSecond = *b.MaxHeartbeatsPerSecond
+		}
+	}
+	dur("heartbeat_grace", b.HeartbeatGrace, &sc.HeartbeatGrace)
+	dur("failover_heartbeat_ttl", b.FailoverHeartbeatTTL, &sc.FailoverHeartbeatTTL)
+	dur("job_gc_interval", b.JobGCInterval, &sc.EvalGCInterval)
+	dur("eval_gc_threshold", b.EvalGCThreshold, &sc.EvalGCThreshold)
+	dur("job_gc_threshold", b.JobGCThreshold, &sc.JobGCThreshold)
+	dur("node_gc_threshold", b.NodeGCThreshold, &sc.NodeGCThreshold)
+	dur("deployment_gc_threshold", b.DeploymentGCThreshold, &sc.DeploymentGCThreshold)
+	count("raft_snapshot_threshold", b.RaftSnapshotThreshold, 1, func(n int) { sc.SnapshotThreshold = uint64(n) })
+	dur("raft_snapshot_interval", b.RaftSnapshotInterval, &sc.SnapshotInterval)
+	count("raft_trailing_logs", b.RaftTrailingLogs, 0, func(n int) { sc.RaftTrailingLogs = uint64(n) })
+	count("plan_max_allocs", b.PlanMaxAllocs, 1, func(n int) { sc.PlanLimits.MaxAllocs = n })
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig_AppliesEverySetting(t *testing.T) {
+	src := `
+data_dir   = "/var/lib/drover"
+name       = "s1"
+region     = "eu"
+datacenter = "dc9"
+http_addr  = "0.0.0.0:5000"
+plugin_dir = "/opt/plugins"
+log_level  = "debug"
+log_json   = true
+
+server {
+  enabled                              = true
+  num_schedulers                       = 7
+  eval_nack_timeout                    = "90s"
+  eval_delivery_limit                  = 5
+  eval_nack_initial_reenqueue_delay    = "2s"
+  eval_nack_subsequent_reenqueue_delay = "30s"
+  eval_failed_followup_baseline_delay  = "2m"
+  eval_failed_followup_delay_range     = "3m"
+  failed_eval_unblock_interval         = "45s"
+  min_heartbeat_ttl                    = "20s"
+  max_heartbeats_per_second            = 12.5
+  heartbeat_grace                      = "15s"
+  failover_heartbeat_ttl               = "10m"
+  job_gc_interval                      = "7m"
+  eval_gc_threshold                    = "2h"
+  job_gc_threshold                     = "8h"
+  node_gc_threshold                    = "48h"
+  deployment_gc_threshold              = "3h"
+  raft_snapshot_threshold              = 1000
+  raft_snapshot_interval               = "30s"
+  raft_trailing_logs                   = 500
+  plan_max_allocs                      = 2000
+}
+`
+	f, err := ParseConfig("agent.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Server
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"data_dir", s.DataDir, "/var/lib/drover"},
+		{"name", s.NodeName, "s1"},
+		{"region", s.Region, "eu"},
+		{"datacenter", s.Datacenter, "dc9"},
+		{"http_addr", cfg.HTTPAddr, "0.0.0.0:5000"},
+		{"plugin_dir", cfg.PluginDir, "/opt/plugins"},
+		{"log_level", cfg.LogLevel, "debug"},
+		{"log_json", cfg.LogJSON, true},
+		{"num_schedulers", s.NumWorkers, 7},
+		{"eval_nack_timeout", s.Broker.NackTimeout, 90 * time.Second},
+		{"eval_delivery_limit", s.Broker.DeliveryLimit, 5},
+		{"eval_nack_initial_reenqueue_delay", s.Broker.InitialNackDelay, 2 * time.Second},
+		{"eval_nack_subsequent_reenqueue_delay", s.Broker.SubsequentNackDelay, 30 * time.Second},
+		{"eval_failed_followup_baseline_delay", s.FailedEvalFollowupBaseline, 2 * time.Minute},
+		{"eval_failed_followup_delay_range", s.FailedEvalFollowupJitter, 3 * time.Minute},
+		{"failed_eval_unblock_interval", s.FailedEvalUnblockInterval, 45 * time.Second},
+		{"min_heartbeat_ttl", s.MinHeartbeatTTL, 20 * time.Second},
+		{"max_heartbeats_per_second", s.MaxHeartbeatsPerSecond, 12.5},
+		{"heartbeat_grace", s.HeartbeatGrace, 15 * time.Second},
+		{"failover_heartbeat_ttl", s.FailoverHeartbeatTTL, 10 * time.Minute},
+		{"job_gc_interval", s.EvalGCInterval, 7 * time.Minute},
+		{"eval_gc_threshold", s.EvalGCThreshold, 2 * time.Hour},
+		{"job_gc_threshold", s.JobGCThreshold, 8 * time.Hour},
+		{"node_gc_threshold", s.NodeGCThreshold, 48 * time.Hour},
+		{"deployment_gc_threshold", s.DeploymentGCThreshold, 3 * time.Hour},
+		{"raft_snapshot_threshold", s.SnapshotThreshold, uint64(1000)},
+		{"raft_snapshot_interval", s.SnapshotInterval, 30 * time.Second},
+		{"raft_trailing_logs", s.RaftTrailingLogs, uint64(500)},
+		{"plan_max_allocs", s.PlanLimits.MaxAllocs, 2000},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("applied config does not validate: %v", err)
+	}
+}
+
+func TestParseConfig_EmptyKeepsDefaults(t *testing.T) {
+	f, err := ParseConfig("empty.hcl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	def := DefaultConfig()
+	if cfg.Server.Broker != def.Server.Broker || cfg.HTTPAddr != def.HTTPAddr || cfg.Server.NumWorkers != def.Server.NumWorkers {
+		t.Fatalf("an empty file changed the defaults: %+v", cfg)
+	}
+}
+
+func TestParseConfig_JSON(t *testing.T) {
+	f, err := ParseConfig("agent.json", []byte(`{"data_dir": "/d", "server": {"eval_delivery_limit": 9}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.DataDir != "/d" || cfg.Server.Broker.DeliveryLimit != 9 {
+		t.Fatalf("JSON config not applied: %+v", cfg.Server)
+	}
+}
+
+func TestParseConfig_Errors(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"syntax", `data_dir = `, "agent.hcl:1"},
+		{"unknown setting", `datadir = "/x"`, `Unsupported argument`},
+		{"unknown server setting", "server {\n  nack_timeout = \"1s\"\n}", "agent.hcl:2"},
+		{"unknown block", `telemetry {}`, "Unsupported block type"},
+		{"wrong type", `server { num_schedulers = "many" }`, "agent.hcl:1,28-32: Unsuitable value type"},
+		{"bad duration", `server { eval_nack_timeout = "soon" }`, `server.eval_nack_timeout = "soon" is not a duration`},
+		{"negative duration", `server { heartbeat_grace = "-1s" }`, "heartbeat_grace"},
+		{"zero delivery limit", `server { eval_delivery_limit = 0 }`, "eval_delivery_limit = 0 must be at least 1"},
+		{"zero heartbeat rate", `server { max_heartbeats_per_second = 0 }`, "max_heartbeats_per_second"},
+		{"two server blocks", "server {}\nserver {}", "Duplicate server block"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseConfig("agent.hcl", []byte(tc.src))
+			if err == nil {
+				cfg := DefaultConfig()
+				err = f.Apply(&cfg)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrConfig mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseConfig: no input makes the config parser panic.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`data_dir = "/x"` + "\nserver {\n num_schedulers = 2\n eval_nack_timeout = \"5s\"\n}\n"))
+	f.Add([]byte(`server { eval_delivery_limit = -1 }`))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, err := ParseConfig("fuzz.hcl", src)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error not ErrConfig: %v", err)
+			}
+			return
+		}
+		c := DefaultConfig()
+		if err := cfg.Apply(&c); err != nil && !errors.Is(err, ErrConfig) {
+			t.Fatalf("apply error not ErrConfig: %v", err)
+		}
+	})
+}

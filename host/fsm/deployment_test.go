@@ -1,0 +1,69 @@
+package fsm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+)
+
+func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	apply := func(i uint64, msg interface {
+		MarshalMsg([]byte) ([]byte, error)
+		UnmarshalMsg([]byte) ([]byte, error)
+	}) {
+		t.Helper()
+		if err := f.ApplyDecoded(i, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(1, &NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}})
+	apply(2, &JobRegisterRequest{Job: job})
+	now := time.Unix(1000, 0)
+	d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+		TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 2, DesiredCanaries: 1, ProgressDeadline: time.Minute}}}
+	canary := &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DeploymentID: "d1",
+		DeploymentStatus: &sdk.AllocDeploymentStatus{Canary: true}, DesiredStatus: "run", ClientStatus: "pending"}
+	other := &sdk.Allocation{ID: "a2", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DeploymentID: "d1",
+		DesiredStatus: "run", ClientStatus: "pending"}
+	apply(3, &ApplyPlanResultsRequest{Job: job, EvalID: "e1", Deployment: d, AllocsUpdated: []*sdk.Allocation{canary, other},
+		UpdatedAt: now.UnixNano()})
+
+	s := store.Snapshot().Deployment("d1").TaskGroups["g"]
+	if s.PlacedAllocs != 2 || len(s.PlacedCanaries) != 1 || s.PlacedCanaries[0] != "a1" || !s.RequireProgressBy.Equal(now.Add(time.Minute)) {
+		t.Fatalf("after placement: %+v", s)
+	}
+
+	healthy := true
+	later := now.Add(10 * time.Second)
+	apply(4, &AllocClientUpdateRequest{UpdatedAt: later.UnixNano(), Allocs: []*sdk.Allocation{
+		{ID: "a1", ClientStatus: "running", DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}})
+	snap := store.Snapshot()
+	s = snap.Deployment("d1").TaskGroups["g"]
+	if s.HealthyAllocs != 1 || s.UnhealthyAllocs != 0 || !s.RequireProgressBy.Equal(later.Add(time.Minute)) {
+		t.Fatalf("after health: %+v", s)
+	}
+	if a := snap.Alloc("a1"); !a.DeploymentStatus.IsHealthy() || !a.DeploymentStatus.Canary {
+		t.Fatalf("health report dropped the canary mark: %+v", a.DeploymentStatus)
+	}
+	// A repeated report does not count twice.
+	apply(5, &AllocClientUpdateRequest{UpdatedAt: later.UnixNano(), Allocs: []*sdk.Allocation{
+		{ID: "a1", ClientStatus: "running", DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}})
+	if got := store.Snapshot().Deployment("d1").TaskGroups["g"].HealthyAllocs; got != 1 {
+		t.Fatalf("healthy counted twice: %d", got)
+	}
+
+	ev := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending,
+		TriggeredBy: sdk.EvalTriggerDeploymentWatcher}
+	apply(6, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
+	snap = store.Snapshot()
+	if !snap.Deployment("d1").TaskGroups["g"].Promoted || snap.Eval("e2") == nil {
+		t.Fatalf("promotion not applied")
+	}
+}

@@ -1,0 +1,357 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// The deployment watcher runs on the leader and moves rolling updates
+// along, as Nomad's deploymentwatcher does:
+//
+//   - when allocations of an active deployment become healthy, it creates a
+//     deployment-watcher eval so the scheduler places the next batch (and,
+//     once everything is healthy, marks the deployment successful);
+//   - an unhealthy allocation, or a progress deadline passed before the
+//     deployment completed, fails the deployment and, for groups with
+//     auto_revert, re-registers the job's latest stable version;
+//   - canaries of groups with auto_promote are promoted once all of them
+//     are healthy;
+//   - a successful deployment marks its job version stable.
+//
+// Decisions (decide) are pure over a state snapshot and a time; the loop
+// only waits for changes and applies the decisions through raft. Seed 002:
+// its evals have no PreviousEval, the chain breaks here.
+
+// deploymentPollInterval bounds how long a passed progress deadline goes
+// unnoticed when nothing else changes; deploymentMinInterval rate-limits
+// passes when the state changes often.
+const (
+	deploymentPollInterval = time.Second
+	deploymentMinInterval  = 100 * time.Millisecond
+)
+
+// Errors of the deployment endpoints.
+var (
+	ErrDeploymentNotActive = errors.New("server: deployment is not active")
+	ErrNothingToPromote    = errors.New("server: deployment has no unpromoted canaries")
+)
+
+// deploymentActionKind is what the watcher does about a deployment.
+type deploymentActionKind uint8
+
+const (
+	actionEval deploymentActionKind = iota + 1
+	actionFail
+	actionPromote
+	actionStable
+)
+
+// deploymentAction is one decision of the watcher.
+type deploymentAction struct {
+	kind       deploymentActionKind
+	deployment *sdk.Deployment
+	// desc is the failed deployment's status description.
+	desc string
+	// revert is the job version re-registered by an auto-revert.
+	revert *sdk.Job
+	// eval is the deployment-watcher eval that goes with the action.
+	eval *sdk.Evaluation
+}
+
+// deploymentWatch remembers, per deployment, the healthy allocations it
+// already created an eval for. It is the leader's and starts empty on each
+// new leadership (a few extra evals then, no missed ones).
+type deploymentWatch struct {
+	healthy map[string]int
+}
+
+func newDeploymentWatch() *deploymentWatch { return &deploymentWatch{healthy: map[string]int{}} }
+
+// decide returns what to do about the deployments of snap at now. newID
+// makes eval IDs. It records the healthy counts it acts on.
+func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func() string) []deploymentAction {
+	var out []deploymentAction
+	seen := map[string]bool{}
+	for _, d := range snap.Deployments() {
+		seen[d.ID] = true
+		job := snap.Job(d.Namespace, d.JobID)
+		if d.Status == sdk.DeploymentStatusSuccessful {
+			if v := snap.JobVersion(d.Namespace, d.JobID, d.JobVersion); v != nil && !v.Stable {
+				out = append(out, deploymentAction{kind: actionStable, deployment: d})
+			}
+			continue
+		}
+		if d.Status != sdk.DeploymentStatusRunning || job == nil {
+			continue
+		}
+		eval := func() *sdk.Evaluation { return deploymentEval(d, job, newID(), now) }
+		if desc, failed := failure(d, now); failed {
+			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
+			if autoRevert(d) {
+				if v := latestStable(snap, d); v != nil {
+					a.revert = v
+					a.desc = fmt.Sprintf("%s - rolling back to job version %d", desc, v.Version)
+				}
+			}
+			out = append(out, a)
+			delete(w.healthy, d.ID)
+			continue
+		}
+		if canAutoPromote(snap, d) {
+			out = append(out, deploymentAction{kind: actionPromote, deployment: d, eval: eval()})
+			continue
+		}
+		healthy := 0
+		for _, s := range d.TaskGroups {
+			healthy += s.HealthyAllocs
+		}
+		if healthy > w.healthy[d.ID] {
+			w.healthy[d.ID] = healthy
+			out = append(out, deploymentAction{kind: actionEval, deployment: d, eval: eval()})
+		}
+	}
+	for id := range w.healthy {
+		if !seen[id] {
+			delete(w.healthy, id)
+		}
+	}
+	return out
+}
+
+// deploymentEval is a deployment-watcher eval for d's job.
+func deploymentEval(d *sdk.Deployment, job *sdk.Job, id string, now time.Time) *sdk.Evaluation {
+	prio := d.EvalPriority
+	if prio == 0 {
+		prio = job.Priority
+	}
+	t := now.UnixNano()
+	return &sdk.Evaluation{ID: id, Namespace: d.Namespace, Priority: prio, Type: job.Type,
+		TriggeredBy: sdk.EvalTriggerDeploymentWatcher, JobID: d.JobID, JobModifyIndex: job.JobModifyIndex,
+		DeploymentID: d.ID, Status: sdk.EvalStatusPending, CreateTime: t, ModifyTime: t}
+}
+
+// failure reports whether d failed: an allocation is unhealthy, or a
+// group's progress deadline passed before the group completed.
+func failure(d *sdk.Deployment, now time.Time) (string, bool) {
+	for _, name := range sortedGroups(d) {
+		if d.TaskGroups[name].UnhealthyAllocs > 0 {
+			return sdk.DeploymentDescriptionFailedAllocations, true
+		}
+	}
+	for _, name := range sortedGroups(d) {
+		s := d.TaskGroups[name]
+		complete := s.HealthyAllocs >= max(s.DesiredTotal, s.DesiredCanaries) && (s.DesiredCanaries == 0 || s.Promoted)
+		if s.ProgressDeadline > 0 && !s.RequireProgressBy.IsZero() && now.After(s.RequireProgressBy) && !complete {
+			return sdk.DeploymentDescriptionProgressDeadline, true
+		}
+	}
+	return "", false
+}
+
+func sortedGroups(d *sdk.Deployment) []string {
+	out := make([]string, 0, len(d.TaskGroups))
+	for k := range d.TaskGroups {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func autoRevert(d *sdk.Deployment) bool {
+	for _, s := range d.TaskGroups {
+		if s.AutoRevert {
+			return true
+		}
+	}
+	return false
+}
+
+// latestStable is the newest stable version of d's job older than the one
+// being deployed, or nil.
+func latestStable(snap *state.Snapshot, d *sdk.Deployment) *sdk.Job {
+	for _, v := range snap.JobVersions(d.Namespace, d.JobID) { // newest first
+		if v.Version < d.JobVersion && v.Stable {
+			return v
+		}
+	}
+	return nil
+}
+
+// canAutoPromote reports whether d waits for promotion, every group that
+// has canaries auto-promotes, and all their canaries are placed and healthy.
+func canAutoPromote(snap *state.Snapshot, d *sdk.Deployment) bool {
+	waiting := false
+	for _, s := range d.TaskGroups {
+		if s.DesiredCanaries == 0 || s.Promoted {
+			continue
+		}
+		if !s.AutoPromote || healthyCanaries(snap, s) < s.DesiredCanaries {
+			return false
+		}
+		waiting = true
+	}
+	return waiting
+}
+
+func healthyCanaries(snap *state.Snapshot, s *sdk.DeploymentState) int {
+	n := 0
+	for _, id := range s.PlacedCanaries {
+		if a := snap.Alloc(id); a != nil && !a.TerminalStatus() && a.DeploymentStatus.IsHealthy() {
+			n++
+		}
+	}
+	return n
+}
+
+// watchDeployments runs the deployment watcher until ctx ends.
+func (s *Server) watchDeployments(ctx context.Context) {
+	w := newDeploymentWatch()
+	var index uint64
+	for {
+		wctx, cancel := context.WithTimeout(ctx, deploymentPollInterval)
+		_, _ = s.store.WaitForIndex(wctx, index+1)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(deploymentMinInterval):
+		}
+		snap := s.store.Snapshot()
+		index = snap.Index()
+		for _, a := range w.decide(snap, s.now(), newID) {
+			if err := s.applyDeploymentAction(snap, a); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("deployment_id", a.deployment.ID).Msg("deployment watcher action failed")
+			}
+		}
+	}
+}
+
+// applyDeploymentAction commits one decision.
+func (s *Server) applyDeploymentAction(snap *state.Snapshot, a deploymentAction) error {
+	now := s.now().UnixNano()
+	d := a.deployment
+	var err error
+	switch a.kind {
+	case actionEval:
+		_, err = s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{a.eval}})
+	case actionFail:
+		req := &fsm.DeploymentStatusUpdateRequest{UpdatedAt: now, Eval: a.eval,
+			Update: &sdk.DeploymentStatusUpdate{DeploymentID: d.ID, Status: sdk.DeploymentStatusFailed, StatusDescription: a.desc}}
+		if a.revert != nil {
+			req.Job = revertTo(a.revert, now)
+		}
+		_, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, req)
+	case actionPromote:
+		_, err = s.Apply(fsm.DeploymentPromoteRequestType, &fsm.DeploymentPromoteRequest{DeploymentID: d.ID, Eval: a.eval, UpdatedAt: now})
+	case actionStable:
+		_, err = s.Apply(fsm.JobStabilityRequestType, &fsm.JobStabilityRequest{Namespace: d.Namespace, JobID: d.JobID,
+			Version: d.JobVersion, Stable: true})
+	}
+	return err
+}
+
+// revertTo returns a copy of a stable job version to register again.
+func revertTo(v *sdk.Job, now int64) *sdk.Job {
+	j := *v
+	j.Stop = false
+	j.Stable = false
+	j.SubmitTime = now
+	return &j
+}
+
+// PromoteDeployment promotes the canaries of a deployment's groups (all
+// groups with canaries when groups is empty); every canary of those groups
+// must be healthy. It returns the eval that rolls the rest out.
+func (s *Server) PromoteDeployment(id string, groups []string) (string, uint64, error) {
+	snap := s.store.Snapshot()
+	d := snap.Deployment(id)
+	if d == nil {
+		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	}
+	if !d.Active() {
+		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
+	}
+	job := snap.Job(d.Namespace, d.JobID)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
+	}
+	promoting := 0
+	for _, name := range sortedGroups(d) {
+		st := d.TaskGroups[name]
+		if len(groups) > 0 && !slices.Contains(groups, name) || st.DesiredCanaries == 0 || st.Promoted {
+			continue
+		}
+		if h := healthyCanaries(snap, st); h < st.DesiredCanaries {
+			return "", 0, badRequest(fmt.Errorf("task group %q has %d/%d healthy canaries", name, h, st.DesiredCanaries))
+		}
+		promoting++
+	}
+	if promoting == 0 {
+		return "", 0, badRequest(fmt.Errorf("%w: %s", ErrNothingToPromote, id))
+	}
+	ev := deploymentEval(d, job, newID(), s.now())
+	index, err := s.Apply(fsm.DeploymentPromoteRequestType, &fsm.DeploymentPromoteRequest{DeploymentID: id, Groups: groups,
+		Eval: ev, UpdatedAt: s.now().UnixNano()})
+	return ev.ID, index, err
+}
+
+// FailDeployment marks an active deployment failed (rolling back to the
+// latest stable job version when a group has auto_revert).
+func (s *Server) FailDeployment(id string) (string, uint64, error) {
+	snap := s.store.Snapshot()
+	d := snap.Deployment(id)
+	if d == nil {
+		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	}
+	if !d.Active() {
+		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
+	}
+	job := snap.Job(d.Namespace, d.JobID)
+	if job == nil {
+		return "", 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
+	}
+	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedByUser,
+		eval: deploymentEval(d, job, newID(), s.now())}
+	if autoRevert(d) {
+		if v := latestStable(snap, d); v != nil {
+			a.revert = v
+			a.desc = fmt.Sprintf("%s - rolling back to job version %d", a.desc, v.Version)
+		}
+	}
+	if err := s.applyDeploymentAction(snap, a); err != nil {
+		return "", 0, err
+	}
+	return a.eval.ID, s.store.LatestIndex(), nil
+}
+
+// PauseDeployment pauses an active deployment (no further placements) or
+// resumes a paused one (with an eval to continue).
+func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) {
+	snap := s.store.Snapshot()
+	d := snap.Deployment(id)
+	if d == nil {
+		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	}
+	if !d.Active() {
+		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
+	}
+	req := &fsm.DeploymentStatusUpdateRequest{UpdatedAt: s.now().UnixNano(),
+		Update: &sdk.DeploymentStatusUpdate{DeploymentID: id, Status: sdk.DeploymentStatusPaused, StatusDescription: sdk.DeploymentDescriptionPaused}}
+	evalID := ""
+	if !pause {
+		req.Update.Status, req.Update.StatusDescription = sdk.DeploymentStatusRunning, sdk.DeploymentDescriptionRunning
+		if job := snap.Job(d.Namespace, d.JobID); job != nil {
+			req.Eval = deploymentEval(d, job, newID(), s.now())
+			evalID = req.Eval.ID
+		}
+	}
+	index, err := s.Apply(fsm.DeploymentStatusUpdateRequestType, req)
+	return evalID, index, err
+}

@@ -1,0 +1,197 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// rollingJob is a service job of count tasks rolled out max_parallel 1,
+// with canaries and auto promote/revert as asked; version makes its task
+// config (a destructive change) differ between versions.
+func rollingJob(count, canary int, autoPromote, autoRevert bool, version string) *sdk.Job {
+	j := servertest.Job("web", sdk.JobTypeService, count, 100, 64)
+	tg := j.TaskGroups[0]
+	tg.Tasks[0].Config = sdk.Opaque{"image": "web:" + version}
+	tg.Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: canary, AutoPromote: autoPromote, AutoRevert: autoRevert,
+		HealthCheck: "checks", Stagger: 30 * time.Second,
+		MinHealthyTime: time.Second, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute}
+	return j
+}
+
+// reportHealth reports every live, not yet healthy allocation of the job
+// running and healthy (or unhealthy), as nodes do after min_healthy_time.
+func reportHealth(t *testing.T, s *server.Server, healthy bool) int {
+	t.Helper()
+	var updates []server.AllocUpdate
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		if a.TerminalStatus() || a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() {
+			continue
+		}
+		h := healthy
+		updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning,
+			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &h, Timestamp: time.Now()}})
+	}
+	if len(updates) == 0 {
+		return 0
+	}
+	if _, err := s.UpdateAllocsFromClient(updates); err != nil {
+		t.Fatal(err)
+	}
+	return len(updates)
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// rollOut reports health until the job's latest deployment is no longer
+// running, and returns it.
+func rollOut(t *testing.T, s *server.Server, healthy bool) *sdk.Deployment {
+	t.Helper()
+	var d *sdk.Deployment
+	waitFor(t, "the deployment to finish", func() bool {
+		reportHealth(t, s, healthy)
+		d = s.Store().Snapshot().LatestDeployment("default", "web")
+		return d != nil && d.Status != sdk.DeploymentStatusRunning
+	})
+	return d
+}
+
+func liveVersions(s *server.Server) map[uint64]int {
+	out := map[uint64]int{}
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		if !a.TerminalStatus() {
+			out[a.JobVersion]++
+		}
+	}
+	return out
+}
+
+func TestDeployments_RollingUpdateCanaryAutoPromoteAndRevert(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for i := 0; i < 3; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// v0: the first registration is a deployment too; once its allocations
+	// are healthy it succeeds and v0 becomes stable.
+	evalID, _, err := s.RegisterJob(rollingJob(3, 0, false, true, "v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("v0 deployment = %s (%s)", d.Status, d.StatusDescription)
+	}
+	waitFor(t, "v0 to be marked stable", func() bool {
+		v := s.Store().Snapshot().JobVersion("default", "web", 0)
+		return v != nil && v.Stable
+	})
+
+	// v1: a destructive update rolls one allocation at a time.
+	evalID, _, err = s.RegisterJob(rollingJob(3, 0, false, true, "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if got := liveVersions(s); got[1] != 1 || got[0] != 2 {
+		t.Fatalf("after the first step: versions %v, want one v1 (max_parallel 1)", got)
+	}
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful || d.JobVersion != 1 {
+		t.Fatalf("v1 deployment = %s (%s)", d.Status, d.StatusDescription)
+	}
+	if got := liveVersions(s); got[1] != 3 {
+		t.Fatalf("after v1 rolled out: versions %v", got)
+	}
+	waitFor(t, "v1 to be marked stable", func() bool { return s.Store().Snapshot().JobVersion("default", "web", 1).Stable })
+
+	// v2: one canary first, promoted automatically once healthy.
+	evalID, _, err = s.RegisterJob(rollingJob(3, 1, true, true, "v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	d := s.Store().Snapshot().LatestDeployment("default", "web")
+	if st := d.TaskGroups["g"]; st.DesiredCanaries != 1 || len(st.PlacedCanaries) != 1 || st.Promoted {
+		t.Fatalf("v2 canary state %+v", st)
+	}
+	if got := liveVersions(s); got[2] != 1 || got[1] != 3 {
+		t.Fatalf("with the canary: versions %v, want the canary beside the three v1", got)
+	}
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful || !d.TaskGroups["g"].Promoted {
+		t.Fatalf("v2 deployment = %s (%s) %+v", d.Status, d.StatusDescription, d.TaskGroups["g"])
+	}
+	if got := liveVersions(s); got[2] != 3 || len(got) != 1 {
+		t.Fatalf("after v2 rolled out: versions %v", got)
+	}
+	waitFor(t, "v2 to be marked stable", func() bool { return s.Store().Snapshot().JobVersion("default", "web", 2).Stable })
+
+	// v3: its allocations come up unhealthy: the deployment fails and the
+	// job reverts to the latest stable version (v2's spec, as v4).
+	evalID, _, err = s.RegisterJob(rollingJob(3, 0, false, true, "v3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	d = rollOut(t, s, false)
+	if d.Status != sdk.DeploymentStatusFailed {
+		t.Fatalf("v3 deployment = %s", d.Status)
+	}
+	var j *sdk.Job
+	defer func() {
+		if t.Failed() && j != nil {
+			t.Logf("job: version %d config %v", j.Version, j.TaskGroups[0].Tasks[0].Config)
+		}
+	}()
+	waitFor(t, "the revert to v2's spec", func() bool {
+		j = s.Store().Snapshot().Job("default", "web")
+		return j.Version == 4 && j.TaskGroups[0].Tasks[0].Config["image"] == "web:v2"
+	})
+	if d.StatusDescription != sdk.DeploymentDescriptionFailedAllocations+" - rolling back to job version 2" {
+		t.Fatalf("failed deployment says %q", d.StatusDescription)
+	}
+}
+
+func TestDeployments_PromoteByHand(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for i := 0; i < 2; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evalID, _, _ := s.RegisterJob(rollingJob(2, 0, false, false, "v0"))
+	servertest.WaitForEval(t, s, evalID)
+	rollOut(t, s, true)
+	evalID, _, _ = s.RegisterJob(rollingJob(2, 1, false, false, "v1"))
+	servertest.WaitForEval(t, s, evalID)
+	d := s.Store().Snapshot().LatestDeployment("default", "web")
+	if d.StatusDescription != sdk.DeploymentDescriptionRunningNeedsPromotion {
+		t.Fatalf("description %q", d.StatusDescription)
+	}
+	if _, _, err := s.PromoteDeployment(d.ID, nil); err == nil {
+		t.Fatal("promoted with an unhealthy canary")
+	}
+	reportHealth(t, s, true)
+	waitFor(t, "the canary to be healthy", func() bool {
+		_, _, err := s.PromoteDeployment(d.ID, nil)
+		return err == nil
+	})
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("deployment = %s (%s)", d.Status, d.StatusDescription)
+	}
+}
