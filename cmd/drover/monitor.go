@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -139,13 +141,8 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 // placementFailures explains, per group, why allocations could not be
 // placed, as Nomad does.
 func placementFailures(failed map[string]*sdk.AllocMetric, indent string) string {
-	groups := make([]string, 0, len(failed))
-	for g := range failed {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
 	var b strings.Builder
-	for i, g := range groups {
+	for i, g := range sortedKeys(failed) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -190,11 +187,7 @@ func explainMetric(m *sdk.AllocMetric) []string {
 	return out
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

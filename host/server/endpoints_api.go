@@ -76,10 +76,7 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	job.SubmitTime = s.now().UnixNano()
 	req := &fsm.JobRegisterRequest{Job: job}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobRegister)
-		if opts.EvalPriority > 0 {
-			req.Eval.Priority = opts.EvalPriority
-		}
+		req.Eval = s.jobEval(job, sdk.EvalTriggerJobRegister, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)
@@ -102,6 +99,15 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 		}
 	}
 	return nil
+}
+
+// jobEval is a new eval of job; priority overrides the job's when set.
+func (s *Server) jobEval(job *sdk.Job, trigger string, priority int) *sdk.Evaluation {
+	e := s.newEval(job, trigger)
+	if priority > 0 {
+		e.Priority = priority
+	}
+	return e
 }
 
 func checkEvalPriority(p int) error {
@@ -130,10 +136,7 @@ func (s *Server) DeregisterJobOpts(namespace, id string, opts DeregisterOptions)
 	}
 	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: opts.Purge}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobDeregister)
-		if opts.EvalPriority > 0 {
-			req.Eval.Priority = opts.EvalPriority
-		}
+		req.Eval = s.jobEval(job, sdk.EvalTriggerJobDeregister, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
 	index, err = s.Apply(fsm.JobDeregisterRequestType, req)
