@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -62,12 +61,7 @@ func (c *allocStatusCommand) Run(args []string) int {
 	if r := a.AllocatedResources; r != nil {
 		c.ui.Output("\nAllocated Resources")
 		rows := [][]string{{"Task", "CPU", "Memory", "Cores"}}
-		tasks := make([]string, 0, len(r.Tasks))
-		for t := range r.Tasks {
-			tasks = append(tasks, t)
-		}
-		sort.Strings(tasks)
-		for _, t := range tasks {
+		for _, t := range sortedKeys(r.Tasks) {
 			tr := r.Tasks[t]
 			rows = append(rows, []string{t, fmt.Sprintf("%d MHz", tr.Cpu.CpuShares), fmt.Sprintf("%d MiB", tr.Memory.MemoryMB),
 				fmt.Sprint(len(tr.Cpu.ReservedCores))})
@@ -78,12 +72,7 @@ func (c *allocStatusCommand) Run(args []string) int {
 	if len(a.TaskStates) > 0 {
 		c.ui.Output("\nTask States")
 		rows := [][]string{{"Task", "State", "Failed", "Restarts"}}
-		tasks := make([]string, 0, len(a.TaskStates))
-		for t := range a.TaskStates {
-			tasks = append(tasks, t)
-		}
-		sort.Strings(tasks)
-		for _, t := range tasks {
+		for _, t := range sortedKeys(a.TaskStates) {
 			s := a.TaskStates[t]
 			rows = append(rows, []string{t, fmt.Sprint(orDash(s["State"])), fmt.Sprint(orDash(s["Failed"])), fmt.Sprint(orDash(s["Restarts"]))})
 		}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -42,9 +43,9 @@ func (c *jobInspectCommand) Run(args []string) int {
 		return c.errorf("reading job %q: %v", fs.Arg(0), err)
 	}
 	if *ver >= 0 && uint64(*ver) != job.Version {
-		var vs httpapi.JobVersionsResponse
-		if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/versions", &vs); err != nil {
-			return c.errorf("reading versions of job %q: %v", job.ID, err)
+		vs, err := jobVersions(cl, job.ID, false)
+		if err != nil {
+			return c.errorf("%v", err)
 		}
 		job = nil
 		for _, v := range vs.Versions {
@@ -94,9 +95,9 @@ func (c *jobHistoryCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("reading job %q: %v", fs.Arg(0), err)
 	}
-	var vs httpapi.JobVersionsResponse
-	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/versions?diffs=true", &vs); err != nil {
-		return c.errorf("reading versions of job %q: %v", job.ID, err)
+	vs, err := jobVersions(cl, job.ID, true)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	if *ver >= 0 {
 		for i, v := range vs.Versions {
@@ -115,7 +116,7 @@ func (c *jobHistoryCommand) Run(args []string) int {
 		}
 	}
 	if c.json {
-		return c.printJSON(&vs)
+		return c.printJSON(vs)
 	}
 	for i, v := range vs.Versions {
 		if i > 0 {
@@ -130,4 +131,18 @@ func (c *jobHistoryCommand) Run(args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// jobVersions reads the versions the server keeps of a job, with their
+// differences when diffs is set.
+func jobVersions(cl *client.Client, id string, diffs bool) (*httpapi.JobVersionsResponse, error) {
+	var vs httpapi.JobVersionsResponse
+	path := "/v1/job/" + url.PathEscape(id) + "/versions"
+	if diffs {
+		path += "?diffs=true"
+	}
+	if _, err := cl.Get(bg, path, &vs); err != nil {
+		return nil, fmt.Errorf("reading versions of job %q: %w", id, err)
+	}
+	return &vs, nil
 }

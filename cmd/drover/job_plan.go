@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -135,11 +134,7 @@ func renderJobDiff(d *jobdiff.JobDiff, verbose bool) string {
 	for _, tg := range d.TaskGroups {
 		fmt.Fprintf(&b, "\n%s Task Group: %q", diffMark(tg.Type), tg.Name)
 		if len(tg.Updates) > 0 {
-			keys := make([]string, 0, len(tg.Updates))
-			for k := range tg.Updates {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := sortedKeys(tg.Updates)
 			parts := make([]string, len(keys))
 			for i, k := range keys {
 				parts[i] = fmt.Sprintf("%d %s", tg.Updates[k], k)

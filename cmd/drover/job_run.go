@@ -35,6 +35,8 @@ Run options:
                      (0: only if the job is new), as printed by job plan.
   -eval-priority=N   Priority of the registration's evaluation (1 to 100).
   -preserve-counts   Keep the counts of groups the job already runs.
+  -preserve-resources
+                     Keep the resources of tasks the job already runs.
   -output            Print the job as API JSON instead of submitting it.` + jobFileOptions)
 }
 
@@ -46,6 +48,7 @@ func (c *jobRunCommand) Run(args []string) int {
 	checkIndex := fs.Int64("check-index", -1, "")
 	evalPriority := fs.Int("eval-priority", 0, "")
 	preserveCounts := fs.Bool("preserve-counts", false, "")
+	preserveResources := fs.Bool("preserve-resources", false, "")
 	output := fs.Bool("output", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <path>") {
 		return exitError
@@ -61,7 +64,8 @@ func (c *jobRunCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	req := &httpapi.JobRegisterRequest{Job: p.Job, PreserveCounts: *preserveCounts, EvalPriority: *evalPriority}
+	req := &httpapi.JobRegisterRequest{Job: p.Job, PreserveCounts: *preserveCounts, PreserveResources: *preserveResources,
+		EvalPriority: *evalPriority}
 	if *checkIndex >= 0 {
 		req.EnforceIndex, req.JobModifyIndex = true, uint64(*checkIndex)
 	}

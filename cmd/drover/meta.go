@@ -154,11 +154,13 @@ func (m *meta) table(rows [][]string) {
 // kv prints "key = value" lines with aligned keys, as Nomad's status
 // commands do.
 func (m *meta) kv(pairs ...string) {
-	rows := make([][]string, 0, len(pairs)/2)
+	width := 0
 	for i := 0; i+1 < len(pairs); i += 2 {
-		rows = append(rows, []string{pairs[i], "= " + pairs[i+1]})
+		width = max(width, len(pairs[i]))
 	}
-	m.table(rows)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintln(m.out, strings.TrimRight(fmt.Sprintf("%-*s = %s", width, pairs[i], pairs[i+1]), " "))
+	}
 }
 
 func (m *meta) clock() time.Time {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,15 +91,17 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 		return "", m.errorf("reading the evaluation's allocations: %v", err)
 	}
 	sort.Slice(allocs, func(i, k int) bool { return allocs[i].Name < allocs[k].Name })
-	placed := 0
+	placed, updated := 0, 0
 	for _, a := range allocs {
 		if a.DesiredStatus != sdk.AllocDesiredStatusRun {
 			continue
 		}
-		placed++
 		verb := "created"
 		if a.CreateIndex < e.CreateIndex {
 			verb = "modified" // an in-place update of an older allocation
+			updated++
+		} else {
+			placed++
 		}
 		m.say(m.clock(), "Allocation %q %s: node %q, group %q", shortID(a.ID), verb, shortID(a.NodeID), a.TaskGroup)
 	}
@@ -105,8 +109,12 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 	for _, n := range e.QueuedAllocations {
 		queued += n
 	}
-	m.ui.Output(fmt.Sprintf("==> %s: Evaluation %q finished with status %q: %d placed, %d queued",
-		m.clock().Format(time.RFC3339), shortID(e.ID), e.Status, placed, queued))
+	summary := fmt.Sprintf("%d placed, %d queued", placed, queued)
+	if updated > 0 {
+		summary += fmt.Sprintf(", %d updated in place", updated)
+	}
+	m.ui.Output(fmt.Sprintf("==> %s: Evaluation %q finished with status %q: %s",
+		m.clock().Format(time.RFC3339), shortID(e.ID), e.Status, summary))
 	code := exitOK
 	if len(e.FailedTGAllocs) > 0 {
 		code = exitPlacement
@@ -133,13 +141,8 @@ func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
 // placementFailures explains, per group, why allocations could not be
 // placed, as Nomad does.
 func placementFailures(failed map[string]*sdk.AllocMetric, indent string) string {
-	groups := make([]string, 0, len(failed))
-	for g := range failed {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
 	var b strings.Builder
-	for i, g := range groups {
+	for i, g := range sortedKeys(failed) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -184,11 +187,7 @@ func explainMetric(m *sdk.AllocMetric) []string {
 	return out
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

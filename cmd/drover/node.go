@@ -120,13 +120,8 @@ func (c *nodeStatusCommand) Run(args []string) int {
 	}
 	if *verbose {
 		c.ui.Output("\nAttributes")
-		keys := make([]string, 0, len(n.Attributes))
-		for k := range n.Attributes {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		pairs := make([]string, 0, 2*len(keys))
-		for _, k := range keys {
+		pairs := make([]string, 0, 2*len(n.Attributes))
+		for _, k := range sortedKeys(n.Attributes) {
 			pairs = append(pairs, k, n.Attributes[k])
 		}
 		c.kv(pairs...)

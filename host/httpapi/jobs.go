@@ -30,12 +30,20 @@ type JobRegisterRequest struct {
 	Submission *api.JobSubmission `json:",omitempty"`
 	// EnforceIndex and JobModifyIndex implement check-and-set
 	// registration: 0 registers only a new job.
-	EnforceIndex      bool   `json:",omitempty"`
-	JobModifyIndex    uint64 `json:",omitempty"`
-	PolicyOverride    bool   `json:",omitempty"`
-	PreserveCounts    bool   `json:",omitempty"`
-	PreserveResources bool   `json:",omitempty"`
-	EvalPriority      int    `json:",omitempty"`
+	EnforceIndex   bool   `json:",omitempty"`
+	JobModifyIndex uint64 `json:",omitempty"`
+	// PolicyOverride is accepted and has no effect: Drover has no Sentinel
+	// policies to override.
+	PolicyOverride bool `json:",omitempty"`
+	// PreserveCounts and PreserveResources keep the counts of the job's
+	// existing groups and the resources of its existing tasks.
+	PreserveCounts    bool `json:",omitempty"`
+	PreserveResources bool `json:",omitempty"`
+	// EvalPriority is the priority of the registration's eval (0: the
+	// job's).
+	EvalPriority int `json:",omitempty"`
+	// WriteRequest's fields are accepted; the region and ACL token have no
+	// effect (one region, no ACLs).
 	WriteRequest
 }
 
@@ -222,7 +230,8 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	evalID, index, err := a.srv.RegisterJobOpts(job, server.RegisterOptions{EnforceIndex: req.EnforceIndex,
-		JobModifyIndex: req.JobModifyIndex, PreserveCounts: req.PreserveCounts, EvalPriority: req.EvalPriority})
+		JobModifyIndex: req.JobModifyIndex, PreserveCounts: req.PreserveCounts, PreserveResources: req.PreserveResources,
+		EvalPriority: req.EvalPriority})
 	if err != nil {
 		return nil, err
 	}

@@ -117,10 +117,7 @@ func (a *Applier) Run(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if inflight != nil && (inflight.finished() || view == nil) {
-			// Without a view that includes the plan being committed, the
-			// next plan is judged after it commits.
-			inflight.wait()
+		if inflight != nil && inflight.finished() {
 			inflight, view = nil, nil
 		}
 		if tok, ok := a.tokens.Outstanding(p.plan.EvalID); !ok || tok != p.plan.EvalToken {
@@ -148,6 +145,8 @@ func (a *Applier) Run(ctx context.Context) {
 			continue
 		}
 		inflight = a.dispatch(p, ev)
+		// The commit may already be in base: the overlay replaces
+		// allocations by ID, so laying it over again changes nothing.
 		base := a.store.Snapshot()
 		view, inflight.viewBase = newOverlay(base, ev.req), base.Index()
 	}

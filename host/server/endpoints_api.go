@@ -23,6 +23,8 @@ type RegisterOptions struct {
 	JobModifyIndex uint64
 	// PreserveCounts keeps the counts of groups the job already has.
 	PreserveCounts bool
+	// PreserveResources keeps the resources of tasks the job already has.
+	PreserveResources bool
 	// EvalPriority overrides the job's priority for the registration's eval
 	// (1 to 100; 0: the job's priority).
 	EvalPriority int
@@ -48,10 +50,20 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 				ErrConflict, opts.JobModifyIndex, job.ID, have)
 		}
 	}
-	if opts.PreserveCounts && cur != nil {
+	if cur != nil && (opts.PreserveCounts || opts.PreserveResources) {
 		for _, tg := range job.TaskGroups {
-			if old := cur.LookupTaskGroup(tg.Name); old != nil {
+			old := cur.LookupTaskGroup(tg.Name)
+			if old == nil {
+				continue
+			}
+			if opts.PreserveCounts {
 				tg.Count = old.Count
+			}
+			for _, t := range tg.Tasks {
+				if ot := old.LookupTask(t.Name); opts.PreserveResources && ot != nil && ot.Resources != nil {
+					r := *ot.Resources
+					t.Resources = &r
+				}
 			}
 		}
 	}
@@ -64,10 +76,7 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	job.SubmitTime = s.now().UnixNano()
 	req := &fsm.JobRegisterRequest{Job: job}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobRegister)
-		if opts.EvalPriority > 0 {
-			req.Eval.Priority = opts.EvalPriority
-		}
+		req.Eval = s.jobEval(job, sdk.EvalTriggerJobRegister, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)
@@ -90,6 +99,15 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 		}
 	}
 	return nil
+}
+
+// jobEval is a new eval of job; priority overrides the job's when set.
+func (s *Server) jobEval(job *sdk.Job, trigger string, priority int) *sdk.Evaluation {
+	e := s.newEval(job, trigger)
+	if priority > 0 {
+		e.Priority = priority
+	}
+	return e
 }
 
 func checkEvalPriority(p int) error {
@@ -118,10 +136,7 @@ func (s *Server) DeregisterJobOpts(namespace, id string, opts DeregisterOptions)
 	}
 	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: opts.Purge}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.newEval(job, sdk.EvalTriggerJobDeregister)
-		if opts.EvalPriority > 0 {
-			req.Eval.Priority = opts.EvalPriority
-		}
+		req.Eval = s.jobEval(job, sdk.EvalTriggerJobDeregister, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
 	index, err = s.Apply(fsm.JobDeregisterRequestType, req)

@@ -50,6 +50,12 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 	if err := s.ValidateJob(job); err != nil {
 		return nil, err
 	}
+	// Compare and schedule the job as the state would hold it, after the
+	// encoding every write goes through.
+	job, err := roundTrip(job)
+	if err != nil {
+		return nil, err
+	}
 	snap := s.store.Snapshot()
 	cur := snap.Job(job.Namespace, job.ID)
 	res := &PlanResult{Job: job, Current: cur}
@@ -111,6 +117,20 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 		res.Annotations = annotate(snap, job, res.Plan)
 	}
 	return res, nil
+}
+
+// roundTrip returns a job as the state would hold it: encoded and decoded
+// as raft log entries are.
+func roundTrip(job *sdk.Job) (*sdk.Job, error) {
+	b, err := job.MarshalMsg(nil)
+	if err != nil {
+		return nil, fmt.Errorf("server: encode job: %w", err)
+	}
+	var out sdk.Job
+	if _, err := out.UnmarshalMsg(b); err != nil {
+		return nil, fmt.Errorf("server: decode job: %w", err)
+	}
+	return &out, nil
 }
 
 // withJob is a state in which one job is replaced by a hypothetical version.

@@ -125,8 +125,17 @@ func TestRegisterJobOpts(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
-	if job := s.Store().Snapshot().Job("default", "web"); job.TaskGroups[0].Count != 2 || job.Version != 1 {
-		t.Fatalf("preserve counts: count %d, version %d", job.TaskGroups[0].Count, job.Version)
+	if job := s.Store().Snapshot().Job("default", "web"); job.TaskGroups[0].Count != 2 || job.Version != 1 ||
+		job.TaskGroups[0].Tasks[0].Resources.CPU != 600 {
+		t.Fatalf("preserve counts: count %d, version %d, cpu %d", job.TaskGroups[0].Count, job.Version, job.TaskGroups[0].Tasks[0].Resources.CPU)
+	}
+	evalID, _, err = s.RegisterJobOpts(servertest.Job("web", "service", 2, 900, 256), server.RegisterOptions{PreserveResources: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if job := s.Store().Snapshot().Job("default", "web"); job.TaskGroups[0].Tasks[0].Resources.CPU != 600 {
+		t.Fatalf("preserve resources: cpu %d, want 600", job.TaskGroups[0].Tasks[0].Resources.CPU)
 	}
 	if _, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 1, 500, 256), server.RegisterOptions{EvalPriority: 500}); err == nil {
 		t.Fatal("accepted an eval priority of 500")

@@ -81,6 +81,11 @@ func (j *Journal) Floor() uint64 {
 // Between returns the changes with lo < Index <= hi, and false if the
 // journal no longer covers that range.
 func (j *Journal) Between(lo, hi uint64) ([]Change, bool) {
+	return j.between(lo, hi, func(Change) bool { return true })
+}
+
+// between returns the changes with lo < Index <= hi that keep accepts.
+func (j *Journal) between(lo, hi uint64, keep func(Change) bool) ([]Change, bool) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if lo < j.floor {
@@ -88,7 +93,13 @@ func (j *Journal) Between(lo, hi uint64) ([]Change, bool) {
 	}
 	start := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > lo })
 	end := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > hi })
-	return append([]Change(nil), j.entries[start:end]...), true
+	var out []Change
+	for _, c := range j.entries[start:end] {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out, true
 }
 
 // Len is the number of entries held.

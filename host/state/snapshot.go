@@ -27,12 +27,14 @@ func (s *Snapshot) Sync(from uint64, evals bool) *abi.StateSync {
 	if lo > hi {
 		lo, hi = hi, lo
 	}
-	changes, ok := s.journal.Between(lo, hi)
+	// Eval changes are most of the journal on a busy cluster; a mirror
+	// without evals never looks at them.
+	changes, ok := s.journal.between(lo, hi, func(c Change) bool { return evals || c.Kind != KindEval })
 	if !ok {
 		return s.FullSync(evals)
 	}
 	sync := &abi.StateSync{FromIndex: from, Index: s.index}
-	seen := map[Change]bool{}
+	seen := make(map[Change]bool, len(changes))
 	versions := newVersionSet()
 	for _, c := range changes {
 		c.Index = 0

@@ -34,6 +34,18 @@ func TestChecker_Meets(t *testing.T) {
 		{"is_set", sdk.Constraint{LTarget: "${meta.rack}", Operand: "is_set"}, true},
 		{"is_not_set", sdk.Constraint{LTarget: "${meta.rack}", Operand: "is_not_set"}, false},
 		{"unknown operator", sdk.Constraint{LTarget: "a", RTarget: "a", Operand: "~"}, false},
+		{"set_contains_all", sdk.Constraint{LTarget: "${attr.tags}", RTarget: "a, b", Operand: "set_contains_all"}, true},
+		{"set_contains missing element", sdk.Constraint{LTarget: "${attr.tags}", RTarget: "a,z", Operand: "set_contains"}, false},
+		{"semver", sdk.Constraint{LTarget: "${attr.os.version}", RTarget: ">= 12.0.0, < 13.0.0", Operand: "semver"}, true},
+		{"semver prerelease orders before release", sdk.Constraint{LTarget: "1.2.0-beta", RTarget: "< 1.2.0", Operand: "semver"}, true},
+		{"version excludes prerelease by default", sdk.Constraint{LTarget: "1.2.0-beta", RTarget: ">= 1.0", Operand: "version"}, false},
+		{"semver malformed never matches", sdk.Constraint{LTarget: "1.2.0", RTarget: ">= banana", Operand: "semver"}, false},
+		{"lexical order", sdk.Constraint{LTarget: "${meta.rack}", RTarget: "r0", Operand: ">"}, true},
+		{"float order", sdk.Constraint{LTarget: "2.5", RTarget: "10.25", Operand: "<"}, true},
+		{"node pool", sdk.Constraint{LTarget: "${node.pool}", RTarget: "", Operand: "="}, true},
+		{"unknown interpolation", sdk.Constraint{LTarget: "${env.HOME}", RTarget: "/", Operand: "="}, false},
+		{"not equal to empty when missing", sdk.Constraint{LTarget: "${meta.zone}", RTarget: "", Operand: "!="}, false},
+		{"distinct_hosts is not a node check", sdk.Constraint{Operand: "distinct_hosts"}, true},
 	}
 	ch := NewChecker()
 	for _, tc := range cases {
@@ -58,5 +70,51 @@ func TestDatacenterMatches(t *testing.T) {
 		if got := DatacenterMatches(tc.dcs, tc.dc); got != tc.want {
 			t.Errorf("DatacenterMatches(%v, %q) = %v, want %v", tc.dcs, tc.dc, got, tc.want)
 		}
+	}
+}
+
+func TestEscapes(t *testing.T) {
+	cases := []struct {
+		c    sdk.Constraint
+		want bool
+	}{
+		{sdk.Constraint{LTarget: "${node.unique.name}", RTarget: "x", Operand: "="}, true},
+		{sdk.Constraint{LTarget: "${attr.unique.hostname}", RTarget: "x", Operand: "="}, true},
+		{sdk.Constraint{LTarget: "x", RTarget: "${meta.unique.id}", Operand: "="}, true},
+		{sdk.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}, false},
+		{sdk.Constraint{LTarget: "unique.literal", RTarget: "x", Operand: "="}, false},
+	}
+	for _, tc := range cases {
+		if got := Escapes(&tc.c); got != tc.want {
+			t.Errorf("Escapes(%s) = %v", tc.c.String(), got)
+		}
+	}
+}
+
+func TestEligibility_CachesPerClass(t *testing.T) {
+	job := &sdk.Job{Constraints: []*sdk.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}}}}}
+	linux := func(id string) *sdk.Node {
+		n := &sdk.Node{ID: id, Attributes: map[string]string{"kernel.name": "linux", "driver.exec": "1"}}
+		n.ComputeClass()
+		return n
+	}
+	win := &sdk.Node{ID: "w", Attributes: map[string]string{"kernel.name": "windows", "driver.exec": "1"}}
+	win.ComputeClass()
+	e := NewEligibility(job)
+	checks := NewGroupChecks(job, job.TaskGroups[0])
+	ch := NewChecker()
+	if r := e.Check(ch, checks, win); r != "${attr.kernel.name} = linux" {
+		t.Fatalf("first windows node: %q", r)
+	}
+	if r := e.Check(ch, checks, win); r != FilterClassIneligible {
+		t.Fatalf("second look: %q, want the class cached", r)
+	}
+	if r := e.Check(ch, checks, linux("l1")); r != "" {
+		t.Fatalf("linux node: %q", r)
+	}
+	classes := e.Classes()
+	if classes[win.ComputedClass] || !classes[linux("l2").ComputedClass] || e.Escaped() {
+		t.Fatalf("classes %v escaped %v", classes, e.Escaped())
 	}
 }

@@ -89,6 +89,7 @@ type Mirror struct {
 var (
 	_ sdk.State     = (*Mirror)(nil)
 	_ sdk.EvalState = (*Mirror)(nil)
+	_ sdk.Catalog   = (*Mirror)(nil)
 )
 
 // New returns an empty mirror at index 0.
@@ -308,3 +309,29 @@ func (m *Mirror) Evals() []*sdk.Evaluation {
 
 // Eval implements sdk.EvalState.
 func (m *Mirror) Eval(id string) *sdk.Evaluation { return m.evals[id] }
+
+// Jobs implements sdk.Catalog. It builds a new slice: it is for the core
+// scheduler's occasional scans, not for hot paths.
+func (m *Mirror) Jobs() []*sdk.Job {
+	out := make([]*sdk.Job, 0, len(m.jobs))
+	for _, j := range m.jobs {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Job) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Deployments implements sdk.Catalog. It builds a new slice.
+func (m *Mirror) Deployments() []*sdk.Deployment {
+	out := make([]*sdk.Deployment, 0, len(m.deployments))
+	for _, d := range m.deployments {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Deployment) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

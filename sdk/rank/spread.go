@@ -1,18 +1,25 @@
 package rank
 
 import (
+	"math"
+
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 )
 
 // Spread scores nodes by a task group's spread blocks (the job's and the
-// group's). For a spread with targets, a node scores by how far its value's
-// count (with this placement) is below the value's desired count, weighted
-// by the spread's share of all spread weights; values no target names share
-// the remainder ("*"), or score -1 when targets cover 100%. For a spread
-// without targets, a node scores by how far its value's count is below the
-// least-used value's (Nomad's even spread). Counts follow the plan through
-// Add; scoring a node is O(spread blocks).
+// group's). For a spread with targets, a node scores by its value's deficit
+// (desired count less allocations there, clamped to [-1, 1]; see
+// deficitBoost), weighted by the spread's share of all spread weights;
+// values no target names share the remainder ("*"), or score -1 when
+// targets cover 100%. For a spread without targets, a node scores by how
+// far its value's count is below the least-used value's (Nomad's even
+// spread).
+//
+// Values are interned: a node's values resolve once to small integers
+// (Values), and scoring them (ScoreValues) reads integer-indexed counts, so
+// a scheduler that caches a node's values scores it without a string
+// lookup. Counts follow the plan through Add.
 type Spread struct {
 	attrs     []*spreadAttr
 	sumWeight float64
@@ -21,18 +28,30 @@ type Spread struct {
 	lowest float64
 }
 
+// MissingValue is the value ID of a node that lacks the spread attribute.
+const MissingValue = -1
+
 type spreadAttr struct {
-	counts  *feasible.PropertyCounts
-	weight  float64
+	attribute string
+	weight    float64
+	// targets is nil for an even spread.
+	targets map[string]bool
 	desired map[string]float64
-	// min and max of counts over used values, for the even spread; kept
-	// valid lazily.
+	ids     map[string]int32
+	counts  []int
+	// want is the desired count per value ID, NaN where the value has no
+	// target (and no "*" remainder).
+	want []float64
+	// used counts values with at least one allocation; min and max are
+	// over those, kept valid lazily (even spread).
+	used     int
 	min, max int
 	dirty    bool
 }
 
 // NewSpread builds the spread scorer of tg in job, counting the job's live
-// allocations of tg in state. It returns nil when no spread applies.
+// allocations of tg in state (nil: none). It returns nil when no spread
+// applies.
 func NewSpread(state sdk.State, job *sdk.Job, tg *sdk.TaskGroup) *Spread {
 	var spreads []*sdk.Spread
 	if job != nil {
@@ -44,15 +63,14 @@ func NewSpread(state sdk.State, job *sdk.Job, tg *sdk.TaskGroup) *Spread {
 	}
 	s := &Spread{lowest: -1}
 	for _, sp := range spreads {
-		var targets []string
-		a := &spreadAttr{weight: float64(sp.Weight), dirty: true}
-		total := float64(tg.Count)
-		sum := 0.0
+		a := &spreadAttr{attribute: sp.Attribute, weight: float64(sp.Weight), ids: map[string]int32{}, dirty: true}
 		if len(sp.SpreadTarget) > 0 {
-			a.desired = map[string]float64{}
+			total := float64(tg.Count)
+			a.targets, a.desired = map[string]bool{}, map[string]float64{}
+			sum := 0.0
 			for _, t := range sp.SpreadTarget {
-				targets = append(targets, t.Value)
 				d := float64(t.Percent) / 100 * total
+				a.targets[t.Value] = true
 				a.desired[t.Value] = d
 				sum += d
 			}
@@ -60,42 +78,100 @@ func NewSpread(state sdk.State, job *sdk.Job, tg *sdk.TaskGroup) *Spread {
 				a.desired[feasible.OtherValue] = total - sum
 			}
 		}
-		a.counts = feasible.NewPropertyCounts(state, job, sp.Attribute, tg.Name, targets)
 		s.attrs = append(s.attrs, a)
 		s.sumWeight += float64(sp.Weight)
+	}
+	if state != nil && job != nil {
+		for _, al := range state.AllocsByJob(job.Namespace, job.ID) {
+			if !al.TerminalStatus() && al.TaskGroup == tg.Name {
+				if n := state.Node(al.NodeID); n != nil {
+					s.Add(n, 1)
+				}
+			}
+		}
 	}
 	return s
 }
 
+// id returns the ID of a node's (bucketed) value, interning it.
+func (a *spreadAttr) id(n *sdk.Node) int32 {
+	v, ok := feasible.ResolveTarget(a.attribute, n)
+	if !ok {
+		return MissingValue
+	}
+	if a.targets != nil && !a.targets[v] {
+		v = feasible.OtherValue
+	}
+	id, ok := a.ids[v]
+	if !ok {
+		id = int32(len(a.counts))
+		a.ids[v] = id
+		a.counts = append(a.counts, 0)
+		want := math.NaN()
+		if a.desired != nil {
+			if d, ok := a.desired[v]; ok {
+				want = d
+			}
+		}
+		a.want = append(a.want, want)
+	}
+	return id
+}
+
+// Values appends to dst the node's value ID for each spread block, in
+// order (MissingValue where the node lacks the attribute), and returns it.
+func (s *Spread) Values(n *sdk.Node, dst []int32) []int32 {
+	for _, a := range s.attrs {
+		dst = append(dst, a.id(n))
+	}
+	return dst
+}
+
 // Add follows the plan: delta allocations of the group more (or fewer) on
-// node.
+// node. A count never drops below zero.
 func (s *Spread) Add(n *sdk.Node, delta int) {
 	for _, a := range s.attrs {
-		a.counts.Add(n, delta)
+		id := a.id(n)
+		if id == MissingValue {
+			continue
+		}
+		before := a.counts[id]
+		after := max(0, before+delta)
+		a.counts[id] = after
+		switch {
+		case before == 0 && after > 0:
+			a.used++
+		case before > 0 && after == 0:
+			a.used--
+		}
 		a.dirty = true
 	}
 }
 
 // Score returns node's spread score; ok is false when it is zero (Nomad
 // then records no score).
-func (s *Spread) Score(n *sdk.Node) (score float64, ok bool) {
+func (s *Spread) Score(n *sdk.Node) (float64, bool) {
+	var buf [4]int32
+	return s.ScoreValues(s.Values(n, buf[:0]))
+}
+
+// ScoreValues scores a node by its value IDs (from Values).
+func (s *Spread) ScoreValues(ids []int32) (score float64, ok bool) {
 	total := 0.0
-	for _, a := range s.attrs {
-		v, has := a.counts.Value(n)
-		if !has {
-			total -= 1
+	for i, a := range s.attrs {
+		id := ids[i]
+		if id == MissingValue {
+			total--
 			continue
 		}
-		if a.desired == nil {
-			total += a.even(v)
+		if a.targets == nil {
+			total += a.even(id)
 			continue
 		}
-		desired, found := a.desired[v]
-		if !found {
-			if desired, found = a.desired[feasible.OtherValue]; !found {
-				total -= 1
-				continue
-			}
+		desired := a.want[id]
+		if math.IsNaN(desired) {
+			total--
+			continue
 		}
 		if desired == 0 {
 			total += s.lowest
@@ -105,7 +181,7 @@ func (s *Spread) Score(n *sdk.Node) (score float64, ok bool) {
 		if s.sumWeight > 0 {
 			weight = a.weight / s.sumWeight
 		}
-		boost := (desired - float64(a.counts.Count(v)+1)) / desired * weight
+		boost := deficitBoost(desired, a.counts[id]) * weight
 		total += boost
 		if boost < s.lowest {
 			s.lowest = boost
@@ -114,15 +190,29 @@ func (s *Spread) Score(n *sdk.Node) (score float64, ok bool) {
 	return total, total != 0
 }
 
-// even is Nomad's even-spread boost for a node whose value is v.
-func (a *spreadAttr) even(v string) float64 {
-	counts := a.counts.Counts()
-	if len(counts) == 0 {
+// deficitBoost scores a value whose target is desired allocations and
+// that holds used: its deficit (desired - used), clamped to [-1, 1]. Nomad
+// scores the relative deficit after the placement, (desired-used-1)/desired,
+// which penalises overshooting a large target only slightly (1/desired),
+// so that job anti-affinity can push a value one past its target and
+// another one short; ranking values by their absolute deficit (the largest
+// remainder method) keeps every value within one allocation of its target
+// whenever capacity allows.
+func deficitBoost(desired float64, used int) float64 {
+	return math.Max(-1, math.Min(1, desired-float64(used)))
+}
+
+// even is Nomad's even-spread boost for a node whose value has the ID.
+func (a *spreadAttr) even(id int32) float64 {
+	if a.used == 0 {
 		return 0
 	}
 	if a.dirty {
 		a.min, a.max = 0, 0
-		for _, c := range counts {
+		for _, c := range a.counts {
+			if c == 0 {
+				continue
+			}
 			if a.min == 0 || c < a.min {
 				a.min = c
 			}
@@ -132,7 +222,7 @@ func (a *spreadAttr) even(v string) float64 {
 		}
 		a.dirty = false
 	}
-	cur := counts[v]
+	cur := a.counts[id]
 	switch {
 	case cur != a.min:
 		if a.min == 0 {
@@ -145,5 +235,15 @@ func (a *spreadAttr) even(v string) float64 {
 	return float64(a.max-cur) / float64(a.max)
 }
 
-// Counts exposes the counts of the i-th spread attribute (tests, metrics).
-func (s *Spread) Counts(i int) map[string]int { return s.attrs[i].counts.Counts() }
+// Counts returns the count of each value of the i-th spread block (for
+// tests and explanations).
+func (s *Spread) Counts(i int) map[string]int {
+	a := s.attrs[i]
+	out := map[string]int{}
+	for v, id := range a.ids {
+		if a.counts[id] > 0 {
+			out[v] = a.counts[id]
+		}
+	}
+	return out
+}

@@ -415,6 +415,14 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			reject[node] = true
 		}
 	}
+	if p.AllAtOnce && len(reject) > 0 {
+		// All or nothing: every node of the plan is rejected.
+		for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
+			for node := range m {
+				reject[node] = true
+			}
+		}
+	}
 	res := &sdk.PlanResult{NodeUpdate: map[string][]*sdk.Allocation{}, NodeAllocation: map[string][]*sdk.Allocation{},
 		NodePreemptions: map[string][]*sdk.Allocation{}}
 	var cs []change
@@ -432,9 +440,33 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	commit(res.NodeUpdate, p.NodeUpdate)
 	commit(res.NodeAllocation, p.NodeAllocation)
 	commit(res.NodePreemptions, p.NodePreemptions)
+	committed := len(cs) > 0 || len(reject) == 0
+	if committed {
+		if p.Deployment != nil {
+			cs = append(cs, change{kind: kindDeployment, key: p.Deployment.ID})
+			res.Deployment = p.Deployment
+		}
+		for _, u := range p.DeploymentUpdates {
+			cs = append(cs, change{kind: kindDeployment, key: u.DeploymentID})
+		}
+		res.DeploymentUpdates = p.DeploymentUpdates
+	}
 	idx := h.index
 	if len(cs) > 0 {
 		idx = h.bump(cs...)
+	}
+	now := h.Now.UnixNano()
+	if res.Deployment != nil {
+		d := res.Deployment.Copy()
+		d.CreateIndex, d.ModifyIndex, d.CreateTime, d.ModifyTime = idx, idx, now, now
+		h.deploys[d.ID] = d
+	}
+	for _, u := range res.DeploymentUpdates {
+		if cur := h.deploys[u.DeploymentID]; cur != nil {
+			d := cur.Copy()
+			d.Status, d.StatusDescription, d.ModifyIndex, d.ModifyTime = u.Status, u.StatusDescription, idx, now
+			h.deploys[d.ID] = d
+		}
 	}
 	for _, m := range []map[string][]*sdk.Allocation{res.NodeUpdate, res.NodePreemptions} {
 		for _, stops := range m {
@@ -445,7 +477,13 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 				if s.ClientStatus != "" {
 					old.ClientStatus = s.ClientStatus
 				}
-				old.ModifyIndex = idx
+				if s.FollowupEvalID != "" {
+					old.FollowupEvalID = s.FollowupEvalID
+				}
+				if s.PreemptedByAllocation != "" {
+					old.PreemptedByAllocation = s.PreemptedByAllocation
+				}
+				old.ModifyIndex, old.ModifyTime = idx, now
 				h.setAlloc(old)
 			}
 		}
@@ -454,7 +492,29 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 		for _, a := range allocs {
 			c := *a
 			c.Job = p.Job
+			c.ModifyTime = now
+			if old := h.allocs[a.ID]; old != nil {
+				// An in-place update: the node's view of the allocation stays.
+				c.ClientStatus, c.ClientDescription, c.TaskStates = old.ClientStatus, old.ClientDescription, old.TaskStates
+				c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
+			} else {
+				c.CreateTime = now
+				if d := h.deploys[c.DeploymentID]; d != nil {
+					d = d.Copy()
+					if d.CountPlacement(&c, h.Now) {
+						d.ModifyIndex = idx
+						h.deploys[d.ID] = d
+						h.changes = append(h.changes, change{index: idx, kind: kindDeployment, key: d.ID})
+					}
+				}
+			}
 			h.putAlloc(&c, idx)
+			if prev := h.allocs[c.PreviousAllocation]; prev != nil {
+				pc := *prev
+				pc.NextAllocation, pc.ModifyIndex = c.ID, idx
+				h.setAlloc(&pc)
+				h.changes = append(h.changes, change{index: idx, kind: kindAlloc, key: pc.ID})
+			}
 		}
 	}
 	res.AllocIndex = idx

@@ -39,6 +39,9 @@ type nodeChange struct {
 	removed map[string]bool
 	job     int
 	groups  []groupCount
+	// version rises with every change, so that what was computed from the
+	// node's state can be cached until the node changes.
+	version uint32
 }
 
 type groupCount struct {
@@ -78,6 +81,7 @@ func (p *Plan) count(nodeID, tg string, delta int) {
 }
 
 func (c *nodeChange) count(tg string, delta int) {
+	c.version++
 	c.job += delta
 	for i := range c.groups {
 		if c.groups[i].tg == tg {
@@ -159,6 +163,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 	}
 	c.removed[a.ID] = true
 	c.delta.Sub(a.Usage())
+	c.version++
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		c.count(a.TaskGroup, -1)
 		p.notify(a.NodeID, a.TaskGroup, -1)
@@ -173,6 +178,7 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 	}
 	delete(c.removed, a.ID)
 	c.delta.Add(a.Usage())
+	c.version++
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
@@ -215,6 +221,7 @@ func (p *Plan) Place(a *sdk.Allocation) {
 	c := p.change(a.NodeID)
 	c.delta.Add(a.Usage())
 	c.placed = append(c.placed, a)
+	c.version++
 	if p.job != nil {
 		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
@@ -236,6 +243,7 @@ func (p *Plan) Update(a *sdk.Allocation) {
 		}
 		c.delta.Add(a.Usage())
 		c.placed = append(c.placed, a)
+		c.version++
 	}
 }
 
@@ -277,14 +285,10 @@ func (p *Plan) GroupCount(tg, nodeID string) int {
 	return 0
 }
 
-// node returns what the plan knows of node nodeID in one lookup: the usage
-// change, and the job's allocations there overall and in task group tg.
-func (p *Plan) node(nodeID, tg string) (delta sdk.Usage, job, group int) {
-	if c := p.nodes[nodeID]; c != nil {
-		return c.delta, c.job, c.group(tg)
-	}
-	return sdk.Usage{}, 0, 0
-}
+// track returns the record of what the plan does to node nodeID, creating
+// an empty one: a stack keeps the pointer and reads the node's change and
+// counts without looking it up again.
+func (p *Plan) track(nodeID string) *nodeChange { return p.change(nodeID) }
 
 // Proposed returns the live allocations node nodeID holds after the plan.
 // It builds a new slice: use it only when quantities are not enough

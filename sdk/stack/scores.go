@@ -10,7 +10,8 @@ import (
 const MaxRetainedScores = 5
 
 // scorer identifies a scorer by a small number, so that a node's scores are
-// kept without pointers (no allocation, no write barrier per candidate).
+// kept in a fixed array on the stack: ranking a node allocates nothing and
+// writes nothing outside the ranking unless the node is among the best.
 type scorer uint8
 
 const (
@@ -32,91 +33,90 @@ var scorerNames = [maxScorers]string{
 	scorePreemption:   rank.ScorerPreemption,
 }
 
-// scoreSet is the scores one node got.
-type scoreSet struct {
-	pos    int32 // the node's position in the walked node list
-	ids    [maxScorers]scorer
+// nodeScores are the scores one node got.
+type nodeScores struct {
 	values [maxScorers]float64
-	n      int
-	sum    float64
-	count  int
-	norm   float64
+	// recorded marks the scorers shown in the metric; counted those that
+	// enter the mean (Nomad records some zero scores without averaging
+	// them in).
+	recorded, counted uint8
+	sum               float64
+	n                 int
+	norm              float64
 }
 
-// add records a scorer's value; counted says whether it enters the mean
-// (Nomad records some zero scores without averaging them in).
-func (s *scoreSet) add(id scorer, v float64, counted bool) {
-	if s.n < int(maxScorers) {
-		s.ids[s.n], s.values[s.n] = id, v
-		s.n++
-	}
+// add records a scorer's value.
+func (s *nodeScores) add(id scorer, v float64, counted bool) {
+	s.values[id] = v
+	s.recorded |= 1 << id
 	if counted {
+		s.counted |= 1 << id
 		s.sum += v
-		s.count++
+		s.n++
 	}
 }
 
 // normalize returns the mean of the counted scores.
-func (s *scoreSet) normalize() float64 {
-	if s.count > 0 {
-		s.norm = s.sum / float64(s.count)
+func (s *nodeScores) normalize() float64 {
+	if s.n > 0 {
+		s.norm = s.sum / float64(s.n)
 	}
 	return s.norm
+}
+
+// retained is a node among the best of a selection.
+type retained struct {
+	pos    int32 // the node's position in the walked node list
+	scores nodeScores
 }
 
 // scoreTracker keeps the best-scoring nodes of one selection.
 type scoreTracker struct {
 	nodes []*sdk.Node
-	cur   scoreSet
-	top   [MaxRetainedScores]scoreSet
+	top   [MaxRetainedScores]retained
 	nTop  int
-	open  bool
+	// worst is the index of the lowest retained score once five are kept.
+	worst int
 }
 
 // reset starts a selection over nodes.
-func (t *scoreTracker) reset(nodes []*sdk.Node) { t.nodes, t.nTop, t.open = nodes, 0, false }
+func (t *scoreTracker) reset(nodes []*sdk.Node) { t.nodes, t.nTop = nodes, 0 }
 
-// begin starts scoring the node at pos, retaining the previous one if it
-// was among the best.
-func (t *scoreTracker) begin(pos int) *scoreSet {
-	t.flush()
-	t.cur.pos, t.cur.n, t.cur.sum, t.cur.count, t.cur.norm = int32(pos), 0, 0, 0, 0
-	t.open = true
-	return &t.cur
+// offer retains the node at pos if it is among the best so far.
+func (t *scoreTracker) offer(pos int, s *nodeScores) {
+	if t.nTop < MaxRetainedScores {
+		t.top[t.nTop] = retained{pos: int32(pos), scores: *s}
+		t.nTop++
+		if t.nTop == MaxRetainedScores {
+			t.findWorst()
+		}
+		return
+	}
+	if s.norm > t.top[t.worst].scores.norm {
+		t.top[t.worst] = retained{pos: int32(pos), scores: *s}
+		t.findWorst()
+	}
 }
 
-func (t *scoreTracker) flush() {
-	if !t.open {
-		return
-	}
-	t.open = false
-	if t.nTop < MaxRetainedScores {
-		t.top[t.nTop] = t.cur
-		t.nTop++
-		return
-	}
-	worst := 0
+func (t *scoreTracker) findWorst() {
+	t.worst = 0
 	for i := 1; i < t.nTop; i++ {
-		if t.top[i].norm < t.top[worst].norm {
-			worst = i
+		if t.top[i].scores.norm < t.top[t.worst].scores.norm {
+			t.worst = i
 		}
-	}
-	if t.cur.norm > t.top[worst].norm {
-		t.top[worst] = t.cur
 	}
 }
 
 // metaData returns the retained nodes' scores, best first, as Nomad reports
 // them in AllocMetric.ScoreMetaData.
 func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
-	t.flush()
 	if t.nTop == 0 {
 		return nil
 	}
 	top := t.top[:t.nTop]
 	// Insertion sort by normalized score, descending: at most five.
 	for i := 1; i < len(top); i++ {
-		for j := i; j > 0 && top[j].norm > top[j-1].norm; j-- {
+		for j := i; j > 0 && top[j].scores.norm > top[j-1].scores.norm; j-- {
 			top[j], top[j-1] = top[j-1], top[j]
 		}
 	}
@@ -125,17 +125,22 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 	out := make([]*sdk.NodeScoreMeta, len(top))
 	total := 0
 	for i := range top {
-		total += top[i].n
-	}
-	all := make(sdk.NodeScores, total)
-	for i := range top {
-		s := &top[i]
-		scores := all[:s.n:s.n]
-		all = all[s.n:]
-		for k := 0; k < s.n; k++ {
-			scores[k] = sdk.NodeScore{Name: scorerNames[s.ids[k]], Score: s.values[k]}
+		for id := scorer(0); id < maxScorers; id++ {
+			if top[i].scores.recorded&(1<<id) != 0 {
+				total++
+			}
 		}
-		metas[i] = sdk.NodeScoreMeta{NodeID: t.nodes[s.pos].ID, Scores: scores, NormScore: s.norm}
+	}
+	all := make(sdk.NodeScores, 0, total)
+	for i := range top {
+		r := &top[i]
+		from := len(all)
+		for id := scorer(0); id < maxScorers; id++ {
+			if r.scores.recorded&(1<<id) != 0 {
+				all = append(all, sdk.NodeScore{Name: scorerNames[id], Score: r.scores.values[id]})
+			}
+		}
+		metas[i] = sdk.NodeScoreMeta{NodeID: t.nodes[r.pos].ID, Scores: all[from:len(all):len(all)], NormScore: r.scores.norm}
 		out[i] = &metas[i]
 	}
 	return out

@@ -97,13 +97,17 @@ type Stack struct {
 
 	ports  feasible.PortSet
 	scores scoreTracker
+	tally  tally
 }
 
-// nodeInfo is what the stack caches about one node.
+// nodeInfo is what the stack caches about one node (by its position in
+// the node list) for the evaluation: what the state says it holds, its
+// capacity, and the plan's record of it.
 type nodeInfo struct {
 	known    bool
 	used     sdk.Usage
 	capacity sdk.Usage
+	change   *nodeChange
 }
 
 // New returns a stack placing job through plan.
@@ -120,7 +124,16 @@ func (s *Stack) SetNodes(nodes []*sdk.Node, byDC map[string]int) {
 	s.nodes, s.byDC, s.offset = nodes, byDC, 0
 	s.info = make([]nodeInfo, len(nodes))
 	for _, g := range s.groups {
-		g.feasible = make([]bool, len(nodes))
+		g.resetCaches(len(nodes))
+	}
+}
+
+func (g *group) resetCaches(n int) {
+	g.feasible = make([]nodeCheck, n)
+	g.known, g.index = 0, nil
+	g.fits = make([]fitCache, n)
+	if g.spread != nil {
+		g.spreadIDs = make([][]int32, n)
 	}
 }
 
@@ -164,17 +177,46 @@ type group struct {
 	spread                               *rank.Spread
 	limit                                int
 	prio                                 int
-	// feasible caches, per position in the stack's nodes, that the node
-	// passed the node checks (which cannot change during the evaluation).
-	feasible []bool
+	// feasible caches, per position in the stack's nodes, the outcome of
+	// the node checks, which cannot change during the evaluation.
+	feasible []nodeCheck
+	// fits caches, per position, the fit and the scores that depend only
+	// on the node and the plan's change there, until that changes.
+	fits []fitCache
+	// spreadIDs caches, per position, the node's spread value IDs.
+	spreadIDs [][]int32
+	// known counts the positions whose checks are cached; once all are,
+	// index lets walks skip the nodes that failed them.
+	known int
+	index *checkIndex
+}
+
+// nodeCheck is the cached outcome of a node's checks: passed, or the
+// reason to report when the node is seen again ("computed class
+// ineligible" when the class decided, the check's own reason when the
+// checks escaped class caching, as Nomad reports it).
+type nodeCheck struct {
+	known  bool
+	passed bool
+	reason string
+}
+
+// fitCache is a node's fit for a group at one version of the plan's
+// change on the node.
+type fitCache struct {
+	valid   bool
+	version uint32
+	fits    bool
+	dim     string
+	fit     float64
+	anti    float64
 }
 
 func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	if g := s.groups[tg]; g != nil {
 		return g
 	}
-	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: job.Priority,
-		feasible: make([]bool, len(s.nodes))}
+	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: job.Priority}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
@@ -219,6 +261,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 		}
 		g.limit = RankLimit(len(s.nodes), s.cfg.Batch, tg.Count, g.affinity.Any() || g.spread != nil)
 	}
+	g.resetCaches(len(s.nodes))
 	s.groups[tg] = g
 	return g
 }
@@ -324,21 +367,27 @@ type candidate struct {
 // limit and max-score iterators: up to maxSkip options scoring at or below
 // zero are set aside and used only if the nodes run out). cached says that
 // nodes is the stack's node list, whose per-position caches apply.
+//
+// This is the scheduler's hot loop: a node already seen costs a few slice
+// reads unless the plan changed it, and nothing is allocated per node.
 func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.Node, offset *int, limit int, cached bool) *Option {
 	s.scores.reset(nodes)
+	s.tally.reset()
+	defer s.tally.flush(m)
 	n := len(nodes)
 	if n == 0 || limit <= 0 {
 		return nil
 	}
+	if cached && g.known == n {
+		if g.index == nil {
+			g.index = newCheckIndex(nodes, g.feasible)
+		}
+		return s.walkIndexed(g, m, opts, offset, limit)
+	}
 	var best candidate
 	var skipped [maxSkip]candidate
 	nSkipped, seen := 0, 0
-	consider := func(c candidate) {
-		seen++
-		if best.node == nil || c.score > best.score {
-			best = c
-		}
-	}
+	var one nodeInfo
 	for visited := 0; visited < n && seen < limit; visited++ {
 		if *offset >= n {
 			*offset = 0
@@ -347,22 +396,18 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 		node := nodes[pos]
 		*offset++
 		m.NodesEvaluated++
-		var info *nodeInfo
+		info := &one
 		if cached {
 			info = &s.info[pos]
-			if !info.known {
-				*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity()}
-			}
-		} else {
-			info = &nodeInfo{used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity()}
 		}
-		delta, jobN, groupN := s.plan.node(node.ID, g.tg.Name)
-		if !s.feasible(g, node, pos, cached, jobN, groupN, m) {
+		if !info.known || !cached {
+			*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
+				change: s.plan.track(node.ID)}
+		}
+		if !s.feasible(g, node, pos, cached, info.change) {
 			continue
 		}
-		used := info.used
-		used.Add(delta)
-		c, ok := s.rank(g, node, pos, used, info.capacity, groupN, m, opts)
+		c, ok := s.rank(g, node, pos, cached, info, opts)
 		if !ok {
 			continue
 		}
@@ -371,10 +416,16 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 			nSkipped++
 			continue
 		}
-		consider(c)
+		seen++
+		if best.node == nil || c.score > best.score {
+			best = c
+		}
 	}
 	for i := 0; i < nSkipped && seen < limit; i++ {
-		consider(skipped[i])
+		seen++
+		if best.node == nil || skipped[i].score > best.score {
+			best = skipped[i]
+		}
 	}
 	if best.node == nil {
 		return nil
@@ -382,80 +433,93 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
 }
 
-// feasible runs the node checks, recording a filtered node in m. jobN and
-// groupN are the job's and the group's allocations on the node.
-func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, jobN, groupN int, m *sdk.AllocMetric) bool {
-	if !cached || !g.feasible[pos] {
-		if reason := g.elig.Check(s.checker, g.checks, n); reason != "" {
-			m.FilterNode(n, reason)
-			return false
-		}
+// feasible runs the node checks, tallying a filtered node.
+func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, chg *nodeChange) bool {
+	var nc nodeCheck
+	if cached {
+		nc = g.feasible[pos]
+	}
+	if !nc.known {
+		reason := g.elig.Check(s.checker, g.checks, n)
+		nc = nodeCheck{known: true, passed: reason == "", reason: reason}
 		if cached {
-			g.feasible[pos] = true
+			again := nc
+			if reason != "" && g.elig.GroupStatus(g.tg.Name, n.ComputedClass) != feasible.ClassEscaped &&
+				g.elig.JobStatus(n.ComputedClass) != feasible.ClassEscaped {
+				again.reason = feasible.FilterClassIneligible
+			}
+			g.feasible[pos] = again
+			g.known++
 		}
 	}
-	if (g.jobDistinctHosts && jobN > 0) || (g.groupDistinctHosts && groupN > 0) {
-		m.FilterNode(n, feasible.FilterDistinctHosts)
+	if !nc.passed {
+		s.tally.filtered(n, nc.reason)
+		return false
+	}
+	if (g.jobDistinctHosts && chg.job > 0) || (g.groupDistinctHosts && chg.group(g.tg.Name) > 0) {
+		s.tally.filtered(n, feasible.FilterDistinctHosts)
 		return false
 	}
 	for _, d := range g.distinct {
 		if reason := d.Check(n); reason != "" {
-			m.FilterNode(n, reason)
+			s.tally.filtered(n, reason)
 			return false
 		}
 	}
 	return true
 }
 
-// rank fits the group on n (which holds used before the placement) and
-// scores it; ok is false when it does not fit (the node is recorded as
-// exhausted in m).
-func (s *Stack) rank(g *group, n *sdk.Node, pos int, used, capacity sdk.Usage, groupN int, m *sdk.AllocMetric, opts Options) (c candidate, ok bool) {
+// rank fits the group on n and scores it; ok is false when it does not fit
+// (the node is tallied as exhausted).
+func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo, opts Options) (c candidate, ok bool) {
 	c.node = n
-	need := g.base
-	if g.cores > 0 {
-		need.CPU += int64(g.cores) * feasible.SharesPerCore(n)
-	}
-	used.Add(need)
+	c.resources = g.resources
 	preemptOK := s.cfg.Preempt || opts.Preempt
-	var proposed []*sdk.Allocation
+	// The fit and the scores that depend only on the node are cached until
+	// the plan changes the node; assignments and preemption are not.
+	var fc fitCache
+	if cached && !g.special {
+		fc = g.fits[pos]
+	}
+	if !fc.valid || fc.version != info.change.version {
+		fc = s.fit(g, n, info)
+		if cached && !g.special {
+			g.fits[pos] = fc
+		}
+	}
 	if g.special {
-		proposed = s.plan.Proposed(n.ID)
-		r, dim := s.assign(g, n, proposed)
+		r, dim := s.assign(g, n, s.plan.Proposed(n.ID))
 		if r == nil {
-			m.ExhaustedNode(n, dim)
+			s.tally.exhausted(n, dim)
 			return c, false
 		}
 		c.resources = r
-	} else {
-		c.resources = g.resources
 	}
-	if fits, dim := used.Fits(capacity); !fits {
+	fit := fc.fit
+	if !fc.fits {
 		if !preemptOK {
-			m.ExhaustedNode(n, dim)
+			s.tally.exhausted(n, fc.dim)
 			return c, false
 		}
-		if proposed == nil {
-			proposed = s.plan.Proposed(n.ID)
-		}
-		victims := preempt.Select(capacity, used, preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(proposed)))
+		used, capacity := s.needOn(g, n, info)
+		victims := preempt.Select(capacity, used, preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(s.plan.Proposed(n.ID))))
 		if victims == nil {
-			m.ExhaustedNode(n, dim)
+			s.tally.exhausted(n, fc.dim)
 			return c, false
 		}
 		for _, v := range victims {
 			used.Sub(v.Usage())
 		}
 		c.preempted = victims
+		fit = rank.Fit(s.cfg.Algorithm, used, capacity)
 	}
 
-	sc := s.scores.begin(pos)
-	sc.add(scoreBinpack, rank.Fit(s.cfg.Algorithm, used, capacity), true)
+	var sc nodeScores
+	sc.add(scoreBinpack, fit, true)
 	if !s.cfg.System {
-		anti := rank.JobAntiAffinity(groupN, g.tg.Count)
-		sc.add(scoreAntiAffinity, anti, anti != 0)
+		sc.add(scoreAntiAffinity, fc.anti, fc.anti != 0)
 		pen := 0.0
-		if opts.PenaltyNodes[n.ID] {
+		if opts.PenaltyNodes != nil && opts.PenaltyNodes[n.ID] {
 			pen = -1
 		}
 		sc.add(scorePenalty, pen, pen != 0)
@@ -467,7 +531,16 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, used, capacity sdk.Usage, g
 			sc.add(scoreAffinity, 0, false)
 		}
 		if g.spread != nil {
-			if sp, has := g.spread.Score(n); has {
+			var ids []int32
+			if cached {
+				if ids = g.spreadIDs[pos]; ids == nil {
+					ids = g.spread.Values(n, nil)
+					g.spreadIDs[pos] = ids
+				}
+			} else {
+				ids = g.spread.Values(n, nil)
+			}
+			if sp, has := g.spread.ScoreValues(ids); has {
 				sc.add(scoreSpread, sp, true)
 			}
 		}
@@ -476,7 +549,34 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, used, capacity sdk.Usage, g
 		sc.add(scorePreemption, preempt.Score(c.preempted), true)
 	}
 	c.score = sc.normalize()
+	s.scores.offer(pos, &sc)
 	return c, true
+}
+
+// needOn is what n would hold with the placement, and its capacity.
+func (s *Stack) needOn(g *group, n *sdk.Node, info *nodeInfo) (used, capacity sdk.Usage) {
+	used = info.used
+	used.Add(info.change.delta)
+	used.Add(g.base)
+	if g.cores > 0 {
+		used.CPU += int64(g.cores) * feasible.SharesPerCore(n)
+	}
+	return used, info.capacity
+}
+
+// fit computes whether the group fits n as the plan leaves it, its fit
+// score and its anti-affinity penalty.
+func (s *Stack) fit(g *group, n *sdk.Node, info *nodeInfo) fitCache {
+	used, capacity := s.needOn(g, n, info)
+	fc := fitCache{valid: true, version: info.change.version}
+	fc.fits, fc.dim = used.Fits(capacity)
+	if fc.fits {
+		fc.fit = rank.Fit(s.cfg.Algorithm, used, capacity)
+	}
+	if !s.cfg.System {
+		fc.anti = rank.JobAntiAffinity(info.change.group(g.tg.Name), g.tg.Count)
+	}
+	return fc
 }
 
 // notPreempted drops allocations the plan already preempts.

@@ -14,15 +14,21 @@ import (
 // plugin boundary): the scheduler's own cost.
 func BenchmarkPlace(b *testing.B) {
 	for _, tc := range []struct {
-		name  string
-		batch bool
-		count int
-	}{{"service-100", false, 100}, {"service-1000", false, 1000}, {"batch-1000", true, 1000}} {
+		name   string
+		batch  bool
+		count  int
+		spread bool
+	}{{"service-100", false, 100, false}, {"service-1000", false, 1000, false}, {"batch-1000", true, 1000, false},
+		{"service-1000-spread", false, 1000, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := schedtest.New(b)
-			h.UpsertNodes(schedtest.Nodes("n", 1000)...)
+			nodes := schedtest.Nodes("n", 1000)
+			for i, n := range nodes {
+				n.Meta["rack"] = fmt.Sprintf("r%d", i%25)
+			}
+			h.UpsertNodes(nodes...)
 			s := &generic.Scheduler{Batch: tc.batch}
-			h.RejectAll = true // keep the state empty between iterations
+			h.RejectAll() // keep the state empty between iterations
 			var evals []*sdk.Evaluation
 			for i := 0; i < b.N; i++ {
 				job := schedtest.ServiceJob(fmt.Sprintf("j%d", i), tc.count)
@@ -30,11 +36,17 @@ func BenchmarkPlace(b *testing.B) {
 					job = schedtest.BatchJob(fmt.Sprintf("j%d", i), tc.count)
 				}
 				job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
+				if tc.spread {
+					job.Constraints = append(job.Constraints, &sdk.Constraint{LTarget: "${meta.rack}",
+						RTarget: "r0,r1,r2,r3,r4,r5,r6,r7,r8,r9,r10,r11,r12", Operand: sdk.ConstraintSetContainsAny})
+					job.Spreads = []*sdk.Spread{{Attribute: "${meta.rack}", Weight: 100}}
+				}
 				evals = append(evals, h.RegisterJob(job))
 			}
+			state := h.State()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				ctx := sdk.NewContext(h.State, nopPlanner{}, nil, h.Now, nil, evals[i].ID)
+				ctx := sdk.NewContext(state, nopPlanner{}, nil, h.Now, nil, evals[i].ID)
 				if err := s.Process(ctx, evals[i]); err != nil {
 					b.Fatal(err)
 				}

@@ -251,7 +251,7 @@ func TestService_LostAndMigrating(t *testing.T) {
 			n.SchedulingEligibility = sdk.NodeSchedulingIneligible
 			h.UpsertNodes(n)
 			yes := true
-			c := *h.State.Alloc(a.ID)
+			c := *h.State().Alloc(a.ID)
 			c.DesiredTransition.Migrate = &yes
 			h.UpsertAllocs(&c)
 		}, "", reconcile.AllocMigrating},
@@ -421,7 +421,7 @@ func TestService_EscapedConstraintMarksBlockedEval(t *testing.T) {
 	job.Constraints = append(job.Constraints, &sdk.Constraint{LTarget: "${node.unique.name}", RTarget: "elsewhere", Operand: "="})
 	h.Process(service, h.RegisterJob(job))
 	b := h.Created[0]
-	if !b.EscapedComputedClass || b.ClassEligibility != nil {
+	if !b.EscapedComputedClass || len(b.ClassEligibility) != 0 {
 		t.Fatalf("blocked eval = %+v", b)
 	}
 }
@@ -456,7 +456,7 @@ func TestService_PartialCommitRetries(t *testing.T) {
 	nodes := schedtest.Nodes("n", 4)
 	h.UpsertNodes(nodes...)
 	job := schedtest.ServiceJob("web", 4)
-	h.RejectNodes = map[string]bool{"n-000": true, "n-001": true, "n-002": true, "n-003": true}
+	h.RejectNodes("n-000", "n-001", "n-002", "n-003")
 	h.Process(service, h.RegisterJob(job))
 	if len(h.Plans) != 2 {
 		t.Fatalf("plans = %d, want a retry after the rejection", len(h.Plans))
@@ -469,7 +469,7 @@ func TestService_PartialCommitRetries(t *testing.T) {
 func TestService_MaxPlanAttempts(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 2)...)
-	h.RejectAll = true
+	h.RejectAll()
 	h.Process(service, h.RegisterJob(schedtest.ServiceJob("web", 2)))
 	if len(h.Plans) != 5 {
 		t.Fatalf("attempts = %d, want 5", len(h.Plans))
@@ -519,5 +519,93 @@ func TestService_Preemption(t *testing.T) {
 	h2.Process(service, h2.RegisterJob(schedtest.ServiceJob("high", 1)))
 	if len(h2.Plans) != 0 || len(h2.Created) != 1 {
 		t.Fatalf("preempted although disabled")
+	}
+}
+
+func TestService_CanaryThenRollingUpdate(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 4)
+	h.UpsertNodes(nodes...)
+	update := &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	v0 := schedtest.ServiceJob("web", 3)
+	v0.TaskGroups[0].Update = update
+	before := ids(running(h, v0, nodes, 3))
+
+	v1 := schedtest.ServiceJob("web", 3)
+	v1.TaskGroups[0].Update = update
+	v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v1"}
+	h.Process(service, h.RegisterJob(v1))
+	plan := h.LastPlan()
+	fresh, _ := split(h, before, plan)
+	if len(fresh) != 1 || fresh[0].DeploymentStatus == nil || !fresh[0].DeploymentStatus.Canary || len(schedtest.Stopped(plan)) != 0 {
+		t.Fatalf("canary step: placed %+v stopped %d", fresh, len(schedtest.Stopped(plan)))
+	}
+	d := plan.Deployment
+	if d == nil || d.TaskGroups["web"].DesiredCanaries != 1 || d.StatusDescription != sdk.DeploymentDescriptionRunningNeedsPromotion {
+		t.Fatalf("deployment = %+v", d)
+	}
+	canary := fresh[0]
+	if st := h.State().Deployment(d.ID).TaskGroups["web"]; len(st.PlacedCanaries) != 1 || st.PlacedCanaries[0] != canary.ID {
+		t.Fatalf("placed canaries not counted: %+v", st)
+	}
+
+	// Before promotion, another eval changes nothing.
+	n := len(h.Plans)
+	h.Process(service, h.NewEval(v1, sdk.EvalTriggerDeploymentWatcher))
+	if len(h.Plans) != n {
+		t.Fatalf("unpromoted deployment moved on: %+v", h.LastPlan())
+	}
+
+	// Healthy and promoted: the rest roll one at a time, the canary's name
+	// replacing its namesake first.
+	h.SetHealth(true, canary)
+	promoted := h.State().Deployment(d.ID).Copy()
+	promoted.TaskGroups["web"].Promoted = true
+	h.UpsertDeployment(promoted)
+	for step := 0; step < 3; step++ {
+		h.Process(service, h.NewEval(v1, sdk.EvalTriggerDeploymentWatcher))
+		p := h.LastPlan()
+		stops := schedtest.Stopped(p)
+		if step < 2 && len(schedtest.Placed(p)) != 1 {
+			t.Fatalf("step %d placed %d, want max_parallel 1", step, len(schedtest.Placed(p)))
+		}
+		if step == 0 && (len(stops) != 2 || stops[0].Name != canary.Name && stops[1].Name != canary.Name) {
+			t.Fatalf("step 0 stops %v: the canary's namesake should go", names(stops))
+		}
+		var unhealthy []*sdk.Allocation
+		for _, a := range h.Live("default", "web") {
+			if !a.DeploymentStatus.IsHealthy() {
+				unhealthy = append(unhealthy, a)
+			}
+		}
+		h.SetHealth(true, unhealthy...)
+	}
+	live := h.Live("default", "web")
+	if len(live) != 3 {
+		t.Fatalf("live = %d", len(live))
+	}
+	for _, a := range live {
+		if a.JobVersion != v1.Version {
+			t.Fatalf("%s still on version %d", a.Name, a.JobVersion)
+		}
+	}
+	h.Process(service, h.NewEval(v1, sdk.EvalTriggerDeploymentWatcher))
+	if st := h.State().Deployment(d.ID).Status; st != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("deployment status %s after the last allocation turned healthy", st)
+	}
+}
+
+func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 4)
+	job.AllAtOnce = true
+	h.RejectNodes("n-000")
+	h.Process(service, h.RegisterJob(job))
+	if !h.Plans[0].AllAtOnce || len(h.Results[0].NodeAllocation) != 0 {
+		t.Fatalf("an all_at_once plan was partly committed: %+v", h.Results[0])
+	}
+	if len(h.Live("default", "web")) != 4 {
+		t.Fatalf("the retry did not place everything")
 	}
 }

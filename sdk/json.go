@@ -103,3 +103,14 @@ func parseDeviceAttribute(s string) deviceAttribute {
 	}
 	return deviceAttribute{String: &s}
 }
+
+// MarshalJSON writes an empty Opaque as null: a block that holds nothing
+// is a block that is not there. (Maps come back empty rather than nil from
+// the state's encoding; without this, Nomad's clients would read such a
+// block as present.)
+func (o Opaque) MarshalJSON() ([]byte, error) {
+	if len(o) == 0 {
+		return []byte("null"), nil
+	}
+	return json.Marshal(map[string]any(o))
+}

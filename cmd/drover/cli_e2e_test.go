@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/sdk"
+)
+
+const cliWebJob = `
+variable "replicas" {
+  type    = number
+  default = 2
+}
+
+job "web" {
+  datacenters = ["*"]
+
+  group "frontend" {
+    count = var.replicas
+
+    network {
+      port "http" {
+        to = 8080
+      }
+    }
+
+    task "nginx" {
+      driver = "docker"
+      config {
+        image = "nginx:1.27"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+const cliHugeJob = `
+job "huge" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      resources {
+        cpu    = 100
+        memory = 100000000
+      }
+    }
+  }
+}
+`
+
+// cli runs the CLI against one dev agent and checks exit codes and output.
+type cliRun struct {
+	t    *testing.T
+	bin  string
+	addr string
+}
+
+func (c *cliRun) run(wantCode int, args ...string) string {
+	c.t.Helper()
+	code, out := drover(c.t, c.bin, c.addr, args...)
+	if code != wantCode {
+		c.t.Fatalf("drover %s exited %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
+	}
+	return out
+}
+
+func (c *cliRun) contains(out string, want ...string) {
+	c.t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			c.t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestE2E_CLICommands drives every job, eval, alloc, node and operator
+// command through the real binary against a dev agent.
+func TestE2E_CLICommands(t *testing.T) {
+	bin := droverBin(t)
+	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 4)}
+	dir := t.TempDir()
+	web := writeFile(t, dir, "web.hcl", cliWebJob)
+
+	t.Run("job init", func(t *testing.T) {
+		c.t = t
+		path := filepath.Join(dir, "example.nomad.hcl")
+		c.contains(c.run(0, "job", "init", path), "Example job file written to "+path)
+		c.contains(c.run(1, "job", "init", path), "already exists")
+		short := filepath.Join(dir, "short.nomad.hcl")
+		c.run(0, "job", "init", "-short", short)
+		c.contains(c.run(0, "job", "validate", path), "Job validation successful")
+		c.contains(c.run(0, "job", "validate", short), "Job validation successful")
+	})
+
+	t.Run("job validate", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "validate", web), "Job validation successful")
+		bad := writeFile(t, dir, "bad.hcl", strings.Replace(cliWebJob, "count = var.replicas", "count = -1", 1))
+		line := strings.Count(cliWebJob[:strings.Index(cliWebJob, "count = var")], "\n") + 1
+		c.contains(c.run(1, "job", "validate", bad), fmt.Sprintf("%s:%d:13: error: Invalid count", bad, line), "must not be negative")
+		c.contains(c.run(1, "job", "validate", "-var", "replicas=many", web), "does not match its type")
+		wrongPlugin := writeFile(t, dir, "plugin.hcl", strings.Replace(cliWebJob, `datacenters = ["*"]`, `scheduler = "nope"`, 1))
+		c.contains(c.run(1, "job", "validate", wrongPlugin), "nope")
+	})
+
+	t.Run("job plan and run", func(t *testing.T) {
+		c.t = t
+		out := c.run(1, "job", "plan", web)
+		c.contains(out, `+ Job: "web"`, `+ Task Group: "frontend" (2 create)`, "All tasks successfully allocated",
+			"drover job run -check-index 0 "+web)
+		out = c.run(0, "job", "run", "-check-index", "0", web)
+		c.contains(out, `Monitoring evaluation`, `Evaluation triggered by job "web"`,
+			`Evaluation status changed: "pending" -> "complete"`, `finished with status "complete": 2 placed, 0 queued`)
+		if regexp.MustCompile(`Allocation "[0-9a-f]{8}" created`).FindAllString(out, -1) == nil {
+			t.Fatalf("no allocation reported:\n%s", out)
+		}
+		c.contains(c.run(1, "job", "run", "-check-index", "0", web), "409")
+		out = c.run(1, "job", "plan", "-var", "replicas=3", web)
+		c.contains(out, `+/- Job: "web"`, `+/- Count: "2" => "3"`, "1 create")
+		c.contains(c.run(0, "job", "plan", web), "All tasks successfully allocated")
+		c.contains(c.run(0, "job", "run", "-var", "replicas=3", web), "1 placed")
+	})
+
+	t.Run("job status, inspect and history", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "status"), "web", "service")
+		out := c.run(0, "job", "status", "-evals", "we")
+		c.contains(out, "ID            = web", "Parameterized = false", "Summary", "frontend", "Allocations", "Evaluations", "job-register")
+		var st JobStatus
+		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil || len(st.Allocations) != 3 {
+			t.Fatalf("job status -json: %v, %d allocations", err, len(st.Allocations))
+		}
+		inspect := c.run(0, "job", "inspect", "web")
+		var wrapped struct{ Job *sdk.Job }
+		if err := json.Unmarshal([]byte(inspect), &wrapped); err != nil || wrapped.Job.TaskGroups[0].Count != 3 {
+			t.Fatalf("job inspect: %v\n%s", err, inspect)
+		}
+		old := c.run(0, "job", "inspect", "-version", "0", "web")
+		if !strings.Contains(old, `"Count": 2`) {
+			t.Fatalf("job inspect -version 0:\n%s", old)
+		}
+		c.contains(c.run(0, "job", "history", "-p", "web"), "Version     = 1", "Version     = 0", `+/- Count: "2" => "3"`)
+		// What job inspect prints runs again as it is, changing nothing.
+		again := writeFile(t, dir, "inspect.json", inspect)
+		c.contains(c.run(0, "job", "plan", again), "All tasks successfully allocated")
+		c.run(0, "job", "run", "-detach", again)
+		var after struct{ Job *sdk.Job }
+		if err := json.Unmarshal([]byte(c.run(0, "job", "inspect", "web")), &after); err != nil || after.Job.Version != wrapped.Job.Version {
+			t.Fatalf("running the inspected job again changed its version: %v, %d -> %d", err, wrapped.Job.Version, after.Job.Version)
+		}
+	})
+
+	var st JobStatus
+	if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil {
+		t.Fatal(err)
+	}
+	alloc := st.Allocations[0]
+
+	t.Run("eval list and status", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "eval", "list"), "Triggered By", "job-register", "web")
+		var evals []*sdk.Evaluation
+		if err := json.Unmarshal([]byte(c.run(0, "eval", "list", "-json", "-job", "web")), &evals); err != nil || len(evals) < 3 {
+			t.Fatalf("eval list -json: %v, %d evals", err, len(evals))
+		}
+		out := c.run(0, "eval", "list", "-per-page", "1")
+		c.contains(out, "drover eval list -page-token")
+		c.contains(c.run(0, "eval", "status", evals[0].ID[:8]), "Status", "complete", "TriggeredBy", "Phases")
+		var e httpapi.EvalResponse
+		if err := json.Unmarshal([]byte(c.run(0, "eval", "status", "-json", evals[0].ID)), &e); err != nil || e.ID != evals[0].ID {
+			t.Fatalf("eval status -json: %v", err)
+		}
+		c.run(0, "eval", "status", "-monitor", evals[0].ID)
+		c.run(1, "eval", "status", "ffffffff")
+	})
+
+	t.Run("alloc status and stop", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "alloc", "status", alloc.ID[:8]), "Job ID              = web", "Allocated Resources", "nginx")
+		c.contains(c.run(0, "alloc", "status", "-verbose", alloc.ID), alloc.ID, "Placement Metrics")
+		var a sdk.Allocation
+		if err := json.Unmarshal([]byte(c.run(0, "alloc", "status", "-json", alloc.ID)), &a); err != nil || a.ID != alloc.ID {
+			t.Fatalf("alloc status -json: %v", err)
+		}
+		c.contains(c.run(0, "alloc", "stop", alloc.ID[:8]), `Evaluation triggered by job "web"`, `finished with status "complete"`)
+	})
+
+	t.Run("node status and eligibility", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "node", "status"), "Node Pool", "Eligibility", "ready")
+		var nodes []*httpapi.NodeListStub
+		if err := json.Unmarshal([]byte(c.run(0, "node", "status", "-json")), &nodes); err != nil || len(nodes) != 4 {
+			t.Fatalf("node status -json: %v, %d nodes", err, len(nodes))
+		}
+		c.contains(c.run(0, "node", "status", "-filter", `Name == "`+nodes[1].Name+`"`), nodes[1].Name)
+		c.contains(c.run(0, "node", "status", alloc.NodeID[:8]), "Allocated Resources", "Allocations")
+		c.contains(c.run(0, "node", "eligibility", "-disable", alloc.NodeID), "ineligible for scheduling")
+		var n sdk.Node
+		if err := json.Unmarshal([]byte(c.run(0, "node", "status", "-json", alloc.NodeID)), &n); err != nil || n.SchedulingEligibility != sdk.NodeSchedulingIneligible {
+			t.Fatalf("node after -disable: %v %q", err, n.SchedulingEligibility)
+		}
+		c.contains(c.run(0, "node", "eligibility", "-enable", alloc.NodeID), "eligible for scheduling")
+		c.run(1, "node", "eligibility", alloc.NodeID)
+	})
+
+	t.Run("operator scheduler configuration", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "operator", "scheduler", "get-config"), "Scheduler Algorithm", "binpack")
+		c.contains(c.run(0, "operator", "scheduler", "set-config", "-scheduler-algorithm", "spread", "-preempt-batch-scheduler=true"),
+			"Scheduler configuration updated!")
+		var resp httpapi.SchedulerConfigurationResponse
+		if err := json.Unmarshal([]byte(c.run(0, "operator", "scheduler", "get-config", "-json")), &resp); err != nil ||
+			resp.SchedulerConfig.SchedulerAlgorithm != "spread" || !resp.SchedulerConfig.PreemptionConfig.BatchSchedulerEnabled {
+			t.Fatalf("get-config after set-config: %v %+v", err, resp.SchedulerConfig)
+		}
+		c.contains(c.run(1, "operator", "scheduler", "set-config", "-check-index", "1", "-pause-eval-broker=false"), "not updated")
+		c.run(1, "operator", "scheduler", "set-config")
+		c.run(0, "operator", "scheduler", "set-config", "-scheduler-algorithm", "binpack")
+	})
+
+	t.Run("placement failures exit 2 with the reason", func(t *testing.T) {
+		c.t = t
+		huge := writeFile(t, dir, "huge.hcl", cliHugeJob)
+		out := c.run(1, "job", "plan", huge)
+		c.contains(out, "WARNING: Failed to place all allocations", `Dimension "memory" exhausted`, "blocked evaluation")
+		out = c.run(2, "job", "run", huge)
+		c.contains(out, "Failed to place all allocations", `Task Group "g" (failed to place 1 allocation(s))`,
+			`Dimension "memory" exhausted`, "waiting for additional capacity")
+		c.contains(c.run(0, "job", "status", "huge"), "Placement Failure", "waits for capacity")
+		c.run(0, "job", "stop", "-purge", "huge")
+	})
+
+	t.Run("job stop", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "stop", "web"), `finished with status "complete"`)
+		c.contains(c.run(0, "job", "status", "web"), "Status        = dead")
+		c.run(0, "job", "stop", "-purge", "-detach", "web")
+		c.run(1, "job", "status", "web")
+	})
+
+	t.Run("address and namespace flags", func(t *testing.T) {
+		c.t = t
+		cmd := exec.Command(bin, "node", "status", "-address", c.addr)
+		cmd.Env = append(os.Environ(), "DROVER_ADDR=http://127.0.0.1:1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("-address does not win over DROVER_ADDR: %v\n%s", err, out)
+		}
+		bad := &cliRun{t: t, bin: bin, addr: "http://127.0.0.1:1"}
+		bad.contains(bad.run(1, "job", "status"), "cannot reach the Drover agent")
+		c.contains(c.run(0, "job", "status", "-namespace", "other"), "No running jobs")
+	})
+}
+
+// TestCLI_EveryCommandHasHelp checks that every command documents itself:
+// a synopsis, and help that starts with its usage line.
+func TestCLI_EveryCommandHasHelp(t *testing.T) {
+	for name, factory := range commands(&meta{}) {
+		cmd, err := factory()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmd.Synopsis() == "" {
+			t.Errorf("%s has no synopsis", name)
+		}
+		if !strings.HasPrefix(cmd.Help(), "Usage: drover "+name) {
+			t.Errorf("%s: help does not start with its usage:\n%s", name, cmd.Help())
+		}
+	}
+}

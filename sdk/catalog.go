@@ -1,0 +1,12 @@
+package sdk
+
+// Catalog is implemented by a State that can list every job and
+// deployment (the plugin's state mirror does). The core scheduler needs it
+// to find what is old enough to collect; other schedulers reach jobs and
+// deployments through their evaluation.
+type Catalog interface {
+	// Jobs returns every job, ordered by namespace and ID.
+	Jobs() []*Job
+	// Deployments returns every deployment, ordered by ID.
+	Deployments() []*Deployment
+}

@@ -1,0 +1,129 @@
+package feasible
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+func fitNode() *sdk.Node {
+	return &sdk.Node{ID: "n1",
+		NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 4000, TotalCpuCores: 4},
+			Memory: sdk.NodeMemoryResources{MemoryMB: 4096}, Disk: sdk.NodeDiskResources{DiskMB: 1000},
+			Devices: []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4",
+				Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}, {ID: "g2", Healthy: false}}}}},
+		ReservedResources: &sdk.NodeReservedResources{Networks: sdk.NodeReservedNetworkResources{ReservedHostPorts: "22,80-81"}},
+	}
+}
+
+func alloc(id string, cpu, mem int64, mutate func(r *sdk.AllocatedResources)) *sdk.Allocation {
+	r := &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": {
+		Cpu: sdk.AllocatedCpuResources{CpuShares: cpu}, Memory: sdk.AllocatedMemoryResources{MemoryMB: mem}}}}
+	if mutate != nil {
+		mutate(r)
+	}
+	return &sdk.Allocation{ID: id, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning, AllocatedResources: r}
+}
+
+func withPort(p int) func(*sdk.AllocatedResources) {
+	return func(r *sdk.AllocatedResources) { r.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: p}} }
+}
+
+func TestAllocsFit(t *testing.T) {
+	cores := func(cs ...uint16) func(*sdk.AllocatedResources) {
+		return func(r *sdk.AllocatedResources) { r.Tasks["t"].Cpu.ReservedCores = cs }
+	}
+	devs := func(ids ...string) func(*sdk.AllocatedResources) {
+		return func(r *sdk.AllocatedResources) {
+			r.Tasks["t"].Devices = []*sdk.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4", DeviceIDs: ids}}
+		}
+	}
+	stopped := alloc("s", 4000, 4096, withPort(8080))
+	stopped.DesiredStatus = sdk.AllocDesiredStatusStop
+	cases := []struct {
+		name   string
+		allocs []*sdk.Allocation
+		dim    string
+	}{
+		{"fits", []*sdk.Allocation{alloc("a", 2000, 2048, nil), alloc("b", 2000, 2048, nil)}, ""},
+		{"cpu", []*sdk.Allocation{alloc("a", 3000, 100, nil), alloc("b", 1001, 100, nil)}, "cpu"},
+		{"memory", []*sdk.Allocation{alloc("a", 100, 4097, nil)}, "memory"},
+		{"terminal allocations hold nothing", []*sdk.Allocation{stopped, alloc("a", 4000, 4096, withPort(8080))}, ""},
+		{"distinct ports", []*sdk.Allocation{alloc("a", 1, 1, withPort(8080)), alloc("b", 1, 1, withPort(8081))}, ""},
+		{"port collision", []*sdk.Allocation{alloc("a", 1, 1, withPort(8080)), alloc("b", 1, 1, withPort(8080))}, DimPortCollision},
+		{"node reserved port", []*sdk.Allocation{alloc("a", 1, 1, withPort(81))}, DimPortCollision},
+		{"cores", []*sdk.Allocation{alloc("a", 1000, 1, cores(0)), alloc("b", 1000, 1, cores(1))}, ""},
+		{"core collision", []*sdk.Allocation{alloc("a", 1000, 1, cores(0)), alloc("b", 1000, 1, cores(0))}, DimCoreConflict},
+		{"core the node lacks", []*sdk.Allocation{alloc("a", 1000, 1, cores(7))}, "cores"},
+		{"devices", []*sdk.Allocation{alloc("a", 1, 1, devs("g0")), alloc("b", 1, 1, devs("g1"))}, ""},
+		{"device collision", []*sdk.Allocation{alloc("a", 1, 1, devs("g0")), alloc("b", 1, 1, devs("g0"))}, DimDevices},
+		{"unhealthy device", []*sdk.Allocation{alloc("a", 1, 1, devs("g2"))}, "devices: no healthy instance g2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, dim := AllocsFit(fitNode(), tc.allocs)
+			if ok != (tc.dim == "") || dim != tc.dim {
+				t.Fatalf("AllocsFit = %v %q, want %q", ok, dim, tc.dim)
+			}
+		})
+	}
+}
+
+func TestAssignPorts(t *testing.T) {
+	n := fitNode()
+	n.NodeResources.MinDynamicPort, n.NodeResources.MaxDynamicPort = 30000, 30002
+	rng := rand.New(rand.NewPCG(1, 2))
+	used := &PortSet{}
+	if err := used.AddNode(n); err != nil {
+		t.Fatal(err)
+	}
+	ask := &sdk.NetworkResource{Mode: "host", ReservedPorts: []sdk.Port{{Label: "admin", Value: 9000}},
+		DynamicPorts: []sdk.Port{{Label: "http", To: -1}, {Label: "grpc"}}}
+	offer, mappings, reason := AssignPorts(n, used, ask, rng)
+	if reason != "" || len(mappings) != 3 || offer.DynamicPorts[0].Value == offer.DynamicPorts[1].Value {
+		t.Fatalf("offer %+v mappings %+v reason %q", offer, mappings, reason)
+	}
+	if mappings[1].To != mappings[1].Value {
+		t.Fatalf("to = -1 should map to the host port: %+v", mappings[1])
+	}
+	// The static port is now taken; the range has one port left.
+	if _, _, reason := AssignPorts(n, used, &sdk.NetworkResource{ReservedPorts: []sdk.Port{{Label: "admin", Value: 9000}}}, rng); reason != "network: reserved port collision admin=9000" {
+		t.Fatalf("reason %q", reason)
+	}
+	before := used.Len()
+	if _, _, reason := AssignPorts(n, used, &sdk.NetworkResource{DynamicPorts: []sdk.Port{{Label: "a"}, {Label: "b"}}}, rng); reason != "network: dynamic port selection failed" {
+		t.Fatalf("reason %q", reason)
+	}
+	if used.Len() != before {
+		t.Fatalf("a failed offer left ports taken: %d -> %d", before, used.Len())
+	}
+}
+
+func TestDevicesAndCores(t *testing.T) {
+	n := fitNode()
+	ch := NewChecker()
+	req := &sdk.RequestedDevice{Name: "nvidia/gpu", Count: 2}
+	if !HasDevices(ch, n, []*sdk.RequestedDevice{req}) || HasDevices(ch, n, []*sdk.RequestedDevice{{Name: "gpu", Count: 3}}) {
+		t.Fatal("HasDevices counts healthy instances wrong")
+	}
+	if HasDevices(ch, n, []*sdk.RequestedDevice{{Name: "gpu", Count: 1, Constraints: []*sdk.Constraint{{LTarget: "${device.model}", RTarget: "a100", Operand: "="}}}}) {
+		t.Fatal("device constraint ignored")
+	}
+	da := NewDeviceAllocator(ch, n, []*sdk.Allocation{alloc("a", 1, 1, func(r *sdk.AllocatedResources) {
+		r.Tasks["t"].Devices = []*sdk.AllocatedDeviceResource{{DeviceIDs: []string{"g0"}}}
+	})})
+	if got, _ := da.Assign(req); got != nil {
+		t.Fatalf("assigned %v though only one healthy instance is free", got.DeviceIDs)
+	}
+	if got, _ := da.Assign(&sdk.RequestedDevice{Name: "gpu", Count: 1}); got == nil || got.DeviceIDs[0] != "g1" {
+		t.Fatalf("assigned %+v, want g1", got)
+	}
+	used := map[uint16]bool{0: true}
+	if got := AssignCores(n, used, 2); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("cores %v", got)
+	}
+	if got := AssignCores(n, used, 2); got != nil {
+		t.Fatalf("assigned %v with one core free", got)
+	}
+}

@@ -1,0 +1,44 @@
+package preempt
+
+import (
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+func victim(id string, prio int, cpu, mem int64) *sdk.Allocation {
+	return &sdk.Allocation{ID: id, JobID: id, Job: &sdk.Job{ID: id, Priority: prio},
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning,
+		AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": {
+			Cpu: sdk.AllocatedCpuResources{CpuShares: cpu}, Memory: sdk.AllocatedMemoryResources{MemoryMB: mem}}}}}
+}
+
+func TestCandidatesAndSelect(t *testing.T) {
+	allocs := []*sdk.Allocation{victim("low-big", 10, 2000, 100), victim("low-small", 10, 500, 100),
+		victim("mid", 30, 1000, 100), victim("close", 45, 4000, 100), victim("self", 10, 100, 10)}
+	cands := Candidates(50, sdk.NamespacedID{ID: "self"}, allocs)
+	if len(cands) != 3 {
+		t.Fatalf("candidates = %d, want the three at least 10 below priority 50 and of other jobs", len(cands))
+	}
+	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
+	// The node holds 3500 + the 1000 MHz placement: 500 over.
+	used := sdk.Usage{CPU: 4500, MemoryMB: 400}
+	got := Select(capacity, used, cands)
+	if len(got) != 1 || got[0].ID != "low-small" {
+		t.Fatalf("victims %v, want only low-small (lowest priority, closest to the 500 missing)", ids(got))
+	}
+	if Select(capacity, sdk.Usage{CPU: 9000}, cands) != nil {
+		t.Fatal("chose victims that cannot make room")
+	}
+	if Score(got) <= Score([]*sdk.Allocation{victim("x", 90, 1, 1), victim("y", 90, 1, 1)}) {
+		t.Fatal("evicting higher priorities should score lower")
+	}
+}
+
+func ids(as []*sdk.Allocation) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.ID)
+	}
+	return out
+}

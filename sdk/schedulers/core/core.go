@@ -1,0 +1,404 @@
+// Package core is Drover's core scheduler: garbage collection of
+// evaluations, allocations, jobs, nodes and deployments, as Nomad's core
+// scheduler does it.
+//
+// The host's timers create core evals (Type "_core", TriggeredBy
+// "scheduled") whose JobID names the collection: eval-gc, job-gc, node-gc,
+// deployment-gc, or force-gc (everything, whatever its age, from the API).
+// The plugin reads the thresholds from its configuration (Go durations
+// under sdk.ConfigEvalGCThreshold, ...), finds what is old enough with
+// Collect (pure), and asks the host to delete it through sdk.Collector.
+// The host checks every object again before deleting anything.
+//
+// The plugin needs evaluations mirrored (plugin.Info.MirrorEvals) and a
+// state that lists jobs and deployments (sdk.Catalog).
+package core
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/conclude"
+)
+
+// MaxBatch bounds the objects one GarbageCollect request names, so that a
+// large backlog is deleted in raft entries of bounded size.
+const MaxBatch = 2048
+
+// Errors.
+var (
+	// ErrNoEvalState: the state does not mirror evaluations.
+	ErrNoEvalState = errors.New("core: the state does not mirror evaluations (plugin.Info.MirrorEvals)")
+	// ErrNoCatalog: the state cannot list jobs and deployments.
+	ErrNoCatalog = errors.New("core: the state cannot list jobs and deployments (sdk.Catalog)")
+	// ErrNoCollector: the planner cannot collect garbage.
+	ErrNoCollector = errors.New("core: the planner offers no garbage collection")
+)
+
+// Thresholds are how long ago objects must have last changed to be
+// collected.
+type Thresholds struct {
+	Eval, Job, Node, Deployment time.Duration
+}
+
+// ThresholdsFrom reads the thresholds from a core plugin's configuration.
+func ThresholdsFrom(config map[string]string) (Thresholds, error) {
+	var th Thresholds
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{sdk.ConfigEvalGCThreshold, &th.Eval}, {sdk.ConfigJobGCThreshold, &th.Job},
+		{sdk.ConfigNodeGCThreshold, &th.Node}, {sdk.ConfigDeploymentGCThreshold, &th.Deployment},
+	} {
+		d, err := time.ParseDuration(config[f.key])
+		if err != nil || d < 0 {
+			return th, fmt.Errorf("core: config %s = %q is not a duration", f.key, config[f.key])
+		}
+		*f.dst = d
+	}
+	return th, nil
+}
+
+// Scheduler is the core scheduler.
+type Scheduler struct{}
+
+var _ sdk.Scheduler = (*Scheduler)(nil)
+
+// Process implements sdk.Scheduler.
+func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	if eval.Type != sdk.JobTypeCore {
+		return conclude.Unhandled(ctx, eval)
+	}
+	evals, ok := ctx.State.(sdk.EvalState)
+	if !ok {
+		return ErrNoEvalState
+	}
+	catalog, ok := ctx.State.(sdk.Catalog)
+	if !ok {
+		return ErrNoCatalog
+	}
+	collector, ok := ctx.Planner.(sdk.Collector)
+	if !ok {
+		return ErrNoCollector
+	}
+	var th Thresholds
+	if eval.JobID != sdk.CoreJobForceGC {
+		var err error
+		if th, err = ThresholdsFrom(ctx.Config); err != nil {
+			return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error()})
+		}
+	}
+	req, err := Collect(eval.JobID, View{State: ctx.State, Evals: evals, Catalog: catalog}, ctx.Now, th)
+	if err != nil {
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error()})
+	}
+	for _, part := range Split(req, MaxBatch) {
+		if err := collector.GarbageCollect(part); err != nil {
+			return fmt.Errorf("core: collect: %w", err)
+		}
+	}
+	return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusComplete})
+}
+
+// View is what Collect reads.
+type View struct {
+	State   sdk.State
+	Evals   sdk.EvalState
+	Catalog sdk.Catalog
+}
+
+// ErrUnknownCollection is returned for a core eval JobID Collect does not
+// know.
+var ErrUnknownCollection = errors.New("core: unknown collection")
+
+// Collect returns what collection kind (a core JobID) may delete at now
+// under th (force-gc: everything terminal, whatever its age).
+func Collect(kind string, v View, now time.Time, th Thresholds) (*sdk.GCRequest, error) {
+	c := newCollector(v, now, th)
+	switch kind {
+	case sdk.CoreJobEvalGC:
+		c.evalGC()
+	case sdk.CoreJobJobGC:
+		c.jobGC()
+	case sdk.CoreJobNodeGC:
+		c.nodeGC()
+	case sdk.CoreJobDeploymentGC:
+		c.deploymentGC()
+	case sdk.CoreJobForceGC:
+		c.jobGC()
+		c.evalGC()
+		c.deploymentGC()
+		c.nodeGC()
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCollection, kind)
+	}
+	return c.req, nil
+}
+
+// collector accumulates one collection.
+type collector struct {
+	v   View
+	now time.Time
+	th  Thresholds
+	req *sdk.GCRequest
+	// allocsByEval indexes every allocation by the eval that placed it.
+	allocsByEval map[string][]*sdk.Allocation
+	evalsByJob   map[sdk.NamespacedID][]*sdk.Evaluation
+	// taken are the IDs already in the request.
+	taken map[string]bool
+}
+
+func newCollector(v View, now time.Time, th Thresholds) *collector {
+	c := &collector{v: v, now: now, th: th, req: &sdk.GCRequest{}, allocsByEval: map[string][]*sdk.Allocation{},
+		evalsByJob: map[sdk.NamespacedID][]*sdk.Evaluation{}, taken: map[string]bool{}}
+	// Allocations are reached through their jobs and their nodes: a purged
+	// job's allocations are found on their nodes.
+	seen := map[string]bool{}
+	index := func(as []*sdk.Allocation) {
+		for _, a := range as {
+			if !seen[a.ID] {
+				seen[a.ID] = true
+				c.allocsByEval[a.EvalID] = append(c.allocsByEval[a.EvalID], a)
+			}
+		}
+	}
+	for _, j := range v.Catalog.Jobs() {
+		index(v.State.AllocsByJob(j.Namespace, j.ID))
+	}
+	for _, n := range v.State.Nodes() {
+		index(v.State.AllocsByNode(n.ID))
+	}
+	for _, e := range v.Evals.Evals() {
+		k := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+		c.evalsByJob[k] = append(c.evalsByJob[k], e)
+	}
+	return c
+}
+
+// old reports whether a time (Unix nanoseconds) is at least threshold ago.
+func (c *collector) old(unixNano int64, threshold time.Duration) bool {
+	return c.now.Sub(time.Unix(0, unixNano)) >= threshold
+}
+
+func (c *collector) addAlloc(id string) {
+	if !c.taken["a/"+id] {
+		c.taken["a/"+id] = true
+		c.req.Allocs = append(c.req.Allocs, id)
+	}
+}
+
+func (c *collector) addEval(id string) {
+	if !c.taken["e/"+id] {
+		c.taken["e/"+id] = true
+		c.req.Evals = append(c.req.Evals, id)
+	}
+}
+
+// evalGC collects terminal evals older than the eval threshold whose
+// allocations may all go, with those allocations; and, for batch jobs that
+// still run, the terminal allocations of older job versions.
+func (c *collector) evalGC() {
+	for _, e := range c.v.Evals.Evals() {
+		gcEval, allocs := c.gcEval(e, c.th.Eval, false)
+		for _, id := range allocs {
+			c.addAlloc(id)
+		}
+		if gcEval {
+			c.addEval(e.ID)
+		}
+	}
+}
+
+// gcEval decides whether eval e may be collected and which of its
+// allocations may, as Nomad's core scheduler does: an eval of a batch job
+// that is not dead keeps its allocations (or the scheduler would run them
+// again), except those of older versions; otherwise the eval goes when all
+// its allocations may go. allowBatch lets a dead, not stopped batch job's
+// evals go (job collection does).
+func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatch bool) (bool, []string) {
+	if !e.TerminalStatus() || !c.old(e.ModifyTime, threshold) {
+		return false, nil
+	}
+	job := c.v.State.Job(e.Namespace, e.JobID)
+	allocs := c.allocsByEval[e.ID]
+	if e.Type == sdk.JobTypeBatch {
+		collect := job == nil || (job.Status == sdk.JobStatusDead && (job.Stop || allowBatch))
+		if !collect {
+			var older []string
+			for _, a := range allocs {
+				if a.JobVersion < job.Version && a.TerminalStatus() && c.old(a.ModifyTime, threshold) && a.ClientStatus != sdk.AllocClientStatusRunning {
+					older = append(older, a.ID)
+				}
+			}
+			return false, older
+		}
+	}
+	all := true
+	var ids []string
+	for _, a := range allocs {
+		if c.allocGCEligible(a, job, threshold) {
+			ids = append(ids, a.ID)
+		} else {
+			all = false
+		}
+	}
+	return all, ids
+}
+
+// allocGCEligible reports whether an allocation may be collected: it is
+// terminal and old, not running on its node, and not a failed allocation
+// whose reschedule is still due (its replacement must inherit its
+// reschedule history).
+func (c *collector) allocGCEligible(a *sdk.Allocation, job *sdk.Job, threshold time.Duration) bool {
+	if !a.TerminalStatus() || !c.old(a.ModifyTime, threshold) || a.ClientStatus == sdk.AllocClientStatusRunning {
+		return false
+	}
+	if job == nil || job.Stop || job.Status == sdk.JobStatusDead || a.DesiredStatus == sdk.AllocDesiredStatusStop {
+		return true
+	}
+	if a.ClientStatus != sdk.AllocClientStatusFailed || a.NextAllocation != "" {
+		return true
+	}
+	var p *sdk.ReschedulePolicy
+	if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
+		p = tg.ReschedulePolicy
+	}
+	if p == nil || (!p.Unlimited && p.Attempts == 0) {
+		return true
+	}
+	if p.Unlimited || a.RescheduleTracker == nil || len(a.RescheduleTracker.Events) == 0 {
+		return false
+	}
+	last := a.RescheduleTracker.Events[len(a.RescheduleTracker.Events)-1]
+	return c.now.UnixNano()-last.RescheduleTime > p.Interval.Nanoseconds()
+}
+
+// jobGC collects jobs that are over (stopped, or dead batch jobs; periodic
+// and parameterized templates only when stopped) and untouched for the job
+// threshold, with all their evals and allocations, when every eval may go.
+// Evals and allocations must also be older than the eval threshold: the
+// host checks them as it checks any.
+func (c *collector) jobGC() {
+	threshold := max(c.th.Job, c.th.Eval)
+	for _, job := range c.v.Catalog.Jobs() {
+		if !jobCollectable(job) || !c.old(job.SubmitTime, c.th.Job) {
+			continue
+		}
+		k := job.NamespacedID()
+		evals := c.evalsByJob[k]
+		allocs := c.v.State.AllocsByJob(job.Namespace, job.ID)
+		ok := true
+		for _, e := range evals {
+			if gc, _ := c.gcEval(e, threshold, true); !gc {
+				ok = false
+				break
+			}
+		}
+		for _, a := range allocs {
+			if !a.TerminalStatus() || !c.old(a.ModifyTime, threshold) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, e := range evals {
+			c.addEval(e.ID)
+		}
+		for _, a := range allocs {
+			c.addAlloc(a.ID)
+		}
+		c.req.Jobs = append(c.req.Jobs, k)
+	}
+}
+
+// jobCollectable reports whether a job is over: periodic and parameterized
+// templates when stopped; other jobs when dead and stopped, or dead batch
+// jobs (which end on their own).
+func jobCollectable(j *sdk.Job) bool {
+	if j.IsPeriodic() || j.IsParameterized() {
+		return j.Stop
+	}
+	return j.Status == sdk.JobStatusDead && (j.Stop || j.Type == sdk.JobTypeBatch)
+}
+
+// nodeGC collects down nodes whose status changed longer ago than the node
+// threshold and that hold no live allocation.
+func (c *collector) nodeGC() {
+	for _, n := range c.v.State.Nodes() {
+		if n.Status != sdk.NodeStatusDown || !c.old(n.StatusUpdatedAt*int64(time.Second), c.th.Node) {
+			continue
+		}
+		live := slices.ContainsFunc(c.v.State.AllocsByNode(n.ID), func(a *sdk.Allocation) bool { return !a.TerminalStatus() })
+		if !live {
+			c.req.Nodes = append(c.req.Nodes, n.ID)
+		}
+	}
+}
+
+// deploymentGC collects deployments that are no longer active and
+// untouched for the deployment threshold, and that no remaining allocation
+// belongs to.
+func (c *collector) deploymentGC() {
+	referenced := map[string]bool{}
+	for _, allocs := range c.allocsByEval {
+		for _, a := range allocs {
+			if a.DeploymentID != "" && !c.taken["a/"+a.ID] {
+				referenced[a.DeploymentID] = true
+			}
+		}
+	}
+	for _, d := range c.v.Catalog.Deployments() {
+		if d.Active() || !c.old(d.ModifyTime, c.th.Deployment) || referenced[d.ID] {
+			continue
+		}
+		c.req.Deployments = append(c.req.Deployments, d.ID)
+	}
+}
+
+// Split cuts a request into requests naming at most n objects each, in
+// the order that keeps each part valid on its own: allocations first, then
+// evaluations, deployments, jobs and nodes.
+func Split(req *sdk.GCRequest, n int) []*sdk.GCRequest {
+	if req.Empty() {
+		return nil
+	}
+	var out []*sdk.GCRequest
+	cur := &sdk.GCRequest{}
+	size := 0
+	flush := func() {
+		if size > 0 {
+			out = append(out, cur)
+			cur, size = &sdk.GCRequest{}, 0
+		}
+	}
+	add := func(f func(*sdk.GCRequest)) {
+		if size == n {
+			flush()
+		}
+		f(cur)
+		size++
+	}
+	for _, id := range req.Allocs {
+		add(func(r *sdk.GCRequest) { r.Allocs = append(r.Allocs, id) })
+	}
+	for _, id := range req.Evals {
+		add(func(r *sdk.GCRequest) { r.Evals = append(r.Evals, id) })
+	}
+	for _, id := range req.Deployments {
+		add(func(r *sdk.GCRequest) { r.Deployments = append(r.Deployments, id) })
+	}
+	for _, j := range req.Jobs {
+		add(func(r *sdk.GCRequest) { r.Jobs = append(r.Jobs, j) })
+	}
+	for _, id := range req.Nodes {
+		add(func(r *sdk.GCRequest) { r.Nodes = append(r.Nodes, id) })
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,100 @@
+package stack
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/mirror"
+)
+
+// cluster is n nodes on 10 racks, the odd racks Windows (so a Linux job
+// filters half of them).
+func cluster(t *testing.T, n int) sdk.State {
+	t.Helper()
+	sync := &abi.StateSync{Full: true, Index: 1, SchedulerConfig: sdk.DefaultSchedulerConfiguration()}
+	for i := 0; i < n; i++ {
+		kernel := "linux"
+		if i%10%2 == 1 {
+			kernel = "windows"
+		}
+		node := &sdk.Node{ID: fmt.Sprintf("n-%03d", i), Datacenter: "dc1", NodePool: "default", NodeClass: "c",
+			Status: sdk.NodeStatusReady, SchedulingEligibility: sdk.NodeSchedulingEligible,
+			Attributes: map[string]string{"kernel.name": kernel, "driver.exec": "1"},
+			Meta:       map[string]string{"rack": fmt.Sprintf("r%d", i%10)},
+			NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 2000},
+				Memory: sdk.NodeMemoryResources{MemoryMB: 2048}, Disk: sdk.NodeDiskResources{DiskMB: 10000}}}
+		node.ComputeClass()
+		sync.Nodes = append(sync.Nodes, node)
+	}
+	m := mirror.New()
+	if err := m.Apply(sync); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// place runs count selections of a spread job, placing each choice, and
+// returns the chosen nodes and metrics.
+func place(t *testing.T, state sdk.State, count int, indexed bool) ([]string, []*sdk.AllocMetric) {
+	t.Helper()
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50, Datacenters: []string{"dc1"},
+		Constraints: []*sdk.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
+		Spreads:     []*sdk.Spread{{Attribute: "${meta.rack}", Weight: 100}},
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Tasks: []*sdk.Task{{Name: "t", Driver: "exec",
+			Resources: &sdk.Resources{CPU: 300, MemoryMB: 100}}}}}}
+	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
+	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
+	plan := NewPlan(state, eval, job)
+	s := New(ctx, plan, job, ConfigFor(job.Type, state.SchedulerConfig()))
+	nodes, _, byDC := ReadyNodes(state, job)
+	Shuffle(nodes, ctx.Rand())
+	s.SetNodes(nodes, byDC)
+	var chosen []string
+	var metrics []*sdk.AllocMetric
+	for i := 0; i < count; i++ {
+		if !indexed {
+			s.groups[job.TaskGroups[0]] = nil // drop caches: no index is ever built
+			delete(s.groups, job.TaskGroups[0])
+		}
+		o, m := s.Select(job.TaskGroups[0], Options{})
+		metrics = append(metrics, m)
+		if o == nil {
+			chosen = append(chosen, "")
+			continue
+		}
+		chosen = append(chosen, o.Node.ID)
+		plan.Place(&sdk.Allocation{ID: fmt.Sprintf("a%d", i), Namespace: "default", JobID: "web", TaskGroup: "g",
+			NodeID: o.Node.ID, AllocatedResources: o.Resources, DesiredStatus: sdk.AllocDesiredStatusRun})
+	}
+	return chosen, metrics
+}
+
+// TestWalk_IndexedEqualsPlain checks that skipping nodes known to fail
+// their checks chooses the same nodes and explains them the same way as
+// visiting every node (the index is only an optimisation).
+func TestWalk_IndexedEqualsPlain(t *testing.T) {
+	for _, n := range []int{40, 333} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			state := cluster(t, n)
+			// Enough placements to exhaust nodes: the tail fails, which
+			// must be explained alike too.
+			count := n*3 + 10
+			a, am := place(t, state, count, true)
+			b, bm := place(t, state, count, false)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("choices differ:\nindexed %v\nplain   %v", a, b)
+			}
+			for i := range am {
+				x, y := *am[i], *bm[i]
+				if x.NodesEvaluated != y.NodesEvaluated || x.NodesFiltered != y.NodesFiltered || x.NodesExhausted != y.NodesExhausted ||
+					!reflect.DeepEqual(x.ConstraintFiltered, y.ConstraintFiltered) || !reflect.DeepEqual(x.DimensionExhausted, y.DimensionExhausted) {
+					t.Fatalf("placement %d explained differently:\nindexed %+v\nplain   %+v", i, x, y)
+				}
+			}
+		})
+	}
+}
