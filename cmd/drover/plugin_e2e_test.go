@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
@@ -59,8 +56,7 @@ func TestE2E_CustomGoPluginFromConfigSchedulesAJob(t *testing.T) {
 	}
 	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
 	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), filepath.Join(pluginDir, "zones"), 0o755)
-	cfg := filepath.Join(dir, "agent.hcl")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
 plugin_dir = %q
 plugin "zones" {
   config = { zone_attribute = "meta.rack" }
@@ -68,46 +64,14 @@ plugin "zones" {
     timeout = "20s"
   }
 }
-`, pluginDir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", "8", "-http-addr", addr, "-config", cfg, "-log-level", "warn")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent output:\n%s", logs.String())
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var nodes []*httpapi.NodeListStub
-		if resp, err := http.Get(base + "/v1/nodes"); err == nil {
-			_ = json.NewDecoder(resp.Body).Decode(&nodes)
-			resp.Body.Close()
-		}
-		if len(nodes) == 8 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("agent did not come up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+`, pluginDir))
+	base := startDevAgent(t, bin, 8, "-config", cfg)
 
 	code, out := drover(t, bin, base, "plugin", "inspect", "zones")
 	if code != 0 || !strings.Contains(out, "goplugin") || !strings.Contains(out, "meta.rack") {
 		t.Fatalf("plugin inspect: exit %d:\n%s", code, out)
 	}
-	job := filepath.Join(dir, "web.hcl")
-	if err := os.WriteFile(job, []byte(`
+	job := writeFile(t, dir, "web.hcl", `
 job "web" {
   datacenters = ["dc1", "dc2"]
   type        = "service"
@@ -126,9 +90,7 @@ job "web" {
     }
   }
 }
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if code, out := drover(t, bin, base, "job", "run", job); code != 0 {
 		t.Fatalf("job run: exit %d:\n%s", code, out)
 	}
