@@ -59,8 +59,10 @@ type PluginConfig struct {
 
 // PluginLimits bound a plugin.
 type PluginLimits struct {
-	// MemoryMB caps a wasm plugin's memory (default 1024); instances are
-	// recycled past three quarters of it.
+	// MemoryMB caps a plugin's memory (default 1024): a wasm instance's
+	// linear memory, a go-plugin process's resident memory (checked every
+	// 20 ms during an eval; Linux only). Instances are recycled past three
+	// quarters of it.
 	MemoryMB int
 	// Timeout bounds one evaluation (default server.DefaultPluginTimeout).
 	Timeout time.Duration
@@ -299,6 +301,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 	case RuntimeGoPlugin:
 		gcfg := goplugin.DefaultConfig()
 		gcfg.Log = l.log
+		gcfg.MemoryLimitBytes = uint64(memMB) << 20
 		for k, v := range env {
 			gcfg.Env = append(gcfg.Env, k+"="+v)
 		}
@@ -317,9 +320,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		return nil, fmt.Errorf("agent: plugin block %q loads %s, which declares the name %q", sp.block.Name, sp.path, info.Name)
 	}
 	pool := rt.DefaultPoolConfig(l.cfg.Server.NumWorkers)
-	if sp.runtime == RuntimeWasm {
-		pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
-	}
+	pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
 	timeout := lim.Timeout
 	if timeout == 0 {
 		timeout = server.DefaultPluginTimeout
