@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/hashicorp/raft"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -164,7 +166,7 @@ func restore(store *state.Store, r io.Reader) error {
 		return fmt.Errorf("%w: bad header", ErrCorruptSnapshot)
 	}
 	var meta snapshotMeta
-	var body []byte
+	var body bytes.Buffer
 	next := func() (byte, []byte, error) {
 		kind, err := br.ReadByte()
 		if err != nil {
@@ -177,14 +179,13 @@ func restore(store *state.Store, r io.Reader) error {
 		if err != nil || n > 1<<30 {
 			return 0, nil, fmt.Errorf("%w: bad record length", ErrCorruptSnapshot)
 		}
-		if uint64(cap(body)) < n {
-			body = make([]byte, n)
-		}
-		body = body[:n]
-		if _, err := io.ReadFull(br, body); err != nil {
+		// The buffer grows with the bytes actually read, so a corrupt
+		// length cannot make the reader allocate what is not there.
+		body.Reset()
+		if _, err := io.CopyN(&body, br, int64(n)); err != nil {
 			return 0, nil, fmt.Errorf("%w: truncated record: %v", ErrCorruptSnapshot, err)
 		}
-		return kind, body, nil
+		return kind, body.Bytes(), nil
 	}
 	kind, b, err := next()
 	if err != nil {
@@ -223,7 +224,7 @@ type versionRef struct {
 
 func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]*sdk.Job) error {
 	un := func(m msgp.Unmarshaler) error {
-		if _, err := m.UnmarshalMsg(b); err != nil {
+		if err := abi.Decode(b, m); err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrCorruptSnapshot, kind, err)
 		}
 		return nil
