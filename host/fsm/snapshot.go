@@ -123,11 +123,14 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		if a.Job == nil {
 			continue
 		}
-		ref := versionRef{a.Namespace, a.JobID, a.Job.Version}
-		if extra[ref] || snap.JobVersion(ref.ns, ref.id, ref.v) != nil {
+		ref := versionRef{a.Namespace, a.JobID, a.Job.JobModifyIndex}
+		if extra[ref] {
 			continue
 		}
-		if cur := snap.Job(ref.ns, ref.id); cur != nil && cur.Version == ref.v {
+		if v := snap.JobVersion(ref.ns, ref.id, a.Job.Version); v != nil && v.JobModifyIndex == ref.mod {
+			continue
+		}
+		if cur := snap.Job(ref.ns, ref.id); cur != nil && cur.JobModifyIndex == ref.mod {
 			continue
 		}
 		extra[ref] = true
@@ -219,7 +222,7 @@ func restore(store *state.Store, r io.Reader) error {
 
 type versionRef struct {
 	ns, id string
-	v      uint64
+	mod    uint64 // the version's JobModifyIndex
 }
 
 func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]*sdk.Job) error {
@@ -259,21 +262,21 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 		if err := un(&j); err != nil {
 			return err
 		}
-		allocJobs[versionRef{j.Namespace, j.ID, j.Version}] = &j
+		allocJobs[versionRef{j.Namespace, j.ID, j.JobModifyIndex}] = &j
 		return nil
 	case recAlloc:
 		var a sdk.Allocation
 		if err := un(&a); err != nil {
 			return err
 		}
-		a.Job = allocJobs[versionRef{a.Namespace, a.JobID, a.JobVersion}]
-		if a.Job == nil {
-			a.Job = tx.JobVersion(a.Namespace, a.JobID, a.JobVersion)
+		// Link the allocation to the version it names by JobModifyIndex:
+		// after a purge and a new registration, version numbers repeat.
+		a.Job = allocJobs[versionRef{a.Namespace, a.JobID, a.JobModifyIndex}]
+		if v := tx.JobVersion(a.Namespace, a.JobID, a.JobVersion); a.Job == nil && v != nil && v.JobModifyIndex == a.JobModifyIndex {
+			a.Job = v
 		}
-		if a.Job == nil {
-			if cur := tx.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.JobVersion {
-				a.Job = cur
-			}
+		if cur := tx.Job(a.Namespace, a.JobID); a.Job == nil && cur != nil && cur.JobModifyIndex == a.JobModifyIndex {
+			a.Job = cur
 		}
 		return tx.UpsertAlloc(&a)
 	case recEval:

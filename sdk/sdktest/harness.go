@@ -149,7 +149,7 @@ func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
 		a.Job = h.jobs[sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}]
 	}
 	if a.Job != nil {
-		a.JobVersion = a.Job.Version
+		a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex
 	}
 	if a.CreateIndex == 0 {
 		a.CreateIndex = idx
