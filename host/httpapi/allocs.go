@@ -103,15 +103,19 @@ func (a *API) allocsStatus(w http.ResponseWriter, r *http.Request) (any, error) 
 	if len(req.Allocs) == 0 {
 		return nil, errorf(http.StatusBadRequest, "the request has no Allocs")
 	}
-	if req.NodeID != "" {
-		snap := a.srv.Store().Snapshot()
-		if err := checkNodeSecret(snap, req.NodeID, req.SecretID); err != nil {
-			return nil, err
-		}
-		for _, u := range req.Allocs {
-			if al := snap.Alloc(u.ID); al != nil && al.NodeID != req.NodeID {
-				return nil, errorf(http.StatusForbidden, "allocation %s is not on node %s", u.ID, req.NodeID)
-			}
+	// Only a node reports its allocations: the request names the node (and
+	// carries its secret, when it has one), and every allocation must be
+	// on it. Otherwise anyone could free capacity a node still uses.
+	if req.NodeID == "" {
+		return nil, errorf(http.StatusBadRequest, "the request names no NodeID: a node reports its own allocations")
+	}
+	snap := a.srv.Store().Snapshot()
+	if err := checkNodeSecret(snap, req.NodeID, req.SecretID); err != nil {
+		return nil, err
+	}
+	for _, u := range req.Allocs {
+		if al := snap.Alloc(u.ID); al != nil && al.NodeID != req.NodeID {
+			return nil, errorf(http.StatusForbidden, "allocation %s is not on node %s", u.ID, req.NodeID)
 		}
 	}
 	index, err := a.srv.UpdateAllocsFromClient(req.Allocs)

@@ -253,4 +253,20 @@ func TestAPI_NodeAgentEndpoints(t *testing.T) {
 	if got := s.Store().Snapshot().Alloc(alloc.ID); got.ClientStatus != sdk.AllocClientStatusRunning || got.ClientDescription != "started" {
 		t.Fatalf("alloc after the report: %s %s", got.ClientStatus, got.ClientDescription)
 	}
+	// Without a node, a report is refused: anyone could otherwise free
+	// capacity a node still uses.
+	if resp, out := update("", ""); resp.StatusCode != 400 {
+		t.Fatalf("alloc status without a node: %d %s", resp.StatusCode, out)
+	}
+	// A report naming an allocation the server no longer has does not
+	// block the others.
+	b, _ := json.Marshal(httpapi.AllocStatusRequest{NodeID: "agent-1", SecretID: "s3cret", Allocs: []server.AllocUpdate{
+		{ID: "collected-long-ago", ClientStatus: sdk.AllocClientStatusComplete},
+		{ID: alloc.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "still running"}}})
+	if resp, out := do(t, "PUT", ts.URL+"/v1/allocations/status", string(b)); resp.StatusCode != 200 {
+		t.Fatalf("alloc status with an unknown allocation: %d %s", resp.StatusCode, out)
+	}
+	if got := s.Store().Snapshot().Alloc(alloc.ID); got.ClientDescription != "still running" {
+		t.Fatalf("the known allocation's report was lost: %q", got.ClientDescription)
+	}
 }

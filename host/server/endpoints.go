@@ -195,7 +195,9 @@ type AllocUpdate struct {
 
 // UpdateAllocsFromClient records what nodes report about allocations. A
 // failed allocation gets an alloc-failure eval for its job so it can be
-// rescheduled.
+// rescheduled. Reports of allocations the server no longer has (garbage
+// collected) are skipped, so a node that keeps reporting one does not lose
+// its other reports.
 func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 	snap := s.store.Snapshot()
 	req := &fsm.AllocClientUpdateRequest{UpdatedAt: s.now().UnixNano()}
@@ -209,7 +211,7 @@ func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 		}
 		a := snap.Alloc(u.ID)
 		if a == nil {
-			return 0, fmt.Errorf("%w: allocation %q", ErrNotFound, u.ID)
+			continue
 		}
 		req.Allocs = append(req.Allocs, &sdk.Allocation{ID: u.ID, ClientStatus: u.ClientStatus,
 			ClientDescription: u.ClientDescription, DeploymentStatus: u.DeploymentStatus, TaskStates: u.TaskStates})
@@ -222,6 +224,9 @@ func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 				req.Evals = append(req.Evals, e)
 			}
 		}
+	}
+	if len(req.Allocs) == 0 {
+		return snap.Index(), nil
 	}
 	return s.Apply(fsm.AllocClientUpdateRequestType, req)
 }
