@@ -147,6 +147,10 @@ func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 	return nil
 }
 
+// ErrConflict is the result of a check-and-set entry whose index no longer
+// matches: the entry changes nothing.
+var ErrConflict = errors.New("fsm: check-and-set index does not match")
+
 // ErrApplyPanic wraps a panic raised while applying an entry. The entry's
 // transaction is discarded, so the state is as before it; the panic is
 // deterministic (the FSM reads no clock or random source), so every replica
@@ -266,6 +270,9 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 	case *ApplyPlanResultsRequest:
 		return applyPlanResults(tx, req, fx)
 	case *SchedulerConfigRequest:
+		if cur := tx.SchedulerConfig(); req.CAS && cur.ModifyIndex != req.ModifyIndex {
+			return fmt.Errorf("%w: scheduler configuration is at modify index %d, not %d", ErrConflict, cur.ModifyIndex, req.ModifyIndex)
+		}
 		return tx.SetSchedulerConfig(req.Config)
 	case *DeploymentStatusUpdateRequest:
 		return applyDeploymentStatus(tx, req, fx)

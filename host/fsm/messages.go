@@ -123,6 +123,11 @@ type ApplyPlanResultsRequest struct {
 // SchedulerConfigRequest replaces the scheduler configuration.
 type SchedulerConfigRequest struct {
 	Config *sdk.SchedulerConfiguration
+	// CAS applies the change only if the configuration's ModifyIndex is
+	// still ModifyIndex; the check is in the FSM, so two writers with the
+	// same index cannot both win.
+	CAS         bool
+	ModifyIndex uint64
 }
 
 // DeploymentStatusUpdateRequest changes a deployment's status, optionally

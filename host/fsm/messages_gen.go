@@ -2433,9 +2433,9 @@ func (z *NodeUpdateStatusRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *SchedulerConfigRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 1
+	// map header, size 3
 	// string "Config"
-	o = append(o, 0x81, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+	o = append(o, 0x83, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
 	if z.Config == nil {
 		o = msgp.AppendNil(o)
 	} else {
@@ -2445,6 +2445,12 @@ func (z *SchedulerConfigRequest) MarshalMsg(b []byte) (o []byte, err error) {
 			return
 		}
 	}
+	// string "CAS"
+	o = append(o, 0xa3, 0x43, 0x41, 0x53)
+	o = msgp.AppendBool(o, z.CAS)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
 	return
 }
 
@@ -2483,6 +2489,18 @@ func (z *SchedulerConfigRequest) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					return
 				}
 			}
+		case "CAS":
+			z.CAS, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CAS")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2503,5 +2521,6 @@ func (z *SchedulerConfigRequest) Msgsize() (s int) {
 	} else {
 		s += z.Config.Msgsize()
 	}
+	s += 4 + msgp.BoolSize + 12 + msgp.Uint64Size
 	return
 }

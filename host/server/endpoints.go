@@ -256,6 +256,11 @@ func (s *Server) StopAlloc(allocID string) (string, uint64, error) {
 
 // SetSchedulerConfig replaces the scheduler configuration.
 func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, error) {
+	return s.setSchedulerConfig(&fsm.SchedulerConfigRequest{Config: c})
+}
+
+func (s *Server) setSchedulerConfig(req *fsm.SchedulerConfigRequest) (uint64, error) {
+	c := req.Config
 	switch c.SchedulerAlgorithm {
 	case "", sdk.SchedulerAlgorithmBinpack, sdk.SchedulerAlgorithmSpread:
 	default:
@@ -264,7 +269,7 @@ func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, erro
 	if c.SchedulerAlgorithm == "" {
 		c.SchedulerAlgorithm = sdk.SchedulerAlgorithmBinpack
 	}
-	index, err := s.Apply(fsm.SchedulerConfigRequestType, &fsm.SchedulerConfigRequest{Config: c})
+	index, err := s.Apply(fsm.SchedulerConfigRequestType, req)
 	if err == nil {
 		s.broker.SetPaused(c.PauseEvalBroker)
 	}

@@ -187,10 +187,10 @@ func (s *Server) EvaluateJobOpts(namespace, id string, opts EvaluateOptions) (st
 // SetSchedulerConfigCAS replaces the scheduler configuration if its
 // ModifyIndex is still cas; it reports whether it did.
 func (s *Server) SetSchedulerConfigCAS(c *sdk.SchedulerConfiguration, cas uint64) (bool, uint64, error) {
-	if cur := s.store.Snapshot().SchedulerConfig(); cur.ModifyIndex != cas {
+	index, err := s.setSchedulerConfig(&fsm.SchedulerConfigRequest{Config: c, CAS: true, ModifyIndex: cas})
+	if errors.Is(err, fsm.ErrConflict) {
 		return false, s.store.LatestIndex(), nil
 	}
-	index, err := s.SetSchedulerConfig(c)
 	return err == nil, index, err
 }
 

@@ -74,3 +74,30 @@ func TestServer_UnplaceableJobBlocksThenUnblocksOnNewNode(t *testing.T) {
 		t.Fatalf("live allocations = %d, want 2", live)
 	}
 }
+
+// Two writers with the same check-and-set index: exactly one wins, because
+// the index is compared in the FSM, not on a snapshot beforehand.
+func TestServer_SchedulerConfigCASIsAtomic(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	cur := s.Store().Snapshot().SchedulerConfig().ModifyIndex
+	const writers = 8
+	won := make(chan bool, writers)
+	for i := 0; i < writers; i++ {
+		go func() {
+			ok, _, err := s.SetSchedulerConfigCAS(&sdk.SchedulerConfiguration{SchedulerAlgorithm: sdk.SchedulerAlgorithmSpread}, cur)
+			if err != nil {
+				t.Error(err)
+			}
+			won <- ok
+		}()
+	}
+	wins := 0
+	for i := 0; i < writers; i++ {
+		if <-won {
+			wins++
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d writers won with the same index, want 1", wins)
+	}
+}
