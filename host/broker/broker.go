@@ -390,9 +390,10 @@ func (b *Broker) dequeueLocked(queues []string) (*sdk.Evaluation, string) {
 	token := newToken()
 	b.evals[e.ID]++
 	u := &unackEval{eval: e, token: token, queue: bestQueue, deadline: b.clock.Now().Add(b.cfg.NackTimeout)}
-	if len(b.unack) == 0 {
-		b.nudge() // the first deadline: the timer must learn of it
-	}
+	// Tell the timer of the new deadline. Waking it only for the first
+	// outstanding eval is not enough: if every other one had its timer
+	// paused at the last tick, the timer sleeps until its idle horizon.
+	b.nudge()
 	b.unack[e.ID] = u
 	b.stats.TotalUnacked++
 	b.schedStats(bestQueue).Unacked++
