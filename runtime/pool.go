@@ -241,8 +241,20 @@ func (p *Plugin) shutdown(ctx context.Context, next *Plugin) error {
 	select {
 	case <-p.idle:
 	case <-ctx.Done():
+		// Do not leak the instances (go-plugin processes): close them once
+		// the evals in flight end, whenever that is.
+		go func() {
+			<-p.idle
+			_ = p.closeInstances(context.Background())
+		}()
 		return fmt.Errorf("runtime: plugin[%s]: evals still in flight: %w", p.info.Name, ctx.Err())
 	}
+	return p.closeInstances(ctx)
+}
+
+// closeInstances closes every instance and the factory; no eval may be in
+// flight.
+func (p *Plugin) closeInstances(ctx context.Context) error {
 	p.mu.Lock()
 	live := make([]*slot, 0, len(p.live))
 	for s := range p.live {

@@ -160,3 +160,51 @@ func TestPlugin_Recycles(t *testing.T) {
 		})
 	}
 }
+
+// closeCounter records when its factory is closed.
+type closeCounter struct {
+	runtime.Factory
+	closed chan struct{}
+}
+
+func (c *closeCounter) Close(ctx context.Context) error {
+	close(c.closed)
+	return c.Factory.Close(ctx)
+}
+
+// A Retire that gives up waiting still closes the old instances (for
+// go-plugin: processes) once the evals in flight end.
+func TestPlugin_RetireTimeoutClosesAfterInFlightEnds(t *testing.T) {
+	g := &gate{version: "v1", entered: make(chan struct{}), release: make(chan struct{})}
+	f := &closeCounter{Factory: native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return g }), closed: make(chan struct{})}
+	old := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	next := runtime.NewPlugin(native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{version: "v2"} }),
+		runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer next.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	done := make(chan error, 1)
+	go func() { done <- runtimetest.Process(old, h, h.RegisterEval(job), 10*time.Second) }()
+	<-g.entered
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := old.Retire(ctx, next); err == nil {
+		t.Fatal("Retire returned without error while an eval was in flight past its deadline")
+	}
+	select {
+	case <-f.closed:
+		t.Fatal("the factory was closed while an eval was in flight")
+	default:
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the retired plugin was never closed after its last eval ended")
+	}
+}
