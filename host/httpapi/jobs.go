@@ -338,7 +338,11 @@ func (a *API) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setIndex(w, index)
-	return &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}, nil
+	resp := &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}
+	if j := a.srv.Store().Snapshot().Job(requestNamespace(r), r.PathValue("id")); j != nil {
+		resp.JobModifyIndex = j.JobModifyIndex
+	}
+	return resp, nil
 }
 
 func (a *API) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {

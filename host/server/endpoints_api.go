@@ -100,6 +100,15 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
 		return badRequest(err)
 	}
+	// A job that could never be placed in one plan is refused up front: its
+	// every evaluation would build a plan the applier must reject.
+	total := 0
+	for _, tg := range job.TaskGroups {
+		total += tg.Count
+	}
+	if limit := s.cfg.PlanLimits.MaxAllocs; total > limit {
+		return badRequest(fmt.Errorf("job %q asks for %d allocations in all, over the plan size limit of %d", job.ID, total, limit))
+	}
 	if job.IsPeriodic() {
 		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
 			return badRequest(err)

@@ -184,8 +184,6 @@ func wantPhases(t *testing.T, s *server.Server, evalID string, want ...string) {
 
 // TestLifecycle_Event_To_Pending: every cluster event the host turns into
 // an eval creates it pending, with its trigger and no PreviousEval.
-// (node-drain and job-scaling have no host event yet: no drain or scale
-// endpoint exists.)
 func TestLifecycle_Event_To_Pending(t *testing.T) {
 	reg := servertest.Func(t, 2, placer)
 	servertest.AddNative(t, reg, plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}}, 1, func() sdk.Scheduler {

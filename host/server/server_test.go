@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -99,5 +102,16 @@ func TestServer_SchedulerConfigCASIsAtomic(t *testing.T) {
 	}
 	if wins != 1 {
 		t.Fatalf("%d writers won with the same index, want 1", wins)
+	}
+}
+
+func TestServer_JobOverThePlanLimitIsRefused(t *testing.T) {
+	s := servertest.New(t, nil, func(c *server.Config) { c.PlanLimits.MaxAllocs = 100 })
+	_, _, err := s.RegisterJob(servertest.Job("huge", "service", 101, 10, 10))
+	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "over the plan size limit of 100") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, _, err := s.RegisterJob(servertest.Job("fits", "service", 100, 10, 10)); err != nil {
+		t.Fatal(err)
 	}
 }
