@@ -146,6 +146,22 @@ func (p *Plan) notify(nodeID, tg string, delta int) {
 	}
 }
 
+// reserve makes room for records of n nodes, so that the plan's index of
+// nodes does not grow (rehashing) one node at a time during a walk.
+func (p *Plan) reserve(n int) {
+	if n <= 2*len(p.nodes) {
+		return
+	}
+	m := make(map[string]*nodeChange, n)
+	for id, c := range p.nodes {
+		m[id] = c
+	}
+	p.nodes = m
+	if free := cap(p.slab) - len(p.slab); free < n-len(p.nodes) {
+		p.slab = make([]nodeChange, 0, n-len(p.nodes))
+	}
+}
+
 func (p *Plan) change(nodeID string) *nodeChange {
 	c := p.nodes[nodeID]
 	if c == nil {

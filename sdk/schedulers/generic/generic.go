@@ -202,6 +202,7 @@ func (p *pass) computeJobAllocs() error {
 	if len(res.Place)+len(res.Destructive) == 0 {
 		return nil
 	}
+	p.stack.Expect(len(res.Place) + len(res.Destructive))
 	for _, d := range res.Destructive {
 		p.queued[d.TaskGroup.Name]++
 		p.place(placement{name: d.Name, tg: d.TaskGroup, prev: d.Stop, stopPrev: d.StopDescription}, deploymentID)

@@ -234,6 +234,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 // computePlacements places one allocation per slot on the slot's node.
 func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 	filtered := map[string]*sdk.AllocMetric{}
+	p.stack.Expect(len(place))
 	for _, t := range place {
 		tg := t.TaskGroup
 		node := p.nodes[t.NodeID]
