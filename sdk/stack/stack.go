@@ -134,18 +134,19 @@ func (s *Stack) Expect(selections int) {
 // first for service and batch jobs), and their count per datacenter.
 func (s *Stack) SetNodes(nodes []*sdk.Node, byDC map[string]int) {
 	s.nodes, s.byDC, s.offset = nodes, byDC, 0
-	s.info = make([]nodeInfo, len(nodes))
+	infoPool.put(s.info)
+	s.info = infoPool.get(len(nodes))
 	for _, g := range s.groups {
 		g.resetCaches(len(nodes))
 	}
 }
 
 func (g *group) resetCaches(n int) {
-	g.feasible = make([]nodeCheck, n)
-	g.known, g.index = 0, nil
-	g.fits = make([]fitCache, n)
+	g.release()
+	g.feasible = checkPool.get(n)
+	g.fits = fitPool.get(n)
 	if g.spread != nil {
-		g.spreadIDs = make([][]int32, n)
+		g.spreadIDs = spreadPool.get(n)
 	}
 }
 

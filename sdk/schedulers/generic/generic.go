@@ -55,6 +55,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	err := conclude.Retry(limit, func() (bool, bool, error) {
 		p = newPass(ctx, eval, s.Batch, blocked)
 		done, progress, err := p.run()
+		p.stack.Release()
 		blocked = p.blocked
 		return done, progress, err
 	})

@@ -56,6 +56,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		p = newPass(ctx, eval, sysbatch)
 		p.next, p.blocked = next, blocked
 		done, progress, err := p.run()
+		p.stack.Release()
 		next, blocked = p.next, p.blocked
 		return done, progress, err
 	})
