@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
@@ -222,6 +223,58 @@ func TestE2E_CLICommands(t *testing.T) {
 		}
 		c.contains(c.run(0, "node", "eligibility", "-enable", alloc.NodeID), "eligible for scheduling")
 		c.run(1, "node", "eligibility", alloc.NodeID)
+	})
+
+	t.Run("job scale and node drain", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "scale", "web", "frontend", "4"), `finished with status "complete": 1 placed`)
+		c.contains(c.run(1, "job", "scale", "web", "nope", "4"), "nope")
+		var st JobStatus
+		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil {
+			t.Fatal(err)
+		}
+		var target string
+		for _, a := range st.Allocations {
+			if a.DesiredStatus == sdk.AllocDesiredStatusRun {
+				target = a.NodeID
+			}
+		}
+		c.contains(c.run(0, "node", "drain", "-enable", "-no-deadline", target[:8]), "drain strategy set")
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var n sdk.Node
+			if err := json.Unmarshal([]byte(c.run(0, "node", "status", "-json", target)), &n); err != nil {
+				t.Fatal(err)
+			}
+			if n.DrainStrategy == nil {
+				if n.SchedulingEligibility != sdk.NodeSchedulingIneligible {
+					t.Fatalf("drained node is %s", n.SchedulingEligibility)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drain of %s did not complete", target)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil {
+			t.Fatal(err)
+		}
+		live := 0
+		for _, a := range st.Allocations {
+			if a.DesiredStatus != sdk.AllocDesiredStatusRun {
+				continue
+			}
+			live++
+			if a.NodeID == target {
+				t.Errorf("allocation %s still runs on the drained node", a.Name)
+			}
+		}
+		if live != 4 {
+			t.Errorf("%d allocations run after the drain, want 4", live)
+		}
+		c.run(1, "node", "drain", "-disable", "-keep-ineligible", target)
+		c.contains(c.run(0, "node", "eligibility", "-enable", target), "eligible for scheduling")
 	})
 
 	t.Run("operator scheduler configuration", func(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/drover-sched/drover/host/jobspec"
-	"github.com/hashicorp/nomad/api"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +14,9 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
 )
 
 // agentProc is a running `drover agent` process.

@@ -79,11 +79,13 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startDevAgent runs `drover agent -dev` and returns its API address.
-func startDevAgent(t *testing.T, bin string, want int) string {
+// startDevAgent runs `drover agent -dev` (with extra arguments, if any)
+// and returns its API address.
+func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn")
+	args := append([]string{"agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

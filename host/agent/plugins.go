@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -58,8 +59,10 @@ type PluginConfig struct {
 
 // PluginLimits bound a plugin.
 type PluginLimits struct {
-	// MemoryMB caps a wasm plugin's memory (default 1024); instances are
-	// recycled past three quarters of it.
+	// MemoryMB caps a plugin's memory (default 1024): a wasm instance's
+	// linear memory, a go-plugin process's resident memory (checked every
+	// 20 ms during an eval; Linux only). Instances are recycled past three
+	// quarters of it.
 	MemoryMB int
 	// Timeout bounds one evaluation (default server.DefaultPluginTimeout).
 	Timeout time.Duration
@@ -224,19 +227,43 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	if len(specs) == 0 {
 		return fmt.Errorf("agent: no scheduler plugins in %s; build them with `make build` or point -plugin-dir at them", l.dir)
 	}
-	for _, sp := range specs {
+	// Compiling a module takes up to seconds without the cache: load the
+	// plugins in parallel, then register them in path order, so that an
+	// error names the same plugin whatever finished first.
+	entries := make([]*rt.Entry, len(specs))
+	errs := make([]error, len(specs))
+	sem := make(chan struct{}, max(goruntime.GOMAXPROCS(0), 1))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
 		stamp, _ := stampOf(sp.path)
 		l.stamps[sp.path] = stamp
-		e, err := l.load(ctx, sp)
-		if err != nil {
-			return err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			entries[i], errs[i] = l.load(ctx, sp)
+		}()
+	}
+	wg.Wait()
+	closeFrom := func(i int) {
+		for _, e := range entries[i:] {
+			if e != nil {
+				_ = e.Plugin.Close(ctx)
+			}
+		}
+	}
+	for i, e := range entries {
+		if errs[i] != nil {
+			closeFrom(i)
+			return errs[i]
 		}
 		if err := l.reg.Register(e); err != nil {
-			_ = e.Plugin.Close(ctx)
-			return fmt.Errorf("agent: %s: %w", sp.path, err)
+			closeFrom(i)
+			return fmt.Errorf("agent: %s: %w", specs[i].path, err)
 		}
 		l.log.Debug().Str("plugin", e.Plugin.Info().Name).Strs("types", e.Plugin.Info().Types).
-			Str("runtime", e.Runtime).Str("path", sp.path).Msg("plugin loaded")
+			Str("runtime", e.Runtime).Str("path", specs[i].path).Msg("plugin loaded")
 	}
 	return nil
 }
@@ -265,9 +292,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		wcfg.MemoryLimitPages = wasm.PagesForMB(memMB)
 		wcfg.CloseOnContextDone = enforce
 		wcfg.Env, wcfg.SysClock = env, realClock
-		if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
-			wcfg.CacheDir = filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
-		}
+		wcfg.CacheDir = l.cacheDir()
 		m, err := wasm.LoadFile(ctx, sp.path, wcfg)
 		if err != nil {
 			return nil, fmt.Errorf("agent: load plugin: %w", err)
@@ -276,6 +301,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 	case RuntimeGoPlugin:
 		gcfg := goplugin.DefaultConfig()
 		gcfg.Log = l.log
+		gcfg.MemoryLimitBytes = uint64(memMB) << 20
 		for k, v := range env {
 			gcfg.Env = append(gcfg.Env, k+"="+v)
 		}
@@ -294,15 +320,34 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		return nil, fmt.Errorf("agent: plugin block %q loads %s, which declares the name %q", sp.block.Name, sp.path, info.Name)
 	}
 	pool := rt.DefaultPoolConfig(l.cfg.Server.NumWorkers)
-	if sp.runtime == RuntimeWasm {
-		pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
-	}
+	pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
 	timeout := lim.Timeout
 	if timeout == 0 {
 		timeout = server.DefaultPluginTimeout
 	}
 	return &rt.Entry{Plugin: rt.NewPlugin(factory, pool, l.log), Runtime: sp.runtime, Path: sp.path,
 		Config: conf, Timeout: timeout, MemoryMB: memMB, EnforceDeadline: enforce}, nil
+}
+
+// cacheDir is where compiled wasm modules are cached: under the data dir,
+// or in dev mode (no data dir) under the user's cache directory, so that a
+// dev agent starts in milliseconds rather than seconds after the first
+// run. The cache holds compiled code keyed by the module's hash and
+// wazero's version, never state. Empty when there is no such place.
+func (l *pluginLoader) cacheDir() string {
+	if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
+		return filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(d, "drover", "wasm-cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		l.log.Debug().Err(err).Msg("no wasm compilation cache in dev mode")
+		return ""
+	}
+	return dir
 }
 
 // watch reloads replaced plugin files every interval until ctx ends.

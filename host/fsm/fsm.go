@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
@@ -185,6 +186,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &GarbageCollectRequest{}
 	case DeploymentPromoteRequestType:
 		msg = &DeploymentPromoteRequest{}
+	case NodeUpdateDrainRequestType:
+		msg = &NodeUpdateDrainRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -249,6 +252,8 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyGarbageCollect(tx, req, fx)
 	case *DeploymentPromoteRequest:
 		return applyDeploymentPromote(tx, req, fx)
+	case *NodeUpdateDrainRequest:
+		return applyNodeDrain(tx, req, fx)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
@@ -338,6 +343,41 @@ func applyNodeEligibility(tx *state.Txn, req *NodeUpdateEligibilityRequest, fx *
 	}
 	n := *old
 	n.SchedulingEligibility = req.Eligibility
+	if err := tx.UpsertNode(&n); err != nil {
+		return err
+	}
+	if n.Ready() && !old.Ready() {
+		fx.unblock(n.ComputedClass)
+	}
+	return upsertEvals(tx, req.Evals, fx)
+}
+
+func applyNodeDrain(tx *state.Txn, req *NodeUpdateDrainRequest, fx *effects) error {
+	old := tx.Node(req.NodeID)
+	if old == nil {
+		return fmt.Errorf("%w: node %s", state.ErrNotFound, req.NodeID)
+	}
+	n := *old
+	n.DrainStrategy = req.DrainStrategy
+	n.Drain = req.DrainStrategy != nil
+	if n.Drain {
+		n.SchedulingEligibility = sdk.NodeSchedulingIneligible
+	} else {
+		if old.DrainStrategy != nil {
+			status := "canceled"
+			if req.Complete {
+				status = "complete"
+			}
+			n.LastDrain = sdk.Opaque{"Status": status, "StartedAt": old.DrainStrategy.StartedAt,
+				"UpdatedAt": time.Unix(0, req.UpdatedAt).UTC()}
+		}
+		if req.MarkEligible {
+			n.SchedulingEligibility = sdk.NodeSchedulingEligible
+		}
+	}
+	if req.Event != nil {
+		n.Events = appendEvent(old.Events, req.Event, tx.Index())
+	}
 	if err := tx.UpsertNode(&n); err != nil {
 		return err
 	}

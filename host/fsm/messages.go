@@ -25,6 +25,7 @@ const (
 	JobStabilityRequestType
 	GarbageCollectRequestType
 	DeploymentPromoteRequestType
+	NodeUpdateDrainRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -159,4 +160,19 @@ type DeploymentPromoteRequest struct {
 	Groups       []string
 	Eval         *sdk.Evaluation
 	UpdatedAt    int64
+}
+
+// NodeUpdateDrainRequest starts (DrainStrategy set) or ends (nil) a node's
+// drain. Ending it records LastDrain; MarkEligible makes the node eligible
+// again. Evals are the node-drain evals the change causes.
+type NodeUpdateDrainRequest struct {
+	NodeID        string
+	DrainStrategy *sdk.DrainStrategy
+	MarkEligible  bool
+	// Complete says the drain ended because nothing is left to migrate
+	// (rather than being canceled).
+	Complete  bool
+	UpdatedAt int64
+	Event     *sdk.NodeEvent
+	Evals     []*sdk.Evaluation
 }

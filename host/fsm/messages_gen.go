@@ -1957,6 +1957,204 @@ func (z *NodeRegisterRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *NodeUpdateDrainRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 7
+	// string "NodeID"
+	o = append(o, 0x87, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+	o = msgp.AppendString(o, z.NodeID)
+	// string "DrainStrategy"
+	o = append(o, 0xad, 0x44, 0x72, 0x61, 0x69, 0x6e, 0x53, 0x74, 0x72, 0x61, 0x74, 0x65, 0x67, 0x79)
+	if z.DrainStrategy == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.DrainStrategy.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "DrainStrategy")
+			return
+		}
+	}
+	// string "MarkEligible"
+	o = append(o, 0xac, 0x4d, 0x61, 0x72, 0x6b, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x6c, 0x65)
+	o = msgp.AppendBool(o, z.MarkEligible)
+	// string "Complete"
+	o = append(o, 0xa8, 0x43, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65)
+	o = msgp.AppendBool(o, z.Complete)
+	// string "UpdatedAt"
+	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+	o = msgp.AppendInt64(o, z.UpdatedAt)
+	// string "Event"
+	o = append(o, 0xa5, 0x45, 0x76, 0x65, 0x6e, 0x74)
+	if z.Event == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Event.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Event")
+			return
+		}
+	}
+	// string "Evals"
+	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+	for za0001 := range z.Evals {
+		if z.Evals[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Evals[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeUpdateDrainRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "NodeID":
+			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodeID")
+				return
+			}
+		case "DrainStrategy":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.DrainStrategy = nil
+			} else {
+				if z.DrainStrategy == nil {
+					z.DrainStrategy = new(sdk.DrainStrategy)
+				}
+				bts, err = z.DrainStrategy.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DrainStrategy")
+					return
+				}
+			}
+		case "MarkEligible":
+			z.MarkEligible, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MarkEligible")
+				return
+			}
+		case "Complete":
+			z.Complete, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Complete")
+				return
+			}
+		case "UpdatedAt":
+			z.UpdatedAt, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UpdatedAt")
+				return
+			}
+		case "Event":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Event = nil
+			} else {
+				if z.Event == nil {
+					z.Event = new(sdk.NodeEvent)
+				}
+				bts, err = z.Event.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Event")
+					return
+				}
+			}
+		case "Evals":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Evals")
+				return
+			}
+			if cap(z.Evals) >= int(zb0002) {
+				z.Evals = (z.Evals)[:zb0002]
+			} else {
+				z.Evals = make([]*sdk.Evaluation, zb0002)
+			}
+			for za0001 := range z.Evals {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Evals[za0001] = nil
+				} else {
+					if z.Evals[za0001] == nil {
+						z.Evals[za0001] = new(sdk.Evaluation)
+					}
+					bts, err = z.Evals[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Evals", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NodeUpdateDrainRequest) Msgsize() (s int) {
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 14
+	if z.DrainStrategy == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.DrainStrategy.Msgsize()
+	}
+	s += 13 + msgp.BoolSize + 9 + msgp.BoolSize + 10 + msgp.Int64Size + 6
+	if z.Event == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Event.Msgsize()
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Evals {
+		if z.Evals[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Evals[za0001].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *NodeUpdateEligibilityRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 4

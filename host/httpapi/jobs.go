@@ -450,6 +450,7 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/versions", map[string]handler{"GET": a.jobVersions}},
 		{"/deployments", map[string]handler{"GET": a.jobDeployments}},
 		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
+		{"/scale", map[string]handler{"PUT": a.jobScale, "POST": a.jobScale}},
 	}
 	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}
 	for _, s := range subs {

@@ -28,6 +28,9 @@ type RegisterOptions struct {
 	// EvalPriority overrides the job's priority for the registration's eval
 	// (1 to 100; 0: the job's priority).
 	EvalPriority int
+	// trigger is the eval's TriggeredBy (job-register unless set; scaling
+	// sets job-scaling).
+	trigger string
 }
 
 // RegisterJobOpts registers a job (or a new version of it) with options
@@ -76,7 +79,11 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	job.SubmitTime = s.now().UnixNano()
 	req := &fsm.JobRegisterRequest{Job: job}
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		req.Eval = s.jobEval(job, sdk.EvalTriggerJobRegister, opts.EvalPriority)
+		trigger := opts.trigger
+		if trigger == "" {
+			trigger = sdk.EvalTriggerJobRegister
+		}
+		req.Eval = s.jobEval(job, trigger, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)

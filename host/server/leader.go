@@ -65,6 +65,7 @@ func (s *Server) establishLeadership() error {
 	run(s.periodicUnblockFailed)
 	run(s.heartbeats.run)
 	run(s.scheduleCoreEvals)
+	run(s.drainer)
 	run(s.watchDeployments)
 	run(s.periodic.run)
 	for i := 0; i < s.cfg.NumWorkers; i++ {

@@ -229,6 +229,25 @@ func TestLifecycle_Event_To_Pending(t *testing.T) {
 			id, _, err := s.RegisterJob(servertest.Job("web", "service", 2, 100, 64))
 			return id, err
 		}},
+		{sdk.EvalTriggerScaling, func() (string, error) {
+			id, _, err := s.ScaleJob("default", "web", "g", 3)
+			return id, err
+		}},
+		{sdk.EvalTriggerNodeDrain, func() (string, error) {
+			if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {
+				return "", err
+			}
+			// The leader's drainer marks the node's allocations and
+			// evaluates their jobs within a drain interval.
+			var id string
+			var err error
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if id, err = byTrigger(sdk.EvalTriggerNodeDrain, "web")(); err == nil {
+					break
+				}
+			}
+			return id, err
+		}},
 		{sdk.EvalTriggerJobDeregister, func() (string, error) {
 			id, _, err := s.DeregisterJob("default", "other", false)
 			return id, err

@@ -42,7 +42,9 @@ func load(t *testing.T, rt, name string, limitMB int) runtime.Factory {
 		}
 		return m
 	case "goplugin":
-		f, err := goplugin.Load(ctx, goplugintest.Build(t, testdata+name), goplugin.DefaultConfig())
+		cfg := goplugin.DefaultConfig()
+		cfg.MemoryLimitBytes = uint64(limitMB) << 20
+		f, err := goplugin.Load(ctx, goplugintest.Build(t, testdata+name), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +69,8 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 		{plugin: "panic", runtimes: []string{"wasm", "goplugin"}, reason: "panic: assignment to entry in nil map"},
 		{plugin: "crash", runtimes: []string{"wasm", "goplugin"}, reason: "exit_code(7)|process failed"},
 		{plugin: "loop", runtimes: []string{"wasm", "goplugin"}, reason: "deadline", timeout: 2 * time.Second},
-		{plugin: "alloc", runtimes: []string{"wasm"}, limitMB: 64, reason: "out of memory|exit_code(2)"},
+		{plugin: "alloc", runtimes: []string{"wasm", "goplugin"}, limitMB: 64,
+			reason: "out of memory|exit_code(2)|memory limit of 64 MiB exceeded"},
 		{plugin: "ghostnode", runtimes: []string{"wasm", "goplugin"}, reason: "unknown node ghost-node"},
 		{plugin: "otherjob", runtimes: []string{"wasm", "goplugin"}, reason: "of another job"},
 		{plugin: "overcommit", runtimes: []string{"wasm", "goplugin"}, reason: "every plan was rejected"},

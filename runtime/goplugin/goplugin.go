@@ -51,13 +51,17 @@ type Config struct {
 	Log zerolog.Logger
 	// Env is the plugin's environment; the agent's is never inherited.
 	Env []string
+	// MemoryLimitBytes kills a process whose resident memory passes it
+	// during an eval (0: no limit). It is checked every MemoryCheckEvery.
+	MemoryLimitBytes uint64
+	MemoryCheckEvery time.Duration
 }
 
 // DefaultConfig starts processes within 10 s and restarts crashed ones
 // after 100 ms, backing off to 30 s.
 func DefaultConfig() Config {
 	return Config{StartTimeout: 10 * time.Second, RestartBackoff: 100 * time.Millisecond,
-		MaxRestartBackoff: 30 * time.Second, Log: zerolog.Nop()}
+		MaxRestartBackoff: 30 * time.Second, Log: zerolog.Nop(), MemoryCheckEvery: 20 * time.Millisecond}
 }
 
 // Validate checks the configuration.
@@ -67,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.RestartBackoff < 0 || c.MaxRestartBackoff < c.RestartBackoff {
 		return errors.New("goplugin: restart backoff must be 0 <= initial <= max")
+	}
+	if c.MemoryLimitBytes > 0 && c.MemoryCheckEvery <= 0 {
+		return errors.New("goplugin: a memory limit needs a positive check interval")
 	}
 	return nil
 }
@@ -255,6 +262,8 @@ type instance struct {
 	stderr *runtime.Capture
 }
 
+var _ runtime.Sizer = (*instance)(nil)
+
 var errNoEval = abi.Err(abi.CodeInvalidEval, "host: planner call outside an evaluation")
 
 func (i *instance) host(op abi.Op, msg []byte) ([]byte, error) {
@@ -270,10 +279,21 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 	i.current.Store(&host)
 	defer i.current.Store(nil)
 	i.stderr.Reset()
+	var overLimit atomic.Uint64
+	if limit := i.f.cfg.MemoryLimitBytes; limit > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		go i.watchMemory(limit, stop, &overLimit)
+	}
 	out, err := i.conn.Scheduler.Process(ctx, req)
 	if err == nil {
 		i.f.noteSuccess()
 		return out, nil
+	}
+	if rss := overLimit.Load(); rss > 0 {
+		i.kill()
+		return nil, fmt.Errorf("goplugin: %s: memory limit of %d MiB exceeded (resident %d MiB); process killed",
+			i.f.info.Name, i.f.cfg.MemoryLimitBytes>>20, rss>>20)
 	}
 	if ctx.Err() != nil {
 		i.kill()
@@ -282,6 +302,32 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 	i.kill()
 	i.f.noteCrash()
 	return nil, i.stderr.Explain(fmt.Errorf("goplugin: %s: process failed: %v", i.f.info.Name, err))
+}
+
+// watchMemory kills the process once its resident memory passes limit,
+// recording the size it saw in over, until stop is closed.
+func (i *instance) watchMemory(limit uint64, stop <-chan struct{}, over *atomic.Uint64) {
+	t := time.NewTicker(i.f.cfg.MemoryCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if rss, ok := residentBytes(i.Pid()); ok && rss > limit {
+				over.Store(rss)
+				i.kill()
+				return
+			}
+		}
+	}
+}
+
+// MemoryBytes implements runtime.Sizer: the process's resident memory, so
+// that the pool recycles a process past its high-water mark.
+func (i *instance) MemoryBytes() uint64 {
+	rss, _ := residentBytes(i.Pid())
+	return rss
 }
 
 // Pid is the plugin process's ID (0 once it is gone).

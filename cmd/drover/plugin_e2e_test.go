@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestE2E_CustomGoPluginFromConfigSchedulesAJob runs the real binary with
+// a plugin directory holding the built-in service scheduler (wasm) and the
+// zones example as a go-plugin executable, configured by a plugin block
+// of the agent's configuration file, and schedules a job that names it.
+func TestE2E_CustomGoPluginFromConfigSchedulesAJob(t *testing.T) {
+	bin := droverBin(t)
+	dir := t.TempDir()
+	pluginDir := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
+	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), filepath.Join(pluginDir, "zones"), 0o755)
+	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
+plugin_dir = %q
+plugin "zones" {
+  config = { zone_attribute = "meta.rack" }
+  limits {
+    timeout = "20s"
+  }
+}
+`, pluginDir))
+	base := startDevAgent(t, bin, 8, "-config", cfg)
+
+	code, out := drover(t, bin, base, "plugin", "inspect", "zones")
+	if code != 0 || !strings.Contains(out, "goplugin") || !strings.Contains(out, "meta.rack") {
+		t.Fatalf("plugin inspect: exit %d:\n%s", code, out)
+	}
+	job := writeFile(t, dir, "web.hcl", `
+job "web" {
+  datacenters = ["dc1", "dc2"]
+  type        = "service"
+  scheduler   = "zones"
+  group "web" {
+    count = 8
+    task "app" {
+      driver = "docker"
+      config {
+        image = "nginx:1.27"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`)
+	if code, out := drover(t, bin, base, "job", "run", job); code != 0 {
+		t.Fatalf("job run: exit %d:\n%s", code, out)
+	}
+	var allocs []*sdk.AllocationListStub
+	getJSON(t, base+"/v1/job/web/allocations", &allocs)
+	racks := map[string]int{}
+	for _, a := range allocs {
+		var n sdk.Node
+		getJSON(t, base+"/v1/node/"+a.NodeID, &n)
+		racks[n.Meta["rack"]]++
+	}
+	// Eight allocations over the dev cluster's four racks: two in each.
+	if len(racks) != 4 || racks["r0"] != 2 || racks["r1"] != 2 || racks["r2"] != 2 || racks["r3"] != 2 {
+		t.Fatalf("allocations per rack = %v", racks)
+	}
+	var p httpapi.PluginStub
+	getJSON(t, base+"/v1/plugin/scheduler/zones", &p)
+	if p.Runtime != "goplugin" || p.Stats.Evals == 0 || p.Stats.Failures != 0 {
+		t.Fatalf("plugin = %+v", p)
+	}
+}
