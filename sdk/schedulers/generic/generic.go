@@ -337,13 +337,14 @@ func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGrou
 		return false, true, nil
 	}
 	p.plan.Stop(existing, reconcile.AllocInPlace, "", "")
-	option, _ := p.stack.SelectOn(node, tg, stack.Options{})
+	option, metric := p.stack.SelectOn(node, tg, stack.Options{})
 	p.plan.PopStop(existing)
 	if option == nil {
 		return false, true, nil
 	}
 	updated := *existing
 	updated.Job = nil
+	updated.Metrics = metric // as Nomad: the in-place placement's own explanation
 	updated.EvalID = p.eval.ID
 	updated.JobVersion = job.Version
 	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)

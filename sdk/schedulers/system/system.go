@@ -210,7 +210,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 			continue
 		}
 		p.plan.Stop(a, reconcile.AllocInPlace, "", "")
-		option, _ := p.stack.SelectOn(node, t.TaskGroup, stack.Options{})
+		option, metric := p.stack.SelectOn(node, t.TaskGroup, stack.Options{})
 		p.plan.PopStop(a)
 		if option == nil {
 			destructive = append(destructive, t)
@@ -218,6 +218,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 		}
 		updated := *a
 		updated.Job = nil
+		updated.Metrics = metric
 		updated.EvalID = p.eval.ID
 		updated.JobVersion = p.job.Version
 		updated.AllocatedResources = option.Resources
