@@ -13,8 +13,8 @@ import (
 // Metrics replaces them.
 func TestApplyPlanResults_InPlaceUpdateKeepsMetricsUnlessGiven(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		update  *sdk.AllocMetric
+		name      string
+		update    *sdk.AllocMetric
 		evaluated int
 	}{{"without metrics", nil, 7}, {"with metrics", &sdk.AllocMetric{NodesEvaluated: 1}, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
