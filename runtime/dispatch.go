@@ -47,7 +47,7 @@ func encode(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
 
 func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 	var req abi.PlanRequest
-	if _, err := req.UnmarshalMsg(msg); err != nil || req.Plan == nil {
+	if err := abi.Decode(msg, &req); err != nil || req.Plan == nil {
 		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: undecodable plan"})
 	}
 	plan := req.Plan
@@ -97,7 +97,7 @@ func slimResult(r *sdk.PlanResult) *sdk.PlanResult {
 
 func (d *dispatcher) evalOp(op abi.Op, msg []byte) ([]byte, error) {
 	var req abi.EvalRequest
-	if _, err := req.UnmarshalMsg(msg); err != nil || req.Eval == nil {
+	if err := abi.Decode(msg, &req); err != nil || req.Eval == nil {
 		return encode(&abi.Status{Code: abi.CodeDecode, Message: "host: undecodable eval"})
 	}
 	var err error
@@ -118,7 +118,7 @@ func (d *dispatcher) evalOp(op abi.Op, msg []byte) ([]byte, error) {
 
 func (d *dispatcher) garbageCollect(msg []byte) ([]byte, error) {
 	var req abi.GCRequest
-	if _, err := req.UnmarshalMsg(msg); err != nil || req.Request == nil {
+	if err := abi.Decode(msg, &req); err != nil || req.Request == nil {
 		return encode(&abi.Status{Code: abi.CodeDecode, Message: "host: undecodable gc request"})
 	}
 	c, ok := d.call.Planner.(Collector)
@@ -134,7 +134,7 @@ func (d *dispatcher) garbageCollect(msg []byte) ([]byte, error) {
 
 func (d *dispatcher) logRecord(msg []byte) {
 	var rec abi.LogRecord
-	if _, err := rec.UnmarshalMsg(msg); err != nil {
+	if err := abi.Decode(msg, &rec); err != nil {
 		return
 	}
 	var ev *zerolog.Event

@@ -196,7 +196,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 		return fmt.Errorf("%w: plugin[%s] eval[%s]: %v", ErrPluginFailed, p.info.Name, call.Eval.ID, err)
 	}
 	var resp abi.ProcessResponse
-	if _, err := resp.UnmarshalMsg(out); err != nil {
+	if err := abi.Decode(out, &resp); err != nil {
 		p.recycle(ctx, s, "undecodable response")
 		return fmt.Errorf("%w: plugin[%s] eval[%s]: decode response: %v", ErrPluginFailed, p.info.Name, call.Eval.ID, err)
 	}

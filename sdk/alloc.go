@@ -21,7 +21,12 @@ type Allocation struct {
 	Job *Job `msg:",omitempty"`
 	// JobVersion is Job.Version, kept beside Job so that allocations can be
 	// sent without their job.
-	JobVersion           uint64              `msg:",omitempty"`
+	JobVersion uint64
+	// JobModifyIndex is Job.JobModifyIndex: with the job's namespace and
+	// ID it names the job version exactly, even after the job was purged
+	// and registered again (when version numbers start over). A plugin's
+	// state mirror links allocations to their job by it.
+	JobModifyIndex       uint64              `msg:",omitempty"`
 	TaskGroup            string              `msg:",omitempty"`
 	AllocatedResources   *AllocatedResources `msg:",omitempty"`
 	Metrics              *AllocMetric        `msg:",omitempty"`

@@ -1905,8 +1905,8 @@ func (z *AllocatedTaskResources) Msgsize() (s int) {
 func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(31)
-	var zb0001Mask uint32 /* 31 bits */
+	zb0001Len := uint32(32)
+	var zb0001Mask uint32 /* 32 bits */
 	_ = zb0001Mask
 	if z.ID == "" {
 		zb0001Len--
@@ -1940,93 +1940,93 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x80
 	}
-	if z.JobVersion == 0 {
-		zb0001Len--
-		zb0001Mask |= 0x100
-	}
-	if z.TaskGroup == "" {
+	if z.JobModifyIndex == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x200
 	}
-	if z.AllocatedResources == nil {
+	if z.TaskGroup == "" {
 		zb0001Len--
 		zb0001Mask |= 0x400
 	}
-	if z.Metrics == nil {
+	if z.AllocatedResources == nil {
 		zb0001Len--
 		zb0001Mask |= 0x800
 	}
-	if z.DesiredStatus == "" {
+	if z.Metrics == nil {
 		zb0001Len--
 		zb0001Mask |= 0x1000
 	}
-	if z.DesiredDescription == "" {
+	if z.DesiredStatus == "" {
 		zb0001Len--
 		zb0001Mask |= 0x2000
 	}
-	if z.ClientStatus == "" {
+	if z.DesiredDescription == "" {
 		zb0001Len--
-		zb0001Mask |= 0x8000
+		zb0001Mask |= 0x4000
 	}
-	if z.ClientDescription == "" {
+	if z.ClientStatus == "" {
 		zb0001Len--
 		zb0001Mask |= 0x10000
 	}
-	if z.TaskStates == nil {
+	if z.ClientDescription == "" {
 		zb0001Len--
 		zb0001Mask |= 0x20000
 	}
-	if z.DeploymentID == "" {
+	if z.TaskStates == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40000
 	}
-	if z.DeploymentStatus == nil {
+	if z.DeploymentID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80000
 	}
-	if z.FollowupEvalID == "" {
+	if z.DeploymentStatus == nil {
 		zb0001Len--
 		zb0001Mask |= 0x100000
 	}
-	if z.PreviousAllocation == "" {
+	if z.FollowupEvalID == "" {
 		zb0001Len--
 		zb0001Mask |= 0x200000
 	}
-	if z.NextAllocation == "" {
+	if z.PreviousAllocation == "" {
 		zb0001Len--
 		zb0001Mask |= 0x400000
 	}
-	if z.RescheduleTracker == nil {
+	if z.NextAllocation == "" {
 		zb0001Len--
 		zb0001Mask |= 0x800000
 	}
-	if z.PreemptedAllocations == nil {
+	if z.RescheduleTracker == nil {
 		zb0001Len--
 		zb0001Mask |= 0x1000000
 	}
-	if z.PreemptedByAllocation == "" {
+	if z.PreemptedAllocations == nil {
 		zb0001Len--
 		zb0001Mask |= 0x2000000
 	}
-	if z.CreateIndex == 0 {
+	if z.PreemptedByAllocation == "" {
 		zb0001Len--
 		zb0001Mask |= 0x4000000
 	}
-	if z.ModifyIndex == 0 {
+	if z.CreateIndex == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x8000000
 	}
-	if z.AllocModifyIndex == 0 {
+	if z.ModifyIndex == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x10000000
 	}
-	if z.CreateTime == 0 {
+	if z.AllocModifyIndex == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20000000
 	}
-	if z.ModifyTime == 0 {
+	if z.CreateTime == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x40000000
+	}
+	if z.ModifyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80000000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -2081,17 +2081,20 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
-			// string "JobVersion"
-			o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
-			o = msgp.AppendUint64(o, z.JobVersion)
-		}
+		// string "JobVersion"
+		o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendUint64(o, z.JobVersion)
 		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "JobModifyIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobModifyIndex)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
 			// string "TaskGroup"
 			o = append(o, 0xa9, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70)
 			o = msgp.AppendString(o, z.TaskGroup)
 		}
-		if (zb0001Mask & 0x400) == 0 { // if not omitted
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
 			// string "AllocatedResources"
 			o = append(o, 0xb2, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
 			if z.AllocatedResources == nil {
@@ -2104,7 +2107,7 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x800) == 0 { // if not omitted
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
 			// string "Metrics"
 			o = append(o, 0xa7, 0x4d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73)
 			if z.Metrics == nil {
@@ -2117,12 +2120,12 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
 			// string "DesiredStatus"
 			o = append(o, 0xad, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
 			o = msgp.AppendString(o, z.DesiredStatus)
 		}
-		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
 			// string "DesiredDescription"
 			o = append(o, 0xb2, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.DesiredDescription)
@@ -2134,17 +2137,17 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 			err = msgp.WrapError(err, "DesiredTransition")
 			return
 		}
-		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
 			// string "ClientStatus"
 			o = append(o, 0xac, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
 			o = msgp.AppendString(o, z.ClientStatus)
 		}
-		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
 			// string "ClientDescription"
 			o = append(o, 0xb1, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.ClientDescription)
 		}
-		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
 			// string "TaskStates"
 			o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x53, 0x74, 0x61, 0x74, 0x65, 0x73)
 			o = msgp.AppendMapHeader(o, uint32(len(z.TaskStates)))
@@ -2161,12 +2164,12 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
 			// string "DeploymentID"
 			o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
 			o = msgp.AppendString(o, z.DeploymentID)
 		}
-		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
 			// string "DeploymentStatus"
 			o = append(o, 0xb0, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
 			if z.DeploymentStatus == nil {
@@ -2179,22 +2182,22 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
 			// string "FollowupEvalID"
 			o = append(o, 0xae, 0x46, 0x6f, 0x6c, 0x6c, 0x6f, 0x77, 0x75, 0x70, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
 			o = msgp.AppendString(o, z.FollowupEvalID)
 		}
-		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
 			// string "PreviousAllocation"
 			o = append(o, 0xb2, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.PreviousAllocation)
 		}
-		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
 			// string "NextAllocation"
 			o = append(o, 0xae, 0x4e, 0x65, 0x78, 0x74, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.NextAllocation)
 		}
-		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
 			// string "RescheduleTracker"
 			o = append(o, 0xb1, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x72, 0x61, 0x63, 0x6b, 0x65, 0x72)
 			if z.RescheduleTracker == nil {
@@ -2241,7 +2244,7 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
 			// string "PreemptedAllocations"
 			o = append(o, 0xb4, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.PreemptedAllocations)))
@@ -2249,32 +2252,32 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.PreemptedAllocations[za0006])
 			}
 		}
-		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
 			// string "PreemptedByAllocation"
 			o = append(o, 0xb5, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x42, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.PreemptedByAllocation)
 		}
-		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
 			// string "CreateIndex"
 			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.CreateIndex)
 		}
-		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
 			// string "ModifyIndex"
 			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.ModifyIndex)
 		}
-		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
 			// string "AllocModifyIndex"
 			o = append(o, 0xb0, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.AllocModifyIndex)
 		}
-		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x40000000) == 0 { // if not omitted
 			// string "CreateTime"
 			o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
 			o = msgp.AppendInt64(o, z.CreateTime)
 		}
-		if (zb0001Mask & 0x40000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x80000000) == 0 { // if not omitted
 			// string "ModifyTime"
 			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
 			o = msgp.AppendInt64(o, z.ModifyTime)
@@ -2374,6 +2377,12 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			z.JobVersion, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobVersion")
+				return
+			}
+		case "JobModifyIndex":
+			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobModifyIndex")
 				return
 			}
 			zb0001Mask |= 0x100
@@ -2732,7 +2741,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			z.Job = nil
 		}
 		if (zb0001Mask & 0x100) == 0 {
-			z.JobVersion = 0
+			z.JobModifyIndex = 0
 		}
 		if (zb0001Mask & 0x200) == 0 {
 			z.TaskGroup = ""
@@ -2810,7 +2819,7 @@ func (z *Allocation) Msgsize() (s int) {
 	} else {
 		s += z.Job.Msgsize()
 	}
-	s += 11 + msgp.Uint64Size + 10 + msgp.StringPrefixSize + len(z.TaskGroup) + 19
+	s += 11 + msgp.Uint64Size + 15 + msgp.Uint64Size + 10 + msgp.StringPrefixSize + len(z.TaskGroup) + 19
 	if z.AllocatedResources == nil {
 		s += msgp.NilSize
 	} else {

@@ -1,5 +1,7 @@
 package sdk
 
+import "fmt"
+
 // Resources is what a task asks for.
 type Resources struct {
 	CPU         int
@@ -248,4 +250,58 @@ func GroupUsage(tg *TaskGroup) Usage {
 		u.DiskMB += int64(tg.EphemeralDisk.SizeMB)
 	}
 	return u
+}
+
+// RequestedResources returns what one allocation of tg asks for, as the
+// resources an allocation holds: each task's CPU and memory and the
+// group's ephemeral disk. Reserved cores, ports and devices are assigned
+// per node by a scheduler and are not included. The host rejects a
+// placement that holds less than this.
+func RequestedResources(tg *TaskGroup) *AllocatedResources {
+	ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(tg.Tasks))}
+	for _, t := range tg.Tasks {
+		tr := &AllocatedTaskResources{}
+		if r := t.Resources; r != nil {
+			tr.Cpu.CpuShares = int64(r.CPU)
+			tr.Memory.MemoryMB = int64(r.MemoryMB)
+			tr.Memory.MemoryMaxMB = int64(r.MemoryMaxMB)
+		}
+		ar.Tasks[t.Name] = tr
+	}
+	if tg.EphemeralDisk != nil {
+		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
+	}
+	return ar
+}
+
+// CheckCovers returns an error unless ar can stand for an allocation of tg:
+// resources for every task and nothing negative, and at least what
+// RequestedResources(tg) holds in each dimension. The host checks every
+// placement with it before judging fit, so a plan cannot fool the fit
+// check by under-reporting; sdktest does the same.
+func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
+	if ar == nil {
+		return fmt.Errorf("it holds no resources")
+	}
+	for name, tr := range ar.Tasks {
+		if tr == nil {
+			return fmt.Errorf("the resources of task %q are missing (null)", name)
+		}
+		if tr.Cpu.CpuShares < 0 || tr.Memory.MemoryMB < 0 || tr.Memory.MemoryMaxMB < 0 {
+			return fmt.Errorf("task %q holds negative resources", name)
+		}
+	}
+	if ar.Shared.DiskMB < 0 {
+		return fmt.Errorf("it holds a negative disk")
+	}
+	have, need := ar.Usage(), GroupUsage(tg)
+	for _, c := range []struct {
+		dim        string
+		have, need int64
+	}{{"cpu", have.CPU, need.CPU}, {"memory", have.MemoryMB, need.MemoryMB}, {"disk", have.DiskMB, need.DiskMB}, {"cores", have.Cores, need.Cores}} {
+		if c.have < c.need {
+			return fmt.Errorf("it holds %d %s, less than its group %q asks for (%d)", c.have, c.dim, tg.Name, c.need)
+		}
+	}
+	return nil
 }

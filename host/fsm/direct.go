@@ -9,5 +9,8 @@ import "github.com/tinylib/msgp/msgp"
 // compares against Nomad's in-memory harness, which writes its state store
 // directly.
 func (f *FSM) ApplyDecoded(index uint64, msg msgp.Unmarshaler) error {
+	if err := checkShape(msg); err != nil {
+		return err
+	}
 	return f.commit(index, msg)
 }

@@ -132,7 +132,7 @@ func (f *FSM) applyCommand(index uint64, data []byte) any {
 // commit applies a decoded entry in one transaction and tells the notifier.
 func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 	fx := &effects{Commit: Commit{Index: index}}
-	if err := f.store.Write(index, func(tx *state.Txn) error { return apply(tx, msg, fx) }); err != nil {
+	if err := f.store.Write(index, func(tx *state.Txn) error { return safeApply(tx, msg, fx) }); err != nil {
 		return err
 	}
 	if f.notify != nil {
@@ -145,6 +145,23 @@ func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 		}
 	}
 	return nil
+}
+
+// ErrApplyPanic wraps a panic raised while applying an entry. The entry's
+// transaction is discarded, so the state is as before it; the panic is
+// deterministic (the FSM reads no clock or random source), so every replica
+// and every replay discards it alike, and a durable log holding such an
+// entry still restarts.
+var ErrApplyPanic = errors.New("fsm: applying the entry panicked")
+
+// safeApply is apply with a panic turned into ErrApplyPanic.
+func safeApply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %T: %v", ErrApplyPanic, msg, r)
+		}
+	}()
+	return apply(tx, msg, fx)
 }
 
 // decodeEntry decodes a tagged entry into its request message.
@@ -191,12 +208,18 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
+	if _, err := msgp.Skip(data[1:]); err != nil {
+		return nil, fmt.Errorf("%w: %T: malformed: %v", ErrBadEntry, msg, err)
+	}
 	rest, err := msg.UnmarshalMsg(data[1:])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T: %v", ErrBadEntry, msg, err)
 	}
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("%w: %T: %d trailing bytes", ErrBadEntry, msg, len(rest))
+	}
+	if err := checkShape(msg); err != nil {
+		return nil, err
 	}
 	return msg, nil
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/hashicorp/raft"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -121,11 +123,14 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		if a.Job == nil {
 			continue
 		}
-		ref := versionRef{a.Namespace, a.JobID, a.Job.Version}
-		if extra[ref] || snap.JobVersion(ref.ns, ref.id, ref.v) != nil {
+		ref := versionRef{a.Namespace, a.JobID, a.Job.JobModifyIndex}
+		if extra[ref] {
 			continue
 		}
-		if cur := snap.Job(ref.ns, ref.id); cur != nil && cur.Version == ref.v {
+		if v := snap.JobVersion(ref.ns, ref.id, a.Job.Version); v != nil && v.JobModifyIndex == ref.mod {
+			continue
+		}
+		if cur := snap.Job(ref.ns, ref.id); cur != nil && cur.JobModifyIndex == ref.mod {
 			continue
 		}
 		extra[ref] = true
@@ -164,7 +169,7 @@ func restore(store *state.Store, r io.Reader) error {
 		return fmt.Errorf("%w: bad header", ErrCorruptSnapshot)
 	}
 	var meta snapshotMeta
-	var body []byte
+	var body bytes.Buffer
 	next := func() (byte, []byte, error) {
 		kind, err := br.ReadByte()
 		if err != nil {
@@ -177,14 +182,13 @@ func restore(store *state.Store, r io.Reader) error {
 		if err != nil || n > 1<<30 {
 			return 0, nil, fmt.Errorf("%w: bad record length", ErrCorruptSnapshot)
 		}
-		if uint64(cap(body)) < n {
-			body = make([]byte, n)
-		}
-		body = body[:n]
-		if _, err := io.ReadFull(br, body); err != nil {
+		// The buffer grows with the bytes actually read, so a corrupt
+		// length cannot make the reader allocate what is not there.
+		body.Reset()
+		if _, err := io.CopyN(&body, br, int64(n)); err != nil {
 			return 0, nil, fmt.Errorf("%w: truncated record: %v", ErrCorruptSnapshot, err)
 		}
-		return kind, body, nil
+		return kind, body.Bytes(), nil
 	}
 	kind, b, err := next()
 	if err != nil {
@@ -218,12 +222,12 @@ func restore(store *state.Store, r io.Reader) error {
 
 type versionRef struct {
 	ns, id string
-	v      uint64
+	mod    uint64 // the version's JobModifyIndex
 }
 
 func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]*sdk.Job) error {
 	un := func(m msgp.Unmarshaler) error {
-		if _, err := m.UnmarshalMsg(b); err != nil {
+		if err := abi.Decode(b, m); err != nil {
 			return fmt.Errorf("%w: record %d: %v", ErrCorruptSnapshot, kind, err)
 		}
 		return nil
@@ -258,21 +262,21 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 		if err := un(&j); err != nil {
 			return err
 		}
-		allocJobs[versionRef{j.Namespace, j.ID, j.Version}] = &j
+		allocJobs[versionRef{j.Namespace, j.ID, j.JobModifyIndex}] = &j
 		return nil
 	case recAlloc:
 		var a sdk.Allocation
 		if err := un(&a); err != nil {
 			return err
 		}
-		a.Job = allocJobs[versionRef{a.Namespace, a.JobID, a.JobVersion}]
-		if a.Job == nil {
-			a.Job = tx.JobVersion(a.Namespace, a.JobID, a.JobVersion)
+		// Link the allocation to the version it names by JobModifyIndex:
+		// after a purge and a new registration, version numbers repeat.
+		a.Job = allocJobs[versionRef{a.Namespace, a.JobID, a.JobModifyIndex}]
+		if v := tx.JobVersion(a.Namespace, a.JobID, a.JobVersion); a.Job == nil && v != nil && v.JobModifyIndex == a.JobModifyIndex {
+			a.Job = v
 		}
-		if a.Job == nil {
-			if cur := tx.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.JobVersion {
-				a.Job = cur
-			}
+		if cur := tx.Job(a.Namespace, a.JobID); a.Job == nil && cur != nil && cur.JobModifyIndex == a.JobModifyIndex {
+			a.Job = cur
 		}
 		return tx.UpsertAlloc(&a)
 	case recEval:

@@ -262,3 +262,44 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// A snapshot taken after a job was purged and registered again restores
+// each allocation with the job version it ran, not the one that shares its
+// version number.
+func TestSnapshot_RestoreKeepsPurgedVersionsApart(t *testing.T) {
+	src, _ := state.NewStore()
+	mk := func(img string) *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: "web", Type: "service", TaskGroups: []*sdk.TaskGroup{{Name: "g",
+			Tasks: []*sdk.Task{{Name: "t", Driver: "docker", Config: sdk.Opaque{"image": img}}}}}}
+	}
+	steps := []func(tx *state.Txn) error{
+		func(tx *state.Txn) error { return tx.UpsertJob(mk("v1")) },
+		func(tx *state.Txn) error {
+			return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: tx.Job("default", "web"), NodeID: "n1"})
+		},
+		func(tx *state.Txn) error { return tx.DeleteJob("default", "web") },
+		func(tx *state.Txn) error { return tx.UpsertJob(mk("v2")) },
+		func(tx *state.Txn) error {
+			return tx.UpsertAlloc(&sdk.Allocation{ID: "a2", Namespace: "default", JobID: "web", Job: tx.Job("default", "web"), NodeID: "n1"})
+		},
+	}
+	for i, step := range steps {
+		if err := src.Write(uint64(i+1), step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	dst, _ := state.NewStore()
+	if err := restore(dst, &buf); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"a1": "v1", "a2": "v2"} {
+		a := dst.Snapshot().Alloc(id)
+		if a.Job == nil || a.Job.TaskGroups[0].Tasks[0].Config["image"] != want {
+			t.Errorf("restored %s runs %+v, want image %s", id, a.Job, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -154,7 +155,16 @@ func (a *Applier) Run(ctx context.Context) {
 
 // evaluate validates and evaluates p against snap and encodes what to
 // commit.
-func (a *Applier) evaluate(snap State, p *sdk.Plan) evaluation {
+//
+// A plan that makes verification panic (a shape Validate does not catch yet)
+// is rejected with the panic as its reason: the applier keeps running.
+func (a *Applier) evaluate(snap State, p *sdk.Plan) (ev evaluation) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Str("eval_id", p.EvalID).Msg("plan verification panicked")
+			ev = evaluation{err: fmt.Errorf("%w: verification failed: %v", ErrInvalidPlan, r)}
+		}
+	}()
 	if err := Validate(snap, p, a.limits); err != nil {
 		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
 		return evaluation{err: err}

@@ -93,6 +93,9 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 			return invalid("unknown node %s", node)
 		}
 		for _, a := range allocs {
+			if a == nil {
+				return invalid("a placement on node %s is missing (null)", node)
+			}
 			if err := checkPlacement(snap, p, node, a, dup); err != nil {
 				return err
 			}
@@ -100,6 +103,9 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 	}
 	for node, stops := range p.NodeUpdate {
 		for _, s := range stops {
+			if s == nil {
+				return invalid("a stop on node %s is missing (null)", node)
+			}
 			if err := dup(s.ID); err != nil {
 				return err
 			}
@@ -127,6 +133,9 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 	}
 	for node, pre := range p.NodePreemptions {
 		for _, s := range pre {
+			if s == nil {
+				return invalid("a preemption on node %s is missing (null)", node)
+			}
 			if err := dup(s.ID); err != nil {
 				return err
 			}
@@ -149,10 +158,23 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 			}
 		}
 	}
-	if d := p.Deployment; d != nil && (d.Namespace != owner.Namespace || d.JobID != owner.ID) {
-		return invalid("deployment %s is for job %s/%s, not %s", d.ID, d.Namespace, d.JobID, owner)
+	if d := p.Deployment; d != nil {
+		if d.Namespace != owner.Namespace || d.JobID != owner.ID {
+			return invalid("deployment %s is for job %s/%s, not %s", d.ID, d.Namespace, d.JobID, owner)
+		}
+		if old := snap.Deployment(d.ID); old != nil && (old.Namespace != owner.Namespace || old.JobID != owner.ID) {
+			return invalid("deployment ID %s is already used by job %s/%s", d.ID, old.Namespace, old.JobID)
+		}
+		for g, st := range d.TaskGroups {
+			if st == nil {
+				return invalid("deployment %s: the state of group %q is missing (null)", d.ID, g)
+			}
+		}
 	}
 	for _, u := range p.DeploymentUpdates {
+		if u == nil {
+			return invalid("a deployment update is missing (null)")
+		}
 		d := snap.Deployment(u.DeploymentID)
 		if d == nil && (p.Deployment == nil || p.Deployment.ID != u.DeploymentID) {
 			return invalid("update of unknown deployment %s", u.DeploymentID)
@@ -177,8 +199,22 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 		return invalid("allocation %s belongs to job %s/%s, not the plan's job %s/%s",
 			a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
 	}
-	if p.Job.LookupTaskGroup(a.TaskGroup) == nil {
+	tg := p.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
 		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
+	}
+	if err := checkResources(a, tg); err != nil {
+		return err
+	}
+	if a.PreviousAllocation != "" {
+		if prev := snap.Alloc(a.PreviousAllocation); prev != nil && (prev.JobID != a.JobID || prev.Namespace != a.Namespace) {
+			return invalid("allocation %s names allocation %s of another job as its predecessor", a.ID, a.PreviousAllocation)
+		}
+	}
+	if a.DeploymentID != "" && (p.Deployment == nil || p.Deployment.ID != a.DeploymentID) {
+		if d := snap.Deployment(a.DeploymentID); d == nil || d.Namespace != a.Namespace || d.JobID != a.JobID {
+			return invalid("allocation %s names deployment %s, which is neither the plan's nor its job's", a.ID, a.DeploymentID)
+		}
 	}
 	if old := snap.Alloc(a.ID); old != nil {
 		if old.JobID != a.JobID || old.Namespace != a.Namespace || old.NodeID != a.NodeID {
@@ -197,6 +233,16 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	}
 	a.EvalID = p.EvalID
 	a.Job = nil
+	return nil
+}
+
+// checkResources checks what a placement claims to hold (see
+// sdk.AllocatedResources.CheckCovers), so the fit check cannot be fooled
+// by a plugin that under-reports, or reports negative, resources.
+func checkResources(a *sdk.Allocation, tg *sdk.TaskGroup) error {
+	if err := a.AllocatedResources.CheckCovers(tg); err != nil {
+		return invalid("allocation %s: %v", a.ID, err)
+	}
 	return nil
 }
 

@@ -58,6 +58,10 @@ func res(cpu int64) *sdk.AllocatedResources {
 		Memory: sdk.AllocatedMemoryResources{MemoryMB: 10}}}}
 }
 
+func withPrev(a *sdk.Allocation, prev string) *sdk.Allocation { a.PreviousAllocation = prev; return a }
+
+func withDeployment(a *sdk.Allocation, d string) *sdk.Allocation { a.DeploymentID = d; return a }
+
 func place(id, node string, cpu int64) *sdk.Allocation {
 	return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: node,
 		DesiredStatus: "run", AllocatedResources: res(cpu)}
@@ -215,7 +219,24 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		{"unknown group", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "nope", NodeID: "n0"}}}}, 0, "unknown task group"},
 		{"placement not to run", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
-			"n0": {{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n0", DesiredStatus: "stop"}}}}, 0, "desired status"},
+			"n0": {{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n0", DesiredStatus: "stop", AllocatedResources: res(1)}}}}, 0, "desired status"},
+		{"null placement", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {nil}}}, 0, "missing (null)"},
+		{"null stop", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n0": {nil}}}, 0, "missing (null)"},
+		{"null preemption", &sdk.Plan{EvalID: "e1", Job: job, NodePreemptions: map[string][]*sdk.Allocation{"n0": {nil}}}, 0, "missing (null)"},
+		{"null task resources", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {{ID: "a",
+			Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n0",
+			AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": nil}}}}}}, 0, "missing (null)"},
+		{"no resources", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {{ID: "a",
+			Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n0"}}}}, 0, "holds no resources"},
+		{"negative resources", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {place("a", "n0", 5000), place("b", "n0", -5000)}}}, 0, "negative"},
+		{"null deployment group", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d1", Namespace: "default",
+			JobID: "web", TaskGroups: map[string]*sdk.DeploymentState{"g": nil}}}, 0, "missing (null)"},
+		{"null deployment update", &sdk.Plan{EvalID: "e1", Job: job, DeploymentUpdates: []*sdk.DeploymentStatusUpdate{nil}}, 0, "missing (null)"},
+		{"predecessor of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {withPrev(place("a", "n0", 1), "busy")}}}, 0, "of another job as its predecessor"},
+		{"deployment of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {withDeployment(place("a", "n0", 1), "nope")}}}, 0, "neither the plan's nor its job's"},
 		{"update of a terminal allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("dead", "n0", 1)}}}, 0, "terminal"},
 		{"stop of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "another job"},
 		{"stop of unknown allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "ghost"}}}}, 0, "unknown allocation"},
@@ -259,5 +280,26 @@ func TestValidate_TakesJobAndPriorityFromState(t *testing.T) {
 	}
 	if a := p.NodeAllocation["n0"][0]; a.EvalID != "e1" || a.DesiredStatus != sdk.AllocDesiredStatusRun {
 		t.Fatalf("placement not stamped: %+v", a)
+	}
+}
+
+func TestCheckResources_UnderReportedClaimsAreRefused(t *testing.T) {
+	tg := &sdk.TaskGroup{Name: "g", EphemeralDisk: &sdk.EphemeralDisk{SizeMB: 300},
+		Tasks: []*sdk.Task{{Name: "t", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256}}}}
+	full := sdk.RequestedResources(tg)
+	if err := checkResources(&sdk.Allocation{ID: "a", AllocatedResources: full}, tg); err != nil {
+		t.Fatalf("what the group asks for is refused: %v", err)
+	}
+	for dim, cut := range map[string]func(*sdk.AllocatedResources){
+		"cpu":    func(r *sdk.AllocatedResources) { r.Tasks["t"].Cpu.CpuShares = 499 },
+		"memory": func(r *sdk.AllocatedResources) { r.Tasks["t"].Memory.MemoryMB = 1 },
+		"disk":   func(r *sdk.AllocatedResources) { r.Shared.DiskMB = 0 },
+	} {
+		r := sdk.RequestedResources(tg)
+		cut(r)
+		err := checkResources(&sdk.Allocation{ID: "a", AllocatedResources: r}, tg)
+		if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), dim) {
+			t.Errorf("%s under-reported: err = %v", dim, err)
+		}
 	}
 }

@@ -92,11 +92,7 @@ func place(ctx *sdk.Context, e *sdk.Evaluation) (int, error) {
 				u := planned[target.ID]
 				u.Add(need)
 				planned[target.ID] = u
-				res := &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}}
-				for _, task := range tg.Tasks {
-					res.Tasks[task.Name] = &sdk.AllocatedTaskResources{Cpu: sdk.AllocatedCpuResources{CpuShares: int64(task.Resources.CPU)},
-						Memory: sdk.AllocatedMemoryResources{MemoryMB: int64(task.Resources.MemoryMB)}}
-				}
+				res := sdk.RequestedResources(tg)
 				plan.AppendAlloc(&sdk.Allocation{ID: ctx.NewID(), Namespace: job.Namespace, JobID: job.ID, Name: name,
 					TaskGroup: tg.Name, NodeID: target.ID, AllocatedResources: res})
 				placed++
@@ -419,8 +415,7 @@ func attemptsThenFail(max int) sdk.SchedulerFunc {
 			p := &sdk.Plan{EvalID: e.ID, Job: job}
 			p.AppendAlloc(&sdk.Allocation{ID: ctx.NewID(), Namespace: job.Namespace, JobID: job.ID, TaskGroup: "g",
 				Name: sdk.AllocName(job.ID, "g", 0), NodeID: n.ID,
-				AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
-					"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: n.NodeResources.Cpu.CpuShares * 2}}}}})
+				AllocatedResources: withCPU(job, n.NodeResources.Cpu.CpuShares*2)})
 			res, err := ctx.Planner.SubmitPlan(p)
 			if err != nil {
 				return err
@@ -711,7 +706,7 @@ func TestLifecycle_Applying_To_Scheduling_Failed(t *testing.T) {
 			}
 			p.AppendAlloc(&sdk.Allocation{ID: ctx.NewID(), Namespace: job.Namespace, JobID: job.ID, TaskGroup: "g",
 				Name: sdk.AllocName(job.ID, "g", i), NodeID: n.ID,
-				AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: cpu}}}}})
+				AllocatedResources: withCPU(job, cpu)})
 		}
 		res, err := ctx.Planner.SubmitPlan(p)
 		if err != nil {
@@ -748,7 +743,7 @@ func TestLifecycle_Applying_To_Pending_Preemption(t *testing.T) {
 		}
 		p.AppendAlloc(&sdk.Allocation{ID: "urgent-0", Namespace: job.Namespace, JobID: job.ID, TaskGroup: "g",
 			Name: sdk.AllocName(job.ID, "g", 0), NodeID: n.ID,
-			AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: 900}}}}})
+			AllocatedResources: withCPU(job, 900)})
 		if _, err := ctx.Planner.SubmitPlan(p); err != nil {
 			return err
 		}
@@ -971,4 +966,12 @@ func (gcEverything) Process(ctx *sdk.Context, e *sdk.Evaluation) error {
 	c := e.Copy()
 	c.Status = sdk.EvalStatusComplete
 	return ctx.Planner.UpdateEval(c)
+}
+
+// withCPU is what an allocation of job's group "g" asks for, but holding
+// cpu MHz for its task "t".
+func withCPU(job *sdk.Job, cpu int64) *sdk.AllocatedResources {
+	res := sdk.RequestedResources(job.LookupTaskGroup("g"))
+	res.Tasks["t"].Cpu.CpuShares = cpu
+	return res
 }

@@ -123,9 +123,11 @@ type versionSet struct {
 	list []*sdk.Job
 }
 
+// versionKeyT names a job version by its JobModifyIndex (unique across
+// versions and registrations).
 type versionKeyT struct {
-	ns, id string
-	v      uint64
+	ns, id   string
+	modIndex uint64
 }
 
 func newVersionSet() *versionSet { return &versionSet{seen: map[versionKeyT]bool{}} }
@@ -143,7 +145,7 @@ func (vs *versionSet) strip(s *Snapshot, a *sdk.Allocation) *sdk.Allocation {
 	if cur := s.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.Job.Version && cur.JobModifyIndex == a.Job.JobModifyIndex {
 		return &c
 	}
-	k := versionKeyT{a.Namespace, a.JobID, a.Job.Version}
+	k := versionKeyT{a.Namespace, a.JobID, a.Job.JobModifyIndex}
 	if !vs.seen[k] {
 		vs.seen[k] = true
 		vs.list = append(vs.list, a.Job)

@@ -229,7 +229,7 @@ func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
 			if kept := t.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version); kept != nil && kept.JobModifyIndex == a.Job.JobModifyIndex {
 				a.Job = kept
 			}
-			a.JobVersion = a.Job.Version
+			a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex
 		}
 		t.touch(a.Namespace, a.JobID)
 	}

@@ -117,7 +117,7 @@ func Load(ctx context.Context, path string, cfg Config) (*Factory, error) {
 		return nil, fmt.Errorf("%w: %s: Info: %v", ErrInvalidPlugin, path, err)
 	}
 	var info abi.Info
-	if _, err := info.UnmarshalMsg(raw); err != nil {
+	if err := abi.Decode(raw, &info); err != nil {
 		return nil, fmt.Errorf("%w: %s: decode info: %v", ErrInvalidPlugin, path, err)
 	}
 	if err := abi.CheckVersion(abi.Version(info.ABI)); err != nil {

@@ -164,7 +164,7 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err != nil || len(raw) == 0 {
 		return fail(fmt.Errorf("%w: %s returned nothing (no scheduler registered?)", ErrInvalidModule, ExportInfo))
 	}
-	if _, err := m.info.UnmarshalMsg(raw); err != nil {
+	if err := abi.Decode(raw, &m.info); err != nil {
 		return fail(fmt.Errorf("%w: decode info: %v", ErrInvalidModule, err))
 	}
 	if m.info.Name == "" {

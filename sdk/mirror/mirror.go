@@ -20,10 +20,14 @@ import (
 // mirror's index; the host answers with a full sync.
 var ErrOutOfSync = errors.New("mirror: delta does not start at the mirror's index")
 
+// versionKey names a job version: its JobModifyIndex is unique across
+// versions and across registrations of the same job ID.
 type versionKey struct {
-	ns, id  string
-	version uint64
+	ns, id   string
+	modIndex uint64
 }
+
+func versionOf(j *sdk.Job) versionKey { return versionKey{j.Namespace, j.ID, j.JobModifyIndex} }
 
 // allocSet is a set of allocations with a lazily sorted view.
 type allocSet struct {
@@ -146,10 +150,10 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	for _, j := range s.Jobs {
 		m.jobs[j.NamespacedID()] = j
-		m.versions[versionKey{j.Namespace, j.ID, j.Version}] = j
+		m.versions[versionOf(j)] = j
 	}
 	for _, j := range s.JobVersions {
-		m.versions[versionKey{j.Namespace, j.ID, j.Version}] = j
+		m.versions[versionOf(j)] = j
 	}
 	for _, id := range s.DeletedAllocs {
 		m.removeAlloc(id)
@@ -178,7 +182,7 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 
 func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	if a.Job == nil {
-		a.Job = m.versions[versionKey{a.Namespace, a.JobID, a.JobVersion}]
+		a.Job = m.versions[versionKey{a.Namespace, a.JobID, a.JobModifyIndex}]
 	}
 	m.allocs[a.ID] = a
 	jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
@@ -258,9 +262,23 @@ func (m *Mirror) Job(namespace, id string) *sdk.Job {
 	return m.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]
 }
 
-// JobVersion implements sdk.State.
+// JobVersion implements sdk.State: a version of the job as it is
+// registered now (after a purge and a new registration, versions of the
+// old registration are not returned).
 func (m *Mirror) JobVersion(namespace, id string, version uint64) *sdk.Job {
-	return m.versions[versionKey{namespace, id, version}]
+	cur := m.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]
+	if cur == nil {
+		return nil
+	}
+	if cur.Version == version {
+		return cur
+	}
+	for k, j := range m.versions {
+		if k.ns == namespace && k.id == id && j.Version == version && j.CreateIndex == cur.CreateIndex {
+			return j
+		}
+	}
+	return nil
 }
 
 // Alloc implements sdk.State.

@@ -149,7 +149,7 @@ func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
 		a.Job = h.jobs[sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}]
 	}
 	if a.Job != nil {
-		a.JobVersion = a.Job.Version
+		a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex
 	}
 	if a.CreateIndex == 0 {
 		a.CreateIndex = idx
@@ -541,13 +541,26 @@ func (h *Harness) validate(p *sdk.Plan) error {
 			return invalid("unknown node %s", node)
 		}
 		for _, a := range allocs {
+			if a == nil {
+				return invalid("a placement on node %s is missing (null)", node)
+			}
 			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
 				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)
+			}
+			tg := p.Job.LookupTaskGroup(a.TaskGroup)
+			if tg == nil {
+				return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
+			}
+			if err := a.AllocatedResources.CheckCovers(tg); err != nil {
+				return invalid("allocation %s: %v", a.ID, err)
 			}
 		}
 	}
 	for node, stops := range p.NodeUpdate {
 		for _, s := range stops {
+			if s == nil {
+				return invalid("a stop on node %s is missing (null)", node)
+			}
 			old := h.allocs[s.ID]
 			if old == nil || old.NodeID != node {
 				return invalid("stop of unknown allocation %s on node %s", s.ID, node)

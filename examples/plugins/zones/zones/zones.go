@@ -191,7 +191,7 @@ func (p *pass) placeGroup(job *sdk.Job, tg *sdk.TaskGroup, allocs []*sdk.Allocat
 		p.plan.AppendAlloc(&sdk.Allocation{
 			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID, Name: sdk.AllocName(job.ID, tg.Name, idx),
 			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version, TaskGroup: tg.Name,
-			AllocatedResources: resources(tg), Metrics: metric,
+			AllocatedResources: sdk.RequestedResources(tg), Metrics: metric,
 			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
 		})
 	}
@@ -225,22 +225,4 @@ func (p *pass) pick(zones []string, byZone map[string][]*sdk.Node, count map[str
 		}
 	}
 	return nil, ""
-}
-
-// resources is what an allocation of tg reserves.
-func resources(tg *sdk.TaskGroup) *sdk.AllocatedResources {
-	ar := &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}}
-	for _, t := range tg.Tasks {
-		tr := &sdk.AllocatedTaskResources{}
-		if t.Resources != nil {
-			tr.Cpu.CpuShares = int64(t.Resources.CPU)
-			tr.Memory.MemoryMB = int64(t.Resources.MemoryMB)
-			tr.Memory.MemoryMaxMB = int64(t.Resources.MemoryMaxMB)
-		}
-		ar.Tasks[t.Name] = tr
-	}
-	if tg.EphemeralDisk != nil {
-		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
-	}
-	return ar
 }

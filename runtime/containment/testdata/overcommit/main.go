@@ -17,11 +17,15 @@ func init() {
 			plan := &sdk.Plan{EvalID: eval.ID, Job: job, Priority: eval.Priority}
 			tg := job.TaskGroups[0]
 			for i := 0; i < tg.Count; i++ {
+				// Honest about what it holds (more than the group asks), so
+				// the host's fit check, not its claim check, rejects it.
+				res := sdk.RequestedResources(tg)
+				for _, t := range res.Tasks {
+					t.Cpu.CpuShares, t.Memory.MemoryMB = 100_000, 100_000
+				}
 				plan.AppendAlloc(&sdk.Allocation{ID: ctx.NewID(), Namespace: job.Namespace, JobID: job.ID, JobVersion: job.Version,
 					TaskGroup: tg.Name, Name: sdk.AllocName(job.ID, tg.Name, i), NodeID: node.ID,
-					AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
-						"t": {Cpu: sdk.AllocatedCpuResources{CpuShares: 100_000}, Memory: sdk.AllocatedMemoryResources{MemoryMB: 100_000}}}},
-					DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending})
+					AllocatedResources: res, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending})
 			}
 			res, err := ctx.Planner.SubmitPlan(plan)
 			if err != nil {

@@ -1,0 +1,80 @@
+package fsm
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// applyBase is a small state every fuzzed entry applies to.
+func applyBase(t testing.TB) *FSM {
+	store, _ := state.NewStore()
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service",
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	err := store.Write(1, func(tx *state.Txn) error {
+		if err := tx.UpsertNode(&sdk.Node{ID: "n1", Status: sdk.NodeStatusReady}); err != nil {
+			return err
+		}
+		if err := tx.UpsertJob(job); err != nil {
+			return err
+		}
+		if err := tx.UpsertEval(&sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending}); err != nil {
+			return err
+		}
+		if err := tx.UpsertDeployment(&sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web",
+			TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}, Status: sdk.DeploymentStatusRunning}); err != nil {
+			return err
+		}
+		return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: job, TaskGroup: "g",
+			NodeID: "n1", EvalID: "e1", DeploymentID: "d1", DesiredStatus: sdk.AllocDesiredStatusRun})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(store, nil, zerolog.Nop())
+}
+
+// FuzzApply: no decodable entry makes applying it panic. (Apply turns a
+// panic into ErrApplyPanic so a bad entry cannot crash the host or poison
+// a durable log; this test finds the inputs that would need that net.)
+func FuzzApply(f *testing.F) {
+	seeds := []struct {
+		t   MessageType
+		msg msgp.Marshaler
+	}{
+		{JobRegisterRequestType, &JobRegisterRequest{Job: &sdk.Job{Namespace: "default", ID: "j2"}, Eval: &sdk.Evaluation{ID: "e2"}}},
+		{ApplyPlanResultsRequestType, &ApplyPlanResultsRequest{EvalID: "e1",
+			Deployment:    &sdk.Deployment{ID: "d2", Namespace: "default", JobID: "web", TaskGroups: map[string]*sdk.DeploymentState{"g": nil}},
+			AllocsUpdated: []*sdk.Allocation{{ID: "a2", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DeploymentID: "d2"}}}},
+		{ApplyPlanResultsRequestType, &ApplyPlanResultsRequest{EvalID: "e1", AllocsStopped: []*sdk.Allocation{nil, {ID: "a1"}}}},
+		{AllocClientUpdateRequestType, &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: "running"}, nil}}},
+		{EvalUpdateRequestType, &EvalUpdateRequest{Evals: []*sdk.Evaluation{nil}}},
+		{NodeRegisterRequestType, &NodeRegisterRequest{Node: &sdk.Node{ID: "n2"}}},
+		{DeploymentStatusUpdateRequestType, &DeploymentStatusUpdateRequest{Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: "failed"}}},
+		{DeploymentPromoteRequestType, &DeploymentPromoteRequest{DeploymentID: "d1", Groups: []string{"g", "nope"}}},
+		{AllocUpdateDesiredTransitionRequestType, &AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{"a1": nil}}},
+		{NodeUpdateDrainRequestType, &NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{}}},
+		{GarbageCollectRequestType, &GarbageCollectRequest{Evals: []string{"e1"}, Allocs: []string{"a1"}}},
+	}
+	for _, s := range seeds {
+		b, err := Encode(s.t, s.msg)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msg, err := decodeEntry(b)
+		if err != nil {
+			return
+		}
+		fsm := applyBase(t)
+		if err := fsm.commit(10, msg); errors.Is(err, ErrApplyPanic) {
+			t.Fatalf("applying %T panicked: %v", msg, err)
+		}
+	})
+}
