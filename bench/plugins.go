@@ -48,31 +48,29 @@ func NativePlugins(log zerolog.Logger) *Plugins {
 // WasmPlugins loads the built-in schedulers' modules (service.wasm,
 // batch.wasm, system.wasm) from dir with cfg.
 func WasmPlugins(ctx context.Context, dir string, cfg wasm.Config, log zerolog.Logger) (*Plugins, error) {
-	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
-	for _, name := range []string{"service", "batch", "system"} {
-		m, err := wasm.LoadFile(ctx, filepath.Join(dir, name+".wasm"), cfg)
-		if err != nil {
-			p.Close(ctx)
-			return nil, fmt.Errorf("bench: %w (build the plugins with `make build`, or set -plugin-dir)", err)
-		}
-		p.all = append(p.all, m)
-		for _, t := range m.Info().Types {
-			p.byType[t] = m
-		}
-	}
-	return p, nil
+	return loadPlugins(ctx, log, "build the plugins with `make build`, or set -plugin-dir", func(name string) (rt.Factory, error) {
+		return wasm.LoadFile(ctx, filepath.Join(dir, name+".wasm"), cfg)
+	})
 }
 
 // GopluginPlugins loads the built-in schedulers built as native go-plugin
 // executables (service, batch, system) from dir with cfg (`make goplugins`
 // puts them in bin/goplugins).
 func GopluginPlugins(ctx context.Context, dir string, cfg goplugin.Config, log zerolog.Logger) (*Plugins, error) {
+	return loadPlugins(ctx, log, "build them with `make goplugins`, or set -plugin-dir", func(name string) (rt.Factory, error) {
+		return goplugin.Load(ctx, filepath.Join(dir, name), cfg)
+	})
+}
+
+// loadPlugins loads the built-in schedulers (service, batch, system) with
+// load; hint says how to get them when one is missing.
+func loadPlugins(ctx context.Context, log zerolog.Logger, hint string, load func(name string) (rt.Factory, error)) (*Plugins, error) {
 	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
 	for _, name := range []string{"service", "batch", "system"} {
-		f, err := goplugin.Load(ctx, filepath.Join(dir, name), cfg)
+		f, err := load(name)
 		if err != nil {
 			p.Close(ctx)
-			return nil, fmt.Errorf("bench: %w (build them with `make goplugins`, or set -plugin-dir)", err)
+			return nil, fmt.Errorf("bench: %w (%s)", err, hint)
 		}
 		p.all = append(p.all, f)
 		for _, t := range f.Info().Types {

@@ -52,29 +52,13 @@ func TestConfig_Validate(t *testing.T) {
 //
 //	go test ./bench -run '^$' -bench Native -benchtime 3x -cpuprofile cpu.out
 func BenchmarkNative(b *testing.B) {
-	for _, n := range []int{1000, 5000} {
-		for _, sc := range Scenarios {
-			b.Run(fmt.Sprintf("%s/nodes=%d", sc.Name, n), func(b *testing.B) {
-				cfg := DefaultConfig()
-				cfg.Plugins = NativePlugins(cfg.Log).Plugin
-				placed := 0
-				var total float64
-				for i := 0; i < b.N; i++ {
-					rr, err := runOne(context.Background(), cfg, sc, n)
-					if err != nil {
-						b.Fatal(err)
-					}
-					placed += rr.Placed
-					total += rr.Total.Seconds()
-				}
-				b.ReportMetric(float64(placed)/total, "placements/s")
-			})
-		}
-	}
+	benchScenarios(b, NativePlugins(zerolog.Nop()))
 }
 
 // BenchmarkWasm times each scenario with the wasm plugins in
-// DROVER_PLUGIN_DIR (make build puts them in bin/plugins):
+// DROVER_PLUGIN_DIR (make build puts them in bin/plugins), without
+// deadline enforcement as the agent runs the built-ins (BENCH_DEADLINES=1
+// enforces it):
 //
 //	DROVER_PLUGIN_DIR=$PWD/bin/plugins go test ./bench -run '^$' -bench Wasm
 func BenchmarkWasm(b *testing.B) {
@@ -83,12 +67,17 @@ func BenchmarkWasm(b *testing.B) {
 		b.Skip("DROVER_PLUGIN_DIR is not set")
 	}
 	wcfg := wasm.DefaultConfig()
-	wcfg.CloseOnContextDone = os.Getenv("BENCH_DEADLINES") != "0"
+	wcfg.CloseOnContextDone = os.Getenv("BENCH_DEADLINES") == "1"
 	plugins, err := WasmPlugins(context.Background(), dir, wcfg, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer plugins.Close(context.Background())
+	benchScenarios(b, plugins)
+}
+
+// benchScenarios runs every scenario at 1,000 and 5,000 nodes with plugins.
+func benchScenarios(b *testing.B, plugins *Plugins) {
 	for _, n := range []int{1000, 5000} {
 		for _, sc := range Scenarios {
 			b.Run(fmt.Sprintf("%s/nodes=%d", sc.Name, n), func(b *testing.B) {

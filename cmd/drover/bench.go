@@ -46,8 +46,10 @@ Options:
                      (in process).
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
-  -deadlines=true    Wasm: let a deadline interrupt the guest, as the agent
-                     does (wazero's close-on-context-done).
+  -deadlines=false   Wasm: let a deadline interrupt the guest (wazero's
+                     close-on-context-done), as the agent does for
+                     third-party plugins; it runs the built-ins without
+                     (limits { enforce_deadline }), as here by default.
   -node-cpu=4000 -node-mem=8192 -task-cpu=100 -task-mem=128 -racks=25
                      Node and task shape.
   -ports             Give each group one dynamic port.
@@ -64,7 +66,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	scenarios := fs.String("scenarios", "", "")
 	runtimeName := fs.String("runtime", "wasm", "")
 	pluginDir := fs.String("plugin-dir", "", "")
-	deadlines := fs.Bool("deadlines", true, "")
+	deadlines := fs.Bool("deadlines", false, "")
 	jsonOut := fs.String("json", "", "")
 	fs.IntVar(&cfg.Runs, "runs", cfg.Runs, "")
 	fs.IntVar(&cfg.NodeCPU, "node-cpu", cfg.NodeCPU, "")
@@ -130,8 +132,8 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	}
 	defer plugins.Close(ctx)
 	cfg.Runtime = *runtimeName
-	if *runtimeName == "wasm" && !*deadlines {
-		cfg.Runtime = "wasm, no deadlines"
+	if *runtimeName == "wasm" && *deadlines {
+		cfg.Runtime = "wasm, deadlines enforced"
 	}
 	cfg.Plugins = plugins.Plugin
 	rows, err := bench.Run(ctx, cfg, c.out)

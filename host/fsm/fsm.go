@@ -537,6 +537,11 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			a.ClientDescription = old.ClientDescription
 			a.TaskStates = old.TaskStates
 			a.CreateTime = old.CreateTime
+			if a.Metrics == nil {
+				// Plugins never see Metrics (state syncs leave them out):
+				// an update without them keeps the placement's.
+				a.Metrics = old.Metrics
+			}
 		} else {
 			a.CreateTime = now
 			if a.DeploymentID != "" {

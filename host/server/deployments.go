@@ -266,19 +266,28 @@ func revertTo(v *sdk.Job, now int64) *sdk.Job {
 	return &j
 }
 
+// activeDeployment returns deployment id, which must be active, and its
+// job (nil if the job is gone).
+func activeDeployment(snap *state.Snapshot, id string) (*sdk.Deployment, *sdk.Job, error) {
+	d := snap.Deployment(id)
+	if d == nil {
+		return nil, nil, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	}
+	if !d.Active() {
+		return nil, nil, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
+	}
+	return d, snap.Job(d.Namespace, d.JobID), nil
+}
+
 // PromoteDeployment promotes the canaries of a deployment's groups (all
 // groups with canaries when groups is empty); every canary of those groups
 // must be healthy. It returns the eval that rolls the rest out.
 func (s *Server) PromoteDeployment(id string, groups []string) (string, uint64, error) {
 	snap := s.store.Snapshot()
-	d := snap.Deployment(id)
-	if d == nil {
-		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	d, job, err := activeDeployment(snap, id)
+	if err != nil {
+		return "", 0, err
 	}
-	if !d.Active() {
-		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
-	}
-	job := snap.Job(d.Namespace, d.JobID)
 	if job == nil {
 		return "", 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
 	}
@@ -306,14 +315,10 @@ func (s *Server) PromoteDeployment(id string, groups []string) (string, uint64, 
 // latest stable job version when a group has auto_revert).
 func (s *Server) FailDeployment(id string) (string, uint64, error) {
 	snap := s.store.Snapshot()
-	d := snap.Deployment(id)
-	if d == nil {
-		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
+	d, job, err := activeDeployment(snap, id)
+	if err != nil {
+		return "", 0, err
 	}
-	if !d.Active() {
-		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
-	}
-	job := snap.Job(d.Namespace, d.JobID)
 	if job == nil {
 		return "", 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
 	}
@@ -335,19 +340,16 @@ func (s *Server) FailDeployment(id string) (string, uint64, error) {
 // resumes a paused one (with an eval to continue).
 func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) {
 	snap := s.store.Snapshot()
-	d := snap.Deployment(id)
-	if d == nil {
-		return "", 0, fmt.Errorf("%w: deployment %q", ErrNotFound, id)
-	}
-	if !d.Active() {
-		return "", 0, badRequest(fmt.Errorf("%w: %s is %s", ErrDeploymentNotActive, id, d.Status))
+	d, job, err := activeDeployment(snap, id)
+	if err != nil {
+		return "", 0, err
 	}
 	req := &fsm.DeploymentStatusUpdateRequest{UpdatedAt: s.now().UnixNano(),
 		Update: &sdk.DeploymentStatusUpdate{DeploymentID: id, Status: sdk.DeploymentStatusPaused, StatusDescription: sdk.DeploymentDescriptionPaused}}
 	evalID := ""
 	if !pause {
 		req.Update.Status, req.Update.StatusDescription = sdk.DeploymentStatusRunning, sdk.DeploymentDescriptionRunning
-		if job := snap.Job(d.Namespace, d.JobID); job != nil {
+		if job != nil {
 			req.Eval = deploymentEval(d, job, newID(), s.now())
 			evalID = req.Eval.ID
 		}

@@ -132,11 +132,13 @@ type versionKeyT struct {
 
 func newVersionSet() *versionSet { return &versionSet{seen: map[versionKeyT]bool{}} }
 
-// strip returns a copy of a without its Job, remembering the job version if
-// it is not the job's current one.
+// strip returns a copy of a without its Job and Metrics, remembering the
+// job version if it is not the job's current one. Metrics explain a past
+// placement to the API; no scheduler reads them, and they are half of an
+// allocation's encoding, which a wasm plugin decodes at some cost.
 func (vs *versionSet) strip(s *Snapshot, a *sdk.Allocation) *sdk.Allocation {
 	c := *a
-	c.Job = nil
+	c.Job, c.Metrics = nil, nil
 	if a.Job == nil {
 		return &c
 	}

@@ -371,11 +371,11 @@ func (h *Harness) FullSync(evals bool) *abi.StateSync {
 	return s
 }
 
-// wireAlloc strips an allocation's job as the host does, adding the job
-// version to the sync when it is not the job's current one.
+// wireAlloc strips an allocation's job and metrics as the host does,
+// adding the job version to the sync when it is not the job's current one.
 func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation {
 	c := *a
-	c.Job = nil
+	c.Job, c.Metrics = nil, nil
 	if a.Job == nil {
 		return &c
 	}

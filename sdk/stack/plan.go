@@ -20,8 +20,14 @@ type Plan struct {
 	// nodes holds, per node the plan touches or the job runs on, what the
 	// plan changes there and the job's allocations there after the plan.
 	nodes    map[string]*nodeChange
+	slab     []nodeChange // where new nodeChanges come from, a chunk at a time
 	watchers []Watcher
 }
+
+// slabMax bounds the chunks nodeChanges are allocated in: a walk touches
+// every node it visits, and one allocation per node was most of a small
+// eval's allocations.
+const slabMax = 1024
 
 // Watcher hears about allocations of the plan's job that the plan adds
 // (delta 1) or removes (delta -1) on a node.
@@ -140,10 +146,30 @@ func (p *Plan) notify(nodeID, tg string, delta int) {
 	}
 }
 
+// reserve makes room for records of n nodes, so that the plan's index of
+// nodes does not grow (rehashing) one node at a time during a walk.
+func (p *Plan) reserve(n int) {
+	if n <= 2*len(p.nodes) {
+		return
+	}
+	m := make(map[string]*nodeChange, n)
+	for id, c := range p.nodes {
+		m[id] = c
+	}
+	p.nodes = m
+	if free := cap(p.slab) - len(p.slab); free < n-len(p.nodes) {
+		p.slab = make([]nodeChange, 0, n-len(p.nodes))
+	}
+}
+
 func (p *Plan) change(nodeID string) *nodeChange {
 	c := p.nodes[nodeID]
 	if c == nil {
-		c = &nodeChange{}
+		if len(p.slab) == cap(p.slab) {
+			p.slab = make([]nodeChange, 0, min(max(2*cap(p.slab), 16), slabMax))
+		}
+		p.slab = p.slab[:len(p.slab)+1]
+		c = &p.slab[len(p.slab)-1]
 		p.nodes[nodeID] = c
 	}
 	return c

@@ -118,22 +118,35 @@ func New(ctx *sdk.Context, plan *Plan, job *sdk.Job, cfg Config) *Stack {
 	}
 }
 
+// Expect tells the stack how many selections are coming, so that the plan
+// makes room at once for the nodes they will visit (the plan keeps a record
+// of every node a selection visits) rather than growing as they go. It is
+// a hint: selections may be more or fewer.
+func (s *Stack) Expect(selections int) {
+	if s.cfg.System {
+		s.plan.reserve(min(len(s.nodes), selections))
+		return
+	}
+	s.plan.reserve(min(len(s.nodes), selections*RankLimit(len(s.nodes), s.cfg.Batch, 0, false)))
+}
+
 // SetNodes sets the nodes selections walk, in the order given (shuffle them
 // first for service and batch jobs), and their count per datacenter.
 func (s *Stack) SetNodes(nodes []*sdk.Node, byDC map[string]int) {
 	s.nodes, s.byDC, s.offset = nodes, byDC, 0
-	s.info = make([]nodeInfo, len(nodes))
+	infoPool.put(s.info)
+	s.info = infoPool.get(len(nodes))
 	for _, g := range s.groups {
 		g.resetCaches(len(nodes))
 	}
 }
 
 func (g *group) resetCaches(n int) {
-	g.feasible = make([]nodeCheck, n)
-	g.known, g.index = 0, nil
-	g.fits = make([]fitCache, n)
+	g.release()
+	g.feasible = checkPool.get(n)
+	g.fits = fitPool.get(n)
 	if g.spread != nil {
-		g.spreadIDs = make([][]int32, n)
+		g.spreadIDs = spreadPool.get(n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
 )
@@ -64,3 +65,63 @@ func (nopPlanner) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 func (nopPlanner) UpdateEval(*sdk.Evaluation) error  { return nil }
 func (nopPlanner) CreateEval(*sdk.Evaluation) error  { return nil }
 func (nopPlanner) ReblockEval(*sdk.Evaluation) error { return nil }
+
+// BenchmarkDecodePlacedAllocs decodes a state delta carrying the 1,000
+// allocations a batch eval placed, as a plugin's mirror receives them
+// after that eval, with and without their Metrics: what the host's
+// stripping of Metrics from state syncs saves a plugin. Natively 2.6 ms
+// against 1.6 ms; as wasm (the test binary built with GOOS=wasip1
+// GOARCH=wasm go test -c, run in wazero with the "drover" host module
+// stubbed) 21 ms against 9.5 ms on the development machine.
+func BenchmarkDecodePlacedAllocs(b *testing.B) {
+	h := schedtest.New(b)
+	h.UpsertNodes(schedtest.Nodes("n", 1000)...)
+	job := schedtest.BatchJob("j", 1000)
+	job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
+	ev := h.RegisterJob(job)
+	p := &planCapture{}
+	ctx := sdk.NewContext(h.State(), p, nil, h.Now, nil, ev.ID)
+	if err := (&generic.Scheduler{Batch: true}).Process(ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		metrics bool
+	}{{"with-metrics", true}, {"stripped", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			sync := &abi.StateSync{FromIndex: 1, Index: 2}
+			for _, as := range p.plan.NodeAllocation {
+				for _, a := range as {
+					c := *a
+					if !tc.metrics {
+						c.Metrics = nil
+					}
+					sync.Allocs = append(sync.Allocs, &c)
+				}
+			}
+			buf, err := sync.MarshalMsg(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(buf)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var s abi.StateSync
+				if _, err := s.UnmarshalMsg(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// planCapture commits every plan and keeps the last.
+type planCapture struct {
+	nopPlanner
+	plan *sdk.Plan
+}
+
+func (c *planCapture) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
+	c.plan = p
+	return c.nopPlanner.SubmitPlan(p)
+}

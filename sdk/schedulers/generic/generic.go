@@ -55,6 +55,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	err := conclude.Retry(limit, func() (bool, bool, error) {
 		p = newPass(ctx, eval, s.Batch, blocked)
 		done, progress, err := p.run()
+		p.stack.Release()
 		blocked = p.blocked
 		return done, progress, err
 	})
@@ -202,6 +203,7 @@ func (p *pass) computeJobAllocs() error {
 	if len(res.Place)+len(res.Destructive) == 0 {
 		return nil
 	}
+	p.stack.Expect(len(res.Place) + len(res.Destructive))
 	for _, d := range res.Destructive {
 		p.queued[d.TaskGroup.Name]++
 		p.place(placement{name: d.Name, tg: d.TaskGroup, prev: d.Stop, stopPrev: d.StopDescription}, deploymentID)
@@ -335,13 +337,14 @@ func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGrou
 		return false, true, nil
 	}
 	p.plan.Stop(existing, reconcile.AllocInPlace, "", "")
-	option, _ := p.stack.SelectOn(node, tg, stack.Options{})
+	option, metric := p.stack.SelectOn(node, tg, stack.Options{})
 	p.plan.PopStop(existing)
 	if option == nil {
 		return false, true, nil
 	}
 	updated := *existing
 	updated.Job = nil
+	updated.Metrics = metric // as Nomad: the in-place placement's own explanation
 	updated.EvalID = p.eval.ID
 	updated.JobVersion = job.Version
 	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)

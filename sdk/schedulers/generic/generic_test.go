@@ -176,6 +176,11 @@ func TestService_Updates(t *testing.T) {
 				t.Fatalf("in place %d stop %d placed %d, want %d %d %d", inplace, len(schedtest.Stopped(plan)), len(placed),
 					tc.wantInPlace, tc.wantStop, tc.wantPlaced)
 			}
+			for _, a := range inplaceAllocs {
+				if a.Metrics == nil || a.Metrics.NodesEvaluated != 1 {
+					t.Fatalf("in-place update %s without its own metrics: %+v", a.Name, a.Metrics)
+				}
+			}
 			if (plan.Deployment != nil) != tc.wantDeployment {
 				t.Fatalf("deployment = %+v", plan.Deployment)
 			}

@@ -56,6 +56,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		p = newPass(ctx, eval, sysbatch)
 		p.next, p.blocked = next, blocked
 		done, progress, err := p.run()
+		p.stack.Release()
 		next, blocked = p.next, p.blocked
 		return done, progress, err
 	})
@@ -209,7 +210,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 			continue
 		}
 		p.plan.Stop(a, reconcile.AllocInPlace, "", "")
-		option, _ := p.stack.SelectOn(node, t.TaskGroup, stack.Options{})
+		option, metric := p.stack.SelectOn(node, t.TaskGroup, stack.Options{})
 		p.plan.PopStop(a)
 		if option == nil {
 			destructive = append(destructive, t)
@@ -217,6 +218,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 		}
 		updated := *a
 		updated.Job = nil
+		updated.Metrics = metric
 		updated.EvalID = p.eval.ID
 		updated.JobVersion = p.job.Version
 		updated.AllocatedResources = option.Resources
@@ -234,6 +236,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 // computePlacements places one allocation per slot on the slot's node.
 func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 	filtered := map[string]*sdk.AllocMetric{}
+	p.stack.Expect(len(place))
 	for _, t := range place {
 		tg := t.TaskGroup
 		node := p.nodes[t.NodeID]
