@@ -38,6 +38,10 @@ func (a *API) register() {
 
 	a.on(http.MethodGet, "/v1/deployments", a.deploymentList)
 	a.on(http.MethodGet, "/v1/deployment/{id}", a.deploymentRead)
+	a.on(http.MethodGet, "/v1/deployment/allocations/{id}", a.deploymentAllocations)
+	write("/v1/deployment/promote/{id}", a.deploymentPromote)
+	write("/v1/deployment/fail/{id}", a.deploymentFail)
+	write("/v1/deployment/pause/{id}", a.deploymentPause)
 
 	write("/v1/system/gc", a.systemGC)
 
