@@ -54,8 +54,8 @@ test: build
 run: build
 	@$(BIN)/drover agent -dev -dev-nodes 10 -http-addr $(ADDR) -log-level warn & \
 	  agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT INT TERM; \
-	  for i in $$(seq 1 100); do curl -sf http://$(ADDR)/v1/status/leader >/dev/null 2>&1 && break; sleep 0.1; done; \
 	  export DROVER_ADDR=http://$(ADDR); \
+	  for i in $$(seq 1 100); do $(BIN)/drover node status >/dev/null 2>&1 && break; sleep 0.1; done; \
 	  for f in examples/jobs/*.hcl; do echo "==> drover job run $$f"; $(BIN)/drover job run $$f; done; \
 	  echo "==> drover job status"; $(BIN)/drover job status; \
 	  echo "==> drover job status web"; $(BIN)/drover job status web; \
