@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/preempt"
 	"github.com/google/uuid"
 )
 
@@ -15,8 +16,9 @@ import (
 var ErrInvalidPlan = errors.New("plan: invalid plan")
 
 // MinPreemptionPriorityDelta is how much higher a plan's priority must be
-// than the priority of a job whose allocations it preempts.
-const MinPreemptionPriorityDelta = 10
+// than the priority of a job whose allocations it preempts: the SDK's rule,
+// which the host enforces on every plan.
+const MinPreemptionPriorityDelta = preempt.MinPriorityDelta
 
 // Limits bound what one plan may carry.
 type Limits struct {
