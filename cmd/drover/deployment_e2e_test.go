@@ -42,14 +42,17 @@ job "canary" {
 }
 `
 
-// A canary deployment waits for a promotion; `drover deployment promote`
-// gives it, and the rest of the job rolls out to the new version.
+// `job run` follows the first version's deployment to its end and the
+// second's until its canary waits for a promotion; `drover deployment
+// promote` gives it, and the rest of the job rolls out to the new version.
 func TestE2E_DeploymentPromote(t *testing.T) {
 	bin := droverBin(t)
 	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 3)}
 	path := writeFile(t, t.TempDir(), "canary.hcl", canaryJob)
-	c.run(0, "job", "run", path)
-	c.run(0, "job", "run", "-var", "image=web:2", path)
+	c.contains(c.run(0, "job", "run", path), "Monitoring deployment", `Group "app": 2 of 2 placed, 2 healthy`,
+		"successful")
+	c.contains(c.run(0, "job", "run", "-var", "image=web:2", path), "Monitoring deployment", "1 canaries",
+		"wait for a manual promotion")
 
 	var ds []*sdk.Deployment
 	var canaryDep *sdk.Deployment

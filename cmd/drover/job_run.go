@@ -19,18 +19,26 @@ Usage: drover job run [options] <path>
   Submits the jobspec at path ("-" reads standard input) and monitors its
   evaluation until it ends: each status change, the allocations placed, and
   for allocations that could not be placed the reason and the blocked
-  evaluation that waits for capacity.
+  evaluation that waits for capacity. When everything was placed and the
+  evaluation started a deployment (a service job's update), the deployment
+  is followed too: its groups' placed, healthy and unhealthy counts, until
+  it succeeds, fails, is paused, or its healthy canaries wait for
+  "drover deployment promote".
 
   The jobspec is parsed and validated first; a problem is printed with its
   file, line and column, and nothing is submitted.
 
-  Exit codes: 0 when everything was placed, 2 when some allocations could
-  not be placed (a blocked evaluation waits for capacity), 1 on error.
+  Exit codes: 0 when everything was placed (and the deployment, if
+  followed, did not fail), 2 when some allocations could not be placed (a
+  blocked evaluation waits for capacity), 1 on error or a failed
+  deployment.
 ` + apiOptions + `
 
 Run options:
 
-  -detach            Return after submitting, printing the evaluation ID.
+  -detach            Return after submitting, printing the evaluation ID
+                     (neither the evaluation nor the deployment is
+                     followed).
   -check-index=N     Register only if the job's modify index is still N
                      (0: only if the job is new), as printed by job plan.
   -eval-priority=N   Priority of the registration's evaluation (1 to 100).
@@ -87,7 +95,17 @@ func (c *jobRunCommand) Run(args []string) int {
 		c.ui.Output("Evaluation ID: " + resp.EvalID)
 		return exitOK
 	}
-	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+	mon := newMonitor(c.meta, cl)
+	code := mon.monitor(resp.EvalID)
+	switch {
+	case mon.deployment == "":
+	case code == exitOK:
+		return mon.followDeployment(mon.deployment)
+	case code == exitPlacement:
+		c.ui.Output(fmt.Sprintf("    Deployment %q cannot complete before the remainder is placed: `drover deployment status %s` follows it",
+			shortID(mon.deployment), shortID(mon.deployment)))
+	}
+	return code
 }
 
 type jobStopCommand struct{ *meta }

@@ -24,6 +24,8 @@ type monitor struct {
 	cl *client.Client
 	// wait bounds each blocking query.
 	wait time.Duration
+	// deployment is the deployment the last followed eval worked for.
+	deployment string
 }
 
 func newMonitor(m *meta, cl *client.Client) *monitor {
@@ -86,6 +88,9 @@ func (m *monitor) one(evalID string) (string, int) {
 
 // conclude reports what a finished eval did.
 func (m *monitor) conclude(e *httpapi.EvalResponse) (string, int) {
+	if e.DeploymentID != "" {
+		m.deployment = e.DeploymentID
+	}
 	var allocs []*sdk.AllocationListStub
 	if _, err := m.cl.Get(bg, "/v1/evaluation/"+url.PathEscape(e.ID)+"/allocations", &allocs); err != nil {
 		return "", m.errorf("reading the evaluation's allocations: %v", err)
