@@ -21,8 +21,8 @@ Usage: drover job plan [options] <path>
   Runs the job's real scheduler plugin on the cluster's current state,
   without committing anything, and shows what registering the jobspec at
   path would do: the difference from the running version, what each group
-  would place, update, stop or ignore, and what could not be placed and
-  why. It prints the job modify index to pass to job run -check-index, so
+  would place, update, stop or ignore, which allocations of lower-priority
+  jobs it would preempt, and what could not be placed and why. It prints the job modify index to pass to job run -check-index, so
   the run happens only if nobody changed the job since.
 
   Exit codes, as Nomad's job plan: 0 when no allocations would be created
@@ -80,6 +80,10 @@ func (c *jobPlanCommand) Run(args []string) int {
 	default:
 		c.ui.Output("- All tasks successfully allocated.")
 	}
+	if resp.Annotations != nil && len(resp.Annotations.PreemptedAllocs) > 0 {
+		c.ui.Output("\nPreemptions:\n")
+		c.table(preemptionRows(resp.Annotations.PreemptedAllocs, *verbose))
+	}
 	if !resp.NextPeriodicLaunch.IsZero() {
 		c.ui.Output(fmt.Sprintf("- If submitted now, the next periodic launch would be at %s.", resp.NextPeriodicLaunch.Format("2006-01-02T15:04:05Z07:00")))
 	}
@@ -97,6 +101,34 @@ potentially invalid.`, resp.JobModifyIndex, resp.JobModifyIndex, fs.Arg(0)))
 		return exitPlanChanges
 	}
 	return exitOK
+}
+
+// preemptionRows lists the allocations a plan would preempt, as Nomad's
+// plan does: one row each when there are at most ten (or with -verbose),
+// otherwise a count per job.
+func preemptionRows(allocs []*sdk.AllocationListStub, verbose bool) [][]string {
+	if len(allocs) <= 10 || verbose {
+		rows := [][]string{{"Alloc ID", "Job ID", "Task Group", "Node ID"}}
+		for _, a := range allocs {
+			rows = append(rows, []string{a.ID, a.JobID, a.TaskGroup, shortID(a.NodeID)})
+		}
+		return rows
+	}
+	type key struct{ ns, job string }
+	counts := map[key]int{}
+	var order []key
+	for _, a := range allocs {
+		k := key{a.Namespace, a.JobID}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	rows := [][]string{{"Job ID", "Namespace", "Preemptions"}}
+	for _, k := range order {
+		rows = append(rows, []string{k.job, k.ns, fmt.Sprint(counts[k])})
+	}
+	return rows
 }
 
 // planChanges reports whether a plan creates or destroys allocations.

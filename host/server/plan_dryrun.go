@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,6 +117,7 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 	} else {
 		res.Annotations = annotate(snap, job, res.Plan)
 	}
+	annotatePreemptions(snap, res.Annotations, res.Plan)
 	return res, nil
 }
 
@@ -278,13 +280,6 @@ func annotate(snap *state.Snapshot, job *sdk.Job, pl *sdk.Plan) *sdk.PlanAnnotat
 				}
 			}
 		}
-		for _, as := range pl.NodePreemptions {
-			for _, a := range as {
-				if old := snap.Alloc(a.ID); old != nil {
-					ann.PreemptedAllocs = append(ann.PreemptedAllocs, old.Stub())
-				}
-			}
-		}
 	}
 	for _, a := range snap.AllocsByJob(job.Namespace, job.ID) {
 		if !touched[a.ID] && !a.TerminalStatus() {
@@ -292,4 +287,45 @@ func annotate(snap *state.Snapshot, job *sdk.Job, pl *sdk.Plan) *sdk.PlanAnnotat
 		}
 	}
 	return ann
+}
+
+// annotatePreemptions completes a plan's annotations, whoever wrote them,
+// with what it would preempt, as Nomad's: the preempted allocations as they
+// are in the state (sorted by job, group and name), and per group of the
+// planned job how many allocations its placements preempt.
+func annotatePreemptions(snap *state.Snapshot, ann *sdk.PlanAnnotations, pl *sdk.Plan) {
+	if pl == nil || len(pl.NodePreemptions) == 0 {
+		return
+	}
+	ann.PreemptedAllocs = ann.PreemptedAllocs[:0]
+	for _, as := range pl.NodePreemptions {
+		for _, a := range as {
+			if old := snap.Alloc(a.ID); old != nil {
+				ann.PreemptedAllocs = append(ann.PreemptedAllocs, old.Stub())
+			}
+		}
+	}
+	slices.SortFunc(ann.PreemptedAllocs, func(a, b *sdk.AllocationListStub) int {
+		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.TaskGroup, b.TaskGroup), cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.ID, b.ID))
+	})
+	for _, u := range ann.DesiredTGUpdates {
+		u.Preemptions = 0
+	}
+	for _, as := range pl.NodeAllocation {
+		for _, a := range as {
+			if len(a.PreemptedAllocations) == 0 {
+				continue
+			}
+			if ann.DesiredTGUpdates == nil {
+				ann.DesiredTGUpdates = map[string]*sdk.DesiredUpdates{}
+			}
+			u := ann.DesiredTGUpdates[a.TaskGroup]
+			if u == nil {
+				u = &sdk.DesiredUpdates{}
+				ann.DesiredTGUpdates[a.TaskGroup] = u
+			}
+			u.Preemptions += uint64(len(a.PreemptedAllocations))
+		}
+	}
 }

@@ -61,6 +61,40 @@ func TestPlanJob_ReportsWhatCannotBePlaced(t *testing.T) {
 	}
 }
 
+// A plan that preempts shows which allocations it would evict and counts
+// them on the preempting group, as Nomad's plan does, and evicts nothing.
+func TestPlanJob_AnnotatesPreemptions(t *testing.T) {
+	s := oneInstance(t, 2, 1000)
+	low := servertest.Job("low", "service", 2, 900, 256)
+	low.Priority = 20
+	evalID, _, err := s.RegisterJob(low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	sys := servertest.Job("agent", sdk.JobTypeSystem, 1, 500, 64)
+	sys.Priority = 90
+	res, err := s.PlanJob(context.Background(), sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.FailedTGAllocs) != 0 {
+		t.Fatalf("failures = %+v", res.FailedTGAllocs)
+	}
+	pre := res.Annotations.PreemptedAllocs
+	if len(pre) != 2 || pre[0].JobID != "low" || pre[1].JobID != "low" || pre[0].Name > pre[1].Name {
+		t.Fatalf("preempted = %+v", pre)
+	}
+	if u := res.Annotations.DesiredTGUpdates["g"]; u == nil || u.Place != 2 || u.Preemptions != 2 {
+		t.Fatalf("annotations = %+v", u)
+	}
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "low") {
+		if a.DesiredStatus != sdk.AllocDesiredStatusRun {
+			t.Fatalf("the plan evicted %s", a.Name)
+		}
+	}
+}
+
 // TestPlanJob_LeavesTheMirrorHonest checks that the hypothetical job a
 // plan shows the plugin does not outlive the plan: the next eval of the
 // same job, which changes nothing about it, must see the registered job.

@@ -336,9 +336,11 @@ func copyCounts(m map[string]int) map[string]int {
 func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
 	out := map[string]*sdk.DesiredUpdates{}
 	get := func(t reconcile.SystemTuple) *sdk.DesiredUpdates {
-		name := t.Alloc.TaskGroup
+		var name string
 		if t.TaskGroup != nil {
 			name = t.TaskGroup.Name
+		} else {
+			name = t.Alloc.TaskGroup // an allocation of a group the job no longer has
 		}
 		u := out[name]
 		if u == nil {

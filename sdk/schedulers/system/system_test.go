@@ -179,3 +179,23 @@ func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
 		t.Fatalf("finished sysbatch allocations were run again: %+v", schedtest.Placed(h.LastPlan()))
 	}
 }
+
+// A dry run (AnnotatePlan, as job plan asks) counts what each group would
+// do: placements on new nodes next to allocations left alone.
+func TestSystem_AnnotatesPlan(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := schedtest.SystemJob("agent")
+	h.Process(sched, h.RegisterJob(job))
+	h.UpsertNodes(schedtest.Node("n-new"))
+	e := h.NewEval(job, sdk.EvalTriggerJobRegister)
+	e.AnnotatePlan = true
+	h.Process(sched, e)
+	ann := h.LastPlan().Annotations
+	if ann == nil || ann.DesiredTGUpdates["agent"] == nil {
+		t.Fatalf("annotations = %+v", ann)
+	}
+	if u := ann.DesiredTGUpdates["agent"]; u.Place != 1 || u.Ignore != 3 || u.Stop != 0 {
+		t.Fatalf("agent: %+v", u)
+	}
+}
