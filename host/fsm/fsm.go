@@ -471,6 +471,19 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 	return upsertEvals(tx, req.Evals, fx)
 }
 
+// placedVersion is the job version a placement runs: the plan's job, or
+// for a new allocation that names a kept version of the job by its
+// JobModifyIndex (validated by the plan applier), that version.
+func placedVersion(tx *state.Txn, planJob *sdk.Job, a *sdk.Allocation, inPlace bool) *sdk.Job {
+	if inPlace || planJob == nil || a.JobModifyIndex == 0 || a.JobModifyIndex == planJob.JobModifyIndex {
+		return planJob
+	}
+	if v := tx.JobVersion(a.Namespace, a.JobID, a.JobVersion); v != nil && v.JobModifyIndex == a.JobModifyIndex {
+		return v
+	}
+	return planJob
+}
+
 func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) error {
 	now := req.UpdatedAt
 	// Share the stored job version rather than keep a copy per plan.
@@ -531,7 +544,8 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 	var fresh []*sdk.Allocation
 	for _, u := range req.AllocsUpdated {
 		a := *u
-		if old := tx.Alloc(a.ID); old != nil {
+		old := tx.Alloc(a.ID)
+		if old != nil {
 			// In-place update: the node's view of the allocation stays.
 			a.ClientStatus = old.ClientStatus
 			a.ClientDescription = old.ClientDescription
@@ -549,7 +563,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			}
 		}
 		if a.Job == nil {
-			a.Job = req.Job
+			a.Job = placedVersion(tx, req.Job, &a, old != nil)
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()

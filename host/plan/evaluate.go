@@ -201,7 +201,13 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 		return invalid("allocation %s belongs to job %s/%s, not the plan's job %s/%s",
 			a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
 	}
-	tg := p.Job.LookupTaskGroup(a.TaskGroup)
+	job := p.Job
+	if older, err := olderVersion(snap, p, a); err != nil {
+		return err
+	} else if older != nil {
+		job = older
+	}
+	tg := job.LookupTaskGroup(a.TaskGroup)
 	if tg == nil {
 		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
 	}
@@ -236,6 +242,24 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	a.EvalID = p.EvalID
 	a.Job = nil
 	return nil
+}
+
+// olderVersion returns the kept job version a new placement runs instead
+// of the plan's job, or nil: a placement that names another version of the
+// job by its JobModifyIndex (and JobVersion) runs that version, as Nomad's
+// non-canary placements run the deployed version while canaries of a new
+// one await promotion. An in-place update always moves its allocation to
+// the plan's job, and a zero JobModifyIndex means the plan's job.
+func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) {
+	if a.JobModifyIndex == 0 || a.JobModifyIndex == p.Job.JobModifyIndex || snap.Alloc(a.ID) != nil {
+		return nil, nil
+	}
+	v := storedVersion(snap, &sdk.Job{Namespace: a.Namespace, ID: a.JobID, Version: a.JobVersion, JobModifyIndex: a.JobModifyIndex})
+	if v == nil {
+		return nil, invalid("allocation %s names job version %d (modify index %d), which the state does not keep",
+			a.ID, a.JobVersion, a.JobModifyIndex)
+	}
+	return v, nil
 }
 
 // checkResources checks what a placement claims to hold (see

@@ -60,6 +60,11 @@ func res(cpu int64) *sdk.AllocatedResources {
 
 func withPrev(a *sdk.Allocation, prev string) *sdk.Allocation { a.PreviousAllocation = prev; return a }
 
+func withVersion(a *sdk.Allocation, version, modifyIndex uint64) *sdk.Allocation {
+	a.JobVersion, a.JobModifyIndex = version, modifyIndex
+	return a
+}
+
 func withDeployment(a *sdk.Allocation, d string) *sdk.Allocation { a.DeploymentID = d; return a }
 
 func place(id, node string, cpu int64) *sdk.Allocation {
@@ -251,6 +256,8 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		{"preempting its own job", &sdk.Plan{EvalID: "o1", NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "own job"},
 		{"another job's deployment", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d", Namespace: "default", JobID: "other"}}, 0, "deployment d is for job"},
 		{"update of another job's deployment", &sdk.Plan{EvalID: "e1", Job: job, DeploymentUpdates: []*sdk.DeploymentStatusUpdate{{DeploymentID: "d-other"}}}, 0, "another job"},
+		{"placement of a version the state does not keep", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {withVersion(place("a", "n0", 1), 7, 999)}}}, 0, "which the state does not keep"},
 		{"oversize", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1), place("b", "n0", 1)}}}, 1, "over the limit"},
 	}
 	for _, tc := range cases {
@@ -264,6 +271,31 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalidPlan mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A new placement may run a kept older version of the job (named by its
+// JobModifyIndex) and is checked against that version's groups.
+func TestValidate_PlacementOfAnOlderVersion(t *testing.T) {
+	s, v0 := fixture(t)
+	v1 := v0.Copy()
+	v1.TaskGroups = []*sdk.TaskGroup{{Name: "g2", Count: 1}}
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertJob(v1) }); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	cur := snap.Job("default", "web")
+	if cur.Version == v0.Version || snap.JobVersion("default", "web", v0.Version) == nil {
+		t.Fatalf("the store did not keep version %d", v0.Version)
+	}
+	old := withVersion(place("a", "n0", 1), v0.Version, v0.JobModifyIndex) // group g exists only in v0
+	if err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {old}}}, DefaultLimits()); err != nil {
+		t.Fatalf("placement of the kept version refused: %v", err)
+	}
+	forged := withVersion(place("b", "n0", 1), cur.Version, cur.JobModifyIndex) // g is not in the current version
+	err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {forged}}}, DefaultLimits())
+	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
+		t.Fatalf("err = %v, want the group checked against the current version", err)
 	}
 }
 

@@ -195,3 +195,56 @@ func TestDeployments_PromoteByHand(t *testing.T) {
 		t.Fatalf("deployment = %s (%s)", d.Status, d.StatusDescription)
 	}
 }
+
+// While a canary of v1 awaits promotion, the allocation of v0 lost with its
+// node is replaced by v0: the plugin names the kept version in its
+// placement, the applier validates it against that version and the state
+// links the new allocation to it.
+func TestDeployment_LostAllocWhileCanaryingKeepsTheDeployedVersion(t *testing.T) {
+	s := servertest.New(t, servertest.NativeBuiltins(t, 1), func(c *server.Config) { c.NumWorkers = 1 })
+	for i := 0; i < 4; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evalID, _, err := s.RegisterJob(rollingJob(3, 1, false, false, "v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("v0 deployment = %s (%s)", d.Status, d.StatusDescription)
+	}
+	v0 := s.Store().Snapshot().JobVersion("default", "web", 0)
+	evalID, _, err = s.RegisterJob(rollingJob(3, 1, false, false, "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if got := liveVersions(s); got[0] != 3 || got[1] != 1 {
+		t.Fatalf("after the canary: versions %v, want three v0 and a v1 canary", got)
+	}
+
+	var victim *sdk.Allocation
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		if !a.TerminalStatus() && a.JobVersion == 0 {
+			victim = a
+			break
+		}
+	}
+	if _, err := s.UpdateNodeStatus(victim.NodeID, sdk.NodeStatusDown, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var repl *sdk.Allocation
+	waitFor(t, "the lost allocation to be replaced", func() bool {
+		repl = s.Store().Snapshot().Alloc(s.Store().Snapshot().Alloc(victim.ID).NextAllocation)
+		return repl != nil
+	})
+	if repl.JobVersion != 0 || repl.Job == nil || repl.Job.JobModifyIndex != v0.JobModifyIndex ||
+		repl.Job.TaskGroups[0].Tasks[0].Config["image"] != "web:v0" {
+		t.Fatalf("the replacement runs version %d (%+v), want v0", repl.JobVersion, repl.Job)
+	}
+	if got := liveVersions(s); got[0] != 3 || got[1] != 1 {
+		t.Fatalf("after the replacement: versions %v, want three v0 and a v1 canary", got)
+	}
+}

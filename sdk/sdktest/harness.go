@@ -391,6 +391,20 @@ func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation
 	return &c
 }
 
+// keptVersion returns the version of a's job that a names by its
+// JobModifyIndex, when an allocation still runs it.
+func (h *Harness) keptVersion(a *sdk.Allocation) *sdk.Job {
+	if a.JobModifyIndex == 0 {
+		return nil
+	}
+	for _, o := range h.allocs {
+		if o.Job != nil && o.Namespace == a.Namespace && o.JobID == a.JobID && o.Job.JobModifyIndex == a.JobModifyIndex {
+			return o.Job
+		}
+	}
+	return nil
+}
+
 // SubmitPlan commits a plan as the host's applier would: it refuses a plan
 // for unknown nodes or for another job's allocations, rejects the nodes the
 // plan would over-commit or that OnPlan rejects, and commits the rest.
@@ -493,6 +507,9 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			c := *a
 			c.Job = p.Job
 			c.ModifyTime = now
+			if v := h.keptVersion(a); v != nil && h.allocs[a.ID] == nil {
+				c.Job = v // a new placement that runs an older version, as the host allows
+			}
 			if old := h.allocs[a.ID]; old != nil {
 				// An in-place update: the node's view of the allocation stays.
 				c.ClientStatus, c.ClientDescription, c.TaskStates = old.ClientStatus, old.ClientDescription, old.TaskStates

@@ -210,9 +210,43 @@ func (p *pass) computeJobAllocs() error {
 	}
 	for _, pl := range res.Place {
 		p.queued[pl.TaskGroup.Name]++
-		p.place(placement{name: pl.Name, tg: pl.TaskGroup, prev: pl.Previous, reschedule: pl.Reschedule, canary: pl.Canary}, deploymentID)
+		one := placement{name: pl.Name, tg: pl.TaskGroup, prev: pl.Previous, reschedule: pl.Reschedule, canary: pl.Canary}
+		if pl.DowngradeNonCanary {
+			one.deployed = p.deployedVersion(pl)
+		}
+		p.place(one, deploymentID)
 	}
 	return nil
+}
+
+// deployedVersion returns, for a non-canary placement while canaries of
+// the job's new version await promotion, an allocation running the version
+// to place instead (as Nomad's downgraded placements): the newest version
+// that a live non-canary allocation of the group, or the allocation
+// replaced, runs, no older than the placement's minimum and still having
+// the group. It returns nil when there is none: the placement then runs
+// the job's new version.
+func (p *pass) deployedVersion(pl reconcile.Placement) *sdk.Allocation {
+	var best *sdk.Allocation
+	consider := func(a *sdk.Allocation) {
+		j := a.Job
+		if j == nil || j.JobModifyIndex == p.job.JobModifyIndex || j.Version < pl.MinJobVersion ||
+			j.LookupTaskGroup(pl.TaskGroup.Name) == nil || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
+			return
+		}
+		if best == nil || j.Version > best.Job.Version {
+			best = a
+		}
+	}
+	for _, a := range p.ctx.State.AllocsByJob(p.eval.Namespace, p.eval.JobID) {
+		if a.TaskGroup == pl.TaskGroup.Name && !a.TerminalStatus() {
+			consider(a)
+		}
+	}
+	if best == nil && pl.Previous != nil {
+		consider(pl.Previous)
+	}
+	return best
 }
 
 func (p *pass) activeDeploymentID() string {
@@ -230,6 +264,9 @@ type placement struct {
 	stopPrev   string // non-empty: stop prev (a destructive update) if placed
 	reschedule bool
 	canary     bool
+	// deployed, when set, runs the job version to place instead of the
+	// job's (see deployedVersion).
+	deployed *sdk.Allocation
 }
 
 // place selects a node for one placement and adds it to the plan, or
@@ -245,7 +282,16 @@ func (p *pass) place(pl placement, deploymentID string) {
 		// Stop first: the replacement may take the old one's room.
 		p.plan.Stop(pl.prev, pl.stopPrev, "", "")
 	}
-	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.prev), Preferred: p.preferredNode(pl)}
+	job := p.job
+	if pl.deployed != nil {
+		job = pl.deployed.Job
+		tg = job.LookupTaskGroup(tg.Name)
+		deploymentID = ""
+		if d := p.ctx.State.Deployment(pl.deployed.DeploymentID); d != nil {
+			deploymentID = d.ID
+		}
+	}
+	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.prev), Preferred: p.preferredNode(pl), Job: job}
 	option, metric := p.stack.Select(tg, opts)
 	if option == nil && p.preempt {
 		opts.Preempt = true
@@ -264,9 +310,12 @@ func (p *pass) place(pl placement, deploymentID string) {
 	}
 	a := &sdk.Allocation{
 		ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID, Name: pl.name,
-		NodeID: option.Node.ID, NodeName: option.Node.Name, JobID: p.job.ID, JobVersion: p.job.Version,
+		NodeID: option.Node.ID, NodeName: option.Node.Name, JobID: p.job.ID, JobVersion: job.Version,
 		TaskGroup: tg.Name, AllocatedResources: option.Resources, Metrics: metric,
 		DeploymentID: deploymentID, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+	}
+	if pl.deployed != nil {
+		a.JobModifyIndex = job.JobModifyIndex
 	}
 	if pl.prev != nil {
 		a.PreviousAllocation = pl.prev.ID

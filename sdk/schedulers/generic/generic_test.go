@@ -527,6 +527,61 @@ func TestService_Preemption(t *testing.T) {
 	}
 }
 
+// While a canary of version 1 awaits promotion, an allocation of version
+// 0 lost with its node is replaced by version 0, not by the canaried
+// version (Nomad's downgraded non-canary placements), and so is a
+// placement that scales the group up.
+func TestService_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 5)
+	h.UpsertNodes(nodes...)
+	update := &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	v0 := schedtest.ServiceJob("web", 3)
+	v0.TaskGroups[0].Update = update
+	before := running(h, v0, nodes, 3)
+	v0 = h.State().Job("default", "web")
+
+	v1 := schedtest.ServiceJob("web", 3)
+	v1.TaskGroups[0].Update = update
+	v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v1"}
+	h.Process(service, h.RegisterJob(v1))
+	v1 = h.State().Job("default", "web")
+	if v1.Version == v0.Version {
+		t.Fatal("the harness did not version the job")
+	}
+	if fresh, _ := split(h, ids(before), h.LastPlan()); len(fresh) != 1 || !fresh[0].DeploymentStatus.Canary {
+		t.Fatalf("canary step placed %+v", fresh)
+	}
+
+	canaryDeployment := h.State().LatestDeployment("default", "web")
+	down := h.State().Node(before[0].NodeID).Copy()
+	down.Status = sdk.NodeStatusDown
+	h.UpsertNodes(down)
+	h.Process(service, h.NewEval(v1, sdk.EvalTriggerNodeUpdate))
+	plan := h.LastPlan()
+	placed := schedtest.Placed(plan)
+	if len(placed) != 1 || placed[0].PreviousAllocation != before[0].ID {
+		t.Fatalf("replacement of the lost allocation: placed %+v", placed)
+	}
+	repl := h.State().Alloc(placed[0].ID)
+	if repl.JobVersion != v0.Version || repl.Job == nil || repl.Job.JobModifyIndex != v0.JobModifyIndex ||
+		repl.DeploymentStatus != nil || repl.DeploymentID == canaryDeployment.ID {
+		t.Fatalf("replacement runs version %d (job %+v, deployment %q), want the deployed version %d",
+			repl.JobVersion, repl.Job, repl.DeploymentID, v0.Version)
+	}
+
+	// Scaling the canaried version up places the deployed version too.
+	v2 := v1.Copy()
+	v2.TaskGroups[0].Count = 4
+	h.Process(service, h.RegisterJob(v2))
+	for _, a := range schedtest.Placed(h.LastPlan()) {
+		got := h.State().Alloc(a.ID)
+		if canary := got.DeploymentStatus != nil && got.DeploymentStatus.Canary; got.JobVersion != v0.Version && !canary {
+			t.Fatalf("scale-up placed %s on version %d", got.Name, got.JobVersion)
+		}
+	}
+}
+
 func TestService_CanaryThenRollingUpdate(t *testing.T) {
 	h := schedtest.New(t)
 	nodes := schedtest.Nodes("n", 4)
