@@ -158,3 +158,12 @@ const (
 	DeploymentDescriptionProgressDeadline      = "Failed due to progress deadline"
 	DeploymentDescriptionFailedByUser          = "Deployment marked as failed"
 )
+
+// What a group's disconnect.reconcile keeps when a disconnected node comes
+// back with an allocation that was replaced meanwhile.
+const (
+	ReconcileBestScore       = "best_score"
+	ReconcileKeepOriginal    = "keep_original"
+	ReconcileKeepReplacement = "keep_replacement"
+	ReconcileLongestRunning  = "longest_running"
+)

@@ -131,6 +131,20 @@ type TaskGroup struct {
 	PreventRescheduleOnLost   bool
 }
 
+// LostAfter is how long an allocation of the group may stay unknown on a
+// disconnected node before it is lost (disconnect's lost_after, or the
+// older max_client_disconnect); 0 when the group does not tolerate
+// disconnects.
+func (tg *TaskGroup) LostAfter() time.Duration {
+	if tg.Disconnect != nil && tg.Disconnect.LostAfter > 0 {
+		return tg.Disconnect.LostAfter
+	}
+	if tg.MaxClientDisconnect != nil {
+		return *tg.MaxClientDisconnect
+	}
+	return 0
+}
+
 // LookupTask returns the named task, or nil.
 func (tg *TaskGroup) LookupTask(name string) *Task {
 	for _, t := range tg.Tasks {

@@ -471,6 +471,17 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 	return upsertEvals(tx, req.Evals, fx)
 }
 
+// markedUnknown reports whether an in-place update marks its allocation
+// unknown on a node that is disconnected: the one client status a
+// scheduler may set on an allocation that exists.
+func markedUnknown(tx *state.Txn, a *sdk.Allocation) bool {
+	if a.ClientStatus != sdk.AllocClientStatusUnknown {
+		return false
+	}
+	n := tx.Node(a.NodeID)
+	return n != nil && n.Status == sdk.NodeStatusDisconnected
+}
+
 // placedVersion is the job version a placement runs: the plan's job, or
 // for a new allocation that names a kept version of the job by its
 // JobModifyIndex (validated by the plan applier), that version.
@@ -546,11 +557,19 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		a := *u
 		old := tx.Alloc(a.ID)
 		if old != nil {
-			// In-place update: the node's view of the allocation stays.
-			a.ClientStatus = old.ClientStatus
-			a.ClientDescription = old.ClientDescription
+			// In-place update: the node's view of the allocation stays,
+			// except that an allocation on a disconnected node is marked
+			// unknown by its scheduler (Nomad's), the node being unable to
+			// say anything.
+			if !markedUnknown(tx, &a) {
+				a.ClientStatus = old.ClientStatus
+				a.ClientDescription = old.ClientDescription
+			}
 			a.TaskStates = old.TaskStates
 			a.CreateTime = old.CreateTime
+			// The host links replacements; a plugin's copy may predate the
+			// link (made by a replacement earlier in this very plan).
+			a.NextAllocation = old.NextAllocation
 			if a.Metrics == nil {
 				// Plugins never see Metrics (state syncs leave them out):
 				// an update without them keeps the placement's.

@@ -170,7 +170,7 @@ func canonicalizeDisconnect(tg *sdk.TaskGroup) {
 		tg.Disconnect.Replace = &yes
 	}
 	if tg.Disconnect.Reconcile == "" {
-		tg.Disconnect.Reconcile = "best_score"
+		tg.Disconnect.Reconcile = sdk.ReconcileBestScore
 	}
 }
 

@@ -234,7 +234,7 @@ func (c *checker) disconnect(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 		c.add(dp, "lost_after and stop_on_client_after cannot both be set")
 	}
 	switch d.Reconcile {
-	case "", "best_score", "keep_original", "keep_replacement", "longest_running":
+	case "", sdk.ReconcileBestScore, sdk.ReconcileKeepOriginal, sdk.ReconcileKeepReplacement, sdk.ReconcileLongestRunning:
 	default:
 		c.add(dp.Attr("reconcile"), "%q is not best_score, keep_original, keep_replacement or longest_running", d.Reconcile)
 	}

@@ -348,9 +348,21 @@ func planNodes(p *sdk.Plan) []string {
 	return slices.Compact(ids)
 }
 
+// onlyMarksUnknown reports whether every placement is a live allocation
+// marked unknown: what a scheduler does on a disconnected node.
+func onlyMarksUnknown(placements []*sdk.Allocation, live map[string]bool) bool {
+	for _, a := range placements {
+		if !live[a.ID] || a.ClientStatus != sdk.AllocClientStatusUnknown {
+			return false
+		}
+	}
+	return true
+}
+
 // NodeFits checks one node's part of the plan against snap, as Nomad's
 // plan applier does: a node that only loses allocations always fits; a node
-// that gets allocations must exist and be ready; one that gets new
+// that gets allocations must exist and be ready (or be disconnected, when
+// its part only marks live allocations unknown); one that gets new
 // allocations (not only in-place updates of its live ones) must also be
 // eligible; and the proposed set — the node's live allocations, less the
 // plan's stops, preemptions and updated allocations, plus the plan's
@@ -365,15 +377,15 @@ func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 	if node == nil {
 		return false, "node does not exist"
 	}
-	if node.Status != sdk.NodeStatusReady {
-		return false, "node is not ready for placements"
-	}
 	existing := snap.AllocsByNode(nodeID)
 	live := make(map[string]bool, len(existing))
 	for _, a := range existing {
 		if !a.TerminalStatus() {
 			live[a.ID] = true
 		}
+	}
+	if node.Status != sdk.NodeStatusReady && !(node.Status == sdk.NodeStatusDisconnected && onlyMarksUnknown(placements, live)) {
+		return false, "node is not ready for placements"
 	}
 	removed := make(map[string]bool, len(placements))
 	for _, a := range p.NodeUpdate[nodeID] {

@@ -60,6 +60,11 @@ func res(cpu int64) *sdk.AllocatedResources {
 
 func withPrev(a *sdk.Allocation, prev string) *sdk.Allocation { a.PreviousAllocation = prev; return a }
 
+func unknown(a *sdk.Allocation) *sdk.Allocation {
+	a.ClientStatus = sdk.AllocClientStatusUnknown
+	return a
+}
+
 func withVersion(a *sdk.Allocation, version, modifyIndex uint64) *sdk.Allocation {
 	a.JobVersion, a.JobModifyIndex = version, modifyIndex
 	return a
@@ -148,15 +153,23 @@ func TestEvaluate_PreemptionFreesRoomAndCreatesUnchainedEval(t *testing.T) {
 
 func TestNodeFits(t *testing.T) {
 	s, job := fixture(t)
-	// n3: ineligible, running a0 of web.
+	// n3: ineligible, running "live" of web; n4: disconnected, running
+	// "away" of web.
 	err := s.Write(2, func(tx *state.Txn) error {
-		if err := tx.UpsertNode(&sdk.Node{ID: "n3", Status: "ready", SchedulingEligibility: "ineligible",
-			NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 1000}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000}}}); err != nil {
-			return err
+		for _, n := range []*sdk.Node{{ID: "n3", Status: "ready", SchedulingEligibility: "ineligible"},
+			{ID: "n4", Status: sdk.NodeStatusDisconnected, SchedulingEligibility: "eligible"}} {
+			n.NodeResources = &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 1000}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000}}
+			if err := tx.UpsertNode(n); err != nil {
+				return err
+			}
 		}
-		a := place("live", "n3", 100)
-		a.Job = job
-		return tx.UpsertAlloc(a)
+		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100)} {
+			a.Job = job
+			if err := tx.UpsertAlloc(a); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +188,10 @@ func TestNodeFits(t *testing.T) {
 		{"new placement on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("a", "n3", 1)}}}, "n3", false, "not eligible"},
 		{"in-place update on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("live", "n3", 200)}}}, "n3", true, ""},
 		{"update replaces the old size", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {place("live", "n3", 1000)}}}, "n3", true, ""},
+		{"marking unknown on a disconnected node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {unknown(place("away", "n4", 100))}}}, "n4", true, ""},
+		{"marking unknown does not grow an allocation", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {unknown(place("away", "n4", 5000))}}}, "n4", false, "cpu exhausted"},
+		{"other update on a disconnected node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {place("away", "n4", 100)}}}, "n4", false, "not ready"},
+		{"new allocation marked unknown on a disconnected node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {unknown(place("a", "n4", 1))}}}, "n4", false, "not ready"},
 		{"exactly full", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 200)}}}, "n1", true, ""},
 		{"one over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
 	}

@@ -215,11 +215,21 @@ func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 		}
 		req.Allocs = append(req.Allocs, &sdk.Allocation{ID: u.ID, ClientStatus: u.ClientStatus,
 			ClientDescription: u.ClientDescription, DeploymentStatus: u.DeploymentStatus, TaskStates: u.TaskStates})
+		// A failed allocation may be rescheduled; one that was unknown
+		// (its node disconnected) and is reported again has reconnected,
+		// and its scheduler decides between it and its replacement.
+		trigger := ""
+		switch {
+		case u.ClientStatus == sdk.AllocClientStatusFailed && a.ClientStatus != sdk.AllocClientStatusFailed:
+			trigger = sdk.EvalTriggerRetryFailedAlloc
+		case a.ClientStatus == sdk.AllocClientStatusUnknown && u.ClientStatus != sdk.AllocClientStatusUnknown:
+			trigger = sdk.EvalTriggerReconnect
+		}
 		jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
-		if u.ClientStatus == sdk.AllocClientStatusFailed && a.ClientStatus != sdk.AllocClientStatusFailed && !evalFor[jk] {
+		if trigger != "" && !evalFor[jk] {
 			if job := snap.Job(a.Namespace, a.JobID); job != nil && !job.Stop {
 				evalFor[jk] = true
-				e := s.newEval(job, sdk.EvalTriggerRetryFailedAlloc)
+				e := s.newEval(job, trigger)
 				e.JobModifyIndex = job.JobModifyIndex
 				req.Evals = append(req.Evals, e)
 			}

@@ -9,8 +9,8 @@ import (
 )
 
 // heartbeats keeps one timer per live node on the leader. A node that does
-// not heartbeat within its TTL plus the grace period is marked down, which
-// creates node-update evals for its jobs.
+// not heartbeat within its TTL plus the grace period is marked down (or
+// disconnected, see expire), which creates node-update evals for its jobs.
 type heartbeats struct {
 	s      *Server
 	mu     sync.Mutex
@@ -84,6 +84,13 @@ func (h *heartbeats) clear(nodeID string) {
 	}
 }
 
+// expire handles a node that missed its heartbeat. As Nomad's, a node
+// running allocations whose group tolerates disconnects (disconnect's
+// lost_after or max_client_disconnect) becomes disconnected rather than
+// down: the schedulers mark those allocations unknown and replace them,
+// and the node's timer is re-armed until the longest such window ends.
+// A node with no such allocation, or whose windows are over, is marked
+// down.
 func (h *heartbeats) expire(nodeID string) {
 	h.mu.Lock()
 	delete(h.timers, nodeID)
@@ -92,8 +99,56 @@ func (h *heartbeats) expire(nodeID string) {
 	if !active {
 		return
 	}
-	h.s.log.Warn().Str("node_id", nodeID).Msg("node missed its heartbeat; marking it down")
-	if _, err := h.s.UpdateNodeStatus(nodeID, sdk.NodeStatusDown, "node heartbeat missed"); err != nil {
-		h.s.log.Error().Err(err).Str("node_id", nodeID).Msg("failed to mark node down")
+	snap := h.s.store.Snapshot()
+	n := snap.Node(nodeID)
+	if n == nil {
+		return
 	}
+	now := h.s.now()
+	since := now
+	if n.Status == sdk.NodeStatusDisconnected {
+		since = time.Unix(n.StatusUpdatedAt, 0)
+	}
+	status, left := sdk.NodeStatusDown, disconnectWindow(snap.AllocsByNode(nodeID), since, now)
+	if left > 0 {
+		status = sdk.NodeStatusDisconnected
+		h.arm(nodeID, left)
+	}
+	if n.Status == status {
+		return
+	}
+	h.s.log.Warn().Str("node_id", nodeID).Str("status", status).Msg("node missed its heartbeat")
+	if _, err := h.s.UpdateNodeStatus(nodeID, status, "node heartbeat missed"); err != nil {
+		h.s.log.Error().Err(err).Str("node_id", nodeID).Str("status", status).Msg("failed to update the node's status")
+	}
+}
+
+// disconnectWindow is how much longer, at now, a node disconnected since
+// since may stay disconnected: the longest lost_after among its live
+// allocations, 0 when none tolerates a disconnect or every window is over.
+func disconnectWindow(allocs []*sdk.Allocation, since, now time.Time) time.Duration {
+	var left time.Duration
+	for _, a := range allocs {
+		if a.TerminalStatus() || a.Job == nil {
+			continue
+		}
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.LostAfter() > 0 {
+			left = max(left, since.Add(tg.LostAfter()).Sub(now))
+		}
+	}
+	return left
+}
+
+// arm sets a node's timer to fire after d (a disconnected node's window).
+func (h *heartbeats) arm(nodeID string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.active {
+		return
+	}
+	if t, ok := h.timers[nodeID]; ok {
+		t.Reset(d)
+		return
+	}
+	h.timers[nodeID] = time.AfterFunc(d, func() { h.expire(nodeID) })
 }

@@ -346,6 +346,11 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
+	if extra := reconnected(tg, untainted); len(extra) > 0 {
+		r.markStop(extra, "", AllocReconnected)
+		desired.Stop += uint64(len(extra))
+		untainted = untainted.difference(extra)
+	}
 
 	untainted, rescheduleNow, rescheduleLater := r.filterByRescheduleable(untainted, false)
 	_, rescheduleDisconnecting, _ := r.filterByRescheduleable(disconnecting, true)
@@ -363,7 +368,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		r.res.Annotate = append(r.res.Annotate, &c)
 	}
 
-	names := newNameIndex(r.jobID(), name, tg.Count, untainted.union(migrate, rescheduleNow, lost))
+	names := newNameIndex(r.jobID(), name, tg.Count, untainted.union(migrate, rescheduleNow, lost, disconnecting))
 
 	isCanarying := dstate != nil && dstate.DesiredCanaries != 0 && !dstate.Promoted
 	stop := r.computeStop(tg, names, untainted, migrate, lost, canaries, isCanarying, lostLaterEvals)
@@ -397,7 +402,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	var place []Placement
 	if len(lostLater) == 0 {
-		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, isCanarying)
+		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, disconnecting.difference(rescheduleNow), isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)
 		}
@@ -545,13 +550,7 @@ func lostAfter(a *sdk.Allocation) time.Duration {
 	if tg == nil {
 		return 0
 	}
-	if tg.Disconnect != nil && tg.Disconnect.LostAfter > 0 {
-		return tg.Disconnect.LostAfter
-	}
-	if tg.MaxClientDisconnect != nil {
-		return *tg.MaxClientDisconnect
-	}
-	return 0
+	return tg.LostAfter()
 }
 
 // stopAfter is how long after its node went down an allocation's group
@@ -580,6 +579,31 @@ func (r *reconciler) expired(a *sdk.Allocation) bool {
 		return false
 	}
 	return !LastEventTime(a).Add(d).After(r.now)
+}
+
+// reconnected returns, among a group's usable allocations, the copies to
+// stop after a disconnected node came back: an allocation still live with
+// a live replacement (its NextAllocation) has reconnected, and one of the
+// two goes. The group's disconnect.reconcile says which: keep_replacement
+// stops the original; keep_original, longest_running (the original has run
+// longer) and best_score (the default; plugins do not see placement scores,
+// so the original, which was placed by score first, is kept) stop the
+// replacement.
+func reconnected(tg *sdk.TaskGroup, untainted set) set {
+	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
+	out := set{}
+	for _, a := range untainted.sorted() {
+		next, ok := untainted[a.NextAllocation]
+		if !ok || out[a.ID] != nil || a.TerminalStatus() || next.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+			continue
+		}
+		if keepReplacement {
+			out[a.ID] = a
+		} else {
+			out[next.ID] = next
+		}
+	}
+	return out
 }
 
 // filterByTainted sorts allocations by what their node's state means for
@@ -924,9 +948,11 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 }
 
 // computePlacements returns the placements that bring the group to its
-// count: reschedules of failed allocations, replacements of lost ones, and
-// new allocations for free names.
-func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, untainted, migrate, reschedule, lost set, isCanarying bool) []Placement {
+// count: reschedules of failed allocations, replacements of lost ones and
+// of ones gone unknown on a disconnected node (linked to them, so that the
+// two are told apart if the node comes back), and new allocations for free
+// names.
+func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
 	var place []Placement
 	for _, a := range reschedule.sorted() {
 		place = append(place, Placement{
@@ -942,6 +968,16 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, unta
 		existing++
 		place = append(place, Placement{
 			Name: a.Name, TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
+			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
+		})
+	}
+	for _, a := range disconnecting.sorted() {
+		if existing >= tg.Count {
+			break
+		}
+		existing++
+		place = append(place, Placement{
+			Name: a.Name, TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}

@@ -511,8 +511,12 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 				c.Job = v // a new placement that runs an older version, as the host allows
 			}
 			if old := h.allocs[a.ID]; old != nil {
-				// An in-place update: the node's view of the allocation stays.
-				c.ClientStatus, c.ClientDescription, c.TaskStates = old.ClientStatus, old.ClientDescription, old.TaskStates
+				// An in-place update: the node's view of the allocation
+				// stays, unless it is marked unknown on a disconnected node.
+				if n := h.nodes[c.NodeID]; c.ClientStatus != sdk.AllocClientStatusUnknown || n == nil || n.Status != sdk.NodeStatusDisconnected {
+					c.ClientStatus, c.ClientDescription = old.ClientStatus, old.ClientDescription
+				}
+				c.TaskStates, c.NextAllocation = old.TaskStates, old.NextAllocation
 				c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
 			} else {
 				c.CreateTime = now

@@ -669,3 +669,102 @@ func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
 		t.Fatalf("the retry did not place everything")
 	}
 }
+
+// A group that tolerates disconnects: its running allocation on a node
+// that disconnects becomes unknown and is replaced (linked to it), with a
+// follow-up eval at lost_after; when the node comes back and reports it
+// running, one copy is stopped as disconnect.reconcile says; past
+// lost_after it is lost. A group that does not tolerate disconnects loses
+// its allocation at once.
+func TestService_DisconnectedClient(t *testing.T) {
+	setup := func(t *testing.T, tolerate bool, reconcileMode string) (*schedtest.Harness, *sdk.Job, *sdk.Allocation) {
+		h := schedtest.New(t)
+		nodes := schedtest.Nodes("n", 2)
+		h.UpsertNodes(nodes...)
+		job := schedtest.ServiceJob("web", 1)
+		if tolerate {
+			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute, Reconcile: reconcileMode}
+		}
+		orig := running(h, job, nodes[:1], 1)[0]
+		h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
+		n0 := h.State().Node("n-000").Copy()
+		n0.Status = sdk.NodeStatusDisconnected
+		h.UpsertNodes(n0)
+		h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+		return h, job, h.State().Alloc(orig.ID)
+	}
+	replacementOf := func(h *schedtest.Harness, orig *sdk.Allocation) *sdk.Allocation {
+		for _, a := range h.State().AllocsByJob("default", "web") {
+			if a.ID != orig.ID && !a.TerminalStatus() {
+				return a
+			}
+		}
+		return nil
+	}
+
+	t.Run("not tolerated: lost at once", func(t *testing.T) {
+		h, _, orig := setup(t, false, "")
+		if orig.ClientStatus != sdk.AllocClientStatusLost || orig.DesiredStatus != sdk.AllocDesiredStatusStop {
+			t.Fatalf("original: %s/%s, want lost", orig.ClientStatus, orig.DesiredStatus)
+		}
+		if r := replacementOf(h, orig); r == nil || r.NodeID != "n-001" {
+			t.Fatalf("replacement = %+v", r)
+		}
+	})
+
+	t.Run("tolerated: unknown, replaced, follow-up at lost_after", func(t *testing.T) {
+		h, _, orig := setup(t, true, "")
+		if orig.ClientStatus != sdk.AllocClientStatusUnknown || orig.DesiredStatus != sdk.AllocDesiredStatusRun {
+			t.Fatalf("original: %s/%s, want unknown/run", orig.ClientStatus, orig.DesiredStatus)
+		}
+		r := replacementOf(h, orig)
+		if r == nil || r.NodeID != "n-001" || r.PreviousAllocation != orig.ID || orig.NextAllocation != r.ID || r.Name != orig.Name {
+			t.Fatalf("replacement = %+v (original next %q)", r, orig.NextAllocation)
+		}
+		var followup *sdk.Evaluation
+		for _, e := range h.Created {
+			if e.ID == orig.FollowupEvalID {
+				followup = e
+			}
+		}
+		if followup == nil || followup.TriggeredBy != sdk.EvalTriggerMaxDisconnectTimeout || !followup.WaitUntil.Equal(h.Now.Add(time.Minute)) {
+			t.Fatalf("follow-up eval = %+v", followup)
+		}
+
+		// Past lost_after, the follow-up eval finds it lost; nothing new is placed.
+		h.Now = h.Now.Add(time.Minute + time.Second)
+		h.Process(service, followup)
+		if got := h.State().Alloc(orig.ID); got.ClientStatus != sdk.AllocClientStatusLost || got.DesiredStatus != sdk.AllocDesiredStatusStop {
+			t.Fatalf("after lost_after: %s/%s, want lost/stop", got.ClientStatus, got.DesiredStatus)
+		}
+		if len(schedtest.Placed(h.LastPlan())) != 0 {
+			t.Fatalf("placed again: %+v", schedtest.Placed(h.LastPlan()))
+		}
+	})
+
+	for _, tc := range []struct {
+		mode         string
+		keepOriginal bool
+	}{{"", true}, {sdk.ReconcileKeepOriginal, true}, {sdk.ReconcileLongestRunning, true}, {sdk.ReconcileKeepReplacement, false}} {
+		t.Run("reconnect, reconcile="+tc.mode, func(t *testing.T) {
+			h, job, orig := setup(t, true, tc.mode)
+			repl := replacementOf(h, orig)
+			n0 := h.State().Node("n-000").Copy()
+			n0.Status = sdk.NodeStatusReady
+			h.UpsertNodes(n0)
+			h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+			stopped := schedtest.Stopped(h.LastPlan())
+			want := repl.ID
+			if !tc.keepOriginal {
+				want = orig.ID
+			}
+			if len(stopped) != 1 || stopped[0].ID != want || stopped[0].DesiredDescription != reconcile.AllocReconnected {
+				t.Fatalf("stopped %+v, want only %s (%s)", stopped, want, reconcile.AllocReconnected)
+			}
+			if len(schedtest.Placed(h.LastPlan())) != 0 {
+				t.Fatalf("placed on reconnect: %+v", schedtest.Placed(h.LastPlan()))
+			}
+		})
+	}
+}
