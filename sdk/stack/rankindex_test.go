@@ -58,12 +58,12 @@ func randomRankCase(t *testing.T, seed uint64) rankCase {
 	}
 	spreads := func() []*sdk.Spread {
 		var out []*sdk.Spread
-		for _, attr := range []string{"${meta.rack}", "${meta.zone}"} {
-			if r.IntN(2) == 0 {
-				continue
+		for _, attr := range []string{"${meta.rack}", "${meta.zone}", "${node.unique.id}"} {
+			if r.IntN(2) == 0 || (attr == "${node.unique.id}" && r.IntN(4) != 0) {
+				continue // a unique attribute makes a class per node
 			}
 			sp := &sdk.Spread{Attribute: attr, Weight: int8(1 + r.IntN(100))}
-			if r.IntN(2) == 0 {
+			if r.IntN(2) == 0 && attr != "${node.unique.id}" {
 				left := 100
 				if r.IntN(2) == 0 {
 					left = 1 + r.IntN(99) // the rest is "*"
@@ -208,9 +208,9 @@ func (c rankCase) run(seed uint64, walkOnly bool) (out []selection, indexed bool
 // resources for every placement, and the same metric (counts and the best
 // five's scores), until nodes run out.
 func TestRankIndex_EqualsWalk(t *testing.T) {
-	seeds := uint64(400)
+	seeds := uint64(2000)
 	if testing.Short() {
-		seeds = 60
+		seeds = 200
 	}
 	indexed := 0
 	for seed := uint64(1); seed <= seeds; seed++ {
