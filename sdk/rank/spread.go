@@ -93,6 +93,21 @@ func NewSpread(state sdk.State, job *sdk.Job, tg *sdk.TaskGroup) *Spread {
 	return s
 }
 
+// Pure reports whether a node's score depends only on its values and the
+// counts. It does not when a target wants no allocations at all: such a
+// value scores the lowest boost scored so far, so its score depends on
+// which nodes were scored before (Nomad's lowestSpreadBoost).
+func (s *Spread) Pure() bool {
+	for _, a := range s.attrs {
+		for _, d := range a.desired {
+			if d == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // id returns the ID of a node's (bucketed) value, interning it.
 func (a *spreadAttr) id(n *sdk.Node) int32 {
 	v, ok := feasible.ResolveTarget(a.attribute, n)

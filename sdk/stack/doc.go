@@ -25,5 +25,8 @@
 // cached per computed node class and per node, fit per node until the plan
 // changes that node, and nodes that failed their checks are skipped in
 // bulk; every change to the plan goes through Plan's methods so that usage,
-// job counts, spread and distinct_property counts stay exact.
+// job counts, spread and distinct_property counts stay exact. With spreads
+// or affinities, where Nomad's limit makes every selection rank about every
+// feasible node, a rank index finds the few nodes that decide the
+// selection and ranks only those, with the same outcome (rankindex.go).
 package stack

@@ -22,6 +22,10 @@ type Plan struct {
 	nodes    map[string]*nodeChange
 	slab     []nodeChange // where new nodeChanges come from, a chunk at a time
 	watchers []Watcher
+	// changed lists the records of every change (a record each time its
+	// version rises, so possibly more than once), for caches that follow
+	// the few nodes that change rather than check every node's version.
+	changed []*nodeChange
 }
 
 // slabMax bounds the chunks nodeChanges are allocated in: a walk touches
@@ -83,7 +87,9 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 }
 
 func (p *Plan) count(nodeID, tg string, delta int) {
-	p.change(nodeID).count(tg, delta)
+	c := p.change(nodeID)
+	c.count(tg, delta)
+	p.changed = append(p.changed, c)
 }
 
 func (c *nodeChange) count(tg string, delta int) {
@@ -190,6 +196,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 	c.removed[a.ID] = true
 	c.delta.Sub(a.Usage())
 	c.version++
+	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		c.count(a.TaskGroup, -1)
 		p.notify(a.NodeID, a.TaskGroup, -1)
@@ -205,6 +212,7 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 	delete(c.removed, a.ID)
 	c.delta.Add(a.Usage())
 	c.version++
+	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
@@ -248,6 +256,7 @@ func (p *Plan) Place(a *sdk.Allocation) {
 	c.delta.Add(a.Usage())
 	c.placed = append(c.placed, a)
 	c.version++
+	p.changed = append(p.changed, c)
 	if p.job != nil {
 		c.count(a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
@@ -270,6 +279,7 @@ func (p *Plan) Update(a *sdk.Allocation) {
 		c.delta.Add(a.Usage())
 		c.placed = append(c.placed, a)
 		c.version++
+		p.changed = append(p.changed, c)
 	}
 }
 

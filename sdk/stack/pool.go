@@ -54,5 +54,5 @@ func (g *group) release() {
 	fitPool.put(g.fits)
 	spreadPool.put(g.spreadIDs)
 	g.feasible, g.fits, g.spreadIDs = nil, nil, nil
-	g.known, g.index = 0, nil
+	g.known, g.index, g.ranked = 0, nil, nil
 }

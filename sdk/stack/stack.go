@@ -98,6 +98,9 @@ type Stack struct {
 	ports  feasible.PortSet
 	scores scoreTracker
 	tally  tally
+	// walkOnly turns the rank index off, so that a test can compare it
+	// with the walk it replaces.
+	walkOnly bool
 }
 
 // nodeInfo is what the stack caches about one node (by its position in
@@ -202,6 +205,9 @@ type group struct {
 	// index lets walks skip the nodes that failed them.
 	known int
 	index *checkIndex
+	// ranked scores the nodes that passed their checks for walks that
+	// need not rank them all (see rankIndex).
+	ranked *rankIndex
 }
 
 // nodeCheck is the cached outcome of a node's checks: passed, or the
@@ -394,6 +400,12 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 	if cached && g.known == n {
 		if g.index == nil {
 			g.index = newCheckIndex(nodes, g.feasible)
+		}
+		if s.rankable(g, opts) {
+			if g.ranked == nil {
+				g.ranked = s.newRankIndex(g)
+			}
+			return s.walkRanked(g, m, opts, offset, limit)
 		}
 		return s.walkIndexed(g, m, opts, offset, limit)
 	}
