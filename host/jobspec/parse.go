@@ -64,6 +64,9 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 	if isAPIJSON(cfg.Body) {
 		job, diags := DecodeJSON(cfg.Path, cfg.Body)
 		p.Job = job
+		if r := apiJSONRanges(cfg.Path, cfg.Body); r != nil {
+			p.ranges = r
+		}
 		return p, diags
 	}
 	file, diags := parseSource(cfg.Path, cfg.Body)
