@@ -148,6 +148,13 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 			return nil, fmt.Errorf("plugin: refresh state: %w", err)
 		}
 	}
+	if resp.Whole && resp.Result != nil {
+		// The host sent no allocation lists: they are the plan's. Keep the
+		// plan so that the next sync need not send its allocations back.
+		res := resp.Result
+		res.NodeUpdate, res.NodeAllocation, res.NodePreemptions = plan.NodeUpdate, plan.NodeAllocation, plan.NodePreemptions
+		p.mirror.Keep(plan)
+	}
 	return resp.Result, nil
 }
 

@@ -493,6 +493,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			c := *a
 			c.Job = p.Job
 			c.ModifyTime = now
+			c.AllocModifyIndex = idx // as the host's FSM stamps a placed or updated allocation
 			if old := h.allocs[a.ID]; old != nil {
 				// An in-place update: the node's view of the allocation stays.
 				c.ClientStatus, c.ClientDescription, c.TaskStates = old.ClientStatus, old.ClientDescription, old.TaskStates
