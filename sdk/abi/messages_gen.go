@@ -9,7 +9,7 @@ import (
 
 // MarshalMsg implements msgp.Marshaler
 func (z Code) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendInt32(o, int32(z))
 	return
 }
@@ -37,7 +37,7 @@ func (z Code) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *EvalRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Eval"
 	o = append(o, 0x81, 0xa4, 0x45, 0x76, 0x61, 0x6c)
@@ -113,7 +113,7 @@ func (z *EvalRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Request"
 	o = append(o, 0x81, 0xa7, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74)
@@ -189,7 +189,7 @@ func (z *GCRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Info) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Name"
 	o = append(o, 0x85, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
@@ -297,7 +297,7 @@ func (z *Info) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z Kept) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Index"
 	o = append(o, 0x82, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
@@ -358,7 +358,7 @@ func (z Kept) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *LogRecord) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Level"
 	o = append(o, 0x83, 0xa5, 0x4c, 0x65, 0x76, 0x65, 0x6c)
@@ -447,7 +447,7 @@ func (z *LogRecord) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z Op) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendUint32(o, uint32(z))
 	return
 }
@@ -475,7 +475,7 @@ func (z Op) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Plan"
 	o = append(o, 0x81, 0xa4, 0x50, 0x6c, 0x61, 0x6e)
@@ -551,7 +551,7 @@ func (z *PlanRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanResponse) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// check for omitted fields
 	zb0001Len := uint32(5)
 	var zb0001Mask uint8 /* 5 bits */
@@ -708,7 +708,7 @@ func (z *PlanResponse) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *ProcessRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Eval"
 	o = append(o, 0x85, 0xa4, 0x45, 0x76, 0x61, 0x6c)
@@ -878,7 +878,7 @@ func (z *ProcessRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z ProcessResponse) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Code"
 	o = append(o, 0x83, 0xa4, 0x43, 0x6f, 0x64, 0x65)
@@ -952,7 +952,7 @@ func (z ProcessResponse) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// check for omitted fields
 	zb0001Len := uint32(16)
 	var zb0001Mask uint16 /* 16 bits */
@@ -1596,7 +1596,7 @@ func (z *StateSync) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z Status) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Code"
 	o = append(o, 0x82, 0xa4, 0x43, 0x6f, 0x64, 0x65)
