@@ -503,7 +503,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		if !old.TerminalStatus() {
@@ -521,7 +521,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		a.PreemptedByAllocation = p.PreemptedByAllocation
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		if !old.TerminalStatus() {
@@ -531,7 +531,8 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 	var fresh []*sdk.Allocation
 	for _, u := range req.AllocsUpdated {
 		a := *u
-		if old := tx.Alloc(a.ID); old != nil {
+		old := tx.Alloc(a.ID)
+		if old != nil {
 			// In-place update: the node's view of the allocation stays.
 			a.ClientStatus = old.ClientStatus
 			a.ClientDescription = old.ClientDescription
@@ -553,7 +554,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		// A replacement links its predecessor forward.
