@@ -324,8 +324,9 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, nodes int) (RunResult,
 		}
 		runtime.GC() // keep setup's garbage out of the timed section
 		var er EvalResult
-		// The label lets a profile focus on timed evals: -tagfocus phase=eval.
-		pprof.Do(ctx, pprof.Labels("phase", "eval"), func(ctx context.Context) {
+		// The labels let a profile focus on timed evals (-tagfocus
+		// phase=eval) and split them by scenario (-tags).
+		pprof.Do(ctx, pprof.Labels("phase", "eval", "scenario", fmt.Sprintf("%s/%d", sc.Name, nodes)), func(ctx context.Context) {
 			er, err = c.process(ctx, cfg, pl, eval.ID)
 		})
 		if err != nil {

@@ -17,6 +17,11 @@ type dispatcher struct {
 	name  string
 	index uint64 // the plugin mirror's index
 	evals bool   // the plugin mirrors evaluations
+	// keeps: the plugin keeps its wholly committed plans (ABI 1.2); kept
+	// is the instance's last one, until a sync consumes it.
+	keeps bool
+	kept  **keptPlan
+	stats *Stats
 	// err is the first host-side failure, kept as the eval's root cause.
 	err error
 }
@@ -56,17 +61,62 @@ func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 		return encode(&abi.PlanResponse{Code: abi.CodePlanInvalid,
 			Message: "host: plan names eval " + plan.EvalID + ", not the eval being processed"})
 	}
+	var placed *keptPlan
+	if d.keeps {
+		// Before the planner sees the plan: what the plugin keeps is what
+		// it sent, whatever the host later does with these objects.
+		placed = newKeptPlan(plan)
+	}
 	res, refreshed, err := d.call.Planner.SubmitPlan(d.ctx, plan)
 	if err != nil {
 		d.fail(err)
 		return encode(&abi.PlanResponse{Code: abi.CodeOf(err), Message: err.Error()})
 	}
-	resp := &abi.PlanResponse{Result: slimResult(res)}
+	resp := &abi.PlanResponse{}
+	if placed != nil && refreshed == nil && wholeCommit(plan, res) {
+		c := *res
+		c.NodeUpdate, c.NodeAllocation, c.NodePreemptions, c.Deployment = nil, nil, nil, nil
+		resp.Result, resp.Whole = &c, true
+		*d.kept = placed
+	} else {
+		resp.Result = slimResult(res)
+	}
 	if refreshed != nil {
 		resp.Refresh = refreshed.Sync(d.index, d.evals)
+		if markKept(resp.Refresh, d.kept) {
+			d.stats.KeptPlans.Add(1)
+		}
 		d.index = resp.Refresh.Index
 	}
 	return encode(resp)
+}
+
+// wholeCommit reports whether res commits every allocation of plan, node
+// by node and in order, and nothing else: then the plugin can take the
+// result's allocation lists from its plan (abi.PlanResponse.Whole).
+func wholeCommit(plan *sdk.Plan, res *sdk.PlanResult) bool {
+	if res == nil || res.RefreshIndex != 0 || len(res.RejectedNodes) != 0 {
+		return false
+	}
+	same := func(sent, got map[string][]*sdk.Allocation) bool {
+		if len(sent) != len(got) {
+			return false
+		}
+		for node, as := range sent {
+			bs, ok := got[node]
+			if !ok || len(as) != len(bs) {
+				return false
+			}
+			for i := range as {
+				if as[i] == nil || bs[i] == nil || as[i].ID != bs[i].ID {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return same(plan.NodeUpdate, res.NodeUpdate) && same(plan.NodeAllocation, res.NodeAllocation) &&
+		same(plan.NodePreemptions, res.NodePreemptions)
 }
 
 // slimResult keeps only what a plugin needs of committed allocations: it

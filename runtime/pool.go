@@ -33,6 +33,9 @@ type slot struct {
 	inst  Instance
 	index uint64
 	evals int
+	// kept is the instance's last wholly committed plan, which it keeps
+	// until its next sync (ABI 1.2).
+	kept *keptPlan
 }
 
 // Plugin is a pool of instances of one plugin.
@@ -61,6 +64,9 @@ type Plugin struct {
 // Stats counts what a plugin did.
 type Stats struct {
 	Evals, Failures, Recycled, FullSyncs, DeltaSyncs atomic.Int64
+	// KeptPlans counts syncs that left out a plan's allocations because
+	// the instance kept them (ABI 1.2, abi.StateSync.Kept).
+	KeptPlans atomic.Int64
 }
 
 // NewPlugin returns a pool over factory. Instances start lazily.
@@ -131,7 +137,7 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 			p.stats.Failures.Add(1)
 			return fmt.Errorf("%w: plugin[%s]: start instance: %v", ErrPluginFailed, p.info.Name, err)
 		}
-		s.inst, s.index, s.evals = inst, 0, 0
+		s.inst, s.index, s.evals, s.kept = inst, 0, 0, nil
 		p.mu.Lock()
 		p.live[s] = true
 		p.mu.Unlock()
@@ -141,7 +147,7 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 		p.stats.Failures.Add(1)
 	}
 	if call.Scratch {
-		s.index = 0
+		s.index, s.kept = 0, nil
 	}
 	s.evals++
 	if s.inst != nil && p.shouldRecycle(s) {
@@ -167,7 +173,7 @@ func (p *Plugin) recycle(ctx context.Context, s *slot, why string) {
 	p.mu.Lock()
 	delete(p.live, s)
 	p.mu.Unlock()
-	s.inst, s.index, s.evals = nil, 0, 0
+	s.inst, s.index, s.evals, s.kept = nil, 0, 0, nil
 }
 
 // run does one request on s; on an out-of-sync answer it retries once with
@@ -178,6 +184,9 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 		from = 0
 	}
 	sync := call.State.Sync(from, p.info.MirrorEvals)
+	if markKept(sync, &s.kept) {
+		p.stats.KeptPlans.Add(1)
+	}
 	if sync.Full {
 		p.stats.FullSyncs.Add(1)
 	} else {
@@ -189,7 +198,8 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if err != nil {
 		return fmt.Errorf("runtime: encode request: %w", err)
 	}
-	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name, evals: p.info.MirrorEvals}
+	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name, evals: p.info.MirrorEvals,
+		keeps: abi.Version(p.info.ABI).KeepsPlans(), kept: &s.kept, stats: &p.stats}
 	out, err := s.inst.Process(ctx, reqBytes, d.host)
 	if err != nil {
 		p.recycle(ctx, s, "instance failed")

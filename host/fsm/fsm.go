@@ -527,7 +527,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		if !old.TerminalStatus() {
@@ -545,7 +545,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		a.PreemptedByAllocation = p.PreemptedByAllocation
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		if !old.TerminalStatus() {
@@ -586,7 +586,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()
-		if err := tx.UpsertAlloc(&a); err != nil {
+		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
 		// A replacement links its predecessor forward.

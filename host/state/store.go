@@ -39,11 +39,28 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore() (*Store, error) {
+	db, err := newDB()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, journal: NewJournal(DefaultJournalSize), watch: make(chan struct{})}, nil
+}
+
+// newDB returns an empty database that does not track mutations for
+// watchers. go-memdb's primary database records, in every write
+// transaction, the radix nodes it replaces so that it can close their
+// watch channels on commit; past 8,192 of them (a plan of a few thousand
+// allocations touches several per allocation and index) it instead walks
+// every index it changed, old and new trees both, to find them: a cost
+// that grew with the state, not the plan. Nothing here watches memdb
+// channels (readers use WaitForIndex), and a database made by Snapshot
+// is the same database without that tracking.
+func newDB() (*memdb.MemDB, error) {
 	db, err := memdb.NewMemDB(schema())
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	return &Store{db: db, journal: NewJournal(DefaultJournalSize), watch: make(chan struct{})}, nil
+	return db.Snapshot(), nil
 }
 
 // Journal returns the change journal.
@@ -115,9 +132,9 @@ func (s *Store) Write(index uint64, fn func(tx *Txn) error) error {
 // Restore replaces the whole state with what fn inserts, at index. The
 // journal restarts empty, so plugin mirrors resynchronise in full.
 func (s *Store) Restore(index uint64, fn func(tx *Txn) error) error {
-	db, err := memdb.NewMemDB(schema())
+	db, err := newDB()
 	if err != nil {
-		return fmt.Errorf("state: %w", err)
+		return err
 	}
 	txn := db.Txn(true)
 	tx := &Txn{reader: reader{txn}, txn: txn, index: index, tables: map[string]bool{}, restore: true}

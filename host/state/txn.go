@@ -23,12 +23,19 @@ type Txn struct {
 	restore bool
 	// touched jobs get their status recomputed before commit.
 	touched map[sdk.NamespacedID]bool
+	// keptFor and kept cache UpsertAlloc's last job version lookup: a
+	// plan's allocations all name the same job. Any write to the job
+	// versions table clears it.
+	keptFor, kept *sdk.Job
 }
 
 // Index is the transaction's index.
 func (t *Txn) Index() uint64 { return t.index }
 
 func (t *Txn) insert(table string, obj any) error {
+	if table == TableJobVersions {
+		t.keptFor, t.kept = nil, nil
+	}
 	if err := t.txn.Insert(table, obj); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", table, err)
 	}
@@ -37,6 +44,9 @@ func (t *Txn) insert(table string, obj any) error {
 }
 
 func (t *Txn) delete(table string, obj any) error {
+	if table == TableJobVersions {
+		t.keptFor, t.kept = nil, nil
+	}
 	if err := t.txn.Delete(table, obj); err != nil {
 		return fmt.Errorf("state: delete from %s: %w", table, err)
 	}
@@ -211,8 +221,19 @@ func (t *Txn) DeleteEval(id string) error {
 
 // UpsertAlloc inserts or replaces an allocation.
 func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
+	var old *sdk.Allocation
 	if !t.restore {
-		if old := t.Alloc(a.ID); old != nil {
+		old = t.Alloc(a.ID)
+	}
+	return t.UpsertAllocOver(a, old)
+}
+
+// UpsertAllocOver is UpsertAlloc for a caller that has just looked up the
+// allocation's current version in this transaction: old (nil for a new
+// allocation). It saves a lookup per allocation of a large plan.
+func (t *Txn) UpsertAllocOver(a, old *sdk.Allocation) error {
+	if !t.restore {
+		if old != nil {
 			a.CreateIndex = old.CreateIndex
 			a.CreateTime = old.CreateTime
 			if a.Job == nil {
@@ -226,7 +247,10 @@ func (t *Txn) UpsertAlloc(a *sdk.Allocation) error {
 		if a.Job != nil {
 			// Share the kept version rather than hold a copy per alloc; it
 			// is also what a restored snapshot links allocations to.
-			if kept := t.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version); kept != nil && kept.JobModifyIndex == a.Job.JobModifyIndex {
+			if a.Job != t.keptFor {
+				t.keptFor, t.kept = a.Job, t.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version)
+			}
+			if kept := t.kept; kept != nil && kept.JobModifyIndex == a.Job.JobModifyIndex {
 				a.Job = kept
 			}
 			a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex

@@ -206,7 +206,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	for k, v := range m.cfg.Env {
 		mc = mc.WithEnv(k, v)
 	}
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, mc)
+	mod, err := m.rt.InstantiateModule(withReservedMemory(ctx), m.compiled, mc)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: instantiate: %w", err)
 	}

@@ -76,6 +76,38 @@ type StateSync struct {
 	// Info.MirrorEvals (ABI 1.1).
 	Evals        []*sdk.Evaluation
 	DeletedEvals []string
+
+	// Kept (ABI 1.2), in a delta only, says that the allocations the
+	// plugin kept from its last wholly committed plan (PlanResponse.Whole)
+	// are part of this delta as KeptAlloc derives them, and are left out
+	// of Allocs. Without it the plugin forgets them: any of them that
+	// changed in the delta's range is in Allocs or DeletedAllocs.
+	Kept *Kept `msg:",omitempty"`
+}
+
+// Kept stamps a plugin's kept allocations: the index and the time at which
+// the host stored them (ABI 1.2).
+type Kept struct {
+	Index uint64
+	// Time is the allocations' CreateTime and ModifyTime, Unix ns.
+	Time int64
+}
+
+// KeptAlloc returns the allocation the host stored for a, a new
+// allocation of a wholly committed plan for job (the plan's Job), as a
+// state sync would carry it: without Job and Metrics, created and modified
+// at k.Index and k.Time, linked to job's version. The host sends Kept only
+// after checking that every kept allocation derived so equals the stored
+// one, so host and plugin must derive them with this one function.
+func KeptAlloc(a *sdk.Allocation, job *sdk.Job, k *Kept) *sdk.Allocation {
+	c := *a
+	c.Job, c.Metrics = nil, nil
+	c.CreateIndex, c.ModifyIndex, c.AllocModifyIndex = k.Index, k.Index, k.Index
+	c.CreateTime, c.ModifyTime = k.Time, k.Time
+	if job != nil {
+		c.JobVersion, c.JobModifyIndex = job.Version, job.JobModifyIndex
+	}
+	return &c
 }
 
 // Empty reports whether the sync changes nothing.
@@ -83,7 +115,7 @@ func (s *StateSync) Empty() bool {
 	return s == nil || (!s.Full && s.FromIndex == s.Index && len(s.Nodes) == 0 && len(s.DeletedNodes) == 0 &&
 		len(s.Jobs) == 0 && len(s.DeletedJobs) == 0 && len(s.Allocs) == 0 && len(s.DeletedAllocs) == 0 &&
 		len(s.Deployments) == 0 && len(s.DeletedDeployments) == 0 && s.SchedulerConfig == nil &&
-		len(s.Evals) == 0 && len(s.DeletedEvals) == 0)
+		len(s.Evals) == 0 && len(s.DeletedEvals) == 0 && s.Kept == nil)
 }
 
 // PlanRequest is the argument of OpSubmitPlan.
@@ -99,6 +131,12 @@ type PlanResponse struct {
 	Message string
 	Result  *sdk.PlanResult
 	Refresh *StateSync
+	// Whole (ABI 1.2, sent only to plugins that declare 1.2 or later) says
+	// that the whole plan committed as submitted. Result then carries no
+	// NodeUpdate, NodeAllocation or NodePreemptions: they are the plan's.
+	// The plugin may keep the plan's new allocations until its next sync
+	// (StateSync.Kept).
+	Whole bool `msg:",omitempty"`
 }
 
 // EvalRequest is the argument of OpUpdateEval, OpCreateEval and

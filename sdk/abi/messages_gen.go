@@ -9,7 +9,7 @@ import (
 
 // MarshalMsg implements msgp.Marshaler
 func (z Code) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendInt32(o, int32(z))
 	return
 }
@@ -37,7 +37,7 @@ func (z Code) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *EvalRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Eval"
 	o = append(o, 0x81, 0xa4, 0x45, 0x76, 0x61, 0x6c)
@@ -113,7 +113,7 @@ func (z *EvalRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Request"
 	o = append(o, 0x81, 0xa7, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74)
@@ -189,7 +189,7 @@ func (z *GCRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *Info) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Name"
 	o = append(o, 0x85, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
@@ -296,8 +296,69 @@ func (z *Info) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z Kept) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 2
+	// string "Index"
+	o = append(o, 0x82, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.Index)
+	// string "Time"
+	o = append(o, 0xa4, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.Time)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Kept) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Index":
+			z.Index, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Index")
+				return
+			}
+		case "Time":
+			z.Time, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Time")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z Kept) Msgsize() (s int) {
+	s = 1 + 6 + msgp.Uint64Size + 5 + msgp.Int64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *LogRecord) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Level"
 	o = append(o, 0x83, 0xa5, 0x4c, 0x65, 0x76, 0x65, 0x6c)
@@ -386,7 +447,7 @@ func (z *LogRecord) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z Op) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	o = msgp.AppendUint32(o, uint32(z))
 	return
 }
@@ -414,7 +475,7 @@ func (z Op) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 1
 	// string "Plan"
 	o = append(o, 0x81, 0xa4, 0x50, 0x6c, 0x61, 0x6e)
@@ -490,34 +551,52 @@ func (z *PlanRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanResponse) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "Code"
-	o = append(o, 0x84, 0xa4, 0x43, 0x6f, 0x64, 0x65)
-	o = msgp.AppendInt32(o, int32(z.Code))
-	// string "Message"
-	o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
-	o = msgp.AppendString(o, z.Message)
-	// string "Result"
-	o = append(o, 0xa6, 0x52, 0x65, 0x73, 0x75, 0x6c, 0x74)
-	if z.Result == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Result.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Result")
-			return
-		}
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Whole == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "Refresh"
-	o = append(o, 0xa7, 0x52, 0x65, 0x66, 0x72, 0x65, 0x73, 0x68)
-	if z.Refresh == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Refresh.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Refresh")
-			return
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Code"
+		o = append(o, 0xa4, 0x43, 0x6f, 0x64, 0x65)
+		o = msgp.AppendInt32(o, int32(z.Code))
+		// string "Message"
+		o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
+		o = msgp.AppendString(o, z.Message)
+		// string "Result"
+		o = append(o, 0xa6, 0x52, 0x65, 0x73, 0x75, 0x6c, 0x74)
+		if z.Result == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Result.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Result")
+				return
+			}
+		}
+		// string "Refresh"
+		o = append(o, 0xa7, 0x52, 0x65, 0x66, 0x72, 0x65, 0x73, 0x68)
+		if z.Refresh == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Refresh.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Refresh")
+				return
+			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Whole"
+			o = append(o, 0xa5, 0x57, 0x68, 0x6f, 0x6c, 0x65)
+			o = msgp.AppendBool(o, z.Whole)
 		}
 	}
 	return
@@ -591,6 +670,12 @@ func (z *PlanResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "Whole":
+			z.Whole, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Whole")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -617,12 +702,13 @@ func (z *PlanResponse) Msgsize() (s int) {
 	} else {
 		s += z.Refresh.Msgsize()
 	}
+	s += 6 + msgp.BoolSize
 	return
 }
 
 // MarshalMsg implements msgp.Marshaler
 func (z *ProcessRequest) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 5
 	// string "Eval"
 	o = append(o, 0x85, 0xa4, 0x45, 0x76, 0x61, 0x6c)
@@ -792,7 +878,7 @@ func (z *ProcessRequest) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z ProcessResponse) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 3
 	// string "Code"
 	o = append(o, 0x83, 0xa4, 0x43, 0x6f, 0x64, 0x65)
@@ -866,145 +952,173 @@ func (z ProcessResponse) Msgsize() (s int) {
 
 // MarshalMsg implements msgp.Marshaler
 func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
-	// map header, size 15
-	// string "Full"
-	o = append(o, 0x8f, 0xa4, 0x46, 0x75, 0x6c, 0x6c)
-	o = msgp.AppendBool(o, z.Full)
-	// string "FromIndex"
-	o = append(o, 0xa9, 0x46, 0x72, 0x6f, 0x6d, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.FromIndex)
-	// string "Index"
-	o = append(o, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.Index)
-	// string "Nodes"
-	o = append(o, 0xa5, 0x4e, 0x6f, 0x64, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Nodes)))
-	for za0001 := range z.Nodes {
-		if z.Nodes[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Nodes[za0001].MarshalMsg(o)
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
+	_ = zb0001Mask
+	if z.Kept == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Full"
+		o = append(o, 0xa4, 0x46, 0x75, 0x6c, 0x6c)
+		o = msgp.AppendBool(o, z.Full)
+		// string "FromIndex"
+		o = append(o, 0xa9, 0x46, 0x72, 0x6f, 0x6d, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.FromIndex)
+		// string "Index"
+		o = append(o, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.Index)
+		// string "Nodes"
+		o = append(o, 0xa5, 0x4e, 0x6f, 0x64, 0x65, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Nodes)))
+		for za0001 := range z.Nodes {
+			if z.Nodes[za0001] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Nodes[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Nodes", za0001)
+					return
+				}
+			}
+		}
+		// string "DeletedNodes"
+		o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x4e, 0x6f, 0x64, 0x65, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedNodes)))
+		for za0002 := range z.DeletedNodes {
+			o = msgp.AppendString(o, z.DeletedNodes[za0002])
+		}
+		// string "Jobs"
+		o = append(o, 0xa4, 0x4a, 0x6f, 0x62, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Jobs)))
+		for za0003 := range z.Jobs {
+			if z.Jobs[za0003] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Jobs[za0003].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Jobs", za0003)
+					return
+				}
+			}
+		}
+		// string "DeletedJobs"
+		o = append(o, 0xab, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x4a, 0x6f, 0x62, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedJobs)))
+		for za0004 := range z.DeletedJobs {
+			o, err = z.DeletedJobs[za0004].MarshalMsg(o)
 			if err != nil {
-				err = msgp.WrapError(err, "Nodes", za0001)
+				err = msgp.WrapError(err, "DeletedJobs", za0004)
 				return
 			}
 		}
-	}
-	// string "DeletedNodes"
-	o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x4e, 0x6f, 0x64, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedNodes)))
-	for za0002 := range z.DeletedNodes {
-		o = msgp.AppendString(o, z.DeletedNodes[za0002])
-	}
-	// string "Jobs"
-	o = append(o, 0xa4, 0x4a, 0x6f, 0x62, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Jobs)))
-	for za0003 := range z.Jobs {
-		if z.Jobs[za0003] == nil {
+		// string "JobVersions"
+		o = append(o, 0xab, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.JobVersions)))
+		for za0005 := range z.JobVersions {
+			if z.JobVersions[za0005] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.JobVersions[za0005].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "JobVersions", za0005)
+					return
+				}
+			}
+		}
+		// string "Allocs"
+		o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
+		for za0006 := range z.Allocs {
+			if z.Allocs[za0006] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Allocs[za0006].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Allocs", za0006)
+					return
+				}
+			}
+		}
+		// string "DeletedAllocs"
+		o = append(o, 0xad, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedAllocs)))
+		for za0007 := range z.DeletedAllocs {
+			o = msgp.AppendString(o, z.DeletedAllocs[za0007])
+		}
+		// string "Deployments"
+		o = append(o, 0xab, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Deployments)))
+		for za0008 := range z.Deployments {
+			if z.Deployments[za0008] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Deployments[za0008].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Deployments", za0008)
+					return
+				}
+			}
+		}
+		// string "DeletedDeployments"
+		o = append(o, 0xb2, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedDeployments)))
+		for za0009 := range z.DeletedDeployments {
+			o = msgp.AppendString(o, z.DeletedDeployments[za0009])
+		}
+		// string "SchedulerConfig"
+		o = append(o, 0xaf, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+		if z.SchedulerConfig == nil {
 			o = msgp.AppendNil(o)
 		} else {
-			o, err = z.Jobs[za0003].MarshalMsg(o)
+			o, err = z.SchedulerConfig.MarshalMsg(o)
 			if err != nil {
-				err = msgp.WrapError(err, "Jobs", za0003)
+				err = msgp.WrapError(err, "SchedulerConfig")
 				return
 			}
 		}
-	}
-	// string "DeletedJobs"
-	o = append(o, 0xab, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x4a, 0x6f, 0x62, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedJobs)))
-	for za0004 := range z.DeletedJobs {
-		o, err = z.DeletedJobs[za0004].MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "DeletedJobs", za0004)
-			return
-		}
-	}
-	// string "JobVersions"
-	o = append(o, 0xab, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.JobVersions)))
-	for za0005 := range z.JobVersions {
-		if z.JobVersions[za0005] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.JobVersions[za0005].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "JobVersions", za0005)
-				return
+		// string "Evals"
+		o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+		for za0010 := range z.Evals {
+			if z.Evals[za0010] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Evals[za0010].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Evals", za0010)
+					return
+				}
 			}
 		}
-	}
-	// string "Allocs"
-	o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
-	for za0006 := range z.Allocs {
-		if z.Allocs[za0006] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Allocs[za0006].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Allocs", za0006)
-				return
+		// string "DeletedEvals"
+		o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedEvals)))
+		for za0011 := range z.DeletedEvals {
+			o = msgp.AppendString(o, z.DeletedEvals[za0011])
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "Kept"
+			o = append(o, 0xa4, 0x4b, 0x65, 0x70, 0x74)
+			if z.Kept == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// map header, size 2
+				// string "Index"
+				o = append(o, 0x82, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
+				o = msgp.AppendUint64(o, z.Kept.Index)
+				// string "Time"
+				o = append(o, 0xa4, 0x54, 0x69, 0x6d, 0x65)
+				o = msgp.AppendInt64(o, z.Kept.Time)
 			}
 		}
-	}
-	// string "DeletedAllocs"
-	o = append(o, 0xad, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedAllocs)))
-	for za0007 := range z.DeletedAllocs {
-		o = msgp.AppendString(o, z.DeletedAllocs[za0007])
-	}
-	// string "Deployments"
-	o = append(o, 0xab, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Deployments)))
-	for za0008 := range z.Deployments {
-		if z.Deployments[za0008] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Deployments[za0008].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Deployments", za0008)
-				return
-			}
-		}
-	}
-	// string "DeletedDeployments"
-	o = append(o, 0xb2, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedDeployments)))
-	for za0009 := range z.DeletedDeployments {
-		o = msgp.AppendString(o, z.DeletedDeployments[za0009])
-	}
-	// string "SchedulerConfig"
-	o = append(o, 0xaf, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	if z.SchedulerConfig == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.SchedulerConfig.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "SchedulerConfig")
-			return
-		}
-	}
-	// string "Evals"
-	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
-	for za0010 := range z.Evals {
-		if z.Evals[za0010] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Evals[za0010].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Evals", za0010)
-				return
-			}
-		}
-	}
-	// string "DeletedEvals"
-	o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedEvals)))
-	for za0011 := range z.DeletedEvals {
-		o = msgp.AppendString(o, z.DeletedEvals[za0011])
 	}
 	return
 }
@@ -1337,6 +1451,52 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "Kept":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Kept = nil
+			} else {
+				if z.Kept == nil {
+					z.Kept = new(Kept)
+				}
+				var zb0013 uint32
+				zb0013, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Kept")
+					return
+				}
+				for zb0013 > 0 {
+					zb0013--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Kept")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "Index":
+						z.Kept.Index, bts, err = msgp.ReadUint64Bytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Kept", "Index")
+							return
+						}
+					case "Time":
+						z.Kept.Time, bts, err = msgp.ReadInt64Bytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Kept", "Time")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Kept")
+							return
+						}
+					}
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1351,7 +1511,7 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *StateSync) Msgsize() (s int) {
-	s = 1 + 5 + msgp.BoolSize + 10 + msgp.Uint64Size + 6 + msgp.Uint64Size + 6 + msgp.ArrayHeaderSize
+	s = 3 + 5 + msgp.BoolSize + 10 + msgp.Uint64Size + 6 + msgp.Uint64Size + 6 + msgp.ArrayHeaderSize
 	for za0001 := range z.Nodes {
 		if z.Nodes[za0001] == nil {
 			s += msgp.NilSize
@@ -1425,12 +1585,18 @@ func (z *StateSync) Msgsize() (s int) {
 	for za0011 := range z.DeletedEvals {
 		s += msgp.StringPrefixSize + len(z.DeletedEvals[za0011])
 	}
+	s += 5
+	if z.Kept == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 6 + msgp.Uint64Size + 5 + msgp.Int64Size
+	}
 	return
 }
 
 // MarshalMsg implements msgp.Marshaler
 func (z Status) MarshalMsg(b []byte) (o []byte, err error) {
-	o = msgp.Require(b, z.Msgsize())
+	o = b
 	// map header, size 2
 	// string "Code"
 	o = append(o, 0x82, 0xa4, 0x43, 0x6f, 0x64, 0x65)

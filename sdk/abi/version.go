@@ -6,10 +6,12 @@ import "fmt"
 // knows major M accepts any minor of M.
 //
 // 1.1 added OpGarbageCollect, Info.MirrorEvals and evaluations in
-// StateSync.
+// StateSync. 1.2 added PlanResponse.Whole and StateSync.Kept: a plugin
+// keeps the allocations of a wholly committed plan, so that neither the
+// plan's result nor the next sync carries them back.
 const (
 	Major = 1
-	Minor = 1
+	Minor = 2
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -29,6 +31,10 @@ func (v Version) Major() uint16 { return uint16(v >> 16) }
 func (v Version) Minor() uint16 { return uint16(v) }
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major(), v.Minor()) }
+
+// KeepsPlans reports whether a plugin that declares v keeps its wholly
+// committed plans (PlanResponse.Whole, StateSync.Kept).
+func (v Version) KeepsPlans() bool { return v.Major() == 1 && v.Minor() >= 2 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

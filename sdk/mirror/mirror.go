@@ -88,6 +88,10 @@ type Mirror struct {
 	evals     map[string]*sdk.Evaluation
 	evalList  []*sdk.Evaluation
 	evalsDirt bool
+
+	// kept is the last wholly committed plan (Keep), waiting for the next
+	// sync to say whether its allocations join the mirror (ABI 1.2).
+	kept *sdk.Plan
 }
 
 var (
@@ -119,18 +123,32 @@ func (m *Mirror) reset() {
 	m.evals = map[string]*sdk.Evaluation{}
 	m.evalList = nil
 	m.evalsDirt = true
+	m.kept = nil
 }
 
-// Apply applies a sync. A delta must start at the mirror's index, or Apply
-// returns ErrOutOfSync and changes nothing.
+// Keep records a plan the host committed whole (abi.PlanResponse.Whole).
+// Its new allocations join the mirror with the next sync that carries
+// abi.StateSync.Kept, stamped as abi.KeptAlloc says, and are forgotten by
+// one that does not; until then the mirror does not show them, as it
+// would not have without Keep. A later Keep replaces an earlier one.
+func (m *Mirror) Keep(plan *sdk.Plan) { m.kept = plan }
+
+// Apply applies a sync. A delta must start at the mirror's index, and may
+// count on a kept plan (abi.StateSync.Kept) only if the mirror holds one,
+// or Apply returns ErrOutOfSync and changes nothing but forgetting the kept
+// plan, as any sync does.
 func (m *Mirror) Apply(s *abi.StateSync) error {
 	if s == nil {
 		return nil
 	}
+	kept := m.kept
+	m.kept = nil
 	if s.Full {
 		m.reset()
 	} else if s.FromIndex != m.index {
 		return fmt.Errorf("%w: delta from %d, mirror at %d", ErrOutOfSync, s.FromIndex, m.index)
+	} else if s.Kept != nil && kept == nil {
+		return fmt.Errorf("%w: the delta counts on a kept plan the mirror does not hold", ErrOutOfSync)
 	}
 	if s.SchedulerConfig != nil {
 		m.schedConfig = s.SchedulerConfig
@@ -154,6 +172,16 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	for _, j := range s.JobVersions {
 		m.versions[versionOf(j)] = j
+	}
+	if s.Kept != nil && !s.Full {
+		// The host left these out of Allocs: they are as the plugin
+		// submitted them, stamped with where and when they were stored.
+		for _, as := range kept.NodeAllocation {
+			for _, a := range as {
+				m.removeAlloc(a.ID)
+				m.addAlloc(abi.KeptAlloc(a, kept.Job, s.Kept))
+			}
+		}
 	}
 	for _, id := range s.DeletedAllocs {
 		m.removeAlloc(id)

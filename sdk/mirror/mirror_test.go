@@ -67,3 +67,73 @@ func TestMirror_DeltaFromWrongIndexIsRefused(t *testing.T) {
 		t.Fatal("a refused delta changed the mirror")
 	}
 }
+
+func TestMirror_KeptPlan(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Version: 2, JobModifyIndex: 7}
+	placed := alloc("a9", "n1", 40, "run")
+	placed.Job, placed.JobModifyIndex = job, 7
+	placed.Metrics = &sdk.AllocMetric{NodesEvaluated: 3}
+	plan := &sdk.Plan{Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {placed}}}
+	tests := []struct {
+		name string
+		next *abi.StateSync
+		// want: the kept allocation joins the mirror; err: the sync is refused.
+		want, err bool
+	}{
+		{name: "joins with Kept", next: &abi.StateSync{FromIndex: 10, Index: 12, Kept: &abi.Kept{Index: 11, Time: 99}}, want: true},
+		{name: "forgotten without Kept", next: &abi.StateSync{FromIndex: 10, Index: 12}},
+		{name: "deleted in the same delta", next: &abi.StateSync{FromIndex: 10, Index: 13, Kept: &abi.Kept{Index: 11, Time: 99},
+			DeletedAllocs: []string{"a9"}}},
+		{name: "dropped by a full sync", next: &abi.StateSync{Full: true, Index: 12, Jobs: []*sdk.Job{job},
+			Kept: &abi.Kept{Index: 11, Time: 99}}},
+		{name: "Kept without a kept plan", next: &abi.StateSync{FromIndex: 10, Index: 12, Kept: &abi.Kept{Index: 11, Time: 99}}, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := mirror.New()
+			if err := m.Apply(&abi.StateSync{Full: true, Index: 10, Nodes: []*sdk.Node{{ID: "n1"}}, Jobs: []*sdk.Job{job}}); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.err {
+				m.Keep(plan)
+			}
+			if m.Alloc("a9") != nil {
+				t.Fatal("a kept allocation shows before the next sync")
+			}
+			err := m.Apply(tt.next)
+			if tt.err {
+				if !errors.Is(err, mirror.ErrOutOfSync) {
+					t.Fatalf("err = %v, want ErrOutOfSync", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := m.Alloc("a9")
+			if !tt.want {
+				if a != nil || m.NodeUsage("n1").CPU != 0 {
+					t.Fatal("the kept allocation is in the mirror")
+				}
+				// Kept plans are consumed by the sync that follows them.
+				if err := m.Apply(&abi.StateSync{FromIndex: m.Index(), Index: m.Index() + 1, Kept: &abi.Kept{}}); !errors.Is(err, mirror.ErrOutOfSync) {
+					t.Fatalf("second Kept: err = %v, want ErrOutOfSync", err)
+				}
+				return
+			}
+			if a == nil || a == placed {
+				t.Fatal("the kept allocation did not join as a copy")
+			}
+			if a.CreateIndex != 11 || a.ModifyIndex != 11 || a.AllocModifyIndex != 11 || a.CreateTime != 99 || a.ModifyTime != 99 ||
+				a.Metrics != nil || a.Job != job || a.JobVersion != 2 || a.JobModifyIndex != 7 {
+				t.Fatalf("kept allocation not stamped as abi.KeptAlloc says: %+v", a)
+			}
+			if m.NodeUsage("n1").CPU != 40 || len(m.AllocsByJob("default", "j")) != 1 {
+				t.Fatal("the kept allocation is not indexed")
+			}
+			if placed.CreateIndex != 0 || placed.Metrics == nil {
+				t.Fatal("keeping changed the plan's allocation")
+			}
+		})
+	}
+}

@@ -121,13 +121,32 @@ type planner struct {
 	mirror *mirror.Mirror
 	token  string
 	buf    *[]byte
+	// cleared is SubmitPlan's scratch list of the Jobs it took off.
+	cleared []jobOf
 }
 
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	wire := *plan
 	wire.EvalToken = p.token
-	wire.NodeAllocation = withoutJobs(plan.NodeAllocation)
+	// New allocations travel without their Job (the plan carries it
+	// once). Clearing it for the encoding and restoring it after, rather
+	// than copying every allocation, spares a large plan's worth of
+	// garbage, which costs most inside wasm.
+	cleared := p.cleared[:0]
+	for _, allocs := range plan.NodeAllocation {
+		for _, a := range allocs {
+			if a != nil && a.Job != nil {
+				cleared = append(cleared, jobOf{a, a.Job})
+				a.Job = nil
+			}
+		}
+	}
 	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg((*p.buf)[:0])
+	for i, c := range cleared {
+		c.alloc.Job = c.job
+		cleared[i] = jobOf{}
+	}
+	p.cleared = cleared[:0]
 	if err != nil {
 		return nil, fmt.Errorf("plugin: encode plan: %w", err)
 	}
@@ -148,25 +167,20 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 			return nil, fmt.Errorf("plugin: refresh state: %w", err)
 		}
 	}
+	if resp.Whole && resp.Result != nil {
+		// The host sent no allocation lists: they are the plan's. Keep the
+		// plan so that the next sync need not send its allocations back.
+		res := resp.Result
+		res.NodeUpdate, res.NodeAllocation, res.NodePreemptions = plan.NodeUpdate, plan.NodeAllocation, plan.NodePreemptions
+		p.mirror.Keep(plan)
+	}
 	return resp.Result, nil
 }
 
-// withoutJobs returns allocs with Job cleared (the plan carries the job once).
-func withoutJobs(in map[string][]*sdk.Allocation) map[string][]*sdk.Allocation {
-	out := make(map[string][]*sdk.Allocation, len(in))
-	for node, allocs := range in {
-		c := make([]*sdk.Allocation, len(allocs))
-		for i, a := range allocs {
-			if a.Job != nil {
-				cp := *a
-				cp.Job = nil
-				a = &cp
-			}
-			c[i] = a
-		}
-		out[node] = c
-	}
-	return out
+// jobOf remembers an allocation's Job while the plan is encoded without it.
+type jobOf struct {
+	alloc *sdk.Allocation
+	job   *sdk.Job
 }
 
 func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {

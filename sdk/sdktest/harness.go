@@ -507,6 +507,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			c := *a
 			c.Job = p.Job
 			c.ModifyTime = now
+			c.AllocModifyIndex = idx // as the host's FSM stamps a placed or updated allocation
 			if v := h.keptVersion(a); v != nil && h.allocs[a.ID] == nil {
 				c.Job = v // a new placement that runs an older version, as the host allows
 			}

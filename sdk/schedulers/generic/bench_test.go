@@ -125,3 +125,28 @@ func (c *planCapture) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	c.plan = p
 	return c.nopPlanner.SubmitPlan(p)
 }
+
+// BenchmarkEncodePlanRequest encodes the plan of a 1,000-allocation batch
+// eval as a plugin submits it (abi.PlanRequest, into a reused buffer).
+func BenchmarkEncodePlanRequest(b *testing.B) {
+	h := schedtest.New(b)
+	h.UpsertNodes(schedtest.Nodes("n", 1000)...)
+	job := schedtest.BatchJob("j", 1000)
+	job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
+	ev := h.RegisterJob(job)
+	p := &planCapture{}
+	ctx := sdk.NewContext(h.State(), p, nil, h.Now, nil, ev.ID)
+	if err := (&generic.Scheduler{Batch: true}).Process(ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+	req := &abi.PlanRequest{Plan: p.plan}
+	var buf []byte
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var err error
+		if buf, err = req.MarshalMsg(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/drover-sched/drover/host/fsm"
+	rt "github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/native"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
+	"github.com/rs/zerolog"
+)
+
+// mirrorCheck wraps a scheduler and, before each eval, compares the
+// plugin's state mirror with the store's snapshot at the mirror's index.
+type mirrorCheck struct {
+	sdk.Scheduler
+	t *testing.T
+	c *cluster
+}
+
+func (m *mirrorCheck) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	snap := m.c.store.Snapshot()
+	if got, want := ctx.State.Index(), snap.Index(); got != want {
+		m.t.Fatalf("mirror at %d, store at %d", got, want)
+	}
+	want := snap.FullSync(false)
+	byNode := map[string]int{}
+	for _, a := range want.Allocs {
+		byNode[a.NodeID]++
+		got := ctx.State.Alloc(a.ID)
+		if got == nil {
+			m.t.Fatalf("alloc %s missing from the mirror", a.ID)
+		}
+		if got.Job == nil || got.Job.JobModifyIndex != got.JobModifyIndex {
+			m.t.Fatalf("alloc %s is not linked to its job version", a.ID)
+		}
+		c := *got
+		c.Job, c.Metrics = nil, nil
+		if g, w := canonical(m.t, &c), canonical(m.t, a); g != w {
+			m.t.Fatalf("alloc %s differs:\nmirror %s\nstore  %s", a.ID, g, w)
+		}
+	}
+	for _, n := range want.Nodes {
+		if got := len(ctx.State.AllocsByNode(n.ID)); got != byNode[n.ID] {
+			m.t.Fatalf("node %s: %d allocs in the mirror, %d in the store", n.ID, got, byNode[n.ID])
+		}
+		var u sdk.Usage
+		for _, a := range snap.AllocsByNode(n.ID) {
+			if !a.TerminalStatus() {
+				u.Add(a.Usage())
+			}
+		}
+		if got := ctx.State.NodeUsage(n.ID); got != u {
+			m.t.Fatalf("node %s: usage %+v in the mirror, %+v in the store", n.ID, got, u)
+		}
+	}
+	return m.Scheduler.Process(ctx, eval)
+}
+
+func canonical(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(tree) // maps sorted by key; nil and empty alike
+	return string(b)
+}
+
+// TestMirror_KeptPlansEqualTheStore runs every scenario's jobs through the
+// FSM with a native plugin that keeps its plans (ABI 1.2): the next eval's
+// mirror, fed kept allocations instead of resent ones, must equal the
+// store at its index. Plans go straight to the FSM, or through the plan
+// applier's check and an encoded log entry as in the server (verify).
+func TestMirror_KeptPlansEqualTheStore(t *testing.T) {
+	for _, verify := range []bool{false, true} {
+		for _, sc := range Scenarios {
+			t.Run(fmt.Sprintf("%s/verify=%v", sc.Name, verify), func(t *testing.T) { keptPlansEqualTheStore(t, sc, verify) })
+		}
+	}
+}
+
+func keptPlansEqualTheStore(t *testing.T, sc Scenario, verify bool) {
+	cfg := DefaultConfig()
+	c, err := newCluster(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if err := c.apply(fsm.NodeRegisterRequestType, &fsm.NodeRegisterRequest{Node: makeNode(cfg, c, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := native.New(plugin.Info{Name: sc.Type, Types: []string{sc.Type}}, func() sdk.Scheduler {
+		var s sdk.Scheduler = &generic.Scheduler{Batch: sc.Type == sdk.JobTypeBatch}
+		if sc.Type == sdk.JobTypeSystem || sc.Type == sdk.JobTypeSysBatch {
+			s = &system.Scheduler{}
+		}
+		return &mirrorCheck{Scheduler: s, t: t, c: c}
+	})
+	pl := rt.NewPlugin(f, rt.PoolConfig{Instances: 1}, zerolog.Nop())
+	defer pl.Close(context.Background())
+	// Three rounds of the scenario's jobs, plus a scale-down of the
+	// first job: kept plans, then stops of kept allocations.
+	var first *sdk.Job
+	for j := 0; j < 3*sc.Jobs+1; j++ {
+		job := makeJob(cfg, sc, c.id('j'))
+		// Small groups keep the test quick; odd jobs smaller still.
+		job.TaskGroups[0].Count = min(job.TaskGroups[0].Count, 60-40*(j%2))
+		if j == 3*sc.Jobs {
+			// A new version of the first job (never an object the store
+			// holds: it is not modified in place).
+			next, tg := *first, *first.TaskGroups[0]
+			tg.Count = max(tg.Count/2, 1)
+			next.TaskGroups = []*sdk.TaskGroup{&tg}
+			job = &next
+		}
+		if first == nil {
+			first = job
+		}
+		eval := &sdk.Evaluation{ID: c.id('e'), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+			TriggeredBy: sdk.EvalTriggerJobRegister, JobID: job.ID, Status: sdk.EvalStatusPending}
+		if err := c.apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job, Eval: eval}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.process(context.Background(), Config{Log: zerolog.Nop(), Verify: verify}, pl, eval.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One more eval checks the mirror after the last plan.
+	job := makeJob(cfg, sc, c.id('j'))
+	eval := &sdk.Evaluation{ID: c.id('e'), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: sdk.EvalTriggerJobRegister, JobID: job.ID, Status: sdk.EvalStatusPending}
+	if err := c.apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job, Eval: eval}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), Config{Log: zerolog.Nop(), Verify: verify}, pl, eval.ID); err != nil {
+		t.Fatal(err)
+	}
+	st := pl.Stats()
+	if st.KeptPlans.Load() == 0 {
+		t.Fatalf("no sync left out a kept plan (%d delta syncs)", st.DeltaSyncs.Load())
+	}
+	if st.FullSyncs.Load() != 1 {
+		t.Fatalf("%d full syncs, want only the first", st.FullSyncs.Load())
+	}
+}

@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+)
+
+// planOf is a plan of two new allocations for job.
+func planOf(job *sdk.Job) *sdk.Plan {
+	a := func(id, node string) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, Namespace: "default", JobID: job.ID, NodeID: node, TaskGroup: "web", Name: id,
+			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+			Metrics: &sdk.AllocMetric{NodesEvaluated: 2}}
+	}
+	return &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+		"n1": {a("a1", "n1")}, "n2": {a("a2", "n2")}}}
+}
+
+// stored is what a host storing plan at index and time sends in a sync.
+func stored(plan *sdk.Plan, index uint64, time int64) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	for _, node := range []string{"n1", "n2"} {
+		for _, a := range plan.NodeAllocation[node] {
+			c := *a
+			c.Metrics = nil
+			c.CreateIndex, c.ModifyIndex, c.AllocModifyIndex, c.CreateTime, c.ModifyTime = index, index, index, time, time
+			c.JobVersion, c.JobModifyIndex = plan.Job.Version, plan.Job.JobModifyIndex
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+func TestMarkKept(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "web", Version: 3, JobModifyIndex: 8}
+	other := &sdk.Allocation{ID: "b1", NodeID: "n1"}
+	tests := []struct {
+		name   string
+		sync   func(plan *sdk.Plan) *abi.StateSync
+		marked bool
+	}{
+		{"stored as placed", func(p *sdk.Plan) *abi.StateSync {
+			return &abi.StateSync{FromIndex: 9, Index: 12, Allocs: append(stored(p, 11, 5), other)}
+		}, true},
+		{"changed since", func(p *sdk.Plan) *abi.StateSync {
+			as := stored(p, 11, 5)
+			as[1].ClientStatus = sdk.AllocClientStatusRunning
+			as[1].ModifyIndex = 12
+			return &abi.StateSync{FromIndex: 9, Index: 12, Allocs: append(as, other)}
+		}, false},
+		{"stored differently", func(p *sdk.Plan) *abi.StateSync {
+			as := stored(p, 11, 5)
+			as[0].NodeName = "renamed"
+			return &abi.StateSync{FromIndex: 9, Index: 12, Allocs: as}
+		}, false},
+		{"stamped apart", func(p *sdk.Plan) *abi.StateSync {
+			return &abi.StateSync{FromIndex: 9, Index: 12, Allocs: append(stored(p, 11, 5)[:1], stored(p, 12, 5)[1:]...)}
+		}, false},
+		{"not in the delta (snapshot before the commit)", func(p *sdk.Plan) *abi.StateSync {
+			return &abi.StateSync{FromIndex: 9, Index: 10, Allocs: []*sdk.Allocation{other}}
+		}, false},
+		{"deleted", func(p *sdk.Plan) *abi.StateSync {
+			return &abi.StateSync{FromIndex: 9, Index: 12, DeletedAllocs: []string{"a1", "a2"}}
+		}, false},
+		{"full sync", func(p *sdk.Plan) *abi.StateSync {
+			return &abi.StateSync{Full: true, Index: 12, Allocs: stored(p, 11, 5)}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := planOf(job)
+			kept := newKeptPlan(plan)
+			sync := tt.sync(plan)
+			n := len(sync.Allocs)
+			if got := markKept(sync, &kept); got != tt.marked {
+				t.Fatalf("marked = %v, want %v", got, tt.marked)
+			}
+			if kept != nil {
+				t.Fatal("the kept plan was not consumed")
+			}
+			switch {
+			case tt.marked:
+				if sync.Kept == nil || *sync.Kept != (abi.Kept{Index: 11, Time: 5}) || len(sync.Allocs) != 1 || sync.Allocs[0] != other {
+					t.Fatalf("marked sync: Kept %+v, Allocs %v", sync.Kept, sync.Allocs)
+				}
+			case sync.Kept != nil || len(sync.Allocs) != n:
+				t.Fatalf("unmarked sync changed: Kept %+v, %d allocs of %d", sync.Kept, len(sync.Allocs), n)
+			}
+		})
+	}
+}
+
+// fixedPlanner answers every plan with the result commit makes of it.
+type fixedPlanner struct {
+	Planner
+	commit func(*sdk.Plan) *sdk.PlanResult
+}
+
+func (f fixedPlanner) SubmitPlan(_ context.Context, p *sdk.Plan) (*sdk.PlanResult, StateSource, error) {
+	return f.commit(p), nil, nil
+}
+
+func TestDispatcher_WholeOnlyToPluginsThatKeepPlans(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "web", Version: 3, JobModifyIndex: 8}
+	whole := func(p *sdk.Plan) *sdk.PlanResult {
+		return &sdk.PlanResult{NodeAllocation: p.NodeAllocation, AllocIndex: 11}
+	}
+	part := func(p *sdk.Plan) *sdk.PlanResult {
+		return &sdk.PlanResult{NodeAllocation: map[string][]*sdk.Allocation{"n1": p.NodeAllocation["n1"]}, AllocIndex: 11}
+	}
+	tests := []struct {
+		name      string
+		keeps     bool
+		commit    func(*sdk.Plan) *sdk.PlanResult
+		wantWhole bool
+	}{
+		{"1.2 plugin, whole plan", true, whole, true},
+		{"1.2 plugin, part of the plan", true, part, false},
+		{"1.1 plugin, whole plan", false, whole, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var kept *keptPlan
+			d := &dispatcher{ctx: context.Background(), keeps: tt.keeps, kept: &kept, stats: &Stats{},
+				call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: tt.commit}}}
+			msg, err := (&abi.PlanRequest{Plan: planOf(job)}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.host(abi.OpSubmitPlan, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp abi.PlanResponse
+			if err := abi.Decode(out, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.Whole != tt.wantWhole || (kept != nil) != tt.wantWhole {
+				t.Fatalf("Whole = %v, kept = %v; want %v", resp.Whole, kept != nil, tt.wantWhole)
+			}
+			if resp.Result == nil || resp.Result.AllocIndex != 11 {
+				t.Fatalf("result %+v", resp.Result)
+			}
+			if tt.wantWhole {
+				if len(resp.Result.NodeAllocation) != 0 {
+					t.Fatal("a whole commit's result carries allocation lists")
+				}
+				return
+			}
+			if len(resp.Result.NodeAllocation) == 0 {
+				t.Fatal("the result lists no allocations")
+			}
+			for _, as := range resp.Result.NodeAllocation {
+				for _, a := range as {
+					if a.Metrics != nil || a.ClientStatus != "" {
+						t.Fatal("result allocations are not slim")
+					}
+				}
+			}
+		})
+	}
+}
