@@ -354,24 +354,7 @@ func (s *Stack) walkRanked(g *group, m *sdk.AllocMetric, opts Options, offset *i
 			best = c
 		}
 	}
-	for i := 0; i < nSet && seen < limit; i++ {
-		seen++
-		if best.node == nil || skipped[i].score > best.score {
-			best = skipped[i]
-		}
-	}
-
-	m.NodesEvaluated += visited
-	for r, e := range x.reasons {
-		if c := x.failedIn(r, start, visited); c > 0 {
-			s.tally.addN(e.class, e.reason, false, c)
-		}
-	}
-	*offset = (start + visited) % n
-	if best.node == nil {
-		return nil
-	}
-	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	return s.endIndexedWalk(x, m, best, skipped[:nSet], seen, limit, start, visited, offset)
 }
 
 // tallyExhausted tallies the entries in [w, end) of the walk that do not

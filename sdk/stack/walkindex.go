@@ -92,7 +92,15 @@ func (s *Stack) walkIndexed(g *group, m *sdk.AllocMetric, opts Options, offset *
 			visited = (pos-start+n)%n + 1
 		}
 	}
-	for i := 0; i < nSkipped && seen < limit; i++ {
+	return s.endIndexedWalk(x, m, best, skipped[:nSkipped], seen, limit, start, visited, offset)
+}
+
+// endIndexedWalk ends a walk over the index x that started at position
+// start and covered visited positions: the options set aside count while
+// the limit allows, the nodes that failed their checks in the stretch are
+// tallied, the offset moves past it, and the best option is returned.
+func (s *Stack) endIndexedWalk(x *checkIndex, m *sdk.AllocMetric, best candidate, skipped []candidate, seen, limit, start, visited int, offset *int) *Option {
+	for i := 0; i < len(skipped) && seen < limit; i++ {
 		seen++
 		if best.node == nil || skipped[i].score > best.score {
 			best = skipped[i]
@@ -104,7 +112,7 @@ func (s *Stack) walkIndexed(g *group, m *sdk.AllocMetric, opts Options, offset *
 			s.tally.addN(e.class, e.reason, false, c)
 		}
 	}
-	*offset = (start + visited) % n
+	*offset = (start + visited) % x.n
 	if best.node == nil {
 		return nil
 	}
