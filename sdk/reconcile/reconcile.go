@@ -573,12 +573,16 @@ func stopAfter(a *sdk.Allocation) time.Duration {
 }
 
 // expired reports whether an unknown allocation outlived its lost_after.
-func (r *reconciler) expired(a *sdk.Allocation) bool {
+func (r *reconciler) expired(a *sdk.Allocation) bool { return unknownExpired(a, r.now) }
+
+// unknownExpired reports whether an unknown allocation outlived its
+// lost_after at now.
+func unknownExpired(a *sdk.Allocation, now time.Time) bool {
 	d := lostAfter(a)
 	if d == 0 || a.ClientStatus != sdk.AllocClientStatusUnknown {
 		return false
 	}
-	return !LastEventTime(a).Add(d).After(r.now)
+	return !LastEventTime(a).Add(d).After(now)
 }
 
 // reconnected returns, among a group's usable allocations, the copies to

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-sched/drover/sdk"
 )
@@ -24,6 +25,8 @@ type SystemInput struct {
 	Tainted map[string]*sdk.Node
 	// Allocs are all of the job's allocations.
 	Allocs []*sdk.Allocation
+	// Now is when the evaluation runs (disconnect windows end by it).
+	Now time.Time
 }
 
 // SystemTuple is one allocation slot: a name on a node, the group, and
@@ -44,6 +47,10 @@ type SystemResult struct {
 	Stop    []SystemTuple
 	Lost    []SystemTuple
 	Ignore  []SystemTuple
+	// Disconnect are running allocations on disconnected nodes, in groups
+	// that tolerate it: their client status becomes unknown (there is no
+	// other node to replace them on).
+	Disconnect []SystemTuple
 }
 
 // System reconciles a system or sysbatch job node by node: every ready node
@@ -116,9 +123,18 @@ func System(in SystemInput) *SystemResult {
 			}
 			if node, tainted := in.Tainted[nodeID]; tainted {
 				disconnected := node != nil && node.Status == sdk.NodeStatusDisconnected
-				if node == nil || node.TerminalStatus() || (disconnected && lostAfter(a) == 0) {
+				switch {
+				case node == nil || node.TerminalStatus():
 					res.Lost = append(res.Lost, t)
-				} else {
+				case !disconnected:
+					res.Ignore = append(res.Ignore, t)
+				case lostAfter(a) == 0 || a.ClientStatus == sdk.AllocClientStatusPending || unknownExpired(a, in.Now):
+					// As the service reconciler: only running allocations
+					// of tolerant groups are kept through a disconnect.
+					res.Lost = append(res.Lost, t)
+				case a.ClientStatus == sdk.AllocClientStatusRunning:
+					res.Disconnect = append(res.Disconnect, t)
+				default:
 					res.Ignore = append(res.Ignore, t)
 				}
 				continue

@@ -148,7 +148,8 @@ func (p *pass) computeJobAllocs() {
 	for _, a := range reconcile.StillRunningOnDownNodes(tainted, allocs) {
 		p.plan.Stop(a, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
 	}
-	diff := reconcile.System(reconcile.SystemInput{Job: p.job, Ready: p.ready, NotReady: p.notReady, Tainted: tainted, Allocs: allocs})
+	diff := reconcile.System(reconcile.SystemInput{Job: p.job, Ready: p.ready, NotReady: p.notReady, Tainted: tainted, Allocs: allocs,
+		Now: p.ctx.Now})
 	for _, t := range diff.Stop {
 		p.plan.Stop(t.Alloc, reconcile.AllocNotNeeded, "", "")
 	}
@@ -157,6 +158,11 @@ func (p *pass) computeJobAllocs() {
 	}
 	for _, t := range diff.Lost {
 		p.plan.Stop(t.Alloc, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
+	}
+	for _, t := range diff.Disconnect {
+		c := *t.Alloc
+		c.ClientStatus, c.ClientDescription = sdk.AllocClientStatusUnknown, reconcile.AllocUnknown
+		p.plan.Annotate(&c)
 	}
 	destructive, inplace := p.updateInPlace(diff.Update)
 	if p.eval.AnnotatePlan {
@@ -363,6 +369,9 @@ func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.
 	}
 	for _, t := range d.Ignore {
 		get(t).Ignore++
+	}
+	for _, t := range d.Disconnect {
+		get(t).Ignore++ // kept, only marked unknown
 	}
 	for _, t := range destructive {
 		get(t).DestructiveUpdate++

@@ -199,3 +199,57 @@ func TestSystem_AnnotatesPlan(t *testing.T) {
 		t.Fatalf("agent: %+v", u)
 	}
 }
+
+// On a disconnected node a system job's running allocation is marked
+// unknown when its group tolerates disconnects, and lost when it does not
+// or once lost_after is over; nothing is placed elsewhere.
+func TestSystem_DisconnectedNode(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lostAfter  time.Duration
+		elapsed    time.Duration
+		wantStatus string
+		wantDesire string
+	}{
+		{"not tolerated: lost", 0, 0, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
+		{"tolerated: unknown", time.Minute, 0, sdk.AllocClientStatusUnknown, sdk.AllocDesiredStatusRun},
+		{"tolerated, window over: lost", time.Minute, 2 * time.Minute, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 2)
+			h.UpsertNodes(nodes...)
+			job := schedtest.SystemJob("agent")
+			if tc.lostAfter > 0 {
+				job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: tc.lostAfter}
+			}
+			h.Process(sched, h.RegisterJob(job))
+			var onN0 *sdk.Allocation
+			for _, a := range h.Live("default", "agent") {
+				h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+				if a.NodeID == "n-000" {
+					onN0 = a
+				}
+			}
+			n0 := h.State().Node("n-000").Copy()
+			n0.Status = sdk.NodeStatusDisconnected
+			h.UpsertNodes(n0)
+			if tc.elapsed > 0 {
+				// The allocation went unknown when the node disconnected.
+				h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+				h.Now = h.Now.Add(tc.elapsed)
+			}
+			h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+			got := h.State().Alloc(onN0.ID)
+			if got.ClientStatus != tc.wantStatus || got.DesiredStatus != tc.wantDesire {
+				t.Fatalf("allocation on the disconnected node: %s/%s, want %s/%s", got.ClientStatus, got.DesiredStatus,
+					tc.wantStatus, tc.wantDesire)
+			}
+			for _, a := range h.Live("default", "agent") {
+				if a.ID != onN0.ID && a.NodeID != "n-001" {
+					t.Fatalf("placed %s on %s", a.Name, a.NodeID)
+				}
+			}
+		})
+	}
+}
