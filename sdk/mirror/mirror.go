@@ -72,6 +72,9 @@ type Mirror struct {
 	nodes     map[string]*sdk.Node
 	nodeList  []*sdk.Node
 	nodesDirt bool
+	// nodesVersion rises whenever nodes change (NodesVersion), full syncs
+	// included: it is never reset.
+	nodesVersion uint64
 	usage     map[string]sdk.Usage
 
 	jobs     map[sdk.NamespacedID]*sdk.Job
@@ -112,6 +115,7 @@ func (m *Mirror) reset() {
 	m.nodes = map[string]*sdk.Node{}
 	m.nodeList = nil
 	m.nodesDirt = true
+	m.nodesVersion++
 	m.usage = map[string]sdk.Usage{}
 	m.jobs = map[sdk.NamespacedID]*sdk.Job{}
 	m.versions = map[versionKey]*sdk.Job{}
@@ -157,11 +161,13 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		if _, ok := m.nodes[id]; ok {
 			delete(m.nodes, id)
 			m.nodesDirt = true
+			m.nodesVersion++
 		}
 	}
 	for _, n := range s.Nodes {
 		m.nodes[n.ID] = n
 		m.nodesDirt = true
+		m.nodesVersion++
 	}
 	for _, id := range s.DeletedJobs {
 		delete(m.jobs, id)
@@ -278,6 +284,11 @@ func (m *Mirror) Nodes() []*sdk.Node {
 	}
 	return m.nodeList
 }
+
+// NodesVersion changes whenever a node comes, goes or changes, so that
+// what a scheduler derives from the nodes (stack.ReadyCache) can be kept
+// between evaluations until then.
+func (m *Mirror) NodesVersion() uint64 { return m.nodesVersion }
 
 // Node implements sdk.State.
 func (m *Mirror) Node(id string) *sdk.Node { return m.nodes[id] }

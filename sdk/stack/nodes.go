@@ -1,8 +1,10 @@
 package stack
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
@@ -52,4 +54,47 @@ func RankLimit(n int, batch bool, count int, affinityOrSpread bool) int {
 		limit = max(limit, int(math.Ceil(math.Log2(float64(n)))))
 	}
 	return limit
+}
+
+// nodesVersioner is a state that versions its node set: NodesVersion
+// changes whenever a node comes, goes or changes (sdk/mirror's Mirror).
+type nodesVersioner interface {
+	NodesVersion() uint64
+}
+
+// ReadyCache remembers ReadyNodes' answer while the state's nodes do not
+// change, so that a scheduler does not filter every node of the cluster at
+// every evaluation. It caches only for states that version their nodes
+// (the plugin's state mirror does); for others it is ReadyNodes.
+//
+// Filtering was most of a small evaluation's cost on large clusters: in a
+// wasm guest about 0.6 ms per evaluation at 5,000 nodes, against about
+// 1.5 ms for placing 100 allocations.
+//
+// The zero value is ready to use. A ReadyCache is not safe for concurrent
+// use; a scheduler keeps one and processes one evaluation at a time.
+type ReadyCache struct {
+	state    sdk.State
+	version  uint64
+	dcs      []string
+	pool     string
+	ready    []*sdk.Node
+	notReady map[string]*sdk.Node
+	byDC     map[string]int
+}
+
+// ReadyNodes returns what ReadyNodes(state, job) returns. The results are
+// the caller's to change (shuffle the nodes, edit the maps).
+func (c *ReadyCache) ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[string]*sdk.Node, byDC map[string]int) {
+	v, ok := state.(nodesVersioner)
+	if !ok {
+		return ReadyNodes(state, job)
+	}
+	version := v.NodesVersion()
+	if c.state != state || c.version != version || c.pool != job.NodePool || !slices.Equal(c.dcs, job.Datacenters) {
+		c.ready, c.notReady, c.byDC = ReadyNodes(state, job)
+		c.state, c.version, c.pool = state, version, job.NodePool
+		c.dcs = append(c.dcs[:0], job.Datacenters...)
+	}
+	return slices.Clone(c.ready), maps.Clone(c.notReady), maps.Clone(c.byDC)
 }

@@ -27,6 +27,9 @@ import (
 // Scheduler schedules service jobs, or batch jobs when Batch is set.
 type Scheduler struct {
 	Batch bool
+	// ready keeps the ready nodes between evaluations while no node
+	// changes.
+	ready stack.ReadyCache
 }
 
 var _ sdk.Scheduler = (*Scheduler)(nil)
@@ -53,7 +56,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	var p *pass
 	var blocked *sdk.Evaluation
 	err := conclude.Retry(limit, func() (bool, bool, error) {
-		p = newPass(ctx, eval, s.Batch, blocked)
+		p = newPass(ctx, eval, s.Batch, blocked, &s.ready)
 		done, progress, err := p.run()
 		p.stack.Release()
 		blocked = p.blocked
@@ -94,7 +97,7 @@ type pass struct {
 	preempt    bool
 }
 
-func newPass(ctx *sdk.Context, eval *sdk.Evaluation, batch bool, blocked *sdk.Evaluation) *pass {
+func newPass(ctx *sdk.Context, eval *sdk.Evaluation, batch bool, blocked *sdk.Evaluation, ready *stack.ReadyCache) *pass {
 	job := ctx.State.Job(eval.Namespace, eval.JobID)
 	p := &pass{ctx: ctx, eval: eval, batch: batch, job: job, blocked: blocked,
 		queued: map[string]int{}, placed: map[string]bool{}}
@@ -110,7 +113,7 @@ func newPass(ctx *sdk.Context, eval *sdk.Evaluation, batch bool, blocked *sdk.Ev
 		p.deployment = ctx.State.LatestDeployment(eval.Namespace, eval.JobID)
 	}
 	if !job.Stopped() {
-		nodes, _, byDC := stack.ReadyNodes(ctx.State, job)
+		nodes, _, byDC := ready.ReadyNodes(ctx.State, job)
 		stack.Shuffle(nodes, ctx.Rand())
 		p.stack.SetNodes(nodes, byDC)
 		for _, tg := range job.TaskGroups {

@@ -23,7 +23,11 @@ import (
 )
 
 // Scheduler schedules system and sysbatch jobs: each eval as its Type says.
-type Scheduler struct{}
+type Scheduler struct {
+	// ready keeps the ready nodes between evaluations while no node
+	// changes.
+	ready stack.ReadyCache
+}
 
 var _ sdk.Scheduler = (*Scheduler)(nil)
 
@@ -53,7 +57,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	var p *pass
 	var next, blocked *sdk.Evaluation
 	err := conclude.Retry(limit, func() (bool, bool, error) {
-		p = newPass(ctx, eval, sysbatch)
+		p = newPass(ctx, eval, sysbatch, &s.ready)
 		p.next, p.blocked = next, blocked
 		done, progress, err := p.run()
 		p.stack.Release()
@@ -94,7 +98,7 @@ type pass struct {
 	exhausted    bool
 }
 
-func newPass(ctx *sdk.Context, eval *sdk.Evaluation, sysbatch bool) *pass {
+func newPass(ctx *sdk.Context, eval *sdk.Evaluation, sysbatch bool, ready *stack.ReadyCache) *pass {
 	job := ctx.State.Job(eval.Namespace, eval.JobID)
 	p := &pass{ctx: ctx, eval: eval, job: job, queued: map[string]int{}, placed: map[string]bool{}}
 	p.plan = stack.NewPlan(ctx.State, eval, job)
@@ -105,7 +109,7 @@ func newPass(ctx *sdk.Context, eval *sdk.Evaluation, sysbatch bool) *pass {
 	p.stack = stack.New(ctx, p.plan, job, stack.ConfigFor(jobType, ctx.State.SchedulerConfig()))
 	if !job.Stopped() {
 		var byDC map[string]int
-		p.ready, p.notReady, byDC = stack.ReadyNodes(ctx.State, job)
+		p.ready, p.notReady, byDC = ready.ReadyNodes(ctx.State, job)
 		p.stack.SetNodes(p.ready, byDC)
 		p.nodes = make(map[string]*sdk.Node, len(p.ready))
 		for _, n := range p.ready {

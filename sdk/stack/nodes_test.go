@@ -1,0 +1,83 @@
+package stack
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/mirror"
+)
+
+// TestReadyCache_EqualsReadyNodes checks that the cache answers as
+// ReadyNodes does across node changes, jobs in other datacenters and pools,
+// and callers that change what they were given; each job is asked twice in
+// a row, the second time from the cache.
+func TestReadyCache_EqualsReadyNodes(t *testing.T) {
+	node := func(i int, status string) *sdk.Node {
+		n := &sdk.Node{ID: fmt.Sprintf("n-%03d", i), Datacenter: fmt.Sprintf("dc%d", i%3), NodePool: "default",
+			Status: status, SchedulingEligibility: sdk.NodeSchedulingEligible}
+		if i%7 == 0 {
+			n.NodePool = "gpu"
+		}
+		return n
+	}
+	full := &abi.StateSync{Full: true, Index: 1}
+	for i := 0; i < 50; i++ {
+		status := sdk.NodeStatusReady
+		if i%5 == 0 {
+			status = sdk.NodeStatusDown
+		}
+		full.Nodes = append(full.Nodes, node(i, status))
+	}
+	m := mirror.New()
+	if err := m.Apply(full); err != nil {
+		t.Fatal(err)
+	}
+	syncs := []struct {
+		name string
+		sync *abi.StateSync
+	}{
+		{"unchanged", nil},
+		{"node down", &abi.StateSync{FromIndex: 1, Index: 2, Nodes: []*sdk.Node{node(3, sdk.NodeStatusDown)}}},
+		{"node back", &abi.StateSync{FromIndex: 2, Index: 3, Nodes: []*sdk.Node{node(3, sdk.NodeStatusReady)}}},
+		{"node deleted", &abi.StateSync{FromIndex: 3, Index: 4, DeletedNodes: []string{"n-004"}}},
+		{"node added", &abi.StateSync{FromIndex: 4, Index: 5, Nodes: []*sdk.Node{node(60, sdk.NodeStatusReady)}}},
+		{"full sync", &abi.StateSync{Full: true, Index: 6, Nodes: full.Nodes[:20]}},
+	}
+	jobs := []*sdk.Job{
+		{ID: "all"},
+		{ID: "dc1", Datacenters: []string{"dc1"}},
+		{ID: "dc1-2", Datacenters: []string{"dc1", "dc2"}},
+		{ID: "glob", Datacenters: []string{"dc*"}},
+		{ID: "gpu", NodePool: "gpu"},
+		{ID: "any pool", NodePool: sdk.AllNodePool},
+	}
+	var c ReadyCache
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range syncs {
+		t.Run(s.name, func(t *testing.T) {
+			if err := m.Apply(s.sync); err != nil {
+				t.Fatal(err)
+			}
+			// The job asked for last before the sync comes first, so that
+			// the cache is asked again for what it holds.
+			for _, job := range append(jobs[len(jobs)-1:], jobs...) {
+				for round := 0; round < 2; round++ {
+					wantReady, wantNotReady, wantByDC := ReadyNodes(m, job)
+					ready, notReady, byDC := c.ReadyNodes(m, job)
+					if !reflect.DeepEqual(ready, wantReady) || !reflect.DeepEqual(notReady, wantNotReady) ||
+						!reflect.DeepEqual(byDC, wantByDC) {
+						t.Fatalf("job %s, round %d: cache differs from ReadyNodes", job.ID, round)
+					}
+					// What a caller does with its copies must not reach the cache.
+					Shuffle(ready, rng)
+					notReady["x"] = nil
+					byDC["x"]++
+				}
+			}
+		})
+	}
+}
