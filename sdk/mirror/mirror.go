@@ -75,7 +75,7 @@ type Mirror struct {
 	// nodesVersion rises whenever nodes change (NodesVersion), full syncs
 	// included: it is never reset.
 	nodesVersion uint64
-	usage     map[string]sdk.Usage
+	usage        map[string]sdk.Usage
 
 	jobs     map[sdk.NamespacedID]*sdk.Job
 	versions map[versionKey]*sdk.Job
@@ -157,16 +157,19 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	if s.SchedulerConfig != nil {
 		m.schedConfig = s.SchedulerConfig
 	}
+	if len(s.DeletedNodes)+len(s.Nodes) > maxNodeEdits {
+		m.nodesDirt = true // cheaper to sort again than to edit in place
+	}
 	for _, id := range s.DeletedNodes {
 		if _, ok := m.nodes[id]; ok {
 			delete(m.nodes, id)
-			m.nodesDirt = true
+			m.editNodeList(id, nil)
 			m.nodesVersion++
 		}
 	}
 	for _, n := range s.Nodes {
 		m.nodes[n.ID] = n
-		m.nodesDirt = true
+		m.editNodeList(n.ID, n)
 		m.nodesVersion++
 	}
 	for _, id := range s.DeletedJobs {
@@ -271,6 +274,28 @@ func (m *Mirror) removeAlloc(id string) {
 
 // Index implements sdk.State.
 func (m *Mirror) Index() uint64 { return m.index }
+
+// maxNodeEdits is the most node changes a delta applies to the sorted
+// node list in place; with more, the list is rebuilt and sorted.
+const maxNodeEdits = 64
+
+// editNodeList keeps the sorted node list in step with one change (n nil:
+// node id deleted), unless the list is to be rebuilt anyway. Sorting every
+// node again after each change cost about 80 ms in wasm at 5,000 nodes.
+func (m *Mirror) editNodeList(id string, n *sdk.Node) {
+	if m.nodesDirt {
+		return
+	}
+	i, found := slices.BinarySearchFunc(m.nodeList, id, func(x *sdk.Node, id string) int { return strings.Compare(x.ID, id) })
+	switch {
+	case found && n == nil:
+		m.nodeList = slices.Delete(m.nodeList, i, i+1)
+	case found:
+		m.nodeList[i] = n
+	case n != nil:
+		m.nodeList = slices.Insert(m.nodeList, i, n)
+	}
+}
 
 // Nodes implements sdk.State.
 func (m *Mirror) Nodes() []*sdk.Node {

@@ -2,6 +2,8 @@ package mirror_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -135,5 +137,59 @@ func TestMirror_KeptPlan(t *testing.T) {
 				t.Fatal("keeping changed the plan's allocation")
 			}
 		})
+	}
+}
+
+// The node list is kept sorted by ID through deltas of every size (edited
+// in place for a few changes, rebuilt for many), equal to the node set.
+func TestMirror_NodeListFollowsDeltas(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := mirror.New()
+	want := map[string]*sdk.Node{}
+	index := uint64(1)
+	if err := m.Apply(&abi.StateSync{Full: true, Index: index}); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 400; step++ {
+		s := &abi.StateSync{FromIndex: index, Index: index + 1}
+		index++
+		changes := 1 + rng.IntN(4)
+		if step%50 == 0 {
+			changes = 100 // over the in-place limit
+		}
+		used := map[string]bool{} // a delta names a node once (deletions apply first)
+		for range changes {
+			id := fmt.Sprintf("n%03d", rng.IntN(300))
+			if used[id] {
+				continue
+			}
+			used[id] = true
+			if rng.IntN(3) == 0 {
+				s.DeletedNodes = append(s.DeletedNodes, id)
+				delete(want, id)
+			} else {
+				n := &sdk.Node{ID: id, Name: fmt.Sprint(step)}
+				s.Nodes = append(s.Nodes, n)
+				want[id] = n
+			}
+		}
+		if err := m.Apply(s); err != nil {
+			t.Fatal(err)
+		}
+		if step%3 == 0 { // the list is read between some deltas only
+			continue
+		}
+		got := m.Nodes()
+		if len(got) != len(want) {
+			t.Fatalf("step %d: %d nodes, want %d", step, len(got), len(want))
+		}
+		for i, n := range got {
+			if i > 0 && got[i-1].ID >= n.ID {
+				t.Fatalf("step %d: not sorted at %d: %s, %s", step, i, got[i-1].ID, n.ID)
+			}
+			if want[n.ID] != n {
+				t.Fatalf("step %d: node %s is not the latest one", step, n.ID)
+			}
+		}
 	}
 }
