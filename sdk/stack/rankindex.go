@@ -193,18 +193,6 @@ func (s *Stack) newRankIndex(g *group) *rankIndex {
 	return ri
 }
 
-// nodeInfo returns the stack's record of the node at pos, filling it in
-// the first time.
-func (s *Stack) nodeInfo(pos int) *nodeInfo {
-	info := &s.info[pos]
-	if !info.known {
-		node := s.nodes[pos]
-		*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
-			change: s.plan.track(node.ID)}
-	}
-	return info
-}
-
 // refresh recomputes entry i from its node as the plan leaves it, through
 // the fit cache that rank reads, and updates the index's sums and trees.
 func (s *Stack) refresh(g *group, ri *rankIndex, i int, first bool) {
@@ -336,25 +324,14 @@ func (s *Stack) walkRanked(g *group, m *sdk.AllocMetric, opts Options, offset *i
 	// best score enters the best five, since before it only set-aside
 	// nodes (at most maxSkip < MaxRetainedScores) score as well. The
 	// set-aside ones are the first non-positive picks, as in the walk.
-	var best candidate
-	var skipped [maxSkip]candidate
-	nSet := 0
+	var ch choice
 	for _, p := range picks {
 		pos := int(p)
-		c, ok := s.rank(g, s.nodes[pos], pos, true, &s.info[pos], opts)
-		if !ok {
-			continue
-		}
-		if nSet < maxSkip && c.score <= skipThreshold {
-			skipped[nSet] = c
-			nSet++
-			continue
-		}
-		if best.node == nil || c.score > best.score {
-			best = c
+		if c, ok := s.rank(g, s.nodes[pos], pos, true, &s.info[pos], opts); ok {
+			ch.offer(c) // the replay counted seen already
 		}
 	}
-	return s.endIndexedWalk(x, m, best, skipped[:nSet], seen, limit, start, visited, offset)
+	return s.endIndexedWalk(x, m, &ch, seen, limit, start, visited, offset)
 }
 
 // tallyExhausted tallies the entries in [w, end) of the walk that do not

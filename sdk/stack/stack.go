@@ -381,6 +381,62 @@ type candidate struct {
 	preempted []*sdk.Allocation
 }
 
+// choice keeps a walk's best option as Nomad's limit and max-score
+// iterators do: up to maxSkip options scoring at or below skipThreshold
+// are set aside, to be used only if the walk runs out of nodes; the others
+// compete for best.
+type choice struct {
+	best     candidate
+	skipped  [maxSkip]candidate
+	nSkipped int
+}
+
+// offer takes a ranked option and reports whether it counts toward the
+// walk's limit (false: it was set aside).
+func (ch *choice) offer(c candidate) bool {
+	if ch.nSkipped < maxSkip && c.score <= skipThreshold {
+		ch.skipped[ch.nSkipped] = c
+		ch.nSkipped++
+		return false
+	}
+	if ch.best.node == nil || c.score > ch.best.score {
+		ch.best = c
+	}
+	return true
+}
+
+// settle ends the walk, seen options counted: the set-aside ones count, in
+// order, while the limit allows. It returns the best option, or nil.
+func (ch *choice) settle(seen, limit int) *Option {
+	best := ch.best
+	for i := 0; i < ch.nSkipped && seen < limit; i++ {
+		seen++
+		if best.node == nil || ch.skipped[i].score > best.score {
+			best = ch.skipped[i]
+		}
+	}
+	if best.node == nil {
+		return nil
+	}
+	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+}
+
+// learn fills what the stack caches about node for the evaluation.
+func (s *Stack) learn(info *nodeInfo, node *sdk.Node) {
+	*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
+		change: s.plan.track(node.ID)}
+}
+
+// nodeInfo returns the stack's record of the node at pos, filling it in
+// the first time.
+func (s *Stack) nodeInfo(pos int) *nodeInfo {
+	info := &s.info[pos]
+	if !info.known {
+		s.learn(info, s.nodes[pos])
+	}
+	return info
+}
+
 // walk visits nodes round-robin from *offset, at most once each, and
 // returns the best of the first limit feasible, fitting nodes (Nomad's
 // limit and max-score iterators: up to maxSkip options scoring at or below
@@ -409,9 +465,8 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 		}
 		return s.walkIndexed(g, m, opts, offset, limit)
 	}
-	var best candidate
-	var skipped [maxSkip]candidate
-	nSkipped, seen := 0, 0
+	var ch choice
+	seen := 0
 	var one nodeInfo
 	for visited := 0; visited < n && seen < limit; visited++ {
 		if *offset >= n {
@@ -426,36 +481,16 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 			info = &s.info[pos]
 		}
 		if !info.known || !cached {
-			*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
-				change: s.plan.track(node.ID)}
+			s.learn(info, node)
 		}
 		if !s.feasible(g, node, pos, cached, info.change) {
 			continue
 		}
-		c, ok := s.rank(g, node, pos, cached, info, opts)
-		if !ok {
-			continue
-		}
-		if nSkipped < maxSkip && c.score <= skipThreshold {
-			skipped[nSkipped] = c
-			nSkipped++
-			continue
-		}
-		seen++
-		if best.node == nil || c.score > best.score {
-			best = c
+		if c, ok := s.rank(g, node, pos, cached, info, opts); ok && ch.offer(c) {
+			seen++
 		}
 	}
-	for i := 0; i < nSkipped && seen < limit; i++ {
-		seen++
-		if best.node == nil || skipped[i].score > best.score {
-			best = skipped[i]
-		}
-	}
-	if best.node == nil {
-		return nil
-	}
-	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	return ch.settle(seen, limit)
 }
 
 // feasible runs the node checks, tallying a filtered node.

@@ -63,49 +63,30 @@ func (s *Stack) walkIndexed(g *group, m *sdk.AllocMetric, opts Options, offset *
 	n := x.n
 	start := *offset % n
 	first, _ := slices.BinarySearch(x.passed, int32(start))
-	var best candidate
-	var skipped [maxSkip]candidate
-	nSkipped, seen := 0, 0
+	var ch choice
+	seen := 0
 	visited := n // every node, unless the limit stops the walk early
 	for k := 0; k < len(x.passed) && seen < limit; k++ {
 		pos := int(x.passed[(first+k)%len(x.passed)])
 		node := s.nodes[pos]
-		info := &s.info[pos]
-		if !info.known {
-			*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
-				change: s.plan.track(node.ID)}
-		}
+		info := s.nodeInfo(pos)
 		if s.feasible(g, node, pos, true, info.change) {
-			if c, ok := s.rank(g, node, pos, true, info, opts); ok {
-				if nSkipped < maxSkip && c.score <= skipThreshold {
-					skipped[nSkipped] = c
-					nSkipped++
-				} else {
-					seen++
-					if best.node == nil || c.score > best.score {
-						best = c
-					}
-				}
+			if c, ok := s.rank(g, node, pos, true, info, opts); ok && ch.offer(c) {
+				seen++
 			}
 		}
 		if seen == limit {
 			visited = (pos-start+n)%n + 1
 		}
 	}
-	return s.endIndexedWalk(x, m, best, skipped[:nSkipped], seen, limit, start, visited, offset)
+	return s.endIndexedWalk(x, m, &ch, seen, limit, start, visited, offset)
 }
 
 // endIndexedWalk ends a walk over the index x that started at position
-// start and covered visited positions: the options set aside count while
-// the limit allows, the nodes that failed their checks in the stretch are
-// tallied, the offset moves past it, and the best option is returned.
-func (s *Stack) endIndexedWalk(x *checkIndex, m *sdk.AllocMetric, best candidate, skipped []candidate, seen, limit, start, visited int, offset *int) *Option {
-	for i := 0; i < len(skipped) && seen < limit; i++ {
-		seen++
-		if best.node == nil || skipped[i].score > best.score {
-			best = skipped[i]
-		}
-	}
+// start and covered visited positions: the nodes that failed their checks
+// in the stretch are tallied, the offset moves past it, and the choice is
+// settled.
+func (s *Stack) endIndexedWalk(x *checkIndex, m *sdk.AllocMetric, ch *choice, seen, limit, start, visited int, offset *int) *Option {
 	m.NodesEvaluated += visited
 	for r, e := range x.reasons {
 		if c := x.failedIn(r, start, visited); c > 0 {
@@ -113,8 +94,5 @@ func (s *Stack) endIndexedWalk(x *checkIndex, m *sdk.AllocMetric, best candidate
 		}
 	}
 	*offset = (start + visited) % x.n
-	if best.node == nil {
-		return nil
-	}
-	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	return ch.settle(seen, limit)
 }
