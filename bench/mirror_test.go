@@ -109,6 +109,17 @@ func keptPlansEqualTheStore(t *testing.T, sc Scenario, verify bool) {
 	})
 	pl := rt.NewPlugin(f, rt.PoolConfig{Instances: 1}, zerolog.Nop())
 	defer pl.Close(context.Background())
+	// run registers job with its eval and processes the eval.
+	run := func(job *sdk.Job) {
+		eval := &sdk.Evaluation{ID: c.id('e'), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+			TriggeredBy: sdk.EvalTriggerJobRegister, JobID: job.ID, Status: sdk.EvalStatusPending}
+		if err := c.apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job, Eval: eval}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.process(context.Background(), Config{Log: zerolog.Nop(), Verify: verify}, pl, eval.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Three rounds of the scenario's jobs, plus a scale-down of the
 	// first job: kept plans, then stops of kept allocations.
 	var first *sdk.Job
@@ -127,25 +138,11 @@ func keptPlansEqualTheStore(t *testing.T, sc Scenario, verify bool) {
 		if first == nil {
 			first = job
 		}
-		eval := &sdk.Evaluation{ID: c.id('e'), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
-			TriggeredBy: sdk.EvalTriggerJobRegister, JobID: job.ID, Status: sdk.EvalStatusPending}
-		if err := c.apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job, Eval: eval}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.process(context.Background(), Config{Log: zerolog.Nop(), Verify: verify}, pl, eval.ID); err != nil {
-			t.Fatal(err)
-		}
+		run(job)
 	}
 	// One more eval checks the mirror after the last plan.
 	job := makeJob(cfg, sc, c.id('j'))
-	eval := &sdk.Evaluation{ID: c.id('e'), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
-		TriggeredBy: sdk.EvalTriggerJobRegister, JobID: job.ID, Status: sdk.EvalStatusPending}
-	if err := c.apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job, Eval: eval}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.process(context.Background(), Config{Log: zerolog.Nop(), Verify: verify}, pl, eval.ID); err != nil {
-		t.Fatal(err)
-	}
+	run(job)
 	st := pl.Stats()
 	if st.KeptPlans.Load() == 0 {
 		t.Fatalf("no sync left out a kept plan (%d delta syncs)", st.DeltaSyncs.Load())

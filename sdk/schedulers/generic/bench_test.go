@@ -74,23 +74,14 @@ func (nopPlanner) ReblockEval(*sdk.Evaluation) error { return nil }
 // GOARCH=wasm go test -c, run in wazero with the "drover" host module
 // stubbed) 21 ms against 9.5 ms on the development machine.
 func BenchmarkDecodePlacedAllocs(b *testing.B) {
-	h := schedtest.New(b)
-	h.UpsertNodes(schedtest.Nodes("n", 1000)...)
-	job := schedtest.BatchJob("j", 1000)
-	job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
-	ev := h.RegisterJob(job)
-	p := &planCapture{}
-	ctx := sdk.NewContext(h.State(), p, nil, h.Now, nil, ev.ID)
-	if err := (&generic.Scheduler{Batch: true}).Process(ctx, ev); err != nil {
-		b.Fatal(err)
-	}
+	plan := batchPlan(b)
 	for _, tc := range []struct {
 		name    string
 		metrics bool
 	}{{"with-metrics", true}, {"stripped", false}} {
 		b.Run(tc.name, func(b *testing.B) {
 			sync := &abi.StateSync{FromIndex: 1, Index: 2}
-			for _, as := range p.plan.NodeAllocation {
+			for _, as := range plan.NodeAllocation {
 				for _, a := range as {
 					c := *a
 					if !tc.metrics {
@@ -115,6 +106,22 @@ func BenchmarkDecodePlacedAllocs(b *testing.B) {
 	}
 }
 
+// batchPlan returns the plan of a batch eval placing 1,000 allocations
+// on 1,000 nodes.
+func batchPlan(b *testing.B) *sdk.Plan {
+	h := schedtest.New(b)
+	h.UpsertNodes(schedtest.Nodes("n", 1000)...)
+	job := schedtest.BatchJob("j", 1000)
+	job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
+	ev := h.RegisterJob(job)
+	p := &planCapture{}
+	ctx := sdk.NewContext(h.State(), p, nil, h.Now, nil, ev.ID)
+	if err := (&generic.Scheduler{Batch: true}).Process(ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+	return p.plan
+}
+
 // planCapture commits every plan and keeps the last.
 type planCapture struct {
 	nopPlanner
@@ -129,17 +136,8 @@ func (c *planCapture) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 // BenchmarkEncodePlanRequest encodes the plan of a 1,000-allocation batch
 // eval as a plugin submits it (abi.PlanRequest, into a reused buffer).
 func BenchmarkEncodePlanRequest(b *testing.B) {
-	h := schedtest.New(b)
-	h.UpsertNodes(schedtest.Nodes("n", 1000)...)
-	job := schedtest.BatchJob("j", 1000)
-	job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
-	ev := h.RegisterJob(job)
-	p := &planCapture{}
-	ctx := sdk.NewContext(h.State(), p, nil, h.Now, nil, ev.ID)
-	if err := (&generic.Scheduler{Batch: true}).Process(ctx, ev); err != nil {
-		b.Fatal(err)
-	}
-	req := &abi.PlanRequest{Plan: p.plan}
+	plan := batchPlan(b)
+	req := &abi.PlanRequest{Plan: plan}
 	var buf []byte
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
