@@ -482,19 +482,6 @@ func markedUnknown(tx *state.Txn, a *sdk.Allocation) bool {
 	return n != nil && n.Status == sdk.NodeStatusDisconnected
 }
 
-// placedVersion is the job version a placement runs: the plan's job, or
-// for a new allocation that names a kept version of the job by its
-// JobModifyIndex (validated by the plan applier), that version.
-func placedVersion(tx *state.Txn, planJob *sdk.Job, a *sdk.Allocation, inPlace bool) *sdk.Job {
-	if inPlace || planJob == nil || a.JobModifyIndex == 0 || a.JobModifyIndex == planJob.JobModifyIndex {
-		return planJob
-	}
-	if v := tx.JobVersion(a.Namespace, a.JobID, a.JobVersion); v != nil && v.JobModifyIndex == a.JobModifyIndex {
-		return v
-	}
-	return planJob
-}
-
 func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) error {
 	now := req.UpdatedAt
 	// Share the stored job version rather than keep a copy per plan.
@@ -582,7 +569,10 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			}
 		}
 		if a.Job == nil {
-			a.Job = placedVersion(tx, req.Job, &a, old != nil)
+			a.Job = req.Job
+			if v, _ := state.PlacedVersion(tx, req.Job, &a); v != nil && old == nil {
+				a.Job = v // a kept version the plan applier validated
+			}
 		}
 		a.ModifyTime = now
 		a.AllocModifyIndex = tx.Index()

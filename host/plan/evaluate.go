@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/preempt"
@@ -245,17 +246,13 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 }
 
 // olderVersion returns the kept job version a new placement runs instead
-// of the plan's job, or nil: a placement that names another version of the
-// job by its JobModifyIndex (and JobVersion) runs that version, as Nomad's
-// non-canary placements run the deployed version while canaries of a new
-// one await promotion. An in-place update always moves its allocation to
-// the plan's job, and a zero JobModifyIndex means the plan's job.
+// of the plan's job (state.PlacedVersion), or nil.
 func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) {
-	if a.JobModifyIndex == 0 || a.JobModifyIndex == p.Job.JobModifyIndex || snap.Alloc(a.ID) != nil {
-		return nil, nil
+	if snap.Alloc(a.ID) != nil {
+		return nil, nil // an in-place update
 	}
-	v := storedVersion(snap, &sdk.Job{Namespace: a.Namespace, ID: a.JobID, Version: a.JobVersion, JobModifyIndex: a.JobModifyIndex})
-	if v == nil {
+	v, other := state.PlacedVersion(snap, p.Job, a)
+	if other && v == nil {
 		return nil, invalid("allocation %s names job version %d (modify index %d), which the state does not keep",
 			a.ID, a.JobVersion, a.JobModifyIndex)
 	}
