@@ -326,10 +326,12 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, nodes int) (RunResult,
 		var er EvalResult
 		// The labels let a profile focus on timed evals (-tagfocus
 		// phase=eval) and split them by scenario (-tags).
-		pprof.Do(ctx, pprof.Labels("phase", "eval", "scenario", fmt.Sprintf("%s/%d", sc.Name, nodes)), func(ctx context.Context) {
-			er, err = c.process(ctx, cfg, pl, eval.ID)
+		perr := sampled(func() {
+			pprof.Do(ctx, pprof.Labels("phase", "eval", "scenario", fmt.Sprintf("%s/%d", sc.Name, nodes)), func(ctx context.Context) {
+				er, err = c.process(ctx, cfg, pl, eval.ID)
+			})
 		})
-		if err != nil {
+		if err = errors.Join(err, perr); err != nil {
 			return rr, err
 		}
 		rr.Evals = append(rr.Evals, er)
