@@ -85,6 +85,11 @@ type PlanResult struct {
 	RefreshIndex uint64
 	// AllocIndex is the index at which the plan was committed.
 	AllocIndex uint64
+	// Whole is set by the SDK when the host committed the plan as it was
+	// submitted (abi.PlanResponse.Whole): the result's lists are the
+	// plan's, so what was committed need not be looked up allocation by
+	// allocation. It does not travel.
+	Whole bool `msg:"-" json:"-"`
 }
 
 // FullCommit reports whether everything in plan was committed, and counts
@@ -93,7 +98,12 @@ func (r *PlanResult) FullCommit(plan *Plan) (bool, int, int) {
 	expected, actual := 0, 0
 	for node, allocs := range plan.NodeAllocation {
 		expected += len(allocs)
-		actual += len(r.NodeAllocation[node])
+		if !r.Whole {
+			actual += len(r.NodeAllocation[node])
+		}
+	}
+	if r.Whole {
+		actual = expected
 	}
 	return expected == actual, expected, actual
 }

@@ -121,7 +121,7 @@ func (c *Context) NewID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	const hex = "0123456789abcdef"
-	out := make([]byte, 36)
+	var out [36]byte
 	j := 0
 	for i, v := range b {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
@@ -132,5 +132,5 @@ func (c *Context) NewID() string {
 		out[j+1] = hex[v&0x0f]
 		j += 2
 	}
-	return string(out)
+	return string(out[:])
 }

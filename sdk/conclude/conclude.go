@@ -147,18 +147,26 @@ func Unhandled(ctx *sdk.Context, eval *sdk.Evaluation) error {
 }
 
 // AdjustQueued decrements queued per task group for every new allocation
-// (one in placed) the plan result committed.
-func AdjustQueued(r *sdk.PlanResult, placed map[string]bool, queued map[string]int) {
+// (placed lists them) the plan result committed.
+func AdjustQueued(r *sdk.PlanResult, placed []*sdk.Allocation, queued map[string]int) {
 	if r == nil {
 		return
 	}
-	for _, as := range r.NodeAllocation {
-		for _, a := range as {
-			if placed[a.ID] {
-				if _, ok := queued[a.TaskGroup]; ok {
-					queued[a.TaskGroup]--
-				}
+	var committed map[string]bool // nil: all of them (a whole commit)
+	if !r.Whole {
+		committed = map[string]bool{}
+		for _, as := range r.NodeAllocation {
+			for _, a := range as {
+				committed[a.ID] = true
 			}
+		}
+	}
+	for _, a := range placed {
+		if committed != nil && !committed[a.ID] {
+			continue
+		}
+		if _, ok := queued[a.TaskGroup]; ok {
+			queued[a.TaskGroup]--
 		}
 	}
 }

@@ -29,29 +29,68 @@ type versionKey struct {
 
 func versionOf(j *sdk.Job) versionKey { return versionKey{j.Namespace, j.ID, j.JobModifyIndex} }
 
-// allocSet is a set of allocations with a lazily sorted view.
+// allocSet is a set of allocations sorted by ID. A few (a node's, most
+// often) are kept in a sorted slice; a map with a lazily sorted view takes
+// over beyond smallSet, where inserting into the slice would cost more
+// than hashing, which costs most inside wasm.
 type allocSet struct {
+	few    []*sdk.Allocation // the set while m is nil
 	m      map[string]*sdk.Allocation
 	sorted []*sdk.Allocation
 	dirty  bool
 }
 
+const smallSet = 16
+
+func (s *allocSet) find(id string) (int, bool) {
+	return slices.BinarySearchFunc(s.few, id, func(a *sdk.Allocation, id string) int { return strings.Compare(a.ID, id) })
+}
+
 func (s *allocSet) put(a *sdk.Allocation) {
 	if s.m == nil {
-		s.m = map[string]*sdk.Allocation{}
+		i, found := s.find(a.ID)
+		switch {
+		case found:
+			s.few[i] = a
+			return
+		case len(s.few) < smallSet:
+			s.few = slices.Insert(s.few, i, a)
+			return
+		}
+		s.m = make(map[string]*sdk.Allocation, 2*smallSet)
+		for _, b := range s.few {
+			s.m[b.ID] = b
+		}
+		s.few = nil
 	}
 	s.m[a.ID] = a
 	s.dirty = true
 }
 
 func (s *allocSet) del(id string) {
+	if s.m == nil {
+		if i, found := s.find(id); found {
+			s.few = slices.Delete(s.few, i, i+1)
+		}
+		return
+	}
 	delete(s.m, id)
 	s.dirty = true
+}
+
+func (s *allocSet) len() int {
+	if s.m == nil {
+		return len(s.few)
+	}
+	return len(s.m)
 }
 
 func (s *allocSet) list() []*sdk.Allocation {
 	if s == nil {
 		return nil
+	}
+	if s.m == nil {
+		return s.few
 	}
 	if s.dirty || (s.sorted == nil && len(s.m) > 0) {
 		s.sorted = s.sorted[:0]
@@ -213,6 +252,11 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		m.evals[e.ID] = e
 		m.evalsDirt = true
 	}
+	if m.nodesDirt {
+		// Sorted here, with the sync, rather than by the first Nodes call:
+		// after a full sync that is the instance's first eval, not a later one.
+		m.sortNodes()
+	}
 	m.index = s.Index
 	return nil
 }
@@ -251,13 +295,13 @@ func (m *Mirror) removeAlloc(id string) {
 	jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
 	if js := m.byJob[jk]; js != nil {
 		js.del(id)
-		if len(js.m) == 0 {
+		if js.len() == 0 {
 			delete(m.byJob, jk)
 		}
 	}
 	if ns := m.byNode[a.NodeID]; ns != nil {
 		ns.del(id)
-		if len(ns.m) == 0 {
+		if ns.len() == 0 {
 			delete(m.byNode, a.NodeID)
 		}
 	}
@@ -300,14 +344,19 @@ func (m *Mirror) editNodeList(id string, n *sdk.Node) {
 // Nodes implements sdk.State.
 func (m *Mirror) Nodes() []*sdk.Node {
 	if m.nodesDirt {
-		m.nodeList = m.nodeList[:0]
-		for _, n := range m.nodes {
-			m.nodeList = append(m.nodeList, n)
-		}
-		slices.SortFunc(m.nodeList, func(a, b *sdk.Node) int { return strings.Compare(a.ID, b.ID) })
-		m.nodesDirt = false
+		m.sortNodes()
 	}
 	return m.nodeList
+}
+
+// sortNodes rebuilds the node list sorted by ID.
+func (m *Mirror) sortNodes() {
+	m.nodeList = m.nodeList[:0]
+	for _, n := range m.nodes {
+		m.nodeList = append(m.nodeList, n)
+	}
+	slices.SortFunc(m.nodeList, func(a, b *sdk.Node) int { return strings.Compare(a.ID, b.ID) })
+	m.nodesDirt = false
 }
 
 // NodesVersion changes whenever a node comes, goes or changes, so that

@@ -172,6 +172,7 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 		// plan so that the next sync need not send its allocations back.
 		res := resp.Result
 		res.NodeUpdate, res.NodeAllocation, res.NodePreemptions = plan.NodeUpdate, plan.NodeAllocation, plan.NodePreemptions
+		res.Whole = true
 		p.mirror.Keep(plan)
 	}
 	return resp.Result, nil

@@ -33,8 +33,11 @@ type SystemInput struct {
 // the existing allocation there (or the last terminal one, for a
 // replacement; nil for a new slot).
 type SystemTuple struct {
-	Name      string
-	NodeID    string
+	Name   string
+	NodeID string
+	// Node is the node when it is one of the ready nodes (always for
+	// Place and Update), so that the caller need not look it up.
+	Node      *sdk.Node
 	TaskGroup *sdk.TaskGroup
 	Alloc     *sdk.Allocation
 }
@@ -73,10 +76,6 @@ func System(in SystemInput) *SystemResult {
 		}
 	}
 	sysbatch := in.Job != nil && in.Job.Type == sdk.JobTypeSysBatch
-	ready := make(map[string]bool, len(in.Ready))
-	for _, n := range in.Ready {
-		ready[n.ID] = true
-	}
 
 	live := map[string][]*sdk.Allocation{}
 	terminal := map[string]map[string]*sdk.Allocation{}
@@ -94,25 +93,38 @@ func System(in SystemInput) *SystemResult {
 			byName[a.Name] = a
 		}
 	}
-	nodes := make([]string, 0, len(live)+len(in.Ready))
-	for id := range live {
-		if !ready[id] {
-			nodes = append(nodes, id)
+	// The nodes with live allocations that are not ready, sorted, then the
+	// ready nodes in their order. The set of ready IDs is only needed when
+	// there are live allocations to check against it.
+	var gone []string
+	if len(live) != 0 {
+		ready := make(map[string]bool, len(in.Ready))
+		for _, n := range in.Ready {
+			ready[n.ID] = true
 		}
+		for id := range live {
+			if !ready[id] {
+				gone = append(gone, id)
+			}
+		}
+		slices.Sort(gone)
 	}
-	slices.Sort(nodes)
-	for _, n := range in.Ready {
-		nodes = append(nodes, n.ID)
-	}
-
-	for _, nodeID := range nodes {
+	for i := 0; i < len(gone)+len(in.Ready); i++ {
+		var node *sdk.Node // nil: not ready
+		nodeID := ""
+		if i < len(gone) {
+			nodeID = gone[i]
+		} else {
+			node = in.Ready[i-len(gone)]
+			nodeID = node.ID
+		}
 		allocs := live[nodeID]
 		slices.SortFunc(allocs, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
 		existing := map[string]bool{}
 		for _, a := range allocs {
 			existing[a.Name] = true
 			tg, ok := required[a.Name]
-			t := SystemTuple{Name: a.Name, NodeID: nodeID, TaskGroup: tg, Alloc: a}
+			t := SystemTuple{Name: a.Name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: a}
 			if !ok {
 				res.Stop = append(res.Stop, t)
 				continue
@@ -143,7 +155,7 @@ func System(in SystemInput) *SystemResult {
 				res.Ignore = append(res.Ignore, t)
 				continue
 			}
-			if !ready[nodeID] {
+			if node == nil {
 				res.Stop = append(res.Stop, t)
 				continue
 			}
@@ -153,7 +165,7 @@ func System(in SystemInput) *SystemResult {
 			}
 			res.Ignore = append(res.Ignore, t)
 		}
-		if !ready[nodeID] {
+		if node == nil {
 			continue
 		}
 		for _, name := range order {
@@ -163,7 +175,7 @@ func System(in SystemInput) *SystemResult {
 			tg := required[name]
 			last := terminal[nodeID][name]
 			if sysbatch && last != nil {
-				t := SystemTuple{Name: name, NodeID: nodeID, TaskGroup: tg, Alloc: last}
+				t := SystemTuple{Name: name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: last}
 				if last.Job == nil || last.Job.JobModifyIndex != in.Job.JobModifyIndex {
 					res.Update = append(res.Update, t)
 				} else {
@@ -171,7 +183,7 @@ func System(in SystemInput) *SystemResult {
 				}
 				continue
 			}
-			res.Place = append(res.Place, SystemTuple{Name: name, NodeID: nodeID, TaskGroup: tg, Alloc: last})
+			res.Place = append(res.Place, SystemTuple{Name: name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: last})
 		}
 	}
 	return res

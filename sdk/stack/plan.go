@@ -168,6 +168,20 @@ func (p *Plan) reserve(n int) {
 	}
 }
 
+// reservePlacements makes room in the plan's placements for n more nodes,
+// so that the map does not grow (rehashing) one node at a time.
+func (p *Plan) reservePlacements(n int) {
+	have := len(p.NodeAllocation)
+	if n <= have {
+		return
+	}
+	m := make(map[string][]*sdk.Allocation, have+n)
+	for id, as := range p.NodeAllocation {
+		m[id] = as
+	}
+	p.NodeAllocation = m
+}
+
 func (p *Plan) change(nodeID string) *nodeChange {
 	c := p.nodes[nodeID]
 	if c == nil {

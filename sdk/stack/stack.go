@@ -126,6 +126,7 @@ func New(ctx *sdk.Context, plan *Plan, job *sdk.Job, cfg Config) *Stack {
 // of every node a selection visits) rather than growing as they go. It is
 // a hint: selections may be more or fewer.
 func (s *Stack) Expect(selections int) {
+	s.plan.reservePlacements(min(len(s.nodes), selections))
 	if s.cfg.System {
 		s.plan.reserve(min(len(s.nodes), selections))
 		return

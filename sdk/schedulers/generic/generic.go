@@ -91,7 +91,7 @@ type pass struct {
 	deployment *sdk.Deployment
 	failed     map[string]*sdk.AllocMetric
 	queued     map[string]int
-	placed     map[string]bool
+	placed     []*sdk.Allocation
 	blocked    *sdk.Evaluation
 	followups  []*sdk.Evaluation
 	preempt    bool
@@ -100,7 +100,7 @@ type pass struct {
 func newPass(ctx *sdk.Context, eval *sdk.Evaluation, batch bool, blocked *sdk.Evaluation, ready *stack.ReadyCache) *pass {
 	job := ctx.State.Job(eval.Namespace, eval.JobID)
 	p := &pass{ctx: ctx, eval: eval, batch: batch, job: job, blocked: blocked,
-		queued: map[string]int{}, placed: map[string]bool{}}
+		queued: map[string]int{}}
 	p.plan = stack.NewPlan(ctx.State, eval, job)
 	sc := ctx.State.SchedulerConfig()
 	jobType := sdk.JobTypeService
@@ -334,7 +334,7 @@ func (p *pass) place(pl placement, deploymentID string) {
 		a.PreemptedAllocations = append(a.PreemptedAllocations, v.ID)
 	}
 	p.plan.Place(a)
-	p.placed[a.ID] = true
+	p.placed = append(p.placed, a)
 }
 
 // penaltyNodes are the nodes a replacement should avoid: where the

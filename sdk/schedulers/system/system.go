@@ -85,12 +85,11 @@ type pass struct {
 	job      *sdk.Job
 	plan     *stack.Plan
 	stack    *stack.Stack
-	nodes    map[string]*sdk.Node
 	ready    []*sdk.Node
 	notReady map[string]*sdk.Node
 	failed   map[string]*sdk.AllocMetric
 	queued   map[string]int
-	placed   map[string]bool
+	placed   []*sdk.Allocation
 	next     *sdk.Evaluation
 	blocked  *sdk.Evaluation
 	// limitReached: a rolling update left work for the next eval.
@@ -100,7 +99,7 @@ type pass struct {
 
 func newPass(ctx *sdk.Context, eval *sdk.Evaluation, sysbatch bool, ready *stack.ReadyCache) *pass {
 	job := ctx.State.Job(eval.Namespace, eval.JobID)
-	p := &pass{ctx: ctx, eval: eval, job: job, queued: map[string]int{}, placed: map[string]bool{}}
+	p := &pass{ctx: ctx, eval: eval, job: job, queued: map[string]int{}}
 	p.plan = stack.NewPlan(ctx.State, eval, job)
 	jobType := sdk.JobTypeSystem
 	if sysbatch {
@@ -111,10 +110,6 @@ func newPass(ctx *sdk.Context, eval *sdk.Evaluation, sysbatch bool, ready *stack
 		var byDC map[string]int
 		p.ready, p.notReady, byDC = ready.ReadyNodes(ctx.State, job)
 		p.stack.SetNodes(p.ready, byDC)
-		p.nodes = make(map[string]*sdk.Node, len(p.ready))
-		for _, n := range p.ready {
-			p.nodes[n.ID] = n
-		}
 	}
 	return p
 }
@@ -214,7 +209,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 		if a.TerminalStatus() {
 			continue // a finished sysbatch allocation: nothing to update
 		}
-		node := p.nodes[a.NodeID]
+		node := t.Node
 		if node == nil {
 			destructive = append(destructive, t)
 			continue
@@ -249,7 +244,7 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 	p.stack.Expect(len(place))
 	for _, t := range place {
 		tg := t.TaskGroup
-		node := p.nodes[t.NodeID]
+		node := t.Node
 		if node == nil {
 			continue
 		}
@@ -289,7 +284,7 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 			a.PreemptedAllocations = append(a.PreemptedAllocations, v.ID)
 		}
 		p.plan.Place(a)
-		p.placed[a.ID] = true
+		p.placed = append(p.placed, a)
 	}
 }
 
