@@ -22,7 +22,7 @@ const (
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
 
-//msgp:ignore versionIndexer
+//msgp:ignore versionIndexer stringField
 
 // IndexEntry records the last index at which a table changed.
 type IndexEntry struct {
@@ -48,20 +48,104 @@ type SchedulerConfigEntry struct {
 	Config *sdk.SchedulerConfiguration
 }
 
+// stringField indexes one string field of *T the way memdb.StringFieldIndex
+// does (value and a 0 byte; no key for ""), but through a typed getter:
+// StringFieldIndex's reflection was a measurable share of committing a
+// large plan and of restoring a snapshot.
+type stringField[T any] struct {
+	name string
+	get  func(*T) string
+}
+
+// field returns the indexer of the string field name that get reads.
+func field[T any](name string, get func(*T) string) stringField[T] {
+	return stringField[T]{name: name, get: get}
+}
+
+func (f stringField[T]) FromObject(obj any) (bool, []byte, error) {
+	o, ok := obj.(*T)
+	if !ok {
+		return false, nil, fmt.Errorf("state: %s index wants %T, got %T", f.name, o, obj)
+	}
+	if o == nil {
+		return false, nil, fmt.Errorf("state: %s index got a nil %T", f.name, o)
+	}
+	v := f.get(o)
+	if v == "" {
+		return false, nil, nil
+	}
+	return true, fieldKey(v), nil
+}
+
+// FromArgs and its errors match StringFieldIndex's.
+func (f stringField[T]) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("must provide only a single argument")
+	}
+	v, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("argument must be a string: %#v", args[0])
+	}
+	return fieldKey(v), nil
+}
+
+// PrefixFromArgs leaves off the 0 byte, so ID prefix searches match.
+func (f stringField[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	b, err := f.FromArgs(args...)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}
+
+// fieldKey is v and a 0 byte, in one allocation.
+func fieldKey(v string) []byte {
+	b := make([]byte, len(v)+1)
+	copy(b, v)
+	return b
+}
+
+// The fields the indexes read, by table.
+var (
+	indexKey = field("Key", func(e *IndexEntry) string { return e.Key })
+
+	nodeID = field("ID", func(n *sdk.Node) string { return n.ID })
+
+	jobNamespace = field("Namespace", func(j *sdk.Job) string { return j.Namespace })
+	jobID        = field("ID", func(j *sdk.Job) string { return j.ID })
+
+	allocID           = field("ID", func(a *sdk.Allocation) string { return a.ID })
+	allocNamespace    = field("Namespace", func(a *sdk.Allocation) string { return a.Namespace })
+	allocJobID        = field("JobID", func(a *sdk.Allocation) string { return a.JobID })
+	allocNodeID       = field("NodeID", func(a *sdk.Allocation) string { return a.NodeID })
+	allocEvalID       = field("EvalID", func(a *sdk.Allocation) string { return a.EvalID })
+	allocDeploymentID = field("DeploymentID", func(a *sdk.Allocation) string { return a.DeploymentID })
+
+	evalID        = field("ID", func(e *sdk.Evaluation) string { return e.ID })
+	evalNamespace = field("Namespace", func(e *sdk.Evaluation) string { return e.Namespace })
+	evalJobID     = field("JobID", func(e *sdk.Evaluation) string { return e.JobID })
+
+	deploymentID        = field("ID", func(d *sdk.Deployment) string { return d.ID })
+	deploymentNamespace = field("Namespace", func(d *sdk.Deployment) string { return d.Namespace })
+	deploymentJobID     = field("JobID", func(d *sdk.Deployment) string { return d.JobID })
+
+	schedConfigID = field("ID", func(c *SchedulerConfigEntry) string { return c.ID })
+
+	periodicNamespace = field("Namespace", func(l *PeriodicLaunch) string { return l.Namespace })
+	periodicID        = field("ID", func(l *PeriodicLaunch) string { return l.ID })
+)
+
 // nsIDIndex indexes objects by namespace and an ID-like string field.
-func nsIDIndex(name, field string, unique bool) *memdb.IndexSchema {
+func nsIDIndex[T any](name string, ns, id stringField[T], unique bool) *memdb.IndexSchema {
 	return &memdb.IndexSchema{
-		Name:   name,
-		Unique: unique,
-		Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-			&memdb.StringFieldIndex{Field: "Namespace"},
-			&memdb.StringFieldIndex{Field: field},
-		}},
+		Name:    name,
+		Unique:  unique,
+		Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{ns, id}},
 	}
 }
 
-func idIndex(field string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: field}}
+func idIndex[T any](id stringField[T]) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: id}
 }
 
 // versionIndexer indexes a job version by namespace, ID and version.
@@ -105,38 +189,37 @@ func versionKey(ns, id string, v uint64) []byte {
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		TableIndex: {Name: TableIndex, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("Key"),
+			"id": idIndex(indexKey),
 		}},
 		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"),
+			"id": idIndex(nodeID),
 		}},
 		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
-			"id": nsIDIndex("id", "ID", true),
+			"id": nsIDIndex("id", jobNamespace, jobID, true),
 		}},
 		TableJobVersions: {Name: TableJobVersions, Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: versionIndexer{}},
 		}},
 		TableAllocs: {Name: TableAllocs, Indexes: map[string]*memdb.IndexSchema{
-			"id":   idIndex("ID"),
-			"job":  nsIDIndex("job", "JobID", false),
-			"node": {Name: "node", Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
-			"eval": {Name: "eval", AllowMissing: true, Indexer: &memdb.StringFieldIndex{Field: "EvalID"}},
-			"deployment": {Name: "deployment", AllowMissing: true,
-				Indexer: &memdb.StringFieldIndex{Field: "DeploymentID"}},
+			"id":         idIndex(allocID),
+			"job":        nsIDIndex("job", allocNamespace, allocJobID, false),
+			"node":       {Name: "node", Indexer: allocNodeID},
+			"eval":       {Name: "eval", AllowMissing: true, Indexer: allocEvalID},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: allocDeploymentID},
 		}},
 		TableEvals: {Name: TableEvals, Indexes: map[string]*memdb.IndexSchema{
-			"id":  idIndex("ID"),
-			"job": nsIDIndex("job", "JobID", false),
+			"id":  idIndex(evalID),
+			"job": nsIDIndex("job", evalNamespace, evalJobID, false),
 		}},
 		TableDeployments: {Name: TableDeployments, Indexes: map[string]*memdb.IndexSchema{
-			"id":  idIndex("ID"),
-			"job": nsIDIndex("job", "JobID", false),
+			"id":  idIndex(deploymentID),
+			"job": nsIDIndex("job", deploymentNamespace, deploymentJobID, false),
 		}},
 		TableSchedConfig: {Name: TableSchedConfig, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"),
+			"id": idIndex(schedConfigID),
 		}},
 		TablePeriodic: {Name: TablePeriodic, Indexes: map[string]*memdb.IndexSchema{
-			"id": nsIDIndex("id", "ID", true),
+			"id": nsIDIndex("id", periodicNamespace, periodicID, true),
 		}},
 	}}
 }
