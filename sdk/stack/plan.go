@@ -26,6 +26,11 @@ type Plan struct {
 	// version rises, so possibly more than once), for caches that follow
 	// the few nodes that change rather than check every node's version.
 	changed []*nodeChange
+	// lists and counts are where first entries of per-node lists come
+	// from: most nodes get one allocation of the plan, of one group.
+	lists  chunks[*sdk.Allocation]
+	counts chunks[groupCount]
+	allocs chunks[sdk.Allocation]
 }
 
 // slabMax bounds the chunks nodeChanges are allocated in: a walk touches
@@ -88,11 +93,11 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 
 func (p *Plan) count(nodeID, tg string, delta int) {
 	c := p.change(nodeID)
-	c.count(tg, delta)
+	p.countOn(c, tg, delta)
 	p.changed = append(p.changed, c)
 }
 
-func (c *nodeChange) count(tg string, delta int) {
+func (p *Plan) countOn(c *nodeChange, tg string, delta int) {
 	c.version++
 	c.job += delta
 	for i := range c.groups {
@@ -101,7 +106,26 @@ func (c *nodeChange) count(tg string, delta int) {
 			return
 		}
 	}
+	if c.groups == nil {
+		c.groups = p.counts.take(1)[:0]
+	}
 	c.groups = append(c.groups, groupCount{tg: tg, n: delta})
+}
+
+// appendAlloc adds a to the plan's allocations on its node.
+func (p *Plan) appendAlloc(a *sdk.Allocation) {
+	if p.NodeAllocation == nil {
+		p.NodeAllocation = map[string][]*sdk.Allocation{}
+	}
+	p.NodeAllocation[a.NodeID] = p.appendTo(p.NodeAllocation[a.NodeID], a)
+}
+
+// appendTo appends a to list, starting a new list in a chunk.
+func (p *Plan) appendTo(list []*sdk.Allocation, a *sdk.Allocation) []*sdk.Allocation {
+	if list == nil {
+		list = p.lists.take(1)[:0]
+	}
+	return append(list, a)
 }
 
 // Watch registers w for the job's allocations from now on. The caller
@@ -212,7 +236,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 	c.version++
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
-		c.count(a.TaskGroup, -1)
+		p.countOn(c, a.TaskGroup, -1)
 		p.notify(a.NodeID, a.TaskGroup, -1)
 	}
 }
@@ -228,7 +252,7 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 	c.version++
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
-		c.count(a.TaskGroup, 1)
+		p.countOn(c, a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
 	}
 }
@@ -263,16 +287,20 @@ func (p *Plan) PopStop(a *sdk.Allocation) {
 	p.unremove(a)
 }
 
+// NewAllocation returns a new, zeroed allocation for the plan to place:
+// the plan allocates them a chunk at a time.
+func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.one() }
+
 // Place adds a new allocation (its ID is not in the state).
 func (p *Plan) Place(a *sdk.Allocation) {
-	p.AppendAlloc(a)
+	p.appendAlloc(a)
 	c := p.change(a.NodeID)
 	c.delta.Add(a.Usage())
-	c.placed = append(c.placed, a)
+	c.placed = p.appendTo(c.placed, a)
 	c.version++
 	p.changed = append(p.changed, c)
 	if p.job != nil {
-		c.count(a.TaskGroup, 1)
+		p.countOn(c, a.TaskGroup, 1)
 		p.notify(a.NodeID, a.TaskGroup, 1)
 	}
 }
@@ -280,7 +308,7 @@ func (p *Plan) Place(a *sdk.Allocation) {
 // Update updates an existing allocation in place: the new version replaces
 // the old on the same node.
 func (p *Plan) Update(a *sdk.Allocation) {
-	p.AppendAlloc(a)
+	p.appendAlloc(a)
 	if old := p.state.Alloc(a.ID); old != nil && !old.TerminalStatus() {
 		c := p.change(a.NodeID)
 		if c.removed == nil {
@@ -291,7 +319,7 @@ func (p *Plan) Update(a *sdk.Allocation) {
 			c.delta.Sub(old.Usage())
 		}
 		c.delta.Add(a.Usage())
-		c.placed = append(c.placed, a)
+		c.placed = p.appendTo(c.placed, a)
 		c.version++
 		p.changed = append(p.changed, c)
 	}
@@ -299,7 +327,7 @@ func (p *Plan) Update(a *sdk.Allocation) {
 
 // Annotate writes a changed allocation (a follow-up eval ID, a reconnect)
 // without changing what it holds.
-func (p *Plan) Annotate(a *sdk.Allocation) { p.AppendAlloc(a) }
+func (p *Plan) Annotate(a *sdk.Allocation) { p.appendAlloc(a) }
 
 // Preempt evicts alloc (of another job) to make room for the allocation
 // with ID by.

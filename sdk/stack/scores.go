@@ -72,9 +72,13 @@ type retained struct {
 
 // scoreTracker keeps the best-scoring nodes of one selection.
 type scoreTracker struct {
-	nodes []*sdk.Node
-	top   [MaxRetainedScores]retained
-	nTop  int
+	// metas, ptrs and scores are where metaData's results come from.
+	metas  chunks[sdk.NodeScoreMeta]
+	ptrs   chunks[*sdk.NodeScoreMeta]
+	scores chunks[sdk.NodeScore]
+	nodes  []*sdk.Node
+	top    [MaxRetainedScores]retained
+	nTop   int
 	// worst is the index of the lowest retained score once five are kept.
 	worst int
 }
@@ -120,9 +124,8 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 			top[j], top[j-1] = top[j-1], top[j]
 		}
 	}
-	// Three allocations in all: the metas, their pointers and their scores.
-	metas := make([]sdk.NodeScoreMeta, len(top))
-	out := make([]*sdk.NodeScoreMeta, len(top))
+	metas := t.metas.take(len(top))
+	out := t.ptrs.take(len(top))
 	total := 0
 	for i := range top {
 		for id := scorer(0); id < maxScorers; id++ {
@@ -131,7 +134,7 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 			}
 		}
 	}
-	all := make(sdk.NodeScores, 0, total)
+	all := sdk.NodeScores(t.scores.take(total)[:0])
 	for i := range top {
 		r := &top[i]
 		from := len(all)

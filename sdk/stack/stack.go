@@ -98,6 +98,8 @@ type Stack struct {
 	ports  feasible.PortSet
 	scores scoreTracker
 	tally  tally
+	// metrics is where each selection's metric comes from.
+	metrics chunks[sdk.AllocMetric]
 	// walkOnly turns the rank index off, so that a test can compare it
 	// with the walk it replaces.
 	walkOnly bool
@@ -366,7 +368,9 @@ func (s *Stack) newMetric(job *sdk.Job) *sdk.AllocMetric {
 	if pool == "" {
 		pool = sdk.DefaultNodePool
 	}
-	return &sdk.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.byDC, NodePool: pool}
+	m := s.metrics.one()
+	m.NodesInPool, m.NodesAvailable, m.NodePool = len(s.nodes), s.byDC, pool
+	return m
 }
 
 func (s *Stack) finish(m *sdk.AllocMetric, o *Option) (*Option, *sdk.AllocMetric) {

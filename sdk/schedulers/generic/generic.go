@@ -311,7 +311,8 @@ func (p *pass) place(pl placement, deploymentID string) {
 		}
 		return
 	}
-	a := &sdk.Allocation{
+	a := p.plan.NewAllocation()
+	*a = sdk.Allocation{
 		ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID, Name: pl.name,
 		NodeID: option.Node.ID, NodeName: option.Node.Name, JobID: p.job.ID, JobVersion: job.Version,
 		TaskGroup: tg.Name, AllocatedResources: option.Resources, Metrics: metric,

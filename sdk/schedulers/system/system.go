@@ -270,7 +270,8 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 			p.exhausted = true
 			continue
 		}
-		a := &sdk.Allocation{
+		a := p.plan.NewAllocation()
+		*a = sdk.Allocation{
 			ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID, Name: t.Name,
 			NodeID: node.ID, NodeName: node.Name, JobID: p.job.ID, JobVersion: p.job.Version,
 			TaskGroup: tg.Name, AllocatedResources: option.Resources, Metrics: metric,
