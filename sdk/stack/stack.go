@@ -98,8 +98,9 @@ type Stack struct {
 	ports  feasible.PortSet
 	scores scoreTracker
 	tally  tally
-	// metrics is where each selection's metric comes from.
+	// metrics and options are where each selection's results come from.
 	metrics chunks[sdk.AllocMetric]
+	options chunks[Option]
 	// walkOnly turns the rank index off, so that a test can compare it
 	// with the walk it replaces.
 	walkOnly bool
@@ -411,8 +412,9 @@ func (ch *choice) offer(c candidate) bool {
 }
 
 // settle ends the walk, seen options counted: the set-aside ones count, in
-// order, while the limit allows. It returns the best option, or nil.
-func (ch *choice) settle(seen, limit int) *Option {
+// order, while the limit allows. It returns the best option (from
+// options), or nil.
+func (ch *choice) settle(seen, limit int, options *chunks[Option]) *Option {
 	best := ch.best
 	for i := 0; i < ch.nSkipped && seen < limit; i++ {
 		seen++
@@ -423,7 +425,9 @@ func (ch *choice) settle(seen, limit int) *Option {
 	if best.node == nil {
 		return nil
 	}
-	return &Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	o := options.one()
+	*o = Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	return o
 }
 
 // learn fills what the stack caches about node for the evaluation.
@@ -495,7 +499,7 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 			seen++
 		}
 	}
-	return ch.settle(seen, limit)
+	return ch.settle(seen, limit, &s.options)
 }
 
 // feasible runs the node checks, tallying a filtered node.

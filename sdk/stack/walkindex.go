@@ -94,5 +94,5 @@ func (s *Stack) endIndexedWalk(x *checkIndex, m *sdk.AllocMetric, ch *choice, se
 		}
 	}
 	*offset = (start + visited) % x.n
-	return ch.settle(seen, limit)
+	return ch.settle(seen, limit, &s.options)
 }
