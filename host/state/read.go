@@ -111,14 +111,38 @@ func (r reader) AllocsByNode(nodeID string) []*sdk.Allocation {
 	return all[sdk.Allocation](r, TableAllocs, "node", nodeID)
 }
 
-// AllocsByEval returns the allocations an eval created.
+// AllocsByEval returns the allocations an eval (one the state holds)
+// created or last updated. They are found among its job's allocations:
+// an index by eval would cost every plan commit another radix-tree insert
+// per allocation (schema).
 func (r reader) AllocsByEval(evalID string) []*sdk.Allocation {
-	return all[sdk.Allocation](r, TableAllocs, "eval", evalID)
+	e := r.Eval(evalID)
+	if e == nil {
+		return nil
+	}
+	return r.jobAllocsWhere(e.Namespace, e.JobID, func(a *sdk.Allocation) bool { return a.EvalID == evalID })
 }
 
-// AllocsByDeployment returns a deployment's allocations.
+// AllocsByDeployment returns the allocations of a deployment the state
+// holds, found among its job's allocations as AllocsByEval's are.
 func (r reader) AllocsByDeployment(id string) []*sdk.Allocation {
-	return all[sdk.Allocation](r, TableAllocs, "deployment", id)
+	d := r.Deployment(id)
+	if d == nil {
+		return nil
+	}
+	return r.jobAllocsWhere(d.Namespace, d.JobID, func(a *sdk.Allocation) bool { return a.DeploymentID == id })
+}
+
+// jobAllocsWhere returns the job's allocations that keep says to.
+func (r reader) jobAllocsWhere(ns, jobID string, keep func(*sdk.Allocation) bool) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	each(r, func(a *sdk.Allocation) bool {
+		if keep(a) {
+			out = append(out, a)
+		}
+		return true
+	}, TableAllocs, "job", ns, jobID)
+	return out
 }
 
 // Eval returns an evaluation by ID.

@@ -9,8 +9,8 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 )
 
-// reflectSchema is the schema as it was with memdb.StringFieldIndex: the
-// reference the typed indexers must match key for key.
+// reflectSchema is the schema's indexes built with memdb.StringFieldIndex:
+// the reference the typed indexers must match key for key.
 func reflectSchema() map[string]map[string]memdb.Indexer {
 	str := func(f string) memdb.Indexer { return &memdb.StringFieldIndex{Field: f} }
 	nsID := func(f string) memdb.Indexer {
@@ -20,7 +20,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableIndex:       {"id": str("Key")},
 		TableNodes:       {"id": str("ID")},
 		TableJobs:        {"id": nsID("ID")},
-		TableAllocs:      {"id": str("ID"), "job": nsID("JobID"), "node": str("NodeID"), "eval": str("EvalID"), "deployment": str("DeploymentID")},
+		TableAllocs:      {"id": str("ID"), "job": nsID("JobID"), "node": str("NodeID")},
 		TableEvals:       {"id": str("ID"), "job": nsID("JobID")},
 		TableDeployments: {"id": str("ID"), "job": nsID("JobID")},
 		TableSchedConfig: {"id": str("ID")},
@@ -168,6 +168,15 @@ func TestSchema_PrefixAndCompoundLookups(t *testing.T) {
 				return err
 			}
 		}
+		// Allocations by eval and by deployment are those of existing ones.
+		for _, e := range []*sdk.Evaluation{{ID: "e1", Namespace: "default", JobID: "web"}, {ID: "e2", Namespace: "other", JobID: "web"}} {
+			if err := tx.UpsertEval(e); err != nil {
+				return err
+			}
+		}
+		if err := tx.UpsertDeployment(&sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web"}); err != nil {
+			return err
+		}
 		for _, a := range []*sdk.Allocation{
 			{ID: "aa01", Namespace: "default", JobID: "web", NodeID: "ab12", EvalID: "e1"},
 			{ID: "aa02", Namespace: "default", JobID: "web", NodeID: "ab34", EvalID: "e1", DeploymentID: "d1"},
@@ -197,7 +206,10 @@ func TestSchema_PrefixAndCompoundLookups(t *testing.T) {
 		{"AllocsByJob(default, web)", len(snap.AllocsByJob("default", "web")), 2},
 		{"AllocsByNode(ab12)", len(snap.AllocsByNode("ab12")), 2},
 		{"AllocsByEval(e1)", len(snap.AllocsByEval("e1")), 2},
+		{"AllocsByEval(e2)", len(snap.AllocsByEval("e2")), 1},
+		{"AllocsByEval(no such eval)", len(snap.AllocsByEval("e3")), 0},
 		{"AllocsByDeployment(d1)", len(snap.AllocsByDeployment("d1")), 1},
+		{"AllocsByDeployment(no such deployment)", len(snap.AllocsByDeployment("d2")), 0},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %d results, want %d", c.name, c.got, c.want)
