@@ -51,9 +51,32 @@ type Guest struct {
 	info   abi.Info
 	sched  sdk.Scheduler
 	mirror *mirror.Mirror
-	// planBuf is reused to encode plans: a large plan costs no reallocation
-	// once the buffer has grown, and makes less garbage for the guest's GC.
-	planBuf []byte
+	enc    planEncoder
+}
+
+// planEncoder is what encoding plans reuses from one eval to the next, so
+// that a large plan makes little garbage for the guest's collector.
+type planEncoder struct {
+	buf []byte
+	// cleared lists the Jobs taken off allocations for an encoding.
+	cleared []jobOf
+	// perAlloc is the encoded size of an allocation in the last plan.
+	perAlloc int
+}
+
+// reserve makes room in the buffer for a plan of n allocations at once.
+// Left to append, a buffer grows by a quarter at a time once large: a
+// 5,000-allocation plan allocated about five times its size, most of a
+// large eval's garbage inside wasm.
+func (e *planEncoder) reserve(n int) []byte {
+	per := e.perAlloc
+	if per == 0 {
+		per = 1024
+	}
+	if need := n*per + n*per/8 + 4096; cap(e.buf) < need {
+		e.buf = make([]byte, 0, need)
+	}
+	return e.buf[:0]
 }
 
 // NewGuest returns a guest for the scheduler.
@@ -100,7 +123,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 				Message: fmt.Sprintf("plugin %s: panic: %v\n%s", g.info.Name, r, debug.Stack())}
 		}
 	}()
-	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, buf: &g.planBuf}
+	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	if err := g.sched.Process(ctx, req.Eval); err != nil {
@@ -120,9 +143,7 @@ type planner struct {
 	host   HostFunc
 	mirror *mirror.Mirror
 	token  string
-	buf    *[]byte
-	// cleared is SubmitPlan's scratch list of the Jobs it took off.
-	cleared []jobOf
+	enc    *planEncoder
 }
 
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
@@ -132,8 +153,10 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	// once). Clearing it for the encoding and restoring it after, rather
 	// than copying every allocation, spares a large plan's worth of
 	// garbage, which costs most inside wasm.
-	cleared := p.cleared[:0]
+	enc := p.enc
+	cleared, n := enc.cleared[:0], 0
 	for _, allocs := range plan.NodeAllocation {
+		n += len(allocs)
 		for _, a := range allocs {
 			if a != nil && a.Job != nil {
 				cleared = append(cleared, jobOf{a, a.Job})
@@ -141,16 +164,22 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 			}
 		}
 	}
-	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg((*p.buf)[:0])
+	for _, stops := range plan.NodeUpdate {
+		n += len(stops)
+	}
+	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg(enc.reserve(n))
 	for i, c := range cleared {
 		c.alloc.Job = c.job
 		cleared[i] = jobOf{}
 	}
-	p.cleared = cleared[:0]
+	enc.cleared = cleared[:0]
 	if err != nil {
 		return nil, fmt.Errorf("plugin: encode plan: %w", err)
 	}
-	*p.buf = msg // the host reads the message during the call only
+	enc.buf = msg // the host reads the message during the call only
+	if n > 0 {
+		enc.perAlloc = len(msg) / n
+	}
 	out, err := p.host(abi.OpSubmitPlan, msg)
 	if err != nil {
 		return nil, err
