@@ -118,3 +118,43 @@ func TestEligibility_CachesPerClass(t *testing.T) {
 		t.Fatalf("classes %v escaped %v", classes, e.Escaped())
 	}
 }
+
+// TestEligibility_GroupsKeptApart alternates between groups, one of them
+// escaped, so that remembering the last group asked about cannot mix
+// their statuses.
+func TestEligibility_GroupsKeptApart(t *testing.T) {
+	job := &sdk.Job{TaskGroups: []*sdk.TaskGroup{
+		{Name: "a"}, {Name: "b"},
+		{Name: "u", Constraints: []*sdk.Constraint{{LTarget: "${node.unique.id}", RTarget: "x", Operand: "="}}},
+	}}
+	e := NewEligibility(job)
+	for _, step := range []struct {
+		tg, class string
+		set       *bool
+		want      ClassStatus
+	}{
+		{"a", "c1", nil, ClassUnknown},
+		{"b", "c1", nil, ClassUnknown},
+		{"a", "c1", ptr(true), ClassEligible},
+		{"b", "c1", nil, ClassUnknown},
+		{"b", "c1", ptr(false), ClassIneligible},
+		{"a", "c1", nil, ClassEligible},
+		{"u", "c1", nil, ClassEscaped},
+		{"a", "c2", nil, ClassUnknown},
+		{"b", "c1", nil, ClassIneligible},
+		{"u", "c1", ptr(true), ClassEscaped},
+		{"a", "c1", nil, ClassEligible},
+	} {
+		if step.set != nil {
+			e.SetGroup(step.tg, step.class, *step.set)
+		}
+		if got := e.GroupStatus(step.tg, step.class); got != step.want {
+			t.Fatalf("%s/%s: %v, want %v", step.tg, step.class, got, step.want)
+		}
+	}
+	if got := e.Classes(); !got["c1"] || len(got) != 1 {
+		t.Fatalf("classes %v, want c1 eligible (group a)", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -114,7 +114,7 @@ type Mirror struct {
 	// nodesVersion rises whenever nodes change (NodesVersion), full syncs
 	// included: it is never reset.
 	nodesVersion uint64
-	usage        map[string]sdk.Usage
+	usage        map[string]*sdk.Usage // by reference: one lookup per change
 
 	jobs     map[sdk.NamespacedID]*sdk.Job
 	versions map[versionKey]*sdk.Job
@@ -155,7 +155,7 @@ func (m *Mirror) reset() {
 	m.nodeList = nil
 	m.nodesDirt = true
 	m.nodesVersion++
-	m.usage = map[string]sdk.Usage{}
+	m.usage = map[string]*sdk.Usage{}
 	m.jobs = map[sdk.NamespacedID]*sdk.Job{}
 	m.versions = map[versionKey]*sdk.Job{}
 	m.allocs = map[string]*sdk.Allocation{}
@@ -223,11 +223,18 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	if s.Kept != nil && !s.Full {
 		// The host left these out of Allocs: they are as the plugin
-		// submitted them, stamped with where and when they were stored.
+		// submitted them, stamped with where and when they were stored,
+		// all of the plan's job version (looked up once).
+		var job *sdk.Job
+		if kept.Job != nil {
+			job = m.versions[versionOf(kept.Job)]
+		}
 		for _, as := range kept.NodeAllocation {
 			for _, a := range as {
 				m.removeAlloc(a.ID)
-				m.addAlloc(abi.KeptAlloc(a, kept.Job, s.Kept))
+				c := abi.KeptAlloc(a, kept.Job, s.Kept)
+				c.Job = job
+				m.addAlloc(c)
 			}
 		}
 	}
@@ -281,8 +288,11 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	ns.put(a)
 	if !a.TerminalStatus() {
 		u := m.usage[a.NodeID]
+		if u == nil {
+			u = &sdk.Usage{}
+			m.usage[a.NodeID] = u
+		}
 		u.Add(a.Usage())
-		m.usage[a.NodeID] = u
 	}
 }
 
@@ -306,12 +316,11 @@ func (m *Mirror) removeAlloc(id string) {
 		}
 	}
 	if !a.TerminalStatus() {
-		u := m.usage[a.NodeID]
-		u.Sub(a.Usage())
-		if u == (sdk.Usage{}) {
-			delete(m.usage, a.NodeID)
-		} else {
-			m.usage[a.NodeID] = u
+		if u := m.usage[a.NodeID]; u != nil {
+			u.Sub(a.Usage())
+			if *u == (sdk.Usage{}) {
+				delete(m.usage, a.NodeID)
+			}
 		}
 	}
 }
@@ -368,7 +377,12 @@ func (m *Mirror) NodesVersion() uint64 { return m.nodesVersion }
 func (m *Mirror) Node(id string) *sdk.Node { return m.nodes[id] }
 
 // NodeUsage implements sdk.State.
-func (m *Mirror) NodeUsage(nodeID string) sdk.Usage { return m.usage[nodeID] }
+func (m *Mirror) NodeUsage(nodeID string) sdk.Usage {
+	if u := m.usage[nodeID]; u != nil {
+		return *u
+	}
+	return sdk.Usage{}
+}
 
 // Job implements sdk.State.
 func (m *Mirror) Job(namespace, id string) *sdk.Job {
