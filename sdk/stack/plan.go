@@ -192,8 +192,9 @@ func (p *Plan) reserve(n int) {
 	}
 }
 
-// reservePlacements makes room in the plan's placements for n more nodes,
-// so that the map does not grow (rehashing) one node at a time.
+// reservePlacements makes room in the plan's placements for n nodes
+// besides those it has (unless it has n already), so that the map does
+// not grow (rehashing) one node at a time.
 func (p *Plan) reservePlacements(n int) {
 	have := len(p.NodeAllocation)
 	if n <= have {
