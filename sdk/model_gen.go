@@ -46,19 +46,19 @@ func (z *Affinity) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "LTarget":
-			z.LTarget, bts, err = msgp.ReadStringBytes(bts)
+			z.LTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LTarget")
 				return
 			}
 		case "RTarget":
-			z.RTarget, bts, err = msgp.ReadStringBytes(bts)
+			z.RTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RTarget")
 				return
 			}
 		case "Operand":
-			z.Operand, bts, err = msgp.ReadStringBytes(bts)
+			z.Operand, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Operand")
 				return
@@ -493,7 +493,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x4
 		case "NodePool":
-			z.NodePool, bts, err = msgp.ReadStringBytes(bts)
+			z.NodePool, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
@@ -515,7 +515,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 int
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodesAvailable")
 					return
@@ -544,7 +544,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 int
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "ClassFiltered")
 					return
@@ -573,7 +573,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0006 int
 				zb0004--
 				var za0005 string
-				za0005, bts, err = msgp.ReadStringBytes(bts)
+				za0005, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "ConstraintFiltered")
 					return
@@ -609,7 +609,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0008 int
 				zb0005--
 				var za0007 string
-				za0007, bts, err = msgp.ReadStringBytes(bts)
+				za0007, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "ClassExhausted")
 					return
@@ -638,7 +638,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0010 int
 				zb0006--
 				var za0009 string
-				za0009, bts, err = msgp.ReadStringBytes(bts)
+				za0009, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "DimensionExhausted")
 					return
@@ -664,7 +664,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.QuotaExhausted = make([]string, zb0007)
 			}
 			for za0011 := range z.QuotaExhausted {
-				z.QuotaExhausted[za0011], bts, err = msgp.ReadStringBytes(bts)
+				z.QuotaExhausted[za0011], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "QuotaExhausted", za0011)
 					return
@@ -687,7 +687,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0013 *Resources
 				zb0008--
 				var za0012 string
-				za0012, bts, err = msgp.ReadStringBytes(bts)
+				za0012, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "ResourcesExhausted")
 					return
@@ -727,7 +727,7 @@ func (z *AllocMetric) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0015 float64
 				zb0009--
 				var za0014 string
-				za0014, bts, err = msgp.ReadStringBytes(bts)
+				za0014, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Scores")
 					return
@@ -1072,19 +1072,19 @@ func (z *AllocatedDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error)
 		}
 		switch msgp.UnsafeString(field) {
 		case "Vendor":
-			z.Vendor, bts, err = msgp.ReadStringBytes(bts)
+			z.Vendor, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Vendor")
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -1102,7 +1102,7 @@ func (z *AllocatedDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error)
 				z.DeviceIDs = make([]string, zb0002)
 			}
 			for za0001 := range z.DeviceIDs {
-				z.DeviceIDs[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.DeviceIDs[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "DeviceIDs", za0001)
 					return
@@ -1304,7 +1304,7 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 *AllocatedTaskResources
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Tasks")
 					return
@@ -2307,49 +2307,49 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "EvalID":
-			z.EvalID, bts, err = msgp.ReadStringBytes(bts)
+			z.EvalID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalID")
 				return
 			}
 			zb0001Mask |= 0x4
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 			zb0001Mask |= 0x8
 		case "NodeID":
-			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
 			zb0001Mask |= 0x10
 		case "NodeName":
-			z.NodeName, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeName, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeName")
 				return
 			}
 			zb0001Mask |= 0x20
 		case "JobID":
-			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
@@ -2387,7 +2387,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x100
 		case "TaskGroup":
-			z.TaskGroup, bts, err = msgp.ReadStringBytes(bts)
+			z.TaskGroup, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TaskGroup")
 				return
@@ -2430,14 +2430,14 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x800
 		case "DesiredStatus":
-			z.DesiredStatus, bts, err = msgp.ReadStringBytes(bts)
+			z.DesiredStatus, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredStatus")
 				return
 			}
 			zb0001Mask |= 0x1000
 		case "DesiredDescription":
-			z.DesiredDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.DesiredDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredDescription")
 				return
@@ -2450,14 +2450,14 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "ClientStatus":
-			z.ClientStatus, bts, err = msgp.ReadStringBytes(bts)
+			z.ClientStatus, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientStatus")
 				return
 			}
 			zb0001Mask |= 0x4000
 		case "ClientDescription":
-			z.ClientDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.ClientDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientDescription")
 				return
@@ -2479,7 +2479,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 Opaque
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "TaskStates")
 					return
@@ -2499,7 +2499,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0004 interface{}
 					zb0003--
 					var za0003 string
-					za0003, bts, err = msgp.ReadStringBytes(bts)
+					za0003, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "TaskStates", za0001)
 						return
@@ -2515,7 +2515,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x10000
 		case "DeploymentID":
-			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+			z.DeploymentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
@@ -2540,21 +2540,21 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x40000
 		case "FollowupEvalID":
-			z.FollowupEvalID, bts, err = msgp.ReadStringBytes(bts)
+			z.FollowupEvalID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "FollowupEvalID")
 				return
 			}
 			zb0001Mask |= 0x80000
 		case "PreviousAllocation":
-			z.PreviousAllocation, bts, err = msgp.ReadStringBytes(bts)
+			z.PreviousAllocation, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreviousAllocation")
 				return
 			}
 			zb0001Mask |= 0x100000
 		case "NextAllocation":
-			z.NextAllocation, bts, err = msgp.ReadStringBytes(bts)
+			z.NextAllocation, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextAllocation")
 				return
@@ -2619,7 +2619,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						zb0004Mask |= 0x1
 					case "LastReschedule":
-						z.RescheduleTracker.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
+						z.RescheduleTracker.LastReschedule, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RescheduleTracker", "LastReschedule")
 							return
@@ -2657,7 +2657,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.PreemptedAllocations = make([]string, zb0006)
 			}
 			for za0006 := range z.PreemptedAllocations {
-				z.PreemptedAllocations[za0006], bts, err = msgp.ReadStringBytes(bts)
+				z.PreemptedAllocations[za0006], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "PreemptedAllocations", za0006)
 					return
@@ -2665,7 +2665,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x800000
 		case "PreemptedByAllocation":
-			z.PreemptedByAllocation, bts, err = msgp.ReadStringBytes(bts)
+			z.PreemptedByAllocation, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreemptedByAllocation")
 				return
@@ -3049,49 +3049,49 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "EvalID":
-			z.EvalID, bts, err = msgp.ReadStringBytes(bts)
+			z.EvalID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalID")
 				return
 			}
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "NodeID":
-			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
 		case "NodeName":
-			z.NodeName, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeName, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeName")
 				return
 			}
 		case "JobID":
-			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
 			}
 		case "JobType":
-			z.JobType, bts, err = msgp.ReadStringBytes(bts)
+			z.JobType, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobType")
 				return
@@ -3103,7 +3103,7 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "TaskGroup":
-			z.TaskGroup, bts, err = msgp.ReadStringBytes(bts)
+			z.TaskGroup, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TaskGroup")
 				return
@@ -3126,25 +3126,25 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "DesiredStatus":
-			z.DesiredStatus, bts, err = msgp.ReadStringBytes(bts)
+			z.DesiredStatus, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredStatus")
 				return
 			}
 		case "DesiredDescription":
-			z.DesiredDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.DesiredDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredDescription")
 				return
 			}
 		case "ClientStatus":
-			z.ClientStatus, bts, err = msgp.ReadStringBytes(bts)
+			z.ClientStatus, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientStatus")
 				return
 			}
 		case "ClientDescription":
-			z.ClientDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.ClientDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientDescription")
 				return
@@ -3165,7 +3165,7 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 Opaque
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "TaskStates")
 					return
@@ -3185,7 +3185,7 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0004 interface{}
 					zb0003--
 					var za0003 string
-					za0003, bts, err = msgp.ReadStringBytes(bts)
+					za0003, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "TaskStates", za0001)
 						return
@@ -3217,13 +3217,13 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "FollowupEvalID":
-			z.FollowupEvalID, bts, err = msgp.ReadStringBytes(bts)
+			z.FollowupEvalID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "FollowupEvalID")
 				return
 			}
 		case "NextAllocation":
-			z.NextAllocation, bts, err = msgp.ReadStringBytes(bts)
+			z.NextAllocation, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextAllocation")
 				return
@@ -3287,7 +3287,7 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						zb0004Mask |= 0x1
 					case "LastReschedule":
-						z.RescheduleTracker.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
+						z.RescheduleTracker.LastReschedule, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RescheduleTracker", "LastReschedule")
 							return
@@ -3324,14 +3324,14 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.PreemptedAllocations = make([]string, zb0006)
 			}
 			for za0006 := range z.PreemptedAllocations {
-				z.PreemptedAllocations[za0006], bts, err = msgp.ReadStringBytes(bts)
+				z.PreemptedAllocations[za0006], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "PreemptedAllocations", za0006)
 					return
 				}
 			}
 		case "PreemptedByAllocation":
-			z.PreemptedByAllocation, bts, err = msgp.ReadStringBytes(bts)
+			z.PreemptedByAllocation, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreemptedByAllocation")
 				return
@@ -3456,19 +3456,19 @@ func (z *Constraint) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "LTarget":
-			z.LTarget, bts, err = msgp.ReadStringBytes(bts)
+			z.LTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LTarget")
 				return
 			}
 		case "RTarget":
-			z.RTarget, bts, err = msgp.ReadStringBytes(bts)
+			z.RTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RTarget")
 				return
 			}
 		case "Operand":
-			z.Operand, bts, err = msgp.ReadStringBytes(bts)
+			z.Operand, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Operand")
 				return
@@ -3577,19 +3577,19 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "JobID":
-			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
@@ -3640,7 +3640,7 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 *DeploymentState
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "TaskGroups")
 					return
@@ -3664,13 +3664,13 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.TaskGroups[za0001] = za0002
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -3839,7 +3839,7 @@ func (z *DeploymentState) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.PlacedCanaries = make([]string, zb0002)
 			}
 			for za0001 := range z.PlacedCanaries {
-				z.PlacedCanaries[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.PlacedCanaries[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "PlacedCanaries", za0001)
 					return
@@ -3932,19 +3932,19 @@ func (z *DeploymentStatusUpdate) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		}
 		switch msgp.UnsafeString(field) {
 		case "DeploymentID":
-			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+			z.DeploymentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -4364,12 +4364,12 @@ func (z *DeviceAttributes) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		var zb0002 string
 		zb0003--
 		var zb0001 string
-		zb0001, bts, err = msgp.ReadStringBytes(bts)
+		zb0001, bts, err = readString(bts)
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
-		zb0002, bts, err = msgp.ReadStringBytes(bts)
+		zb0002, bts, err = readString(bts)
 		if err != nil {
 			err = msgp.WrapError(err, zb0001)
 			return
@@ -4478,7 +4478,7 @@ func (z *DisconnectStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "Reconcile":
-			z.Reconcile, bts, err = msgp.ReadStringBytes(bts)
+			z.Reconcile, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reconcile")
 				return
@@ -4652,12 +4652,12 @@ func (z *DriverInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes", za0001)
 					return
@@ -4677,7 +4677,7 @@ func (z *DriverInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HealthDescription":
-			z.HealthDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.HealthDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthDescription")
 				return
@@ -4938,13 +4938,13 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
@@ -4956,19 +4956,19 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "TriggeredBy":
-			z.TriggeredBy, bts, err = msgp.ReadStringBytes(bts)
+			z.TriggeredBy, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TriggeredBy")
 				return
 			}
 		case "JobID":
-			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
@@ -4980,7 +4980,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "NodeID":
-			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
@@ -4992,19 +4992,19 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "DeploymentID":
-			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+			z.DeploymentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -5022,19 +5022,19 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "NextEval":
-			z.NextEval, bts, err = msgp.ReadStringBytes(bts)
+			z.NextEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextEval")
 				return
 			}
 		case "PreviousEval":
-			z.PreviousEval, bts, err = msgp.ReadStringBytes(bts)
+			z.PreviousEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreviousEval")
 				return
 			}
 		case "BlockedEval":
-			z.BlockedEval, bts, err = msgp.ReadStringBytes(bts)
+			z.BlockedEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "BlockedEval")
 				return
@@ -5085,7 +5085,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0003 *AllocMetric
 				zb0003--
 				var za0002 string
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "FailedTGAllocs")
 					return
@@ -5124,7 +5124,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0005 bool
 				zb0004--
 				var za0004 string
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "ClassEligibility")
 					return
@@ -5143,7 +5143,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "QuotaLimitReached":
-			z.QuotaLimitReached, bts, err = msgp.ReadStringBytes(bts)
+			z.QuotaLimitReached, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "QuotaLimitReached")
 				return
@@ -5187,7 +5187,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0007 int
 				zb0005--
 				var za0006 string
-				za0006, bts, err = msgp.ReadStringBytes(bts)
+				za0006, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "QueuedAllocations")
 					return
@@ -5367,13 +5367,13 @@ func (z *EvaluationStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
@@ -5385,43 +5385,43 @@ func (z *EvaluationStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "TriggeredBy":
-			z.TriggeredBy, bts, err = msgp.ReadStringBytes(bts)
+			z.TriggeredBy, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TriggeredBy")
 				return
 			}
 		case "JobID":
-			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
 			}
 		case "NodeID":
-			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
 		case "DeploymentID":
-			z.DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+			z.DeploymentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -5433,19 +5433,19 @@ func (z *EvaluationStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "NextEval":
-			z.NextEval, bts, err = msgp.ReadStringBytes(bts)
+			z.NextEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextEval")
 				return
 			}
 		case "PreviousEval":
-			z.PreviousEval, bts, err = msgp.ReadStringBytes(bts)
+			z.PreviousEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreviousEval")
 				return
 			}
 		case "BlockedEval":
-			z.BlockedEval, bts, err = msgp.ReadStringBytes(bts)
+			z.BlockedEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "BlockedEval")
 				return
@@ -5566,7 +5566,7 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Evals = make([]string, zb0002)
 			}
 			for za0001 := range z.Evals {
-				z.Evals[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Evals[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Evals", za0001)
 					return
@@ -5585,7 +5585,7 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Allocs = make([]string, zb0003)
 			}
 			for za0002 := range z.Allocs {
-				z.Allocs[za0002], bts, err = msgp.ReadStringBytes(bts)
+				z.Allocs[za0002], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Allocs", za0002)
 					return
@@ -5619,13 +5619,13 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "Namespace":
-						z.Jobs[za0003].Namespace, bts, err = msgp.ReadStringBytes(bts)
+						z.Jobs[za0003].Namespace, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Jobs", za0003, "Namespace")
 							return
 						}
 					case "ID":
-						z.Jobs[za0003].ID, bts, err = msgp.ReadStringBytes(bts)
+						z.Jobs[za0003].ID, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Jobs", za0003, "ID")
 							return
@@ -5652,7 +5652,7 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Nodes = make([]string, zb0006)
 			}
 			for za0004 := range z.Nodes {
-				z.Nodes[za0004], bts, err = msgp.ReadStringBytes(bts)
+				z.Nodes[za0004], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Nodes", za0004)
 					return
@@ -5671,7 +5671,7 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Deployments = make([]string, zb0007)
 			}
 			for za0005 := range z.Deployments {
-				z.Deployments[za0005], bts, err = msgp.ReadStringBytes(bts)
+				z.Deployments[za0005], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Deployments", za0005)
 					return
@@ -5973,37 +5973,37 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Region":
-			z.Region, bts, err = msgp.ReadStringBytes(bts)
+			z.Region, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Region")
 				return
 			}
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "ParentID":
-			z.ParentID, bts, err = msgp.ReadStringBytes(bts)
+			z.ParentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ParentID")
 				return
 			}
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -6033,14 +6033,14 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Datacenters = make([]string, zb0002)
 			}
 			for za0001 := range z.Datacenters {
-				z.Datacenters[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Datacenters[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Datacenters", za0001)
 					return
 				}
 			}
 		case "NodePool":
-			z.NodePool, bts, err = msgp.ReadStringBytes(bts)
+			z.NodePool, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
@@ -6083,19 +6083,19 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "LTarget":
-							z.Constraints[za0002].LTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0002].LTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0002, "LTarget")
 								return
 							}
 						case "RTarget":
-							z.Constraints[za0002].RTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0002].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0002, "RTarget")
 								return
 							}
 						case "Operand":
-							z.Constraints[za0002].Operand, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0002].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0002, "Operand")
 								return
@@ -6222,7 +6222,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0007 interface{}
 				zb0008--
 				var za0006 string
-				za0006, bts, err = msgp.ReadStringBytes(bts)
+				za0006, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Multiregion")
 					return
@@ -6309,7 +6309,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "DispatchIdempotencyToken":
-			z.DispatchIdempotencyToken, bts, err = msgp.ReadStringBytes(bts)
+			z.DispatchIdempotencyToken, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DispatchIdempotencyToken")
 				return
@@ -6336,12 +6336,12 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0009 string
 				zb0009--
 				var za0008 string
-				za0008, bts, err = msgp.ReadStringBytes(bts)
+				za0008, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta")
 					return
 				}
-				za0009, bts, err = msgp.ReadStringBytes(bts)
+				za0009, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta", za0008)
 					return
@@ -6364,7 +6364,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0011 interface{}
 				zb0010--
 				var za0010 string
-				za0010, bts, err = msgp.ReadStringBytes(bts)
+				za0010, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "UI")
 					return
@@ -6377,25 +6377,25 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.UI[za0010] = za0011
 			}
 		case "Scheduler":
-			z.Scheduler, bts, err = msgp.ReadStringBytes(bts)
+			z.Scheduler, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Scheduler")
 				return
 			}
 		case "ConsulNamespace":
-			z.ConsulNamespace, bts, err = msgp.ReadStringBytes(bts)
+			z.ConsulNamespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ConsulNamespace")
 				return
 			}
 		case "VaultNamespace":
-			z.VaultNamespace, bts, err = msgp.ReadStringBytes(bts)
+			z.VaultNamespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VaultNamespace")
 				return
 			}
 		case "NomadTokenID":
-			z.NomadTokenID, bts, err = msgp.ReadStringBytes(bts)
+			z.NomadTokenID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NomadTokenID")
 				return
@@ -6407,13 +6407,13 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -6452,7 +6452,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0013 interface{}
 				zb0011--
 				var za0012 string
-				za0012, bts, err = msgp.ReadStringBytes(bts)
+				za0012, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VersionTag")
 					return
@@ -6632,7 +6632,7 @@ func (z *MigrateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HealthCheck":
-			z.HealthCheck, bts, err = msgp.ReadStringBytes(bts)
+			z.HealthCheck, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthCheck")
 				return
@@ -6702,7 +6702,7 @@ func (z *NUMAResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Affinity":
-			z.Affinity, bts, err = msgp.ReadStringBytes(bts)
+			z.Affinity, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Affinity")
 				return
@@ -6720,7 +6720,7 @@ func (z *NUMAResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Devices = make([]string, zb0002)
 			}
 			for za0001 := range z.Devices {
-				z.Devices[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Devices[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Devices", za0001)
 					return
@@ -6779,13 +6779,13 @@ func (z *NamespacedID) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
@@ -6894,31 +6894,31 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Mode":
-			z.Mode, bts, err = msgp.ReadStringBytes(bts)
+			z.Mode, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Mode")
 				return
 			}
 		case "Device":
-			z.Device, bts, err = msgp.ReadStringBytes(bts)
+			z.Device, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Device")
 				return
 			}
 		case "CIDR":
-			z.CIDR, bts, err = msgp.ReadStringBytes(bts)
+			z.CIDR, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CIDR")
 				return
 			}
 		case "IP":
-			z.IP, bts, err = msgp.ReadStringBytes(bts)
+			z.IP, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IP")
 				return
 			}
 		case "Hostname":
-			z.Hostname, bts, err = msgp.ReadStringBytes(bts)
+			z.Hostname, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Hostname")
 				return
@@ -6945,7 +6945,7 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 interface{}
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "DNS")
 					return
@@ -6973,7 +6973,7 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 interface{}
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "CNI")
 					return
@@ -7263,31 +7263,31 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "SecretID":
-			z.SecretID, bts, err = msgp.ReadStringBytes(bts)
+			z.SecretID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SecretID")
 				return
 			}
 		case "Datacenter":
-			z.Datacenter, bts, err = msgp.ReadStringBytes(bts)
+			z.Datacenter, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Datacenter")
 				return
 			}
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "HTTPAddr":
-			z.HTTPAddr, bts, err = msgp.ReadStringBytes(bts)
+			z.HTTPAddr, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HTTPAddr")
 				return
@@ -7314,12 +7314,12 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes", za0001)
 					return
@@ -7376,12 +7376,12 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Links")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Links", za0003)
 					return
@@ -7404,12 +7404,12 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0006 string
 				zb0004--
 				var za0005 string
-				za0005, bts, err = msgp.ReadStringBytes(bts)
+				za0005, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta")
 					return
 				}
-				za0006, bts, err = msgp.ReadStringBytes(bts)
+				za0006, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta", za0005)
 					return
@@ -7417,19 +7417,19 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Meta[za0005] = za0006
 			}
 		case "NodeClass":
-			z.NodeClass, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeClass, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeClass")
 				return
 			}
 		case "NodePool":
-			z.NodePool, bts, err = msgp.ReadStringBytes(bts)
+			z.NodePool, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
 			}
 		case "ComputedClass":
-			z.ComputedClass, bts, err = msgp.ReadStringBytes(bts)
+			z.ComputedClass, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ComputedClass")
 				return
@@ -7458,19 +7458,19 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "SchedulingEligibility":
-			z.SchedulingEligibility, bts, err = msgp.ReadStringBytes(bts)
+			z.SchedulingEligibility, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SchedulingEligibility")
 				return
 			}
 		case "Status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "StatusDescription":
-			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
@@ -7527,7 +7527,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0009 *DriverInfo
 				zb0006--
 				var za0008 string
-				za0008, bts, err = msgp.ReadStringBytes(bts)
+				za0008, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Drivers")
 					return
@@ -7566,7 +7566,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0011 Opaque
 				zb0007--
 				var za0010 string
-				za0010, bts, err = msgp.ReadStringBytes(bts)
+				za0010, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "HostVolumes")
 					return
@@ -7586,7 +7586,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0013 interface{}
 					zb0008--
 					var za0012 string
-					za0012, bts, err = msgp.ReadStringBytes(bts)
+					za0012, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "HostVolumes", za0010)
 						return
@@ -7616,7 +7616,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0015 Opaque
 				zb0009--
 				var za0014 string
-				za0014, bts, err = msgp.ReadStringBytes(bts)
+				za0014, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "HostNetworks")
 					return
@@ -7636,7 +7636,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0017 interface{}
 					zb0010--
 					var za0016 string
-					za0016, bts, err = msgp.ReadStringBytes(bts)
+					za0016, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "HostNetworks", za0014)
 						return
@@ -7666,7 +7666,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0019 interface{}
 				zb0011--
 				var za0018 string
-				za0018, bts, err = msgp.ReadStringBytes(bts)
+				za0018, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "LastDrain")
 					return
@@ -7937,7 +7937,7 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
@@ -7949,7 +7949,7 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HealthDescription":
-			z.HealthDescription, bts, err = msgp.ReadStringBytes(bts)
+			z.HealthDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthDescription")
 				return
@@ -7980,7 +7980,7 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "PciBusID":
-						z.Locality.PciBusID, bts, err = msgp.ReadStringBytes(bts)
+						z.Locality.PciBusID, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Locality", "PciBusID")
 							return
@@ -8046,7 +8046,7 @@ func (z *NodeDeviceLocality) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "PciBusID":
-			z.PciBusID, bts, err = msgp.ReadStringBytes(bts)
+			z.PciBusID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PciBusID")
 				return
@@ -8125,19 +8125,19 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Vendor":
-			z.Vendor, bts, err = msgp.ReadStringBytes(bts)
+			z.Vendor, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Vendor")
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -8188,12 +8188,12 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0003 string
 				zb0003--
 				var za0002 string
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes")
 					return
 				}
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Attributes", za0002)
 					return
@@ -8329,13 +8329,13 @@ func (z *NodeEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
 		case "Subsystem":
-			z.Subsystem, bts, err = msgp.ReadStringBytes(bts)
+			z.Subsystem, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Subsystem")
 				return
@@ -8356,12 +8356,12 @@ func (z *NodeEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Details")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Details", za0001)
 					return
@@ -8667,7 +8667,7 @@ func (z *NodeReservedNetworkResources) UnmarshalMsg(bts []byte) (o []byte, err e
 		}
 		switch msgp.UnsafeString(field) {
 		case "ReservedHostPorts":
-			z.ReservedHostPorts, bts, err = msgp.ReadStringBytes(bts)
+			z.ReservedHostPorts, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ReservedHostPorts")
 				return
@@ -8867,7 +8867,7 @@ func (z *NodeReservedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				switch msgp.UnsafeString(field) {
 				case "ReservedHostPorts":
-					z.Networks.ReservedHostPorts, bts, err = msgp.ReadStringBytes(bts)
+					z.Networks.ReservedHostPorts, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Networks", "ReservedHostPorts")
 						return
@@ -9168,7 +9168,7 @@ func (z *NodeScore) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.ArrayError{Wanted: 2, Got: zb0001}
 		return
 	}
-	z.Name, bts, err = msgp.ReadStringBytes(bts)
+	z.Name, bts, err = readString(bts)
 	if err != nil {
 		err = msgp.WrapError(err, "Name")
 		return
@@ -9258,7 +9258,7 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "NodeID":
-			z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
@@ -9287,7 +9287,7 @@ func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.ArrayError{Wanted: 2, Got: zb0003}
 					return
 				}
-				z.Scores[za0001].Name, bts, err = msgp.ReadStringBytes(bts)
+				z.Scores[za0001].Name, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Scores", za0001, "Name")
 					return
@@ -9377,7 +9377,7 @@ func (z *NodeScores) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			err = msgp.ArrayError{Wanted: 2, Got: zb0003}
 			return
 		}
-		(*z)[zb0001].Name, bts, err = msgp.ReadStringBytes(bts)
+		(*z)[zb0001].Name, bts, err = readString(bts)
 		if err != nil {
 			err = msgp.WrapError(err, zb0001, "Name")
 			return
@@ -9435,7 +9435,7 @@ func (z *Opaque) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		var zb0002 interface{}
 		zb0003--
 		var zb0001 string
-		zb0001, bts, err = msgp.ReadStringBytes(bts)
+		zb0001, bts, err = readString(bts)
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -9504,7 +9504,7 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		}
 		switch msgp.UnsafeString(field) {
 		case "Payload":
-			z.Payload, bts, err = msgp.ReadStringBytes(bts)
+			z.Payload, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Payload")
 				return
@@ -9522,7 +9522,7 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				z.MetaRequired = make([]string, zb0002)
 			}
 			for za0001 := range z.MetaRequired {
-				z.MetaRequired[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.MetaRequired[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "MetaRequired", za0001)
 					return
@@ -9541,7 +9541,7 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				z.MetaOptional = make([]string, zb0003)
 			}
 			for za0002 := range z.MetaOptional {
-				z.MetaOptional[za0002], bts, err = msgp.ReadStringBytes(bts)
+				z.MetaOptional[za0002], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "MetaOptional", za0002)
 					return
@@ -9625,7 +9625,7 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "Spec":
-			z.Spec, bts, err = msgp.ReadStringBytes(bts)
+			z.Spec, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Spec")
 				return
@@ -9643,14 +9643,14 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Specs = make([]string, zb0002)
 			}
 			for za0001 := range z.Specs {
-				z.Specs[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Specs[za0001], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Specs", za0001)
 					return
 				}
 			}
 		case "SpecType":
-			z.SpecType, bts, err = msgp.ReadStringBytes(bts)
+			z.SpecType, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SpecType")
 				return
@@ -9662,7 +9662,7 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "TimeZone":
-			z.TimeZone, bts, err = msgp.ReadStringBytes(bts)
+			z.TimeZone, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TimeZone")
 				return
@@ -9836,13 +9836,13 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "EvalID":
-			z.EvalID, bts, err = msgp.ReadStringBytes(bts)
+			z.EvalID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalID")
 				return
 			}
 		case "EvalToken":
-			z.EvalToken, bts, err = msgp.ReadStringBytes(bts)
+			z.EvalToken, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalToken")
 				return
@@ -9892,7 +9892,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 []*Allocation
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodeUpdate")
 					return
@@ -9944,7 +9944,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0005 []*Allocation
 				zb0004--
 				var za0004 string
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodeAllocation")
 					return
@@ -9996,7 +9996,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0008 []*Allocation
 				zb0006--
 				var za0007 string
-				za0007, bts, err = msgp.ReadStringBytes(bts)
+				za0007, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodePreemptions")
 					return
@@ -10104,19 +10104,19 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "DeploymentID":
-							z.DeploymentUpdates[za0010].DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].DeploymentID, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "DeploymentID")
 								return
 							}
 						case "Status":
-							z.DeploymentUpdates[za0010].Status, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].Status, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "Status")
 								return
 							}
 						case "StatusDescription":
-							z.DeploymentUpdates[za0010].StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].StatusDescription, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "StatusDescription")
 								return
@@ -10293,7 +10293,7 @@ func (z *PlanAnnotations) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 *DesiredUpdates
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "DesiredTGUpdates")
 					return
@@ -10520,7 +10520,7 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 []*Allocation
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodeUpdate")
 					return
@@ -10572,7 +10572,7 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0005 []*Allocation
 				zb0004--
 				var za0004 string
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodeAllocation")
 					return
@@ -10624,7 +10624,7 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0008 []*Allocation
 				zb0006--
 				var za0007 string
-				za0007, bts, err = msgp.ReadStringBytes(bts)
+				za0007, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "NodePreemptions")
 					return
@@ -10715,19 +10715,19 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "DeploymentID":
-							z.DeploymentUpdates[za0010].DeploymentID, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].DeploymentID, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "DeploymentID")
 								return
 							}
 						case "Status":
-							z.DeploymentUpdates[za0010].Status, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].Status, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "Status")
 								return
 							}
 						case "StatusDescription":
-							z.DeploymentUpdates[za0010].StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+							z.DeploymentUpdates[za0010].StatusDescription, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "StatusDescription")
 								return
@@ -10755,7 +10755,7 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.RejectedNodes = make([]string, zb0010)
 			}
 			for za0011 := range z.RejectedNodes {
-				z.RejectedNodes[za0011], bts, err = msgp.ReadStringBytes(bts)
+				z.RejectedNodes[za0011], bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "RejectedNodes", za0011)
 					return
@@ -10892,7 +10892,7 @@ func (z *Port) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Label":
-			z.Label, bts, err = msgp.ReadStringBytes(bts)
+			z.Label, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Label")
 				return
@@ -10910,7 +10910,7 @@ func (z *Port) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HostNetwork":
-			z.HostNetwork, bts, err = msgp.ReadStringBytes(bts)
+			z.HostNetwork, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HostNetwork")
 				return
@@ -10977,7 +10977,7 @@ func (z *PortMapping) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Label":
-			z.Label, bts, err = msgp.ReadStringBytes(bts)
+			z.Label, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Label")
 				return
@@ -10995,7 +10995,7 @@ func (z *PortMapping) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HostIP":
-			z.HostIP, bts, err = msgp.ReadStringBytes(bts)
+			z.HostIP, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HostIP")
 				return
@@ -11162,7 +11162,7 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -11211,19 +11211,19 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "LTarget":
-							z.Constraints[za0001].LTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].LTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "LTarget")
 								return
 							}
 						case "RTarget":
-							z.Constraints[za0001].RTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "RTarget")
 								return
 							}
 						case "Operand":
-							z.Constraints[za0001].Operand, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "Operand")
 								return
@@ -11345,13 +11345,13 @@ func (z *RescheduleEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "PrevAllocID":
-			z.PrevAllocID, bts, err = msgp.ReadStringBytes(bts)
+			z.PrevAllocID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PrevAllocID")
 				return
 			}
 		case "PrevNodeID":
-			z.PrevNodeID, bts, err = msgp.ReadStringBytes(bts)
+			z.PrevNodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PrevNodeID")
 				return
@@ -11442,7 +11442,7 @@ func (z *ReschedulePolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "DelayFunction":
-			z.DelayFunction, bts, err = msgp.ReadStringBytes(bts)
+			z.DelayFunction, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DelayFunction")
 				return
@@ -11574,7 +11574,7 @@ func (z *RescheduleTracker) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x1
 		case "LastReschedule":
-			z.LastReschedule, bts, err = msgp.ReadStringBytes(bts)
+			z.LastReschedule, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LastReschedule")
 				return
@@ -11833,7 +11833,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "Affinity":
-						z.NUMA.Affinity, bts, err = msgp.ReadStringBytes(bts)
+						z.NUMA.Affinity, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "NUMA", "Affinity")
 							return
@@ -11851,7 +11851,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							z.NUMA.Devices = make([]string, zb0005)
 						}
 						for za0003 := range z.NUMA.Devices {
-							z.NUMA.Devices[za0003], bts, err = msgp.ReadStringBytes(bts)
+							z.NUMA.Devices[za0003], bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "NUMA", "Devices", za0003)
 								return
@@ -11967,7 +11967,7 @@ func (z *RestartPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "Mode":
-			z.Mode, bts, err = msgp.ReadStringBytes(bts)
+			z.Mode, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Mode")
 				return
@@ -12061,13 +12061,13 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "ID":
-			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
 		case "Type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -12088,12 +12088,12 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Target")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Target", za0001)
 					return
@@ -12128,7 +12128,7 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 interface{}
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Policy")
 					return
@@ -12244,7 +12244,7 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		}
 		switch msgp.UnsafeString(field) {
 		case "SchedulerAlgorithm":
-			z.SchedulerAlgorithm, bts, err = msgp.ReadStringBytes(bts)
+			z.SchedulerAlgorithm, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SchedulerAlgorithm")
 				return
@@ -12357,7 +12357,7 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Attribute":
-			z.Attribute, bts, err = msgp.ReadStringBytes(bts)
+			z.Attribute, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Attribute")
 				return
@@ -12406,7 +12406,7 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "Value":
-							z.SpreadTarget[za0001].Value, bts, err = msgp.ReadStringBytes(bts)
+							z.SpreadTarget[za0001].Value, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "SpreadTarget", za0001, "Value")
 								return
@@ -12484,7 +12484,7 @@ func (z *SpreadTarget) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Value":
-			z.Value, bts, err = msgp.ReadStringBytes(bts)
+			z.Value, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Value")
 				return
@@ -12845,19 +12845,19 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "Driver":
-			z.Driver, bts, err = msgp.ReadStringBytes(bts)
+			z.Driver, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
 		case "User":
-			z.User, bts, err = msgp.ReadStringBytes(bts)
+			z.User, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "User")
 				return
@@ -12878,7 +12878,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 interface{}
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Config")
 					return
@@ -12906,12 +12906,12 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Env")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Env", za0003)
 					return
@@ -12946,7 +12946,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0007 interface{}
 					zb0005--
 					var za0006 string
-					za0006, bts, err = msgp.ReadStringBytes(bts)
+					za0006, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Services", za0005)
 						return
@@ -12975,7 +12975,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0009 interface{}
 				zb0006--
 				var za0008 string
-				za0008, bts, err = msgp.ReadStringBytes(bts)
+				za0008, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Vault")
 					return
@@ -13003,7 +13003,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0011 interface{}
 				zb0007--
 				var za0010 string
-				za0010, bts, err = msgp.ReadStringBytes(bts)
+				za0010, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Consul")
 					return
@@ -13043,7 +13043,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0014 interface{}
 					zb0009--
 					var za0013 string
-					za0013, bts, err = msgp.ReadStringBytes(bts)
+					za0013, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Templates", za0012)
 						return
@@ -13094,19 +13094,19 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "LTarget":
-							z.Constraints[za0015].LTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0015].LTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0015, "LTarget")
 								return
 							}
 						case "RTarget":
-							z.Constraints[za0015].RTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0015].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0015, "RTarget")
 								return
 							}
 						case "Operand":
-							z.Constraints[za0015].Operand, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0015].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0015, "Operand")
 								return
@@ -13201,7 +13201,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0018 interface{}
 				zb0013--
 				var za0017 string
-				za0017, bts, err = msgp.ReadStringBytes(bts)
+				za0017, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "DispatchPayload")
 					return
@@ -13239,7 +13239,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "Hook":
-						z.Lifecycle.Hook, bts, err = msgp.ReadStringBytes(bts)
+						z.Lifecycle.Hook, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Lifecycle", "Hook")
 							return
@@ -13275,12 +13275,12 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0020 string
 				zb0015--
 				var za0019 string
-				za0019, bts, err = msgp.ReadStringBytes(bts)
+				za0019, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta")
 					return
 				}
-				za0020, bts, err = msgp.ReadStringBytes(bts)
+				za0020, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta", za0019)
 					return
@@ -13309,7 +13309,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0022 interface{}
 				zb0016--
 				var za0021 string
-				za0021, bts, err = msgp.ReadStringBytes(bts)
+				za0021, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "LogConfig")
 					return
@@ -13349,7 +13349,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0025 interface{}
 					zb0018--
 					var za0024 string
-					za0024, bts, err = msgp.ReadStringBytes(bts)
+					za0024, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Artifacts", za0023)
 						return
@@ -13402,7 +13402,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0028 interface{}
 					zb0020--
 					var za0027 string
-					za0027, bts, err = msgp.ReadStringBytes(bts)
+					za0027, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "VolumeMounts", za0026)
 						return
@@ -13446,13 +13446,13 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "KillSignal":
-			z.KillSignal, bts, err = msgp.ReadStringBytes(bts)
+			z.KillSignal, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "KillSignal")
 				return
 			}
 		case "Kind":
-			z.Kind, bts, err = msgp.ReadStringBytes(bts)
+			z.Kind, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
@@ -13473,7 +13473,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0031 interface{}
 				zb0022--
 				var za0030 string
-				za0030, bts, err = msgp.ReadStringBytes(bts)
+				za0030, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "CSIPluginConfig")
 					return
@@ -13501,7 +13501,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0033 interface{}
 				zb0023--
 				var za0032 string
-				za0032, bts, err = msgp.ReadStringBytes(bts)
+				za0032, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Identity")
 					return
@@ -13541,7 +13541,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0036 interface{}
 					zb0025--
 					var za0035 string
-					za0035, bts, err = msgp.ReadStringBytes(bts)
+					za0035, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Identities", za0034)
 						return
@@ -13582,7 +13582,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0039 interface{}
 					zb0027--
 					var za0038 string
-					za0038, bts, err = msgp.ReadStringBytes(bts)
+					za0038, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Actions", za0037)
 						return
@@ -13611,7 +13611,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0041 interface{}
 				zb0028--
 				var za0040 string
-				za0040, bts, err = msgp.ReadStringBytes(bts)
+				za0040, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Schedule")
 					return
@@ -13651,7 +13651,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0044 interface{}
 					zb0030--
 					var za0043 string
-					za0043, bts, err = msgp.ReadStringBytes(bts)
+					za0043, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Secrets", za0042)
 						return
@@ -14130,7 +14130,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -14213,19 +14213,19 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 						switch msgp.UnsafeString(field) {
 						case "LTarget":
-							z.Constraints[za0001].LTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].LTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "LTarget")
 								return
 							}
 						case "RTarget":
-							z.Constraints[za0001].RTarget, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "RTarget")
 								return
 							}
 						case "Operand":
-							z.Constraints[za0001].Operand, bts, err = msgp.ReadStringBytes(bts)
+							z.Constraints[za0001].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "Operand")
 								return
@@ -14389,12 +14389,12 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0006--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Meta", za0003)
 					return
@@ -14536,7 +14536,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0010 interface{}
 					zb0011--
 					var za0009 string
-					za0009, bts, err = msgp.ReadStringBytes(bts)
+					za0009, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Services", za0008)
 						return
@@ -14565,7 +14565,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0012 Opaque
 				zb0012--
 				var za0011 string
-				za0011, bts, err = msgp.ReadStringBytes(bts)
+				za0011, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Volumes")
 					return
@@ -14585,7 +14585,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					var za0014 interface{}
 					zb0013--
 					var za0013 string
-					za0013, bts, err = msgp.ReadStringBytes(bts)
+					za0013, bts, err = readString(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Volumes", za0011)
 						return
@@ -14615,7 +14615,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0016 interface{}
 				zb0014--
 				var za0015 string
-				za0015, bts, err = msgp.ReadStringBytes(bts)
+				za0015, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Consul")
 					return
@@ -14894,7 +14894,7 @@ func (z *TaskLifecycle) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "Hook":
-			z.Hook, bts, err = msgp.ReadStringBytes(bts)
+			z.Hook, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Hook")
 				return
@@ -14988,7 +14988,7 @@ func (z *UpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "HealthCheck":
-			z.HealthCheck, bts, err = msgp.ReadStringBytes(bts)
+			z.HealthCheck, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthCheck")
 				return
