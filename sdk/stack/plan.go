@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"maps"
+
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -20,7 +22,7 @@ type Plan struct {
 	// nodes holds, per node the plan touches or the job runs on, what the
 	// plan changes there and the job's allocations there after the plan.
 	nodes    map[string]*nodeChange
-	slab     []nodeChange // where new nodeChanges come from, a chunk at a time
+	records  chunks[nodeChange] // where new nodeChanges come from
 	watchers []Watcher
 	// changed lists the records of every change (a record each time its
 	// version rises, so possibly more than once), for caches that follow
@@ -33,10 +35,10 @@ type Plan struct {
 	allocs chunks[sdk.Allocation]
 }
 
-// slabMax bounds the chunks nodeChanges are allocated in: a walk touches
-// every node it visits, and one allocation per node was most of a small
-// eval's allocations.
-const slabMax = 1024
+// recordChunk bounds the chunks nodeChanges are allocated in, above the
+// default: a walk touches every node it visits, and one allocation per
+// node was most of a small eval's allocations.
+const recordChunk = 1024
 
 // Watcher hears about allocations of the plan's job that the plan adds
 // (delta 1) or removes (delta -1) on a node.
@@ -79,6 +81,7 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 	p := &Plan{
 		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
 		state: state, job: job, nodes: map[string]*nodeChange{},
+		records: chunks[nodeChange]{limit: recordChunk},
 	}
 	if job != nil {
 		p.Plan.AllAtOnce = job.AllAtOnce
@@ -182,39 +185,30 @@ func (p *Plan) reserve(n int) {
 	if n <= 2*len(p.nodes) {
 		return
 	}
-	m := make(map[string]*nodeChange, n)
-	for id, c := range p.nodes {
-		m[id] = c
-	}
-	p.nodes = m
-	if free := cap(p.slab) - len(p.slab); free < n-len(p.nodes) {
-		p.slab = make([]nodeChange, 0, n-len(p.nodes))
-	}
+	p.nodes = withRoom(p.nodes, n)
+	p.records.reserve(n - len(p.nodes))
 }
 
 // reservePlacements makes room in the plan's placements for n nodes
 // besides those it has (unless it has n already), so that the map does
 // not grow (rehashing) one node at a time.
 func (p *Plan) reservePlacements(n int) {
-	have := len(p.NodeAllocation)
-	if n <= have {
-		return
+	if have := len(p.NodeAllocation); n > have {
+		p.NodeAllocation = withRoom(p.NodeAllocation, have+n)
 	}
-	m := make(map[string][]*sdk.Allocation, have+n)
-	for id, as := range p.NodeAllocation {
-		m[id] = as
-	}
-	p.NodeAllocation = m
+}
+
+// withRoom returns a copy of m made for n entries.
+func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
+	r := make(map[K]V, n)
+	maps.Copy(r, m)
+	return r
 }
 
 func (p *Plan) change(nodeID string) *nodeChange {
 	c := p.nodes[nodeID]
 	if c == nil {
-		if len(p.slab) == cap(p.slab) {
-			p.slab = make([]nodeChange, 0, min(max(2*cap(p.slab), 16), slabMax))
-		}
-		p.slab = p.slab[:len(p.slab)+1]
-		c = &p.slab[len(p.slab)-1]
+		c = p.records.one()
 		p.nodes[nodeID] = c
 	}
 	return c

@@ -58,24 +58,36 @@ func (g *group) release() {
 }
 
 // chunks hands out new elements of T from arrays allocated a chunk at a
-// time, growing from 8 to 256 elements a chunk. Each placement needs a
+// time, growing from 8 to 256 elements a chunk (or to limit). Each placement needs a
 // few small objects of the same kinds (its allocation, metric, option and
 // score records); one allocation per object was a measurable share of a
 // large evaluation inside wasm, where allocating costs several times more
 // than natively. The elements are not reused: a chunk lives as long as
 // any of its elements does, which for a plan's objects is the plan's life.
 type chunks[T any] struct {
-	free []T
-	size int
+	free  []T
+	size  int
+	limit int // 0: maxChunk
 }
 
 const maxChunk = 256
+
+// reserve makes the next n elements come from one chunk.
+func (c *chunks[T]) reserve(n int) {
+	if n > len(c.free) {
+		c.free = make([]T, n)
+	}
+}
 
 // take returns n new zeroed elements; appending to the result reallocates
 // rather than overwriting the next elements.
 func (c *chunks[T]) take(n int) []T {
 	if n > len(c.free) {
-		c.size = min(max(2*c.size, 8), maxChunk)
+		limit := c.limit
+		if limit == 0 {
+			limit = maxChunk
+		}
+		c.size = min(max(2*c.size, 8), limit)
 		c.free = make([]T, max(c.size, n))
 	}
 	s := c.free[:n:n]
