@@ -7,7 +7,7 @@ import "github.com/tinylib/msgp/msgp"
 // (statuses, the default namespace and pool, scorer names) instead of
 // allocating another: a decoded placement held about ten of them.
 // model_gen.go calls it in place of msgp.ReadStringBytes
-// (internal/msgpintern rewrites the generated code).
+// (internal/msgprewrite -intern rewrites the generated code).
 func readString(b []byte) (string, []byte, error) {
 	v, o, err := msgp.ReadStringZC(b)
 	return intern(v), o, err

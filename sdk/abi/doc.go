@@ -15,6 +15,6 @@
 package abi
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file . -o messages_gen.go -tests=false -io=false
-//go:generate go run ../../internal/msgpnorequire messages_gen.go
+//go:generate go run ../../internal/msgprewrite messages_gen.go
 
 //msgp:ignore Error Version
