@@ -35,23 +35,25 @@ var (
 func perfControl() (*perfWindow, error) {
 	perfOnce.Do(func() {
 		ctlPath, ackPath := os.Getenv("DROVER_PERF_CTL"), os.Getenv("DROVER_PERF_ACK")
-		if ctlPath == "" || ackPath == "" {
-			return
+		if ctlPath != "" && ackPath != "" {
+			perf, perfErr = openPerfWindow(ctlPath, ackPath)
 		}
-		ctl, err := os.OpenFile(ctlPath, os.O_WRONLY, 0)
-		if err != nil {
-			perfErr = fmt.Errorf("bench: perf control fifo: %w", err)
-			return
-		}
-		ack, err := os.Open(ackPath)
-		if err != nil {
-			ctl.Close()
-			perfErr = fmt.Errorf("bench: perf ack fifo: %w", err)
-			return
-		}
-		perf = &perfWindow{ctl: ctl, ack: bufio.NewReader(ack)}
 	})
 	return perf, perfErr
+}
+
+// openPerfWindow opens perf's control and acknowledgement fifos.
+func openPerfWindow(ctlPath, ackPath string) (*perfWindow, error) {
+	ctl, err := os.OpenFile(ctlPath, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bench: perf control fifo: %w", err)
+	}
+	ack, err := os.Open(ackPath)
+	if err != nil {
+		ctl.Close()
+		return nil, fmt.Errorf("bench: perf ack fifo: %w", err)
+	}
+	return &perfWindow{ctl: ctl, ack: bufio.NewReader(ack)}, nil
 }
 
 // command sends one perf control command and waits for its ack.
@@ -75,6 +77,11 @@ func sampled(fn func()) error {
 		fn()
 		return nil
 	}
+	return p.around(fn)
+}
+
+// around runs fn with perf's events enabled.
+func (p *perfWindow) around(fn func()) error {
 	if err := p.command("enable"); err != nil {
 		return err
 	}
