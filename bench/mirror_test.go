@@ -30,6 +30,11 @@ func (m *mirrorCheck) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		m.t.Fatalf("mirror at %d, store at %d", got, want)
 	}
 	want := snap.FullSync(false)
+	for _, j := range want.Jobs {
+		if g, w := canonical(m.t, ctx.State.Job(j.Namespace, j.ID)), canonical(m.t, j); g != w {
+			m.t.Fatalf("job %s differs:\nmirror %s\nstore  %s", j.ID, g, w)
+		}
+	}
 	byNode := map[string]int{}
 	for _, a := range want.Allocs {
 		byNode[a.NodeID]++
@@ -77,9 +82,10 @@ func canonical(t *testing.T, v any) string {
 }
 
 // TestMirror_KeptPlansEqualTheStore runs every scenario's jobs through the
-// FSM with a native plugin that keeps its plans (ABI 1.2): the next eval's
-// mirror, fed kept allocations instead of resent ones, must equal the
-// store at its index. Plans go straight to the FSM, or through the plan
+// FSM with a native plugin that keeps its plans (ABI 1.2) and takes job
+// statuses (1.3): the next eval's mirror, fed kept allocations instead of
+// resent ones and statuses of jobs it holds, must equal the store at its
+// index. Plans go straight to the FSM, or through the plan
 // applier's check and an encoded log entry as in the server (verify).
 func TestMirror_KeptPlansEqualTheStore(t *testing.T) {
 	for _, verify := range []bool{false, true} {
@@ -146,6 +152,9 @@ func keptPlansEqualTheStore(t *testing.T, sc Scenario, verify bool) {
 	st := pl.Stats()
 	if st.KeptPlans.Load() == 0 {
 		t.Fatalf("no sync left out a kept plan (%d delta syncs)", st.DeltaSyncs.Load())
+	}
+	if st.JobStatuses.Load() == 0 {
+		t.Fatal("no sync sent a job as its status alone (ABI 1.3)")
 	}
 	if st.FullSyncs.Load() != 1 {
 		t.Fatalf("%d full syncs, want only the first", st.FullSyncs.Load())

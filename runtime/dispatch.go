@@ -14,12 +14,10 @@ import (
 type dispatcher struct {
 	ctx   context.Context
 	call  *Call
-	name  string
+	info  abi.Info
 	index uint64 // the plugin mirror's index
-	evals bool   // the plugin mirrors evaluations
-	// keeps: the plugin keeps its wholly committed plans (ABI 1.2); kept
-	// is the instance's last one, until a sync consumes it.
-	keeps bool
+	// kept is the instance's last wholly committed plan (ABI 1.2), until a
+	// sync consumes it.
 	kept  **keptPlan
 	stats *Stats
 	// err is the first host-side failure, kept as the eval's root cause.
@@ -62,7 +60,7 @@ func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 			Message: "host: plan names eval " + plan.EvalID + ", not the eval being processed"})
 	}
 	var placed *keptPlan
-	if d.keeps {
+	if abi.Version(d.info.ABI).KeepsPlans() {
 		// Before the planner sees the plan: what the plugin keeps is what
 		// it sent, whatever the host later does with these objects.
 		placed = newKeptPlan(plan)
@@ -82,13 +80,25 @@ func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 		resp.Result = slimResult(res)
 	}
 	if refreshed != nil {
-		resp.Refresh = refreshed.Sync(d.index, d.evals)
-		if markKept(resp.Refresh, d.kept) {
-			d.stats.KeptPlans.Add(1)
-		}
+		resp.Refresh = syncFor(refreshed, d.index, d.info, d.kept, d.stats)
 		d.index = resp.Refresh.Index
 	}
 	return encode(resp)
+}
+
+// syncFor returns the sync that brings a plugin's mirror from index from
+// to src's index, in the forms the plugin's ABI version reads, and
+// consumes the instance's kept plan.
+func syncFor(src StateSource, from uint64, info abi.Info, kept **keptPlan, stats *Stats) *abi.StateSync {
+	sync := src.Sync(from, info.MirrorEvals)
+	if markKept(sync, kept) {
+		stats.KeptPlans.Add(1)
+	}
+	if abi.Version(info.ABI).TakesJobStatuses() {
+		sync.CompactJobs()
+		stats.JobStatuses.Add(int64(len(sync.JobStatuses)))
+	}
+	return sync
 }
 
 // wholeCommit reports whether res commits every allocation of plan, node
@@ -198,7 +208,7 @@ func (d *dispatcher) logRecord(msg []byte) {
 	default:
 		ev = d.call.Log.Debug()
 	}
-	ev = ev.Str("plugin", d.name)
+	ev = ev.Str("plugin", d.info.Name)
 	for i := 0; i+1 < len(rec.Attrs); i += 2 {
 		ev = ev.Str(rec.Attrs[i], rec.Attrs[i+1])
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -113,18 +114,18 @@ func TestDispatcher_WholeOnlyToPluginsThatKeepPlans(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		keeps     bool
+		abi       abi.Version
 		commit    func(*sdk.Plan) *sdk.PlanResult
 		wantWhole bool
 	}{
-		{"1.2 plugin, whole plan", true, whole, true},
-		{"1.2 plugin, part of the plan", true, part, false},
-		{"1.1 plugin, whole plan", false, whole, false},
+		{"1.2 plugin, whole plan", abi.MakeVersion(1, 2), whole, true},
+		{"1.2 plugin, part of the plan", abi.MakeVersion(1, 2), part, false},
+		{"1.1 plugin, whole plan", abi.MakeVersion(1, 1), whole, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var kept *keptPlan
-			d := &dispatcher{ctx: context.Background(), keeps: tt.keeps, kept: &kept, stats: &Stats{},
+			d := &dispatcher{ctx: context.Background(), info: abi.Info{ABI: uint32(tt.abi)}, kept: &kept, stats: &Stats{},
 				call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: tt.commit}}}
 			msg, err := (&abi.PlanRequest{Plan: planOf(job)}).MarshalMsg(nil)
 			if err != nil {
@@ -161,5 +162,32 @@ func TestDispatcher_WholeOnlyToPluginsThatKeepPlans(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deltaSource is a state whose every sync is the same delta.
+type deltaSource struct{ sync abi.StateSync }
+
+func (d deltaSource) Index() uint64 { return d.sync.Index }
+
+func (d deltaSource) Sync(uint64, bool) *abi.StateSync {
+	c := d.sync
+	c.Jobs = slices.Clone(d.sync.Jobs)
+	return &c
+}
+
+func TestSyncFor_JobStatusesOnlyToPluginsThatTakeThem(t *testing.T) {
+	// The job's specification dates from index 5: a mirror at 10 has it.
+	job := &sdk.Job{Namespace: "default", ID: "web", JobModifyIndex: 5, Status: sdk.JobStatusRunning}
+	src := deltaSource{abi.StateSync{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{job}}}
+	for _, tt := range []struct {
+		abi          abi.Version
+		wantStatuses int
+	}{{abi.MakeVersion(1, 2), 0}, {abi.MakeVersion(1, 3), 1}} {
+		var kept *keptPlan
+		s := syncFor(src, 10, abi.Info{ABI: uint32(tt.abi)}, &kept, &Stats{})
+		if len(s.JobStatuses) != tt.wantStatuses || len(s.Jobs)+len(s.JobStatuses) != 1 {
+			t.Errorf("ABI %s: %d jobs, %d job statuses; want %d statuses", tt.abi, len(s.Jobs), len(s.JobStatuses), tt.wantStatuses)
+		}
 	}
 }

@@ -67,6 +67,9 @@ type Stats struct {
 	// KeptPlans counts syncs that left out a plan's allocations because
 	// the instance kept them (ABI 1.2, abi.StateSync.Kept).
 	KeptPlans atomic.Int64
+	// JobStatuses counts jobs sent as their status alone (ABI 1.3,
+	// abi.StateSync.JobStatuses).
+	JobStatuses atomic.Int64
 }
 
 // NewPlugin returns a pool over factory. Instances start lazily.
@@ -183,10 +186,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if full {
 		from = 0
 	}
-	sync := call.State.Sync(from, p.info.MirrorEvals)
-	if markKept(sync, &s.kept) {
-		p.stats.KeptPlans.Add(1)
-	}
+	sync := syncFor(call.State, from, p.info, &s.kept, &p.stats)
 	if sync.Full {
 		p.stats.FullSyncs.Add(1)
 	} else {
@@ -198,8 +198,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	if err != nil {
 		return fmt.Errorf("runtime: encode request: %w", err)
 	}
-	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, name: p.info.Name, evals: p.info.MirrorEvals,
-		keeps: abi.Version(p.info.ABI).KeepsPlans(), kept: &s.kept, stats: &p.stats}
+	d := &dispatcher{ctx: ctx, call: call, index: sync.Index, info: p.info, kept: &s.kept, stats: &p.stats}
 	out, err := s.inst.Process(ctx, reqBytes, d.host)
 	if err != nil {
 		p.recycle(ctx, s, "instance failed")

@@ -2,19 +2,23 @@ package state
 
 import (
 	"fmt"
+	mrand "math/rand"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"testing/quick"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/mirror"
 )
 
 // TestSnapshot_DeltaEqualsFull drives random writes and checks, at every
 // step, that a mirror kept by deltas (forwards and backwards) holds exactly
-// what a full sync at the same index holds.
+// what a full sync at the same index holds; so does one kept by compacted
+// deltas (abi.StateSync.CompactJobs, as ABI 1.3 plugins get them).
 func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 	s, err := NewStore()
 	if err != nil {
@@ -33,7 +37,8 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: v}}}
 	}
 	var snaps []*Snapshot
-	fwd := mirror.New()
+	fwd, compact := mirror.New(), mirror.New()
+	statuses := 0
 	for step := 0; step < 300; step++ {
 		switch r.IntN(6) {
 		case 5:
@@ -79,6 +84,12 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 		if err := fwd.Apply(snap.Sync(fwd.Index(), true)); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
+		delta := snap.Sync(compact.Index(), true)
+		delta.CompactJobs()
+		statuses += len(delta.JobStatuses)
+		if err := compact.Apply(delta); err != nil {
+			t.Fatalf("step %d: compacted delta: %v", step, err)
+		}
 		full := mirror.New()
 		if err := full.Apply(snap.FullSync(true)); err != nil {
 			t.Fatal(err)
@@ -86,6 +97,12 @@ func TestSnapshot_DeltaEqualsFull(t *testing.T) {
 		if d := diff(fwd, full); d != "" {
 			t.Fatalf("step %d (index %d): delta-kept mirror differs from full sync: %s", step, snap.Index(), d)
 		}
+		if d := diff(compact, full); d != "" {
+			t.Fatalf("step %d (index %d): mirror kept by compacted deltas differs from full sync: %s", step, snap.Index(), d)
+		}
+	}
+	if statuses == 0 {
+		t.Fatal("no delta carried a job status: the compacted path went untested")
 	}
 	// Backwards: bring the mirror to older snapshots.
 	for _, i := range []int{250, 100, 3} {
@@ -167,5 +184,39 @@ func TestStore_JobVersionsRiseOnlyOnSpecChange(t *testing.T) {
 	}
 	if n := len(s.Snapshot().JobVersions("default", "web")); n != 3 {
 		t.Fatalf("kept %d versions, want 3", n)
+	}
+}
+
+// TestJobStatus_CarriesWhatSpecOfLeavesOut checks that a job status
+// (abi.JobStatus) carries every field the server sets, that is every field
+// specOf clears: patched onto a job's specification it gives the job back.
+func TestJobStatus_CarriesWhatSpecOfLeavesOut(t *testing.T) {
+	r := mrand.New(mrand.NewSource(3))
+	for i := 0; i < 20; i++ {
+		var j sdk.Job
+		v := reflect.ValueOf(&j).Elem()
+		for f := 0; f < v.NumField(); f++ {
+			field := v.Field(f)
+			if field.Type() == reflect.TypeOf(sdk.Opaque{}) {
+				field.Set(reflect.ValueOf(sdk.Opaque{"k": "v"}))
+				continue
+			}
+			// quick cannot make values holding interfaces (a group's
+			// Opaque parts): such parts stay empty. They are
+			// specification; what the server sets are plain fields.
+			if val, ok := quick.Value(field.Type(), r); ok {
+				field.Set(val)
+			}
+		}
+		// The mirror's job, which a status patches, has the status's
+		// JobModifyIndex (mirror.Apply checks it first).
+		spec := specOf(&j)
+		spec.JobModifyIndex = j.JobModifyIndex
+		got := reflect.ValueOf(abi.StatusOf(&j).Patch(&spec)).Elem()
+		for f := 0; f < v.NumField(); f++ {
+			if !reflect.DeepEqual(got.Field(f).Interface(), v.Field(f).Interface()) {
+				t.Errorf("Job.%s: the status does not carry it", v.Type().Field(f).Name)
+			}
+		}
 	}
 }

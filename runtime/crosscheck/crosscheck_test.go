@@ -205,7 +205,7 @@ func TestDifferential_ServiceSchedulerPlansAreIdentical(t *testing.T) {
 			_ = p.Close(context.Background())
 		}
 	}
-	// The plugins speak ABI 1.2: their mirrors are fed kept plans (the
+	// The plugins speak ABI 1.2 or later: their mirrors are fed kept plans (the
 	// harness stores placements as the host does), and must still decide
 	// as native does.
 	for _, fl := range flavours {

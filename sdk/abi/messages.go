@@ -56,6 +56,10 @@ type StateSync struct {
 
 	Jobs        []*sdk.Job
 	DeletedJobs []sdk.NamespacedID
+	// JobStatuses (ABI 1.3, deltas only) change jobs whose specification
+	// the mirror already holds: only fields the server sets changed.
+	// CompactJobs moves such jobs here from Jobs.
+	JobStatuses []*JobStatus `msg:",omitempty"`
 	// JobVersions are older job versions referenced by Allocs (by
 	// Namespace, JobID and JobVersion) and not equal to the job's current
 	// version. Each appears once.
@@ -83,6 +87,62 @@ type StateSync struct {
 	// of Allocs. Without it the plugin forgets them: any of them that
 	// changed in the delta's range is in Allocs or DeletedAllocs.
 	Kept *Kept `msg:",omitempty"`
+}
+
+// JobStatus is the part of a job the server sets (ABI 1.3): everything
+// but its specification. A job's specification changes only with its
+// JobModifyIndex, so a mirror that holds the job at JobModifyIndex gets
+// the job as it now is by patching these fields onto it (Patch).
+type JobStatus struct {
+	Namespace         string
+	ID                string
+	JobModifyIndex    uint64
+	Status            string
+	StatusDescription string
+	Stable            bool
+	Version           uint64
+	SubmitTime        int64
+	CreateIndex       uint64
+	ModifyIndex       uint64
+}
+
+// StatusOf returns j's server-set fields.
+func StatusOf(j *sdk.Job) *JobStatus {
+	return &JobStatus{Namespace: j.Namespace, ID: j.ID, JobModifyIndex: j.JobModifyIndex,
+		Status: j.Status, StatusDescription: j.StatusDescription, Stable: j.Stable, Version: j.Version,
+		SubmitTime: j.SubmitTime, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex}
+}
+
+// Patch returns a copy of spec, the job at s.JobModifyIndex, with the
+// fields s carries. The copy shares spec's groups and other parts.
+func (s *JobStatus) Patch(spec *sdk.Job) *sdk.Job {
+	c := *spec
+	c.Status, c.StatusDescription, c.Stable, c.Version = s.Status, s.StatusDescription, s.Stable, s.Version
+	c.SubmitTime, c.CreateIndex, c.ModifyIndex = s.SubmitTime, s.CreateIndex, s.ModifyIndex
+	return &c
+}
+
+// CompactJobs moves to JobStatuses every job of a forward delta whose
+// specification a mirror at FromIndex already holds: one whose
+// JobModifyIndex is at most FromIndex (registering a new specification
+// raises it to the registration's index). The job's groups and tasks are
+// then neither encoded nor decoded again when, say, only its status
+// changed. Only plugins that declare ABI 1.3 or later understand the
+// result. A full sync, or a delta that goes back, is left as it is.
+func (s *StateSync) CompactJobs() {
+	if s == nil || s.Full || s.FromIndex > s.Index || len(s.Jobs) == 0 {
+		return
+	}
+	kept := s.Jobs[:0]
+	for _, j := range s.Jobs {
+		if j.JobModifyIndex != 0 && j.JobModifyIndex <= s.FromIndex {
+			s.JobStatuses = append(s.JobStatuses, StatusOf(j))
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(s.Jobs[len(kept):])
+	s.Jobs = kept
 }
 
 // Kept stamps a plugin's kept allocations: the index and the time at which
@@ -113,7 +173,7 @@ func KeptAlloc(a *sdk.Allocation, job *sdk.Job, k *Kept) *sdk.Allocation {
 // Empty reports whether the sync changes nothing.
 func (s *StateSync) Empty() bool {
 	return s == nil || (!s.Full && s.FromIndex == s.Index && len(s.Nodes) == 0 && len(s.DeletedNodes) == 0 &&
-		len(s.Jobs) == 0 && len(s.DeletedJobs) == 0 && len(s.Allocs) == 0 && len(s.DeletedAllocs) == 0 &&
+		len(s.Jobs) == 0 && len(s.DeletedJobs) == 0 && len(s.JobStatuses) == 0 && len(s.Allocs) == 0 && len(s.DeletedAllocs) == 0 &&
 		len(s.Deployments) == 0 && len(s.DeletedDeployments) == 0 && s.SchedulerConfig == nil &&
 		len(s.Evals) == 0 && len(s.DeletedEvals) == 0 && s.Kept == nil)
 }

@@ -296,6 +296,139 @@ func (z *Info) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *JobStatus) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 10
+	// string "Namespace"
+	o = append(o, 0x8a, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Namespace)
+	// string "ID"
+	o = append(o, 0xa2, 0x49, 0x44)
+	o = msgp.AppendString(o, z.ID)
+	// string "JobModifyIndex"
+	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.JobModifyIndex)
+	// string "Status"
+	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+	o = msgp.AppendString(o, z.Status)
+	// string "StatusDescription"
+	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.StatusDescription)
+	// string "Stable"
+	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x62, 0x6c, 0x65)
+	o = msgp.AppendBool(o, z.Stable)
+	// string "Version"
+	o = append(o, 0xa7, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendUint64(o, z.Version)
+	// string "SubmitTime"
+	o = append(o, 0xaa, 0x53, 0x75, 0x62, 0x6d, 0x69, 0x74, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.SubmitTime)
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *JobStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Namespace":
+			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+		case "ID":
+			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+		case "JobModifyIndex":
+			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobModifyIndex")
+				return
+			}
+		case "Status":
+			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Status")
+				return
+			}
+		case "StatusDescription":
+			z.StatusDescription, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "StatusDescription")
+				return
+			}
+		case "Stable":
+			z.Stable, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Stable")
+				return
+			}
+		case "Version":
+			z.Version, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "SubmitTime":
+			z.SubmitTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SubmitTime")
+				return
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *JobStatus) Msgsize() (s int) {
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 3 + msgp.StringPrefixSize + len(z.ID) + 15 + msgp.Uint64Size + 7 + msgp.StringPrefixSize + len(z.Status) + 18 + msgp.StringPrefixSize + len(z.StatusDescription) + 7 + msgp.BoolSize + 8 + msgp.Uint64Size + 11 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z Kept) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// map header, size 2
@@ -954,12 +1087,16 @@ func (z ProcessResponse) Msgsize() (s int) {
 func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(16)
-	var zb0001Mask uint16 /* 16 bits */
+	zb0001Len := uint32(17)
+	var zb0001Mask uint32 /* 17 bits */
 	_ = zb0001Mask
+	if z.JobStatuses == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
 	if z.Kept == nil {
 		zb0001Len--
-		zb0001Mask |= 0x8000
+		zb0001Mask |= 0x10000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -1019,16 +1156,32 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 				return
 			}
 		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "JobStatuses"
+			o = append(o, 0xab, 0x4a, 0x6f, 0x62, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.JobStatuses)))
+			for za0005 := range z.JobStatuses {
+				if z.JobStatuses[za0005] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.JobStatuses[za0005].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "JobStatuses", za0005)
+						return
+					}
+				}
+			}
+		}
 		// string "JobVersions"
 		o = append(o, 0xab, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.JobVersions)))
-		for za0005 := range z.JobVersions {
-			if z.JobVersions[za0005] == nil {
+		for za0006 := range z.JobVersions {
+			if z.JobVersions[za0006] == nil {
 				o = msgp.AppendNil(o)
 			} else {
-				o, err = z.JobVersions[za0005].MarshalMsg(o)
+				o, err = z.JobVersions[za0006].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "JobVersions", za0005)
+					err = msgp.WrapError(err, "JobVersions", za0006)
 					return
 				}
 			}
@@ -1036,13 +1189,13 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "Allocs"
 		o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
-		for za0006 := range z.Allocs {
-			if z.Allocs[za0006] == nil {
+		for za0007 := range z.Allocs {
+			if z.Allocs[za0007] == nil {
 				o = msgp.AppendNil(o)
 			} else {
-				o, err = z.Allocs[za0006].MarshalMsg(o)
+				o, err = z.Allocs[za0007].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Allocs", za0006)
+					err = msgp.WrapError(err, "Allocs", za0007)
 					return
 				}
 			}
@@ -1050,19 +1203,19 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "DeletedAllocs"
 		o = append(o, 0xad, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedAllocs)))
-		for za0007 := range z.DeletedAllocs {
-			o = msgp.AppendString(o, z.DeletedAllocs[za0007])
+		for za0008 := range z.DeletedAllocs {
+			o = msgp.AppendString(o, z.DeletedAllocs[za0008])
 		}
 		// string "Deployments"
 		o = append(o, 0xab, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.Deployments)))
-		for za0008 := range z.Deployments {
-			if z.Deployments[za0008] == nil {
+		for za0009 := range z.Deployments {
+			if z.Deployments[za0009] == nil {
 				o = msgp.AppendNil(o)
 			} else {
-				o, err = z.Deployments[za0008].MarshalMsg(o)
+				o, err = z.Deployments[za0009].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Deployments", za0008)
+					err = msgp.WrapError(err, "Deployments", za0009)
 					return
 				}
 			}
@@ -1070,8 +1223,8 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "DeletedDeployments"
 		o = append(o, 0xb2, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedDeployments)))
-		for za0009 := range z.DeletedDeployments {
-			o = msgp.AppendString(o, z.DeletedDeployments[za0009])
+		for za0010 := range z.DeletedDeployments {
+			o = msgp.AppendString(o, z.DeletedDeployments[za0010])
 		}
 		// string "SchedulerConfig"
 		o = append(o, 0xaf, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
@@ -1087,13 +1240,13 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "Evals"
 		o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
-		for za0010 := range z.Evals {
-			if z.Evals[za0010] == nil {
+		for za0011 := range z.Evals {
+			if z.Evals[za0011] == nil {
 				o = msgp.AppendNil(o)
 			} else {
-				o, err = z.Evals[za0010].MarshalMsg(o)
+				o, err = z.Evals[za0011].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Evals", za0010)
+					err = msgp.WrapError(err, "Evals", za0011)
 					return
 				}
 			}
@@ -1101,10 +1254,10 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "DeletedEvals"
 		o = append(o, 0xac, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedEvals)))
-		for za0011 := range z.DeletedEvals {
-			o = msgp.AppendString(o, z.DeletedEvals[za0011])
+		for za0012 := range z.DeletedEvals {
+			o = msgp.AppendString(o, z.DeletedEvals[za0012])
 		}
-		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
 			// string "Kept"
 			o = append(o, 0xa4, 0x4b, 0x65, 0x70, 0x74)
 			if z.Kept == nil {
@@ -1257,131 +1410,161 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
-		case "JobVersions":
+		case "JobStatuses":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
-				err = msgp.WrapError(err, "JobVersions")
+				err = msgp.WrapError(err, "JobStatuses")
 				return
 			}
-			if cap(z.JobVersions) >= int(zb0006) {
-				z.JobVersions = (z.JobVersions)[:zb0006]
+			if cap(z.JobStatuses) >= int(zb0006) {
+				z.JobStatuses = (z.JobStatuses)[:zb0006]
 			} else {
-				z.JobVersions = make([]*sdk.Job, zb0006)
+				z.JobStatuses = make([]*JobStatus, zb0006)
 			}
-			for za0005 := range z.JobVersions {
+			for za0005 := range z.JobStatuses {
 				if msgp.IsNil(bts) {
 					bts, err = msgp.ReadNilBytes(bts)
 					if err != nil {
 						return
 					}
-					z.JobVersions[za0005] = nil
+					z.JobStatuses[za0005] = nil
 				} else {
-					if z.JobVersions[za0005] == nil {
-						z.JobVersions[za0005] = new(sdk.Job)
+					if z.JobStatuses[za0005] == nil {
+						z.JobStatuses[za0005] = new(JobStatus)
 					}
-					bts, err = z.JobVersions[za0005].UnmarshalMsg(bts)
+					bts, err = z.JobStatuses[za0005].UnmarshalMsg(bts)
 					if err != nil {
-						err = msgp.WrapError(err, "JobVersions", za0005)
+						err = msgp.WrapError(err, "JobStatuses", za0005)
+						return
+					}
+				}
+			}
+		case "JobVersions":
+			var zb0007 uint32
+			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobVersions")
+				return
+			}
+			if cap(z.JobVersions) >= int(zb0007) {
+				z.JobVersions = (z.JobVersions)[:zb0007]
+			} else {
+				z.JobVersions = make([]*sdk.Job, zb0007)
+			}
+			for za0006 := range z.JobVersions {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.JobVersions[za0006] = nil
+				} else {
+					if z.JobVersions[za0006] == nil {
+						z.JobVersions[za0006] = new(sdk.Job)
+					}
+					bts, err = z.JobVersions[za0006].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "JobVersions", za0006)
 						return
 					}
 				}
 			}
 		case "Allocs":
-			var zb0007 uint32
-			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0008 uint32
+			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Allocs")
 				return
 			}
-			if cap(z.Allocs) >= int(zb0007) {
-				z.Allocs = (z.Allocs)[:zb0007]
+			if cap(z.Allocs) >= int(zb0008) {
+				z.Allocs = (z.Allocs)[:zb0008]
 			} else {
-				z.Allocs = make([]*sdk.Allocation, zb0007)
+				z.Allocs = make([]*sdk.Allocation, zb0008)
 			}
-			for za0006 := range z.Allocs {
+			for za0007 := range z.Allocs {
 				if msgp.IsNil(bts) {
 					bts, err = msgp.ReadNilBytes(bts)
 					if err != nil {
 						return
 					}
-					z.Allocs[za0006] = nil
+					z.Allocs[za0007] = nil
 				} else {
-					if z.Allocs[za0006] == nil {
-						z.Allocs[za0006] = new(sdk.Allocation)
+					if z.Allocs[za0007] == nil {
+						z.Allocs[za0007] = new(sdk.Allocation)
 					}
-					bts, err = z.Allocs[za0006].UnmarshalMsg(bts)
+					bts, err = z.Allocs[za0007].UnmarshalMsg(bts)
 					if err != nil {
-						err = msgp.WrapError(err, "Allocs", za0006)
+						err = msgp.WrapError(err, "Allocs", za0007)
 						return
 					}
 				}
 			}
 		case "DeletedAllocs":
-			var zb0008 uint32
-			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0009 uint32
+			zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeletedAllocs")
 				return
 			}
-			if cap(z.DeletedAllocs) >= int(zb0008) {
-				z.DeletedAllocs = (z.DeletedAllocs)[:zb0008]
+			if cap(z.DeletedAllocs) >= int(zb0009) {
+				z.DeletedAllocs = (z.DeletedAllocs)[:zb0009]
 			} else {
-				z.DeletedAllocs = make([]string, zb0008)
+				z.DeletedAllocs = make([]string, zb0009)
 			}
-			for za0007 := range z.DeletedAllocs {
-				z.DeletedAllocs[za0007], bts, err = msgp.ReadStringBytes(bts)
+			for za0008 := range z.DeletedAllocs {
+				z.DeletedAllocs[za0008], bts, err = msgp.ReadStringBytes(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "DeletedAllocs", za0007)
+					err = msgp.WrapError(err, "DeletedAllocs", za0008)
 					return
 				}
 			}
 		case "Deployments":
-			var zb0009 uint32
-			zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0010 uint32
+			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Deployments")
 				return
 			}
-			if cap(z.Deployments) >= int(zb0009) {
-				z.Deployments = (z.Deployments)[:zb0009]
+			if cap(z.Deployments) >= int(zb0010) {
+				z.Deployments = (z.Deployments)[:zb0010]
 			} else {
-				z.Deployments = make([]*sdk.Deployment, zb0009)
+				z.Deployments = make([]*sdk.Deployment, zb0010)
 			}
-			for za0008 := range z.Deployments {
+			for za0009 := range z.Deployments {
 				if msgp.IsNil(bts) {
 					bts, err = msgp.ReadNilBytes(bts)
 					if err != nil {
 						return
 					}
-					z.Deployments[za0008] = nil
+					z.Deployments[za0009] = nil
 				} else {
-					if z.Deployments[za0008] == nil {
-						z.Deployments[za0008] = new(sdk.Deployment)
+					if z.Deployments[za0009] == nil {
+						z.Deployments[za0009] = new(sdk.Deployment)
 					}
-					bts, err = z.Deployments[za0008].UnmarshalMsg(bts)
+					bts, err = z.Deployments[za0009].UnmarshalMsg(bts)
 					if err != nil {
-						err = msgp.WrapError(err, "Deployments", za0008)
+						err = msgp.WrapError(err, "Deployments", za0009)
 						return
 					}
 				}
 			}
 		case "DeletedDeployments":
-			var zb0010 uint32
-			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0011 uint32
+			zb0011, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeletedDeployments")
 				return
 			}
-			if cap(z.DeletedDeployments) >= int(zb0010) {
-				z.DeletedDeployments = (z.DeletedDeployments)[:zb0010]
+			if cap(z.DeletedDeployments) >= int(zb0011) {
+				z.DeletedDeployments = (z.DeletedDeployments)[:zb0011]
 			} else {
-				z.DeletedDeployments = make([]string, zb0010)
+				z.DeletedDeployments = make([]string, zb0011)
 			}
-			for za0009 := range z.DeletedDeployments {
-				z.DeletedDeployments[za0009], bts, err = msgp.ReadStringBytes(bts)
+			for za0010 := range z.DeletedDeployments {
+				z.DeletedDeployments[za0010], bts, err = msgp.ReadStringBytes(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "DeletedDeployments", za0009)
+					err = msgp.WrapError(err, "DeletedDeployments", za0010)
 					return
 				}
 			}
@@ -1403,51 +1586,51 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "Evals":
-			var zb0011 uint32
-			zb0011, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0012 uint32
+			zb0012, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Evals")
 				return
 			}
-			if cap(z.Evals) >= int(zb0011) {
-				z.Evals = (z.Evals)[:zb0011]
+			if cap(z.Evals) >= int(zb0012) {
+				z.Evals = (z.Evals)[:zb0012]
 			} else {
-				z.Evals = make([]*sdk.Evaluation, zb0011)
+				z.Evals = make([]*sdk.Evaluation, zb0012)
 			}
-			for za0010 := range z.Evals {
+			for za0011 := range z.Evals {
 				if msgp.IsNil(bts) {
 					bts, err = msgp.ReadNilBytes(bts)
 					if err != nil {
 						return
 					}
-					z.Evals[za0010] = nil
+					z.Evals[za0011] = nil
 				} else {
-					if z.Evals[za0010] == nil {
-						z.Evals[za0010] = new(sdk.Evaluation)
+					if z.Evals[za0011] == nil {
+						z.Evals[za0011] = new(sdk.Evaluation)
 					}
-					bts, err = z.Evals[za0010].UnmarshalMsg(bts)
+					bts, err = z.Evals[za0011].UnmarshalMsg(bts)
 					if err != nil {
-						err = msgp.WrapError(err, "Evals", za0010)
+						err = msgp.WrapError(err, "Evals", za0011)
 						return
 					}
 				}
 			}
 		case "DeletedEvals":
-			var zb0012 uint32
-			zb0012, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0013 uint32
+			zb0013, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeletedEvals")
 				return
 			}
-			if cap(z.DeletedEvals) >= int(zb0012) {
-				z.DeletedEvals = (z.DeletedEvals)[:zb0012]
+			if cap(z.DeletedEvals) >= int(zb0013) {
+				z.DeletedEvals = (z.DeletedEvals)[:zb0013]
 			} else {
-				z.DeletedEvals = make([]string, zb0012)
+				z.DeletedEvals = make([]string, zb0013)
 			}
-			for za0011 := range z.DeletedEvals {
-				z.DeletedEvals[za0011], bts, err = msgp.ReadStringBytes(bts)
+			for za0012 := range z.DeletedEvals {
+				z.DeletedEvals[za0012], bts, err = msgp.ReadStringBytes(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "DeletedEvals", za0011)
+					err = msgp.WrapError(err, "DeletedEvals", za0012)
 					return
 				}
 			}
@@ -1462,14 +1645,14 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.Kept == nil {
 					z.Kept = new(Kept)
 				}
-				var zb0013 uint32
-				zb0013, bts, err = msgp.ReadMapHeaderBytes(bts)
+				var zb0014 uint32
+				zb0014, bts, err = msgp.ReadMapHeaderBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Kept")
 					return
 				}
-				for zb0013 > 0 {
-					zb0013--
+				for zb0014 > 0 {
+					zb0014--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Kept")
@@ -1536,36 +1719,44 @@ func (z *StateSync) Msgsize() (s int) {
 		s += z.DeletedJobs[za0004].Msgsize()
 	}
 	s += 12 + msgp.ArrayHeaderSize
-	for za0005 := range z.JobVersions {
-		if z.JobVersions[za0005] == nil {
+	for za0005 := range z.JobStatuses {
+		if z.JobStatuses[za0005] == nil {
 			s += msgp.NilSize
 		} else {
-			s += z.JobVersions[za0005].Msgsize()
+			s += z.JobStatuses[za0005].Msgsize()
+		}
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0006 := range z.JobVersions {
+		if z.JobVersions[za0006] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.JobVersions[za0006].Msgsize()
 		}
 	}
 	s += 7 + msgp.ArrayHeaderSize
-	for za0006 := range z.Allocs {
-		if z.Allocs[za0006] == nil {
+	for za0007 := range z.Allocs {
+		if z.Allocs[za0007] == nil {
 			s += msgp.NilSize
 		} else {
-			s += z.Allocs[za0006].Msgsize()
+			s += z.Allocs[za0007].Msgsize()
 		}
 	}
 	s += 14 + msgp.ArrayHeaderSize
-	for za0007 := range z.DeletedAllocs {
-		s += msgp.StringPrefixSize + len(z.DeletedAllocs[za0007])
+	for za0008 := range z.DeletedAllocs {
+		s += msgp.StringPrefixSize + len(z.DeletedAllocs[za0008])
 	}
 	s += 12 + msgp.ArrayHeaderSize
-	for za0008 := range z.Deployments {
-		if z.Deployments[za0008] == nil {
+	for za0009 := range z.Deployments {
+		if z.Deployments[za0009] == nil {
 			s += msgp.NilSize
 		} else {
-			s += z.Deployments[za0008].Msgsize()
+			s += z.Deployments[za0009].Msgsize()
 		}
 	}
 	s += 19 + msgp.ArrayHeaderSize
-	for za0009 := range z.DeletedDeployments {
-		s += msgp.StringPrefixSize + len(z.DeletedDeployments[za0009])
+	for za0010 := range z.DeletedDeployments {
+		s += msgp.StringPrefixSize + len(z.DeletedDeployments[za0010])
 	}
 	s += 16
 	if z.SchedulerConfig == nil {
@@ -1574,16 +1765,16 @@ func (z *StateSync) Msgsize() (s int) {
 		s += z.SchedulerConfig.Msgsize()
 	}
 	s += 6 + msgp.ArrayHeaderSize
-	for za0010 := range z.Evals {
-		if z.Evals[za0010] == nil {
+	for za0011 := range z.Evals {
+		if z.Evals[za0011] == nil {
 			s += msgp.NilSize
 		} else {
-			s += z.Evals[za0010].Msgsize()
+			s += z.Evals[za0011].Msgsize()
 		}
 	}
 	s += 13 + msgp.ArrayHeaderSize
-	for za0011 := range z.DeletedEvals {
-		s += msgp.StringPrefixSize + len(z.DeletedEvals[za0011])
+	for za0012 := range z.DeletedEvals {
+		s += msgp.StringPrefixSize + len(z.DeletedEvals[za0012])
 	}
 	s += 5
 	if z.Kept == nil {

@@ -8,10 +8,12 @@ import "fmt"
 // 1.1 added OpGarbageCollect, Info.MirrorEvals and evaluations in
 // StateSync. 1.2 added PlanResponse.Whole and StateSync.Kept: a plugin
 // keeps the allocations of a wholly committed plan, so that neither the
-// plan's result nor the next sync carries them back.
+// plan's result nor the next sync carries them back. 1.3 added
+// StateSync.JobStatuses: a job whose specification the plugin holds comes
+// back without it (StateSync.CompactJobs).
 const (
 	Major = 1
-	Minor = 2
+	Minor = 3
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -35,6 +37,10 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major(), v.Mino
 // KeepsPlans reports whether a plugin that declares v keeps its wholly
 // committed plans (PlanResponse.Whole, StateSync.Kept).
 func (v Version) KeepsPlans() bool { return v.Major() == 1 && v.Minor() >= 2 }
+
+// TakesJobStatuses reports whether a plugin that declares v understands
+// StateSync.JobStatuses.
+func (v Version) TakesJobStatuses() bool { return v.Major() == 1 && v.Minor() >= 3 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

@@ -192,6 +192,8 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		return fmt.Errorf("%w: delta from %d, mirror at %d", ErrOutOfSync, s.FromIndex, m.index)
 	} else if s.Kept != nil && kept == nil {
 		return fmt.Errorf("%w: the delta counts on a kept plan the mirror does not hold", ErrOutOfSync)
+	} else if err := m.checkStatuses(s.JobStatuses); err != nil {
+		return err
 	}
 	if s.SchedulerConfig != nil {
 		m.schedConfig = s.SchedulerConfig
@@ -210,6 +212,13 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		m.nodes[n.ID] = n
 		m.editNodeList(n.ID, n)
 		m.nodesVersion++
+	}
+	// Before the other job changes, while every job checkStatuses found is
+	// still there (a valid delta names a job in one list only).
+	for _, st := range s.JobStatuses {
+		j := st.Patch(m.jobs[sdk.NamespacedID{Namespace: st.Namespace, ID: st.ID}])
+		m.jobs[j.NamespacedID()] = j
+		m.versions[versionOf(j)] = j
 	}
 	for _, id := range s.DeletedJobs {
 		delete(m.jobs, id)
@@ -265,6 +274,19 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		m.sortNodes()
 	}
 	m.index = s.Index
+	return nil
+}
+
+// checkStatuses makes sure that the mirror holds the specification each
+// job status patches (abi.JobStatus), before Apply changes anything.
+func (m *Mirror) checkStatuses(sts []*abi.JobStatus) error {
+	for _, st := range sts {
+		j := m.jobs[sdk.NamespacedID{Namespace: st.Namespace, ID: st.ID}]
+		if j == nil || j.JobModifyIndex != st.JobModifyIndex {
+			return fmt.Errorf("%w: the delta changes the status of job %s/%s at modify index %d, which the mirror does not hold",
+				ErrOutOfSync, st.Namespace, st.ID, st.JobModifyIndex)
+		}
+	}
 	return nil
 }
 

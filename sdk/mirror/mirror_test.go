@@ -193,3 +193,54 @@ func TestMirror_NodeListFollowsDeltas(t *testing.T) {
 		}
 	}
 }
+
+func TestMirror_JobStatusPatchesTheHeldSpecification(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Version: 2, JobModifyIndex: 7, Status: sdk.JobStatusPending,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 3}}}
+	newMirror := func(t *testing.T) *mirror.Mirror {
+		m := mirror.New()
+		if err := m.Apply(&abi.StateSync{Full: true, Index: 10, Jobs: []*sdk.Job{job}}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	running := *job
+	running.Status, running.ModifyIndex = sdk.JobStatusRunning, 11
+	tests := []struct {
+		name    string
+		status  *abi.JobStatus
+		refused bool
+	}{
+		{"status of the held version", abi.StatusOf(&running), false},
+		{"status of another version", &abi.JobStatus{Namespace: "default", ID: "j", JobModifyIndex: 9, Status: "running"}, true},
+		{"status of an unknown job", &abi.JobStatus{Namespace: "default", ID: "other", JobModifyIndex: 7}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMirror(t)
+			err := m.Apply(&abi.StateSync{FromIndex: 10, Index: 11, JobStatuses: []*abi.JobStatus{tt.status}})
+			if tt.refused {
+				if !errors.Is(err, mirror.ErrOutOfSync) {
+					t.Fatalf("err = %v, want ErrOutOfSync", err)
+				}
+				if m.Index() != 10 || m.Job("default", "j") != job {
+					t.Fatal("a refused delta changed the mirror")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := m.Job("default", "j")
+			if got.Status != sdk.JobStatusRunning || got.ModifyIndex != 11 || got.TaskGroups[0] != job.TaskGroups[0] {
+				t.Fatalf("job after the status: %+v", got)
+			}
+			if job.Status != sdk.JobStatusPending {
+				t.Fatal("the status changed the job the mirror had handed out")
+			}
+			if m.JobVersion("default", "j", 2) != got {
+				t.Fatal("the version is not the patched job")
+			}
+		})
+	}
+}

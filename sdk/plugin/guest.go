@@ -149,6 +149,12 @@ type planner struct {
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	wire := *plan
 	wire.EvalToken = p.token
+	if j := plan.Job; j != nil {
+		// The host resolves the plan's job to the version it stores by
+		// these four fields and reads nothing else of it: the job's groups
+		// and tasks need not travel.
+		wire.Job = &sdk.Job{Namespace: j.Namespace, ID: j.ID, Version: j.Version, JobModifyIndex: j.JobModifyIndex}
+	}
 	// New allocations travel without their Job (the plan carries it
 	// once). Clearing it for the encoding and restoring it after, rather
 	// than copying every allocation, spares a large plan's worth of

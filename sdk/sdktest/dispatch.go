@@ -10,9 +10,9 @@ import (
 // the host's runtime does.
 type dispatch struct {
 	h     *Harness
-	index uint64 // the plugin mirror's index
-	evals bool   // the plugin mirrors evaluations
-	core  bool   // the eval is a core eval: garbage collection is offered
+	index uint64   // the plugin mirror's index
+	info  abi.Info // the plugin's
+	core  bool     // the eval is a core eval: garbage collection is offered
 }
 
 func answer(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
@@ -30,7 +30,7 @@ func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 		}
 		resp := &abi.PlanResponse{Result: res}
 		if res.RefreshIndex != 0 {
-			resp.Refresh = d.h.Sync(d.index, d.evals)
+			resp.Refresh = d.h.syncFor(d.index, d.info)
 			d.index = resp.Refresh.Index
 		}
 		return answer(resp)

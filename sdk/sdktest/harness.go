@@ -345,6 +345,16 @@ func (h *Harness) Sync(from uint64, evals bool) *abi.StateSync {
 	return s
 }
 
+// syncFor is Sync in the forms a plugin that declares info reads, as the
+// host's runtime sends it.
+func (h *Harness) syncFor(from uint64, info abi.Info) *abi.StateSync {
+	s := h.Sync(from, info.MirrorEvals)
+	if abi.Version(info.ABI).TakesJobStatuses() {
+		s.CompactJobs()
+	}
+	return s
+}
+
 // FullSync returns the whole cluster as a full sync.
 func (h *Harness) FullSync(evals bool) *abi.StateSync {
 	s := &abi.StateSync{Full: true, Index: h.index, SchedulerConfig: h.config}
@@ -405,11 +415,39 @@ func (h *Harness) keptVersion(a *sdk.Allocation) *sdk.Job {
 	return nil
 }
 
+// storedJob returns the stored version j names by its namespace, ID,
+// version and job modify index: the current job or one that allocations
+// run.
+func (h *Harness) storedJob(j *sdk.Job) *sdk.Job {
+	same := func(o *sdk.Job) bool {
+		return o != nil && o.Namespace == j.Namespace && o.ID == j.ID && o.Version == j.Version && o.JobModifyIndex == j.JobModifyIndex
+	}
+	if cur := h.jobs[j.NamespacedID()]; same(cur) {
+		return cur
+	}
+	for _, a := range h.allocs {
+		if same(a.Job) {
+			return a.Job
+		}
+	}
+	return nil
+}
+
 // SubmitPlan commits a plan as the host's applier would: it refuses a plan
 // for unknown nodes or for another job's allocations, rejects the nodes the
 // plan would over-commit or that OnPlan rejects, and commits the rest.
 func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	h.Plans = append(h.Plans, p)
+	if p.Job != nil {
+		// As the host's applier does: the plan's Job names a version (a
+		// plugin sends only its identity) and the stored one is used.
+		stored := h.storedJob(p.Job)
+		if stored == nil {
+			return nil, fmt.Errorf("%w: job %s/%s version %d (modify index %d) is not a version the state knows",
+				sdk.ErrPlanInvalid, p.Job.Namespace, p.Job.ID, p.Job.Version, p.Job.JobModifyIndex)
+		}
+		p.Job = stored
+	}
 	if err := h.validate(p); err != nil {
 		return nil, err
 	}
@@ -707,13 +745,13 @@ func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
 // failure, as an error that errors.Is matches against the sdk sentinels.
 func (p *Plugin) Process(eval *sdk.Evaluation) error {
 	h := p.h
-	evals := p.guest.Info().MirrorEvals
-	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.Sync(p.index, evals), Now: h.Now.UnixNano(), Config: h.Config}
+	info := p.guest.Info()
+	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.syncFor(p.index, info), Now: h.Now.UnixNano(), Config: h.Config}
 	raw, err := req.MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("sdktest: encode request: %w", err)
 	}
-	d := &dispatch{h: h, index: req.Sync.Index, evals: evals, core: eval.Type == sdk.JobTypeCore}
+	d := &dispatch{h: h, index: req.Sync.Index, info: info, core: eval.Type == sdk.JobTypeCore}
 	out := p.guest.Process(raw, d.call)
 	var resp abi.ProcessResponse
 	if _, err := resp.UnmarshalMsg(out); err != nil {
