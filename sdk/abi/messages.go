@@ -161,13 +161,18 @@ type Kept struct {
 // one, so host and plugin must derive them with this one function.
 func KeptAlloc(a *sdk.Allocation, job *sdk.Job, k *Kept) *sdk.Allocation {
 	c := *a
+	StampKept(&c, job, k)
+	return &c
+}
+
+// StampKept makes c, a copy of a kept allocation, what KeptAlloc returns.
+func StampKept(c *sdk.Allocation, job *sdk.Job, k *Kept) {
 	c.Job, c.Metrics = nil, nil
 	c.CreateIndex, c.ModifyIndex, c.AllocModifyIndex = k.Index, k.Index, k.Index
 	c.CreateTime, c.ModifyTime = k.Time, k.Time
 	if job != nil {
 		c.JobVersion, c.JobModifyIndex = job.Version, job.JobModifyIndex
 	}
-	return &c
 }
 
 // Empty reports whether the sync changes nothing.

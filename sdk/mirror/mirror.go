@@ -114,14 +114,15 @@ type Mirror struct {
 	// nodesVersion rises whenever nodes change (NodesVersion), full syncs
 	// included: it is never reset.
 	nodesVersion uint64
-	usage        map[string]*sdk.Usage // by reference: one lookup per change
 
 	jobs     map[sdk.NamespacedID]*sdk.Job
 	versions map[versionKey]*sdk.Job
 
 	allocs map[string]*sdk.Allocation
 	byJob  map[sdk.NamespacedID]*allocSet
-	byNode map[string]*allocSet
+	// byNode holds each node's allocations and usage, one lookup for
+	// both; a node without allocations has no entry.
+	byNode map[string]*nodeAllocs
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
@@ -155,12 +156,11 @@ func (m *Mirror) reset() {
 	m.nodeList = nil
 	m.nodesDirt = true
 	m.nodesVersion++
-	m.usage = map[string]*sdk.Usage{}
 	m.jobs = map[sdk.NamespacedID]*sdk.Job{}
 	m.versions = map[versionKey]*sdk.Job{}
 	m.allocs = map[string]*sdk.Allocation{}
 	m.byJob = map[sdk.NamespacedID]*allocSet{}
-	m.byNode = map[string]*allocSet{}
+	m.byNode = map[string]*nodeAllocs{}
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
 	m.evals = map[string]*sdk.Evaluation{}
@@ -238,10 +238,22 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		if kept.Job != nil {
 			job = m.versions[versionOf(kept.Job)]
 		}
+		left := 0
+		for _, as := range kept.NodeAllocation {
+			left += len(as)
+		}
+		var copies []sdk.Allocation
 		for _, as := range kept.NodeAllocation {
 			for _, a := range as {
 				m.removeAlloc(a.ID)
-				c := abi.KeptAlloc(a, kept.Job, s.Kept)
+				if len(copies) == 0 {
+					copies = make([]sdk.Allocation, min(left, keptChunk))
+				}
+				left--
+				c := &copies[0]
+				copies = copies[1:]
+				*c = *a
+				abi.StampKept(c, kept.Job, s.Kept)
 				c.Job = job
 				m.addAlloc(c)
 			}
@@ -290,6 +302,18 @@ func (m *Mirror) checkStatuses(sts []*abi.JobStatus) error {
 	return nil
 }
 
+// nodeAllocs is a node's allocations and the resources its live ones use.
+type nodeAllocs struct {
+	allocs allocSet
+	usage  sdk.Usage
+}
+
+// keptChunk is how many kept allocations are copied into one array: one
+// allocation per copy was a measurable share of applying a large kept
+// plan inside wasm, and an array lives as long as any of its copies does.
+const keptChunk = 64
+
+// addAlloc adds a, whose ID the mirror does not hold.
 func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	if a.Job == nil {
 		a.Job = m.versions[versionKey{a.Namespace, a.JobID, a.JobModifyIndex}]
@@ -302,19 +326,14 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 		m.byJob[jk] = js
 	}
 	js.put(a)
-	ns := m.byNode[a.NodeID]
-	if ns == nil {
-		ns = &allocSet{}
-		m.byNode[a.NodeID] = ns
+	na := m.byNode[a.NodeID]
+	if na == nil {
+		na = &nodeAllocs{}
+		m.byNode[a.NodeID] = na
 	}
-	ns.put(a)
+	na.allocs.put(a)
 	if !a.TerminalStatus() {
-		u := m.usage[a.NodeID]
-		if u == nil {
-			u = &sdk.Usage{}
-			m.usage[a.NodeID] = u
-		}
-		u.Add(a.Usage())
+		na.usage.Add(a.Usage())
 	}
 }
 
@@ -331,18 +350,13 @@ func (m *Mirror) removeAlloc(id string) {
 			delete(m.byJob, jk)
 		}
 	}
-	if ns := m.byNode[a.NodeID]; ns != nil {
-		ns.del(id)
-		if ns.len() == 0 {
-			delete(m.byNode, a.NodeID)
+	if na := m.byNode[a.NodeID]; na != nil {
+		na.allocs.del(id)
+		if !a.TerminalStatus() {
+			na.usage.Sub(a.Usage())
 		}
-	}
-	if !a.TerminalStatus() {
-		if u := m.usage[a.NodeID]; u != nil {
-			u.Sub(a.Usage())
-			if *u == (sdk.Usage{}) {
-				delete(m.usage, a.NodeID)
-			}
+		if na.allocs.len() == 0 {
+			delete(m.byNode, a.NodeID)
 		}
 	}
 }
@@ -400,8 +414,8 @@ func (m *Mirror) Node(id string) *sdk.Node { return m.nodes[id] }
 
 // NodeUsage implements sdk.State.
 func (m *Mirror) NodeUsage(nodeID string) sdk.Usage {
-	if u := m.usage[nodeID]; u != nil {
-		return *u
+	if na := m.byNode[nodeID]; na != nil {
+		return na.usage
 	}
 	return sdk.Usage{}
 }
@@ -439,7 +453,12 @@ func (m *Mirror) AllocsByJob(namespace, jobID string) []*sdk.Allocation {
 }
 
 // AllocsByNode implements sdk.State.
-func (m *Mirror) AllocsByNode(nodeID string) []*sdk.Allocation { return m.byNode[nodeID].list() }
+func (m *Mirror) AllocsByNode(nodeID string) []*sdk.Allocation {
+	if na := m.byNode[nodeID]; na != nil {
+		return na.allocs.list()
+	}
+	return nil
+}
 
 // Deployment implements sdk.State.
 func (m *Mirror) Deployment(id string) *sdk.Deployment { return m.deployments[id] }
