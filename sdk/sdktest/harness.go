@@ -402,32 +402,23 @@ func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation
 }
 
 // keptVersion returns the version of a's job that a names by its
-// JobModifyIndex, when an allocation still runs it.
+// JobModifyIndex (jobAt), if a names one.
 func (h *Harness) keptVersion(a *sdk.Allocation) *sdk.Job {
 	if a.JobModifyIndex == 0 {
 		return nil
 	}
-	for _, o := range h.allocs {
-		if o.Job != nil && o.Namespace == a.Namespace && o.JobID == a.JobID && o.Job.JobModifyIndex == a.JobModifyIndex {
-			return o.Job
-		}
-	}
-	return nil
+	return h.jobAt(a.Namespace, a.JobID, a.JobModifyIndex)
 }
 
-// storedJob returns the stored version j names by its namespace, ID,
-// version and job modify index: the current job or one that allocations
-// run.
-func (h *Harness) storedJob(j *sdk.Job) *sdk.Job {
-	same := func(o *sdk.Job) bool {
-		return o != nil && o.Namespace == j.Namespace && o.ID == j.ID && o.Version == j.Version && o.JobModifyIndex == j.JobModifyIndex
-	}
-	if cur := h.jobs[j.NamespacedID()]; same(cur) {
+// jobAt returns the version of job namespace/id with the job modify index
+// that the harness holds: the current job, or one that allocations run.
+func (h *Harness) jobAt(namespace, id string, jobModifyIndex uint64) *sdk.Job {
+	if cur := h.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]; cur != nil && cur.JobModifyIndex == jobModifyIndex {
 		return cur
 	}
-	for _, a := range h.allocs {
-		if same(a.Job) {
-			return a.Job
+	for _, o := range h.allocs {
+		if o.Job != nil && o.Namespace == namespace && o.JobID == id && o.Job.JobModifyIndex == jobModifyIndex {
+			return o.Job
 		}
 	}
 	return nil
@@ -441,8 +432,8 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	if p.Job != nil {
 		// As the host's applier does: the plan's Job names a version (a
 		// plugin sends only its identity) and the stored one is used.
-		stored := h.storedJob(p.Job)
-		if stored == nil {
+		stored := h.jobAt(p.Job.Namespace, p.Job.ID, p.Job.JobModifyIndex)
+		if stored == nil || stored.Version != p.Job.Version {
 			return nil, fmt.Errorf("%w: job %s/%s version %d (modify index %d) is not a version the state knows",
 				sdk.ErrPlanInvalid, p.Job.Namespace, p.Job.ID, p.Job.Version, p.Job.JobModifyIndex)
 		}
