@@ -13,7 +13,7 @@ import (
 // fixture is three 1000 MHz nodes (n0 ready, n1 ready with 800 MHz used by
 // job "other", n2 down), job "web" with eval e1 pending, and job "other"
 // (priority 50) with eval o1.
-func fixture(t *testing.T) (*state.Store, *sdk.Job) {
+func fixture(t testing.TB) (*state.Store, *sdk.Job) {
 	t.Helper()
 	s, _ := state.NewStore()
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,

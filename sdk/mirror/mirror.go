@@ -20,6 +20,10 @@ import (
 // mirror's index; the host answers with a full sync.
 var ErrOutOfSync = errors.New("mirror: delta does not start at the mirror's index")
 
+// ErrMalformed is returned by Apply for a sync that no state could produce
+// (a null object in one of its lists); the mirror is left as it was.
+var ErrMalformed = errors.New("mirror: malformed sync")
+
 // versionKey names a job version: its JobModifyIndex is unique across
 // versions and across registrations of the same job ID.
 type versionKey struct {
@@ -186,6 +190,9 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	kept := m.kept
 	m.kept = nil
+	if err := checkShape(s); err != nil {
+		return err
+	}
 	if s.Full {
 		m.reset()
 	} else if s.FromIndex != m.index {
@@ -287,6 +294,38 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	m.index = s.Index
 	return nil
+}
+
+// checkShape refuses a sync with a null object in one of its lists, before
+// Apply changes anything.
+func checkShape(s *abi.StateSync) error {
+	for _, l := range [...]struct {
+		what  string
+		at, n int
+	}{
+		{"node", firstNull(s.Nodes), len(s.Nodes)},
+		{"job", firstNull(s.Jobs), len(s.Jobs)},
+		{"job status", firstNull(s.JobStatuses), len(s.JobStatuses)},
+		{"job version", firstNull(s.JobVersions), len(s.JobVersions)},
+		{"allocation", firstNull(s.Allocs), len(s.Allocs)},
+		{"deployment", firstNull(s.Deployments), len(s.Deployments)},
+		{"evaluation", firstNull(s.Evals), len(s.Evals)},
+	} {
+		if l.at >= 0 {
+			return fmt.Errorf("%w: %s %d of %d is null", ErrMalformed, l.what, l.at+1, l.n)
+		}
+	}
+	return nil
+}
+
+// firstNull returns the index of the first nil in xs, or -1.
+func firstNull[T any](xs []*T) int {
+	for i, x := range xs {
+		if x == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // checkStatuses makes sure that the mirror holds the specification each

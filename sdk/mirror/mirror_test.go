@@ -244,3 +244,27 @@ func TestMirror_JobStatusPatchesTheHeldSpecification(t *testing.T) {
 		})
 	}
 }
+
+func TestMirror_MalformedSyncIsRefused(t *testing.T) {
+	for _, s := range []*abi.StateSync{
+		{Full: true, Index: 12, Nodes: []*sdk.Node{{ID: "n9"}, nil}},
+		{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{nil}},
+		{FromIndex: 10, Index: 12, JobStatuses: []*abi.JobStatus{nil}},
+		{FromIndex: 10, Index: 12, JobVersions: []*sdk.Job{nil}},
+		{FromIndex: 10, Index: 12, Allocs: []*sdk.Allocation{alloc("a3", "n1", 1, "run"), nil}},
+		{FromIndex: 10, Index: 12, Deployments: []*sdk.Deployment{nil}},
+		{FromIndex: 10, Index: 12, Evals: []*sdk.Evaluation{nil}},
+	} {
+		m := mirror.New()
+		if err := m.Apply(&abi.StateSync{Full: true, Index: 10, Nodes: []*sdk.Node{{ID: "n1"}},
+			Allocs: []*sdk.Allocation{alloc("a1", "n1", 100, "run")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Apply(s); !errors.Is(err, mirror.ErrMalformed) {
+			t.Fatalf("%+v: err = %v, want ErrMalformed", s, err)
+		}
+		if m.Index() != 10 || len(m.Nodes()) != 1 || m.Alloc("a3") != nil || m.NodeUsage("n1").CPU != 100 {
+			t.Fatalf("%+v: a refused sync changed the mirror", s)
+		}
+	}
+}

@@ -17,6 +17,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -110,12 +111,9 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	if _, err := req.UnmarshalMsg(reqBytes); err != nil {
 		return abi.ProcessResponse{Code: abi.CodeDecode, Message: "plugin: decode request: " + err.Error()}
 	}
-	if err := g.mirror.Apply(req.Sync); err != nil {
-		return abi.ProcessResponse{Code: abi.CodeOutOfSync, Message: err.Error()}
-	}
-	if req.Eval == nil {
-		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
-	}
+	// A panic anywhere below, the mirror's sync included, may have left
+	// the mirror half changed: it is reset, so the next request gets a
+	// full sync.
 	defer func() {
 		if r := recover(); r != nil {
 			g.mirror = mirror.New()
@@ -123,6 +121,16 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 				Message: fmt.Sprintf("plugin %s: panic: %v\n%s", g.info.Name, r, debug.Stack())}
 		}
 	}()
+	if err := g.mirror.Apply(req.Sync); err != nil {
+		code := abi.CodeOutOfSync
+		if errors.Is(err, mirror.ErrMalformed) {
+			code = abi.CodeDecode
+		}
+		return abi.ProcessResponse{Code: code, Message: err.Error()}
+	}
+	if req.Eval == nil {
+		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
+	}
 	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)

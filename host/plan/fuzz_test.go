@@ -1,0 +1,66 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/rs/zerolog"
+)
+
+// FuzzValidateEvaluate feeds the host any plan request a plugin could
+// send: decoding it, Validate, Evaluate and committing what Evaluate
+// allows through the FSM must never panic, whatever the plan says, and a
+// committed plan never over-commits a node.
+func FuzzValidateEvaluate(f *testing.F) {
+	_, job := fixture(f)
+	ref := &sdk.Job{Namespace: job.Namespace, ID: job.ID, Version: job.Version, JobModifyIndex: job.JobModifyIndex}
+	for _, p := range []*sdk.Plan{
+		{EvalID: "e1", Job: ref, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a1", "n0", 300)}, "n1": {place("a2", "n1", 300)}}},
+		{EvalID: "e1", Job: job, AllAtOnce: true, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a1", "n0", 300), nil}}},
+		{EvalID: "hi", Job: ref, NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a3", "n1", 500)}},
+			NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}}},
+		{EvalID: "e1", Job: ref, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1", DesiredStatus: "stop"}}}},
+		{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}}},
+	} {
+		b, err := (&abi.PlanRequest{Plan: p}).MarshalMsg(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req abi.PlanRequest
+		if abi.Decode(b, &req) != nil || req.Plan == nil {
+			return
+		}
+		s, _ := fixture(t)
+		snap := s.Snapshot()
+		p := req.Plan
+		if Validate(snap, p, DefaultLimits()) != nil {
+			return
+		}
+		seq := 0
+		_, apply := Evaluate(snap, p, 1, func() string { seq++; return fmt.Sprintf("fuzz-%d", seq) })
+		if apply == nil {
+			return
+		}
+		if err := fsm.New(s, nil, zerolog.Nop()).ApplyDecoded(snap.Index()+1, apply); err != nil {
+			return
+		}
+		after := s.Snapshot()
+		for _, n := range after.Nodes() {
+			var used sdk.Usage
+			for _, a := range after.AllocsByNode(n.ID) {
+				if !a.TerminalStatus() {
+					used.Add(a.Usage())
+				}
+			}
+			if c := n.Capacity(); used.CPU > c.CPU || used.MemoryMB > c.MemoryMB || used.DiskMB > c.DiskMB {
+				t.Fatalf("node %s over-committed: %+v of %+v", n.ID, used, c)
+			}
+		}
+	})
+}
