@@ -193,7 +193,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 		p.stats.DeltaSyncs.Add(1)
 	}
 	req := &abi.ProcessRequest{Eval: call.Eval, EvalToken: call.Token, Sync: sync,
-		Now: call.Now.UnixNano(), Config: call.Config}
+		Now: call.Now.UnixNano(), Config: call.Config, HostABI: uint32(abi.Current)}
 	reqBytes, err := req.MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("runtime: encode request: %w", err)
@@ -210,6 +210,13 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 		return fmt.Errorf("%w: plugin[%s] eval[%s]: decode response: %v", ErrPluginFailed, p.info.Name, call.Eval.ID, err)
 	}
 	s.index = resp.Index
+	if resp.UpdateEval != nil {
+		// The plugin's last eval update, deferred to its answer (ABI 1.4):
+		// applied first, as the call it stands for would have been.
+		if err := call.Planner.UpdateEval(ctx, resp.UpdateEval); err != nil {
+			return fmt.Errorf("plugin[%s] eval[%s]: %w", p.info.Name, call.Eval.ID, err)
+		}
+	}
 	switch resp.Code {
 	case abi.CodeOK:
 		return nil

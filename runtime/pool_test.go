@@ -208,3 +208,41 @@ func TestPlugin_RetireTimeoutClosesAfterInFlightEnds(t *testing.T) {
 		t.Fatal("the retired plugin was never closed after its last eval ended")
 	}
 }
+
+// failingUpdates is a harness host whose eval updates fail.
+type failingUpdates struct {
+	runtimetest.Host
+	calls int
+}
+
+var errUpdate = errors.New("update refused")
+
+func (f *failingUpdates) UpdateEval(context.Context, *sdk.Evaluation) error {
+	f.calls++
+	return errUpdate
+}
+
+// TestPlugin_DeferredEvalUpdate: the SDK's plugins defer their last eval
+// update to the response (ABI 1.4); the pool applies it once, and its
+// failure fails the call as the update's own call would have.
+func TestPlugin_DeferredEvalUpdate(t *testing.T) {
+	p := runtime.NewPlugin(native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{version: "v1"} }),
+		runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	if err := runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Updated) != 1 || h.Updated[0].Status != sdk.EvalStatusComplete {
+		t.Fatalf("updates %+v, want the one deferred update applied", h.Updated)
+	}
+
+	call := runtimetest.Call(h, h.RegisterEval(job))
+	failing := &failingUpdates{Host: runtimetest.Host{H: h}}
+	call.Planner = failing
+	if err := p.Process(context.Background(), call); !errors.Is(err, errUpdate) || failing.calls != 1 {
+		t.Fatalf("err %v after %d update calls, want the update's failure after one", err, failing.calls)
+	}
+}

@@ -1,11 +1,10 @@
-package abi_test
+package abi
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
 )
 
 func TestStateSync_CompactJobs(t *testing.T) {
@@ -14,17 +13,17 @@ func TestStateSync_CompactJobs(t *testing.T) {
 	changed := &sdk.Job{Namespace: "default", ID: "changed", JobModifyIndex: 12}
 	tests := []struct {
 		name       string
-		sync       abi.StateSync
+		sync       StateSync
 		wantJobs   []string
 		wantStatus []string
 	}{
-		{"forward delta", abi.StateSync{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{same, changed, edge}},
+		{"forward delta", StateSync{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{same, changed, edge}},
 			[]string{"changed"}, []string{"same", "edge"}},
-		{"full sync", abi.StateSync{Full: true, Index: 12, Jobs: []*sdk.Job{same, changed}},
+		{"full sync", StateSync{Full: true, Index: 12, Jobs: []*sdk.Job{same, changed}},
 			[]string{"same", "changed"}, nil},
-		{"backward delta", abi.StateSync{FromIndex: 14, Index: 12, Jobs: []*sdk.Job{same, changed}},
+		{"backward delta", StateSync{FromIndex: 14, Index: 12, Jobs: []*sdk.Job{same, changed}},
 			[]string{"same", "changed"}, nil},
-		{"registered without an index", abi.StateSync{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{{ID: "zero"}}},
+		{"registered without an index", StateSync{FromIndex: 10, Index: 12, Jobs: []*sdk.Job{{ID: "zero"}}},
 			[]string{"zero"}, nil},
 	}
 	for _, tt := range tests {

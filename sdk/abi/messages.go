@@ -30,6 +30,10 @@ type ProcessRequest struct {
 	Now int64
 	// Config is the plugin's configuration from the agent config.
 	Config map[string]string
+	// HostABI (ABI 1.4) is the host's ABI version, packed as Version; zero
+	// from older hosts. From 1.4 the host takes a deferred eval update in
+	// the response (ProcessResponse.UpdateEval).
+	HostABI uint32 `msg:",omitempty"`
 }
 
 // ProcessResponse is the plugin's answer to a ProcessRequest.
@@ -38,6 +42,12 @@ type ProcessResponse struct {
 	Message string
 	// Index is the plugin mirror's index after the call.
 	Index uint64
+	// UpdateEval (ABI 1.4, only to hosts whose ProcessRequest.HostABI is
+	// 1.4 or later) is the plugin's last eval update, deferred rather than
+	// sent through OpUpdateEval: the host applies it as that operation
+	// before it reads the rest of the response. A plugin defers an update
+	// only while it makes no other planner call after it.
+	UpdateEval *sdk.Evaluation `msg:",omitempty"`
 }
 
 // StateSync changes a state mirror. A full sync (Full set) replaces the

@@ -842,41 +842,59 @@ func (z *PlanResponse) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ProcessRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Eval"
-	o = append(o, 0x85, 0xa4, 0x45, 0x76, 0x61, 0x6c)
-	if z.Eval == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Eval.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Eval")
-			return
-		}
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.HostABI == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "EvalToken"
-	o = append(o, 0xa9, 0x45, 0x76, 0x61, 0x6c, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
-	o = msgp.AppendString(o, z.EvalToken)
-	// string "Sync"
-	o = append(o, 0xa4, 0x53, 0x79, 0x6e, 0x63)
-	if z.Sync == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Sync.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Sync")
-			return
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Eval"
+		o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
+		if z.Eval == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Eval.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Eval")
+				return
+			}
 		}
-	}
-	// string "Now"
-	o = append(o, 0xa3, 0x4e, 0x6f, 0x77)
-	o = msgp.AppendInt64(o, z.Now)
-	// string "Config"
-	o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Config)))
-	for za0001, za0002 := range z.Config {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendString(o, za0002)
+		// string "EvalToken"
+		o = append(o, 0xa9, 0x45, 0x76, 0x61, 0x6c, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
+		o = msgp.AppendString(o, z.EvalToken)
+		// string "Sync"
+		o = append(o, 0xa4, 0x53, 0x79, 0x6e, 0x63)
+		if z.Sync == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Sync.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Sync")
+				return
+			}
+		}
+		// string "Now"
+		o = append(o, 0xa3, 0x4e, 0x6f, 0x77)
+		o = msgp.AppendInt64(o, z.Now)
+		// string "Config"
+		o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+		o = msgp.AppendMapHeader(o, uint32(len(z.Config)))
+		for za0001, za0002 := range z.Config {
+			o = msgp.AppendString(o, za0001)
+			o = msgp.AppendString(o, za0002)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "HostABI"
+			o = append(o, 0xa7, 0x48, 0x6f, 0x73, 0x74, 0x41, 0x42, 0x49)
+			o = msgp.AppendUint32(o, z.HostABI)
+		}
 	}
 	return
 }
@@ -973,6 +991,12 @@ func (z *ProcessRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Config[za0001] = za0002
 			}
+		case "HostABI":
+			z.HostABI, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "HostABI")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1006,22 +1030,49 @@ func (z *ProcessRequest) Msgsize() (s int) {
 			s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
 		}
 	}
+	s += 8 + msgp.Uint32Size
 	return
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z ProcessResponse) MarshalMsg(b []byte) (o []byte, err error) {
+func (z *ProcessResponse) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "Code"
-	o = append(o, 0x83, 0xa4, 0x43, 0x6f, 0x64, 0x65)
-	o = msgp.AppendInt32(o, int32(z.Code))
-	// string "Message"
-	o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
-	o = msgp.AppendString(o, z.Message)
-	// string "Index"
-	o = append(o, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.Index)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.UpdateEval == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Code"
+		o = append(o, 0xa4, 0x43, 0x6f, 0x64, 0x65)
+		o = msgp.AppendInt32(o, int32(z.Code))
+		// string "Message"
+		o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
+		o = msgp.AppendString(o, z.Message)
+		// string "Index"
+		o = append(o, 0xa5, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.Index)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "UpdateEval"
+			o = append(o, 0xaa, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x45, 0x76, 0x61, 0x6c)
+			if z.UpdateEval == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.UpdateEval.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "UpdateEval")
+					return
+				}
+			}
+		}
+	}
 	return
 }
 
@@ -1065,6 +1116,23 @@ func (z *ProcessResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Index")
 				return
 			}
+		case "UpdateEval":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.UpdateEval = nil
+			} else {
+				if z.UpdateEval == nil {
+					z.UpdateEval = new(sdk.Evaluation)
+				}
+				bts, err = z.UpdateEval.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "UpdateEval")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1078,8 +1146,13 @@ func (z *ProcessResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 }
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
-func (z ProcessResponse) Msgsize() (s int) {
-	s = 1 + 5 + msgp.Int32Size + 8 + msgp.StringPrefixSize + len(z.Message) + 6 + msgp.Uint64Size
+func (z *ProcessResponse) Msgsize() (s int) {
+	s = 1 + 5 + msgp.Int32Size + 8 + msgp.StringPrefixSize + len(z.Message) + 6 + msgp.Uint64Size + 11
+	if z.UpdateEval == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.UpdateEval.Msgsize()
+	}
 	return
 }
 

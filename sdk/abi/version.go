@@ -10,10 +10,12 @@ import "fmt"
 // keeps the allocations of a wholly committed plan, so that neither the
 // plan's result nor the next sync carries them back. 1.3 added
 // StateSync.JobStatuses: a job whose specification the plugin holds comes
-// back without it (StateSync.CompactJobs).
+// back without it (StateSync.CompactJobs). 1.4 added
+// ProcessRequest.HostABI and ProcessResponse.UpdateEval: the eval's final
+// update rides the response instead of a call of its own.
 const (
 	Major = 1
-	Minor = 3
+	Minor = 4
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -41,6 +43,10 @@ func (v Version) KeepsPlans() bool { return v.Major() == 1 && v.Minor() >= 2 }
 // TakesJobStatuses reports whether a plugin that declares v understands
 // StateSync.JobStatuses.
 func (v Version) TakesJobStatuses() bool { return v.Major() == 1 && v.Minor() >= 3 }
+
+// TakesDeferredUpdates reports whether a host that declares v applies
+// ProcessResponse.UpdateEval.
+func (v Version) TakesDeferredUpdates() bool { return v.Major() == 1 && v.Minor() >= 4 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

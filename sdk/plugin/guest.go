@@ -131,19 +131,24 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	if req.Eval == nil {
 		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
 	}
-	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc}
+	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc,
+		deferUpdates: abi.Version(req.HostABI).TakesDeferredUpdates()}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
-	if err := g.sched.Process(ctx, req.Eval); err != nil {
+	err := g.sched.Process(ctx, req.Eval)
+	// A deferred update goes with the answer, as it would have reached the
+	// host before it had the call gone out: the host applies it first.
+	resp.UpdateEval = p.pending
+	if err != nil {
 		// A planner sentinel the scheduler passed on keeps its code, so
 		// errors.Is still matches it on the host side.
-		code := abi.CodeOf(err)
-		if code == abi.CodeInternal {
-			code = abi.CodeScheduler
+		resp.Code = abi.CodeOf(err)
+		if resp.Code == abi.CodeInternal {
+			resp.Code = abi.CodeScheduler
 		}
-		return abi.ProcessResponse{Code: code, Message: err.Error()}
+		resp.Message = err.Error()
 	}
-	return abi.ProcessResponse{}
+	return resp
 }
 
 // planner is the guest side of sdk.Planner.
@@ -152,9 +157,28 @@ type planner struct {
 	mirror *mirror.Mirror
 	token  string
 	enc    *planEncoder
+	// deferUpdates: the host takes the last eval update in the response
+	// (ABI 1.4), which spares a go-plugin a round trip per eval. pending
+	// is that update while no other planner call has followed it.
+	deferUpdates bool
+	pending      *sdk.Evaluation
+}
+
+// flush sends a deferred eval update before another planner call, so
+// that the host sees the calls in the scheduler's order.
+func (p *planner) flush() error {
+	e := p.pending
+	if e == nil {
+		return nil
+	}
+	p.pending = nil
+	return p.evalOp(abi.OpUpdateEval, e)
 }
 
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
+	if err := p.flush(); err != nil {
+		return nil, err
+	}
 	wire := *plan
 	wire.EvalToken = p.token
 	if j := plan.Job; j != nil {
@@ -246,6 +270,9 @@ func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {
 // GarbageCollect implements sdk.Collector. The host accepts it only from
 // core evaluations.
 func (p *planner) GarbageCollect(req *sdk.GCRequest) error {
+	if err := p.flush(); err != nil {
+		return err
+	}
 	msg, err := (&abi.GCRequest{Request: req}).MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("plugin: encode gc request: %w", err)
@@ -261,9 +288,32 @@ func (p *planner) GarbageCollect(req *sdk.GCRequest) error {
 	return abi.Err(st.Code, st.Message)
 }
 
-func (p *planner) UpdateEval(e *sdk.Evaluation) error  { return p.evalOp(abi.OpUpdateEval, e) }
-func (p *planner) CreateEval(e *sdk.Evaluation) error  { return p.evalOp(abi.OpCreateEval, e) }
-func (p *planner) ReblockEval(e *sdk.Evaluation) error { return p.evalOp(abi.OpReblockEval, e) }
+// UpdateEval sends the update, or defers it to the response when the host
+// takes that (a copy: the scheduler may change its eval afterwards).
+func (p *planner) UpdateEval(e *sdk.Evaluation) error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if p.deferUpdates && e != nil {
+		p.pending = e.Copy()
+		return nil
+	}
+	return p.evalOp(abi.OpUpdateEval, e)
+}
+
+func (p *planner) CreateEval(e *sdk.Evaluation) error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	return p.evalOp(abi.OpCreateEval, e)
+}
+
+func (p *planner) ReblockEval(e *sdk.Evaluation) error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	return p.evalOp(abi.OpReblockEval, e)
+}
 
 // logHandler forwards slog records to the host.
 type logHandler struct {

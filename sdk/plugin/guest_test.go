@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -44,5 +45,84 @@ func TestGuest_PlanTravelsWithoutAllocJobsAndKeepsThem(t *testing.T) {
 	}
 	if sched.alloc.Job == nil {
 		t.Fatal("submitting the plan took the allocation's job away")
+	}
+}
+
+// updater updates its eval, then makes the calls in then, then returns err.
+type updater struct {
+	then []abi.Op
+	err  error
+}
+
+func (s *updater) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	e := eval.Copy()
+	e.Status = sdk.EvalStatusComplete
+	if err := ctx.Planner.UpdateEval(e); err != nil {
+		return err
+	}
+	e.Status = "changed after the update" // the deferred update is a copy
+	for _, op := range s.then {
+		switch op {
+		case abi.OpCreateEval:
+			if err := ctx.Planner.CreateEval(&sdk.Evaluation{ID: "next"}); err != nil {
+				return err
+			}
+		case abi.OpUpdateEval:
+			if err := ctx.Planner.UpdateEval(&sdk.Evaluation{ID: eval.ID, Status: sdk.EvalStatusFailed}); err != nil {
+				return err
+			}
+		}
+	}
+	return s.err
+}
+
+func TestGuest_DefersTheLastEvalUpdateToHostsThatTakeIt(t *testing.T) {
+	tests := []struct {
+		name       string
+		hostABI    abi.Version
+		sched      *updater
+		wantCalls  []abi.Op
+		wantStatus string // of the deferred update; "" for none
+		wantCode   abi.Code
+	}{
+		{"1.4 host", abi.MakeVersion(1, 4), &updater{}, nil, sdk.EvalStatusComplete, abi.CodeOK},
+		{"older host", 0, &updater{}, []abi.Op{abi.OpUpdateEval}, "", abi.CodeOK},
+		{"a call after the update sends it first", abi.MakeVersion(1, 4), &updater{then: []abi.Op{abi.OpCreateEval}},
+			[]abi.Op{abi.OpUpdateEval, abi.OpCreateEval}, "", abi.CodeOK},
+		{"a second update sends the first", abi.MakeVersion(1, 4), &updater{then: []abi.Op{abi.OpUpdateEval}},
+			[]abi.Op{abi.OpUpdateEval}, sdk.EvalStatusFailed, abi.CodeOK},
+		{"the update goes with an error", abi.MakeVersion(1, 4), &updater{err: sdk.ErrInvalidEval},
+			nil, sdk.EvalStatusComplete, abi.CodeInvalidEval},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := plugin.NewGuest(plugin.Info{Name: "p"}, tt.sched)
+			var calls []abi.Op
+			host := func(op abi.Op, msg []byte) ([]byte, error) {
+				if op != abi.OpLog {
+					calls = append(calls, op)
+				}
+				return (&abi.Status{}).MarshalMsg(nil)
+			}
+			req, err := (&abi.ProcessRequest{Eval: &sdk.Evaluation{ID: "e1"}, Sync: &abi.StateSync{Full: true, Index: 1},
+				HostABI: uint32(tt.hostABI)}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp abi.ProcessResponse
+			if err := abi.Decode(g.Process(req, host), &resp); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(calls, tt.wantCalls) {
+				t.Errorf("host calls %v, want %v", calls, tt.wantCalls)
+			}
+			got := ""
+			if resp.UpdateEval != nil {
+				got = resp.UpdateEval.Status
+			}
+			if got != tt.wantStatus || resp.Code != tt.wantCode {
+				t.Errorf("deferred update %q, code %d; want %q, %d", got, resp.Code, tt.wantStatus, tt.wantCode)
+			}
+		})
 	}
 }

@@ -737,7 +737,8 @@ func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
 func (p *Plugin) Process(eval *sdk.Evaluation) error {
 	h := p.h
 	info := p.guest.Info()
-	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.syncFor(p.index, info), Now: h.Now.UnixNano(), Config: h.Config}
+	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.syncFor(p.index, info), Now: h.Now.UnixNano(), Config: h.Config,
+		HostABI: uint32(abi.Current)}
 	raw, err := req.MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("sdktest: encode request: %w", err)
@@ -749,5 +750,11 @@ func (p *Plugin) Process(eval *sdk.Evaluation) error {
 		return fmt.Errorf("sdktest: decode response: %w", err)
 	}
 	p.index = resp.Index
+	if resp.UpdateEval != nil {
+		// The plugin's last eval update, deferred to its answer (ABI 1.4).
+		if err := h.UpdateEval(resp.UpdateEval); err != nil {
+			return err
+		}
+	}
 	return abi.Err(resp.Code, resp.Message)
 }
