@@ -136,8 +136,8 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	err := g.sched.Process(ctx, req.Eval)
-	// A deferred update goes with the answer, as it would have reached the
-	// host before it had the call gone out: the host applies it first.
+	// A held update goes with the answer, error or not; the host applies it
+	// before it reads the rest, as it would have had it before the answer.
 	resp.UpdateEval = p.pending
 	if err != nil {
 		// A planner sentinel the scheduler passed on keeps its code, so
