@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/internal/chunk"
 )
 
 // ErrOutOfSync is returned by Apply when a delta does not start at the
@@ -245,20 +246,16 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		if kept.Job != nil {
 			job = m.versions[versionOf(kept.Job)]
 		}
-		left := 0
+		n := 0
 		for _, as := range kept.NodeAllocation {
-			left += len(as)
+			n += len(as)
 		}
-		var copies []sdk.Allocation
+		copies := chunk.Chunks[sdk.Allocation]{Limit: keptChunk}
+		copies.Reserve(min(n, keptChunk))
 		for _, as := range kept.NodeAllocation {
 			for _, a := range as {
 				m.removeAlloc(a.ID)
-				if len(copies) == 0 {
-					copies = make([]sdk.Allocation, min(left, keptChunk))
-				}
-				left--
-				c := &copies[0]
-				copies = copies[1:]
+				c := copies.One()
 				*c = *a
 				abi.StampKept(c, kept.Job, s.Kept)
 				c.Job = job
@@ -347,9 +344,8 @@ type nodeAllocs struct {
 	usage  sdk.Usage
 }
 
-// keptChunk is how many kept allocations are copied into one array: one
-// allocation per copy was a measurable share of applying a large kept
-// plan inside wasm, and an array lives as long as any of its copies does.
+// keptChunk bounds the arrays kept allocations are copied into: an array
+// lives as long as any of its copies does.
 const keptChunk = 64
 
 // addAlloc adds a, whose ID the mirror does not hold.

@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/internal/chunk"
 )
 
 // Plan is the plan a scheduler builds for one evaluation, together with
@@ -22,7 +23,7 @@ type Plan struct {
 	// nodes holds, per node the plan touches or the job runs on, what the
 	// plan changes there and the job's allocations there after the plan.
 	nodes    map[string]*nodeChange
-	records  chunks[nodeChange] // where new nodeChanges come from
+	records  chunk.Chunks[nodeChange] // where new nodeChanges come from
 	watchers []Watcher
 	// changed lists the records of every change (a record each time its
 	// version rises, so possibly more than once), for caches that follow
@@ -30,9 +31,9 @@ type Plan struct {
 	changed []*nodeChange
 	// lists and counts are where first entries of per-node lists come
 	// from: most nodes get one allocation of the plan, of one group.
-	lists  chunks[*sdk.Allocation]
-	counts chunks[groupCount]
-	allocs chunks[sdk.Allocation]
+	lists  chunk.Chunks[*sdk.Allocation]
+	counts chunk.Chunks[groupCount]
+	allocs chunk.Chunks[sdk.Allocation]
 }
 
 // recordChunk bounds the chunks nodeChanges are allocated in, above the
@@ -81,7 +82,7 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 	p := &Plan{
 		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
 		state: state, job: job, nodes: map[string]*nodeChange{},
-		records: chunks[nodeChange]{limit: recordChunk},
+		records: chunk.Chunks[nodeChange]{Limit: recordChunk},
 	}
 	if job != nil {
 		p.Plan.AllAtOnce = job.AllAtOnce
@@ -110,7 +111,7 @@ func (p *Plan) countOn(c *nodeChange, tg string, delta int) {
 		}
 	}
 	if c.groups == nil {
-		c.groups = p.counts.take(1)[:0]
+		c.groups = p.counts.Take(1)[:0]
 	}
 	c.groups = append(c.groups, groupCount{tg: tg, n: delta})
 }
@@ -126,7 +127,7 @@ func (p *Plan) appendAlloc(a *sdk.Allocation) {
 // appendTo appends a to list, starting a new list in a chunk.
 func (p *Plan) appendTo(list []*sdk.Allocation, a *sdk.Allocation) []*sdk.Allocation {
 	if list == nil {
-		list = p.lists.take(1)[:0]
+		list = p.lists.Take(1)[:0]
 	}
 	return append(list, a)
 }
@@ -186,7 +187,7 @@ func (p *Plan) reserve(n int) {
 		return
 	}
 	p.nodes = withRoom(p.nodes, n)
-	p.records.reserve(n - len(p.nodes))
+	p.records.Reserve(n - len(p.nodes))
 }
 
 // reservePlacements makes room in the plan's placements for n nodes
@@ -208,7 +209,7 @@ func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
 func (p *Plan) change(nodeID string) *nodeChange {
 	c := p.nodes[nodeID]
 	if c == nil {
-		c = p.records.one()
+		c = p.records.One()
 		p.nodes[nodeID] = c
 	}
 	return c
@@ -284,7 +285,7 @@ func (p *Plan) PopStop(a *sdk.Allocation) {
 
 // NewAllocation returns a new, zeroed allocation for the plan to place:
 // the plan allocates them a chunk at a time.
-func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.one() }
+func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.One() }
 
 // Place adds a new allocation (its ID is not in the state).
 func (p *Plan) Place(a *sdk.Allocation) {

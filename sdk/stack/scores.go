@@ -2,6 +2,7 @@ package stack
 
 import (
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/internal/chunk"
 	"github.com/drover-sched/drover/sdk/rank"
 )
 
@@ -73,9 +74,9 @@ type retained struct {
 // scoreTracker keeps the best-scoring nodes of one selection.
 type scoreTracker struct {
 	// metas, ptrs and scores are where metaData's results come from.
-	metas  chunks[sdk.NodeScoreMeta]
-	ptrs   chunks[*sdk.NodeScoreMeta]
-	scores chunks[sdk.NodeScore]
+	metas  chunk.Chunks[sdk.NodeScoreMeta]
+	ptrs   chunk.Chunks[*sdk.NodeScoreMeta]
+	scores chunk.Chunks[sdk.NodeScore]
 	nodes  []*sdk.Node
 	top    [MaxRetainedScores]retained
 	nTop   int
@@ -124,8 +125,8 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 			top[j], top[j-1] = top[j-1], top[j]
 		}
 	}
-	metas := t.metas.take(len(top))
-	out := t.ptrs.take(len(top))
+	metas := t.metas.Take(len(top))
+	out := t.ptrs.Take(len(top))
 	total := 0
 	for i := range top {
 		for id := scorer(0); id < maxScorers; id++ {
@@ -134,7 +135,7 @@ func (t *scoreTracker) metaData() []*sdk.NodeScoreMeta {
 			}
 		}
 	}
-	all := sdk.NodeScores(t.scores.take(total)[:0])
+	all := sdk.NodeScores(t.scores.Take(total)[:0])
 	for i := range top {
 		r := &top[i]
 		from := len(all)

@@ -3,6 +3,7 @@ package stack
 import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/internal/chunk"
 	"github.com/drover-sched/drover/sdk/preempt"
 	"github.com/drover-sched/drover/sdk/rank"
 )
@@ -99,8 +100,8 @@ type Stack struct {
 	scores scoreTracker
 	tally  tally
 	// metrics and options are where each selection's results come from.
-	metrics chunks[sdk.AllocMetric]
-	options chunks[Option]
+	metrics chunk.Chunks[sdk.AllocMetric]
+	options chunk.Chunks[Option]
 	// walkOnly turns the rank index off, so that a test can compare it
 	// with the walk it replaces.
 	walkOnly bool
@@ -369,7 +370,7 @@ func (s *Stack) newMetric(job *sdk.Job) *sdk.AllocMetric {
 	if pool == "" {
 		pool = sdk.DefaultNodePool
 	}
-	m := s.metrics.one()
+	m := s.metrics.One()
 	m.NodesInPool, m.NodesAvailable, m.NodePool = len(s.nodes), s.byDC, pool
 	return m
 }
@@ -414,7 +415,7 @@ func (ch *choice) offer(c candidate) bool {
 // settle ends the walk, seen options counted: the set-aside ones count, in
 // order, while the limit allows. It returns the best option (from
 // options), or nil.
-func (ch *choice) settle(seen, limit int, options *chunks[Option]) *Option {
+func (ch *choice) settle(seen, limit int, options *chunk.Chunks[Option]) *Option {
 	best := ch.best
 	for i := 0; i < ch.nSkipped && seen < limit; i++ {
 		seen++
@@ -425,7 +426,7 @@ func (ch *choice) settle(seen, limit int, options *chunks[Option]) *Option {
 	if best.node == nil {
 		return nil
 	}
-	o := options.one()
+	o := options.One()
 	*o = Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
 	return o
 }
