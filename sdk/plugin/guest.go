@@ -164,8 +164,16 @@ type planner struct {
 	pending      *sdk.Evaluation
 }
 
-// flush sends a deferred eval update before another planner call, so
-// that the host sees the calls in the scheduler's order.
+// call makes one planner call on the host, after the held eval update if
+// there is one, so that the host sees the calls in the scheduler's order.
+func (p *planner) call(op abi.Op, msg []byte) ([]byte, error) {
+	if err := p.flush(); err != nil {
+		return nil, err
+	}
+	return p.host(op, msg)
+}
+
+// flush sends the held eval update, if there is one.
 func (p *planner) flush() error {
 	e := p.pending
 	if e == nil {
@@ -176,9 +184,6 @@ func (p *planner) flush() error {
 }
 
 func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
-	if err := p.flush(); err != nil {
-		return nil, err
-	}
 	wire := *plan
 	wire.EvalToken = p.token
 	if j := plan.Job; j != nil {
@@ -218,7 +223,7 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	if n > 0 {
 		enc.perAlloc = len(msg) / n
 	}
-	out, err := p.host(abi.OpSubmitPlan, msg)
+	out, err := p.call(abi.OpSubmitPlan, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +261,7 @@ func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {
 	if err != nil {
 		return fmt.Errorf("plugin: encode eval: %w", err)
 	}
-	out, err := p.host(op, msg)
+	out, err := p.call(op, msg)
 	if err != nil {
 		return err
 	}
@@ -270,14 +275,11 @@ func (p *planner) evalOp(op abi.Op, eval *sdk.Evaluation) error {
 // GarbageCollect implements sdk.Collector. The host accepts it only from
 // core evaluations.
 func (p *planner) GarbageCollect(req *sdk.GCRequest) error {
-	if err := p.flush(); err != nil {
-		return err
-	}
 	msg, err := (&abi.GCRequest{Request: req}).MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("plugin: encode gc request: %w", err)
 	}
-	out, err := p.host(abi.OpGarbageCollect, msg)
+	out, err := p.call(abi.OpGarbageCollect, msg)
 	if err != nil {
 		return err
 	}
@@ -288,32 +290,22 @@ func (p *planner) GarbageCollect(req *sdk.GCRequest) error {
 	return abi.Err(st.Code, st.Message)
 }
 
-// UpdateEval sends the update, or defers it to the response when the host
-// takes that (a copy: the scheduler may change its eval afterwards).
+// UpdateEval sends the update, or holds it for the response when the
+// host takes that (a copy: the scheduler may change its eval afterwards).
+// An update already held is sent first.
 func (p *planner) UpdateEval(e *sdk.Evaluation) error {
+	if !p.deferUpdates || e == nil {
+		return p.evalOp(abi.OpUpdateEval, e)
+	}
 	if err := p.flush(); err != nil {
 		return err
 	}
-	if p.deferUpdates && e != nil {
-		p.pending = e.Copy()
-		return nil
-	}
-	return p.evalOp(abi.OpUpdateEval, e)
+	p.pending = e.Copy()
+	return nil
 }
 
-func (p *planner) CreateEval(e *sdk.Evaluation) error {
-	if err := p.flush(); err != nil {
-		return err
-	}
-	return p.evalOp(abi.OpCreateEval, e)
-}
-
-func (p *planner) ReblockEval(e *sdk.Evaluation) error {
-	if err := p.flush(); err != nil {
-		return err
-	}
-	return p.evalOp(abi.OpReblockEval, e)
-}
+func (p *planner) CreateEval(e *sdk.Evaluation) error  { return p.evalOp(abi.OpCreateEval, e) }
+func (p *planner) ReblockEval(e *sdk.Evaluation) error { return p.evalOp(abi.OpReblockEval, e) }
 
 // logHandler forwards slog records to the host.
 type logHandler struct {
