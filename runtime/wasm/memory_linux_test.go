@@ -3,13 +3,17 @@
 package wasm
 
 import (
+	"context"
 	"testing"
 	"unsafe"
+
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"golang.org/x/sys/unix"
 )
 
 func TestReservedMemory_GrowsInPlaceUpToItsMaximum(t *testing.T) {
 	const page = 64 << 10
-	mem := allocateReserved(page, 64*page)
+	mem := allocateReserved(page, 64*page, 0)
 	if _, ok := mem.(*reservedMemory); !ok {
 		t.Fatalf("got %T, want a reserved mapping", mem)
 	}
@@ -34,6 +38,46 @@ func TestReservedMemory_GrowsInPlaceUpToItsMaximum(t *testing.T) {
 	}
 }
 
+func TestReservedMemory_CommitsItsPrefaultUpFront(t *testing.T) {
+	const page = 64 << 10
+	for _, tc := range []struct {
+		name     string
+		prefault uint64
+		want     uint64 // bytes resident before any touch
+	}{
+		{"none", 0, 0},
+		{"some", 3*page + 100, (3*page + 100) &^ (pageSize - 1)},
+		{"more than the maximum", 100 * page, 8 * page},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := allocateReserved(page, 8*page, tc.prefault)
+			defer mem.Free()
+			r, ok := mem.(*reservedMemory)
+			if !ok {
+				t.Fatalf("got %T, want a reserved mapping", mem)
+			}
+			vec := make([]byte, len(r.buf)/int(pageSize))
+			if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
+				uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+				t.Fatalf("mincore: %v", errno)
+			}
+			var resident uint64
+			for i, v := range vec {
+				if v&1 == 0 {
+					continue
+				}
+				if uint64(i)*pageSize != resident {
+					t.Fatalf("host page %d resident after a gap", i)
+				}
+				resident += pageSize
+			}
+			if resident != tc.want {
+				t.Fatalf("%d bytes resident, want %d", resident, tc.want)
+			}
+		})
+	}
+}
+
 func TestSliceMemory_GrowsByCopyingUpToItsMaximum(t *testing.T) {
 	mem := &sliceMemory{max: 100}
 	b := mem.Reallocate(10)
@@ -43,5 +87,54 @@ func TestSliceMemory_GrowsByCopyingUpToItsMaximum(t *testing.T) {
 	}
 	if g := mem.Reallocate(101); g != nil {
 		t.Fatal("grew past the maximum")
+	}
+}
+
+// TestModule_NewInstanceStartsWithItsPredecessorsMemory: an instance
+// closed at some size leaves the next instance that much memory committed.
+func TestModule_NewInstanceStartsWithItsPredecessorsMemory(t *testing.T) {
+	ctx := context.Background()
+	m, err := LoadFile(ctx, wasmtest.Build(t, "./plugins/service"), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+
+	first, err := m.instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := first.mod.Memory().Grow(160); !ok { // 10 MiB
+		t.Fatal("grow refused")
+	}
+	size := first.MemoryBytes()
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.lastSize.Load(); got != size {
+		t.Fatalf("recorded %d bytes, want the closed instance's %d", got, size)
+	}
+
+	next, err := m.instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close(ctx)
+	view, ok := next.mod.Memory().Read(0, 1)
+	if !ok {
+		t.Fatal("no memory")
+	}
+	// The mapping reaches past the memory's current size: mincore only
+	// reads page tables, so looking there is safe.
+	mapped := unsafe.Slice(&view[0], size)
+	vec := make([]byte, size/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mapped[0])), uintptr(size),
+		uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	for i, v := range vec {
+		if v&1 == 0 {
+			t.Fatalf("host page %d of %d not resident", i, len(vec))
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -86,7 +87,15 @@ type Module struct {
 	cache    wazero.CompilationCache
 	// stdout and stderr receive the plugin's output.
 	stdout, stderr io.Writer
+	// lastSize is the memory size the last closed instance ended with (at
+	// most maxPrefault): a new instance starts with that much committed.
+	lastSize atomic.Uint64
 }
+
+// maxPrefault bounds the memory a new instance has committed up front, so
+// that the successor of an instance recycled for its size does not start
+// as large.
+const maxPrefault = 256 << 20
 
 var _ runtime.Factory = (*Module)(nil)
 
@@ -206,11 +215,12 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	for k, v := range m.cfg.Env {
 		mc = mc.WithEnv(k, v)
 	}
-	mod, err := m.rt.InstantiateModule(withReservedMemory(ctx), m.compiled, mc)
+	mod, err := m.rt.InstantiateModule(withReservedMemory(ctx, m.lastSize.Load()), m.compiled, mc)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: instantiate: %w", err)
 	}
-	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess), stderr: tail}, nil
+	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess),
+		stderr: tail, lastSize: &m.lastSize}, nil
 }
 
 // Close implements runtime.Factory.
@@ -229,6 +239,8 @@ type instance struct {
 	process api.Function
 	// stderr keeps the start of the instance's stderr to explain a trap.
 	stderr *runtime.Capture
+	// lastSize is its module's record of the last closed instance's size.
+	lastSize *atomic.Uint64
 }
 
 func (i *instance) read(packed uint64) ([]byte, error) {
@@ -268,4 +280,7 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 func (i *instance) MemoryBytes() uint64 { return uint64(i.mod.Memory().Size()) }
 
 // Close implements runtime.Instance.
-func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+func (i *instance) Close(ctx context.Context) error {
+	i.lastSize.Store(min(i.MemoryBytes(), maxPrefault))
+	return i.mod.Close(ctx)
+}
