@@ -56,14 +56,9 @@ func TestReservedMemory_CommitsItsPrefaultUpFront(t *testing.T) {
 			if !ok {
 				t.Fatalf("got %T, want a reserved mapping", mem)
 			}
-			vec := make([]byte, len(r.buf)/int(pageSize))
-			if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
-				uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-				t.Fatalf("mincore: %v", errno)
-			}
 			var resident uint64
-			for i, v := range vec {
-				if v&1 == 0 {
+			for i, in := range residentPages(t, r.buf) {
+				if !in {
 					continue
 				}
 				if uint64(i)*pageSize != resident {
@@ -126,15 +121,26 @@ func TestModule_NewInstanceStartsWithItsPredecessorsMemory(t *testing.T) {
 	}
 	// The mapping reaches past the memory's current size: mincore only
 	// reads page tables, so looking there is safe.
-	mapped := unsafe.Slice(&view[0], size)
-	vec := make([]byte, size/pageSize)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mapped[0])), uintptr(size),
+	pages := residentPages(t, unsafe.Slice(&view[0], size))
+	for i, in := range pages {
+		if !in {
+			t.Fatalf("host page %d of %d not resident", i, len(pages))
+		}
+	}
+}
+
+// residentPages says, for each host page of the page-aligned b, whether it
+// is resident (mincore).
+func residentPages(t *testing.T, b []byte) []bool {
+	t.Helper()
+	vec := make([]byte, uint64(len(b))/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
 		uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
 		t.Fatalf("mincore: %v", errno)
 	}
+	in := make([]bool, len(vec))
 	for i, v := range vec {
-		if v&1 == 0 {
-			t.Fatalf("host page %d of %d not resident", i, len(vec))
-		}
+		in[i] = v&1 != 0
 	}
+	return in
 }
