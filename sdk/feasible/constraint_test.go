@@ -119,6 +119,43 @@ func TestEligibility_CachesPerClass(t *testing.T) {
 	}
 }
 
+// TestEligibility_CheckFollowsRecordedStatuses: once Check has decided a
+// class, statuses recorded afterwards still decide its next nodes.
+func TestEligibility_CheckFollowsRecordedStatuses(t *testing.T) {
+	job := &sdk.Job{Constraints: []*sdk.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}}}}}
+	node := func(kernel string) *sdk.Node {
+		n := &sdk.Node{ID: kernel, Attributes: map[string]string{"kernel.name": kernel, "driver.exec": "1"}}
+		n.ComputeClass()
+		return n
+	}
+	linux, win := node("linux"), node("windows")
+	e := NewEligibility(job)
+	checks := NewGroupChecks(job, job.TaskGroups[0])
+	ch := NewChecker()
+	for _, step := range []struct {
+		set  func()
+		n    *sdk.Node
+		want string
+	}{
+		{nil, linux, ""},
+		{nil, linux, ""},
+		{func() { e.SetGroup("g", linux.ComputedClass, false) }, linux, FilterClassIneligible},
+		{func() { e.SetGroup("g", linux.ComputedClass, true) }, linux, ""},
+		{func() { e.SetJob(linux.ComputedClass, false) }, linux, FilterClassIneligible},
+		{nil, win, "${attr.kernel.name} = linux"},
+		{nil, win, FilterClassIneligible},
+		{func() { e.SetJob(win.ComputedClass, true); e.SetGroup("g", win.ComputedClass, true) }, win, ""},
+	} {
+		if step.set != nil {
+			step.set()
+		}
+		if got := e.Check(ch, checks, step.n); got != step.want {
+			t.Fatalf("%s: %q, want %q", step.n.ID, got, step.want)
+		}
+	}
+}
+
 // TestEligibility_GroupsKeptApart alternates between groups, one of them
 // escaped, so that remembering the last group asked about cannot mix
 // their statuses.

@@ -24,37 +24,42 @@ const (
 // decides for all. A blocked eval carries Classes and Escaped so that the
 // host unblocks it only when a node of a useful class changes.
 type Eligibility struct {
-	job          map[string]ClassStatus
-	jobEscaped   bool
-	groups       map[string]map[string]ClassStatus
-	groupEscaped map[string]bool
+	job        map[string]ClassStatus
+	jobEscaped bool
+	groups     map[string]*group
 	// last is the group last asked about: a selection checks one group's
-	// nodes in a row, and remembering it spares two lookups per node.
-	last group
+	// nodes in a row, and remembering it spares a lookup per node.
+	last *group
 }
 
 // group is one task group's class statuses.
 type group struct {
 	name    string
-	classes map[string]ClassStatus // nil until a status is recorded
+	classes map[string]ClassStatus
 	escaped bool
+	// decided holds, per class whose job and group statuses are both
+	// settled, what Check returns for its nodes: one lookup instead of
+	// two. It stays empty when the job's or the group's checks escaped.
+	decided map[string]string
 }
 
 // group returns tg's class statuses, through the last one asked about.
 func (e *Eligibility) group(tg string) *group {
-	if e.last.name != tg || e.last.classes == nil {
-		e.last = group{name: tg, classes: e.groups[tg], escaped: e.groupEscaped[tg]}
+	if e.last != nil && e.last.name == tg {
+		return e.last
 	}
-	return &e.last
+	g := e.groups[tg]
+	if g == nil {
+		g = &group{name: tg, classes: map[string]ClassStatus{}, decided: map[string]string{}}
+		e.groups[tg] = g
+	}
+	e.last = g
+	return g
 }
 
 // NewEligibility returns the eligibility tracker for job.
 func NewEligibility(job *sdk.Job) *Eligibility {
-	e := &Eligibility{
-		job:          map[string]ClassStatus{},
-		groups:       map[string]map[string]ClassStatus{},
-		groupEscaped: map[string]bool{},
-	}
+	e := &Eligibility{job: map[string]ClassStatus{}, groups: map[string]*group{}}
 	if job == nil {
 		return e
 	}
@@ -64,7 +69,7 @@ func NewEligibility(job *sdk.Job) *Eligibility {
 		for _, t := range tg.Tasks {
 			escaped = escaped || EscapedConstraints(t.Constraints)
 		}
-		e.groupEscaped[tg.Name] = escaped
+		e.group(tg.Name).escaped = escaped
 	}
 	return e
 }
@@ -80,6 +85,9 @@ func (e *Eligibility) JobStatus(class string) ClassStatus {
 // SetJob records the job-level outcome for class.
 func (e *Eligibility) SetJob(class string, eligible bool) {
 	e.job[class] = statusOf(eligible)
+	for _, g := range e.groups {
+		delete(g.decided, class)
+	}
 }
 
 // GroupStatus is the task-group-level status of class.
@@ -94,11 +102,8 @@ func (e *Eligibility) GroupStatus(tg, class string) ClassStatus {
 // SetGroup records the task-group-level outcome for class.
 func (e *Eligibility) SetGroup(tg, class string, eligible bool) {
 	g := e.group(tg)
-	if g.classes == nil {
-		g.classes = map[string]ClassStatus{}
-		e.groups[tg] = g.classes
-	}
 	g.classes[class] = statusOf(eligible)
+	delete(g.decided, class)
 }
 
 func statusOf(eligible bool) ClassStatus {
@@ -113,8 +118,8 @@ func (e *Eligibility) Escaped() bool {
 	if e.jobEscaped {
 		return true
 	}
-	for _, esc := range e.groupEscaped {
-		if esc {
+	for _, g := range e.groups {
+		if g.escaped {
 			return true
 		}
 	}
@@ -126,8 +131,8 @@ func (e *Eligibility) Escaped() bool {
 // failed there or no group passed.
 func (e *Eligibility) Classes() map[string]bool {
 	out := map[string]bool{}
-	for _, classes := range e.groups {
-		for class, st := range classes {
+	for _, g := range e.groups {
+		for class, st := range g.classes {
 			switch st {
 			case ClassEligible:
 				out[class] = true
@@ -156,6 +161,25 @@ func (e *Eligibility) Classes() map[string]bool {
 // the failed check as Nomad reports it in AllocMetric.ConstraintFiltered
 // ("computed class ineligible" when the class is known to fail).
 func (e *Eligibility) Check(ch *Checker, g *GroupChecks, n *sdk.Node) string {
+	class := n.ComputedClass
+	gs := e.group(g.name)
+	if reason, ok := gs.decided[class]; ok {
+		return reason
+	}
+	reason := e.check(ch, g, n)
+	if !e.jobEscaped && !gs.escaped {
+		// Both statuses are settled now: the next node of the class is
+		// decided by them alone.
+		if e.job[class] == ClassIneligible || gs.classes[class] == ClassIneligible {
+			gs.decided[class] = FilterClassIneligible
+		} else {
+			gs.decided[class] = ""
+		}
+	}
+	return reason
+}
+
+func (e *Eligibility) check(ch *Checker, g *GroupChecks, n *sdk.Node) string {
 	class := n.ComputedClass
 	jobStatus := e.JobStatus(class)
 	switch jobStatus {

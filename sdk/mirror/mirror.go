@@ -51,6 +51,20 @@ func (s *allocSet) find(id string) (int, bool) {
 	return slices.BinarySearchFunc(s.few, id, func(a *sdk.Allocation, id string) int { return strings.Compare(a.ID, id) })
 }
 
+// reserve makes room for n more allocations at once, so that a plan's
+// worth of them does not grow the set step by step.
+func (s *allocSet) reserve(n int) {
+	if s.m != nil || len(s.few)+n <= smallSet {
+		return
+	}
+	s.m = make(map[string]*sdk.Allocation, len(s.few)+n)
+	for _, b := range s.few {
+		s.m[b.ID] = b
+	}
+	s.few = nil
+	s.dirty = true
+}
+
 func (s *allocSet) put(a *sdk.Allocation) {
 	if s.m == nil {
 		i, found := s.find(a.ID)
@@ -125,6 +139,13 @@ type Mirror struct {
 
 	allocs map[string]*sdk.Allocation
 	byJob  map[sdk.NamespacedID]*allocSet
+	// lastJob is the entry of byJob last looked up: allocations come in
+	// runs of one job (a plan's), and hashing the key once per run is
+	// enough. Its set is nil when the entry is gone.
+	lastJob struct {
+		key sdk.NamespacedID
+		set *allocSet
+	}
 	// byNode holds each node's allocations and usage, one lookup for
 	// both; a node without allocations has no entry.
 	byNode map[string]*nodeAllocs
@@ -165,6 +186,7 @@ func (m *Mirror) reset() {
 	m.versions = map[versionKey]*sdk.Job{}
 	m.allocs = map[string]*sdk.Allocation{}
 	m.byJob = map[sdk.NamespacedID]*allocSet{}
+	m.lastJob.set = nil
 	m.byNode = map[string]*nodeAllocs{}
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
@@ -252,6 +274,9 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		}
 		copies := chunk.Chunks[sdk.Allocation]{Limit: keptChunk}
 		copies.Reserve(min(n, keptChunk))
+		if kept.Job != nil && n > smallSet {
+			m.jobSet(kept.Job.NamespacedID()).reserve(n)
+		}
 		for _, as := range kept.NodeAllocation {
 			for _, a := range as {
 				m.removeAlloc(a.ID)
@@ -354,13 +379,7 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 		a.Job = m.versions[versionKey{a.Namespace, a.JobID, a.JobModifyIndex}]
 	}
 	m.allocs[a.ID] = a
-	jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
-	js := m.byJob[jk]
-	if js == nil {
-		js = &allocSet{}
-		m.byJob[jk] = js
-	}
-	js.put(a)
+	m.jobSet(sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}).put(a)
 	na := m.byNode[a.NodeID]
 	if na == nil {
 		na = &nodeAllocs{}
@@ -370,6 +389,20 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	if !a.TerminalStatus() {
 		na.usage.Add(a.Usage())
 	}
+}
+
+// jobSet returns the set of job jk's allocations, creating it.
+func (m *Mirror) jobSet(jk sdk.NamespacedID) *allocSet {
+	if m.lastJob.set != nil && m.lastJob.key == jk {
+		return m.lastJob.set
+	}
+	js := m.byJob[jk]
+	if js == nil {
+		js = &allocSet{}
+		m.byJob[jk] = js
+	}
+	m.lastJob.key, m.lastJob.set = jk, js
+	return js
 }
 
 func (m *Mirror) removeAlloc(id string) {
@@ -383,6 +416,9 @@ func (m *Mirror) removeAlloc(id string) {
 		js.del(id)
 		if js.len() == 0 {
 			delete(m.byJob, jk)
+			if m.lastJob.set == js {
+				m.lastJob.set = nil
+			}
 		}
 	}
 	if na := m.byNode[a.NodeID]; na != nil {

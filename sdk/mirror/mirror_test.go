@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -265,6 +266,120 @@ func TestMirror_MalformedSyncIsRefused(t *testing.T) {
 		}
 		if m.Index() != 10 || len(m.Nodes()) != 1 || m.Alloc("a3") != nil || m.NodeUsage("n1").CPU != 100 {
 			t.Fatalf("%+v: a refused sync changed the mirror", s)
+		}
+	}
+}
+
+// The allocation indexes (by job, by node, node usage) equal what the
+// allocations held say, through random deltas and kept plans: plans of
+// more allocations than a small set holds, allocations that move between
+// jobs and nodes, and a job's last allocation replaced in the delta that
+// empties its set.
+func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	jobs := []*sdk.Job{{Namespace: "default", ID: "j0"}, {Namespace: "default", ID: "j1"}, {Namespace: "other", ID: "j0"}}
+	nodes := []*sdk.Node{{ID: "n0"}, {ID: "n1"}, {ID: "n2"}}
+	m := mirror.New()
+	index := uint64(1)
+	if err := m.Apply(&abi.StateSync{Full: true, Index: index, Nodes: nodes, Jobs: jobs}); err != nil {
+		t.Fatal(err)
+	}
+	// The job's only allocation replaced: its set empties and refills.
+	only := alloc("a000", "n0", 10, sdk.AllocDesiredStatusRun)
+	only.JobID = "j0"
+	if err := m.Apply(&abi.StateSync{FromIndex: index, Index: index + 1, Allocs: []*sdk.Allocation{only}}); err != nil {
+		t.Fatal(err)
+	}
+	again := alloc("a000", "n1", 20, sdk.AllocDesiredStatusRun)
+	again.JobID = "j0"
+	if err := m.Apply(&abi.StateSync{FromIndex: index + 1, Index: index + 2, Allocs: []*sdk.Allocation{again}}); err != nil {
+		t.Fatal(err)
+	}
+	index += 2
+	want := map[string]*sdk.Allocation{"a000": again}
+	newAlloc := func(id string) *sdk.Allocation {
+		j := jobs[rng.IntN(len(jobs))]
+		status := sdk.AllocDesiredStatusRun
+		if rng.IntN(5) == 0 {
+			status = sdk.AllocDesiredStatusStop
+		}
+		a := alloc(id, nodes[rng.IntN(len(nodes))].ID, int64(1+rng.IntN(100)), status)
+		a.Namespace, a.JobID = j.Namespace, j.ID
+		return a
+	}
+	for step := 0; step < 300; step++ {
+		s := &abi.StateSync{FromIndex: index, Index: index + 2}
+		index += 2
+		used := map[string]bool{} // a delta names an allocation once
+		if rng.IntN(3) == 0 {
+			// A kept plan of one job, new allocations and replacements.
+			j := jobs[rng.IntN(len(jobs))]
+			plan := &sdk.Plan{Job: j, NodeAllocation: map[string][]*sdk.Allocation{}}
+			for range rng.IntN(40) {
+				a := newAlloc(fmt.Sprintf("a%03d", rng.IntN(120)))
+				a.Namespace, a.JobID, a.DesiredStatus = j.Namespace, j.ID, sdk.AllocDesiredStatusRun
+				if used[a.ID] {
+					continue // a plan names an allocation once
+				}
+				plan.NodeAllocation[a.NodeID] = append(plan.NodeAllocation[a.NodeID], a)
+				want[a.ID] = a
+				used[a.ID] = true
+			}
+			m.Keep(plan)
+			s.Kept = &abi.Kept{Index: index - 1}
+		}
+		for range rng.IntN(6) {
+			id := fmt.Sprintf("a%03d", rng.IntN(120))
+			if used[id] {
+				continue
+			}
+			used[id] = true
+			if rng.IntN(3) == 0 {
+				s.DeletedAllocs = append(s.DeletedAllocs, id)
+				delete(want, id)
+				continue
+			}
+			a := newAlloc(id)
+			s.Allocs = append(s.Allocs, a)
+			want[id] = a
+		}
+		if err := m.Apply(s); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			var ids []string
+			for _, a := range m.AllocsByJob(j.Namespace, j.ID) {
+				ids = append(ids, a.ID)
+			}
+			var wantIDs []string
+			for id, a := range want {
+				if a.Namespace == j.Namespace && a.JobID == j.ID {
+					wantIDs = append(wantIDs, id)
+				}
+			}
+			slices.Sort(wantIDs)
+			if !slices.Equal(ids, wantIDs) {
+				t.Fatalf("step %d: job %s/%s holds %v, want %v", step, j.Namespace, j.ID, ids, wantIDs)
+			}
+		}
+		for _, n := range nodes {
+			var usage sdk.Usage
+			count := 0
+			for _, a := range want {
+				if a.NodeID != n.ID {
+					continue
+				}
+				count++
+				if !a.TerminalStatus() {
+					usage.Add(a.Usage())
+				}
+			}
+			if got := len(m.AllocsByNode(n.ID)); got != count {
+				t.Fatalf("step %d: node %s holds %d allocations, want %d", step, n.ID, got, count)
+			}
+			if got := m.NodeUsage(n.ID); got != usage {
+				t.Fatalf("step %d: node %s uses %+v, want %+v", step, n.ID, got, usage)
+			}
 		}
 	}
 }
