@@ -46,8 +46,11 @@ examples:
 	done
 
 # Tests use the plugins and binary built here rather than building their own.
+# What the tests need to find the built plugins and binary.
+TEST_ENV = DROVER_PLUGIN_DIR=$(CURDIR)/$(BIN)/plugins DROVER_BIN=$(CURDIR)/$(BIN)/drover
+
 test: build
-	DROVER_PLUGIN_DIR=$(CURDIR)/$(BIN)/plugins DROVER_BIN=$(CURDIR)/$(BIN)/drover $(GO) test ./...
+	$(TEST_ENV) $(GO) test ./...
 
 # The host's concurrent packages under the race detector (needs cgo and a C
 # compiler). Left out: the packages that compile wasm plugins in their
@@ -55,7 +58,7 @@ test: build
 # and runtime/containment 4.5 min) and the end-to-end tests.
 RACE_PKGS = ./host/server ./host/broker ./host/blocked ./host/fsm ./host/plan ./host/state ./host/httpapi ./runtime ./runtime/goplugin
 race: build
-	DROVER_PLUGIN_DIR=$(CURDIR)/$(BIN)/plugins DROVER_BIN=$(CURDIR)/$(BIN)/drover CGO_ENABLED=1 $(GO) test -race $(RACE_PKGS)
+	$(TEST_ENV) CGO_ENABLED=1 $(GO) test -race $(RACE_PKGS)
 
 # Starts a dev agent with simulated nodes, runs the example jobs, shows
 # them, and keeps the agent running until Ctrl-C.

@@ -175,22 +175,15 @@ func inOrder(got []string, want ...string) bool {
 	return i == len(want)
 }
 
-// wantPhases waits until the eval's history holds want in that order. The
+// wantPhases checks that the eval's history holds want in that order. The
 // history is recorded when the server is told of a commit, just after the
 // store shows it, so a test that saw the eval's status may read the
-// history a moment before its last phase is there.
+// history a moment before its last phase is there: wait for that one.
 func wantPhases(t *testing.T, s *server.Server, evalID string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := servertest.Phases(s, evalID)
-		if inOrder(got, want...) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("eval %s went through %v, want %v in that order", evalID, got, want)
-		}
-		time.Sleep(2 * time.Millisecond)
+	servertest.WaitForPhase(t, s, evalID, want[len(want)-1])
+	if got := servertest.Phases(s, evalID); !inOrder(got, want...) {
+		t.Fatalf("eval %s went through %v, want %v in that order", evalID, got, want)
 	}
 }
 

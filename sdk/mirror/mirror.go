@@ -57,12 +57,18 @@ func (s *allocSet) reserve(n int) {
 	if s.m != nil || len(s.few)+n <= smallSet {
 		return
 	}
-	s.m = make(map[string]*sdk.Allocation, len(s.few)+n)
+	s.toMap(len(s.few) + n)
+	s.dirty = true
+}
+
+// toMap moves the set from its small sorted slice to a map with room for
+// capacity members.
+func (s *allocSet) toMap(capacity int) {
+	s.m = make(map[string]*sdk.Allocation, capacity)
 	for _, b := range s.few {
 		s.m[b.ID] = b
 	}
 	s.few = nil
-	s.dirty = true
 }
 
 func (s *allocSet) put(a *sdk.Allocation) {
@@ -76,11 +82,7 @@ func (s *allocSet) put(a *sdk.Allocation) {
 			s.few = slices.Insert(s.few, i, a)
 			return
 		}
-		s.m = make(map[string]*sdk.Allocation, 2*smallSet)
-		for _, b := range s.few {
-			s.m[b.ID] = b
-		}
-		s.few = nil
+		s.toMap(2 * smallSet)
 	}
 	s.m[a.ID] = a
 	s.dirty = true
