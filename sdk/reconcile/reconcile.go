@@ -415,8 +415,22 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		n := min(len(destructive), underProvisionedBy)
 		desired.DestructiveUpdate += uint64(n)
 		desired.Ignore += uint64(len(destructive) - n)
-		for _, a := range destructive.sorted()[:n] {
-			r.res.Destructive = append(r.res.Destructive, Destructive{Name: a.Name, TaskGroup: tg, Stop: a, StopDescription: AllocUpdating})
+		replaced := destructive.sorted()[:n]
+		taken := heldNames(untainted, replaced, place)
+		for _, a := range replaced {
+			// A replacement takes the name of what it replaces unless an
+			// allocation that stays holds that name too, as a promoted
+			// canary does when its namesake is updated rather than
+			// stopped (the group grew in the same update): then it takes
+			// a free name, so that no two allocations of the new version
+			// share an index. Nomad v1.6.1 gives both the same one
+			// (hashicorp/nomad#10727).
+			name := a.Name
+			if taken[name] {
+				name = names.next(1)[0]
+			}
+			taken[name] = true
+			r.res.Destructive = append(r.res.Destructive, Destructive{Name: name, TaskGroup: tg, Stop: a, StopDescription: AllocUpdating})
 		}
 	} else {
 		desired.Ignore += uint64(len(destructive))
@@ -443,6 +457,26 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		}
 	}
 	return true
+}
+
+// heldNames returns the names the group's allocations will hold after
+// this pass, other than those of the allocations replaced now: the
+// untainted allocations that stay and the placements.
+func heldNames(untainted set, replaced []*sdk.Allocation, place []Placement) map[string]bool {
+	gone := make(map[string]bool, len(replaced))
+	for _, a := range replaced {
+		gone[a.ID] = true
+	}
+	out := make(map[string]bool, len(untainted)+len(place))
+	for id, a := range untainted {
+		if !gone[id] {
+			out[a.Name] = true
+		}
+	}
+	for _, p := range place {
+		out[p.Name] = true
+	}
+	return out
 }
 
 func (r *reconciler) jobID() string {

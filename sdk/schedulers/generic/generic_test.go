@@ -2,6 +2,7 @@ package generic_test
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -652,6 +653,81 @@ func TestService_CanaryThenRollingUpdate(t *testing.T) {
 	h.Process(service, h.NewEval(v1, sdk.EvalTriggerDeploymentWatcher))
 	if st := h.State().Deployment(d.ID).Status; st != sdk.DeploymentStatusSuccessful {
 		t.Fatalf("deployment status %s after the last allocation turned healthy", st)
+	}
+}
+
+// A canaried update that also resizes the group ends, once promoted and
+// rolled out, with one allocation per index 0..count-1, all of the new
+// version. A promoted canary holds the name of the allocation it was to
+// replace; when the group grew, that namesake is updated rather than
+// stopped, and its replacement must not take the canary's name too (as
+// Nomad v1.6.1's does, hashicorp/nomad#10727).
+func TestService_CanaryRolloutLeavesUniqueNames(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, canary, maxParallel int
+	}{
+		{3, 5, 1, 2},
+		{3, 5, 2, 1},
+		{3, 4, 1, 1},
+		{3, 3, 1, 1},
+		{3, 2, 1, 1},
+		{4, 6, 3, 3},
+		{5, 1, 1, 2},
+	} {
+		t.Run(fmt.Sprintf("count %d to %d, canary %d, max_parallel %d", tc.from, tc.to, tc.canary, tc.maxParallel), func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 8)
+			h.UpsertNodes(nodes...)
+			update := &sdk.UpdateStrategy{MaxParallel: tc.maxParallel, Canary: tc.canary, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+			v0 := schedtest.ServiceJob("web", tc.from)
+			v0.TaskGroups[0].Update = update
+			running(h, v0, nodes, tc.from)
+
+			v1 := schedtest.ServiceJob("web", tc.to)
+			v1.TaskGroups[0].Update = update
+			v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v1"}
+			h.Process(service, h.RegisterJob(v1))
+			v1 = h.State().Job("default", "web")
+			d := h.State().LatestDeployment("default", "web")
+			if d == nil || d.JobVersion != v1.Version || len(d.TaskGroups["web"].PlacedCanaries) != tc.canary {
+				t.Fatalf("canary step: deployment %+v", d)
+			}
+			healthy := func() {
+				var unhealthy []*sdk.Allocation
+				for _, a := range h.Live("default", "web") {
+					if !a.DeploymentStatus.IsHealthy() {
+						unhealthy = append(unhealthy, a)
+					}
+				}
+				h.SetHealth(true, unhealthy...)
+			}
+			healthy()
+			promoted := h.State().Deployment(d.ID).Copy()
+			promoted.TaskGroups["web"].Promoted = true
+			h.UpsertDeployment(promoted)
+			for step := 0; h.State().Deployment(d.ID).Status != sdk.DeploymentStatusSuccessful; step++ {
+				if step == 10 {
+					t.Fatalf("rollout not done after %d evals: live %v", step, names(h.Live("default", "web")))
+				}
+				h.Process(service, h.NewEval(v1, sdk.EvalTriggerDeploymentWatcher))
+				healthy()
+			}
+
+			live := h.Live("default", "web")
+			var want []string
+			for i := 0; i < tc.to; i++ {
+				want = append(want, sdk.AllocName("web", "web", i))
+			}
+			sort.Strings(want)
+			if got := names(live); !slices.Equal(got, want) {
+				t.Fatalf("live names %v, want %v", got, want)
+			}
+			for _, a := range live {
+				if a.JobVersion != v1.Version {
+					t.Fatalf("%s still on version %d", a.Name, a.JobVersion)
+				}
+			}
+		})
 	}
 }
 

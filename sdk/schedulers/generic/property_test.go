@@ -3,7 +3,11 @@ package generic_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
@@ -226,6 +230,72 @@ func TestProperty_SpreadWithinOneOfTarget(t *testing.T) {
 			for v, w := range want {
 				if d := float64(got[v]) - w; d > 1 || d < -1 {
 					t.Fatalf("rack %s has %d allocations, target %.1f (count %d, targets %v): got %v", v, got[v], w, tg.Count, want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestProperty_RolloutsLeaveOneAllocationPerIndex runs random sequences
+// of updates (resizes, destructive changes, canaries, max_parallel) of a
+// service group to the end of each deployment, promoting canaries once
+// they are healthy, and checks what every finished rollout must leave:
+// count allocations, all of the job's version, named with the indexes 0
+// to count-1 once each.
+func TestProperty_RolloutsLeaveOneAllocationPerIndex(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 11))
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 12)...)
+			s := &generic.Scheduler{}
+			var history []string
+			for u := 0; u < 1+r.IntN(4); u++ {
+				job := schedtest.ServiceJob("web", 1+r.IntN(6))
+				tg := job.TaskGroups[0]
+				tg.Tasks[0].Config = sdk.Opaque{"command": fmt.Sprintf("/bin/v%d", r.IntN(2))}
+				if r.IntN(4) != 0 {
+					tg.Update = &sdk.UpdateStrategy{MaxParallel: 1 + r.IntN(3), Canary: r.IntN(3),
+						MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+				}
+				history = append(history, fmt.Sprintf("count %d %s update %+v", tg.Count, tg.Tasks[0].Config["command"], tg.Update))
+				h.Process(s, h.RegisterJob(job))
+				job = h.State().Job("default", "web")
+				for step := 0; ; step++ {
+					if step == 20 {
+						t.Fatalf("rollout not finished after %d evals; updates:\n%s", step, strings.Join(history, "\n"))
+					}
+					var unhealthy []*sdk.Allocation
+					for _, a := range h.Live("default", "web") {
+						if !a.DeploymentStatus.IsHealthy() {
+							unhealthy = append(unhealthy, a)
+						}
+					}
+					h.SetHealth(true, unhealthy...)
+					d := h.State().LatestDeployment("default", "web")
+					if d == nil || d.JobVersion != job.Version || d.Status == sdk.DeploymentStatusSuccessful {
+						break
+					}
+					if st := d.TaskGroups["web"]; st.DesiredCanaries > 0 && !st.Promoted {
+						d = d.Copy()
+						d.TaskGroups["web"].Promoted = true
+						h.UpsertDeployment(d)
+					}
+					h.Process(s, h.NewEval(job, sdk.EvalTriggerDeploymentWatcher))
+				}
+				live := h.Live("default", "web")
+				var want []string
+				for i := 0; i < job.TaskGroups[0].Count; i++ {
+					want = append(want, sdk.AllocName("web", "web", i))
+				}
+				sort.Strings(want)
+				if got := names(live); !slices.Equal(got, want) {
+					t.Fatalf("after update %d: live names %v, want %v; updates:\n%s", u, got, want, strings.Join(history, "\n"))
+				}
+				for _, a := range live {
+					if a.JobVersion != job.Version {
+						t.Fatalf("after update %d: %s on version %d, want %d; updates:\n%s", u, a.Name, a.JobVersion, job.Version, strings.Join(history, "\n"))
+					}
 				}
 			}
 		})
