@@ -17,6 +17,14 @@ const (
 	JobStatusDead    = "dead"
 )
 
+// Payload requirements of a parameterized job (ParameterizedJobConfig.
+// Payload; optional when empty).
+const (
+	DispatchPayloadOptional  = "optional"
+	DispatchPayloadRequired  = "required"
+	DispatchPayloadForbidden = "forbidden"
+)
+
 // DefaultNamespace is the namespace of objects that name none.
 const DefaultNamespace = "default"
 

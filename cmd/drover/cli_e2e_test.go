@@ -61,6 +61,46 @@ job "huge" {
 }
 `
 
+const cliParamJob = `
+job "report" {
+  type = "batch"
+  parameterized {
+    payload       = "required"
+    meta_required = ["day"]
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+      dispatch_payload {
+        file = "input.txt"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+const cliCronJob = `
+job "nightly" {
+  type = "batch"
+  periodic {
+    crons = ["0 3 * * *"]
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
 // cli runs the CLI against one dev agent and checks exit codes and output.
 type cliRun struct {
 	t    *testing.T
@@ -310,6 +350,35 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(c.run(0, "job", "status", "web"), "Status        = dead")
 		c.run(0, "job", "stop", "-purge", "-detach", "web")
 		c.run(1, "job", "status", "web")
+	})
+
+	t.Run("job dispatch and periodic force", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "run", writeFile(t, dir, "report.hcl", cliParamJob)), `Job "report" is parameterized`)
+		payload := writeFile(t, dir, "input.txt", "rows=10\n")
+		c.contains(c.run(1, "job", "dispatch", "report", payload), "required metadata not given: day")
+		c.contains(c.run(1, "job", "dispatch", "-meta", "day=mon", "report"), "requires a payload")
+		out := c.run(0, "job", "dispatch", "-meta", "day=mon", "-idempotency-token", "once", "report", payload)
+		c.contains(out, "Dispatched Job ID = report/dispatch-", `finished with status "complete": 1 placed`)
+		child := regexp.MustCompile(`report/dispatch-\d+-[0-9a-f]{8}`).FindString(out)
+		c.contains(c.run(0, "job", "dispatch", "-meta", "day=mon", "-idempotency-token", "once", "report", payload),
+			"Dispatched Job ID = "+child, "idempotency token exists")
+		var inspected struct{ Job sdk.Job }
+		if err := json.Unmarshal([]byte(c.run(0, "job", "inspect", child)), &inspected); err != nil {
+			t.Fatal(err)
+		}
+		if job := inspected.Job; job.ParentID != "report" || string(job.Payload) != "rows=10\n" || job.Meta["day"] != "mon" {
+			t.Fatalf("dispatched job %+v", inspected.Job)
+		}
+		c.contains(c.run(0, "job", "status", "report"), "Parameterized = true", "Parameterized Job Summary", "Dispatched Jobs", child)
+
+		c.run(0, "job", "run", writeFile(t, dir, "nightly.hcl", cliCronJob))
+		c.contains(c.run(0, "job", "status", "nightly"), "Next Periodic Launch = ", "Previous Launched Jobs", "No jobs launched yet")
+		out = c.run(0, "job", "periodic", "force", "nightly")
+		c.contains(out, `Evaluation triggered by job "nightly/periodic-`, `finished with status "complete": 1 placed`)
+		launched := regexp.MustCompile(`nightly/periodic-\d+`).FindString(out)
+		c.contains(c.run(0, "job", "status", "nightly"), launched)
+		c.contains(c.run(1, "job", "periodic", "force", "report"), "not an active periodic job")
 	})
 
 	t.Run("address and namespace flags", func(t *testing.T) {

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
@@ -21,7 +23,8 @@ Usage: drover job status [options] [job]
 
   Without a job, lists the jobs. With one (its ID or a unique prefix), shows
   it: its summary per group, placement failures of its latest evaluation,
-  and its allocations.
+  and its allocations. A periodic or parameterized job shows instead its
+  next launch (periodic) and the jobs it launched, with their statuses.
 ` + apiOptions + `
 
 Status options:
@@ -36,6 +39,8 @@ type JobStatus struct {
 	Summary     *server.Summary
 	Allocations []*sdk.AllocationListStub
 	Evaluations []*sdk.Evaluation
+	// Children are the jobs a periodic or parameterized job launched.
+	Children []*httpapi.JobListStub `json:",omitempty"`
 }
 
 func (c *jobStatusCommand) Run(args []string) int {
@@ -83,6 +88,17 @@ func (c *jobStatusCommand) Run(args []string) int {
 	if _, err := cl.Get(bg, "/v1/job/"+id+"/evaluations", &st.Evaluations); err != nil {
 		return c.errorf("reading the job's evaluations: %v", err)
 	}
+	if launcher(job) {
+		var jobs []*httpapi.JobListStub
+		if _, err := cl.Get(bg, "/v1/jobs?prefix="+url.QueryEscape(job.ID+"/"), &jobs); err != nil {
+			return c.errorf("listing the job's children: %v", err)
+		}
+		for _, child := range jobs {
+			if child.ParentID == job.ID && child.Namespace == job.Namespace {
+				st.Children = append(st.Children, child)
+			}
+		}
+	}
 	if c.json {
 		return c.printJSON(&st)
 	}
@@ -92,11 +108,19 @@ func (c *jobStatusCommand) Run(args []string) int {
 
 func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 	j := st.Job
-	c.kv("ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
+	info := []string{"ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
 		"Priority", fmt.Sprint(j.Priority), "Datacenters", strings.Join(j.Datacenters, ","),
 		"Namespace", j.Namespace, "Node Pool", j.NodePool, "Scheduler", j.SchedulerName(),
 		"Status", j.Status, "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
-		"Parameterized", fmt.Sprint(j.ParameterizedJob != nil))
+		"Parameterized", fmt.Sprint(j.IsParameterized())}
+	if j.IsPeriodic() {
+		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, time.Now()))
+	}
+	c.kv(info...)
+	if launcher(j) {
+		c.printChildren(st)
+		return
+	}
 
 	c.ui.Output("\nSummary")
 	rows := [][]string{{"Task Group", "Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown"}}
@@ -150,6 +174,55 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 	for _, a := range allocs {
 		rows = append(rows, []string{shortID(a.ID), shortID(a.NodeID), a.TaskGroup, fmt.Sprint(a.JobVersion),
 			a.DesiredStatus, a.ClientStatus, a.Name, formatTime(a.CreateTime)})
+	}
+	c.table(rows)
+}
+
+// launcher reports whether a job runs only through the jobs it launches:
+// a periodic or parameterized job (not one of its children).
+func launcher(j *sdk.Job) bool { return j.IsPeriodic() || j.IsParameterized() }
+
+// nextPeriodicLaunch describes when a periodic job launches next.
+func nextPeriodicLaunch(j *sdk.Job, now time.Time) string {
+	if j.Stop {
+		return "none (job stopped)"
+	}
+	at, err := server.NextLaunch(j.Periodic, now)
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case at.IsZero():
+		return "none (no further launch)"
+	}
+	return fmt.Sprintf("%s (in %s)", at.Local().Format(time.RFC3339), at.Sub(now).Round(time.Second))
+}
+
+// printChildren shows, for a periodic or parameterized job, how many of
+// the jobs it launched are pending, running and dead, and lists them,
+// newest first, as Nomad's job status does.
+func (c *jobStatusCommand) printChildren(st *JobStatus) {
+	j := st.Job
+	title, list := "Children Job Summary", "Previous Launched Jobs"
+	if j.IsParameterized() {
+		title, list = "Parameterized Job Summary", "Dispatched Jobs"
+	}
+	c.ui.Output("\n" + title)
+	var ch server.ChildrenSummary
+	if st.Summary != nil && st.Summary.Children != nil {
+		ch = *st.Summary.Children
+	}
+	c.table([][]string{{"Pending", "Running", "Dead"}, {fmt.Sprint(ch.Pending), fmt.Sprint(ch.Running), fmt.Sprint(ch.Dead)}})
+
+	c.ui.Output("\n" + list)
+	if len(st.Children) == 0 {
+		c.ui.Output("No jobs launched yet")
+		return
+	}
+	children := slices.Clone(st.Children)
+	sort.Slice(children, func(a, b int) bool { return children[a].SubmitTime > children[b].SubmitTime })
+	rows := [][]string{{"ID", "Status", "Submit Date"}}
+	for _, child := range children {
+		rows = append(rows, []string{child.ID, child.Status, formatTime(child.SubmitTime)})
 	}
 	c.table(rows)
 }

@@ -56,6 +56,35 @@ type JobRegisterResponse struct {
 	Index           uint64
 }
 
+// JobDispatchRequest is the body of PUT /v1/job/:id/dispatch. JobID, when
+// set, must be the path's. The idempotency token may also come as the
+// idempotency_token query parameter, as Nomad's client sends it.
+type JobDispatchRequest struct {
+	JobID            string
+	Payload          []byte
+	Meta             map[string]string
+	IdPrefixTemplate string
+	Priority         int
+	IdempotencyToken string
+}
+
+// JobDispatchResponse answers a dispatch. EvalID is empty when an
+// idempotency token matched an earlier dispatch, whose job is returned.
+type JobDispatchResponse struct {
+	DispatchedJobID string
+	EvalID          string
+	EvalCreateIndex uint64
+	JobCreateIndex  uint64
+	Index           uint64
+}
+
+// PeriodicForceResponse answers PUT /v1/job/:id/periodic/force.
+type PeriodicForceResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	Index           uint64
+}
+
 // JobsParseRequest is the body of PUT /v1/jobs/parse.
 type JobsParseRequest struct {
 	JobHCL       string
@@ -345,6 +374,44 @@ func (a *API) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
+func (a *API) jobDispatch(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobDispatchRequest
+	if _, err := decodeOptional(w, r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.JobID != "" && req.JobID != id {
+		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	}
+	if q := r.URL.Query().Get("idempotency_token"); q != "" {
+		if req.IdempotencyToken != "" && req.IdempotencyToken != q {
+			return nil, errorf(http.StatusBadRequest, "two idempotency tokens: %q in the body, %q in the query", req.IdempotencyToken, q)
+		}
+		req.IdempotencyToken = q
+	}
+	res, err := a.srv.DispatchJob(requestNamespace(r), id, server.DispatchRequest{Payload: req.Payload, Meta: req.Meta,
+		IdempotencyToken: req.IdempotencyToken, IDPrefix: req.IdPrefixTemplate, Priority: req.Priority})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, res.Index)
+	resp := &JobDispatchResponse{DispatchedJobID: res.DispatchedJobID, EvalID: res.EvalID,
+		JobCreateIndex: res.JobCreateIndex, Index: res.Index}
+	if res.EvalID != "" {
+		resp.EvalCreateIndex = res.Index
+	}
+	return resp, nil
+}
+
+func (a *API) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
+	evalID, index, err := a.srv.ForcePeriodicRun(requestNamespace(r), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &PeriodicForceResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}, nil
+}
+
 func (a *API) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	if _, err := boolParam(r, "all"); err != nil {
 		return nil, err
@@ -455,6 +522,8 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/deployments", map[string]handler{"GET": a.jobDeployments}},
 		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
 		{"/scale", map[string]handler{"PUT": a.jobScale, "POST": a.jobScale}},
+		{"/dispatch", map[string]handler{"PUT": a.jobDispatch, "POST": a.jobDispatch}},
+		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},
 	}
 	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}
 	for _, s := range subs {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -263,3 +264,91 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNomadClient_DispatchAndPeriodicForce: Nomad's client dispatches a
+// parameterized job (payload, metadata, ID prefix, priority, and an
+// idempotency token as its write options carry it) and forces a periodic
+// launch.
+func TestNomadClient_DispatchAndPeriodicForce(t *testing.T) {
+	ts, _ := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(`
+job "report" {
+  type = "batch"
+  parameterized {
+    payload       = "optional"
+    meta_required = ["day"]
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.Jobs().DispatchOpts(&api.DispatchOptions{JobID: "report", Meta: map[string]string{"day": "mon"},
+		Payload: []byte("x"), IdPrefixTemplate: "nightly", Priority: 70}, nil)
+	if err != nil {
+		t.Fatalf("dispatch: %v", err)
+	}
+	if !strings.HasPrefix(resp.DispatchedJobID, "report/dispatch-nightly-") || resp.EvalID == "" || resp.JobCreateIndex == 0 {
+		t.Fatalf("dispatch response %+v", resp)
+	}
+	if e := waitEval(t, c, resp.EvalID); e.Status != "complete" || e.Priority != 70 {
+		t.Fatalf("dispatched eval %+v", e)
+	}
+	child, _, err := c.Jobs().Info(resp.DispatchedJobID, nil)
+	if err != nil || *child.ParentID != "report" || !child.Dispatched || *child.Priority != 70 || string(child.Payload) != "x" {
+		t.Fatalf("dispatched job: %v %+v", err, child)
+	}
+	if _, _, err := c.Jobs().Dispatch("report", nil, nil, "", nil); err == nil || !strings.Contains(err.Error(), "required metadata not given: day") {
+		t.Fatalf("dispatch without required meta: %v", err)
+	}
+	wo := &api.WriteOptions{IdempotencyToken: "once"}
+	first, _, err := c.Jobs().Dispatch("report", map[string]string{"day": "tue"}, nil, "", wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := c.Jobs().Dispatch("report", map[string]string{"day": "tue"}, nil, "", wo)
+	if err != nil || again.DispatchedJobID != first.DispatchedJobID || again.EvalID != "" {
+		t.Fatalf("repeated token: %v %+v (first %+v)", err, again, first)
+	}
+
+	cron, err := c.Jobs().ParseHCL(`
+job "nightly" {
+  type = "batch"
+  periodic {
+    crons = ["0 3 * * *"]
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(cron, nil); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := c.Jobs().PeriodicForce("nightly", nil)
+	if err != nil || evalID == "" {
+		t.Fatalf("periodic force: %v %q", err, evalID)
+	}
+	if e := waitEval(t, c, evalID); e.Status != "complete" || !strings.HasPrefix(e.JobID, "nightly/periodic-") {
+		t.Fatalf("forced launch eval %+v", e)
+	}
+	if _, _, err := c.Jobs().PeriodicForce("report", nil); err == nil {
+		t.Fatal("forced a launch of a job that is not periodic")
+	}
+}

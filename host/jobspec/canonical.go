@@ -72,7 +72,7 @@ func Canonicalize(j *sdk.Job) {
 		}
 	}
 	if p := j.ParameterizedJob; p != nil && p.Payload == "" {
-		p.Payload = "optional"
+		p.Payload = sdk.DispatchPayloadOptional
 	}
 	for _, tg := range j.TaskGroups {
 		canonicalizeGroup(j, tg)

@@ -647,7 +647,7 @@ func (c *checker) parameterized(p Path, jobType string, pc *sdk.ParameterizedJob
 		c.add(p, "only batch and sysbatch jobs can be parameterized, not %s jobs", jobType)
 	}
 	switch pc.Payload {
-	case "optional", "required", "forbidden":
+	case sdk.DispatchPayloadOptional, sdk.DispatchPayloadRequired, sdk.DispatchPayloadForbidden:
 	default:
 		c.add(p.Attr("payload"), "%q is not optional, required or forbidden", pc.Payload)
 	}

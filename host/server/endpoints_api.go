@@ -110,7 +110,7 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 		return badRequest(fmt.Errorf("job %q asks for %d allocations in all, over the plan size limit of %d", job.ID, total, limit))
 	}
 	if job.IsPeriodic() {
-		if _, err := nextLaunch(job.Periodic, s.now()); err != nil {
+		if _, err := NextLaunch(job.Periodic, s.now()); err != nil {
 			return badRequest(err)
 		}
 	}

@@ -24,11 +24,11 @@ const PeriodicLaunchSuffix = "/periodic-"
 // active periodic job.
 var ErrNotPeriodic = errors.New("server: job is not an active periodic job")
 
-// nextLaunch returns the first launch of a periodic configuration strictly
+// NextLaunch returns the first launch of a periodic configuration strictly
 // after after, or the zero time if its schedules have no further launch.
 // Schedules are cron expressions (Spec and Specs; the earliest wins),
 // evaluated in the configuration's time zone (UTC by default).
-func nextLaunch(p *sdk.PeriodicConfig, after time.Time) (time.Time, error) {
+func NextLaunch(p *sdk.PeriodicConfig, after time.Time) (time.Time, error) {
 	if p == nil {
 		return time.Time{}, errors.New("no periodic configuration")
 	}
@@ -205,7 +205,7 @@ func (p *periodicLauncher) run(ctx context.Context) {
 		}
 		id := j.NamespacedID()
 		if l := snap.PeriodicLaunch(j.Namespace, j.ID); l != nil {
-			if missed, err := nextLaunch(j.Periodic, time.Unix(0, l.Launch)); err == nil && !missed.IsZero() && missed.Before(now) {
+			if missed, err := NextLaunch(j.Periodic, time.Unix(0, l.Launch)); err == nil && !missed.IsZero() && missed.Before(now) {
 				s.log.Info().Str("job_id", j.ID).Time("missed", missed).Msg("launching a periodic job whose launch was missed")
 				p.launch(id, now, false)
 			}
@@ -249,7 +249,7 @@ func (p *periodicLauncher) run(ctx context.Context) {
 
 // schedule sets j's next launch after after.
 func (p *periodicLauncher) schedule(sched *launchSchedule, j *sdk.Job, after time.Time) {
-	next, err := nextLaunch(j.Periodic, after)
+	next, err := NextLaunch(j.Periodic, after)
 	if err != nil {
 		p.s.log.Error().Err(err).Str("job_id", j.ID).Msg("periodic job cannot be scheduled")
 	}

@@ -31,7 +31,7 @@ func TestNextLaunch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := nextLaunch(tc.cfg, at)
+			got, err := NextLaunch(tc.cfg, at)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one mentioning %q", err, tc.err)
@@ -39,7 +39,7 @@ func TestNextLaunch(t *testing.T) {
 				return
 			}
 			if err != nil || !got.Equal(tc.want) {
-				t.Fatalf("nextLaunch = %v, %v; want %v", got, err, tc.want)
+				t.Fatalf("NextLaunch = %v, %v; want %v", got, err, tc.want)
 			}
 		})
 	}

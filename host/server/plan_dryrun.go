@@ -78,7 +78,7 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 	if job.IsPeriodic() || job.IsParameterized() {
 		// Templates are not evaluated until launched or dispatched.
 		if job.IsPeriodic() {
-			res.NextPeriodicLaunch, _ = nextLaunch(job.Periodic, s.now())
+			res.NextPeriodicLaunch, _ = NextLaunch(job.Periodic, s.now())
 		}
 		return res, nil
 	}

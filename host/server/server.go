@@ -60,6 +60,9 @@ type Server struct {
 	done         sync.WaitGroup
 	rngMu        sync.Mutex
 	rng          *rand.Rand
+	// dispatchMu serialises dispatches of parameterized jobs (their
+	// idempotency tokens).
+	dispatchMu sync.Mutex
 }
 
 // New creates a server and starts raft; in durable mode it opens the data
