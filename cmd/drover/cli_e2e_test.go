@@ -344,6 +344,25 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.run(0, "job", "stop", "-purge", "huge")
 	})
 
+	t.Run("job revert", func(t *testing.T) {
+		c.t = t
+		var cur struct{ Job *sdk.Job }
+		if err := json.Unmarshal([]byte(c.run(0, "job", "inspect", "web")), &cur); err != nil {
+			t.Fatal(err)
+		}
+		v := fmt.Sprint(cur.Job.Version)
+		c.contains(c.run(1, "job", "revert", "web", v), "at version "+v+" already")
+		c.contains(c.run(1, "job", "revert", "-check-version", "0", "web", "0"), "is at version "+v+", not 0")
+		c.contains(c.run(0, "job", "revert", "-check-version", v, "web", "0"), `finished with status "complete"`)
+		var after struct{ Job *sdk.Job }
+		if err := json.Unmarshal([]byte(c.run(0, "job", "inspect", "web")), &after); err != nil {
+			t.Fatal(err)
+		}
+		if after.Job.Version != cur.Job.Version+1 || after.Job.TaskGroups[0].Count != 2 {
+			t.Fatalf("reverted to version 0: version %d count %d", after.Job.Version, after.Job.TaskGroups[0].Count)
+		}
+	})
+
 	t.Run("job stop", func(t *testing.T) {
 		c.t = t
 		c.contains(c.run(0, "job", "stop", "web"), `finished with status "complete"`)

@@ -78,6 +78,17 @@ type JobDispatchResponse struct {
 	Index           uint64
 }
 
+// JobRevertRequest is the body of PUT /v1/job/:id/revert. JobID, when
+// set, must be the path's.
+type JobRevertRequest struct {
+	JobID               string
+	JobVersion          uint64
+	EnforcePriorVersion *uint64
+	ConsulToken         string
+	VaultToken          string
+	WriteRequest
+}
+
 // PeriodicForceResponse answers PUT /v1/job/:id/periodic/force.
 type PeriodicForceResponse struct {
 	EvalID          string
@@ -403,6 +414,27 @@ func (a *API) jobDispatch(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
+func (a *API) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobRevertRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.JobID != "" && req.JobID != id {
+		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	}
+	evalID, index, err := a.srv.RevertJob(requestNamespace(r), id, req.JobVersion, req.EnforcePriorVersion)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	resp := &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}
+	if j := a.srv.Store().Snapshot().Job(requestNamespace(r), id); j != nil {
+		resp.JobModifyIndex = j.JobModifyIndex
+	}
+	return resp, nil
+}
+
 func (a *API) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
 	evalID, index, err := a.srv.ForcePeriodicRun(requestNamespace(r), r.PathValue("id"))
 	if err != nil {
@@ -523,6 +555,7 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
 		{"/scale", map[string]handler{"PUT": a.jobScale, "POST": a.jobScale}},
 		{"/dispatch", map[string]handler{"PUT": a.jobDispatch, "POST": a.jobDispatch}},
+		{"/revert", map[string]handler{"PUT": a.jobRevert, "POST": a.jobRevert}},
 		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},
 	}
 	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}

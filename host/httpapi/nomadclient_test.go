@@ -252,6 +252,18 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 		t.Fatalf("a stale CAS updated: %v %+v", err, set)
 	}
 
+	reverted, _, err := c.Jobs().Revert("web", 0, ptr(uint64(1)), nil, "", "")
+	if err != nil || reverted.EvalID == "" {
+		t.Fatalf("revert: %v %+v", err, reverted)
+	}
+	waitEval(t, c, reverted.EvalID)
+	if j, _, err := c.Jobs().Info("web", nil); err != nil || *j.Version != 2 || *j.TaskGroups[0].Count != 2 {
+		t.Fatalf("reverted job: %v version %v count %v", err, *j.Version, *j.TaskGroups[0].Count)
+	}
+	if _, _, err := c.Jobs().Revert("web", 0, ptr(uint64(1)), nil, "", ""); err == nil {
+		t.Fatal("a revert with a stale prior version succeeded")
+	}
+
 	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +273,7 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	if _, _, err := c.Nodes().Info(node.ID, nil); err == nil {
 		t.Fatal("a purged node is still readable")
 	}
+
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// RevertJob registers a kept version of a job again, as `nomad job
+// revert` does: the job's spec becomes that version's (a new version),
+// evaluated by a job-register eval. With enforcePrior set, the revert
+// happens only while the job's current version is *enforcePrior.
+func (s *Server) RevertJob(namespace, jobID string, version uint64, enforcePrior *uint64) (evalID string, index uint64, err error) {
+	snap := s.store.Snapshot()
+	cur := snap.Job(namespace, jobID)
+	if cur == nil {
+		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, jobID)
+	}
+	if enforcePrior != nil && cur.Version != *enforcePrior {
+		return "", 0, fmt.Errorf("%w: job %q is at version %d, not %d", ErrConflict, jobID, cur.Version, *enforcePrior)
+	}
+	if version == cur.Version {
+		return "", 0, badRequest(fmt.Errorf("job %q is at version %d already", jobID, version))
+	}
+	v := snap.JobVersion(namespace, jobID, version)
+	if v == nil {
+		var kept []uint64
+		for _, k := range snap.JobVersions(namespace, jobID) {
+			kept = append(kept, k.Version)
+		}
+		return "", 0, fmt.Errorf("%w: version %d of job %q (kept versions: %v)", ErrNotFound, version, jobID, kept)
+	}
+	return s.RegisterJobOpts(revertTo(v.Copy(), s.now().UnixNano()), RegisterOptions{trigger: sdk.EvalTriggerJobRegister})
+}
