@@ -111,7 +111,10 @@ Usage: drover alloc stop [options] <alloc-id>
 
   Stops an allocation (its ID or a unique prefix) and has the scheduler
   place a replacement: the allocation is marked to migrate and an alloc-stop
-  evaluation is created, which this command monitors.
+  evaluation is created, which this command monitors. As in Nomad, an
+  allocation of a system or sysbatch job is stopped without a replacement;
+  the job's next evaluation (drover job eval, a job update or a node
+  change) places one again on the node.
 
   Exit codes: 0 on success, 2 when the replacement could not be placed, 1
   on error.

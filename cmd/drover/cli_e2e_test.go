@@ -344,6 +344,13 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.run(0, "job", "stop", "-purge", "huge")
 	})
 
+	t.Run("job eval", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "job", "eval", "web"), `Evaluation triggered by job "web"`, `finished with status "complete"`)
+		c.contains(c.run(0, "job", "eval", "-force-reschedule", "-detach", "web"), "Evaluation ID: ")
+		c.contains(c.run(1, "job", "eval", "nope"), `reading job "nope"`)
+	})
+
 	t.Run("job revert", func(t *testing.T) {
 		c.t = t
 		var cur struct{ Job *sdk.Job }

@@ -51,6 +51,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"job init":                      f(&jobInitCommand{meta: m}),
 		"job dispatch":                  f(&jobDispatchCommand{meta: m}),
 		"job revert":                    f(&jobRevertCommand{meta: m}),
+		"job eval":                      f(&jobEvalCommand{meta: m}),
 		"job periodic":                  group("Interact with periodic jobs", "job periodic"),
 		"job periodic force":            f(&jobPeriodicForceCommand{meta: m}),
 		"eval":                          group("Interact with evaluations", "eval"),
