@@ -86,20 +86,21 @@ func (c *deploymentStatusCommand) Run(args []string) int {
 	}
 	c.kv("ID", d.ID, "Job ID", d.JobID, "Job Version", fmt.Sprint(d.JobVersion), "Status", d.Status,
 		"Description", d.StatusDescription)
-	groups := make([]string, 0, len(d.TaskGroups))
-	for g := range d.TaskGroups {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
 	c.ui.Output("\nDeployed")
+	c.table(deployedRows(&d))
+	return exitOK
+}
+
+// deployedRows tabulates a deployment's groups: canaries, placed, healthy
+// and unhealthy allocations.
+func deployedRows(d *sdk.Deployment) [][]string {
 	rows := [][]string{{"Task Group", "Promoted", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy"}}
-	for _, g := range groups {
+	for _, g := range sortedKeys(d.TaskGroups) {
 		st := d.TaskGroups[g]
 		rows = append(rows, []string{g, fmt.Sprint(st.Promoted), fmt.Sprint(st.DesiredTotal), fmt.Sprint(st.DesiredCanaries),
 			fmt.Sprint(st.PlacedAllocs), fmt.Sprint(st.HealthyAllocs), fmt.Sprint(st.UnhealthyAllocs)})
 	}
-	c.table(rows)
-	return exitOK
+	return rows
 }
 
 // deploymentActionCommand is promote, fail, pause and resume: a write on a

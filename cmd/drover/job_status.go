@@ -39,6 +39,8 @@ type JobStatus struct {
 	Summary     *server.Summary
 	Allocations []*sdk.AllocationListStub
 	Evaluations []*sdk.Evaluation
+	// LatestDeployment is the job's newest deployment, if it has one.
+	LatestDeployment *sdk.Deployment `json:",omitempty"`
 	// Children are the jobs a periodic or parameterized job launched.
 	Children []*httpapi.JobListStub `json:",omitempty"`
 }
@@ -87,6 +89,9 @@ func (c *jobStatusCommand) Run(args []string) int {
 	}
 	if _, err := cl.Get(bg, "/v1/job/"+id+"/evaluations", &st.Evaluations); err != nil {
 		return c.errorf("reading the job's evaluations: %v", err)
+	}
+	if _, err := cl.Get(bg, "/v1/job/"+id+"/deployment", &st.LatestDeployment); err != nil {
+		return c.errorf("reading the job's latest deployment: %v", err)
 	}
 	if launcher(job) {
 		var jobs []*httpapi.JobListStub
@@ -146,6 +151,13 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 		if e.TerminalStatus() && len(e.FailedTGAllocs) == 0 {
 			break
 		}
+	}
+
+	if d := st.LatestDeployment; d != nil {
+		c.ui.Output("\nLatest Deployment")
+		c.kv("ID", shortID(d.ID), "Status", d.Status, "Description", d.StatusDescription)
+		c.ui.Output("\nDeployed")
+		c.table(deployedRows(d))
 	}
 
 	if evals {

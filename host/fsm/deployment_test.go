@@ -59,9 +59,26 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 		t.Fatalf("healthy counted twice: %d", got)
 	}
 
+	// In-place updates: one into a new deployment is that deployment's
+	// placement; one that stays in its deployment is not counted again.
+	d2 := &sdk.Deployment{ID: "d2", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+		TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
+	moved := *store.Snapshot().Alloc("a2")
+	moved.DeploymentID, moved.DeploymentStatus = "d2", nil
+	stays := *store.Snapshot().Alloc("a1")
+	apply(6, &ApplyPlanResultsRequest{Job: job, EvalID: "e3", Deployment: d2, AllocsUpdated: []*sdk.Allocation{&moved, &stays},
+		UpdatedAt: later.UnixNano()})
+	snap = store.Snapshot()
+	if got := snap.Deployment("d2").TaskGroups["g"].PlacedAllocs; got != 1 {
+		t.Fatalf("an allocation updated in place into a deployment counted %d placements, want 1", got)
+	}
+	if got := snap.Deployment("d1").TaskGroups["g"].PlacedAllocs; got != 2 {
+		t.Fatalf("an in-place update within the deployment changed its placements to %d, want 2", got)
+	}
+
 	ev := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending,
 		TriggeredBy: sdk.EvalTriggerDeploymentWatcher}
-	apply(6, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
+	apply(7, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
 	snap = store.Snapshot()
 	if !snap.Deployment("d1").TaskGroups["g"].Promoted || snap.Eval("e2") == nil {
 		t.Fatalf("promotion not applied")

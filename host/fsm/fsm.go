@@ -539,7 +539,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			freed(a.NodeID)
 		}
 	}
-	var fresh []*sdk.Allocation
+	var fresh []*sdk.Allocation // new to their deployment
 	for _, u := range req.AllocsUpdated {
 		a := *u
 		old := tx.Alloc(a.ID)
@@ -561,6 +561,11 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 				// Plugins never see Metrics (state syncs leave them out):
 				// an update without them keeps the placement's.
 				a.Metrics = old.Metrics
+			}
+			// Updated in place into another deployment, it is one of that
+			// deployment's placements, as in Nomad.
+			if a.DeploymentID != "" && a.DeploymentID != old.DeploymentID {
+				fresh = append(fresh, &a)
 			}
 		} else {
 			a.CreateTime = now

@@ -540,7 +540,8 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			if v := h.keptVersion(a); v != nil && h.allocs[a.ID] == nil {
 				c.Job = v // a new placement that runs an older version, as the host allows
 			}
-			if old := h.allocs[a.ID]; old != nil {
+			old := h.allocs[a.ID]
+			if old != nil {
 				// An in-place update: the node's view of the allocation
 				// stays, unless it is marked unknown on a disconnected node.
 				if n := h.nodes[c.NodeID]; c.ClientStatus != sdk.AllocClientStatusUnknown || n == nil || n.Status != sdk.NodeStatusDisconnected {
@@ -550,13 +551,16 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 				c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
 			} else {
 				c.CreateTime = now
-				if d := h.deploys[c.DeploymentID]; d != nil {
-					d = d.Copy()
-					if d.CountPlacement(&c, h.Now) {
-						d.ModifyIndex = idx
-						h.deploys[d.ID] = d
-						h.changes = append(h.changes, change{index: idx, kind: kindDeployment, key: d.ID})
-					}
+			}
+			// A new allocation, or one updated in place into another
+			// deployment, is a placement of its deployment (as the host
+			// counts it).
+			if d := h.deploys[c.DeploymentID]; d != nil && (old == nil || old.DeploymentID != c.DeploymentID) {
+				d = d.Copy()
+				if d.CountPlacement(&c, h.Now) {
+					d.ModifyIndex = idx
+					h.deploys[d.ID] = d
+					h.changes = append(h.changes, change{index: idx, kind: kindDeployment, key: d.ID})
 				}
 			}
 			h.putAlloc(&c, idx)

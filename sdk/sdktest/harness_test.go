@@ -7,6 +7,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
+	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
 	"github.com/drover-sched/drover/sdk/sdktest"
 )
 
@@ -159,5 +160,40 @@ func TestHarness_GarbageCollectionOnlyForCoreEvals(t *testing.T) {
 	err := p.Process(&sdk.Evaluation{ID: "e1", Type: sdk.JobTypeService, JobID: "web", Status: sdk.EvalStatusPending})
 	if err == nil || len(h.Collected) != 0 {
 		t.Fatalf("a service eval collected garbage: err %v, collected %+v", err, h.Collected)
+	}
+}
+
+// TestHarness_InPlaceUpdateIntoADeploymentIsItsPlacement: the harness
+// counts deployments as the host does: an allocation updated in place
+// into a new deployment is one of its placements; one updated within its
+// deployment is not counted again.
+func TestHarness_InPlaceUpdateIntoADeploymentIsItsPlacement(t *testing.T) {
+	h := sdktest.New()
+	h.UpsertNode(sdktest.Node("n1", 4000, 8192))
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	job = h.Job("default", "web")
+	d1 := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+		TaskGroups: map[string]*sdk.DeploymentState{"web": {DesiredTotal: 2}}}
+	d2 := &sdk.Deployment{ID: "d2", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+		TaskGroups: map[string]*sdk.DeploymentState{"web": {DesiredTotal: 2}}}
+	h.UpsertDeployment(d1)
+	h.UpsertDeployment(d2)
+	a1, a2 := schedtest.Alloc(job, 0, "n1"), schedtest.Alloc(job, 1, "n1")
+	a1.DeploymentID, a2.DeploymentID = "d1", "d1"
+	h.UpsertAlloc(a1, a2)
+
+	moved, stays := *a1, *a2
+	moved.DeploymentID = "d2"
+	if _, err := h.SubmitPlan(&sdk.Plan{EvalID: "e1", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n1": {&moved, &stays}}}); err != nil {
+		t.Fatal(err)
+	}
+	placed := map[string]int{}
+	for _, d := range h.FullSync(false).Deployments {
+		placed[d.ID] = d.TaskGroups["web"].PlacedAllocs
+	}
+	if placed["d2"] != 1 || placed["d1"] != 0 {
+		t.Fatalf("placements counted %v, want d2: 1 and d1: 0", placed)
 	}
 }
