@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -165,6 +166,12 @@ func (c *deploymentActionCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("finding deployment %q: %v", fs.Arg(0), err)
 	}
+	return c.act(cl, id, groups, *detach)
+}
+
+// act applies the command's action to deployment id and monitors the
+// evaluation it creates, unless detached.
+func (c *deploymentActionCommand) act(cl *client.Client, id string, groups []string, detach bool) int {
 	var body any
 	path := "/v1/deployment/" + c.action + "/" + url.PathEscape(id)
 	switch c.action {
@@ -182,7 +189,7 @@ func (c *deploymentActionCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("Deployment %q %s", shortID(id), map[string]string{"promote": "promoted",
 		"fail": "failed", "pause": "paused", "resume": "resumed"}[c.action]))
-	if resp.EvalID == "" || *detach {
+	if resp.EvalID == "" || detach {
 		if resp.EvalID != "" {
 			c.ui.Output("Evaluation ID: " + resp.EvalID)
 		}

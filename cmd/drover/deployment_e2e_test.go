@@ -15,6 +15,11 @@ variable "image" {
   default = "web:1"
 }
 
+variable "replicas" {
+  type    = number
+  default = 2
+}
+
 job "canary" {
   datacenters = ["*"]
 
@@ -26,7 +31,7 @@ job "canary" {
   }
 
   group "app" {
-    count = 2
+    count = var.replicas
 
     task "app" {
       driver = "docker"
@@ -43,15 +48,16 @@ job "canary" {
 `
 
 // `job run` follows the first version's deployment to its end and the
-// second's until its canary waits for a promotion; `drover deployment
-// promote` gives it, and the rest of the job rolls out to the new version.
+// second's (a new image and one more allocation) until its canary waits
+// for a promotion; `drover job promote` gives it, and the rest of the job
+// rolls out to the new version, one allocation per index.
 func TestE2E_DeploymentPromote(t *testing.T) {
 	bin := droverBin(t)
 	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 3)}
 	path := writeFile(t, t.TempDir(), "canary.hcl", canaryJob)
 	c.contains(c.run(0, "job", "run", path), "Monitoring deployment", `Group "app": 2 of 2 placed, 2 healthy`,
 		"successful")
-	c.contains(c.run(0, "job", "run", "-var", "image=web:2", path), "Monitoring deployment", "1 canaries",
+	c.contains(c.run(0, "job", "run", "-var", "image=web:2", "-var", "replicas=3", path), "Monitoring deployment", "1 canaries",
 		"wait for a manual promotion")
 
 	var ds []*sdk.Deployment
@@ -73,7 +79,7 @@ func TestE2E_DeploymentPromote(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	c.contains(c.run(0, "deployment", "status", canaryDep.ID[:8]), "Canaries", "app")
-	c.contains(c.run(0, "deployment", "promote", canaryDep.ID[:8]), "promoted", `finished with status "complete"`)
+	c.contains(c.run(0, "job", "promote", "canary"), "promoted", `finished with status "complete"`)
 
 	for {
 		var d sdk.Deployment
@@ -92,17 +98,28 @@ func TestE2E_DeploymentPromote(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "canary")), &st); err != nil {
 		t.Fatal(err)
 	}
-	live := 0
+	names := map[string]bool{}
 	for _, a := range st.Allocations {
 		if a.DesiredStatus == sdk.AllocDesiredStatusRun {
-			live++
+			if names[a.Name] {
+				t.Errorf("two allocations named %s", a.Name)
+			}
+			names[a.Name] = true
 			if a.JobVersion != 1 {
 				t.Errorf("allocation %s still runs version %d", a.Name, a.JobVersion)
 			}
 		}
 	}
-	if live != 2 {
-		t.Errorf("%d allocations run, want 2", live)
+	if len(names) != 3 {
+		t.Errorf("%d allocations run, want 3", len(names))
 	}
+	if st.LatestDeployment == nil || st.LatestDeployment.ID != canaryDep.ID {
+		t.Errorf("job status -json latest deployment %+v, want %s", st.LatestDeployment, canaryDep.ID)
+	}
+	c.contains(c.run(0, "job", "status", "canary"), "Latest Deployment", "Status      = successful", "Deployed")
+	c.contains(c.run(0, "job", "deployments", "-latest", "canary"), canaryDep.ID[:8], "successful")
+	c.contains(c.run(0, "job", "allocs", "-all", "canary"), "canary.app[2]", "stop")
 	c.run(1, "deployment", "promote", canaryDep.ID)
+	c.contains(c.run(1, "job", "promote", "canary"), "is successful")
+	c.run(0, "system", "gc")
 }

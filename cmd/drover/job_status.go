@@ -171,23 +171,12 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 	}
 
 	c.ui.Output("\nAllocations")
-	var allocs []*sdk.AllocationListStub
-	for _, a := range st.Allocations {
-		if allAllocs || a.DesiredStatus == sdk.AllocDesiredStatusRun || !isTerminalClient(a.ClientStatus) {
-			allocs = append(allocs, a)
-		}
-	}
+	allocs := shownAllocs(st.Allocations, allAllocs)
 	if len(allocs) == 0 {
 		c.ui.Output("No allocations placed")
 		return
 	}
-	sort.Slice(allocs, func(a, b int) bool { return allocs[a].Name < allocs[b].Name })
-	rows = [][]string{{"ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Name", "Created"}}
-	for _, a := range allocs {
-		rows = append(rows, []string{shortID(a.ID), shortID(a.NodeID), a.TaskGroup, fmt.Sprint(a.JobVersion),
-			a.DesiredStatus, a.ClientStatus, a.Name, formatTime(a.CreateTime)})
-	}
-	c.table(rows)
+	c.table(allocRows(allocs))
 }
 
 // launcher reports whether a job runs only through the jobs it launches:

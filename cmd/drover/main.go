@@ -52,6 +52,9 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"job dispatch":                  f(&jobDispatchCommand{meta: m}),
 		"job revert":                    f(&jobRevertCommand{meta: m}),
 		"job eval":                      f(&jobEvalCommand{meta: m}),
+		"job allocs":                    f(&jobAllocsCommand{meta: m}),
+		"job deployments":               f(&jobDeploymentsCommand{meta: m}),
+		"job promote":                   f(&jobPromoteCommand{meta: m}),
 		"job periodic":                  group("Interact with periodic jobs", "job periodic"),
 		"job periodic force":            f(&jobPeriodicForceCommand{meta: m}),
 		"eval":                          group("Interact with evaluations", "eval"),
@@ -79,6 +82,8 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"plugin list":                   f(&pluginListCommand{meta: m}),
 		"plugin inspect":                f(&pluginInspectCommand{meta: m}),
 		"plugin validate":               f(&pluginValidateCommand{meta: m}),
+		"system":                        group("Interact with the system", "system"),
+		"system gc":                     f(&systemGCCommand{meta: m}),
 		"bench":                         group("Run benchmarks", "bench"),
 		"bench scheduler":               f(&benchSchedulerCommand{meta: m}),
 	}
