@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,7 +19,9 @@ const simBatchRuntime = 5 * time.Second
 
 // simulator plays the node agents of a dev cluster: it registers ready
 // nodes, heartbeats for them, and reports their allocations as a node
-// would (pending -> running; stopped -> complete; batch -> complete).
+// would (pending -> running; stopped -> complete; batch -> complete;
+// mock_driver tasks fail or finish as their config says, see
+// simBehaviour).
 type simulator struct {
 	srv   *server.Server
 	n     int
@@ -159,12 +162,22 @@ func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 	if a.DesiredStatus != sdk.AllocDesiredStatusRun {
 		return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "stopped by the server"}, true
 	}
+	b := simBehaviourOf(a)
 	switch a.ClientStatus {
 	case sdk.AllocClientStatusPending, "":
+		if b.startError != "" {
+			return simFailed(a, "Failed to start tasks: "+b.startError, now), true
+		}
 		return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running"}, true
 	case sdk.AllocClientStatusRunning:
+		if b.runFor > 0 && now.Sub(time.Unix(0, a.CreateTime)) >= b.runFor {
+			if b.exitCode != 0 {
+				return simFailed(a, fmt.Sprintf("Task exited with exit code %d", b.exitCode), now), true
+			}
+			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
+		}
 		batch := a.Job != nil && (a.Job.Type == sdk.JobTypeBatch || a.Job.Type == sdk.JobTypeSysBatch)
-		if batch && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
+		if batch && b.runFor == 0 && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
 			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
 		}
 		if u, ok := simHealth(a, now); ok {
@@ -172,6 +185,61 @@ func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 		}
 	}
 	return server.AllocUpdate{}, false
+}
+
+// simFailed reports an allocation failed; in a deployment that had not yet
+// judged it, it is unhealthy too, as a node's health watcher reports it.
+func simFailed(a *sdk.Allocation, why string, now time.Time) server.AllocUpdate {
+	u := server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed, ClientDescription: why}
+	if a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() {
+		healthy := false
+		u.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}
+	}
+	return u
+}
+
+// simBehaviour is what a dev node's mock_driver does with an allocation's
+// tasks, from Nomad's mock_driver options in their config: start_error
+// fails the allocation as it starts; run_for (a duration) is how long the
+// tasks run before they exit with exit_code (0: complete, otherwise
+// failed). Across tasks, the first start_error and the first non-zero
+// exit code count, and the longest run_for. Without run_for a service
+// allocation runs until stopped and a batch one for simBatchRuntime. Other
+// drivers' tasks always run fine.
+type simBehaviour struct {
+	startError string
+	runFor     time.Duration
+	exitCode   int
+}
+
+func simBehaviourOf(a *sdk.Allocation) simBehaviour {
+	var b simBehaviour
+	if a.Job == nil {
+		return b
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return b
+	}
+	for _, t := range tg.Tasks {
+		if t.Driver != "mock_driver" {
+			continue
+		}
+		if v, ok := t.Config["start_error"]; ok && b.startError == "" {
+			b.startError = fmt.Sprint(v)
+		}
+		if v, ok := t.Config["run_for"]; ok {
+			if d, err := time.ParseDuration(fmt.Sprint(v)); err == nil && d > b.runFor {
+				b.runFor = d
+			}
+		}
+		if v, ok := t.Config["exit_code"]; ok && b.exitCode == 0 {
+			if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
+				b.exitCode = n
+			}
+		}
+	}
+	return b
 }
 
 // simHealth reports a running allocation of a deployment healthy once it

@@ -39,3 +39,50 @@ func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 		})
 	}
 }
+
+// TestSimNext_MockDriverOptions: mock_driver tasks fail to start with
+// start_error, and exit after run_for with exit_code (failed, and
+// unhealthy in a deployment that had not judged them) or 0 (complete);
+// other drivers ignore those options.
+func TestSimNext_MockDriverOptions(t *testing.T) {
+	now := time.Unix(1000, 0)
+	job := func(driver string, config sdk.Opaque) *sdk.Job {
+		return &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
+			Tasks: []*sdk.Task{{Name: "ok", Driver: "mock_driver"}, {Name: "t", Driver: driver, Config: config}}}}}
+	}
+	created := now.Add(-10 * time.Second).UnixNano()
+	cases := []struct {
+		name         string
+		job          *sdk.Job
+		status       string
+		deployment   string
+		wantUpdate   bool
+		wantStatus   string
+		wantDesc     string
+		wantUnhealty bool
+	}{
+		{"start error", job("mock_driver", sdk.Opaque{"start_error": "no image"}), sdk.AllocClientStatusPending, "d",
+			true, sdk.AllocClientStatusFailed, "Failed to start tasks: no image", true},
+		{"exits with a code after run_for", job("mock_driver", sdk.Opaque{"run_for": "5s", "exit_code": 3}), sdk.AllocClientStatusRunning, "",
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 3", false},
+		{"exit code as HCL numbers decode", job("mock_driver", sdk.Opaque{"run_for": "5s", "exit_code": float64(1)}), sdk.AllocClientStatusRunning, "d",
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 1", true},
+		{"exits cleanly after run_for", job("mock_driver", sdk.Opaque{"run_for": "5s"}), sdk.AllocClientStatusRunning, "",
+			true, sdk.AllocClientStatusComplete, "All tasks have completed", false},
+		{"still running", job("mock_driver", sdk.Opaque{"run_for": "1m", "exit_code": 1}), sdk.AllocClientStatusRunning, "",
+			false, "", "", false},
+		{"other drivers ignore the options", job("docker", sdk.Opaque{"start_error": "x", "run_for": "1s", "exit_code": 1}),
+			sdk.AllocClientStatusRunning, "", false, "", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := sdk.Allocation{ID: "a1", Job: tc.job, TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun,
+				ClientStatus: tc.status, DeploymentID: tc.deployment, CreateTime: created, ModifyTime: created}
+			u, ok := simNext(&a, now)
+			if ok != tc.wantUpdate || u.ClientStatus != tc.wantStatus || u.ClientDescription != tc.wantDesc ||
+				u.DeploymentStatus.IsUnhealthy() != tc.wantUnhealty {
+				t.Fatalf("update %v %+v (deployment status %+v)", ok, u, u.DeploymentStatus)
+			}
+		})
+	}
+}
