@@ -84,3 +84,32 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 		t.Fatalf("promotion not applied")
 	}
 }
+
+// TestDeploymentSuccess_MarksTheJobVersionStable: the plan that marks a
+// deployment successful marks its job version stable in the same entry.
+func TestDeploymentSuccess_MarksTheJobVersionStable(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	if err := f.ApplyDecoded(1, &JobRegisterRequest{Job: job}); err != nil {
+		t.Fatal(err)
+	}
+	d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: 0, Status: sdk.DeploymentStatusRunning,
+		TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
+	if err := f.ApplyDecoded(2, &ApplyPlanResultsRequest{Job: job, EvalID: "e1", Deployment: d}); err != nil {
+		t.Fatal(err)
+	}
+	if store.Snapshot().JobVersion("default", "web", 0).Stable {
+		t.Fatal("stable before the deployment succeeded")
+	}
+	done := &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusSuccessful,
+		StatusDescription: sdk.DeploymentDescriptionSuccessful}
+	if err := f.ApplyDecoded(3, &ApplyPlanResultsRequest{Job: job, EvalID: "e2", DeploymentUpdates: []*sdk.DeploymentStatusUpdate{done}}); err != nil {
+		t.Fatal(err)
+	}
+	snap := store.Snapshot()
+	if !snap.JobVersion("default", "web", 0).Stable || !snap.Job("default", "web").Stable {
+		t.Fatalf("the successful deployment left version 0 unstable: %+v", snap.JobVersion("default", "web", 0))
+	}
+}

@@ -624,7 +624,18 @@ func updateDeploymentStatus(tx *state.Txn, u *sdk.DeploymentStatusUpdate, now in
 	d.Status = u.Status
 	d.StatusDescription = u.StatusDescription
 	d.ModifyTime = now
-	return tx.UpsertDeployment(&d)
+	if err := tx.UpsertDeployment(&d); err != nil {
+		return err
+	}
+	// A successful deployment makes its job version stable in the same
+	// entry, as in Nomad: an auto-revert decided right after must find
+	// it.
+	if d.Status == sdk.DeploymentStatusSuccessful && old.Status != sdk.DeploymentStatusSuccessful {
+		if v := tx.JobVersion(d.Namespace, d.JobID, d.JobVersion); v != nil && !v.Stable {
+			return tx.SetJobStability(d.Namespace, d.JobID, d.JobVersion, true)
+		}
+	}
+	return nil
 }
 
 func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx *effects) error {

@@ -23,7 +23,9 @@ import (
 //     auto_revert, re-registers the job's latest stable version;
 //   - canaries of groups with auto_promote are promoted once all of them
 //     are healthy;
-//   - a successful deployment marks its job version stable.
+//   - a successful deployment's job version is stable: the FSM marks it in
+//     the entry that makes the deployment successful; the watcher marks
+//     any it finds unmarked (state written before the FSM did so).
 //
 // Decisions (decide) are pure over a state snapshot and a time; the loop
 // only waits for changes and applies the decisions through raft. Seed 002:
