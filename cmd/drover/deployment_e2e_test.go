@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -122,4 +124,151 @@ func TestE2E_DeploymentPromote(t *testing.T) {
 	c.run(1, "deployment", "promote", canaryDep.ID)
 	c.contains(c.run(1, "job", "promote", "canary"), "is successful")
 	c.run(0, "system", "gc")
+}
+
+const revertJob = `
+variable "start_error" {
+  default = ""
+}
+
+job "flaky" {
+  datacenters = ["*"]
+
+  update {
+    max_parallel     = 1
+    min_healthy_time = "1s"
+    healthy_deadline = "1m"
+    auto_revert      = true
+  }
+
+  group "g" {
+    count = 2
+
+    reschedule {
+      delay          = "5s"
+      delay_function = "constant"
+      unlimited      = true
+    }
+
+    task "t" {
+      driver = "mock_driver"
+      config {
+        start_error = var.start_error
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+const crashingBatchJob = `
+job "crashing" {
+  datacenters = ["*"]
+  type        = "batch"
+
+  group "g" {
+    reschedule {
+      attempts       = 1
+      interval       = "1h"
+      delay          = "5s"
+      delay_function = "constant"
+    }
+
+    task "t" {
+      driver = "mock_driver"
+      config {
+        run_for   = "1s"
+        exit_code = 3
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+// A version whose allocations fail to start fails its deployment, which
+// auto-reverts to the last stable version: the job ends on a new version
+// with the old spec, its deployment successful, every eval complete. A
+// failing batch allocation is rescheduled after its delay, once.
+func TestE2E_FailedDeploymentRevertsAndFailedAllocationsReschedule(t *testing.T) {
+	bin := droverBin(t)
+	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 3)}
+	dir := t.TempDir()
+	flaky := writeFile(t, dir, "flaky.hcl", revertJob)
+	c.contains(c.run(0, "job", "run", flaky), "successful")
+	c.contains(c.run(1, "job", "run", "-var", "start_error=no image", flaky), "rolling back to job version 0")
+	c.run(0, "job", "run", "-detach", writeFile(t, dir, "crashing.hcl", crashingBatchJob))
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var st JobStatus
+		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "flaky")), &st); err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, a := range st.Allocations {
+			if a.DesiredStatus == sdk.AllocDesiredStatusRun && a.ClientStatus == sdk.AllocClientStatusRunning && a.JobVersion == 2 {
+				running++
+			}
+		}
+		d := st.LatestDeployment
+		if running == 2 && d != nil && d.JobVersion == 2 && d.Status == sdk.DeploymentStatusSuccessful {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful rollback to version 2:\n%s", c.run(0, "job", "status", "-evals", "-all-allocs", "flaky"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(c.run(0, "job", "history", "flaky"), "Version     = 2") {
+		t.Fatal("the rollback registered no version 2")
+	}
+
+	for {
+		var allocs []*sdk.AllocationListStub
+		if err := json.Unmarshal([]byte(c.run(0, "job", "allocs", "-all", "-json", "crashing")), &allocs); err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		for _, a := range allocs {
+			if a.ClientStatus == sdk.AllocClientStatusFailed {
+				failed++
+			}
+		}
+		if failed == 2 && len(allocs) == 2 {
+			break
+		}
+		if failed > 2 || len(allocs) > 2 || time.Now().After(deadline) {
+			t.Fatalf("want the failed allocation rescheduled once, then given up:\n%s", c.run(0, "job", "allocs", "-all", "crashing"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	// Every eval completed at its first attempt: none was nacked (a plan
+	// the host refused, a follow-up it would not take) and retried.
+	for _, job := range []string{"flaky", "crashing"} {
+		var st JobStatus
+		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", job)), &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range st.Evaluations {
+			var full httpapi.EvalResponse
+			if err := json.Unmarshal([]byte(c.run(0, "eval", "status", "-json", e.ID)), &full); err != nil {
+				t.Fatal(err)
+			}
+			var phases []string
+			for _, ph := range full.History {
+				phases = append(phases, ph.Phase)
+			}
+			delayed := slices.Index(phases, "delayed")
+			if full.Status != sdk.EvalStatusComplete || (delayed >= 0 && (e.WaitUntil.IsZero() || delayed > 1)) {
+				t.Errorf("%s: eval %s (%s) is %s after %v", job, shortID(e.ID), e.TriggeredBy, full.Status, phases)
+			}
+		}
+	}
 }

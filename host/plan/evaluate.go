@@ -229,8 +229,12 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 		if old.JobID != a.JobID || old.Namespace != a.Namespace || old.NodeID != a.NodeID {
 			return invalid("allocation ID %s is already used by another allocation", a.ID)
 		}
-		if old.TerminalStatus() {
-			return invalid("allocation %s is terminal and cannot be updated in place", a.ID)
+		// A stopped allocation is not brought back. One its node reports
+		// finished (failed, say) that the server still wants running may
+		// be updated: that is how a scheduler annotates it (the follow-up
+		// eval of a delayed reschedule), as in Nomad; it stays finished.
+		if old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict {
+			return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
 		}
 	}
 	switch a.DesiredStatus {
@@ -357,29 +361,41 @@ func onlyMarksUnknown(placements []*sdk.Allocation, live map[string]bool) bool {
 }
 
 // NodeFits checks one node's part of the plan against snap, as Nomad's
-// plan applier does: a node that only loses allocations always fits; a node
-// that gets allocations must exist and be ready (or be disconnected, when
-// its part only marks live allocations unknown); one that gets new
-// allocations (not only in-place updates of its live ones) must also be
-// eligible; and the proposed set — the node's live allocations, less the
-// plan's stops, preemptions and updated allocations, plus the plan's
-// placements — must fit the node, as feasible.AllocsFit judges. It returns
-// the reason a node does not fit.
+// plan applier does: a node that only loses allocations, or only has
+// finished ones annotated, always fits; a node that gets allocations must
+// exist and be ready (or be disconnected, when its part only marks live
+// allocations unknown); one that gets new allocations (not only in-place
+// updates of its live ones) must also be eligible; and the proposed set —
+// the node's live allocations, less the plan's stops, preemptions and
+// updated allocations, plus the plan's placements — must fit the node, as
+// feasible.AllocsFit judges. It returns the reason a node does not fit.
 func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 	placements := p.NodeAllocation[nodeID]
 	if len(placements) == 0 {
 		return true, ""
 	}
+	existing := snap.AllocsByNode(nodeID)
+	live := make(map[string]bool, len(existing))
+	finished := map[string]bool{}
+	for _, a := range existing {
+		switch {
+		case !a.TerminalStatus():
+			live[a.ID] = true
+		case a.ClientTerminalStatus():
+			finished[a.ID] = true
+		}
+	}
+	// Updates of allocations the node reports finished only annotate
+	// them: they hold nothing and need nothing of the node.
+	if len(finished) > 0 {
+		placements = slices.DeleteFunc(slices.Clone(placements), func(a *sdk.Allocation) bool { return finished[a.ID] })
+		if len(placements) == 0 {
+			return true, ""
+		}
+	}
 	node := snap.Node(nodeID)
 	if node == nil {
 		return false, "node does not exist"
-	}
-	existing := snap.AllocsByNode(nodeID)
-	live := make(map[string]bool, len(existing))
-	for _, a := range existing {
-		if !a.TerminalStatus() {
-			live[a.ID] = true
-		}
 	}
 	if node.Status != sdk.NodeStatusReady && !(node.Status == sdk.NodeStatusDisconnected && onlyMarksUnknown(placements, live)) {
 		return false, "node is not ready for placements"

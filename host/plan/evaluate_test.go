@@ -65,6 +65,11 @@ func unknown(a *sdk.Allocation) *sdk.Allocation {
 	return a
 }
 
+func failed(a *sdk.Allocation) *sdk.Allocation {
+	a.ClientStatus = sdk.AllocClientStatusFailed
+	return a
+}
+
 func withVersion(a *sdk.Allocation, version, modifyIndex uint64) *sdk.Allocation {
 	a.JobVersion, a.JobModifyIndex = version, modifyIndex
 	return a
@@ -163,7 +168,8 @@ func TestNodeFits(t *testing.T) {
 				return err
 			}
 		}
-		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100)} {
+		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100),
+			failed(place("crashed-down", "n2", 100)), failed(place("crashed-full", "n1", 100)), failed(place("crashed-ineligible", "n3", 100))} {
 			a.Job = job
 			if err := tx.UpsertAlloc(a); err != nil {
 				return err
@@ -192,6 +198,10 @@ func TestNodeFits(t *testing.T) {
 		{"marking unknown does not grow an allocation", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {unknown(place("away", "n4", 5000))}}}, "n4", false, "cpu exhausted"},
 		{"other update on a disconnected node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {place("away", "n4", 100)}}}, "n4", false, "not ready"},
 		{"new allocation marked unknown on a disconnected node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n4": {unknown(place("a", "n4", 1))}}}, "n4", false, "not ready"},
+		{"annotating a failed allocation on a down node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n2": {failed(place("crashed-down", "n2", 100))}}}, "n2", true, ""},
+		{"annotating a failed allocation on a full node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("crashed-full", "n1", 900)}}}, "n1", true, ""},
+		{"annotating a failed allocation on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {failed(place("crashed-ineligible", "n3", 100))}}}, "n3", true, ""},
+		{"an annotation does not carry a placement", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("crashed-full", "n1", 100), place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
 		{"exactly full", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 200)}}}, "n1", true, ""},
 		{"one over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
 	}
@@ -259,7 +269,7 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 			"n0": {withPrev(place("a", "n0", 1), "busy")}}}, 0, "of another job as its predecessor"},
 		{"deployment of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {withDeployment(place("a", "n0", 1), "nope")}}}, 0, "neither the plan's nor its job's"},
-		{"update of a terminal allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("dead", "n0", 1)}}}, 0, "terminal"},
+		{"update of a stopped allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("dead", "n0", 1)}}}, 0, "stopped and cannot be updated in place"},
 		{"stop of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "another job"},
 		{"stop of unknown allocation", &sdk.Plan{EvalID: "e1", Job: job, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "ghost"}}}}, 0, "unknown allocation"},
 		{"stop on the wrong node", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n0": {{ID: "busy"}}}}, 0, "runs on n1"},
@@ -350,5 +360,28 @@ func TestCheckResources_UnderReportedClaimsAreRefused(t *testing.T) {
 		if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), dim) {
 			t.Errorf("%s under-reported: err = %v", dim, err)
 		}
+	}
+}
+
+// A scheduler annotates an allocation its node reports failed (the
+// follow-up eval of a delayed reschedule) by updating it in place: the
+// plan is valid and commits on a node that could not take a placement.
+func TestValidate_AnnotationOfAFailedAllocation(t *testing.T) {
+	s, job := fixture(t)
+	crashed := failed(place("crashed", "n2", 100))
+	crashed.Job = job
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertAlloc(crashed) }); err != nil {
+		t.Fatal(err)
+	}
+	note := *crashed
+	note.Job, note.FollowupEvalID = nil, "later"
+	p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n2": {&note}}}
+	snap := s.Snapshot()
+	if err := Validate(snap, p, DefaultLimits()); err != nil {
+		t.Fatalf("annotation refused: %v", err)
+	}
+	res, req := Evaluate(snap, p, 1, NewID)
+	if len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 || req.AllocsUpdated[0].FollowupEvalID != "later" {
+		t.Fatalf("result %+v, request %+v", res, req)
 	}
 }

@@ -270,9 +270,6 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 	if err := p.sameJob(e); err != nil {
 		return err
 	}
-	if p.s.store.Snapshot().Eval(e.ID) != nil {
-		return invalidEval("eval %s already exists", e.ID)
-	}
 	switch e.Status {
 	case sdk.EvalStatusPending:
 	case sdk.EvalStatusBlocked:
@@ -287,6 +284,16 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 	}
 	if e.PreviousEval != p.eval.ID {
 		return invalidEval("a follow-up eval must name %s as its PreviousEval", p.eval.ID)
+	}
+	if old := p.s.store.Snapshot().Eval(e.ID); old != nil {
+		// Schedulers draw IDs from the eval's seed, so a redelivery of an
+		// eval whose earlier attempt failed after creating a follow-up
+		// creates it again: that eval is already there, and done.
+		if old.PreviousEval == p.eval.ID && old.Namespace == e.Namespace && old.JobID == e.JobID && old.TriggeredBy == e.TriggeredBy {
+			p.created[e.ID] = e.Status
+			return nil
+		}
+		return invalidEval("eval %s already exists", e.ID)
 	}
 	c := e.Copy()
 	c.Type, c.Priority, c.JobModifyIndex = p.eval.Type, p.eval.Priority, p.eval.JobModifyIndex

@@ -362,12 +362,6 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		lostLaterEvals[id] = ev
 	}
 
-	for id, ev := range r.createFollowupEvals(rescheduleLater, sdk.EvalTriggerRetryFailedAlloc, RescheduleEvalDesc) {
-		c := *all[id]
-		c.FollowupEvalID = ev
-		r.res.Annotate = append(r.res.Annotate, &c)
-	}
-
 	names := newNameIndex(r.jobID(), name, tg.Count, untainted.union(migrate, rescheduleNow, lost, disconnecting))
 
 	isCanarying := dstate != nil && dstate.DesiredCanaries != 0 && !dstate.Promoted
@@ -443,6 +437,23 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 			Name: a.Name, TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
+	}
+
+	// Failed allocations to reschedule later get their follow-up eval,
+	// unless this pass already stops or replaces them (a new job version
+	// replaces them at once, as in Nomad).
+	gone := map[string]bool{}
+	for _, st := range r.res.Stop {
+		gone[st.Alloc.ID] = true
+	}
+	for _, d := range r.res.Destructive {
+		gone[d.Stop.ID] = true
+	}
+	later := slices.DeleteFunc(slices.Clone(rescheduleLater), func(d delayed) bool { return gone[d.alloc.ID] })
+	for id, ev := range r.createFollowupEvals(later, sdk.EvalTriggerRetryFailedAlloc, RescheduleEvalDesc) {
+		c := *all[id]
+		c.FollowupEvalID = ev
+		r.res.Annotate = append(r.res.Annotate, &c)
 	}
 
 	r.createDeployment(tg, existingDeployment, dstate, all, destructive)

@@ -591,6 +591,22 @@ func (h *Harness) validate(p *sdk.Plan) error {
 	if len(p.NodeAllocation) > 0 && p.Job == nil {
 		return invalid("placements without a job")
 	}
+	// As the host: an allocation appears once in a plan, and a stopped one
+	// is not updated in place.
+	seen := map[string]bool{}
+	for _, m := range []map[string][]*sdk.Allocation{p.NodeAllocation, p.NodeUpdate, p.NodePreemptions} {
+		for _, allocs := range m {
+			for _, a := range allocs {
+				if a == nil {
+					continue
+				}
+				if seen[a.ID] {
+					return invalid("allocation %s appears twice", a.ID)
+				}
+				seen[a.ID] = true
+			}
+		}
+	}
 	for node, allocs := range p.NodeAllocation {
 		if h.nodes[node] == nil {
 			return invalid("unknown node %s", node)
@@ -598,6 +614,9 @@ func (h *Harness) validate(p *sdk.Plan) error {
 		for _, a := range allocs {
 			if a == nil {
 				return invalid("a placement on node %s is missing (null)", node)
+			}
+			if old := h.allocs[a.ID]; old != nil && (old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict) {
+				return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
 			}
 			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
 				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)

@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -195,5 +196,27 @@ func TestHarness_InPlaceUpdateIntoADeploymentIsItsPlacement(t *testing.T) {
 	}
 	if placed["d2"] != 1 || placed["d1"] != 0 {
 		t.Fatalf("placements counted %v, want d2: 1 and d1: 0", placed)
+	}
+}
+
+// The harness refuses, as the host does, a plan that names an allocation
+// twice (stopped and updated) or updates a stopped one in place.
+func TestHarness_RefusesWhatTheHostRefuses(t *testing.T) {
+	h := sdktest.New()
+	h.UpsertNode(sdktest.Node("n1", 4000, 8192))
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	job = h.Job("default", "web")
+	running, stopped := schedtest.Alloc(job, 0, "n1"), schedtest.Alloc(job, 1, "n1")
+	stopped.DesiredStatus = sdk.AllocDesiredStatusStop
+	h.UpsertAlloc(running, stopped)
+	for name, p := range map[string]*sdk.Plan{
+		"appears twice": {EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {running}},
+			NodeUpdate: map[string][]*sdk.Allocation{"n1": {running}}},
+		"is stopped and cannot be updated in place": {EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {stopped}}},
+	} {
+		if _, err := h.SubmitPlan(p); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
 	}
 }

@@ -731,6 +731,58 @@ func TestService_CanaryRolloutLeavesUniqueNames(t *testing.T) {
 	}
 }
 
+// A failed allocation waiting for a delayed reschedule is replaced at once
+// when a new job version comes (here an auto-revert's), and is then only
+// stopped: not also annotated with a follow-up eval, which would put it in
+// the plan twice (the host refuses such a plan).
+func TestService_NewVersionReplacesAFailedAllocationWaitingToReschedule(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	mk := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 2)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute, AutoRevert: true}
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: true}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	h.SetHealth(true, h.Live("default", "web")...)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+
+	h.Process(service, h.RegisterJob(mk("/bin/v1")))
+	v1 := h.State().Job("default", "web")
+	var crashed *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.JobVersion == v1.Version {
+			crashed = a
+		}
+	}
+	if crashed == nil {
+		t.Fatal("version 1 placed nothing")
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, crashed)
+	h.SetHealth(false, h.State().Alloc(crashed.ID))
+	d := h.State().LatestDeployment("default", "web").Copy()
+	d.Status = sdk.DeploymentStatusFailed
+	h.UpsertDeployment(d)
+
+	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	p := h.LastPlan()
+	stopped := map[string]bool{}
+	for _, a := range schedtest.Stopped(p) {
+		stopped[a.ID] = true
+	}
+	if !stopped[crashed.ID] {
+		t.Fatalf("the failed allocation of version 1 was not replaced: stops %v", names(schedtest.Stopped(p)))
+	}
+	for _, a := range schedtest.Placed(p) {
+		if stopped[a.ID] {
+			t.Fatalf("allocation %s is both stopped and updated (follow-up %q) in one plan", a.Name, a.FollowupEvalID)
+		}
+	}
+}
+
 func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 2)...)
