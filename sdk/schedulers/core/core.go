@@ -214,18 +214,19 @@ func (c *collector) evalGC() {
 }
 
 // gcEval decides whether eval e may be collected and which of its
-// allocations may, as Nomad's core scheduler does: an eval of a batch job
-// that is not dead keeps its allocations (or the scheduler would run them
-// again), except those of older versions; otherwise the eval goes when all
-// its allocations may go. allowBatch lets a dead, not stopped batch job's
-// evals go (job collection does).
+// allocations may, as Nomad's core scheduler does: an eval of a batch or
+// sysbatch job that is not dead keeps its allocations (or the scheduler
+// would run them again; Nomad v1.6 protects only batch), except those of
+// older versions; otherwise the eval goes when all its allocations may go.
+// allowBatch lets a dead, not stopped (sys)batch job's evals go (job
+// collection does).
 func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatch bool) (bool, []string) {
 	if !e.TerminalStatus() || !c.old(e.ModifyTime, threshold) {
 		return false, nil
 	}
 	job := c.v.State.Job(e.Namespace, e.JobID)
 	allocs := c.allocsByEval[e.ID]
-	if e.Type == sdk.JobTypeBatch {
+	if e.Type == sdk.JobTypeBatch || e.Type == sdk.JobTypeSysBatch {
 		collect := job == nil || (job.Status == sdk.JobStatusDead && (job.Stop || allowBatch))
 		if !collect {
 			var older []string
@@ -277,9 +278,10 @@ func (c *collector) allocGCEligible(a *sdk.Allocation, job *sdk.Job, threshold t
 	return c.now.UnixNano()-last.RescheduleTime > p.Interval.Nanoseconds()
 }
 
-// jobGC collects jobs that are over (stopped, or dead batch jobs; periodic
-// and parameterized templates only when stopped) and untouched for the job
-// threshold, with all their evals and allocations, when every eval may go.
+// jobGC collects jobs that are over (stopped, or dead batch and sysbatch
+// jobs; periodic and parameterized templates only when stopped) and
+// untouched for the job threshold, with all their evals and allocations,
+// when every eval may go.
 // Evals and allocations must also be older than the eval threshold: the
 // host checks them as it checks any.
 func (c *collector) jobGC() {
@@ -319,12 +321,13 @@ func (c *collector) jobGC() {
 
 // jobCollectable reports whether a job is over: periodic and parameterized
 // templates when stopped; other jobs when dead and stopped, or dead batch
-// jobs (which end on their own).
+// and sysbatch jobs (which end on their own; Nomad v1.6 collects only
+// batch ones, later versions both).
 func jobCollectable(j *sdk.Job) bool {
 	if j.IsPeriodic() || j.IsParameterized() {
 		return j.Stop
 	}
-	return j.Status == sdk.JobStatusDead && (j.Stop || j.Type == sdk.JobTypeBatch)
+	return j.Status == sdk.JobStatusDead && (j.Stop || j.Type == sdk.JobTypeBatch || j.Type == sdk.JobTypeSysBatch)
 }
 
 // nodeGC collects down nodes whose status changed longer ago than the node

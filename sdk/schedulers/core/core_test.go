@@ -28,6 +28,10 @@ func cluster(t *testing.T) *mirror.Mirror {
 		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
 	batchDone := &sdk.Job{Namespace: "default", ID: "batch-done", Type: "batch", Status: sdk.JobStatusDead, SubmitTime: ago(10 * time.Hour),
 		TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	sysLive := &sdk.Job{Namespace: "default", ID: "sys-live", Type: "sysbatch", Status: sdk.JobStatusRunning,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	sysDone := &sdk.Job{Namespace: "default", ID: "sys-done", Type: "sysbatch", Status: sdk.JobStatusDead,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
 	batchOld := *batchLive
 	batchOld.Version = 0
 	sync := &abi.StateSync{Full: true, Index: 10,
@@ -37,7 +41,7 @@ func cluster(t *testing.T) *mirror.Mirror {
 			{ID: "down-new", Status: sdk.NodeStatusDown, StatusUpdatedAt: now.Add(-time.Hour).Unix()},
 			{ID: "down-busy", Status: sdk.NodeStatusDown, StatusUpdatedAt: now.Add(-48 * time.Hour).Unix()},
 		},
-		Jobs:        []*sdk.Job{stopped, running, batchLive, batchDone},
+		Jobs:        []*sdk.Job{stopped, running, batchLive, batchDone, sysLive, sysDone},
 		JobVersions: []*sdk.Job{&batchOld},
 		Evals: []*sdk.Evaluation{
 			{ID: "e-stopped", Namespace: "default", JobID: "stopped", Type: "service", Status: sdk.EvalStatusComplete, ModifyTime: ago(5 * time.Hour)},
@@ -47,6 +51,8 @@ func cluster(t *testing.T) *mirror.Mirror {
 			{ID: "e-pending", Namespace: "default", JobID: "running", Type: "service", Status: sdk.EvalStatusPending, ModifyTime: ago(5 * time.Hour)},
 			{ID: "e-batch-live", Namespace: "default", JobID: "batch-live", Type: "batch", Status: sdk.EvalStatusComplete, ModifyTime: ago(5 * time.Hour)},
 			{ID: "e-batch-done", Namespace: "default", JobID: "batch-done", Type: "batch", Status: sdk.EvalStatusComplete, ModifyTime: ago(5 * time.Hour)},
+			{ID: "e-sys-live", Namespace: "default", JobID: "sys-live", Type: "sysbatch", Status: sdk.EvalStatusComplete, ModifyTime: ago(5 * time.Hour)},
+			{ID: "e-sys-done", Namespace: "default", JobID: "sys-done", Type: "sysbatch", Status: sdk.EvalStatusComplete, ModifyTime: ago(5 * time.Hour)},
 		},
 		Allocs: []*sdk.Allocation{
 			{ID: "a-stopped", Namespace: "default", JobID: "stopped", EvalID: "e-stopped", NodeID: "up", TaskGroup: "g",
@@ -66,6 +72,12 @@ func cluster(t *testing.T) *mirror.Mirror {
 				DesiredStatus: "run", ClientStatus: "complete", ModifyTime: ago(5 * time.Hour)},
 			{ID: "a-on-busy", Namespace: "default", JobID: "running", EvalID: "e-running-new", NodeID: "down-busy", TaskGroup: "g",
 				DesiredStatus: "run", ClientStatus: "running", ModifyTime: ago(2 * time.Hour)},
+			// A sysbatch job still running elsewhere keeps the allocation
+			// that completed on this node, or it would run there again.
+			{ID: "a-sys-live", Namespace: "default", JobID: "sys-live", EvalID: "e-sys-live", NodeID: "up", TaskGroup: "g",
+				DesiredStatus: "run", ClientStatus: "complete", ModifyTime: ago(5 * time.Hour)},
+			{ID: "a-sys-done", Namespace: "default", JobID: "sys-done", EvalID: "e-sys-done", NodeID: "up", TaskGroup: "g",
+				DesiredStatus: "run", ClientStatus: "complete", ModifyTime: ago(5 * time.Hour)},
 		},
 		Deployments: []*sdk.Deployment{
 			{ID: "d-done", Namespace: "default", JobID: "stopped", Status: sdk.DeploymentStatusSuccessful, ModifyTime: ago(2 * time.Hour)},
@@ -87,14 +99,15 @@ func TestCollect(t *testing.T) {
 		evals, allocs, jobs, nodes, deployments []string
 	}{
 		{sdk.CoreJobEvalGC,
-			// Batch jobs keep their evals and current allocations until the
-			// job itself is collected (or the scheduler would run them
-			// again), but lose older versions' allocations; a-failed waits
-			// for its reschedule.
+			// Batch and sysbatch jobs keep their evals and current
+			// allocations until the job itself is collected (or the
+			// scheduler would run them again), but lose older versions'
+			// allocations; a-failed waits for its reschedule.
 			[]string{"e-running-old", "e-stopped"},
 			[]string{"a-batch-v0", "a-running-old", "a-stopped"}, nil, nil, nil},
-		{sdk.CoreJobJobGC, []string{"e-batch-done", "e-stopped"}, []string{"a-batch-done", "a-stopped"},
-			[]string{"default/batch-done", "default/stopped"}, nil, nil},
+		// Dead batch and sysbatch jobs end on their own and go.
+		{sdk.CoreJobJobGC, []string{"e-batch-done", "e-stopped", "e-sys-done"}, []string{"a-batch-done", "a-stopped", "a-sys-done"},
+			[]string{"default/batch-done", "default/stopped", "default/sys-done"}, nil, nil},
 		{sdk.CoreJobNodeGC, nil, nil, nil, []string{"down-old"}, nil},
 		{sdk.CoreJobDeploymentGC, nil, nil, nil, nil, []string{"d-done"}},
 	}
