@@ -148,7 +148,7 @@ func decideDrain(snap *state.Snapshot, n *sdk.Node, now time.Time) drainDecision
 	}
 	migrating := liveMigrations(snap, n)
 	switch {
-	case forced:
+	case forced && len(service)+len(batch)+len(system) > 0:
 		for _, set := range [][]*sdk.Allocation{service, batch, system} {
 			for _, a := range set {
 				mark(a)

@@ -67,6 +67,14 @@ func TestDecideDrain(t *testing.T) {
 			strategy: sdk.DrainStrategy{IgnoreSystemJobs: true},
 			done:     true},
 		{name: "an empty node is drained", done: true},
+		{name: "past the deadline, a node whose allocations all moved is drained",
+			allocs:   []*sdk.Allocation{alloc("b1", batch, migrating, stopped), alloc("w1", web, func(a *sdk.Allocation) { a.ClientStatus = "complete" })},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			done:     true},
+		{name: "past the deadline, a move in flight is waited for",
+			allocs: []*sdk.Allocation{alloc("w1", web, migrating, stopped, func(a *sdk.Allocation) { a.NextAllocation = "r1" }),
+				{ID: "r1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", ClientStatus: "pending"}},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
