@@ -119,7 +119,7 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 		"Status", j.Status, "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
 		"Parameterized", fmt.Sprint(j.IsParameterized())}
 	if j.IsPeriodic() {
-		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, time.Now()))
+		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, c.clock()))
 	}
 	c.kv(info...)
 	if launcher(j) {
