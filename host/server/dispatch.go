@@ -66,12 +66,6 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 	if parent.Stop {
 		return DispatchResult{}, badRequest(fmt.Errorf("job %q is stopped", id))
 	}
-	if p := req.Priority; p != 0 && (p < sdk.JobMinPriority || p > sdk.JobMaxPriority) {
-		return DispatchResult{}, badRequest(fmt.Errorf("priority must be between %d and %d, not %d", sdk.JobMinPriority, sdk.JobMaxPriority, p))
-	}
-	if strings.Contains(req.IDPrefix, "/") {
-		return DispatchResult{}, badRequest(fmt.Errorf("the ID prefix %q holds a slash", req.IDPrefix))
-	}
 	if err := checkDispatch(parent.ParameterizedJob, req); err != nil {
 		return DispatchResult{}, badRequest(fmt.Errorf("dispatching job %q: %w", id, err))
 	}
@@ -82,8 +76,9 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 			}
 		}
 	}
-	child := dispatchChild(parent, req, s.now().Unix(), newID()[:8])
-	child.SubmitTime = s.now().UnixNano()
+	now := s.now()
+	child := dispatchChild(parent, req, now.Unix(), newID()[:8])
+	child.SubmitTime = now.UnixNano()
 	eval := s.newEval(child, sdk.EvalTriggerJobRegister)
 	index, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: child, Eval: eval})
 	if err != nil {
@@ -95,9 +90,16 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 // checkDispatch checks a dispatch against the parameterized block: the
 // payload as it is required, optional or forbidden, and no larger than
 // DispatchPayloadLimit; every required metadata key given, and no key
-// neither required nor optional.
+// neither required nor optional. The priority, if set, must be one, and
+// the ID prefix must hold no slash.
 func checkDispatch(p *sdk.ParameterizedJobConfig, req DispatchRequest) error {
 	var errs []string
+	if pr := req.Priority; pr != 0 && (pr < sdk.JobMinPriority || pr > sdk.JobMaxPriority) {
+		errs = append(errs, fmt.Sprintf("priority must be between %d and %d, not %d", sdk.JobMinPriority, sdk.JobMaxPriority, pr))
+	}
+	if strings.Contains(req.IDPrefix, "/") {
+		errs = append(errs, fmt.Sprintf("the ID prefix %q holds a slash", req.IDPrefix))
+	}
 	switch p.Payload {
 	case sdk.DispatchPayloadRequired:
 		if len(req.Payload) == 0 {
