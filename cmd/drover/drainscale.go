@@ -118,13 +118,9 @@ func (c *jobScaleCommand) Run(args []string) int {
 	if err != nil || count < 0 {
 		return c.errorf("count %q is not a non-negative whole number", fs.Arg(fs.NArg()-1))
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	group := ""
 	if fs.NArg() == 3 {

@@ -69,13 +69,9 @@ func (c *jobDispatchCommand) Run(args []string) int {
 			return c.errorf("reading the payload: %v", err)
 		}
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var resp httpapi.JobDispatchResponse
 	req := &httpapi.JobDispatchRequest{Payload: payload, Meta: meta, IdempotencyToken: *token,
@@ -144,13 +140,9 @@ func (c *jobPeriodicForceCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <periodic job>") {
 		return exitError
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var resp httpapi.PeriodicForceResponse
 	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/periodic/force", nil, &resp); err != nil {

@@ -38,13 +38,9 @@ func (c *jobEvalCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var req httpapi.JobEvaluateRequest
 	req.EvalOptions.ForceReschedule = *force

@@ -32,13 +32,9 @@ func (c *jobAllocsCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var allocs []*sdk.AllocationListStub
 	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/allocations", &allocs); err != nil {
@@ -102,13 +98,9 @@ func (c *jobDeploymentsCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var ds []*sdk.Deployment
 	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/deployments", &ds); err != nil {
@@ -163,13 +155,9 @@ func (c *jobPromoteCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	var d *sdk.Deployment
 	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/deployment", &d); err != nil {

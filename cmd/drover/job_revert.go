@@ -42,13 +42,9 @@ func (c *jobRevertCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("version %q is not a version number", fs.Arg(1))
 	}
-	cl, err := c.client()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	job, err := readJob(cl, fs.Arg(0))
-	if err != nil {
-		return c.errorf("reading job %q: %v", fs.Arg(0), err)
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
 	}
 	req := &httpapi.JobRevertRequest{JobID: job.ID, JobVersion: version}
 	if *check >= 0 {

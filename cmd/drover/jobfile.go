@@ -125,3 +125,19 @@ func register(cl *client.Client, req *httpapi.JobRegisterRequest) (*httpapi.JobR
 	}
 	return &resp, nil
 }
+
+// clientAndJob returns an API client and the job id names (its ID or a
+// unique prefix), or prints why it cannot and reports false.
+func (m *meta) clientAndJob(id string) (*client.Client, *sdk.Job, bool) {
+	cl, err := m.client()
+	if err != nil {
+		m.errorf("%v", err)
+		return nil, nil, false
+	}
+	job, err := readJob(cl, id)
+	if err != nil {
+		m.errorf("reading job %q: %v", id, err)
+		return nil, nil, false
+	}
+	return cl, job, true
+}
