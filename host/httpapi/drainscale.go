@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
 )
 
 // DrainSpec is how to drain a node (Nomad's api.DrainSpec).
@@ -85,4 +87,56 @@ func (a *API) jobScale(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	setIndex(w, index)
 	return &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, JobModifyIndex: index, Index: index}, nil
+}
+
+// JobScaleStatusResponse answers GET /v1/job/:id/scale, as Nomad's does
+// (the autoscaler reads it): per group, the count asked for, the
+// placements and health the latest deployment counted, and the
+// allocations running. Drover keeps no scaling events: Events is empty.
+type JobScaleStatusResponse struct {
+	JobID          string
+	Namespace      string
+	JobCreateIndex uint64
+	JobModifyIndex uint64
+	JobStopped     bool
+	TaskGroups     map[string]*TaskGroupScaleStatus
+}
+
+// TaskGroupScaleStatus is one group's part of a JobScaleStatusResponse.
+type TaskGroupScaleStatus struct {
+	Desired   int
+	Placed    int
+	Running   int
+	Healthy   int
+	Unhealthy int
+	Events    []struct{}
+}
+
+func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		ns, id := requestNamespace(r), r.PathValue("id")
+		job := snap.Job(ns, id)
+		if job == nil {
+			return nil, 0, errorf(http.StatusNotFound, "job %q not found", id)
+		}
+		resp := &JobScaleStatusResponse{JobID: job.ID, Namespace: job.Namespace, JobCreateIndex: job.CreateIndex,
+			JobModifyIndex: job.JobModifyIndex, JobStopped: job.Stop, TaskGroups: map[string]*TaskGroupScaleStatus{}}
+		d := snap.LatestDeployment(ns, id)
+		for _, tg := range job.TaskGroups {
+			st := &TaskGroupScaleStatus{Desired: tg.Count, Events: []struct{}{}}
+			if d != nil {
+				if ds := d.TaskGroups[tg.Name]; ds != nil {
+					st.Placed, st.Healthy, st.Unhealthy = ds.PlacedAllocs, ds.HealthyAllocs, ds.UnhealthyAllocs
+				}
+			}
+			resp.TaskGroups[tg.Name] = st
+		}
+		for _, al := range snap.AllocsByJob(ns, id) {
+			if st := resp.TaskGroups[al.TaskGroup]; st != nil && al.ClientStatus == sdk.AllocClientStatusRunning &&
+				al.DesiredStatus == sdk.AllocDesiredStatusRun {
+				st.Running++
+			}
+		}
+		return resp, max(snap.TableIndex(state.TableJobs), snap.TableIndex(state.TableAllocs), snap.TableIndex(state.TableDeployments)), nil
+	})
 }

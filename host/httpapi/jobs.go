@@ -553,7 +553,7 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/versions", map[string]handler{"GET": a.jobVersions}},
 		{"/deployments", map[string]handler{"GET": a.jobDeployments}},
 		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
-		{"/scale", map[string]handler{"PUT": a.jobScale, "POST": a.jobScale}},
+		{"/scale", map[string]handler{"GET": a.jobScaleStatus, "PUT": a.jobScale, "POST": a.jobScale}},
 		{"/dispatch", map[string]handler{"PUT": a.jobDispatch, "POST": a.jobDispatch}},
 		{"/revert", map[string]handler{"PUT": a.jobRevert, "POST": a.jobRevert}},
 		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -141,7 +142,7 @@ func TestNomadClient_JobLifecycle(t *testing.T) {
 // allocation info and stop, node info and eligibility, scheduler
 // configuration, paging and filters.
 func TestNomadClient_MoreEndpoints(t *testing.T) {
-	ts, _ := newAPI(t, 2)
+	ts, srv := newAPI(t, 2)
 	c := nomadClient(t, ts.URL)
 	job, err := c.Jobs().ParseHCL(webHCL, true)
 	if err != nil {
@@ -180,6 +181,21 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	sum, _, err := c.Jobs().Summary("web", nil)
 	if err != nil || sum.Summary["frontend"].Starting+sum.Summary["frontend"].Running != 2 {
 		t.Fatalf("summary: %v %+v", err, sum)
+	}
+	scale, _, err := c.Jobs().ScaleStatus("web", nil)
+	if err != nil || scale.JobID != "web" || scale.JobStopped || scale.TaskGroups["frontend"].Desired != 2 ||
+		scale.TaskGroups["frontend"].Placed != 2 || scale.TaskGroups["frontend"].Events == nil {
+		t.Fatalf("scale status: %v %+v", err, scale)
+	}
+	running, _, err := c.Jobs().Allocations("web", false, nil)
+	if err != nil || len(running) == 0 {
+		t.Fatalf("allocations: %v %d", err, len(running))
+	}
+	if _, err := srv.UpdateAllocsFromClient([]server.AllocUpdate{{ID: running[0].ID, ClientStatus: "running"}}); err != nil {
+		t.Fatal(err)
+	}
+	if scale, _, err = c.Jobs().ScaleStatus("web", nil); err != nil || scale.TaskGroups["frontend"].Running != 1 {
+		t.Fatalf("scale status after one allocation runs: %v %+v", err, scale.TaskGroups["frontend"])
 	}
 
 	job.TaskGroups[0].Count = ptr(1)
