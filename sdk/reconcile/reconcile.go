@@ -410,7 +410,10 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		desired.DestructiveUpdate += uint64(n)
 		desired.Ignore += uint64(len(destructive) - n)
 		replaced := destructive.sorted()[:n]
-		taken := heldNames(untainted, replaced, place)
+		var taken map[string]bool
+		if n > 0 {
+			taken = heldNames(untainted, replaced, place)
+		}
 		for _, a := range replaced {
 			// A replacement takes the name of what it replaces unless an
 			// allocation that stays holds that name too, as a promoted
@@ -442,14 +445,17 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	// Failed allocations to reschedule later get their follow-up eval,
 	// unless this pass already stops or replaces them (a new job version
 	// replaces them at once, as in Nomad).
-	gone := map[string]bool{}
-	for _, st := range r.res.Stop {
-		gone[st.Alloc.ID] = true
+	later := rescheduleLater
+	if len(later) > 0 {
+		gone := map[string]bool{}
+		for _, st := range r.res.Stop {
+			gone[st.Alloc.ID] = true
+		}
+		for _, d := range r.res.Destructive {
+			gone[d.Stop.ID] = true
+		}
+		later = slices.DeleteFunc(slices.Clone(later), func(d delayed) bool { return gone[d.alloc.ID] })
 	}
-	for _, d := range r.res.Destructive {
-		gone[d.Stop.ID] = true
-	}
-	later := slices.DeleteFunc(slices.Clone(rescheduleLater), func(d delayed) bool { return gone[d.alloc.ID] })
 	for id, ev := range r.createFollowupEvals(later, sdk.EvalTriggerRetryFailedAlloc, RescheduleEvalDesc) {
 		c := *all[id]
 		c.FollowupEvalID = ev
