@@ -66,11 +66,18 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 	moved := *store.Snapshot().Alloc("a2")
 	moved.DeploymentID, moved.DeploymentStatus = "d2", nil
 	stays := *store.Snapshot().Alloc("a1")
-	apply(6, &ApplyPlanResultsRequest{Job: job, EvalID: "e3", Deployment: d2, AllocsUpdated: []*sdk.Allocation{&moved, &stays},
+	finished := &sdk.Allocation{ID: "a3", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DeploymentID: "d1",
+		DesiredStatus: "run", ClientStatus: "failed"}
+	if err := store.Write(6, func(tx *state.Txn) error { return tx.UpsertAlloc(finished) }); err != nil {
+		t.Fatal(err)
+	}
+	annotated := *finished
+	annotated.DeploymentID, annotated.FollowupEvalID = "d2", "later"
+	apply(7, &ApplyPlanResultsRequest{Job: job, EvalID: "e3", Deployment: d2, AllocsUpdated: []*sdk.Allocation{&moved, &stays, &annotated},
 		UpdatedAt: later.UnixNano()})
 	snap = store.Snapshot()
 	if got := snap.Deployment("d2").TaskGroups["g"].PlacedAllocs; got != 1 {
-		t.Fatalf("an allocation updated in place into a deployment counted %d placements, want 1", got)
+		t.Fatalf("in-place updates into a deployment (one of a failed allocation) counted %d placements, want 1", got)
 	}
 	if got := snap.Deployment("d1").TaskGroups["g"].PlacedAllocs; got != 2 {
 		t.Fatalf("an in-place update within the deployment changed its placements to %d, want 2", got)
@@ -78,7 +85,7 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 
 	ev := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending,
 		TriggeredBy: sdk.EvalTriggerDeploymentWatcher}
-	apply(7, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
+	apply(8, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
 	snap = store.Snapshot()
 	if !snap.Deployment("d1").TaskGroups["g"].Promoted || snap.Eval("e2") == nil {
 		t.Fatalf("promotion not applied")

@@ -563,8 +563,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 				a.Metrics = old.Metrics
 			}
 			// Updated in place into another deployment, it is one of that
-			// deployment's placements, as in Nomad.
-			if a.DeploymentID != "" && a.DeploymentID != old.DeploymentID {
+			// deployment's placements, as in Nomad; a finished one (an
+			// annotation) places nothing.
+			if a.DeploymentID != "" && a.DeploymentID != old.DeploymentID && !old.ClientTerminalStatus() {
 				fresh = append(fresh, &a)
 			}
 		} else {

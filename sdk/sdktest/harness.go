@@ -552,10 +552,10 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			} else {
 				c.CreateTime = now
 			}
-			// A new allocation, or one updated in place into another
-			// deployment, is a placement of its deployment (as the host
-			// counts it).
-			if d := h.deploys[c.DeploymentID]; d != nil && (old == nil || old.DeploymentID != c.DeploymentID) {
+			// A new allocation, or a live one updated in place into
+			// another deployment, is a placement of its deployment (as the
+			// host counts it).
+			if d := h.deploys[c.DeploymentID]; d != nil && (old == nil || old.DeploymentID != c.DeploymentID && !old.ClientTerminalStatus()) {
 				d = d.Copy()
 				if d.CountPlacement(&c, h.Now) {
 					d.ModifyIndex = idx
