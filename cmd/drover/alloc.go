@@ -143,9 +143,5 @@ func (c *allocStopCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, "/v1/allocation/"+url.PathEscape(id)+"/stop", nil, &resp); err != nil {
 		return c.errorf("stopping allocation: %v", err)
 	}
-	if *detach {
-		c.ui.Output("Evaluation ID: " + resp.EvalID)
-		return exitOK
-	}
-	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+	return c.follow(cl, resp.EvalID, *detach)
 }

@@ -136,9 +136,5 @@ func (c *jobScaleCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/scale", req, &resp); err != nil {
 		return c.errorf("scaling job %q: %v", job.ID, err)
 	}
-	if *detach {
-		c.ui.Output("Evaluation ID: " + resp.EvalID)
-		return exitOK
-	}
-	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+	return c.follow(cl, resp.EvalID, *detach)
 }

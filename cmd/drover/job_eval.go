@@ -48,9 +48,5 @@ func (c *jobEvalCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/evaluate", &req, &resp); err != nil {
 		return c.errorf("evaluating job %q: %v", job.ID, err)
 	}
-	if *detach {
-		c.ui.Output("Evaluation ID: " + resp.EvalID)
-		return exitOK
-	}
-	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+	return c.follow(cl, resp.EvalID, *detach)
 }

@@ -55,9 +55,5 @@ func (c *jobRevertCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/revert", req, &resp); err != nil {
 		return c.errorf("reverting job %q to version %d: %v", job.ID, version, err)
 	}
-	if resp.EvalID == "" || *detach {
-		c.ui.Output("Evaluation ID: " + resp.EvalID)
-		return exitOK
-	}
-	return newMonitor(c.meta, cl).monitor(resp.EvalID)
+	return c.follow(cl, resp.EvalID, *detach)
 }

@@ -28,6 +28,16 @@ type monitor struct {
 	deployment string
 }
 
+// follow monitors the evaluation a write created, or, detached (or when
+// the write created none), prints its ID.
+func (m *meta) follow(cl *client.Client, evalID string, detach bool) int {
+	if evalID == "" || detach {
+		m.ui.Output("Evaluation ID: " + evalID)
+		return exitOK
+	}
+	return newMonitor(m, cl).monitor(evalID)
+}
+
 func newMonitor(m *meta, cl *client.Client) *monitor {
 	return &monitor{meta: m, cl: cl, wait: 10 * time.Second}
 }

@@ -376,12 +376,15 @@ func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 	}
 	existing := snap.AllocsByNode(nodeID)
 	live := make(map[string]bool, len(existing))
-	finished := map[string]bool{}
+	var finished map[string]bool
 	for _, a := range existing {
 		switch {
 		case !a.TerminalStatus():
 			live[a.ID] = true
 		case a.ClientTerminalStatus():
+			if finished == nil {
+				finished = map[string]bool{}
+			}
 			finished[a.ID] = true
 		}
 	}
