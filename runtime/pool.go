@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/rs/zerolog"
@@ -19,6 +20,10 @@ type PoolConfig struct {
 	// MaxMemoryBytes recycles an instance whose memory grew past this
 	// (0: never); only for instances that report their size.
 	MaxMemoryBytes uint64
+	// IdleTimeout bounds an instance's work between evals (Idler; 0: 30
+	// seconds): an instance that enforces deadlines and is still busy then
+	// is stopped and replaced.
+	IdleTimeout time.Duration
 }
 
 // DefaultPoolConfig returns a pool of n instances recycled after 10,000
@@ -119,20 +124,53 @@ func (p *Plugin) release() {
 }
 
 // Process runs one evaluation on a free instance (of the successor, if this
-// plugin was retired).
+// plugin was retired). It returns once the eval's answer is in; an
+// instance with idle work (Idler) does it afterwards, before its next eval.
 func (p *Plugin) Process(ctx context.Context, call *Call) error {
 	p, err := p.acquire()
 	if err != nil {
 		return err
 	}
-	defer p.release()
 	var s *slot
 	select {
 	case s = <-p.slots:
 	case <-ctx.Done():
+		p.release()
 		return fmt.Errorf("plugin[%s] eval[%s]: waiting for a free instance: %w", p.info.Name, call.Eval.ID, ctx.Err())
 	}
-	defer func() { p.slots <- s }()
+	err = p.process(ctx, s, call)
+	if i, ok := s.inst.(Idler); ok {
+		go p.idleThenPut(i, s)
+	} else {
+		p.put(s)
+	}
+	return err
+}
+
+// put returns a slot to the pool and counts its call out.
+func (p *Plugin) put(s *slot) {
+	p.slots <- s
+	p.release()
+}
+
+// idleThenPut does an instance's idle work, then returns its slot. The
+// call it follows still counts as in flight, so Close and Retire wait for
+// it.
+func (p *Plugin) idleThenPut(i Idler, s *slot) {
+	defer p.put(s)
+	timeout := p.cfg.IdleTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := i.Idle(ctx); err != nil {
+		p.log.Warn().Err(err).Str("plugin", p.info.Name).Msg("plugin instance failed between evals")
+		p.recycle(context.Background(), s, "idle call failed")
+	}
+}
+
+func (p *Plugin) process(ctx context.Context, s *slot, call *Call) error {
 	p.stats.Evals.Add(1)
 	if s.inst == nil {
 		inst, err := p.factory.NewInstance(ctx)
@@ -145,7 +183,7 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 		p.live[s] = true
 		p.mu.Unlock()
 	}
-	err = p.run(ctx, s, call, false)
+	err := p.run(ctx, s, call, false)
 	if err != nil {
 		p.stats.Failures.Add(1)
 	}

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,5 +245,110 @@ func TestPlugin_DeferredEvalUpdate(t *testing.T) {
 	call.Planner = failing
 	if err := p.Process(context.Background(), call); !errors.Is(err, errUpdate) || failing.calls != 1 {
 		t.Fatalf("err %v after %d update calls, want the update's failure after one", err, failing.calls)
+	}
+}
+
+// idling wraps a factory's instances with idle work that the test holds
+// until it releases it, and records the order of calls.
+type idling struct {
+	runtime.Factory
+	mu      sync.Mutex
+	calls   []string
+	hold    chan struct{} // each idle call takes one value
+	fail    atomic.Bool
+	created atomic.Int32
+}
+
+func (f *idling) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *idling) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	inst, err := f.Factory.NewInstance(ctx)
+	f.created.Add(1)
+	return &idlingInstance{Instance: inst, f: f}, err
+}
+
+type idlingInstance struct {
+	runtime.Instance
+	f *idling
+}
+
+func (i *idlingInstance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
+	i.f.record("process")
+	return i.Instance.Process(ctx, req, host)
+}
+
+func (i *idlingInstance) Idle(ctx context.Context) error {
+	<-i.f.hold
+	i.f.record("idle")
+	if i.f.fail.Load() {
+		return errors.New("idle trapped")
+	}
+	return nil
+}
+
+// TestPlugin_IdleWorkRunsBetweenEvalsOffTheirPath: an instance's idle work
+// (ABI 1.5, a wasm guest's garbage collection) runs after each eval
+// returns and before the instance's next eval; Close waits for it; an
+// instance whose idle work fails is replaced.
+func TestPlugin_IdleWorkRunsBetweenEvalsOffTheirPath(t *testing.T) {
+	f := &idling{Factory: native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{} }), hold: make(chan struct{})}
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+
+	// The eval returns while its idle work is still held.
+	if err := runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The next eval waits for the one instance's idle work.
+	second := make(chan error, 1)
+	go func() { second <- runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second) }()
+	select {
+	case err := <-second:
+		t.Fatalf("the second eval ran (%v) before the instance's idle work", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.hold <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+
+	// Close waits for the second eval's idle work.
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while idle work was running", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.hold <- struct{}{}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got := strings.Join(f.calls, ",")
+	f.mu.Unlock()
+	if got != "process,idle,process,idle" {
+		t.Fatalf("calls %s, want each eval followed by its idle work", got)
+	}
+
+	// Failed idle work recycles the instance: the next eval gets a new one.
+	close(f.hold)
+	f.fail.Store(true)
+	p = runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	before := f.created.Load()
+	for i := 0; i < 2; i++ {
+		if err := runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.created.Load() - before; got != 2 || p.Stats().Recycled.Load() < 1 {
+		t.Fatalf("%d instances for two evals whose idle work failed (%d recycled), want 2", got, p.Stats().Recycled.Load())
 	}
 }

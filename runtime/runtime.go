@@ -42,6 +42,14 @@ type Sizer interface {
 	MemoryBytes() uint64
 }
 
+// Idler is implemented by instances that have work to do between evals (a
+// garbage-collected guest's collection). The pool calls Idle once an eval's
+// answer is in, before the instance's next eval and off the eval's path;
+// an error means the instance is broken and must be closed.
+type Idler interface {
+	Idle(ctx context.Context) error
+}
+
 // Factory makes instances of one plugin.
 type Factory interface {
 	Info() abi.Info

@@ -8,6 +8,7 @@ package containment_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,41 @@ func waitFailed(t *testing.T, s *server.Server, evalID string) *sdk.Evaluation {
 	}
 	t.Fatalf("eval %s did not fail: %+v", evalID, s.Store().Snapshot().Eval(evalID))
 	return nil
+}
+
+// TestContainment_IdleWorkThatNeverEndsIsStopped: a plugin's drover_idle
+// (ABI 1.5, called between evals) that never returns is stopped at the
+// pool's idle timeout and its instance replaced: its evals still complete,
+// one after another, and the built-in schedulers keep scheduling.
+func TestContainment_IdleWorkThatNeverEndsIsStopped(t *testing.T) {
+	f := load(t, "wasm", "idleloop", 0)
+	reg := servertest.NativeBuiltins(t, 2)
+	cfg := runtime.DefaultPoolConfig(1)
+	cfg.IdleTimeout = 200 * time.Millisecond
+	p := runtime.NewPlugin(f, cfg, zerolog.Nop())
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: "wasm", Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.New(t, reg, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		job := servertest.Job(fmt.Sprintf("idle-%d", i), sdk.JobTypeService, 1, 500, 256)
+		job.Scheduler = "idleloop"
+		evalID, _, err := s.RegisterJob(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each eval after the first waits for the one instance to be
+		// stopped in its idle loop and replaced.
+		if e := servertest.WaitForEval(t, s, evalID); e.Status != sdk.EvalStatusComplete {
+			t.Fatalf("eval %d: %s: %s", i, e.Status, e.StatusDescription)
+		}
+	}
+	if got := p.Stats().Recycled.Load(); got < 2 {
+		t.Fatalf("%d instances recycled, want the two whose idle work ran before another eval", got)
+	}
+	placeAndCheck(t, s, "after", 1)
 }

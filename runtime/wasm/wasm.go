@@ -32,8 +32,10 @@ const (
 	ExportInfo       = "drover_info"
 	ExportBuffer     = "drover_buffer"
 	ExportProcess    = "drover_process"
-	HostModule       = "drover"
-	HostTakeResult   = "take_result"
+	// ExportIdle is optional (ABI 1.5): called between evals.
+	ExportIdle     = "drover_idle"
+	HostModule     = "drover"
+	HostTakeResult = "take_result"
 )
 
 // ErrInvalidModule is returned for a module that is not a Drover plugin.
@@ -202,7 +204,14 @@ func (m *Module) Exports() []string {
 
 // NewInstance implements runtime.Factory.
 func (m *Module) NewInstance(ctx context.Context) (runtime.Instance, error) {
-	return m.instantiate(ctx)
+	inst, err := m.instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if idle := inst.mod.ExportedFunction(ExportIdle); idle != nil {
+		return idlingInstance{instance: inst, idle: idle}, nil
+	}
+	return inst, nil
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
@@ -274,6 +283,20 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 		return nil, i.stderr.Explain(fmt.Errorf("wasm: %s: %w", ExportProcess, err))
 	}
 	return i.read(res[0])
+}
+
+// idlingInstance is an instance whose module exports drover_idle.
+type idlingInstance struct {
+	*instance
+	idle api.Function
+}
+
+// Idle implements runtime.Idler.
+func (i idlingInstance) Idle(ctx context.Context) error {
+	if _, err := i.idle.Call(ctx); err != nil {
+		return i.stderr.Explain(fmt.Errorf("wasm: %s: %w", ExportIdle, err))
+	}
+	return nil
 }
 
 // MemoryBytes implements runtime.Sizer.

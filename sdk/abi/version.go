@@ -12,10 +12,13 @@ import "fmt"
 // StateSync.JobStatuses: a job whose specification the plugin holds comes
 // back without it (StateSync.CompactJobs). 1.4 added
 // ProcessRequest.HostABI and ProcessResponse.UpdateEval: the eval's final
-// update rides the response instead of a call of its own.
+// update rides the response instead of a call of its own. 1.5 added the
+// optional wasm export drover_idle, which a host that declares 1.5 calls
+// between evals, off their path: a guest may leave its housekeeping (a
+// garbage collection) to it.
 const (
 	Major = 1
-	Minor = 4
+	Minor = 5
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -47,6 +50,10 @@ func (v Version) TakesJobStatuses() bool { return v.Major() == 1 && v.Minor() >=
 // TakesDeferredUpdates reports whether a host that declares v applies
 // ProcessResponse.UpdateEval.
 func (v Version) TakesDeferredUpdates() bool { return v.Major() == 1 && v.Minor() >= 4 }
+
+// CallsIdle reports whether a host that declares v calls a wasm plugin's
+// drover_idle export after each drover_process, before the next.
+func (v Version) CallsIdle() bool { return v.Major() == 1 && v.Minor() >= 5 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

@@ -53,6 +53,8 @@ type Guest struct {
 	sched  sdk.Scheduler
 	mirror *mirror.Mirror
 	enc    planEncoder
+	// host is the ABI version of the host that sent the last request.
+	host abi.Version
 }
 
 // planEncoder is what encoding plans reuses from one eval to the next, so
@@ -93,6 +95,10 @@ func NewGuest(info Info, s sdk.Scheduler) *Guest {
 // Info returns the plugin's ABI info.
 func (g *Guest) Info() abi.Info { return g.info }
 
+// HostABI is the ABI version declared by the host that sent the last
+// request (zero before the first, or from a host older than 1.4).
+func (g *Guest) HostABI() abi.Version { return g.host }
+
 // Process handles one encoded abi.ProcessRequest and returns the encoded
 // abi.ProcessResponse. It never panics: a panicking scheduler yields
 // CodeScheduler, and the mirror is reset so the next request gets a full sync.
@@ -111,6 +117,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	if _, err := req.UnmarshalMsg(reqBytes); err != nil {
 		return abi.ProcessResponse{Code: abi.CodeDecode, Message: "plugin: decode request: " + err.Error()}
 	}
+	g.host = abi.Version(req.HostABI)
 	// A panic anywhere below, the mirror's sync included, may have left
 	// the mirror half changed: it is reset, so the next request gets a
 	// full sync.
@@ -132,7 +139,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
 	}
 	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc,
-		deferUpdates: abi.Version(req.HostABI).TakesDeferredUpdates()}
+		deferUpdates: g.host.TakesDeferredUpdates()}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	err := g.sched.Process(ctx, req.Eval)
