@@ -46,12 +46,12 @@ func (a *API) nodeDrain(w http.ResponseWriter, r *http.Request) (any, error) {
 	if d := req.DrainSpec; d != nil {
 		spec = &server.DrainSpec{Deadline: d.Deadline, IgnoreSystemJobs: d.IgnoreSystemJobs}
 	}
-	index, err := a.srv.UpdateNodeDrain(r.PathValue("id"), spec, req.MarkEligible)
+	nw, err := a.srv.UpdateNodeDrain(r.PathValue("id"), spec, req.MarkEligible)
 	if err != nil {
 		return nil, err
 	}
-	setIndex(w, index)
-	return &NodeDrainResponse{NodeModifyIndex: index, Index: index}, nil
+	setIndex(w, nw.Index)
+	return &NodeDrainResponse{NodeModifyIndex: nw.Index, EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw), Index: nw.Index}, nil
 }
 
 // JobScaleRequest is the body of POST /v1/job/:id/scale (Nomad's

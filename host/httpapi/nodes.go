@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -151,12 +152,21 @@ func (a *API) nodeRegister(w http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	n := req.Node.Node
 	n.SecretID = req.Node.SecretID
-	ttl, index, err := a.srv.RegisterNode(&n)
+	ttl, nw, err := a.srv.RegisterNode(&n)
 	if err != nil {
 		return nil, err
 	}
-	setIndex(w, index)
-	return &NodeUpdateResponse{HeartbeatTTL: ttl, NodeModifyIndex: index, Index: index}, nil
+	setIndex(w, nw.Index)
+	return &NodeUpdateResponse{HeartbeatTTL: ttl, EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw),
+		NodeModifyIndex: nw.Index, Index: nw.Index}, nil
+}
+
+// evalCreateIndex is the index of a node write's evals, zero without any.
+func evalCreateIndex(nw server.NodeWrite) uint64 {
+	if len(nw.EvalIDs) == 0 {
+		return 0
+	}
+	return nw.Index
 }
 
 func (a *API) nodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -186,19 +196,21 @@ func (a *API) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, erro
 	if req.NodeID != "" && req.NodeID != r.PathValue("id") {
 		return nil, errorf(http.StatusBadRequest, "the request's NodeID %q does not match the path's %q", req.NodeID, r.PathValue("id"))
 	}
-	index, err := a.srv.UpdateNodeEligibility(r.PathValue("id"), req.Eligibility)
+	nw, err := a.srv.UpdateNodeEligibility(r.PathValue("id"), req.Eligibility)
 	if err != nil {
 		return nil, err
 	}
-	setIndex(w, index)
-	return &NodeEligibilityResponse{NodeModifyIndex: index, Index: index}, nil
+	setIndex(w, nw.Index)
+	return &NodeEligibilityResponse{EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw), NodeModifyIndex: nw.Index,
+		Index: nw.Index}, nil
 }
 
 func (a *API) nodePurge(w http.ResponseWriter, r *http.Request) (any, error) {
-	index, err := a.srv.DeregisterNode(r.PathValue("id"))
+	nw, err := a.srv.DeregisterNode(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	setIndex(w, index)
-	return &NodeUpdateResponse{NodeModifyIndex: index, Index: index}, nil
+	setIndex(w, nw.Index)
+	return &NodeUpdateResponse{EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw), NodeModifyIndex: nw.Index,
+		Index: nw.Index}, nil
 }

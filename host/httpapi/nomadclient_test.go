@@ -243,11 +243,32 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	if err != nil || node.ID != alloc.NodeID || node.Status != "ready" {
 		t.Fatalf("node info: %v %+v", err, node)
 	}
-	if _, err := c.Nodes().ToggleEligibility(node.ID, false, nil); err != nil {
-		t.Fatalf("eligibility: %v", err)
+	// A node that runs a web allocation: the change evaluates web, and the
+	// answer names the eval, as Nomad's does.
+	live, _, err := c.Allocations().List(&api.QueryOptions{Filter: `JobID == "web" and DesiredStatus == "run"`})
+	if err != nil || len(live) == 0 {
+		t.Fatalf("live web allocations: %v %d", err, len(live))
 	}
+	node, _, err = c.Nodes().Info(live[0].NodeID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elig, err := c.Nodes().ToggleEligibility(node.ID, false, nil)
+	if err != nil || len(elig.EvalIDs) != 1 || elig.EvalCreateIndex == 0 {
+		t.Fatalf("eligibility: %v %+v", err, elig)
+	}
+	waitEval(t, c, elig.EvalIDs[0])
 	if n, _, _ := c.Nodes().Info(node.ID, nil); n.SchedulingEligibility != "ineligible" {
 		t.Fatalf("node eligibility = %q", n.SchedulingEligibility)
+	}
+	// Marking it eligible through the drain endpoint evaluates it too.
+	undrain, err := c.Nodes().UpdateDrain(node.ID, nil, true, nil)
+	if err != nil || len(undrain.EvalIDs) != 1 || undrain.EvalCreateIndex == 0 {
+		t.Fatalf("drain cancel marking eligible: %v %+v", err, undrain)
+	}
+	waitEval(t, c, undrain.EvalIDs[0])
+	if n, _, _ := c.Nodes().Info(node.ID, nil); n.SchedulingEligibility != "eligible" {
+		t.Fatalf("node eligibility after the drain cancel = %q", n.SchedulingEligibility)
 	}
 	nodeAllocs, _, err := c.Nodes().Allocations(node.ID, nil)
 	if err != nil || len(nodeAllocs) == 0 {

@@ -28,11 +28,14 @@ type DrainSpec struct {
 // draining node takes no new allocations; the leader's drainer then marks
 // its allocations for migration, at most migrate.max_parallel per task
 // group at a time, batch allocations only at the deadline, system ones
-// last. MarkEligible makes the node eligible again when a drain is canceled.
-func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bool) (uint64, error) {
-	n := s.store.Snapshot().Node(nodeID)
+// last. MarkEligible makes the node eligible again when a drain is canceled,
+// with node-update evals, as an eligibility change has: the system jobs the
+// drain moved off come back.
+func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bool) (NodeWrite, error) {
+	snap := s.store.Snapshot()
+	n := snap.Node(nodeID)
 	if n == nil {
-		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	now := s.now()
 	req := &fsm.NodeUpdateDrainRequest{NodeID: nodeID, MarkEligible: markEligible, UpdatedAt: now.UnixNano()}
@@ -48,11 +51,14 @@ func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bo
 		req.Event = &sdk.NodeEvent{Message: "Node drain strategy set", Subsystem: "Drain", Timestamp: now}
 	} else {
 		if n.DrainStrategy == nil && !markEligible {
-			return 0, badRequest(fmt.Errorf("node %q is not draining", nodeID))
+			return NodeWrite{}, badRequest(fmt.Errorf("node %q is not draining", nodeID))
 		}
 		req.Event = &sdk.NodeEvent{Message: "Node drain strategy removed", Subsystem: "Drain", Timestamp: now}
+		if markEligible && n.SchedulingEligibility != sdk.NodeSchedulingEligible {
+			req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
+		}
 	}
-	return s.Apply(fsm.NodeUpdateDrainRequestType, req)
+	return s.applyNodeWrite(fsm.NodeUpdateDrainRequestType, req, req.Evals)
 }
 
 // drainer marks the allocations of draining nodes for migration and ends

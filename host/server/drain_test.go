@@ -133,3 +133,56 @@ func TestScaleJob(t *testing.T) {
 		}
 	}
 }
+
+// TestDrain_CancelMarkingEligibleBringsSystemJobsBack: a forced drain stops
+// the node's system allocation; canceling it with MarkEligible makes the
+// node eligible with node-update evals, as Nomad does, so the system job
+// runs there again.
+func TestDrain_CancelMarkingEligibleBringsSystemJobsBack(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go runClients(ctx, s)
+	node := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(node); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.RegisterJob(servertest.Job("mon", sdk.JobTypeSystem, 1, 100, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	running := func() int {
+		n := 0
+		for _, a := range s.Store().Snapshot().AllocsByNode(node.ID) {
+			if !a.TerminalStatus() {
+				n++
+			}
+		}
+		return n
+	}
+	if running() != 1 {
+		t.Fatalf("%d system allocations on the node before the drain, want 1", running())
+	}
+	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the forced drain to complete", func() bool {
+		n := s.Store().Snapshot().Node(node.ID)
+		return n.DrainStrategy == nil && running() == 0
+	})
+
+	w, err := s.UpdateNodeDrain(node.ID, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.EvalIDs) != 1 {
+		t.Fatalf("eval IDs %v, want the system job's node-update eval", w.EvalIDs)
+	}
+	if e := servertest.WaitForEval(t, s, w.EvalIDs[0]); e.TriggeredBy != sdk.EvalTriggerNodeUpdate || e.JobID != "mon" {
+		t.Fatalf("eval %+v, want mon's node-update", e)
+	}
+	if running() != 1 {
+		t.Fatalf("%d system allocations on the node after the drain cancel, want 1", running())
+	}
+}

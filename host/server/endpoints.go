@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // Errors endpoints return for bad requests; the HTTP layer maps them to
@@ -79,9 +80,9 @@ func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string)
 
 // RegisterNode registers or updates a node. It answers with the node's
 // heartbeat TTL.
-func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, uint64, error) {
+func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	if n.ID == "" {
-		return 0, 0, badRequest(errors.New("node ID is required"))
+		return 0, NodeWrite{}, badRequest(errors.New("node ID is required"))
 	}
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"
@@ -98,12 +99,12 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, uint64, error) {
 	switch n.Status {
 	case sdk.NodeStatusInit, sdk.NodeStatusReady, sdk.NodeStatusDown, sdk.NodeStatusDisconnected:
 	default:
-		return 0, 0, badRequest(fmt.Errorf("node status %q is not valid", n.Status))
+		return 0, NodeWrite{}, badRequest(fmt.Errorf("node status %q is not valid", n.Status))
 	}
 	snap := s.store.Snapshot()
 	old := snap.Node(n.ID)
 	if old != nil && old.SecretID != "" && n.SecretID != old.SecretID {
-		return 0, 0, badRequest(errors.New("node secret ID does not match"))
+		return 0, NodeWrite{}, badRequest(errors.New("node secret ID does not match"))
 	}
 	n.StatusUpdatedAt = s.now().Unix()
 	req := &fsm.NodeRegisterRequest{Node: n}
@@ -112,12 +113,31 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, uint64, error) {
 		probe.ComputeClass()
 		req.Evals = s.nodeEvals(snap, &probe, sdk.EvalTriggerNodeUpdate)
 	}
-	index, err := s.Apply(fsm.NodeRegisterRequestType, req)
+	w, err := s.applyNodeWrite(fsm.NodeRegisterRequestType, req, req.Evals)
 	if err != nil {
-		return 0, 0, err
+		return 0, NodeWrite{}, err
 	}
-	ttl := s.heartbeats.reset(n.ID)
-	return ttl, index, nil
+	return s.heartbeats.reset(n.ID), w, nil
+}
+
+// NodeWrite is what a write to a node did: the index it was applied at and
+// the evaluations it created (Nomad's EvalIDs; EvalCreateIndex is Index).
+type NodeWrite struct {
+	Index   uint64
+	EvalIDs []string
+}
+
+// applyNodeWrite applies a node entry that creates evals.
+func (s *Server) applyNodeWrite(t fsm.MessageType, msg msgp.Marshaler, evals []*sdk.Evaluation) (NodeWrite, error) {
+	index, err := s.Apply(t, msg)
+	if err != nil {
+		return NodeWrite{}, err
+	}
+	w := NodeWrite{Index: index}
+	for _, e := range evals {
+		w.EvalIDs = append(w.EvalIDs, e.ID)
+	}
+	return w, nil
 }
 
 // NodeHeartbeat records a node's heartbeat; a node that was down comes back.
@@ -153,35 +173,35 @@ func (s *Server) UpdateNodeStatus(nodeID, status, why string) (uint64, error) {
 }
 
 // UpdateNodeEligibility marks a node eligible or ineligible.
-func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (uint64, error) {
+func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (NodeWrite, error) {
 	if eligibility != sdk.NodeSchedulingEligible && eligibility != sdk.NodeSchedulingIneligible {
-		return 0, badRequest(fmt.Errorf("eligibility must be %q or %q", sdk.NodeSchedulingEligible, sdk.NodeSchedulingIneligible))
+		return NodeWrite{}, badRequest(fmt.Errorf("eligibility must be %q or %q", sdk.NodeSchedulingEligible, sdk.NodeSchedulingIneligible))
 	}
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
 	if n == nil {
-		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	req := &fsm.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: s.now().Unix()}
 	if n.SchedulingEligibility != eligibility {
 		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}
-	return s.Apply(fsm.NodeUpdateEligibilityRequestType, req)
+	return s.applyNodeWrite(fsm.NodeUpdateEligibilityRequestType, req, req.Evals)
 }
 
 // DeregisterNode removes a node (purge).
-func (s *Server) DeregisterNode(nodeID string) (uint64, error) {
+func (s *Server) DeregisterNode(nodeID string) (NodeWrite, error) {
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
 	if n == nil {
-		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	req := &fsm.NodeDeregisterRequest{NodeIDs: []string{nodeID}, Evals: s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)}
-	index, err := s.Apply(fsm.NodeDeregisterRequestType, req)
+	w, err := s.applyNodeWrite(fsm.NodeDeregisterRequestType, req, req.Evals)
 	if err == nil {
 		s.heartbeats.clear(nodeID)
 	}
-	return index, err
+	return w, err
 }
 
 // AllocUpdate is what a node reports about one allocation.
