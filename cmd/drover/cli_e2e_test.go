@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
@@ -279,24 +278,24 @@ func TestE2E_CLICommands(t *testing.T) {
 				target = a.NodeID
 			}
 		}
-		c.contains(c.run(0, "node", "drain", "-enable", "-no-deadline", target[:8]), "drain strategy set")
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			var n sdk.Node
-			if err := json.Unmarshal([]byte(c.run(0, "node", "status", "-json", target)), &n); err != nil {
-				t.Fatal(err)
-			}
-			if n.DrainStrategy == nil {
-				if n.SchedulingEligibility != sdk.NodeSchedulingIneligible {
-					t.Fatalf("drained node is %s", n.SchedulingEligibility)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("drain of %s did not complete", target)
-			}
-			time.Sleep(200 * time.Millisecond)
+		// Without -detach the command follows the drain to its end.
+		out := c.run(0, "node", "drain", "-enable", "-no-deadline", "-yes", target[:8])
+		c.contains(out, "drain strategy set", "marked for migration", `-> "complete"`,
+			"Drain complete for node", "have stopped")
+		var n sdk.Node
+		if err := json.Unmarshal([]byte(c.run(0, "node", "status", "-json", target)), &n); err != nil {
+			t.Fatal(err)
 		}
+		if n.DrainStrategy != nil || n.SchedulingEligibility != sdk.NodeSchedulingIneligible {
+			t.Fatalf("drained node: drain %+v, %s", n.DrainStrategy, n.SchedulingEligibility)
+		}
+		for _, a := range st.Allocations {
+			if a.NodeID == target && a.DesiredStatus == sdk.AllocDesiredStatusRun && !strings.Contains(out, shortID(a.ID)) {
+				t.Errorf("the monitor did not mention allocation %s, which the drain moved", shortID(a.ID))
+			}
+		}
+		c.contains(c.run(0, "node", "drain", "-monitor", target), "Drain complete for node", "have stopped")
+		c.run(1, "node", "drain", "-monitor", "-detach", target)
 		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil {
 			t.Fatal(err)
 		}

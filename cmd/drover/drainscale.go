@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/sdk"
 )
 
 type nodeDrainCommand struct{ *meta }
@@ -24,12 +26,20 @@ Usage: drover node drain [options] <node-id>
   migrate.max_parallel at a time, lets batch allocations finish, moves
   system allocations last, and, at the deadline, migrates whatever is left.
   The node stays ineligible after the drain completes.
+
+  With -enable the command then monitors the drain, as Nomad's does: the
+  allocations marked for migration and their status changes, until the
+  drain is over and the allocations it moves have stopped. Ctrl-C stops
+  the monitoring, not the drain.
 ` + apiOptions + `
 
 Drain options:
 
   -enable            Start draining.
   -disable           Cancel the drain.
+  -monitor           Only monitor the node's drain.
+  -detach            Return once the drain is set, without monitoring.
+  -yes               Accepted for Nomad's scripts; nothing is asked.
   -deadline=DUR      Migrate everything left after DUR (default 1h).
   -no-deadline       Never force the remaining allocations off.
   -force             Migrate everything at once.
@@ -46,11 +56,18 @@ func (c *nodeDrainCommand) Run(args []string) int {
 	force := fs.Bool("force", false, "")
 	ignoreSystem := fs.Bool("ignore-system", false, "")
 	keepIneligible := fs.Bool("keep-ineligible", false, "")
+	monitorOnly := fs.Bool("monitor", false, "")
+	detach := fs.Bool("detach", false, "")
+	fs.Bool("yes", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <node-id>") {
 		return exitError
 	}
-	if *enable == *disable {
-		c.ui.Error("Give exactly one of -enable and -disable")
+	if n := btoi(*enable) + btoi(*disable) + btoi(*monitorOnly); n != 1 {
+		c.ui.Error("Give exactly one of -enable, -disable and -monitor")
+		return exitError
+	}
+	if *monitorOnly && *detach {
+		c.ui.Error("-monitor and -detach contradict each other")
 		return exitError
 	}
 	if *force && *noDeadline {
@@ -64,6 +81,9 @@ func (c *nodeDrainCommand) Run(args []string) int {
 	id, err := resolve(cl, "/v1/nodes", fs.Arg(0))
 	if err != nil {
 		return c.errorf("finding node %q: %v", fs.Arg(0), err)
+	}
+	if *monitorOnly {
+		return c.monitorDrain(cl, id)
 	}
 	req := &httpapi.NodeDrainRequest{NodeID: id, MarkEligible: *disable && !*keepIneligible}
 	if *enable {
@@ -79,12 +99,76 @@ func (c *nodeDrainCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, "/v1/node/"+url.PathEscape(id)+"/drain", req, nil); err != nil {
 		return c.errorf("updating the drain of node %s: %v", shortID(id), err)
 	}
-	if *enable {
-		c.ui.Output(fmt.Sprintf("Node %q drain strategy set", shortID(id)))
-	} else {
+	if !*enable {
 		c.ui.Output(fmt.Sprintf("Node %q drain strategy unset", shortID(id)))
+		return exitOK
 	}
-	return exitOK
+	c.ui.Output(fmt.Sprintf("Node %q drain strategy set", shortID(id)))
+	if *detach {
+		return exitOK
+	}
+	return c.monitorDrain(cl, id)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// monitorDrain follows a node's drain until it is over and the allocations
+// it moves (marked for migration or stopped) have stopped on the node.
+func (c *nodeDrainCommand) monitorDrain(cl *client.Client, nodeID string) int {
+	say := func(format string, args ...any) {
+		c.ui.Output(fmt.Sprintf("%s: %s", c.clock().Format(time.RFC3339), fmt.Sprintf(format, args...)))
+	}
+	say("Ctrl-C to stop monitoring: will not cancel the node drain")
+	seen := map[string]*sdk.Allocation{}
+	var index uint64
+	over := false
+	for {
+		var allocs []*sdk.Allocation
+		// A short wait: the drain's end changes the node, not the
+		// allocations this query waits on.
+		meta, err := cl.Get(bg, fmt.Sprintf("/v1/node/%s/allocations?index=%d&wait=1s", url.PathEscape(nodeID), index), &allocs)
+		if err != nil {
+			return c.errorf("reading the allocations of node %s: %v", shortID(nodeID), err)
+		}
+		index = meta.Index
+		moving := 0
+		for _, a := range allocs {
+			old := seen[a.ID]
+			seen[a.ID] = a
+			if a.DesiredTransition.ShouldMigrate() && (old == nil || !old.DesiredTransition.ShouldMigrate()) {
+				say("Alloc %q marked for migration", shortID(a.ID))
+			}
+			if old != nil && old.ClientStatus != a.ClientStatus {
+				say("Alloc %q status %q -> %q", shortID(a.ID), old.ClientStatus, a.ClientStatus)
+			}
+			if (a.DesiredTransition.ShouldMigrate() || a.DesiredStatus != sdk.AllocDesiredStatusRun) && !a.ClientTerminalStatus() {
+				moving++
+			}
+		}
+		if !over {
+			var n sdk.Node
+			if _, err := cl.Get(bg, "/v1/node/"+url.PathEscape(nodeID), &n); err != nil {
+				return c.errorf("reading node %s: %v", shortID(nodeID), err)
+			}
+			if n.DrainStrategy == nil {
+				over = true
+				if st, _ := n.LastDrain["Status"].(string); st == "canceled" {
+					say("Drain canceled for node %q", shortID(nodeID))
+					return exitOK
+				}
+				say("Drain complete for node %q", shortID(nodeID))
+			}
+		}
+		if over && moving == 0 {
+			say("All allocations on node %q have stopped", shortID(nodeID))
+			return exitOK
+		}
+	}
 }
 
 type jobScaleCommand struct{ *meta }
