@@ -269,4 +269,31 @@ func TestAPI_NodeAgentEndpoints(t *testing.T) {
 	if got := s.Store().Snapshot().Alloc(alloc.ID); got.ClientDescription != "still running" {
 		t.Fatalf("the known allocation's report was lost: %q", got.ClientDescription)
 	}
+
+	// A node that comes back with a heartbeat gets its jobs evaluated (a
+	// system job's at least), and the answer names the evals, as Nomad's
+	// does.
+	sys := `{"Job":{"ID":"sys","Type":"system","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"exec","Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	if resp, out := do(t, "PUT", ts.URL+"/v1/jobs", sys); resp.StatusCode != 200 {
+		t.Fatalf("register system job: %d %s", resp.StatusCode, out)
+	}
+	if _, err := s.UpdateNodeStatus("agent-1", sdk.NodeStatusDown, "test"); err != nil {
+		t.Fatal(err)
+	}
+	resp, out = do(t, "PUT", ts.URL+"/v1/node/agent-1/heartbeat", `{"SecretID": "s3cret"}`)
+	var hb httpapi.NodeUpdateResponse
+	if err := json.Unmarshal(out, &hb); err != nil || resp.StatusCode != 200 || len(hb.EvalIDs) == 0 || hb.EvalCreateIndex == 0 {
+		t.Fatalf("heartbeat of a down node: %d %s", resp.StatusCode, out)
+	}
+	found := false
+	for _, id := range hb.EvalIDs {
+		e := s.Store().Snapshot().Eval(id)
+		if e == nil || e.TriggeredBy != sdk.EvalTriggerNodeUpdate {
+			t.Fatalf("the heartbeat's eval %s: %+v", id, e)
+		}
+		found = found || e.JobID == "sys"
+	}
+	if !found {
+		t.Fatalf("the heartbeat's evals %v do not evaluate the system job", hb.EvalIDs)
+	}
 }

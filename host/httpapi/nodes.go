@@ -177,15 +177,17 @@ func (a *API) nodeHeartbeat(w http.ResponseWriter, r *http.Request) (any, error)
 	if err := checkNodeSecret(a.srv.Store().Snapshot(), r.PathValue("id"), req.SecretID); err != nil {
 		return nil, err
 	}
-	ttl, index, err := a.srv.NodeHeartbeat(r.PathValue("id"))
+	ttl, nw, err := a.srv.NodeHeartbeat(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
+	index := nw.Index
 	if index == 0 {
 		index = a.srv.Store().LatestIndex()
 	}
 	setIndex(w, index)
-	return &NodeUpdateResponse{HeartbeatTTL: ttl, Index: index}, nil
+	return &NodeUpdateResponse{HeartbeatTTL: ttl, EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw),
+		NodeModifyIndex: nw.Index, Index: index}, nil
 }
 
 func (a *API) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, error) {

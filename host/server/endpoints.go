@@ -140,28 +140,30 @@ func (s *Server) applyNodeWrite(t fsm.MessageType, msg msgp.Marshaler, evals []*
 	return w, nil
 }
 
-// NodeHeartbeat records a node's heartbeat; a node that was down comes back.
-func (s *Server) NodeHeartbeat(nodeID string) (time.Duration, uint64, error) {
+// NodeHeartbeat records a node's heartbeat; a node that was down comes back
+// (with node-update evals). A heartbeat that changes nothing returns a zero
+// NodeWrite.
+func (s *Server) NodeHeartbeat(nodeID string) (time.Duration, NodeWrite, error) {
 	n := s.store.Snapshot().Node(nodeID)
 	if n == nil {
-		return 0, 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+		return 0, NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
-	var index uint64
+	var w NodeWrite
 	if n.Status == sdk.NodeStatusDown || n.Status == sdk.NodeStatusDisconnected {
 		var err error
-		if index, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, "node heartbeat resumed"); err != nil {
-			return 0, 0, err
+		if w, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, "node heartbeat resumed"); err != nil {
+			return 0, NodeWrite{}, err
 		}
 	}
-	return s.heartbeats.reset(nodeID), index, nil
+	return s.heartbeats.reset(nodeID), w, nil
 }
 
 // UpdateNodeStatus changes a node's status, with node-update evals.
-func (s *Server) UpdateNodeStatus(nodeID, status, why string) (uint64, error) {
+func (s *Server) UpdateNodeStatus(nodeID, status, why string) (NodeWrite, error) {
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
 	if n == nil {
-		return 0, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	now := s.now()
 	req := &fsm.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: now.Unix(),
@@ -169,7 +171,7 @@ func (s *Server) UpdateNodeStatus(nodeID, status, why string) (uint64, error) {
 	if n.Status != status {
 		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}
-	return s.Apply(fsm.NodeUpdateStatusRequestType, req)
+	return s.applyNodeWrite(fsm.NodeUpdateStatusRequestType, req, req.Evals)
 }
 
 // UpdateNodeEligibility marks a node eligible or ineligible.
