@@ -53,7 +53,9 @@ func droverBin(t *testing.T) string {
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
-	for _, p := range []string{"service", "batch"} {
+	// Every built-in, as make build leaves them: the end-to-end tests run
+	// system jobs and force garbage collections.
+	for _, p := range []string{"service", "batch", "system", "core"} {
 		dst := filepath.Join(filepath.Dir(binPath), "plugins", p+".wasm")
 		if _, err := os.Stat(dst); err == nil {
 			continue
