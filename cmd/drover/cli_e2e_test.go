@@ -268,6 +268,8 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.t = t
 		c.contains(c.run(0, "job", "scale", "web", "frontend", "4"), `finished with status "complete": 1 placed`)
 		c.contains(c.run(1, "job", "scale", "web", "nope", "4"), "nope")
+		c.contains(c.run(0, "job", "scaling-events", "web"), "Task Group", "frontend")
+		c.contains(c.run(0, "job", "scaling-events", "-verbose", "web"), "submitted using the Drover CLI")
 		var st JobStatus
 		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil {
 			t.Fatal(err)

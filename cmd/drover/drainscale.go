@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -215,10 +217,88 @@ func (c *jobScaleCommand) Run(args []string) int {
 		}
 		group = job.TaskGroups[0].Name
 	}
-	req := &httpapi.JobScaleRequest{Count: &count, Target: map[string]string{"Job": job.ID, "Group": group}}
+	req := &httpapi.JobScaleRequest{Count: &count, Target: map[string]string{"Job": job.ID, "Group": group},
+		Message: "submitted using the Drover CLI"}
 	var resp httpapi.JobRegisterResponse
 	if _, err := cl.Put(bg, "/v1/job/"+url.PathEscape(job.ID)+"/scale", req, &resp); err != nil {
 		return c.errorf("scaling job %q: %v", job.ID, err)
 	}
 	return c.follow(cl, resp.EvalID, *detach)
+}
+
+type jobScalingEventsCommand struct{ *meta }
+
+func (c *jobScalingEventsCommand) Synopsis() string {
+	return "Display the recent scaling events of a job"
+}
+
+func (c *jobScalingEventsCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover job scaling-events [options] <job>
+
+  Lists the job's recent scaling events, newest first: the count changes
+  (job scale, an autoscaler) and what an autoscaler reported without one.
+  At most 20 are kept per task group.
+` + apiOptions + `
+
+Scaling events options:
+` + jsonOption + `
+  -verbose         Show whether each event is an error, its message and
+                   its evaluation.`)
+}
+
+func (c *jobScalingEventsCommand) Run(args []string) int {
+	fs := c.flags("job scaling-events", true)
+	verbose := fs.Bool("verbose", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
+		return exitError
+	}
+	cl, job, ok := c.clientAndJob(fs.Arg(0))
+	if !ok {
+		return exitError
+	}
+	var st httpapi.JobScaleStatusResponse
+	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/scale", &st); err != nil {
+		return c.errorf("reading the job's scale status: %v", err)
+	}
+	type row struct {
+		group string
+		*state.ScalingEvent
+	}
+	var events []row
+	for g, ts := range st.TaskGroups {
+		for _, e := range ts.Events {
+			events = append(events, row{g, e})
+		}
+	}
+	sort.SliceStable(events, func(i, k int) bool { return events[i].Time > events[k].Time })
+	if c.json {
+		return c.printJSON(&st)
+	}
+	if len(events) == 0 {
+		c.ui.Output(fmt.Sprintf("No events found for job %q", job.ID))
+		return exitOK
+	}
+	head := []string{"Task Group", "Count", "PrevCount", "Date"}
+	if *verbose {
+		head = append(head, "Error", "Message", "Eval ID")
+	}
+	rows := [][]string{head}
+	for _, e := range events {
+		count := ""
+		if e.Count != nil {
+			count = fmt.Sprint(*e.Count)
+		}
+		r := []string{e.group, count, fmt.Sprint(e.PreviousCount), formatTime(e.Time)}
+		if *verbose {
+			evalID := ""
+			if e.EvalID != nil {
+				evalID = shortID(*e.EvalID)
+			}
+			r = append(r, fmt.Sprint(e.Error), e.Message, evalID)
+		}
+		rows = append(rows, r)
+	}
+	c.table(rows)
+	return exitOK
 }

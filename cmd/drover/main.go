@@ -45,6 +45,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"job status":                    f(&jobStatusCommand{meta: m}),
 		"job stop":                      f(&jobStopCommand{meta: m}),
 		"job scale":                     f(&jobScaleCommand{meta: m}),
+		"job scaling-events":            f(&jobScalingEventsCommand{meta: m}),
 		"job inspect":                   f(&jobInspectCommand{meta: m}),
 		"job history":                   f(&jobHistoryCommand{meta: m}),
 		"job validate":                  f(&jobValidateCommand{meta: m}),

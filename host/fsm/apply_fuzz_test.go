@@ -59,6 +59,9 @@ func FuzzApply(f *testing.F) {
 		{AllocUpdateDesiredTransitionRequestType, &AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{"a1": nil}}},
 		{NodeUpdateDrainRequestType, &NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{}}},
 		{GarbageCollectRequestType, &GarbageCollectRequest{Evals: []string{"e1"}, Allocs: []string{"a1"}}},
+		{ScalingEventRequestType, &ScalingEventRequest{Namespace: "default", JobID: "web", TaskGroup: "g",
+			Event: &state.ScalingEvent{Message: "policy failed", Error: true}}},
+		{ScalingEventRequestType, &ScalingEventRequest{Namespace: "default", JobID: "web", TaskGroup: "g"}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

@@ -209,6 +209,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &DeploymentPromoteRequest{}
 	case NodeUpdateDrainRequestType:
 		msg = &NodeUpdateDrainRequest{}
+	case ScalingEventRequestType:
+		msg = &ScalingEventRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -246,6 +248,8 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyNodeEligibility(tx, req, fx)
 	case *JobRegisterRequest:
 		return applyJobRegister(tx, req, fx)
+	case *ScalingEventRequest:
+		return applyScalingEvent(tx, req)
 	case *JobDeregisterRequest:
 		return applyJobDeregister(tx, req, fx)
 	case *EvalUpdateRequest:
@@ -316,11 +320,25 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 			return err
 		}
 	}
+	if req.Scaling != nil {
+		if err := applyScalingEvent(tx, req.Scaling); err != nil {
+			return err
+		}
+	}
 	if req.Eval == nil {
 		return nil
 	}
 	req.Eval.JobModifyIndex = req.Job.JobModifyIndex
 	return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
+}
+
+// applyScalingEvent records a scaling event of an existing job.
+func applyScalingEvent(tx *state.Txn, req *ScalingEventRequest) error {
+	if tx.Job(req.Namespace, req.JobID) == nil {
+		return fmt.Errorf("%w: job %s/%s", state.ErrNotFound, req.Namespace, req.JobID)
+	}
+	e := *req.Event
+	return tx.AddScalingEvent(req.Namespace, req.JobID, req.TaskGroup, &e)
 }
 
 func applyNodeRegister(tx *state.Txn, req *NodeRegisterRequest, fx *effects) error {

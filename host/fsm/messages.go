@@ -1,6 +1,9 @@
 package fsm
 
-import "github.com/drover-sched/drover/sdk"
+import (
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file messages.go -o messages_gen.go -tests=false -io=false
 
@@ -26,6 +29,7 @@ const (
 	GarbageCollectRequestType
 	DeploymentPromoteRequestType
 	NodeUpdateDrainRequestType
+	ScalingEventRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -65,6 +69,18 @@ type JobRegisterRequest struct {
 	Job        *sdk.Job
 	Eval       *sdk.Evaluation
 	LaunchTime int64
+	// Scaling is the scaling event of a job-scaling registration.
+	Scaling *ScalingEventRequest `msg:",omitempty"`
+}
+
+// ScalingEventRequest records a scaling event of a job's task group: alone
+// for a request that changes no count (an autoscaler's report), or with the
+// registration a count change makes.
+type ScalingEventRequest struct {
+	Namespace string
+	JobID     string
+	TaskGroup string
+	Event     *state.ScalingEvent
 }
 
 // JobDeregisterRequest stops (or purges) a job.

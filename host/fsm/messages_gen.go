@@ -3,6 +3,7 @@
 package fsm
 
 import (
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -1481,32 +1482,58 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 3
-	// string "Job"
-	o = append(o, 0x83, 0xa3, 0x4a, 0x6f, 0x62)
-	if z.Job == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Job.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Job")
-			return
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Scaling == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Job"
+		o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+		if z.Job == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Job.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Job")
+				return
+			}
+		}
+		// string "Eval"
+		o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
+		if z.Eval == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Eval.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Eval")
+				return
+			}
+		}
+		// string "LaunchTime"
+		o = append(o, 0xaa, 0x4c, 0x61, 0x75, 0x6e, 0x63, 0x68, 0x54, 0x69, 0x6d, 0x65)
+		o = msgp.AppendInt64(o, z.LaunchTime)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Scaling"
+			o = append(o, 0xa7, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67)
+			if z.Scaling == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Scaling.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Scaling")
+					return
+				}
+			}
 		}
 	}
-	// string "Eval"
-	o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
-	if z.Eval == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Eval.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Eval")
-			return
-		}
-	}
-	// string "LaunchTime"
-	o = append(o, 0xaa, 0x4c, 0x61, 0x75, 0x6e, 0x63, 0x68, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.LaunchTime)
 	return
 }
 
@@ -1568,6 +1595,23 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "LaunchTime")
 				return
 			}
+		case "Scaling":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Scaling = nil
+			} else {
+				if z.Scaling == nil {
+					z.Scaling = new(ScalingEventRequest)
+				}
+				bts, err = z.Scaling.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Scaling")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1594,7 +1638,12 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Eval.Msgsize()
 	}
-	s += 11 + msgp.Int64Size
+	s += 11 + msgp.Int64Size + 8
+	if z.Scaling == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Scaling.Msgsize()
+	}
 	return
 }
 
@@ -2426,6 +2475,109 @@ func (z *NodeUpdateStatusRequest) Msgsize() (s int) {
 		} else {
 			s += z.Evals[za0001].Msgsize()
 		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ScalingEventRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "Namespace"
+	o = append(o, 0x84, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Namespace)
+	// string "JobID"
+	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+	o = msgp.AppendString(o, z.JobID)
+	// string "TaskGroup"
+	o = append(o, 0xa9, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70)
+	o = msgp.AppendString(o, z.TaskGroup)
+	// string "Event"
+	o = append(o, 0xa5, 0x45, 0x76, 0x65, 0x6e, 0x74)
+	if z.Event == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Event.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Event")
+			return
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ScalingEventRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Namespace":
+			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+		case "JobID":
+			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobID")
+				return
+			}
+		case "TaskGroup":
+			z.TaskGroup, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TaskGroup")
+				return
+			}
+		case "Event":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Event = nil
+			} else {
+				if z.Event == nil {
+					z.Event = new(state.ScalingEvent)
+				}
+				bts, err = z.Event.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Event")
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ScalingEventRequest) Msgsize() (s int) {
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 6 + msgp.StringPrefixSize + len(z.JobID) + 10 + msgp.StringPrefixSize + len(z.TaskGroup) + 6
+	if z.Event == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Event.Msgsize()
 	}
 	return
 }

@@ -71,6 +71,13 @@ func checkShape(msg msgp.Unmarshaler) error {
 			bad("Job is null")
 		}
 		job("Job", m.Job)
+		if m.Scaling != nil && m.Scaling.Event == nil {
+			bad("Scaling.Event is null")
+		}
+	case *ScalingEventRequest:
+		if m.Event == nil {
+			bad("Event is null")
+		}
 	case *EvalUpdateRequest:
 		evals("Evals", m.Evals)
 	case *AllocClientUpdateRequest:

@@ -32,6 +32,7 @@ const (
 	recMeta
 	recAllocJob
 	recPeriodicLaunch
+	recScalingEvents
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -149,6 +150,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, l := range snap.PeriodicLaunches() {
 		rw.put(recPeriodicLaunch, l)
+	}
+	for _, e := range snap.AllScalingEvents() {
+		rw.put(recScalingEvents, e)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if rw.err != nil {
@@ -297,6 +301,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertPeriodicLaunch(&l)
+	case recScalingEvents:
+		var e state.JobScalingEvents
+		if err := un(&e); err != nil {
+			return err
+		}
+		return tx.RestoreScalingEvents(&e)
 	case recSchedConfig:
 		var c sdk.SchedulerConfiguration
 		if err := un(&c); err != nil {

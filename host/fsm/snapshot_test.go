@@ -114,7 +114,7 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 						return &sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Type: "service",
 							Priority: 10 + r.IntN(80), TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: r.IntN(5)}}}
 					}
-					switch r.IntN(7) {
+					switch r.IntN(8) {
 					case 0:
 						return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", r.IntN(5)), Status: "ready", Datacenter: "dc1"})
 					case 1:
@@ -134,6 +134,16 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 						return tx.UpsertDeployment(&sdk.Deployment{ID: fmt.Sprintf("d%d", r.IntN(3)), Namespace: "default", JobID: "j0", Status: "running"})
 					case 5:
 						return tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Launch: int64(r.IntN(1e9))})
+					case 6:
+						count, evalID := int64(r.IntN(9)), fmt.Sprintf("e%d", r.IntN(30))
+						e := &state.ScalingEvent{Time: int64(r.IntN(1e9)), PreviousCount: int64(r.IntN(9)), Message: "scaled",
+							Meta: sdk.Opaque{"policy": "cpu"}}
+						if r.IntN(2) == 0 {
+							e.Count, e.EvalID = &count, &evalID
+						} else {
+							e.Error = true
+						}
+						return tx.AddScalingEvent("default", fmt.Sprintf("j%d", r.IntN(4)), []string{"g", "h"}[r.IntN(2)], e)
 					default:
 						if a := tx.Alloc(fmt.Sprintf("a%d", r.IntN(30))); a != nil {
 							return tx.DeleteAlloc(a.ID)
@@ -212,6 +222,9 @@ func compare(a, b *state.Snapshot) string {
 		}
 		for _, l := range s.PeriodicLaunches() {
 			out["periodic/"+l.ID] = norm(l)
+		}
+		for _, e := range s.AllScalingEvents() {
+			out["scaling/"+e.JobID] = norm(e)
 		}
 		return out
 	}

@@ -72,27 +72,31 @@ func (a *API) jobScale(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	group := req.Target["Group"]
-	if group == "" {
-		return nil, errorf(http.StatusBadRequest, "the scaling target names no group (Target.Group)")
+	ns := requestNamespace(r)
+	if t := req.Target["Namespace"]; t != "" && t != ns {
+		return nil, errorf(http.StatusBadRequest, "namespace in payload did not match header")
 	}
-	if req.Count == nil {
-		// Nomad records scaling events without a count; Drover keeps no
-		// scaling events, so there is nothing to do.
-		return nil, errorf(http.StatusBadRequest, "a scaling request needs a Count")
+	if t := req.Target["Job"]; t != "" && t != r.PathValue("id") {
+		return nil, errorf(http.StatusBadRequest, "job ID in payload did not match URL")
 	}
-	evalID, index, err := a.srv.ScaleJob(requestNamespace(r), r.PathValue("id"), group, int(*req.Count))
+	res, err := a.srv.ScaleJob(server.ScaleRequest{Namespace: ns, JobID: r.PathValue("id"), Group: req.Target["Group"],
+		Count: req.Count, Message: req.Message, Error: req.Error, Meta: req.Meta})
 	if err != nil {
 		return nil, err
 	}
-	setIndex(w, index)
-	return &JobRegisterResponse{EvalID: evalID, EvalCreateIndex: index, JobModifyIndex: index, Index: index}, nil
+	setIndex(w, res.Index)
+	resp := &JobRegisterResponse{EvalID: res.EvalID, JobModifyIndex: res.JobModifyIndex, Index: res.Index}
+	if res.EvalID != "" {
+		resp.EvalCreateIndex = res.Index
+	}
+	return resp, nil
 }
 
 // JobScaleStatusResponse answers GET /v1/job/:id/scale, as Nomad's does
 // (the autoscaler reads it): per group, the count asked for, the
-// placements and health the latest deployment counted, and the
-// allocations running. Drover keeps no scaling events: Events is empty.
+// placements and health the latest deployment counted, the allocations
+// running, and the latest scaling events, newest first (the autoscaler's
+// cooldown starts from the newest).
 type JobScaleStatusResponse struct {
 	JobID          string
 	Namespace      string
@@ -109,7 +113,7 @@ type TaskGroupScaleStatus struct {
 	Running   int
 	Healthy   int
 	Unhealthy int
-	Events    []struct{}
+	Events    []*state.ScalingEvent
 }
 
 func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -122,8 +126,12 @@ func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error
 		resp := &JobScaleStatusResponse{JobID: job.ID, Namespace: job.Namespace, JobCreateIndex: job.CreateIndex,
 			JobModifyIndex: job.JobModifyIndex, JobStopped: job.Stop, TaskGroups: map[string]*TaskGroupScaleStatus{}}
 		d := snap.LatestDeployment(ns, id)
+		events := snap.ScalingEvents(ns, id)
 		for _, tg := range job.TaskGroups {
-			st := &TaskGroupScaleStatus{Desired: tg.Count, Events: []struct{}{}}
+			st := &TaskGroupScaleStatus{Desired: tg.Count, Events: []*state.ScalingEvent{}}
+			if events != nil && len(events.ScalingEvents[tg.Name]) > 0 {
+				st.Events = events.ScalingEvents[tg.Name]
+			}
 			if d != nil {
 				if ds := d.TaskGroups[tg.Name]; ds != nil {
 					st.Placed, st.Healthy, st.Unhealthy = ds.PlacedAllocs, ds.HealthyAllocs, ds.UnhealthyAllocs
@@ -137,6 +145,7 @@ func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error
 				st.Running++
 			}
 		}
-		return resp, max(snap.TableIndex(state.TableJobs), snap.TableIndex(state.TableAllocs), snap.TableIndex(state.TableDeployments)), nil
+		return resp, max(snap.TableIndex(state.TableJobs), snap.TableIndex(state.TableAllocs), snap.TableIndex(state.TableDeployments),
+			snap.TableIndex(state.TableScaling)), nil
 	})
 }

@@ -197,6 +197,24 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	if scale, _, err = c.Jobs().ScaleStatus("web", nil); err != nil || scale.TaskGroups["frontend"].Running != 1 {
 		t.Fatalf("scale status after one allocation runs: %v %+v", err, scale.TaskGroups["frontend"])
 	}
+	// What the Nomad autoscaler sends: a failed policy's report, without a
+	// count, is kept as an event; a count change while the job's
+	// deployment is running is refused, as Nomad refuses it.
+	ev, _, err := c.Jobs().Scale("web", "frontend", nil, "policy failed", true, map[string]any{"policy": "p1"}, nil)
+	if err != nil || ev.EvalID != "" {
+		t.Fatalf("scaling event without a count: %v %+v", err, ev)
+	}
+	if _, _, err := c.Jobs().Scale("web", "frontend", ptr(3), "up", false, nil, nil); err == nil ||
+		!strings.Contains(err.Error(), "active deployment") {
+		t.Fatalf("scaling during the deployment: %v", err)
+	}
+	if scale, _, err = c.Jobs().ScaleStatus("web", nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs := scale.TaskGroups["frontend"].Events; len(evs) != 1 || !evs[0].Error || evs[0].Message != "policy failed" ||
+		evs[0].Meta["policy"] != "p1" || evs[0].Count != nil || evs[0].PreviousCount != 2 || evs[0].Time == 0 || evs[0].CreateIndex == 0 {
+		t.Fatalf("scaling events: %+v", evs)
+	}
 
 	job.TaskGroups[0].Count = ptr(1)
 	if _, _, err := c.Jobs().EnforceRegister(job, 1, nil); err == nil {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,28 +110,90 @@ func TestScaleJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
-	evalID, _, err = s.ScaleJob("default", "web", "g", 5)
+	count := func(n int64) *int64 { return &n }
+	res, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: count(5),
+		Message: "up", Meta: sdk.Opaque{"policy": "cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := servertest.WaitForEval(t, s, evalID)
+	e := servertest.WaitForEval(t, s, res.EvalID)
 	if e.TriggeredBy != sdk.EvalTriggerScaling || e.Status != sdk.EvalStatusComplete {
 		t.Fatalf("scale eval = %s / %s", e.TriggeredBy, e.Status)
 	}
 	snap := s.Store().Snapshot()
-	if j := snap.Job("default", "web"); j.TaskGroups[0].Count != 5 || j.Version != 1 {
-		t.Fatalf("job after scaling: count %d version %d", j.TaskGroups[0].Count, j.Version)
+	if j := snap.Job("default", "web"); j.TaskGroups[0].Count != 5 || j.Version != 1 || j.JobModifyIndex != res.JobModifyIndex {
+		t.Fatalf("job after scaling: count %d version %d modify index %d (answered %d)", j.TaskGroups[0].Count, j.Version,
+			j.JobModifyIndex, res.JobModifyIndex)
 	}
 	if n := len(snap.AllocsByJob("default", "web")); n != 5 {
 		t.Fatalf("%d allocations, want 5", n)
 	}
+
+	// An autoscaler's report without a count changes nothing but is kept,
+	// newest first.
+	res, err = s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Message: "policy failed", Error: true})
+	if err != nil || res.EvalID != "" {
+		t.Fatalf("an event alone: %v, eval %q", err, res.EvalID)
+	}
+	snap = s.Store().Snapshot()
+	if j := snap.Job("default", "web"); j.TaskGroups[0].Count != 5 || j.Version != 1 {
+		t.Fatalf("an event alone changed the job: count %d version %d", j.TaskGroups[0].Count, j.Version)
+	}
+	evs := snap.ScalingEvents("default", "web").ScalingEvents["g"]
+	if len(evs) != 2 || !evs[0].Error || evs[0].Count != nil || evs[0].Message != "policy failed" ||
+		evs[1].Count == nil || *evs[1].Count != 5 || evs[1].PreviousCount != 2 || evs[1].EvalID == nil ||
+		*evs[1].EvalID != e.ID || evs[1].Meta["policy"] != "cpu" || evs[1].CreateIndex == 0 {
+		t.Fatalf("scaling events: %+v", evs)
+	}
+
 	for _, tc := range []struct {
-		group string
-		count int
-	}{{"g", 6}, {"g", 0}, {"nope", 2}, {"g", -1}} {
-		if _, _, err := s.ScaleJob("default", "web", tc.group, tc.count); err == nil {
-			t.Errorf("scaling %s to %d was accepted", tc.group, tc.count)
+		name  string
+		req   server.ScaleRequest
+		wants string
+	}{
+		{"above the policy's max", server.ScaleRequest{Group: "g", Count: count(6)}, "outside the scaling policy's range"},
+		{"below its min", server.ScaleRequest{Group: "g", Count: count(0)}, "outside the scaling policy's range"},
+		{"an unknown group", server.ScaleRequest{Group: "nope", Count: count(2)}, `task group "nope"`},
+		{"a negative count", server.ScaleRequest{Group: "g", Count: count(-1)}, "negative"},
+		{"no group", server.ScaleRequest{Count: count(2)}, "missing task group"},
+		{"a count with an error", server.ScaleRequest{Group: "g", Count: count(2), Error: true}, "should not contain count"},
+	} {
+		tc.req.Namespace, tc.req.JobID = "default", "web"
+		if _, err := s.ScaleJob(tc.req); err == nil || !strings.Contains(err.Error(), tc.wants) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wants)
 		}
+	}
+	if n := len(s.Store().Snapshot().ScalingEvents("default", "web").ScalingEvents["g"]); n != 2 {
+		t.Errorf("%d events after refused requests, want 2", n)
+	}
+}
+
+// TestScaleJob_BlockedDuringActiveDeployment: as Nomad, a count change is
+// refused while a deployment of the job is running; an event alone is not.
+func TestScaleJob_BlockedDuringActiveDeployment(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	job := servertest.Job("web", sdk.JobTypeService, 2, 100, 64)
+	job.Update = sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "task_states", MinHealthyTime: time.Minute,
+		HealthyDeadline: 5 * time.Minute, ProgressDeadline: 10 * time.Minute}
+	evalID, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	d := s.Store().Snapshot().LatestDeployment("default", "web")
+	if d == nil || !d.Active() {
+		t.Fatalf("no active deployment: %+v", d)
+	}
+	three := int64(3)
+	if _, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &three}); err == nil ||
+		!strings.Contains(err.Error(), "active deployment") {
+		t.Fatalf("scaling during a deployment: %v", err)
+	}
+	if _, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Message: "waiting"}); err != nil {
+		t.Fatalf("an event during a deployment: %v", err)
 	}
 }
 

@@ -31,6 +31,9 @@ type RegisterOptions struct {
 	// trigger is the eval's TriggeredBy (job-register unless set; scaling
 	// sets job-scaling).
 	trigger string
+	// scaling is the scaling event a count change records with the
+	// registration, naming its eval.
+	scaling *fsm.ScalingEventRequest
 }
 
 // RegisterJobOpts registers a job (or a new version of it) with options
@@ -85,6 +88,12 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 		}
 		req.Eval = s.jobEval(job, trigger, opts.EvalPriority)
 		evalID = req.Eval.ID
+	}
+	if sc := opts.scaling; sc != nil {
+		if evalID != "" {
+			sc.Event.EvalID = &evalID
+		}
+		req.Scaling = sc
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)
 	return evalID, index, err

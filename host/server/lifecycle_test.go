@@ -229,8 +229,9 @@ func TestLifecycle_Event_To_Pending(t *testing.T) {
 			return id, err
 		}},
 		{sdk.EvalTriggerScaling, func() (string, error) {
-			id, _, err := s.ScaleJob("default", "web", "g", 3)
-			return id, err
+			three := int64(3)
+			res, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &three})
+			return res.EvalID, err
 		}},
 		{sdk.EvalTriggerNodeDrain, func() (string, error) {
 			if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {

@@ -1,38 +1,95 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
-// ScaleJob sets the count of one of a job's groups, as `nomad job scale`
-// does: a new job version, evaluated by a job-scaling eval. A group with a
-// scaling block must stay within its min and max.
-func (s *Server) ScaleJob(namespace, jobID, group string, count int) (evalID string, index uint64, err error) {
-	cur := s.store.Snapshot().Job(namespace, jobID)
-	if cur == nil {
-		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, jobID)
+// ScaleRequest is a scaling request (Nomad's JobScaleRequest): a new count
+// for a group, or, without Count, an event an autoscaler reports (Error for
+// a failed policy). Either way it is recorded as a scaling event.
+type ScaleRequest struct {
+	Namespace string
+	JobID     string
+	Group     string
+	Count     *int64
+	Message   string
+	Error     bool
+	Meta      sdk.Opaque
+}
+
+// ScaleResult is what a scaling request did.
+type ScaleResult struct {
+	// EvalID is the job-scaling eval of a count change (none for an event
+	// alone, or for a periodic or parameterized job).
+	EvalID string
+	// Index is the entry's index; JobModifyIndex the job's after it.
+	Index          uint64
+	JobModifyIndex uint64
+}
+
+// ScaleJob handles a scaling request as `nomad job scale` and the Nomad
+// autoscaler expect: a count change is a new job version, evaluated by a
+// job-scaling eval, within the group's scaling min and max and refused
+// while a deployment of the job is active; every request leaves a scaling
+// event (GET /v1/job/:id/scale).
+func (s *Server) ScaleJob(req ScaleRequest) (ScaleResult, error) {
+	if req.Group == "" {
+		return ScaleResult{}, badRequest(errors.New("missing task group name for scaling action"))
 	}
-	if cur.Stop {
-		return "", 0, badRequest(fmt.Errorf("job %q is stopped and cannot be scaled", jobID))
+	if req.Count != nil && *req.Count < 0 {
+		return ScaleResult{}, badRequest(fmt.Errorf("scaling action count can't be negative, got %d", *req.Count))
+	}
+	if req.Count != nil && req.Error {
+		return ScaleResult{}, badRequest(errors.New("scaling action should not contain count if error is true"))
+	}
+	snap := s.store.Snapshot()
+	cur := snap.Job(req.Namespace, req.JobID)
+	if cur == nil {
+		return ScaleResult{}, fmt.Errorf("%w: job %q", ErrNotFound, req.JobID)
 	}
 	if cur.Type == sdk.JobTypeSystem || cur.Type == sdk.JobTypeSysBatch {
-		return "", 0, badRequest(fmt.Errorf("%s job %q has no count to scale", cur.Type, jobID))
+		return ScaleResult{}, badRequest(fmt.Errorf("%s job %q has no count to scale", cur.Type, req.JobID))
 	}
-	if count < 0 {
-		return "", 0, badRequest(fmt.Errorf("count must not be negative, got %d", count))
-	}
-	job := cur.Copy()
-	tg := job.LookupTaskGroup(group)
+	tg := cur.LookupTaskGroup(req.Group)
 	if tg == nil {
-		return "", 0, fmt.Errorf("%w: group %q in job %q", ErrNotFound, group, jobID)
+		return ScaleResult{}, badRequest(fmt.Errorf("task group %q specified for scaling does not exist in job %q", req.Group, req.JobID))
+	}
+	event := &fsm.ScalingEventRequest{Namespace: cur.Namespace, JobID: cur.ID, TaskGroup: req.Group,
+		Event: &state.ScalingEvent{Time: s.now().UnixNano(), Count: req.Count, PreviousCount: int64(tg.Count),
+			Message: req.Message, Error: req.Error, Meta: req.Meta}}
+	if req.Count == nil {
+		index, err := s.Apply(fsm.ScalingEventRequestType, event)
+		return ScaleResult{Index: index, JobModifyIndex: cur.JobModifyIndex}, err
+	}
+
+	count := *req.Count
+	if cur.Stop {
+		return ScaleResult{}, badRequest(fmt.Errorf("job %q is stopped and cannot be scaled", req.JobID))
 	}
 	if p := tg.Scaling; p != nil && p.Enabled {
-		if int64(count) < p.Min || (p.Max > 0 && int64(count) > p.Max) {
-			return "", 0, badRequest(fmt.Errorf("group %q: count %d is outside the scaling policy's range [%d, %d]", group, count, p.Min, p.Max))
+		if count < p.Min || (p.Max > 0 && count > p.Max) {
+			return ScaleResult{}, badRequest(fmt.Errorf("group %q: count %d is outside the scaling policy's range [%d, %d]", req.Group, count, p.Min, p.Max))
 		}
 	}
-	tg.Count = count
-	return s.RegisterJobOpts(job, RegisterOptions{trigger: sdk.EvalTriggerScaling})
+	if int64(int(count)) != count {
+		return ScaleResult{}, badRequest(fmt.Errorf("count %d is too large", count))
+	}
+	if d := snap.LatestDeployment(cur.Namespace, cur.ID); d != nil && d.Active() && d.JobCreateIndex == cur.CreateIndex {
+		return ScaleResult{}, badRequest(fmt.Errorf("job scaling blocked due to active deployment %s", d.ID))
+	}
+	job := cur.Copy()
+	job.LookupTaskGroup(req.Group).Count = int(count)
+	// Registered only over the version read here: a registration in
+	// between would otherwise be lost.
+	evalID, index, err := s.RegisterJobOpts(job, RegisterOptions{EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex,
+		trigger: sdk.EvalTriggerScaling, scaling: event})
+	if err != nil {
+		return ScaleResult{}, err
+	}
+	return ScaleResult{EvalID: evalID, Index: index, JobModifyIndex: index}, nil
 }

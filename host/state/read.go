@@ -199,6 +199,16 @@ func (r reader) PeriodicLaunches() []*PeriodicLaunch {
 	return all[PeriodicLaunch](r, TablePeriodic, "id")
 }
 
+// ScalingEvents returns a job's scaling events (nil when it has none).
+func (r reader) ScalingEvents(ns, jobID string) *JobScalingEvents {
+	return first[JobScalingEvents](r, TableScaling, "id", ns, jobID)
+}
+
+// AllScalingEvents returns every job's scaling events.
+func (r reader) AllScalingEvents() []*JobScalingEvents {
+	return all[JobScalingEvents](r, TableScaling, "id")
+}
+
 // JobsByIDPrefix returns the jobs of namespace ns whose ID starts with
 // prefix (a periodic job's children start with its ID).
 func (r reader) JobsByIDPrefix(ns, prefix string) []*sdk.Job {

@@ -18,6 +18,7 @@ const (
 	TableDeployments = "deployment"
 	TableSchedConfig = "scheduler_config"
 	TablePeriodic    = "periodic_launch"
+	TableScaling     = "scaling_event"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
@@ -40,6 +41,35 @@ type PeriodicLaunch struct {
 	Launch      int64
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// MaxScalingEvents is how many scaling events are kept per task group,
+// newest first (Nomad's JobTrackedScalingEvents).
+const MaxScalingEvents = 20
+
+// JobScalingEvents are a job's latest scaling events, per task group.
+type JobScalingEvents struct {
+	Namespace string
+	JobID     string
+	// ScalingEvents holds each group's events, newest first.
+	ScalingEvents map[string][]*ScalingEvent
+	ModifyIndex   uint64
+}
+
+// ScalingEvent records one scaling request (Nomad's ScalingEvent): a count
+// change, or, without Count, what an autoscaler reports (Error for a
+// failed policy).
+type ScalingEvent struct {
+	// Time is when the request came, in Unix nanoseconds.
+	Time          int64
+	Count         *int64
+	PreviousCount int64
+	Message       string
+	Error         bool
+	Meta          sdk.Opaque
+	// EvalID is the evaluation a count change created.
+	EvalID      *string
+	CreateIndex uint64
 }
 
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
@@ -131,6 +161,9 @@ var (
 
 	periodicNamespace = field("Namespace", func(l *PeriodicLaunch) string { return l.Namespace })
 	periodicID        = field("ID", func(l *PeriodicLaunch) string { return l.ID })
+
+	scalingNamespace = field("Namespace", func(e *JobScalingEvents) string { return e.Namespace })
+	scalingJobID     = field("JobID", func(e *JobScalingEvents) string { return e.JobID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -220,6 +253,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TablePeriodic: {Name: TablePeriodic, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", periodicNamespace, periodicID, true),
+		}},
+		TableScaling: {Name: TableScaling, Indexes: map[string]*memdb.IndexSchema{
+			"id": nsIDIndex("id", scalingNamespace, scalingJobID, true),
 		}},
 	}}
 }

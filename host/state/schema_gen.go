@@ -69,6 +69,160 @@ func (z IndexEntry) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *JobScalingEvents) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "Namespace"
+	o = append(o, 0x84, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Namespace)
+	// string "JobID"
+	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+	o = msgp.AppendString(o, z.JobID)
+	// string "ScalingEvents"
+	o = append(o, 0xad, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
+	o = msgp.AppendMapHeader(o, uint32(len(z.ScalingEvents)))
+	for za0001, za0002 := range z.ScalingEvents {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendArrayHeader(o, uint32(len(za0002)))
+		for za0003 := range za0002 {
+			if za0002[za0003] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = za0002[za0003].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ScalingEvents", za0001, za0003)
+					return
+				}
+			}
+		}
+	}
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *JobScalingEvents) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Namespace":
+			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+		case "JobID":
+			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobID")
+				return
+			}
+		case "ScalingEvents":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ScalingEvents")
+				return
+			}
+			if z.ScalingEvents == nil {
+				z.ScalingEvents = make(map[string][]*ScalingEvent, zb0002)
+			} else if len(z.ScalingEvents) > 0 {
+				clear(z.ScalingEvents)
+			}
+			for zb0002 > 0 {
+				var za0002 []*ScalingEvent
+				zb0002--
+				var za0001 string
+				za0001, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ScalingEvents")
+					return
+				}
+				var zb0003 uint32
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ScalingEvents", za0001)
+					return
+				}
+				if cap(za0002) >= int(zb0003) {
+					za0002 = (za0002)[:zb0003]
+				} else {
+					za0002 = make([]*ScalingEvent, zb0003)
+				}
+				for za0003 := range za0002 {
+					if msgp.IsNil(bts) {
+						bts, err = msgp.ReadNilBytes(bts)
+						if err != nil {
+							return
+						}
+						za0002[za0003] = nil
+					} else {
+						if za0002[za0003] == nil {
+							za0002[za0003] = new(ScalingEvent)
+						}
+						bts, err = za0002[za0003].UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "ScalingEvents", za0001, za0003)
+							return
+						}
+					}
+				}
+				z.ScalingEvents[za0001] = za0002
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *JobScalingEvents) Msgsize() (s int) {
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 6 + msgp.StringPrefixSize + len(z.JobID) + 14 + msgp.MapHeaderSize
+	if z.ScalingEvents != nil {
+		for za0001, za0002 := range z.ScalingEvents {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.ArrayHeaderSize
+			for za0003 := range za0002 {
+				if za0002[za0003] == nil {
+					s += msgp.NilSize
+				} else {
+					s += za0002[za0003].Msgsize()
+				}
+			}
+		}
+	}
+	s += 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *PeriodicLaunch) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 5
@@ -153,6 +307,167 @@ func (z *PeriodicLaunch) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *PeriodicLaunch) Msgsize() (s int) {
 	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 3 + msgp.StringPrefixSize + len(z.ID) + 7 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ScalingEvent) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 8
+	// string "Time"
+	o = append(o, 0x88, 0xa4, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.Time)
+	// string "Count"
+	o = append(o, 0xa5, 0x43, 0x6f, 0x75, 0x6e, 0x74)
+	if z.Count == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o = msgp.AppendInt64(o, *z.Count)
+	}
+	// string "PreviousCount"
+	o = append(o, 0xad, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x43, 0x6f, 0x75, 0x6e, 0x74)
+	o = msgp.AppendInt64(o, z.PreviousCount)
+	// string "Message"
+	o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
+	o = msgp.AppendString(o, z.Message)
+	// string "Error"
+	o = append(o, 0xa5, 0x45, 0x72, 0x72, 0x6f, 0x72)
+	o = msgp.AppendBool(o, z.Error)
+	// string "Meta"
+	o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+	o, err = z.Meta.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Meta")
+		return
+	}
+	// string "EvalID"
+	o = append(o, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
+	if z.EvalID == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o = msgp.AppendString(o, *z.EvalID)
+	}
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ScalingEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Time":
+			z.Time, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Time")
+				return
+			}
+		case "Count":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Count = nil
+			} else {
+				if z.Count == nil {
+					z.Count = new(int64)
+				}
+				*z.Count, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Count")
+					return
+				}
+			}
+		case "PreviousCount":
+			z.PreviousCount, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PreviousCount")
+				return
+			}
+		case "Message":
+			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Message")
+				return
+			}
+		case "Error":
+			z.Error, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Error")
+				return
+			}
+		case "Meta":
+			bts, err = z.Meta.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Meta")
+				return
+			}
+		case "EvalID":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.EvalID = nil
+			} else {
+				if z.EvalID == nil {
+					z.EvalID = new(string)
+				}
+				*z.EvalID, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "EvalID")
+					return
+				}
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ScalingEvent) Msgsize() (s int) {
+	s = 1 + 5 + msgp.Int64Size + 6
+	if z.Count == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int64Size
+	}
+	s += 14 + msgp.Int64Size + 8 + msgp.StringPrefixSize + len(z.Message) + 6 + msgp.BoolSize + 5 + z.Meta.Msgsize() + 7
+	if z.EvalID == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.StringPrefixSize + len(*z.EvalID)
+	}
+	s += 12 + msgp.Uint64Size
 	return
 }
 

@@ -25,6 +25,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableDeployments: {"id": str("ID"), "job": nsID("JobID")},
 		TableSchedConfig: {"id": str("ID")},
 		TablePeriodic:    {"id": nsID("ID")},
+		TableScaling:     {"id": nsID("JobID")},
 	}
 }
 
@@ -63,6 +64,10 @@ func indexedObjects() map[string][]any {
 		TablePeriodic: {
 			&PeriodicLaunch{Namespace: "default", ID: "cron"}, &PeriodicLaunch{},
 			&PeriodicLaunch{ID: "cron"}, &PeriodicLaunch{Namespace: "default"},
+		},
+		TableScaling: {
+			&JobScalingEvents{Namespace: "default", JobID: "web"}, &JobScalingEvents{},
+			&JobScalingEvents{JobID: "web"}, &JobScalingEvents{Namespace: "default"},
 		},
 	}
 }

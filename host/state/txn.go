@@ -189,6 +189,11 @@ func (t *Txn) DeleteJob(ns, id string) error {
 	if err := t.DeletePeriodicLaunch(ns, id); err != nil {
 		return err
 	}
+	if old := t.ScalingEvents(ns, id); old != nil {
+		if err := t.delete(TableScaling, old); err != nil {
+			return err
+		}
+	}
 	t.record(KindJob, jobKey(ns, id))
 	return t.delete(TableJobs, old)
 }
@@ -316,6 +321,25 @@ func (t *Txn) DeletePeriodicLaunch(ns, id string) error {
 	}
 	return t.delete(TablePeriodic, old)
 }
+
+// AddScalingEvent records a scaling event of a job's task group, keeping
+// the group's latest MaxScalingEvents.
+func (t *Txn) AddScalingEvent(ns, jobID, group string, e *ScalingEvent) error {
+	e.CreateIndex = t.index
+	next := &JobScalingEvents{Namespace: ns, JobID: jobID, ScalingEvents: map[string][]*ScalingEvent{}, ModifyIndex: t.index}
+	if old := t.ScalingEvents(ns, jobID); old != nil {
+		for g, es := range old.ScalingEvents {
+			next.ScalingEvents[g] = es
+		}
+	}
+	events := append([]*ScalingEvent{e}, next.ScalingEvents[group]...)
+	next.ScalingEvents[group] = events[:min(len(events), MaxScalingEvents)]
+	return t.insert(TableScaling, next)
+}
+
+// RestoreScalingEvents inserts a job's scaling events as a snapshot holds
+// them.
+func (t *Txn) RestoreScalingEvents(e *JobScalingEvents) error { return t.insert(TableScaling, e) }
 
 // SetSchedulerConfig replaces the scheduler configuration.
 func (t *Txn) SetSchedulerConfig(c *sdk.SchedulerConfiguration) error {
