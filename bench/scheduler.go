@@ -8,10 +8,11 @@
 // mirror up to the nodes, as a long-running server's would be), then
 // registers the scenario's jobs one after another and times each eval:
 // from handing it to the plugin runtime (state delta, scheduler, plan
-// submission) to the plugin's return, with the plan applied to the store
-// through the FSM. Like the Nomad harness, plans are applied without the
-// applier's re-check unless Config.Verify is set, and no raft or broker is
-// involved.
+// submission; waiting for the instance if its collection between evals
+// is still running) to the plugin's return, with the plan applied to the
+// store through the FSM. Like the Nomad harness, plans are applied without
+// the applier's re-check unless Config.Verify is set, and no raft or
+// broker is involved.
 package bench
 
 import (
@@ -312,6 +313,11 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, nodes int) (RunResult,
 		return rr, err
 	}
 	if _, err := c.process(ctx, cfg, pl, warm.ID); err != nil {
+		return rr, fmt.Errorf("warm-up: %w", err)
+	}
+	// The instance collects the full sync's garbage once the warm-up is
+	// answered (ABI 1.5, drover_idle): that is setup too.
+	if err := pl.Settle(ctx); err != nil {
 		return rr, fmt.Errorf("warm-up: %w", err)
 	}
 

@@ -147,6 +147,27 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 	return err
 }
 
+// Settle waits until every instance is free: no eval in flight and no
+// idle work left (a benchmark's warm-up, whose collection is setup, not
+// the timed evals' work). It returns ctx's error if that comes first.
+func (p *Plugin) Settle(ctx context.Context) error {
+	held := make([]*slot, 0, p.cfg.Instances)
+	defer func() {
+		for _, s := range held {
+			p.slots <- s
+		}
+	}()
+	for len(held) < p.cfg.Instances {
+		select {
+		case s := <-p.slots:
+			held = append(held, s)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // put returns a slot to the pool and counts its call out.
 func (p *Plugin) put(s *slot) {
 	p.slots <- s

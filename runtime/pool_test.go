@@ -352,3 +352,33 @@ func TestPlugin_IdleWorkRunsBetweenEvalsOffTheirPath(t *testing.T) {
 		t.Fatalf("%d instances for two evals whose idle work failed (%d recycled), want 2", got, p.Stats().Recycled.Load())
 	}
 }
+
+// TestPlugin_SettleWaitsForIdleWork: Settle returns once the idle work
+// after an eval is done, and gives up at its context's end.
+func TestPlugin_SettleWaitsForIdleWork(t *testing.T) {
+	f := &idling{Factory: native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{} }), hold: make(chan struct{})}
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(2), zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	if err := runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.Settle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Settle returned %v while idle work was held", err)
+	}
+	f.hold <- struct{}{}
+	if err := p.Settle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Settle gave every slot back: settling again finds them all free.
+	quick, cancelQuick := context.WithTimeout(context.Background(), time.Second)
+	defer cancelQuick()
+	if err := p.Settle(quick); err != nil {
+		t.Fatalf("a second Settle: %v", err)
+	}
+	close(f.hold)
+}

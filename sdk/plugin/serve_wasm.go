@@ -12,8 +12,8 @@ import (
 )
 
 // The wasm ABI (docs/abi.md). Exports: drover_abi_version, drover_info,
-// drover_buffer, drover_process, drover_idle. Imports, module "drover": one function per
-// abi.Op plus take_result.
+// drover_buffer, drover_process, drover_idle. Imports, module "drover":
+// one function per abi.Op plus take_result.
 
 var (
 	inBuf  []byte // the request buffer the host writes into
