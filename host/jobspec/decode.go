@@ -314,8 +314,7 @@ func (d *decoder) decodeBlock(b *hcl.Block, target reflect.Value, p Path) {
 // setMapBlock decodes a block of attributes into a map of strings (meta,
 // env) or of string lists (a check's header).
 func (d *decoder) setMapBlock(body hcl.Body, fv reflect.Value) {
-	attrs, diags := body.JustAttributes()
-	d.add(diags...)
+	attrs := d.anyAttributes(body)
 	if fv.IsNil() {
 		fv.Set(reflect.MakeMapWithSize(fv.Type(), len(attrs)))
 	}

@@ -13,12 +13,20 @@ import (
 // FormatDiagnostics renders diagnostics as compilers do:
 // "file:line:col: error: summary; detail", then the offending line with the
 // range marked. sources holds the files' content by name (Parsed.Sources).
+// A diagnostic said twice (the same problem in every copy a dynamic block
+// makes) is shown once.
 func FormatDiagnostics(sources map[string][]byte, diags hcl.Diagnostics) string {
 	var b strings.Builder
-	for i, d := range diags {
-		if i > 0 {
+	shown := map[string]bool{}
+	for _, d := range diags {
+		key := fmt.Sprint(d.Severity, d.Summary, d.Detail, d.Subject)
+		if shown[key] {
+			continue
+		}
+		if len(shown) > 0 {
 			b.WriteString("\n")
 		}
+		shown[key] = true
 		sev := "error"
 		if d.Severity == hcl.DiagWarning {
 			sev = "warning"

@@ -1,6 +1,8 @@
 package jobspec
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -16,12 +18,11 @@ import (
 //
 // These are the shapes task drivers expect from HCL1 days.
 func (d *decoder) freeform(b *hcl.Block) map[string]any {
-	if body, ok := d.syntax[b.DefRange]; ok {
-		return d.freeformBody(body)
+	if syn, ok := d.syntax[b.DefRange]; ok {
+		return d.freeformBody(syn, b.Body)
 	}
-	// JSON syntax, or a block made by a dynamic block: attributes only.
-	attrs, diags := b.Body.JustAttributes()
-	d.add(diags...)
+	// JSON syntax: attributes only.
+	attrs := d.anyAttributes(b.Body)
 	out := make(map[string]any, len(attrs))
 	for name, a := range attrs {
 		val, diags := d.eval(a.Expr)
@@ -33,22 +34,45 @@ func (d *decoder) freeform(b *hcl.Block) map[string]any {
 	return out
 }
 
-func (d *decoder) freeformBody(body *hclsyntax.Body) map[string]any {
-	out := make(map[string]any, len(body.Attributes)+len(body.Blocks))
-	for name, a := range body.Attributes {
+// freeformBody reads body, whose native syntax is syn. The syntax gives the
+// schema; the values come from body, so that inside a dynamic block's
+// content they see its iterator (`config { args = [group.value] }`).
+func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]any {
+	schema := &hcl.BodySchema{}
+	for name := range syn.Attributes {
+		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: name})
+	}
+	seen := map[string]bool{}
+	for _, b := range syn.Blocks {
+		if !seen[b.Type] {
+			seen[b.Type] = true
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: b.Type, LabelNames: labelNames(len(b.Labels))})
+		}
+	}
+	content, diags := body.Content(schema)
+	d.add(diags...)
+	if content == nil {
+		return map[string]any{}
+	}
+	out := make(map[string]any, len(content.Attributes)+len(content.Blocks))
+	for name, a := range content.Attributes {
 		val, diags := d.eval(a.Expr)
 		d.add(diags...)
 		if diags.HasErrors() {
 			continue
 		}
 		v := goValue(val)
-		if _, isObject := a.Expr.(*hclsyntax.ObjectConsExpr); isObject {
+		if _, isObject := syn.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr); isObject {
 			v = []any{v}
 		}
 		out[name] = v
 	}
-	for _, b := range body.Blocks {
-		var v any = d.freeformBody(b.Body)
+	for _, b := range content.Blocks {
+		nested, ok := d.syntax[b.DefRange]
+		if !ok {
+			continue
+		}
+		var v any = d.freeformBody(nested, b.Body)
 		for i := len(b.Labels) - 1; i >= 0; i-- {
 			v = map[string]any{b.Labels[i]: []any{v}}
 		}
@@ -56,4 +80,32 @@ func (d *decoder) freeformBody(body *hclsyntax.Body) map[string]any {
 		out[b.Type] = append(list, v)
 	}
 	return out
+}
+
+func labelNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("label%d", i)
+	}
+	return out
+}
+
+// anyAttributes is body.JustAttributes, except that inside a dynamic
+// block's content the expressions see the block's iterator: hcl's dynblock
+// passes JustAttributes through to the content as written, but wraps what
+// Content returns (`env { REGION = group.value }`).
+func (d *decoder) anyAttributes(body hcl.Body) hcl.Attributes {
+	raw, diags := body.JustAttributes()
+	if diags.HasErrors() || len(raw) == 0 {
+		d.add(diags...)
+		return raw
+	}
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	if content := d.attributes(body, names); content != nil {
+		return content.Attributes
+	}
+	return raw
 }

@@ -567,6 +567,62 @@ job "j" {
 	}
 }
 
+// TestParse_DynamicGroupContentSeesItsIterator: inside a dynamic block's
+// content, the blocks read without a schema (a task's config, env, meta)
+// see the iterator like every other attribute, as in Nomad (#9871); a
+// runtime variable beside it stays as written.
+func TestParse_DynamicGroupContentSeesItsIterator(t *testing.T) {
+	job := parse(t, `
+variable "regions" {
+  default = ["a", "b"]
+}
+job "j" {
+  dynamic "group" {
+    for_each = var.regions
+    labels   = ["g-${group.value}"]
+    content {
+      meta {
+        region = group.value
+      }
+      task "t" {
+        driver = "exec"
+        config {
+          args = ["--region", group.value, "--port", "${NOMAD_PORT_http}"]
+          mount {
+            source = "/srv/${group.value}"
+          }
+        }
+        env {
+          REGION = group.value
+          ALLOC  = "${NOMAD_ALLOC_ID}"
+        }
+      }
+    }
+  }
+}`)
+	if len(job.TaskGroups) != 2 {
+		t.Fatalf("%d groups, want 2", len(job.TaskGroups))
+	}
+	for i, want := range []string{"a", "b"} {
+		tg := job.TaskGroups[i]
+		task := tg.Tasks[0]
+		if tg.Name != "g-"+want || tg.Meta["region"] != want {
+			t.Errorf("group %d: name %s, meta %v", i, tg.Name, tg.Meta)
+		}
+		if task.Env["REGION"] != want || task.Env["ALLOC"] != "${NOMAD_ALLOC_ID}" {
+			t.Errorf("group %s: env %v", want, task.Env)
+		}
+		args, _ := task.Config["args"].([]any)
+		if len(args) != 4 || args[1] != want || args[3] != "${NOMAD_PORT_http}" {
+			t.Errorf("group %s: config args %v", want, task.Config["args"])
+		}
+		mounts, _ := task.Config["mount"].([]any)
+		if len(mounts) != 1 || mounts[0].(map[string]any)["source"] != "/srv/"+want {
+			t.Errorf("group %s: config mount %v", want, task.Config["mount"])
+		}
+	}
+}
+
 func TestParse_LoneTaskAndVault(t *testing.T) {
 	job := parse(t, `job "j" {
   vault { policies = ["all"] }
