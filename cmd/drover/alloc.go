@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -84,14 +85,36 @@ func (c *allocStatusCommand) Run(args []string) int {
 		c.kv("Nodes Evaluated", fmt.Sprint(m.NodesEvaluated), "Nodes Filtered", fmt.Sprint(m.NodesFiltered),
 			"Nodes Exhausted", fmt.Sprint(m.NodesExhausted), "Nodes In Pool", fmt.Sprint(m.NodesInPool))
 		if len(m.ScoreMetaData) > 0 {
-			rows := [][]string{{"Node", "Score"}}
-			for _, s := range m.ScoreMetaData {
-				rows = append(rows, []string{s.NodeID, fmt.Sprintf("%.3g", s.NormScore)})
-			}
-			c.table(rows)
+			c.table(scoreRows(m.ScoreMetaData))
 		}
 	}
 	return exitOK
+}
+
+// scoreRows tabulates the top nodes' scores as Nomad's alloc status does:
+// a column per scorer, then the final score.
+func scoreRows(top []*sdk.NodeScoreMeta) [][]string {
+	seen := map[string]bool{}
+	var scorers []string
+	for _, s := range top {
+		for _, sc := range s.Scores {
+			if !seen[sc.Name] {
+				seen[sc.Name] = true
+				scorers = append(scorers, sc.Name)
+			}
+		}
+	}
+	sort.Strings(scorers)
+	rows := [][]string{append(append([]string{"Node"}, scorers...), "final score")}
+	for _, s := range top {
+		row := []string{s.NodeID}
+		for _, name := range scorers {
+			v, _ := s.Scores.Get(name)
+			row = append(row, fmt.Sprintf("%.3g", v))
+		}
+		rows = append(rows, append(row, fmt.Sprintf("%.3g", s.NormScore)))
+	}
+	return rows
 }
 
 func orDash(v any) any {
