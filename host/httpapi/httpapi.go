@@ -34,10 +34,12 @@ const MaxBodyBytes = 16 << 20
 
 // API serves the HTTP API of one server.
 type API struct {
-	srv  *server.Server
-	log  zerolog.Logger
-	mux  *http.ServeMux
-	self func() any
+	srv *server.Server
+	log zerolog.Logger
+	mux *http.ServeMux
+	// pools serves /v1/node/pool/ (poolRoutes).
+	pools *http.ServeMux
+	self  func() any
 	// routes maps each path pattern to its handler per method.
 	routes map[string]map[string]handler
 }
@@ -46,6 +48,7 @@ type API struct {
 func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
 	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
 	a.register()
+	a.pools = a.poolRoutes()
 	for pattern, byMethod := range a.routes {
 		a.mux.HandleFunc(pattern, a.dispatch(byMethod))
 	}
@@ -66,6 +69,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
 	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/node/pool/") {
+		a.pools.ServeHTTP(w, r)
+		return
+	}
 	a.mux.ServeHTTP(w, r)
 }
 

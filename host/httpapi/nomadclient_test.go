@@ -1,11 +1,14 @@
 package httpapi_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -418,5 +421,74 @@ job "nightly" {
 	}
 	if _, _, err := c.Jobs().PeriodicForce("report", nil); err == nil {
 		t.Fatal("forced a launch of a job that is not periodic")
+	}
+}
+
+// TestNomadClient_NamespacesAndNodePools: Drover's implicit namespaces and
+// node pools read through Nomad's client; writing them is refused.
+func TestNomadClient_NamespacesAndNodePools(t *testing.T) {
+	ts, srv := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	gpu := servertest.Node(1, 4000, 8192)
+	gpu.NodePool = "gpu"
+	if _, _, err := srv.RegisterNode(gpu); err != nil {
+		t.Fatal(err)
+	}
+	job := servertest.Job("trainer", sdk.JobTypeBatch, 1, 100, 64)
+	job.Namespace, job.NodePool = "ml", "gpu"
+	evalID, _, err := srv.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, srv, evalID)
+
+	// Nomad's client sorts both lists by create index.
+	nss, _, err := c.Namespaces().List(nil)
+	var names []string
+	for _, ns := range nss {
+		names = append(names, ns.Name)
+	}
+	if slices.Sort(names); err != nil || strings.Join(names, ",") != "default,ml" {
+		t.Fatalf("namespaces: %v %v", err, names)
+	}
+	if ns, _, err := c.Namespaces().Info("ml", nil); err != nil || ns.Name != "ml" {
+		t.Fatalf("namespace info: %v %+v", err, ns)
+	}
+	if _, _, err := c.Namespaces().Info("nope", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("unknown namespace: %v", err)
+	}
+	if _, err := c.Namespaces().Register(&api.Namespace{Name: "new"}, nil); err == nil || !strings.Contains(err.Error(), "implicit") {
+		t.Fatalf("namespace register: %v", err)
+	}
+
+	pools, _, err := c.NodePools().List(nil)
+	names = nil
+	for _, p := range pools {
+		names = append(names, p.Name)
+	}
+	if slices.Sort(names); err != nil || strings.Join(names, ",") != "all,default,gpu" {
+		t.Fatalf("node pools: %v %v", err, names)
+	}
+	if p, _, err := c.NodePools().Info("gpu", nil); err != nil || p.Name != "gpu" {
+		t.Fatalf("node pool info: %v %+v", err, p)
+	}
+	if nodes, _, err := c.NodePools().ListNodes("gpu", nil); err != nil || len(nodes) != 1 || nodes[0].ID != gpu.ID {
+		t.Fatalf("gpu pool nodes: %v %+v", err, nodes)
+	}
+	if nodes, _, err := c.NodePools().ListNodes("all", nil); err != nil || len(nodes) != 2 {
+		t.Fatalf("all pool nodes: %v %d", err, len(nodes))
+	}
+	if jobs, _, err := c.NodePools().ListJobs("gpu", &api.QueryOptions{Namespace: "ml"}); err != nil || len(jobs) != 1 || jobs[0].ID != "trainer" {
+		t.Fatalf("gpu pool jobs: %v %+v", err, jobs)
+	}
+	if _, _, err := c.NodePools().Info("nope", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("unknown node pool: %v", err)
+	}
+	if _, err := c.NodePools().Register(&api.NodePool{Name: "new"}, nil); err == nil || !strings.Contains(err.Error(), "implicit") {
+		t.Fatalf("node pool register: %v", err)
+	}
+	// The node routes beside the pool's still answer.
+	if n, _, err := c.Nodes().Info(gpu.ID, nil); err != nil || n.NodePool != "gpu" {
+		t.Fatalf("node info: %v %+v", err, n)
 	}
 }

@@ -45,6 +45,15 @@ func (a *API) register() {
 
 	write("/v1/system/gc", a.systemGC)
 
+	a.on(http.MethodGet, "/v1/namespaces", a.namespaceList)
+	a.on(http.MethodGet, "/v1/namespace/{name}", a.namespaceRead)
+	write("/v1/namespace", implicit("namespace"))
+	write("/v1/namespace/{name}", implicit("namespace"))
+	a.on(http.MethodDelete, "/v1/namespace/{name}", implicit("namespace"))
+	a.on(http.MethodGet, "/v1/node/pools", a.nodePoolList)
+	write("/v1/node/pools", implicit("node pool"))
+	// /v1/node/pool/:name and its sub-paths: see poolRoutes.
+
 	a.on(http.MethodGet, "/v1/operator/scheduler/configuration", a.schedulerConfig)
 	write("/v1/operator/scheduler/configuration", a.schedulerSetConfig)
 
@@ -54,4 +63,24 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/status/peers", a.statusPeers)
 	a.on(http.MethodGet, "/v1/regions", a.regions)
 	a.on(http.MethodGet, "/v1/agent/self", func(http.ResponseWriter, *http.Request) (any, error) { return a.self(), nil })
+}
+
+// poolRoutes are the paths under /v1/node/pool/, served by a mux of their
+// own: as patterns of the main one, /v1/node/pool/{name} would conflict
+// with /v1/node/{id}/allocations and the like.
+func (a *API) poolRoutes() *http.ServeMux {
+	mux := http.NewServeMux()
+	routes := map[string]map[string]handler{
+		"/v1/node/pool/{name}": {http.MethodGet: a.nodePoolRead, http.MethodPut: implicit("node pool"),
+			http.MethodPost: implicit("node pool"), http.MethodDelete: implicit("node pool")},
+		"/v1/node/pool/{name}/nodes": {http.MethodGet: a.nodePoolNodes},
+		"/v1/node/pool/{name}/jobs":  {http.MethodGet: a.nodePoolJobs},
+	}
+	for pattern, byMethod := range routes {
+		mux.HandleFunc(pattern, a.dispatch(byMethod))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return mux
 }

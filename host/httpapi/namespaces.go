@@ -1,0 +1,186 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// Namespaces and node pools are implicit in Drover: a namespace is in use
+// while a job is in it (default always is), a node pool while a node is in
+// it (all and default always are). These endpoints read them in Nomad's
+// shapes, so that Nomad's CLI and client can list them; they cannot be
+// created, changed or deleted.
+
+// Namespace is a namespace as Nomad's API shows one.
+type Namespace struct {
+	Name        string
+	Description string
+	Quota       string
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// NodePool is a node pool as Nomad's API shows one.
+type NodePool struct {
+	Name        string
+	Description string
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// Built-in node pools (Nomad's).
+const nodePoolAll = "all"
+
+// namespaces lists the namespaces in use, by name: the default one and
+// those of the jobs, each created with its first job.
+func namespaces(snap *state.Snapshot) []*Namespace {
+	byName := map[string]*Namespace{sdk.DefaultNamespace: {Name: sdk.DefaultNamespace, Description: "Default shared namespace"}}
+	for _, j := range snap.Jobs("*") {
+		ns := byName[j.Namespace]
+		if ns == nil {
+			ns = &Namespace{Name: j.Namespace, CreateIndex: j.CreateIndex}
+			byName[j.Namespace] = ns
+		}
+		ns.CreateIndex = min(ns.CreateIndex, j.CreateIndex)
+		ns.ModifyIndex = max(ns.ModifyIndex, j.ModifyIndex)
+	}
+	return sortedByName(byName, func(n *Namespace) string { return n.Name })
+}
+
+// nodePools lists the node pools in use, by name: all, default and those
+// of the nodes.
+func nodePools(snap *state.Snapshot) []*NodePool {
+	byName := map[string]*NodePool{
+		nodePoolAll:         {Name: nodePoolAll, Description: "Node pool with all nodes in the cluster."},
+		sdk.DefaultNodePool: {Name: sdk.DefaultNodePool, Description: "Default node pool."},
+	}
+	for _, n := range snap.Nodes() {
+		p := byName[n.NodePool]
+		if p == nil {
+			p = &NodePool{Name: n.NodePool, CreateIndex: n.CreateIndex}
+			byName[n.NodePool] = p
+		}
+		p.CreateIndex = min(p.CreateIndex, n.CreateIndex)
+		p.ModifyIndex = max(p.ModifyIndex, n.ModifyIndex)
+	}
+	return sortedByName(byName, func(p *NodePool) string { return p.Name })
+}
+
+func sortedByName[T any](m map[string]*T, name func(*T) string) []*T {
+	out := make([]*T, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
+	return out
+}
+
+func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		var in []*Namespace
+		for _, ns := range namespaces(snap) {
+			if strings.HasPrefix(ns.Name, o.prefix) {
+				in = append(in, ns)
+			}
+		}
+		out, next, err := page(o, in, func(ns *Namespace) string { return ns.Name })
+		return &listed{out, next}, snap.TableIndex(state.TableJobs), err
+	})
+}
+
+func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		for _, ns := range namespaces(snap) {
+			if ns.Name == r.PathValue("name") {
+				return ns, snap.TableIndex(state.TableJobs), nil
+			}
+		}
+		return nil, 0, errorf(http.StatusNotFound, "namespace %q not found (Drover's namespaces are those its jobs use)", r.PathValue("name"))
+	})
+}
+
+func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		var in []*NodePool
+		for _, p := range nodePools(snap) {
+			if strings.HasPrefix(p.Name, o.prefix) {
+				in = append(in, p)
+			}
+		}
+		out, next, err := page(o, in, func(p *NodePool) string { return p.Name })
+		return &listed{out, next}, snap.TableIndex(state.TableNodes), err
+	})
+}
+
+// nodePool returns the named pool, or a 404.
+func nodePool(snap *state.Snapshot, name string) (*NodePool, error) {
+	for _, p := range nodePools(snap) {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, errorf(http.StatusNotFound, "node pool %q not found (Drover's node pools are those its nodes are in)", name)
+}
+
+func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		p, err := nodePool(snap, r.PathValue("name"))
+		return p, snap.TableIndex(state.TableNodes), err
+	})
+}
+
+// nodePoolNodes lists the nodes of a pool (every node for all).
+func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		name := r.PathValue("name")
+		if _, err := nodePool(snap, name); err != nil {
+			return nil, 0, err
+		}
+		out := []*NodeListStub{}
+		for _, n := range snap.Nodes() {
+			if name == nodePoolAll || n.NodePool == name {
+				out = append(out, nodeStub(n, false, false))
+			}
+		}
+		return out, snap.TableIndex(state.TableNodes), nil
+	})
+}
+
+// nodePoolJobs lists the jobs that run in a pool, in the request's
+// namespace (every job for all).
+func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		name := r.PathValue("name")
+		if _, err := nodePool(snap, name); err != nil {
+			return nil, 0, err
+		}
+		out := []*JobListStub{}
+		for _, j := range snap.Jobs("*") {
+			if namespaced(r, j.Namespace) && (name == nodePoolAll || j.NodePool == name) {
+				out = append(out, jobStub(snap, j, false))
+			}
+		}
+		return out, snap.TableIndex(state.TableJobs), nil
+	})
+}
+
+// implicit refuses writes to namespaces and node pools.
+func implicit(what string) handler {
+	return func(http.ResponseWriter, *http.Request) (any, error) {
+		return nil, errorf(http.StatusBadRequest, "Drover's %ss are implicit: they exist while in use and cannot be written", what)
+	}
+}
