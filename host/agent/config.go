@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -110,19 +111,24 @@ func ParseConfig(name string, src []byte) (*File, error) {
 	} else {
 		file, diags = p.ParseHCL(src, name)
 	}
+	// Every problem, each at its file, line and column with the line shown,
+	// as job files report them.
+	fail := func(diags hcl.Diagnostics) (*File, error) {
+		return nil, fmt.Errorf("%w:\n%s", ErrConfig, jobspec.FormatDiagnostics(map[string][]byte{name: src}, diags))
+	}
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+		return fail(diags)
 	}
 	f := &File{path: name}
 	if diags := gohcl.DecodeBody(file.Body, nil, f); diags.HasErrors() {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+		return fail(diags)
 	}
 	if diags := f.checkRest(); diags.HasErrors() {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+		return fail(diags)
 	}
 	if f.Rest != nil {
 		if f.plugins, diags = DecodePluginBlocks(f.Rest); diags.HasErrors() {
-			return nil, fmt.Errorf("%w: %s", ErrConfig, diags.Error())
+			return fail(diags)
 		}
 	}
 	return f, nil

@@ -34,12 +34,17 @@ type pluginBlock struct {
 	Env       map[string]string `hcl:"env,optional"`
 	RealClock *bool             `hcl:"real_clock,optional"`
 	Limits    *limitsBlock      `hcl:"limits,block"`
+	// DefRange locates the block in problems found after decoding.
+	DefRange hcl.Range `hcl:",def_range"`
 }
 
 type limitsBlock struct {
 	MemoryMB        *int   `hcl:"memory_mb,optional"`
 	Timeout         string `hcl:"timeout,optional"`
 	EnforceDeadline *bool  `hcl:"enforce_deadline,optional"`
+
+	MemoryMBRange hcl.Range `hcl:"memory_mb,attr_range"`
+	TimeoutRange  hcl.Range `hcl:"timeout,attr_range"`
 }
 
 type pluginBlocks struct {
@@ -58,12 +63,12 @@ func DecodePluginBlocks(body hcl.Body) ([]PluginConfig, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	seen := map[string]bool{}
 	for _, b := range pb.Plugins {
-		errorf := func(format string, args ...any) {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+		errorf := func(at hcl.Range, format string, args ...any) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Subject: at.Ptr(),
 				Summary: fmt.Sprintf("Invalid plugin %q", b.Name), Detail: fmt.Sprintf(format, args...)})
 		}
 		if seen[b.Name] {
-			errorf("plugin %q is configured twice", b.Name)
+			errorf(b.DefRange, "plugin %q is configured twice", b.Name)
 			continue
 		}
 		seen[b.Name] = true
@@ -73,20 +78,20 @@ func DecodePluginBlocks(body hcl.Body) ([]PluginConfig, hcl.Diagnostics) {
 			if l.MemoryMB != nil {
 				c.Limits.MemoryMB = *l.MemoryMB
 				if *l.MemoryMB == 0 {
-					errorf("limits.memory_mb must be at least 1")
+					errorf(l.MemoryMBRange, "limits.memory_mb must be at least 1")
 				}
 			}
 			if l.Timeout != "" {
 				d, err := time.ParseDuration(l.Timeout)
 				if err != nil || d <= 0 {
-					errorf("limits.timeout = %q is not a positive duration (e.g. \"5s\")", l.Timeout)
+					errorf(l.TimeoutRange, "limits.timeout = %q is not a positive duration (e.g. \"5s\")", l.Timeout)
 				}
 				c.Limits.Timeout = d
 			}
 			c.Limits.EnforceDeadline = l.EnforceDeadline
 		}
 		if err := c.Validate(); err != nil {
-			errorf("%v", err)
+			errorf(b.DefRange, "%v", err)
 		}
 		out = append(out, c)
 	}
