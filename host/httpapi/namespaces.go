@@ -82,19 +82,26 @@ func sortedByName[T any](m map[string]*T, name func(*T) string) []*T {
 }
 
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
+	return listByName(a, w, r, state.TableJobs, namespaces, func(ns *Namespace) string { return ns.Name })
+}
+
+// listByName answers a list of named objects: ?prefix= on the name, then
+// the list parameters.
+func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table string, all func(*state.Snapshot) []*T,
+	name func(*T) string) (any, error) {
 	o, err := listParams(r)
 	if err != nil {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		var in []*Namespace
-		for _, ns := range namespaces(snap) {
-			if strings.HasPrefix(ns.Name, o.prefix) {
-				in = append(in, ns)
+		var in []*T
+		for _, v := range all(snap) {
+			if strings.HasPrefix(name(v), o.prefix) {
+				in = append(in, v)
 			}
 		}
-		out, next, err := page(o, in, func(ns *Namespace) string { return ns.Name })
-		return &listed{out, next}, snap.TableIndex(state.TableJobs), err
+		out, next, err := page(o, in, name)
+		return &listed{out, next}, snap.TableIndex(table), err
 	})
 }
 
@@ -110,20 +117,7 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
-	o, err := listParams(r)
-	if err != nil {
-		return nil, err
-	}
-	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		var in []*NodePool
-		for _, p := range nodePools(snap) {
-			if strings.HasPrefix(p.Name, o.prefix) {
-				in = append(in, p)
-			}
-		}
-		out, next, err := page(o, in, func(p *NodePool) string { return p.Name })
-		return &listed{out, next}, snap.TableIndex(state.TableNodes), err
-	})
+	return listByName(a, w, r, state.TableNodes, nodePools, func(p *NodePool) string { return p.Name })
 }
 
 // nodePool returns the named pool, or a 404.
