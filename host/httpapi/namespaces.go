@@ -37,9 +37,9 @@ type NodePool struct {
 // Built-in node pools (Nomad's).
 const nodePoolAll = "all"
 
-// namespaces lists the namespaces in use, by name: the default one and
-// those of the jobs, each created with its first job.
-func namespaces(snap *state.Snapshot) []*Namespace {
+// namespaces are the namespaces in use, by name: the default one and those
+// of the jobs, each created with its first job.
+func namespaces(snap *state.Snapshot) map[string]*Namespace {
 	byName := map[string]*Namespace{sdk.DefaultNamespace: {Name: sdk.DefaultNamespace, Description: "Default shared namespace"}}
 	for _, j := range snap.Jobs("*") {
 		ns := byName[j.Namespace]
@@ -50,12 +50,12 @@ func namespaces(snap *state.Snapshot) []*Namespace {
 		ns.CreateIndex = min(ns.CreateIndex, j.CreateIndex)
 		ns.ModifyIndex = max(ns.ModifyIndex, j.ModifyIndex)
 	}
-	return sortedByName(byName, func(n *Namespace) string { return n.Name })
+	return byName
 }
 
-// nodePools lists the node pools in use, by name: all, default and those
-// of the nodes.
-func nodePools(snap *state.Snapshot) []*NodePool {
+// nodePools are the node pools in use, by name: all, default and those of
+// the nodes.
+func nodePools(snap *state.Snapshot) map[string]*NodePool {
 	byName := map[string]*NodePool{
 		nodePoolAll:         {Name: nodePoolAll, Description: "Node pool with all nodes in the cluster."},
 		sdk.DefaultNodePool: {Name: sdk.DefaultNodePool, Description: "Default node pool."},
@@ -69,37 +69,29 @@ func nodePools(snap *state.Snapshot) []*NodePool {
 		p.CreateIndex = min(p.CreateIndex, n.CreateIndex)
 		p.ModifyIndex = max(p.ModifyIndex, n.ModifyIndex)
 	}
-	return sortedByName(byName, func(p *NodePool) string { return p.Name })
-}
-
-func sortedByName[T any](m map[string]*T, name func(*T) string) []*T {
-	out := make([]*T, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
-	return out
+	return byName
 }
 
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
 	return listByName(a, w, r, state.TableJobs, namespaces, func(ns *Namespace) string { return ns.Name })
 }
 
-// listByName answers a list of named objects: ?prefix= on the name, then
-// the list parameters.
-func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table string, all func(*state.Snapshot) []*T,
-	name func(*T) string) (any, error) {
+// listByName answers a list of named objects, in name order: ?prefix= on
+// the name, then the list parameters.
+func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table string,
+	all func(*state.Snapshot) map[string]*T, name func(*T) string) (any, error) {
 	o, err := listParams(r)
 	if err != nil {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		var in []*T
-		for _, v := range all(snap) {
-			if strings.HasPrefix(name(v), o.prefix) {
+		for n, v := range all(snap) {
+			if strings.HasPrefix(n, o.prefix) {
 				in = append(in, v)
 			}
 		}
+		slices.SortFunc(in, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
 		out, next, err := page(o, in, name)
 		return &listed{out, next}, snap.TableIndex(table), err
 	})
@@ -107,10 +99,8 @@ func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table str
 
 func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		for _, ns := range namespaces(snap) {
-			if ns.Name == r.PathValue("name") {
-				return ns, snap.TableIndex(state.TableJobs), nil
-			}
+		if ns := namespaces(snap)[r.PathValue("name")]; ns != nil {
+			return ns, snap.TableIndex(state.TableJobs), nil
 		}
 		return nil, 0, errorf(http.StatusNotFound, "namespace %q not found (Drover's namespaces are those its jobs use)", r.PathValue("name"))
 	})
@@ -122,10 +112,8 @@ func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) 
 
 // nodePool returns the named pool, or a 404.
 func nodePool(snap *state.Snapshot, name string) (*NodePool, error) {
-	for _, p := range nodePools(snap) {
-		if p.Name == name {
-			return p, nil
-		}
+	if p := nodePools(snap)[name]; p != nil {
+		return p, nil
 	}
 	return nil, errorf(http.StatusNotFound, "node pool %q not found (Drover's node pools are those its nodes are in)", name)
 }
