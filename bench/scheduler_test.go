@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/rs/zerolog"
 )
@@ -98,4 +99,19 @@ func benchScenarios(b *testing.B, plugins *Plugins) {
 			})
 		}
 	}
+}
+
+// BenchmarkGoplugin times each scenario with the go-plugin executables in
+// DROVER_GOPLUGIN_DIR (make goplugins puts them in bin/goplugins).
+func BenchmarkGoplugin(b *testing.B) {
+	dir := os.Getenv("DROVER_GOPLUGIN_DIR")
+	if dir == "" {
+		b.Skip("DROVER_GOPLUGIN_DIR is not set")
+	}
+	plugins, err := GopluginPlugins(context.Background(), dir, goplugin.DefaultConfig(), zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plugins.Close(context.Background())
+	benchScenarios(b, plugins)
 }

@@ -34,7 +34,11 @@ type Journal struct {
 	mu      sync.RWMutex
 	entries []Change
 	floor   uint64
-	max     int
+	// top is the newest index the journal has been brought to. A mirror
+	// claiming a later index synchronised with another history (a store
+	// restored or replaced since): the journal does not cover it.
+	top uint64
+	max int
 }
 
 // NewJournal returns a journal holding at most max entries.
@@ -42,14 +46,17 @@ func NewJournal(max int) *Journal {
 	return &Journal{max: max}
 }
 
-// append adds changes; entries must come in index order. When full, the
-// oldest whole index is dropped and the floor rises.
-func (j *Journal) append(cs []Change) {
+// append adds the changes made at index; indexes must come in order. When
+// full, the oldest whole index is dropped and the floor rises.
+func (j *Journal) append(index uint64, cs []Change) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if index > j.top {
+		j.top = index
+	}
 	if len(cs) == 0 {
 		return
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	j.entries = append(j.entries, cs...)
 	if over := len(j.entries) - j.max; over > 0 {
 		// Drop whole indexes so the floor is exact.
@@ -67,7 +74,7 @@ func (j *Journal) append(cs []Change) {
 func (j *Journal) reset(floor uint64) {
 	j.mu.Lock()
 	j.entries = nil
-	j.floor = floor
+	j.floor, j.top = floor, floor
 	j.mu.Unlock()
 }
 
@@ -88,7 +95,7 @@ func (j *Journal) Between(lo, hi uint64) ([]Change, bool) {
 func (j *Journal) between(lo, hi uint64, keep func(Change) bool) ([]Change, bool) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	if lo < j.floor {
+	if lo < j.floor || hi > j.top {
 		return nil, false
 	}
 	start := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > lo })
@@ -115,7 +122,7 @@ func (j *Journal) Len() int {
 func (j *Journal) ChangedBetween(kind Kind, lo, hi, skip uint64) bool {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	if lo < j.floor {
+	if lo < j.floor || hi > j.top {
 		return true
 	}
 	start := sort.Search(len(j.entries), func(i int) bool { return j.entries[i].Index > lo })

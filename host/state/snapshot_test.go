@@ -220,3 +220,45 @@ func TestJobStatus_CarriesWhatSpecOfLeavesOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshot_MirrorFromAnotherHistoryGetsAFullSync: a mirror at an index
+// the store never reached since its last restore (the store was restored
+// to an older state, or the plugin synchronised with another store) cannot
+// be brought up to date by a delta, which would leave it what it saw there.
+func TestSnapshot_MirrorFromAnotherHistoryGetsAFullSync(t *testing.T) {
+	s, err := NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 5; i++ {
+		if err := s.Write(i, func(tx *Txn) error {
+			return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", i), Status: sdk.NodeStatusReady})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sync := s.Snapshot().Sync(3, false); sync.Full || len(sync.Nodes) != 2 {
+		t.Fatalf("from 3 at 5: full %v, %d nodes; want a delta of 2", sync.Full, len(sync.Nodes))
+	}
+	// A write that journals nothing still moves the journal's top: a
+	// mirror synchronised at it is covered.
+	if err := s.Write(6, func(tx *Txn) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if sync := s.Snapshot().Sync(6, false); sync.Full {
+		t.Fatal("a mirror at the store's own latest index got a full sync")
+	}
+
+	if err := s.Restore(2, func(tx *Txn) error {
+		return tx.UpsertNode(&sdk.Node{ID: "n1", Status: sdk.NodeStatusReady})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sync := s.Snapshot().Sync(5, false)
+	if !sync.Full || len(sync.Nodes) != 1 || sync.Nodes[0].ID != "n1" {
+		t.Fatalf("from 5 after a restore at 2: full %v, %d nodes; want a full sync of n1", sync.Full, len(sync.Nodes))
+	}
+	if !s.Journal().ChangedBetween(KindNode, 2, 5, 0) {
+		t.Fatal("ChangedBetween answered for indexes the restored store never reached")
+	}
+}

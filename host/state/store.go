@@ -119,7 +119,7 @@ func (s *Store) Write(index uint64, fn func(tx *Txn) error) error {
 	}
 	s.mu.Lock()
 	tx.txn.Commit()
-	s.journal.append(tx.changes)
+	s.journal.append(index, tx.changes)
 	if index > s.latest {
 		s.latest = index
 	}
