@@ -4,9 +4,12 @@
 //
 // Every pooled instance is one plugin process. The host and the plugin
 // agree on the ABI major through go-plugin's VersionedPlugins handshake,
-// then exchange the same encoded abi messages as the wasm runtime: Process
-// carries the request, and the plugin's planner calls come back over a
-// GRPCBroker stream on which the host serves the Host service. A deadline
+// then exchange the same encoded abi messages as the wasm runtime. A
+// plugin that declares ABI 1.6 takes its evals on the eval socket, a
+// socket pair whose end the process inherits (grpcwire.EvalSocket);
+// before 1.6, Process carries the request, and the plugin's planner calls
+// come back over a GRPCBroker stream on which the host serves the Host
+// service. A deadline
 // kills the process; a process that crashed is replaced, with a backoff
 // that grows while it keeps crashing; and no process outlives the agent
 // (see cmd_linux.go and sdk/plugin's parent watch).
@@ -20,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,8 +201,12 @@ func (f *Factory) Close(context.Context) error { return nil }
 func (f *Factory) start(ctx context.Context) (*instance, error) {
 	name := f.info.Name
 	cmd := exec.Command(f.path)
-	cmd.Env = f.cfg.Env
+	cmd.Env = slices.Clip(f.cfg.Env)
 	configureCmd(cmd)
+	evals, theirs, err := offerEvalSocket(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("goplugin: eval socket: %w", err)
+	}
 	sets := map[int]goplugin.PluginSet{}
 	for _, m := range abi.SupportedMajors {
 		sets[int(m)] = goplugin.PluginSet{grpcwire.PluginName: &grpcwire.SchedulerPlugin{}}
@@ -222,9 +230,15 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	})
 	fail := func(err error) (*instance, error) {
 		client.Kill()
+		if evals != nil {
+			evals.Close()
+		}
 		return nil, err
 	}
 	rpc, err := client.Client()
+	if theirs != nil {
+		theirs.Close() // the process has its copy, or failed to start
+	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: start %s: %v", ErrInvalidPlugin, f.path, err))
 	}
@@ -236,7 +250,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	if !ok {
 		return fail(fmt.Errorf("%w: dispensed %T", ErrInvalidPlugin, raw))
 	}
-	inst := &instance{f: f, client: client, conn: conn, stderr: tail}
+	inst := &instance{f: f, client: client, conn: conn, evals: evals, stderr: tail}
 	id := conn.Broker.NextId()
 	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(grpcwire.ServerOptions(opts)...)
@@ -256,6 +270,8 @@ type instance struct {
 	f      *Factory
 	client *goplugin.Client
 	conn   *grpcwire.Conn
+	// evals is the eval socket (ABI 1.6), used when the plugin declares it.
+	evals *grpcwire.EvalSocket
 	// current answers the planner calls of the eval in flight.
 	current atomic.Pointer[plugin.HostFunc]
 	// stderr keeps the start of the process's stderr to explain a crash.
@@ -285,7 +301,13 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 		defer close(stop)
 		go i.watchMemory(limit, stop, &overLimit)
 	}
-	out, err := i.conn.Scheduler.Process(ctx, req)
+	var out []byte
+	var err error
+	if i.takesEvalSocket() {
+		out, err = i.evals.Process(ctx, req, i.host)
+	} else {
+		out, err = i.conn.Scheduler.Process(ctx, req)
+	}
 	if err == nil {
 		i.f.noteSuccess()
 		return out, nil
@@ -347,12 +369,26 @@ func (i *instance) kill() {
 		}
 	}
 	i.client.Kill()
+	i.closeEvals()
 }
 
 // Close implements runtime.Instance.
 func (i *instance) Close(context.Context) error {
 	i.client.Kill()
+	i.closeEvals()
 	return nil
+}
+
+// takesEvalSocket reports whether evals go on the eval socket (ABI 1.6)
+// rather than over gRPC.
+func (i *instance) takesEvalSocket() bool {
+	return i.evals != nil && abi.Version(i.f.info.ABI).TakesEvalSocket()
+}
+
+func (i *instance) closeEvals() {
+	if i.evals != nil {
+		i.evals.Close()
+	}
 }
 
 // PID returns the process ID behind an instance of this runtime, and 0 for

@@ -15,10 +15,13 @@ import "fmt"
 // update rides the response instead of a call of its own. 1.5 added the
 // optional wasm export drover_idle, which a host that declares 1.5 calls
 // between evals, off their path: a guest may leave its housekeeping (a
-// garbage collection) to it.
+// garbage collection) to it. 1.6 added the go-plugin eval socket: a host
+// hands a go-plugin process one end of a socket pair (grpcwire,
+// EvalSocketEnv) and sends the evals of a plugin that declares 1.6 there
+// instead of over gRPC.
 const (
 	Major = 1
-	Minor = 5
+	Minor = 6
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -54,6 +57,10 @@ func (v Version) TakesDeferredUpdates() bool { return v.Major() == 1 && v.Minor(
 // CallsIdle reports whether a host that declares v calls a wasm plugin's
 // drover_idle export after each drover_process, before the next.
 func (v Version) CallsIdle() bool { return v.Major() == 1 && v.Minor() >= 5 }
+
+// TakesEvalSocket reports whether a go-plugin plugin that declares v
+// serves its evals on the eval socket its host hands it.
+func (v Version) TakesEvalSocket() bool { return v.Major() == 1 && v.Minor() >= 6 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
@@ -49,6 +50,8 @@ type HostFunc func(op abi.Op, msg []byte) ([]byte, error)
 // Guest runs one scheduler behind the ABI and keeps its state mirror.
 // It processes one request at a time.
 type Guest struct {
+	// mu keeps requests one at a time, whichever transport brings them.
+	mu     sync.Mutex
 	info   abi.Info
 	sched  sdk.Scheduler
 	mirror *mirror.Mirror
@@ -103,6 +106,8 @@ func (g *Guest) HostABI() abi.Version { return g.host }
 // abi.ProcessResponse. It never panics: a panicking scheduler yields
 // CodeScheduler, and the mirror is reset so the next request gets a full sync.
 func (g *Guest) Process(req []byte, host HostFunc) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	resp := g.process(req, host)
 	resp.Index = g.mirror.Index()
 	out, err := resp.MarshalMsg(nil)

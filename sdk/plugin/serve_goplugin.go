@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/drover-sched/drover/sdk/abi"
@@ -29,7 +30,30 @@ func Serve() {
 		os.Exit(1)
 	}
 	go exitWithParent()
+	if fd := os.Getenv(grpcwire.EvalSocketEnv); fd != "" {
+		go serveEvalSocket(registered, fd)
+	}
 	goplugin.Serve(ServeConfig(registered))
+}
+
+// serveEvalSocket serves g's evals on the eval socket the host handed over
+// (ABI 1.6). A plugin that cannot, or that breaks the socket's framing,
+// exits: the host then sees a crash rather than an eval that never ends.
+func serveEvalSocket(g *Guest, fd string) {
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		fmt.Fprintf(os.Stderr, "plugin: %s=%q is not a descriptor\n", grpcwire.EvalSocketEnv, fd)
+		os.Exit(1)
+	}
+	s, err := grpcwire.NewEvalSocket(os.NewFile(uintptr(n), "eval socket"))
+	if err == nil {
+		err = s.Serve(func(req []byte, host func(abi.Op, []byte) ([]byte, error)) []byte { return g.Process(req, host) })
+	}
+	if errors.Is(err, grpcwire.ErrEvalSocketClosed) {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "plugin:", err)
+	os.Exit(1)
 }
 
 // ServeConfig returns the go-plugin configuration that serves g. Serve uses

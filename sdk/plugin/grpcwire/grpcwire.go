@@ -7,8 +7,9 @@
 //
 // The plugin serves Scheduler (Info, Attach, Process); the host serves Host
 // (Call) on a stream the go-plugin GRPCBroker opens, so that the plugin can
-// make planner calls while the host waits on Process. docs/abi.md specifies
-// the framing.
+// make planner calls while the host waits on Process. From ABI 1.6 evals
+// take the eval socket instead (evalsocket.go). docs/abi.md specifies the
+// framing.
 package grpcwire
 
 import (
@@ -213,6 +214,11 @@ func CallHost(ctx context.Context, cc grpc.ClientConnInterface, op abi.Op, msg [
 	if err != nil {
 		return nil, abi.Err(abi.CodeUnavailable, "plugin: host call "+op.String()+": "+err.Error())
 	}
+	return parseAnswer(op, out)
+}
+
+// parseAnswer splits a Host call's answer into its message or its error.
+func parseAnswer(op abi.Op, out []byte) ([]byte, error) {
 	if len(out) < 4 {
 		return nil, abi.Err(abi.CodeDecode, "plugin: short answer to "+op.String())
 	}
