@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/crosscheck/testdata/empty/empty"
+	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/runtimetest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -16,13 +17,19 @@ import (
 )
 
 // benchFlavours are the runtimes benchmarked: the three of the differential
-// test, plus wasm without deadline enforcement (WithCloseOnContextDone off).
+// test, plus wasm without deadline enforcement (WithCloseOnContextDone off)
+// and go-plugin with its evals over gRPC rather than the eval socket.
 func benchFlavours() []flavour {
 	return append(flavours[:2:2],
 		flavour{"wasm-nodeadline", func(tb testing.TB, pkg string, _ plugin.Info, _ func() sdk.Scheduler) runtime.Factory {
 			return loadWasm(tb, pkg, false)
 		}},
-		flavours[2])
+		flavours[2],
+		flavour{"goplugin-grpc", func(tb testing.TB, pkg string, _ plugin.Info, _ func() sdk.Scheduler) runtime.Factory {
+			cfg := goplugin.DefaultConfig()
+			cfg.EvalsOverGRPC = true
+			return loadGoplugin(tb, pkg, cfg)
+		}})
 }
 
 // BenchmarkEmptyEval measures what one eval costs in each runtime when the

@@ -42,12 +42,16 @@ var flavours = []flavour{
 		return loadWasm(tb, pkg, true)
 	}},
 	{"goplugin", func(tb testing.TB, pkg string, _ plugin.Info, _ func() sdk.Scheduler) runtime.Factory {
-		f, err := goplugin.Load(context.Background(), goplugintest.Build(tb, pkg), goplugin.DefaultConfig())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return f
+		return loadGoplugin(tb, pkg, goplugin.DefaultConfig())
 	}},
+}
+
+func loadGoplugin(tb testing.TB, pkg string, cfg goplugin.Config) runtime.Factory {
+	f, err := goplugin.Load(context.Background(), goplugintest.Build(tb, pkg), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }
 
 func loadWasm(tb testing.TB, pkg string, enforceDeadline bool) runtime.Factory {

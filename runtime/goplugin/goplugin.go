@@ -59,6 +59,9 @@ type Config struct {
 	// during an eval (0: no limit). It is checked every MemoryCheckEvery.
 	MemoryLimitBytes uint64
 	MemoryCheckEvery time.Duration
+	// EvalsOverGRPC sends evals over gRPC even to plugins that take the
+	// eval socket (ABI 1.6), so that benchmarks can compare the two.
+	EvalsOverGRPC bool
 }
 
 // DefaultConfig starts processes within 10 s and restarts crashed ones
@@ -382,7 +385,7 @@ func (i *instance) Close(context.Context) error {
 // takesEvalSocket reports whether evals go on the eval socket (ABI 1.6)
 // rather than over gRPC.
 func (i *instance) takesEvalSocket() bool {
-	return i.evals != nil && abi.Version(i.f.info.ABI).TakesEvalSocket()
+	return i.evals != nil && !i.f.cfg.EvalsOverGRPC && abi.Version(i.f.info.ABI).TakesEvalSocket()
 }
 
 func (i *instance) closeEvals() {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/drover-sched/drover/sdk/abi"
@@ -18,7 +17,7 @@ import (
 
 // EvalSocketEnv names the environment variable through which a host hands
 // a go-plugin process the eval socket: its value is the descriptor of the
-// plugin's end of a socket pair (3, the first of exec.Cmd.ExtraFiles).
+// plugin's end of a socket pair (3 when it is the only inherited file).
 //
 // From ABI 1.6 a plugin serves its evals there, and the host sends them
 // there to a plugin that declares 1.6: one Process frame, the plugin's
@@ -48,9 +47,6 @@ const headerBytes = 5
 // concurrent use: one eval at a time runs over it.
 type EvalSocket struct {
 	c net.Conn
-	// mu and gen keep a Process's deadline from reaching past its end.
-	mu  sync.Mutex
-	gen uint64
 }
 
 // NewEvalSocket wraps f, one end of the socket pair; f is closed (the
@@ -109,27 +105,20 @@ func (s *EvalSocket) read() (frameKind, []byte, error) {
 // first, Process returns ctx's error and the socket is left mid-eval: the
 // caller ends the process.
 func (s *EvalSocket) Process(ctx context.Context, req []byte, h HostHandler) ([]byte, error) {
-	s.mu.Lock()
-	s.gen++
-	gen := s.gen
-	_ = s.c.SetReadDeadline(time.Time{}) // an earlier eval's deadline may have fired late
-	s.mu.Unlock()
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.gen == gen {
-			_ = s.c.SetReadDeadline(time.Unix(1, 0))
-		}
+		_ = s.c.SetReadDeadline(time.Unix(1, 0))
+		close(fired)
 	})
-	defer func() {
-		s.mu.Lock()
-		s.gen++
-		s.mu.Unlock()
-		stop()
-	}()
 	out, err := s.process(req, h)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
+	if !stop() {
+		// The deadline was set, perhaps after the eval ended: clear it
+		// once set, so that it cannot fail the next eval.
+		<-fired
+		_ = s.c.SetReadDeadline(time.Time{})
+		if err != nil {
+			return nil, ctx.Err()
+		}
 	}
 	return out, err
 }
