@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
@@ -43,12 +44,19 @@ type Context struct {
 }
 
 // NewContext returns a context whose random source is seeded from the eval
-// ID: the same eval over the same state decides the same way.
+// ID and the index of state: the same eval over the same state decides the
+// same way, and an eval processed again at a later index (a blocked eval
+// unblocked once more, an eval delivered again after a commit) draws
+// other IDs than the allocations and evals it created before.
 func NewContext(state State, planner Planner, logger *slog.Logger, now time.Time, config map[string]string, evalID string) *Context {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Context{State: state, Planner: planner, Logger: logger, Now: now, Config: config, seed: SeedFromID(evalID)}
+	var index uint64
+	if state != nil {
+		index = state.Index()
+	}
+	return &Context{State: state, Planner: planner, Logger: logger, Now: now, Config: config, seed: Seed(evalID, index)}
 }
 
 // Rand returns the context's deterministic random source.
@@ -59,10 +67,13 @@ func (c *Context) Rand() *rand.Rand {
 	return c.rng
 }
 
-// SeedFromID derives a random seed from an ID.
-func SeedFromID(id string) uint64 {
+// Seed derives a random seed from an eval ID and a state index.
+func Seed(evalID string, index uint64) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(id))
+	h.Write([]byte(evalID))
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], index)
+	h.Write(b[:])
 	return h.Sum64()
 }
 
@@ -109,7 +120,8 @@ type Planner interface {
 }
 
 // NewID returns a new UUID (version 4 layout) drawn from the context's
-// deterministic random source, so replaying an eval yields the same IDs.
+// deterministic random source, so replaying an eval over the same state
+// yields the same IDs.
 func (c *Context) NewID() string {
 	r := c.Rand()
 	var b [16]byte

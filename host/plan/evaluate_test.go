@@ -59,6 +59,7 @@ func res(cpu int64) *sdk.AllocatedResources {
 }
 
 func withPrev(a *sdk.Allocation, prev string) *sdk.Allocation { a.PreviousAllocation = prev; return a }
+func withName(a *sdk.Allocation, name string) *sdk.Allocation { a.Name = name; return a }
 
 func unknown(a *sdk.Allocation) *sdk.Allocation {
 	a.ClientStatus = sdk.AllocClientStatusUnknown
@@ -224,6 +225,11 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		if err := tx.UpsertAlloc(a); err != nil {
 			return err
 		}
+		first := place("first", "n0", 1)
+		first.Job, first.Name = job, "web.g[0]"
+		if err := tx.UpsertAlloc(first); err != nil {
+			return err
+		}
 		return tx.UpsertDeployment(&sdk.Deployment{ID: "d-other", Namespace: "default", JobID: "other", Status: "running"})
 	})
 	if err != nil {
@@ -278,6 +284,8 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		{"duplicate IDs", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {place("a", "n0", 1), place("a", "n0", 1)}}}, 0, "appears twice"},
 		{"ID already used", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("busy", "n0", 1)}}}, 0, "already used"},
+		{"ID of the job's allocation on the node reused for another", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {withName(place("first", "n0", 1), "web.g[1]")}}}, 0, "already used"},
 		{"preempting an equal priority", &sdk.Plan{EvalID: "e1", Job: job, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
 		{"a plugin cannot raise its priority", &sdk.Plan{EvalID: "e1", Job: job, Priority: 100, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
 		{"preempting its own job", &sdk.Plan{EvalID: "o1", NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "own job"},

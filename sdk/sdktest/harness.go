@@ -615,8 +615,13 @@ func (h *Harness) validate(p *sdk.Plan) error {
 			if a == nil {
 				return invalid("a placement on node %s is missing (null)", node)
 			}
-			if old := h.allocs[a.ID]; old != nil && (old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict) {
-				return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
+			if old := h.allocs[a.ID]; old != nil {
+				if !sameAllocation(old, a, node) {
+					return invalid("allocation ID %s is already used by another allocation", a.ID)
+				}
+				if old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict {
+					return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
+				}
 			}
 			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
 				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)
@@ -652,6 +657,14 @@ func (h *Harness) validate(p *sdk.Plan) error {
 		}
 	}
 	return nil
+}
+
+// sameAllocation reports whether placement a, on node, can be an update of
+// the existing allocation old: an in-place update keeps the job, the node,
+// the group and the name.
+func sameAllocation(old, a *sdk.Allocation, node string) bool {
+	return old.JobID == a.JobID && old.Namespace == a.Namespace && old.NodeID == node &&
+		old.TaskGroup == a.TaskGroup && old.Name == a.Name
 }
 
 // fits reports whether node holds its live allocations, minus the plan's

@@ -35,8 +35,9 @@ func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[
 }
 
 // Shuffle shuffles nodes in place with rng. Schedulers shuffle with the
-// context's random source, seeded from the eval ID, so that concurrent
-// schedulers rarely pick the same nodes and any decision replays.
+// context's random source, seeded from the eval ID and the state index, so
+// that concurrent schedulers rarely pick the same nodes and any decision
+// replays.
 func Shuffle(nodes []*sdk.Node, rng *rand.Rand) {
 	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 }

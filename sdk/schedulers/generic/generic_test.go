@@ -420,6 +420,48 @@ func TestService_ConstraintFailureBlocks(t *testing.T) {
 	}
 }
 
+// A blocked eval is processed again each time it is unblocked, under the
+// same ID. Its new allocations must not take the IDs of those it placed
+// the time before: the host would reject the plan, or, for the same job on
+// the same node, take the placement for an in-place update of the earlier
+// allocation and lose it.
+func TestService_BlockedEvalRunAgainPlacesUnderNewIDs(t *testing.T) {
+	h := schedtest.New(t)
+	// A third node full of another job's allocations, which finish one
+	// by one: the node list, and with it the shuffle, stays the same.
+	h.UpsertNodes(schedtest.Node("linux-002"))
+	hog := schedtest.ServiceJob("hog", 4)
+	hog.TaskGroups[0].Tasks[0].Resources.CPU = 1000
+	h.Process(service, h.RegisterJob(hog))
+	h.UpsertNodes(schedtest.Nodes("linux", 2)...)
+	job := schedtest.ServiceJob("web", 20) // 8 fit per node by CPU
+	h.Process(service, h.RegisterJob(job))
+	b := h.Created[0]
+	if len(h.Live("default", "web")) != 16 || b.Status != sdk.EvalStatusBlocked {
+		t.Fatalf("live %d, blocked eval %+v", len(h.Live("default", "web")), b)
+	}
+
+	// Room for two of the four left: the blocked eval places them and is
+	// reblocked.
+	hogs := h.Live("default", "hog")
+	h.SetClientStatus(sdk.AllocClientStatusComplete, hogs[0])
+	h.Process(service, b)
+	if len(h.Reblocked) != 1 || len(h.Live("default", "web")) != 18 {
+		t.Fatalf("reblocked %d live %d", len(h.Reblocked), len(h.Live("default", "web")))
+	}
+	// Room for the rest, on the same node as the two before.
+	h.SetClientStatus(sdk.AllocClientStatusComplete, hogs[1:]...)
+	h.Process(service, b)
+	live := h.Live("default", "web")
+	names := map[string]bool{}
+	for _, a := range live {
+		names[a.Name] = true
+	}
+	if e := h.LastEval(); e.Status != sdk.EvalStatusComplete || len(e.FailedTGAllocs) != 0 || len(live) != 20 || len(names) != 20 {
+		t.Fatalf("eval %+v: %d live, %d names", h.LastEval(), len(live), len(names))
+	}
+}
+
 func TestService_EscapedConstraintMarksBlockedEval(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 2)...)
