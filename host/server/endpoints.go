@@ -8,6 +8,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -222,7 +223,8 @@ type AllocUpdate struct {
 // its other reports.
 func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 	snap := s.store.Snapshot()
-	req := &fsm.AllocClientUpdateRequest{UpdatedAt: s.now().UnixNano()}
+	now := s.now()
+	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano()}
 	evalFor := map[sdk.NamespacedID]bool{}
 	for _, u := range updates {
 		switch u.ClientStatus {
@@ -237,30 +239,49 @@ func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 		}
 		req.Allocs = append(req.Allocs, &sdk.Allocation{ID: u.ID, ClientStatus: u.ClientStatus,
 			ClientDescription: u.ClientDescription, DeploymentStatus: u.DeploymentStatus, TaskStates: u.TaskStates})
-		// A failed allocation may be rescheduled; one that was unknown
-		// (its node disconnected) and is reported again has reconnected,
-		// and its scheduler decides between it and its replacement.
+		// A failed allocation its reschedule policy lets be rescheduled
+		// gets an eval, as in Nomad (a system job's never does: it has no
+		// policy, and its scheduler takes no alloc-failure evals); one that
+		// was unknown (its node disconnected) and is reported again has
+		// reconnected, and its scheduler decides between it and its
+		// replacement.
+		job := snap.Job(a.Namespace, a.JobID)
+		if job == nil || job.Stop {
+			continue
+		}
 		trigger := ""
 		switch {
-		case u.ClientStatus == sdk.AllocClientStatusFailed && a.ClientStatus != sdk.AllocClientStatusFailed:
+		case u.ClientStatus == sdk.AllocClientStatusFailed && a.ClientStatus != sdk.AllocClientStatusFailed &&
+			a.FollowupEvalID == "" && mayReschedule(a, job, now):
 			trigger = sdk.EvalTriggerRetryFailedAlloc
 		case a.ClientStatus == sdk.AllocClientStatusUnknown && u.ClientStatus != sdk.AllocClientStatusUnknown:
 			trigger = sdk.EvalTriggerReconnect
 		}
 		jk := sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
 		if trigger != "" && !evalFor[jk] {
-			if job := snap.Job(a.Namespace, a.JobID); job != nil && !job.Stop {
-				evalFor[jk] = true
-				e := s.newEval(job, trigger)
-				e.JobModifyIndex = job.JobModifyIndex
-				req.Evals = append(req.Evals, e)
-			}
+			evalFor[jk] = true
+			e := s.newEval(job, trigger)
+			e.JobModifyIndex = job.JobModifyIndex
+			req.Evals = append(req.Evals, e)
 		}
 	}
 	if len(req.Allocs) == 0 {
 		return snap.Index(), nil
 	}
 	return s.Apply(fsm.AllocClientUpdateRequestType, req)
+}
+
+// mayReschedule reports whether the reschedule policy of a's group (in the
+// job version it runs, else job) allows one more reschedule of a, failed
+// now.
+func mayReschedule(a *sdk.Allocation, job *sdk.Job, now time.Time) bool {
+	if a.Job == nil {
+		c := *a
+		c.Job = job
+		a = &c
+	}
+	_, ok := reconcile.NextRescheduleTimeByFailTime(a, now)
+	return ok
 }
 
 // StopAlloc asks for an allocation to be stopped and rescheduled

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -113,5 +114,52 @@ func TestServer_JobOverThePlanLimitIsRefused(t *testing.T) {
 	}
 	if _, _, err := s.RegisterJob(servertest.Job("fits", "service", 100, 10, 10)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A failed allocation gets an alloc-failure eval only when its group's
+// reschedule policy allows another attempt, as in Nomad: a system job has
+// no policy (and its scheduler takes no such evals), and a policy without
+// attempts reschedules nothing.
+func TestServer_AllocFailureEvalOnlyWhenReschedulable(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	unlimited := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+	unlimited.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second, DelayFunction: sdk.DelayFunctionConstant}
+	none := servertest.Job("once", sdk.JobTypeBatch, 1, 100, 64)
+	none.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 0}
+	system := servertest.Job("agent", sdk.JobTypeSystem, 1, 100, 64)
+	for _, tc := range []struct {
+		job  *sdk.Job
+		want int
+	}{{unlimited, 1}, {none, 0}, {system, 0}} {
+		t.Run(tc.job.ID, func(t *testing.T) {
+			evalID, _, err := s.RegisterJob(tc.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			servertest.WaitForEval(t, s, evalID)
+			allocs := s.Store().Snapshot().AllocsByJob("default", tc.job.ID)
+			if len(allocs) != 1 {
+				t.Fatalf("placed %d", len(allocs))
+			}
+			if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: allocs[0].ID, ClientStatus: sdk.AllocClientStatusFailed}}); err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, e := range s.Store().Snapshot().EvalsByJob("default", tc.job.ID) {
+				if e.TriggeredBy == sdk.EvalTriggerRetryFailedAlloc {
+					got++
+					if e := servertest.WaitForEval(t, s, e.ID); e.Status == sdk.EvalStatusFailed {
+						t.Fatalf("the alloc-failure eval failed: %s", e.StatusDescription)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("%d alloc-failure evals, want %d", got, tc.want)
+			}
+		})
 	}
 }
