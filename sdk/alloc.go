@@ -72,6 +72,21 @@ func (a *Allocation) ClientTerminalStatus() bool {
 	return false
 }
 
+// KeepsVersion reports whether update, an update of the stored allocation
+// old within a plan, keeps the job version old runs: it names that version
+// exactly (JobVersion and JobModifyIndex). That is an annotation (a
+// follow-up eval for a delayed reschedule, an allocation marked unknown),
+// which leaves an allocation on the version it ran. Any other update of an
+// existing allocation is an in-place update to the plan's job, named by
+// the plan's job version and modify index.
+func KeepsVersion(old, update *Allocation) bool {
+	v, mod := old.JobVersion, old.JobModifyIndex
+	if old.Job != nil {
+		v, mod = old.Job.Version, old.Job.JobModifyIndex
+	}
+	return update.JobVersion == v && update.JobModifyIndex == mod
+}
+
 // Usage is what the allocation holds on its node while not terminal.
 func (a *Allocation) Usage() Usage { return a.AllocatedResources.Usage() }
 

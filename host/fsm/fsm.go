@@ -594,7 +594,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 		if a.Job == nil {
 			a.Job = req.Job
-			if v, _ := state.PlacedVersion(tx, req.Job, &a); v != nil && old == nil {
+			if old != nil && old.Job != nil && sdk.KeepsVersion(old, &a) {
+				a.Job = old.Job // an annotation keeps the version the allocation runs
+			} else if v, _ := state.PlacedVersion(tx, req.Job, &a); v != nil && old == nil {
 				a.Job = v // a kept version the plan applier validated
 			}
 		}

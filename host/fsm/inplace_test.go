@@ -44,3 +44,49 @@ func TestApplyPlanResults_InPlaceUpdateKeepsMetricsUnlessGiven(t *testing.T) {
 		})
 	}
 }
+
+// An update that names the version its allocation runs (an annotation: a
+// failed allocation given its follow-up eval) leaves it on that version;
+// one that names the plan's version moves it there (an in-place update).
+func TestApplyPlanResults_AnnotationKeepsTheAllocationsVersion(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	v0 := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	v1 := v0.Copy()
+	v1.TaskGroups[0].Tasks[0].Driver = "exec"
+	alloc := func(id, eval string, v *sdk.Job) *sdk.Allocation {
+		a := &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", EvalID: eval}
+		if v != nil {
+			a.JobVersion, a.JobModifyIndex = v.Version, v.JobModifyIndex
+		}
+		return a
+	}
+	apply := func(index uint64, msg interface {
+		MarshalMsg([]byte) ([]byte, error)
+		UnmarshalMsg([]byte) ([]byte, error)
+	}) {
+		t.Helper()
+		if err := f.ApplyDecoded(index, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(1, &NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}})
+	apply(2, &JobRegisterRequest{Job: v0})
+	stored0 := store.Snapshot().Job("default", "web")
+	apply(3, &ApplyPlanResultsRequest{Job: stored0, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", "e1", nil), alloc("a2", "e1", nil)}})
+	apply(4, &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusFailed}}})
+	apply(5, &JobRegisterRequest{Job: v1})
+	stored1 := store.Snapshot().Job("default", "web")
+
+	note := alloc("a1", "e2", stored0)
+	note.FollowupEvalID = "e3"
+	apply(6, &ApplyPlanResultsRequest{Job: stored1, EvalID: "e2", AllocsUpdated: []*sdk.Allocation{note, alloc("a2", "e2", stored1)}})
+	snap := store.Snapshot()
+	if a := snap.Alloc("a1"); a.FollowupEvalID != "e3" || a.Job.Version != stored0.Version || a.Job.TaskGroups[0].Tasks[0].Driver != "docker" {
+		t.Fatalf("annotated allocation: follow-up %q, version %d", a.FollowupEvalID, a.Job.Version)
+	}
+	if a := snap.Alloc("a2"); a.Job.Version != stored1.Version || a.Job.TaskGroups[0].Tasks[0].Driver != "exec" {
+		t.Fatalf("allocation updated in place runs version %d", a.Job.Version)
+	}
+}

@@ -256,8 +256,11 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 // olderVersion returns the kept job version a new placement runs instead
 // of the plan's job (state.PlacedVersion), or nil.
 func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) {
-	if snap.Alloc(a.ID) != nil {
-		return nil, nil // an in-place update
+	if old := snap.Alloc(a.ID); old != nil {
+		if sdk.KeepsVersion(old, a) {
+			return old.Job, nil // an annotation: the version it runs
+		}
+		return nil, nil // an in-place update to the plan's job
 	}
 	v, other := state.PlacedVersion(snap, p.Job, a)
 	if other && v == nil {

@@ -393,3 +393,35 @@ func TestValidate_AnnotationOfAFailedAllocation(t *testing.T) {
 		t.Fatalf("result %+v, request %+v", res, req)
 	}
 }
+
+// An annotation names the version its allocation runs and is checked
+// against it; an in-place update names the plan's version and is checked
+// against that. Here the new version drops group g: a failed allocation
+// of the old one may still be annotated, not updated in place.
+func TestValidate_AnnotationKeepsTheVersionItsAllocationRuns(t *testing.T) {
+	s, v0 := fixture(t)
+	crashed := failed(place("crashed", "n0", 100))
+	crashed.Job = v0
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertAlloc(crashed) }); err != nil {
+		t.Fatal(err)
+	}
+	v1 := v0.Copy()
+	v1.TaskGroups = []*sdk.TaskGroup{{Name: "g2", Count: 1}}
+	if err := s.Write(3, func(tx *state.Txn) error { return tx.UpsertJob(v1) }); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	cur := snap.Job("default", "web")
+
+	note := withVersion(failed(place("crashed", "n0", 100)), v0.Version, v0.JobModifyIndex)
+	note.FollowupEvalID = "later"
+	p := &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {note}}}
+	if err := Validate(snap, p, DefaultLimits()); err != nil {
+		t.Fatalf("annotation of the old version refused: %v", err)
+	}
+	moved := withVersion(failed(place("crashed", "n0", 100)), cur.Version, cur.JobModifyIndex)
+	err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {moved}}}, DefaultLimits())
+	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
+		t.Fatalf("err = %v, want an in-place update checked against the plan's version", err)
+	}
+}

@@ -537,10 +537,12 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			c.Job = p.Job
 			c.ModifyTime = now
 			c.AllocModifyIndex = idx // as the host's FSM stamps a placed or updated allocation
-			if v := h.keptVersion(a); v != nil && h.allocs[a.ID] == nil {
-				c.Job = v // a new placement that runs an older version, as the host allows
-			}
 			old := h.allocs[a.ID]
+			if v := h.keptVersion(a); v != nil && old == nil {
+				c.Job = v // a new placement that runs an older version, as the host allows
+			} else if old != nil && old.Job != nil && sdk.KeepsVersion(old, a) {
+				c.Job = old.Job // an annotation keeps the version the allocation runs, as the host does
+			}
 			if old != nil {
 				// An in-place update: the node's view of the allocation
 				// stays, unless it is marked unknown on a disconnected node.
@@ -626,7 +628,11 @@ func (h *Harness) validate(p *sdk.Plan) error {
 			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
 				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)
 			}
-			tg := p.Job.LookupTaskGroup(a.TaskGroup)
+			job := p.Job
+			if old := h.allocs[a.ID]; old != nil && old.Job != nil && sdk.KeepsVersion(old, a) {
+				job = old.Job // an annotation is checked against the version it runs
+			}
+			tg := job.LookupTaskGroup(a.TaskGroup)
 			if tg == nil {
 				return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
 			}

@@ -399,7 +399,7 @@ func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGrou
 	updated.Job = nil
 	updated.Metrics = metric // as Nomad: the in-place placement's own explanation
 	updated.EvalID = p.eval.ID
-	updated.JobVersion = job.Version
+	updated.JobVersion, updated.JobModifyIndex = job.Version, job.JobModifyIndex
 	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)
 	return false, false, &updated
 }

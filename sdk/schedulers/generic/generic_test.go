@@ -825,6 +825,44 @@ func TestService_NewVersionReplacesAFailedAllocationWaitingToReschedule(t *testi
 	}
 }
 
+// A rolling update replaces one allocation at a time. An old one that
+// fails meanwhile waits for its reschedule under a follow-up eval: the
+// annotation names the version the allocation runs, whose resources it
+// holds, not the new one, which asks for more.
+func TestService_FailedAllocationDuringARollingUpdateWaitsOnItsVersion(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	mk := func(cpu int) *sdk.Job {
+		j := schedtest.ServiceJob("web", 3)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].Tasks[0].Resources.CPU = cpu
+		return j
+	}
+	h.Process(service, h.RegisterJob(mk(500)))
+	v0 := h.State().Job("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	h.SetHealth(true, h.Live("default", "web")...)
+	h.Process(service, h.NewEval(v0, sdk.EvalTriggerDeploymentWatcher))
+
+	h.Process(service, h.RegisterJob(mk(1000)))
+	var old *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.JobVersion == v0.Version {
+			old = a
+		}
+	}
+	if old == nil {
+		t.Fatal("the rolling update replaced every allocation at once")
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, old)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerRetryFailedAlloc))
+	a := h.State().Alloc(old.ID)
+	if a.FollowupEvalID == "" || a.Job.Version != v0.Version || a.JobModifyIndex != v0.JobModifyIndex {
+		t.Fatalf("failed allocation: follow-up %q, version %d (modify index %d), want version %d", a.FollowupEvalID,
+			a.Job.Version, a.JobModifyIndex, v0.Version)
+	}
+}
+
 func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 2)...)

@@ -225,7 +225,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 		updated.Job = nil
 		updated.Metrics = metric
 		updated.EvalID = p.eval.ID
-		updated.JobVersion = p.job.Version
+		updated.JobVersion, updated.JobModifyIndex = p.job.Version, p.job.JobModifyIndex
 		updated.AllocatedResources = option.Resources
 		if a.AllocatedResources != nil {
 			r := *option.Resources
