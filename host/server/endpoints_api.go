@@ -73,6 +73,9 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 			}
 		}
 	}
+	if err := validateJobUpdate(cur, job); err != nil {
+		return "", 0, badRequest(err)
+	}
 	if err := s.ValidateJob(job); err != nil {
 		return "", 0, err
 	}
@@ -97,6 +100,30 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)
 	return evalID, index, err
+}
+
+// validateJobUpdate refuses what a job may not become, as Nomad does: a
+// job keeps its type, and stays periodic, parameterized or dispatched, or
+// not, until it is purged (stopped is not enough: its allocations and
+// evals are still the old kind's). Only a dispatch makes a dispatched job.
+func validateJobUpdate(cur, job *sdk.Job) error {
+	if cur == nil {
+		if job.Dispatched {
+			return errors.New("a job cannot be registered as dispatched: dispatch its parameterized job")
+		}
+		return nil
+	}
+	switch {
+	case cur.Type != job.Type:
+		return fmt.Errorf("job %q cannot change from type %q to %q (purge it first)", job.ID, cur.Type, job.Type)
+	case cur.IsPeriodic() != job.IsPeriodic():
+		return fmt.Errorf("job %q cannot change from periodic %v to %v (purge it first)", job.ID, cur.IsPeriodic(), job.IsPeriodic())
+	case cur.IsParameterized() != job.IsParameterized():
+		return fmt.Errorf("job %q cannot change from parameterized %v to %v (purge it first)", job.ID, cur.IsParameterized(), job.IsParameterized())
+	case cur.Dispatched != job.Dispatched:
+		return fmt.Errorf("job %q: Dispatched is read-only", job.ID)
+	}
+	return nil
 }
 
 // ValidateJob canonicalizes a job and checks it as registration does:

@@ -163,3 +163,50 @@ func TestServer_AllocFailureEvalOnlyWhenReschedulable(t *testing.T) {
 		})
 	}
 }
+
+// A job keeps its type, and stays periodic or parameterized or not, until
+// it is purged, as in Nomad: stopping it is not enough.
+func TestServer_JobKeepsItsKindUntilPurged(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	service := func() *sdk.Job { return servertest.Job("web", sdk.JobTypeService, 1, 100, 64) }
+	if _, _, err := s.RegisterJob(service()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.DeregisterJob("default", "web", false); err != nil {
+		t.Fatal(err)
+	}
+	periodic := service()
+	periodic.Periodic = &sdk.PeriodicConfig{Enabled: true, SpecType: "cron", Specs: []string{"*/5 * * * *"}}
+	parameterized := service()
+	parameterized.ParameterizedJob = &sdk.ParameterizedJobConfig{Payload: "optional"}
+	dispatched := service()
+	dispatched.Dispatched = true
+	for name, tc := range map[string]struct {
+		job  *sdk.Job
+		want string
+	}{
+		"type":          {servertest.Job("web", sdk.JobTypeBatch, 1, 100, 64), `from type "service" to "batch"`},
+		"periodic":      {periodic, "periodic"},
+		"parameterized": {parameterized, "parameterized"},
+		"dispatched":    {dispatched, "Dispatched is read-only"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := s.RegisterJob(tc.job)
+			if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it refused for %q", err, tc.want)
+			}
+		})
+	}
+	// Purged, the ID is free for a job of another kind.
+	if _, _, err := s.DeregisterJob("default", "web", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeBatch, 1, 100, 64)); err != nil {
+		t.Fatalf("after the purge: %v", err)
+	}
+	d := service()
+	d.ID, d.Dispatched = "new", true
+	if _, _, err := s.RegisterJob(d); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "dispatched") {
+		t.Fatalf("registering a dispatched job: err = %v", err)
+	}
+}
