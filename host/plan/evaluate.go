@@ -92,7 +92,7 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 		return nil
 	}
 	for node, allocs := range p.NodeAllocation {
-		if snap.Node(node) == nil {
+		if snap.Node(node) == nil && !onlyAnnotatesFinished(snap, node, allocs) {
 			return invalid("unknown node %s", node)
 		}
 		for _, a := range allocs {
@@ -354,6 +354,22 @@ func planNodes(p *sdk.Plan) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// onlyAnnotatesFinished reports whether every placement on nodeID updates
+// an allocation there that its node reported finished: annotations (a
+// failed allocation's follow-up eval), which need nothing of the node, so
+// its node may be gone (collected after it went down).
+func onlyAnnotatesFinished(snap State, nodeID string, placements []*sdk.Allocation) bool {
+	for _, a := range placements {
+		if a == nil {
+			return false
+		}
+		if old := snap.Alloc(a.ID); old == nil || old.NodeID != nodeID || !old.ClientTerminalStatus() {
+			return false
+		}
+	}
+	return len(placements) > 0
 }
 
 // onlyMarksUnknown reports whether every placement is a live allocation

@@ -425,3 +425,29 @@ func TestValidate_AnnotationKeepsTheVersionItsAllocationRuns(t *testing.T) {
 		t.Fatalf("err = %v, want an in-place update checked against the plan's version", err)
 	}
 }
+
+// A finished allocation whose node is gone (collected after it went down)
+// may still be annotated: that needs nothing of the node. Anything else on
+// a node that does not exist is refused.
+func TestValidate_AnnotationOnANodeThatIsGone(t *testing.T) {
+	s, job := fixture(t)
+	crashed := failed(place("crashed", "gone", 100))
+	crashed.Job = job
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertAlloc(crashed) }); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	note := failed(place("crashed", "gone", 100))
+	note.FollowupEvalID = "later"
+	p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"gone": {note}}}
+	if err := Validate(snap, p, DefaultLimits()); err != nil {
+		t.Fatalf("annotation refused: %v", err)
+	}
+	if res, req := Evaluate(snap, p, 1, NewID); len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 {
+		t.Fatalf("result %+v, request %+v", res, req)
+	}
+	p.NodeAllocation["gone"] = append(p.NodeAllocation["gone"], place("new", "gone", 100))
+	if err := Validate(snap, p, DefaultLimits()); !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown node") {
+		t.Fatalf("err = %v, want a placement on a node that is gone refused", err)
+	}
+}

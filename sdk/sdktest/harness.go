@@ -610,7 +610,7 @@ func (h *Harness) validate(p *sdk.Plan) error {
 		}
 	}
 	for node, allocs := range p.NodeAllocation {
-		if h.nodes[node] == nil {
+		if h.nodes[node] == nil && !h.onlyAnnotatesFinished(node, allocs) {
 			return invalid("unknown node %s", node)
 		}
 		for _, a := range allocs {
@@ -663,6 +663,18 @@ func (h *Harness) validate(p *sdk.Plan) error {
 		}
 	}
 	return nil
+}
+
+// onlyAnnotatesFinished reports whether every placement on node updates an
+// allocation there that its node reported finished, as the host allows on
+// a node that is gone.
+func (h *Harness) onlyAnnotatesFinished(node string, placements []*sdk.Allocation) bool {
+	for _, a := range placements {
+		if old := h.allocs[a.ID]; a == nil || old == nil || old.NodeID != node || !old.ClientTerminalStatus() {
+			return false
+		}
+	}
+	return len(placements) > 0
 }
 
 // sameAllocation reports whether placement a, on node, can be an update of
