@@ -491,9 +491,11 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 
 // markedUnknown reports whether an in-place update marks its allocation
 // unknown on a node that is disconnected: the one client status a
-// scheduler may set on an allocation that exists.
-func markedUnknown(tx *state.Txn, a *sdk.Allocation) bool {
-	if a.ClientStatus != sdk.AllocClientStatusUnknown {
+// scheduler may set on an allocation that exists, and only on one its node
+// has not reported finished (a plan made from an older snapshot must not
+// bring a failed allocation back).
+func markedUnknown(tx *state.Txn, a, old *sdk.Allocation) bool {
+	if a.ClientStatus != sdk.AllocClientStatusUnknown || old.ClientTerminalStatus() {
 		return false
 	}
 	n := tx.Node(a.NodeID)
@@ -566,7 +568,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			// except that an allocation on a disconnected node is marked
 			// unknown by its scheduler (Nomad's), the node being unable to
 			// say anything.
-			if !markedUnknown(tx, &a) {
+			if !markedUnknown(tx, &a, old) {
 				a.ClientStatus = old.ClientStatus
 				a.ClientDescription = old.ClientDescription
 			}

@@ -90,3 +90,41 @@ func TestApplyPlanResults_AnnotationKeepsTheAllocationsVersion(t *testing.T) {
 		t.Fatalf("allocation updated in place runs version %d", a.Job.Version)
 	}
 }
+
+// A plan made from a snapshot in which an allocation still ran may mark it
+// unknown on its disconnected node; if the node reported it finished
+// meanwhile, it stays finished: a plan never brings an allocation back.
+func TestApplyPlanResults_UnknownMarkDoesNotReviveAFinishedAllocation(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	alloc := func(id string, status string) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run",
+			ClientStatus: status}
+	}
+	for i, msg := range []interface {
+		MarshalMsg([]byte) ([]byte, error)
+		UnmarshalMsg([]byte) ([]byte, error)
+	}{
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", ""), alloc("a2", "")}},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusFailed},
+			{ID: "a2", ClientStatus: sdk.AllocClientStatusRunning}}},
+		&NodeUpdateStatusRequest{NodeID: "n1", Status: sdk.NodeStatusDisconnected},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e2", AllocsUpdated: []*sdk.Allocation{
+			alloc("a1", sdk.AllocClientStatusUnknown), alloc("a2", sdk.AllocClientStatusUnknown)}},
+	} {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := store.Snapshot()
+	if a := snap.Alloc("a1"); a.ClientStatus != sdk.AllocClientStatusFailed {
+		t.Fatalf("finished allocation marked %s", a.ClientStatus)
+	}
+	if a := snap.Alloc("a2"); a.ClientStatus != sdk.AllocClientStatusUnknown {
+		t.Fatalf("running allocation on the disconnected node is %s, want unknown", a.ClientStatus)
+	}
+}
