@@ -82,7 +82,7 @@ var soakJobs = []string{"web", "api", "cache", "etl", "agent", "logs"}
 func (w *soak) step() string {
 	t, s, r := w.t, w.s, w.r
 	snap := s.Store().Snapshot()
-	switch n := r.IntN(100); {
+	switch n := r.IntN(105); {
 	case n < 30:
 		job := w.randomJob()
 		if _, _, err := s.RegisterJob(job); err != nil {
@@ -200,7 +200,7 @@ func (w *soak) step() string {
 		}
 		return fmt.Sprintf("scheduler config %s, preemption service %v batch %v", c.SchedulerAlgorithm,
 			c.PreemptionConfig.ServiceSchedulerEnabled, c.PreemptionConfig.BatchSchedulerEnabled)
-	default:
+	case n < 100:
 		for _, d := range snap.Deployments() {
 			if d.Status == sdk.DeploymentStatusRunning && d.TaskGroups["g"] != nil && d.TaskGroups["g"].DesiredCanaries > 0 &&
 				!d.TaskGroups["g"].Promoted {
@@ -213,6 +213,19 @@ func (w *soak) step() string {
 			}
 		}
 		return "no canaries to promote"
+	default:
+		job := w.pickJob(snap, func(j *sdk.Job) bool { return j.Version > 0 })
+		if job == nil {
+			return "no job to revert"
+		}
+		v := uint64(r.IntN(int(job.Version)))
+		if snap.JobVersion(job.Namespace, job.ID, v) == nil {
+			return "no version to revert to"
+		}
+		if _, _, err := s.RevertJob(job.Namespace, job.ID, v, nil); err != nil {
+			t.Fatalf("revert %s to %d: %v", job.ID, v, err)
+		}
+		return fmt.Sprintf("revert %s to version %d", job.ID, v)
 	}
 }
 
@@ -381,7 +394,11 @@ func (w *soak) check(at string) {
 		t.Fatalf("after %s: %s", at, fmt.Sprintf(format, args...))
 	}
 	blocked := map[string][]string{}
+	delayed := map[string]bool{} // jobs with an eval waiting for its time (a delayed reschedule)
 	for _, e := range snap.Evals() {
+		if e.Status == sdk.EvalStatusPending && (e.WaitUntil.After(time.Now()) || e.Wait > 0) {
+			delayed[e.JobID] = true
+		}
 		switch e.Status {
 		case sdk.EvalStatusFailed:
 			fail("eval %s (%s, job %s) failed: %s", e.ID, e.TriggeredBy, e.JobID, e.StatusDescription)
@@ -465,14 +482,18 @@ func (w *soak) check(at string) {
 			}
 			fail("job %s: %d live allocations for a count of %d (v%d, update %+v): %v; deployments%s", j.ID, len(live), count, j.Version, j.TaskGroups[0].Update, desc, ds)
 		}
-		if j.Type == sdk.JobTypeService && len(live) < j.TaskGroups[0].Count && len(blocked[j.ID]) == 0 && !w.dirty[j.ID] && !deploying {
-			fail("job %s: %d live allocations for a count of %d and no blocked eval", j.ID, len(live), count)
+		if j.Type == sdk.JobTypeService && len(live) < j.TaskGroups[0].Count && len(blocked[j.ID]) == 0 && !delayed[j.ID] && !w.dirty[j.ID] && !deploying {
+			var desc []string
+			for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
+				desc = append(desc, describe(a))
+			}
+			fail("job %s: %d live allocations for a count of %d and no eval waits: %v", j.ID, len(live), j.TaskGroups[0].Count, desc)
 		}
 	}
 }
 
 func describe(a *sdk.Allocation) string {
 	canary := a.DeploymentStatus != nil && a.DeploymentStatus.Canary
-	return fmt.Sprintf("%.8s (%s v%d on %s, %s/%s, deployment %.8s canary %v, eval %.8s, previous %.8s)", a.ID, a.Name, a.JobVersion,
-		a.NodeID, a.DesiredStatus, a.ClientStatus, a.DeploymentID, canary, a.EvalID, a.PreviousAllocation)
+	return fmt.Sprintf("%.8s (%s v%d on %s, %s/%s, deployment %.8s canary %v, eval %.8s, previous %.8s, follow-up %.8s)", a.ID, a.Name,
+		a.JobVersion, a.NodeID, a.DesiredStatus, a.ClientStatus, a.DeploymentID, canary, a.EvalID, a.PreviousAllocation, a.FollowupEvalID)
 }
