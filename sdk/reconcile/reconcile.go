@@ -346,6 +346,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
+	waiting := ignore // unknown on a node still disconnected
 	if extra := reconnected(tg, untainted); len(extra) > 0 {
 		r.markStop(extra, "", AllocReconnected)
 		desired.Stop += uint64(len(extra))
@@ -396,6 +397,12 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	var place []Placement
 	if len(lostLater) == 0 {
+		// An allocation waiting unknown on a disconnected node keeps its
+		// name: a placement made while it waits (its replacement, when it
+		// could not be placed at once) takes another, so that no two
+		// allocations share an index when the node comes back. Nomad
+		// v1.6.1 reuses the name.
+		names.set(waiting)
 		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, disconnecting.difference(rescheduleNow), isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)

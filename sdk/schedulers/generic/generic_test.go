@@ -884,6 +884,69 @@ func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
 // running, one copy is stopped as disconnect.reconcile says; past
 // lost_after it is lost. A group that does not tolerate disconnects loses
 // its allocation at once.
+// A replacement for an allocation waiting unknown on a disconnected node
+// that could not be placed at once is placed by a later eval, under
+// another name (Nomad v1.6.1 reuses the name). When the node comes back,
+// the group is one over its count and the extra allocation is stopped.
+func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	h.Process(service, h.RegisterJob(job))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	n0 := h.State().Node("n-000").Copy()
+	n0.Status = sdk.NodeStatusDisconnected
+	h.UpsertNodes(n0)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if live := h.Live("default", "web"); len(live) != 2 || h.LastEval().QueuedAllocations["web"] != 1 {
+		t.Fatalf("the replacement was placed at once: %v", liveNames(live))
+	}
+
+	// As in Nomad, the disconnect's follow-up eval waits instead of a
+	// blocked eval; a later eval of the job places the replacement.
+	h.UpsertNodes(schedtest.Node("n-002"))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	live := h.Live("default", "web")
+	if len(live) != 3 || !uniqueNames(live) {
+		t.Fatalf("late replacement: %v", liveNames(live))
+	}
+
+	// The node comes back and reports its allocation running.
+	n0 = h.State().Node("n-000").Copy()
+	n0.Status = sdk.NodeStatusReady
+	h.UpsertNodes(n0)
+	for _, a := range h.State().AllocsByJob("default", "web") {
+		if a.ClientStatus == sdk.AllocClientStatusUnknown {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+		}
+	}
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
+		t.Fatalf("after the reconnect: %v", liveNames(live))
+	}
+}
+
+func uniqueNames(allocs []*sdk.Allocation) bool {
+	seen := map[string]bool{}
+	for _, a := range allocs {
+		if seen[a.Name] {
+			return false
+		}
+		seen[a.Name] = true
+	}
+	return true
+}
+
+func liveNames(allocs []*sdk.Allocation) []string {
+	var out []string
+	for _, a := range allocs {
+		out = append(out, a.Name+"@"+a.NodeID+"/"+a.ClientStatus)
+	}
+	return out
+}
+
 func TestService_DisconnectedClient(t *testing.T) {
 	setup := func(t *testing.T, tolerate bool, reconcileMode string) (*schedtest.Harness, *sdk.Job, *sdk.Allocation) {
 		h := schedtest.New(t)
