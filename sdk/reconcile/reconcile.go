@@ -339,6 +339,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	dstate, existingDeployment := r.deploymentState(tg)
 
+	group := all // every allocation of the group, to follow replacement chains
 	all, ignore := r.filterOldTerminal(all)
 	desired.Ignore += uint64(len(ignore))
 
@@ -347,7 +348,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
 	waiting := ignore // unknown on a node still disconnected
-	if extra := reconnected(tg, untainted); len(extra) > 0 {
+	if extra := reconnected(tg, untainted, group); len(extra) > 0 {
 		r.markStop(extra, "", AllocReconnected)
 		desired.Stop += uint64(len(extra))
 		untainted = untainted.difference(extra)
@@ -645,18 +646,26 @@ func unknownExpired(a *sdk.Allocation, now time.Time) bool {
 
 // reconnected returns, among a group's usable allocations, the copies to
 // stop after a disconnected node came back: an allocation still live with
-// a live replacement (its NextAllocation) has reconnected, and one of the
-// two goes. The group's disconnect.reconcile says which: keep_replacement
+// a live replacement has reconnected, and one of the two goes. The
+// replacement is the live end of its chain of NextAllocation links (among
+// every allocation of the group): the first replacement may itself have
+// failed and been replaced while the node was away. The group's disconnect.reconcile says which: keep_replacement
 // stops the original; keep_original, longest_running (the original has run
 // longer) and best_score (the default; plugins do not see placement scores,
 // so the original, which was placed by score first, is kept) stop the
 // replacement.
-func reconnected(tg *sdk.TaskGroup, untainted set) set {
+func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
 	out := set{}
 	for _, a := range untainted.sorted() {
-		next, ok := untainted[a.NextAllocation]
-		if !ok || out[a.ID] != nil || a.TerminalStatus() || next.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+		if out[a.ID] != nil || a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+			continue
+		}
+		next := group[a.NextAllocation]
+		for hops := 0; next != nil && next.TerminalStatus() && hops < len(group); hops++ {
+			next = group[next.NextAllocation]
+		}
+		if next == nil || next.TerminalStatus() || untainted[next.ID] == nil {
 			continue
 		}
 		if keepReplacement {

@@ -928,6 +928,50 @@ func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *tes
 	}
 }
 
+// While a node is away, the replacement of its allocation may fail and be
+// replaced in turn. When the node comes back, the reconnected allocation
+// is weighed against the live end of that chain, and one of the two goes.
+func TestService_ReconnectFollowsTheReplacementChain(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := schedtest.ServiceJob("web", 1)
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+	h.Process(service, h.RegisterJob(job))
+	orig := h.Live("default", "web")[0]
+	h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
+	away := h.State().Node(orig.NodeID).Copy()
+	away.Status = sdk.NodeStatusDisconnected
+	h.UpsertNodes(away)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+
+	first := h.State().Alloc(h.State().Alloc(orig.ID).NextAllocation)
+	if first == nil {
+		t.Fatal("no replacement")
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, first)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	second := h.State().Alloc(h.State().Alloc(first.ID).NextAllocation)
+	if second == nil || second.TerminalStatus() {
+		t.Fatalf("the failed replacement was not replaced: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusRunning, second)
+
+	away = h.State().Node(orig.NodeID).Copy()
+	away.Status = sdk.NodeStatusReady
+	h.UpsertNodes(away)
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	// disconnect.reconcile's default keeps the original and stops the
+	// replacement, for a reason the plan says.
+	if live := h.Live("default", "web"); len(live) != 1 || live[0].ID != orig.ID {
+		t.Fatalf("after the reconnect: %v, want the original %s kept", liveNames(live), orig.ID)
+	}
+	if s := h.State().Alloc(second.ID); s.DesiredDescription != reconcile.AllocReconnected {
+		t.Fatalf("replacement stopped as %q, want %q", s.DesiredDescription, reconcile.AllocReconnected)
+	}
+}
+
 func uniqueNames(allocs []*sdk.Allocation) bool {
 	seen := map[string]bool{}
 	for _, a := range allocs {
