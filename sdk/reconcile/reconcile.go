@@ -371,6 +371,16 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	desired.Stop += uint64(len(stop))
 	untainted = untainted.difference(stop)
 
+	// Failed allocations are rescheduled only up to the count: after a
+	// scale-down the surplus ones (highest indexes first) are stopped, not
+	// replaced. Nomad v1.6.1 replaces them all and stops the surplus at a
+	// later eval, if one comes.
+	if surplus := r.surplusFailed(tg, untainted, migrate, rescheduleNow); len(surplus) > 0 {
+		r.markStop(surplus, "", AllocNotNeeded)
+		desired.Stop += uint64(len(surplus))
+		rescheduleNow = rescheduleNow.difference(surplus)
+	}
+
 	ignore, inplace, destructive := r.computeUpdates(tg, untainted)
 	desired.Ignore += uint64(len(ignore))
 	desired.InPlaceUpdate += uint64(len(inplace))
@@ -642,6 +652,23 @@ func unknownExpired(a *sdk.Allocation, now time.Time) bool {
 		return false
 	}
 	return !LastEventTime(a).Add(d).After(now)
+}
+
+// surplusFailed returns the failed allocations of rescheduleNow that would
+// take the group over its count beside the allocations that stay
+// (untainted and migrating), keeping the lowest indexes. Allocations being
+// replaced after their node disconnected are not among them.
+func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, rescheduleNow set) set {
+	failed := rescheduleNow.difference(r.disconnected).sorted()
+	room := max(tg.Count-len(untainted)-len(migrate)-(len(rescheduleNow)-len(failed)), 0)
+	if len(failed) <= room {
+		return nil
+	}
+	out := set{}
+	for _, a := range failed[room:] {
+		out[a.ID] = a
+	}
+	return out
 }
 
 // reconnected returns, among a group's usable allocations, the copies to

@@ -972,6 +972,44 @@ func TestService_ReconnectFollowsTheReplacementChain(t *testing.T) {
 	}
 }
 
+// Failed allocations of a job scaled down are rescheduled only up to the
+// new count; the surplus ones are stopped, not replaced (Nomad v1.6.1
+// replaces them all and leaves the group over its count until a later
+// eval).
+func TestService_ScaleDownReschedulesOnlyUpToTheCount(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 3)
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+	h.Process(service, h.RegisterJob(job))
+	live := h.Live("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
+	var failed []*sdk.Allocation
+	for _, a := range live {
+		if a.Name != "web.web[0]" {
+			failed = append(failed, a)
+		}
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, failed...)
+
+	smaller := schedtest.ServiceJob("web", 2)
+	smaller.TaskGroups[0].ReschedulePolicy = job.TaskGroups[0].ReschedulePolicy
+	h.Process(service, h.RegisterJob(smaller))
+	live = h.Live("default", "web")
+	if len(live) != 2 || !uniqueNames(live) {
+		t.Fatalf("after scaling to 2 with two failed: %v", liveNames(live))
+	}
+	stopped := 0
+	for _, a := range failed {
+		if s := h.State().Alloc(a.ID); s.DesiredStatus == sdk.AllocDesiredStatusStop {
+			stopped++
+		}
+	}
+	if stopped != 2 {
+		t.Fatalf("%d of the failed allocations stopped, want both (one replaced, one not needed)", stopped)
+	}
+}
+
 func uniqueNames(allocs []*sdk.Allocation) bool {
 	seen := map[string]bool{}
 	for _, a := range allocs {
