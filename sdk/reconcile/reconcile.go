@@ -347,7 +347,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
-	waiting := ignore // unknown on a node still disconnected
+	waiting := ignore.union(reconnecting) // unknown: their node is away, or back but not yet reporting
 	if extra := reconnected(tg, untainted, group); len(extra) > 0 {
 		r.markStop(extra, "", AllocReconnected)
 		desired.Stop += uint64(len(extra))
@@ -408,11 +408,11 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	var place []Placement
 	if len(lostLater) == 0 {
-		// An allocation waiting unknown on a disconnected node keeps its
-		// name: a placement made while it waits (its replacement, when it
-		// could not be placed at once) takes another, so that no two
-		// allocations share an index when the node comes back. Nomad
-		// v1.6.1 reuses the name.
+		// An allocation waiting unknown keeps its name: a placement made
+		// while it waits (its replacement, when it could not be placed at
+		// once, or one made before its node, back, reports it) takes
+		// another, so that no two allocations share an index once it runs
+		// again. Nomad v1.6.1 reuses the name.
 		names.set(waiting)
 		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, disconnecting.difference(rescheduleNow), isCanarying)
 		if !existingDeployment {

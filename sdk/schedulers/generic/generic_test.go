@@ -1010,6 +1010,40 @@ func TestService_ScaleDownReschedulesOnlyUpToTheCount(t *testing.T) {
 	}
 }
 
+// An eval that runs after a disconnected node is back but before it
+// reports its allocation (still unknown) places a replacement under
+// another name; once the allocation runs again, the surplus is stopped.
+func TestService_PlacementBeforeAReturningNodeReportsTakesAnotherName(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	h.Process(service, h.RegisterJob(job))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	n0 := h.State().Node("n-000").Copy()
+	n0.Status = sdk.NodeStatusDisconnected
+	h.UpsertNodes(n0)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+
+	n0 = h.State().Node("n-000").Copy()
+	n0.Status = sdk.NodeStatusReady
+	h.UpsertNodes(n0, schedtest.Node("n-002"))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if live := h.Live("default", "web"); !uniqueNames(live) {
+		t.Fatalf("placed under the name of the allocation its node has not reported yet: %v", liveNames(live))
+	}
+	for _, a := range h.State().AllocsByJob("default", "web") {
+		if a.ClientStatus == sdk.AllocClientStatusUnknown {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+		}
+	}
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
+		t.Fatalf("after the reconnect: %v", liveNames(live))
+	}
+}
+
 func uniqueNames(allocs []*sdk.Allocation) bool {
 	seen := map[string]bool{}
 	for _, a := range allocs {
