@@ -472,9 +472,8 @@ func (w *soak) check(at string) {
 		}
 		if len(live) > count {
 			var desc []string
-			for _, a := range live {
-				desc = append(desc, fmt.Sprintf("%s v%d %s/%s dep=%.8s canary=%v", a.Name, a.Job.Version, a.DesiredStatus, a.ClientStatus,
-					a.DeploymentID, a.DeploymentStatus != nil && a.DeploymentStatus.Canary))
+			for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
+				desc = append(desc, describe(a))
 			}
 			ds := ""
 			for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
