@@ -878,28 +878,12 @@ func TestService_AllAtOnceCommitsNothingOnConflict(t *testing.T) {
 	}
 }
 
-// A group that tolerates disconnects: its running allocation on a node
-// that disconnects becomes unknown and is replaced (linked to it), with a
-// follow-up eval at lost_after; when the node comes back and reports it
-// running, one copy is stopped as disconnect.reconcile says; past
-// lost_after it is lost. A group that does not tolerate disconnects loses
-// its allocation at once.
 // A replacement for an allocation waiting unknown on a disconnected node
 // that could not be placed at once is placed by a later eval, under
 // another name (Nomad v1.6.1 reuses the name). When the node comes back,
 // the group is one over its count and the extra allocation is stopped.
 func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *testing.T) {
-	h := schedtest.New(t)
-	h.UpsertNodes(schedtest.Nodes("n", 2)...)
-	job := schedtest.ServiceJob("web", 2)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
-	h.Process(service, h.RegisterJob(job))
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	n0 := h.State().Node("n-000").Copy()
-	n0.Status = sdk.NodeStatusDisconnected
-	h.UpsertNodes(n0)
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	h, job := oneOfTwoDisconnected(t)
 	if live := h.Live("default", "web"); len(live) != 2 || h.LastEval().QueuedAllocations["web"] != 1 {
 		t.Fatalf("the replacement was placed at once: %v", liveNames(live))
 	}
@@ -914,9 +898,7 @@ func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *tes
 	}
 
 	// The node comes back and reports its allocation running.
-	n0 = h.State().Node("n-000").Copy()
-	n0.Status = sdk.NodeStatusReady
-	h.UpsertNodes(n0)
+	setNodeStatus(h, "n-000", sdk.NodeStatusReady)
 	for _, a := range h.State().AllocsByJob("default", "web") {
 		if a.ClientStatus == sdk.AllocClientStatusUnknown {
 			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
@@ -940,9 +922,7 @@ func TestService_ReconnectFollowsTheReplacementChain(t *testing.T) {
 	h.Process(service, h.RegisterJob(job))
 	orig := h.Live("default", "web")[0]
 	h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
-	away := h.State().Node(orig.NodeID).Copy()
-	away.Status = sdk.NodeStatusDisconnected
-	h.UpsertNodes(away)
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusDisconnected)
 	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
 
 	first := h.State().Alloc(h.State().Alloc(orig.ID).NextAllocation)
@@ -957,9 +937,7 @@ func TestService_ReconnectFollowsTheReplacementChain(t *testing.T) {
 	}
 	h.SetClientStatus(sdk.AllocClientStatusRunning, second)
 
-	away = h.State().Node(orig.NodeID).Copy()
-	away.Status = sdk.NodeStatusReady
-	h.UpsertNodes(away)
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusReady)
 	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
 	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
 	// disconnect.reconcile's default keeps the original and stops the
@@ -1014,21 +992,10 @@ func TestService_ScaleDownReschedulesOnlyUpToTheCount(t *testing.T) {
 // reports its allocation (still unknown) places a replacement under
 // another name; once the allocation runs again, the surplus is stopped.
 func TestService_PlacementBeforeAReturningNodeReportsTakesAnotherName(t *testing.T) {
-	h := schedtest.New(t)
-	h.UpsertNodes(schedtest.Nodes("n", 2)...)
-	job := schedtest.ServiceJob("web", 2)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
-	h.Process(service, h.RegisterJob(job))
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	n0 := h.State().Node("n-000").Copy()
-	n0.Status = sdk.NodeStatusDisconnected
-	h.UpsertNodes(n0)
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	h, job := oneOfTwoDisconnected(t)
 
-	n0 = h.State().Node("n-000").Copy()
-	n0.Status = sdk.NodeStatusReady
-	h.UpsertNodes(n0, schedtest.Node("n-002"))
+	setNodeStatus(h, "n-000", sdk.NodeStatusReady)
+	h.UpsertNodes(schedtest.Node("n-002"))
 	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
 	if live := h.Live("default", "web"); !uniqueNames(live) {
 		t.Fatalf("placed under the name of the allocation its node has not reported yet: %v", liveNames(live))
@@ -1042,6 +1009,28 @@ func TestService_PlacementBeforeAReturningNodeReportsTakesAnotherName(t *testing
 	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
 		t.Fatalf("after the reconnect: %v", liveNames(live))
 	}
+}
+
+// oneOfTwoDisconnected runs a job of two allocations, one per node (the
+// group tolerates disconnects for an hour), and disconnects node n-000:
+// its allocation is unknown and its replacement finds no room.
+func oneOfTwoDisconnected(t *testing.T) (*schedtest.Harness, *sdk.Job) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	h.Process(service, h.RegisterJob(job))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	setNodeStatus(h, "n-000", sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	return h, job
+}
+
+func setNodeStatus(h *schedtest.Harness, id, status string) {
+	n := h.State().Node(id).Copy()
+	n.Status = status
+	h.UpsertNodes(n)
 }
 
 func uniqueNames(allocs []*sdk.Allocation) bool {
@@ -1063,6 +1052,12 @@ func liveNames(allocs []*sdk.Allocation) []string {
 	return out
 }
 
+// A group that tolerates disconnects: its running allocation on a node
+// that disconnects becomes unknown and is replaced (linked to it), with a
+// follow-up eval at lost_after; when the node comes back and reports it
+// running, one copy is stopped as disconnect.reconcile says; past
+// lost_after it is lost. A group that does not tolerate disconnects loses
+// its allocation at once.
 func TestService_DisconnectedClient(t *testing.T) {
 	setup := func(t *testing.T, tolerate bool, reconcileMode string) (*schedtest.Harness, *sdk.Job, *sdk.Allocation) {
 		h := schedtest.New(t)
