@@ -371,11 +371,16 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	desired.Stop += uint64(len(stop))
 	untainted = untainted.difference(stop)
 
-	// Failed allocations are rescheduled only up to the count: after a
+	// Failed allocations are rescheduled only up to the count (canaries
+	// awaiting promotion left out, as they run beside it): after a
 	// scale-down the surplus ones (highest indexes first) are stopped, not
 	// replaced. Nomad v1.6.1 replaces them all and stops the surplus at a
 	// later eval, if one comes.
-	if surplus := r.surplusFailed(tg, untainted, migrate, rescheduleNow); len(surplus) > 0 {
+	stays := untainted
+	if isCanarying {
+		stays = untainted.difference(canaries)
+	}
+	if surplus := r.surplusFailed(tg, stays, migrate, rescheduleNow); len(surplus) > 0 {
 		r.markStop(surplus, "", AllocNotNeeded)
 		desired.Stop += uint64(len(surplus))
 		rescheduleNow = rescheduleNow.difference(surplus)

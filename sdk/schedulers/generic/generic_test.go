@@ -1011,6 +1011,41 @@ func TestService_PlacementBeforeAReturningNodeReportsTakesAnotherName(t *testing
 	}
 }
 
+// Canaries awaiting promotion run beside the count: a failed allocation
+// of the deployed version is still rescheduled.
+func TestService_FailedAllocationBesideCanariesIsRescheduled(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	mk := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 2)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	h.SetHealth(true, h.Live("default", "web")...)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	v0 := h.State().Job("default", "web")
+
+	h.Process(service, h.RegisterJob(mk("/bin/v1")))
+	var old *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.JobVersion == v0.Version {
+			old = a
+		}
+	}
+	if len(h.Live("default", "web")) != 3 || old == nil {
+		t.Fatalf("want two allocations and a canary: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, old)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerRetryFailedAlloc))
+	if live := h.Live("default", "web"); len(live) != 3 {
+		t.Fatalf("the failed allocation beside the canary was not rescheduled: %v", liveNames(live))
+	}
+}
+
 // oneOfTwoDisconnected runs a job of two allocations, one per node (the
 // group tolerates disconnects for an hour), and disconnects node n-000:
 // its allocation is unknown and its replacement finds no room.
