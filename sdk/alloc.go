@@ -72,6 +72,15 @@ func (a *Allocation) ClientTerminalStatus() bool {
 	return false
 }
 
+// SameAllocation reports whether update, a plan entry for node that
+// reuses the ID of the stored allocation old, can be an update of it: an
+// update keeps the allocation's job, node, group and name. A new placement
+// that reused the ID would replace another allocation.
+func SameAllocation(old, update *Allocation, node string) bool {
+	return old.JobID == update.JobID && old.Namespace == update.Namespace && old.NodeID == node &&
+		old.TaskGroup == update.TaskGroup && old.Name == update.Name
+}
+
 // KeepsVersion reports whether update, an update of the stored allocation
 // old within a plan, keeps the job version old runs: it names that version
 // exactly (JobVersion and JobModifyIndex). That is an annotation (a

@@ -226,11 +226,7 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 		}
 	}
 	if old := snap.Alloc(a.ID); old != nil {
-		// An in-place update keeps the allocation's job, node, group and
-		// name: a new placement that reuses an ID would replace another
-		// allocation.
-		if old.JobID != a.JobID || old.Namespace != a.Namespace || old.NodeID != a.NodeID ||
-			old.TaskGroup != a.TaskGroup || old.Name != a.Name {
+		if !sdk.SameAllocation(old, a, a.NodeID) {
 			return invalid("allocation ID %s is already used by another allocation", a.ID)
 		}
 		// A stopped allocation is not brought back. One its node reports

@@ -618,7 +618,7 @@ func (h *Harness) validate(p *sdk.Plan) error {
 				return invalid("a placement on node %s is missing (null)", node)
 			}
 			if old := h.allocs[a.ID]; old != nil {
-				if !sameAllocation(old, a, node) {
+				if !sdk.SameAllocation(old, a, node) {
 					return invalid("allocation ID %s is already used by another allocation", a.ID)
 				}
 				if old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict {
@@ -675,14 +675,6 @@ func (h *Harness) onlyAnnotatesFinished(node string, placements []*sdk.Allocatio
 		}
 	}
 	return len(placements) > 0
-}
-
-// sameAllocation reports whether placement a, on node, can be an update of
-// the existing allocation old: an in-place update keeps the job, the node,
-// the group and the name.
-func sameAllocation(old, a *sdk.Allocation, node string) bool {
-	return old.JobID == a.JobID && old.Namespace == a.Namespace && old.NodeID == node &&
-		old.TaskGroup == a.TaskGroup && old.Name == a.Name
 }
 
 // fits reports whether node holds its live allocations, minus the plan's

@@ -899,15 +899,7 @@ func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *tes
 
 	// The node comes back and reports its allocation running.
 	setNodeStatus(h, "n-000", sdk.NodeStatusReady)
-	for _, a := range h.State().AllocsByJob("default", "web") {
-		if a.ClientStatus == sdk.AllocClientStatusUnknown {
-			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
-		}
-	}
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
-	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
-		t.Fatalf("after the reconnect: %v", liveNames(live))
-	}
+	reconnectAndCheck(t, h, job)
 }
 
 // While a node is away, the replacement of its allocation may fail and be
@@ -1000,15 +992,7 @@ func TestService_PlacementBeforeAReturningNodeReportsTakesAnotherName(t *testing
 	if live := h.Live("default", "web"); !uniqueNames(live) {
 		t.Fatalf("placed under the name of the allocation its node has not reported yet: %v", liveNames(live))
 	}
-	for _, a := range h.State().AllocsByJob("default", "web") {
-		if a.ClientStatus == sdk.AllocClientStatusUnknown {
-			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
-		}
-	}
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
-	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
-		t.Fatalf("after the reconnect: %v", liveNames(live))
-	}
+	reconnectAndCheck(t, h, job)
 }
 
 // Canaries awaiting promotion run beside the count: a failed allocation
@@ -1060,6 +1044,22 @@ func oneOfTwoDisconnected(t *testing.T) (*schedtest.Harness, *sdk.Job) {
 	setNodeStatus(h, "n-000", sdk.NodeStatusDisconnected)
 	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
 	return h, job
+}
+
+// reconnectAndCheck has node n-000's client report its unknown
+// allocations running again and runs the reconnect eval: two allocations
+// of web stay, under two names.
+func reconnectAndCheck(t *testing.T, h *schedtest.Harness, job *sdk.Job) {
+	t.Helper()
+	for _, a := range h.State().AllocsByJob("default", "web") {
+		if a.ClientStatus == sdk.AllocClientStatusUnknown {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+		}
+	}
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
+		t.Fatalf("after the reconnect: %v", liveNames(live))
+	}
 }
 
 func setNodeStatus(h *schedtest.Harness, id, status string) {
