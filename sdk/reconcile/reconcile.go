@@ -945,7 +945,6 @@ func (r *reconciler) computeStop(tg *sdk.TaskGroup, names *nameIndex, untainted,
 	if remove <= 0 {
 		return stop
 	}
-	untainted = untainted.filterByTerminal()
 	take := func(a *sdk.Allocation, from set) bool {
 		stop[a.ID] = a
 		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: AllocNotNeeded})
@@ -953,6 +952,19 @@ func (r *reconciler) computeStop(tg *sdk.TaskGroup, names *nameIndex, untainted,
 		remove--
 		return remove == 0
 	}
+	// Failed allocations waiting for a delayed reschedule (or out of
+	// attempts) hold a place in the count but run nothing: they go first,
+	// highest indexes first. Nomad v1.6.1 passes over them (they are
+	// terminal) and stops running allocations instead; a new job version
+	// then replaces the failed ones at once, over the count.
+	failed := untainted.filterByDesiredRunFailed().sorted()
+	for i := len(failed) - 1; i >= 0; i-- {
+		names.unsetIndex(failed[i].Index())
+		if take(failed[i], untainted) {
+			return stop
+		}
+	}
+	untainted = untainted.filterByTerminal()
 	if !isCanarying && len(canaries) != 0 {
 		canaryNames := canaries.nameSet()
 		for _, a := range untainted.difference(canaries).sorted() {

@@ -94,6 +94,19 @@ func (s set) filterByTerminal() set {
 	return out
 }
 
+// filterByDesiredRunFailed returns the allocations that failed on their
+// node and are still meant to run (awaiting a reschedule, or out of
+// attempts).
+func (s set) filterByDesiredRunFailed() set {
+	out := set{}
+	for id, a := range s {
+		if a.DesiredStatus == sdk.AllocDesiredStatusRun && a.ClientStatus == sdk.AllocClientStatusFailed {
+			out[id] = a
+		}
+	}
+	return out
+}
+
 // filterByDeployment splits s by whether allocations belong to deployment id.
 func (s set) filterByDeployment(id string) (match, other set) {
 	match, other = set{}, set{}

@@ -1185,3 +1185,44 @@ func TestService_DisconnectedClient(t *testing.T) {
 		})
 	}
 }
+
+// A new version of a job scaled down while failed allocations wait for a
+// delayed reschedule stays at its count: the failed ones beyond it are
+// stopped first (they run nothing), the running one is kept and updated.
+// Nomad v1.6.1 stops the running allocation instead (failed ones are
+// terminal, so its computeStop passes over them) and replaces both
+// failed ones with the new version, leaving the group over its count.
+func TestService_ScaleDownUpdateStopsFailedAllocationsAwaitingReschedule(t *testing.T) {
+	for _, allFailed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all failed %v", allFailed), func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 3)...)
+			mk := func(count int, cmd string) *sdk.Job {
+				j := schedtest.ServiceJob("web", count)
+				j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 3, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+				j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Minute, DelayFunction: sdk.DelayFunctionConstant}
+				j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+				return j
+			}
+			h.Process(service, h.RegisterJob(mk(3, "/bin/v0")))
+			live := h.Live("default", "web")
+			h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
+			var failed []*sdk.Allocation
+			for _, a := range live {
+				if allFailed || a.Name != "web.web[0]" {
+					failed = append(failed, a)
+				}
+			}
+			h.SetClientStatus(sdk.AllocClientStatusFailed, failed...)
+
+			h.Process(service, h.RegisterJob(mk(1, "/bin/v1")))
+			live = h.Live("default", "web")
+			if len(live) != 1 {
+				t.Fatalf("after the update to count 1: %v", liveNames(live))
+			}
+			if !allFailed && live[0].Name != "web.web[0]" {
+				t.Fatalf("the running allocation was not the one kept: %v", liveNames(live))
+			}
+		})
+	}
+}
