@@ -16,9 +16,9 @@ import (
 // ErrInvalidPlan wraps the reason a plan was rejected whole.
 var ErrInvalidPlan = errors.New("plan: invalid plan")
 
-// MinPreemptionPriorityDelta is how much higher a plan's priority must be
-// than the priority of a job whose allocations it preempts: the SDK's rule,
-// which the host enforces on every plan.
+// MinPreemptionPriorityDelta is how much higher the priority of a plan's
+// job must be than the priority of a job whose allocations it preempts:
+// the SDK's rule, which the host enforces on every plan.
 const MinPreemptionPriorityDelta = preempt.MinPriorityDelta
 
 // Limits bound what one plan may carry.
@@ -38,7 +38,8 @@ func invalid(format string, args ...any) error {
 // must belong to an open eval and carry a job version the state knows (the
 // eval's job), every placement must be of that job on a known node with a
 // new or same-job ID, every stop of that job's allocation, every preemption
-// of another job's allocation of low enough priority, and the plan must stay
+// of another job's allocation of low enough priority (against the job's
+// current priority, not the eval's), and the plan must stay
 // under the size limit. A plan that fails is rejected whole.
 //
 // Validate also makes the plan trustworthy for what follows: it replaces
@@ -134,6 +135,13 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 			}
 		}
 	}
+	// Preemption is by the job's priority, as the scheduler ranks it: the
+	// eval's may be older (the job re-registered since) or raised for the
+	// queue alone.
+	preemptor := -1
+	if j := snap.Job(owner.Namespace, owner.ID); j != nil {
+		preemptor = j.Priority
+	}
 	for node, pre := range p.NodePreemptions {
 		for _, s := range pre {
 			if s == nil {
@@ -156,8 +164,11 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 			if old.Job != nil {
 				prio = old.Job.Priority
 			}
-			if p.Priority-prio < MinPreemptionPriorityDelta {
-				return invalid("allocation %s (priority %d) may not be preempted by priority %d", s.ID, prio, p.Priority)
+			if preemptor < 0 {
+				return invalid("preemption of allocation %s for job %s, which is gone", s.ID, owner)
+			}
+			if preemptor-prio < MinPreemptionPriorityDelta {
+				return invalid("allocation %s (priority %d) may not be preempted by job %s (priority %d)", s.ID, prio, owner, preemptor)
 			}
 		}
 	}

@@ -137,8 +137,16 @@ func TestEvaluate_StopsFreeRoomForPlacements(t *testing.T) {
 
 func TestEvaluate_PreemptionFreesRoomAndCreatesUnchainedEval(t *testing.T) {
 	s, job := fixture(t)
+	// The job was re-registered at a higher priority after its eval e1
+	// was created: the job's priority is what preempts.
+	vip := *job
+	vip.Priority = 70
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertJob(&vip) }); err != nil {
+		t.Fatal(err)
+	}
 	snap := s.Snapshot()
-	p := &sdk.Plan{EvalID: "hi", Job: job,
+	job = snap.Job("default", "web")
+	p := &sdk.Plan{EvalID: "e1", Job: job,
 		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
 		NodeAllocation:  map[string][]*sdk.Allocation{"n1": {place("p1", "n1", 900)}}}
 	if err := Validate(snap, p, DefaultLimits()); err != nil {
@@ -287,6 +295,7 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		{"ID of the job's allocation on the node reused for another", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {withName(place("first", "n0", 1), "web.g[1]")}}}, 0, "already used"},
 		{"preempting an equal priority", &sdk.Plan{EvalID: "e1", Job: job, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
+		{"an eval's priority does not preempt", &sdk.Plan{EvalID: "hi", Job: job, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
 		{"a plugin cannot raise its priority", &sdk.Plan{EvalID: "e1", Job: job, Priority: 100, NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "may not be preempted"},
 		{"preempting its own job", &sdk.Plan{EvalID: "o1", NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy"}}}}, 0, "own job"},
 		{"another job's deployment", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d", Namespace: "default", JobID: "other"}}, 0, "deployment d is for job"},

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -434,7 +436,11 @@ func (w *soak) check(at string) {
 		}
 		switch e.Status {
 		case sdk.EvalStatusFailed:
-			fail("eval %s (%s, job %s) failed: %s", e.ID, e.TriggeredBy, e.JobID, e.StatusDescription)
+			h := ""
+			if j := snap.Job(e.Namespace, e.JobID); j != nil {
+				h = history(snap, j)
+			}
+			fail("eval %s (%s, job %s) failed: %s%s", e.ID, e.TriggeredBy, e.JobID, e.StatusDescription, h)
 		case sdk.EvalStatusBlocked:
 			blocked[e.JobID] = append(blocked[e.JobID], e.ID)
 		}
@@ -486,7 +492,7 @@ func (w *soak) check(at string) {
 				continue // a canary takes the name of an allocation it may replace
 			}
 			if other, dup := seen[key(a)]; dup {
-				fail("job %s: allocations %s and %s are both live as %s", j.ID, other, describe(a), key(a))
+				fail("job %s: allocations %s and %s are both live as %s%s", j.ID, other, describe(a), key(a), history(snap, j))
 			}
 			seen[key(a)] = describe(a)
 			// An older version runs on where its update could not be
@@ -514,20 +520,34 @@ func (w *soak) check(at string) {
 			for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
 				ds += fmt.Sprintf(" [%.8s v%d %s %+v]", d.ID, d.JobVersion, d.Status, *d.TaskGroups["g"])
 			}
-			fail("job %s: %d live allocations for a count of %d (v%d, update %+v): %v; deployments%s", j.ID, len(live), count, j.Version, j.TaskGroups[0].Update, desc, ds)
+			fail("job %s: %d live allocations for a count of %d (v%d, update %+v): %v; deployments%s%s", j.ID, len(live), count, j.Version, j.TaskGroups[0].Update, desc, ds, history(snap, j))
 		}
 		if j.Type == sdk.JobTypeService && len(live) < j.TaskGroups[0].Count && len(blocked[j.ID]) == 0 && !delayed[j.ID] && !w.dirty[j.ID] && !deploying {
 			var desc []string
 			for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
 				desc = append(desc, describe(a))
 			}
-			fail("job %s: %d live allocations for a count of %d and no eval waits: %v", j.ID, len(live), j.TaskGroups[0].Count, desc)
+			fail("job %s: %d live allocations for a count of %d and no eval waits: %v%s", j.ID, len(live), j.TaskGroups[0].Count, desc, history(snap, j))
 		}
 	}
 }
 
 func describe(a *sdk.Allocation) string {
 	canary := a.DeploymentStatus != nil && a.DeploymentStatus.Canary
-	return fmt.Sprintf("%.8s (%s v%d on %s, %s/%s, deployment %.8s canary %v, eval %.8s, previous %.8s, follow-up %.8s)", a.ID, a.Name,
-		a.JobVersion, a.NodeID, a.DesiredStatus, a.ClientStatus, a.DeploymentID, canary, a.EvalID, a.PreviousAllocation, a.FollowupEvalID)
+	return fmt.Sprintf("%.8s (%s v%d on %s, %s/%s, deployment %.8s canary %v, eval %.8s, previous %.8s, follow-up %.8s, index %d/%d)", a.ID, a.Name,
+		a.JobVersion, a.NodeID, a.DesiredStatus, a.ClientStatus, a.DeploymentID, canary, a.EvalID, a.PreviousAllocation, a.FollowupEvalID,
+		a.CreateIndex, a.ModifyIndex)
+}
+
+// history lists a job's evals in the order they were created, to tell
+// which decisions led to a failed check.
+func history(snap *state.Snapshot, j *sdk.Job) string {
+	evals := snap.EvalsByJob(j.Namespace, j.ID)
+	slices.SortFunc(evals, func(a, b *sdk.Evaluation) int { return cmp.Compare(a.CreateIndex, b.CreateIndex) })
+	out := fmt.Sprintf("; job v%d modify index %d; evals:", j.Version, j.JobModifyIndex)
+	for _, e := range evals {
+		out += fmt.Sprintf("\n  %.8s %s %s %q index %d/%d snapshot %d previous %.8s next %.8s blocked %.8s", e.ID, e.TriggeredBy,
+			e.Status, e.StatusDescription, e.CreateIndex, e.ModifyIndex, e.SnapshotIndex, e.PreviousEval, e.NextEval, e.BlockedEval)
+	}
+	return out
 }

@@ -240,7 +240,9 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	if g := s.groups[tg]; g != nil {
 		return g
 	}
-	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: job.Priority}
+	// Preemption is by the job's current priority, also for a placement
+	// of an older version (the host judges it so).
+	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: s.job.Priority}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
