@@ -697,6 +697,11 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 		for hops := 0; next != nil && next.TerminalStatus() && hops < len(group); hops++ {
 			next = group[next.NextAllocation]
 		}
+		if next == nil && a.NextAllocation != "" {
+			// A link of the chain was garbage collected: its live end
+			// still holds the name every replacement took.
+			next = namesake(untainted, a)
+		}
 		if next == nil || next.TerminalStatus() || untainted[next.ID] == nil {
 			continue
 		}
@@ -704,6 +709,19 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 			out[a.ID] = a
 		} else {
 			out[next.ID] = next
+		}
+	}
+	return out
+}
+
+// namesake returns the live allocation of s, other than a, that holds a's
+// name and was created after it (the oldest such), or nil.
+func namesake(s set, a *sdk.Allocation) *sdk.Allocation {
+	var out *sdk.Allocation
+	for _, b := range s.sorted() {
+		if b.ID != a.ID && b.Name == a.Name && !b.TerminalStatus() && b.CreateIndex > a.CreateIndex &&
+			(out == nil || b.CreateIndex < out.CreateIndex) {
+			out = b
 		}
 	}
 	return out
@@ -991,7 +1009,7 @@ func (r *reconciler) computeStop(tg *sdk.TaskGroup, names *nameIndex, untainted,
 		if ia, ib := a.Index(), b.Index(); ia != ib {
 			return ia - ib
 		}
-		return int(b.CreateIndex) - int(a.CreateIndex)
+		return int(a.CreateIndex) - int(b.CreateIndex)
 	})
 	seen := map[string]bool{}
 	for _, a := range ordered {

@@ -906,39 +906,49 @@ func TestService_LateReplacementOfADisconnectedAllocationTakesAnotherName(t *tes
 // replaced in turn. When the node comes back, the reconnected allocation
 // is weighed against the live end of that chain, and one of the two goes.
 func TestService_ReconnectFollowsTheReplacementChain(t *testing.T) {
-	h := schedtest.New(t)
-	h.UpsertNodes(schedtest.Nodes("n", 3)...)
-	job := schedtest.ServiceJob("web", 1)
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
-	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
-	h.Process(service, h.RegisterJob(job))
-	orig := h.Live("default", "web")[0]
-	h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
-	setNodeStatus(h, orig.NodeID, sdk.NodeStatusDisconnected)
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	// collected: the failed first replacement is garbage collected before
+	// the node comes back, which breaks the chain of links: the live end
+	// is then found by the name the chain kept.
+	for _, collected := range []bool{false, true} {
+		t.Run(fmt.Sprintf("middle collected %v", collected), func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 3)...)
+			job := schedtest.ServiceJob("web", 1)
+			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+			job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+			h.Process(service, h.RegisterJob(job))
+			orig := h.Live("default", "web")[0]
+			h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
+			setNodeStatus(h, orig.NodeID, sdk.NodeStatusDisconnected)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
 
-	first := h.State().Alloc(h.State().Alloc(orig.ID).NextAllocation)
-	if first == nil {
-		t.Fatal("no replacement")
-	}
-	h.SetClientStatus(sdk.AllocClientStatusFailed, first)
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
-	second := h.State().Alloc(h.State().Alloc(first.ID).NextAllocation)
-	if second == nil || second.TerminalStatus() {
-		t.Fatalf("the failed replacement was not replaced: %v", liveNames(h.Live("default", "web")))
-	}
-	h.SetClientStatus(sdk.AllocClientStatusRunning, second)
+			first := h.State().Alloc(h.State().Alloc(orig.ID).NextAllocation)
+			if first == nil {
+				t.Fatal("no replacement")
+			}
+			h.SetClientStatus(sdk.AllocClientStatusFailed, first)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+			second := h.State().Alloc(h.State().Alloc(first.ID).NextAllocation)
+			if second == nil || second.TerminalStatus() {
+				t.Fatalf("the failed replacement was not replaced: %v", liveNames(h.Live("default", "web")))
+			}
+			h.SetClientStatus(sdk.AllocClientStatusRunning, second)
+			if collected {
+				h.DeleteAlloc(first.ID)
+			}
 
-	setNodeStatus(h, orig.NodeID, sdk.NodeStatusReady)
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
-	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
-	// disconnect.reconcile's default keeps the original and stops the
-	// replacement, for a reason the plan says.
-	if live := h.Live("default", "web"); len(live) != 1 || live[0].ID != orig.ID {
-		t.Fatalf("after the reconnect: %v, want the original %s kept", liveNames(live), orig.ID)
-	}
-	if s := h.State().Alloc(second.ID); s.DesiredDescription != reconcile.AllocReconnected {
-		t.Fatalf("replacement stopped as %q, want %q", s.DesiredDescription, reconcile.AllocReconnected)
+			setNodeStatus(h, orig.NodeID, sdk.NodeStatusReady)
+			h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+			// disconnect.reconcile's default keeps the original and stops
+			// the replacement, for a reason the plan says.
+			if live := h.Live("default", "web"); len(live) != 1 || live[0].ID != orig.ID {
+				t.Fatalf("after the reconnect: %v, want the original %s kept", liveNames(live), orig.ID)
+			}
+			if s := h.State().Alloc(second.ID); s.DesiredDescription != reconcile.AllocReconnected {
+				t.Fatalf("replacement stopped as %q, want %q", s.DesiredDescription, reconcile.AllocReconnected)
+			}
+		})
 	}
 }
 
@@ -1224,5 +1234,25 @@ func TestService_ScaleDownUpdateStopsFailedAllocationsAwaitingReschedule(t *test
 				t.Fatalf("the running allocation was not the one kept: %v", liveNames(live))
 			}
 		})
+	}
+}
+
+// Two live allocations under one name with nothing linking them (a broken
+// chain of replacements) in a group over its count: the newer one goes,
+// as disconnect.reconcile's default keeps an original over its
+// replacement.
+func TestService_OverCountKeepsTheOlderOfTwoNamesakes(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	job := schedtest.ServiceJob("web", 1)
+	h.UpsertJob(job)
+	older := schedtest.Alloc(job, 0, "n-000")
+	h.UpsertAllocs(older)
+	newer := schedtest.Alloc(job, 0, "n-001")
+	newer.ID = "web-alloc-newer"
+	h.UpsertAllocs(newer)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if live := h.Live("default", "web"); len(live) != 1 || live[0].ID != older.ID {
+		t.Fatalf("live after the eval: %v, want %s alone", liveNames(live), older.ID)
 	}
 }
