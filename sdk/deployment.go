@@ -23,8 +23,12 @@ type Deployment struct {
 }
 
 // Active reports whether the deployment is still rolling.
-func (d *Deployment) Active() bool {
-	switch d.Status {
+func (d *Deployment) Active() bool { return DeploymentStatusActive(d.Status) }
+
+// DeploymentStatusActive reports whether a deployment in status is still
+// rolling.
+func DeploymentStatusActive(status string) bool {
+	switch status {
 	case DeploymentStatusRunning, DeploymentStatusPaused, DeploymentStatusBlocked,
 		DeploymentStatusUnblocking, DeploymentStatusPending:
 		return true

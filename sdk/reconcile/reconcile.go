@@ -142,6 +142,17 @@ type Result struct {
 	FollowupEvals []*sdk.Evaluation
 }
 
+// Ends reports whether the result moves deployment id to a terminal
+// status (cancelled, or successful).
+func (r *Result) Ends(id string) bool {
+	for _, u := range r.DeploymentUpdates {
+		if u.DeploymentID == id && !sdk.DeploymentStatusActive(u.Status) {
+			return true
+		}
+	}
+	return false
+}
+
 // Changes counts the decisions that change something.
 func (r *Result) Changes() int {
 	return len(r.Place) + len(r.Destructive) + len(r.InPlace) + len(r.Stop) + len(r.Annotate) + len(r.Disconnect)
@@ -433,20 +444,22 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		desired.DestructiveUpdate += uint64(n)
 		desired.Ignore += uint64(len(destructive) - n)
 		replaced := destructive.sorted()[:n]
-		var taken map[string]bool
+		var taken, shared map[string]bool
 		if n > 0 {
 			taken = heldNames(untainted, replaced, place)
+			shared = untainted.sharedNames()
 		}
 		for _, a := range replaced {
-			// A replacement takes the name of what it replaces unless an
-			// allocation that stays holds that name too, as a promoted
-			// canary does when its namesake is updated rather than
-			// stopped (the group grew in the same update): then it takes
-			// a free name, so that no two allocations of the new version
-			// share an index. Nomad v1.6.1 gives both the same one
+			// A replacement takes the name of what it replaces unless
+			// another allocation holds that name too: one that stays, as
+			// a promoted canary does when its namesake is updated rather
+			// than stopped (the group grew in the same update), or one
+			// also replaced now, which may fail to place and run on. Then
+			// it takes a free name, so that no two allocations share an
+			// index. Nomad v1.6.1 gives both the same one
 			// (hashicorp/nomad#10727).
 			name := a.Name
-			if taken[name] {
+			if taken[name] || shared[name] {
 				name = names.next(1)[0]
 			}
 			taken[name] = true

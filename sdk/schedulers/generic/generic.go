@@ -185,6 +185,8 @@ func (p *pass) computeJobAllocs() error {
 	p.followups = res.FollowupEvals
 	if res.Deployment != nil {
 		p.deployment = res.Deployment
+	} else if p.deployment != nil && res.Ends(p.deployment.ID) {
+		p.deployment = nil // cancelled (or concluded) by this plan: nothing new joins it
 	}
 	for _, st := range res.Stop {
 		p.plan.Stop(st.Alloc, st.Description, st.ClientStatus, st.FollowupEvalID)

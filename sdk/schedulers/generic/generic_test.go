@@ -1256,3 +1256,64 @@ func TestService_OverCountKeepsTheOlderOfTwoNamesakes(t *testing.T) {
 		t.Fatalf("live after the eval: %v, want %s alone", liveNames(live), older.ID)
 	}
 }
+
+// Two live allocations share a name (a promoted canary beside the
+// allocation it was to replace, when a newer version cancels their
+// deployment) and both are replaced by a destructive update: a
+// replacement takes a free name, so that whichever replacement cannot be
+// placed leaves its allocation running under a name no other holds.
+func TestService_DestructiveUpdateOfNamesakesTakesFreeNames(t *testing.T) {
+	h := schedtest.New(t)
+	small, fits := schedtest.Node("n-000"), schedtest.Node("n-001")
+	small.NodeResources.Cpu.CpuShares = 3000
+	h.UpsertNodes(small, fits)
+	job := schedtest.ServiceJob("web", 2)
+	h.UpsertJob(job)
+	a, b, c := schedtest.Alloc(job, 0, "n-000"), schedtest.Alloc(job, 1, "n-000"), schedtest.Alloc(job, 0, "n-000")
+	c.ID += "c"
+	h.UpsertAllocs(a, b, c)
+
+	v1 := schedtest.ServiceJob("web", 3)
+	v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v1"}
+	v1.TaskGroups[0].Tasks[0].Resources.CPU = 3500 // one replacement fits, on n-001 alone
+	h.Process(service, h.RegisterJob(v1))
+	live := h.Live("default", "web")
+	if !uniqueNames(live) {
+		t.Fatalf("live after the update: %v", liveNames(live))
+	}
+	if len(live) != 3 {
+		t.Fatalf("want the one replacement and the two it could not replace: %v", liveNames(live))
+	}
+}
+
+// A new version without an update strategy cancels the running deployment
+// of the previous one: its placements belong to no deployment, not to the
+// one cancelled in the same plan (Nomad v1.6.1 files them under it).
+func TestService_PlacementsDoNotJoinTheDeploymentTheyCancel(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 2)...)
+	v0 := schedtest.ServiceJob("web", 2)
+	v0.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	h.Process(service, h.RegisterJob(v0))
+	d := h.LastPlan().Deployment
+	if d == nil {
+		t.Fatal("no deployment for the first version")
+	}
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+
+	v1 := schedtest.ServiceJob("web", 2)
+	v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v1"}
+	h.Process(service, h.RegisterJob(v1))
+	if st := h.State().Deployment(d.ID).Status; st != sdk.DeploymentStatusCancelled {
+		t.Fatalf("the first version's deployment is %s, want cancelled", st)
+	}
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) == 0 {
+		t.Fatal("nothing placed for the new version")
+	}
+	for _, a := range placed {
+		if a.DeploymentID != "" {
+			t.Fatalf("placement %s joined deployment %s", a.Name, a.DeploymentID)
+		}
+	}
+}
