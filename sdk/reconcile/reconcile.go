@@ -430,14 +430,18 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		// another, so that no two allocations share an index once it runs
 		// again. Nomad v1.6.1 reuses the name.
 		names.set(waiting)
-		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, disconnecting.difference(rescheduleNow), isCanarying)
+		replace := disconnecting.difference(rescheduleNow)
+		if isCanarying {
+			replace = replace.difference(canaries) // see cancelUnneededCanaries
+		}
+		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, replace, isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)
 		}
 	}
 
 	placeReady := !r.deploymentPaused && !r.deploymentFailed && !isCanarying
-	underProvisionedBy = r.computeReplacements(placeReady, desired, place, rescheduleNow, lost, underProvisionedBy)
+	underProvisionedBy = r.computeReplacements(placeReady, desired, place, rescheduleNow, underProvisionedBy)
 
 	if placeReady {
 		n := min(len(destructive), underProvisionedBy)
@@ -602,10 +606,15 @@ func (r *reconciler) cancelUnneededCanaries(all set, desired *sdk.DesiredUpdates
 			ids = append(ids, r.deployment.TaskGroups[name].PlacedCanaries...)
 		}
 		canaries = rest.fromKeys(ids)
-		untainted, migrate, lost, _, _, _ := r.filterByTainted(canaries)
+		untainted, migrate, lost, disconnecting, reconnecting, waiting := r.filterByTainted(canaries)
 		r.markStop(migrate, "", AllocMigrating)
 		r.markStop(lost, sdk.AllocClientStatusLost, AllocLost)
-		canaries = untainted
+		// A canary on a disconnected node (going unknown, waiting, or
+		// back but not yet reporting) still counts: it is not replaced,
+		// and the deployment waits for it until it is lost. Nomad v1.6.1
+		// places a new canary unlinked to it, and keeps both when the
+		// node comes back.
+		canaries = untainted.union(disconnecting, reconnecting, waiting)
 		rest = rest.difference(migrate, lost)
 	}
 	return canaries, rest
@@ -1136,10 +1145,10 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, unta
 }
 
 // computeReplacements commits the placements when the deployment allows
-// it, and otherwise still replaces lost allocations and reschedules failed
-// ones (outside a failed deployment). It returns what remains of
-// underProvisionedBy.
-func (r *reconciler) computeReplacements(placeReady bool, desired *sdk.DesiredUpdates, place []Placement, rescheduleNow, lost set, underProvisionedBy int) int {
+// it, and otherwise still replaces lost allocations and ones gone unknown
+// on a disconnected node, and reschedules failed ones (outside a failed
+// deployment). It returns what remains of underProvisionedBy.
+func (r *reconciler) computeReplacements(placeReady bool, desired *sdk.DesiredUpdates, place []Placement, rescheduleNow set, underProvisionedBy int) int {
 	failed := rescheduleNow.difference(r.disconnected)
 	if placeReady {
 		desired.Place += uint64(len(place))
@@ -1148,27 +1157,28 @@ func (r *reconciler) computeReplacements(placeReady bool, desired *sdk.DesiredUp
 		desired.Stop += uint64(len(failed))
 		return underProvisionedBy - min(len(place), underProvisionedBy)
 	}
-	if len(lost) != 0 {
-		n := min(len(lost), len(place))
-		desired.Place += uint64(n)
-		r.res.Place = append(r.res.Place, place[:n]...)
-	}
-	if len(rescheduleNow) == 0 || len(place) == 0 {
-		return underProvisionedBy
-	}
+	// Nomad v1.6.1 takes as many placements from the front of the list as
+	// there are lost allocations, which are reschedules when there are
+	// any: a failed allocation is then replaced twice and a lost one not
+	// at all.
 	for _, p := range place {
 		prev := p.Previous
-		inFailedDeployment := r.deploymentFailed && prev != nil && r.deployment != nil && r.deployment.ID == prev.DeploymentID
-		if inFailedDeployment || !p.Reschedule {
-			continue
+		switch {
+		case prev == nil:
+		case p.Lost, !p.Reschedule && r.disconnected[prev.ID] != nil:
+			r.res.Place = append(r.res.Place, p)
+			desired.Place++
+		case p.Reschedule:
+			if r.deploymentFailed && r.deployment != nil && r.deployment.ID == prev.DeploymentID {
+				continue
+			}
+			r.res.Place = append(r.res.Place, p)
+			desired.Place++
+			if r.disconnected[prev.ID] == nil {
+				r.res.Stop = append(r.res.Stop, Stop{Alloc: prev, Description: AllocRescheduled})
+				desired.Stop++
+			}
 		}
-		r.res.Place = append(r.res.Place, p)
-		desired.Place++
-		if r.disconnected[prev.ID] != nil {
-			continue
-		}
-		r.res.Stop = append(r.res.Stop, Stop{Alloc: prev, Description: AllocRescheduled})
-		desired.Stop++
 	}
 	return underProvisionedBy
 }

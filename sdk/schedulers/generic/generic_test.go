@@ -1317,3 +1317,100 @@ func TestService_PlacementsDoNotJoinTheDeploymentTheyCancel(t *testing.T) {
 		}
 	}
 }
+
+// A canary on a node that disconnects is not replaced: it still counts,
+// the deployment waits for it, and when the node comes back it runs on as
+// the one canary. Nomad v1.6.1 places a second canary, unlinked to the
+// first, and keeps both after the reconnect.
+func TestService_DisconnectedCanaryWaitsForItsNode(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	mk := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 1)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	h.SetHealth(true, h.Live("default", "web")...)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+
+	h.Process(service, h.RegisterJob(mk("/bin/v1")))
+	var canary *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if isCanary(a) {
+			canary = a
+		}
+	}
+	if canary == nil {
+		t.Fatalf("no canary: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusRunning, canary)
+	job := h.State().Job("default", "web")
+	countCanaries := func() (live []*sdk.Allocation, canaries int) {
+		live = h.Live("default", "web")
+		for _, a := range live {
+			if isCanary(a) {
+				canaries++
+			}
+		}
+		return live, canaries
+	}
+
+	setNodeStatus(h, canary.NodeID, sdk.NodeStatusDisconnected)
+	for _, trigger := range []string{sdk.EvalTriggerNodeUpdate, sdk.EvalTriggerDeploymentWatcher} {
+		h.Process(service, h.NewEval(job, trigger))
+		if live, n := countCanaries(); n != 1 || len(live) != 2 {
+			t.Fatalf("after a %s eval with the canary's node away: %v, want the old version's allocation and the canary", trigger, liveNames(live))
+		}
+	}
+	if s := h.State().Alloc(canary.ID); s.ClientStatus != sdk.AllocClientStatusUnknown {
+		t.Fatalf("the canary is %s, want unknown", s.ClientStatus)
+	}
+
+	setNodeStatus(h, canary.NodeID, sdk.NodeStatusReady)
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(canary.ID))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	if live, n := countCanaries(); n != 1 || len(live) != 2 || !slices.ContainsFunc(live, func(a *sdk.Allocation) bool { return a.ID == canary.ID }) {
+		t.Fatalf("after the reconnect: %v, want the old version's allocation and the canary", liveNames(live))
+	}
+}
+
+func isCanary(a *sdk.Allocation) bool { return a.DeploymentStatus != nil && a.DeploymentStatus.Canary }
+
+// While canaries await promotion, a failed allocation and a lost one of
+// the deployed version are each replaced once (Nomad v1.6.1 replaces the
+// failed one twice and the lost one not at all).
+func TestService_FailedAndLostBesideCanariesAreEachReplacedOnce(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	mk := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 2)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+		j.Constraints = append(j.Constraints, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts, RTarget: "true"})
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	old := h.Live("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, old...)
+	h.SetHealth(true, old...)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	h.Process(service, h.RegisterJob(mk("/bin/v1")))
+	if live := h.Live("default", "web"); len(live) != 3 {
+		t.Fatalf("want two allocations and a canary: %v", liveNames(live))
+	}
+
+	h.SetClientStatus(sdk.AllocClientStatusFailed, old[0])
+	setNodeStatus(h, old[1].NodeID, sdk.NodeStatusDown)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerNodeUpdate))
+	live := h.Live("default", "web")
+	// The canary takes the name of an allocation it may replace.
+	others := slices.DeleteFunc(slices.Clone(live), isCanary)
+	if len(live) != 3 || len(others) != 2 || !uniqueNames(others) {
+		t.Fatalf("after a failure and a loss beside the canary: %v, want two allocations and the canary", liveNames(live))
+	}
+}
