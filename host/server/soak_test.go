@@ -23,8 +23,9 @@ import (
 // TestSoak_RandomOperationsKeepTheClusterConsistent drives a real server
 // (built-in schedulers, native) through seeded random operations, as
 // users, nodes and their clients would: jobs registered, updated, scaled
-// and stopped; nodes added, lost, brought back, drained and made
-// ineligible; allocations started, failed, finished and stopped. After
+// and stopped; nodes added, lost, disconnected (groups tolerating it at
+// times), brought back, drained and made ineligible; allocations started,
+// failed, finished and stopped. After
 // each operation, once every eval has settled, it checks what must always
 // hold: no eval failed (but for the lifecycle's max-plan-attempts: an
 // eval whose plans lost every race for the nodes fails and leaves a
@@ -38,9 +39,6 @@ import (
 // and so some decisions, may differ from run to run). A failed check
 // reports the job's evals and how its allocations and the nodes changed
 // from step to step.
-// DROVER_SOAK_DISCONNECTS=1 adds node disconnects: off by default while
-// rare timing-dependent failures with them are not understood (see the
-// commit that added it).
 func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
 	first, seeds, steps := 1, envInt("DROVER_SOAK_SEEDS", 4), envInt("DROVER_SOAK_STEPS", 60)
 	if one := envInt("DROVER_SOAK_SEED", 0); one > 0 {
@@ -55,8 +53,7 @@ func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
 				c.MinHeartbeatTTL = time.Hour // nodes go down when the test says
 			})
 			w := &soak{t: t, s: s, r: rand.New(rand.NewPCG(uint64(seed), 3)), dirty: map[string]bool{},
-				seen: map[string]string{}, trail: map[string][]string{},
-				disconnects: os.Getenv("DROVER_SOAK_DISCONNECTS") == "1"}
+				seen: map[string]string{}, trail: map[string][]string{}}
 			for i := 0; i < 4; i++ {
 				w.addNode()
 			}
@@ -88,9 +85,6 @@ type soak struct {
 	// dirty marks the jobs that lost allocations to injected failures
 	// since they were last registered.
 	dirty map[string]bool
-	// disconnects adds node disconnects (and max_client_disconnect) to the
-	// operations (DROVER_SOAK_DISCONNECTS=1).
-	disconnects bool
 	// seen and trail record how each allocation and node changed from one
 	// settled state to the next, per job, for the report of a failed check.
 	seen  map[string]string
@@ -103,11 +97,7 @@ var soakJobs = []string{"web", "api", "cache", "etl", "agent", "logs"}
 func (w *soak) step() string {
 	t, s, r := w.t, w.s, w.r
 	snap := s.Store().Snapshot()
-	ops := 105
-	if w.disconnects {
-		ops = 110
-	}
-	switch n := r.IntN(ops); {
+	switch n := r.IntN(110); {
 	case n < 30:
 		job := w.randomJob()
 		if _, _, err := s.RegisterJob(job); err != nil {
@@ -291,7 +281,7 @@ func (w *soak) randomJob() *sdk.Job {
 	} else {
 		tg.ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second, DelayFunction: sdk.DelayFunctionConstant}
 	}
-	if w.disconnects && !system && r.IntN(3) == 0 {
+	if !system && r.IntN(3) == 0 {
 		d := time.Hour // allocations on a disconnected node wait for it, replaced meanwhile
 		tg.MaxClientDisconnect = &d
 	}

@@ -787,10 +787,7 @@ func TestService_NewVersionReplacesAFailedAllocationWaitingToReschedule(t *testi
 		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
 		return j
 	}
-	h.Process(service, h.RegisterJob(mk("/bin/v0")))
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	h.SetHealth(true, h.Live("default", "web")...)
-	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	deployHealthy(h, mk("/bin/v0"))
 
 	h.Process(service, h.RegisterJob(mk("/bin/v1")))
 	v1 := h.State().Job("default", "web")
@@ -838,11 +835,8 @@ func TestService_FailedAllocationDuringARollingUpdateWaitsOnItsVersion(t *testin
 		j.TaskGroups[0].Tasks[0].Resources.CPU = cpu
 		return j
 	}
-	h.Process(service, h.RegisterJob(mk(500)))
+	deployHealthy(h, mk(500))
 	v0 := h.State().Job("default", "web")
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	h.SetHealth(true, h.Live("default", "web")...)
-	h.Process(service, h.NewEval(v0, sdk.EvalTriggerDeploymentWatcher))
 
 	h.Process(service, h.RegisterJob(mk(1000)))
 	var old *sdk.Allocation
@@ -1017,10 +1011,7 @@ func TestService_FailedAllocationBesideCanariesIsRescheduled(t *testing.T) {
 		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
 		return j
 	}
-	h.Process(service, h.RegisterJob(mk("/bin/v0")))
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	h.SetHealth(true, h.Live("default", "web")...)
-	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	deployHealthy(h, mk("/bin/v0"))
 	v0 := h.State().Job("default", "web")
 
 	h.Process(service, h.RegisterJob(mk("/bin/v1")))
@@ -1332,10 +1323,7 @@ func TestService_DisconnectedCanaryWaitsForItsNode(t *testing.T) {
 		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
 		return j
 	}
-	h.Process(service, h.RegisterJob(mk("/bin/v0")))
-	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
-	h.SetHealth(true, h.Live("default", "web")...)
-	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	deployHealthy(h, mk("/bin/v0"))
 
 	h.Process(service, h.RegisterJob(mk("/bin/v1")))
 	var canary *sdk.Allocation
@@ -1378,6 +1366,16 @@ func TestService_DisconnectedCanaryWaitsForItsNode(t *testing.T) {
 	}
 }
 
+// deployHealthy registers job "web" in the default namespace, has its
+// allocations run and report healthy, and runs the deployment watcher's
+// eval, which completes the deployment.
+func deployHealthy(h *schedtest.Harness, job *sdk.Job) {
+	h.Process(service, h.RegisterJob(job))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	h.SetHealth(true, h.Live("default", "web")...)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+}
+
 func isCanary(a *sdk.Allocation) bool { return a.DeploymentStatus != nil && a.DeploymentStatus.Canary }
 
 // While canaries await promotion, a failed allocation and a lost one of
@@ -1394,11 +1392,8 @@ func TestService_FailedAndLostBesideCanariesAreEachReplacedOnce(t *testing.T) {
 		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
 		return j
 	}
-	h.Process(service, h.RegisterJob(mk("/bin/v0")))
+	deployHealthy(h, mk("/bin/v0"))
 	old := h.Live("default", "web")
-	h.SetClientStatus(sdk.AllocClientStatusRunning, old...)
-	h.SetHealth(true, old...)
-	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
 	h.Process(service, h.RegisterJob(mk("/bin/v1")))
 	if live := h.Live("default", "web"); len(live) != 3 {
 		t.Fatalf("want two allocations and a canary: %v", liveNames(live))
