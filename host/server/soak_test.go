@@ -25,20 +25,20 @@ import (
 // users, nodes and their clients would: jobs registered, updated, scaled
 // and stopped; nodes added, lost, disconnected (groups tolerating it at
 // times), brought back, drained and made ineligible; allocations started,
-// failed, finished and stopped. After
-// each operation, once every eval has settled, it checks what must always
-// hold: no eval failed (but for the lifecycle's max-plan-attempts: an
-// eval whose plans lost every race for the nodes fails and leaves a
-// blocked eval behind), no node over its capacity, no two live
-// allocations of a job under one name (nor two of a system job on one
-// node), no group over its count, nothing live for a stopped job or on a
-// down node, at most one blocked eval per job, and a service job that
-// lost nothing to injected failures at its count unless an eval waits for
-// capacity. DROVER_SOAK_SEEDS and DROVER_SOAK_STEPS make it longer;
-// DROVER_SOAK_SEED replays one seed's operations (the workers' timing,
-// and so some decisions, may differ from run to run). A failed check
-// reports the job's evals and how its allocations and the nodes changed
-// from step to step.
+// failed, finished and stopped. After each operation, once every eval has
+// settled, it checks what must always hold: no eval failed (but for the
+// lifecycle's max-plan-attempts: an eval whose plans lost every race for
+// the nodes fails and leaves a blocked eval behind), no node over its
+// capacity, no two live allocations of a job under one name (nor two of a
+// system job on one node), no group over its count, nothing live for a
+// stopped job or on a down node, no deployment under way but of the job's
+// current version, at most one blocked eval per job, and a service job
+// that lost nothing to injected failures at its count unless an eval
+// waits for capacity. DROVER_SOAK_SEEDS and DROVER_SOAK_STEPS make it
+// longer; DROVER_SOAK_SEED replays one seed's operations (the workers'
+// timing, and so some decisions, may differ from run to run). A failed
+// check reports the job's evals and how its allocations and the nodes
+// changed from step to step.
 func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
 	first, seeds, steps := 1, envInt("DROVER_SOAK_SEEDS", 4), envInt("DROVER_SOAK_STEPS", 60)
 	if one := envInt("DROVER_SOAK_SEED", 0); one > 0 {
@@ -282,7 +282,13 @@ func (w *soak) randomJob() *sdk.Job {
 		tg.ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second, DelayFunction: sdk.DelayFunctionConstant}
 	}
 	if !system && r.IntN(3) == 0 {
-		d := time.Hour // allocations on a disconnected node wait for it, replaced meanwhile
+		// Allocations on a disconnected node wait for it, replaced
+		// meanwhile, for an hour or, at times, so short a while that they
+		// are lost a few steps later.
+		d := time.Hour
+		if r.IntN(3) == 0 {
+			d = 300 * time.Millisecond
+		}
 		tg.MaxClientDisconnect = &d
 	}
 	if typ == sdk.JobTypeService && r.IntN(2) == 0 {
@@ -482,6 +488,14 @@ func (w *soak) check(at string) {
 			// while it waits: it does not count until the node is back.
 			if !a.TerminalStatus() && a.ClientStatus != sdk.AllocClientStatusUnknown {
 				live = append(live, a)
+			}
+		}
+		// Only the job's current version may be deploying: a new version
+		// or a stop cancels the deployment under way.
+		for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
+			if d.Active() && (j.Stop || d.JobVersion != j.Version || d.JobCreateIndex != j.CreateIndex) {
+				fail("job %s (v%d, stopped %v) has deployment %.8s of v%d still %s%s", j.ID, j.Version, j.Stop, d.ID, d.JobVersion,
+					d.Status, history(snap, j)+w.changes(j.ID))
 			}
 		}
 		if j.Stop {

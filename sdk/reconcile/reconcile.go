@@ -430,11 +430,21 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		// another, so that no two allocations share an index once it runs
 		// again. Nomad v1.6.1 reuses the name.
 		names.set(waiting)
+		// A lost allocation that was replaced when its node disconnected
+		// (its lost_after has now passed) is only stopped. Nomad v1.6.1
+		// replaces it again, under the name its replacement holds, when
+		// the group is short.
+		lostUnreplaced := set{}
+		for id, a := range lost {
+			if liveReplacement(a, group, untainted) == nil {
+				lostUnreplaced[id] = a
+			}
+		}
 		replace := disconnecting.difference(rescheduleNow)
 		if isCanarying {
 			replace = replace.difference(canaries) // see cancelUnneededCanaries
 		}
-		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lost, replace, isCanarying)
+		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lostUnreplaced, replace, isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)
 		}
@@ -715,16 +725,8 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 		if out[a.ID] != nil || a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
 			continue
 		}
-		next := group[a.NextAllocation]
-		for hops := 0; next != nil && next.TerminalStatus() && hops < len(group); hops++ {
-			next = group[next.NextAllocation]
-		}
-		if next == nil && a.NextAllocation != "" {
-			// A link of the chain was garbage collected: its live end
-			// still holds the name every replacement took.
-			next = namesake(untainted, a)
-		}
-		if next == nil || next.TerminalStatus() || untainted[next.ID] == nil {
+		next := liveReplacement(a, group, untainted)
+		if next == nil || untainted[next.ID] == nil {
 			continue
 		}
 		if keepReplacement {
@@ -734,6 +736,27 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 		}
 	}
 	return out
+}
+
+// liveReplacement returns the live end of a's chain of replacements
+// (NextAllocation links among group), or nil when a has none. When a link
+// was garbage collected, the chain's live end is found in untainted by
+// the name every replacement took.
+func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
+	if a.NextAllocation == "" {
+		return nil
+	}
+	next := group[a.NextAllocation]
+	for hops := 0; next != nil && next.TerminalStatus() && hops < len(group); hops++ {
+		next = group[next.NextAllocation]
+	}
+	if next == nil {
+		next = namesake(untainted, a)
+	}
+	if next == nil || next.TerminalStatus() {
+		return nil
+	}
+	return next
 }
 
 // namesake returns the live allocation of s, other than a, that holds a's

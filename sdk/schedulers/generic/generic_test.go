@@ -1409,3 +1409,37 @@ func TestService_FailedAndLostBesideCanariesAreEachReplacedOnce(t *testing.T) {
 		t.Fatalf("after a failure and a loss beside the canary: %v, want two allocations and the canary", liveNames(live))
 	}
 }
+
+// An allocation replaced when its node disconnected, and lost once its
+// window passes, is only stopped: it is not replaced a second time under
+// the name its replacement holds, even when the group is short (here of
+// an allocation that completed, whose name the placement takes).
+func TestService_LostAfterItsWindowAnAllocationAlreadyReplacedIsOnlyStopped(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	job := schedtest.ServiceJob("web", 3)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+	h.Process(service, h.RegisterJob(job))
+	live := h.Live("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
+	away, done := live[0], live[1]
+	setNodeStatus(h, away.NodeID, sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	replacement := h.State().Alloc(h.State().Alloc(away.ID).NextAllocation)
+	if replacement == nil {
+		t.Fatalf("the disconnected allocation was not replaced: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusRunning, replacement)
+	h.SetClientStatus(sdk.AllocClientStatusComplete, done)
+
+	h.Now = h.Now.Add(2 * time.Minute)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerMaxDisconnectTimeout))
+	live = h.Live("default", "web")
+	if len(live) != 3 || !uniqueNames(live) {
+		t.Fatalf("after the disconnect window: %v, want three allocations under three names", liveNames(live))
+	}
+	if s := h.State().Alloc(away.ID); s.DesiredStatus != sdk.AllocDesiredStatusStop || s.ClientStatus != sdk.AllocClientStatusLost {
+		t.Fatalf("the allocation on the node that stayed away is %s/%s, want stop/lost", s.DesiredStatus, s.ClientStatus)
+	}
+}
