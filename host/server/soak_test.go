@@ -494,8 +494,13 @@ func (w *soak) check(at string) {
 		// or a stop cancels the deployment under way.
 		for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
 			if d.Active() && (j.Stop || d.JobVersion != j.Version || d.JobCreateIndex != j.CreateIndex) {
-				fail("job %s (v%d, stopped %v) has deployment %.8s of v%d still %s%s", j.ID, j.Version, j.Stop, d.ID, d.JobVersion,
-					d.Status, history(snap, j)+w.changes(j.ID))
+				var ds string
+				for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
+					ds += fmt.Sprintf("\n  %.8s v%d job create index %d %s %q index %d/%d", d.ID, d.JobVersion, d.JobCreateIndex,
+						d.Status, d.StatusDescription, d.CreateIndex, d.ModifyIndex)
+				}
+				fail("job %s (v%d, create index %d, stopped %v) has deployment %.8s of v%d still %s; deployments:%s%s", j.ID, j.Version,
+					j.CreateIndex, j.Stop, d.ID, d.JobVersion, d.Status, ds, history(snap, j)+w.changes(j.ID))
 			}
 		}
 		if j.Stop {

@@ -421,6 +421,9 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	isCanarying = dstate != nil && dstate.DesiredCanaries != 0 && !dstate.Promoted
 	underProvisionedBy := r.underProvisionedBy(tg, untainted, destructive, migrate, isCanarying)
+	// The names allocations that stay hold (promoted canaries among them):
+	// a replacement does not take one of them (see nameFor).
+	held := untainted.nameSet()
 
 	var place []Placement
 	if len(lostLater) == 0 {
@@ -444,7 +447,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		if isCanarying {
 			replace = replace.difference(canaries) // see cancelUnneededCanaries
 		}
-		place = r.computePlacements(tg, names, untainted, migrate, rescheduleNow, lostUnreplaced, replace, isCanarying)
+		place = r.computePlacements(tg, names, held, untainted, migrate, rescheduleNow, lostUnreplaced, replace, isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)
 		}
@@ -476,7 +479,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 			if taken[name] || shared[name] {
 				name = names.next(1)[0]
 			}
-			taken[name] = true
+			taken[name], held[name] = true, true
 			r.res.Destructive = append(r.res.Destructive, Destructive{Name: name, TaskGroup: tg, Stop: a, StopDescription: AllocUpdating})
 		}
 	} else {
@@ -487,7 +490,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	for _, a := range migrate.sorted() {
 		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: AllocMigrating})
 		r.res.Place = append(r.res.Place, Placement{
-			Name: a.Name, TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1130,11 +1133,11 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 // of ones gone unknown on a disconnected node (linked to them, so that the
 // two are told apart if the node comes back), and new allocations for free
 // names.
-func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
+func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, held map[string]bool, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
 	var place []Placement
 	for _, a := range reschedule.sorted() {
 		place = append(place, Placement{
-			Name: a.Name, TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
+			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1145,7 +1148,7 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, unta
 		}
 		existing++
 		place = append(place, Placement{
-			Name: a.Name, TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
+			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1155,16 +1158,30 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, unta
 		}
 		existing++
 		place = append(place, Placement{
-			Name: a.Name, TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
 	if existing < tg.Count {
 		for _, nm := range names.next(tg.Count - existing) {
+			held[nm] = true
 			place = append(place, Placement{Name: nm, TaskGroup: tg, DowngradeNonCanary: isCanarying})
 		}
 	}
 	return place
+}
+
+// nameFor returns the name a replacement of a takes: a's own, unless an
+// allocation that stays holds it (a promoted canary beside the allocation
+// it was to replace) or another placement took it; then a free one. It
+// records the name in held. Nomad v1.6.1 always reuses a's name.
+func nameFor(a *sdk.Allocation, held map[string]bool, names *nameIndex) string {
+	name := a.Name
+	if held[name] {
+		name = names.next(1)[0]
+	}
+	held[name] = true
+	return name
 }
 
 // computeReplacements commits the placements when the deployment allows

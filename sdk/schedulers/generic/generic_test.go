@@ -1443,3 +1443,62 @@ func TestService_LostAfterItsWindowAnAllocationAlreadyReplacedIsOnlyStopped(t *t
 		t.Fatalf("the allocation on the node that stayed away is %s/%s, want stop/lost", s.DesiredStatus, s.ClientStatus)
 	}
 }
+
+// Once canaries are promoted, an allocation of the old version that is
+// migrated (alloc stop, drain) or rescheduled while a promoted canary
+// holds its name is replaced under a free name: the two do not end up
+// sharing one (Nomad v1.6.1 reuses the name).
+func TestService_ReplacementBesideAPromotedCanaryTakesAFreeName(t *testing.T) {
+	for _, how := range []string{"migrated", "failed"} {
+		t.Run(how, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 4)...)
+			// The new version also grows the group, so that the old
+			// allocation's replacement is not a surplus to stop.
+			mk := func(cmd string, count int) *sdk.Job {
+				j := schedtest.ServiceJob("web", count)
+				j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+				j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}
+				j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+				return j
+			}
+			deployHealthy(h, mk("/bin/v0", 2))
+			h.Process(service, h.RegisterJob(mk("/bin/v1", 3)))
+			d := h.LastPlan().Deployment
+			var canary, namesake *sdk.Allocation
+			for _, a := range h.Live("default", "web") {
+				if isCanary(a) {
+					canary = a
+				}
+			}
+			for _, a := range h.Live("default", "web") {
+				if !isCanary(a) && canary != nil && a.Name == canary.Name {
+					namesake = a
+				}
+			}
+			if canary == nil || namesake == nil {
+				t.Fatalf("want a canary named as an old allocation: %v", liveNames(h.Live("default", "web")))
+			}
+			h.SetClientStatus(sdk.AllocClientStatusRunning, canary)
+			h.SetHealth(true, canary)
+			promoted := h.State().Deployment(d.ID).Copy()
+			promoted.TaskGroups["web"].Promoted = true
+			h.UpsertDeployment(promoted)
+
+			job := h.State().Job("default", "web")
+			if how == "migrated" {
+				c := *h.State().Alloc(namesake.ID)
+				yes := true
+				c.DesiredTransition = sdk.DesiredTransition{Migrate: &yes}
+				h.UpsertAllocs(&c)
+				h.Process(service, h.NewEval(job, sdk.EvalTriggerAllocStop))
+			} else {
+				h.SetClientStatus(sdk.AllocClientStatusFailed, namesake)
+				h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+			}
+			if live := h.Live("default", "web"); !uniqueNames(live) {
+				t.Fatalf("after the old allocation was %s beside the promoted canary: %v", how, liveNames(live))
+			}
+		})
+	}
+}
