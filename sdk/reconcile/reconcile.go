@@ -421,9 +421,10 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 
 	isCanarying = dstate != nil && dstate.DesiredCanaries != 0 && !dstate.Promoted
 	underProvisionedBy := r.underProvisionedBy(tg, untainted, destructive, migrate, isCanarying)
-	// The names allocations that stay hold (promoted canaries among them):
-	// a replacement does not take one of them (see nameFor).
-	held := untainted.nameSet()
+	// Who holds which name once this pass is done: the allocations that
+	// stay (promoted canaries among them), then each placement as it is
+	// named (see nameHolders.take).
+	holders := newNameHolders(untainted)
 
 	var place []Placement
 	if len(lostLater) == 0 {
@@ -447,7 +448,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		if isCanarying {
 			replace = replace.difference(canaries) // see cancelUnneededCanaries
 		}
-		place = r.computePlacements(tg, names, held, untainted, migrate, rescheduleNow, lostUnreplaced, replace, isCanarying)
+		place = r.computePlacements(tg, names, holders, untainted, migrate, rescheduleNow, lostUnreplaced, replace, isCanarying)
 		if !existingDeployment {
 			dstate.DesiredTotal += len(place)
 		}
@@ -460,26 +461,12 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		n := min(len(destructive), underProvisionedBy)
 		desired.DestructiveUpdate += uint64(n)
 		desired.Ignore += uint64(len(destructive) - n)
-		replaced := destructive.sorted()[:n]
-		var taken, shared map[string]bool
-		if n > 0 {
-			taken = heldNames(untainted, replaced, place)
-			shared = untainted.sharedNames()
-		}
-		for _, a := range replaced {
-			// A replacement takes the name of what it replaces unless
-			// another allocation holds that name too: one that stays, as
-			// a promoted canary does when its namesake is updated rather
-			// than stopped (the group grew in the same update), or one
-			// also replaced now, which may fail to place and run on. Then
-			// it takes a free name, so that no two allocations share an
-			// index. Nomad v1.6.1 gives both the same one
+		for _, a := range destructive.sorted()[:n] {
+			// a stays among the holders: if its replacement cannot be
+			// placed, it runs on. Nomad v1.6.1 gives a replacement its
+			// predecessor's name even when a promoted canary holds it
 			// (hashicorp/nomad#10727).
-			name := a.Name
-			if taken[name] || shared[name] {
-				name = names.next(1)[0]
-			}
-			taken[name], held[name] = true, true
+			name := holders.take(a, true, names)
 			r.res.Destructive = append(r.res.Destructive, Destructive{Name: name, TaskGroup: tg, Stop: a, StopDescription: AllocUpdating})
 		}
 	} else {
@@ -490,7 +477,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	for _, a := range migrate.sorted() {
 		r.res.Stop = append(r.res.Stop, Stop{Alloc: a, Description: AllocMigrating})
 		r.res.Place = append(r.res.Place, Placement{
-			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -527,26 +514,6 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		}
 	}
 	return true
-}
-
-// heldNames returns the names the group's allocations will hold after
-// this pass, other than those of the allocations replaced now: the
-// untainted allocations that stay and the placements.
-func heldNames(untainted set, replaced []*sdk.Allocation, place []Placement) map[string]bool {
-	gone := make(map[string]bool, len(replaced))
-	for _, a := range replaced {
-		gone[a.ID] = true
-	}
-	out := make(map[string]bool, len(untainted)+len(place))
-	for id, a := range untainted {
-		if !gone[id] {
-			out[a.Name] = true
-		}
-	}
-	for _, p := range place {
-		out[p.Name] = true
-	}
-	return out
 }
 
 func (r *reconciler) jobID() string {
@@ -1133,11 +1100,11 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 // of ones gone unknown on a disconnected node (linked to them, so that the
 // two are told apart if the node comes back), and new allocations for free
 // names.
-func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, held map[string]bool, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
+func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, holders nameHolders, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
 	var place []Placement
 	for _, a := range reschedule.sorted() {
 		place = append(place, Placement{
-			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
+			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1148,7 +1115,7 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, held
 		}
 		existing++
 		place = append(place, Placement{
-			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
+			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1158,29 +1125,48 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, held
 		}
 		existing++
 		place = append(place, Placement{
-			Name: nameFor(a, held, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
 	if existing < tg.Count {
 		for _, nm := range names.next(tg.Count - existing) {
-			held[nm] = true
+			holders[nm]++
 			place = append(place, Placement{Name: nm, TaskGroup: tg, DowngradeNonCanary: isCanarying})
 		}
 	}
 	return place
 }
 
-// nameFor returns the name a replacement of a takes: a's own, unless an
-// allocation that stays holds it (a promoted canary beside the allocation
-// it was to replace) or another placement took it; then a free one. It
-// records the name in held. Nomad v1.6.1 always reuses a's name.
-func nameFor(a *sdk.Allocation, held map[string]bool, names *nameIndex) string {
+// nameHolders counts, per name, the allocations of a group that hold it
+// once the pass is done: those that stay, and the placements named so far.
+type nameHolders map[string]int
+
+func newNameHolders(stay set) nameHolders {
+	h := make(nameHolders, len(stay))
+	for _, a := range stay {
+		h[a.Name]++
+	}
+	return h
+}
+
+// take returns the name a replacement of a takes, and counts it: a's own,
+// unless another allocation holds it (one that stays, as a promoted canary
+// beside the allocation it was to replace, or one replaced too, whose
+// replacement may not be placed, or a placement); then a free one, so that
+// no two allocations share an index. counted says a itself is among the
+// holders (it stays until its replacement is placed). Nomad v1.6.1 always
+// reuses a's name.
+func (h nameHolders) take(a *sdk.Allocation, counted bool, names *nameIndex) string {
+	others := h[a.Name]
+	if counted {
+		others--
+	}
 	name := a.Name
-	if held[name] {
+	if others > 0 {
 		name = names.next(1)[0]
 	}
-	held[name] = true
+	h[name]++
 	return name
 }
 

@@ -94,22 +94,6 @@ func (s set) filterByTerminal() set {
 	return out
 }
 
-// sharedNames returns the names two or more allocations of s hold.
-func (s set) sharedNames() map[string]bool {
-	seen := make(map[string]bool, len(s))
-	var out map[string]bool
-	for _, a := range s {
-		if seen[a.Name] {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[a.Name] = true
-		}
-		seen[a.Name] = true
-	}
-	return out
-}
-
 // filterByDesiredRunFailed returns the allocations that failed on their
 // node and are still meant to run (awaiting a reschedule, or out of
 // attempts).
