@@ -39,8 +39,8 @@ func invalid(format string, args ...any) error {
 // eval's job), every placement must be of that job on a known node with a
 // new or same-job ID, every stop of that job's allocation, every preemption
 // of another job's allocation of low enough priority (against the job's
-// current priority, not the eval's), and the plan must stay
-// under the size limit. A plan that fails is rejected whole.
+// current priority, not the eval's), its deployment of the plan's job
+// version, and the plan must stay under the size limit. A plan that fails is rejected whole.
 //
 // Validate also makes the plan trustworthy for what follows: it replaces
 // the plan's job with the stored version, takes the plan's priority from the
@@ -183,6 +183,12 @@ func Validate(snap State, p *sdk.Plan, lim Limits) error {
 			if st == nil {
 				return invalid("deployment %s: the state of group %q is missing (null)", d.ID, g)
 			}
+		}
+		// A deployment tracks the version the plan places: one of another
+		// version (or of the job before a purge) would run beside the
+		// job's own, and nothing would ever end it.
+		if p.Job == nil || d.JobVersion != p.Job.Version || d.JobCreateIndex != p.Job.CreateIndex {
+			return invalid("deployment %s is for version %d (job created at %d), not the plan's job", d.ID, d.JobVersion, d.JobCreateIndex)
 		}
 	}
 	for _, u := range p.DeploymentUpdates {

@@ -278,6 +278,12 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 			"n0": {place("a", "n0", 5000), place("b", "n0", -5000)}}}, 0, "negative"},
 		{"null deployment group", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d1", Namespace: "default",
 			JobID: "web", TaskGroups: map[string]*sdk.DeploymentState{"g": nil}}}, 0, "missing (null)"},
+		{"deployment of another version", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d1", Namespace: "default",
+			JobID: "web", JobVersion: job.Version + 1, JobCreateIndex: job.CreateIndex}}, 0, "not the plan's job"},
+		{"deployment of the job before a purge", &sdk.Plan{EvalID: "e1", Job: job, Deployment: &sdk.Deployment{ID: "d1", Namespace: "default",
+			JobID: "web", JobVersion: job.Version, JobCreateIndex: job.CreateIndex + 100}}, 0, "not the plan's job"},
+		{"deployment without a job", &sdk.Plan{EvalID: "e1", Deployment: &sdk.Deployment{ID: "d1", Namespace: "default",
+			JobID: "web", JobVersion: job.Version, JobCreateIndex: job.CreateIndex}}, 0, "not the plan's job"},
 		{"null deployment update", &sdk.Plan{EvalID: "e1", Job: job, DeploymentUpdates: []*sdk.DeploymentStatusUpdate{nil}}, 0, "missing (null)"},
 		{"predecessor of another job", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {withPrev(place("a", "n0", 1), "busy")}}}, 0, "of another job as its predecessor"},

@@ -35,16 +35,17 @@ import (
 // current version, at most one blocked eval per job, and a service job
 // that lost nothing to injected failures at its count unless an eval
 // waits for capacity. DROVER_SOAK_SEEDS and DROVER_SOAK_STEPS make it
-// longer; DROVER_SOAK_SEED replays one seed's operations (the workers'
+// longer, DROVER_SOAK_FIRST starts at another seed (seeds FIRST to
+// FIRST+SEEDS-1); DROVER_SOAK_SEED replays one seed's operations (the workers'
 // timing, and so some decisions, may differ from run to run). A failed
 // check reports the job's evals and how its allocations and the nodes
 // changed from step to step.
 func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
-	first, seeds, steps := 1, envInt("DROVER_SOAK_SEEDS", 4), envInt("DROVER_SOAK_STEPS", 60)
+	first, seeds, steps := envInt("DROVER_SOAK_FIRST", 1), envInt("DROVER_SOAK_SEEDS", 4), envInt("DROVER_SOAK_STEPS", 60)
 	if one := envInt("DROVER_SOAK_SEED", 0); one > 0 {
-		first, seeds = one, one // replays one seed
+		first, seeds = one, 1 // replays one seed
 	}
-	for seed := first; seed <= seeds; seed++ {
+	for seed := first; seed < first+seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			reg := servertest.NativeBuiltins(t, 2)
 			servertest.AddNative(t, reg, plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}, MirrorEvals: true}, 1,

@@ -1502,3 +1502,43 @@ func TestService_ReplacementBesideAPromotedCanaryTakesAFreeName(t *testing.T) {
 		})
 	}
 }
+
+// A lost allocation whose replacement (made when its node disconnected)
+// failed and waits to be rescheduled is only stopped: the failed
+// replacement's reschedule puts the name back, so the group never holds
+// more than its count.
+func TestService_LostWhoseReplacementAwaitsRescheduleIsOnlyStopped(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	job := schedtest.ServiceJob("web", 3)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Minute, DelayFunction: sdk.DelayFunctionConstant}
+	h.Process(service, h.RegisterJob(job))
+	live := h.Live("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
+	away := live[0]
+	setNodeStatus(h, away.NodeID, sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	replacement := h.State().Alloc(h.State().Alloc(away.ID).NextAllocation)
+	if replacement == nil {
+		t.Fatalf("the disconnected allocation was not replaced: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, replacement)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	if r := h.State().Alloc(replacement.ID); r.NextAllocation != "" || r.FollowupEvalID == "" {
+		t.Fatalf("the failed replacement: next %q, follow-up %q; want it to wait for a follow-up eval", r.NextAllocation, r.FollowupEvalID)
+	}
+
+	h.Now = h.Now.Add(2 * time.Minute)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerMaxDisconnectTimeout))
+	if s := h.State().Alloc(away.ID); s.DesiredStatus != sdk.AllocDesiredStatusStop || s.ClientStatus != sdk.AllocClientStatusLost {
+		t.Fatalf("the allocation on the node that stayed away is %s/%s, want stop/lost", s.DesiredStatus, s.ClientStatus)
+	}
+	h.Now = h.Now.Add(5 * time.Minute)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	live = h.Live("default", "web")
+	if len(live) != 3 || !uniqueNames(live) {
+		t.Fatalf("after the failed replacement's reschedule: %v, want three allocations under three names", liveNames(live))
+	}
+}
