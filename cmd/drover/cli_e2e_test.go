@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
@@ -333,6 +334,17 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.run(0, "operator", "scheduler", "set-config", "-scheduler-algorithm", "binpack")
 	})
 
+	t.Run("operator metrics", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "operator", "metrics"), "Gauges", "drover.broker.total_ready", "drover.heartbeat.active", "Timings (ms)")
+		var sum metricsSummary
+		if err := json.Unmarshal([]byte(c.run(0, "operator", "metrics", "-json")), &sum); err != nil || len(sum.Gauges) == 0 {
+			t.Fatalf("operator metrics -json: %v %+v", err, sum)
+		}
+		c.contains(c.run(1, "operator", "metrics", "-format", "prometheus"), "prometheus_metrics = true")
+		c.contains(c.run(1, "operator", "metrics", "-format", "xml"), "the only format is prometheus")
+	})
+
 	t.Run("placement failures exit 2 with the reason", func(t *testing.T) {
 		c.t = t
 		huge := writeFile(t, dir, "huge.hcl", cliHugeJob)
@@ -435,5 +447,26 @@ func TestCLI_EveryCommandHasHelp(t *testing.T) {
 		if !strings.HasPrefix(cmd.Help(), "Usage: drover "+name) {
 			t.Errorf("%s: help does not start with its usage:\n%s", name, cmd.Help())
 		}
+	}
+}
+
+// An agent whose telemetry block enables Prometheus serves its metrics in
+// Prometheus's format, which operator metrics prints.
+func TestE2E_OperatorMetricsPrometheus(t *testing.T) {
+	bin := droverBin(t)
+	conf := writeFile(t, t.TempDir(), "agent.hcl", "telemetry {\n  collection_interval = \"100ms\"\n  prometheus_metrics = true\n}\n")
+	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 2, "-config", conf)}
+	// The leader's gauges are sampled every collection interval.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out := c.run(0, "operator", "metrics", "-format", "prometheus")
+		if strings.Contains(out, "drover_heartbeat_active 2") {
+			c.contains(out, "drover_broker_total_ready", "drover_plan_queue_depth", "go_goroutines", "# TYPE")
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no drover_heartbeat_active 2 in:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -76,6 +76,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"node drain":                    f(&nodeDrainCommand{meta: m}),
 		"node eligibility":              f(&nodeEligibilityCommand{meta: m}),
 		"operator":                      group("Operate the cluster", "operator"),
+		"operator metrics":              f(&operatorMetricsCommand{meta: m}),
 		"operator scheduler":            group("Read and change the scheduler configuration", "operator scheduler"),
 		"operator scheduler get-config": f(&schedulerGetConfigCommand{meta: m}),
 		"operator scheduler set-config": f(&schedulerSetConfigCommand{meta: m}),

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -164,5 +165,103 @@ func (c *schedulerSetConfigCommand) Run(args []string) int {
 		return c.errorf("the scheduler configuration was not updated: its modify index is no longer %d", *checkIndex)
 	}
 	c.ui.Output("Scheduler configuration updated!")
+	return exitOK
+}
+
+type operatorMetricsCommand struct{ *meta }
+
+func (c *operatorMetricsCommand) Synopsis() string { return "Display the agent's metrics" }
+
+func (c *operatorMetricsCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover operator metrics [options]
+
+  Shows the agent's metrics (GET /v1/metrics): the gauges (eval broker and
+  blocked evals, plan queue, heartbeats, Go runtime), the counters and the
+  timings (scheduler invocations per type and plugin, plan verification and
+  commit) of the last ten-second interval.
+` + apiOptions + `
+
+Metrics options:
+
+  -format=prometheus  Print Prometheus's text format (the agent's
+                      telemetry block must set prometheus_metrics = true).
+` + jsonOption)
+}
+
+// metricsSummary is the part of /v1/metrics the table shows.
+type metricsSummary struct {
+	Timestamp string
+	Gauges    []struct {
+		Name   string
+		Value  float64
+		Labels map[string]string
+	}
+	Counters, Samples []struct {
+		Name                string
+		Count               int
+		Sum, Min, Max, Mean float64
+		Labels              map[string]string
+	}
+}
+
+func (c *operatorMetricsCommand) Run(args []string) int {
+	fs := c.flags("operator metrics", true)
+	format := fs.String("format", "", "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+		return exitError
+	}
+	if *format != "" && *format != "prometheus" {
+		return c.errorf("-format=%q: the only format is prometheus", *format)
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if *format == "prometheus" {
+		raw, err := cl.GetRaw(bg, "/v1/metrics?format=prometheus")
+		if err != nil {
+			return c.errorf("reading the metrics: %v", err)
+		}
+		_, _ = c.out.Write(raw)
+		return exitOK
+	}
+	var sum metricsSummary
+	if _, err := cl.Get(bg, "/v1/metrics", &sum); err != nil {
+		return c.errorf("reading the metrics: %v", err)
+	}
+	if c.json {
+		return c.printJSON(&sum)
+	}
+	name := func(n string, labels map[string]string) string {
+		if len(labels) == 0 {
+			return n
+		}
+		var l []string
+		for k, v := range labels {
+			l = append(l, k+"="+v)
+		}
+		slices.Sort(l)
+		return n + "{" + strings.Join(l, ",") + "}"
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	fmt.Fprintf(c.out, "Interval of %s\n\nGauges\n", sum.Timestamp)
+	rows := [][]string{{"Name", "Value"}}
+	for _, g := range sum.Gauges {
+		rows = append(rows, []string{name(g.Name, g.Labels), num(g.Value)})
+	}
+	c.table(rows)
+	fmt.Fprintln(c.out, "\nCounters")
+	rows = [][]string{{"Name", "Count", "Sum"}}
+	for _, s := range sum.Counters {
+		rows = append(rows, []string{name(s.Name, s.Labels), strconv.Itoa(s.Count), num(s.Sum)})
+	}
+	c.table(rows)
+	fmt.Fprintln(c.out, "\nTimings (ms)")
+	rows = [][]string{{"Name", "Count", "Mean", "Min", "Max"}}
+	for _, s := range sum.Samples {
+		rows = append(rows, []string{name(s.Name, s.Labels), strconv.Itoa(s.Count), num(s.Mean), num(s.Min), num(s.Max)})
+	}
+	c.table(rows)
 	return exitOK
 }

@@ -94,6 +94,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 		return nil, err
 	}
 	a.srv = srv
+	srv.Telemetry().SetGlobal() // raft's metrics, beside the server's
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	err = srv.WaitForLeader(wctx)
 	wcancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/telemetry"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -36,6 +37,11 @@ var ErrConfig = errors.New("agent: invalid configuration")
 //	  eval_gc_threshold                    = "1h"
 //	}
 //
+//	telemetry {
+//	  collection_interval = "1s"
+//	  prometheus_metrics  = true
+//	}
+//
 // Every setting is optional; what a file leaves out keeps its default, and
 // command-line flags override the file. Unknown settings are errors.
 type File struct {
@@ -48,7 +54,8 @@ type File struct {
 	LogLevel   string `hcl:"log_level,optional"`
 	LogJSON    *bool  `hcl:"log_json,optional"`
 
-	Server *ServerBlock `hcl:"server,block"`
+	Server    *ServerBlock    `hcl:"server,block"`
+	Telemetry *TelemetryBlock `hcl:"telemetry,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -89,6 +96,36 @@ type ServerBlock struct {
 	RaftSnapshotInterval  string `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      *int   `hcl:"raft_trailing_logs,optional"`
 	PlanMaxAllocs         *int   `hcl:"plan_max_allocs,optional"`
+}
+
+// TelemetryBlock is the file's telemetry block, as Nomad's (the settings
+// of Nomad clients' metrics have no meaning here and are refused).
+type TelemetryBlock struct {
+	CollectionInterval string `hcl:"collection_interval,optional"`
+	DisableHostname    *bool  `hcl:"disable_hostname,optional"`
+	PrometheusMetrics  *bool  `hcl:"prometheus_metrics,optional"`
+	StatsdAddress      string `hcl:"statsd_address,optional"`
+}
+
+// apply sets in tc what the block sets.
+func (b *TelemetryBlock) apply(tc *telemetry.Config) error {
+	if b.CollectionInterval != "" {
+		d, err := time.ParseDuration(b.CollectionInterval)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%w: telemetry.collection_interval = %q is not a positive duration (e.g. \"1s\")", ErrConfig, b.CollectionInterval)
+		}
+		tc.CollectionInterval = d
+	}
+	if b.DisableHostname != nil {
+		tc.DisableHostname = *b.DisableHostname
+	}
+	if b.PrometheusMetrics != nil {
+		tc.PrometheusMetrics = *b.PrometheusMetrics
+	}
+	if b.StatsdAddress != "" {
+		tc.StatsdAddress = b.StatsdAddress
+	}
+	return nil
 }
 
 // LoadConfigFile reads and decodes an agent configuration file.
@@ -167,6 +204,11 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.LogJSON != nil {
 		cfg.LogJSON = *f.LogJSON
+	}
+	if f.Telemetry != nil {
+		if err := f.Telemetry.apply(&cfg.Server.Telemetry); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
 	}
 	if f.Server == nil {
 		return nil

@@ -42,6 +42,13 @@ server {
   raft_trailing_logs                   = 500
   plan_max_allocs                      = 2000
 }
+
+telemetry {
+  collection_interval = "5s"
+  disable_hostname    = false
+  prometheus_metrics  = true
+  statsd_address      = "127.0.0.1:8125"
+}
 `
 	f, err := ParseConfig("agent.hcl", []byte(src))
 	if err != nil {
@@ -85,6 +92,10 @@ server {
 		{"raft_snapshot_interval", s.SnapshotInterval, 30 * time.Second},
 		{"raft_trailing_logs", s.RaftTrailingLogs, uint64(500)},
 		{"plan_max_allocs", s.PlanLimits.MaxAllocs, 2000},
+		{"telemetry.collection_interval", s.Telemetry.CollectionInterval, 5 * time.Second},
+		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
+		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
+		{"telemetry.statsd_address", s.Telemetry.StatsdAddress, "127.0.0.1:8125"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -132,7 +143,9 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"syntax", `data_dir = `, "agent.hcl:1"},
 		{"unknown setting", `datadir = "/x"`, `Unsupported argument`},
 		{"unknown server setting", "server {\n  nack_timeout = \"1s\"\n}", "agent.hcl:2"},
-		{"unknown block", `telemetry {}`, "Unsupported block type"},
+		{"unknown block", `client {}`, "Unsupported block type"},
+		{"unknown telemetry setting", "telemetry {\n  publish_node_metrics = true\n}", "agent.hcl:2"},
+		{"bad collection interval", `telemetry { collection_interval = "0s" }`, "telemetry.collection_interval"},
 		{"wrong type", `server { num_schedulers = "many" }`, "agent.hcl:1:28: error: Unsuitable value type"},
 		{"plugin timeout, located", "plugin \"p\" {\n  runtime = \"wasm\"\n  path = \"/p.wasm\"\n  limits {\n    timeout = \"5x\"\n  }\n}",
 			"agent.hcl:5:5: error: Invalid plugin \"p\"; limits.timeout = \"5x\""},

@@ -143,6 +143,10 @@ func (a *API) dispatch(byMethod map[string]handler) http.HandlerFunc {
 	}
 }
 
+// written is a handler's answer that writes itself rather than being
+// encoded as JSON.
+type written func(w http.ResponseWriter)
+
 // serve runs h and writes its answer or its error.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, h handler) {
 	out, err := h(w, r)
@@ -152,6 +156,10 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, h handler) {
 			a.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
 		}
 		writeError(w, e)
+		return
+	}
+	if write, ok := out.(written); ok {
+		write(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

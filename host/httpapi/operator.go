@@ -114,3 +114,19 @@ func (a *API) systemGC(w http.ResponseWriter, _ *http.Request) (any, error) {
 	setIndex(w, index)
 	return &GCResponse{EvalID: evalID, Index: index}, nil
 }
+
+// metrics answers GET /v1/metrics: the agent's metrics as Nomad's agent
+// reports them (the in-memory sink's latest interval), or with
+// ?format=prometheus in Prometheus's text format, when the agent's
+// telemetry block enables it.
+func (a *API) metrics(w http.ResponseWriter, r *http.Request) (any, error) {
+	t := a.srv.Telemetry()
+	if r.URL.Query().Get("format") == "prometheus" {
+		h := t.Prometheus()
+		if h == nil {
+			return nil, errorf(http.StatusBadRequest, "Prometheus is not enabled: set prometheus_metrics = true in the agent's telemetry block")
+		}
+		return written(func(w http.ResponseWriter) { h.ServeHTTP(w, r) }), nil
+	}
+	return t.Summary(), nil
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/rs/zerolog"
 )
 
@@ -41,6 +42,9 @@ type Applier struct {
 	now    func() time.Time
 	newID  func() string
 	log    zerolog.Logger
+	// Metrics receives how long plans take to verify and commit and which
+	// nodes they are refused (Nomad's plan.* metrics); set it before Run.
+	Metrics *metrics.Metrics
 }
 
 // NewApplier returns an applier. now and newID may be nil (the real clock,
@@ -53,11 +57,14 @@ func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChec
 	if newID == nil {
 		newID = NewID
 	}
-	return &Applier{queue: q, store: store, raft: raft, tokens: tokens, limits: limits, now: now, newID: newID, log: log}
+	discard, _ := metrics.New(metrics.DefaultConfig(""), &metrics.BlackholeSink{})
+	return &Applier{queue: q, store: store, raft: raft, tokens: tokens, limits: limits, now: now, newID: newID, log: log,
+		Metrics: discard}
 }
 
 // Submit queues a plan and waits for its verdict.
 func (a *Applier) Submit(ctx context.Context, p *sdk.Plan) (*sdk.PlanResult, error) {
+	defer a.Metrics.MeasureSince([]string{"plan", "submit"}, time.Now())
 	ch, err := a.queue.Enqueue(p)
 	if err != nil {
 		return nil, err
@@ -165,11 +172,15 @@ func (a *Applier) evaluate(snap State, p *sdk.Plan) (ev evaluation) {
 			ev = evaluation{err: fmt.Errorf("%w: verification failed: %v", ErrInvalidPlan, r)}
 		}
 	}()
+	defer a.Metrics.MeasureSince([]string{"plan", "evaluate"}, time.Now())
 	if err := Validate(snap, p, a.limits); err != nil {
 		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
 		return evaluation{err: err}
 	}
 	result, req := Evaluate(snap, p, a.now().UnixNano(), a.newID)
+	for _, n := range result.RejectedNodes {
+		a.Metrics.IncrCounterWithLabels([]string{"plan", "node_rejected"}, 1, []metrics.Label{{Name: "node_id", Value: n}})
+	}
 	if req == nil {
 		return evaluation{result: result}
 	}
@@ -186,7 +197,9 @@ func (a *Applier) dispatch(p *pending, ev evaluation) *commit {
 	c := &commit{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
+		start := time.Now()
 		index, err := a.raft.ApplyEntry(ev.entry)
+		a.Metrics.MeasureSince([]string{"plan", "apply"}, start)
 		c.index, c.err = index, err
 		if err != nil {
 			p.reply <- Response{Err: fmt.Errorf("plan: apply: %w", err)}

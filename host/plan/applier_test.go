@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
@@ -331,5 +332,41 @@ func TestApplier_Property_NoNodeOvercommitted(t *testing.T) {
 				t.Fatal("nothing was placed: the test proves nothing")
 			}
 		})
+	}
+}
+
+// The applier reports how long plans take to verify, commit and answer,
+// and counts the nodes it refuses, by node.
+func TestApplier_Metrics(t *testing.T) {
+	s, job := fixture(t)
+	q := NewQueue()
+	q.SetEnabled(true)
+	a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	inm := metrics.NewInmemSink(time.Minute, time.Minute)
+	conf := metrics.DefaultConfig("drover")
+	conf.EnableHostname = false
+	a.Metrics, _ = metrics.New(conf, inm)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	for _, id := range []string{"a", "b"} { // the second does not fit beside the first
+		if _, err := a.Submit(ctx, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+			NodeAllocation: map[string][]*sdk.Allocation{"n0": {place(id, "n0", 600)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := inm.Data()[0]
+	data.RLock()
+	defer data.RUnlock()
+	want := map[string]int{"drover.plan.submit": 2, "drover.plan.evaluate": 2, "drover.plan.apply": 1}
+	for name, n := range want {
+		if got := data.Samples[name]; got.AggregateSample == nil || got.Count != n {
+			t.Errorf("%s: %+v, want %d samples", name, got.AggregateSample, n)
+		}
+	}
+	if got := data.Counters["drover.plan.node_rejected;node_id=n0"]; got.AggregateSample == nil || got.Sum != 1 {
+		t.Errorf("node_rejected for n0: %+v, want 1; counters: %v", got.AggregateSample, data.Counters)
 	}
 }

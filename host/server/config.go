@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/plan"
+	"github.com/drover-sched/drover/host/telemetry"
 )
 
 // Config configures a server.
@@ -26,6 +27,8 @@ type Config struct {
 	Broker broker.Config
 	// PlanLimits bound plans.
 	PlanLimits plan.Limits
+	// Telemetry says how metrics are kept (/v1/metrics).
+	Telemetry telemetry.Config
 	// MinHeartbeatTTL and MaxHeartbeatsPerSecond set node heartbeat TTLs as
 	// Nomad does: TTL grows with the number of nodes so that the servers
 	// see at most MaxHeartbeatsPerSecond.
@@ -68,6 +71,7 @@ func DefaultConfig() Config {
 		NumWorkers:                 runtime.NumCPU(),
 		Broker:                     broker.DefaultConfig(),
 		PlanLimits:                 plan.DefaultLimits(),
+		Telemetry:                  telemetry.DefaultConfig(),
 		MinHeartbeatTTL:            10 * time.Second,
 		MaxHeartbeatsPerSecond:     50,
 		HeartbeatGrace:             10 * time.Second,

@@ -75,6 +75,13 @@ func (h *heartbeats) reset(nodeID string) time.Duration {
 }
 
 // clear disarms a node's timer (the node was removed).
+// count is how many nodes have a heartbeat timer armed.
+func (h *heartbeats) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.timers)
+}
+
 func (h *heartbeats) clear(nodeID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

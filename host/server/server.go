@@ -20,9 +20,11 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/host/telemetry"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/google/uuid"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
@@ -50,6 +52,8 @@ type Server struct {
 	heartbeats *heartbeats
 	phases     *phaseTracker
 	periodic   *periodicLauncher
+	telemetry  *telemetry.Telemetry
+	metrics    *metrics.Metrics
 
 	mu           sync.Mutex
 	shutdownOnce sync.Once
@@ -76,9 +80,19 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
+	tel, err := telemetry.New(cfg.Telemetry)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			tel.Close()
+		}
+	}()
 	s := &Server{
 		cfg: cfg, log: log, plugins: plugins, now: time.Now, store: store,
-		plans: plan.NewQueue(), phases: newPhaseTracker(),
+		plans: plan.NewQueue(), phases: newPhaseTracker(), telemetry: tel, metrics: tel.Metrics(),
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 	}
 	b, err := broker.New(cfg.Broker, nil, phaseObserver{s})
@@ -89,6 +103,7 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	s.blocked = blocked.New(b)
 	s.fsm = fsm.New(store, s, log)
 	s.applier = plan.NewApplier(s.plans, store, s, b, cfg.PlanLimits, s.now, nil, log)
+	s.applier.Metrics = s.metrics
 	s.evalBatch = newEvalBatcher(s)
 	s.heartbeats = newHeartbeats(s)
 	s.periodic = newPeriodicLauncher(s)
@@ -97,8 +112,10 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.shutdown = cancel
-	s.done.Add(1)
+	s.done.Add(2)
 	go s.monitorLeadership(ctx)
+	go s.emitStats(ctx)
+	started = true
 	return s, nil
 }
 
@@ -116,6 +133,9 @@ func (s *Server) Blocked() *blocked.Tracker { return s.blocked }
 
 // Plugins returns the plugin registry.
 func (s *Server) Plugins() *runtime.Registry { return s.plugins }
+
+// Telemetry returns the server's metrics.
+func (s *Server) Telemetry() *telemetry.Telemetry { return s.telemetry }
 
 // Config returns the server's configuration.
 func (s *Server) Config() Config { return s.cfg }
@@ -166,6 +186,7 @@ func (s *Server) stop() error {
 		_ = c.Close()
 	}
 	s.closeRaftStore()
+	s.telemetry.Close()
 	return errors.Join(errs...)
 }
 

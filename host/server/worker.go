@@ -62,7 +62,9 @@ func waitIndex(snap *state.Snapshot, eval *sdk.Evaluation) uint64 {
 func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string) {
 	s := w.s
 	log := w.log.With().Str("eval_id", eval.ID).Str("job_id", eval.JobID).Str("triggered_by", eval.TriggeredBy).Logger()
+	plugin := "" // known once the eval's plugin is
 	nack := func(err error) {
+		s.metrics.IncrCounterWithLabels([]string{"worker", "eval_nacked"}, 1, schedulerLabels(eval.Type, plugin))
 		log.Warn().Err(err).Msg("evaluation nacked")
 		s.phases.fail(eval.ID, err.Error())
 		if nerr := s.broker.Nack(eval.ID, token); nerr != nil {
@@ -70,7 +72,9 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, snapshotWaitTimeout)
+	start := time.Now()
 	snap, err := s.store.WaitForIndex(wctx, waitIndex(s.store.Snapshot(), eval))
+	s.metrics.MeasureSince([]string{"worker", "wait_for_index"}, start)
 	cancel()
 	if err != nil {
 		nack(err)
@@ -92,6 +96,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		nack(err)
 		return
 	}
+	plugin = entry.Plugin.Info().Name
 	timeout := DefaultPluginTimeout
 	if entry.Timeout > 0 {
 		timeout = entry.Timeout
@@ -111,7 +116,10 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		planner = &corePlanner{p, th}
 	}
 	call := &runtime.Call{Eval: eval, Token: token, Now: s.now(), State: snap, Planner: planner, Config: config, Log: log}
-	if err := entry.Plugin.Process(pctx, call); err != nil {
+	start = time.Now()
+	err = entry.Plugin.Process(pctx, call)
+	s.metrics.MeasureSinceWithLabels([]string{"worker", "invoke_scheduler", eval.Type}, start, schedulerLabels(eval.Type, plugin))
+	if err != nil {
 		nack(err)
 		return
 	}
@@ -176,7 +184,9 @@ func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanRe
 		return nil, nil, hostErr(err)
 	}
 	s.phases.set(p.eval.ID, sdk.EvalPhaseApplying, s.now())
+	start := time.Now()
 	res, err := s.applier.Submit(ctx, pl)
+	s.metrics.MeasureSince([]string{"worker", "submit_plan"}, start)
 	s.phases.set(p.eval.ID, sdk.EvalPhaseScheduling, s.now())
 	if rerr := s.broker.ResumeNackTimeout(p.eval.ID, p.token); err == nil && rerr != nil {
 		err = rerr

@@ -65,11 +65,30 @@ type Meta struct {
 // Do sends a request with an optional JSON body and decodes the JSON answer
 // into out (unless out is nil).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) (*Meta, error) {
+	meta, raw, err := c.do(ctx, method, path, in)
+	if err != nil {
+		return meta, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return meta, fmt.Errorf("decode %s %s: %w", method, path, err)
+		}
+	}
+	return meta, nil
+}
+
+// GetRaw is a GET whose answer is returned as is (not JSON).
+func (c *Client) GetRaw(ctx context.Context, path string) ([]byte, error) {
+	_, raw, err := c.do(ctx, http.MethodGet, path, nil)
+	return raw, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in any) (*Meta, []byte, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		body = bytes.NewReader(b)
 	}
@@ -82,19 +101,19 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (*Met
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
+		return nil, nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
@@ -104,16 +123,11 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) (*Met
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return nil, &APIError{Status: resp.StatusCode, Message: msg}
+		return nil, nil, &APIError{Status: resp.StatusCode, Message: msg}
 	}
 	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken")}
 	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &meta.Index)
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return meta, fmt.Errorf("decode %s %s: %w", method, path, err)
-		}
-	}
-	return meta, nil
+	return meta, raw, nil
 }
 
 // Get is Do with GET.
