@@ -56,7 +56,7 @@ test: build
 # compiler). Left out: the packages that compile wasm plugins in their
 # tests (instrumented, wazero's compiler makes runtime/wasm take 3.5 min
 # and runtime/containment 4.5 min) and the end-to-end tests.
-RACE_PKGS = ./host/server ./host/broker ./host/blocked ./host/fsm ./host/plan ./host/state ./host/httpapi ./host/telemetry ./runtime ./runtime/goplugin
+RACE_PKGS = ./host/server ./host/broker ./host/blocked ./host/fsm ./host/plan ./host/state ./host/httpapi ./host/telemetry ./host/events ./runtime ./runtime/goplugin
 race: build
 	$(TEST_ENV) CGO_ENABLED=1 $(GO) test -race $(RACE_PKGS)
 

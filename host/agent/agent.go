@@ -110,6 +110,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	a.listener = ln
 	api := httpapi.New(srv, log, a.self)
 	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	a.http.RegisterOnShutdown(api.Close)
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("http server stopped")

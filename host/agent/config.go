@@ -96,6 +96,9 @@ type ServerBlock struct {
 	RaftSnapshotInterval  string `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      *int   `hcl:"raft_trailing_logs,optional"`
 	PlanMaxAllocs         *int   `hcl:"plan_max_allocs,optional"`
+
+	EnableEventBroker *bool `hcl:"enable_event_broker,optional"`
+	EventBufferSize   *int  `hcl:"event_buffer_size,optional"`
 }
 
 // TelemetryBlock is the file's telemetry block, as Nomad's (the settings
@@ -270,6 +273,10 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	dur("raft_snapshot_interval", b.RaftSnapshotInterval, &sc.SnapshotInterval)
 	count("raft_trailing_logs", b.RaftTrailingLogs, 0, func(n int) { sc.RaftTrailingLogs = uint64(n) })
 	count("plan_max_allocs", b.PlanMaxAllocs, 1, func(n int) { sc.PlanLimits.MaxAllocs = n })
+	count("event_buffer_size", b.EventBufferSize, 1, func(n int) { sc.EventBufferSize = n })
+	if b.EnableEventBroker != nil && !*b.EnableEventBroker {
+		sc.EventBufferSize = 0
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}

@@ -41,6 +41,7 @@ server {
   raft_snapshot_interval               = "30s"
   raft_trailing_logs                   = 500
   plan_max_allocs                      = 2000
+  event_buffer_size                    = 250
 }
 
 telemetry {
@@ -92,6 +93,7 @@ telemetry {
 		{"raft_snapshot_interval", s.SnapshotInterval, 30 * time.Second},
 		{"raft_trailing_logs", s.RaftTrailingLogs, uint64(500)},
 		{"plan_max_allocs", s.PlanLimits.MaxAllocs, 2000},
+		{"event_buffer_size", s.EventBufferSize, 250},
 		{"telemetry.collection_interval", s.Telemetry.CollectionInterval, 5 * time.Second},
 		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
 		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
@@ -119,6 +121,20 @@ func TestParseConfig_EmptyKeepsDefaults(t *testing.T) {
 	def := DefaultConfig()
 	if cfg.Server.Broker != def.Server.Broker || cfg.HTTPAddr != def.HTTPAddr || cfg.Server.NumWorkers != def.Server.NumWorkers {
 		t.Fatalf("an empty file changed the defaults: %+v", cfg)
+	}
+}
+
+func TestParseConfig_EventBrokerOff(t *testing.T) {
+	f, err := ParseConfig("agent.hcl", []byte(`server { enable_event_broker = false }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.EventBufferSize != 0 {
+		t.Fatalf("enable_event_broker = false left a buffer of %d", cfg.Server.EventBufferSize)
 	}
 }
 
@@ -156,6 +172,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"zero delivery limit", `server { eval_delivery_limit = 0 }`, "eval_delivery_limit = 0 must be at least 1"},
 		{"zero heartbeat rate", `server { max_heartbeats_per_second = 0 }`, "max_heartbeats_per_second"},
 		{"two server blocks", "server {}\nserver {}", "Duplicate server block"},
+		{"zero event buffer", `server { event_buffer_size = 0 }`, "event_buffer_size = 0 must be at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,33 @@ func TestAgent_PluginBlockNameMustMatchThePlugin(t *testing.T) {
 	_, err := agent.New(cfg, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), `plugin block "zones" loads`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// An open event stream does not hold the agent up when it stops: the
+// stream ends and Shutdown returns.
+func TestAgent_ShutdownEndsEventStreams(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	a := startAgent(t, dir, nil)
+	resp, err := http.Get(a.Addr() + "/v1/event/stream?topic=Node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an open event stream: %v", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event stream is still open after shutdown")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/raft"
@@ -47,10 +48,23 @@ func (c *Commit) empty() bool {
 // source: every time and ID it writes comes from the entry, so replaying the
 // log rebuilds the same state.
 type FSM struct {
-	store  *state.Store
-	notify Notifier
-	log    zerolog.Logger
+	store   *state.Store
+	notify  Notifier
+	publish Publisher
+	log     zerolog.Logger
 }
+
+// Publisher hears about every commit, for the event stream: the event type
+// of the entry's message ("" when it makes no events), the state just after
+// it and what it changed. Restore says the state was replaced.
+type Publisher interface {
+	Publish(eventType string, snap *state.Snapshot, changes []state.Change)
+	Reset(snap *state.Snapshot)
+}
+
+// SetPublisher sets who publishes commits as events; set it before raft
+// starts.
+func (f *FSM) SetPublisher(p Publisher) { f.publish = p }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
@@ -134,6 +148,14 @@ func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 	fx := &effects{Commit: Commit{Index: index}}
 	if err := f.store.Write(index, func(tx *state.Txn) error { return safeApply(tx, msg, fx) }); err != nil {
 		return err
+	}
+	if f.publish != nil {
+		typ := eventType(msg)
+		var changes []state.Change
+		if typ != "" {
+			changes, _ = f.store.Journal().Between(index-1, index)
+		}
+		f.publish.Publish(typ, f.store.Snapshot(), changes)
 	}
 	if f.notify != nil {
 		for class := range fx.classes {
@@ -730,5 +752,44 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore implements raft.FSM: it replaces the whole state with a snapshot.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	return restore(f.store, rc)
+	if err := restore(f.store, rc); err != nil {
+		return err
+	}
+	if f.publish != nil {
+		f.publish.Reset(f.store.Snapshot())
+	}
+	return nil
+}
+
+// eventType is the event type of what an entry's message does, as Nomad
+// maps its messages; "" for those that make no events (garbage collection,
+// scheduler configuration, job stability and scaling records).
+func eventType(msg msgp.Unmarshaler) string {
+	switch msg.(type) {
+	case *NodeRegisterRequest:
+		return events.TypeNodeRegistration
+	case *NodeDeregisterRequest:
+		return events.TypeNodeDeregistration
+	case *NodeUpdateStatusRequest:
+		return events.TypeNodeEvent
+	case *NodeUpdateEligibilityRequest, *NodeUpdateDrainRequest:
+		return events.TypeNodeDrain
+	case *JobRegisterRequest:
+		return events.TypeJobRegistered
+	case *JobDeregisterRequest:
+		return events.TypeJobDeregistered
+	case *EvalUpdateRequest:
+		return events.TypeEvalUpdated
+	case *AllocClientUpdateRequest:
+		return events.TypeAllocationUpdated
+	case *AllocUpdateDesiredTransitionRequest:
+		return events.TypeAllocationUpdateDesiredStatus
+	case *ApplyPlanResultsRequest:
+		return events.TypePlanResult
+	case *DeploymentStatusUpdateRequest:
+		return events.TypeDeploymentUpdate
+	case *DeploymentPromoteRequest:
+		return events.TypeDeploymentPromotion
+	}
+	return ""
 }

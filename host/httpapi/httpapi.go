@@ -14,6 +14,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,11 +43,16 @@ type API struct {
 	self  func() any
 	// routes maps each path pattern to its handler per method.
 	routes map[string]map[string]handler
+	// closing ends long-lived responses (event streams) when the agent
+	// stops: http.Server.Shutdown waits for them otherwise.
+	closing context.Context
+	close   context.CancelFunc
 }
 
 // New returns the API of srv. self answers /v1/agent/self.
 func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
 	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
+	a.closing, a.close = context.WithCancel(context.Background())
 	a.register()
 	a.pools = a.poolRoutes()
 	for pattern, byMethod := range a.routes {
@@ -57,6 +63,10 @@ func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
 	})
 	return a
 }
+
+// Close ends the responses that stream (event streams); register it with
+// http.Server.RegisterOnShutdown.
+func (a *API) Close() { a.close() }
 
 // Handler returns the API's handler.
 func (a *API) Handler() http.Handler { return a }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/broker"
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/telemetry"
 )
@@ -29,6 +30,10 @@ type Config struct {
 	PlanLimits plan.Limits
 	// Telemetry says how metrics are kept (/v1/metrics).
 	Telemetry telemetry.Config
+	// EventBufferSize is how many committed entries the event stream
+	// keeps for subscribers that start from an earlier index or fall
+	// behind; 0 turns the event stream off.
+	EventBufferSize int
 	// MinHeartbeatTTL and MaxHeartbeatsPerSecond set node heartbeat TTLs as
 	// Nomad does: TTL grows with the number of nodes so that the servers
 	// see at most MaxHeartbeatsPerSecond.
@@ -72,6 +77,7 @@ func DefaultConfig() Config {
 		Broker:                     broker.DefaultConfig(),
 		PlanLimits:                 plan.DefaultLimits(),
 		Telemetry:                  telemetry.DefaultConfig(),
+		EventBufferSize:            events.DefaultSize,
 		MinHeartbeatTTL:            10 * time.Second,
 		MaxHeartbeatsPerSecond:     50,
 		HeartbeatGrace:             10 * time.Second,

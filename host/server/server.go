@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-sched/drover/host/blocked"
 	"github.com/drover-sched/drover/host/broker"
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/state"
@@ -54,6 +55,7 @@ type Server struct {
 	periodic   *periodicLauncher
 	telemetry  *telemetry.Telemetry
 	metrics    *metrics.Metrics
+	events     *events.Broker // nil when the event stream is off
 
 	mu           sync.Mutex
 	shutdownOnce sync.Once
@@ -102,6 +104,10 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	s.broker = b
 	s.blocked = blocked.New(b)
 	s.fsm = fsm.New(store, s, log)
+	if cfg.EventBufferSize > 0 {
+		s.events = events.New(cfg.EventBufferSize)
+		s.fsm.SetPublisher(s.events)
+	}
 	s.applier = plan.NewApplier(s.plans, store, s, b, cfg.PlanLimits, s.now, nil, log)
 	s.applier.Metrics = s.metrics
 	s.evalBatch = newEvalBatcher(s)
@@ -133,6 +139,9 @@ func (s *Server) Blocked() *blocked.Tracker { return s.blocked }
 
 // Plugins returns the plugin registry.
 func (s *Server) Plugins() *runtime.Registry { return s.plugins }
+
+// Events returns the event stream's broker, or nil when it is off.
+func (s *Server) Events() *events.Broker { return s.events }
 
 // Telemetry returns the server's metrics.
 func (s *Server) Telemetry() *telemetry.Telemetry { return s.telemetry }

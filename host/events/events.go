@@ -1,0 +1,323 @@
+// Package events is the server's event stream (Nomad's /v1/event/stream):
+// every committed raft entry that changed jobs, evaluations, allocations,
+// deployments or nodes becomes a batch of events at its index, which
+// subscribers filter by topic, key and namespace.
+//
+// Publishing is cheap, as it happens on every commit: the broker keeps
+// the state snapshot at the entry's index and the journal's list of what
+// changed, and builds the events only when a subscriber reads them (once
+// per entry). Each event carries the object as it was at its index (the
+// snapshot is immutable), or for a purged job or removed node, as it was
+// just before.
+//
+// The broker keeps the last Size entries. A subscriber that falls further
+// behind than that loses its place: its stream ends with ErrFellBehind,
+// and it resubscribes from an index it chooses, as Nomad's clients do
+// after an error.
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/drover-sched/drover/host/state"
+)
+
+// Topics, as Nomad names them.
+const (
+	TopicJob        = "Job"
+	TopicEvaluation = "Evaluation"
+	TopicAllocation = "Allocation"
+	TopicDeployment = "Deployment"
+	TopicNode       = "Node"
+	TopicAll        = "*"
+)
+
+// Event types, as Nomad names them: each says which kind of write made the
+// event, and every object that write changed gets it (the evaluation a job
+// registration creates is a JobRegistered event of the Evaluation topic).
+const (
+	TypeNodeRegistration              = "NodeRegistration"
+	TypeNodeDeregistration            = "NodeDeregistration"
+	TypeNodeDrain                     = "NodeDrain" // drain and eligibility
+	TypeNodeEvent                     = "NodeStreamEvent"
+	TypeJobRegistered                 = "JobRegistered"
+	TypeJobDeregistered               = "JobDeregistered"
+	TypeEvalUpdated                   = "EvaluationUpdated"
+	TypeAllocationUpdated             = "AllocationUpdated"
+	TypeAllocationUpdateDesiredStatus = "AllocationUpdateDesiredStatus"
+	TypePlanResult                    = "PlanResult"
+	TypeDeploymentUpdate              = "DeploymentStatusUpdate"
+	TypeDeploymentPromotion           = "DeploymentPromotion"
+)
+
+// Event is one object's change, in Nomad's shape.
+type Event struct {
+	Topic     string
+	Type      string
+	Key       string
+	Namespace string
+	// FilterKeys are the other keys a subscription may name to get the
+	// event: the job and deployment of an evaluation or allocation, the
+	// job of a deployment.
+	FilterKeys []string
+	Index      uint64
+	// Payload holds the object under its kind's name: {"Job": ...},
+	// {"Evaluation": ...}, {"Allocation": ...} (without its job),
+	// {"Deployment": ...}, {"Node": ...}.
+	Payload map[string]any
+}
+
+// Batch is the events of one index.
+type Batch struct {
+	Index  uint64
+	Events []Event
+}
+
+// ErrFellBehind ends a subscription that the broker's buffer no longer
+// covers.
+var ErrFellBehind = errors.New("events: the subscriber fell behind the event buffer; resubscribe from a later index")
+
+// DefaultSize is how many committed entries the broker keeps, as Nomad's
+// event_buffer_size.
+const DefaultSize = 100
+
+// entry is one commit, its events built on first read.
+type entry struct {
+	index   uint64
+	typ     string // the event type of the entry's message
+	snap    *state.Snapshot
+	prev    *state.Snapshot // the state before, for objects the entry removed
+	changes []state.Change
+	once    sync.Once
+	events  []Event
+}
+
+// Broker buffers committed entries and hands them to subscribers.
+type Broker struct {
+	mu      sync.Mutex
+	size    int
+	buf     []*entry // oldest first
+	dropped uint64   // the newest index dropped from buf
+	prev    *state.Snapshot
+	publish chan struct{} // closed and replaced at every publish
+}
+
+// New returns a broker keeping the last size entries (DefaultSize if 0).
+func New(size int) *Broker {
+	if size <= 0 {
+		size = DefaultSize
+	}
+	return &Broker{size: size, publish: make(chan struct{})}
+}
+
+// Publish records that the entry at snap's index, of the given event type
+// (Type, "" for entries that make no events), changed what changes lists.
+// Entries must come in index order, each with the snapshot just after it.
+func (b *Broker) Publish(typ string, snap *state.Snapshot, changes []state.Change) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prev := b.prev
+	b.prev = snap
+	if typ == "" || len(changes) == 0 {
+		return
+	}
+	b.buf = append(b.buf, &entry{index: snap.Index(), typ: typ, snap: snap, prev: prev, changes: changes})
+	if over := len(b.buf) - b.size; over > 0 {
+		b.dropped = b.buf[over-1].index
+		clear(b.buf[:over])
+		b.buf = b.buf[over:]
+	}
+	close(b.publish)
+	b.publish = make(chan struct{})
+}
+
+// Reset forgets what was published (the state was restored): open
+// subscriptions carry on with what comes next.
+func (b *Broker) Reset(snap *state.Snapshot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.buf)
+	b.buf, b.prev = b.buf[:0], snap
+}
+
+// Request is what a subscriber wants.
+type Request struct {
+	// Topics maps a topic (or "*") to the keys wanted ("*" or none: all).
+	Topics map[string][]string
+	// Index: events at this index and later; 0 starts with what is
+	// published next. Older than the buffer starts at its oldest entry.
+	Index uint64
+	// Namespace filters namespaced events ("*": every namespace). Node
+	// events have none and always pass.
+	Namespace string
+}
+
+// Subscription reads batches in index order.
+type Subscription struct {
+	b    *Broker
+	req  Request
+	next uint64 // the lowest index still to deliver
+}
+
+// Subscribe starts a subscription.
+func (b *Broker) Subscribe(req Request) *Subscription {
+	s := &Subscription{b: b, req: req, next: req.Index}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case req.Index == 0 && b.prev != nil:
+		s.next = b.prev.Index() + 1
+	case req.Index <= b.dropped:
+		s.next = b.dropped + 1 // the oldest the buffer has
+	}
+	return s
+}
+
+// Next returns the next batch with events the subscription wants,
+// waiting for one until ctx ends.
+func (s *Subscription) Next(ctx context.Context) (*Batch, error) {
+	for {
+		e, wait, err := s.b.after(s.next)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-wait:
+				continue
+			}
+		}
+		s.next = e.index + 1
+		var out []Event
+		for _, ev := range e.build() {
+			if s.wants(&ev) {
+				out = append(out, ev)
+			}
+		}
+		if len(out) > 0 {
+			return &Batch{Index: e.index, Events: out}, nil
+		}
+	}
+}
+
+// after returns the oldest buffered entry at index or later, or a channel
+// closed at the next publish when there is none yet.
+func (b *Broker) after(index uint64) (*entry, <-chan struct{}, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if index <= b.dropped {
+		return nil, nil, ErrFellBehind // entries it has not seen were dropped
+	}
+	for _, e := range b.buf {
+		if e.index >= index {
+			return e, nil, nil
+		}
+	}
+	return nil, b.publish, nil
+}
+
+func (s *Subscription) wants(ev *Event) bool {
+	if ev.Namespace != "" && s.req.Namespace != "*" && ev.Namespace != s.req.Namespace {
+		return false
+	}
+	for _, topic := range []string{ev.Topic, TopicAll} {
+		keys, ok := s.req.Topics[topic]
+		if !ok {
+			continue
+		}
+		if len(keys) == 0 {
+			return true
+		}
+		for _, k := range keys {
+			if k == "*" || k == ev.Key {
+				return true
+			}
+			for _, fk := range ev.FilterKeys {
+				if k == fk {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// build makes the entry's events (once).
+func (e *entry) build() []Event {
+	e.once.Do(func() {
+		for _, c := range e.changes {
+			if ev, ok := e.event(c); ok {
+				ev.Index, ev.Type = e.index, e.typ
+				e.events = append(e.events, ev)
+			}
+		}
+		e.snap, e.prev, e.changes = nil, nil, nil // the events hold what they need
+	})
+	return e.events
+}
+
+// event is the event of one change. Removed evaluations, allocations and
+// deployments (garbage collection) make none, as in Nomad; a purged job
+// and a removed node carry their last state.
+func (e *entry) event(c state.Change) (Event, bool) {
+	switch c.Kind {
+	case state.KindJob:
+		ns, id, _ := strings.Cut(c.Key, "\x00")
+		j := e.snap.Job(ns, id)
+		if j == nil && e.prev != nil {
+			j = e.prev.Job(ns, id)
+		}
+		if j == nil {
+			return Event{}, false
+		}
+		return Event{Topic: TopicJob, Key: j.ID, Namespace: j.Namespace, Payload: map[string]any{"Job": j}}, true
+	case state.KindEval:
+		ev := e.snap.Eval(c.Key)
+		if ev == nil {
+			return Event{}, false
+		}
+		return Event{Topic: TopicEvaluation, Key: ev.ID, Namespace: ev.Namespace,
+			FilterKeys: filterKeys(ev.JobID, ev.DeploymentID), Payload: map[string]any{"Evaluation": ev}}, true
+	case state.KindAlloc:
+		a := e.snap.Alloc(c.Key)
+		if a == nil {
+			return Event{}, false
+		}
+		c := *a
+		c.Job = nil // as Nomad's: the job is its own topic
+		return Event{Topic: TopicAllocation, Key: a.ID, Namespace: a.Namespace,
+			FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": &c}}, true
+	case state.KindDeployment:
+		d := e.snap.Deployment(c.Key)
+		if d == nil {
+			return Event{}, false
+		}
+		return Event{Topic: TopicDeployment, Key: d.ID, Namespace: d.Namespace,
+			FilterKeys: filterKeys(d.JobID), Payload: map[string]any{"Deployment": d}}, true
+	case state.KindNode:
+		n := e.snap.Node(c.Key)
+		if n == nil && e.prev != nil {
+			n = e.prev.Node(c.Key)
+		}
+		if n == nil {
+			return Event{}, false
+		}
+		return Event{Topic: TopicNode, Key: n.ID, Payload: map[string]any{"Node": n}}, true
+	}
+	return Event{}, false
+}
+
+func filterKeys(keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}

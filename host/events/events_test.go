@@ -1,0 +1,187 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// cluster is a store whose writes are published to a broker as the FSM
+// publishes them.
+type cluster struct {
+	t     *testing.T
+	store *state.Store
+	b     *Broker
+	index uint64
+}
+
+func newCluster(t *testing.T, size int) *cluster {
+	s, err := state.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{t: t, store: s, b: New(size)}
+}
+
+func (c *cluster) write(typ string, fn func(tx *state.Txn) error) uint64 {
+	c.t.Helper()
+	c.index++
+	if err := c.store.Write(c.index, fn); err != nil {
+		c.t.Fatal(err)
+	}
+	changes, _ := c.store.Journal().Between(c.index-1, c.index)
+	c.b.Publish(typ, c.store.Snapshot(), changes)
+	return c.index
+}
+
+func (c *cluster) register(ns, id string) uint64 {
+	return c.write(TypeJobRegistered, func(tx *state.Txn) error {
+		if err := tx.UpsertJob(&sdk.Job{Namespace: ns, ID: id, Type: sdk.JobTypeService}); err != nil {
+			return err
+		}
+		return tx.UpsertEval(&sdk.Evaluation{ID: "eval-" + id, Namespace: ns, JobID: id, Status: sdk.EvalStatusPending})
+	})
+}
+
+func next(t *testing.T, s *Subscription) *Batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := s.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func none(t *testing.T, s *Subscription) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if b, err := s.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want nothing, got %+v, %v", b, err)
+	}
+}
+
+func TestBroker_EventsOfAWrite(t *testing.T) {
+	c := newCluster(t, 10)
+	all := c.b.Subscribe(Request{Topics: map[string][]string{TopicAll: {"*"}}, Namespace: "*"})
+	idx := c.register("default", "web")
+	c.write(TypePlanResult, func(tx *state.Txn) error {
+		return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", DeploymentID: "d1", NodeID: "n1",
+			Job: &sdk.Job{ID: "web"}})
+	})
+
+	b := next(t, all)
+	if b.Index != idx || len(b.Events) != 2 {
+		t.Fatalf("first batch: %+v, want the job and its eval at %d", b, idx)
+	}
+	job, eval := b.Events[0], b.Events[1]
+	if job.Topic != TopicJob || job.Type != TypeJobRegistered || job.Key != "web" || job.Namespace != "default" || job.Index != idx ||
+		job.Payload["Job"].(*sdk.Job).ID != "web" {
+		t.Fatalf("job event: %+v", job)
+	}
+	if eval.Topic != TopicEvaluation || eval.Type != TypeJobRegistered || eval.Key != "eval-web" || eval.FilterKeys[0] != "web" {
+		t.Fatalf("eval event: %+v", eval)
+	}
+	alloc := next(t, all).Events[0]
+	a := alloc.Payload["Allocation"].(*sdk.Allocation)
+	if alloc.Topic != TopicAllocation || alloc.Type != TypePlanResult || len(alloc.FilterKeys) != 2 || a.Job != nil || a.NodeID != "n1" {
+		t.Fatalf("alloc event: %+v (payload %+v), want the allocation without its job, filtered by job and deployment", alloc, a)
+	}
+	none(t, all)
+}
+
+func TestBroker_SubscriptionsFilter(t *testing.T) {
+	c := newCluster(t, 10)
+	sub := func(ns string, topics map[string][]string) *Subscription {
+		return c.b.Subscribe(Request{Topics: topics, Namespace: ns})
+	}
+	webJobs := sub("default", map[string][]string{TopicJob: {"web"}})
+	byJob := sub("default", map[string][]string{TopicEvaluation: {"web"}}) // a filter key
+	prod := sub("prod", map[string][]string{TopicAll: {"*"}})
+	nodes := sub("prod", map[string][]string{TopicNode: nil})
+
+	c.register("default", "api")
+	web := c.register("default", "web")
+	api := c.register("prod", "api")
+	node := c.write(TypeNodeRegistration, func(tx *state.Txn) error { return tx.UpsertNode(&sdk.Node{ID: "n1", Status: sdk.NodeStatusReady}) })
+
+	if b := next(t, webJobs); b.Index != web || len(b.Events) != 1 || b.Events[0].Topic != TopicJob {
+		t.Fatalf("Job:web: %+v", b)
+	}
+	none(t, webJobs)
+	if b := next(t, byJob); b.Index != web || len(b.Events) != 1 || b.Events[0].Key != "eval-web" {
+		t.Fatalf("Evaluation:web (by the eval's job): %+v", b)
+	}
+	if b := next(t, prod); b.Index != api || len(b.Events) != 2 {
+		t.Fatalf("namespace prod: %+v", b)
+	}
+	if b := next(t, prod); b.Index != node || b.Events[0].Topic != TopicNode {
+		t.Fatalf("a node event has no namespace and reaches every one: %+v", b)
+	}
+	if b := next(t, nodes); b.Index != node {
+		t.Fatalf("Node: %+v", b)
+	}
+}
+
+func TestBroker_PurgedJobCarriesItsLastState(t *testing.T) {
+	c := newCluster(t, 10)
+	c.register("default", "web")
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Namespace: "default"})
+	idx := c.write(TypeJobDeregistered, func(tx *state.Txn) error { return tx.DeleteJob("default", "web") })
+	b := next(t, s)
+	if b.Index != idx || b.Events[0].Type != TypeJobDeregistered || b.Events[0].Payload["Job"].(*sdk.Job).ID != "web" {
+		t.Fatalf("purge: %+v", b)
+	}
+}
+
+func TestBroker_IndexAndFallingBehind(t *testing.T) {
+	c := newCluster(t, 3)
+	var idx []uint64
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		idx = append(idx, c.register("default", id))
+	}
+	topics := map[string][]string{TopicJob: nil}
+	// From an index the buffer still has, and from one it dropped (the
+	// oldest it has), as Nomad's stream does.
+	if b := next(t, c.b.Subscribe(Request{Topics: topics, Index: idx[3], Namespace: "default"})); b.Index != idx[3] {
+		t.Fatalf("from index %d: %+v", idx[3], b)
+	}
+	if b := next(t, c.b.Subscribe(Request{Topics: topics, Index: 1, Namespace: "default"})); b.Index != idx[2] {
+		t.Fatalf("from index 1: %+v, want the oldest buffered (%d)", b, idx[2])
+	}
+	// From now: only what comes next.
+	fresh := c.b.Subscribe(Request{Topics: topics, Namespace: "default"})
+	none(t, fresh)
+	f := c.register("default", "f")
+	if b := next(t, fresh); b.Index != f {
+		t.Fatalf("from now: %+v, want %d", b, f)
+	}
+	// A subscriber that read one batch, then fell three writes behind.
+	slow := c.b.Subscribe(Request{Topics: topics, Index: f, Namespace: "default"})
+	next(t, slow)
+	for _, id := range []string{"g", "h", "i", "j"} {
+		c.register("default", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := slow.Next(ctx); !errors.Is(err, ErrFellBehind) {
+		t.Fatalf("slow subscriber: %v, want ErrFellBehind", err)
+	}
+}
+
+func TestBroker_WritesWithoutEventsAreSkipped(t *testing.T) {
+	c := newCluster(t, 10)
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicAll: nil}, Namespace: "*"})
+	c.write("", func(tx *state.Txn) error { return tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "gc"}) })
+	c.write(TypeEvalUpdated, func(tx *state.Txn) error { return nil }) // changed nothing
+	idx := c.register("default", "web")
+	if b := next(t, s); b.Index != idx {
+		t.Fatalf("first batch at %d, want %d", b.Index, idx)
+	}
+}

@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-sched/drover/host/events"
+)
+
+// streamed answers a request whose response was streamed as it went.
+var streamed = written(func(http.ResponseWriter) {})
+
+// EventHeartbeat is how often an idle event stream sends "{}", as Nomad's.
+const EventHeartbeat = 10 * time.Second
+
+var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll}
+
+// eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
+// JSON, one {"Index": N, "Events": [...]} per committed write with events
+// the request wants, and {} every EventHeartbeat while idle.
+//
+// Query: topic=Topic:Key (repeatable; Key "*" or left out: every key; no
+// topic: everything), index=N (events at N and later, as far back as the
+// buffer goes), namespace (default "default", "*" for all).
+func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
+	b := a.srv.Events()
+	if b == nil {
+		return nil, errorf(http.StatusNotImplemented, "the event stream is off (server event_buffer_size = 0)")
+	}
+	req := events.Request{Topics: map[string][]string{}, Namespace: requestNamespace(r)}
+	for _, t := range r.URL.Query()["topic"] {
+		topic, key, _ := strings.Cut(t, ":")
+		if !slices.Contains(eventTopics, topic) {
+			return nil, errorf(http.StatusBadRequest, "unknown event topic %q in topic=%q (topics: %s)", topic, t, strings.Join(eventTopics, ", "))
+		}
+		if key == "" {
+			key = "*"
+		}
+		req.Topics[topic] = append(req.Topics[topic], key)
+	}
+	if len(req.Topics) == 0 {
+		req.Topics[events.TopicAll] = []string{"*"}
+	}
+	if v := r.URL.Query().Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "index=%q is not an index", v)
+		}
+		req.Index = n
+	}
+	sub := b.Subscribe(req)
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	defer context.AfterFunc(a.closing, stop)()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	flush()
+	enc := json.NewEncoder(w)
+	for {
+		wait, cancel := context.WithTimeout(ctx, EventHeartbeat)
+		batch, err := sub.Next(wait)
+		cancel()
+		switch {
+		case err == nil:
+			err = enc.Encode(batch)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			_, err = w.Write([]byte("{}\n"))
+		case ctx.Err() != nil:
+			return streamed, nil // the client left, or the agent stops
+		default:
+			_ = enc.Encode(map[string]string{"Error": err.Error()})
+			flush()
+			return streamed, nil
+		}
+		if err != nil {
+			return streamed, nil // the client is gone
+		}
+		flush()
+	}
+}

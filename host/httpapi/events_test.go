@@ -1,0 +1,100 @@
+package httpapi_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/hashicorp/nomad/api"
+)
+
+// Nomad's own client follows the event stream: a job registered through
+// the API shows as its JobRegistered event, the eval it made and the
+// allocations its plan placed (PlanResult), each payload decoding into
+// Nomad's types; a stream started later from an index replays from there.
+func TestNomadClient_EventStream(t *testing.T) {
+	ts, _ := newAPI(t, 3)
+	c := nomadClient(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := c.EventStream().Stream(ctx, map[api.Topic][]string{
+		api.TopicJob: {"web"}, api.TopicAllocation: {"web"}, api.TopicEvaluation: {"*"}}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var registered uint64
+	placed, complete := 0, false
+	for placed < 2 || !complete {
+		var evs *api.Events
+		select {
+		case evs = <-stream:
+		case <-ctx.Done():
+			t.Fatalf("stream: registered at %d, %d placed, eval complete %v", registered, placed, complete)
+		}
+		if evs.Err != nil {
+			t.Fatal(evs.Err)
+		}
+		for _, e := range evs.Events {
+			switch {
+			case e.Topic == api.TopicJob:
+				// JobRegistered, then PlanResult as the plan sets its status.
+				j, err := e.Job()
+				if err != nil || *j.ID != "web" || e.Index != evs.Index || (e.Type != "JobRegistered" && e.Type != "PlanResult") {
+					t.Fatalf("job event %+v: %v", e, err)
+				}
+				if e.Type == "JobRegistered" {
+					registered = e.Index
+				}
+			case e.Topic == api.TopicAllocation:
+				a, err := e.Allocation()
+				if err != nil || a.JobID != "web" || a.NodeID == "" || e.Type != "PlanResult" || a.Job != nil {
+					t.Fatalf("allocation event %+v: %+v %v", e, a, err)
+				}
+				placed++
+			case e.Topic == api.TopicEvaluation:
+				ev, err := e.Evaluation()
+				if err != nil || ev.JobID != "web" {
+					t.Fatalf("eval event %+v: %v", e, err)
+				}
+				complete = complete || (ev.ID == reg.EvalID && ev.Status == "complete")
+			default:
+				t.Fatalf("event of a topic not asked for: %+v", e)
+			}
+		}
+	}
+
+	// From the registration's index, on another stream: the same job event first.
+	again, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicJob: {"*"}}, registered, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := <-again; evs.Err != nil || evs.Index != registered || evs.Events[0].Key != "web" {
+		t.Fatalf("replay from %d: %+v", registered, evs)
+	}
+}
+
+func TestAPI_EventStreamErrors(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	if resp, out := do(t, "GET", ts.URL+"/v1/event/stream?topic=Jobs:web", ""); resp.StatusCode != 400 || !strings.Contains(string(out), `unknown event topic`) {
+		t.Fatalf("unknown topic: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "GET", ts.URL+"/v1/event/stream?index=soon", ""); resp.StatusCode != 400 {
+		t.Fatalf("bad index: %d %s", resp.StatusCode, out)
+	}
+	off := servertest.New(t, nil, func(c *server.Config) { c.EventBufferSize = 0 })
+	if off.Events() != nil {
+		t.Fatal("event_buffer_size = 0 left the event stream on")
+	}
+}
