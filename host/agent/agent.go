@@ -18,7 +18,7 @@ import (
 )
 
 // Version is Drover's version.
-const Version = "0.1.0-dev"
+const Version = server.Version
 
 // Config configures an agent.
 type Config struct {

@@ -165,6 +165,20 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 // ErrCorruptSnapshot is returned for a snapshot that cannot be read.
 var ErrCorruptSnapshot = errors.New("fsm: corrupt snapshot")
 
+// ReadSnapshot reads a snapshot (what Persist writes) into a new store,
+// checking all of it: for operator snapshots, before they replace the
+// state, and to inspect them.
+func ReadSnapshot(r io.Reader) (*state.Store, error) {
+	store, err := state.NewStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := restore(store, r); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
 // restore reads a snapshot into store, replacing its state.
 func restore(store *state.Store, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)

@@ -130,3 +130,30 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	return t.Summary(), nil
 }
+
+// snapshotSave answers GET /v1/operator/snapshot with an operator snapshot
+// of the whole state (host/snapshot's archive), streamed as it is written.
+func (a *API) snapshotSave(w http.ResponseWriter, r *http.Request) (any, error) {
+	snap, err := a.srv.SaveSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return written(func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("X-Nomad-Index", strconv.FormatUint(snap.Meta.Index, 10))
+		if err := snap.Write(w); err != nil {
+			// The archive is cut short: its checksums keep it from
+			// being restored.
+			a.log.Error().Err(err).Msg("snapshot save failed")
+		}
+	}), nil
+}
+
+// snapshotRestore replaces the state with the snapshot in the request body
+// (PUT /v1/operator/snapshot).
+func (a *API) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := a.srv.RestoreSnapshot(r.Body); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}

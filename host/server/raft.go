@@ -13,6 +13,7 @@ import (
 // raftLayer is the raft instance and what it owns.
 type raftLayer struct {
 	raft    *raft.Raft
+	snaps   raft.SnapshotStore
 	dir     *dataDir // nil in dev
 	trans   raft.Transport
 	timeout time.Duration
@@ -84,7 +85,7 @@ func (s *Server) setupRaft() (err error) {
 		}
 		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}
-	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout = r, trans, s.cfg.RaftApplyTimeout
+	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout, s.raftLayer.snaps = r, trans, s.cfg.RaftApplyTimeout, snaps
 	if d := s.raftLayer.dir; d != nil {
 		if err := d.markInitialized(s.cfg.NodeName, s.now()); err != nil {
 			_ = r.Shutdown().Error()

@@ -30,6 +30,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// Version is Drover's version.
+const Version = "0.1.0-dev"
+
 // ErrNotLeader is returned by writes on a server that is not the leader.
 var ErrNotLeader = errors.New("server: not the leader")
 

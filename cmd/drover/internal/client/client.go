@@ -92,6 +92,32 @@ func (c *Client) do(ctx context.Context, method, path string, in any) (*Meta, []
 		}
 		body = bytes.NewReader(b)
 	}
+	resp, err := c.send(ctx, method, path, body, in != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken")}
+	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &meta.Index)
+	return meta, raw, nil
+}
+
+// Stream sends body as is and returns the answer's body to read as it
+// comes (operator snapshots); the caller closes it.
+func (c *Client) Stream(ctx context.Context, method, path string, body io.Reader) (io.ReadCloser, error) {
+	resp, err := c.send(ctx, method, path, body, false)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// send sends a request; an answer other than 2xx becomes an *APIError.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, isJSON bool) (*http.Response, error) {
 	if c.Namespace != "" && !strings.Contains(path, "namespace=") {
 		sep := "?"
 		if strings.Contains(path, "?") {
@@ -101,21 +127,18 @@ func (c *Client) do(ctx context.Context, method, path string, in any) (*Meta, []
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if in != nil {
+	if isJSON {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
 	}
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var e struct {
 			Error string `json:"error"`
 		}
@@ -123,11 +146,9 @@ func (c *Client) do(ctx context.Context, method, path string, in any) (*Meta, []
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return nil, nil, &APIError{Status: resp.StatusCode, Message: msg}
+		return nil, &APIError{Status: resp.StatusCode, Message: msg}
 	}
-	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken")}
-	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &meta.Index)
-	return meta, raw, nil
+	return resp, nil
 }
 
 // Get is Do with GET.

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/snapshot"
+	"github.com/hashicorp/raft"
+)
+
+// SavedSnapshot is a raft snapshot opened for an operator to save.
+type SavedSnapshot struct {
+	Meta snapshot.Meta
+	rc   io.ReadCloser
+}
+
+// SaveSnapshot opens a snapshot of the whole state to be written as an
+// operator snapshot (the archive of host/snapshot). It takes a new raft
+// snapshot, or uses the newest one when nothing was written since.
+func (s *Server) SaveSnapshot() (*SavedSnapshot, error) {
+	meta, rc, err := s.openSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &SavedSnapshot{rc: rc, Meta: snapshot.Meta{ID: meta.ID, Index: meta.Index, Term: meta.Term, Size: meta.Size,
+		Version: Version, CreateTime: s.now().UTC()}}, nil
+}
+
+// Write writes the archive to w and closes the snapshot.
+func (p *SavedSnapshot) Write(w io.Writer) error {
+	defer p.rc.Close()
+	if err := snapshot.Write(w, p.Meta, p.rc); err != nil {
+		return fmt.Errorf("server: write snapshot: %w", err)
+	}
+	return nil
+}
+
+// Close releases a snapshot that is not written.
+func (p *SavedSnapshot) Close() error { return p.rc.Close() }
+
+func (s *Server) openSnapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	f := s.raftLayer.raft.Snapshot()
+	if err := f.Error(); err == nil {
+		return f.Open()
+	} else if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil, nil, fmt.Errorf("server: take snapshot: %w", err)
+	}
+	list, err := s.raftLayer.snaps.List()
+	if err != nil || len(list) == 0 {
+		return nil, nil, fmt.Errorf("server: no snapshot to save: %v", err)
+	}
+	return s.raftLayer.snaps.Open(list[0].ID)
+}
+
+// RestoreSnapshot replaces the whole state with an operator snapshot read
+// from r. The archive is verified (checksums, sizes) and its state read in
+// full before anything changes: a bad file is refused with the reason and
+// the state is left as it was. The leader's machinery then restarts on the
+// restored state, as after an election: open evals back in the broker and
+// the blocked tracker, node heartbeats re-armed, plugin mirrors fully
+// resynchronised.
+func (s *Server) RestoreSnapshot(r io.Reader) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	dir := ""
+	if d := s.raftLayer.dir; d != nil {
+		dir = d.path
+	}
+	arc, err := snapshot.Read(r, dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	defer arc.Close()
+	if _, err := fsm.ReadSnapshot(arc.State); err != nil {
+		return fmt.Errorf("%w: snapshot state: %v", ErrInvalid, err)
+	}
+	if _, err := arc.State.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	s.revokeLeadership()
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, ID: arc.Meta.ID, Index: arc.Meta.Index, Term: arc.Meta.Term, Size: arc.Meta.Size}
+	rerr := s.raftLayer.raft.Restore(meta, arc.State, time.Minute)
+	if rerr != nil {
+		rerr = fmt.Errorf("server: restore snapshot: %w", rerr)
+	}
+	// Whatever raft did, the leader's duties run again on the state as it
+	// is now (restored, or as it was if raft refused).
+	if err := s.establishLeadership(); err != nil {
+		return errors.Join(rerr, fmt.Errorf("server: after restore: %w", err))
+	}
+	if rerr == nil {
+		s.log.Info().Uint64("snapshot_index", arc.Meta.Index).Str("snapshot_id", arc.Meta.ID).Msg("state restored from a snapshot")
+	}
+	return rerr
+}

@@ -1,0 +1,120 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func archive(t testing.TB, state string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	m := Meta{ID: "1-2-3", Index: 42, Term: 2, Size: int64(len(state)), Version: "test", CreateTime: time.Unix(1, 0).UTC()}
+	if err := Write(&buf, m, strings.NewReader(state)); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// rewrite applies edit to each file of an archive and packs it again.
+func rewrite(t *testing.T, arc []byte, edit func(name string, body []byte) (string, []byte, bool)) []byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(arc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(tr)
+		name, body, keep := edit(hdr.Name, body)
+		if !keep {
+			continue
+		}
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		_, _ = tw.Write(body)
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return out.Bytes()
+}
+
+func TestArchive_RoundTrip(t *testing.T) {
+	a, err := Read(bytes.NewReader(archive(t, "the state")), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	got, _ := io.ReadAll(a.State)
+	if string(got) != "the state" || a.Meta.Index != 42 || a.Meta.Term != 2 || a.Meta.ID != "1-2-3" || a.Meta.Version != "test" {
+		t.Fatalf("read back %q, %+v", got, a.Meta)
+	}
+}
+
+func TestArchive_RefusesDamage(t *testing.T) {
+	good := archive(t, "the state")
+	cases := []struct {
+		name string
+		arc  []byte
+		want string
+	}{
+		{"not gzip", []byte("state"), "not gzip"},
+		{"truncated", good[:len(good)/2], "reading"},
+		{"altered state", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) {
+			if n == stateFile {
+				b = []byte("the stale")
+			}
+			return n, b, true
+		}), "state.bin does not match its checksum"},
+		{"altered meta", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) {
+			if n == metaFile {
+				b = bytes.Replace(b, []byte("42"), []byte("43"), 1)
+			}
+			return n, b, true
+		}), "meta.json does not match its checksum"},
+		{"no checksums", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) { return n, b, n != sumsFile }), "SHA256SUMS is missing"},
+		{"no state", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) { return n, b, n != stateFile }), "state.bin is missing"},
+		{"stray file", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) {
+			if n == sumsFile {
+				return "../etc/passwd", b, true
+			}
+			return n, b, true
+		}), `unexpected file "../etc/passwd"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := Read(bytes.NewReader(tc.arc), dir)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzRead: no input makes Read panic or accept a damaged archive as the
+// original.
+func FuzzRead(f *testing.F) {
+	f.Add(archive(f, "the state"))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Read(bytes.NewReader(b), t.TempDir())
+		if err == nil {
+			_ = a.Close()
+		}
+	})
+}
