@@ -683,11 +683,14 @@ func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, resche
 // a live replacement has reconnected, and one of the two goes. The
 // replacement is the live end of its chain of NextAllocation links (among
 // every allocation of the group): the first replacement may itself have
-// failed and been replaced while the node was away. The group's disconnect.reconcile says which: keep_replacement
-// stops the original; keep_original, longest_running (the original has run
-// longer) and best_score (the default; plugins do not see placement scores,
-// so the original, which was placed by score first, is kept) stop the
-// replacement.
+// failed, or been replaced when its own node disconnected, while the node
+// was away. An allocation that comes back while an ancestor in its chain
+// runs (it replaced an allocation that came back, and was kept, before it)
+// pairs with that ancestor. The group's disconnect.reconcile says which
+// goes: keep_replacement stops the original; keep_original,
+// longest_running (the original has run longer) and best_score (the
+// default; plugins do not see placement scores, so the original, which was
+// placed by score first, is kept) stop the replacement.
 func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
 	out := set{}
@@ -695,29 +698,33 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 		if out[a.ID] != nil || a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
 			continue
 		}
-		next := liveReplacement(a, group, untainted)
-		if next == nil || untainted[next.ID] == nil {
-			continue
+		orig, repl := a, liveReplacement(a, group, untainted)
+		if repl == nil || untainted[repl.ID] == nil {
+			if orig, repl = liveAncestor(a, group, untainted), a; orig == nil {
+				continue
+			}
 		}
 		if keepReplacement {
-			out[a.ID] = a
+			out[orig.ID] = orig
 		} else {
-			out[next.ID] = next
+			out[repl.ID] = repl
 		}
 	}
 	return out
 }
 
 // liveReplacement returns the live end of a's chain of replacements
-// (NextAllocation links among group), or nil when a has none. When a link
-// was garbage collected, the chain's live end is found in untainted by
-// the name every replacement took.
+// (NextAllocation links among group), or nil when a has none. The chain is
+// followed past finished allocations and past live ones that were replaced
+// in turn while away (not in untainted). When a link was garbage
+// collected, the chain's live end is found in untainted by the name every
+// replacement took.
 func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 	if a.NextAllocation == "" {
 		return nil
 	}
 	next := group[a.NextAllocation]
-	for hops := 0; next != nil && next.TerminalStatus() && hops < len(group); hops++ {
+	for hops := 0; next != nil && (next.TerminalStatus() || untainted[next.ID] == nil && next.NextAllocation != "") && hops < len(group); hops++ {
 		next = group[next.NextAllocation]
 	}
 	if next == nil {
@@ -727,6 +734,19 @@ func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 		return nil
 	}
 	return next
+}
+
+// liveAncestor returns the first allocation up a's chain of
+// PreviousAllocation links (among group) that runs in untainted, or nil.
+func liveAncestor(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
+	prev := group[a.PreviousAllocation]
+	for hops := 0; prev != nil && hops < len(group); hops++ {
+		if untainted[prev.ID] != nil && !prev.TerminalStatus() && prev.ClientStatus == sdk.AllocClientStatusRunning {
+			return prev
+		}
+		prev = group[prev.PreviousAllocation]
+	}
+	return nil
 }
 
 // namesake returns the live allocation of s, other than a, that holds a's

@@ -1542,3 +1542,90 @@ func TestService_LostWhoseReplacementAwaitsRescheduleIsOnlyStopped(t *testing.T)
 		t.Fatalf("after the failed replacement's reschedule: %v, want three allocations under three names", liveNames(live))
 	}
 }
+
+// An allocation replaced twice over disconnects (its replacement's node
+// disconnected too) that comes back is reconciled with the live end of
+// its chain, past the replacement still away; when that replacement comes
+// back in turn, it is reconciled with the original kept before it. Each
+// time one allocation of the name runs.
+//
+// The group also has a failed allocation waiting to be rescheduled: it
+// must not be what is stopped to make up for the duplicate.
+func TestService_ReconnectPastAReplacementStillAway(t *testing.T) {
+	for _, policy := range []string{"", sdk.ReconcileKeepReplacement} {
+		t.Run("reconcile="+policy, func(t *testing.T) { reconnectPastAReplacementStillAway(t, policy) })
+	}
+}
+
+func reconnectPastAReplacementStillAway(t *testing.T, policy string) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 5)...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour, Reconcile: policy}
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
+	h.Process(service, h.RegisterJob(job))
+	live := h.Live("default", "web")
+	h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
+	orig, failed := live[0], live[1]
+	h.SetClientStatus(sdk.AllocClientStatusFailed, failed)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	if f := h.State().Alloc(failed.ID); f.FollowupEvalID == "" || f.DesiredStatus != sdk.AllocDesiredStatusRun {
+		t.Fatalf("the failed allocation: %+v, want it to wait for its reschedule", f)
+	}
+
+	replace := func(a *sdk.Allocation) *sdk.Allocation {
+		t.Helper()
+		setNodeStatus(h, a.NodeID, sdk.NodeStatusDisconnected)
+		h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+		next := h.State().Alloc(h.State().Alloc(a.ID).NextAllocation)
+		if next == nil {
+			t.Fatalf("%s was not replaced when its node disconnected", a.ID)
+		}
+		h.SetClientStatus(sdk.AllocClientStatusRunning, next)
+		return next
+	}
+	away := replace(orig)
+	last := replace(away)
+	running := func() []*sdk.Allocation {
+		var out []*sdk.Allocation
+		for _, a := range h.Live("default", "web") {
+			if a.ClientStatus != sdk.AllocClientStatusUnknown {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	back := func(a *sdk.Allocation) {
+		t.Helper()
+		setNodeStatus(h, a.NodeID, sdk.NodeStatusReady)
+		h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(a.ID))
+		h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+		// disconnect.reconcile's default keeps the original.
+		want := orig
+		if policy == sdk.ReconcileKeepReplacement {
+			want = last
+		}
+		var kept []*sdk.Allocation
+		for _, l := range running() {
+			if l.Name == orig.Name {
+				kept = append(kept, l)
+			}
+		}
+		if len(kept) != 1 || kept[0].ID != want.ID {
+			t.Fatalf("after %s came back: %v, want %s alone", a.ID, liveNames(kept), want.ID)
+		}
+		if f := h.State().Alloc(failed.ID); f.DesiredStatus != sdk.AllocDesiredStatusRun {
+			t.Fatalf("after %s came back, the failed allocation awaiting its reschedule was stopped (%s)", a.ID, f.DesiredDescription)
+		}
+	}
+	back(orig)
+	stopped := last
+	if policy == sdk.ReconcileKeepReplacement {
+		stopped = orig
+	}
+	if s := h.State().Alloc(stopped.ID); s.DesiredDescription != reconcile.AllocReconnected {
+		t.Fatalf("%s was stopped as %q, want %q", stopped.ID, s.DesiredDescription, reconcile.AllocReconnected)
+	}
+	back(away)
+}
