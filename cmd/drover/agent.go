@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/agent"
+	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/rs/zerolog"
 )
@@ -116,12 +118,13 @@ func (c *agentCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("invalid log level %q", cfg.LogLevel)
 	}
-	var log zerolog.Logger
-	if cfg.LogJSON {
-		log = zerolog.New(os.Stderr).With().Timestamp().Logger().Level(lvl)
-	} else {
-		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Logger().Level(lvl)
+	// The log goes to stderr and to drover monitor (/v1/agent/monitor).
+	var out io.Writer = os.Stderr
+	if !cfg.LogJSON {
+		out = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
 	}
+	cfg.Logs = logmon.NewHub()
+	log := zerolog.New(zerolog.MultiLevelWriter(out, cfg.Logs)).With().Timestamp().Logger().Level(lvl)
 	if !cfg.Dev && cfg.Server.DataDir == "" {
 		return c.errorf("-data-dir (or data_dir in -config) is required unless -dev is set")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -475,8 +477,18 @@ func TestE2E_OperatorMetricsPrometheus(t *testing.T) {
 // state: a job registered after the save is gone once it is restored.
 func TestE2E_OperatorSnapshot(t *testing.T) {
 	bin := droverBin(t)
-	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 2)}
+	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 2, "-log-level", "info")}
 	dir := t.TempDir()
+	// drover monitor follows the agent's log meanwhile: the restore is
+	// logged at info.
+	mon := exec.Command(bin, "monitor")
+	mon.Env = append(os.Environ(), "DROVER_ADDR="+c.addr)
+	var monOut syncBuffer
+	mon.Stdout, mon.Stderr = &monOut, &monOut
+	if err := mon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mon.Process.Kill(); _ = mon.Wait() })
 	// Batch jobs: job run returns once they are placed (no deployment).
 	batch := func(name string) string {
 		return writeFile(t, dir, name+".hcl", strings.Replace(cliWebJob, `job "web" {`, "job \""+name+"\" {\n  type = \"batch\"", 1))
@@ -489,10 +501,34 @@ func TestE2E_OperatorSnapshot(t *testing.T) {
 	c.contains(c.run(0, "job", "run", batch("late")), "2 placed")
 	c.contains(c.run(0, "operator", "snapshot", "restore", file), "Snapshot restored")
 	c.contains(c.run(1, "job", "status", "late"), "404")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(monOut.String(), "state restored from a snapshot"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("drover monitor did not show the restore:\n%s", monOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c.contains(c.run(0, "job", "status", "web"), "ID            = web")
 
 	bad := writeFile(t, dir, "bad.snap", "not a snapshot")
 	c.contains(c.run(1, "operator", "snapshot", "restore", bad), "not gzip-compressed")
 	c.contains(c.run(1, "operator", "snapshot", "inspect", bad), "not gzip-compressed")
 	c.contains(c.run(0, "job", "status", "web"), "ID            = web")
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

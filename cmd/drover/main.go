@@ -75,6 +75,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"node status":                   f(&nodeStatusCommand{meta: m}),
 		"node drain":                    f(&nodeDrainCommand{meta: m}),
 		"node eligibility":              f(&nodeEligibilityCommand{meta: m}),
+		"monitor":                       f(&logMonitorCommand{meta: m}),
 		"operator":                      group("Operate the cluster", "operator"),
 		"operator metrics":              f(&operatorMetricsCommand{meta: m}),
 		"operator snapshot":             group("Save and restore the cluster's state", "operator snapshot"),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
 	rt "github.com/drover-sched/drover/runtime"
 	"github.com/rs/zerolog"
@@ -40,6 +41,9 @@ type Config struct {
 	// that starts the agent logs.
 	LogLevel string
 	LogJSON  bool
+	// Logs, if set, is where the agent's logger also writes: /v1/agent/monitor
+	// streams it.
+	Logs *logmon.Hub
 	// Server configures the server.
 	Server server.Config
 }
@@ -109,6 +113,9 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	}
 	a.listener = ln
 	api := httpapi.New(srv, log, a.self)
+	if cfg.Logs != nil {
+		api.SetLogs(cfg.Logs)
+	}
 	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	a.http.RegisterOnShutdown(api.Close)
 	go func() {

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/host/jobspec"
+	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/rs/zerolog"
 )
@@ -47,6 +48,8 @@ type API struct {
 	// stops: http.Server.Shutdown waits for them otherwise.
 	closing context.Context
 	close   context.CancelFunc
+	// logs feeds /v1/agent/monitor (nil: not served).
+	logs *logmon.Hub
 }
 
 // New returns the API of srv. self answers /v1/agent/self.

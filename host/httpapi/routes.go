@@ -65,6 +65,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/operator/snapshot", a.snapshotSave)
 	write("/v1/operator/snapshot", a.snapshotRestore)
 	a.on(http.MethodGet, "/v1/metrics", a.metrics)
+	a.on(http.MethodGet, "/v1/agent/monitor", a.monitor)
 	a.on(http.MethodGet, "/v1/event/stream", a.eventStream)
 	a.on(http.MethodGet, "/v1/agent/self", func(http.ResponseWriter, *http.Request) (any, error) { return a.self(), nil })
 }
