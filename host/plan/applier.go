@@ -57,7 +57,9 @@ func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChec
 	if newID == nil {
 		newID = NewID
 	}
-	discard, _ := metrics.New(metrics.DefaultConfig(""), &metrics.BlackholeSink{})
+	conf := metrics.DefaultConfig("")
+	conf.EnableRuntimeMetrics = false // or New starts a sampler that never stops
+	discard, _ := metrics.New(conf, &metrics.BlackholeSink{})
 	return &Applier{queue: q, store: store, raft: raft, tokens: tokens, limits: limits, now: now, newID: newID, log: log,
 		Metrics: discard}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"runtime"
 	"testing"
 	"time"
 
@@ -344,7 +345,7 @@ func TestApplier_Metrics(t *testing.T) {
 	a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
 	inm := metrics.NewInmemSink(time.Minute, time.Minute)
 	conf := metrics.DefaultConfig("drover")
-	conf.EnableHostname = false
+	conf.EnableHostname, conf.EnableRuntimeMetrics = false, false
 	a.Metrics, _ = metrics.New(conf, inm)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -368,5 +369,18 @@ func TestApplier_Metrics(t *testing.T) {
 	}
 	if got := data.Counters["drover.plan.node_rejected;node_id=n0"]; got.AggregateSample == nil || got.Sum != 1 {
 		t.Errorf("node_rejected for n0: %+v, want 1; counters: %v", got.AggregateSample, data.Counters)
+	}
+}
+
+// An applier starts no goroutine of its own until Run (go-metrics starts a
+// runtime sampler that never stops unless told not to).
+func TestApplier_NewStartsNoGoroutine(t *testing.T) {
+	s, _ := fixture(t)
+	before := runtime.NumGoroutine()
+	for i := 0; i < 50; i++ {
+		NewApplier(NewQueue(), s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	}
+	if n := runtime.NumGoroutine() - before; n >= 50 {
+		t.Fatalf("50 appliers left %d more goroutines", n)
 	}
 }

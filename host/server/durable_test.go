@@ -372,9 +372,21 @@ func TestDurable_OperatorSnapshotRestore(t *testing.T) {
 	want := dump(t, s.Store().Snapshot())
 
 	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("later", "service", 1, 100, 64)))
-	if _, _, err := s.DeregisterJob("default", "big", true); err != nil {
+	purge, _, err := s.DeregisterJob("default", "big", true)
+	if err != nil {
 		t.Fatal(err)
 	}
+	servertest.WaitForEval(t, s, purge)
+	// The state settles (the purged job's blocked eval ends too) before it
+	// is compared.
+	servertest.WaitFor(t, "the purged job's evals to end", func() bool {
+		for _, e := range s.Store().Snapshot().EvalsByJob("default", "big") {
+			if !e.TerminalStatus() {
+				return false
+			}
+		}
+		return true
+	})
 	changed := dump(t, s.Store().Snapshot())
 
 	damaged := bytes.Clone(file.Bytes())

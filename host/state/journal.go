@@ -38,7 +38,12 @@ type Journal struct {
 	// claiming a later index synchronised with another history (a store
 	// restored or replaced since): the journal does not cover it.
 	top uint64
-	max int
+	// restored is set by a restore and cleared by the first write after
+	// it, which raises the floor to that write's index: raft numbers that
+	// write past every index of the history the restore replaced, and a
+	// mirror synchronised anywhere in that history must load in full.
+	restored bool
+	max      int
 }
 
 // NewJournal returns a journal holding at most max entries.
@@ -53,6 +58,11 @@ func (j *Journal) append(index uint64, cs []Change) {
 	defer j.mu.Unlock()
 	if index > j.top {
 		j.top = index
+	}
+	if j.restored {
+		j.restored = false
+		j.entries, j.floor = j.entries[:0], index
+		return
 	}
 	if len(cs) == 0 {
 		return
@@ -74,7 +84,7 @@ func (j *Journal) append(index uint64, cs []Change) {
 func (j *Journal) reset(floor uint64) {
 	j.mu.Lock()
 	j.entries = nil
-	j.floor, j.top = floor, floor
+	j.floor, j.top, j.restored = floor, floor, true
 	j.mu.Unlock()
 }
 
