@@ -152,7 +152,7 @@ func (c *snapshotInspectCommand) Run(args []string) int {
 	snap := store.Snapshot()
 	m := arc.Meta
 	c.kv("ID", m.ID, "Index", fmt.Sprint(m.Index), "Term", fmt.Sprint(m.Term), "Size", fmt.Sprintf("%d bytes", m.Size),
-		"Version", m.Version, "Created", m.CreateTime.Format(time.RFC3339),
+		"Version", m.DroverVersion, "Created", m.CreateTime.Format(time.RFC3339),
 		"Jobs", fmt.Sprint(len(snap.Jobs("*"))), "Evaluations", fmt.Sprint(len(snap.Evals())),
 		"Allocations", fmt.Sprint(len(snap.Allocs())), "Deployments", fmt.Sprint(len(snap.Deployments())),
 		"Nodes", fmt.Sprint(len(snap.Nodes())))

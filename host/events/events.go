@@ -19,6 +19,7 @@ package events
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 
@@ -169,7 +170,9 @@ func (b *Broker) Subscribe(req Request) *Subscription {
 	defer b.mu.Unlock()
 	switch {
 	case req.Index == 0 && b.prev != nil:
-		s.next = b.prev.Index() + 1
+		// After a restore the state's index may be below what was
+		// dropped: start past both.
+		s.next = max(b.prev.Index(), b.dropped) + 1
 	case req.Index <= b.dropped:
 		s.next = b.dropped + 1 // the oldest the buffer has
 	}
@@ -213,10 +216,8 @@ func (b *Broker) after(index uint64) (*entry, <-chan struct{}, error) {
 	if index <= b.dropped {
 		return nil, nil, ErrFellBehind // entries it has not seen were dropped
 	}
-	for _, e := range b.buf {
-		if e.index >= index {
-			return e, nil, nil
-		}
+	if i := sort.Search(len(b.buf), func(i int) bool { return b.buf[i].index >= index }); i < len(b.buf) {
+		return b.buf[i], nil, nil
 	}
 	return nil, b.publish, nil
 }
@@ -250,7 +251,12 @@ func (s *Subscription) wants(ev *Event) bool {
 // build makes the entry's events (once).
 func (e *entry) build() []Event {
 	e.once.Do(func() {
+		seen := make(map[state.Change]bool, len(e.changes))
 		for _, c := range e.changes {
+			if seen[c] { // an object the write touched twice
+				continue
+			}
+			seen[c] = true
 			if ev, ok := e.event(c); ok {
 				ev.Index, ev.Type = e.index, e.typ
 				e.events = append(e.events, ev)

@@ -185,3 +185,37 @@ func TestBroker_WritesWithoutEventsAreSkipped(t *testing.T) {
 		t.Fatalf("first batch at %d, want %d", b.Index, idx)
 	}
 }
+
+func TestBroker_OneEventPerObjectAndWrite(t *testing.T) {
+	c := newCluster(t, 10)
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Namespace: "*"})
+	c.write(TypeJobRegistered, func(tx *state.Txn) error {
+		for i := 0; i < 2; i++ {
+			if err := tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "web", Priority: 50 + i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if b := next(t, s); len(b.Events) != 1 || b.Events[0].Payload["Job"].(*sdk.Job).Priority != 51 {
+		t.Fatalf("a job written twice in one write: %+v", b.Events)
+	}
+}
+
+// A restore brings the state's index below what the buffer dropped: a
+// subscription from now still starts with what comes next.
+func TestBroker_SubscribeAfterARestore(t *testing.T) {
+	c := newCluster(t, 2)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.register("default", id)
+	}
+	if err := c.store.Restore(1, func(tx *state.Txn) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.b.Reset(c.store.Snapshot())
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Namespace: "default"})
+	idx := c.register("default", "e")
+	if b := next(t, s); b.Index != idx {
+		t.Fatalf("after a restore: %+v, want the write at %d", b, idx)
+	}
+}

@@ -19,7 +19,11 @@ var streamed = written(func(http.ResponseWriter) {})
 // EventHeartbeat is how often an idle event stream sends "{}", as Nomad's.
 const EventHeartbeat = 10 * time.Second
 
-var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll}
+var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll,
+	// Nomad's other topics: Drover has no such objects (services live in
+	// Consul, node pools are implicit, no ACLs), so they never have
+	// events; asking for them is not an error.
+	"NodePool", "Service", "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"}
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
 // JSON, one {"Index": N, "Events": [...]} per committed write with events

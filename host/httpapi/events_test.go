@@ -1,7 +1,10 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -90,11 +93,51 @@ func TestAPI_EventStreamErrors(t *testing.T) {
 	if resp, out := do(t, "GET", ts.URL+"/v1/event/stream?topic=Jobs:web", ""); resp.StatusCode != 400 || !strings.Contains(string(out), `unknown event topic`) {
 		t.Fatalf("unknown topic: %d %s", resp.StatusCode, out)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/event/stream?topic=Service:web&topic=NodePool", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("Nomad's topics without objects here: %v %v, want an (empty) stream", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if resp, out := do(t, "GET", ts.URL+"/v1/event/stream?index=soon", ""); resp.StatusCode != 400 {
 		t.Fatalf("bad index: %d %s", resp.StatusCode, out)
 	}
 	off := servertest.New(t, nil, func(c *server.Config) { c.EventBufferSize = 0 })
 	if off.Events() != nil {
 		t.Fatal("event_buffer_size = 0 left the event stream on")
+	}
+}
+
+// Nomad's client saves (checking the Digest header) and restores an
+// operator snapshot.
+func TestNomadClient_OperatorSnapshot(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Operator().Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := io.ReadAll(rc) // fails on a checksum mismatch
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Operator().SnapshotRestore(bytes.NewReader(saved), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Store().Snapshot().Job("default", "web") == nil {
+		t.Fatal("the restored snapshot lacks the job purged after it was saved")
 	}
 }

@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/drover-sched/drover/host/state"
@@ -132,19 +136,49 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // snapshotSave answers GET /v1/operator/snapshot with an operator snapshot
-// of the whole state (host/snapshot's archive), streamed as it is written.
+// of the whole state (host/snapshot's archive). The archive is written to a
+// file first, so that the answer carries its length and, as Nomad's does,
+// its checksum in a Digest header (Nomad's client requires it), and so that
+// a failure is an error status rather than a cut-off archive.
 func (a *API) snapshotSave(w http.ResponseWriter, r *http.Request) (any, error) {
 	snap, err := a.srv.SaveSnapshot()
 	if err != nil {
 		return nil, err
 	}
+	dir := ""
+	if c := a.srv.Config(); !c.Dev {
+		dir = c.DataDir
+	}
+	f, err := os.CreateTemp(dir, "snapshot-save-*.snap")
+	if err != nil {
+		_ = snap.Close()
+		return nil, err
+	}
+	// The file goes once the answer is written (after this returns).
+	remove := func() {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}
+	h := sha256.New()
+	err = snap.Write(io.MultiWriter(f, h))
+	var size int64
+	if err == nil {
+		if size, err = f.Seek(0, io.SeekCurrent); err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+	}
+	if err != nil {
+		remove()
+		return nil, err
+	}
 	return written(func(w http.ResponseWriter) {
+		defer remove()
 		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		w.Header().Set("Digest", "sha-256="+base64.StdEncoding.EncodeToString(h.Sum(nil)))
 		w.Header().Set("X-Nomad-Index", strconv.FormatUint(snap.Meta.Index, 10))
-		if err := snap.Write(w); err != nil {
-			// The archive is cut short: its checksums keep it from
-			// being restored.
-			a.log.Error().Err(err).Msg("snapshot save failed")
+		if _, err := io.Copy(w, f); err != nil {
+			a.log.Warn().Err(err).Msg("snapshot save: the client went away")
 		}
 	}), nil
 }

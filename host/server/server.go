@@ -72,6 +72,8 @@ type Server struct {
 	// dispatchMu serialises dispatches of parameterized jobs (their
 	// idempotency tokens).
 	dispatchMu sync.Mutex
+	// restoreMu serialises operator snapshot restores.
+	restoreMu sync.Mutex
 }
 
 // New creates a server and starts raft; in durable mode it opens the data

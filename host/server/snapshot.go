@@ -25,8 +25,8 @@ func (s *Server) SaveSnapshot() (*SavedSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SavedSnapshot{rc: rc, Meta: snapshot.Meta{ID: meta.ID, Index: meta.Index, Term: meta.Term, Size: meta.Size,
-		Version: Version, CreateTime: s.now().UTC()}}, nil
+	return &SavedSnapshot{rc: rc, Meta: snapshot.Meta{Version: int(meta.Version), ID: meta.ID, Index: meta.Index, Term: meta.Term,
+		Size: meta.Size, DroverVersion: Version, CreateTime: s.now().UTC()}}, nil
 }
 
 // Write writes the archive to w and closes the snapshot.
@@ -66,6 +66,10 @@ func (s *Server) RestoreSnapshot(r io.Reader) error {
 	if !s.IsLeader() {
 		return ErrNotLeader
 	}
+	// One restore at a time: a second one's leadership restart must not
+	// interleave with the first's.
+	s.restoreMu.Lock()
+	defer s.restoreMu.Unlock()
 	dir := ""
 	if d := s.raftLayer.dir; d != nil {
 		dir = d.path
@@ -83,14 +87,25 @@ func (s *Server) RestoreSnapshot(r io.Reader) error {
 	}
 	s.revokeLeadership()
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, ID: arc.Meta.ID, Index: arc.Meta.Index, Term: arc.Meta.Term, Size: arc.Meta.Size}
-	rerr := s.raftLayer.raft.Restore(meta, arc.State, time.Minute)
+	// No timeout: one would also bound the entry raft writes after
+	// restoring, and report a restore that succeeded slowly as failed.
+	rerr := s.raftLayer.raft.Restore(meta, arc.State, 0)
 	if rerr != nil {
 		rerr = fmt.Errorf("server: restore snapshot: %w", rerr)
 	}
 	// Whatever raft did, the leader's duties run again on the state as it
-	// is now (restored, or as it was if raft refused).
-	if err := s.establishLeadership(); err != nil {
-		return errors.Join(rerr, fmt.Errorf("server: after restore: %w", err))
+	// is now (restored, or as it was if raft refused), retried while this
+	// server leads: nothing else would restart them.
+	err = nil
+	for try := 0; try < 5 && s.IsLeader(); try++ {
+		if err = s.establishLeadership(); err == nil {
+			break
+		}
+		s.log.Warn().Err(err).Msg("leader duties did not restart after a restore; retrying")
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		return errors.Join(rerr, fmt.Errorf("server: leader duties after the restore: %w", err))
 	}
 	if rerr == nil {
 		s.log.Info().Uint64("snapshot_index", arc.Meta.Index).Str("snapshot_id", arc.Meta.ID).Msg("state restored from a snapshot")

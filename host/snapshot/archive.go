@@ -2,7 +2,7 @@
 // operator snapshot save|restore|inspect, /v1/operator/snapshot): a
 // gzipped tar archive, as Nomad's, of
 //
-//	meta.json    the raft snapshot's ID, index, term and size, and who wrote it
+//	meta.json    the raft snapshot's version, ID, index, term and size, and who wrote it
 //	state.bin    the FSM's snapshot of the whole state
 //	SHA256SUMS   the SHA-256 of the two files above
 //
@@ -26,16 +26,19 @@ import (
 	"time"
 )
 
-// Meta describes an archived snapshot.
+// Meta describes an archived snapshot. Its fields named as raft's
+// SnapshotMeta's have their meaning, as in Nomad's archives.
 type Meta struct {
-	ID    string
-	Index uint64
-	Term  uint64
+	// Version is raft's snapshot format version.
+	Version int
+	ID      string
+	Index   uint64
+	Term    uint64
 	// Size is state.bin's length in bytes.
 	Size int64
-	// Version is the Drover version that wrote the archive.
-	Version    string
-	CreateTime time.Time
+	// DroverVersion is the Drover version that wrote the archive.
+	DroverVersion string
+	CreateTime    time.Time
 }
 
 // ErrInvalid wraps every reason an archive is refused.

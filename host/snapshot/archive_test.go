@@ -14,7 +14,7 @@ import (
 func archive(t testing.TB, state string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	m := Meta{ID: "1-2-3", Index: 42, Term: 2, Size: int64(len(state)), Version: "test", CreateTime: time.Unix(1, 0).UTC()}
+	m := Meta{Version: 1, ID: "1-2-3", Index: 42, Term: 2, Size: int64(len(state)), DroverVersion: "test", CreateTime: time.Unix(1, 0).UTC()}
 	if err := Write(&buf, m, strings.NewReader(state)); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestArchive_RoundTrip(t *testing.T) {
 	}
 	defer a.Close()
 	got, _ := io.ReadAll(a.State)
-	if string(got) != "the state" || a.Meta.Index != 42 || a.Meta.Term != 2 || a.Meta.ID != "1-2-3" || a.Meta.Version != "test" {
+	if string(got) != "the state" || a.Meta.Index != 42 || a.Meta.Term != 2 || a.Meta.ID != "1-2-3" || a.Meta.DroverVersion != "test" || a.Meta.Version != 1 {
 		t.Fatalf("read back %q, %+v", got, a.Meta)
 	}
 }

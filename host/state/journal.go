@@ -39,9 +39,10 @@ type Journal struct {
 	// restored or replaced since): the journal does not cover it.
 	top uint64
 	// restored is set by a restore and cleared by the first write after
-	// it, which raises the floor to that write's index: raft numbers that
-	// write past every index of the history the restore replaced, and a
-	// mirror synchronised anywhere in that history must load in full.
+	// it, which raises the floor to just below that write's index: raft
+	// numbers that write past every index of the history the restore
+	// replaced (and the restore itself), so a mirror synchronised anywhere
+	// in that history loads in full.
 	restored bool
 	max      int
 }
@@ -61,8 +62,7 @@ func (j *Journal) append(index uint64, cs []Change) {
 	}
 	if j.restored {
 		j.restored = false
-		j.entries, j.floor = j.entries[:0], index
-		return
+		j.entries, j.floor = j.entries[:0], index-1
 	}
 	if len(cs) == 0 {
 		return

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
@@ -65,6 +66,7 @@ type Telemetry struct {
 	inmem    *metrics.InmemSink
 	registry *prometheus.Registry // nil unless Prometheus is enabled
 	statsd   *metrics.StatsdSink  // nil unless configured
+	global   atomic.Bool          // SetGlobal was called
 }
 
 // New returns telemetry with an in-memory sink and, if configured, a
@@ -114,8 +116,14 @@ func New(cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// Close stops the statsd sink's sender.
+// Close stops the statsd sink's sender. If t was the global instance, the
+// global one discards from then on: raft (of this agent or another in the
+// same process) may still report, and must not reach a closed sink.
 func (t *Telemetry) Close() {
+	if t.global.Load() {
+		conf := *t.conf
+		_, _ = metrics.NewGlobal(&conf, &metrics.BlackholeSink{})
+	}
 	if t.statsd != nil {
 		t.statsd.Shutdown()
 	}
@@ -129,7 +137,9 @@ func (t *Telemetry) Interval() time.Duration { return t.cfg.CollectionInterval }
 
 // SetGlobal makes t receive what is reported to go-metrics' global
 // instance (raft's metrics).
+// The last agent to call it in a process wins.
 func (t *Telemetry) SetGlobal() {
+	t.global.Store(true)
 	_, _ = metrics.NewGlobal(t.conf, t.sinks) // errs only on bad filters; there are none
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
 )
 
 // Every metric reaches each configured sink: the in-memory one behind
@@ -56,4 +58,16 @@ func TestTelemetry_EmptySummaryAndNoPrometheusByDefault(t *testing.T) {
 	if _, err := New(Config{StatsdAddress: "no port"}); err == nil {
 		t.Fatal("a bad statsd address was accepted")
 	}
+}
+
+// After the global instance's telemetry closes, what raft reports through
+// the global one is discarded, not sent to a closed statsd sink (a panic).
+func TestTelemetry_CloseLeavesTheGlobalDiscarding(t *testing.T) {
+	tel, err := New(Config{StatsdAddress: "127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel.SetGlobal()
+	tel.Close()
+	metrics.IncrCounter([]string{"raft", "apply"}, 1)
 }
