@@ -8,10 +8,10 @@ import (
 )
 
 // emitStats samples the gauges every collection interval until ctx ends:
-// the Go runtime and the plugins' counters always; on the leader, the broker's queues (in total and
-// per scheduler type), the blocked evals, the plan queue and the nodes
-// whose heartbeats are tracked. Names follow Nomad's, under "drover."
-// rather than "nomad.nomad.".
+// the Go runtime and the plugins' counters always; on the leader, the
+// broker's queues (in total and per scheduler type), the blocked evals,
+// the plan queue and the nodes whose heartbeats are tracked. Names follow
+// Nomad's, under "drover." rather than "nomad.nomad.".
 func (s *Server) emitStats(ctx context.Context) {
 	defer s.done.Done()
 	t := time.NewTicker(s.telemetry.Interval())
