@@ -64,6 +64,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/regions", a.regions)
 	a.on(http.MethodGet, "/v1/operator/snapshot", a.snapshotSave)
 	write("/v1/operator/snapshot", a.snapshotRestore)
+	write("/v1/search", a.search)
 	a.on(http.MethodGet, "/v1/metrics", a.metrics)
 	a.on(http.MethodGet, "/v1/agent/monitor", a.monitor)
 	a.on(http.MethodGet, "/v1/event/stream", a.eventStream)

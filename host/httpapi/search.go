@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// searchLimit is how many matches a context lists at most, as Nomad's.
+const searchLimit = 20
+
+// SearchResponse answers /v1/search as Nomad's: the IDs matching the
+// prefix per context, and whether a context had more than the limit.
+type SearchResponse struct {
+	Matches     map[string][]string
+	Truncations map[string]bool
+}
+
+// searchContexts are the contexts Drover has objects for. Nomad's others
+// (plugins, volumes, variables, scaling policies, ...) are accepted and
+// match nothing.
+var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployments", "namespaces", "node_pools"}
+
+// search serves PUT/POST /v1/search (Nomad's prefix search, which Nomad's
+// CLI uses to find what an ID prefix names): {"Prefix", "Context"} with
+// Context "all" or one of searchContexts, in the request's namespace
+// ("*": all) for namespaced objects.
+func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
+	// Nomad's client sends its query options in the body too: unknown
+	// fields are allowed here.
+	var req struct {
+		Prefix  string
+		Context string
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&req); err != nil {
+		return nil, errorf(http.StatusBadRequest, "search request: %v", err)
+	}
+	want := searchContexts
+	switch {
+	case req.Context == "" || req.Context == "all":
+	case slices.Contains(searchContexts, req.Context):
+		want = []string{req.Context}
+	default:
+		want = nil // a context of Nomad's with no objects here
+	}
+	ns := requestNamespace(r)
+	inNS := func(n string) bool { return ns == "*" || n == ns }
+	snap := a.srv.Store().Snapshot()
+	resp := &SearchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
+	for _, c := range want {
+		var ids []string
+		switch c {
+		case "jobs":
+			if ns == "*" {
+				for _, j := range snap.Jobs("*") {
+					if strings.HasPrefix(j.ID, req.Prefix) {
+						ids = append(ids, j.ID)
+					}
+				}
+			} else {
+				for _, j := range snap.JobsByIDPrefix(ns, req.Prefix) {
+					ids = append(ids, j.ID)
+				}
+			}
+		case "evals":
+			for _, e := range snap.EvalsByPrefix(req.Prefix) {
+				if inNS(e.Namespace) {
+					ids = append(ids, e.ID)
+				}
+			}
+		case "allocs":
+			for _, al := range snap.AllocsByPrefix(req.Prefix) {
+				if inNS(al.Namespace) {
+					ids = append(ids, al.ID)
+				}
+			}
+		case "nodes":
+			for _, n := range snap.NodesByPrefix(req.Prefix) {
+				ids = append(ids, n.ID)
+			}
+		case "deployments":
+			for _, d := range snap.Deployments() {
+				if inNS(d.Namespace) && strings.HasPrefix(d.ID, req.Prefix) {
+					ids = append(ids, d.ID)
+				}
+			}
+		case "namespaces":
+			for name := range namespaces(snap) {
+				if strings.HasPrefix(name, req.Prefix) {
+					ids = append(ids, name)
+				}
+			}
+		case "node_pools":
+			for name := range nodePools(snap) {
+				if strings.HasPrefix(name, req.Prefix) {
+					ids = append(ids, name)
+				}
+			}
+		}
+		sort.Strings(ids)
+		if len(ids) > searchLimit {
+			ids, resp.Truncations[c] = ids[:searchLimit], true
+		} else {
+			resp.Truncations[c] = false
+		}
+		resp.Matches[c] = ids
+	}
+	setIndex(w, snap.Index())
+	return resp, nil
+}

@@ -1,0 +1,59 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
+	"github.com/hashicorp/nomad/api/contexts"
+)
+
+// Nomad's client finds objects by ID prefix (as Nomad's CLI does for
+// `nomad status <prefix>`): per context, at most 20 with a truncation
+// flag; Nomad's contexts without objects here match nothing.
+func TestNomadClient_PrefixSearch(t *testing.T) {
+	ts, s := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	for i := 0; i < 22; i++ {
+		if _, _, err := s.RegisterJob(servertest.Job(fmt.Sprintf("batch-%02d", i), sdk.JobTypeBatch, 0, 100, 64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, eval)
+	alloc := s.Store().Snapshot().AllocsByJob("default", "web")[0]
+
+	res, _, err := c.Search().PrefixSearch("we", contexts.Jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Matches[contexts.Jobs]; len(got) != 1 || got[0] != "web" || res.Truncations[contexts.Jobs] {
+		t.Fatalf("jobs with prefix we: %+v", res)
+	}
+	res, _, err = c.Search().PrefixSearch("batch-", contexts.Jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Matches[contexts.Jobs]) != 20 || !res.Truncations[contexts.Jobs] {
+		t.Fatalf("22 batch jobs: %d matches, truncated %v; want 20 and true", len(res.Matches[contexts.Jobs]), res.Truncations[contexts.Jobs])
+	}
+	res, _, err = c.Search().PrefixSearch(alloc.ID[:8], contexts.All, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Matches[contexts.Allocs]; len(got) != 1 || got[0] != alloc.ID {
+		t.Fatalf("all contexts for the allocation's prefix: %+v", res.Matches)
+	}
+	if _, ok := res.Matches[contexts.Nodes]; !ok {
+		t.Fatalf("context all lacks nodes: %+v", res.Matches)
+	}
+	res, _, err = c.Search().PrefixSearch("", contexts.Plugins, &api.QueryOptions{Namespace: "*"})
+	if err != nil || len(res.Matches) != 0 {
+		t.Fatalf("plugins (none here): %+v %v", res, err)
+	}
+}
