@@ -24,6 +24,12 @@ type Job struct {
 	// means the built-in scheduler for the job's type. Drover's addition
 	// (`scheduler = "NAME"` in a jobspec).
 	Scheduler *string `json:",omitempty"`
+
+	// ConsulToken and VaultToken are sent by Nomad's clients up to 1.7
+	// (Nomad's API has dropped them since): accepted and ignored, as
+	// Drover has no Consul or Vault integration to give them to.
+	ConsulToken *string `json:",omitempty"`
+	VaultToken  *string `json:",omitempty"`
 }
 
 // DecodeJSON decodes a job in Nomad's API JSON: a bare job, or an object

@@ -678,6 +678,8 @@ func TestParse_APIJSON(t *testing.T) {
 	for name, src := range map[string]string{
 		"wrapped": `{"Job": {"ID": "api", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "exec"}]}]}}`,
 		"bare":    `{"ID": "api", "Scheduler": "custom", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "exec"}]}]}`,
+		// What Nomad v1.6's CLI sends: tokens its later API dropped.
+		"nomad 1.6": `{"ID": "api", "ConsulToken": "", "VaultToken": "", "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "exec"}]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := parse(t, src)
