@@ -116,6 +116,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	if cfg.Logs != nil {
 		api.SetLogs(cfg.Logs)
 	}
+	api.SetAdvertise(ln.Addr().String())
 	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	a.http.RegisterOnShutdown(api.Close)
 	go func() {

@@ -50,6 +50,8 @@ type API struct {
 	close   context.CancelFunc
 	// logs feeds /v1/agent/monitor (nil: not served).
 	logs *logmon.Hub
+	// advertise is the agent's API address (host:port), if known.
+	advertise string
 }
 
 // New returns the API of srv. self answers /v1/agent/self.

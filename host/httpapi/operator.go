@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -58,15 +60,80 @@ func (a *API) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, e
 	return &SchedulerSetConfigurationResponse{Updated: true, Index: index}, nil
 }
 
+// leader is the leader's address: this agent's advertised API address
+// when this server leads (as Nomad's, host:port, which Nomad's CLI matches
+// against the members' addresses), the raft leader's otherwise.
+func (a *API) leader() string {
+	if a.advertise != "" && a.srv.IsLeader() {
+		return a.advertise
+	}
+	return a.srv.Leader()
+}
+
 func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
-	return a.srv.Leader(), nil
+	return a.leader(), nil
 }
 
 func (a *API) statusPeers(http.ResponseWriter, *http.Request) (any, error) {
-	if l := a.srv.Leader(); l != "" {
+	if l := a.leader(); l != "" {
 		return []string{l}, nil
 	}
 	return []string{}, nil
+}
+
+// SetAdvertise says at which address (host:port) the agent's API is
+// reached: members and the leader's address report it.
+func (a *API) SetAdvertise(addr string) { a.advertise = addr }
+
+// ServerMembers answers /v1/agent/members, as Nomad's.
+type ServerMembers struct {
+	ServerName   string
+	ServerRegion string
+	ServerDC     string
+	Members      []*AgentMember
+}
+
+// AgentMember is a server of the cluster, as Nomad's gossip reports it.
+type AgentMember struct {
+	Name                                  string
+	Addr                                  string
+	Port                                  uint16
+	Tags                                  map[string]string
+	Status                                string
+	ProtocolMin, ProtocolMax, ProtocolCur uint8
+	DelegateMin, DelegateMax, DelegateCur uint8
+}
+
+// members answers GET /v1/agent/members: the cluster's servers (Drover
+// runs one), with the tags Nomad's `server members` shows.
+func (a *API) members(http.ResponseWriter, *http.Request) (any, error) {
+	c := a.srv.Config()
+	host, port, err := net.SplitHostPort(a.advertise)
+	if err != nil {
+		return nil, errorf(http.StatusNotImplemented, "this agent does not know its own address")
+	}
+	p, _ := strconv.ParseUint(port, 10, 16)
+	name := c.NodeName + "." + c.Region
+	return &ServerMembers{ServerName: name, ServerRegion: c.Region, ServerDC: c.Datacenter, Members: []*AgentMember{{
+		Name: name, Addr: host, Port: uint16(p), Status: "alive",
+		Tags: map[string]string{"role": "nomad", "region": c.Region, "dc": c.Datacenter, "build": server.Version,
+			"port": port, "raft_vsn": "3", "id": c.NodeName, "expect": "1"},
+		ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
+	}}}, nil
+}
+
+// RaftConfigurationResponse answers /v1/operator/raft/configuration.
+type RaftConfigurationResponse struct {
+	Servers []server.RaftServer
+	Index   uint64
+}
+
+func (a *API) raftConfiguration(http.ResponseWriter, *http.Request) (any, error) {
+	servers, index, err := a.srv.RaftConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	return &RaftConfigurationResponse{Servers: servers, Index: index}, nil
 }
 
 func (a *API) regions(http.ResponseWriter, *http.Request) (any, error) {

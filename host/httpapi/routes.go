@@ -61,6 +61,8 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/plugin/scheduler/{name}", a.pluginGet)
 	a.on(http.MethodGet, "/v1/status/leader", a.statusLeader)
 	a.on(http.MethodGet, "/v1/status/peers", a.statusPeers)
+	a.on(http.MethodGet, "/v1/agent/members", a.members)
+	a.on(http.MethodGet, "/v1/operator/raft/configuration", a.raftConfiguration)
 	a.on(http.MethodGet, "/v1/regions", a.regions)
 	a.on(http.MethodGet, "/v1/operator/snapshot", a.snapshotSave)
 	write("/v1/operator/snapshot", a.snapshotRestore)
