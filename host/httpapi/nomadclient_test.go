@@ -393,6 +393,17 @@ job "report" {
 	if err != nil || again.DispatchedJobID != first.DispatchedJobID || again.EvalID != "" {
 		t.Fatalf("repeated token: %v %+v (first %+v)", err, again, first)
 	}
+	// In the job list only the parent is parameterized (Nomad's CLI shows
+	// the child as batch, not batch/parameterized).
+	stubs, _, err := c.Jobs().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stubs {
+		if want := st.ID == "report"; st.ParameterizedJob != want {
+			t.Fatalf("job %s listed with ParameterizedJob %v, want %v", st.ID, st.ParameterizedJob, want)
+		}
+	}
 
 	cron, err := c.Jobs().ParseHCL(`
 job "nightly" {
