@@ -10,6 +10,7 @@ package jobdiff
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,8 +91,10 @@ func set(names ...string) map[string]bool {
 }
 
 // Diff compares old with new (either may be nil). With contextual set,
-// unchanged fields of changed objects are included (type None) to show
-// where a change sits.
+// unchanged groups and tasks, and unchanged fields of changed nested
+// objects (a restart policy, a task's config), are included (type None)
+// to show where a change sits; as in Nomad, the job's, groups' and tasks'
+// own unchanged fields never are.
 func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	d := &JobDiff{Type: TypeNone}
 	var ov, nv reflect.Value
@@ -110,6 +113,7 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	}
 	dc := differ{contextual: contextual}
 	d.Fields, d.Objects = dc.structDiff(ov, nv, skipJob)
+	d.Fields = changedOnly(d.Fields)
 	var oldGroups, newGroups []*sdk.TaskGroup
 	if old != nil {
 		oldGroups = old.TaskGroups
@@ -203,6 +207,7 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 		nv = reflect.ValueOf(*ng)
 	}
 	d.Fields, d.Objects = dc.structDiff(ov, nv, skipGroup)
+	d.Fields = changedOnly(d.Fields)
 	var oldTasks, newTasks []*sdk.Task
 	if og != nil {
 		oldTasks = og.Tasks
@@ -227,6 +232,7 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 			ntv = reflect.ValueOf(*nt)
 		}
 		td.Fields, td.Objects = dc.structDiff(otv, ntv, skipTask)
+		td.Fields = changedOnly(td.Fields)
 		td.Type = kind(ot != nil, nt != nil, hasChange(td.Fields, td.Objects))
 		if td.Type == TypeEdited {
 			td.Annotations = []string{AnnotationDestructive}
@@ -241,6 +247,11 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	}
 	d.Type = kind(og != nil, ng != nil, hasChange(d.Fields, d.Objects) || taskChanged)
 	return d
+}
+
+// changedOnly drops the unchanged fields a contextual diff added.
+func changedOnly(fields []*FieldDiff) []*FieldDiff {
+	return slices.DeleteFunc(fields, func(f *FieldDiff) bool { return f.Type == TypeNone })
 }
 
 func kind(hadOld, hasNew, edited bool) string {

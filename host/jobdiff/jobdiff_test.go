@@ -111,14 +111,36 @@ func TestDiff_Edits(t *testing.T) {
 	}
 }
 
+// A contextual diff (job plan's) shows unchanged groups and the unchanged
+// fields of a changed nested object, but, as Nomad's, not the job's own
+// unchanged fields: Nomad's CLI prints every field of the diff, and would
+// list the whole job for a one-field change.
 func TestDiff_ContextualShowsUnchangedFields(t *testing.T) {
 	b := job()
 	b.Priority = 70
 	d := jobdiff.Diff(job(), b, true)
-	if f := field(d.Fields, "Type"); f == nil || f.Type != jobdiff.TypeNone || f.New != "service" {
-		t.Fatalf("contextual diff lacks the unchanged type: %+v", d.Fields)
+	if f := field(d.Fields, "Priority"); f == nil || f.Type != jobdiff.TypeEdited {
+		t.Fatalf("contextual diff lacks the change: %+v", d.Fields)
 	}
-	if len(d.TaskGroups) != 1 || d.TaskGroups[0].Type != jobdiff.TypeNone {
-		t.Fatalf("contextual diff lacks the unchanged group: %+v", d.TaskGroups)
+	if f := field(d.Fields, "Type"); f != nil {
+		t.Fatalf("contextual diff lists the job's unchanged type: %+v", f)
+	}
+	if len(d.TaskGroups) != 1 || d.TaskGroups[0].Type != jobdiff.TypeNone || len(d.TaskGroups[0].Fields) != 0 {
+		t.Fatalf("contextual diff: want the unchanged group, without its fields: %+v", d.TaskGroups)
+	}
+
+	c := job()
+	c.TaskGroups[0].RestartPolicy = &sdk.RestartPolicy{Attempts: 2, Mode: "fail"}
+	e := job()
+	e.TaskGroups[0].RestartPolicy = &sdk.RestartPolicy{Attempts: 3, Mode: "fail"}
+	d = jobdiff.Diff(c, e, true)
+	var rp *jobdiff.ObjectDiff
+	for _, o := range d.TaskGroups[0].Objects {
+		if o.Name == "RestartPolicy" {
+			rp = o
+		}
+	}
+	if rp == nil || field(rp.Fields, "Attempts") == nil || field(rp.Fields, "Mode") == nil || field(rp.Fields, "Mode").Type != jobdiff.TypeNone {
+		t.Fatalf("contextual diff of a changed restart policy: %+v", rp)
 	}
 }
