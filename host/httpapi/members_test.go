@@ -45,3 +45,11 @@ func TestNomadClient_MembersAndRaftPeers(t *testing.T) {
 		t.Fatalf("raft configuration: %+v", cfg.Servers)
 	}
 }
+
+// nomad system reconcile summaries: nothing to recount here, and no error.
+func TestNomadClient_ReconcileSummaries(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	if err := nomadClient(t, ts.URL).System().ReconcileSummaries(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -177,6 +177,15 @@ type GCResponse struct {
 	Index  uint64
 }
 
+// reconcileSummaries answers PUT /v1/system/reconcile/summaries, which
+// makes Nomad's servers recount their stored job summaries. Drover keeps
+// none: it counts a job's allocations when the summary is read, so there
+// is nothing to reconcile and the call succeeds at once.
+func (a *API) reconcileSummaries(w http.ResponseWriter, _ *http.Request) (any, error) {
+	setIndex(w, a.srv.Store().LatestIndex())
+	return struct{}{}, nil
+}
+
 func (a *API) systemGC(w http.ResponseWriter, _ *http.Request) (any, error) {
 	evalID, index, err := a.srv.ForceGC()
 	if err != nil {

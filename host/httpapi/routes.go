@@ -44,6 +44,7 @@ func (a *API) register() {
 	write("/v1/deployment/pause/{id}", a.deploymentPause)
 
 	write("/v1/system/gc", a.systemGC)
+	write("/v1/system/reconcile/summaries", a.reconcileSummaries)
 
 	a.on(http.MethodGet, "/v1/namespaces", a.namespaceList)
 	a.on(http.MethodGet, "/v1/namespace/{name}", a.namespaceRead)
