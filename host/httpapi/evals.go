@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/go-bexpr"
 )
 
 // EvalResponse is an eval with Drover's view of its quasi-statuses.
@@ -127,4 +129,48 @@ func (a *API) evalAllocations(w http.ResponseWriter, r *http.Request) (any, erro
 		}
 		return out, snap.TableIndex(state.TableAllocs), nil
 	})
+}
+
+// EvalDeleteResponse answers DELETE /v1/evaluations, as Nomad's.
+type EvalDeleteResponse struct {
+	Count int
+}
+
+// evalDelete serves DELETE /v1/evaluations (Nomad's eval delete): the
+// evaluations named in EvalIDs, or those the Filter expression matches,
+// are deleted while the eval broker is paused.
+func (a *API) evalDelete(w http.ResponseWriter, r *http.Request) (any, error) {
+	// Nomad's client sends its write options in the body too: unknown
+	// fields are allowed here.
+	var req struct {
+		EvalIDs []string
+		Filter  string
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&req); err != nil {
+		return nil, errorf(http.StatusBadRequest, "eval delete request: %v", err)
+	}
+	if (len(req.EvalIDs) == 0) == (req.Filter == "") {
+		return nil, errorf(http.StatusBadRequest, "eval delete takes either EvalIDs or a Filter")
+	}
+	ids := req.EvalIDs
+	if req.Filter != "" {
+		ev, err := bexpr.CreateEvaluator(req.Filter)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", req.Filter, err)
+		}
+		snap := a.srv.Store().Snapshot()
+		matched, _, err := page(&listOptions{filter: ev}, evalsMatching(r, snap, ""), func(e *sdk.Evaluation) string { return e.ID })
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range matched {
+			ids = append(ids, e.ID)
+		}
+	}
+	index, err := a.srv.DeleteEvals(ids)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &EvalDeleteResponse{Count: len(ids)}, nil
 }

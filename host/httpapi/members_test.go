@@ -4,10 +4,13 @@ import (
 	"net"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
 	"github.com/rs/zerolog"
 )
 
@@ -51,5 +54,44 @@ func TestNomadClient_ReconcileSummaries(t *testing.T) {
 	ts, _ := newAPI(t, 0)
 	if err := nomadClient(t, ts.URL).System().ReconcileSummaries(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// nomad eval delete: refused while the broker runs; with it paused, by IDs
+// and by filter, deleting the evaluations only.
+func TestNomadClient_EvalDelete(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	var evals []string
+	for _, id := range []string{"a", "b", "c"} {
+		e, _, err := s.RegisterJob(servertest.Job(id, sdk.JobTypeService, 1, 100, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, e)
+		evals = append(evals, e)
+	}
+	if _, err := c.Evaluations().Delete(evals[:1], nil); err == nil || !strings.Contains(err.Error(), "must be paused") {
+		t.Fatalf("delete with the broker running: %v", err)
+	}
+	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{PauseEvalBroker: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Evaluations().Delete(evals[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.Evaluations().DeleteOpts(&api.EvalDeleteRequest{Filter: `JobID == "b"`}, nil)
+	if err != nil || resp.Count != 1 {
+		t.Fatalf("delete by filter: %+v %v", resp, err)
+	}
+	snap := s.Store().Snapshot()
+	if snap.Eval(evals[0]) != nil || snap.Eval(evals[1]) != nil || snap.Eval(evals[2]) == nil {
+		t.Fatal("the wrong evaluations were deleted")
+	}
+	if len(snap.AllocsByJob("default", "a")) != 1 {
+		t.Fatal("deleting an evaluation deleted its allocation")
+	}
+	if _, err := c.Evaluations().Delete([]string{"nope"}, nil); err == nil {
+		t.Fatal("deleting an unknown evaluation succeeded")
 	}
 }

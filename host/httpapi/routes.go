@@ -19,6 +19,7 @@ func (a *API) register() {
 
 	a.on(http.MethodGet, "/v1/evaluations", a.evalList)
 	a.on(http.MethodGet, "/v1/evaluations/count", a.evalCount)
+	a.on(http.MethodDelete, "/v1/evaluations", a.evalDelete)
 	a.on(http.MethodGet, "/v1/evaluation/{id}", a.evalRead)
 	a.on(http.MethodGet, "/v1/evaluation/{id}/allocations", a.evalAllocations)
 

@@ -245,3 +245,24 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 	}
 	return nil
 }
+
+// DeleteEvals deletes evaluations (not their allocations), as Nomad's eval
+// delete does: a way out of a flood of evals that should never run. The
+// eval broker must be paused (scheduler configuration), so that no worker
+// holds one of them; an eval the broker still queues is dropped when it is
+// dequeued, as it no longer exists.
+func (s *Server) DeleteEvals(ids []string) (uint64, error) {
+	snap := s.store.Snapshot()
+	if !snap.SchedulerConfig().PauseEvalBroker {
+		return 0, badRequest(errors.New("the eval broker must be paused to delete evaluations (operator scheduler set-config -pause-eval-broker=true)"))
+	}
+	for _, id := range ids {
+		if snap.Eval(id) == nil {
+			return 0, fmt.Errorf("%w: evaluation %q", ErrNotFound, id)
+		}
+	}
+	if len(ids) == 0 {
+		return snap.Index(), nil
+	}
+	return s.Apply(fsm.EvalDeleteRequestType, &fsm.EvalDeleteRequest{Evals: ids})
+}
