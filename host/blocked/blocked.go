@@ -262,6 +262,14 @@ func (t *Tracker) Untrack(ns, jobID string) {
 	}
 }
 
+// Forget stops tracking an eval that no longer exists (deleted): unlike
+// Untrack, nothing is left to cancel. An eval it does not track is ignored.
+func (t *Tracker) Forget(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.remove(id)
+}
+
 // Duplicates returns and forgets the duplicate (or retired) blocked evals;
 // the leader's reaper cancels them. wake is signalled when some are waiting.
 func (t *Tracker) Duplicates() (evals []*sdk.Evaluation, wake <-chan struct{}) {

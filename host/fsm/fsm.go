@@ -30,7 +30,7 @@ type Commit struct {
 	Index uint64
 	// Evals are the evaluations the entry wrote (created or updated).
 	Evals []*sdk.Evaluation
-	// DeletedEvals were removed by garbage collection.
+	// DeletedEvals were removed (garbage collection, eval delete).
 	DeletedEvals []string
 	// Classes are the computed node classes (sorted) whose nodes may now
 	// fit more: a node registered or became ready or eligible, or

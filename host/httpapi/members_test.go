@@ -71,6 +71,14 @@ func TestNomadClient_EvalDelete(t *testing.T) {
 		servertest.WaitForEval(t, s, e)
 		evals = append(evals, e)
 	}
+	big, _, err := s.RegisterJob(servertest.Job("big", sdk.JobTypeService, 1, 100_000, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := servertest.WaitForEval(t, s, big).BlockedEval
+	if b := s.Blocked().Blocked("default", "big"); b == nil || b.ID != blocked {
+		t.Fatalf("no blocked eval tracked for big: %+v", b)
+	}
 	if _, err := c.Evaluations().Delete(evals[:1], nil); err == nil || !strings.Contains(err.Error(), "must be paused") {
 		t.Fatalf("delete with the broker running: %v", err)
 	}
@@ -90,6 +98,13 @@ func TestNomadClient_EvalDelete(t *testing.T) {
 	}
 	if len(snap.AllocsByJob("default", "a")) != 1 {
 		t.Fatal("deleting an evaluation deleted its allocation")
+	}
+	// A deleted blocked eval leaves the blocked tracker.
+	if _, err := c.Evaluations().Delete([]string{blocked}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Blocked().Blocked("default", "big"); b != nil {
+		t.Fatalf("the deleted blocked eval is still tracked: %+v", b)
 	}
 	if _, err := c.Evaluations().Delete([]string{"nope"}, nil); err == nil {
 		t.Fatal("deleting an unknown evaluation succeeded")

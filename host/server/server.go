@@ -240,6 +240,9 @@ func (s *Server) Committed(c *fsm.Commit) {
 	}
 	for _, id := range c.DeletedEvals {
 		s.phases.forget(id)
+		// A deleted blocked eval (eval delete) would otherwise stand for
+		// its job in the tracker, and be run when capacity comes.
+		s.blocked.Forget(id)
 	}
 	for _, class := range c.Classes {
 		s.blocked.Unblock(class, c.Index)
