@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -12,9 +11,6 @@ import (
 
 	"github.com/drover-sched/drover/host/events"
 )
-
-// streamed answers a request whose response was streamed as it went.
-var streamed = written(func(http.ResponseWriter) {})
 
 // EventHeartbeat is how often an idle event stream sends "{}", as Nomad's.
 const EventHeartbeat = 10 * time.Second
@@ -59,38 +55,25 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		req.Index = n
 	}
 	sub := b.Subscribe(req)
-	ctx, stop := context.WithCancel(r.Context())
+	ctx, stop, send := a.startStream(w, r)
 	defer stop()
-	defer context.AfterFunc(a.closing, stop)()
-
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	flush := func() {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	flush()
-	enc := json.NewEncoder(w)
 	for {
 		wait, cancel := context.WithTimeout(ctx, EventHeartbeat)
 		batch, err := sub.Next(wait)
 		cancel()
+		var out any = batch
 		switch {
 		case err == nil:
-			err = enc.Encode(batch)
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			_, err = w.Write([]byte("{}\n"))
+			out = struct{}{} // heartbeat
 		case ctx.Err() != nil:
 			return streamed, nil // the client left, or the agent stops
 		default:
-			_ = enc.Encode(map[string]string{"Error": err.Error()})
-			flush()
+			send(map[string]string{"Error": err.Error()})
 			return streamed, nil
 		}
-		if err != nil {
+		if !send(out) {
 			return streamed, nil // the client is gone
 		}
-		flush()
 	}
 }

@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -107,37 +105,5 @@ func TestAPI_EventStreamErrors(t *testing.T) {
 	off := servertest.New(t, nil, func(c *server.Config) { c.EventBufferSize = 0 })
 	if off.Events() != nil {
 		t.Fatal("event_buffer_size = 0 left the event stream on")
-	}
-}
-
-// Nomad's client saves (checking the Digest header) and restores an
-// operator snapshot.
-func TestNomadClient_OperatorSnapshot(t *testing.T) {
-	ts, s := newAPI(t, 1)
-	c := nomadClient(t, ts.URL)
-	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Jobs().Register(job, nil); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := c.Operator().Snapshot(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := io.ReadAll(rc) // fails on a checksum mismatch
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Operator().SnapshotRestore(bytes.NewReader(saved), nil); err != nil {
-		t.Fatal(err)
-	}
-	if s.Store().Snapshot().Job("default", "web") == nil {
-		t.Fatal("the restored snapshot lacks the job purged after it was saved")
 	}
 }

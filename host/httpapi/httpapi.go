@@ -162,6 +162,35 @@ func (a *API) dispatch(byMethod map[string]handler) http.HandlerFunc {
 // encoded as JSON.
 type written func(w http.ResponseWriter)
 
+// streamed answers a request whose response was streamed as it went.
+var streamed = written(func(http.ResponseWriter) {})
+
+// startStream begins a streamed answer of JSON lines: the headers go out
+// at once, ctx ends when the client leaves or the agent stops (stop
+// releases it), and send writes one value as a line and flushes it,
+// reporting false once the client is gone.
+func (a *API) startStream(w http.ResponseWriter, r *http.Request) (ctx context.Context, stop func(), send func(v any) bool) {
+	ctx, cancel := context.WithCancel(r.Context())
+	unhook := context.AfterFunc(a.closing, cancel)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(w)
+	send = func(v any) bool {
+		if err := enc.Encode(v); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	return ctx, func() { unhook(); cancel() }, send
+}
+
 // serve runs h and writes its answer or its error.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, h handler) {
 	out, err := h(w, r)

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -44,27 +42,13 @@ func (a *API) monitor(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	sub := a.logs.Subscribe(level, 512)
 	defer sub.Close()
-	ctx, stop := context.WithCancel(r.Context())
+	ctx, stop, send := a.startStream(w, r)
 	defer stop()
-	defer context.AfterFunc(a.closing, stop)()
-
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
 	var text bytes.Buffer
 	console := zerolog.ConsoleWriter{Out: &text, NoColor: true, TimeFormat: time.RFC3339}
 	heartbeat := time.NewTicker(EventHeartbeat)
 	defer heartbeat.Stop()
 	var offset int64
-	send := func(f StreamFrame) bool {
-		if err := enc.Encode(f); err != nil {
-			return false
-		}
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		return true
-	}
 	if !send(StreamFrame{}) {
 		return streamed, nil
 	}

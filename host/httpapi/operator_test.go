@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http/httptest"
 	"strconv"
@@ -108,5 +110,37 @@ func TestNomadClient_EvalDelete(t *testing.T) {
 	}
 	if _, err := c.Evaluations().Delete([]string{"nope"}, nil); err == nil {
 		t.Fatal("deleting an unknown evaluation succeeded")
+	}
+}
+
+// Nomad's client saves (checking the Digest header) and restores an
+// operator snapshot.
+func TestNomadClient_OperatorSnapshot(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Operator().Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := io.ReadAll(rc) // fails on a checksum mismatch
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Operator().SnapshotRestore(bytes.NewReader(saved), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Store().Snapshot().Job("default", "web") == nil {
+		t.Fatal("the restored snapshot lacks the job purged after it was saved")
 	}
 }
