@@ -36,7 +36,8 @@ Options:
   -config=FILE         Agent configuration file (HCL, or JSON if it ends in
                        .json): data_dir, log_level, http_addr and a server
                        block (num_schedulers, broker, heartbeat, GC and raft
-                       settings). Flags override it.
+                       settings, bootstrap_expect, server_join), rpc_addr
+                       and advertise. Flags override it.
   -dev                 Run in dev mode: in-memory state, simulated nodes.
   -dev-nodes=N         Number of simulated nodes in dev mode (default 10).
   -http-addr=HOST:PORT Address of the HTTP API (default 127.0.0.1:4646).
@@ -44,6 +45,14 @@ Options:
   -plugin-dir=PATH     Directory of scheduler plugins (default: "plugins"
                        beside the drover binary).
   -workers=N           Scheduling workers (default: one per CPU core).
+  -node=NAME           This server's name, unique in its cluster (default
+                       drover-server).
+  -rpc-addr=HOST:PORT  Where this server listens for the other servers of
+                       its cluster (raft, forwarded requests). Without it
+                       the server runs alone.
+  -bootstrap-expect=N  How many servers form a new cluster.
+  -retry-join=ADDR     Another server's RPC address, asked until this
+                       server is in a cluster; repeat for each server.
   -log-level=LEVEL     debug, info, warn or error (default info).
   -log-json            Log JSON lines instead of text.
 
@@ -81,6 +90,13 @@ func (c *agentCommand) Run(args []string) int {
 	fs.IntVar(&flagCfg.Server.NumWorkers, "workers", 0, "")
 	fs.StringVar(&flagCfg.LogLevel, "log-level", cfg.LogLevel, "")
 	fs.BoolVar(&flagCfg.LogJSON, "log-json", false, "")
+	fs.StringVar(&flagCfg.Server.NodeName, "node", "", "")
+	fs.StringVar(&flagCfg.Server.RPCAddr, "rpc-addr", "", "")
+	fs.IntVar(&flagCfg.Server.BootstrapExpect, "bootstrap-expect", 0, "")
+	fs.Func("retry-join", "", func(v string) error {
+		flagCfg.Server.RetryJoin = append(flagCfg.Server.RetryJoin, v)
+		return nil
+	})
 	if !c.parse(fs, args, c.Help()) {
 		return exitError
 	}
@@ -112,6 +128,14 @@ func (c *agentCommand) Run(args []string) int {
 			cfg.LogLevel = flagCfg.LogLevel
 		case "log-json":
 			cfg.LogJSON = flagCfg.LogJSON
+		case "node":
+			cfg.Server.NodeName = flagCfg.Server.NodeName
+		case "rpc-addr":
+			cfg.Server.RPCAddr = flagCfg.Server.RPCAddr
+		case "bootstrap-expect":
+			cfg.Server.BootstrapExpect = flagCfg.Server.BootstrapExpect
+		case "retry-join":
+			cfg.Server.RetryJoin = flagCfg.Server.RetryJoin
 		}
 	})
 	lvl, err := zerolog.ParseLevel(cfg.LogLevel)

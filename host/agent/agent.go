@@ -99,12 +99,17 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	}
 	a.srv = srv
 	srv.Telemetry().SetGlobal() // raft's metrics, beside the server's
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	err = srv.WaitForLeader(wctx)
-	wcancel()
-	if err != nil {
-		_ = a.Shutdown(context.Background())
-		return nil, fmt.Errorf("agent: no leadership: %w", err)
+	if !cfg.Server.Joins() {
+		// A server alone leads as soon as raft starts. One of several
+		// serves its API at once, as Nomad's do, while the cluster forms
+		// or elects a leader ("no cluster leader" until then).
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		err = srv.WaitForLeader(wctx)
+		wcancel()
+		if err != nil {
+			_ = a.Shutdown(context.Background())
+			return nil, fmt.Errorf("agent: no leadership: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -117,6 +122,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 		api.SetLogs(cfg.Logs)
 	}
 	api.SetAdvertise(ln.Addr().String())
+	srv.SetForwardedHandler(api.Handler())
 	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	a.http.RegisterOnShutdown(api.Close)
 	go func() {
@@ -134,7 +140,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	if cfg.PluginReloadInterval > 0 {
 		loader.watch(ctx, cfg.PluginReloadInterval)
 	}
-	log.Info().Str("http", a.Addr()).Bool("dev", cfg.Dev).Int("plugins", len(a.plugins.List())).Msg("agent started")
+	log.Info().Str("http", a.Addr()).Str("rpc", srv.RPCAddr()).Bool("dev", cfg.Dev).Int("plugins", len(a.plugins.List())).Msg("agent started")
 	return a, nil
 }
 
@@ -186,7 +192,8 @@ func (a *Agent) self() any {
 			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers},
 		Member: map[string]any{"Name": a.cfg.Server.NodeName, "Status": "alive"},
 		Stats: map[string]map[string]string{
-			"drover": {"leader": fmt.Sprint(a.srv.IsLeader()), "uptime": time.Since(a.started).Round(time.Second).String()},
+			"drover": {"leader": fmt.Sprint(a.srv.IsLeader()), "leader_addr": a.srv.Leader(), "rpc_addr": a.srv.RPCAddr(),
+				"uptime": time.Since(a.started).Round(time.Second).String()},
 			"broker": {"total_ready": fmt.Sprint(b.TotalReady), "total_unacked": fmt.Sprint(b.TotalUnacked),
 				"total_pending": fmt.Sprint(b.TotalPending), "total_waiting": fmt.Sprint(b.TotalWaiting),
 				"total_cancelable": fmt.Sprint(b.TotalCancelable), "total_failed": fmt.Sprint(b.TotalFailed),

@@ -42,6 +42,23 @@ var ErrConfig = errors.New("agent: invalid configuration")
 //	  prometheus_metrics  = true
 //	}
 //
+// Several servers form a cluster when each has an RPC address and finds
+// the others (Nomad's settings, except that retry_join lists the other
+// servers' RPC addresses: Drover has no gossip):
+//
+//	name     = "server-1"
+//	rpc_addr = "0.0.0.0:4647"
+//	advertise {
+//	  rpc = "10.0.0.1:4647"
+//	}
+//	server {
+//	  bootstrap_expect = 3
+//	  server_join {
+//	    retry_join     = ["10.0.0.2:4647", "10.0.0.3:4647"]
+//	    retry_interval = "5s"
+//	  }
+//	}
+//
 // Every setting is optional; what a file leaves out keeps its default, and
 // command-line flags override the file. Unknown settings are errors.
 type File struct {
@@ -50,12 +67,14 @@ type File struct {
 	Region     string `hcl:"region,optional"`
 	Datacenter string `hcl:"datacenter,optional"`
 	HTTPAddr   string `hcl:"http_addr,optional"`
+	RPCAddr    string `hcl:"rpc_addr,optional"`
 	PluginDir  string `hcl:"plugin_dir,optional"`
 	LogLevel   string `hcl:"log_level,optional"`
 	LogJSON    *bool  `hcl:"log_json,optional"`
 
 	Server    *ServerBlock    `hcl:"server,block"`
 	Telemetry *TelemetryBlock `hcl:"telemetry,block"`
+	Advertise *AdvertiseBlock `hcl:"advertise,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -99,6 +118,22 @@ type ServerBlock struct {
 
 	EnableEventBroker *bool `hcl:"enable_event_broker,optional"`
 	EventBufferSize   *int  `hcl:"event_buffer_size,optional"`
+
+	BootstrapExpect *int             `hcl:"bootstrap_expect,optional"`
+	ServerJoin      *ServerJoinBlock `hcl:"server_join,block"`
+}
+
+// ServerJoinBlock is the server block's server_join: the other servers'
+// RPC addresses (host:port), asked until this server is in a cluster.
+type ServerJoinBlock struct {
+	RetryJoin     []string `hcl:"retry_join,optional"`
+	RetryInterval string   `hcl:"retry_interval,optional"`
+}
+
+// AdvertiseBlock is the file's advertise block: the RPC address other
+// servers reach this one at, when rpc_addr is not it.
+type AdvertiseBlock struct {
+	RPC string `hcl:"rpc,optional"`
 }
 
 // TelemetryBlock is the file's telemetry block, as Nomad's (the settings
@@ -200,6 +235,10 @@ func (f *File) Apply(cfg *Config) error {
 	set(&cfg.Server.Region, f.Region)
 	set(&cfg.Server.Datacenter, f.Datacenter)
 	set(&cfg.HTTPAddr, f.HTTPAddr)
+	set(&cfg.Server.RPCAddr, f.RPCAddr)
+	if f.Advertise != nil {
+		set(&cfg.Server.RPCAdvertise, f.Advertise.RPC)
+	}
 	set(&cfg.PluginDir, f.PluginDir)
 	set(&cfg.LogLevel, f.LogLevel)
 	if len(f.plugins) > 0 {
@@ -276,6 +315,11 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	count("event_buffer_size", b.EventBufferSize, 1, func(n int) { sc.EventBufferSize = n })
 	if b.EnableEventBroker != nil && !*b.EnableEventBroker {
 		sc.EventBufferSize = 0
+	}
+	count("bootstrap_expect", b.BootstrapExpect, 1, func(n int) { sc.BootstrapExpect = n })
+	if j := b.ServerJoin; j != nil {
+		sc.RetryJoin = j.RetryJoin
+		dur("server_join.retry_interval", j.RetryInterval, &sc.RetryInterval)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))

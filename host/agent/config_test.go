@@ -17,6 +17,11 @@ http_addr  = "0.0.0.0:5000"
 plugin_dir = "/opt/plugins"
 log_level  = "debug"
 log_json   = true
+rpc_addr   = "0.0.0.0:4647"
+
+advertise {
+  rpc = "10.0.0.1:4647"
+}
 
 server {
   enabled                              = true
@@ -42,6 +47,12 @@ server {
   raft_trailing_logs                   = 500
   plan_max_allocs                      = 2000
   event_buffer_size                    = 250
+  bootstrap_expect                     = 3
+
+  server_join {
+    retry_join     = ["10.0.0.2:4647", "10.0.0.3:4647"]
+    retry_interval = "20s"
+  }
 }
 
 telemetry {
@@ -94,6 +105,11 @@ telemetry {
 		{"raft_trailing_logs", s.RaftTrailingLogs, uint64(500)},
 		{"plan_max_allocs", s.PlanLimits.MaxAllocs, 2000},
 		{"event_buffer_size", s.EventBufferSize, 250},
+		{"rpc_addr", s.RPCAddr, "0.0.0.0:4647"},
+		{"advertise.rpc", s.RPCAdvertise, "10.0.0.1:4647"},
+		{"bootstrap_expect", s.BootstrapExpect, 3},
+		{"server_join.retry_join", strings.Join(s.RetryJoin, ","), "10.0.0.2:4647,10.0.0.3:4647"},
+		{"server_join.retry_interval", s.RetryInterval, 20 * time.Second},
 		{"telemetry.collection_interval", s.Telemetry.CollectionInterval, 5 * time.Second},
 		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
 		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
@@ -173,6 +189,10 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"zero heartbeat rate", `server { max_heartbeats_per_second = 0 }`, "max_heartbeats_per_second"},
 		{"two server blocks", "server {}\nserver {}", "Duplicate server block"},
 		{"zero event buffer", `server { event_buffer_size = 0 }`, "event_buffer_size = 0 must be at least 1"},
+		{"zero bootstrap expect", `server { bootstrap_expect = 0 }`, "bootstrap_expect = 0 must be at least 1"},
+		{"retry join not a list", "server {\n  server_join {\n    retry_join = \"a:1\"\n  }\n}", "agent.hcl:3"},
+		{"bad retry interval", "server {\n  server_join {\n    retry_interval = \"often\"\n  }\n}", "server_join.retry_interval"},
+		{"unknown advertise", "advertise {\n  serf = \"a:1\"\n}", "agent.hcl:2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

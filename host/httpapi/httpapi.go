@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -52,12 +53,17 @@ type API struct {
 	logs *logmon.Hub
 	// advertise is the agent's API address (host:port), if known.
 	advertise string
+	// forwarder sends requests to the leader (clustered servers only).
+	forwarder *httputil.ReverseProxy
 }
 
 // New returns the API of srv. self answers /v1/agent/self.
 func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
 	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
 	a.closing, a.close = context.WithCancel(context.Background())
+	if srv.Clustered() {
+		a.forwarder = a.newForwarder()
+	}
 	a.register()
 	a.pools = a.poolRoutes()
 	for pattern, byMethod := range a.routes {
@@ -84,6 +90,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
 	}()
+	if a.forward(w, r) {
+		return
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		// How current this server's answer is, as Nomad's queries say.
+		w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(a.srv.Leader() != ""))
+		w.Header().Set("X-Nomad-LastContact", strconv.FormatInt(a.srv.LastContact().Milliseconds(), 10))
+	}
 	if strings.HasPrefix(r.URL.Path, "/v1/node/pool/") {
 		a.pools.ServeHTTP(w, r)
 		return
@@ -121,6 +135,8 @@ func toError(err error) *Error {
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, server.ErrConflict):
 		return &Error{Code: http.StatusConflict, Message: err.Error()}
+	case errors.Is(err, server.ErrNoLeader):
+		return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
 	case errors.Is(err, server.ErrNotLeader):
 		return &Error{Code: http.StatusServiceUnavailable, Message: err.Error()}
 	}
@@ -260,8 +276,6 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any) (bool, error)
 // setIndex sets Nomad's query meta headers.
 func setIndex(w http.ResponseWriter, index uint64) {
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(max(index, 1), 10))
-	w.Header().Set("X-Nomad-KnownLeader", "true")
-	w.Header().Set("X-Nomad-LastContact", "0")
 }
 
 // boolParam reads a boolean query parameter ("", "1", "true", ...); a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
@@ -60,11 +61,12 @@ func (a *API) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, e
 	return &SchedulerSetConfigurationResponse{Updated: true, Index: index}, nil
 }
 
-// leader is the leader's address: this agent's advertised API address
-// when this server leads (as Nomad's, host:port, which Nomad's CLI matches
-// against the members' addresses), the raft leader's otherwise.
+// leader is the leader's address. Clustered servers give its RPC address,
+// as Nomad's do, the same from every server. A server alone gives this
+// agent's advertised API address while it leads (Nomad's CLI matches the
+// leader against the members' addresses).
 func (a *API) leader() string {
-	if a.advertise != "" && a.srv.IsLeader() {
+	if !a.srv.Clustered() && a.advertise != "" && a.srv.IsLeader() {
 		return a.advertise
 	}
 	return a.srv.Leader()
@@ -74,11 +76,23 @@ func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
 	return a.leader(), nil
 }
 
+// statusPeers lists the raft peers' addresses.
 func (a *API) statusPeers(http.ResponseWriter, *http.Request) (any, error) {
-	if l := a.leader(); l != "" {
-		return []string{l}, nil
+	peers := []string{}
+	if !a.srv.Clustered() {
+		if l := a.leader(); l != "" {
+			peers = append(peers, l)
+		}
+		return peers, nil
 	}
-	return []string{}, nil
+	servers, _, err := a.srv.RaftConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	for _, sv := range servers {
+		peers = append(peers, sv.Address)
+	}
+	return peers, nil
 }
 
 // SetAdvertise says at which address (host:port) the agent's API is
@@ -104,22 +118,67 @@ type AgentMember struct {
 	DelegateMin, DelegateMax, DelegateCur uint8
 }
 
-// members answers GET /v1/agent/members: the cluster's servers (Drover
-// runs one), with the tags Nomad's `server members` shows.
-func (a *API) members(http.ResponseWriter, *http.Request) (any, error) {
+// memberProbeTimeout bounds how long /v1/agent/members waits for the
+// other servers to answer.
+const memberProbeTimeout = 2 * time.Second
+
+// members answers GET /v1/agent/members: the cluster's servers, with the
+// tags Nomad's `server members` shows. A server alone lists itself at its
+// API address; clustered servers list the raft configuration at their RPC
+// addresses, each "alive" if it answered just now and "failed" if not
+// (Drover has no gossip: this is the liveness a member list can show).
+func (a *API) members(_ http.ResponseWriter, r *http.Request) (any, error) {
 	c := a.srv.Config()
-	host, port, err := net.SplitHostPort(a.advertise)
-	if err != nil {
-		return nil, errorf(http.StatusNotImplemented, "this agent does not know its own address")
-	}
-	p, _ := strconv.ParseUint(port, 10, 16)
 	name := c.NodeName + "." + c.Region
-	return &ServerMembers{ServerName: name, ServerRegion: c.Region, ServerDC: c.Datacenter, Members: []*AgentMember{{
-		Name: name, Addr: host, Port: uint16(p), Status: "alive",
-		Tags: map[string]string{"role": "nomad", "region": c.Region, "dc": c.Datacenter, "build": server.Version,
-			"port": port, "raft_vsn": "3", "id": c.NodeName, "expect": "1"},
-		ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
-	}}}, nil
+	out := &ServerMembers{ServerName: name, ServerRegion: c.Region, ServerDC: c.Datacenter}
+	member := func(id, addr, status string) (*AgentMember, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, errorf(http.StatusNotImplemented, "no address known for server %s", id)
+		}
+		p, _ := strconv.ParseUint(port, 10, 16)
+		return &AgentMember{
+			Name: id + "." + c.Region, Addr: host, Port: uint16(p), Status: status,
+			Tags: map[string]string{"role": "nomad", "region": c.Region, "dc": c.Datacenter, "build": server.Version,
+				"port": port, "raft_vsn": "3", "id": id, "expect": strconv.Itoa(max(c.BootstrapExpect, 1))},
+			ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
+		}, nil
+	}
+	if !a.srv.Clustered() {
+		m, err := member(c.NodeName, a.advertise, "alive")
+		if err != nil {
+			return nil, err
+		}
+		out.Members = []*AgentMember{m}
+		return out, nil
+	}
+	servers, err := a.srv.Members(r.Context(), memberProbeTimeout)
+	if err != nil {
+		return nil, err
+	}
+	for _, sv := range servers {
+		status := "failed"
+		if sv.Alive {
+			status = "alive"
+		}
+		m, err := member(sv.ID, sv.Address, status)
+		if err != nil {
+			return nil, err
+		}
+		out.Members = append(out.Members, m)
+	}
+	return out, nil
+}
+
+// raftRemovePeer answers DELETE /v1/operator/raft/peer?id=|address=
+// (Nomad's `operator raft remove-peer`), on the leader.
+func (a *API) raftRemovePeer(_ http.ResponseWriter, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	id, addr := q.Get("id"), q.Get("address")
+	if (id == "") == (addr == "") {
+		return nil, errorf(http.StatusBadRequest, "give one of id and address")
+	}
+	return nil, a.srv.RemovePeer(id, addr)
 }
 
 // RaftConfigurationResponse answers /v1/operator/raft/configuration.

@@ -65,6 +65,22 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	RaftTrailingLogs  uint64
+
+	// RPCAddr (host:port) is where the server listens for the other
+	// servers of its cluster: raft, and the API requests they forward to
+	// the leader. Empty keeps raft in memory: a cluster of one.
+	RPCAddr string
+	// RPCAdvertise is the address the other servers reach RPCAddr at
+	// (default: RPCAddr, which must then name an interface).
+	RPCAdvertise string
+	// BootstrapExpect is how many servers form a new cluster: it is
+	// bootstrapped once that many know each other (0 or 1: this server
+	// alone, at once).
+	BootstrapExpect int
+	// RetryJoin lists other servers' RPC addresses; a server not yet in a
+	// cluster asks them every RetryInterval until it is.
+	RetryJoin     []string
+	RetryInterval time.Duration
 }
 
 // DefaultConfig returns Nomad's defaults.
@@ -94,8 +110,13 @@ func DefaultConfig() Config {
 		SnapshotThreshold:          8192,
 		SnapshotInterval:           2 * time.Minute,
 		RaftTrailingLogs:           10240,
+		RetryInterval:              5 * time.Second,
 	}
 }
+
+// Joins reports whether the server looks for other servers to form or join
+// a cluster with.
+func (c Config) Joins() bool { return c.BootstrapExpect > 1 || len(c.RetryJoin) > 0 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
@@ -125,6 +146,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: raft apply timeout must be positive")
 	case c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0:
 		return fmt.Errorf("server: raft snapshot threshold and interval must be positive")
+	case c.BootstrapExpect < 0:
+		return fmt.Errorf("server: bootstrap_expect must not be negative, got %d", c.BootstrapExpect)
+	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):
+		return fmt.Errorf("server: joining other servers (bootstrap_expect > 1, retry_join) needs an RPC address")
+	case c.RPCAddr != "" && c.Dev:
+		return fmt.Errorf("server: a dev server runs alone: it takes no RPC address")
+	case c.RPCAddr != "" && c.RetryInterval <= 0:
+		return fmt.Errorf("server: retry interval must be positive")
+	case c.BootstrapExpect > 1 && len(c.RetryJoin) == 0:
+		return fmt.Errorf("server: bootstrap_expect = %d needs retry_join addresses to find the other servers", c.BootstrapExpect)
 	}
 	return nil
 }

@@ -26,18 +26,21 @@ func (s *Server) raftConfig() *raft.Config {
 	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
 	rc.SnapshotInterval = s.cfg.SnapshotInterval
 	rc.TrailingLogs = s.cfg.RaftTrailingLogs
-	// A single voter elects itself as soon as its first (randomised)
-	// heartbeat timeout passes, and never loses its quorum of one; short
-	// timeouts only shorten the wait at start. With peers these would need
-	// to be Nomad's (1 s).
-	rc.HeartbeatTimeout = 100 * time.Millisecond
-	rc.ElectionTimeout = 100 * time.Millisecond
-	rc.LeaderLeaseTimeout = 50 * time.Millisecond
-	rc.CommitTimeout = 5 * time.Millisecond
 	// Concurrent applies are gathered into one log write (one fsync) of up
 	// to MaxAppendEntries entries, and handed to the FSM as one batch.
 	rc.MaxAppendEntries = 1024
 	rc.BatchApplyCh = true
+	if s.cfg.RPCAddr != "" {
+		// Servers on a network keep raft's timeouts (Nomad's).
+		return rc
+	}
+	// A single voter elects itself as soon as its first (randomised)
+	// heartbeat timeout passes, and never loses its quorum of one; short
+	// timeouts only shorten the wait at start.
+	rc.HeartbeatTimeout = 100 * time.Millisecond
+	rc.ElectionTimeout = 100 * time.Millisecond
+	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
 	return rc
 }
 
@@ -48,7 +51,24 @@ func (s *Server) setupRaft() (err error) {
 		stable raft.StableStore
 		snaps  raft.SnapshotStore
 	)
-	_, trans := raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeName))
+	var trans raft.Transport
+	if s.cfg.RPCAddr == "" {
+		_, trans = raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeName))
+	} else {
+		ln, advertise, lerr := listenRPC(s.cfg.RPCAddr, s.cfg.RPCAdvertise)
+		if lerr != nil {
+			return lerr
+		}
+		s.rpc = newRPCMux(ln, advertise)
+		defer func() {
+			if err != nil {
+				s.rpc.close()
+				s.rpc = nil
+			}
+		}()
+		trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: raftStream{s.rpc.raft}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+	}
 	if s.cfg.Dev {
 		st := raft.NewInmemStore()
 		logs, stable, snaps = st, st, raft.NewInmemSnapshotStore()
@@ -69,7 +89,9 @@ func (s *Server) setupRaft() (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: read raft state: %v", ErrDataDirCorrupt, err)
 	}
-	if !has {
+	if !has && !s.cfg.Joins() {
+		// Alone: bootstrap at once. Otherwise joinCluster bootstraps or
+		// joins once it has found the other servers.
 		cfg := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}}
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, cfg); err != nil {
 			return fmt.Errorf("server: bootstrap raft: %w", err)

@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-sched/drover/host/blocked"
@@ -46,6 +48,11 @@ type Server struct {
 	store     *state.Store
 	fsm       *fsm.FSM
 	raftLayer raftLayer
+	// rpc, rpcHTTP and forwarded serve the RPC address of a clustered
+	// server (cluster.go); nil otherwise.
+	rpc       *rpcMux
+	rpcHTTP   *http.Server
+	forwarded atomic.Pointer[http.Handler]
 
 	broker    *broker.Broker
 	blocked   *blocked.Tracker
@@ -126,6 +133,13 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	s.done.Add(2)
 	go s.monitorLeadership(ctx)
 	go s.emitStats(ctx)
+	if s.rpc != nil {
+		s.startRPC()
+		if !s.inCluster() {
+			s.done.Add(1)
+			go s.joinCluster(ctx)
+		}
+	}
 	started = true
 	return s, nil
 }
@@ -189,6 +203,7 @@ func (s *Server) Shutdown() error {
 }
 
 func (s *Server) stop() error {
+	s.transferLeadership()
 	s.shutdown()
 	s.done.Wait()
 	s.revokeLeadership()
@@ -198,6 +213,10 @@ func (s *Server) stop() error {
 	}
 	if c, ok := s.raftLayer.trans.(interface{ Close() error }); ok {
 		_ = c.Close()
+	}
+	if s.rpc != nil {
+		s.rpc.close() // first: the HTTP server waits for its Accept to end
+		_ = s.rpcHTTP.Close()
 	}
 	s.closeRaftStore()
 	s.telemetry.Close()

@@ -5,6 +5,7 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -175,5 +176,96 @@ func WaitForEval(t testing.TB, s *server.Server, evalID string, want ...string) 
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("eval %s did not reach %v: %+v", evalID, want, s.Store().Snapshot().Eval(evalID))
+	return nil
+}
+
+// FreeAddrs returns n loopback addresses whose ports were free a moment
+// ago.
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	return out
+}
+
+// ClusterConfigs returns the configurations of n servers that form one
+// cluster: durable (each in its own temporary data dir), on loopback RPC
+// addresses, each told of all the others.
+func ClusterConfigs(t testing.TB, n int) []server.Config {
+	t.Helper()
+	addrs := FreeAddrs(t, n)
+	cfgs := make([]server.Config, n)
+	for i := range cfgs {
+		cfg := Config()
+		cfg.Dev, cfg.DataDir = false, t.TempDir()
+		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
+		cfg.RPCAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], n, addrs
+		cfg.RetryInterval = 50 * time.Millisecond
+		cfgs[i] = cfg
+	}
+	return cfgs
+}
+
+// StartMember starts a server of a cluster (plugins from reg,
+// NativeBuiltins when nil) without waiting for leadership; it is shut
+// down when the test ends.
+func StartMember(t testing.TB, cfg server.Config, reg *runtime.Registry) *server.Server {
+	t.Helper()
+	if reg == nil {
+		reg = NativeBuiltins(t, max(cfg.NumWorkers, 1))
+	}
+	s, err := server.New(cfg, reg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("server", cfg.NodeName).Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return s
+}
+
+// WaitForClusterLeader waits until one of servers (nil entries are
+// skipped) leads with its duties running and every other running one
+// follows it, and returns it.
+func WaitForClusterLeader(t testing.TB, servers []*server.Server) *server.Server {
+	t.Helper()
+	var leader *server.Server
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leader = nil
+		agreed := true
+		for _, s := range servers {
+			if s == nil {
+				continue
+			}
+			if s.IsLeader() {
+				leader = s
+			}
+		}
+		if leader != nil {
+			for _, s := range servers {
+				if s != nil && s.Leader() != leader.RPCAddr() {
+					agreed = false
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			err := leader.WaitForLeader(ctx)
+			cancel()
+			if agreed && err == nil {
+				return leader
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no cluster leader")
 	return nil
 }

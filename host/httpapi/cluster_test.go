@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/rs/zerolog"
+)
+
+// clusterAPIs starts three servers that form a cluster, each with its API
+// served as the agent serves it (also to requests the others forward).
+func clusterAPIs(t *testing.T) ([]*server.Server, []*httptest.Server, *server.Server) {
+	t.Helper()
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, len(cfgs))
+	apis := make([]*httptest.Server, len(cfgs))
+	for i, cfg := range cfgs {
+		s := servertest.StartMember(t, cfg, nil)
+		name := cfg.NodeName
+		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+			func() any { return map[string]string{"Name": name} })
+		s.SetForwardedHandler(api.Handler())
+		apis[i] = httptest.NewServer(api.Handler())
+		t.Cleanup(apis[i].Close)
+		servers[i] = s
+	}
+	return servers, apis, servertest.WaitForClusterLeader(t, servers)
+}
+
+// A client may talk to any server: a follower forwards writes and
+// consistent reads to the leader (so it reads its own writes at once),
+// answers stale reads and its agent endpoints itself, and says when there
+// is no leader.
+func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
+	servers, apis, leader := clusterAPIs(t)
+	li := slices.Index(servers, leader)
+	f := (li + 1) % 3
+	follower := apis[f]
+
+	node := `{"Node": {"ID": "agent-1", "Name": "agent-1", "SecretID": "s3cret",
+  "Attributes": {"kernel.name": "linux", "driver.exec": "1"},
+  "Drivers": {"exec": {"Detected": true, "Healthy": true}},
+  "NodeResources": {"Cpu": {"CpuShares": 4000}, "Memory": {"MemoryMB": 8192}, "Disk": {"DiskMB": 100000}}}}`
+	if resp, out := do(t, "PUT", follower.URL+"/v1/nodes", node); resp.StatusCode != 200 {
+		t.Fatalf("register a node through a follower: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "PUT", follower.URL+"/v1/node/agent-1/heartbeat", `{"SecretID": "s3cret"}`); resp.StatusCode != 200 {
+		t.Fatalf("heartbeat through a follower: %d %s", resp.StatusCode, out)
+	}
+	job := `{"Job":{"ID":"web","Type":"service","TaskGroups":[{"Name":"g","Count":2,"Tasks":[{"Name":"t","Driver":"exec","Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	resp, out := do(t, "PUT", follower.URL+"/v1/jobs", job)
+	if resp.StatusCode != 200 {
+		t.Fatalf("register a job through a follower: %d %s", resp.StatusCode, out)
+	}
+	var reg struct{ EvalID string }
+	_ = json.Unmarshal(out, &reg)
+	servertest.WaitForEval(t, leader, reg.EvalID)
+	// A consistent read through the follower is the leader's.
+	if resp, out := do(t, "GET", follower.URL+"/v1/evaluation/"+reg.EvalID, ""); resp.StatusCode != 200 || !strings.Contains(string(out), `"complete"`) {
+		t.Fatalf("read through a follower: %d %s", resp.StatusCode, out)
+	}
+	// A stale read is the follower's own, once it has the entries.
+	servertest.WaitFor(t, "the follower's replica", func() bool {
+		return len(servers[f].Store().Snapshot().AllocsByJob("default", "web")) == 2
+	})
+	resp, out = do(t, "GET", follower.URL+"/v1/job/web/allocations?stale", "")
+	var allocs []map[string]any
+	if err := json.Unmarshal(out, &allocs); resp.StatusCode != 200 || err != nil || len(allocs) != 2 {
+		t.Fatalf("stale read: %d %s", resp.StatusCode, out)
+	}
+	// Agent endpoints are the agent's own.
+	if _, out := do(t, "GET", follower.URL+"/v1/agent/self", ""); !strings.Contains(string(out), servers[f].Config().NodeName) {
+		t.Fatalf("agent self through a follower: %s", out)
+	}
+	// Every server names the same leader and lists the same members.
+	for _, api := range apis {
+		if _, out := do(t, "GET", api.URL+"/v1/status/leader", ""); string(out) != `"`+leader.RPCAddr()+`"`+"\n" {
+			t.Fatalf("status/leader %s, want %s", out, leader.RPCAddr())
+		}
+	}
+	var members struct {
+		Members []struct{ Name, Status string }
+	}
+	_, out = do(t, "GET", follower.URL+"/v1/agent/members", "")
+	if err := json.Unmarshal(out, &members); err != nil || len(members.Members) != 3 {
+		t.Fatalf("members: %s", out)
+	}
+	for _, m := range members.Members {
+		if m.Status != "alive" {
+			t.Fatalf("members: %s", out)
+		}
+	}
+
+	// With the other two gone there is no quorum, hence no leader: the
+	// follower says so (500 once it knows there is none; 503 if it led for
+	// a moment, handed the lead by a stopping server, and lost it while
+	// committing), and reports the others as failed.
+	for i, s := range servers {
+		if i != f {
+			if err := s.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	resp, out = do(t, "PUT", follower.URL+"/v1/jobs", strings.Replace(job, `"web"`, `"web2"`, 1))
+	if resp.StatusCode != http.StatusInternalServerError && resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a write without a leader: %d %s", resp.StatusCode, out)
+	}
+	_, out = do(t, "GET", follower.URL+"/v1/agent/members", "")
+	if err := json.Unmarshal(out, &members); err != nil || len(members.Members) != 3 {
+		t.Fatalf("members: %s", out)
+	}
+	failed := 0
+	for _, m := range members.Members {
+		if m.Status == "failed" {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("members after two stopped: %s", out)
+	}
+	if resp, _ := do(t, "GET", follower.URL+"/v1/job/web?stale", ""); resp.StatusCode != 200 {
+		t.Fatalf("a stale read without a leader: %d", resp.StatusCode)
+	}
+}

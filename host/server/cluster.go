@@ -1,0 +1,367 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A server with an RPC address (Config.RPCAddr) can be one of several: raft
+// replicates the state to every server over the network, one of them leads
+// (runs the broker, the workers, the plan applier and the timers), and the
+// others forward what they cannot answer to it. The servers find each other
+// through Config.RetryJoin; a new cluster forms once BootstrapExpect
+// servers know each other, and a server that finds an existing cluster
+// asks its leader to add it.
+
+// ErrNoLeader is returned when a request needs the cluster's leader and
+// there is none (an election is under way, or the cluster has not formed).
+var ErrNoLeader = errors.New("server: no cluster leader")
+
+// Paths of the cluster's internal endpoints, served on the RPC address
+// only.
+const (
+	clusterInfoPath = "/internal/cluster/info"
+	clusterJoinPath = "/internal/cluster/join"
+)
+
+// ForwardedHeader marks a request one server forwarded to another; its
+// value names the forwarding server.
+const ForwardedHeader = "X-Drover-Forwarded-By"
+
+// PeerInfo is what a server says about itself to the others.
+type PeerInfo struct {
+	ID      string
+	Address string
+	Region  string
+	// Servers is how many servers its raft configuration holds: 0 until
+	// it is part of a cluster.
+	Servers int
+	// Leader is the RPC address of the leader it follows ("" if none).
+	Leader          string
+	BootstrapExpect int
+}
+
+// JoinRequest asks the leader to add a server as a voter.
+type JoinRequest struct {
+	ID      string
+	Address string
+	Region  string
+}
+
+// Clustered reports whether the server talks to other servers over the
+// network (it has an RPC address).
+func (s *Server) Clustered() bool { return s.rpc != nil }
+
+// RPCAddr is the server's advertised RPC address ("" without one).
+func (s *Server) RPCAddr() string {
+	if s.rpc == nil {
+		return ""
+	}
+	return s.rpc.advertise.String()
+}
+
+// LastContact is how long ago this server last heard from the leader: 0 on
+// the leader (or a server alone).
+func (s *Server) LastContact() time.Duration {
+	if s.IsLeader() {
+		return 0
+	}
+	last := s.raftLayer.raft.LastContact()
+	if last.IsZero() {
+		return 0
+	}
+	return time.Since(last)
+}
+
+// SetForwardedHandler sets what answers the API requests other servers
+// forward to this one over its RPC address (the agent's HTTP API).
+func (s *Server) SetForwardedHandler(h http.Handler) { s.forwarded.Store(&h) }
+
+// DialLeader opens a connection to the leader's RPC address that speaks
+// HTTP/1.1 (the requests sent on it reach the leader's API). addr is the
+// leader's address, as Leader returns it.
+func (s *Server) DialLeader(ctx context.Context, addr string) (net.Conn, error) {
+	if s.rpc == nil || addr == "" {
+		return nil, ErrNoLeader
+	}
+	return dialRPC(ctx, addr, rpcHTTP)
+}
+
+// startRPC serves the cluster's internal endpoints and forwarded requests
+// on the mux's HTTP side.
+func (s *Server) startRPC() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+clusterInfoPath, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.peerInfo())
+	})
+	mux.HandleFunc("PUT "+clusterJoinPath, s.serveJoin)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if h := s.forwarded.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "no API on this server", http.StatusServiceUnavailable)
+	})
+	s.rpcHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.rpcHTTP.Serve(s.rpc.http) }()
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) peerInfo() PeerInfo {
+	info := PeerInfo{ID: s.cfg.NodeName, Address: s.RPCAddr(), Region: s.cfg.Region,
+		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect}
+	if f := s.raftLayer.raft.GetConfiguration(); f.Error() == nil {
+		info.Servers = len(f.Configuration().Servers)
+	}
+	return info
+}
+
+// serveJoin adds the server a JoinRequest names as a voter; only the
+// leader can.
+func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
+	var req JoinRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil || req.ID == "" || req.Address == "" {
+		http.Error(w, "join: a server ID and address are required", http.StatusBadRequest)
+		return
+	}
+	if req.Region != s.cfg.Region {
+		http.Error(w, fmt.Sprintf("join: server %s is in region %q, this cluster in %q", req.ID, req.Region, s.cfg.Region),
+			http.StatusBadRequest)
+		return
+	}
+	if !s.IsLeader() {
+		http.Error(w, "join: not the leader; the leader is at "+s.Leader(), http.StatusConflict)
+		return
+	}
+	// AddVoter also updates the address of a server already in the
+	// configuration (a server restarted at another address).
+	if err := s.raftLayer.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, s.cfg.RaftApplyTimeout).Error(); err != nil {
+		http.Error(w, "join: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.log.Info().Str("server", req.ID).Str("address", req.Address).Msg("server joined the cluster")
+	w.WriteHeader(http.StatusOK)
+}
+
+// RemovePeer removes a server from the raft configuration by ID or
+// address (operator raft remove-peer); only the leader can.
+func (s *Server) RemovePeer(id, address string) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	f := s.raftLayer.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, sv := range f.Configuration().Servers {
+		if (id != "" && string(sv.ID) == id) || (id == "" && address != "" && string(sv.Address) == address) {
+			return s.raftLayer.raft.RemoveServer(sv.ID, 0, s.cfg.RaftApplyTimeout).Error()
+		}
+	}
+	return fmt.Errorf("%w: no server %q in the raft configuration", ErrNotFound, id+address)
+}
+
+// transferLeadership hands the lead to another server before this one
+// stops, so the cluster need not wait for an election timeout.
+func (s *Server) transferLeadership() {
+	if s.rpc == nil || !s.IsLeader() {
+		return
+	}
+	f := s.raftLayer.raft.GetConfiguration()
+	if f.Error() != nil || len(f.Configuration().Servers) < 2 {
+		return
+	}
+	if err := s.raftLayer.raft.LeadershipTransfer().Error(); err != nil {
+		s.log.Warn().Err(err).Msg("could not hand the lead over before stopping")
+		return
+	}
+	s.log.Info().Str("leader", s.Leader()).Msg("handed the lead over before stopping")
+}
+
+// inCluster reports whether this server is in its own raft configuration
+// (it bootstrapped, or a leader added it).
+func (s *Server) inCluster() bool {
+	f := s.raftLayer.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, sv := range f.Configuration().Servers {
+		if sv.ID == raft.ServerID(s.cfg.NodeName) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinCluster runs until the server is part of a cluster: each round (at
+// once, then every RetryInterval) it asks the RetryJoin servers who they
+// are, asks the leader of an existing cluster to add it, or, when
+// BootstrapExpect servers not yet in any cluster know each other,
+// bootstraps them together. Every one of them bootstraps the same
+// configuration (the servers sorted by ID), which raft allows.
+func (s *Server) joinCluster(ctx context.Context) {
+	defer s.done.Done()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) },
+	}}
+	defer client.CloseIdleConnections()
+	for {
+		if s.inCluster() {
+			return
+		}
+		if err := s.joinRound(ctx, client); err != nil {
+			s.log.Warn().Err(err).Dur("retry_in", s.cfg.RetryInterval).Msg("not part of a cluster yet")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.RetryInterval):
+		}
+	}
+}
+
+func (s *Server) joinRound(ctx context.Context, client *http.Client) error {
+	self := s.peerInfo()
+	known := []PeerInfo{self}
+	var errs []error
+	for _, addr := range s.cfg.RetryJoin {
+		if addr == self.Address {
+			continue
+		}
+		info, err := fetchPeerInfo(ctx, client, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch {
+		case info.ID == self.ID:
+			if info.Address != self.Address {
+				errs = append(errs, fmt.Errorf("server %s at %s has this server's name: server names must be unique", info.ID, addr))
+			}
+			continue
+		case info.Region != self.Region:
+			errs = append(errs, fmt.Errorf("server %s at %s is in region %q, not %q", info.ID, addr, info.Region, self.Region))
+			continue
+		}
+		if info.Servers > 0 {
+			if info.Leader == "" {
+				errs = append(errs, fmt.Errorf("server %s at %s is in a cluster without a leader", info.ID, addr))
+				continue
+			}
+			return s.askToJoin(ctx, client, info.Leader)
+		}
+		if !slices.ContainsFunc(known, func(p PeerInfo) bool { return p.ID == info.ID }) {
+			known = append(known, info)
+		}
+	}
+	if len(known) < s.cfg.BootstrapExpect {
+		errs = append(errs, fmt.Errorf("%d of the %d servers expected know each other", len(known), s.cfg.BootstrapExpect))
+		return errors.Join(errs...)
+	}
+	slices.SortFunc(known, func(a, b PeerInfo) int { return strings.Compare(a.ID, b.ID) })
+	var cfg raft.Configuration
+	for _, p := range known {
+		cfg.Servers = append(cfg.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address)})
+	}
+	if err := s.raftLayer.raft.BootstrapCluster(cfg).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	s.log.Info().Int("servers", len(cfg.Servers)).Msg("cluster bootstrapped")
+	return nil
+}
+
+func fetchPeerInfo(ctx context.Context, client *http.Client, addr string) (PeerInfo, error) {
+	var info PeerInfo
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+clusterInfoPath, nil)
+	if err != nil {
+		return info, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return info, fmt.Errorf("server at %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return info, fmt.Errorf("server at %s: %s", addr, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&info); err != nil {
+		return info, fmt.Errorf("server at %s: %w", addr, err)
+	}
+	return info, nil
+}
+
+func (s *Server) askToJoin(ctx context.Context, client *http.Client, leader string) error {
+	body, _ := json.Marshal(JoinRequest{ID: s.cfg.NodeName, Address: s.RPCAddr(), Region: s.cfg.Region})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+leader+clusterJoinPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("join through the leader at %s: %w", leader, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<12))
+		return fmt.Errorf("join through the leader at %s: %s: %s", leader, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	s.log.Info().Str("leader", leader).Msg("joined the cluster")
+	return nil
+}
+
+// Member is a server of the raft configuration and whether it answered.
+type Member struct {
+	RaftServer
+	Alive bool
+	// Region is what the server reported ("" if it did not answer).
+	Region string
+}
+
+// Members lists the servers of the raft configuration, asking each (but
+// this one) who it is, at most timeout long.
+func (s *Server) Members(ctx context.Context, timeout time.Duration) ([]Member, error) {
+	servers, _, err := s.RaftConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) }}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	out := make([]Member, len(servers))
+	var wg sync.WaitGroup
+	for i, sv := range servers {
+		out[i] = Member{RaftServer: sv}
+		if sv.Address == s.RPCAddr() {
+			out[i].Alive, out[i].Region = true, s.cfg.Region
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if info, err := fetchPeerInfo(ctx, client, sv.Address); err == nil && info.ID == sv.ID {
+				out[i].Alive, out[i].Region = true, info.Region
+			}
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
