@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ func (c *serverMembersCommand) Run(args []string) int {
 	rows := [][]string{{"Name", "Address", "Port", "Status", "Leader", "Raft Version", "Build", "Datacenter", "Region"}}
 	for _, m := range members.Members {
 		port := strconv.Itoa(int(m.Port))
-		rows = append(rows, []string{m.Name, m.Addr, port, m.Status, strconv.FormatBool(leader == m.Addr+":"+port),
+		rows = append(rows, []string{m.Name, m.Addr, port, m.Status, strconv.FormatBool(leader == net.JoinHostPort(m.Addr, port)),
 			m.Tags["raft_vsn"], m.Tags["build"], m.Tags["dc"], m.Tags["region"]})
 	}
 	c.table(rows)

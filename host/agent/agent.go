@@ -99,7 +99,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	}
 	a.srv = srv
 	srv.Telemetry().SetGlobal() // raft's metrics, beside the server's
-	if !cfg.Server.Joins() {
+	if srv.Alone() {
 		// A server alone leads as soon as raft starts. One of several
 		// serves its API at once, as Nomad's do, while the cluster forms
 		// or elects a leader ("no cluster leader" until then).

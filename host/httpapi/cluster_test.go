@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -63,8 +65,12 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 	_ = json.Unmarshal(out, &reg)
 	servertest.WaitForEval(t, leader, reg.EvalID)
 	// A consistent read through the follower is the leader's.
-	if resp, out := do(t, "GET", follower.URL+"/v1/evaluation/"+reg.EvalID, ""); resp.StatusCode != 200 || !strings.Contains(string(out), `"complete"`) {
+	resp, out = do(t, "GET", follower.URL+"/v1/evaluation/"+reg.EvalID, "")
+	if resp.StatusCode != 200 || !strings.Contains(string(out), `"complete"`) {
 		t.Fatalf("read through a follower: %d %s", resp.StatusCode, out)
+	}
+	if got := resp.Header.Values(httpapi.ServerHeader); len(got) != 1 || got[0] != leader.Config().NodeName {
+		t.Fatalf("a consistent read through a follower was answered by %v, want the leader %s", got, leader.Config().NodeName)
 	}
 	// A stale read is the follower's own, once it has the entries.
 	servertest.WaitFor(t, "the follower's replica", func() bool {
@@ -74,6 +80,30 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 	var allocs []map[string]any
 	if err := json.Unmarshal(out, &allocs); resp.StatusCode != 200 || err != nil || len(allocs) != 2 {
 		t.Fatalf("stale read: %d %s", resp.StatusCode, out)
+	}
+	if got := resp.Header.Get(httpapi.ServerHeader); got != servers[f].Config().NodeName {
+		t.Fatalf("a stale read was answered by %s, want the follower %s", got, servers[f].Config().NodeName)
+	}
+	// A client cannot pass for a server: the forwarding mark is the
+	// address a request came in on, not a header.
+	req, _ := http.NewRequest("GET", follower.URL+"/v1/evaluation/"+reg.EvalID, nil)
+	req.Header.Set(server.ForwardedHeader, "someone")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.Header.Get(httpapi.ServerHeader) != leader.Config().NodeName {
+		t.Fatalf("a read claiming to be forwarded was answered by %s (%v)", resp.Header.Get(httpapi.ServerHeader), err)
+	}
+	// A request forwarded to a server that does not lead (the lead moved
+	// on the way) is refused: not answered from its replica, not sent on.
+	other := servers[(li+2)%3]
+	viaRPC := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return servers[f].DialLeader(ctx, addr)
+	}}}
+	resp, err := viaRPC.Get("http://" + other.RPCAddr() + "/v1/evaluation/" + reg.EvalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(httpapi.ServerHeader) != other.Config().NodeName {
+		t.Fatalf("a request forwarded to a follower: %d from %s", resp.StatusCode, resp.Header.Get(httpapi.ServerHeader))
 	}
 	// Agent endpoints are the agent's own.
 	if _, out := do(t, "GET", follower.URL+"/v1/agent/self", ""); !strings.Contains(string(out), servers[f].Config().NodeName) {
@@ -98,10 +128,9 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 		}
 	}
 
-	// With the other two gone there is no quorum, hence no leader: the
-	// follower says so (500 once it knows there is none; 503 if it led for
-	// a moment, handed the lead by a stopping server, and lost it while
-	// committing), and reports the others as failed.
+	// With the other two gone there is no quorum, hence no leader: once
+	// the follower sees that (it may lead for a moment, handed the lead by
+	// a stopping server), it says so, and reports the others as failed.
 	for i, s := range servers {
 		if i != f {
 			if err := s.Shutdown(); err != nil {
@@ -109,10 +138,10 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 			}
 		}
 	}
-	resp, out = do(t, "PUT", follower.URL+"/v1/jobs", strings.Replace(job, `"web"`, `"web2"`, 1))
-	if resp.StatusCode != http.StatusInternalServerError && resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a write without a leader: %d %s", resp.StatusCode, out)
-	}
+	servertest.WaitFor(t, "the follower to say there is no leader", func() bool {
+		resp, out = do(t, "PUT", follower.URL+"/v1/jobs", strings.Replace(job, `"web"`, `"web2"`, 1))
+		return resp.StatusCode == http.StatusInternalServerError && strings.Contains(string(out), "no cluster leader")
+	})
 	_, out = do(t, "GET", follower.URL+"/v1/agent/members", "")
 	if err := json.Unmarshal(out, &members); err != nil || len(members.Members) != 3 {
 		t.Fatalf("members: %s", out)

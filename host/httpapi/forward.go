@@ -21,7 +21,7 @@ import (
 // localPrefixes are the paths every agent answers itself.
 var localPrefixes = []string{
 	"/v1/agent/", "/v1/status/", "/v1/metrics", "/v1/regions", "/v1/event/stream",
-	"/v1/operator/raft/configuration", "/v1/plugins/", "/v1/plugin/", "/v1/jobs/parse", "/v1/validate/job",
+	"/v1/plugins/", "/v1/plugin/", "/v1/jobs/parse", "/v1/validate/job",
 }
 
 // leaderKey carries the leader's address to the proxy's Rewrite.
@@ -30,6 +30,13 @@ type leaderKey struct{}
 // newForwarder returns the reverse proxy that sends requests to the
 // leader; its connections are pooled per leader address.
 func (a *API) newForwarder() *httputil.ReverseProxy {
+	a.forwardTransport = &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return a.srv.DialLeader(ctx, addr)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
@@ -37,13 +44,7 @@ func (a *API) newForwarder() *httputil.ReverseProxy {
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(server.ForwardedHeader, a.srv.Config().NodeName)
 		},
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return a.srv.DialLeader(ctx, addr)
-			},
-			MaxIdleConnsPerHost: 16,
-			IdleConnTimeout:     90 * time.Second,
-		},
+		Transport: a.forwardTransport,
 		// Streamed answers (event streams, blocking queries) pass through
 		// as they come.
 		FlushInterval: -1,
@@ -52,6 +53,7 @@ func (a *API) newForwarder() *httputil.ReverseProxy {
 				return
 			}
 			a.log.Warn().Err(err).Str("path", r.URL.Path).Msg("forwarding to the leader failed")
+			a.answeredHere(w)
 			writeError(w, errorf(http.StatusInternalServerError, "forward to the leader: %v", err))
 		},
 	}
@@ -60,11 +62,21 @@ func (a *API) newForwarder() *httputil.ReverseProxy {
 // forward sends r to the leader if this server should not answer it
 // itself, and reports whether it did.
 func (a *API) forward(w http.ResponseWriter, r *http.Request) bool {
-	if a.forwarder == nil || r.Header.Get(server.ForwardedHeader) != "" || a.srv.IsLeader() || answersLocally(r) {
+	if a.forwarder == nil || a.srv.IsLeader() || answersLocally(r) {
 		return false
+	}
+	if server.Forwarded(r) {
+		// Sent here as to the leader, which this server no longer is (it
+		// handed the lead over, or lost it): answering from its replica
+		// would not be what the client asked for, and forwarding again
+		// could loop.
+		a.answeredHere(w)
+		writeError(w, toError(server.ErrNotLeader))
+		return true
 	}
 	leader := a.srv.Leader()
 	if leader == "" {
+		a.answeredHere(w)
 		writeError(w, toError(server.ErrNoLeader))
 		return true
 	}

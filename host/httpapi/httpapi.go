@@ -32,6 +32,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// ServerHeader names the server that answered a request.
+const ServerHeader = "X-Drover-Server"
+
 // MaxBodyBytes bounds a request body.
 const MaxBodyBytes = 16 << 20
 
@@ -53,8 +56,10 @@ type API struct {
 	logs *logmon.Hub
 	// advertise is the agent's API address (host:port), if known.
 	advertise string
-	// forwarder sends requests to the leader (clustered servers only).
-	forwarder *httputil.ReverseProxy
+	// forwarder sends requests to the leader over forwardTransport
+	// (clustered servers only).
+	forwarder        *httputil.ReverseProxy
+	forwardTransport *http.Transport
 }
 
 // New returns the API of srv. self answers /v1/agent/self.
@@ -75,9 +80,15 @@ func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
 	return a
 }
 
-// Close ends the responses that stream (event streams); register it with
+// Close ends the responses that stream (event streams) and drops the
+// connections to the leader; register it with
 // http.Server.RegisterOnShutdown.
-func (a *API) Close() { a.close() }
+func (a *API) Close() {
+	a.close()
+	if a.forwardTransport != nil {
+		a.forwardTransport.CloseIdleConnections()
+	}
+}
 
 // Handler returns the API's handler.
 func (a *API) Handler() http.Handler { return a }
@@ -86,6 +97,9 @@ func (a *API) Handler() http.Handler { return a }
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p) // a proxied answer broke off: drop the connection
+			}
 			a.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Str("path", r.URL.Path).Msg("http handler panicked")
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
@@ -93,6 +107,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.forward(w, r) {
 		return
 	}
+	a.answeredHere(w)
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		// How current this server's answer is, as Nomad's queries say.
 		w.Header().Set("X-Nomad-KnownLeader", strconv.FormatBool(a.srv.Leader() != ""))
@@ -103,6 +118,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// answeredHere says in the answer that this server gave it (a forwarded
+// answer carries the leader's name instead).
+func (a *API) answeredHere(w http.ResponseWriter) {
+	w.Header().Set(ServerHeader, a.srv.Config().NodeName)
 }
 
 // Error is an API error: a status code and a message, sent as JSON.

@@ -36,8 +36,9 @@ const (
 	clusterJoinPath = "/internal/cluster/join"
 )
 
-// ForwardedHeader marks a request one server forwarded to another; its
-// value names the forwarding server.
+// ForwardedHeader names the server that forwarded a request, for the
+// logs; what marks a forwarded request is the address it came in on
+// (Forwarded).
 const ForwardedHeader = "X-Drover-Forwarded-By"
 
 // PeerInfo is what a server says about itself to the others.
@@ -78,11 +79,19 @@ func (s *Server) LastContact() time.Duration {
 	if s.IsLeader() {
 		return 0
 	}
-	last := s.raftLayer.raft.LastContact()
-	if last.IsZero() {
-		return 0
-	}
-	return time.Since(last)
+	// Never heard from one: time.Since saturates, as "very long ago".
+	return time.Since(s.raftLayer.raft.LastContact())
+}
+
+// viaRPCKey marks the requests that came in on the RPC address: another
+// server forwarded them.
+type viaRPCKey struct{}
+
+// Forwarded reports whether r was forwarded by another server (it came in
+// on this server's RPC address, which only servers use).
+func Forwarded(r *http.Request) bool {
+	v, _ := r.Context().Value(viaRPCKey{}).(bool)
+	return v
 }
 
 // SetForwardedHandler sets what answers the API requests other servers
@@ -109,7 +118,7 @@ func (s *Server) startRPC() {
 	mux.HandleFunc("PUT "+clusterJoinPath, s.serveJoin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if h := s.forwarded.Load(); h != nil {
-			(*h).ServeHTTP(w, r)
+			(*h).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaRPCKey{}, true)))
 			return
 		}
 		http.Error(w, "no API on this server", http.StatusServiceUnavailable)
@@ -150,14 +159,54 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "join: not the leader; the leader is at "+s.Leader(), http.StatusConflict)
 		return
 	}
-	// AddVoter also updates the address of a server already in the
-	// configuration (a server restarted at another address).
-	if err := s.raftLayer.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, s.cfg.RaftApplyTimeout).Error(); err != nil {
+	if err := s.addVoter(r.Context(), req); err != nil {
 		http.Error(w, "join: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	s.log.Info().Str("server", req.ID).Str("address", req.Address).Msg("server joined the cluster")
 	w.WriteHeader(http.StatusOK)
+}
+
+// addVoter makes the server req names a voter. It first checks that the
+// server answers at the address it gave (an unreachable voter would count
+// against the quorum); a server already there under another name (a
+// replacement) is removed first; one already present as given is left.
+func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tr := rpcTransport()
+	defer tr.CloseIdleConnections()
+	info, err := fetchPeerInfo(ctx, &http.Client{Transport: tr}, req.Address)
+	if err != nil {
+		return fmt.Errorf("server %s does not answer at its address: %w", req.ID, err)
+	}
+	if info.ID != req.ID {
+		return fmt.Errorf("the server at %s is %s, not %s", req.Address, info.ID, req.ID)
+	}
+	f := s.raftLayer.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, sv := range f.Configuration().Servers {
+		switch {
+		case string(sv.ID) == req.ID && string(sv.Address) == req.Address && sv.Suffrage == raft.Voter:
+			return nil
+		case string(sv.ID) != req.ID && string(sv.Address) == req.Address:
+			if err := s.raftLayer.raft.RemoveServer(sv.ID, 0, s.cfg.RaftApplyTimeout).Error(); err != nil {
+				return fmt.Errorf("remove %s, replaced by %s at %s: %w", sv.ID, req.ID, req.Address, err)
+			}
+			s.log.Info().Str("server", string(sv.ID)).Str("by", req.ID).Msg("server replaced")
+		}
+	}
+	// AddVoter also updates the address of a server already in the
+	// configuration (one restarted at another address).
+	return s.raftLayer.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, s.cfg.RaftApplyTimeout).Error()
+}
+
+// rpcTransport is an HTTP transport over connections to servers' RPC
+// addresses.
+func rpcTransport() *http.Transport {
+	return &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) }}
 }
 
 // RemovePeer removes a server from the raft configuration by ID or
@@ -172,7 +221,11 @@ func (s *Server) RemovePeer(id, address string) error {
 	}
 	for _, sv := range f.Configuration().Servers {
 		if (id != "" && string(sv.ID) == id) || (id == "" && address != "" && string(sv.Address) == address) {
-			return s.raftLayer.raft.RemoveServer(sv.ID, 0, s.cfg.RaftApplyTimeout).Error()
+			err := s.raftLayer.raft.RemoveServer(sv.ID, 0, s.cfg.RaftApplyTimeout).Error()
+			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+				return fmt.Errorf("%w: %v", ErrNotLeader, err)
+			}
+			return err
 		}
 	}
 	return fmt.Errorf("%w: no server %q in the raft configuration", ErrNotFound, id+address)
@@ -196,7 +249,8 @@ func (s *Server) transferLeadership() {
 }
 
 // inCluster reports whether this server is in its own raft configuration
-// (it bootstrapped, or a leader added it).
+// at its address (it bootstrapped, or a leader added it). A server
+// restarted at another address is not, until the leader updates it.
 func (s *Server) inCluster() bool {
 	f := s.raftLayer.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -204,10 +258,21 @@ func (s *Server) inCluster() bool {
 	}
 	for _, sv := range f.Configuration().Servers {
 		if sv.ID == raft.ServerID(s.cfg.NodeName) {
-			return true
+			return string(sv.Address) == s.RPCAddr()
 		}
 	}
 	return false
+}
+
+// Alone reports whether this server is the only one of its raft
+// configuration: it leads as soon as raft starts.
+func (s *Server) Alone() bool {
+	f := s.raftLayer.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	servers := f.Configuration().Servers
+	return len(servers) == 1 && servers[0].ID == raft.ServerID(s.cfg.NodeName)
 }
 
 // joinCluster runs until the server is part of a cluster: each round (at
@@ -218,9 +283,7 @@ func (s *Server) inCluster() bool {
 // configuration (the servers sorted by ID), which raft allows.
 func (s *Server) joinCluster(ctx context.Context) {
 	defer s.done.Done()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) },
-	}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: rpcTransport()}
 	defer client.CloseIdleConnections()
 	for {
 		if s.inCluster() {
@@ -241,6 +304,10 @@ func (s *Server) joinRound(ctx context.Context, client *http.Client) error {
 	self := s.peerInfo()
 	known := []PeerInfo{self}
 	var errs []error
+	// clustered says that some server already belongs to a cluster: then
+	// this one joins it (through its leader, once there is one) and never
+	// bootstraps another, which would split the servers in two.
+	clustered := false
 	for _, addr := range s.cfg.RetryJoin {
 		if addr == self.Address {
 			continue
@@ -259,20 +326,36 @@ func (s *Server) joinRound(ctx context.Context, client *http.Client) error {
 		case info.Region != self.Region:
 			errs = append(errs, fmt.Errorf("server %s at %s is in region %q, not %q", info.ID, addr, info.Region, self.Region))
 			continue
-		}
-		if info.Servers > 0 {
-			if info.Leader == "" {
-				errs = append(errs, fmt.Errorf("server %s at %s is in a cluster without a leader", info.ID, addr))
-				continue
+		case info.Servers > 0:
+			clustered = true
+			if info.Leader != "" {
+				return s.askToJoin(ctx, client, info.Leader)
 			}
-			return s.askToJoin(ctx, client, info.Leader)
+			errs = append(errs, fmt.Errorf("server %s at %s is in a cluster without a leader: waiting for one to join through", info.ID, addr))
+			continue
+		case info.BootstrapExpect != self.BootstrapExpect && self.BootstrapExpect > 0:
+			errs = append(errs, fmt.Errorf("server %s at %s expects %d servers, this one %d: bootstrap_expect must be the same on every server",
+				info.ID, addr, info.BootstrapExpect, self.BootstrapExpect))
+			continue
 		}
 		if !slices.ContainsFunc(known, func(p PeerInfo) bool { return p.ID == info.ID }) {
 			known = append(known, info)
 		}
 	}
-	if len(known) < s.cfg.BootstrapExpect {
+	switch {
+	case clustered:
+		return errors.Join(errs...)
+	case s.cfg.BootstrapExpect == 0:
+		errs = append(errs, errors.New("no cluster found to join (this server bootstraps none: bootstrap_expect is not set)"))
+		return errors.Join(errs...)
+	case len(known) < s.cfg.BootstrapExpect:
 		errs = append(errs, fmt.Errorf("%d of the %d servers expected know each other", len(known), s.cfg.BootstrapExpect))
+		return errors.Join(errs...)
+	case len(known) > s.cfg.BootstrapExpect:
+		// Servers that each see a different subset would bootstrap
+		// different clusters.
+		errs = append(errs, fmt.Errorf("%d servers in no cluster found, more than the %d expected: set bootstrap_expect to the number of servers",
+			len(known), s.cfg.BootstrapExpect))
 		return errors.Join(errs...)
 	}
 	slices.SortFunc(known, func(a, b PeerInfo) int { return strings.Compare(a.ID, b.ID) })
@@ -341,9 +424,13 @@ func (s *Server) Members(ctx context.Context, timeout time.Duration) ([]Member, 
 	if err != nil {
 		return nil, err
 	}
+	if !slices.ContainsFunc(servers, func(sv RaftServer) bool { return sv.ID == s.cfg.NodeName }) {
+		// Not in a cluster yet (or removed from it): still a member.
+		servers = append([]RaftServer{{ID: s.cfg.NodeName, Node: s.cfg.NodeName, Address: s.RPCAddr(), RaftProtocol: "3"}}, servers...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) }}
+	tr := rpcTransport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	out := make([]Member, len(servers))

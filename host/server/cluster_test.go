@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -109,7 +112,8 @@ func TestCluster_NewServerJoinsAndIsRemoved(t *testing.T) {
 	servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job("web", "service", 1, 100, 64)))
 
 	cfg := servertest.ClusterConfigs(t, 1)[0]
-	cfg.NodeName, cfg.BootstrapExpect, cfg.RetryJoin = "server-4", 3, []string{cfgs[0].RPCAddr}
+	// A server that only joins: no bootstrap_expect, one member to ask.
+	cfg.NodeName, cfg.BootstrapExpect, cfg.RetryJoin = "server-4", 0, []string{cfgs[0].RPCAddr}
 	fourth := servertest.StartMember(t, cfg, nil)
 	servertest.WaitFor(t, "the new server in the raft configuration", func() bool { return len(raftIDs(t, leader)) == 4 })
 	servertest.WaitFor(t, "the new server to get the state", func() bool { return liveAllocs(fourth, "web") == 1 })
@@ -137,16 +141,22 @@ func TestCluster_NewServerJoinsAndIsRemoved(t *testing.T) {
 // A cluster configuration that cannot work is refused at start, saying
 // why.
 func TestCluster_ConfigErrors(t *testing.T) {
-	base := servertest.ClusterConfigs(t, 1)[0]
+	base := servertest.ClusterConfigs(t, 1)[0] // a lone networked server
+	other := []string{"127.0.0.1:1"}
 	for _, tc := range []struct {
 		name   string
 		modify func(*server.Config)
 		want   string
 	}{
-		{"expect without RPC", func(c *server.Config) { c.RPCAddr, c.BootstrapExpect, c.RetryJoin = "", 3, nil }, "needs an RPC address"},
-		{"retry join without RPC", func(c *server.Config) { c.RPCAddr, c.BootstrapExpect = "", 0 }, "needs an RPC address"},
+		{"expect without RPC", func(c *server.Config) { c.RPCAddr, c.BootstrapExpect = "", 3 }, "needs an RPC address"},
+		{"retry join without RPC", func(c *server.Config) { c.RPCAddr, c.BootstrapExpect, c.RetryJoin = "", 0, other }, "needs an RPC address"},
 		{"dev with RPC", func(c *server.Config) { c.Dev = true }, "dev server runs alone"},
-		{"expect without retry join", func(c *server.Config) { c.BootstrapExpect, c.RetryJoin = 3, nil }, "needs retry_join"},
+		{"expect without retry join", func(c *server.Config) { c.BootstrapExpect = 3 }, "needs retry_join"},
+		{"expect 1 with retry join", func(c *server.Config) { c.RetryJoin = other }, "bootstrap_expect = 1"},
+		{"expect over the servers named", func(c *server.Config) { c.BootstrapExpect, c.RetryJoin = 3, other }, "names only 1 other servers"},
+		{"retry join not host:port", func(c *server.Config) { c.BootstrapExpect, c.RetryJoin = 0, []string{"nope"} }, "not host:port"},
+		{"advertise without RPC", func(c *server.Config) { c.RPCAddr, c.RPCAdvertise, c.BootstrapExpect = "", "10.0.0.1:4647", 0 }, "needs an RPC address"},
+		{"advertise on no address", func(c *server.Config) { c.RPCAdvertise = "0.0.0.0:4647" }, "advertise address"},
 		{"negative expect", func(c *server.Config) { c.BootstrapExpect = -1 }, "must not be negative"},
 		{"no retry interval", func(c *server.Config) { c.RetryInterval = 0 }, "retry interval"},
 		{"wildcard without advertise", func(c *server.Config) { c.RPCAddr = "0.0.0.0:0" }, "advertise address"},
@@ -166,5 +176,161 @@ func TestCluster_ConfigErrors(t *testing.T) {
 				t.Fatalf("error %q, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A server waiting for the others is a member of no cluster yet: it
+// lists itself, knows no leader, and forms nothing on its own.
+func TestCluster_WaitingServerListsItself(t *testing.T) {
+	cfg := servertest.ClusterConfigs(t, 3)[0]
+	s := servertest.StartMember(t, cfg, nil)
+	time.Sleep(5 * cfg.RetryInterval)
+	members, err := s.Members(context.Background(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members) != 1 || members[0].ID != cfg.NodeName || !members[0].Alive || members[0].Address != cfg.RPCAddr {
+		t.Fatalf("members %+v", members)
+	}
+	if s.IsLeader() || s.Leader() != "" || len(raftIDs(t, s)) != 0 {
+		t.Fatalf("a lone server expecting 3 formed a cluster: leader %q, raft %v", s.Leader(), raftIDs(t, s))
+	}
+}
+
+// neverLeads checks, over several join rounds, that none of servers leads
+// or is in a raft configuration: they formed no cluster.
+func neverLeads(t *testing.T, what string, servers ...*server.Server) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range servers {
+			if s.IsLeader() || len(raftIDs(t, s)) != 0 {
+				t.Fatalf("%s: %s formed a cluster: leader %v, raft %v", what, s.Config().NodeName, s.IsLeader(), raftIDs(t, s))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Formation never splits the servers: a server that only joins never
+// bootstraps; servers that find one already in a cluster (even one
+// without a leader) join it rather than bootstrap another; servers that
+// disagree on bootstrap_expect form nothing.
+func TestCluster_FormationNeverSplits(t *testing.T) {
+	t.Run("join only", func(t *testing.T) {
+		cfg := servertest.ClusterConfigs(t, 1)[0]
+		cfg.BootstrapExpect, cfg.RetryJoin = 0, servertest.FreeAddrs(t, 1) // nobody there
+		neverLeads(t, "a server that only joins", servertest.StartMember(t, cfg, nil))
+	})
+	t.Run("a cluster without a leader", func(t *testing.T) {
+		cfgs, servers, leader := startCluster(t, 3)
+		var survivor server.Config
+		for i, s := range servers {
+			if s == leader {
+				continue
+			}
+			if survivor.NodeName == "" {
+				survivor = cfgs[i]
+				continue
+			}
+			_ = s.Shutdown()
+		}
+		_ = leader.Shutdown() // the survivor is left without a quorum
+		fresh := servertest.ClusterConfigs(t, 3)
+		var started []*server.Server
+		for i := range fresh {
+			fresh[i].NodeName = fmt.Sprintf("new-%d", i+1)
+			fresh[i].RetryJoin = append([]string{survivor.RPCAddr}, fresh[i].RetryJoin...)
+			started = append(started, servertest.StartMember(t, fresh[i], nil))
+		}
+		neverLeads(t, "new servers beside a cluster without a leader", started...)
+	})
+	t.Run("bootstrap_expect disagrees", func(t *testing.T) {
+		cfgs := servertest.ClusterConfigs(t, 3)
+		a, b := cfgs[0], cfgs[1]
+		a.BootstrapExpect, a.RetryJoin = 2, []string{a.RPCAddr, b.RPCAddr}
+		// b also names a third server that never comes.
+		neverLeads(t, "servers expecting 2 and 3", servertest.StartMember(t, a, nil), servertest.StartMember(t, b, nil))
+	})
+}
+
+// A member restarted at another RPC address asks to be updated; a new
+// server at a departed member's address, under another name, replaces it.
+func TestCluster_MembersMoveAndAreReplaced(t *testing.T) {
+	cfgs, servers, leader := startCluster(t, 3)
+	registerNode(t, leader, 0, 4000)
+	f := (slices.Index(servers, leader) + 1) % 3
+	if err := servers[f].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	moved := cfgs[f]
+	moved.RPCAddr = servertest.FreeAddrs(t, 1)[0]
+	back := servertest.StartMember(t, moved, nil)
+	addrOf := func(id string) string {
+		confs, _, err := leader.RaftConfiguration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sv := range confs {
+			if sv.ID == id {
+				return sv.Address
+			}
+		}
+		return ""
+	}
+	servertest.WaitFor(t, "the moved server's new address in the configuration", func() bool { return addrOf(moved.NodeName) == moved.RPCAddr })
+	servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job("web", "service", 1, 100, 64)))
+	servertest.WaitFor(t, "the moved server to follow", func() bool { return liveAllocs(back, "web") == 1 && back.Leader() == leader.RPCAddr() })
+
+	if err := back.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	repl := servertest.ClusterConfigs(t, 1)[0]
+	repl.NodeName, repl.RPCAddr = "server-9", moved.RPCAddr
+	repl.BootstrapExpect, repl.RetryJoin = 0, []string{leader.RPCAddr()}
+	nine := servertest.StartMember(t, repl, nil)
+	servertest.WaitFor(t, "the replacement in the configuration", func() bool {
+		ids := raftIDs(t, leader)
+		return len(ids) == 3 && slices.Contains(ids, "server-9") && !slices.Contains(ids, moved.NodeName)
+	})
+	servertest.WaitFor(t, "the replacement to get the state", func() bool { return liveAllocs(nine, "web") == 1 })
+}
+
+// Three failovers in a row, each old leader restarted as a follower:
+// every job registered along the way is placed, and in the end every
+// replica holds exactly the leader's state.
+func TestCluster_RepeatedFailoversConverge(t *testing.T) {
+	cfgs, servers, leader := startCluster(t, 3)
+	registerNode(t, leader, 0, 4000)
+	registerNode(t, leader, 1, 4000)
+	for round := range 3 {
+		id := fmt.Sprintf("web-%d", round)
+		if e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job(id, "service", 2, 100, 64))); e.Status != sdk.EvalStatusComplete {
+			t.Fatalf("round %d: eval %s", round, e.Status)
+		}
+		old := slices.Index(servers, leader)
+		if err := leader.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		servers[old] = nil
+		leader = servertest.WaitForClusterLeader(t, servers)
+		servers[old] = servertest.StartMember(t, cfgs[old], nil)
+		leader = servertest.WaitForClusterLeader(t, servers)
+	}
+	for round := range 3 {
+		if n := liveAllocs(leader, fmt.Sprintf("web-%d", round)); n != 2 {
+			t.Fatalf("web-%d has %d allocations", round, n)
+		}
+	}
+	// A last write everyone must have, then the replicas must equal the
+	// leader's state.
+	index, err := leader.SetSchedulerConfig(&sdk.SchedulerConfiguration{MemoryOversubscriptionEnabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, leader.Store().Snapshot())
+	for _, s := range servers {
+		servertest.WaitFor(t, "a replica to reach the last write", func() bool { return s.Store().Snapshot().Index() >= index })
+		sameState(t, want, dump(t, s.Store().Snapshot()))
 	}
 }

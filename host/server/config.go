@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"time"
 
@@ -74,8 +75,9 @@ type Config struct {
 	// (default: RPCAddr, which must then name an interface).
 	RPCAdvertise string
 	// BootstrapExpect is how many servers form a new cluster: it is
-	// bootstrapped once that many know each other (0 or 1: this server
-	// alone, at once).
+	// bootstrapped once exactly that many, none yet in a cluster, know
+	// each other. Without RetryJoin, 0 or 1 is this server alone, at once;
+	// with RetryJoin, 0 only joins an existing cluster.
 	BootstrapExpect int
 	// RetryJoin lists other servers' RPC addresses; a server not yet in a
 	// cluster asks them every RetryInterval until it is.
@@ -156,6 +158,23 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: retry interval must be positive")
 	case c.BootstrapExpect > 1 && len(c.RetryJoin) == 0:
 		return fmt.Errorf("server: bootstrap_expect = %d needs retry_join addresses to find the other servers", c.BootstrapExpect)
+	case c.BootstrapExpect == 1 && len(c.RetryJoin) > 0:
+		return fmt.Errorf("server: bootstrap_expect = 1 makes a cluster of this server alone, which cannot also join others: " +
+			"give every server the cluster's size, or leave bootstrap_expect out on a server that only joins")
+	case c.RPCAdvertise != "" && c.RPCAddr == "":
+		return fmt.Errorf("server: an RPC advertise address needs an RPC address to listen on")
+	}
+	others := map[string]bool{}
+	for _, a := range c.RetryJoin {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("server: retry_join address %q is not host:port: %v", a, err)
+		}
+		if a != c.RPCAddr && a != c.RPCAdvertise {
+			others[a] = true
+		}
+	}
+	if c.BootstrapExpect > len(others)+1 {
+		return fmt.Errorf("server: bootstrap_expect = %d, but retry_join names only %d other servers", c.BootstrapExpect, len(others))
 	}
 	return nil
 }

@@ -60,14 +60,16 @@ func (s *Server) setupRaft() (err error) {
 			return lerr
 		}
 		s.rpc = newRPCMux(ln, advertise)
+		nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: raftStream{s.rpc.raft}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
 		defer func() {
 			if err != nil {
+				_ = nt.Close()
 				s.rpc.close()
 				s.rpc = nil
 			}
 		}()
-		trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: raftStream{s.rpc.raft}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+		trans = nt
 	}
 	if s.cfg.Dev {
 		st := raft.NewInmemStore()

@@ -52,12 +52,17 @@ func (m *rpcMux) accept() {
 				return
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of file descriptors, an aborted connection: the
+			// listener still works; wait a little and go on.
+			select {
+			case <-m.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		go m.route(c)
 	}
@@ -122,9 +127,12 @@ func (l *connListener) Close() error { return nil }
 
 func (l *connListener) Addr() net.Addr { return l.addr }
 
+// rpcDialTimeout bounds connecting to another server.
+const rpcDialTimeout = 5 * time.Second
+
 // dialRPC connects to a server's RPC address for kind (rpcRaft, rpcHTTP).
 func dialRPC(ctx context.Context, addr string, kind byte) (net.Conn, error) {
-	var d net.Dialer
+	d := net.Dialer{Timeout: rpcDialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -168,7 +176,13 @@ func listenRPC(bind, advertise string) (net.Listener, net.Addr, error) {
 		}
 		return ln, ln.Addr(), nil
 	}
-	if _, _, err := net.SplitHostPort(advertise); err != nil {
+	host, _, err := net.SplitHostPort(advertise)
+	if err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			err = errors.New("not an address other servers can reach")
+		}
+	}
+	if err != nil {
 		_ = ln.Close()
 		return nil, nil, fmt.Errorf("server: RPC advertise address %q: %w", advertise, err)
 	}

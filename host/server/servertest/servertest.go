@@ -201,7 +201,7 @@ func FreeAddrs(t testing.TB, n int) []string {
 
 // ClusterConfigs returns the configurations of n servers that form one
 // cluster: durable (each in its own temporary data dir), on loopback RPC
-// addresses, each told of all the others.
+// addresses, each told of all the others (one alone is told of none).
 func ClusterConfigs(t testing.TB, n int) []server.Config {
 	t.Helper()
 	addrs := FreeAddrs(t, n)
@@ -210,7 +210,10 @@ func ClusterConfigs(t testing.TB, n int) []server.Config {
 		cfg := Config()
 		cfg.Dev, cfg.DataDir = false, t.TempDir()
 		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
-		cfg.RPCAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], n, addrs
+		cfg.RPCAddr, cfg.BootstrapExpect = addrs[i], n
+		if n > 1 {
+			cfg.RetryJoin = addrs
+		}
 		cfg.RetryInterval = 50 * time.Millisecond
 		cfgs[i] = cfg
 	}
