@@ -145,3 +145,40 @@ func (c *raftRemovePeerCommand) Run(args []string) int {
 	c.ui.Output("Removed peer " + *id + *addr)
 	return exitOK
 }
+
+type raftTransferCommand struct{ *meta }
+
+func (c *raftTransferCommand) Synopsis() string { return "Hand the cluster's lead to another server" }
+
+func (c *raftTransferCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover operator raft transfer-leadership [options] [-peer-id=ID]
+
+  Asks the leader to hand the lead over (PUT
+  /v1/operator/raft/transfer-leadership): to the server -peer-id names, or
+  to any other voter. The new leader rebuilds the broker and the blocked
+  evals from the state, as after any election.
+` + apiOptions + `
+
+Transfer-leadership options:
+
+  -peer-id=ID  The server to lead (its name).
+`)
+}
+
+func (c *raftTransferCommand) Run(args []string) int {
+	fs := c.flags("operator raft transfer-leadership", false)
+	id := fs.String("peer-id", "", "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if _, err := cl.Put(bg, "/v1/operator/raft/transfer-leadership?"+url.Values{"id": {*id}}.Encode(), nil, nil); err != nil {
+		return c.errorf("transferring the lead: %v", err)
+	}
+	c.ui.Output("Leadership transferred")
+	return exitOK
+}

@@ -170,6 +170,12 @@ func (a *API) members(_ http.ResponseWriter, r *http.Request) (any, error) {
 	return out, nil
 }
 
+// raftTransferLeadership answers PUT /v1/operator/raft/transfer-leadership
+// (?id=NAME, or any other voter without it), on the leader.
+func (a *API) raftTransferLeadership(_ http.ResponseWriter, r *http.Request) (any, error) {
+	return nil, a.srv.TransferLeadership(r.URL.Query().Get("id"))
+}
+
 // raftRemovePeer answers DELETE /v1/operator/raft/peer?id=|address=
 // (Nomad's `operator raft remove-peer`), on the leader.
 func (a *API) raftRemovePeer(_ http.ResponseWriter, r *http.Request) (any, error) {

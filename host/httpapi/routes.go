@@ -66,6 +66,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/agent/members", a.members)
 	a.on(http.MethodGet, "/v1/operator/raft/configuration", a.raftConfiguration)
 	a.on(http.MethodDelete, "/v1/operator/raft/peer", a.raftRemovePeer)
+	write("/v1/operator/raft/transfer-leadership", a.raftTransferLeadership)
 	a.on(http.MethodGet, "/v1/regions", a.regions)
 	a.on(http.MethodGet, "/v1/operator/snapshot", a.snapshotSave)
 	write("/v1/operator/snapshot", a.snapshotRestore)

@@ -116,6 +116,7 @@ func (s *Server) startRPC() {
 		writeJSON(w, http.StatusOK, s.peerInfo())
 	})
 	mux.HandleFunc("PUT "+clusterJoinPath, s.serveJoin)
+	mux.HandleFunc("POST "+evalPathPrefix, s.serveEval)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if h := s.forwarded.Load(); h != nil {
 			(*h).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaRPCKey{}, true)))
@@ -246,6 +247,35 @@ func (s *Server) transferLeadership() {
 		return
 	}
 	s.log.Info().Str("leader", s.Leader()).Msg("handed the lead over before stopping")
+}
+
+// TransferLeadership hands the lead to the server with the given ID (any
+// other voter if id is empty); only the leader can.
+func (s *Server) TransferLeadership(id string) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	var f raft.Future
+	if id == "" {
+		f = s.raftLayer.raft.LeadershipTransfer()
+	} else {
+		servers, _, err := s.RaftConfiguration()
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(servers, func(sv RaftServer) bool { return sv.ID == id })
+		if i < 0 {
+			return fmt.Errorf("%w: no server %q in the raft configuration", ErrNotFound, id)
+		}
+		if id == s.cfg.NodeName {
+			return nil
+		}
+		f = s.raftLayer.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(servers[i].Address))
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("server: leadership transfer: %w", err)
+	}
+	return nil
 }
 
 // inCluster reports whether this server is in its own raft configuration

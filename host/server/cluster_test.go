@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,5 +333,56 @@ func TestCluster_RepeatedFailoversConverge(t *testing.T) {
 	for _, s := range servers {
 		servertest.WaitFor(t, "a replica to reach the last write", func() bool { return s.Store().Snapshot().Index() >= index })
 		sameState(t, want, dump(t, s.Store().Snapshot()))
+	}
+}
+
+// Followers schedule: with the lead handed to a server without workers,
+// the followers' workers take the evals from the leader's broker, submit
+// their plans to its queue (which checks them against the latest state)
+// and conclude the evals through it. A failing scheduler's eval is nacked
+// back to the leader and fails there after its deliveries.
+func TestCluster_FollowersSchedule(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, 3)
+	ran := make([]atomic.Int64, 3)
+	for i, cfg := range cfgs {
+		fastLifecycle(&cfg)
+		if i == 0 {
+			cfg.NumWorkers = 0 // the server that will lead
+		}
+		reg := servertest.Func(t, 2, func(ctx *sdk.Context, e *sdk.Evaluation) error {
+			ran[i].Add(1)
+			if e.JobID == "broken" {
+				return errors.New("this scheduler fails")
+			}
+			return placer(ctx, e)
+		})
+		servers[i] = servertest.StartMember(t, cfg, reg)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	if leader != servers[0] {
+		if err := leader.TransferLeadership(cfgs[0].NodeName); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servertest.WaitFor(t, "server-1 to lead", func() bool { return servertest.WaitForClusterLeader(t, servers) == servers[0] })
+	leader = servers[0]
+	registerNode(t, leader, 0, 4000)
+	registerNode(t, leader, 1, 4000)
+	for i := range 6 {
+		id := fmt.Sprintf("web-%d", i)
+		if e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job(id, "service", 2, 100, 64))); e.Status != sdk.EvalStatusComplete {
+			t.Fatalf("%s: eval %s", id, e.Status)
+		}
+		if n := liveAllocs(leader, id); n != 2 {
+			t.Fatalf("%s: %d allocations", id, n)
+		}
+	}
+	if ran[0].Load() != 0 || ran[1].Load()+ran[2].Load() < 6 {
+		t.Fatalf("evals scheduled by server: %d %d %d; want none by the leader", ran[0].Load(), ran[1].Load(), ran[2].Load())
+	}
+	e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job("broken", "service", 1, 100, 64)), sdk.EvalStatusFailed)
+	if !slices.Contains(servertest.Phases(leader, e.ID), sdk.EvalStatusFailed) {
+		t.Fatalf("phases of the failed eval: %v", servertest.Phases(leader, e.ID))
 	}
 }

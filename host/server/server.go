@@ -139,6 +139,17 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 			s.done.Add(1)
 			go s.joinCluster(ctx)
 		}
+		// Followers schedule too: their workers take evals from the
+		// leader's broker and submit plans to its queue.
+		host := newRemoteHost(s)
+		for i := 0; i < cfg.NumWorkers; i++ {
+			w := newRemoteWorker(s, i, host)
+			s.done.Add(1)
+			go func() {
+				defer s.done.Done()
+				w.run(ctx)
+			}()
+		}
 	}
 	started = true
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/drover-sched/drover/host/broker"
@@ -26,25 +27,73 @@ const (
 
 // worker dequeues evals and runs them through their job's scheduler plugin.
 type worker struct {
-	s   *Server
-	id  int
-	log zerolog.Logger
+	s    *Server
+	id   int
+	log  zerolog.Logger
+	host evalHost
+	// remote says the worker runs on a follower and reaches the leader's
+	// broker and plan queue over the network.
+	remote bool
 }
 
+// newWorker returns one of the leader's workers.
 func newWorker(s *Server, id int) *worker {
-	return &worker{s: s, id: id, log: s.log.With().Int("worker", id).Logger()}
+	return &worker{s: s, id: id, log: s.log.With().Int("worker", id).Logger(), host: localHost{s}}
 }
+
+// newRemoteWorker returns a worker of a clustered server: it schedules
+// while the server follows, and idles while it leads (its local workers
+// run then).
+func newRemoteWorker(s *Server, id int, host remoteHost) *worker {
+	return &worker{s: s, id: id, log: s.log.With().Int("worker", id).Bool("remote", true).Logger(), host: host, remote: true}
+}
+
+// remoteRetry is how long a follower's worker waits after the leader could
+// not be reached, and how often an idle one looks whether it follows.
+const remoteRetry = 250 * time.Millisecond
 
 func (w *worker) run(ctx context.Context) {
 	for {
-		eval, token, err := w.s.broker.Dequeue(ctx, w.s.plugins.Types())
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, broker.ErrDisabled) {
+		if w.remote && (w.s.IsLeader() || w.s.Leader() == "") {
+			if !sleepCtx(ctx, remoteRetry) {
 				return
 			}
 			continue
 		}
-		w.process(ctx, eval, token)
+		eval, token, widx, err := w.host.Dequeue(ctx, w.types())
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !w.remote && errors.Is(err, broker.ErrDisabled):
+			return
+		case err != nil:
+			if w.remote && !sleepCtx(ctx, remoteRetry) {
+				return
+			}
+			continue
+		case eval == nil:
+			continue
+		}
+		w.process(ctx, eval, token, widx)
+	}
+}
+
+// types are the eval types the worker dequeues: a follower's leave core
+// evals (garbage collection writes directly) to the leader's.
+func (w *worker) types() []string {
+	types := w.s.plugins.Types()
+	if w.remote {
+		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == sdk.JobTypeCore })
+	}
+	return types
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -59,21 +108,20 @@ func waitIndex(snap *state.Snapshot, eval *sdk.Evaluation) uint64 {
 	return idx
 }
 
-func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string) {
+func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string, widx uint64) {
 	s := w.s
 	log := w.log.With().Str("eval_id", eval.ID).Str("job_id", eval.JobID).Str("triggered_by", eval.TriggeredBy).Logger()
 	plugin := "" // known once the eval's plugin is
 	nack := func(err error) {
 		s.metrics.IncrCounterWithLabels([]string{"worker", "eval_nacked"}, 1, schedulerLabels(eval.Type, plugin))
 		log.Warn().Err(err).Msg("evaluation nacked")
-		s.phases.fail(eval.ID, err.Error())
-		if nerr := s.broker.Nack(eval.ID, token); nerr != nil {
+		if nerr := w.host.Nack(eval.ID, token, err.Error()); nerr != nil {
 			log.Warn().Err(nerr).Msg("nack failed")
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, snapshotWaitTimeout)
 	start := time.Now()
-	snap, err := s.store.WaitForIndex(wctx, waitIndex(s.store.Snapshot(), eval))
+	snap, err := s.store.WaitForIndex(wctx, widx)
 	s.metrics.MeasureSince([]string{"worker", "wait_for_index"}, start)
 	cancel()
 	if err != nil {
@@ -84,7 +132,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	// duplicate, collected) is not scheduled again.
 	stored := snap.Eval(eval.ID)
 	if stored == nil || stored.TerminalStatus() {
-		if err := s.broker.Ack(eval.ID, token); err != nil {
+		if err := w.host.Ack(eval.ID, token); err != nil {
 			log.Warn().Err(err).Msg("ack failed")
 		}
 		return
@@ -104,7 +152,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	config := entry.Config
-	p := &evalPlanner{s: s, eval: eval, token: token, snapIndex: snap.Index(), created: map[string]string{}}
+	p := &evalPlanner{s: s, host: w.host, eval: eval, token: token, snapIndex: snap.Index(), created: map[string]string{}}
 	var planner runtime.Planner = p
 	if eval.Type == sdk.JobTypeCore {
 		config = s.coreConfig(config)
@@ -127,7 +175,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		nack(fmt.Errorf("%w: plugin[%s] returned without updating or reblocking eval %s", runtime.ErrPluginFailed, entry.Plugin.Info().Name, eval.ID))
 		return
 	}
-	if err := s.broker.Ack(eval.ID, token); err != nil {
+	if err := w.host.Ack(eval.ID, token); err != nil {
 		log.Warn().Err(err).Msg("ack failed")
 	}
 }
@@ -141,6 +189,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 // plugin saw (SnapshotIndex), which the blocked tracker relies on.
 type evalPlanner struct {
 	s     *Server
+	host  evalHost
 	eval  *sdk.Evaluation
 	token string
 	// snapIndex is the index of the state the plugin sees, raised when a
@@ -180,15 +229,13 @@ func hostErr(err error) error {
 func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanResult, runtime.StateSource, error) {
 	s := p.s
 	// The plan queue may take long: the nack timer waits meanwhile.
-	if err := s.broker.PauseNackTimeout(p.eval.ID, p.token); err != nil {
+	if err := p.host.PauseNackTimeout(p.eval.ID, p.token); err != nil {
 		return nil, nil, hostErr(err)
 	}
-	s.phases.set(p.eval.ID, sdk.EvalPhaseApplying, s.now())
 	start := time.Now()
-	res, err := s.applier.Submit(ctx, pl)
+	res, err := p.host.SubmitPlan(ctx, pl)
 	s.metrics.MeasureSince([]string{"worker", "submit_plan"}, start)
-	s.phases.set(p.eval.ID, sdk.EvalPhaseScheduling, s.now())
-	if rerr := s.broker.ResumeNackTimeout(p.eval.ID, p.token); err == nil && rerr != nil {
+	if rerr := p.host.ResumeNackTimeout(p.eval.ID, p.token); err == nil && rerr != nil {
 		err = rerr
 	}
 	if err != nil {
@@ -206,9 +253,6 @@ func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanRe
 }
 
 func (p *evalPlanner) apply(ctx context.Context, evals ...*sdk.Evaluation) error {
-	if err := p.s.broker.OutstandingReset(p.eval.ID, p.token); err != nil {
-		return hostErr(err)
-	}
 	now := p.s.now()
 	for _, e := range evals {
 		e.ModifyTime = now.UnixNano()
@@ -221,7 +265,7 @@ func (p *evalPlanner) apply(ctx context.Context, evals ...*sdk.Evaluation) error
 		}
 		e.SnapshotIndex = p.snapIndex
 	}
-	return hostErr(p.s.evalBatch.apply(ctx, evals))
+	return hostErr(p.host.ApplyEvals(ctx, p.eval.ID, p.token, evals))
 }
 
 // own returns e with the identity of the eval being processed: the fields a
@@ -327,7 +371,7 @@ var _ runtime.Collector = corePlanner{}
 
 // GarbageCollect implements runtime.Collector.
 func (c corePlanner) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
-	if err := c.s.broker.OutstandingReset(c.eval.ID, c.token); err != nil {
+	if err := c.host.OutstandingReset(c.eval.ID, c.token); err != nil {
 		return hostErr(err)
 	}
 	return hostErr(c.s.garbageCollect(c.s.store.Snapshot(), c.thresholds, req))
