@@ -31,13 +31,17 @@ type evalHost interface {
 	Ack(evalID, token string) error
 	// Nack hands the eval back; reason goes to its history.
 	Nack(evalID, token, reason string) error
-	PauseNackTimeout(evalID, token string) error
-	ResumeNackTimeout(evalID, token string) error
 	OutstandingReset(evalID, token string) error
+	// SubmitPlan queues a plan and waits for its result. The eval's nack
+	// timer is paused meanwhile, on the leader, and resumed there whatever
+	// becomes of the worker that sent it (as Nomad's Plan.Submit).
 	SubmitPlan(ctx context.Context, p *sdk.Plan) (*sdk.PlanResult, error)
 	// ApplyEvals commits evals written by the holder of evalID's token
 	// (which it checks, and whose nack timer it resets).
 	ApplyEvals(ctx context.Context, evalID, token string, evals []*sdk.Evaluation) error
+	// GarbageCollect deletes what a core eval's collection asks, checked
+	// against the leader's state and the thresholds.
+	GarbageCollect(ctx context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error
 }
 
 // localHost is the leader's own machinery.
@@ -58,23 +62,31 @@ func (h localHost) Nack(evalID, token, reason string) error {
 	return h.s.broker.Nack(evalID, token)
 }
 
-func (h localHost) PauseNackTimeout(evalID, token string) error {
-	return h.s.broker.PauseNackTimeout(evalID, token)
-}
-
-func (h localHost) ResumeNackTimeout(evalID, token string) error {
-	return h.s.broker.ResumeNackTimeout(evalID, token)
-}
-
 func (h localHost) OutstandingReset(evalID, token string) error {
 	return h.s.broker.OutstandingReset(evalID, token)
 }
 
-func (h localHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (*sdk.PlanResult, error) {
+func (h localHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (res *sdk.PlanResult, err error) {
 	s := h.s
+	// The plan queue may take long: the nack timer waits meanwhile.
+	if err := s.broker.PauseNackTimeout(p.EvalID, p.EvalToken); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := s.broker.ResumeNackTimeout(p.EvalID, p.EvalToken); err == nil && rerr != nil {
+			res, err = nil, rerr
+		}
+	}()
 	s.phases.set(p.EvalID, sdk.EvalPhaseApplying, s.now())
 	defer s.phases.set(p.EvalID, sdk.EvalPhaseScheduling, s.now())
 	return s.applier.Submit(ctx, p)
+}
+
+func (h localHost) GarbageCollect(_ context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error {
+	if err := h.s.broker.OutstandingReset(evalID, token); err != nil {
+		return err
+	}
+	return h.s.garbageCollect(h.s.store.Snapshot(), th, req)
 }
 
 func (h localHost) ApplyEvals(ctx context.Context, evalID, token string, evals []*sdk.Evaluation) error {
@@ -88,7 +100,8 @@ func (h localHost) ApplyEvals(ctx context.Context, evalID, token string, evals [
 // only).
 const (
 	evalPathPrefix = "/internal/eval/"
-	dequeueWait    = 5 * time.Second
+	// dequeueWait is how long the leader holds a follower's dequeue.
+	dequeueWait = time.Second
 )
 
 // Headers of those endpoints.
@@ -105,6 +118,8 @@ const (
 	codeInvalidPlan = "invalid-plan"
 	codeUnavailable = "unavailable" // not the leader, broker or queue off
 	codeDisabled    = "disabled"
+	codeDeadline    = "deadline"
+	codeInvalidEval = "invalid-eval"
 )
 
 func errorCode(err error) string {
@@ -114,8 +129,12 @@ func errorCode(err error) string {
 		return codeStale
 	case errors.Is(err, plan.ErrInvalidPlan):
 		return codeInvalidPlan
+	case errors.Is(err, sdk.ErrInvalidEval):
+		return codeInvalidEval
 	case errors.Is(err, broker.ErrDisabled):
 		return codeDisabled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codeDeadline
 	case errors.Is(err, plan.ErrQueueDisabled), errors.Is(err, ErrNotLeader), errors.Is(err, errBatcherStopped),
 		errors.Is(err, context.Canceled):
 		return codeUnavailable
@@ -129,10 +148,14 @@ func errorFromCode(code, msg string) error {
 		return fmt.Errorf("%w: leader: %s", broker.ErrTokenMismatch, msg)
 	case codeInvalidPlan:
 		return fmt.Errorf("%w: leader: %s", plan.ErrInvalidPlan, msg)
+	case codeInvalidEval:
+		return fmt.Errorf("%w: leader: %s", sdk.ErrInvalidEval, msg)
 	case codeDisabled:
 		return fmt.Errorf("%w: leader: %s", broker.ErrDisabled, msg)
 	case codeUnavailable:
 		return fmt.Errorf("%w: leader: %s", ErrNotLeader, msg)
+	case codeDeadline:
+		return fmt.Errorf("%w: leader: %s", context.DeadlineExceeded, msg)
 	}
 	return fmt.Errorf("server: leader: %s", msg)
 }
@@ -170,22 +193,24 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out, err := e.MarshalMsg(nil)
-		if err != nil {
-			fail(err)
-			return
+		if err == nil && r.Context().Err() != nil {
+			err = r.Context().Err()
 		}
-		w.Header().Set(tokenHeader, tok)
-		w.Header().Set(waitIndexHeader, strconv.FormatUint(widx, 10))
-		_, _ = w.Write(out)
+		if err == nil {
+			w.Header().Set(tokenHeader, tok)
+			w.Header().Set(waitIndexHeader, strconv.FormatUint(widx, 10))
+			_, err = w.Write(out)
+		}
+		if err != nil {
+			// The follower's worker left (or the answer broke): hand the
+			// eval back now rather than at its nack timeout.
+			_ = h.Nack(e.ID, tok, "the follower's worker did not take it: "+err.Error())
+		}
 		return
 	case "ack":
 		err = h.Ack(id, token)
 	case "nack":
 		err = h.Nack(id, token, string(body))
-	case "pause":
-		err = h.PauseNackTimeout(id, token)
-	case "resume":
-		err = h.ResumeNackTimeout(id, token)
 	case "reset":
 		err = h.OutstandingReset(id, token)
 	case "plan":
@@ -206,6 +231,18 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 		}
 		_, _ = w.Write(out)
 		return
+	case "gc":
+		var req sdk.GCRequest
+		if _, derr := req.UnmarshalMsg(body); derr != nil {
+			fail(fmt.Errorf("%w: undecodable collection: %v", sdk.ErrInvalidEval, derr))
+			return
+		}
+		th, derr := thresholdsFromQuery(q)
+		if derr != nil {
+			fail(derr)
+			return
+		}
+		err = h.GarbageCollect(r.Context(), id, token, th, &req)
 	case "apply":
 		evals, derr := decodeEvals(body)
 		if derr != nil {
@@ -222,6 +259,27 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// The thresholds of a collection, as query parameters (nanoseconds).
+var thresholdParams = []string{"eval", "job", "node", "deployment"}
+
+func thresholdsQuery(q url.Values, th gcThresholds) {
+	for i, d := range []time.Duration{th.eval, th.job, th.node, th.deployment} {
+		q.Set("gc_"+thresholdParams[i], strconv.FormatInt(int64(d), 10))
+	}
+}
+
+func thresholdsFromQuery(q url.Values) (gcThresholds, error) {
+	var th gcThresholds
+	for i, dst := range []*time.Duration{&th.eval, &th.job, &th.node, &th.deployment} {
+		n, err := strconv.ParseInt(q.Get("gc_"+thresholdParams[i]), 10, 64)
+		if err != nil || n < 0 {
+			return th, fmt.Errorf("%w: bad collection threshold %s", sdk.ErrInvalidEval, thresholdParams[i])
+		}
+		*dst = time.Duration(n)
+	}
+	return th, nil
 }
 
 func encodeEvals(evals []*sdk.Evaluation) ([]byte, error) {
@@ -274,6 +332,9 @@ func (h remoteHost) call(ctx context.Context, op string, q url.Values, body []by
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("server: call to the leader: %w", cerr)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
@@ -284,9 +345,13 @@ func (h remoteHost) call(ctx context.Context, op string, q url.Values, body []by
 	return resp, nil
 }
 
+// simpleTimeout bounds an op that answers nothing but success or an error;
+// they are sent even while the worker stops (a nack on the way out).
+const simpleTimeout = 10 * time.Second
+
 // simple sends an op that answers nothing but success or an error.
 func (h remoteHost) simple(op, evalID, token string, body []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), simpleTimeout)
 	defer cancel()
 	resp, err := h.call(ctx, op, url.Values{"eval": {evalID}, "token": {token}}, body)
 	if err != nil {
@@ -297,6 +362,12 @@ func (h remoteHost) simple(op, evalID, token string, body []byte) error {
 }
 
 func (h remoteHost) Dequeue(ctx context.Context, types []string) (*sdk.Evaluation, string, uint64, error) {
+	// The poll is not cut short when the worker stops: the leader may be
+	// handing it an eval, which only this worker could give back (process
+	// nacks it). It ends within dequeueWait; a leader that is gone without
+	// closing the connection must not hold the worker much longer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dequeueWait+5*time.Second)
+	defer cancel()
 	resp, err := h.call(ctx, "dequeue", url.Values{"types": {strings.Join(types, ",")}}, nil)
 	if err != nil {
 		return nil, "", 0, err
@@ -313,8 +384,14 @@ func (h remoteHost) Dequeue(ctx context.Context, types []string) (*sdk.Evaluatio
 	if _, err := e.UnmarshalMsg(b); err != nil {
 		return nil, "", 0, fmt.Errorf("server: undecodable eval from the leader: %w", err)
 	}
-	widx, _ := strconv.ParseUint(resp.Header.Get(waitIndexHeader), 10, 64)
-	return e, resp.Header.Get(tokenHeader), widx, nil
+	widx, err := strconv.ParseUint(resp.Header.Get(waitIndexHeader), 10, 64)
+	token := resp.Header.Get(tokenHeader)
+	if err != nil || token == "" {
+		// Not an answer to schedule from; the eval goes back at its nack
+		// timeout.
+		return nil, "", 0, fmt.Errorf("server: the leader's dequeue answer lacks its token or wait index")
+	}
+	return e, token, widx, nil
 }
 
 func (h remoteHost) Ack(evalID, token string) error { return h.simple("ack", evalID, token, nil) }
@@ -322,14 +399,6 @@ func (h remoteHost) Ack(evalID, token string) error { return h.simple("ack", eva
 func (h remoteHost) Nack(evalID, token, reason string) error {
 	h.s.phases.fail(evalID, reason)
 	return h.simple("nack", evalID, token, []byte(reason))
-}
-
-func (h remoteHost) PauseNackTimeout(evalID, token string) error {
-	return h.simple("pause", evalID, token, nil)
-}
-
-func (h remoteHost) ResumeNackTimeout(evalID, token string) error {
-	return h.simple("resume", evalID, token, nil)
 }
 
 func (h remoteHost) OutstandingReset(evalID, token string) error {
@@ -355,6 +424,21 @@ func (h remoteHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (*sdk.PlanResul
 		return nil, fmt.Errorf("server: undecodable plan result from the leader: %w", err)
 	}
 	return res, nil
+}
+
+func (h remoteHost) GarbageCollect(ctx context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error {
+	b, err := req.MarshalMsg(nil)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"eval": {evalID}, "token": {token}}
+	thresholdsQuery(q, th)
+	resp, err := h.call(ctx, "gc", q, b)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
 }
 
 func (h remoteHost) ApplyEvals(ctx context.Context, evalID, token string, evals []*sdk.Evaluation) error {

@@ -55,6 +55,9 @@ func (s *Server) establishLeadership() error {
 		}()
 	}
 	run(s.broker.Run)
+	// Updates sent after the last term's batchers drained (a worker that
+	// held a token of that term) must not commit in this one.
+	s.evalBatch.drain()
 	for i := 0; i < evalBatchInflight; i++ {
 		run(s.evalBatch.run)
 	}

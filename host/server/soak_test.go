@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/core"
@@ -47,26 +48,104 @@ func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
 	}
 	for seed := first; seed < first+seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			reg := servertest.NativeBuiltins(t, 2)
-			servertest.AddNative(t, reg, plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}, MirrorEvals: true}, 1,
-				func() sdk.Scheduler { return &core.Scheduler{} })
-			s := servertest.New(t, reg, func(c *server.Config) {
+			s := servertest.New(t, soakRegistry(t), func(c *server.Config) {
 				c.MinHeartbeatTTL = time.Hour // nodes go down when the test says
 			})
-			w := &soak{t: t, s: s, r: rand.New(rand.NewPCG(uint64(seed), 3)), dirty: map[string]bool{},
-				seen: map[string]string{}, trail: map[string][]string{}}
-			for i := 0; i < 4; i++ {
-				w.addNode()
+			newSoak(t, s, seed).run(steps, nil)
+		})
+	}
+}
+
+func newSoak(t *testing.T, s *server.Server, seed int) *soak {
+	return &soak{t: t, s: s, r: rand.New(rand.NewPCG(uint64(seed), 3)), dirty: map[string]bool{},
+		seen: map[string]string{}, trail: map[string][]string{}}
+}
+
+// soakRegistry returns the built-in schedulers and the core scheduler,
+// native.
+func soakRegistry(t *testing.T) *runtime.Registry {
+	reg := servertest.NativeBuiltins(t, 2)
+	servertest.AddNative(t, reg, plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}, MirrorEvals: true}, 1,
+		func() sdk.Scheduler { return &core.Scheduler{} })
+	return reg
+}
+
+// run adds four nodes and takes steps random operations, settling and
+// checking after each; between, if set, runs before each step and may
+// change the server the soak drives (a new leader).
+func (w *soak) run(steps int, between func(step int)) {
+	for i := 0; i < 4; i++ {
+		w.addNode()
+	}
+	for step := 0; step < steps; step++ {
+		if between != nil {
+			between(step)
+		}
+		op := w.step()
+		w.settle(op)
+		w.record(fmt.Sprintf("step %d (%s)", step, op))
+		w.client()
+		w.settle(op + ", then the clients' reports")
+		w.record(fmt.Sprintf("step %d, clients", step))
+		w.check(fmt.Sprintf("step %d (%s)", step, op))
+	}
+}
+
+// TestSoak_ClusterOfServers runs the soak's random operations against a
+// cluster of three servers whose followers schedule, handing the lead on
+// every ten steps (to the server without workers first, so that for a
+// while only the followers schedule), with the same checks after each
+// step; at the end every replica must hold the leader's state.
+// DROVER_SOAK_CLUSTER_SEEDS and DROVER_SOAK_STEPS make it longer.
+func TestSoak_ClusterOfServers(t *testing.T) {
+	seeds, steps := envInt("DROVER_SOAK_CLUSTER_SEEDS", 2), envInt("DROVER_SOAK_STEPS", 60)
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			cfgs := servertest.ClusterConfigs(t, 3)
+			servers := make([]*server.Server, len(cfgs))
+			for i, cfg := range cfgs {
+				cfg.MinHeartbeatTTL = time.Hour // nodes go down when the test says
+				if i == 0 {
+					cfg.NumWorkers = 0
+				}
+				servers[i] = servertest.StartMember(t, cfg, soakRegistry(t))
 			}
-			for step := 0; step < steps; step++ {
-				op := w.step()
-				w.settle(op)
-				w.record(fmt.Sprintf("step %d (%s)", step, op))
-				w.client()
-				w.settle(op + ", then the clients' reports")
-				w.record(fmt.Sprintf("step %d, clients", step))
-				w.check(fmt.Sprintf("step %d (%s)", step, op))
-			}
+			w := newSoak(t, servertest.WaitForClusterLeader(t, servers), seed)
+			next := 0
+			w.run(steps, func(step int) {
+				if step%10 != 0 {
+					return
+				}
+				to := cfgs[next%len(cfgs)].NodeName
+				next++
+				if err := w.s.TransferLeadership(to); err != nil {
+					t.Fatalf("step %d: hand the lead to %s: %v", step, to, err)
+				}
+				servertest.WaitFor(t, to+" to lead", func() bool { return servertest.WaitForClusterLeader(t, servers).Config().NodeName == to })
+				w.s = servertest.WaitForClusterLeader(t, servers)
+				w.settle("the lead handed to " + to)
+			})
+			// The leader's timers may still write: compare states taken
+			// at one index.
+			servertest.WaitFor(t, "every replica at the leader's index", func() bool {
+				index := w.s.Store().LatestIndex()
+				for _, s := range servers {
+					if s.Store().LatestIndex() != index {
+						return false
+					}
+				}
+				snaps := make([]*state.Snapshot, len(servers))
+				for i, s := range servers {
+					if snaps[i] = s.Store().Snapshot(); snaps[i].Index() != index {
+						return false
+					}
+				}
+				want := dump(t, snaps[0])
+				for _, snap := range snaps[1:] {
+					sameState(t, want, dump(t, snap))
+				}
+				return true
+			})
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/drover-sched/drover/host/broker"
@@ -53,15 +52,23 @@ func newRemoteWorker(s *Server, id int, host remoteHost) *worker {
 const remoteRetry = 250 * time.Millisecond
 
 func (w *worker) run(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		if w.remote && (w.s.IsLeader() || w.s.Leader() == "") {
 			if !sleepCtx(ctx, remoteRetry) {
 				return
 			}
 			continue
 		}
-		eval, token, widx, err := w.host.Dequeue(ctx, w.types())
+		eval, token, widx, err := w.host.Dequeue(ctx, w.s.plugins.Types())
 		switch {
+		case eval != nil:
+			// Even when stopping: process nacks it then.
+			if !w.process(ctx, eval, token, widx) && w.remote && !sleepCtx(ctx, snapshotWaitTimeout) {
+				// This replica lags: taking more evals would only spend
+				// their deliveries.
+				return
+			}
+			continue
 		case ctx.Err() != nil:
 			return
 		case err != nil && !w.remote && errors.Is(err, broker.ErrDisabled):
@@ -71,21 +78,8 @@ func (w *worker) run(ctx context.Context) {
 				return
 			}
 			continue
-		case eval == nil:
-			continue
 		}
-		w.process(ctx, eval, token, widx)
 	}
-}
-
-// types are the eval types the worker dequeues: a follower's leave core
-// evals (garbage collection writes directly) to the leader's.
-func (w *worker) types() []string {
-	types := w.s.plugins.Types()
-	if w.remote {
-		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == sdk.JobTypeCore })
-	}
-	return types
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -108,7 +102,9 @@ func waitIndex(snap *state.Snapshot, eval *sdk.Evaluation) uint64 {
 	return idx
 }
 
-func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string, widx uint64) {
+// process schedules one eval; it reports false if the state did not reach
+// the eval's wait index in time.
+func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string, widx uint64) bool {
 	s := w.s
 	log := w.log.With().Str("eval_id", eval.ID).Str("job_id", eval.JobID).Str("triggered_by", eval.TriggeredBy).Logger()
 	plugin := "" // known once the eval's plugin is
@@ -126,7 +122,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	cancel()
 	if err != nil {
 		nack(err)
-		return
+		return ctx.Err() != nil // a lagging replica, unless stopping
 	}
 	// The stored eval is the truth; one already concluded (canceled as a
 	// duplicate, collected) is not scheduled again.
@@ -135,14 +131,14 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		if err := w.host.Ack(eval.ID, token); err != nil {
 			log.Warn().Err(err).Msg("ack failed")
 		}
-		return
+		return true
 	}
 	eval = stored
 	job := snap.Job(eval.Namespace, eval.JobID)
 	entry, err := s.plugins.ForEval(eval, job)
 	if err != nil {
 		nack(err)
-		return
+		return true
 	}
 	plugin = entry.Plugin.Info().Name
 	timeout := DefaultPluginTimeout
@@ -159,7 +155,7 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 		th, err := gcThresholdsFor(eval.JobID, config)
 		if err != nil {
 			nack(err)
-			return
+			return true
 		}
 		planner = &corePlanner{p, th}
 	}
@@ -169,15 +165,16 @@ func (w *worker) process(ctx context.Context, eval *sdk.Evaluation, token string
 	s.metrics.MeasureSinceWithLabels([]string{"worker", "invoke_scheduler", eval.Type}, start, schedulerLabels(eval.Type, plugin))
 	if err != nil {
 		nack(err)
-		return
+		return true
 	}
 	if !p.concluded {
 		nack(fmt.Errorf("%w: plugin[%s] returned without updating or reblocking eval %s", runtime.ErrPluginFailed, entry.Plugin.Info().Name, eval.ID))
-		return
+		return true
 	}
 	if err := w.host.Ack(eval.ID, token); err != nil {
 		log.Warn().Err(err).Msg("ack failed")
 	}
+	return true
 }
 
 // evalPlanner is the host side of one eval's planner calls. It checks what
@@ -228,16 +225,9 @@ func hostErr(err error) error {
 
 func (p *evalPlanner) SubmitPlan(ctx context.Context, pl *sdk.Plan) (*sdk.PlanResult, runtime.StateSource, error) {
 	s := p.s
-	// The plan queue may take long: the nack timer waits meanwhile.
-	if err := p.host.PauseNackTimeout(p.eval.ID, p.token); err != nil {
-		return nil, nil, hostErr(err)
-	}
 	start := time.Now()
 	res, err := p.host.SubmitPlan(ctx, pl)
 	s.metrics.MeasureSince([]string{"worker", "submit_plan"}, start)
-	if rerr := p.host.ResumeNackTimeout(p.eval.ID, p.token); err == nil && rerr != nil {
-		err = rerr
-	}
 	if err != nil {
 		return nil, nil, hostErr(err)
 	}
@@ -370,11 +360,8 @@ type corePlanner struct {
 var _ runtime.Collector = corePlanner{}
 
 // GarbageCollect implements runtime.Collector.
-func (c corePlanner) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
-	if err := c.host.OutstandingReset(c.eval.ID, c.token); err != nil {
-		return hostErr(err)
-	}
-	return hostErr(c.s.garbageCollect(c.s.store.Snapshot(), c.thresholds, req))
+func (c corePlanner) GarbageCollect(ctx context.Context, req *sdk.GCRequest) error {
+	return hostErr(c.host.GarbageCollect(ctx, c.eval.ID, c.token, c.thresholds, req))
 }
 
 func (p *evalPlanner) ReblockEval(ctx context.Context, e *sdk.Evaluation) error {
