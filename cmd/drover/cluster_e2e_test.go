@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,50 +104,19 @@ server {
 		}
 	}
 
-	// Load through the followers; the leader is killed while it runs.
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for c := 0; c < 4; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("job-%d-%d", c, i)
-				var resp httpapi.JobRegisterResponse
-				code, err := call("PUT", followers[c%2].base+"/v1/jobs", &httpapi.JobRegisterRequest{Job: loadJob(id)}, &resp)
-				if err == nil && code == 200 && resp.EvalID != "" {
-					mu.Lock()
-					acked[id] = true
-					n := len(acked)
-					mu.Unlock()
-					if n >= maxJobs {
-						return
-					}
-				}
-			}
-		}(c)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	agents[li].kill(t)
-	// Registrations go on through the election.
-	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	// Load through the followers; the leader is killed while it runs, and
+	// registrations go on through the election.
+	acked := registerUnderLoad([]string{followers[0].base, followers[1].base}, maxJobs, func() {
+		time.Sleep(1500 * time.Millisecond)
+		agents[li].kill(t)
+		time.Sleep(3 * time.Second)
+	})
 
 	next := leaderOf(followers)
 	if next == li {
 		t.Fatal("the killed server still leads")
 	}
 	base := agents[next].base
-	mu.Lock()
-	defer mu.Unlock()
 	t.Logf("%d job registrations acknowledged; server-%d took over from server-%d", len(acked), next+1, li+1)
 	if len(acked) < 20 {
 		t.Fatalf("only %d registrations acknowledged: the load did not load", len(acked))

@@ -105,6 +105,46 @@ func call(method, url string, in, out any) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// registerUnderLoad has four clients register jobs (job-C-I, loadJob) as
+// fast as they can, client C through bases[C mod len(bases)], until max
+// registrations are acknowledged or during returns; it returns the IDs of
+// the acknowledged ones.
+func registerUnderLoad(bases []string, max int, during func()) map[string]bool {
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("job-%d-%d", c, i)
+				var resp httpapi.JobRegisterResponse
+				code, err := call("PUT", bases[c%len(bases)]+"/v1/jobs", &httpapi.JobRegisterRequest{Job: loadJob(id)}, &resp)
+				if err == nil && code == 200 && resp.EvalID != "" {
+					mu.Lock()
+					acked[id] = true
+					n := len(acked)
+					mu.Unlock()
+					if n >= max {
+						return
+					}
+				}
+			}
+		}(c)
+	}
+	during()
+	close(stop)
+	wg.Wait()
+	return acked
+}
+
 func loadJob(id string) *jobspec.Job {
 	str := func(v string) *string { return &v }
 	num := func(v int) *int { return &v }
@@ -159,45 +199,14 @@ server {
 
 	// Load: four clients register jobs as fast as they can; the agent is
 	// killed while they do.
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for c := 0; c < 4; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("job-%d-%d", c, i)
-				var resp httpapi.JobRegisterResponse
-				code, err := call("PUT", a.base+"/v1/jobs", &httpapi.JobRegisterRequest{Job: loadJob(id)}, &resp)
-				if err == nil && code == 200 && resp.EvalID != "" {
-					mu.Lock()
-					acked[id] = true
-					n := len(acked)
-					mu.Unlock()
-					if n >= 300 {
-						return
-					}
-				}
-			}
-		}(c)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	a.kill(t)
-	close(stop)
-	wg.Wait()
-	mu.Lock()
+	acked := registerUnderLoad([]string{a.base}, 300, func() {
+		time.Sleep(1500 * time.Millisecond)
+		a.kill(t)
+	})
 	t.Logf("%d job registrations acknowledged before SIGKILL", len(acked))
 	if len(acked) < 20 {
 		t.Fatalf("only %d registrations acknowledged: the load did not load", len(acked))
 	}
-	mu.Unlock()
 
 	a = startAgent(t, bin, "-config", cfg)
 	for id := range acked {
