@@ -154,4 +154,14 @@ server {
 	if code != 0 || !strings.Contains(out, "failed") || strings.Count(out, "alive") != 2 {
 		t.Fatalf("server members (%d):\n%s", code, out)
 	}
+	// The operator removes the dead server for good, through a follower.
+	dead := fmt.Sprintf("server-%d", li+1)
+	follower := agents[3-li-next].base
+	if code, out := drover(t, bin, follower, "operator", "raft", "remove-peer", "-peer-id", dead); code != 0 {
+		t.Fatalf("remove-peer (%d):\n%s", code, out)
+	}
+	code, out = drover(t, bin, follower, "operator", "raft", "list-peers")
+	if code != 0 || strings.Contains(out, dead) || strings.Count(out, "server-") != 4 || strings.Count(out, "leader") != 1 {
+		t.Fatalf("list-peers after removing %s (%d):\n%s", dead, code, out)
+	}
 }

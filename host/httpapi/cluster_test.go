@@ -84,6 +84,9 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 	if got := resp.Header.Get(httpapi.ServerHeader); got != servers[f].Config().NodeName {
 		t.Fatalf("a stale read was answered by %s, want the follower %s", got, servers[f].Config().NodeName)
 	}
+	if resp.Header.Get("X-Nomad-KnownLeader") != "true" || resp.Header.Get("X-Nomad-LastContact") == "" {
+		t.Fatalf("a follower's stale read: KnownLeader %q, LastContact %q", resp.Header.Get("X-Nomad-KnownLeader"), resp.Header.Get("X-Nomad-LastContact"))
+	}
 	// A client cannot pass for a server: the forwarding mark is the
 	// address a request came in on, not a header.
 	req, _ := http.NewRequest("GET", follower.URL+"/v1/evaluation/"+reg.EvalID, nil)
@@ -126,6 +129,22 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 		if m.Status != "alive" {
 			t.Fatalf("members: %s", out)
 		}
+	}
+
+	// The operator endpoints reach the leader through any server: removing
+	// a server that is not there is a 404; handing the lead over works.
+	if resp, out := do(t, "DELETE", follower.URL+"/v1/operator/raft/peer?id=nobody", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("remove an unknown peer: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "PUT", follower.URL+"/v1/operator/raft/transfer-leadership?id="+servers[f].Config().NodeName, ""); resp.StatusCode != 200 {
+		t.Fatalf("transfer the lead through a follower: %d %s", resp.StatusCode, out)
+	}
+	if l := servertest.WaitForClusterLeader(t, servers); l != servers[f] {
+		t.Fatalf("the lead went to %s, not %s", l.Config().NodeName, servers[f].Config().NodeName)
+	}
+	if resp, _ := do(t, "GET", follower.URL+"/v1/evaluation/"+reg.EvalID, ""); resp.Header.Get("X-Nomad-LastContact") != "0" ||
+		resp.Header.Get(httpapi.ServerHeader) != servers[f].Config().NodeName {
+		t.Fatalf("a read on the new leader: LastContact %q, answered by %s", resp.Header.Get("X-Nomad-LastContact"), resp.Header.Get(httpapi.ServerHeader))
 	}
 
 	// With the other two gone there is no quorum, hence no leader: once

@@ -36,9 +36,9 @@ const (
 	clusterJoinPath = "/internal/cluster/join"
 )
 
-// ForwardedHeader names the server that forwarded a request, for the
-// logs; what marks a forwarded request is the address it came in on
-// (Forwarded).
+// ForwardedHeader names the server that forwarded a request, for whoever
+// inspects it; nothing trusts it: what marks a forwarded request is the
+// address it came in on (Forwarded).
 const ForwardedHeader = "X-Drover-Forwarded-By"
 
 // PeerInfo is what a server says about itself to the others.

@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,20 @@ func startCluster(t *testing.T, n int) ([]server.Config, []*server.Server, *serv
 		servers[i] = servertest.StartMember(t, cfg, nil)
 	}
 	return cfgs, servers, servertest.WaitForClusterLeader(t, servers)
+}
+
+// handLead makes servers[i] the leader, handing the lead over if another
+// server has it, and returns it.
+func handLead(t *testing.T, servers []*server.Server, i int) *server.Server {
+	t.Helper()
+	to := servers[i].Config().NodeName
+	if leader := servertest.WaitForClusterLeader(t, servers); leader != servers[i] {
+		if err := leader.TransferLeadership(to); err != nil {
+			t.Fatalf("hand the lead to %s: %v", to, err)
+		}
+	}
+	servertest.WaitFor(t, to+" to lead", func() bool { return servertest.WaitForClusterLeader(t, servers) == servers[i] })
+	return servers[i]
 }
 
 // liveAllocs counts the allocations of a job that are not stopped.
@@ -356,14 +372,7 @@ func TestCluster_FollowersSchedule(t *testing.T) {
 		})
 		servers[i] = servertest.StartMember(t, cfg, reg)
 	}
-	leader := servertest.WaitForClusterLeader(t, servers)
-	if leader != servers[0] {
-		if err := leader.TransferLeadership(cfgs[0].NodeName); err != nil {
-			t.Fatal(err)
-		}
-	}
-	servertest.WaitFor(t, "server-1 to lead", func() bool { return servertest.WaitForClusterLeader(t, servers) == servers[0] })
-	leader = servers[0]
+	leader := handLead(t, servers, 0)
 	registerNode(t, leader, 0, 4000)
 	registerNode(t, leader, 1, 4000)
 	for i := range 6 {
@@ -399,14 +408,7 @@ func TestCluster_StoppingFollowerHandsBackItsEvals(t *testing.T) {
 			return placer(ctx, e)
 		}))
 	}
-	leader := servertest.WaitForClusterLeader(t, servers)
-	if leader == servers[2] {
-		if err := leader.TransferLeadership(cfgs[0].NodeName); err != nil {
-			t.Fatal(err)
-		}
-		servertest.WaitFor(t, "server-1 to lead", func() bool { return servertest.WaitForClusterLeader(t, servers) == servers[0] })
-		leader = servers[0]
-	}
+	leader := handLead(t, servers, 0)
 	registerNode(t, leader, 0, 1_000_000)
 	done := make(chan struct{})
 	go func() {
@@ -432,4 +434,49 @@ func TestCluster_StoppingFollowerHandsBackItsEvals(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a log destination several servers write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A leader that is stopped hands the lead over before it goes, rather than
+// leaving the others to wait out an election timeout.
+func TestCluster_StoppingLeaderHandsTheLeadOver(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, 3)
+	logs := make([]*syncBuffer, 3)
+	for i, cfg := range cfgs {
+		logs[i] = &syncBuffer{}
+		s, err := server.New(cfg, servertest.NativeBuiltins(t, 1), zerolog.New(logs[i]).Level(zerolog.InfoLevel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Shutdown() })
+		servers[i] = s
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	i := slices.Index(servers, leader)
+	if err := leader.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs[i].String(), "handed the lead over before stopping") {
+		t.Fatalf("the stopping leader did not hand the lead over; its log:\n%s", logs[i].String())
+	}
+	servers[i] = nil
+	servertest.WaitForClusterLeader(t, servers)
 }
