@@ -57,9 +57,8 @@ func BenchmarkNative(b *testing.B) {
 }
 
 // BenchmarkWasm times each scenario with the wasm plugins in
-// DROVER_PLUGIN_DIR (make build puts them in bin/plugins), without
-// deadline enforcement as the agent runs the built-ins (BENCH_DEADLINES=1
-// enforces it):
+// DROVER_PLUGIN_DIR (make build puts them in bin/plugins), with deadlines
+// enforced as the agent runs them (BENCH_DEADLINES=0 runs them without):
 //
 //	DROVER_PLUGIN_DIR=$PWD/bin/plugins go test ./bench -run '^$' -bench Wasm
 func BenchmarkWasm(b *testing.B) {
@@ -68,7 +67,7 @@ func BenchmarkWasm(b *testing.B) {
 		b.Skip("DROVER_PLUGIN_DIR is not set")
 	}
 	wcfg := wasm.DefaultConfig()
-	wcfg.CloseOnContextDone = os.Getenv("BENCH_DEADLINES") == "1"
+	wcfg.EnforceDeadline = os.Getenv("BENCH_DEADLINES") != "0"
 	plugins, err := WasmPlugins(context.Background(), dir, wcfg, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)

@@ -46,10 +46,10 @@ Options:
                      (in process).
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
-  -deadlines=false   Wasm: let a deadline interrupt the guest (wazero's
-                     close-on-context-done), as the agent does for
-                     third-party plugins; it runs the built-ins without
-                     (limits { enforce_deadline }), as here by default.
+  -deadlines=true    Wasm: let a deadline interrupt the guest (interrupt
+                     checks added to the module at load), as the agent
+                     does by default; false runs the guest without them,
+                     as limits { enforce_deadline = false } does.
   -node-cpu=4000 -node-mem=8192 -task-cpu=100 -task-mem=128 -racks=25
                      Node and task shape.
   -ports             Give each group one dynamic port.
@@ -66,7 +66,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	scenarios := fs.String("scenarios", "", "")
 	runtimeName := fs.String("runtime", "wasm", "")
 	pluginDir := fs.String("plugin-dir", "", "")
-	deadlines := fs.Bool("deadlines", false, "")
+	deadlines := fs.Bool("deadlines", true, "")
 	jsonOut := fs.String("json", "", "")
 	fs.IntVar(&cfg.Runs, "runs", cfg.Runs, "")
 	fs.IntVar(&cfg.NodeCPU, "node-cpu", cfg.NodeCPU, "")
@@ -107,7 +107,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 			dir = d
 		}
 		wcfg := wasm.DefaultConfig()
-		wcfg.CloseOnContextDone = *deadlines
+		wcfg.EnforceDeadline = *deadlines
 		p, err := bench.WasmPlugins(ctx, dir, wcfg, zerolog.Nop())
 		if err != nil {
 			return c.errorf("%v", err)
@@ -132,8 +132,8 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	}
 	defer plugins.Close(ctx)
 	cfg.Runtime = *runtimeName
-	if *runtimeName == "wasm" && *deadlines {
-		cfg.Runtime = "wasm, deadlines enforced"
+	if *runtimeName == "wasm" && !*deadlines {
+		cfg.Runtime = "wasm, deadlines not enforced"
 	}
 	cfg.Plugins = plugins.Plugin
 	rows, err := bench.Run(ctx, cfg, c.out)

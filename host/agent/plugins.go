@@ -66,10 +66,10 @@ type PluginLimits struct {
 	MemoryMB int
 	// Timeout bounds one evaluation (default server.DefaultPluginTimeout).
 	Timeout time.Duration
-	// EnforceDeadline stops a wasm plugin that overruns its timeout, at a
-	// cost in its speed (docs/benchmarks.md). Default: on for every plugin
-	// except the built-ins installed beside the drover binary. A go-plugin
-	// process is always killed at the deadline.
+	// EnforceDeadline stops a wasm plugin that overruns its timeout
+	// (default on; the checks it adds to the module cost little, see
+	// docs/benchmarks.md). A go-plugin process is always killed at the
+	// deadline.
 	EnforceDeadline *bool
 }
 
@@ -98,8 +98,6 @@ type pluginSpec struct {
 	runtime string
 	// block configures the plugin, if the configuration names it.
 	block *PluginConfig
-	// builtin: the file lies in the built-in directory beside the binary.
-	builtin bool
 }
 
 // fileStamp tells whether a file changed.
@@ -119,11 +117,10 @@ func stampOf(path string) (fileStamp, error) {
 // pluginLoader loads the agent's plugins into its registry and reloads
 // those whose file is replaced.
 type pluginLoader struct {
-	cfg     Config
-	log     zerolog.Logger
-	reg     *rt.Registry
-	dir     string
-	builtin bool // dir is the built-in directory beside the binary
+	cfg Config
+	log zerolog.Logger
+	reg *rt.Registry
+	dir string
 
 	mu     sync.Mutex
 	stamps map[string]fileStamp // by path, as last loaded (or tried)
@@ -140,7 +137,7 @@ func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginL
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		l.dir, l.builtin = filepath.Join(filepath.Dir(exe), "plugins"), true
+		l.dir = filepath.Join(filepath.Dir(exe), "plugins")
 	}
 	for i := range cfg.Plugins {
 		if err := cfg.Plugins[i].Validate(); err != nil {
@@ -161,7 +158,7 @@ func (l *pluginLoader) specs() ([]pluginSpec, error) {
 	for _, e := range entries {
 		p := filepath.Join(l.dir, e.Name())
 		if rtName := runtimeOf(p); rtName != "" {
-			byPath[p] = &pluginSpec{path: p, runtime: rtName, builtin: l.builtin}
+			byPath[p] = &pluginSpec{path: p, runtime: rtName}
 		}
 	}
 	for i := range l.cfg.Plugins {
@@ -182,7 +179,7 @@ func (l *pluginLoader) specs() ([]pluginSpec, error) {
 		}
 		sp := byPath[abs]
 		if sp == nil {
-			sp = &pluginSpec{path: abs, builtin: l.builtin && filepath.Dir(abs) == l.dir}
+			sp = &pluginSpec{path: abs}
 			byPath[abs] = sp
 		}
 		sp.block = b
@@ -280,7 +277,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 	if memMB == 0 {
 		memMB = DefaultPluginMemoryMB
 	}
-	enforce := !sp.builtin
+	enforce := true
 	if lim.EnforceDeadline != nil {
 		enforce = *lim.EnforceDeadline
 	}
@@ -290,7 +287,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		wcfg := wasm.DefaultConfig()
 		wcfg.Log = l.log
 		wcfg.MemoryLimitPages = wasm.PagesForMB(memMB)
-		wcfg.CloseOnContextDone = enforce
+		wcfg.EnforceDeadline = enforce
 		wcfg.Env, wcfg.SysClock = env, realClock
 		wcfg.CacheDir = l.cacheDir()
 		m, err := wasm.LoadFile(ctx, sp.path, wcfg)

@@ -17,7 +17,7 @@ import (
 )
 
 // benchFlavours are the runtimes benchmarked: the three of the differential
-// test, plus wasm without deadline enforcement (WithCloseOnContextDone off)
+// test, plus wasm without deadline enforcement (EnforceDeadline off)
 // and go-plugin with its evals over gRPC rather than the eval socket.
 func benchFlavours() []flavour {
 	return append(flavours[:2:2],

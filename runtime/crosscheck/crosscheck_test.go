@@ -56,7 +56,7 @@ func loadGoplugin(tb testing.TB, pkg string, cfg goplugin.Config) runtime.Factor
 
 func loadWasm(tb testing.TB, pkg string, enforceDeadline bool) runtime.Factory {
 	cfg := wasm.DefaultConfig()
-	cfg.CloseOnContextDone = enforceDeadline
+	cfg.EnforceDeadline = enforceDeadline
 	m, err := wasm.LoadFile(context.Background(), wasmtest.Build(tb, pkg), cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -23,7 +23,8 @@ func withCall(ctx context.Context, cs *callState) context.Context {
 }
 
 // instantiateHost defines the "drover" host module: one function per
-// planner operation, (ptr, len) -> answer length or -code, and take_result.
+// planner operation, (ptr, len) -> answer length or -code, take_result,
+// and checkpoint, which only the interrupt checks the host adds call.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(HostModule)
 	i32 := api.ValueTypeI32
@@ -35,6 +36,9 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	b = b.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(takeResult), []api.ValueType{i32}, nil).
 		Export(HostTakeResult)
+	b = b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(checkpoint), nil, nil).
+		Export(HostCheckpoint)
 	_, err := b.Instantiate(ctx)
 	return err
 }

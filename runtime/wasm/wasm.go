@@ -46,9 +46,12 @@ var ErrInvalidModule = errors.New("wasm: not a valid Drover plugin module")
 type Config struct {
 	// MemoryLimitPages caps an instance's linear memory (64 KiB pages).
 	MemoryLimitPages uint32
-	// CloseOnContextDone lets a deadline stop a guest that never returns,
-	// at a cost in guest speed (measured in docs/benchmarks.md).
-	CloseOnContextDone bool
+	// EnforceDeadline lets a call's deadline (or cancellation) stop a guest
+	// that never returns. The module is rewritten at load with interrupt
+	// checks (interrupt.go), which cost the guest a few percent; a module
+	// the rewriter cannot read falls back to wazero's
+	// WithCloseOnContextDone, which costs it 2 to 4x (docs/benchmarks.md).
+	EnforceDeadline bool
 	// CacheDir holds wazero's compilation cache; empty disables it.
 	CacheDir string
 	// Log receives the plugin's stdout and stderr, one entry per line,
@@ -66,7 +69,7 @@ type Config struct {
 // DefaultConfig is 1 GiB of memory, deadlines enforced, no cache, no
 // clock, no environment, output discarded.
 func DefaultConfig() Config {
-	return Config{MemoryLimitPages: 16384, CloseOnContextDone: true, Log: zerolog.Nop()}
+	return Config{MemoryLimitPages: 16384, EnforceDeadline: true, Log: zerolog.Nop()}
 }
 
 // PagesForMB is the page limit for a memory limit in MiB.
@@ -120,10 +123,20 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}
+	closeOnDone := false
+	if cfg.EnforceDeadline {
+		checked, err := addInterruptChecks(wasm)
+		if err != nil {
+			cfg.Log.Warn().Err(err).Msg("wasm: deadlines enforced by wazero's slower WithCloseOnContextDone")
+			closeOnDone = true
+		} else {
+			wasm = checked
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
-		WithCloseOnContextDone(cfg.CloseOnContextDone)
-	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}
+		WithCloseOnContextDone(closeOnDone)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {

@@ -1,0 +1,720 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Deadlines are enforced by checks the module itself makes. At load,
+// addInterruptChecks rewrites the module: it adds a countdown global and
+// an imported host function, HostCheckpoint, and puts at the start of
+// every function body that calls another and of every loop
+//
+//	global.get $countdown   i32.const 1   i32.sub   global.set $countdown
+//	global.get $countdown   i32.eqz
+//	if
+//	  call $checkpoint
+//	  i32.const checkpointEvery   global.set $countdown
+//	end
+//
+// A guest that keeps running goes round loops or keeps calling functions
+// (rewriter.body), so it calls checkpoint every checkpointEvery checks. checkpoint is Go code: it
+// stops the guest once the call's context is done, and it is where the
+// guest's goroutine can be preempted, without which a guest that never
+// returns would also hold up every stop-the-world pause of the host's Go
+// runtime, and with it the whole agent. A check is a decrement and a
+// branch not taken; wazero's own mechanism, WithCloseOnContextDone, makes
+// an indirect call into Go at every loop header instead, which Go's wasm
+// code passes at every backward jump, and slowed Go guests 2 to 4x
+// (docs/benchmarks.md). It remains the fallback for a module this
+// rewriter cannot read.
+
+// HostCheckpoint is the host function the checks call.
+const HostCheckpoint = "checkpoint"
+
+// checkpointEvery is how many checks pass between checkpoint calls: a few
+// tens of microseconds of guest work.
+const checkpointEvery = 10_000
+
+// errUninstrumentable: the module uses an encoding the rewriter does not
+// know (a proposal wazero may support but Go never emits).
+var errUninstrumentable = errors.New("wasm: cannot add interrupt checks")
+
+// errInterrupted stops a guest at a checkpoint.
+var errInterrupted = errors.New("wasm: guest interrupted")
+
+// checkpoint is the HostCheckpoint function. A panic in a host function
+// unwinds the guest and is returned by the call that entered it.
+func checkpoint(ctx context.Context, _ api.Module, _ []uint64) {
+	if ctx.Err() != nil {
+		panic(fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx)))
+	}
+}
+
+// Section IDs of the binary format.
+const (
+	secCustom  = 0
+	secType    = 1
+	secImport  = 2
+	secGlobal  = 6
+	secExport  = 7
+	secStart   = 8
+	secElement = 9
+	secCode    = 10
+)
+
+type section struct {
+	id   byte
+	body []byte
+}
+
+// rewriter carries what the rewrite needs across sections.
+type rewriter struct {
+	// funcImports is the number of imported functions: the new import
+	// takes index funcImports, and every function defined in the module
+	// moves up by one.
+	funcImports uint32
+	// countdown is the new global's index.
+	countdown uint32
+	// check is the code put at the top of bodies and loops.
+	check []byte
+	// scratch holds a body's instructions while it is rewritten.
+	scratch []byte
+}
+
+// fn maps a function index of the original module to the rewritten one.
+func (w *rewriter) fn(i uint32) uint32 {
+	if i >= w.funcImports {
+		return i + 1
+	}
+	return i
+}
+
+// addInterruptChecks returns bin rewritten with interrupt checks. DWARF
+// sections (.debug_*) are dropped: the checks move every code offset they
+// describe.
+func addInterruptChecks(bin []byte) ([]byte, error) {
+	if len(bin) < 8 || !bytes.Equal(bin[:4], []byte("\x00asm")) || binary.LittleEndian.Uint32(bin[4:8]) != 1 {
+		return nil, fmt.Errorf("%w: not a version 1 binary module", errUninstrumentable)
+	}
+	var secs []section
+	r := &reader{b: bin, pos: 8}
+	for r.pos < len(r.b) {
+		id := r.byte()
+		body := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", errUninstrumentable, id, r.err)
+		}
+		if id == secCustom && strings.HasPrefix(customName(body), ".debug_") {
+			continue
+		}
+		secs = append(secs, section{id: id, body: body})
+	}
+	w := &rewriter{}
+	sig, err := w.voidType(&secs)
+	if err != nil {
+		return nil, err
+	}
+	globalImports, err := w.addImport(&secs, sig)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.addGlobal(&secs, globalImports); err != nil {
+		return nil, err
+	}
+	w.check = w.checkCode()
+	for i := range secs {
+		s := &secs[i]
+		var err error
+		switch s.id {
+		case secExport:
+			s.body, err = w.exports(s.body)
+		case secStart:
+			s.body, err = w.start(s.body)
+		case secElement:
+			s.body, err = w.elements(s.body)
+		case secCode:
+			s.body, err = w.code(s.body)
+		case secCustom:
+			if customName(s.body) == "name" {
+				s.body = w.names(s.body)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errUninstrumentable, err)
+		}
+	}
+	out := make([]byte, 0, len(bin)+len(bin)/4)
+	out = append(out, bin[:8]...)
+	for _, s := range secs {
+		out = append(out, s.id)
+		out = appendU32(out, uint32(len(s.body)))
+		out = append(out, s.body...)
+	}
+	return out, nil
+}
+
+func (w *rewriter) checkCode() []byte {
+	get := appendU32([]byte{0x23}, w.countdown)
+	set := appendU32([]byte{0x24}, w.countdown)
+	var c []byte
+	c = append(c, get...)
+	c = append(c, 0x41, 0x01, 0x6b) // i32.const 1, i32.sub
+	c = append(c, set...)
+	c = append(c, get...)
+	c = append(c, 0x45, 0x04, 0x40) // i32.eqz, if (no result)
+	c = appendU32(append(c, 0x10), w.funcImports)
+	c = appendS32(append(c, 0x41), checkpointEvery)
+	c = append(c, set...)
+	return append(c, 0x0b) // end
+}
+
+func customName(body []byte) string {
+	r := &reader{b: body}
+	name := r.bytes(int(r.u32()))
+	if r.err != nil {
+		return ""
+	}
+	return string(name)
+}
+
+func sectionIndex(secs []section, id byte) int {
+	for i, s := range secs {
+		if s.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// sectionOrder is the order of the known sections in a module (the tag
+// section, 13, comes between memory and global).
+var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
+
+// ensureSection returns the index of section id, inserting an empty one
+// after the last non-custom section that precedes it.
+func ensureSection(secs *[]section, id byte) int {
+	if i := sectionIndex(*secs, id); i >= 0 {
+		return i
+	}
+	at := 0
+	for i, o := range *secs {
+		if o.id != secCustom && sectionOrder[o.id] < sectionOrder[id] {
+			at = i + 1
+		}
+	}
+	*secs = append((*secs)[:at], append([]section{{id: id, body: []byte{0}}}, (*secs)[at:]...)...)
+	return at
+}
+
+// voidType returns the index of the type () -> (), adding it if needed.
+func (w *rewriter) voidType(secs *[]section) (uint32, error) {
+	i := ensureSection(secs, secType)
+	body := (*secs)[i].body
+	r := &reader{b: body}
+	n := r.u32()
+	start := r.pos
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		if form := r.byte(); form != 0x60 {
+			return 0, fmt.Errorf("%w: type form 0x%02x", errUninstrumentable, form)
+		}
+		params := r.bytes(int(r.u32()))
+		results := r.bytes(int(r.u32()))
+		if r.err != nil {
+			break
+		}
+		if len(params) == 0 && len(results) == 0 {
+			return k, nil
+		}
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("%w: type section: %v", errUninstrumentable, r.err)
+	}
+	out := append(appendU32(nil, n+1), body[start:]...)
+	(*secs)[i].body = append(out, 0x60, 0x00, 0x00)
+	return n, nil
+}
+
+// addImport appends the checkpoint import and counts the imports; it
+// returns the number of imported globals.
+func (w *rewriter) addImport(secs *[]section, sig uint32) (uint32, error) {
+	i := ensureSection(secs, secImport)
+	body := (*secs)[i].body
+	r := &reader{b: body}
+	n, globals := r.u32(), uint32(0)
+	start := r.pos
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		r.bytes(int(r.u32())) // module
+		r.bytes(int(r.u32())) // name
+		switch kind := r.byte(); kind {
+		case 0x00: // function: type index
+			r.u32()
+			w.funcImports++
+		case 0x01: // table: reference type, limits
+			r.byte()
+			r.limits()
+		case 0x02: // memory: limits
+			r.limits()
+		case 0x03: // global: value type, mutability
+			r.byte()
+			r.byte()
+			globals++
+		default:
+			return 0, fmt.Errorf("%w: import kind 0x%02x", errUninstrumentable, kind)
+		}
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("%w: import section: %v", errUninstrumentable, r.err)
+	}
+	out := appendU32(nil, n+1)
+	out = append(out, body[start:r.pos]...)
+	out = appendName(out, HostModule)
+	out = appendName(out, HostCheckpoint)
+	out = appendU32(append(out, 0x00), sig)
+	(*secs)[i].body = out
+	return globals, nil
+}
+
+// addGlobal appends the countdown global, rewriting the function indices
+// in the other globals' initialisers.
+func (w *rewriter) addGlobal(secs *[]section, globalImports uint32) error {
+	i := ensureSection(secs, secGlobal)
+	r := &reader{b: (*secs)[i].body}
+	n := r.u32()
+	out := appendU32(nil, n+1)
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		out = append(out, r.bytes(2)...) // value type, mutability
+		var err error
+		if out, err = w.expr(out, r); err != nil {
+			return fmt.Errorf("%w: global %d: %v", errUninstrumentable, k, err)
+		}
+	}
+	if r.err != nil || r.pos != len(r.b) {
+		return fmt.Errorf("%w: global section: malformed", errUninstrumentable)
+	}
+	out = append(out, 0x7f, 0x01, 0x41)                 // i32, mutable, i32.const
+	out = append(appendS32(out, checkpointEvery), 0x0b) // ..., end
+	(*secs)[i].body = out
+	w.countdown = globalImports + n
+	return nil
+}
+
+func (w *rewriter) exports(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		out = appendName(out, string(r.bytes(int(r.u32()))))
+		kind := r.byte()
+		idx := r.u32()
+		if kind == 0x00 {
+			idx = w.fn(idx)
+		}
+		out = appendU32(append(out, kind), idx)
+	}
+	if r.err != nil || r.pos != len(body) {
+		return nil, errors.New("export section: malformed")
+	}
+	return out, nil
+}
+
+func (w *rewriter) start(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	idx := r.u32()
+	if r.err != nil {
+		return nil, errors.New("start section: malformed")
+	}
+	return appendU32(nil, w.fn(idx)), nil
+}
+
+// elements rewrites the function indices of element segments (all eight
+// encodings of the reference-types proposal).
+func (w *rewriter) elements(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		flags := r.u32()
+		if flags > 7 {
+			return nil, fmt.Errorf("element segment %d: flags %d", k, flags)
+		}
+		out = appendU32(out, flags)
+		var err error
+		if flags&0x02 != 0 && flags&0x01 == 0 { // explicit table index
+			out = appendU32(out, r.u32())
+		}
+		if flags&0x01 == 0 { // active: offset expression
+			if out, err = w.expr(out, r); err != nil {
+				return nil, fmt.Errorf("element segment %d: %v", k, err)
+			}
+		}
+		if flags&0x03 != 0 { // element kind or reference type
+			out = append(out, r.byte())
+		}
+		items := r.u32()
+		out = appendU32(out, items)
+		for j := uint32(0); j < items && r.err == nil; j++ {
+			if flags&0x04 == 0 {
+				out = appendU32(out, w.fn(r.u32()))
+			} else if out, err = w.expr(out, r); err != nil {
+				return nil, fmt.Errorf("element segment %d: %v", k, err)
+			}
+		}
+	}
+	if r.err != nil || r.pos != len(body) {
+		return nil, errors.New("element section: malformed")
+	}
+	return out, nil
+}
+
+// expr copies a constant expression up to its end, rewriting ref.func.
+func (w *rewriter) expr(out []byte, r *reader) ([]byte, error) {
+	from := r.pos
+	for r.err == nil {
+		at := r.pos
+		op := r.byte()
+		if op == 0x0b {
+			return append(out, r.b[from:r.pos]...), nil
+		}
+		if op == 0xd2 { // ref.func
+			out = append(out, r.b[from:at+1]...)
+			out = appendU32(out, w.fn(r.u32()))
+			from = r.pos
+			continue
+		}
+		if err := r.immediates(op); err != nil {
+			return nil, err
+		}
+	}
+	return nil, r.err
+}
+
+func (w *rewriter) code(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	count := r.u32()
+	out := appendU32(make([]byte, 0, len(body)+len(body)/4), count)
+	var fn []byte
+	for k := uint32(0); k < count && r.err == nil; k++ {
+		code := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return nil, fmt.Errorf("code section: %v", r.err)
+		}
+		var err error
+		if fn, err = w.body(fn[:0], code); err != nil {
+			return nil, fmt.Errorf("function %d: %v", k, err)
+		}
+		out = appendU32(out, uint32(len(fn)))
+		out = append(out, fn...)
+	}
+	if r.pos != len(body) {
+		return nil, errors.New("code section: malformed")
+	}
+	return out, nil
+}
+
+// body rewrites one function body: a check after each loop's block type
+// and, when the function calls any other, after its locals; and the new
+// function indices. A function that calls none ends or loops, and its
+// loops are checked, so every endless run passes checks: round a loop, or
+// through the entries of the callers of an endless chain of calls.
+func (w *rewriter) body(out, code []byte) ([]byte, error) {
+	r := &reader{b: code}
+	groups := r.u32()
+	for k := uint32(0); k < groups && r.err == nil; k++ {
+		r.u32()  // count
+		r.byte() // value type
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	locals := code[:r.pos]
+	rest := w.scratch[:0]
+	calls := false
+	from := r.pos
+	for r.pos < len(code) {
+		at := r.pos
+		op := r.byte()
+		switch op {
+		case 0x10, 0x12, 0xd2: // call, return_call, ref.func
+			idx := r.u32()
+			rest = append(rest, code[from:at+1]...)
+			rest = appendU32(rest, w.fn(idx))
+			from = r.pos
+		default:
+			if err := r.immediates(op); err != nil {
+				return nil, err
+			}
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		switch op {
+		case 0x10, 0x11, 0x12, 0x13:
+			calls = true
+		case 0x03: // loop: check at the top of every iteration
+			rest = append(rest, code[from:r.pos]...)
+			rest = append(rest, w.check...)
+			from = r.pos
+		}
+	}
+	rest = append(rest, code[from:]...)
+	w.scratch = rest
+	out = append(out, locals...)
+	if calls {
+		out = append(out, w.check...)
+	}
+	return append(out, rest...), nil
+}
+
+// names rewrites the function indices of the name section (function,
+// local and label names); a subsection it cannot read ends the section
+// there, as names are only for display.
+func (w *rewriter) names(body []byte) []byte {
+	r := &reader{b: body}
+	r.bytes(int(r.u32())) // "name"
+	out := append([]byte(nil), body[:r.pos]...)
+	for r.pos < len(body) {
+		id := r.byte()
+		sub := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return out
+		}
+		if id >= 1 && id <= 3 {
+			sr := &reader{b: sub}
+			n := sr.u32()
+			s := appendU32(nil, n)
+			for k := uint32(0); k < n && sr.err == nil; k++ {
+				s = appendU32(s, w.fn(sr.u32()))
+				start := sr.pos
+				if id == 1 {
+					sr.bytes(int(sr.u32()))
+				} else { // a name map per function
+					m := sr.u32()
+					for j := uint32(0); j < m && sr.err == nil; j++ {
+						sr.u32()
+						sr.bytes(int(sr.u32()))
+					}
+				}
+				s = append(s, sub[start:sr.pos]...)
+			}
+			if sr.err != nil || sr.pos != len(sub) {
+				return out
+			}
+			sub = s
+		}
+		out = append(out, id)
+		out = appendU32(out, uint32(len(sub)))
+		out = append(out, sub...)
+	}
+	return out
+}
+
+// reader reads the binary format; the first error sticks.
+type reader struct {
+	b   []byte
+	pos int
+	err error
+}
+
+var errShort = errors.New("unexpected end")
+
+func (r *reader) byte() byte {
+	if r.err != nil || r.pos >= len(r.b) {
+		r.fail(errShort)
+		return 0
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b)-r.pos {
+		r.fail(errShort)
+		return nil
+	}
+	b := r.b[r.pos : r.pos+n]
+	r.pos += n
+	return b
+}
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// leb reads a LEB128 number of at most maxBytes bytes and returns its low
+// 64 bits as unsigned.
+func (r *reader) leb(maxBytes int) uint64 {
+	var v uint64
+	for i := 0; i < maxBytes; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		if i < 10 {
+			v |= uint64(c&0x7f) << (7 * i)
+		}
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.fail(errors.New("LEB128 number too long"))
+	return 0
+}
+
+func (r *reader) u32() uint32 { return uint32(r.leb(5)) }
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.leb(10) // minimum (64-bit for memory64)
+	if flags&0x01 != 0 {
+		r.leb(10) // maximum
+	}
+}
+
+func (r *reader) memarg() {
+	align := r.u32()
+	if align&0x40 != 0 { // multiple memories: a memory index follows
+		r.u32()
+	}
+	r.leb(10) // offset (64-bit for memory64)
+}
+
+// immediates skips the immediates of instruction op.
+func (r *reader) immediates(op byte) error {
+	switch {
+	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if: block type (s33)
+		r.leb(5)
+	case op == 0x0c || op == 0x0d: // br, br_if
+		r.u32()
+	case op == 0x0e: // br_table
+		n := r.u32()
+		for i := uint32(0); i <= n && r.err == nil; i++ {
+			r.u32()
+		}
+	case op == 0x10 || op == 0x12: // call, return_call
+		r.u32()
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select with types
+		r.bytes(int(r.u32()))
+	case op >= 0x20 && op <= 0x26: // locals, globals, table.get/set
+		r.u32()
+	case op >= 0x28 && op <= 0x3e: // loads and stores
+		r.memarg()
+	case op == 0x3f || op == 0x40: // memory.size, memory.grow
+		r.u32()
+	case op == 0x41: // i32.const
+		r.leb(5)
+	case op == 0x42: // i64.const
+		r.leb(10)
+	case op == 0x43: // f32.const
+		r.bytes(4)
+	case op == 0x44: // f64.const
+		r.bytes(8)
+	case op == 0xd0: // ref.null: heap type
+		r.leb(5)
+	case op == 0xd2: // ref.func
+		r.u32()
+	case op == 0xfc:
+		return r.miscImmediates(r.u32())
+	case op == 0xfd:
+		return r.vectorImmediates(r.u32())
+	case op == 0xfe:
+		return r.atomicImmediates(r.u32())
+	case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b,
+		op >= 0x45 && op <= 0xc4, op == 0xd1:
+		// no immediates
+	default:
+		return fmt.Errorf("unknown opcode 0x%02x at %d", op, r.pos-1)
+	}
+	return nil
+}
+
+// miscImmediates: the 0xfc prefix (saturating truncation, bulk memory and
+// table instructions).
+func (r *reader) miscImmediates(sub uint32) error {
+	switch {
+	case sub <= 7: // trunc_sat
+	case sub == 8: // memory.init: data index, memory
+		r.u32()
+		r.u32()
+	case sub == 9 || sub == 11 || sub == 13 || sub >= 15 && sub <= 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
+		r.u32()
+	case sub == 10 || sub == 12 || sub == 14: // memory.copy, table.init, table.copy
+		r.u32()
+		r.u32()
+	default:
+		return fmt.Errorf("unknown instruction 0xfc %d", sub)
+	}
+	return nil
+}
+
+// vectorImmediates: the 0xfd prefix (fixed-width SIMD, relaxed SIMD).
+func (r *reader) vectorImmediates(sub uint32) error {
+	switch {
+	case sub <= 0x0b, sub == 0x5c, sub == 0x5d: // loads and stores
+		r.memarg()
+	case sub == 0x0c || sub == 0x0d: // v128.const, i8x16.shuffle
+		r.bytes(16)
+	case sub >= 0x15 && sub <= 0x22: // extract and replace lane
+		r.byte()
+	case sub >= 0x54 && sub <= 0x5b: // load and store lane
+		r.memarg()
+		r.byte()
+	case sub <= 0x113:
+		// no immediates
+	default:
+		return fmt.Errorf("unknown instruction 0xfd %d", sub)
+	}
+	return nil
+}
+
+// atomicImmediates: the 0xfe prefix (threads).
+func (r *reader) atomicImmediates(sub uint32) error {
+	switch {
+	case sub == 0x03: // atomic.fence
+		r.byte()
+	case sub <= 0x4e:
+		r.memarg()
+	default:
+		return fmt.Errorf("unknown instruction 0xfe %d", sub)
+	}
+	return nil
+}
+
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// appendS32 appends v as a signed LEB128 number.
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
