@@ -13,34 +13,52 @@ import (
 
 // Deadlines are enforced by checks the module itself makes. At load,
 // addInterruptChecks rewrites the module: it adds a countdown global and
-// an imported host function, HostCheckpoint, and puts at the start of
-// every function body that calls another and of every loop
+// an imported host function, HostCheckpoint, and puts at the top of every
+// loop and of every function body but small straight-line ones
 //
-//	global.get $countdown   i32.const 1   i32.sub   global.set $countdown
-//	global.get $countdown   i32.eqz
+//	global.get $countdown   i32.const charge   i32.sub   global.set $countdown
+//	global.get $countdown   i32.const 0   i32.le_s
 //	if
 //	  call $checkpoint
-//	  i32.const checkpointEvery   global.set $countdown
+//	  i32.const checkpointBudget   global.set $countdown
 //	end
 //
-// A guest that keeps running goes round loops or keeps calling functions
-// (rewriter.body), so it calls checkpoint every checkpointEvery checks. checkpoint is Go code: it
-// stops the guest once the call's context is done, and it is where the
-// guest's goroutine can be preempted, without which a guest that never
-// returns would also hold up every stop-the-world pause of the host's Go
-// runtime, and with it the whole agent. A check is a decrement and a
-// branch not taken; wazero's own mechanism, WithCloseOnContextDone, makes
-// an indirect call into Go at every loop header instead, which Go's wasm
-// code passes at every backward jump, and slowed Go guests 2 to 4x
+// A check's charge bounds the work until the next check: the bytes of code
+// it guards (the loop's or the function's body: no instruction is shorter
+// than a byte), plus the bytes of the unchecked functions that code can
+// call. A bulk memory or table instruction is charged by its length as it
+// runs. So checkpoint is called after at most about checkpointBudget
+// instructions' worth of guest work. checkpoint is Go code: it stops the
+// guest once the call's context is done, and it is where the guest's
+// goroutine can be preempted, without which a guest that never returns
+// would also hold up every stop-the-world pause of the host's Go runtime,
+// and with it the whole agent. A check is a subtraction and a branch not
+// taken; wazero's own mechanism, WithCloseOnContextDone, makes an indirect
+// call into Go at every loop header instead, which Go's wasm code passes
+// at every backward jump, and slowed Go guests 2 to 4x
 // (docs/benchmarks.md). It remains the fallback for a module this
 // rewriter cannot read.
+//
+// The rewriter refuses what would let a module reach the countdown (a
+// global index at or past it, which only an invalid module has, since
+// the rewriter's output is validated but its input is not) and what it
+// does not parse (reference types beyond funcref and externref, tables
+// with initialisers, 64-bit memories).
 
 // HostCheckpoint is the host function the checks call.
 const HostCheckpoint = "checkpoint"
 
-// checkpointEvery is how many checks pass between checkpoint calls: a few
-// tens of microseconds of guest work.
-const checkpointEvery = 10_000
+// Charges, in bytes of code executed (an upper bound on instructions).
+const (
+	// checkpointBudget is the work between checkpoint calls: at most a few
+	// milliseconds.
+	checkpointBudget = 1 << 24
+	// leafLimit is the largest function left unchecked: one without
+	// loops, calls or bulk instructions, charged to its callers instead.
+	leafLimit = 4096
+	// bulkShift charges a bulk memory instruction one unit per 64 bytes.
+	bulkShift = 6
+)
 
 // errUninstrumentable: the module uses an encoding the rewriter does not
 // know (a proposal wazero may support but Go never emits).
@@ -59,14 +77,17 @@ func checkpoint(ctx context.Context, _ api.Module, _ []uint64) {
 
 // Section IDs of the binary format.
 const (
-	secCustom  = 0
-	secType    = 1
-	secImport  = 2
-	secGlobal  = 6
-	secExport  = 7
-	secStart   = 8
-	secElement = 9
-	secCode    = 10
+	secCustom   = 0
+	secType     = 1
+	secImport   = 2
+	secFunction = 3
+	secTable    = 4
+	secMemory   = 5
+	secGlobal   = 6
+	secExport   = 7
+	secStart    = 8
+	secElement  = 9
+	secCode     = 10
 )
 
 type section struct {
@@ -80,13 +101,27 @@ type rewriter struct {
 	// takes index funcImports, and every function defined in the module
 	// moves up by one.
 	funcImports uint32
-	// countdown is the new global's index.
+	// countdown is the new global's index; no original index reaches it.
 	countdown uint32
-	// check is the code put at the top of bodies and loops.
-	check []byte
-	// scratch holds a body's instructions while it is rewritten.
+	// params are the parameter counts of the types; funcs describe the
+	// defined functions (pass one over the code section).
+	params []uint32
+	types  []uint32 // type index of each defined function
+	funcs  []funcInfo
+	// scratch holds a body's instructions while it is rewritten; loops
+	// are the charges of its loops, in order.
 	scratch []byte
+	loops   []int
 }
+
+// funcInfo is what a caller's charge needs to know of a function.
+type funcInfo struct {
+	size                int
+	calls, loops, bulks bool
+}
+
+// leaf: a function left unchecked, its size charged to its callers.
+func (f funcInfo) leaf() bool { return !f.calls && !f.loops && !f.bulks && f.size <= leafLimit }
 
 // fn maps a function index of the original module to the rewritten one.
 func (w *rewriter) fn(i uint32) uint32 {
@@ -128,7 +163,26 @@ func addInterruptChecks(bin []byte) ([]byte, error) {
 	if err := w.addGlobal(&secs, globalImports); err != nil {
 		return nil, err
 	}
-	w.check = w.checkCode()
+	if i := sectionIndex(secs, secFunction); i >= 0 {
+		if err := w.functionTypes(secs[i].body); err != nil {
+			return nil, err
+		}
+	}
+	if i := sectionIndex(secs, secTable); i >= 0 {
+		if err := checkTables(secs[i].body); err != nil {
+			return nil, err
+		}
+	}
+	if i := sectionIndex(secs, secMemory); i >= 0 {
+		if err := checkMemories(secs[i].body); err != nil {
+			return nil, err
+		}
+	}
+	if i := sectionIndex(secs, secCode); i >= 0 {
+		if err := w.survey(secs[i].body); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUninstrumentable, err)
+		}
+	}
 	for i := range secs {
 		s := &secs[i]
 		var err error
@@ -160,19 +214,30 @@ func addInterruptChecks(bin []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (w *rewriter) checkCode() []byte {
+// appendCheck appends a check that charges charge.
+func (w *rewriter) appendCheck(out []byte, charge int) []byte {
+	charge = min(max(charge, 1), checkpointBudget)
 	get := appendU32([]byte{0x23}, w.countdown)
 	set := appendU32([]byte{0x24}, w.countdown)
-	var c []byte
-	c = append(c, get...)
-	c = append(c, 0x41, 0x01, 0x6b) // i32.const 1, i32.sub
-	c = append(c, set...)
-	c = append(c, get...)
-	c = append(c, 0x45, 0x04, 0x40) // i32.eqz, if (no result)
-	c = appendU32(append(c, 0x10), w.funcImports)
-	c = appendS32(append(c, 0x41), checkpointEvery)
-	c = append(c, set...)
-	return append(c, 0x0b) // end
+	out = append(out, get...)
+	out = append(appendS32(append(out, 0x41), int32(charge)), 0x6b) // i32.const charge, i32.sub
+	out = append(out, set...)
+	out = append(out, get...)
+	out = append(out, 0x41, 0x00, 0x4c, 0x04, 0x40) // i32.const 0, i32.le_s, if (no result)
+	out = appendU32(append(out, 0x10), w.funcImports)
+	out = appendS32(append(out, 0x41), checkpointBudget)
+	out = append(out, set...)
+	return append(out, 0x0b) // end
+}
+
+// appendBulkCharge appends, before a bulk instruction whose length is on
+// top of the stack, the charge of that length (tee'd through local t).
+func (w *rewriter) appendBulkCharge(out []byte, t uint32, shift byte) []byte {
+	out = appendU32(append(out, 0x22), t) // local.tee t
+	out = appendU32(append(out, 0x23), w.countdown)
+	out = appendU32(append(out, 0x20), t)      // local.get t
+	out = append(out, 0x41, shift, 0x76, 0x6b) // i32.const shift, i32.shr_u, i32.sub
+	return appendU32(append(out, 0x24), w.countdown)
 }
 
 func customName(body []byte) string {
@@ -220,24 +285,32 @@ func (w *rewriter) voidType(secs *[]section) (uint32, error) {
 	r := &reader{b: body}
 	n := r.u32()
 	start := r.pos
+	void := -1
 	for k := uint32(0); k < n && r.err == nil; k++ {
 		if form := r.byte(); form != 0x60 {
 			return 0, fmt.Errorf("%w: type form 0x%02x", errUninstrumentable, form)
 		}
 		params := r.bytes(int(r.u32()))
 		results := r.bytes(int(r.u32()))
-		if r.err != nil {
-			break
+		for _, t := range append(params[:len(params):len(params)], results...) {
+			if !simpleType(t) {
+				return 0, fmt.Errorf("%w: value type 0x%02x", errUninstrumentable, t)
+			}
 		}
-		if len(params) == 0 && len(results) == 0 {
-			return k, nil
+		w.params = append(w.params, uint32(len(params)))
+		if len(params) == 0 && len(results) == 0 && void < 0 {
+			void = int(k)
 		}
 	}
 	if r.err != nil {
 		return 0, fmt.Errorf("%w: type section: %v", errUninstrumentable, r.err)
 	}
+	if void >= 0 {
+		return uint32(void), nil
+	}
 	out := append(appendU32(nil, n+1), body[start:]...)
 	(*secs)[i].body = append(out, 0x60, 0x00, 0x00)
+	w.params = append(w.params, 0)
 	return n, nil
 }
 
@@ -257,12 +330,18 @@ func (w *rewriter) addImport(secs *[]section, sig uint32) (uint32, error) {
 			r.u32()
 			w.funcImports++
 		case 0x01: // table: reference type, limits
-			r.byte()
+			if t := r.byte(); t != 0x70 && t != 0x6f {
+				return 0, fmt.Errorf("%w: table type 0x%02x", errUninstrumentable, t)
+			}
 			r.limits()
 		case 0x02: // memory: limits
-			r.limits()
+			if flags := r.limits(); flags&0x04 != 0 {
+				return 0, fmt.Errorf("%w: a 64-bit memory", errUninstrumentable)
+			}
 		case 0x03: // global: value type, mutability
-			r.byte()
+			if t := r.byte(); !simpleType(t) {
+				return 0, fmt.Errorf("%w: value type 0x%02x", errUninstrumentable, t)
+			}
 			r.byte()
 			globals++
 		default:
@@ -287,9 +366,14 @@ func (w *rewriter) addGlobal(secs *[]section, globalImports uint32) error {
 	i := ensureSection(secs, secGlobal)
 	r := &reader{b: (*secs)[i].body}
 	n := r.u32()
+	w.countdown = globalImports + n
 	out := appendU32(nil, n+1)
 	for k := uint32(0); k < n && r.err == nil; k++ {
-		out = append(out, r.bytes(2)...) // value type, mutability
+		t := r.bytes(2) // value type, mutability
+		if len(t) == 2 && !simpleType(t[0]) {
+			return fmt.Errorf("%w: value type 0x%02x", errUninstrumentable, t[0])
+		}
+		out = append(out, t...)
 		var err error
 		if out, err = w.expr(out, r); err != nil {
 			return fmt.Errorf("%w: global %d: %v", errUninstrumentable, k, err)
@@ -298,10 +382,9 @@ func (w *rewriter) addGlobal(secs *[]section, globalImports uint32) error {
 	if r.err != nil || r.pos != len(r.b) {
 		return fmt.Errorf("%w: global section: malformed", errUninstrumentable)
 	}
-	out = append(out, 0x7f, 0x01, 0x41)                 // i32, mutable, i32.const
-	out = append(appendS32(out, checkpointEvery), 0x0b) // ..., end
+	out = append(out, 0x7f, 0x01, 0x41)                  // i32, mutable, i32.const
+	out = append(appendS32(out, checkpointBudget), 0x0b) // ..., end
 	(*secs)[i].body = out
-	w.countdown = globalImports + n
 	return nil
 }
 
@@ -313,8 +396,11 @@ func (w *rewriter) exports(body []byte) ([]byte, error) {
 		out = appendName(out, string(r.bytes(int(r.u32()))))
 		kind := r.byte()
 		idx := r.u32()
-		if kind == 0x00 {
+		switch {
+		case kind == 0x00:
 			idx = w.fn(idx)
+		case kind == 0x03 && idx >= w.countdown:
+			return nil, fmt.Errorf("export of global %d, which does not exist", idx)
 		}
 		out = appendU32(append(out, kind), idx)
 	}
@@ -354,8 +440,12 @@ func (w *rewriter) elements(body []byte) ([]byte, error) {
 				return nil, fmt.Errorf("element segment %d: %v", k, err)
 			}
 		}
-		if flags&0x03 != 0 { // element kind or reference type
-			out = append(out, r.byte())
+		if flags&0x03 != 0 { // element kind (0x00) or reference type
+			t := r.byte()
+			if t != 0x00 && t != 0x70 && t != 0x6f {
+				return nil, fmt.Errorf("element segment %d: reference type 0x%02x", k, t)
+			}
+			out = append(out, t)
 		}
 		items := r.u32()
 		out = appendU32(out, items)
@@ -388,11 +478,143 @@ func (w *rewriter) expr(out []byte, r *reader) ([]byte, error) {
 			from = r.pos
 			continue
 		}
-		if err := r.immediates(op); err != nil {
+		if _, err := w.instr(r, op); err != nil {
 			return nil, err
 		}
 	}
 	return nil, r.err
+}
+
+// functionTypes reads the function section: each defined function's type.
+func (w *rewriter) functionTypes(body []byte) error {
+	r := &reader{b: body}
+	n := r.u32()
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		t := r.u32()
+		if int(t) >= len(w.params) {
+			return fmt.Errorf("%w: function %d has no type %d", errUninstrumentable, k, t)
+		}
+		w.types = append(w.types, t)
+	}
+	if r.err != nil || r.pos != len(body) {
+		return fmt.Errorf("%w: function section: malformed", errUninstrumentable)
+	}
+	return nil
+}
+
+// checkTables refuses tables the rewriter does not parse: reference types
+// other than funcref and externref, and initialiser expressions (which
+// could hold a ref.func to renumber).
+func checkTables(body []byte) error {
+	r := &reader{b: body}
+	n := r.u32()
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		if t := r.byte(); t != 0x70 && t != 0x6f {
+			return fmt.Errorf("%w: table %d: type 0x%02x", errUninstrumentable, k, t)
+		}
+		r.limits()
+	}
+	if r.err != nil || r.pos != len(body) {
+		return fmt.Errorf("%w: table section: malformed", errUninstrumentable)
+	}
+	return nil
+}
+
+// checkMemories refuses 64-bit memories: the bulk charges take 32-bit
+// lengths.
+func checkMemories(body []byte) error {
+	r := &reader{b: body}
+	n := r.u32()
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		if flags := r.limits(); flags&0x04 != 0 {
+			return fmt.Errorf("%w: memory %d is 64-bit", errUninstrumentable, k)
+		}
+	}
+	if r.err != nil || r.pos != len(body) {
+		return fmt.Errorf("%w: memory section: malformed", errUninstrumentable)
+	}
+	return nil
+}
+
+// survey is pass one over the code section: what each function does.
+func (w *rewriter) survey(body []byte) error {
+	r := &reader{b: body}
+	count := r.u32()
+	if int(count) != len(w.types) {
+		return fmt.Errorf("%d bodies for %d functions", count, len(w.types))
+	}
+	for k := uint32(0); k < count && r.err == nil; k++ {
+		code := r.bytes(int(r.u32()))
+		f := funcInfo{size: len(code)}
+		br := &reader{b: code}
+		if err := w.locals(br); err != nil {
+			return fmt.Errorf("function %d: %v", k, err)
+		}
+		for br.pos < len(code) && br.err == nil {
+			op := br.byte()
+			sub, err := w.instr(br, op)
+			if err != nil {
+				return fmt.Errorf("function %d: %v", k, err)
+			}
+			switch {
+			case isCall(op):
+				f.calls = true
+			case op == 0x03:
+				f.loops = true
+			case op == 0xfc && bulkShiftOf(sub) >= 0:
+				f.bulks = true
+			}
+		}
+		if br.err != nil {
+			return fmt.Errorf("function %d: %v", k, br.err)
+		}
+		w.funcs = append(w.funcs, f)
+	}
+	if r.err != nil || r.pos != len(body) {
+		return errors.New("code section: malformed")
+	}
+	return nil
+}
+
+func isCall(op byte) bool { return op >= 0x10 && op <= 0x13 }
+
+// bulkShiftOf is how a bulk instruction (0xfc sub) is charged: its length
+// shifted right by the result; -1 for the others.
+func bulkShiftOf(sub uint32) int {
+	switch sub {
+	case 8, 10, 11: // memory.init, memory.copy, memory.fill: bytes
+		return bulkShift
+	case 12, 14, 17: // table.init, table.copy, table.fill: elements
+		return 0
+	}
+	return -1
+}
+
+// locals skips a body's local declarations, refusing reference types it
+// does not know, and returns how many locals there are.
+func (w *rewriter) locals(r *reader) error {
+	groups := r.u32()
+	for k := uint32(0); k < groups && r.err == nil; k++ {
+		r.u32()
+		if t := r.byte(); !simpleType(t) {
+			return fmt.Errorf("local type 0x%02x", t)
+		}
+	}
+	return r.err
+}
+
+// calleeCharge is what a call charges its caller's check: an unchecked
+// function's size; an indirect call may reach any of them.
+func (w *rewriter) calleeCharge(op byte, idx uint32) int {
+	switch op {
+	case 0x10, 0x12:
+		if i := int64(idx) - int64(w.funcImports); i >= 0 && i < int64(len(w.funcs)) && w.funcs[i].leaf() {
+			return w.funcs[i].size
+		}
+	case 0x11, 0x13:
+		return leafLimit
+	}
+	return 0
 }
 
 func (w *rewriter) code(body []byte) ([]byte, error) {
@@ -406,7 +628,7 @@ func (w *rewriter) code(body []byte) ([]byte, error) {
 			return nil, fmt.Errorf("code section: %v", r.err)
 		}
 		var err error
-		if fn, err = w.body(fn[:0], code); err != nil {
+		if fn, err = w.body(fn[:0], code, int(k)); err != nil {
 			return nil, fmt.Errorf("function %d: %v", k, err)
 		}
 		out = appendU32(out, uint32(len(fn)))
@@ -418,57 +640,113 @@ func (w *rewriter) code(body []byte) ([]byte, error) {
 	return out, nil
 }
 
-// body rewrites one function body: a check after each loop's block type
-// and, when the function calls any other, after its locals; and the new
-// function indices. A function that calls none ends or loops, and its
-// loops are checked, so every endless run passes checks: round a loop, or
-// through the entries of the callers of an endless chain of calls.
-func (w *rewriter) body(out, code []byte) ([]byte, error) {
-	r := &reader{b: code}
-	groups := r.u32()
-	for k := uint32(0); k < groups && r.err == nil; k++ {
-		r.u32()  // count
-		r.byte() // value type
+// charges computes, for function k's body after its locals, the charge of
+// its entry check and of each loop's, in order: the bytes each guards
+// plus what its calls charge (a running total, read at a loop's end).
+func (w *rewriter) charges(code []byte, start int) (entry int, err error) {
+	w.loops = w.loops[:0]
+	type open struct {
+		loop   int // index in w.loops, -1 for block and if
+		at     int // running total at the opening
+		offset int
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	locals := code[:r.pos]
-	rest := w.scratch[:0]
-	calls := false
-	from := r.pos
+	var stack []open
+	total := 0
+	r := &reader{b: code, pos: start}
 	for r.pos < len(code) {
 		at := r.pos
 		op := r.byte()
+		idx, err := w.instr(r, op)
+		if err != nil {
+			return 0, err
+		}
+		total += r.pos - at + w.calleeCharge(op, idx)
+		switch op {
+		case 0x02, 0x04: // block, if
+			stack = append(stack, open{loop: -1})
+		case 0x03:
+			stack = append(stack, open{loop: len(w.loops), at: total, offset: r.pos})
+			w.loops = append(w.loops, 0)
+		case 0x0b:
+			if len(stack) > 0 {
+				o := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if o.loop >= 0 {
+					w.loops[o.loop] = total - o.at
+				}
+			}
+		}
+	}
+	return total, r.err
+}
+
+// body rewrites defined function k's body: checks at its top (unless it
+// is a small leaf) and in every loop, bulk instructions charged by their
+// length, and the new function indices.
+func (w *rewriter) body(out, code []byte, k int) ([]byte, error) {
+	r := &reader{b: code}
+	if err := w.locals(r); err != nil {
+		return nil, err
+	}
+	localsEnd := r.pos
+	entry, err := w.charges(code, localsEnd)
+	if err != nil {
+		return nil, err
+	}
+	f := w.funcs[k]
+	// A function with bulk instructions gets a local to tee their length
+	// through: declared last, its index follows the parameters and locals.
+	var t uint32
+	if f.bulks {
+		lr := &reader{b: code}
+		groups := lr.u32()
+		declared := lr.pos
+		t = w.params[w.types[k]]
+		for g := uint32(0); g < groups; g++ {
+			t += lr.u32()
+			lr.byte()
+		}
+		out = appendU32(out, groups+1)
+		out = append(out, code[declared:localsEnd]...)
+		out = append(out, 0x01, 0x7f) // one i32
+	} else {
+		out = append(out, code[:localsEnd]...)
+	}
+	if !f.leaf() {
+		out = w.appendCheck(out, entry)
+	}
+	rest := w.scratch[:0]
+	from, loop := localsEnd, 0
+	for r.pos < len(code) {
+		at := r.pos
+		op := r.byte()
+		if op == 0xfc {
+			sub := r.u32()
+			if shift := bulkShiftOf(sub); shift >= 0 {
+				rest = append(rest, code[from:at]...)
+				rest = w.appendBulkCharge(rest, t, byte(shift))
+				from = at
+			}
+			r.pos = at + 1
+		}
+		idx, err := w.instr(r, op)
+		if err != nil {
+			return nil, err
+		}
 		switch op {
 		case 0x10, 0x12, 0xd2: // call, return_call, ref.func
-			idx := r.u32()
 			rest = append(rest, code[from:at+1]...)
 			rest = appendU32(rest, w.fn(idx))
 			from = r.pos
-		default:
-			if err := r.immediates(op); err != nil {
-				return nil, err
-			}
-		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		switch op {
-		case 0x10, 0x11, 0x12, 0x13:
-			calls = true
 		case 0x03: // loop: check at the top of every iteration
 			rest = append(rest, code[from:r.pos]...)
-			rest = append(rest, w.check...)
+			rest = w.appendCheck(rest, w.loops[loop])
+			loop++
 			from = r.pos
 		}
 	}
 	rest = append(rest, code[from:]...)
 	w.scratch = rest
-	out = append(out, locals...)
-	if calls {
-		out = append(out, w.check...)
-	}
 	return append(out, rest...), nil
 }
 
@@ -570,14 +848,35 @@ func (r *reader) leb(maxBytes int) uint64 {
 	return 0
 }
 
-func (r *reader) u32() uint32 { return uint32(r.leb(5)) }
+// u32 reads an unsigned LEB128 number of 32 bits; a fifth byte with bits
+// past the 32nd is an error, as in a validator.
+func (r *reader) u32() uint32 {
+	start := r.pos
+	v := r.leb(5)
+	if r.err == nil && r.pos-start == 5 && r.b[r.pos-1] > 0x0f {
+		r.fail(errors.New("LEB128 number past 32 bits"))
+	}
+	return uint32(v)
+}
 
-func (r *reader) limits() {
+// limits reads table or memory limits and returns their flags.
+func (r *reader) limits() byte {
 	flags := r.byte()
 	r.leb(10) // minimum (64-bit for memory64)
 	if flags&0x01 != 0 {
 		r.leb(10) // maximum
 	}
+	return flags
+}
+
+// simpleType: a number, vector, funcref or externref value type, each one
+// byte; other reference types are longer.
+func simpleType(t byte) bool {
+	switch t {
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		return true
+	}
+	return false
 }
 
 func (r *reader) memarg() {
@@ -588,11 +887,19 @@ func (r *reader) memarg() {
 	r.leb(10) // offset (64-bit for memory64)
 }
 
-// immediates skips the immediates of instruction op.
-func (r *reader) immediates(op byte) error {
+// instr reads the immediates of instruction op. It returns the function
+// index of call, return_call and ref.func and the sub-opcode of a 0xfc
+// instruction, and refuses global indices at or past the countdown's.
+func (w *rewriter) instr(r *reader, op byte) (uint32, error) {
 	switch {
-	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if: block type (s33)
-		r.leb(5)
+	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if: block type
+		switch c := r.byte(); {
+		case c&0x80 != 0: // a type index of several bytes
+			r.pos--
+			r.leb(5)
+		case c >= 0x40 && c != 0x40 && !simpleType(c):
+			return 0, fmt.Errorf("block type 0x%02x", c)
+		}
 	case op == 0x0c || op == 0x0d: // br, br_if
 		r.u32()
 	case op == 0x0e: // br_table
@@ -600,14 +907,22 @@ func (r *reader) immediates(op byte) error {
 		for i := uint32(0); i <= n && r.err == nil; i++ {
 			r.u32()
 		}
-	case op == 0x10 || op == 0x12: // call, return_call
-		r.u32()
+	case op == 0x10 || op == 0x12 || op == 0xd2: // call, return_call, ref.func
+		return r.u32(), r.err
 	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
 		r.u32()
 		r.u32()
 	case op == 0x1c: // select with types
-		r.bytes(int(r.u32()))
-	case op >= 0x20 && op <= 0x26: // locals, globals, table.get/set
+		for _, t := range r.bytes(int(r.u32())) {
+			if !simpleType(t) {
+				return 0, fmt.Errorf("select type 0x%02x", t)
+			}
+		}
+	case op == 0x23 || op == 0x24: // global.get, global.set
+		if g := r.u32(); g >= w.countdown && r.err == nil {
+			return 0, fmt.Errorf("global %d does not exist", g)
+		}
+	case op >= 0x20 && op <= 0x26: // locals, table.get/set
 		r.u32()
 	case op >= 0x28 && op <= 0x3e: // loads and stores
 		r.memarg()
@@ -622,22 +937,23 @@ func (r *reader) immediates(op byte) error {
 	case op == 0x44: // f64.const
 		r.bytes(8)
 	case op == 0xd0: // ref.null: heap type
-		r.leb(5)
-	case op == 0xd2: // ref.func
-		r.u32()
+		if t := r.byte(); t != 0x70 && t != 0x6f {
+			return 0, fmt.Errorf("heap type 0x%02x", t)
+		}
 	case op == 0xfc:
-		return r.miscImmediates(r.u32())
+		sub := r.u32()
+		return sub, r.miscImmediates(sub)
 	case op == 0xfd:
-		return r.vectorImmediates(r.u32())
+		return 0, r.vectorImmediates(r.u32())
 	case op == 0xfe:
-		return r.atomicImmediates(r.u32())
+		return 0, r.atomicImmediates(r.u32())
 	case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b,
 		op >= 0x45 && op <= 0xc4, op == 0xd1:
 		// no immediates
 	default:
-		return fmt.Errorf("unknown opcode 0x%02x at %d", op, r.pos-1)
+		return 0, fmt.Errorf("unknown opcode 0x%02x at %d", op, r.pos-1)
 	}
-	return nil
+	return 0, r.err
 }
 
 // miscImmediates: the 0xfc prefix (saturating truncation, bulk memory and

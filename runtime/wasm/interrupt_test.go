@@ -29,8 +29,9 @@ func module(sections ...[]byte) []byte {
 	return append([]byte("\x00asm\x01\x00\x00\x00"), bytes.Join(sections, nil)...)
 }
 
-// counted is how far "count" counts: past several checkpoints.
-const counted = 5*checkpointEvery + 7
+// counted is how far "count" counts: past several checkpoints (its loop
+// charges its 20-odd bytes an iteration).
+const counted = 4_000_007
 
 // spinner has a function that loops forever ("spin"), one that counts in a
 // loop and returns the count ("count"), a start function that loops
@@ -230,7 +231,7 @@ func TestAddInterruptChecks_RenumbersFunctionsAndGlobals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The checks count down global 2: after env.g and the module's f64.
-	if !bytes.Contains(out, []byte{0x23, 0x02, 0x41, 0x01, 0x6b, 0x24, 0x02}) {
+	if !bytes.Contains(out, []byte{0x6b, 0x24, 0x02, 0x23, 0x02, 0x41, 0x00, 0x4c}) {
 		t.Fatal("the checks do not count down global 2")
 	}
 	r := checkedRuntime(t)
@@ -262,6 +263,78 @@ func TestAddInterruptChecks_RenumbersFunctionsAndGlobals(t *testing.T) {
 	}
 }
 
+// A loop of large memory.fill calls passes few checks, but each fill is
+// charged by its length: the guest stops soon after its deadline, where
+// counting checks alone let it run 10,000 fills of 64 MiB.
+func TestInterruptChecks_ChargeBulkMemoryByLength(t *testing.T) {
+	in := module(
+		sec(1, vec([]byte{0x60, 0x00, 0x00})),
+		sec(3, vec([]byte{0x00})),
+		sec(5, vec([]byte{0x00, 0x81, 0x08})), // 1,025 pages
+		sec(7, vec(append(str("fill"), 0x00, 0x00))),
+		sec(10, vec(fnBody(0x01, 0x02, 0x7e, 0x03, 0x40, // two i64 locals (the length's goes third), loop
+			0x41, 0x00, 0x41, 0x07, 0x41, 0x80, 0x80, 0x80, 0x20, // fill 64 MiB at 0 with 7
+			0xfc, 0x0b, 0x00, 0x0c, 0x00, 0x0b, 0x0b))), // memory.fill, br 0, end
+	)
+	checked, err := addInterruptChecks(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := checkedRuntime(t)
+	ctx := context.Background()
+	mod, err := r.InstantiateWithConfig(ctx, checked, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	within(t, 20*time.Second, "the filling guest", func() {
+		if _, err := mod.ExportedFunction("fill").Call(dctx); !errors.Is(err, errInterrupted) {
+			t.Errorf("got %v, want the guest interrupted", err)
+		}
+	})
+}
+
+// A check charges the code it guards and the unchecked functions that
+// code calls; a leaf too large to charge to callers gets its own.
+func TestAddInterruptChecks_ChargesWhatItGuards(t *testing.T) {
+	small := []byte{0x00, 0x41, 0x07, 0x1a, 0x0b} // i32.const 7, drop
+	large := []byte{0x00}
+	for len(large) < leafLimit+10 {
+		large = append(large, 0x41, 0x07, 0x1a)
+	}
+	large = append(large, 0x0b)
+	loop := []byte{0x10, 0x00, 0x10, 0x01, 0x41, 0x00, 0x11, 0x00, 0x00, 0x0c, 0x00, 0x0b} // call 0, call 1, call_indirect, br 0, end
+	in := module(
+		sec(1, vec([]byte{0x60, 0x00, 0x00})),
+		sec(3, vec([]byte{0x00}, []byte{0x00}, []byte{0x00})),
+		sec(4, vec([]byte{0x70, 0x00, 0x01})),
+		sec(10, vec(fnBody(small...), fnBody(large...), fnBody(append(append([]byte{0x00, 0x03, 0x40}, loop...), 0x0b)...))),
+	)
+	out, err := addInterruptChecks(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkedRuntime(t).CompileModule(context.Background(), out); err != nil {
+		t.Fatalf("the rewritten module does not validate: %v", err)
+	}
+	charge := func(n int) []byte { // a check's first instructions
+		return append(appendS32([]byte{0x23, 0x00, 0x41}, int32(n)), 0x6b)
+	}
+	if !bytes.Contains(out, fnBody(small...)) {
+		t.Error("the small leaf was given a check")
+	}
+	if !bytes.Contains(out, charge(len(large)-1)) {
+		t.Error("the large leaf's check does not charge its size")
+	}
+	// The loop: its bytes, the small leaf's and an indirect call's worth;
+	// the large leaf charges itself.
+	if want := len(loop) + len(small) + leafLimit; !bytes.Contains(out, charge(want)) {
+		t.Errorf("no loop check charging %d", want)
+	}
+}
+
 // A module with neither the type the import needs nor import, global or
 // export sections gets them, in order.
 func TestAddInterruptChecks_AddsMissingSections(t *testing.T) {
@@ -287,6 +360,15 @@ func TestAddInterruptChecks_RefusesWhatItCannotRead(t *testing.T) {
 		"try block (exception handling)": module(sec(1, vec([]byte{0x60, 0x00, 0x00})), sec(3, vec([]byte{0x00})),
 			sec(10, vec(fnBody(0x00, 0x06, 0x40, 0x0b, 0x0b)))),
 		"a struct type (GC proposal)": module(sec(1, vec([]byte{0x5f, 0x00}))),
+		"a (ref null func) local": module(sec(1, vec([]byte{0x60, 0x00, 0x00})), sec(3, vec([]byte{0x00})),
+			sec(10, vec(fnBody(0x01, 0x01, 0x63, 0x70, 0x0b)))),
+		// Invalid modules that the rewrite would make valid, with access to
+		// the countdown: setting global 0 in a module without globals, and
+		// a call index written in five bytes past 32 bits.
+		"a global that does not exist": module(sec(1, vec([]byte{0x60, 0x00, 0x00})), sec(3, vec([]byte{0x00})),
+			sec(10, vec(fnBody(0x00, 0x41, 0x00, 0x24, 0x00, 0x0b)))),
+		"an overlong index": module(sec(1, vec([]byte{0x60, 0x00, 0x00})), sec(3, vec([]byte{0x00})),
+			sec(10, vec(fnBody(0x00, 0x10, 0x80, 0x80, 0x80, 0x80, 0x10, 0x0b)))),
 		"body overruns": module(sec(1, vec([]byte{0x60, 0x00, 0x00})), sec(3, vec([]byte{0x00})),
 			sec(10, vec(fnBody(0x00, 0x41)))),
 	} {
