@@ -335,6 +335,29 @@ func TestAddInterruptChecks_ChargesWhatItGuards(t *testing.T) {
 	}
 }
 
+// A plugin whose initialisation never returns fails its load at the load
+// timeout instead of holding it up.
+func TestLoad_StopsAnInitialisationThatNeverReturns(t *testing.T) {
+	defer func(d time.Duration) { loadTimeout = d }(loadTimeout)
+	loadTimeout = 50 * time.Millisecond
+	exports := [][]byte{append(str("_initialize"), 0x00, 0x00)}
+	for _, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
+		exports = append(exports, append(str(name), 0x00, 0x01))
+	}
+	in := module(
+		sec(1, vec([]byte{0x60, 0x00, 0x00}, []byte{0x60, 0x00, 0x01, 0x7f})),
+		sec(3, vec([]byte{0x00}, []byte{0x01})),
+		sec(5, vec([]byte{0x00, 0x01})),
+		sec(7, vec(append(exports, append(str("memory"), 0x02, 0x00))...)),
+		sec(10, vec(fnBody(0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b), fnBody(0x00, 0x41, 0x00, 0x0b))),
+	)
+	within(t, 20*time.Second, "Load", func() {
+		if _, err := Load(context.Background(), in, DefaultConfig()); !errors.Is(err, errInterrupted) {
+			t.Errorf("got %v, want the initialisation interrupted", err)
+		}
+	})
+}
+
 // A module with neither the type the import needs nor import, global or
 // export sections gets them, in order.
 func TestAddInterruptChecks_AddsMissingSections(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -82,6 +83,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// loadTimeout bounds the plugin code Load runs.
+var loadTimeout = 30 * time.Second
 
 // Module is a compiled plugin.
 type Module struct {
@@ -167,12 +171,17 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 			return fail(fmt.Errorf("%w: missing export %q (build with the Drover SDK and -buildmode=c-shared)", ErrInvalidModule, name))
 		}
 	}
-	inst, err := m.instantiate(ctx)
+	// The first instance's initialisation and the ABI and info calls run
+	// plugin code: bounded, so that a plugin that never returns fails its
+	// load instead of holding up the agent (when deadlines are enforced).
+	pctx, cancel := context.WithTimeout(ctx, loadTimeout)
+	defer cancel()
+	inst, err := m.instantiate(pctx)
 	if err != nil {
 		return fail(err)
 	}
 	defer inst.Close(ctx)
-	res, err := inst.mod.ExportedFunction(ExportABIVersion).Call(ctx)
+	res, err := inst.mod.ExportedFunction(ExportABIVersion).Call(pctx)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %s: %v", ErrInvalidModule, ExportABIVersion, err))
 	}
@@ -180,7 +189,7 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err := abi.CheckVersion(v); err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
 	}
-	res, err = inst.mod.ExportedFunction(ExportInfo).Call(ctx)
+	res, err = inst.mod.ExportedFunction(ExportInfo).Call(pctx)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %s: %v", ErrInvalidModule, ExportInfo, err))
 	}
