@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 )
 
 // Hand-assembled modules: sec builds a section, vec a vector, str a name.
@@ -84,6 +85,24 @@ func checkedRuntime(t *testing.T) wazero.Runtime {
 	return r
 }
 
+// instantiateChecked rewrites bin and instantiates it in a runtime with
+// the "drover" host module; it returns the instance and the rewritten
+// bytes.
+func instantiateChecked(t *testing.T, bin []byte) (api.Module, []byte) {
+	t.Helper()
+	checked, err := addInterruptChecks(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mod, err := checkedRuntime(t).InstantiateWithConfig(ctx, checked, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close(ctx) })
+	return mod, checked
+}
+
 // within fails the test if fn does not return in time, instead of hanging.
 func within(t *testing.T, d time.Duration, what string, fn func()) {
 	t.Helper()
@@ -134,17 +153,8 @@ func TestInterruptChecks_StopGuestsThatNeverReturn(t *testing.T) {
 // checkpoints are where the guest's goroutine yields. Without them a
 // collection waits for the guest to return.
 func TestInterruptChecks_LetTheHostStopTheWorld(t *testing.T) {
-	r := checkedRuntime(t)
 	ctx := context.Background()
-	checked, err := addInterruptChecks(withoutStart(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := r.InstantiateWithConfig(ctx, checked, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
+	mod, _ := instantiateChecked(t, withoutStart(t))
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	spun := make(chan error, 1)
@@ -162,17 +172,8 @@ func TestInterruptChecks_LetTheHostStopTheWorld(t *testing.T) {
 
 // Code that ends runs through its checks and checkpoints untouched.
 func TestInterruptChecks_LeaveFinishingCodeAlone(t *testing.T) {
-	r := checkedRuntime(t)
 	ctx := context.Background()
-	checked, err := addInterruptChecks(withoutStart(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := r.InstantiateWithConfig(ctx, checked, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
+	mod, checked := instantiateChecked(t, withoutStart(t))
 	for _, c := range []context.Context{ctx, t.Context()} {
 		for range 3 {
 			res, err := mod.ExportedFunction("count").Call(c)
@@ -276,18 +277,8 @@ func TestInterruptChecks_ChargeBulkMemoryByLength(t *testing.T) {
 			0x41, 0x00, 0x41, 0x07, 0x41, 0x80, 0x80, 0x80, 0x20, // fill 64 MiB at 0 with 7
 			0xfc, 0x0b, 0x00, 0x0c, 0x00, 0x0b, 0x0b))), // memory.fill, br 0, end
 	)
-	checked, err := addInterruptChecks(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := checkedRuntime(t)
-	ctx := context.Background()
-	mod, err := r.InstantiateWithConfig(ctx, checked, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	mod, _ := instantiateChecked(t, in)
+	dctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	within(t, 20*time.Second, "the filling guest", func() {
 		if _, err := mod.ExportedFunction("fill").Call(dctx); !errors.Is(err, errInterrupted) {
