@@ -122,6 +122,23 @@ func TestAgent_ReplacedPluginFileIsPickedUpWithoutDroppingEvals(t *testing.T) {
 	}
 }
 
+// Deadlines are enforced for every wasm plugin unless its block says
+// otherwise: the interrupt checks cost the guest little.
+func TestAgent_DeadlinesAreEnforcedByDefault(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./plugins/batch"), dir, "batch.wasm")
+	off := false
+	a := startAgent(t, dir, []agent.PluginConfig{{Name: "batch", Limits: agent.PluginLimits{EnforceDeadline: &off}}})
+	reg := a.Server().Plugins()
+	if svc, ok := reg.Lookup("service"); !ok || !svc.EnforceDeadline {
+		t.Fatalf("service entry = %+v, want deadlines enforced", svc)
+	}
+	if b, ok := reg.Lookup("batch"); !ok || b.EnforceDeadline {
+		t.Fatalf("batch entry = %+v, want enforce_deadline = false honoured", b)
+	}
+}
+
 func TestAgent_PluginBlocksConfigureAndLoadGoPlugins(t *testing.T) {
 	dir := t.TempDir()
 	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")

@@ -46,6 +46,15 @@ func handLead(t *testing.T, servers []*server.Server, i int) *server.Server {
 }
 
 // liveAllocs counts the allocations of a job that are not stopped.
+// placeService registers a service job of count 100 MHz / 64 MB tasks on
+// s and waits for its eval to complete.
+func placeService(t *testing.T, s *server.Server, id string, count int) {
+	t.Helper()
+	if e := servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job(id, "service", count, 100, 64))); e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("%s: eval %s", id, e.Status)
+	}
+}
+
 func liveAllocs(s *server.Server, jobID string) int {
 	n := 0
 	for _, a := range s.Store().Snapshot().AllocsByJob("default", jobID) {
@@ -82,9 +91,7 @@ func TestCluster_FormsReplicatesAndFailsOver(t *testing.T) {
 	}
 	registerNode(t, leader, 0, 4000)
 	registerNode(t, leader, 1, 4000)
-	if e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job("web", "service", 3, 100, 64))); e.Status != sdk.EvalStatusComplete {
-		t.Fatalf("eval %s", e.Status)
-	}
+	placeService(t, leader, "web", 3)
 	for _, s := range servers {
 		servertest.WaitFor(t, "the allocations on every server", func() bool { return liveAllocs(s, "web") == 3 })
 	}
@@ -105,9 +112,7 @@ func TestCluster_FormsReplicatesAndFailsOver(t *testing.T) {
 	}
 	servers[old] = nil
 	next := servertest.WaitForClusterLeader(t, servers)
-	if e := servertest.WaitForEval(t, next, registerJob(t, next, servertest.Job("web2", "service", 2, 100, 64))); e.Status != sdk.EvalStatusComplete {
-		t.Fatalf("eval after failover %s", e.Status)
-	}
+	placeService(t, next, "web2", 2)
 	if liveAllocs(next, "web") != 3 || liveAllocs(next, "web2") != 2 {
 		t.Fatalf("after failover: web %d, web2 %d allocations", liveAllocs(next, "web"), liveAllocs(next, "web2"))
 	}
@@ -321,9 +326,7 @@ func TestCluster_RepeatedFailoversConverge(t *testing.T) {
 	registerNode(t, leader, 1, 4000)
 	for round := range 3 {
 		id := fmt.Sprintf("web-%d", round)
-		if e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job(id, "service", 2, 100, 64))); e.Status != sdk.EvalStatusComplete {
-			t.Fatalf("round %d: eval %s", round, e.Status)
-		}
+		placeService(t, leader, id, 2)
 		old := slices.Index(servers, leader)
 		if err := leader.Shutdown(); err != nil {
 			t.Fatal(err)
@@ -377,9 +380,7 @@ func TestCluster_FollowersSchedule(t *testing.T) {
 	registerNode(t, leader, 1, 4000)
 	for i := range 6 {
 		id := fmt.Sprintf("web-%d", i)
-		if e := servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job(id, "service", 2, 100, 64))); e.Status != sdk.EvalStatusComplete {
-			t.Fatalf("%s: eval %s", id, e.Status)
-		}
+		placeService(t, leader, id, 2)
 		if n := liveAllocs(leader, id); n != 2 {
 			t.Fatalf("%s: %d allocations", id, n)
 		}

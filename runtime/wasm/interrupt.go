@@ -487,51 +487,52 @@ func (w *rewriter) expr(out []byte, r *reader) ([]byte, error) {
 
 // functionTypes reads the function section: each defined function's type.
 func (w *rewriter) functionTypes(body []byte) error {
-	r := &reader{b: body}
-	n := r.u32()
-	for k := uint32(0); k < n && r.err == nil; k++ {
+	return eachEntry(body, "function", func(r *reader, k uint32) error {
 		t := r.u32()
 		if int(t) >= len(w.params) {
-			return fmt.Errorf("%w: function %d has no type %d", errUninstrumentable, k, t)
+			return fmt.Errorf("function %d has no type %d", k, t)
 		}
 		w.types = append(w.types, t)
-	}
-	if r.err != nil || r.pos != len(body) {
-		return fmt.Errorf("%w: function section: malformed", errUninstrumentable)
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkTables refuses tables the rewriter does not parse: reference types
 // other than funcref and externref, and initialiser expressions (which
 // could hold a ref.func to renumber).
 func checkTables(body []byte) error {
-	r := &reader{b: body}
-	n := r.u32()
-	for k := uint32(0); k < n && r.err == nil; k++ {
+	return eachEntry(body, "table", func(r *reader, k uint32) error {
 		if t := r.byte(); t != 0x70 && t != 0x6f {
-			return fmt.Errorf("%w: table %d: type 0x%02x", errUninstrumentable, k, t)
+			return fmt.Errorf("table %d: type 0x%02x", k, t)
 		}
 		r.limits()
-	}
-	if r.err != nil || r.pos != len(body) {
-		return fmt.Errorf("%w: table section: malformed", errUninstrumentable)
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkMemories refuses 64-bit memories: the bulk charges take 32-bit
 // lengths.
 func checkMemories(body []byte) error {
+	return eachEntry(body, "memory", func(r *reader, k uint32) error {
+		if flags := r.limits(); flags&0x04 != 0 {
+			return fmt.Errorf("memory %d is 64-bit", k)
+		}
+		return nil
+	})
+}
+
+// eachEntry calls read for each entry of a section that is one vector,
+// and checks that the entries fill the section.
+func eachEntry(body []byte, what string, read func(r *reader, k uint32) error) error {
 	r := &reader{b: body}
 	n := r.u32()
 	for k := uint32(0); k < n && r.err == nil; k++ {
-		if flags := r.limits(); flags&0x04 != 0 {
-			return fmt.Errorf("%w: memory %d is 64-bit", errUninstrumentable, k)
+		if err := read(r, k); err != nil {
+			return fmt.Errorf("%w: %v", errUninstrumentable, err)
 		}
 	}
 	if r.err != nil || r.pos != len(body) {
-		return fmt.Errorf("%w: memory section: malformed", errUninstrumentable)
+		return fmt.Errorf("%w: %s section: malformed", errUninstrumentable, what)
 	}
 	return nil
 }
@@ -547,7 +548,7 @@ func (w *rewriter) survey(body []byte) error {
 		code := r.bytes(int(r.u32()))
 		f := funcInfo{size: len(code)}
 		br := &reader{b: code}
-		if err := w.locals(br); err != nil {
+		if _, err := w.locals(br); err != nil {
 			return fmt.Errorf("function %d: %v", k, err)
 		}
 		for br.pos < len(code) && br.err == nil {
@@ -591,16 +592,17 @@ func bulkShiftOf(sub uint32) int {
 }
 
 // locals skips a body's local declarations, refusing reference types it
-// does not know, and returns how many locals there are.
-func (w *rewriter) locals(r *reader) error {
+// does not know, and returns how many locals they declare.
+func (w *rewriter) locals(r *reader) (uint32, error) {
 	groups := r.u32()
+	var n uint32
 	for k := uint32(0); k < groups && r.err == nil; k++ {
-		r.u32()
+		n += r.u32()
 		if t := r.byte(); !simpleType(t) {
-			return fmt.Errorf("local type 0x%02x", t)
+			return 0, fmt.Errorf("local type 0x%02x", t)
 		}
 	}
-	return r.err
+	return n, r.err
 }
 
 // calleeCharge is what a call charges its caller's check: an unchecked
@@ -685,7 +687,8 @@ func (w *rewriter) charges(code []byte, start int) (entry int, err error) {
 // length, and the new function indices.
 func (w *rewriter) body(out, code []byte, k int) ([]byte, error) {
 	r := &reader{b: code}
-	if err := w.locals(r); err != nil {
+	locals, err := w.locals(r)
+	if err != nil {
 		return nil, err
 	}
 	localsEnd := r.pos
@@ -696,16 +699,11 @@ func (w *rewriter) body(out, code []byte, k int) ([]byte, error) {
 	f := w.funcs[k]
 	// A function with bulk instructions gets a local to tee their length
 	// through: declared last, its index follows the parameters and locals.
-	var t uint32
+	t := w.params[w.types[k]] + locals
 	if f.bulks {
-		lr := &reader{b: code}
-		groups := lr.u32()
-		declared := lr.pos
-		t = w.params[w.types[k]]
-		for g := uint32(0); g < groups; g++ {
-			t += lr.u32()
-			lr.byte()
-		}
+		gr := &reader{b: code}
+		groups := gr.u32()
+		declared := gr.pos
 		out = appendU32(out, groups+1)
 		out = append(out, code[declared:localsEnd]...)
 		out = append(out, 0x01, 0x7f) // one i32
@@ -720,20 +718,17 @@ func (w *rewriter) body(out, code []byte, k int) ([]byte, error) {
 	for r.pos < len(code) {
 		at := r.pos
 		op := r.byte()
-		if op == 0xfc {
-			sub := r.u32()
-			if shift := bulkShiftOf(sub); shift >= 0 {
-				rest = append(rest, code[from:at]...)
-				rest = w.appendBulkCharge(rest, t, byte(shift))
-				from = at
-			}
-			r.pos = at + 1
-		}
 		idx, err := w.instr(r, op)
 		if err != nil {
 			return nil, err
 		}
 		switch op {
+		case 0xfc: // idx is the sub-opcode
+			if shift := bulkShiftOf(idx); shift >= 0 {
+				rest = append(rest, code[from:at]...)
+				rest = w.appendBulkCharge(rest, t, byte(shift))
+				from = at
+			}
 		case 0x10, 0x12, 0xd2: // call, return_call, ref.func
 			rest = append(rest, code[from:at+1]...)
 			rest = appendU32(rest, w.fn(idx))
