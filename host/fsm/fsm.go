@@ -326,6 +326,15 @@ func upsertEvals(tx *state.Txn, evals []*sdk.Evaluation, fx *effects) error {
 
 func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error {
 	j := req.Job
+	if req.EnforceIndex {
+		var have uint64
+		if cur := tx.Job(j.Namespace, j.ID); cur != nil {
+			have = cur.JobModifyIndex
+		}
+		if have != req.JobModifyIndex {
+			return fmt.Errorf("%w: job %q is at job modify index %d, not %d", ErrConflict, j.ID, have, req.JobModifyIndex)
+		}
+	}
 	if err := tx.UpsertJob(j); err != nil {
 		return err
 	}
@@ -687,9 +696,15 @@ func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx
 	if err := updateDeploymentStatus(tx, req.Update, req.UpdatedAt); err != nil {
 		return err
 	}
-	if req.Job != nil {
-		if err := tx.UpsertJob(req.Job); err != nil {
-			return err
+	// The auto-revert applies only over the version the deployment rolled
+	// out: a job registered again since is the operator's, not the
+	// failure's to undo.
+	if j := req.Job; j != nil {
+		d, cur := tx.Deployment(req.Update.DeploymentID), tx.Job(j.Namespace, j.ID)
+		if d != nil && cur != nil && cur.Version == d.JobVersion && cur.CreateIndex == d.JobCreateIndex {
+			if err := tx.UpsertJob(j); err != nil {
+				return err
+			}
 		}
 	}
 	if req.Eval != nil {

@@ -71,6 +71,12 @@ type JobRegisterRequest struct {
 	LaunchTime int64
 	// Scaling is the scaling event of a job-scaling registration.
 	Scaling *ScalingEventRequest `msg:",omitempty"`
+	// EnforceIndex applies the registration only if the job's current
+	// JobModifyIndex is JobModifyIndex (0: the job does not exist), checked
+	// when the entry is applied, so that of two registrations built on the
+	// same version only one is applied.
+	EnforceIndex   bool   `msg:",omitempty"`
+	JobModifyIndex uint64 `msg:",omitempty"`
 }
 
 // ScalingEventRequest records a scaling event of a job's task group: alone

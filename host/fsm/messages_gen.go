@@ -1483,12 +1483,20 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(4)
-	var zb0001Mask uint8 /* 4 bits */
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	if z.Scaling == nil {
 		zb0001Len--
 		zb0001Mask |= 0x8
+	}
+	if z.EnforceIndex == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.JobModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1532,6 +1540,16 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "EnforceIndex"
+			o = append(o, 0xac, 0x45, 0x6e, 0x66, 0x6f, 0x72, 0x63, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendBool(o, z.EnforceIndex)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "JobModifyIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobModifyIndex)
 		}
 	}
 	return
@@ -1612,6 +1630,18 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "EnforceIndex":
+			z.EnforceIndex, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "EnforceIndex")
+				return
+			}
+		case "JobModifyIndex":
+			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobModifyIndex")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1644,6 +1674,7 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Scaling.Msgsize()
 	}
+	s += 13 + msgp.BoolSize + 15 + msgp.Uint64Size
 	return
 }
 

@@ -36,25 +36,46 @@ type RegisterOptions struct {
 	scaling *fsm.ScalingEventRequest
 }
 
+// registerAttempts bounds how often a registration is built again when
+// the version of the job it was built on was replaced before it applied.
+const registerAttempts = 10
+
 // RegisterJobOpts registers a job (or a new version of it) with options
 // and, unless it is a periodic or parameterized template, creates its
 // job-register eval.
+//
+// What a registration reads of the job's current version (its kind, the
+// counts and resources it preserves, the index it enforces) is checked
+// again when its log entry applies: a registration whose version was
+// replaced in between is refused with ErrConflict if the caller enforced
+// an index, and otherwise built again on the new version.
 func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID string, index uint64, err error) {
 	jobspec.Canonicalize(job)
 	if err := checkEvalPriority(opts.EvalPriority); err != nil {
 		return "", 0, err
 	}
+	for attempt := 1; ; attempt++ {
+		evalID, index, err = s.registerJob(job, opts)
+		if !errors.Is(err, fsm.ErrConflict) {
+			return evalID, index, err
+		}
+		if opts.EnforceIndex || attempt == registerAttempts {
+			return "", 0, fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+	}
+}
+
+// registerJob is one attempt of RegisterJobOpts.
+func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions) (evalID string, index uint64, err error) {
 	snap := s.store.Snapshot()
 	cur := snap.Job(job.Namespace, job.ID)
-	if opts.EnforceIndex {
-		var have uint64
-		if cur != nil {
-			have = cur.JobModifyIndex
-		}
-		if have != opts.JobModifyIndex {
-			return "", 0, fmt.Errorf("%w: enforcing job modify index %d: job %q exists with job modify index %d",
-				ErrConflict, opts.JobModifyIndex, job.ID, have)
-		}
+	var have uint64
+	if cur != nil {
+		have = cur.JobModifyIndex
+	}
+	if opts.EnforceIndex && have != opts.JobModifyIndex {
+		return "", 0, fmt.Errorf("%w: enforcing job modify index %d: job %q exists with job modify index %d",
+			ErrConflict, opts.JobModifyIndex, job.ID, have)
 	}
 	if cur != nil && (opts.PreserveCounts || opts.PreserveResources) {
 		for _, tg := range job.TaskGroups {
@@ -83,7 +104,7 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
 	}
 	job.SubmitTime = s.now().UnixNano()
-	req := &fsm.JobRegisterRequest{Job: job}
+	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: have}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		trigger := opts.trigger
 		if trigger == "" {

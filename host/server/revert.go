@@ -30,5 +30,10 @@ func (s *Server) RevertJob(namespace, jobID string, version uint64, enforcePrior
 		}
 		return "", 0, fmt.Errorf("%w: version %d of job %q (kept versions: %v)", ErrNotFound, version, jobID, kept)
 	}
-	return s.RegisterJobOpts(revertTo(v.Copy(), s.now().UnixNano()), RegisterOptions{trigger: sdk.EvalTriggerJobRegister})
+	// The prior version is enforced when the revert applies, not only here.
+	opts := RegisterOptions{trigger: sdk.EvalTriggerJobRegister}
+	if enforcePrior != nil {
+		opts.EnforceIndex, opts.JobModifyIndex = true, cur.JobModifyIndex
+	}
+	return s.RegisterJobOpts(revertTo(v.Copy(), s.now().UnixNano()), opts)
 }

@@ -37,7 +37,21 @@ type ScaleResult struct {
 // job-scaling eval, within the group's scaling min and max and refused
 // while a deployment of the job is active; every request leaves a scaling
 // event (GET /v1/job/:id/scale).
+//
+// A count change is built on the job version read here and registered only
+// over that version; if another registration replaced it in between, the
+// change is built again on the new version rather than undoing it.
 func (s *Server) ScaleJob(req ScaleRequest) (ScaleResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := s.scaleJob(req)
+		if !errors.Is(err, ErrConflict) || attempt == registerAttempts {
+			return res, err
+		}
+	}
+}
+
+// scaleJob is one attempt of ScaleJob.
+func (s *Server) scaleJob(req ScaleRequest) (ScaleResult, error) {
 	if req.Group == "" {
 		return ScaleResult{}, badRequest(errors.New("missing task group name for scaling action"))
 	}
@@ -84,8 +98,6 @@ func (s *Server) ScaleJob(req ScaleRequest) (ScaleResult, error) {
 	}
 	job := cur.Copy()
 	job.LookupTaskGroup(req.Group).Count = int(count)
-	// Registered only over the version read here: a registration in
-	// between would otherwise be lost.
 	evalID, index, err := s.RegisterJobOpts(job, RegisterOptions{EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex,
 		trigger: sdk.EvalTriggerScaling, scaling: event})
 	if err != nil {

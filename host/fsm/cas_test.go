@@ -1,0 +1,92 @@
+package fsm
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
+)
+
+func casJob(cpu int) *sdk.Job {
+	return &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1,
+			Tasks: []*sdk.Task{{Name: "t", Driver: "docker", Resources: &sdk.Resources{CPU: cpu, MemoryMB: 64}}}}}}
+}
+
+// A registration that enforces an index is checked when its entry
+// applies: of two built on the same version, the second changes nothing.
+func TestJobRegister_EnforcedIndexIsCheckedOnApply(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	for _, tc := range []struct {
+		index uint64
+		cpu   int
+		enf   uint64
+		want  error
+	}{
+		{1, 100, 5, ErrConflict}, // the job does not exist: only 0 matches
+		{2, 100, 0, nil},         // created at index 2
+		{3, 200, 0, ErrConflict}, // it exists now
+		{4, 200, 2, nil},         // built on index 2: applies, job modify index 4
+		{5, 300, 2, ErrConflict}, // also built on index 2: refused
+		{6, 300, 4, nil},
+	} {
+		err := f.ApplyDecoded(tc.index, &JobRegisterRequest{Job: casJob(tc.cpu), EnforceIndex: true, JobModifyIndex: tc.enf,
+			Eval: &sdk.Evaluation{ID: "e" + string(rune('0'+tc.index)), Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending}})
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("index %d enforcing %d: err = %v, want %v", tc.index, tc.enf, err, tc.want)
+		}
+		snap := store.Snapshot()
+		if evalApplied := snap.Eval("e"+string(rune('0'+tc.index))) != nil; evalApplied != (tc.want == nil) {
+			t.Fatalf("index %d: eval stored = %v with err %v", tc.index, evalApplied, err)
+		}
+	}
+	j := store.Snapshot().Job("default", "web")
+	if j.JobModifyIndex != 6 || j.Version != 2 || j.TaskGroups[0].Tasks[0].Resources.CPU != 300 {
+		t.Fatalf("job = modify index %d, version %d, cpu %d; want 6, 2, 300",
+			j.JobModifyIndex, j.Version, j.TaskGroups[0].Tasks[0].Resources.CPU)
+	}
+}
+
+// A failed deployment's auto-revert does not undo a version registered
+// after the one the deployment rolled out.
+func TestDeploymentFailure_RevertsOnlyTheVersionItRolledOut(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		newer   bool
+		wantCPU int
+	}{{"current", false, 100}, {"superseded", true, 300}} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, _ := state.NewStore()
+			f := New(store, nil, zerolog.Nop())
+			apply := func(i uint64, msg msgp.Unmarshaler) {
+				t.Helper()
+				if err := f.ApplyDecoded(i, msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			apply(1, &JobRegisterRequest{Job: casJob(100)}) // version 0, stable below
+			apply(2, &JobStabilityRequest{Namespace: "default", JobID: "web", Version: 0, Stable: true})
+			apply(3, &JobRegisterRequest{Job: casJob(200)}) // version 1, rolled out by d1
+			d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: 1, JobCreateIndex: 1,
+				Status: sdk.DeploymentStatusRunning, TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
+			apply(4, &ApplyPlanResultsRequest{Job: store.Snapshot().Job("default", "web"), EvalID: "e1", Deployment: d})
+			if tc.newer {
+				apply(5, &JobRegisterRequest{Job: casJob(300)}) // version 2, the operator's
+			}
+			revert := store.Snapshot().JobVersion("default", "web", 0).Copy()
+			apply(6, &DeploymentStatusUpdateRequest{Job: revert, UpdatedAt: 1,
+				Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed}})
+			snap := store.Snapshot()
+			if got := snap.Job("default", "web").TaskGroups[0].Tasks[0].Resources.CPU; got != tc.wantCPU {
+				t.Fatalf("job cpu after the failure = %d, want %d", got, tc.wantCPU)
+			}
+			if snap.Deployment("d1").Status != sdk.DeploymentStatusFailed {
+				t.Fatalf("deployment %s, want failed", snap.Deployment("d1").Status)
+			}
+		})
+	}
+}
