@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,10 @@ const (
 	// snapshotsRetained is how many raft snapshots are kept.
 	snapshotsRetained = 2
 )
+
+// keyCurrentTerm is the key under which raft keeps its current term in the
+// stable store (hashicorp/raft's keyCurrentTerm).
+var keyCurrentTerm = []byte("CurrentTerm")
 
 // dataDirMeta marks a directory as an initialized Drover data dir.
 type dataDirMeta struct {
@@ -214,10 +219,12 @@ func (d *dataDir) openBolt(dbPath string) (err error) {
 		return nil
 	case errors.Is(err, bbolt.ErrTimeout):
 		return fmt.Errorf("%w: %s", ErrDataDirLocked, dbPath)
-	case errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrChecksum):
-		return fmt.Errorf("%w: raft log %s: %v", ErrDataDirCorrupt, dbPath, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: open raft log %s: %v", ErrDataDirUnusable, dbPath, err)
 	}
-	return fmt.Errorf("%w: open raft log %s: %v", ErrDataDirUnusable, dbPath, err)
+	// Anything else is a file bolt cannot read: invalid, of another
+	// version, failing its checksum, or truncated ("file size too small").
+	return fmt.Errorf("%w: raft log %s: %v", ErrDataDirCorrupt, dbPath, err)
 }
 
 // checkSnapshots makes sure every snapshot directory is one the store can
@@ -266,6 +273,13 @@ func (d *dataDir) checkLog(newest *raft.SnapshotMeta) (has bool, err error) {
 	var snapIndex uint64
 	if newest != nil {
 		snapIndex = newest.Index
+		// Raft records a term before it takes any snapshot, so a log
+		// without one beside a snapshot is a new one: emptied or replaced,
+		// with the entries after the snapshot lost.
+		if term, err := d.bolt.GetUint64(keyCurrentTerm); err != nil || term == 0 {
+			return false, fmt.Errorf("%w: the raft log %s holds no raft term beside snapshot %s: it was emptied or replaced, and the entries after the snapshot are lost",
+				ErrDataDirMissingState, filepath.Join(d.raftDir(), raftDBName), newest.ID)
+		}
 	}
 	if last == 0 {
 		return newest != nil, nil

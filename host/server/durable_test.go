@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -229,6 +231,16 @@ func TestDurable_BadDataDirIsRefused(t *testing.T) {
 			withBolt(t, dir, func(*raftboltdb.BoltStore) {})
 			return dir
 		}, server.ErrDataDirMissingState},
+		{"raft log emptied beside a snapshot", func(t *testing.T) string {
+			dir := initDataDir(t)
+			must(t, os.WriteFile(filepath.Join(dir, "raft", "raft.db"), nil, 0o600))
+			return dir
+		}, server.ErrDataDirMissingState},
+		{"raft log truncated", func(t *testing.T) string {
+			dir := initDataDir(t)
+			must(t, os.Truncate(filepath.Join(dir, "raft", "raft.db"), 4096))
+			return dir
+		}, server.ErrDataDirCorrupt},
 		{"undecodable log entry", func(t *testing.T) string {
 			dir := initDataDir(t)
 			withBolt(t, dir, func(b *raftboltdb.BoltStore) {
@@ -402,6 +414,28 @@ func TestDurable_OperatorSnapshotRestore(t *testing.T) {
 	if err := s.RestoreSnapshot(&foreign); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "bad header") {
 		t.Fatalf("archive of a foreign state: %v, want ErrInvalid naming the bad header", err)
 	}
+	// A sound archive whose index raft could not restore at: past what
+	// raft's next index can follow (it would wrap to 0 and hang the
+	// restore), or below the state's own index.
+	arc, err := snapshot.Read(bytes.NewReader(file.Bytes()), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []uint64{math.MaxUint64, 1} {
+		if _, err := arc.State.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		meta := arc.Meta
+		meta.Index = index
+		var crafted bytes.Buffer
+		if err := snapshot.Write(&crafted, meta, arc.State); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RestoreSnapshot(&crafted); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "snapshot index") {
+			t.Fatalf("archive claiming index %d: %v, want ErrInvalid naming the index", index, err)
+		}
+	}
+	arc.Close()
 	sameState(t, changed, dump(t, s.Store().Snapshot()))
 
 	if err := s.RestoreSnapshot(bytes.NewReader(file.Bytes())); err != nil {

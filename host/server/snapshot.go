@@ -55,6 +55,10 @@ func (s *Server) openSnapshot() (*raft.SnapshotMeta, io.ReadCloser, error) {
 	return s.raftLayer.snaps.Open(list[0].ID)
 }
 
+// maxRestoreIndex bounds the index a restored snapshot may claim: no raft
+// log comes near it (a million entries a second for 290,000 years).
+const maxRestoreIndex = 1 << 63
+
 // RestoreSnapshot replaces the whole state with an operator snapshot read
 // from r. The archive is verified (checksums, sizes) and its state read in
 // full before anything changes: a bad file is refused with the reason and
@@ -79,8 +83,15 @@ func (s *Server) RestoreSnapshot(r io.Reader) error {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	defer arc.Close()
-	if _, err := fsm.ReadSnapshot(arc.State); err != nil {
+	st, err := fsm.ReadSnapshot(arc.State)
+	if err != nil {
 		return fmt.Errorf("%w: snapshot state: %v", ErrInvalid, err)
+	}
+	// Raft restores at the archive's index (or past its own last one):
+	// one below the state's would put the state's objects ahead of the
+	// log, and one near 2^64 would wrap raft's next index to zero.
+	if idx := st.LatestIndex(); arc.Meta.Index < idx || arc.Meta.Index > maxRestoreIndex {
+		return fmt.Errorf("%w: snapshot index %d is not a raft index for a state at index %d", ErrInvalid, arc.Meta.Index, idx)
 	}
 	if _, err := arc.State.Seek(0, io.SeekStart); err != nil {
 		return err
