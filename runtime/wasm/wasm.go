@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +123,22 @@ func LoadFile(ctx context.Context, path string, cfg Config) (*Module, error) {
 	return m, nil
 }
 
+// emptyCompilationCache removes the files of wazero's compilation caches in
+// dir (its "wazero-VERSION-ARCH-OS" directories, which stay: a cache
+// writes its entries into them).
+func emptyCompilationCache(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Load compiles a module, checks its exports and ABI version, and reads
 // its info from a first instance.
 func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
@@ -161,6 +179,17 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		return fail(err)
 	}
 	compiled, err := m.rt.CompileModule(ctx, wasm)
+	if err != nil && m.cache != nil && strings.Contains(err.Error(), "compilationcache:") {
+		// A damaged cache entry (a torn write, a full disk) is not the
+		// module's fault: the cache holds no state, so it is emptied and
+		// the module compiled again. wazero's errors name the cache only
+		// in their text.
+		cfg.Log.Warn().Err(err).Str("dir", cfg.CacheDir).Msg("wasm: damaged compilation cache emptied; compiling again")
+		if cerr := emptyCompilationCache(cfg.CacheDir); cerr != nil {
+			return fail(fmt.Errorf("wasm: compilation cache: %v (emptying it: %v)", err, cerr))
+		}
+		compiled, err = m.rt.CompileModule(ctx, wasm)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
 	}

@@ -3,6 +3,7 @@ package wasm_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/drover-sched/drover/runtime/wasm"
@@ -38,5 +39,55 @@ func TestLoad_CompilationCacheLivesInTheCacheDir(t *testing.T) {
 		if err != nil || len(entries) == 0 {
 			t.Fatalf("load %d: cache dir empty (%v)", i, err)
 		}
+	}
+}
+
+// A damaged compilation cache entry (torn write, flipped bytes) does not
+// stop a module from loading: the cache is emptied and filled again.
+func TestLoad_DamagedCompilationCacheIsRebuilt(t *testing.T) {
+	path := wasmtest.Build(t, "./plugins/service")
+	ctx := context.Background()
+	for name, damage := range map[string]func([]byte) []byte{
+		"emptied":   func([]byte) []byte { return nil },
+		"truncated": func(b []byte) []byte { return b[:len(b)/2] },
+		"flipped": func(b []byte) []byte {
+			b[len(b)/2] ^= 0xff
+			return b
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := wasm.DefaultConfig()
+			cfg.CacheDir = t.TempDir()
+			load := func() {
+				t.Helper()
+				m, err := wasm.LoadFile(ctx, path, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = m.Close(ctx)
+			}
+			load()
+			entries, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "wazero-*", "*"))
+			if len(entries) == 0 {
+				t.Fatal("nothing cached")
+			}
+			sizes := map[string]int{}
+			for _, e := range entries {
+				b, err := os.ReadFile(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes[e] = len(b)
+				if err := os.WriteFile(e, damage(b), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			load()
+			for e, size := range sizes {
+				if b, err := os.ReadFile(e); err != nil || len(b) != size {
+					t.Fatalf("%s not cached again: %d bytes (%v), was %d", e, len(b), err, size)
+				}
+			}
+		})
 	}
 }
