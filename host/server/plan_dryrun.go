@@ -151,6 +151,16 @@ func (w *withJob) Sync(from uint64, evals bool) *abi.StateSync {
 	sync.Jobs = slices.DeleteFunc(slices.Clone(sync.Jobs), func(j *sdk.Job) bool { return j.NamespacedID() == id })
 	sync.DeletedJobs = slices.DeleteFunc(slices.Clone(sync.DeletedJobs), func(d sdk.NamespacedID) bool { return d == id })
 	sync.Jobs = append(sync.Jobs, w.job)
+	// The registered version stops being the current job, so the
+	// allocations running it (sent without their job, linked by its job
+	// modify index) need it among the versions: a full sync carries it
+	// nowhere else.
+	if cur := w.snap.Job(id.Namespace, id.ID); cur != nil && cur.JobModifyIndex != w.job.JobModifyIndex &&
+		!slices.ContainsFunc(sync.JobVersions, func(v *sdk.Job) bool {
+			return v.NamespacedID() == id && v.JobModifyIndex == cur.JobModifyIndex
+		}) {
+		sync.JobVersions = append(slices.Clone(sync.JobVersions), cur)
+	}
 	return sync
 }
 

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -122,6 +123,25 @@ func TestPlanJob_LeavesTheMirrorHonest(t *testing.T) {
 	servertest.WaitForEval(t, s, evalID)
 	if n := len(s.Store().Snapshot().AllocsByJob("default", "web")); n != 2 {
 		t.Fatalf("after a plan for 5 and a re-evaluation of the registered job (2), %d allocations", n)
+	}
+}
+
+// Plans run back to back on one instance predict the same: the second,
+// on the full sync that follows a scratch call, still links the running
+// allocations to their job version and finds the change in place.
+func TestPlanJob_RepeatedPlansAgree(t *testing.T) {
+	s := oneInstance(t, 3, 4000)
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", "service", 3, 500, 256)))
+	for i := range 3 {
+		job := servertest.Job("web", "service", 3, 500, 256)
+		job.TaskGroups[0].Tasks[0].KillTimeout = 7 * time.Second // an in-place change
+		res, err := s.PlanJob(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := res.Annotations.DesiredTGUpdates["g"]; u.InPlaceUpdate != 3 || u.DestructiveUpdate != 0 || u.Ignore != 0 {
+			t.Fatalf("plan %d: %+v, want 3 in-place updates", i+1, u)
+		}
 	}
 }
 
