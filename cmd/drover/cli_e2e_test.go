@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -497,6 +498,37 @@ func TestE2E_OperatorSnapshot(t *testing.T) {
 	file := filepath.Join(dir, "backup.snap")
 	c.contains(c.run(0, "operator", "snapshot", "save", file), "State file written to "+file)
 	c.contains(c.run(0, "operator", "snapshot", "inspect", file), "Jobs        = 1", "Allocations = 2", "Nodes       = 2")
+	// Saved through a symbolic link, the file it leads to is replaced and
+	// the link kept; saved to a named pipe, the snapshot is written into
+	// the pipe, which stays one.
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "latest.snap")
+	if err := os.Symlink(filepath.Join("real", "latest.snap"), link); err != nil {
+		t.Fatal(err)
+	}
+	c.contains(c.run(0, "operator", "snapshot", "save", link), "State file written to "+link)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi, err)
+	}
+	c.contains(c.run(0, "operator", "snapshot", "inspect", filepath.Join(dir, "real", "latest.snap")), "Jobs        = 1")
+	pipe := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	piped := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(pipe)
+		piped <- b
+	}()
+	c.contains(c.run(0, "operator", "snapshot", "save", pipe), "State file written to "+pipe)
+	if b := <-piped; len(b) == 0 {
+		t.Fatal("nothing was written into the pipe")
+	}
+	if fi, err := os.Lstat(pipe); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe was replaced: %v %v", fi, err)
+	}
 
 	c.contains(c.run(0, "job", "run", batch("late")), "2 placed")
 	c.contains(c.run(0, "operator", "snapshot", "restore", file), "Snapshot restored")

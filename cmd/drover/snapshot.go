@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,6 +37,10 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 		return exitError
 	}
 	path := fs.Arg(0)
+	target, through, err := saveTarget(path)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
 	cl, err := c.client()
 	if err != nil {
 		return c.errorf("%v", err)
@@ -44,7 +50,7 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 		return c.errorf("saving the snapshot: %v", err)
 	}
 	defer body.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -62,13 +68,19 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 		return c.errorf("%v", err)
 	}
 	arc, err := snapshot.Read(tmp, "")
-	tmp.Close()
 	if err != nil {
+		tmp.Close()
 		return c.errorf("the snapshot received does not verify: %v", err)
 	}
 	m := arc.Meta
 	_ = arc.Close()
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if through {
+		err = writeThrough(target, tmp)
+	} else {
+		err = os.Rename(tmp.Name(), target)
+	}
+	tmp.Close()
+	if err != nil {
 		return c.errorf("%v", err)
 	}
 	fmt.Fprintf(c.out, "State file written to %s (index %d, %d bytes of state)\n", path, m.Index, m.Size)
@@ -157,4 +169,50 @@ func (c *snapshotInspectCommand) Run(args []string) int {
 		"Allocations", fmt.Sprint(len(snap.Allocs())), "Deployments", fmt.Sprint(len(snap.Deployments())),
 		"Nodes", fmt.Sprint(len(snap.Nodes())))
 	return exitOK
+}
+
+// saveTarget is where a file saved as path goes: path, or the file the
+// symbolic links at path lead to (replaced there, the links kept).
+// through reports an existing target that is not a regular file, such as
+// a device or a named pipe, which is written through rather than
+// replaced.
+func saveTarget(path string) (target string, through bool, err error) {
+	target = path
+	for range 40 {
+		fi, err := os.Lstat(target)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return target, false, nil
+		case err != nil:
+			return "", false, err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return target, !fi.Mode().IsRegular(), nil
+		}
+		link, err := os.Readlink(target)
+		if err != nil {
+			return "", false, err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(target), link)
+		}
+		target = link
+	}
+	return "", false, fmt.Errorf("%s: too many levels of symbolic links", path)
+}
+
+// writeThrough copies the saved file f into target, which it opens
+// without creating or replacing it.
+func writeThrough(target string, f *os.File) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, f); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
