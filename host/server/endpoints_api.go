@@ -159,12 +159,14 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	}
 	// A job that could never be placed in one plan is refused up front: its
 	// every evaluation would build a plan the applier must reject.
-	total := 0
+	// Counts are not negative (Validate), and the sum is compared part by
+	// part so that huge counts cannot wrap it below the limit.
+	limit, total := s.cfg.PlanLimits.MaxAllocs, 0
 	for _, tg := range job.TaskGroups {
+		if tg.Count > limit-total {
+			return badRequest(fmt.Errorf("job %q asks for more than %d allocations in all, over the plan size limit", job.ID, limit))
+		}
 		total += tg.Count
-	}
-	if limit := s.cfg.PlanLimits.MaxAllocs; total > limit {
-		return badRequest(fmt.Errorf("job %q asks for %d allocations in all, over the plan size limit of %d", job.ID, total, limit))
 	}
 	if job.IsPeriodic() {
 		if _, err := NextLaunch(job.Periodic, s.now()); err != nil {

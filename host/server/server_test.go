@@ -109,8 +109,19 @@ func TestServer_SchedulerConfigCASIsAtomic(t *testing.T) {
 func TestServer_JobOverThePlanLimitIsRefused(t *testing.T) {
 	s := servertest.New(t, nil, func(c *server.Config) { c.PlanLimits.MaxAllocs = 100 })
 	_, _, err := s.RegisterJob(servertest.Job("huge", "service", 101, 10, 10))
-	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "over the plan size limit of 100") {
+	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "more than 100 allocations in all, over the plan size limit") {
 		t.Fatalf("err = %v", err)
+	}
+	// Counts whose sum overflows an int are refused too, not wrapped
+	// below the limit.
+	wrap := servertest.Job("wrap", "service", 1<<62, 10, 10)
+	for _, name := range []string{"b", "c", "d"} {
+		tg := *wrap.TaskGroups[0]
+		tg.Name = name
+		wrap.TaskGroups = append(wrap.TaskGroups, &tg)
+	}
+	if _, _, err := s.RegisterJob(wrap); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "plan size limit") {
+		t.Fatalf("four groups of 2^62: err = %v", err)
 	}
 	if _, _, err := s.RegisterJob(servertest.Job("fits", "service", 100, 10, 10)); err != nil {
 		t.Fatal(err)
