@@ -400,7 +400,19 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 		return
 	}
 	name := e.Plugin.Info().Name
-	if _, ok := l.reg.Lookup(name); !ok {
+	cur, ok := l.reg.Lookup(name)
+	if ok && cur.Path != "" && cur.Path != sp.path {
+		// Two files declaring one name would be refused at the next
+		// start; the one that still exists keeps serving. (A file renamed
+		// in the directory takes over from its old name.)
+		if _, err := os.Stat(cur.Path); err == nil {
+			_ = e.Plugin.Close(ctx)
+			log.Error().Str("plugin", name).Str("served_from", cur.Path).
+				Msg("plugin refused: another file already serves this name; remove one of them")
+			return
+		}
+	}
+	if !ok {
 		if err := l.reg.Register(e); err != nil {
 			_ = e.Plugin.Close(ctx)
 			log.Error().Err(err).Msg("new plugin refused")

@@ -207,3 +207,38 @@ func TestAgent_ShutdownEndsEventStreams(t *testing.T) {
 		t.Fatal("the event stream is still open after shutdown")
 	}
 }
+
+// A second file declaring a plugin's name is refused while the first
+// exists (the next start would refuse the pair); a plugin file renamed in
+// the directory takes over from its old name.
+func TestAgent_SecondFileForAPluginNameIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), dir, "reload.wasm")
+	a := startAgent(t, dir, nil)
+	reg := a.Server().Plugins()
+	servedFrom := func() string {
+		e, ok := reg.Lookup("reload")
+		if !ok {
+			t.Fatal("reload is not registered")
+		}
+		return filepath.Base(e.Path)
+	}
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v2"), dir, "reload-copy.wasm")
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got := servedFrom(); got != "reload.wasm" {
+			t.Fatalf("reload served from %s, want reload.wasm kept", got)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "reload-copy.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "reload.wasm"), filepath.Join(dir, "reload-renamed.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); servedFrom() != "reload-renamed.wasm"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the renamed file did not take over: served from %s", servedFrom())
+		}
+	}
+}
