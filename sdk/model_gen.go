@@ -2875,9 +2875,9 @@ func (z *Allocation) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocationListStub) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 26
+	// map header, size 27
 	// string "ID"
-	o = append(o, 0xde, 0x0, 0x1a, 0xa2, 0x49, 0x44)
+	o = append(o, 0xde, 0x0, 0x1b, 0xa2, 0x49, 0x44)
 	o = msgp.AppendString(o, z.ID)
 	// string "EvalID"
 	o = append(o, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
@@ -2929,6 +2929,13 @@ func (z *AllocationListStub) MarshalMsg(b []byte) (o []byte, err error) {
 	// string "ClientDescription"
 	o = append(o, 0xb1, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 	o = msgp.AppendString(o, z.ClientDescription)
+	// string "DesiredTransition"
+	o = append(o, 0xb1, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x72, 0x61, 0x6e, 0x73, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+	o, err = z.DesiredTransition.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "DesiredTransition")
+		return
+	}
 	// string "TaskStates"
 	o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x53, 0x74, 0x61, 0x74, 0x65, 0x73)
 	o = msgp.AppendMapHeader(o, uint32(len(z.TaskStates)))
@@ -3147,6 +3154,12 @@ func (z *AllocationListStub) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			z.ClientDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClientDescription")
+				return
+			}
+		case "DesiredTransition":
+			bts, err = z.DesiredTransition.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DesiredTransition")
 				return
 			}
 		case "TaskStates":
@@ -3380,7 +3393,7 @@ func (z *AllocationListStub) Msgsize() (s int) {
 	} else {
 		s += z.AllocatedResources.Msgsize()
 	}
-	s += 14 + msgp.StringPrefixSize + len(z.DesiredStatus) + 19 + msgp.StringPrefixSize + len(z.DesiredDescription) + 13 + msgp.StringPrefixSize + len(z.ClientStatus) + 18 + msgp.StringPrefixSize + len(z.ClientDescription) + 11 + msgp.MapHeaderSize
+	s += 14 + msgp.StringPrefixSize + len(z.DesiredStatus) + 19 + msgp.StringPrefixSize + len(z.DesiredDescription) + 13 + msgp.StringPrefixSize + len(z.ClientStatus) + 18 + msgp.StringPrefixSize + len(z.ClientDescription) + 18 + z.DesiredTransition.Msgsize() + 11 + msgp.MapHeaderSize
 	if z.TaskStates != nil {
 		for za0001, za0002 := range z.TaskStates {
 			_ = za0002

@@ -147,6 +147,7 @@ type AllocationListStub struct {
 	DesiredDescription    string
 	ClientStatus          string
 	ClientDescription     string
+	DesiredTransition     DesiredTransition
 	TaskStates            map[string]Opaque
 	DeploymentStatus      *AllocDeploymentStatus
 	FollowupEvalID        string
@@ -167,7 +168,7 @@ func (a *Allocation) Stub() *AllocationListStub {
 		NodeName: a.NodeName, JobID: a.JobID, JobVersion: a.JobVersion, TaskGroup: a.TaskGroup,
 		AllocatedResources: a.AllocatedResources, DesiredStatus: a.DesiredStatus,
 		DesiredDescription: a.DesiredDescription, ClientStatus: a.ClientStatus,
-		ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
+		ClientDescription: a.ClientDescription, DesiredTransition: a.DesiredTransition, TaskStates: a.TaskStates,
 		DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID,
 		NextAllocation: a.NextAllocation, RescheduleTracker: a.RescheduleTracker,
 		PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,

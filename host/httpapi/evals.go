@@ -9,7 +9,6 @@ import (
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
-	"github.com/hashicorp/go-bexpr"
 )
 
 // EvalResponse is an eval with Drover's view of its quasi-statuses.
@@ -154,7 +153,7 @@ func (a *API) evalDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	ids := req.EvalIDs
 	if req.Filter != "" {
-		ev, err := bexpr.CreateEvaluator(req.Filter)
+		ev, err := newFilter(req.Filter)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", req.Filter, err)
 		}

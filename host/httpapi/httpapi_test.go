@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -296,4 +298,37 @@ func TestAPI_NodeAgentEndpoints(t *testing.T) {
 	if !found {
 		t.Fatalf("the heartbeat's evals %v do not evaluate the system job", hb.EvalIDs)
 	}
+}
+
+// Allocation list entries carry DesiredTransition, as Nomad's stubs do, so
+// a filter can select the allocations marked to migrate.
+func TestAPI_AllocationListFiltersOnDesiredTransition(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	servertest.WaitForEval(t, s, mustRegister(t, s, servertest.Job("web", "service", 2, 100, 64)))
+	allocs := s.Store().Snapshot().AllocsByJob("default", "web")
+	if len(allocs) != 2 {
+		t.Fatalf("placed %d", len(allocs))
+	}
+	yes := true
+	if _, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, &fsm.AllocUpdateDesiredTransitionRequest{
+		Allocs: map[string]*sdk.DesiredTransition{allocs[0].ID: {Migrate: &yes}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, out := do(t, "GET", ts.URL+"/v1/allocations?filter="+url.QueryEscape("DesiredTransition.Migrate == true"), "")
+	var got []sdk.AllocationListStub
+	if err := json.Unmarshal(out, &got); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("%d %s (%v)", resp.StatusCode, out, err)
+	}
+	if len(got) != 1 || got[0].ID != allocs[0].ID || !got[0].DesiredTransition.ShouldMigrate() {
+		t.Fatalf("filtered: %s", out)
+	}
+}
+
+func mustRegister(t *testing.T, s *server.Server, job *sdk.Job) string {
+	t.Helper()
+	id, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

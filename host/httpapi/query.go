@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -82,11 +83,30 @@ type listOptions struct {
 	reverse   bool
 }
 
+// newFilter compiles a filter expression (go-bexpr, as Nomad's). An
+// optional value left unset (a nil pointer to a boolean, number or
+// string, such as DesiredTransition.Migrate) reads as its zero value, so
+// that `DesiredTransition.Migrate == true` selects instead of failing on
+// the first object without it.
+func newFilter(expr string) (*bexpr.Evaluator, error) {
+	return bexpr.CreateEvaluator(expr, bexpr.WithHookFn(func(v reflect.Value) reflect.Value {
+		if v.Kind() != reflect.Pointer || !v.IsNil() {
+			return v
+		}
+		switch v.Type().Elem().Kind() {
+		case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			return reflect.Zero(v.Type().Elem())
+		}
+		return v
+	}))
+}
+
 func listParams(r *http.Request) (*listOptions, error) {
 	q := r.URL.Query()
 	o := &listOptions{prefix: q.Get("prefix"), nextToken: q.Get("next_token")}
 	if f := q.Get("filter"); f != "" {
-		ev, err := bexpr.CreateEvaluator(f)
+		ev, err := newFilter(f)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", f, err)
 		}
