@@ -75,7 +75,7 @@ func (a *API) allocRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		al := snap.Alloc(r.PathValue("id"))
 		if al == nil {
-			return nil, 0, errorf(http.StatusNotFound, "allocation %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableAllocs), errorf(http.StatusNotFound, "allocation %q not found", r.PathValue("id"))
 		}
 		return al, al.ModifyIndex, nil
 	})

@@ -99,7 +99,7 @@ func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, erro
 func (a *API) deploymentAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		if snap.Deployment(r.PathValue("id")) == nil {
-			return nil, 0, errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableDeployments), errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
 		}
 		out := []*sdk.AllocationListStub{}
 		for _, al := range snap.AllocsByDeployment(r.PathValue("id")) {

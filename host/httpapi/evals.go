@@ -80,7 +80,7 @@ func (a *API) evalRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		e := snap.Eval(r.PathValue("id"))
 		if e == nil {
-			return nil, 0, errorf(http.StatusNotFound, "evaluation %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableEvals), errorf(http.StatusNotFound, "evaluation %q not found", r.PathValue("id"))
 		}
 		if related {
 			e = e.Copy()

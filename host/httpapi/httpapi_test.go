@@ -130,6 +130,38 @@ func TestAPI_BlockingQueryWaitsForChange(t *testing.T) {
 	}
 }
 
+// A blocking read of an object that does not exist waits for it, as in
+// Nomad: it answers the object once registered, or 404 when the wait runs
+// out.
+func TestAPI_BlockingReadWaitsForAMissingObject(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	servertest.WaitForEval(t, s, mustRegister(t, s, servertest.Job("other", "service", 1, 100, 64)))
+	resp, _ := do(t, "GET", ts.URL+"/v1/job/other", "")
+	index := resp.Header.Get("X-Nomad-Index") // the jobs table's index
+	start := time.Now()
+	if resp, _ := do(t, "GET", ts.URL+"/v1/job/late?index="+index+"&wait=300ms", ""); resp.StatusCode != 404 {
+		t.Fatalf("status %d, want 404", resp.StatusCode)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("the read of a missing job answered after %s, without waiting", waited)
+	}
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := do(t, "GET", ts.URL+"/v1/job/late?index="+index+"&wait=20s", "")
+		done <- resp.StatusCode
+	}()
+	time.Sleep(100 * time.Millisecond)
+	mustRegister(t, s, servertest.Job("late", "service", 1, 100, 64))
+	select {
+	case code := <-done:
+		if code != 200 {
+			t.Fatalf("status %d once the job exists, want 200", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocking read did not return once the job was registered")
+	}
+}
+
 func TestAPI_ListsPageAndFilter(t *testing.T) {
 	ts, _ := newAPI(t, 5)
 	var all []httpapi.NodeListStub

@@ -336,7 +336,7 @@ func (a *API) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		j := snap.Job(requestNamespace(r), r.PathValue("id"))
 		if j == nil {
-			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
 		return j, j.ModifyIndex, nil
 	})
@@ -469,7 +469,7 @@ func (a *API) jobSummary(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		j := snap.Job(requestNamespace(r), r.PathValue("id"))
 		if j == nil {
-			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
 		return server.JobSummary(snap, j), jobsIndex(snap), nil
 	})
@@ -483,7 +483,7 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		versions := snap.JobVersions(requestNamespace(r), r.PathValue("id"))
 		if len(versions) == 0 {
-			return nil, 0, errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
 		resp := &JobVersionsResponse{Versions: versions, Index: snap.TableIndex(state.TableJobs)}
 		if diffs {

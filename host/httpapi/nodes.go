@@ -128,7 +128,7 @@ func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		n := snap.Node(r.PathValue("id"))
 		if n == nil {
-			return nil, 0, errorf(http.StatusNotFound, "node %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableNodes), errorf(http.StatusNotFound, "node %q not found", r.PathValue("id"))
 		}
 		return n, n.ModifyIndex, nil
 	})
