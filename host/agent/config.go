@@ -150,7 +150,8 @@ func (b *TelemetryBlock) apply(tc *telemetry.Config) error {
 	if b.CollectionInterval != "" {
 		d, err := time.ParseDuration(b.CollectionInterval)
 		if err != nil || d <= 0 {
-			return fmt.Errorf("%w: telemetry.collection_interval = %q is not a positive duration (e.g. \"1s\")", ErrConfig, b.CollectionInterval)
+			return fmt.Errorf("%w: %w", ErrConfig, &valueError{"telemetry.collection_interval",
+				fmt.Sprintf("%q is not a positive duration (e.g. \"1s\")", b.CollectionInterval)})
 		}
 		tc.CollectionInterval = d
 	}
@@ -206,7 +207,68 @@ func ParseConfig(name string, src []byte) (*File, error) {
 			return fail(diags)
 		}
 	}
+	// Values are checked here too, each bad one at its place in the file;
+	// Apply checks them again for a File built otherwise.
+	if err := f.Apply(new(Config)); err != nil {
+		var diags hcl.Diagnostics
+		for _, e := range unjoin(err) {
+			var ve *valueError
+			if !errors.As(e, &ve) {
+				return nil, err
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
+				Detail: ve.Error(), Subject: valueRange(file.Body, strings.Split(ve.setting, "."))})
+		}
+		return fail(diags)
+	}
 	return f, nil
+}
+
+// valueError is a setting's value the agent cannot use.
+type valueError struct {
+	setting string // block types and the attribute: "server.eval_nack_timeout"
+	problem string
+}
+
+func (e *valueError) Error() string { return e.setting + " = " + e.problem }
+
+// unjoin lists the errors err holds, through fmt's and errors.Join's
+// wrapping, leaving out the ErrConfig mark.
+func unjoin(err error) []error {
+	if err == ErrConfig {
+		return nil
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, inner := range e.Unwrap() {
+			out = append(out, unjoin(inner)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return unjoin(e.Unwrap())
+	}
+	return []error{err}
+}
+
+// valueRange finds the value of the attribute at path (block types, then
+// the attribute's name) in body, for a message to point at; nil if it is
+// not there.
+func valueRange(body hcl.Body, path []string) *hcl.Range {
+	for _, block := range path[:len(path)-1] {
+		content, _, _ := body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: block}}})
+		if content == nil || len(content.Blocks) == 0 {
+			return nil
+		}
+		body = content.Blocks[0].Body
+	}
+	name := path[len(path)-1]
+	content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: name}}})
+	if content == nil || content.Attributes[name] == nil {
+		return nil
+	}
+	r := content.Attributes[name].Expr.Range()
+	return &r
 }
 
 // restSchema is what the agent decodes from a configuration file outside
@@ -269,8 +331,12 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 			return
 		}
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("server.%s = %q is not a duration (e.g. \"30s\")", name, v))
+		switch {
+		case err != nil:
+			errs = append(errs, &valueError{"server." + name, fmt.Sprintf("%q is not a duration (e.g. \"30s\")", v)})
+			return
+		case d < 0:
+			errs = append(errs, &valueError{"server." + name, fmt.Sprintf("%q must not be negative", v)})
 			return
 		}
 		*dst = d
@@ -280,7 +346,7 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 			return
 		}
 		if *v < min {
-			errs = append(errs, fmt.Errorf("server.%s = %d must be at least %d", name, *v, min))
+			errs = append(errs, &valueError{"server." + name, fmt.Sprintf("%d must be at least %d", *v, min)})
 			return
 		}
 		dst(*v)
@@ -296,7 +362,7 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	dur("min_heartbeat_ttl", b.MinHeartbeatTTL, &sc.MinHeartbeatTTL)
 	if b.MaxHeartbeatsPerSecond != nil {
 		if *b.MaxHeartbeatsPerSecond <= 0 {
-			errs = append(errs, fmt.Errorf("server.max_heartbeats_per_second = %v must be positive", *b.MaxHeartbeatsPerSecond))
+			errs = append(errs, &valueError{"server.max_heartbeats_per_second", fmt.Sprintf("%v must be positive", *b.MaxHeartbeatsPerSecond)})
 		} else {
 			sc.MaxHeartbeatsPerSecond = *b.MaxHeartbeatsPerSecond
 		}

@@ -183,20 +183,28 @@ func TestParseConfig_Errors(t *testing.T) {
 			"agent.hcl:5:5: error: Invalid plugin \"p\"; limits.timeout = \"5x\""},
 		{"every plugin problem", "plugin \"p\" {\n  runtime = \"nope\"\n}\nplugin \"q\" {\n  runtime = \"nope\"\n}",
 			"agent.hcl:4:1: error: Invalid plugin \"q\""},
-		{"bad duration", `server { eval_nack_timeout = "soon" }`, `server.eval_nack_timeout = "soon" is not a duration`},
-		{"negative duration", `server { heartbeat_grace = "-1s" }`, "heartbeat_grace"},
-		{"zero delivery limit", `server { eval_delivery_limit = 0 }`, "eval_delivery_limit = 0 must be at least 1"},
+		{"bad duration", `server { eval_nack_timeout = "soon" }`,
+			`agent.hcl:1:30: error: Invalid value; server.eval_nack_timeout = "soon" is not a duration`},
+		{"negative duration", "server {\n  heartbeat_grace = \"-1s\"\n}", `agent.hcl:2:21: error: Invalid value; server.heartbeat_grace = "-1s" must not be negative`},
+		{"zero delivery limit", `server { eval_delivery_limit = 0 }`, "agent.hcl:1:32: error: Invalid value; server.eval_delivery_limit = 0 must be at least 1"},
+		{"every bad value", "server {\n  job_gc_threshold = \"1x\"\n  min_heartbeat_ttl = \"2y\"\n}",
+			"agent.hcl:3:23: error: Invalid value; server.min_heartbeat_ttl"},
+		{"bad value in JSON", `{"server": {"job_gc_threshold": "1x"}}`, "agent.json:1:33: error: Invalid value; server.job_gc_threshold"},
 		{"zero heartbeat rate", `server { max_heartbeats_per_second = 0 }`, "max_heartbeats_per_second"},
 		{"two server blocks", "server {}\nserver {}", "Duplicate server block"},
 		{"zero event buffer", `server { event_buffer_size = 0 }`, "event_buffer_size = 0 must be at least 1"},
 		{"zero bootstrap expect", `server { bootstrap_expect = 0 }`, "bootstrap_expect = 0 must be at least 1"},
 		{"retry join not a list", "server {\n  server_join {\n    retry_join = \"a:1\"\n  }\n}", "agent.hcl:3"},
-		{"bad retry interval", "server {\n  server_join {\n    retry_interval = \"often\"\n  }\n}", "server_join.retry_interval"},
+		{"bad retry interval", "server {\n  server_join {\n    retry_interval = \"often\"\n  }\n}", "agent.hcl:3:22: error: Invalid value; server.server_join.retry_interval"},
 		{"unknown advertise", "advertise {\n  serf = \"a:1\"\n}", "agent.hcl:2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseConfig("agent.hcl", []byte(tc.src))
+			name := "agent.hcl"
+			if strings.HasPrefix(tc.src, "{") {
+				name = "agent.json"
+			}
+			f, err := ParseConfig(name, []byte(tc.src))
 			if err == nil {
 				cfg := DefaultConfig()
 				err = f.Apply(&cfg)
