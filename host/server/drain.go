@@ -27,10 +27,10 @@ type DrainSpec struct {
 // UpdateNodeDrain starts a node's drain (spec set) or cancels it (nil). A
 // draining node takes no new allocations; the leader's drainer then marks
 // its allocations for migration, at most migrate.max_parallel per task
-// group at a time, batch allocations only at the deadline, system ones
-// last. MarkEligible makes the node eligible again when a drain is canceled,
-// with node-update evals, as an eligibility change has: the system jobs the
-// drain moved off come back.
+// group at a time across all the draining nodes, batch allocations only
+// at the deadline, system ones last. MarkEligible makes the node eligible
+// again when a drain is canceled, with node-update evals, as an
+// eligibility change has: the system jobs the drain moved off come back.
 func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bool) (NodeWrite, error) {
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
@@ -72,22 +72,21 @@ func (s *Server) drainer(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// One decision for all the draining nodes, from one snapshot: a
+		// group's migration budget is shared by every node it runs on.
 		snap := s.store.Snapshot()
-		for _, n := range snap.Nodes() {
-			if n.DrainStrategy == nil {
-				continue
-			}
-			if err := s.drainStep(snap, n); err != nil && ctx.Err() == nil {
-				s.log.Error().Err(err).Str("node_id", n.ID).Msg("drain step failed")
+		now := s.now()
+		for _, d := range decideDrains(snap, now) {
+			if err := s.drainStep(snap, d, now); err != nil && ctx.Err() == nil {
+				s.log.Error().Err(err).Str("node_id", d.node.ID).Msg("drain step failed")
 			}
 		}
 	}
 }
 
-// drainStep applies one drain decision for node.
-func (s *Server) drainStep(snap *state.Snapshot, n *sdk.Node) error {
-	now := s.now()
-	d := decideDrain(snap, n, now)
+// drainStep applies one node's drain decision.
+func (s *Server) drainStep(snap *state.Snapshot, d drainDecision, now time.Time) error {
+	n := d.node
 	if d.done {
 		_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
 			NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(),
@@ -117,6 +116,7 @@ func (s *Server) drainStep(snap *state.Snapshot, n *sdk.Node) error {
 
 // drainDecision is what the drainer does next on one node.
 type drainDecision struct {
+	node *sdk.Node
 	// migrate are the allocations to mark for migration now.
 	migrate []string
 	// jobs get a node-drain eval.
@@ -125,19 +125,99 @@ type drainDecision struct {
 	done bool
 }
 
-// decideDrain decides, from the state alone, the next step of a node's
-// drain at time now.
-func decideDrain(snap *state.Snapshot, n *sdk.Node, now time.Time) drainDecision {
-	ds := n.DrainStrategy
-	forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
-	var service, batch, system []*sdk.Allocation
+// mark marks a for migration, with an eval for its job.
+func (d *drainDecision) mark(a *sdk.Allocation) {
+	d.migrate = append(d.migrate, a.ID)
+	if jk := (sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}); !slices.Contains(d.jobs, jk) {
+		d.jobs = append(d.jobs, jk)
+	}
+}
+
+// decideDrains decides, from the state alone, the next step of the drain
+// of every draining node at time now, in node order.
+//
+// Service allocations move within their task group's budget, which, as in
+// Nomad's drainer, is shared by all the draining nodes: a group may have
+// migrate.max_parallel of its allocations unhealthy, so as many of its
+// allocations may be marked as it has healthy ones beyond count -
+// max_parallel (migrationBudget). A node whose deadline passed marks
+// everything left at once; those marks count against the budget of the
+// other nodes as well.
+func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
+	var out []drainDecision
+	// waiting are the service allocations of nodes still within their
+	// deadline, node by node, and at is the index in out of each one's
+	// node.
+	var waiting []*sdk.Allocation
+	at := map[string]int{}
+	marked := map[string]bool{}
+	for _, n := range snap.Nodes() {
+		ds := n.DrainStrategy
+		if ds == nil {
+			continue
+		}
+		d := drainDecision{node: n}
+		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
+		service, batch, system := drainable(snap, n)
+		migrating := liveMigrations(snap, n)
+		switch {
+		case forced && len(service)+len(batch)+len(system) > 0:
+			for _, set := range [][]*sdk.Allocation{service, batch, system} {
+				for _, a := range set {
+					d.mark(a)
+					marked[a.ID] = true
+				}
+			}
+		case len(service) > 0:
+			for _, a := range service {
+				at[a.ID] = len(out)
+			}
+			waiting = append(waiting, service...)
+		case len(batch) > 0:
+			// Batch allocations run to completion (or to the deadline).
+		case len(system) > 0 && len(migrating) == 0:
+			// System allocations go last, once the rest has moved.
+			for _, a := range system {
+				d.mark(a)
+			}
+		case len(migrating) == 0:
+			d.done = true
+		}
+		out = append(out, d)
+	}
+	budget := map[groupKey]int{}
+	for _, a := range waiting {
+		k := groupKey{a.Namespace, a.JobID, a.TaskGroup}
+		if _, ok := budget[k]; !ok {
+			budget[k] = migrationBudget(snap, a, marked)
+		}
+		if budget[k] > 0 {
+			budget[k]--
+			out[at[a.ID]].mark(a)
+		}
+	}
+	for i := range out {
+		slices.SortFunc(out[i].jobs, func(a, b sdk.NamespacedID) int {
+			if a.Namespace != b.Namespace {
+				return strings.Compare(a.Namespace, b.Namespace)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	return out
+}
+
+// drainable returns the allocations of a draining node that are left to
+// mark, by kind: service, batch and system (none when the drain ignores
+// system jobs).
+func drainable(snap *state.Snapshot, n *sdk.Node) (service, batch, system []*sdk.Allocation) {
 	for _, a := range snap.AllocsByNode(n.ID) {
 		if a.TerminalStatus() || a.DesiredTransition.ShouldMigrate() {
 			continue
 		}
 		switch jobType(a) {
 		case sdk.JobTypeSystem, sdk.JobTypeSysBatch:
-			if !ds.IgnoreSystemJobs {
+			if !n.DrainStrategy.IgnoreSystemJobs {
 				system = append(system, a)
 			}
 		case sdk.JobTypeBatch:
@@ -146,53 +226,7 @@ func decideDrain(snap *state.Snapshot, n *sdk.Node, now time.Time) drainDecision
 			service = append(service, a)
 		}
 	}
-	var d drainDecision
-	jobs := map[sdk.NamespacedID]bool{}
-	mark := func(a *sdk.Allocation) {
-		d.migrate = append(d.migrate, a.ID)
-		jobs[sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}] = true
-	}
-	migrating := liveMigrations(snap, n)
-	switch {
-	case forced && len(service)+len(batch)+len(system) > 0:
-		for _, set := range [][]*sdk.Allocation{service, batch, system} {
-			for _, a := range set {
-				mark(a)
-			}
-		}
-	case len(service) > 0:
-		// Per task group, keep at most max_parallel migrations in flight.
-		budget := map[groupKey]int{}
-		for _, a := range service {
-			k := groupKey{a.Namespace, a.JobID, a.TaskGroup}
-			if _, ok := budget[k]; !ok {
-				budget[k] = maxParallel(a) - migrating[k]
-			}
-			if budget[k] > 0 {
-				budget[k]--
-				mark(a)
-			}
-		}
-	case len(batch) > 0:
-		// Batch allocations run to completion (or to the deadline).
-	case len(system) > 0 && len(migrating) == 0:
-		// System allocations go last, once the rest has moved.
-		for _, a := range system {
-			mark(a)
-		}
-	case len(migrating) == 0:
-		d.done = true
-	}
-	for jk := range jobs {
-		d.jobs = append(d.jobs, jk)
-	}
-	slices.SortFunc(d.jobs, func(a, b sdk.NamespacedID) int {
-		if a.Namespace != b.Namespace {
-			return strings.Compare(a.Namespace, b.Namespace)
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return d
+	return service, batch, system
 }
 
 type groupKey struct{ ns, job, group string }
@@ -204,20 +238,81 @@ func jobType(a *sdk.Allocation) string {
 	return sdk.JobTypeService
 }
 
-// maxParallel is the migrate block's max_parallel of the allocation's group
-// (1 when unset).
-func maxParallel(a *sdk.Allocation) int {
-	if a.Job != nil {
-		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Migrate != nil && tg.Migrate.MaxParallel > 0 {
-			return tg.Migrate.MaxParallel
+// migrateGroup is the task group whose migrate block governs a's moves:
+// the group in the job's current version, as Nomad's drainer reads it, or
+// in the version a runs when the job or the group is gone.
+func migrateGroup(snap *state.Snapshot, a *sdk.Allocation) *sdk.TaskGroup {
+	if j := snap.Job(a.Namespace, a.JobID); j != nil {
+		if tg := j.LookupTaskGroup(a.TaskGroup); tg != nil {
+			return tg
 		}
+	}
+	if a.Job != nil {
+		return a.Job.LookupTaskGroup(a.TaskGroup)
+	}
+	return nil
+}
+
+// maxParallel is the migrate block's max_parallel of a group (1 when
+// unset).
+func maxParallel(tg *sdk.TaskGroup) int {
+	if tg != nil && tg.Migrate != nil && tg.Migrate.MaxParallel > 0 {
+		return tg.Migrate.MaxParallel
 	}
 	return 1
 }
 
+// migrationBudget is how many more allocations of a's task group may be
+// marked for migration now, whatever node they are on: as in Nomad's
+// drainer (handleTaskGroup), the group's healthy allocations beyond
+// count - max_parallel. Unlike Nomad's, an allocation already marked
+// (before, or in this step: marked) is not counted healthy even before
+// its scheduler stopped it, so two drain steps in a row cannot both spend
+// the same allowance. A move thus holds one unit of the budget until its
+// replacement is healthy (migrationHealthy); a group short of healthy
+// allocations, for whatever reason, waits (until the drain's deadline).
+func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]bool) int {
+	tg := migrateGroup(snap, a)
+	count := 0
+	if tg != nil {
+		count = tg.Count
+	}
+	healthy := 0
+	for _, o := range snap.AllocsByJob(a.Namespace, a.JobID) {
+		if o.TaskGroup != a.TaskGroup || o.DesiredTransition.ShouldMigrate() || marked[o.ID] {
+			continue
+		}
+		if migrationHealthy(snap, o) {
+			healthy++
+		}
+	}
+	return healthy - (count - maxParallel(tg))
+}
+
+// migrationHealthy reports whether an allocation counts as healthy for a
+// drain: it runs and, when it belongs to an active deployment, its node
+// has reported its health (Nomad's drainer counts an allocation whose
+// health was reported, healthy or not). Nodes report health within a
+// deployment; outside one an allocation counts once it runs: the migrate
+// block's health_check and min_healthy_time are not applied.
+func migrationHealthy(snap *state.Snapshot, a *sdk.Allocation) bool {
+	if a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+		return false
+	}
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
+		return true
+	}
+	if a.DeploymentID == "" {
+		return true
+	}
+	d := snap.Deployment(a.DeploymentID)
+	return d == nil || !d.Active()
+}
+
 // liveMigrations counts, per task group, the allocations of this node
 // that were marked for migration and whose move has not finished: still
-// running here, or replaced by an allocation that is not running yet.
+// running here, or replaced by an allocation that is not healthy yet
+// (migrationHealthy).
 func liveMigrations(snap *state.Snapshot, n *sdk.Node) map[groupKey]int {
 	out := map[groupKey]int{}
 	for _, a := range snap.AllocsByNode(n.ID) {
@@ -230,7 +325,7 @@ func liveMigrations(snap *state.Snapshot, n *sdk.Node) map[groupKey]int {
 			out[k]++
 		case a.NextAllocation != "":
 			next := snap.Alloc(a.NextAllocation)
-			if next != nil && !next.TerminalStatus() && next.ClientStatus != sdk.AllocClientStatusRunning {
+			if next != nil && !next.TerminalStatus() && !migrationHealthy(snap, next) {
 				out[k]++
 			}
 		}

@@ -10,12 +10,94 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
+// drainWorld is a state for the drainer's decisions: nodes (those in
+// strategies drain with that strategy), jobs (current versions) and
+// allocations.
+type drainWorld struct {
+	strategies  map[string]sdk.DrainStrategy
+	jobs        []*sdk.Job
+	deployments []*sdk.Deployment
+	allocs      []*sdk.Allocation
+}
+
+// decide stores w and returns the drain decisions at now, checking what
+// holds of every decision: a node marks only its own allocations, and
+// each with an eval for its job.
+func (w drainWorld) decide(t *testing.T, now time.Time) []drainDecision {
+	t.Helper()
+	store, _ := state.NewStore()
+	err := store.Write(1, func(tx *state.Txn) error {
+		nodes := map[string]bool{}
+		for id := range w.strategies {
+			nodes[id] = true
+		}
+		for _, a := range w.allocs {
+			nodes[a.NodeID] = true
+		}
+		for id := range nodes {
+			n := &sdk.Node{ID: id, Status: sdk.NodeStatusReady}
+			if ds, ok := w.strategies[id]; ok {
+				n.DrainStrategy = &ds
+			}
+			if err := tx.UpsertNode(n); err != nil {
+				return err
+			}
+		}
+		for _, j := range w.jobs {
+			if err := tx.UpsertJob(j); err != nil {
+				return err
+			}
+		}
+		for _, d := range w.deployments {
+			if err := tx.UpsertDeployment(d); err != nil {
+				return err
+			}
+		}
+		for _, a := range w.allocs {
+			if err := tx.UpsertAlloc(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := store.Snapshot()
+	ds := decideDrains(snap, now)
+	if len(ds) != len(w.strategies) {
+		t.Fatalf("%d decisions for %d draining nodes", len(ds), len(w.strategies))
+	}
+	for _, d := range ds {
+		for _, id := range d.migrate {
+			a := snap.Alloc(id)
+			if a.NodeID != d.node.ID {
+				t.Fatalf("node %s marked %s, which is on %s", d.node.ID, id, a.NodeID)
+			}
+			if !slices.Contains(d.jobs, sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}) {
+				t.Fatalf("node %s marked %s without an eval for its job", d.node.ID, id)
+			}
+		}
+	}
+	return ds
+}
+
+// marked is every allocation the decisions mark, sorted.
+func marked(ds []drainDecision) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.migrate...)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func TestDecideDrain(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	yes := true
-	job := func(id, typ string, maxParallel int) *sdk.Job {
+	job := func(id, typ string, count, maxParallel int) *sdk.Job {
 		return &sdk.Job{Namespace: "default", ID: id, Type: typ,
-			TaskGroups: []*sdk.TaskGroup{{Name: "g", Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
+			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
 	}
 	alloc := func(id string, j *sdk.Job, mut ...func(*sdk.Allocation)) *sdk.Allocation {
 		a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: "n0",
@@ -27,8 +109,8 @@ func TestDecideDrain(t *testing.T) {
 	}
 	migrating := func(a *sdk.Allocation) { a.DesiredTransition.Migrate = &yes }
 	stopped := func(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
-	web, web1 := job("web", sdk.JobTypeService, 2), job("web1", sdk.JobTypeService, 0)
-	batch, sys := job("batch", sdk.JobTypeBatch, 1), job("sys", sdk.JobTypeSystem, 1)
+	web, web1 := job("web", sdk.JobTypeService, 3, 2), job("web1", sdk.JobTypeService, 2, 0)
+	batch, sys := job("batch", sdk.JobTypeBatch, 1, 1), job("sys", sdk.JobTypeSystem, 1, 1)
 
 	cases := []struct {
 		name     string
@@ -57,8 +139,8 @@ func TestDecideDrain(t *testing.T) {
 			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
 			want:     []string{"b1"}},
 		{name: "system allocations wait for the rest",
-			allocs: []*sdk.Allocation{alloc("w1", web), alloc("s1", sys)},
-			want:   []string{"w1"}},
+			allocs: []*sdk.Allocation{alloc("w1", web), alloc("w2", web), alloc("w3", web), alloc("s1", sys)},
+			want:   []string{"w1", "w2"}},
 		{name: "system allocations go last",
 			allocs: []*sdk.Allocation{alloc("w1", web, stopped), alloc("s1", sys)},
 			want:   []string{"s1"}},
@@ -78,27 +160,173 @@ func TestDecideDrain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			store, _ := state.NewStore()
-			err := store.Write(1, func(tx *state.Txn) error {
-				for _, a := range tc.allocs {
-					if err := tx.UpsertAlloc(a); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+			// The jobs are not stored: each allocation's own job version
+			// governs its moves.
+			w := drainWorld{strategies: map[string]sdk.DrainStrategy{"n0": tc.strategy}, allocs: tc.allocs}
+			ds := w.decide(t, now)
+			if len(ds) != 1 || ds[0].node.ID != "n0" {
+				t.Fatalf("decisions %+v, want n0's alone", ds)
 			}
-			ds := tc.strategy
-			n := &sdk.Node{ID: "n0", DrainStrategy: &ds}
-			d := decideDrain(store.Snapshot(), n, now)
+			d := ds[0]
 			slices.Sort(d.migrate)
 			if fmt.Sprint(d.migrate) != fmt.Sprint(tc.want) || d.done != tc.done {
 				t.Fatalf("migrate %v done %v, want %v done %v", d.migrate, d.done, tc.want, tc.done)
 			}
-			if len(d.migrate) > 0 && len(d.jobs) == 0 {
-				t.Fatal("allocations marked without an eval for their job")
+		})
+	}
+}
+
+// TestDecideDrains_BudgetAcrossNodes: as in Nomad, a task group's
+// migrations are budgeted across every draining node: at most its healthy
+// allocations beyond count - max_parallel are marked, however many nodes
+// drain at once.
+func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	yes, healthy := true, true
+	job := func(id string, count, maxParallel int) *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: id, Type: sdk.JobTypeService,
+			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
+	}
+	// web and api: six allocations each, web one move at a time, api two.
+	web, api := job("web", 6, 1), job("api", 6, 2)
+	alloc := func(id string, j *sdk.Job, node string, mut ...func(*sdk.Allocation)) *sdk.Allocation {
+		a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: node,
+			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+		for _, m := range mut {
+			m(a)
+		}
+		return a
+	}
+	migrating := func(a *sdk.Allocation) { a.DesiredTransition.Migrate = &yes }
+	stopped := func(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
+	pending := func(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusPending }
+	next := func(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
+	inDeployment := func(a *sdk.Allocation) { a.DeploymentID = "d1" }
+	reported := func(a *sdk.Allocation) { a.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &healthy} }
+	// spread places two allocations of j on each node, named after the
+	// node's letter: a0, a1 on n0, b0, b1 on n1, and so on.
+	spread := func(j *sdk.Job, nodes ...string) []*sdk.Allocation {
+		var out []*sdk.Allocation
+		for _, n := range nodes {
+			for i := range 2 {
+				out = append(out, alloc(fmt.Sprintf("%s%c%d", j.ID[:1], 'a'+n[1]-'0', i), j, n))
+			}
+		}
+		return out
+	}
+	// with replaces allocations of set by ID (the same ID, changed).
+	with := func(set []*sdk.Allocation, changed ...*sdk.Allocation) []*sdk.Allocation {
+		out := slices.Clone(set)
+		for _, c := range changed {
+			i := slices.IndexFunc(out, func(a *sdk.Allocation) bool { return a.ID == c.ID })
+			if i < 0 {
+				out = append(out, c)
+			} else {
+				out[i] = c
+			}
+		}
+		return out
+	}
+	draining := func(nodes ...string) map[string]sdk.DrainStrategy {
+		out := map[string]sdk.DrainStrategy{}
+		for _, n := range nodes {
+			out[n] = sdk.DrainStrategy{}
+		}
+		return out
+	}
+	active := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning}
+	finished := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusSuccessful}
+	webs := spread(web, "n0", "n1", "n2")
+
+	cases := []struct {
+		name string
+		w    drainWorld
+		want []string
+	}{
+		{name: "max_parallel 1, two nodes draining: one move in all",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: webs},
+			want: []string{"wa0"}},
+		{name: "max_parallel 1, every node draining: one move in all",
+			w:    drainWorld{strategies: draining("n0", "n1", "n2"), allocs: webs},
+			want: []string{"wa0"}},
+		{name: "max_parallel 1, three of four nodes draining: one move in all",
+			w: drainWorld{strategies: draining("n0", "n1", "n2"),
+				allocs: []*sdk.Allocation{alloc("a", web, "n0"), alloc("b", web, "n1"), alloc("c", web, "n2"),
+					alloc("d", web, "n3"), alloc("e", web, "n3"), alloc("f", web, "n3")}},
+			want: []string{"a"}},
+		{name: "max_parallel 2, two nodes draining: two moves in all",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: spread(api, "n0", "n1", "n2")},
+			want: []string{"aa0", "aa1"}},
+		{name: "max_parallel 2, one allocation per draining node",
+			w: drainWorld{strategies: draining("n0", "n1", "n2"),
+				allocs: []*sdk.Allocation{alloc("a", api, "n0"), alloc("b", api, "n1"), alloc("c", api, "n2"),
+					alloc("d", api, "n3"), alloc("e", api, "n3"), alloc("f", api, "n3")}},
+			want: []string{"a", "b"}},
+		{name: "each group has its own budget",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: append(slices.Clone(webs), spread(api, "n0", "n1", "n2")...)},
+			want: []string{"aa0", "aa1", "wa0"}},
+		{name: "a move in flight on one node holds the budget of the others",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(webs, alloc("wa0", web, "n0", migrating))},
+			want: nil},
+		{name: "max_parallel 2: a move in flight on one node leaves one for the other",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: []*sdk.Allocation{alloc("a", api, "n0", migrating), alloc("b", api, "n1"), alloc("c", api, "n1"),
+					alloc("d", api, "n2"), alloc("e", api, "n2"), alloc("f", api, "n2")}},
+			want: []string{"b"}},
+		{name: "max_parallel 2: moves in flight on both nodes hold it all",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: with(spread(api, "n0", "n1", "n2"), alloc("aa0", api, "n0", migrating), alloc("ab0", api, "n1", migrating))},
+			want: nil},
+		{name: "a replacement not running yet holds the budget",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", pending))},
+			want: nil},
+		{name: "once the replacement runs, the next move starts, on either node",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2"))},
+			want: []string{"wa1"}},
+		{name: "an allocation not running on a node not draining holds the budget",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(webs, alloc("wc1", web, "n2", pending))},
+			want: nil},
+		{name: "max_parallel 2: an allocation not running leaves one move",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(spread(api, "n0", "n1", "n2"), alloc("ac1", api, "n2", pending))},
+			want: []string{"aa0"}},
+		{name: "an allocation not running on a draining node is moved but not counted",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(spread(api, "n0", "n1", "n2"), alloc("aa0", api, "n0", pending))},
+			want: []string{"aa0"}},
+		{name: "a group short of its current count waits",
+			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{job("web", 7, 1)}, allocs: webs},
+			want: nil},
+		{name: "the current job's max_parallel applies",
+			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{job("web", 6, 3)}, allocs: webs},
+			want: []string{"wa0", "wa1", "wb0"}},
+		{name: "in an active deployment, a running replacement counts once its health is reported",
+			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{active},
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment))},
+			want: nil},
+		{name: "in an active deployment, a replacement reported healthy counts",
+			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{active},
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment, reported))},
+			want: []string{"wa1"}},
+		{name: "after its deployment, a running allocation counts",
+			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{finished},
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment))},
+			want: []string{"wa1"}},
+		{name: "a node past its deadline moves everything, and that holds the others' budget",
+			w: drainWorld{strategies: map[string]sdk.DrainStrategy{"n0": {ForceDeadline: now.Add(-time.Second)}, "n1": {}},
+				allocs: webs},
+			want: []string{"wa0", "wa1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := tc.w.decide(t, now)
+			if got := marked(ds); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("marked %v, want %v", got, tc.want)
+			}
+			for _, d := range ds {
+				if d.done {
+					t.Fatalf("node %s is done with allocations left", d.node.ID)
+				}
 			}
 		})
 	}

@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -87,6 +89,136 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 		t.Errorf("%d live allocations after the drain, want 4", live)
 	}
 	// max_parallel 1: one batch, and so one node-drain eval, per allocation.
+	drains := 0
+	for _, e := range snap.EvalsByJob("default", "web") {
+		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
+			drains++
+		}
+	}
+	if drains != 4 {
+		t.Errorf("%d node-drain evals, want 4 (one per allocation at max_parallel 1)", drains)
+	}
+}
+
+// migratingNow counts the allocations of a job's group that are migrating:
+// marked for migration and not yet replaced by a running allocation.
+func migratingNow(snap *state.Snapshot, ns, jobID string) int {
+	n := 0
+	for _, a := range snap.AllocsByJob(ns, jobID) {
+		if !a.DesiredTransition.ShouldMigrate() {
+			continue
+		}
+		if !a.TerminalStatus() {
+			n++
+			continue
+		}
+		if next := snap.Alloc(a.NextAllocation); next == nil || next.ClientStatus != sdk.AllocClientStatusRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDrain_MaxParallelAcrossNodes: two nodes drained at the same moment
+// share their group's migrate.max_parallel, as in Nomad: with max_parallel
+// 1, never more than one allocation of the group migrates at a time,
+// whatever node it is on.
+func TestDrain_MaxParallelAcrossNodes(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go runClients(ctx, s)
+	// Three nodes with room for two allocations each take the job's six.
+	for i := range 3 {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 250, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := servertest.Job("web", sdk.JobTypeService, 6, 100, 64)
+	job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks",
+		MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	evalID, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	drained := []string{servertest.Node(0, 0, 0).ID, servertest.Node(1, 0, 0).ID}
+	for _, id := range drained {
+		if n := len(s.Store().Snapshot().AllocsByNode(id)); n != 2 {
+			t.Fatalf("%d allocations on %s before the drain, want 2", n, id)
+		}
+	}
+	waitFor(t, "the allocations to run", func() bool {
+		for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+			if a.ClientStatus != sdk.AllocClientStatusRunning {
+				return false
+			}
+		}
+		return true
+	})
+	// Room for the replacements.
+	for i := 3; i <= 4; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 8000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Watch every state the store reaches while the nodes drain.
+	most := make(chan int, 1)
+	watch, stop := context.WithCancel(ctx)
+	go func() {
+		top, index := 0, s.Store().LatestIndex()
+		defer func() { most <- top }()
+		for {
+			snap, err := s.Store().WaitForIndex(watch, index+1)
+			if err != nil {
+				return
+			}
+			index = snap.Index()
+			top = max(top, migratingNow(snap, "default", "web"))
+		}
+	}()
+	for _, id := range drained {
+		if _, err := s.UpdateNodeDrain(id, &server.DrainSpec{}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snap := s.Store().Snapshot()
+		if snap.Node(drained[0]).DrainStrategy == nil && snap.Node(drained[1]).DrainStrategy == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drains did not complete")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if top := <-most; top != 1 {
+		t.Errorf("at most %d allocations migrated at once, want 1 (max_parallel)", top)
+	}
+
+	snap := s.Store().Snapshot()
+	for _, id := range drained {
+		if n := snap.Node(id); n.LastDrain["Status"] != "complete" {
+			t.Errorf("drain of %s ended as %v", id, n.LastDrain)
+		}
+	}
+	live := 0
+	for _, a := range snap.AllocsByJob("default", "web") {
+		if a.TerminalStatus() {
+			continue
+		}
+		live++
+		if slices.Contains(drained, a.NodeID) {
+			t.Errorf("allocation %s still on the drained node %s", a.Name, a.NodeID)
+		}
+	}
+	if live != 6 {
+		t.Errorf("%d live allocations after the drains, want 6", live)
+	}
+	// One allocation marked at a time: one node-drain eval per allocation.
 	drains := 0
 	for _, e := range snap.EvalsByJob("default", "web") {
 		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
