@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -26,12 +27,12 @@ type simulator struct {
 	srv   *server.Server
 	n     int
 	log   zerolog.Logger
-	nodes map[string]bool
+	nodes map[string]int // node ID: its number, for devNode
 	wg    sync.WaitGroup
 }
 
 func newSimulator(srv *server.Server, n int, log zerolog.Logger) *simulator {
-	return &simulator{srv: srv, n: n, log: log, nodes: map[string]bool{}}
+	return &simulator{srv: srv, n: n, log: log, nodes: map[string]int{}}
 }
 
 // devNode returns simulated node i: varied sizes, two datacenters, four
@@ -90,7 +91,7 @@ func (s *simulator) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
 		}
-		s.nodes[n.ID] = true
+		s.nodes[n.ID] = i
 		ttl = t
 	}
 	s.wg.Add(2)
@@ -112,8 +113,14 @@ func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
 			return
 		case <-t.C:
 		}
-		for id := range s.nodes {
-			if _, _, err := s.srv.NodeHeartbeat(id); err != nil && ctx.Err() == nil {
+		for id, i := range s.nodes {
+			_, _, err := s.srv.NodeHeartbeat(id)
+			if errors.Is(err, server.ErrNotFound) {
+				// Purged: a running node agent registers again, as
+				// Nomad's client does.
+				_, _, err = s.srv.RegisterNode(devNode(i))
+			}
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn().Err(err).Str("node_id", id).Msg("dev node heartbeat failed")
 			}
 		}
