@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -501,5 +502,162 @@ func TestNomadClient_NamespacesAndNodePools(t *testing.T) {
 	// The node routes beside the pool's still answer.
 	if n, _, err := c.Nodes().Info(gpu.ID, nil); err != nil || n.NodePool != "gpu" {
 		t.Fatalf("node info: %v %+v", err, n)
+	}
+}
+
+// taskBlocksHCL is webHCL's task with blocks: a service (in-place),
+// and, with destructive, a template and an artifact.
+func taskBlocksHCL(destructive bool) string {
+	blocks := `
+      service {
+        name     = "web"
+        port     = "http"
+        provider = "nomad"
+        tags     = ["a", "b"]
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "2s"
+        }
+      }`
+	if destructive {
+		blocks += `
+      template {
+        data        = "x=1"
+        destination = "local/x.env"
+      }
+      artifact {
+        source = "https://example.com/a.tgz"
+      }`
+	}
+	return strings.Replace(webHCL, `      resources {`, blocks+"\n      resources {", 1)
+}
+
+// A plan and the versions' diffs of a job whose task gains a service, a
+// template and an artifact show them, and annotate the task as the
+// scheduler then updates it: in place for a service, create/destroy for a
+// template or an artifact. Both answered 500 (the diff panicked on the
+// free-form blocks) and every edited task was annotated create/destroy.
+func TestNomadClient_PlanAndVersionDiffsOfTaskBlocks(t *testing.T) {
+	ts, srv := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, reg.EvalID)
+	allocIDs := func() map[string]bool {
+		ids := map[string]bool{}
+		for _, a := range srv.Store().Snapshot().AllocsByJob("default", "web") {
+			if a.DesiredStatus == sdk.AllocDesiredStatusRun {
+				ids[a.ID] = true
+			}
+		}
+		return ids
+	}
+
+	taskDiff := func(d *api.JobDiff) *api.TaskDiff {
+		t.Helper()
+		if d == nil || len(d.TaskGroups) != 1 || len(d.TaskGroups[0].Tasks) != 1 {
+			t.Fatalf("diff: %+v", d)
+		}
+		return d.TaskGroups[0].Tasks[0]
+	}
+	objects := func(td *api.TaskDiff) map[string]*api.ObjectDiff {
+		out := map[string]*api.ObjectDiff{}
+		for _, o := range td.Objects {
+			out[o.Name] = o
+		}
+		return out
+	}
+	fieldOf := func(o *api.ObjectDiff, name string) *api.FieldDiff {
+		for _, f := range o.Fields {
+			if f.Name == name {
+				return f
+			}
+		}
+		return &api.FieldDiff{}
+	}
+
+	for _, destructive := range []bool{false, true} {
+		next, err := c.Jobs().ParseHCL(taskBlocksHCL(destructive), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := c.Jobs().Plan(next, true, nil)
+		if err != nil {
+			t.Fatalf("plan (destructive %v): %v", destructive, err)
+		}
+		td := taskDiff(plan.Diff)
+		os := objects(td)
+		if td.Type != "Edited" {
+			t.Fatalf("plan (destructive %v): task %s, objects %v", destructive, td.Type, os)
+		}
+		if !destructive {
+			svc := os["Service"]
+			if len(os) != 1 || svc.Type != "Added" || fieldOf(svc, "Checks[0][Path]").New != "/health" || fieldOf(svc, "Tags[1]").New != "b" {
+				t.Errorf("plan: service: %+v", svc)
+			}
+			if len(td.Annotations) != 1 || td.Annotations[0] != "forces in-place update" {
+				t.Fatalf("a service added: annotations %q", td.Annotations)
+			}
+		} else {
+			if os["Service"] != nil { // registered in the round before
+				t.Errorf("plan: unchanged service: %+v", os["Service"])
+			}
+			if os["Template"] == nil || os["Template"].Type != "Added" || fieldOf(os["Template"], "DestPath").New != "local/x.env" ||
+				os["Artifact"] == nil || os["Artifact"].Type != "Added" {
+				t.Fatalf("plan: template and artifact: %v", os)
+			}
+			if u := plan.Annotations.DesiredTGUpdates["frontend"]; len(td.Annotations) != 1 ||
+				td.Annotations[0] != "forces create/destroy update" || u.DestructiveUpdate == 0 {
+				t.Fatalf("a template and an artifact added: annotations %q, updates %+v", td.Annotations, u)
+			}
+		}
+
+		// The scheduler does what the annotation says: the allocations are
+		// updated in place, or replaced.
+		before := allocIDs()
+		reg, _, err := c.Jobs().Register(next, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEval(t, c, reg.EvalID)
+		after := allocIDs()
+		if replaced := !maps.Equal(before, after); replaced != destructive {
+			t.Fatalf("destructive %v: allocations %v, then %v", destructive, before, after)
+		}
+
+		_, diffs, _, err := c.Jobs().Versions("web", true, nil)
+		if err != nil || len(diffs) == 0 {
+			t.Fatalf("versions with diffs: %v, %d diffs", err, len(diffs))
+		}
+		os = objects(taskDiff(diffs[0]))
+		added := []string{"Service"}
+		if destructive {
+			added = []string{"Template", "Artifact"}
+		}
+		for _, name := range added {
+			if os[name] == nil || os[name].Type != "Added" {
+				t.Errorf("version diff: %s: %+v", name, os[name])
+			}
+		}
+	}
+
+	// Removing them shows them deleted.
+	plan, _, err := c.Jobs().Plan(job, true, nil)
+	if err != nil {
+		t.Fatalf("plan removing the blocks: %v", err)
+	}
+	os := objects(taskDiff(plan.Diff))
+	for _, name := range []string{"Service", "Template", "Artifact"} {
+		if os[name] == nil || os[name].Type != "Deleted" {
+			t.Errorf("plan removing the blocks: %s: %+v", name, os[name])
+		}
 	}
 }

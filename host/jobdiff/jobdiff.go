@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
 )
 
 // Diff types.
@@ -26,8 +27,15 @@ const (
 	TypeEdited  = "Edited"
 )
 
-// AnnotationDestructive marks a task change that replaces its allocations.
-const AnnotationDestructive = "forces create/destroy update"
+// Task annotations: what a task's change makes the scheduler do. An edited
+// task's change is destructive or in place by the rule the schedulers
+// apply (reconcile.TasksUpdated).
+const (
+	AnnotationCreate      = "forces create"
+	AnnotationDestroy     = "forces destroy"
+	AnnotationInPlace     = "forces in-place update"
+	AnnotationDestructive = "forces create/destroy update"
+)
 
 // JobDiff is the difference between two versions of a job.
 type JobDiff struct {
@@ -121,15 +129,10 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	if new != nil {
 		newGroups = new.TaskGroups
 	}
-	for _, name := range names(oldGroups, newGroups, func(tg *sdk.TaskGroup) string { return tg.Name }) {
-		var og, ng *sdk.TaskGroup
-		if old != nil {
-			og = old.LookupTaskGroup(name)
-		}
-		if new != nil {
-			ng = new.LookupTaskGroup(name)
-		}
-		tgd := dc.groupDiff(name, og, ng)
+	groupName := func(tg *sdk.TaskGroup) string { return tg.Name }
+	for _, name := range names(oldGroups, newGroups, groupName) {
+		og, ng := lookup(oldGroups, name, groupName), lookup(newGroups, name, groupName)
+		tgd := dc.groupDiff(name, old, new, og, ng)
 		if tgd.Type != TypeNone || contextual {
 			d.TaskGroups = append(d.TaskGroups, tgd)
 		}
@@ -197,7 +200,7 @@ func changed(tgs []*TaskGroupDiff) bool {
 
 type differ struct{ contextual bool }
 
-func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
+func (dc differ) groupDiff(name string, old, new *sdk.Job, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	d := &TaskGroupDiff{Name: name}
 	var ov, nv reflect.Value
 	if og != nil {
@@ -215,14 +218,9 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	if ng != nil {
 		newTasks = ng.Tasks
 	}
-	for _, tn := range names(oldTasks, newTasks, func(t *sdk.Task) string { return t.Name }) {
-		var ot, nt *sdk.Task
-		if og != nil {
-			ot = og.LookupTask(tn)
-		}
-		if ng != nil {
-			nt = ng.LookupTask(tn)
-		}
+	taskName := func(t *sdk.Task) string { return t.Name }
+	for _, tn := range names(oldTasks, newTasks, taskName) {
+		ot, nt := lookup(oldTasks, tn, taskName), lookup(newTasks, tn, taskName)
 		td := &TaskDiff{Name: tn}
 		var otv, ntv reflect.Value
 		if ot != nil {
@@ -234,8 +232,8 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 		td.Fields, td.Objects = dc.structDiff(otv, ntv, skipTask)
 		td.Fields = changedOnly(td.Fields)
 		td.Type = kind(ot != nil, nt != nil, hasChange(td.Fields, td.Objects))
-		if td.Type == TypeEdited {
-			td.Annotations = []string{AnnotationDestructive}
+		if a := taskAnnotation(td.Type, old, og, ng, ot, nt); a != "" {
+			td.Annotations = []string{a}
 		}
 		if td.Type != TypeNone || dc.contextual {
 			d.Tasks = append(d.Tasks, td)
@@ -247,6 +245,40 @@ func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	}
 	d.Type = kind(og != nil, ng != nil, hasChange(d.Fields, d.Objects) || taskChanged)
 	return d
+}
+
+// taskAnnotation says what a task's change makes the scheduler do, as
+// Nomad's plan annotates it: a task of an added or deleted group is
+// created or destroyed, a task added to or deleted from a group replaces
+// the group's allocations, and an edited task's change is destructive or in
+// place as reconcile.TasksUpdated, the schedulers' own check, decides. The
+// edited task is judged alone, in its old job and group, so that a
+// destructive change elsewhere (another task, the group's network) does not
+// mark it: that change's own task or group shows it.
+func taskAnnotation(typ string, old *sdk.Job, og, ng *sdk.TaskGroup, ot, nt *sdk.Task) string {
+	switch {
+	case typ == TypeAdded && og == nil:
+		return AnnotationCreate
+	case typ == TypeDeleted && ng == nil:
+		return AnnotationDestroy
+	case typ == TypeAdded || typ == TypeDeleted:
+		return AnnotationDestructive
+	case typ != TypeEdited:
+		return ""
+	}
+	if destructive, _ := reconcile.TasksUpdated(alone(old, og, ot), alone(old, og, nt), og.Name); destructive {
+		return AnnotationDestructive
+	}
+	return AnnotationInPlace
+}
+
+// alone is job j with only group tg, and in it only task t.
+func alone(j *sdk.Job, tg *sdk.TaskGroup, t *sdk.Task) *sdk.Job {
+	g := *tg
+	g.Tasks = []*sdk.Task{t}
+	out := *j
+	out.TaskGroups = []*sdk.TaskGroup{&g}
+	return &out
 }
 
 // changedOnly drops the unchanged fields a contextual diff added.
@@ -313,7 +345,7 @@ func (dc differ) structDiff(ov, nv reflect.Value, skip map[string]bool) ([]*Fiel
 				objects = append(objects, od)
 			}
 		case ft.Kind() == reflect.Slice:
-			objects = append(objects, dc.objectSet(singular(f.Name), fo, fn)...)
+			objects = append(objects, dc.objectSet(f.Name, fo, fn)...)
 		case ft.Kind() == reflect.Map:
 			objects = append(objects, dc.objectMap(singular(f.Name), fo, fn)...)
 		case ft.Kind() == reflect.Struct:
@@ -332,7 +364,7 @@ func (dc differ) object(name string, ov, nv reflect.Value) *ObjectDiff {
 	}
 	fields, objects := dc.structDiff(ov, nv, nil)
 	typ := kind(ov.IsValid(), nv.IsValid(), hasChange(fields, objects))
-	if typ == TypeNone && !reflect.DeepEqual(ov.Interface(), nv.Interface()) {
+	if typ == TypeNone && !same(ov, nv) {
 		typ = TypeEdited // a change in something the diff does not render
 	}
 	if typ == TypeNone {
@@ -341,42 +373,159 @@ func (dc differ) object(name string, ov, nv reflect.Value) *ObjectDiff {
 	return &ObjectDiff{Type: typ, Name: name, Fields: fields, Objects: objects}
 }
 
-// objectSet compares two lists of structs as sets: equal elements are
-// unchanged, the others deleted or added.
-func (dc differ) objectSet(name string, ov, nv reflect.Value) []*ObjectDiff {
+// element compares two elements of a list or a map (either may be the
+// zero Value): structs field by field, anything else (a service, a
+// template, a volume request: free-form maps) flattened, as a task's
+// config is.
+func (dc differ) element(name string, ov, nv reflect.Value) *ObjectDiff {
+	switch {
+	case !ov.IsValid() && !nv.IsValid():
+		return nil
+	case ov.IsValid() && nv.IsValid() && ov.Type() != nv.Type():
+		return dc.flatObject(name, ov, nv)
+	case ov.IsValid() && ov.Kind() == reflect.Struct, nv.IsValid() && nv.Kind() == reflect.Struct:
+		return dc.object(name, ov, nv)
+	}
+	return dc.flatObject(name, ov, nv)
+}
+
+// identities name, for lists of free-form blocks, the key that identifies
+// a block from one version to the next, so that a changed block shows as
+// edited, as Nomad shows a changed service or template, rather than as one
+// deleted and one added. Blocks of other lists (artifacts) are compared as
+// sets, as Nomad compares them.
+var identities = map[string]string{
+	"Services":     "Name",
+	"Templates":    "DestPath",
+	"VolumeMounts": "Destination",
+	"Identities":   "Name",
+	"Actions":      "Name",
+	"Secrets":      "Name",
+}
+
+// objectSet compares two lists of objects, list field field, as sets:
+// an element equal to one of the other list (each matched once, so that a
+// duplicate added or removed shows) is unchanged, the others deleted or
+// added, except that blocks with an identity are paired by it (and a
+// single changed block with the single block that replaced it) and shown
+// edited.
+func (dc differ) objectSet(field string, ov, nv reflect.Value) []*ObjectDiff {
+	name := singular(field)
+	length := func(v reflect.Value) int {
+		if !v.IsValid() {
+			return 0
+		}
+		return v.Len()
+	}
+	var gone, came []reflect.Value
+	kept := make([]bool, length(nv))
+	for i := 0; i < length(ov); i++ {
+		e, found := ov.Index(i), false
+		for j := 0; j < len(kept) && !found; j++ {
+			if !kept[j] && same(e, nv.Index(j)) {
+				kept[j], found = true, true
+			}
+		}
+		if !found {
+			gone = append(gone, deref(e))
+		}
+	}
+	for j, k := range kept {
+		if !k {
+			came = append(came, deref(nv.Index(j)))
+		}
+	}
+	match := pair(identities[field], gone, came)
+	matched := make([]bool, len(came))
 	var out []*ObjectDiff
-	contains := func(list reflect.Value, e reflect.Value) bool {
-		for i := 0; list.IsValid() && i < list.Len(); i++ {
-			if reflect.DeepEqual(list.Index(i).Interface(), e.Interface()) {
-				return true
-			}
+	// Every element not in the other list is a change, shown even when it
+	// renders no field (an empty block, a nil one).
+	add := func(typ string, od *ObjectDiff) {
+		if od == nil {
+			od = &ObjectDiff{Type: typ, Name: name}
 		}
-		return false
+		out = append(out, od)
 	}
-	for i := 0; ov.IsValid() && i < ov.Len(); i++ {
-		if e := ov.Index(i); !contains(nv, e) {
-			if od := dc.object(name, deref(e), reflect.Value{}); od != nil {
-				out = append(out, od)
-			}
+	for i, o := range gone {
+		if j := match[i]; j >= 0 {
+			matched[j] = true
+			add(TypeEdited, dc.element(name, o, came[j]))
+		} else {
+			add(TypeDeleted, dc.element(name, o, reflect.Value{}))
 		}
 	}
-	for i := 0; nv.IsValid() && i < nv.Len(); i++ {
-		if e := nv.Index(i); !contains(ov, e) {
-			if od := dc.object(name, reflect.Value{}, deref(e)); od != nil {
-				out = append(out, od)
-			}
+	for j, n := range came {
+		if !matched[j] {
+			add(TypeAdded, dc.element(name, reflect.Value{}, n))
 		}
 	}
 	return out
 }
 
+// pair matches each element of gone with the element of came that has the
+// same value at key, and, when one of each is left, those two; it returns
+// the index in came of each element of gone, -1 for none. Without a key
+// nothing is paired.
+func pair(key string, gone, came []reflect.Value) []int {
+	match := make([]int, len(gone))
+	for i := range match {
+		match[i] = -1
+	}
+	if key == "" {
+		return match
+	}
+	taken := make([]bool, len(came))
+	for i, o := range gone {
+		id, ok := identity(o, key)
+		for j, n := range came {
+			if nid, nok := identity(n, key); ok && nok && !taken[j] && id == nid {
+				match[i], taken[j] = j, true
+				break
+			}
+		}
+	}
+	left, right := -1, -1
+	for i, j := range match {
+		if j < 0 {
+			if left != -1 {
+				return match
+			}
+			left = i
+		}
+	}
+	for j, t := range taken {
+		if !t {
+			if right != -1 {
+				return match
+			}
+			right = j
+		}
+	}
+	if left >= 0 && right >= 0 {
+		match[left] = right
+	}
+	return match
+}
+
+// identity is the text of a free-form block's value at key.
+func identity(v reflect.Value, key string) (string, bool) {
+	if !v.IsValid() || v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
+		return "", false
+	}
+	id := deref(v.MapIndex(reflect.ValueOf(key).Convert(v.Type().Key())))
+	if !id.IsValid() {
+		return "", false
+	}
+	return text(id), true
+}
+
 // objectMap compares two maps of structs or opaque maps, key by key.
 func (dc differ) objectMap(name string, ov, nv reflect.Value) []*ObjectDiff {
-	keys := map[string]bool{}
+	keys := map[string]reflect.Value{}
 	for _, v := range []reflect.Value{ov, nv} {
 		if v.IsValid() {
 			for _, k := range v.MapKeys() {
-				keys[k.String()] = true
+				keys[fmt.Sprint(k.Interface())] = k
 			}
 		}
 	}
@@ -386,16 +535,9 @@ func (dc differ) objectMap(name string, ov, nv reflect.Value) []*ObjectDiff {
 			if !m.IsValid() {
 				return reflect.Value{}
 			}
-			return deref(m.MapIndex(reflect.ValueOf(k)))
+			return deref(m.MapIndex(keys[k]))
 		}
-		o, n := get(ov), get(nv)
-		var od *ObjectDiff
-		if (o.IsValid() && o.Kind() == reflect.Map) || (n.IsValid() && n.Kind() == reflect.Map) {
-			od = dc.flatObject(fmt.Sprintf("%s[%s]", name, k), o, n)
-		} else {
-			od = dc.object(fmt.Sprintf("%s[%s]", name, k), o, n)
-		}
-		if od != nil {
+		if od := dc.element(fmt.Sprintf("%s[%s]", name, k), get(ov), get(nv)); od != nil {
 			out = append(out, od)
 		}
 	}
@@ -441,14 +583,15 @@ func (dc differ) stringSet(name string, ov, nv reflect.Value) *ObjectDiff {
 }
 
 // flatObject compares two free-form maps (a task's config) flattened into
-// fields such as "args[0]" and "mount[0][type]".
+// fields such as "args[0]" and "mount[0][type]". A change the fields do not
+// render (a null added, a nested map emptied) is still one, as in object.
 func (dc differ) flatObject(name string, ov, nv reflect.Value) *ObjectDiff {
 	fields := dc.flatFields(flatten("", ov), flatten("", nv))
 	edited := false
 	for _, f := range fields {
 		edited = edited || f.Type != TypeNone
 	}
-	if !edited {
+	if !edited && same(ov, nv) {
 		return nil
 	}
 	return &ObjectDiff{Type: kind(isSet(ov), isSet(nv), true), Name: name, Fields: fields}
@@ -501,8 +644,9 @@ func (dc differ) field(name string, ov, nv reflect.Value) *FieldDiff {
 	return &FieldDiff{Type: TypeEdited, Name: name, Old: os, New: ns}
 }
 
-// flatten renders a map (or any value) as flat keys: "name[key]",
-// "name[key][0]".
+// flatten renders a value as flat keys, as Nomad's flatmap does: a map's
+// entries as "prefix[key]" ("key" without a prefix), a list's elements as
+// "prefix[0]", to any depth ("mount[0][type]").
 func flatten(prefix string, v reflect.Value) map[string]string {
 	out := map[string]string{}
 	var walk func(key string, v reflect.Value)
@@ -524,17 +668,59 @@ func flatten(prefix string, v reflect.Value) map[string]string {
 			out[key] = text(v)
 		}
 	}
-	if v.IsValid() && deref(v).IsValid() && deref(v).Kind() == reflect.Map {
-		v = deref(v)
+	if v = deref(v); prefix == "" && v.IsValid() && v.Kind() == reflect.Map {
 		for _, k := range v.MapKeys() {
-			name := fmt.Sprint(k.Interface())
-			if prefix != "" {
-				name = fmt.Sprintf("%s[%s]", prefix, name)
-			}
-			walk(name, v.MapIndex(k))
+			walk(fmt.Sprint(k.Interface()), v.MapIndex(k))
 		}
+	} else {
+		walk(prefix, v)
 	}
 	return out
+}
+
+// same reports whether two values are deeply equal, an empty list or map
+// equal to none: the store's encoding makes one of the other, and a job
+// compared with its stored copy has not changed.
+func same(a, b reflect.Value) bool {
+	a, b = deref(a), deref(b)
+	switch {
+	case !a.IsValid() || !b.IsValid():
+		return !a.IsValid() && !b.IsValid()
+	case a.Type() != b.Type():
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Slice, reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := 0; i < a.Len(); i++ {
+			if !same(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			if e := b.MapIndex(k); !e.IsValid() || !same(a.MapIndex(k), e) {
+				return false
+			}
+		}
+		return true
+	case reflect.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			if !same(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return a.IsNil() && b.IsNil()
+	}
+	return a.Equal(b)
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
@@ -582,11 +768,16 @@ func singular(name string) string {
 	return name
 }
 
-func names[T any](a, b []T, name func(T) string) []string {
+// names lists the names of the elements of a and b, each once, in order;
+// nil elements have none.
+func names[T any](a, b []*T, name func(*T) string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, l := range [][]T{a, b} {
+	for _, l := range [][]*T{a, b} {
 		for _, e := range l {
+			if e == nil {
+				continue
+			}
 			if n := name(e); !seen[n] {
 				seen[n] = true
 				out = append(out, n)
@@ -596,7 +787,17 @@ func names[T any](a, b []T, name func(T) string) []string {
 	return out
 }
 
-func sortedKeys(m map[string]bool) []string {
+// lookup returns the first element of list named n, or nil.
+func lookup[T any](list []*T, n string, name func(*T) string) *T {
+	for _, e := range list {
+		if e != nil && name(e) == n {
+			return e
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

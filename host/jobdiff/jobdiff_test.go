@@ -1,10 +1,16 @@
 package jobdiff_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/jobdiff"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
 )
 
 func job() *sdk.Job {
@@ -142,5 +148,311 @@ func TestDiff_ContextualShowsUnchangedFields(t *testing.T) {
 	}
 	if rp == nil || field(rp.Fields, "Attempts") == nil || field(rp.Fields, "Mode") == nil || field(rp.Fields, "Mode").Type != jobdiff.TypeNone {
 		t.Fatalf("contextual diff of a changed restart policy: %+v", rp)
+	}
+}
+
+// block is a free-form block (a service, a template, ...) with nested
+// values, and every key the diff pairs blocks by.
+func block(name string, interval int64, tags ...any) sdk.Opaque {
+	return sdk.Opaque{"Name": name, "DestPath": "local/" + name, "Destination": "/srv/" + name, "PortLabel": "http",
+		"Tags": tags, "Checks": []any{map[string]any{"Type": "http", "Interval": interval,
+			"Header": map[string]any{"X-A": []any{"1", "2"}}}}}
+}
+
+// opaqueFields are the fields of a job, group or task that hold free-form
+// blocks: an Opaque, a list of them or a map of them.
+func opaqueFields(t reflect.Type) []string {
+	opaque := reflect.TypeOf(sdk.Opaque(nil))
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		switch f := t.Field(i); f.Type {
+		case opaque, reflect.SliceOf(opaque), reflect.MapOf(reflect.TypeOf(""), opaque):
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// setOpaque sets field name of the struct s points to: an Opaque to b, a
+// list to [b], a map to {"data": b}; a nil b clears it.
+func setOpaque(s any, name string, b sdk.Opaque) {
+	f := reflect.ValueOf(s).Elem().FieldByName(name)
+	f.SetZero()
+	if b == nil {
+		return
+	}
+	switch f.Kind() {
+	case reflect.Map:
+		if f.Type().Elem().Kind() == reflect.Interface {
+			f.Set(reflect.ValueOf(b))
+		} else {
+			f.Set(reflect.ValueOf(map[string]sdk.Opaque{"data": b}))
+		}
+	case reflect.Slice:
+		f.Set(reflect.ValueOf([]sdk.Opaque{b}))
+	}
+}
+
+// Every free-form block of a job, a group and a task (services, templates,
+// artifacts, volume mounts, identities, ...) added, removed and edited,
+// with nested maps and lists, diffs as Nomad's plan shows it: an object
+// named for the block, its keys flattened into fields. This panicked
+// (reflect: NumField of non-struct type sdk.Opaque) for every list of
+// blocks.
+func TestDiff_OpaqueBlocks(t *testing.T) {
+	// Lists whose blocks have no identity are compared as sets, as Nomad
+	// compares artifacts: an edited block is one deleted and one added.
+	sets := map[string]bool{"Artifacts": true}
+	levels := []struct {
+		name   string
+		target func(*sdk.Job) any
+		diff   func(*jobdiff.JobDiff) (string, []*jobdiff.ObjectDiff)
+		skip   map[string]bool
+	}{
+		{"job", func(j *sdk.Job) any { return j },
+			func(d *jobdiff.JobDiff) (string, []*jobdiff.ObjectDiff) { return d.Type, d.Objects },
+			map[string]bool{"VersionTag": true}}, // set by the server, not diffed
+		{"group", func(j *sdk.Job) any { return j.TaskGroups[0] },
+			func(d *jobdiff.JobDiff) (string, []*jobdiff.ObjectDiff) {
+				return d.TaskGroups[0].Type, d.TaskGroups[0].Objects
+			}, nil},
+		{"task", func(j *sdk.Job) any { return j.TaskGroups[0].Tasks[0] },
+			func(d *jobdiff.JobDiff) (string, []*jobdiff.ObjectDiff) {
+				task := d.TaskGroups[0].Tasks[0]
+				return task.Type, task.Objects
+			}, map[string]bool{"Config": true}}, // TestDiff_Edits
+	}
+	for _, l := range levels {
+		for _, f := range opaqueFields(reflect.TypeOf(l.target(job())).Elem()) {
+			if l.skip[f] {
+				continue
+			}
+			name := f // an Opaque's object is named for its field
+			switch ft := reflect.ValueOf(l.target(job())).Elem().FieldByName(f).Type(); {
+			case ft.Kind() == reflect.Slice:
+				name = singular(f)
+			case ft.Elem().Kind() == reflect.Map:
+				name = singular(f) + "[data]"
+			}
+			with := func(b sdk.Opaque) *sdk.Job {
+				j := job()
+				setOpaque(l.target(j), f, b)
+				return j
+			}
+			for _, contextual := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/contextual=%v", l.name, f, contextual), func(t *testing.T) {
+					check := func(what string, old, new *sdk.Job, want map[string]int) []*jobdiff.ObjectDiff {
+						t.Helper()
+						d := jobdiff.Diff(old, new, contextual)
+						typ, objects := l.diff(d)
+						if d.Type != jobdiff.TypeEdited || typ != jobdiff.TypeEdited {
+							t.Fatalf("%s: job %s, %s %s, want edited", what, d.Type, l.name, typ)
+						}
+						got := map[string]int{}
+						var out []*jobdiff.ObjectDiff
+						for _, o := range objects {
+							if o.Name == name {
+								got[o.Type]++
+								out = append(out, o)
+							}
+						}
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("%s: %q objects by type %v, want %v; objects %s", what, name, got, want, dump(objects))
+						}
+						return out
+					}
+
+					added := check("added", with(nil), with(block("web", 10, "a", "b")), map[string]int{jobdiff.TypeAdded: 1})
+					for _, w := range []struct{ field, new string }{{"Name", "web"}, {"Tags[1]", "b"},
+						{"Checks[0][Interval]", "10"}, {"Checks[0][Header][X-A][1]", "2"}} {
+						if fd := field(added[0].Fields, w.field); fd == nil || fd.Type != jobdiff.TypeAdded || fd.New != w.new || fd.Old != "" {
+							t.Errorf("added: field %s = %+v, want added %q", w.field, fd, w.new)
+						}
+					}
+					if len(added[0].Fields) != 10 {
+						t.Errorf("added: %d fields, want 10: %s", len(added[0].Fields), dump(added))
+					}
+
+					removed := check("removed", with(block("web", 10, "a", "b")), with(nil), map[string]int{jobdiff.TypeDeleted: 1})
+					if fd := field(removed[0].Fields, "Checks[0][Header][X-A][0]"); fd == nil || fd.Type != jobdiff.TypeDeleted || fd.Old != "1" {
+						t.Errorf("removed: %s", dump(removed))
+					}
+
+					old, new := with(block("web", 10, "a", "b")), with(block("web", 20, "a", "c", "d"))
+					if sets[f] {
+						check("edited", old, new, map[string]int{jobdiff.TypeDeleted: 1, jobdiff.TypeAdded: 1})
+						return
+					}
+					edited := check("edited", old, new, map[string]int{jobdiff.TypeEdited: 1})
+					want := map[string][3]string{
+						"Checks[0][Interval]": {jobdiff.TypeEdited, "10", "20"},
+						"Tags[1]":             {jobdiff.TypeEdited, "b", "c"},
+						"Tags[2]":             {jobdiff.TypeAdded, "", "d"},
+					}
+					for _, fd := range edited[0].Fields {
+						if fd.Type == jobdiff.TypeNone {
+							if !contextual || fd.Old != fd.New {
+								t.Errorf("edited: unchanged field %+v", fd)
+							}
+							continue
+						}
+						if w, ok := want[fd.Name]; !ok || w != [3]string{fd.Type, fd.Old, fd.New} {
+							t.Errorf("edited: field %+v, want %v", fd, w)
+						}
+						delete(want, fd.Name)
+					}
+					if len(want) > 0 {
+						t.Errorf("edited: missing %v in %s", want, dump(edited))
+					}
+					if contextual && field(edited[0].Fields, "Name") == nil {
+						t.Errorf("edited, contextual: the unchanged Name is not shown: %s", dump(edited))
+					}
+				})
+			}
+		}
+	}
+}
+
+func dump(objects []*jobdiff.ObjectDiff) string {
+	b, _ := json.Marshal(objects)
+	return string(b)
+}
+
+// singular is the diff's name for one element of a list field.
+func singular(name string) string {
+	switch {
+	case strings.HasSuffix(name, "ies"):
+		return strings.TrimSuffix(name, "ies") + "y"
+	case strings.HasSuffix(name, "s"):
+		return strings.TrimSuffix(name, "s")
+	}
+	return name
+}
+
+// Blocks of a list are paired by their identity (a service's name): a
+// changed one is edited, an unchanged one, moved or not, not shown, and
+// those left over deleted and added, unless one is left on each side.
+func TestDiff_OpaqueListsPairByIdentity(t *testing.T) {
+	a, b := job(), job()
+	a.TaskGroups[0].Tasks[0].Services = []sdk.Opaque{block("web", 10), block("api", 10), block("admin", 10), block("x", 10)}
+	b.TaskGroups[0].Tasks[0].Services = []sdk.Opaque{block("admin", 10), block("db", 10), block("web", 20), block("y", 10)}
+	d := jobdiff.Diff(a, b, false)
+	got := map[string]string{}
+	for _, o := range d.TaskGroups[0].Tasks[0].Objects {
+		if f := field(o.Fields, "Name"); f != nil {
+			got[o.Type] += f.Old + f.New + ";"
+		} else {
+			got[o.Type] += fmt.Sprint(len(o.Fields)) + ";"
+		}
+	}
+	// web's changed interval is its one field.
+	want := map[string]string{jobdiff.TypeEdited: "1;", jobdiff.TypeDeleted: "api;x;", jobdiff.TypeAdded: "db;y;"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("services: %v, want %v: %s", got, want, dump(d.TaskGroups[0].Tasks[0].Objects))
+	}
+
+	// One changed block replaced by one other is edited, whatever its name.
+	b.TaskGroups[0].Tasks[0].Services = []sdk.Opaque{block("web", 10), block("api2", 10), block("admin", 10), block("x", 10)}
+	d = jobdiff.Diff(a, b, false)
+	if os := d.TaskGroups[0].Tasks[0].Objects; len(os) != 1 || os[0].Type != jobdiff.TypeEdited || field(os[0].Fields, "Name").New != "api2" {
+		t.Fatalf("renamed service: %s", dump(os))
+	}
+}
+
+// An edited task is annotated with what its change makes the scheduler
+// do, by the schedulers' own rule (reconcile.TasksUpdated): a destructive
+// change (driver, config, env, resources, templates, artifacts, ...)
+// forces a create/destroy update, any other (services, constraints, log
+// config, kill timeout) an in-place one. Every edited task was annotated
+// destructive.
+func TestDiff_EditedTaskAnnotations(t *testing.T) {
+	task := func(j *sdk.Job) *sdk.Task { return j.TaskGroups[0].Tasks[0] }
+	cases := []struct {
+		name string
+		edit func(*sdk.Job)
+		want string
+	}{
+		{"kill timeout", func(j *sdk.Job) { task(j).KillTimeout = 5 * time.Second }, jobdiff.AnnotationInPlace},
+		{"service added", func(j *sdk.Job) { task(j).Services = []sdk.Opaque{block("web", 10)} }, jobdiff.AnnotationInPlace},
+		{"constraint", func(j *sdk.Job) {
+			task(j).Constraints = []*sdk.Constraint{{LTarget: "${node.class}", RTarget: "a", Operand: "="}}
+		}, jobdiff.AnnotationInPlace},
+		{"log config", func(j *sdk.Job) { task(j).LogConfig = sdk.Opaque{"MaxFiles": int64(3)} }, jobdiff.AnnotationInPlace},
+		{"kill signal and shutdown delay", func(j *sdk.Job) {
+			task(j).KillSignal, task(j).ShutdownDelay = "SIGINT", time.Second
+		}, jobdiff.AnnotationInPlace},
+		{"template", func(j *sdk.Job) { task(j).Templates = []sdk.Opaque{block("web", 10)} }, jobdiff.AnnotationDestructive},
+		{"artifact", func(j *sdk.Job) { task(j).Artifacts = []sdk.Opaque{{"GetterSource": "https://example.com/a.tgz"}} }, jobdiff.AnnotationDestructive},
+		{"volume mount", func(j *sdk.Job) { task(j).VolumeMounts = []sdk.Opaque{{"Volume": "data", "Destination": "/data"}} }, jobdiff.AnnotationDestructive},
+		{"config", func(j *sdk.Job) { task(j).Config["image"] = "nginx:2" }, jobdiff.AnnotationDestructive},
+		{"env", func(j *sdk.Job) { task(j).Env = map[string]string{"A": "1"} }, jobdiff.AnnotationDestructive},
+		{"resources", func(j *sdk.Job) { task(j).Resources.CPU = 200 }, jobdiff.AnnotationDestructive},
+		{"meta", func(j *sdk.Job) { task(j).Meta = map[string]string{"a": "1"} }, jobdiff.AnnotationDestructive},
+		{"driver", func(j *sdk.Job) { task(j).Driver = "exec" }, jobdiff.AnnotationDestructive},
+		{"affinity", func(j *sdk.Job) {
+			task(j).Affinities = []*sdk.Affinity{{LTarget: "${node.class}", RTarget: "a", Operand: "=", Weight: 50}}
+		}, jobdiff.AnnotationDestructive},
+		{"kill timeout and env", func(j *sdk.Job) {
+			task(j).KillTimeout, task(j).Env = 5*time.Second, map[string]string{"A": "1"}
+		}, jobdiff.AnnotationDestructive},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := job()
+			c.edit(b)
+			d := jobdiff.Diff(job(), b, true)
+			td := d.TaskGroups[0].Tasks[0]
+			if td.Type != jobdiff.TypeEdited || !reflect.DeepEqual(td.Annotations, []string{c.want}) {
+				t.Fatalf("task %s, annotations %q, want edited, %q", td.Type, td.Annotations, c.want)
+			}
+			// The scheduler does what the annotation says.
+			if destructive, why := reconcile.TasksUpdated(job(), b, "g"); destructive != (c.want == jobdiff.AnnotationDestructive) {
+				t.Fatalf("the scheduler's destructive update is %v (%s), the annotation %q", destructive, why, c.want)
+			}
+		})
+	}
+
+	// A task is annotated for its own change: the group's destructive
+	// change (its network) does not make a task's kill timeout destructive.
+	a, b := job(), job()
+	a.TaskGroups[0].Tasks = append(a.TaskGroups[0].Tasks, &sdk.Task{Name: "u", Driver: "exec"})
+	b.TaskGroups[0].Tasks = append(b.TaskGroups[0].Tasks, &sdk.Task{Name: "u", Driver: "raw_exec"})
+	b.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "bridge"}}
+	task(b).KillTimeout = time.Second
+	d := jobdiff.Diff(a, b, false)
+	got := map[string][]string{}
+	for _, td := range d.TaskGroups[0].Tasks {
+		got[td.Name] = td.Annotations
+	}
+	if want := map[string][]string{"t": {jobdiff.AnnotationInPlace}, "u": {jobdiff.AnnotationDestructive}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("annotations %q, want %q", got, want)
+	}
+}
+
+// Added and deleted tasks are annotated as Nomad's are: those of an added
+// or deleted group are created or destroyed; one added to or deleted from a
+// group replaces the group's allocations. An unchanged task has none.
+func TestDiff_AddedAndDeletedTaskAnnotations(t *testing.T) {
+	a, b := job(), job()
+	a.TaskGroups = append(a.TaskGroups, &sdk.TaskGroup{Name: "gone", Tasks: []*sdk.Task{{Name: "x", Driver: "exec"}}})
+	b.TaskGroups = append(b.TaskGroups, &sdk.TaskGroup{Name: "new", Tasks: []*sdk.Task{{Name: "y", Driver: "exec"}}})
+	a.TaskGroups[0].Tasks = append(a.TaskGroups[0].Tasks, &sdk.Task{Name: "old", Driver: "exec"})
+	b.TaskGroups[0].Tasks = append(b.TaskGroups[0].Tasks, &sdk.Task{Name: "added", Driver: "exec"})
+	d := jobdiff.Diff(a, b, true)
+	got := map[string]string{}
+	for _, tg := range d.TaskGroups {
+		for _, td := range tg.Tasks {
+			got[tg.Name+"/"+td.Name] = td.Type + " " + strings.Join(td.Annotations, ",")
+		}
+	}
+	want := map[string]string{
+		"g/t":     "None ",
+		"g/old":   "Deleted " + jobdiff.AnnotationDestructive,
+		"g/added": "Added " + jobdiff.AnnotationDestructive,
+		"gone/x":  "Deleted " + jobdiff.AnnotationDestroy,
+		"new/y":   "Added " + jobdiff.AnnotationCreate,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("tasks %q, want %q", got, want)
 	}
 }

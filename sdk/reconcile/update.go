@@ -73,6 +73,9 @@ func equalDisk(a, b *sdk.EphemeralDisk) bool {
 
 func networksEqual(a, b []*sdk.NetworkResource) bool {
 	return slices.EqualFunc(a, b, func(x, y *sdk.NetworkResource) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
 		return x.Mode == y.Mode && x.MBits == y.MBits && slices.Equal(x.ReservedPorts, y.ReservedPorts) &&
 			slices.EqualFunc(x.DynamicPorts, y.DynamicPorts, func(p, q sdk.Port) bool {
 				return p.Label == q.Label && p.To == q.To && p.HostNetwork == q.HostNetwork
