@@ -315,4 +315,9 @@ func TestSnapshot_RestoreKeepsPurgedVersionsApart(t *testing.T) {
 			t.Errorf("restored %s runs %+v, want image %s", id, a.Job, want)
 		}
 	}
+	// What the API lists as the job's own allocations leaves out the
+	// purged instance's, after a restore as before.
+	if got := dst.Snapshot().AllocsByJobInstance("default", "web"); len(got) != 1 || got[0].ID != "a2" {
+		t.Errorf("restored, the job's own allocations are %d, want a2 alone", len(got))
+	}
 }

@@ -125,7 +125,7 @@ func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error
 		}
 		resp := &JobScaleStatusResponse{JobID: job.ID, Namespace: job.Namespace, JobCreateIndex: job.CreateIndex,
 			JobModifyIndex: job.JobModifyIndex, JobStopped: job.Stop, TaskGroups: map[string]*TaskGroupScaleStatus{}}
-		d := snap.LatestDeployment(ns, id)
+		d := snap.LatestDeploymentByJobInstance(ns, id)
 		events := snap.ScalingEvents(ns, id)
 		for _, tg := range job.TaskGroups {
 			st := &TaskGroupScaleStatus{Desired: tg.Count, Events: []*state.ScalingEvent{}}
@@ -139,7 +139,7 @@ func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error
 			}
 			resp.TaskGroups[tg.Name] = st
 		}
-		for _, al := range snap.AllocsByJob(ns, id) {
+		for _, al := range snap.AllocsByJobInstance(ns, id) {
 			if st := resp.TaskGroups[al.TaskGroup]; st != nil && al.ClientStatus == sdk.AllocClientStatusRunning &&
 				al.DesiredStatus == sdk.AllocDesiredStatusRun {
 				st.Running++

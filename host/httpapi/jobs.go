@@ -444,13 +444,22 @@ func (a *API) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, err
 	return &PeriodicForceResponse{EvalID: evalID, EvalCreateIndex: index, Index: index}, nil
 }
 
+// jobAllocations lists the allocations of the job registered under the ID,
+// or with all=true those of every instance of it (jobs purged and
+// registered again), as Nomad's.
 func (a *API) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
-	if _, err := boolParam(r, "all"); err != nil {
+	all, err := boolParam(r, "all")
+	if err != nil {
 		return nil, err
 	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		ns, id := requestNamespace(r), r.PathValue("id")
+		allocs := snap.AllocsByJobInstance(ns, id)
+		if all {
+			allocs = snap.AllocsByJob(ns, id)
+		}
 		out := []*sdk.AllocationListStub{}
-		for _, al := range snap.AllocsByJob(requestNamespace(r), r.PathValue("id")) {
+		for _, al := range allocs {
 			out = append(out, al.Stub())
 		}
 		return out, snap.TableIndex(state.TableAllocs), nil
@@ -521,18 +530,32 @@ func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
+// jobDeployments lists the deployments of the job registered under the ID,
+// or with all=true those of every instance of it, as Nomad's.
 func (a *API) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		ns, id := requestNamespace(r), r.PathValue("id")
 		out := []*sdk.Deployment{}
-		out = append(out, snap.DeploymentsByJob(requestNamespace(r), r.PathValue("id"))...)
+		if all {
+			out = append(out, snap.DeploymentsByJob(ns, id)...)
+		} else {
+			out = append(out, snap.DeploymentsByJobInstance(ns, id)...)
+		}
 		slices.SortFunc(out, func(x, y *sdk.Deployment) int { return cmp.Compare(y.CreateIndex, x.CreateIndex) })
 		return out, snap.TableIndex(state.TableDeployments), nil
 	})
 }
 
+// jobLatestDeployment returns the latest deployment of the job registered
+// under the ID, never one of an earlier instance of it (Nomad's takes no
+// all parameter).
 func (a *API) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		return snap.LatestDeployment(requestNamespace(r), r.PathValue("id")), snap.TableIndex(state.TableDeployments), nil
+		return snap.LatestDeploymentByJobInstance(requestNamespace(r), r.PathValue("id")), snap.TableIndex(state.TableDeployments), nil
 	})
 }
 

@@ -661,3 +661,118 @@ func TestNomadClient_PlanAndVersionDiffsOfTaskBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestNomadClient_ReregisteredJobLeavesOutThePurgedInstance: after a job
+// is purged and registered again, what the API says of it is the new
+// instance's, as Nomad's: its allocations, deployments, latest deployment
+// and summary leave out those of the purged instance, which all=true lists
+// too.
+func TestNomadClient_ReregisteredJobLeavesOutThePurgedInstance(t *testing.T) {
+	ts, srv := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolling := job.TaskGroups[0].Update
+	register := func() *api.Job {
+		t.Helper()
+		reg, _, err := c.Jobs().Register(job, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEval(t, c, reg.EvalID)
+		j, _, err := c.Jobs().Info("web", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	first := register()
+	purged, _, err := c.Jobs().Allocations("web", false, nil)
+	if err != nil || len(purged) != 2 {
+		t.Fatalf("first instance's allocations: %v %d", err, len(purged))
+	}
+	purgedDeployment, _, err := c.Jobs().LatestDeployment("web", nil)
+	if err != nil || purgedDeployment == nil || purgedDeployment.JobCreateIndex != *first.CreateIndex {
+		t.Fatalf("first instance's deployment: %v %+v", err, purgedDeployment)
+	}
+	stopEval, _, err := c.Jobs().Deregister("web", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, stopEval)
+	// The purged instance's allocations finish on their nodes.
+	if _, err := srv.UpdateAllocsFromClient([]server.AllocUpdate{{ID: purged[0].ID, ClientStatus: sdk.AllocClientStatusComplete},
+		{ID: purged[1].ID, ClientStatus: sdk.AllocClientStatusFailed}}); err != nil {
+		t.Fatal(err)
+	}
+	// Registered again without rolling updates, the job has no deployment
+	// of its own.
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(0)}
+	second := register()
+	if *second.CreateIndex <= *first.CreateIndex {
+		t.Fatalf("registered again at create index %d, first at %d", *second.CreateIndex, *first.CreateIndex)
+	}
+	isPurged := func(id string) bool { return id == purged[0].ID || id == purged[1].ID }
+
+	allocs, _, err := c.Jobs().Allocations("web", false, nil)
+	if err != nil || len(allocs) != 2 {
+		t.Fatalf("allocations: %v %d, want the new instance's 2", err, len(allocs))
+	}
+	for _, a := range allocs {
+		if isPurged(a.ID) || a.DesiredStatus != sdk.AllocDesiredStatusRun {
+			t.Errorf("allocation %s (%s/%s) listed, not the new instance's", a.ID, a.DesiredStatus, a.ClientStatus)
+		}
+	}
+	every, _, err := c.Jobs().Allocations("web", true, nil)
+	if n := slices.IndexFunc(every, func(a *api.AllocationListStub) bool { return isPurged(a.ID) }); err != nil || len(every) != 4 || n < 0 {
+		t.Fatalf("all=true allocations: %v %d, want both instances' 4", err, len(every))
+	}
+
+	want := api.TaskGroupSummary{Starting: 2}
+	sum, _, err := c.Jobs().Summary("web", nil)
+	if err != nil || sum.CreateIndex != *second.CreateIndex || sum.Summary["frontend"] != want {
+		t.Fatalf("summary: %v %+v, want %+v", err, sum, want)
+	}
+	stubs, _, err := c.Jobs().List(nil)
+	if err != nil || len(stubs) != 1 {
+		t.Fatalf("job list: %v %d jobs", err, len(stubs))
+	}
+	if got := stubs[0].JobSummary.Summary["frontend"]; got != want {
+		t.Fatalf("job list summary %+v, want %+v", got, want)
+	}
+
+	if ds, _, err := c.Jobs().Deployments("web", false, nil); err != nil || len(ds) != 0 {
+		t.Fatalf("deployments: %v %+v, want none", err, ds)
+	}
+	if d, _, err := c.Jobs().LatestDeployment("web", nil); err != nil || d != nil {
+		t.Fatalf("latest deployment: %v %+v, want none", err, d)
+	}
+	if ds, _, err := c.Jobs().Deployments("web", true, nil); err != nil || len(ds) != 1 || ds[0].ID != purgedDeployment.ID {
+		t.Fatalf("all=true deployments: %v %+v, want the purged instance's", err, ds)
+	}
+	if scale, _, err := c.Jobs().ScaleStatus("web", nil); err != nil || scale.TaskGroups["frontend"].Placed != 0 {
+		t.Fatalf("scale status: %v %+v, want nothing placed by a deployment", err, scale)
+	}
+
+	// A new version with rolling updates gets a deployment of its own.
+	job.TaskGroups[0].Update = rolling
+	job.TaskGroups[0].Tasks[0].Config["image"] = "nginx:1.28"
+	third := register()
+	ds, _, err := c.Jobs().Deployments("web", false, nil)
+	if err != nil || len(ds) != 1 || ds[0].ID == purgedDeployment.ID || ds[0].JobCreateIndex != *third.CreateIndex {
+		t.Fatalf("deployments: %v %+v, want only the new instance's", err, ds)
+	}
+	current := ds[0]
+	ds, _, err = c.Jobs().Deployments("web", true, nil)
+	if err != nil || len(ds) != 2 || ds[0].ID != current.ID || ds[1].ID != purgedDeployment.ID {
+		t.Fatalf("all=true deployments: %v %+v, want both instances', newest first", err, ds)
+	}
+	if d, _, err := c.Jobs().LatestDeployment("web", nil); err != nil || d == nil || d.ID != current.ID {
+		t.Fatalf("latest deployment: %v %+v, want %s", err, d, current.ID)
+	}
+	if resp, out := do(t, "GET", ts.URL+"/v1/job/web/deployments?all=maybe", ""); resp.StatusCode != 400 {
+		t.Fatalf("all=maybe: %d %s", resp.StatusCode, out)
+	}
+}

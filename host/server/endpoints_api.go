@@ -243,7 +243,7 @@ func (s *Server) EvaluateJobOpts(namespace, id string, opts EvaluateOptions) (st
 	}
 	yes := true
 	req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}, Evals: []*sdk.Evaluation{e}}
-	for _, a := range snap.AllocsByJob(namespace, id) {
+	for _, a := range snap.AllocsByJobInstance(namespace, id) {
 		if a.ClientStatus == sdk.AllocClientStatusFailed && a.NextAllocation == "" && !a.DesiredTransition.ShouldForceReschedule() {
 			req.Allocs[a.ID] = &sdk.DesiredTransition{ForceReschedule: &yes}
 		}
@@ -263,14 +263,16 @@ func (s *Server) SetSchedulerConfigCAS(c *sdk.SchedulerConfiguration, cas uint64
 }
 
 // JobSummary counts a job's allocations per group and client status, and
-// the allocations its latest evaluation could not place.
+// the allocations its latest evaluation could not place. Only the job's
+// own count: after a purge and a new registration, the summary starts
+// from zero, as Nomad's, whatever the purged instance left.
 func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 	sum := &Summary{JobID: job.ID, Namespace: job.Namespace, Summary: map[string]*TaskGroupSummary{},
 		CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex}
 	for _, tg := range job.TaskGroups {
 		sum.Summary[tg.Name] = &TaskGroupSummary{}
 	}
-	for _, a := range snap.AllocsByJob(job.Namespace, job.ID) {
+	for _, a := range snap.AllocsByJobInstance(job.Namespace, job.ID) {
 		g := sum.Summary[a.TaskGroup]
 		if g == nil {
 			continue // a group the job no longer has
@@ -296,7 +298,9 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 	if job.IsPeriodic() || job.IsParameterized() {
 		sum.Children = &ChildrenSummary{}
 		for _, child := range snap.Jobs(job.Namespace) {
-			if child.ParentID != job.ID {
+			// Children launched before the job was registered are an
+			// earlier instance's.
+			if child.ParentID != job.ID || child.CreateIndex < job.CreateIndex {
 				continue
 			}
 			switch child.Status {
@@ -309,9 +313,11 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			}
 		}
 	}
+	// An evaluation last written before the job was registered counted
+	// the queued allocations of an earlier instance.
 	var latest *sdk.Evaluation
 	for _, e := range snap.EvalsByJob(job.Namespace, job.ID) {
-		if e.QueuedAllocations != nil && (latest == nil || e.ModifyIndex > latest.ModifyIndex) {
+		if e.QueuedAllocations != nil && e.ModifyIndex >= job.CreateIndex && (latest == nil || e.ModifyIndex > latest.ModifyIndex) {
 			latest = e
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -222,5 +223,143 @@ func TestServer_JobKeepsItsKindUntilPurged(t *testing.T) {
 	d.ID, d.Dispatched = "new", true
 	if _, _, err := s.RegisterJob(d); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "dispatched") {
 		t.Fatalf("registering a dispatched job: err = %v", err)
+	}
+}
+
+// After a job is purged and registered again, its summary counts only the
+// new instance (it starts from zero, as Nomad's), and forcing a reschedule
+// leaves the purged instance's failed allocations alone (Nomad's looks
+// only at the job's own); the state still holds every allocation of the
+// ID, which schedulers see.
+func TestServer_PurgedAndReregisteredJobStartsAfresh(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	job := func() *sdk.Job {
+		j := servertest.Job("b", sdk.JobTypeBatch, 2, 100, 64)
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 0}
+		return j
+	}
+	register := func() []*sdk.Allocation {
+		t.Helper()
+		evalID, _, err := s.RegisterJob(job())
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, evalID)
+		snap := s.Store().Snapshot()
+		return snap.AllocsByJobInstance("default", "b")
+	}
+	summary := func() server.TaskGroupSummary {
+		snap := s.Store().Snapshot()
+		return *server.JobSummary(snap, snap.Job("default", "b")).Summary["g"]
+	}
+	old := register()
+	if len(old) != 2 {
+		t.Fatalf("placed %d allocations, want 2", len(old))
+	}
+	if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: old[0].ID, ClientStatus: sdk.AllocClientStatusFailed},
+		{ID: old[1].ID, ClientStatus: sdk.AllocClientStatusComplete}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(), (server.TaskGroupSummary{Failed: 1, Complete: 1}); got != want {
+		t.Fatalf("summary before the purge %+v, want %+v", got, want)
+	}
+	evalID, _, err := s.DeregisterJob("default", "b", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+
+	cur := register()
+	if len(cur) != 2 {
+		t.Fatalf("the new instance has %d allocations, want 2", len(cur))
+	}
+	for _, a := range cur {
+		if a.ID == old[0].ID || a.ID == old[1].ID {
+			t.Fatalf("the purged instance's allocation %s is counted as the new instance's", a.ID)
+		}
+	}
+	if got, want := summary(), (server.TaskGroupSummary{Starting: 2}); got != want {
+		t.Fatalf("summary after the new registration %+v, want %+v", got, want)
+	}
+	if n := len(s.Store().Snapshot().AllocsByJob("default", "b")); n != 4 {
+		t.Fatalf("the state holds %d allocations of b, want both instances' 4", n)
+	}
+
+	evalID, _, err = s.EvaluateJobOpts("default", "b", server.EvaluateOptions{ForceReschedule: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if a := s.Store().Snapshot().Alloc(old[0].ID); a.DesiredTransition.ShouldForceReschedule() || a.NextAllocation != "" {
+		t.Fatalf("the purged instance's failed allocation was marked for rescheduling (%v) or replaced (%q)",
+			a.DesiredTransition.ShouldForceReschedule(), a.NextAllocation)
+	}
+}
+
+// JobSummary counts only what belongs to the job's instance: not the
+// allocations of one purged before, nor the queued allocations of its
+// evaluations, nor the children it launched.
+func TestJobSummary_LeavesOutAPurgedInstance(t *testing.T) {
+	st, err := state.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := uint64(0)
+	write := func(fn func(tx *state.Txn) error) {
+		t.Helper()
+		index++
+		if err := st.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	web := func() *sdk.Job {
+		j := servertest.Job("web", sdk.JobTypeService, 2, 100, 64)
+		j.Namespace = "default"
+		return j
+	}
+	report := func() *sdk.Job {
+		j := servertest.Job("report", sdk.JobTypeBatch, 1, 100, 64)
+		j.Namespace, j.ParameterizedJob = "default", &sdk.ParameterizedJobConfig{Payload: sdk.DispatchPayloadOptional}
+		return j
+	}
+	child := func(id string) *sdk.Job {
+		j := servertest.Job(id, sdk.JobTypeBatch, 1, 100, 64)
+		j.Namespace, j.ParentID, j.Dispatched = "default", "report", true
+		return j
+	}
+	alloc := func(tx *state.Txn, id, status string) error {
+		return tx.UpsertAlloc(&sdk.Allocation{ID: id, Namespace: "default", JobID: "web", Job: tx.Job("default", "web"),
+			TaskGroup: "g", NodeID: "n1", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: status})
+	}
+	eval := func(tx *state.Txn, id, status string, queued map[string]int) error {
+		return tx.UpsertEval(&sdk.Evaluation{ID: id, Namespace: "default", JobID: "web", Status: status, QueuedAllocations: queued})
+	}
+	// The first instances: web with a failed and a complete allocation,
+	// and one more it could not place; report with a child.
+	write(func(tx *state.Txn) error { return errors.Join(tx.UpsertJob(web()), tx.UpsertJob(report())) })
+	write(func(tx *state.Txn) error {
+		return errors.Join(alloc(tx, "a1", sdk.AllocClientStatusFailed), alloc(tx, "a2", sdk.AllocClientStatusComplete),
+			eval(tx, "e1", sdk.EvalStatusComplete, map[string]int{"g": 1}), tx.UpsertJob(child("report/dispatch-1")))
+	})
+	write(func(tx *state.Txn) error {
+		return errors.Join(tx.DeleteJob("default", "web"), tx.DeleteJob("default", "report"))
+	})
+	// The new ones, their evaluation not yet processed.
+	write(func(tx *state.Txn) error {
+		return errors.Join(tx.UpsertJob(web()), tx.UpsertJob(report()), eval(tx, "e2", sdk.EvalStatusPending, nil))
+	})
+	write(func(tx *state.Txn) error {
+		return errors.Join(alloc(tx, "a3", sdk.AllocClientStatusPending), tx.UpsertJob(child("report/dispatch-2")))
+	})
+
+	snap := st.Snapshot()
+	if got, want := *server.JobSummary(snap, snap.Job("default", "web")).Summary["g"], (server.TaskGroupSummary{Starting: 1}); got != want {
+		t.Errorf("web's summary %+v, want %+v", got, want)
+	}
+	if got, want := *server.JobSummary(snap, snap.Job("default", "report")).Children, (server.ChildrenSummary{Pending: 1}); got != want {
+		t.Errorf("report's children %+v, want %+v", got, want)
 	}
 }

@@ -101,9 +101,39 @@ func (r reader) AllocsByPrefix(prefix string) []*sdk.Allocation {
 	return all[sdk.Allocation](r, TableAllocs, "id_prefix", prefix)
 }
 
-// AllocsByJob returns a job's allocations.
+// AllocsByJob returns every allocation of a job ID, whichever instance of
+// the job each belongs to: after a job was purged and registered again,
+// the purged instance's too (Nomad's AllocsByJob with anyCreateIndex).
+// Schedulers see them all likewise, in their state mirror, to stop those
+// still running; what the API shows of a job is AllocsByJobInstance's.
 func (r reader) AllocsByJob(ns, jobID string) []*sdk.Allocation {
 	return all[sdk.Allocation](r, TableAllocs, "job", ns, jobID)
+}
+
+// AllocsByJobInstance returns the allocations of the job registered as
+// ns/jobID, leaving out those of an earlier instance of it (a job of the
+// same ID, purged since), as Nomad's AllocsByJob without anyCreateIndex.
+// With no job registered under the ID, it returns every allocation of it.
+func (r reader) AllocsByJobInstance(ns, jobID string) []*sdk.Allocation {
+	job := r.Job(ns, jobID)
+	if job == nil {
+		return r.AllocsByJob(ns, jobID)
+	}
+	return r.jobAllocsWhere(ns, jobID, func(a *sdk.Allocation) bool { return ofInstance(job, a) })
+}
+
+// ofInstance reports whether allocation a belongs to job's instance:
+// whether the job version it runs has job's create index, as Nomad
+// compares them. Without the version, its JobModifyIndex tells: each
+// version of an instance has one at or above the instance's create index,
+// while a purged instance's versions all have one below the purge, hence
+// below any later instance's create index. An allocation that names no
+// version at all is taken to be the job's.
+func ofInstance(job *sdk.Job, a *sdk.Allocation) bool {
+	if a.Job != nil {
+		return a.Job.CreateIndex == job.CreateIndex
+	}
+	return a.JobModifyIndex == 0 || a.JobModifyIndex >= job.CreateIndex
 }
 
 // AllocsByNode returns a node's allocations.
@@ -173,15 +203,50 @@ func (r reader) Deployments() []*sdk.Deployment {
 	return all[sdk.Deployment](r, TableDeployments, "id")
 }
 
-// DeploymentsByJob returns a job's deployments.
+// DeploymentsByJob returns every deployment of a job ID, whichever
+// instance of the job each belongs to (see AllocsByJob).
 func (r reader) DeploymentsByJob(ns, jobID string) []*sdk.Deployment {
 	return all[sdk.Deployment](r, TableDeployments, "job", ns, jobID)
 }
 
-// LatestDeployment returns the job's most recently created deployment.
+// DeploymentsByJobInstance returns the deployments of the job registered as
+// ns/jobID, leaving out those of an earlier instance of it, as Nomad's
+// DeploymentsByJobID without all: those whose JobCreateIndex is the job's
+// create index. With no job registered under the ID, it returns every
+// deployment of it.
+func (r reader) DeploymentsByJobInstance(ns, jobID string) []*sdk.Deployment {
+	job := r.Job(ns, jobID)
+	if job == nil {
+		return r.DeploymentsByJob(ns, jobID)
+	}
+	var out []*sdk.Deployment
+	each(r, func(d *sdk.Deployment) bool {
+		if d.JobCreateIndex == job.CreateIndex {
+			out = append(out, d)
+		}
+		return true
+	}, TableDeployments, "job", ns, jobID)
+	return out
+}
+
+// LatestDeployment returns the most recently created deployment of a job
+// ID, whichever instance of the job it belongs to, as Nomad's
+// LatestDeploymentByJobID and the schedulers' state mirror (whose
+// reconciler cancels one of an earlier instance).
 func (r reader) LatestDeployment(ns, jobID string) *sdk.Deployment {
+	return latestDeployment(r.DeploymentsByJob(ns, jobID))
+}
+
+// LatestDeploymentByJobInstance returns the most recently created
+// deployment of the job registered as ns/jobID, among
+// DeploymentsByJobInstance's, as Nomad's latest deployment endpoint does.
+func (r reader) LatestDeploymentByJobInstance(ns, jobID string) *sdk.Deployment {
+	return latestDeployment(r.DeploymentsByJobInstance(ns, jobID))
+}
+
+func latestDeployment(ds []*sdk.Deployment) *sdk.Deployment {
 	var latest *sdk.Deployment
-	for _, d := range r.DeploymentsByJob(ns, jobID) {
+	for _, d := range ds {
 		if latest == nil || d.CreateIndex > latest.CreateIndex {
 			latest = d
 		}
