@@ -74,30 +74,7 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	snap := s.Store().Snapshot()
-	live := 0
-	for _, a := range snap.AllocsByJob("default", "web") {
-		if a.TerminalStatus() {
-			continue
-		}
-		live++
-		if a.NodeID == node0 {
-			t.Errorf("allocation %s still on the drained node", a.Name)
-		}
-	}
-	if live != 4 {
-		t.Errorf("%d live allocations after the drain, want 4", live)
-	}
-	// max_parallel 1: one batch, and so one node-drain eval, per allocation.
-	drains := 0
-	for _, e := range snap.EvalsByJob("default", "web") {
-		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
-			drains++
-		}
-	}
-	if drains != 4 {
-		t.Errorf("%d node-drain evals, want 4 (one per allocation at max_parallel 1)", drains)
-	}
+	checkDrained(t, s.Store().Snapshot(), []string{node0}, 4, 4)
 }
 
 // migratingNow counts the allocations of a job's group that are migrating:
@@ -205,29 +182,7 @@ func TestDrain_MaxParallelAcrossNodes(t *testing.T) {
 			t.Errorf("drain of %s ended as %v", id, n.LastDrain)
 		}
 	}
-	live := 0
-	for _, a := range snap.AllocsByJob("default", "web") {
-		if a.TerminalStatus() {
-			continue
-		}
-		live++
-		if slices.Contains(drained, a.NodeID) {
-			t.Errorf("allocation %s still on the drained node %s", a.Name, a.NodeID)
-		}
-	}
-	if live != 6 {
-		t.Errorf("%d live allocations after the drains, want 6", live)
-	}
-	// One allocation marked at a time: one node-drain eval per allocation.
-	drains := 0
-	for _, e := range snap.EvalsByJob("default", "web") {
-		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
-			drains++
-		}
-	}
-	if drains != 4 {
-		t.Errorf("%d node-drain evals, want 4 (one per allocation at max_parallel 1)", drains)
-	}
+	checkDrained(t, snap, drained, 6, 4)
 }
 
 func TestScaleJob(t *testing.T) {
@@ -379,5 +334,34 @@ func TestDrain_CancelMarkingEligibleBringsSystemJobsBack(t *testing.T) {
 	}
 	if running() != 1 {
 		t.Fatalf("%d system allocations on the node after the drain cancel, want 1", running())
+	}
+}
+
+// checkDrained checks job web after drains of the drained nodes: live
+// allocations, none on a drained node, and, at max_parallel 1, one
+// node-drain eval per allocation marked.
+func checkDrained(t *testing.T, snap *state.Snapshot, drained []string, wantLive, wantDrainEvals int) {
+	t.Helper()
+	live := 0
+	for _, a := range snap.AllocsByJob("default", "web") {
+		if a.TerminalStatus() {
+			continue
+		}
+		live++
+		if slices.Contains(drained, a.NodeID) {
+			t.Errorf("allocation %s still on the drained node %s", a.Name, a.NodeID)
+		}
+	}
+	if live != wantLive {
+		t.Errorf("%d live allocations after the drain, want %d", live, wantLive)
+	}
+	drains := 0
+	for _, e := range snap.EvalsByJob("default", "web") {
+		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
+			drains++
+		}
+	}
+	if drains != wantDrainEvals {
+		t.Errorf("%d node-drain evals, want %d (one per allocation at max_parallel 1)", drains, wantDrainEvals)
 	}
 }
