@@ -99,3 +99,28 @@ func TestScaleJob_KeepsConcurrentRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// Plain registrations of one job, however many race, all apply: only a
+// registration that enforces an index or preserves what it read may be
+// refused as a conflict.
+func TestRegisterJob_ConcurrentPlainRegistrationsAllApply(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeService, 1, 200+i, 64))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a plain registration failed: %v", err)
+		}
+	}
+}

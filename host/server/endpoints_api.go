@@ -48,14 +48,27 @@ const registerAttempts = 10
 // counts and resources it preserves, the index it enforces) is checked
 // again when its log entry applies: a registration whose version was
 // replaced in between is refused with ErrConflict if the caller enforced
-// an index, and otherwise built again on the new version.
+// an index, and otherwise built again on the new version, up to
+// registerAttempts times. A plain registration, whose content does not
+// depend on that version, is never refused: its last attempt applies
+// unchecked.
 func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID string, index uint64, err error) {
 	jobspec.Canonicalize(job)
 	if err := checkEvalPriority(opts.EvalPriority); err != nil {
 		return "", 0, err
 	}
+	// What the caller asked for, for attempts after the first (which
+	// preserve counts and resources into job).
+	spec := job.Copy()
+	// A registration whose content does not depend on the version it
+	// read is not refused for a version replaced meanwhile: its last
+	// attempt applies unchecked, as a registration did before the check.
+	dependent := opts.EnforceIndex || opts.PreserveCounts || opts.PreserveResources
 	for attempt := 1; ; attempt++ {
-		evalID, index, err = s.registerJob(job, opts)
+		if attempt > 1 {
+			*job = *spec.Copy()
+		}
+		evalID, index, err = s.registerJob(job, opts, dependent || attempt < registerAttempts)
 		if !errors.Is(err, fsm.ErrConflict) {
 			return evalID, index, err
 		}
@@ -65,8 +78,9 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	}
 }
 
-// registerJob is one attempt of RegisterJobOpts.
-func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions) (evalID string, index uint64, err error) {
+// registerJob is one attempt of RegisterJobOpts; check has the entry
+// checked, when it applies, against the job version read here.
+func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (evalID string, index uint64, err error) {
 	snap := s.store.Snapshot()
 	cur := snap.Job(job.Namespace, job.ID)
 	var have uint64
@@ -104,7 +118,7 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions) (evalID string,
 		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
 	}
 	job.SubmitTime = s.now().UnixNano()
-	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: have}
+	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		trigger := opts.trigger
 		if trigger == "" {
