@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/host/state"
@@ -79,13 +80,17 @@ func TestDeploymentFailure_RevertsOnlyTheVersionItRolledOut(t *testing.T) {
 			}
 			revert := store.Snapshot().JobVersion("default", "web", 0).Copy()
 			apply(6, &DeploymentStatusUpdateRequest{Job: revert, UpdatedAt: 1,
-				Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed}})
+				Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed,
+					StatusDescription: "Failed due to unhealthy allocations - rolling back to job version 0"}})
 			snap := store.Snapshot()
 			if got := snap.Job("default", "web").TaskGroups[0].Tasks[0].Resources.CPU; got != tc.wantCPU {
 				t.Fatalf("job cpu after the failure = %d, want %d", got, tc.wantCPU)
 			}
 			if snap.Deployment("d1").Status != sdk.DeploymentStatusFailed {
 				t.Fatalf("deployment %s, want failed", snap.Deployment("d1").Status)
+			}
+			if got, rolled := snap.Deployment("d1").StatusDescription, !tc.newer; strings.Contains(got, "rolling back") != rolled {
+				t.Fatalf("description %q for a rollback that %s", got, map[bool]string{true: "happened", false: "did not happen"}[rolled])
 			}
 		})
 	}

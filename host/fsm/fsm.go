@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/events"
@@ -693,18 +694,26 @@ func updateDeploymentStatus(tx *state.Txn, u *sdk.DeploymentStatusUpdate, now in
 }
 
 func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx *effects) error {
-	if err := updateDeploymentStatus(tx, req.Update, req.UpdatedAt); err != nil {
-		return err
-	}
 	// The auto-revert applies only over the version the deployment rolled
 	// out: a job registered again since is the operator's, not the
-	// failure's to undo.
-	if j := req.Job; j != nil {
-		d, cur := tx.Deployment(req.Update.DeploymentID), tx.Job(j.Namespace, j.ID)
-		if d != nil && cur != nil && cur.Version == d.JobVersion && cur.CreateIndex == d.JobCreateIndex {
-			if err := tx.UpsertJob(j); err != nil {
-				return err
-			}
+	// failure's to undo, and the deployment's description says so.
+	update, revert := req.Update, false
+	if j := req.Job; j != nil && update != nil {
+		d, cur := tx.Deployment(update.DeploymentID), tx.Job(j.Namespace, j.ID)
+		revert = d != nil && cur != nil && cur.Version == d.JobVersion && cur.CreateIndex == d.JobCreateIndex
+		if !revert {
+			u := *update
+			desc, _, _ := strings.Cut(u.StatusDescription, " - rolling back to job version")
+			u.StatusDescription = desc + " - not rolled back: the job was registered again"
+			update = &u
+		}
+	}
+	if err := updateDeploymentStatus(tx, update, req.UpdatedAt); err != nil {
+		return err
+	}
+	if revert {
+		if err := tx.UpsertJob(req.Job); err != nil {
+			return err
 		}
 	}
 	if req.Eval != nil {
