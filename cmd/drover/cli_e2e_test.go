@@ -392,6 +392,24 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(c.run(0, "job", "status", "web"), "Status        = dead")
 		c.run(0, "job", "stop", "-purge", "-detach", "web")
 		c.run(1, "job", "status", "web")
+		// Registered again, the job lists its own allocations; with -all,
+		// the purged instance's too (as Nomad's -all).
+		c.run(0, "job", "run", "-detach", web)
+		allocs := func(args ...string) []sdk.AllocationListStub {
+			var out []sdk.AllocationListStub
+			if err := json.Unmarshal([]byte(c.run(0, append([]string{"job", "allocs", "-json"}, append(args, "web")...)...)), &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		for deadline := time.Now().Add(20 * time.Second); len(allocs()) != 2; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the job registered again has %d allocations, want 2", len(allocs()))
+			}
+		}
+		if every := allocs("-all"); len(every) <= 2 {
+			t.Fatalf("job allocs -all lists %d allocations, want the purged instance's too", len(every))
+		}
 	})
 
 	t.Run("job dispatch and periodic force", func(t *testing.T) {

@@ -18,12 +18,15 @@ func (c *jobAllocsCommand) Help() string {
 Usage: drover job allocs [options] <job>
 
   Lists the allocations of a job (its ID or a unique prefix): those that
-  run or are meant to, and with -all the stopped ones too.
+  run or are meant to, and with -all the stopped ones too, and those of
+  earlier instances of the job (purged and registered again), as Nomad's
+  -all lists.
 ` + apiOptions + `
 
 Allocs options:
 ` + jsonOption + `
-  -all             List stopped allocations too.`)
+  -all             List stopped allocations too, and those of earlier
+                   instances of the job.`)
 }
 
 func (c *jobAllocsCommand) Run(args []string) int {
@@ -37,7 +40,7 @@ func (c *jobAllocsCommand) Run(args []string) int {
 		return exitError
 	}
 	var allocs []*sdk.AllocationListStub
-	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/allocations", &allocs); err != nil {
+	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/allocations"+allParam(*all), &allocs); err != nil {
 		return c.errorf("reading the job's allocations: %v", err)
 	}
 	allocs = shownAllocs(allocs, *all)
@@ -50,6 +53,14 @@ func (c *jobAllocsCommand) Run(args []string) int {
 	}
 	c.table(allocRows(allocs))
 	return exitOK
+}
+
+// allParam is the query that asks for every instance's allocations.
+func allParam(all bool) string {
+	if all {
+		return "?all=true"
+	}
+	return ""
 }
 
 // shownAllocs keeps the allocations a listing shows: all of them, or those

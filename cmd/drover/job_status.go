@@ -30,7 +30,8 @@ Usage: drover job status [options] [job]
 Status options:
 ` + jsonOption + `
   -evals           Also list the job's evaluations.
-  -all-allocs      List stopped allocations too.`)
+  -all-allocs      List stopped allocations too, and those of earlier
+                   instances of the job (purged and registered again).`)
 }
 
 // JobStatus is what job status -json prints for one job.
@@ -84,7 +85,7 @@ func (c *jobStatusCommand) Run(args []string) int {
 	if _, err := cl.Get(bg, "/v1/job/"+id+"/summary", &st.Summary); err != nil {
 		return c.errorf("reading the job's summary: %v", err)
 	}
-	if _, err := cl.Get(bg, "/v1/job/"+id+"/allocations", &st.Allocations); err != nil {
+	if _, err := cl.Get(bg, "/v1/job/"+id+"/allocations"+allParam(*allAllocs), &st.Allocations); err != nil {
 		return c.errorf("reading the job's allocations: %v", err)
 	}
 	if _, err := cl.Get(bg, "/v1/job/"+id+"/evaluations", &st.Evaluations); err != nil {
