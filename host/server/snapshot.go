@@ -83,6 +83,13 @@ func (s *Server) RestoreSnapshot(r io.Reader) error {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	defer arc.Close()
+	// Raft writes the state again, as its own snapshot in the data dir,
+	// while the extracted copy still exists.
+	if dir != "" {
+		if err := snapshot.CheckRoom(dir, arc.Meta.Size); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
 	st, err := fsm.ReadSnapshot(arc.State)
 	if err != nil {
 		return fmt.Errorf("%w: snapshot state: %v", ErrInvalid, err)

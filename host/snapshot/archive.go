@@ -22,6 +22,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -110,6 +111,21 @@ func (a *Archive) Close() error {
 	return err
 }
 
+// Headroom is the free space CheckRoom leaves, beyond what it is asked
+// for: the state's file system is often the raft log's.
+const Headroom = 64 << 20
+
+// CheckRoom refuses to write size bytes into dir's file system when that
+// would leave it less than Headroom free (a compressed archive can expand
+// a thousandfold).
+func CheckRoom(dir string, size int64) error {
+	free, ok := available(dir)
+	if !ok || size <= free-Headroom {
+		return nil
+	}
+	return fmt.Errorf("the state is %d bytes; %s has %d bytes free, and %d must stay free", size, dir, free, int64(Headroom))
+}
+
 // Read reads an archive from r, extracting its state into a file in dir
 // ("" for the system's temporary directory), and verifies it: every part
 // present once, the sizes and checksums as recorded. The returned state
@@ -159,6 +175,9 @@ func Read(r io.Reader, dir string) (*Archive, error) {
 				sumsText = b
 			}
 		case stateFile:
+			if err := CheckRoom(filepath.Dir(state.Name()), hdr.Size); err != nil {
+				return fail("%v", err)
+			}
 			if stateSize, err = io.Copy(state, io.TeeReader(tr, h)); err != nil {
 				return fail("reading %s: %v", stateFile, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,33 @@ func FuzzRead(f *testing.F) {
 			_ = a.Close()
 		}
 	})
+}
+
+// A state larger than the room left in the directory it is extracted to
+// is refused before a byte of it is written: a small compressed archive
+// can claim terabytes.
+func TestArchive_RefusesAStateLargerThanTheRoomLeft(t *testing.T) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: stateFile, Mode: 0o600, Size: 1 << 50, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(make([]byte, 1<<20)); err != nil { // the rest is never read
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, err := Read(&buf, dir)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "bytes free") {
+		t.Fatalf("err = %v, want the state refused for want of room", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+	if err := CheckRoom(dir, 1<<20); err != nil {
+		t.Fatalf("a megabyte: %v", err)
+	}
 }
