@@ -92,25 +92,38 @@ func marked(ds []drainDecision) []string {
 	return out
 }
 
+// drainJob is a job of one group "g" of count allocations, migrating at
+// most maxParallel at a time.
+func drainJob(id, typ string, count, maxParallel int) *sdk.Job {
+	return &sdk.Job{Namespace: "default", ID: id, Type: typ,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
+}
+
+// drainAlloc is a running allocation of j's group on node, changed by mut.
+func drainAlloc(id string, j *sdk.Job, node string, mut ...func(*sdk.Allocation)) *sdk.Allocation {
+	a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: node,
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+	for _, m := range mut {
+		m(a)
+	}
+	return a
+}
+
+// migrating and stopped are drainAlloc changes.
+func migrating(a *sdk.Allocation) {
+	yes := true
+	a.DesiredTransition.Migrate = &yes
+}
+
+func stopped(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
+
 func TestDecideDrain(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	yes := true
-	job := func(id, typ string, count, maxParallel int) *sdk.Job {
-		return &sdk.Job{Namespace: "default", ID: id, Type: typ,
-			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
-	}
 	alloc := func(id string, j *sdk.Job, mut ...func(*sdk.Allocation)) *sdk.Allocation {
-		a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: "n0",
-			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
-		for _, m := range mut {
-			m(a)
-		}
-		return a
+		return drainAlloc(id, j, "n0", mut...)
 	}
-	migrating := func(a *sdk.Allocation) { a.DesiredTransition.Migrate = &yes }
-	stopped := func(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
-	web, web1 := job("web", sdk.JobTypeService, 3, 2), job("web1", sdk.JobTypeService, 2, 0)
-	batch, sys := job("batch", sdk.JobTypeBatch, 1, 1), job("sys", sdk.JobTypeSystem, 1, 1)
+	web, web1 := drainJob("web", sdk.JobTypeService, 3, 2), drainJob("web1", sdk.JobTypeService, 2, 0)
+	batch, sys := drainJob("batch", sdk.JobTypeBatch, 1, 1), drainJob("sys", sdk.JobTypeSystem, 1, 1)
 
 	cases := []struct {
 		name     string
@@ -182,23 +195,10 @@ func TestDecideDrain(t *testing.T) {
 // drain at once.
 func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	yes, healthy := true, true
-	job := func(id string, count, maxParallel int) *sdk.Job {
-		return &sdk.Job{Namespace: "default", ID: id, Type: sdk.JobTypeService,
-			TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
-	}
+	healthy := true
 	// web and api: six allocations each, web one move at a time, api two.
-	web, api := job("web", 6, 1), job("api", 6, 2)
-	alloc := func(id string, j *sdk.Job, node string, mut ...func(*sdk.Allocation)) *sdk.Allocation {
-		a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: node,
-			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
-		for _, m := range mut {
-			m(a)
-		}
-		return a
-	}
-	migrating := func(a *sdk.Allocation) { a.DesiredTransition.Migrate = &yes }
-	stopped := func(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
+	web, api := drainJob("web", sdk.JobTypeService, 6, 1), drainJob("api", sdk.JobTypeService, 6, 2)
+	alloc := drainAlloc
 	pending := func(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusPending }
 	next := func(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
 	inDeployment := func(a *sdk.Allocation) { a.DeploymentID = "d1" }
@@ -295,10 +295,10 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(spread(api, "n0", "n1", "n2"), alloc("aa0", api, "n0", pending))},
 			want: []string{"aa0"}},
 		{name: "a group short of its current count waits",
-			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{job("web", 7, 1)}, allocs: webs},
+			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{drainJob("web", sdk.JobTypeService, 7, 1)}, allocs: webs},
 			want: nil},
 		{name: "the current job's max_parallel applies",
-			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{job("web", 6, 3)}, allocs: webs},
+			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{drainJob("web", sdk.JobTypeService, 6, 3)}, allocs: webs},
 			want: []string{"wa0", "wa1", "wb0"}},
 		{name: "in an active deployment, a running replacement counts once its health is reported",
 			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{active},

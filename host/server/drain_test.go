@@ -42,14 +42,7 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
 		t.Fatal(err)
 	}
-	job := servertest.Job("web", sdk.JobTypeService, 4, 100, 64)
-	job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks",
-		MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
-	evalID, _, err := s.RegisterJob(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, evalID)
+	registerMigrating(t, s, 4)
 	node0 := servertest.Node(0, 8000, 8192).ID
 	for i := 1; i <= 2; i++ {
 		if _, _, err := s.RegisterNode(servertest.Node(i, 8000, 8192)); err != nil {
@@ -111,14 +104,7 @@ func TestDrain_MaxParallelAcrossNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job := servertest.Job("web", sdk.JobTypeService, 6, 100, 64)
-	job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks",
-		MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
-	evalID, _, err := s.RegisterJob(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, evalID)
+	registerMigrating(t, s, 6)
 	drained := []string{servertest.Node(0, 0, 0).ID, servertest.Node(1, 0, 0).ID}
 	for _, id := range drained {
 		if n := len(s.Store().Snapshot().AllocsByNode(id)); n != 2 {
@@ -364,4 +350,18 @@ func checkDrained(t *testing.T, snap *state.Snapshot, drained []string, wantLive
 	if drains != wantDrainEvals {
 		t.Errorf("%d node-drain evals, want %d (one per allocation at max_parallel 1)", drains, wantDrainEvals)
 	}
+}
+
+// registerMigrating registers job web of count allocations, migrating one
+// at a time, and waits for its eval.
+func registerMigrating(t *testing.T, s *server.Server, count int) {
+	t.Helper()
+	job := servertest.Job("web", sdk.JobTypeService, count, 100, 64)
+	job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks",
+		MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	evalID, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
 }
