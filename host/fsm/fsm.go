@@ -698,7 +698,7 @@ func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx
 	// out: a job registered again since is the operator's, not the
 	// failure's to undo, and the deployment's description says so.
 	update, revert := req.Update, false
-	if j := req.Job; j != nil && update != nil {
+	if j := req.Job; j != nil {
 		d, cur := tx.Deployment(update.DeploymentID), tx.Job(j.Namespace, j.ID)
 		revert = d != nil && cur != nil && cur.Version == d.JobVersion && cur.CreateIndex == d.JobCreateIndex
 		if !revert {

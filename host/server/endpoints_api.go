@@ -57,15 +57,20 @@ func (s *Server) RegisterJobOpts(job *sdk.Job, opts RegisterOptions) (evalID str
 	if err := checkEvalPriority(opts.EvalPriority); err != nil {
 		return "", 0, err
 	}
-	// What the caller asked for, for attempts after the first (which
-	// preserve counts and resources into job).
-	spec := job.Copy()
+	// Preserving counts or resources writes the version read into job:
+	// attempts after the first start again from the caller's job, kept
+	// only then (a copy per registration would be work for nothing).
+	preserve := opts.PreserveCounts || opts.PreserveResources
+	var spec *sdk.Job
+	if preserve {
+		spec = job.Copy()
+	}
 	// A registration whose content does not depend on the version it
 	// read is not refused for a version replaced meanwhile: its last
 	// attempt applies unchecked, as a registration did before the check.
-	dependent := opts.EnforceIndex || opts.PreserveCounts || opts.PreserveResources
+	dependent := opts.EnforceIndex || preserve
 	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
+		if attempt > 1 && spec != nil {
 			*job = *spec.Copy()
 		}
 		evalID, index, err = s.registerJob(job, opts, dependent || attempt < registerAttempts)
