@@ -271,6 +271,8 @@ func maxParallel(tg *sdk.TaskGroup) int {
 // the same allowance. A move thus holds one unit of the budget until its
 // replacement is healthy (migrationHealthy); a group short of healthy
 // allocations, for whatever reason, waits (until the drain's deadline).
+// Only the job's current instance counts: a purged instance's allocations
+// still running do not make up for the new instance's.
 func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]bool) int {
 	tg := migrateGroup(snap, a)
 	count := 0
@@ -278,7 +280,7 @@ func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]
 		count = tg.Count
 	}
 	healthy := 0
-	for _, o := range snap.AllocsByJob(a.Namespace, a.JobID) {
+	for _, o := range snap.AllocsByJobInstance(a.Namespace, a.JobID) {
 		if o.TaskGroup != a.TaskGroup || o.DesiredTransition.ShouldMigrate() || marked[o.ID] {
 			continue
 		}

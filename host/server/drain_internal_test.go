@@ -198,6 +198,9 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 	healthy := true
 	// web and api: six allocations each, web one move at a time, api two.
 	web, api := drainJob("web", sdk.JobTypeService, 6, 1), drainJob("api", sdk.JobTypeService, 6, 2)
+	// The stored versions of web in the cases below are of web's own
+	// instance, which decide creates at index 1.
+	web.CreateIndex = 1
 	alloc := drainAlloc
 	pending := func(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusPending }
 	next := func(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
@@ -237,6 +240,9 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 	active := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning}
 	finished := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusSuccessful}
 	webs := spread(web, "n0", "n1", "n2")
+	// fresh is job "web" registered again after purged was purged (the
+	// store gives fresh a create index of its own).
+	fresh, purged := drainJob("web", sdk.JobTypeService, 3, 1), drainJob("web", sdk.JobTypeService, 3, 1)
 
 	cases := []struct {
 		name string
@@ -312,6 +318,11 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{finished},
 				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment))},
 			want: []string{"wa1"}},
+		{name: "a purged instance's allocations do not add to the budget",
+			w: drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{fresh},
+				allocs: []*sdk.Allocation{alloc("a", fresh, "n0"), alloc("b", fresh, "n1"), alloc("c", fresh, "n2"),
+					alloc("o1", purged, "n3"), alloc("o2", purged, "n3"), alloc("o3", purged, "n3")}},
+			want: []string{"a"}},
 		{name: "a node past its deadline moves everything, and that holds the others' budget",
 			w: drainWorld{strategies: map[string]sdk.DrainStrategy{"n0": {ForceDeadline: now.Add(-time.Second)}, "n1": {}},
 				allocs: webs},
