@@ -76,6 +76,7 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 		{plugin: "otherjob", runtimes: []string{"wasm", "goplugin"}, reason: "of another job"},
 		{plugin: "overcommit", runtimes: []string{"wasm", "goplugin"}, reason: "every plan was rejected"},
 		{plugin: "giantplan", runtimes: []string{"wasm", "goplugin"}, reason: "over the limit of 10000"},
+		{plugin: "badtake", runtimes: []string{"wasm"}, reason: "at 4294967280 are outside memory"},
 	}
 	for _, tc := range cases {
 		for _, rt := range tc.runtimes {

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin"
@@ -66,11 +67,17 @@ func opFunc(op abi.Op) api.GoModuleFunc {
 	}
 }
 
+// takeResult copies the waiting answer into the guest. A copy that does
+// not fit in the guest's memory traps it, as an out-of-bounds store of its
+// own would: otherwise it would go on decoding whatever its buffer held.
 func takeResult(ctx context.Context, mod api.Module, stack []uint64) {
 	cs, _ := ctx.Value(callKey{}).(*callState)
-	if cs == nil {
+	if cs == nil || len(cs.pending) == 0 {
 		return
 	}
-	mod.Memory().Write(api.DecodeU32(stack[0]), cs.pending)
+	ptr := api.DecodeU32(stack[0])
+	if !mod.Memory().Write(ptr, cs.pending) {
+		panic(fmt.Errorf("wasm: %s: the answer's %d bytes at %d are outside memory", HostTakeResult, len(cs.pending), ptr))
+	}
 	cs.pending = nil
 }
