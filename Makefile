@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(patsubst plugins/%/main.go,%,$(wildcard plugins/*/main.go))
 ADDR    ?= 127.0.0.1:4646
 
-.PHONY: all build drover plugins goplugins examples test race run clean
+.PHONY: all build drover plugins goplugins examples test race foreign-abi run clean
 
 all: build
 
@@ -59,6 +59,14 @@ test: build
 RACE_PKGS = ./host/server ./host/broker ./host/blocked ./host/fsm ./host/plan ./host/state ./host/httpapi ./host/telemetry ./host/events ./runtime ./runtime/goplugin
 race: build
 	$(TEST_ENV) CGO_ENABLED=1 $(GO) test -race $(RACE_PKGS)
+
+# The ABI as a plugin in another language sees it: the Rust example
+# (examples/plugins/firstfit-rust), built with rustc for wasm32-wasi, run in
+# the wasm runtime and in a dev agent. Needs rustc and the wasm32-wasi std
+# (Debian: rustc libstd-rust-dev-wasm32); the tests fail without them.
+RUSTC ?= /usr/bin/rustc
+foreign-abi: build
+	$(TEST_ENV) RUSTC=$(RUSTC) $(GO) test -tags foreignabi -run ForeignABI ./examples/plugins/firstfit-rust/ ./cmd/drover/
 
 # Starts a dev agent with simulated nodes, runs the example jobs, shows
 # them, and keeps the agent running until Ctrl-C.
