@@ -32,6 +32,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	rt "github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 	"github.com/tinylib/msgp/msgp"
@@ -383,7 +384,7 @@ var _ rt.Planner = (*planner)(nil)
 func (p *planner) SubmitPlan(_ context.Context, pl *sdk.Plan) (*sdk.PlanResult, rt.StateSource, error) {
 	snap := p.c.store.Snapshot()
 	if p.verify {
-		if err := plan.Validate(snap, pl, plan.DefaultLimits()); err != nil {
+		if err := verify.Plan(snap, pl, verify.DefaultLimits()); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", sdk.ErrPlanInvalid, err)
 		}
 		res, req := plan.Evaluate(snap, pl, 0, func() string { return p.c.id('p') })

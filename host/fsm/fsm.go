@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 	"github.com/tinylib/msgp/msgp"
@@ -630,7 +631,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			a.Job = req.Job
 			if old != nil && old.Job != nil && sdk.KeepsVersion(old, &a) {
 				a.Job = old.Job // an annotation keeps the version the allocation runs
-			} else if v, _ := state.PlacedVersion(tx, req.Job, &a); v != nil && old == nil {
+			} else if v, _ := verify.PlacedVersion(tx, req.Job, &a); v != nil && old == nil {
 				a.Job = v // a kept version the plan applier validated
 			}
 		}

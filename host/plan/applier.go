@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/rs/zerolog"
 )
@@ -38,7 +39,7 @@ type Applier struct {
 	store  *state.Store
 	raft   RaftApplier
 	tokens TokenChecker
-	limits Limits
+	limits verify.Limits
 	now    func() time.Time
 	newID  func() string
 	log    zerolog.Logger
@@ -49,7 +50,7 @@ type Applier struct {
 
 // NewApplier returns an applier. now and newID may be nil (the real clock,
 // random UUIDs).
-func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChecker, limits Limits,
+func NewApplier(q *Queue, store *state.Store, raft RaftApplier, tokens TokenChecker, limits verify.Limits,
 	now func() time.Time, newID func() string, log zerolog.Logger) *Applier {
 	if now == nil {
 		now = time.Now
@@ -116,7 +117,7 @@ type evaluation struct {
 func (a *Applier) Run(ctx context.Context) {
 	var inflight *commit
 	// view is the state plus the inflight plan, while it commits.
-	var view State
+	var view verify.State
 	defer func() {
 		if inflight != nil {
 			inflight.wait()
@@ -165,9 +166,9 @@ func (a *Applier) Run(ctx context.Context) {
 // evaluate validates and evaluates p against snap and encodes what to
 // commit.
 //
-// A plan that makes verification panic (a shape Validate does not catch yet)
+// A plan that makes verification panic (a shape verify.Plan does not catch yet)
 // is rejected with the panic as its reason: the applier keeps running.
-func (a *Applier) evaluate(snap State, p *sdk.Plan) (ev evaluation) {
+func (a *Applier) evaluate(snap verify.State, p *sdk.Plan) (ev evaluation) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Str("eval_id", p.EvalID).Msg("plan verification panicked")
@@ -175,7 +176,7 @@ func (a *Applier) evaluate(snap State, p *sdk.Plan) (ev evaluation) {
 		}
 	}()
 	defer a.Metrics.MeasureSince([]string{"plan", "evaluate"}, time.Now())
-	if err := Validate(snap, p, a.limits); err != nil {
+	if err := verify.Plan(snap, p, a.limits); err != nil {
 		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
 		return evaluation{err: err}
 	}

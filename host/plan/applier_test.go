@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/verify"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
@@ -66,7 +67,7 @@ func startApplier(t *testing.T, s *state.Store, r *fakeRaft) *Applier {
 	t.Helper()
 	q := NewQueue()
 	q.SetEnabled(true)
-	a := NewApplier(q, s, r, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	a := NewApplier(q, s, r, allOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
@@ -214,7 +215,7 @@ func TestApplier_StaleTokenRejected(t *testing.T) {
 	s, job := fixture(t)
 	q := NewQueue()
 	q.SetEnabled(true)
-	a := NewApplier(q, s, &fakeRaft{store: s}, noneOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	a := NewApplier(q, s, &fakeRaft{store: s}, noneOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.Run(ctx)
@@ -342,7 +343,7 @@ func TestApplier_Metrics(t *testing.T) {
 	s, job := fixture(t)
 	q := NewQueue()
 	q.SetEnabled(true)
-	a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+	a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
 	inm := metrics.NewInmemSink(time.Minute, time.Minute)
 	conf := metrics.DefaultConfig("drover")
 	conf.EnableHostname, conf.EnableRuntimeMetrics = false, false
@@ -378,7 +379,7 @@ func TestApplier_NewStartsNoGoroutine(t *testing.T) {
 	s, _ := fixture(t)
 	before := runtime.NumGoroutine()
 	for i := 0; i < 50; i++ {
-		NewApplier(NewQueue(), s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+		NewApplier(NewQueue(), s, &fakeRaft{store: s}, allOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
 	}
 	if n := runtime.NumGoroutine() - before; n >= 50 {
 		t.Fatalf("50 appliers left %d more goroutines", n)

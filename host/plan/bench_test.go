@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 	"github.com/rs/zerolog"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkApplier_5000Nodes(b *testing.B) {
 			s, job := benchCluster(b, submitters)
 			q := NewQueue()
 			q.SetEnabled(true)
-			a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, DefaultLimits(), nil, nil, zerolog.Nop())
+			a := NewApplier(q, s, &fakeRaft{store: s}, allOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go a.Run(ctx)

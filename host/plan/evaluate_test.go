@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
 // fixture is three 1000 MHz nodes (n0 ready, n1 ready with 800 MHz used by
@@ -91,7 +92,7 @@ func TestEvaluate_PartialCommitRejectsOnlyNodesThatDoNotFit(t *testing.T) {
 		"n1": {place("a1", "n1", 500)}, // 800 + 500 > 1000
 		"n2": {place("a2", "n2", 100)}, // node is down
 	}}
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	res, req := Evaluate(snap, p, 0, NewID)
@@ -126,7 +127,7 @@ func TestEvaluate_StopsFreeRoomForPlacements(t *testing.T) {
 	p := &sdk.Plan{EvalID: "o1", Job: other,
 		NodeUpdate:     map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
 		NodeAllocation: map[string][]*sdk.Allocation{"n1": {{ID: "new", Namespace: "default", JobID: "other", TaskGroup: "g", NodeID: "n1", AllocatedResources: res(900)}}}}
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	res, _ := Evaluate(snap, p, 0, NewID)
@@ -149,7 +150,7 @@ func TestEvaluate_PreemptionFreesRoomAndCreatesUnchainedEval(t *testing.T) {
 	p := &sdk.Plan{EvalID: "e1", Job: job,
 		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
 		NodeAllocation:  map[string][]*sdk.Allocation{"n1": {place("p1", "n1", 900)}}}
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	res, req := Evaluate(snap, p, 42, func() string { return "pre-eval" })
@@ -216,7 +217,7 @@ func TestNodeFits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, why := NodeFits(snap, tc.plan, tc.node)
+			ok, why := verify.NodeFits(snap, tc.plan, tc.node)
 			if ok != tc.ok || !strings.Contains(why, tc.why) {
 				t.Fatalf("NodeFits = %v %q, want %v %q", ok, why, tc.ok, tc.why)
 			}
@@ -312,11 +313,11 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lim := DefaultLimits()
+			lim := verify.DefaultLimits()
 			if tc.lim > 0 {
 				lim.MaxAllocs = tc.lim
 			}
-			err := Validate(snap, tc.plan, lim)
+			err := verify.Plan(snap, tc.plan, lim)
 			if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrInvalidPlan mentioning %q", err, tc.want)
 			}
@@ -339,11 +340,11 @@ func TestValidate_PlacementOfAnOlderVersion(t *testing.T) {
 		t.Fatalf("the store did not keep version %d", v0.Version)
 	}
 	old := withVersion(place("a", "n0", 1), v0.Version, v0.JobModifyIndex) // group g exists only in v0
-	if err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {old}}}, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {old}}}, verify.DefaultLimits()); err != nil {
 		t.Fatalf("placement of the kept version refused: %v", err)
 	}
 	forged := withVersion(place("b", "n0", 1), cur.Version, cur.JobModifyIndex) // g is not in the current version
-	err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {forged}}}, DefaultLimits())
+	err := verify.Plan(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {forged}}}, verify.DefaultLimits())
 	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
 		t.Fatalf("err = %v, want the group checked against the current version", err)
 	}
@@ -354,7 +355,7 @@ func TestValidate_TakesJobAndPriorityFromState(t *testing.T) {
 	forged := *job
 	forged.TaskGroups = []*sdk.TaskGroup{{Name: "g", Count: 1000}}
 	p := &sdk.Plan{EvalID: "e1", Job: &forged, Priority: 99, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 1)}}}
-	if err := Validate(s.Snapshot(), p, DefaultLimits()); err != nil {
+	if err := verify.Plan(s.Snapshot(), p, verify.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	if p.Job != job || p.Priority != 50 {
@@ -362,27 +363,6 @@ func TestValidate_TakesJobAndPriorityFromState(t *testing.T) {
 	}
 	if a := p.NodeAllocation["n0"][0]; a.EvalID != "e1" || a.DesiredStatus != sdk.AllocDesiredStatusRun {
 		t.Fatalf("placement not stamped: %+v", a)
-	}
-}
-
-func TestCheckResources_UnderReportedClaimsAreRefused(t *testing.T) {
-	tg := &sdk.TaskGroup{Name: "g", EphemeralDisk: &sdk.EphemeralDisk{SizeMB: 300},
-		Tasks: []*sdk.Task{{Name: "t", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256}}}}
-	full := sdk.RequestedResources(tg)
-	if err := checkResources(&sdk.Allocation{ID: "a", AllocatedResources: full}, tg); err != nil {
-		t.Fatalf("what the group asks for is refused: %v", err)
-	}
-	for dim, cut := range map[string]func(*sdk.AllocatedResources){
-		"cpu":    func(r *sdk.AllocatedResources) { r.Tasks["t"].Cpu.CpuShares = 499 },
-		"memory": func(r *sdk.AllocatedResources) { r.Tasks["t"].Memory.MemoryMB = 1 },
-		"disk":   func(r *sdk.AllocatedResources) { r.Shared.DiskMB = 0 },
-	} {
-		r := sdk.RequestedResources(tg)
-		cut(r)
-		err := checkResources(&sdk.Allocation{ID: "a", AllocatedResources: r}, tg)
-		if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), dim) {
-			t.Errorf("%s under-reported: err = %v", dim, err)
-		}
 	}
 }
 
@@ -400,7 +380,7 @@ func TestValidate_AnnotationOfAFailedAllocation(t *testing.T) {
 	note.Job, note.FollowupEvalID = nil, "later"
 	p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n2": {&note}}}
 	snap := s.Snapshot()
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatalf("annotation refused: %v", err)
 	}
 	res, req := Evaluate(snap, p, 1, NewID)
@@ -431,11 +411,11 @@ func TestValidate_AnnotationKeepsTheVersionItsAllocationRuns(t *testing.T) {
 	note := withVersion(failed(place("crashed", "n0", 100)), v0.Version, v0.JobModifyIndex)
 	note.FollowupEvalID = "later"
 	p := &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {note}}}
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatalf("annotation of the old version refused: %v", err)
 	}
 	moved := withVersion(failed(place("crashed", "n0", 100)), cur.Version, cur.JobModifyIndex)
-	err := Validate(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {moved}}}, DefaultLimits())
+	err := verify.Plan(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {moved}}}, verify.DefaultLimits())
 	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
 		t.Fatalf("err = %v, want an in-place update checked against the plan's version", err)
 	}
@@ -455,14 +435,14 @@ func TestValidate_AnnotationOnANodeThatIsGone(t *testing.T) {
 	note := failed(place("crashed", "gone", 100))
 	note.FollowupEvalID = "later"
 	p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"gone": {note}}}
-	if err := Validate(snap, p, DefaultLimits()); err != nil {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
 		t.Fatalf("annotation refused: %v", err)
 	}
 	if res, req := Evaluate(snap, p, 1, NewID); len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 {
 		t.Fatalf("result %+v, request %+v", res, req)
 	}
 	p.NodeAllocation["gone"] = append(p.NodeAllocation["gone"], place("new", "gone", 100))
-	if err := Validate(snap, p, DefaultLimits()); !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown node") {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown node") {
 		t.Fatalf("err = %v, want a placement on a node that is gone refused", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/verify"
 	"github.com/rs/zerolog"
 )
 
@@ -39,7 +40,7 @@ func FuzzValidateEvaluate(f *testing.F) {
 		s, _ := fixture(t)
 		snap := s.Snapshot()
 		p := req.Plan
-		if Validate(snap, p, DefaultLimits()) != nil {
+		if verify.Plan(snap, p, verify.DefaultLimits()) != nil {
 			return
 		}
 		seq := 0

@@ -4,23 +4,10 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
-// State is what plans are judged against: a state snapshot, or a snapshot
-// with the plan being committed laid over it.
-type State interface {
-	Index() uint64
-	Node(id string) *sdk.Node
-	Alloc(id string) *sdk.Allocation
-	// AllocsByNode returns the node's allocations, terminal ones included.
-	AllocsByNode(nodeID string) []*sdk.Allocation
-	Eval(id string) *sdk.Evaluation
-	Job(ns, id string) *sdk.Job
-	JobVersion(ns, id string, version uint64) *sdk.Job
-	Deployment(id string) *sdk.Deployment
-}
-
-var _ State = (*state.Snapshot)(nil)
+var _ verify.State = (*state.Snapshot)(nil)
 
 // overlay is a snapshot as it will be once a committing plan result is
 // applied: the result's allocations (placed, updated, stopped, preempted)
@@ -32,7 +19,7 @@ type overlay struct {
 	byNode map[string][]*sdk.Allocation
 }
 
-var _ State = (*overlay)(nil)
+var _ verify.State = (*overlay)(nil)
 
 func newOverlay(snap *state.Snapshot, req *fsm.ApplyPlanResultsRequest) *overlay {
 	o := &overlay{Snapshot: snap, allocs: map[string]*sdk.Allocation{}, byNode: map[string][]*sdk.Allocation{}}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/events"
-	"github.com/drover-sched/drover/host/plan"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
 // Config configures a server.
@@ -28,7 +28,7 @@ type Config struct {
 	// Broker configures the evaluation broker.
 	Broker broker.Config
 	// PlanLimits bound plans.
-	PlanLimits plan.Limits
+	PlanLimits verify.Limits
 	// Telemetry says how metrics are kept (/v1/metrics).
 	Telemetry telemetry.Config
 	// EventBufferSize is how many committed entries the event stream
@@ -93,7 +93,7 @@ func DefaultConfig() Config {
 		Datacenter:                 "dc1",
 		NumWorkers:                 runtime.NumCPU(),
 		Broker:                     broker.DefaultConfig(),
-		PlanLimits:                 plan.DefaultLimits(),
+		PlanLimits:                 verify.DefaultLimits(),
 		Telemetry:                  telemetry.DefaultConfig(),
 		EventBufferSize:            events.DefaultSize,
 		MinHeartbeatTTL:            10 * time.Second,

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/verify"
 	"github.com/rs/zerolog"
 )
 
@@ -258,76 +259,22 @@ func (p *evalPlanner) apply(ctx context.Context, evals ...*sdk.Evaluation) error
 	return hostErr(p.host.ApplyEvals(ctx, p.eval.ID, p.token, evals))
 }
 
-// own returns e with the identity of the eval being processed: the fields a
-// plugin may not change (job, type, priority, trigger, pointers to other
-// evals than the ones it created, indexes) come from the stored eval.
-func (p *evalPlanner) own(e *sdk.Evaluation) *sdk.Evaluation {
-	c := p.eval.Copy()
-	c.Status, c.StatusDescription = e.Status, e.StatusDescription
-	c.FailedTGAllocs, c.QueuedAllocations = e.FailedTGAllocs, e.QueuedAllocations
-	c.ClassEligibility, c.EscapedComputedClass = e.ClassEligibility, e.EscapedComputedClass
-	c.QuotaLimitReached = e.QuotaLimitReached
-	c.PlanAnnotations = e.PlanAnnotations
-	c.NextEval, c.BlockedEval = e.NextEval, e.BlockedEval
-	if e.DeploymentID != "" {
-		c.DeploymentID = e.DeploymentID
-	}
-	return c
-}
-
 func (p *evalPlanner) UpdateEval(ctx context.Context, e *sdk.Evaluation) error {
-	if e.ID != p.eval.ID {
-		return invalidEval("a plugin may update only the eval it processes (%s), not %s", p.eval.ID, e.ID)
-	}
-	if err := p.sameJob(e); err != nil {
+	c, err := verify.EvalUpdate(p.eval, e, p.created)
+	if err != nil {
 		return err
 	}
-	switch e.Status {
-	case sdk.EvalStatusComplete, sdk.EvalStatusFailed, sdk.EvalStatusCanceled:
-	default:
-		return invalidEval("eval %s may not be updated to status %q", e.ID, e.Status)
-	}
-	if e.BlockedEval != "" && p.created[e.BlockedEval] != sdk.EvalStatusBlocked {
-		return invalidEval("eval %s names %s as its blocked eval, but it did not create that blocked eval", e.ID, e.BlockedEval)
-	}
-	if e.NextEval != "" && p.created[e.NextEval] != sdk.EvalStatusPending {
-		return invalidEval("eval %s names %s as its next eval, but it did not create that pending eval", e.ID, e.NextEval)
-	}
-	if err := p.apply(ctx, p.own(e)); err != nil {
+	if err := p.apply(ctx, c); err != nil {
 		return err
 	}
 	p.concluded = true
 	return nil
 }
 
-func (p *evalPlanner) sameJob(e *sdk.Evaluation) error {
-	if e.Namespace != p.eval.Namespace || e.JobID != p.eval.JobID {
-		return invalidEval("eval %s is for job %s/%s, not %s/%s", e.ID, e.Namespace, e.JobID, p.eval.Namespace, p.eval.JobID)
-	}
-	return nil
-}
-
 func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
-	if e.ID == "" || e.ID == p.eval.ID {
-		return invalidEval("a new eval needs a new ID")
-	}
-	if err := p.sameJob(e); err != nil {
+	c, err := verify.NewEval(p.eval, e)
+	if err != nil {
 		return err
-	}
-	switch e.Status {
-	case sdk.EvalStatusPending:
-	case sdk.EvalStatusBlocked:
-		if e.TriggeredBy != sdk.EvalTriggerQueuedAllocs && e.TriggeredBy != sdk.EvalTriggerMaxPlans {
-			return invalidEval("a blocked eval is triggered by %s or %s, not %q", sdk.EvalTriggerQueuedAllocs, sdk.EvalTriggerMaxPlans, e.TriggeredBy)
-		}
-	default:
-		return invalidEval("a new eval must be pending or blocked, not %q", e.Status)
-	}
-	if e.TriggeredBy == "" {
-		return invalidEval("a new eval needs a trigger")
-	}
-	if e.PreviousEval != p.eval.ID {
-		return invalidEval("a follow-up eval must name %s as its PreviousEval", p.eval.ID)
 	}
 	if old := p.s.store.Snapshot().Eval(e.ID); old != nil {
 		// Schedulers draw IDs from the eval's seed, so a redelivery of an
@@ -339,10 +286,6 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 		}
 		return invalidEval("eval %s already exists", e.ID)
 	}
-	c := e.Copy()
-	c.Type, c.Priority, c.JobModifyIndex = p.eval.Type, p.eval.Priority, p.eval.JobModifyIndex
-	c.NextEval, c.BlockedEval = "", ""
-	c.CreateTime = 0
 	if err := p.apply(ctx, c); err != nil {
 		return err
 	}
@@ -365,19 +308,10 @@ func (c corePlanner) GarbageCollect(ctx context.Context, req *sdk.GCRequest) err
 }
 
 func (p *evalPlanner) ReblockEval(ctx context.Context, e *sdk.Evaluation) error {
-	if e.ID != p.eval.ID {
-		return invalidEval("a plugin may reblock only the eval it processes (%s), not %s", p.eval.ID, e.ID)
-	}
-	if err := p.sameJob(e); err != nil {
+	c, err := verify.Reblock(p.eval, p.s.store.Snapshot().Eval(e.ID), e)
+	if err != nil {
 		return err
 	}
-	stored := p.s.store.Snapshot().Eval(e.ID)
-	if stored == nil || stored.Status != sdk.EvalStatusBlocked {
-		return invalidEval("eval %s is not blocked and cannot be reblocked", e.ID)
-	}
-	c := p.own(e)
-	c.Status = sdk.EvalStatusBlocked
-	c.NextEval, c.BlockedEval = "", ""
 	if err := p.apply(ctx, c); err != nil {
 		return err
 	}

@@ -295,23 +295,3 @@ func splitJobKey(k string) (string, string) {
 	ns, id, _ := strings.Cut(k, "\x00")
 	return ns, id
 }
-
-// PlacedVersion says which version of its job a new placement runs. A
-// placement names another version than the plan's job by a non-zero
-// JobModifyIndex (with its JobVersion), as Nomad's non-canary placements
-// run the deployed version while canaries of a new one await promotion;
-// other reports whether it does, and v is that version as the state keeps
-// it (nil: the state keeps no such version, which the plan applier
-// refuses). In-place updates always move to the plan's job: callers ask
-// only for new allocations.
-func PlacedVersion(versions interface {
-	JobVersion(ns, id string, v uint64) *sdk.Job
-}, planJob *sdk.Job, a *sdk.Allocation) (v *sdk.Job, other bool) {
-	if planJob == nil || a.JobModifyIndex == 0 || a.JobModifyIndex == planJob.JobModifyIndex {
-		return nil, false
-	}
-	if v := versions.JobVersion(a.Namespace, a.JobID, a.JobVersion); v != nil && v.JobModifyIndex == a.JobModifyIndex {
-		return v, true
-	}
-	return nil, true
-}

@@ -57,8 +57,10 @@ func (h CoreHost) GarbageCollect(_ context.Context, req *sdk.GCRequest) error {
 	return h.H.GarbageCollect(req)
 }
 
-// Call returns a runtime call of eval against the harness.
+// Call returns a runtime call of eval against the harness, which it
+// delivers the eval to (sdktest.Harness.Deliver).
 func Call(h *sdktest.Harness, eval *sdk.Evaluation) *runtime.Call {
+	h.Deliver(eval)
 	host := Host{H: h}
 	var planner runtime.Planner = host
 	if eval.Type == sdk.JobTypeCore {

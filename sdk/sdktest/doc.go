@@ -8,6 +8,13 @@
 // full and delta syncs the host sends, and every planner call crosses the
 // same codec. What passes here behaves the same in wasm and as a go-plugin.
 //
+// Plans and eval operations meet the host's own checks (package verify):
+// a plan the host would refuse is refused here with the same reason, a
+// node the host's applier would reject (over-committed, not ready, not
+// eligible) is rejected here, and an eval update, new eval or reblock the
+// host would refuse fails the same way. The eval being processed is in the
+// cluster while it is processed, as on the host.
+//
 //	h := sdktest.New()
 //	h.UpsertNode(sdktest.Node("n1", 4000, 8192))
 //	job := sdktest.Job("web", 3)

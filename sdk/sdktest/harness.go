@@ -8,8 +8,8 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
-	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
 // Verdict is what the harness does with a submitted plan.
@@ -51,6 +51,12 @@ type Harness struct {
 	byNode  map[string]map[string]*sdk.Allocation
 	deploys map[string]*sdk.Deployment
 	evals   map[string]*sdk.Evaluation
+	// versions are the job versions the harness has seen, by version:
+	// registered, or run by an allocation.
+	versions map[sdk.NamespacedID]map[uint64]*sdk.Job
+	// created are the evals each eval's processing created, with their
+	// status, by the processed eval's ID.
+	created map[string]map[string]string
 	config  *sdk.SchedulerConfiguration
 	changes []change
 	ids     int
@@ -80,6 +86,7 @@ func New() *Harness {
 		Now: time.Unix(1_700_000_000, 0).UTC(), index: 1,
 		nodes: map[string]*sdk.Node{}, jobs: map[sdk.NamespacedID]*sdk.Job{}, allocs: map[string]*sdk.Allocation{},
 		byNode: map[string]map[string]*sdk.Allocation{}, deploys: map[string]*sdk.Deployment{}, evals: map[string]*sdk.Evaluation{},
+		versions: map[sdk.NamespacedID]map[uint64]*sdk.Job{}, created: map[string]map[string]string{},
 		config: sdk.DefaultSchedulerConfiguration(),
 	}
 }
@@ -126,6 +133,22 @@ func (h *Harness) UpsertJob(j *sdk.Job) {
 	}
 	j.ModifyIndex, j.JobModifyIndex = idx, idx
 	h.jobs[j.NamespacedID()] = j
+	h.keepVersion(j)
+}
+
+// keepVersion records j as its version of its job.
+func (h *Harness) keepVersion(j *sdk.Job) {
+	k := j.NamespacedID()
+	if h.versions[k] == nil {
+		h.versions[k] = map[uint64]*sdk.Job{}
+	}
+	h.versions[k][j.Version] = j
+}
+
+// JobVersion returns a version of a job that the harness has seen:
+// registered, or run by an allocation.
+func (h *Harness) JobVersion(namespace, id string, version uint64) *sdk.Job {
+	return h.versions[sdk.NamespacedID{Namespace: namespace, ID: id}][version]
 }
 
 // UpsertAlloc adds or replaces allocations. An allocation without Job is
@@ -150,6 +173,9 @@ func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
 	}
 	if a.Job != nil {
 		a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex
+		if h.JobVersion(a.Job.Namespace, a.Job.ID, a.Job.Version) == nil {
+			h.keepVersion(a.Job)
+		}
 	}
 	if a.CreateIndex == 0 {
 		a.CreateIndex = idx
@@ -211,6 +237,16 @@ func (h *Harness) UpsertEval(evals ...*sdk.Evaluation) {
 	}
 }
 
+// Deliver readies eval for processing: as on the host, whose broker hands
+// out only evals its state holds, an eval is in the cluster while it is
+// processed, so one the cluster does not hold yet is stored. Process calls
+// it; so must whatever else runs a scheduler against the harness.
+func (h *Harness) Deliver(eval *sdk.Evaluation) {
+	if h.evals[eval.ID] == nil {
+		h.UpsertEval(eval)
+	}
+}
+
 // Eval returns an evaluation.
 func (h *Harness) Eval(id string) *sdk.Evaluation { return h.evals[id] }
 
@@ -230,6 +266,20 @@ func (h *Harness) Job(namespace, id string) *sdk.Job {
 
 // Alloc returns an allocation.
 func (h *Harness) Alloc(id string) *sdk.Allocation { return h.allocs[id] }
+
+// AllocsByNode returns a node's allocations (terminal ones included), by
+// ID.
+func (h *Harness) AllocsByNode(nodeID string) []*sdk.Allocation {
+	out := make([]*sdk.Allocation, 0, len(h.byNode[nodeID]))
+	for _, a := range h.byNode[nodeID] {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Allocation) int { return cmp(a.ID, b.ID) })
+	return out
+}
+
+// Deployment returns a deployment.
+func (h *Harness) Deployment(id string) *sdk.Deployment { return h.deploys[id] }
 
 // AllocsByJob returns a job's allocations (terminal ones included), by ID.
 func (h *Harness) AllocsByJob(namespace, jobID string) []*sdk.Allocation {
@@ -401,45 +451,13 @@ func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation
 	return &c
 }
 
-// keptVersion returns the version of a's job that a names by its
-// JobModifyIndex (jobAt), if a names one.
-func (h *Harness) keptVersion(a *sdk.Allocation) *sdk.Job {
-	if a.JobModifyIndex == 0 {
-		return nil
-	}
-	return h.jobAt(a.Namespace, a.JobID, a.JobModifyIndex)
-}
-
-// jobAt returns the version of job namespace/id with the job modify index
-// that the harness holds: the current job, or one that allocations run.
-func (h *Harness) jobAt(namespace, id string, jobModifyIndex uint64) *sdk.Job {
-	if cur := h.jobs[sdk.NamespacedID{Namespace: namespace, ID: id}]; cur != nil && cur.JobModifyIndex == jobModifyIndex {
-		return cur
-	}
-	for _, o := range h.allocs {
-		if o.Job != nil && o.Namespace == namespace && o.JobID == id && o.Job.JobModifyIndex == jobModifyIndex {
-			return o.Job
-		}
-	}
-	return nil
-}
-
-// SubmitPlan commits a plan as the host's applier would: it refuses a plan
-// for unknown nodes or for another job's allocations, rejects the nodes the
-// plan would over-commit or that OnPlan rejects, and commits the rest.
+// SubmitPlan commits a plan as the host's applier does, with the host's own
+// checks (package verify): it refuses a plan that verify.Plan finds
+// invalid, rejects the nodes that verify.NodeFits refuses (over-committed,
+// not ready, not eligible) or that OnPlan rejects, and commits the rest.
 func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	h.Plans = append(h.Plans, p)
-	if p.Job != nil {
-		// As the host's applier does: the plan's Job names a version (a
-		// plugin sends only its identity) and the stored one is used.
-		stored := h.jobAt(p.Job.Namespace, p.Job.ID, p.Job.JobModifyIndex)
-		if stored == nil || stored.Version != p.Job.Version {
-			return nil, fmt.Errorf("%w: job %s/%s version %d (modify index %d) is not a version the state knows",
-				sdk.ErrPlanInvalid, p.Job.Namespace, p.Job.ID, p.Job.Version, p.Job.JobModifyIndex)
-		}
-		p.Job = stored
-	}
-	if err := h.validate(p); err != nil {
+	if err := verify.Plan(h, p, verify.DefaultLimits()); err != nil {
 		return nil, err
 	}
 	var v Verdict
@@ -453,8 +471,8 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	for _, n := range v.Reject {
 		reject[n] = true
 	}
-	for node, allocs := range p.NodeAllocation {
-		if !reject[node] && !h.fits(node, p, allocs) {
+	for node := range p.NodeAllocation {
+		if ok, _ := verify.NodeFits(h, p, node); !ok {
 			reject[node] = true
 		}
 	}
@@ -538,7 +556,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			c.ModifyTime = now
 			c.AllocModifyIndex = idx // as the host's FSM stamps a placed or updated allocation
 			old := h.allocs[a.ID]
-			if v := h.keptVersion(a); v != nil && old == nil {
+			if v, _ := verify.PlacedVersion(h, p.Job, a); v != nil && old == nil {
 				c.Job = v // a new placement that runs an older version, as the host allows
 			} else if old != nil && old.Job != nil && sdk.KeepsVersion(old, a) {
 				c.Job = old.Job // an annotation keeps the version the allocation runs, as the host does
@@ -586,136 +604,58 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	return res, nil
 }
 
-func (h *Harness) validate(p *sdk.Plan) error {
-	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", sdk.ErrPlanInvalid, fmt.Sprintf(format, args...))
-	}
-	if len(p.NodeAllocation) > 0 && p.Job == nil {
-		return invalid("placements without a job")
-	}
-	// As the host: an allocation appears once in a plan, and a stopped one
-	// is not updated in place.
-	seen := map[string]bool{}
-	for _, m := range []map[string][]*sdk.Allocation{p.NodeAllocation, p.NodeUpdate, p.NodePreemptions} {
-		for _, allocs := range m {
-			for _, a := range allocs {
-				if a == nil {
-					continue
-				}
-				if seen[a.ID] {
-					return invalid("allocation %s appears twice", a.ID)
-				}
-				seen[a.ID] = true
-			}
-		}
-	}
-	for node, allocs := range p.NodeAllocation {
-		if h.nodes[node] == nil && !h.onlyAnnotatesFinished(node, allocs) {
-			return invalid("unknown node %s", node)
-		}
-		for _, a := range allocs {
-			if a == nil {
-				return invalid("a placement on node %s is missing (null)", node)
-			}
-			if old := h.allocs[a.ID]; old != nil {
-				if !sdk.SameAllocation(old, a, node) {
-					return invalid("allocation ID %s is already used by another allocation", a.ID)
-				}
-				if old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict {
-					return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
-				}
-			}
-			if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
-				return invalid("allocation %s belongs to job %s, not the plan's job %s", a.ID, a.JobID, p.Job.ID)
-			}
-			job := p.Job
-			if old := h.allocs[a.ID]; old != nil && old.Job != nil && sdk.KeepsVersion(old, a) {
-				job = old.Job // an annotation is checked against the version it runs
-			}
-			tg := job.LookupTaskGroup(a.TaskGroup)
-			if tg == nil {
-				return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
-			}
-			if err := a.AllocatedResources.CheckCovers(tg); err != nil {
-				return invalid("allocation %s: %v", a.ID, err)
-			}
-		}
-	}
-	for node, stops := range p.NodeUpdate {
-		for _, s := range stops {
-			if s == nil {
-				return invalid("a stop on node %s is missing (null)", node)
-			}
-			old := h.allocs[s.ID]
-			if old == nil || old.NodeID != node {
-				return invalid("stop of unknown allocation %s on node %s", s.ID, node)
-			}
-			if p.Job != nil && (old.JobID != p.Job.ID || old.Namespace != p.Job.Namespace) {
-				return invalid("stop of allocation %s of another job (%s)", s.ID, old.JobID)
-			}
-		}
-	}
-	for node, pre := range p.NodePreemptions {
-		for _, s := range pre {
-			if old := h.allocs[s.ID]; old == nil || old.NodeID != node {
-				return invalid("preemption of unknown allocation %s on node %s", s.ID, node)
-			}
-		}
-	}
-	return nil
-}
-
-// onlyAnnotatesFinished reports whether every placement on node updates an
-// allocation there that its node reported finished, as the host allows on
-// a node that is gone.
-func (h *Harness) onlyAnnotatesFinished(node string, placements []*sdk.Allocation) bool {
-	for _, a := range placements {
-		if old := h.allocs[a.ID]; a == nil || old == nil || old.NodeID != node || !old.ClientTerminalStatus() {
-			return false
-		}
-	}
-	return len(placements) > 0
-}
-
-// fits reports whether node holds its live allocations, minus the plan's
-// stops, plus allocs.
-func (h *Harness) fits(nodeID string, p *sdk.Plan, allocs []*sdk.Allocation) bool {
-	stopped := map[string]bool{}
-	for _, s := range p.NodeUpdate[nodeID] {
-		stopped[s.ID] = true
-	}
-	for _, s := range p.NodePreemptions[nodeID] {
-		stopped[s.ID] = true
-	}
-	var all []*sdk.Allocation
-	for _, a := range h.byNode[nodeID] {
-		if !stopped[a.ID] && !slices.ContainsFunc(allocs, func(b *sdk.Allocation) bool { return b.ID == a.ID }) {
-			all = append(all, a)
-		}
-	}
-	all = append(all, allocs...)
-	ok, _ := feasible.AllocsFit(h.nodes[nodeID], all)
-	return ok
-}
-
-// UpdateEval records an eval update and stores the eval.
+// UpdateEval checks an update of an eval in the cluster as the host does
+// (verify.EvalUpdate), then stores and records the eval as the host would
+// store it.
 func (h *Harness) UpdateEval(e *sdk.Evaluation) error {
-	h.Updated = append(h.Updated, e)
-	h.UpsertEval(e)
+	proc := h.evals[e.ID]
+	if proc == nil {
+		return fmt.Errorf("%w: eval %s is not in the cluster", sdk.ErrInvalidEval, e.ID)
+	}
+	c, err := verify.EvalUpdate(proc, e, h.created[e.ID])
+	if err != nil {
+		return err
+	}
+	h.Updated = append(h.Updated, c)
+	h.UpsertEval(c)
 	return nil
 }
 
-// CreateEval records a new eval and stores it.
+// CreateEval checks a new eval as the host does (verify.NewEval: it follows
+// up its PreviousEval, which must be in the cluster), then stores and
+// records it as the host would store it.
 func (h *Harness) CreateEval(e *sdk.Evaluation) error {
-	h.Created = append(h.Created, e)
-	h.UpsertEval(e)
+	proc := h.evals[e.PreviousEval]
+	if proc == nil {
+		return fmt.Errorf("%w: eval %s follows up %q, which is not in the cluster", sdk.ErrInvalidEval, e.ID, e.PreviousEval)
+	}
+	c, err := verify.NewEval(proc, e)
+	if err != nil {
+		return err
+	}
+	if h.created[proc.ID] == nil {
+		h.created[proc.ID] = map[string]string{}
+	}
+	h.created[proc.ID][c.ID] = c.Status
+	h.Created = append(h.Created, c)
+	h.UpsertEval(c)
 	return nil
 }
 
-// ReblockEval records a reblocked eval and stores it.
+// ReblockEval checks a reblocking of a blocked eval in the cluster as the
+// host does (verify.Reblock), then stores and records the eval as the host
+// would store it.
 func (h *Harness) ReblockEval(e *sdk.Evaluation) error {
-	h.Reblocked = append(h.Reblocked, e)
-	h.UpsertEval(e)
+	proc := h.evals[e.ID]
+	if proc == nil {
+		return fmt.Errorf("%w: eval %s is not in the cluster", sdk.ErrInvalidEval, e.ID)
+	}
+	c, err := verify.Reblock(proc, proc, e)
+	if err != nil {
+		return err
+	}
+	h.Reblocked = append(h.Reblocked, c)
+	h.UpsertEval(c)
 	return nil
 }
 
@@ -782,6 +722,7 @@ func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
 // failure, as an error that errors.Is matches against the sdk sentinels.
 func (p *Plugin) Process(eval *sdk.Evaluation) error {
 	h := p.h
+	h.Deliver(eval)
 	info := p.guest.Info()
 	req := &abi.ProcessRequest{Eval: eval, EvalToken: "sdktest", Sync: h.syncFor(p.index, info), Now: h.Now.UnixNano(), Config: h.Config,
 		HostABI: uint32(abi.Current)}

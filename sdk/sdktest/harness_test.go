@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -186,7 +187,9 @@ func TestHarness_InPlaceUpdateIntoADeploymentIsItsPlacement(t *testing.T) {
 
 	moved, stays := *a1, *a2
 	moved.DeploymentID = "d2"
-	if _, err := h.SubmitPlan(&sdk.Plan{EvalID: "e1", Job: job,
+	e := h.RegisterEval(job)
+	h.UpsertEval(e)
+	if _, err := h.SubmitPlan(&sdk.Plan{EvalID: e.ID, Job: job,
 		NodeAllocation: map[string][]*sdk.Allocation{"n1": {&moved, &stays}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,13 +213,84 @@ func TestHarness_RefusesWhatTheHostRefuses(t *testing.T) {
 	running, stopped := schedtest.Alloc(job, 0, "n1"), schedtest.Alloc(job, 1, "n1")
 	stopped.DesiredStatus = sdk.AllocDesiredStatusStop
 	h.UpsertAlloc(running, stopped)
+	e := h.RegisterEval(job)
+	h.UpsertEval(e)
 	for name, p := range map[string]*sdk.Plan{
-		"appears twice": {EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {running}},
+		"appears twice": {EvalID: e.ID, Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {running}},
 			NodeUpdate: map[string][]*sdk.Allocation{"n1": {running}}},
-		"is stopped and cannot be updated in place": {EvalID: "e", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {stopped}}},
+		"is stopped and cannot be updated in place": {EvalID: e.ID, Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {stopped}}},
+		"does not exist": {EvalID: "nowhere", Job: job},
 	} {
 		if _, err := h.SubmitPlan(p); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+// The harness refuses, as the host does, a placement on a node that is not
+// eligible for one: its part of the plan is rejected, not committed.
+func TestHarness_RejectsNodesTheHostRejects(t *testing.T) {
+	h := sdktest.New()
+	ready, ineligible := sdktest.Node("n1", 4000, 8192), sdktest.Node("n2", 4000, 8192)
+	ineligible.SchedulingEligibility = sdk.NodeSchedulingIneligible
+	h.UpsertNode(ready, ineligible)
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	job = h.Job("default", "web")
+	e := h.RegisterEval(job)
+	h.UpsertEval(e)
+	a1, a2 := schedtest.Alloc(job, 0, "n1"), schedtest.Alloc(job, 1, "n2")
+	res, err := h.SubmitPlan(&sdk.Plan{EvalID: e.ID, Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n1": {a1}, "n2": {a2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.RejectedNodes) != "[n2]" || res.RefreshIndex == 0 || h.Alloc(a2.ID) != nil || h.Alloc(a1.ID) == nil {
+		t.Fatalf("rejected %v (refresh %d), want n2's placement alone rejected", res.RejectedNodes, res.RefreshIndex)
+	}
+}
+
+// The harness checks eval updates, new evals and reblocks as the host does
+// (package verify), and stores what the host would store.
+func TestHarness_ChecksEvalsAsTheHostDoes(t *testing.T) {
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	e := h.RegisterEval(job)
+	h.UpsertEval(e)
+	blocked := func(id, trigger string) *sdk.Evaluation {
+		return &sdk.Evaluation{ID: id, Namespace: "default", JobID: "web", Status: sdk.EvalStatusBlocked,
+			TriggeredBy: trigger, PreviousEval: e.ID}
+	}
+	if err := h.CreateEval(blocked("b1", sdk.EvalTriggerJobRegister)); !errors.Is(err, sdk.ErrInvalidEval) {
+		t.Fatalf("a blocked eval with a register trigger: err = %v", err)
+	}
+	if err := h.CreateEval(blocked("b1", sdk.EvalTriggerQueuedAllocs)); err != nil {
+		t.Fatal(err)
+	}
+	for name, upd := range map[string]*sdk.Evaluation{
+		"may not be updated to status": {ID: e.ID, Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending},
+		"did not create that pending":  {ID: e.ID, Namespace: "default", JobID: "web", Status: sdk.EvalStatusComplete, NextEval: "b1"},
+		"is for job":                   {ID: e.ID, Namespace: "default", JobID: "api", Status: sdk.EvalStatusComplete},
+		"is not in the cluster":        {ID: "other", Namespace: "default", JobID: "web", Status: sdk.EvalStatusComplete},
+	} {
+		if err := h.UpdateEval(upd); !errors.Is(err, sdk.ErrInvalidEval) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if err := h.ReblockEval(&sdk.Evaluation{ID: e.ID, Namespace: "default", JobID: "web"}); !errors.Is(err, sdk.ErrInvalidEval) {
+		t.Fatalf("reblocking a pending eval: err = %v", err)
+	}
+	// What a plugin may not change comes from the stored eval.
+	if err := h.UpdateEval(&sdk.Evaluation{ID: e.ID, Namespace: "default", JobID: "web", Status: sdk.EvalStatusComplete,
+		BlockedEval: "b1", Priority: 99, TriggeredBy: sdk.EvalTriggerNodeUpdate}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.Eval(e.ID)
+	if got.Status != sdk.EvalStatusComplete || got.BlockedEval != "b1" || got.Priority != e.Priority || got.TriggeredBy != sdk.EvalTriggerJobRegister {
+		t.Fatalf("stored %+v", got)
+	}
+	if err := h.ReblockEval(&sdk.Evaluation{ID: "b1", Namespace: "default", JobID: "web", Status: sdk.EvalStatusBlocked}); err != nil {
+		t.Fatalf("reblocking the blocked eval: %v", err)
 	}
 }

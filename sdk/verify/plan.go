@@ -1,0 +1,428 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/preempt"
+)
+
+// State is what plans are judged against: the host's state snapshot (or
+// one with the plan being committed laid over it), or sdktest's cluster.
+type State interface {
+	Index() uint64
+	Node(id string) *sdk.Node
+	Alloc(id string) *sdk.Allocation
+	// AllocsByNode returns the node's allocations, terminal ones included.
+	AllocsByNode(nodeID string) []*sdk.Allocation
+	Eval(id string) *sdk.Evaluation
+	Job(ns, id string) *sdk.Job
+	JobVersion(ns, id string, version uint64) *sdk.Job
+	Deployment(id string) *sdk.Deployment
+}
+
+// Limits bound what one plan may carry.
+type Limits struct {
+	// MaxAllocs bounds placements, stops and preemptions together.
+	MaxAllocs int
+}
+
+// DefaultLimits are generous enough for a system job on a large cluster.
+func DefaultLimits() Limits { return Limits{MaxAllocs: 100_000} }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", sdk.ErrPlanInvalid, fmt.Sprintf(format, args...))
+}
+
+// Plan checks what does not depend on capacity, against snap: the plan
+// must belong to an open eval and carry a job version the state knows (the
+// eval's job), every placement must be of that job on a known node with a
+// new or same-job ID, every stop of that job's allocation, every preemption
+// of another job's allocation of low enough priority (against the job's
+// current priority, not the eval's), its deployment of the plan's job
+// version, and the plan must stay under the size limit. A plan that fails is rejected whole.
+//
+// Plan also makes the plan trustworthy for what follows: it replaces
+// the plan's job with the stored version, takes the plan's priority from the
+// eval and stamps the placements with the eval and their desired status.
+func Plan(snap State, p *sdk.Plan, lim Limits) error {
+	if p.EvalID == "" {
+		return invalid("no eval ID")
+	}
+	eval := snap.Eval(p.EvalID)
+	if eval == nil {
+		return invalid("eval %s does not exist", p.EvalID)
+	}
+	if eval.TerminalStatus() {
+		return invalid("eval %s is %s", eval.ID, eval.Status)
+	}
+	owner := sdk.NamespacedID{Namespace: eval.Namespace, ID: eval.JobID}
+	p.Priority = eval.Priority
+	total := 0
+	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
+		for _, as := range m {
+			total += len(as)
+		}
+	}
+	if total > lim.MaxAllocs {
+		return invalid("plan touches %d allocations, over the limit of %d", total, lim.MaxAllocs)
+	}
+	if p.Job != nil {
+		if p.Job.Namespace != owner.Namespace || p.Job.ID != owner.ID {
+			return invalid("plan job %s/%s is not the eval's job %s", p.Job.Namespace, p.Job.ID, owner)
+		}
+		stored := storedVersion(snap, p.Job)
+		if stored == nil {
+			return invalid("job %s version %d (modify index %d) is not a version the state knows",
+				owner, p.Job.Version, p.Job.JobModifyIndex)
+		}
+		p.Job = stored
+	}
+	if len(p.NodeAllocation) > 0 && p.Job == nil {
+		return invalid("placements without a job")
+	}
+	seen := map[string]bool{}
+	dup := func(id string) error {
+		if id == "" {
+			return invalid("allocation without an ID")
+		}
+		if seen[id] {
+			return invalid("allocation %s appears twice", id)
+		}
+		seen[id] = true
+		return nil
+	}
+	for node, allocs := range p.NodeAllocation {
+		if snap.Node(node) == nil && !onlyAnnotatesFinished(snap, node, allocs) {
+			return invalid("unknown node %s", node)
+		}
+		for _, a := range allocs {
+			if a == nil {
+				return invalid("a placement on node %s is missing (null)", node)
+			}
+			if err := checkPlacement(snap, p, node, a, dup); err != nil {
+				return err
+			}
+		}
+	}
+	for node, stops := range p.NodeUpdate {
+		for _, s := range stops {
+			if s == nil {
+				return invalid("a stop on node %s is missing (null)", node)
+			}
+			if err := dup(s.ID); err != nil {
+				return err
+			}
+			old := snap.Alloc(s.ID)
+			if old == nil {
+				return invalid("stop of unknown allocation %s", s.ID)
+			}
+			if old.NodeID != node {
+				return invalid("stop of allocation %s filed under node %s, but it runs on %s", s.ID, node, old.NodeID)
+			}
+			if jk := (sdk.NamespacedID{Namespace: old.Namespace, ID: old.JobID}); jk != owner {
+				return invalid("stop of allocation %s of another job (%s)", s.ID, jk)
+			}
+			switch s.DesiredStatus {
+			case "", sdk.AllocDesiredStatusStop, sdk.AllocDesiredStatusEvict:
+			default:
+				return invalid("stop of allocation %s with desired status %q", s.ID, s.DesiredStatus)
+			}
+			switch s.ClientStatus {
+			case "", sdk.AllocClientStatusLost, sdk.AllocClientStatusUnknown, sdk.AllocClientStatusComplete, sdk.AllocClientStatusFailed:
+			default:
+				return invalid("stop of allocation %s may not set client status %q", s.ID, s.ClientStatus)
+			}
+		}
+	}
+	// Preemption is by the job's priority, as the scheduler ranks it: the
+	// eval's may be older (the job re-registered since) or raised for the
+	// queue alone.
+	preemptor := -1
+	if j := snap.Job(owner.Namespace, owner.ID); j != nil {
+		preemptor = j.Priority
+	}
+	for node, pre := range p.NodePreemptions {
+		for _, s := range pre {
+			if s == nil {
+				return invalid("a preemption on node %s is missing (null)", node)
+			}
+			if err := dup(s.ID); err != nil {
+				return err
+			}
+			old := snap.Alloc(s.ID)
+			if old == nil {
+				return invalid("preemption of unknown allocation %s", s.ID)
+			}
+			if old.NodeID != node {
+				return invalid("preemption of allocation %s filed under node %s, but it runs on %s", s.ID, node, old.NodeID)
+			}
+			if old.Namespace == owner.Namespace && old.JobID == owner.ID {
+				return invalid("preemption of allocation %s of the plan's own job", s.ID)
+			}
+			prio := sdk.JobDefaultPriority
+			if old.Job != nil {
+				prio = old.Job.Priority
+			}
+			if preemptor < 0 {
+				return invalid("preemption of allocation %s for job %s, which is gone", s.ID, owner)
+			}
+			if preemptor-prio < preempt.MinPriorityDelta {
+				return invalid("allocation %s (priority %d) may not be preempted by job %s (priority %d)", s.ID, prio, owner, preemptor)
+			}
+		}
+	}
+	if d := p.Deployment; d != nil {
+		if d.Namespace != owner.Namespace || d.JobID != owner.ID {
+			return invalid("deployment %s is for job %s/%s, not %s", d.ID, d.Namespace, d.JobID, owner)
+		}
+		if old := snap.Deployment(d.ID); old != nil && (old.Namespace != owner.Namespace || old.JobID != owner.ID) {
+			return invalid("deployment ID %s is already used by job %s/%s", d.ID, old.Namespace, old.JobID)
+		}
+		for g, st := range d.TaskGroups {
+			if st == nil {
+				return invalid("deployment %s: the state of group %q is missing (null)", d.ID, g)
+			}
+		}
+		// A deployment tracks the version the plan places: one of another
+		// version (or of the job before a purge) would run beside the
+		// job's own, and nothing would ever end it.
+		if p.Job == nil || d.JobVersion != p.Job.Version || d.JobCreateIndex != p.Job.CreateIndex {
+			return invalid("deployment %s is for version %d (job created at %d), not the plan's job", d.ID, d.JobVersion, d.JobCreateIndex)
+		}
+	}
+	for _, u := range p.DeploymentUpdates {
+		if u == nil {
+			return invalid("a deployment update is missing (null)")
+		}
+		d := snap.Deployment(u.DeploymentID)
+		if d == nil && (p.Deployment == nil || p.Deployment.ID != u.DeploymentID) {
+			return invalid("update of unknown deployment %s", u.DeploymentID)
+		}
+		if d != nil && (d.Namespace != owner.Namespace || d.JobID != owner.ID) {
+			return invalid("update of deployment %s of another job", u.DeploymentID)
+		}
+	}
+	return nil
+}
+
+// checkPlacement validates one placement (or in-place update) on node and
+// stamps it with the plan's eval.
+func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup func(string) error) error {
+	if err := dup(a.ID); err != nil {
+		return err
+	}
+	if a.NodeID != node {
+		return invalid("allocation %s filed under node %s names node %s", a.ID, node, a.NodeID)
+	}
+	if a.JobID != p.Job.ID || a.Namespace != p.Job.Namespace {
+		return invalid("allocation %s belongs to job %s/%s, not the plan's job %s/%s",
+			a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
+	}
+	job := p.Job
+	if older, err := olderVersion(snap, p, a); err != nil {
+		return err
+	} else if older != nil {
+		job = older
+	}
+	tg := job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
+	}
+	if err := checkResources(a, tg); err != nil {
+		return err
+	}
+	if a.PreviousAllocation != "" {
+		if prev := snap.Alloc(a.PreviousAllocation); prev != nil && (prev.JobID != a.JobID || prev.Namespace != a.Namespace) {
+			return invalid("allocation %s names allocation %s of another job as its predecessor", a.ID, a.PreviousAllocation)
+		}
+	}
+	if a.DeploymentID != "" && (p.Deployment == nil || p.Deployment.ID != a.DeploymentID) {
+		if d := snap.Deployment(a.DeploymentID); d == nil || d.Namespace != a.Namespace || d.JobID != a.JobID {
+			return invalid("allocation %s names deployment %s, which is neither the plan's nor its job's", a.ID, a.DeploymentID)
+		}
+	}
+	if old := snap.Alloc(a.ID); old != nil {
+		if !sdk.SameAllocation(old, a, a.NodeID) {
+			return invalid("allocation ID %s is already used by another allocation", a.ID)
+		}
+		// A stopped allocation is not brought back. One its node reports
+		// finished (failed, say) that the server still wants running may
+		// be updated: that is how a scheduler annotates it (the follow-up
+		// eval of a delayed reschedule), as in Nomad; it stays finished.
+		if old.DesiredStatus == sdk.AllocDesiredStatusStop || old.DesiredStatus == sdk.AllocDesiredStatusEvict {
+			return invalid("allocation %s is stopped and cannot be updated in place", a.ID)
+		}
+	}
+	switch a.DesiredStatus {
+	case "":
+		a.DesiredStatus = sdk.AllocDesiredStatusRun
+	case sdk.AllocDesiredStatusRun:
+	default:
+		return invalid("placement %s with desired status %q", a.ID, a.DesiredStatus)
+	}
+	a.EvalID = p.EvalID
+	a.Job = nil
+	return nil
+}
+
+// olderVersion returns the kept job version a new placement runs instead
+// of the plan's job (PlacedVersion), or nil.
+func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) {
+	if old := snap.Alloc(a.ID); old != nil {
+		if sdk.KeepsVersion(old, a) {
+			return old.Job, nil // an annotation: the version it runs
+		}
+		return nil, nil // an in-place update to the plan's job
+	}
+	v, other := PlacedVersion(snap, p.Job, a)
+	if other && v == nil {
+		return nil, invalid("allocation %s names job version %d (modify index %d), which the state does not keep",
+			a.ID, a.JobVersion, a.JobModifyIndex)
+	}
+	return v, nil
+}
+
+// checkResources checks what a placement claims to hold (see
+// sdk.AllocatedResources.CheckCovers), so the fit check cannot be fooled
+// by a plugin that under-reports, or reports negative, resources.
+func checkResources(a *sdk.Allocation, tg *sdk.TaskGroup) error {
+	if err := a.AllocatedResources.CheckCovers(tg); err != nil {
+		return invalid("allocation %s: %v", a.ID, err)
+	}
+	return nil
+}
+
+// storedVersion returns the stored job version j claims to be: the current
+// job or a kept version with the same version and job modify index.
+func storedVersion(snap State, j *sdk.Job) *sdk.Job {
+	if cur := snap.Job(j.Namespace, j.ID); cur != nil && cur.Version == j.Version && cur.JobModifyIndex == j.JobModifyIndex {
+		return cur
+	}
+	if v := snap.JobVersion(j.Namespace, j.ID, j.Version); v != nil && v.JobModifyIndex == j.JobModifyIndex {
+		return v
+	}
+	return nil
+}
+
+// onlyAnnotatesFinished reports whether every placement on nodeID updates
+// an allocation there that its node reported finished: annotations (a
+// failed allocation's follow-up eval), which need nothing of the node, so
+// its node may be gone (collected after it went down).
+func onlyAnnotatesFinished(snap State, nodeID string, placements []*sdk.Allocation) bool {
+	for _, a := range placements {
+		if a == nil {
+			return false
+		}
+		if old := snap.Alloc(a.ID); old == nil || old.NodeID != nodeID || !old.ClientTerminalStatus() {
+			return false
+		}
+	}
+	return len(placements) > 0
+}
+
+// onlyMarksUnknown reports whether every placement is a live allocation
+// marked unknown: what a scheduler does on a disconnected node.
+func onlyMarksUnknown(placements []*sdk.Allocation, live map[string]bool) bool {
+	for _, a := range placements {
+		if !live[a.ID] || a.ClientStatus != sdk.AllocClientStatusUnknown {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeFits checks one node's part of the plan against snap, as Nomad's
+// plan applier does: a node that only loses allocations, or only has
+// finished ones annotated, always fits; a node that gets allocations must
+// exist and be ready (or be disconnected, when its part only marks live
+// allocations unknown); one that gets new allocations (not only in-place
+// updates of its live ones) must also be eligible; and the proposed set —
+// the node's live allocations, less the plan's stops, preemptions and
+// updated allocations, plus the plan's placements — must fit the node, as
+// feasible.AllocsFit judges. It returns the reason a node does not fit.
+func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
+	placements := p.NodeAllocation[nodeID]
+	if len(placements) == 0 {
+		return true, ""
+	}
+	existing := snap.AllocsByNode(nodeID)
+	live := make(map[string]bool, len(existing))
+	var finished map[string]bool
+	for _, a := range existing {
+		switch {
+		case !a.TerminalStatus():
+			live[a.ID] = true
+		case a.ClientTerminalStatus():
+			if finished == nil {
+				finished = map[string]bool{}
+			}
+			finished[a.ID] = true
+		}
+	}
+	// Updates of allocations the node reports finished only annotate
+	// them: they hold nothing and need nothing of the node.
+	if len(finished) > 0 {
+		placements = slices.DeleteFunc(slices.Clone(placements), func(a *sdk.Allocation) bool { return finished[a.ID] })
+		if len(placements) == 0 {
+			return true, ""
+		}
+	}
+	node := snap.Node(nodeID)
+	if node == nil {
+		return false, "node does not exist"
+	}
+	if node.Status != sdk.NodeStatusReady && !(node.Status == sdk.NodeStatusDisconnected && onlyMarksUnknown(placements, live)) {
+		return false, "node is not ready for placements"
+	}
+	removed := make(map[string]bool, len(placements))
+	for _, a := range p.NodeUpdate[nodeID] {
+		removed[a.ID] = true
+	}
+	for _, a := range p.NodePreemptions[nodeID] {
+		removed[a.ID] = true
+	}
+	onlyUpdates := true
+	for _, a := range placements {
+		removed[a.ID] = true
+		if !live[a.ID] {
+			onlyUpdates = false
+		}
+	}
+	if !onlyUpdates && !node.Ready() {
+		return false, "node is not eligible for new placements"
+	}
+	proposed := make([]*sdk.Allocation, 0, len(existing)+len(placements))
+	for _, a := range existing {
+		if live[a.ID] && !removed[a.ID] {
+			proposed = append(proposed, a)
+		}
+	}
+	proposed = append(proposed, placements...)
+	if ok, dim := feasible.AllocsFit(node, proposed); !ok {
+		return false, dim + " exhausted"
+	}
+	return true, ""
+}
+
+// PlacedVersion says which version of its job a new placement runs. A
+// placement names another version than the plan's job by a non-zero
+// JobModifyIndex (with its JobVersion), as Nomad's non-canary placements
+// run the deployed version while canaries of a new one await promotion;
+// other reports whether it does, and v is that version as the state keeps
+// it (nil: the state keeps no such version, which Plan refuses). In-place
+// updates always move to the plan's job: callers ask only for new
+// allocations.
+func PlacedVersion(versions interface {
+	JobVersion(ns, id string, v uint64) *sdk.Job
+}, planJob *sdk.Job, a *sdk.Allocation) (v *sdk.Job, other bool) {
+	if planJob == nil || a.JobModifyIndex == 0 || a.JobModifyIndex == planJob.JobModifyIndex {
+		return nil, false
+	}
+	if v := versions.JobVersion(a.Namespace, a.JobID, a.JobVersion); v != nil && v.JobModifyIndex == a.JobModifyIndex {
+		return v, true
+	}
+	return nil, true
+}
