@@ -419,6 +419,70 @@ job "j" {
 	}
 }
 
+// TestParse_UntypedVariablesTakeTheirDefaultsType: a variable declared
+// without a type has the type of its default, as in Nomad, so a number
+// given with -var or NOMAD_VAR_ is a number (var.replicas == 3 holds), and
+// a list given as text is a list.
+func TestParse_UntypedVariablesTakeTheirDefaultsType(t *testing.T) {
+	src := `
+variable "replicas" {
+  default = 1
+}
+variable "debug" {
+  default = false
+}
+variable "tags" {
+  default = ["a"]
+}
+variables {
+  port = 8080
+}
+job "j" {
+  group "g" {
+    count = var.replicas == 3 ? 5 : 1
+    task "t" {
+      driver = "docker"
+      config {
+        image = "x"
+        port  = var.port
+        debug = var.debug
+        tags  = var.tags
+      }
+    }
+  }
+}`
+	cases := []struct {
+		name string
+		mod  func(*jobspec.Config)
+	}{
+		{"-var", func(c *jobspec.Config) {
+			c.Vars = []string{"replicas=3", "port=9090", "debug=true", `tags=["b", "c"]`}
+		}},
+		{"environment", func(c *jobspec.Config) {
+			c.Env = []string{"NOMAD_VAR_replicas=3", "NOMAD_VAR_port=9090", "NOMAD_VAR_debug=true", `NOMAD_VAR_tags=["b", "c"]`}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := parse(t, src, tc.mod)
+			if got := job.TaskGroups[0].Count; got != 5 {
+				t.Errorf("count = %d, want 5 (var.replicas is the number 3)", got)
+			}
+			cfg := job.TaskGroups[0].Tasks[0].Config
+			if cfg["port"] != int64(9090) || cfg["debug"] != true {
+				t.Errorf("config port %#v, debug %#v: want the number 9090 and true", cfg["port"], cfg["debug"])
+			}
+			if tags, ok := cfg["tags"].([]any); !ok || len(tags) != 2 || tags[1] != "c" {
+				t.Errorf("config tags = %#v, want [b c]", cfg["tags"])
+			}
+		})
+	}
+	if got := parseErr(t, src, func(c *jobspec.Config) { c.Vars = []string{"replicas=many"} }); !strings.Contains(got,
+		`The value of "replicas" from -var replicas does not match the type of its default, number`) {
+		t.Errorf("a value that is not a number:\n%s", got)
+	}
+}
+
 func TestParse_RuntimeVariablesKeptAsWritten(t *testing.T) {
 	job := parse(t, `job "j" {
   constraint {

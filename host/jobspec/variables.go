@@ -23,12 +23,19 @@ const (
 // variable is one declared input variable.
 type variable struct {
 	name string
-	// typ is the declared type constraint, or cty.DynamicPseudoType.
-	typ  cty.Type
-	def  cty.Value // cty.NilVal when there is no default
-	val  cty.Value // the value set from outside; cty.NilVal when unset
-	from string    // where val came from, for messages
-	decl hcl.Range
+	// typ is the type constraint: declared, or inferred from a primitive
+	// default (see inferType), or cty.DynamicPseudoType.
+	typ cty.Type
+	// inferred is set when typ comes from the default, not a type argument.
+	inferred bool
+	// structured is set when values given as text (-var, the environment)
+	// are HCL expressions rather than strings: for collection and structural
+	// types, declared or those of the default.
+	structured bool
+	def        cty.Value // cty.NilVal when there is no default
+	val        cty.Value // the value set from outside; cty.NilVal when unset
+	from       string    // where val came from, for messages
+	decl       hcl.Range
 	// validations are the variable's validation blocks.
 	validations []*validation
 }
@@ -84,7 +91,10 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 				if v := declare(a.Name, a.NameRange); v != nil {
 					def, ds := a.Expr.Value(nil)
 					diags = append(diags, ds...)
-					v.def = def
+					if !ds.HasErrors() {
+						v.def = def
+						v.inferType(def)
+					}
 				}
 			}
 		case "variable":
@@ -99,6 +109,7 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 				diags = append(diags, ds...)
 				if !ds.HasErrors() {
 					v.typ = ty
+					v.structured = !ty.IsPrimitiveType() && ty != cty.DynamicPseudoType
 				}
 			}
 			if a, ok := content.Attributes["default"]; ok {
@@ -112,6 +123,9 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 							Subject: a.Expr.Range().Ptr()})
 					} else {
 						v.def = conv
+						if _, typed := content.Attributes["type"]; !typed {
+							v.inferType(conv)
+						}
 					}
 				}
 			}
@@ -133,6 +147,23 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 		}
 	}
 	return diags
+}
+
+// inferType gives a variable declared without a type the type its default
+// implies, as Nomad does: a variable whose default is 3 is a number, so
+// -var n=5 sets the number 5, not the string "5" (var.n == 5 holds, and
+// task configs see a number). A collection or object default makes values
+// given as text HCL expressions (-var 'tags=["a"]' is a list), but does not
+// constrain their shape: Nomad would require a list of exactly as many
+// elements as the default has, which is an accident of HCL's tuple types.
+func (v *variable) inferType(def cty.Value) {
+	switch ty := def.Type(); {
+	case def.IsNull():
+	case ty.IsPrimitiveType():
+		v.typ, v.inferred = ty, true
+	default:
+		v.structured = true
+	}
 }
 
 // checkValidationRefs requires a validation condition to refer to its own
@@ -182,8 +213,12 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 	set := func(v *variable, val cty.Value, from string, rng hcl.Range) {
 		conv, err := convert.Convert(val, v.typ)
 		if err != nil {
+			typ := "its type"
+			if v.inferred {
+				typ = "the type of its default, " + v.typ.FriendlyName()
+			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
-				Detail:  fmt.Sprintf("The value of %q from %s does not match its type: %s.", v.name, from, errText(err)),
+				Detail:  fmt.Sprintf("The value of %q from %s does not match %s: %s.", v.name, from, typ, errText(err)),
 				Subject: rng.Ptr()})
 			return
 		}
@@ -201,7 +236,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 				continue // the environment may hold variables for other jobs
 			}
 			from := fmt.Sprintf("the environment (%s%s)", prefix, name)
-			val, ds := literalValue(raw, v.typ, "<"+prefix+name+">")
+			val, ds := v.literalValue(raw, "<"+prefix+name+">")
 			diags = append(diags, ds...)
 			if !ds.HasErrors() {
 				set(v, val, from, v.decl)
@@ -247,7 +282,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 				Detail: fmt.Sprintf("-var sets %q, which the jobspec does not declare; declare it with a variable block.", name)})
 			continue
 		}
-		val, ds := literalValue(raw, v.typ, "<-var "+name+">")
+		val, ds := v.literalValue(raw, "<-var "+name+">")
 		diags = append(diags, ds...)
 		if !ds.HasErrors() {
 			set(v, val, "-var "+name, v.decl)
@@ -256,11 +291,11 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 	return diags
 }
 
-// literalValue reads a value given as text (-var, environment): as a string
-// for string, number, bool and untyped variables, and as an HCL expression
-// for lists, maps and objects.
-func literalValue(raw string, ty cty.Type, filename string) (cty.Value, hcl.Diagnostics) {
-	if ty == cty.DynamicPseudoType || ty.IsPrimitiveType() {
+// literalValue reads a value of v given as text (-var, environment): as a
+// string for string, number, bool and untyped variables (set later converts
+// it to v's type), and as an HCL expression for lists, maps and objects.
+func (v *variable) literalValue(raw string, filename string) (cty.Value, hcl.Diagnostics) {
+	if !v.structured {
 		return cty.StringVal(raw), nil
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.Pos{Line: 1, Column: 1})
