@@ -1,6 +1,7 @@
 package jobspec_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -507,6 +508,51 @@ func TestParse_RuntimeVariablesKeptAsWritten(t *testing.T) {
 	args := cfg["args"].([]any)
 	if cfg["command"] != "${NOMAD_TASK_DIR}/run" || args[0] != "${attr.cpu.arch}" || args[1] != `${env["SOME.VAR"]}` || args[2] != "${HOME}" {
 		t.Errorf("config = %v", cfg)
+	}
+}
+
+// TestParse_RuntimeVariableAndItsPrefix: Nomad's nodes have both
+// attr.driver.docker and attr.driver.docker.version; a jobspec may use
+// both, in either order and in locals, each kept as written.
+func TestParse_RuntimeVariableAndItsPrefix(t *testing.T) {
+	const short, long = "${attr.driver.docker}", "${attr.driver.docker.version}"
+	for _, tc := range []struct {
+		name  string
+		order []string
+	}{
+		{"prefix first", []string{short, long}},
+		{"prefix last", []string{long, short}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := parse(t, fmt.Sprintf(`
+locals {
+  version = "%s"
+}
+job "j" {
+  constraint {
+    attribute = "%s"
+    value     = "1"
+  }
+  constraint {
+    attribute = "%s"
+    value     = "2"
+  }
+  group "g" {
+    task "t" {
+      driver = "docker"
+      env {
+        V = local.version
+      }
+    }
+  }
+}`, long, tc.order[0], tc.order[1]))
+			if a, b := job.Constraints[0].LTarget, job.Constraints[1].LTarget; a != tc.order[0] || b != tc.order[1] {
+				t.Errorf("constraint attributes %q, %q; want %q", a, b, tc.order)
+			}
+			if got := job.TaskGroups[0].Tasks[0].Env["V"]; got != long {
+				t.Errorf("env V = %q, want %q", got, long)
+			}
+		})
 	}
 }
 

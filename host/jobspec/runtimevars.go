@@ -15,39 +15,48 @@ import (
 // does the same for every variable other than var and local.
 //
 // Before an expression is evaluated, add gives each undefined root it
-// refers to a value in which every path used so far evaluates to its own
-// source text.
+// refers to a value in which every path the expression uses evaluates to
+// its own source text. The values are made for each expression afresh: one
+// expression may use ${attr.driver.docker} and another
+// ${attr.driver.docker.version}, and a value cannot be both a string and an
+// object with attributes.
 type runtimeVars struct {
-	ctx  *hcl.EvalContext
-	tree map[string]any
+	ctx *hcl.EvalContext
+	// roots are the variables of ctx that add set for the last expression.
+	roots []string
 }
 
 func newRuntimeVars(ctx *hcl.EvalContext) *runtimeVars {
-	return &runtimeVars{ctx: ctx, tree: map[string]any{}}
+	return &runtimeVars{ctx: ctx}
 }
 
 // definedRoots are the variables a jobspec defines itself.
 var definedRoots = map[string]bool{"var": true, "local": true}
 
-// add defines the runtime variables expr refers to.
+// add defines the runtime variables expr refers to, and only those.
 func (r *runtimeVars) add(expr hcl.Expression) {
+	for _, root := range r.roots {
+		delete(r.ctx.Variables, root)
+	}
+	r.roots = r.roots[:0]
+	tree := map[string]any{}
 	for _, t := range expr.Variables() {
-		root := t.RootName()
-		if definedRoots[root] {
-			continue
+		if !definedRoots[t.RootName()] {
+			addTraversal(tree, t)
 		}
-		if addTraversal(r.tree, t) {
-			r.ctx.Variables[root] = toValue(r.tree[root])
-		}
+	}
+	for root, v := range tree {
+		r.ctx.Variables[root] = toValue(v)
+		r.roots = append(r.roots, root)
 	}
 }
 
 // addTraversal records a traversal in a tree of nested maps whose leaves
-// are the traversal's source text, and reports whether the tree changed.
+// are the traversal's source text.
 // Attribute steps and string index steps (env["a.b"]) are followed; other
 // index steps cannot be reproduced as object attributes, so the path stops
 // before them.
-func addTraversal(tree map[string]any, t hcl.Traversal) bool {
+func addTraversal(tree map[string]any, t hcl.Traversal) {
 	var keys []string
 	var text strings.Builder
 	text.WriteString("${")
@@ -74,22 +83,21 @@ loop:
 	node := tree
 	for i, key := range keys {
 		if i == len(keys)-1 {
-			if _, exists := node[key]; exists {
-				return false
+			if _, exists := node[key]; !exists {
+				node[key] = text.String()
 			}
-			node[key] = text.String()
-			return true
+			return
 		}
 		child, ok := node[key].(map[string]any)
 		if !ok {
 			// A shorter path was recorded as a leaf: the longer one wins, as
-			// an object cannot also be a string.
+			// an object cannot also be a string. Only one expression that
+			// uses both (${attr.a}-${attr.a.b}) meets this.
 			child = map[string]any{}
 			node[key] = child
 		}
 		node = child
 	}
-	return false
 }
 
 func toValue(v any) cty.Value {
