@@ -35,7 +35,9 @@ type decoder struct {
 	// which JSON syntax cannot tell from blocks.
 	native bool
 	// syntax maps the range of every native block to its syntax tree, for
-	// free-form blocks whose nested blocks have no schema.
+	// free-form blocks whose nested blocks have no schema. The blocks a
+	// dynamic block generates carry the dynamic block's range, so that range
+	// maps to the syntax of its content.
 	syntax map[hcl.Range]*hclsyntax.Body
 	ranges map[string]hcl.Range
 	specs  map[reflect.Type]*structSpec
@@ -50,6 +52,13 @@ func newDecoder(ctx *hcl.EvalContext, rt *runtimeVars, file *hcl.File) *decoder 
 		_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
 			if b, ok := n.(*hclsyntax.Block); ok {
 				d.syntax[b.DefRange()] = b.Body
+				if b.Type == "dynamic" {
+					for _, c := range b.Body.Blocks {
+						if c.Type == "content" {
+							d.syntax[b.DefRange()] = c.Body
+						}
+					}
+				}
 			}
 			return nil
 		})

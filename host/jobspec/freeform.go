@@ -14,7 +14,9 @@ import (
 //     (`labels = { a = "b" }`) becomes a list holding that object;
 //   - nested blocks of one type become a list of objects, and a labelled
 //     block nests its content under its labels
-//     (`check "c" { ... }` is `check = [{ c = [{ ... }] }]`).
+//     (`check "c" { ... }` is `check = [{ c = [{ ... }] }]`);
+//   - dynamic blocks inside are expanded like literal ones (Nomad leaves
+//     them as a "dynamic" entry no driver accepts, hashicorp/nomad#18506).
 //
 // These are the shapes task drivers expect from HCL1 days.
 func (d *decoder) freeform(b *hcl.Block) map[string]any {
@@ -44,9 +46,13 @@ func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]an
 	}
 	seen := map[string]bool{}
 	for _, b := range syn.Blocks {
-		if !seen[b.Type] {
-			seen[b.Type] = true
-			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: b.Type, LabelNames: labelNames(len(b.Labels))})
+		typ, labels := b.Type, len(b.Labels)
+		if typ == "dynamic" && labels == 1 {
+			typ, labels = b.Labels[0], dynamicLabels(b)
+		}
+		if !seen[typ] {
+			seen[typ] = true
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: typ, LabelNames: labelNames(labels)})
 		}
 	}
 	content, diags := body.Content(schema)
@@ -80,6 +86,19 @@ func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]an
 		out[b.Type] = append(list, v)
 	}
 	return out
+}
+
+// dynamicLabels returns how many labels the blocks a dynamic block
+// generates have, as its labels argument is written: a list of n
+// expressions, or none. A labels argument computed otherwise counts as
+// none, and dynblock reports the mismatch if it gives labels.
+func dynamicLabels(b *hclsyntax.Block) int {
+	if a, ok := b.Body.Attributes["labels"]; ok {
+		if tuple, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok {
+			return len(tuple.Exprs)
+		}
+	}
+	return 0
 }
 
 func labelNames(n int) []string {
