@@ -26,8 +26,9 @@ type Job struct {
 	Scheduler *string `json:",omitempty"`
 
 	// ConsulToken and VaultToken are sent by Nomad's clients up to 1.7
-	// (Nomad's API has dropped them since): accepted and ignored, as
-	// Drover has no Consul or Vault integration to give them to.
+	// (Nomad's API has dropped them since) and may be written in Nomad 1.6
+	// jobspecs (consul_token, vault_token): accepted and ignored, as Drover
+	// has no Consul or Vault integration to give them to.
 	ConsulToken *string `json:",omitempty"`
 	VaultToken  *string `json:",omitempty"`
 }

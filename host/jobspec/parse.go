@@ -173,8 +173,10 @@ func isAPIJSON(src []byte) bool {
 
 // decodeJob decodes the job block. Beyond Nomad's API job it reads
 // Drover's scheduler attribute, tasks written directly in the job (each
-// becomes a group of its own, as in Nomad) and a job-level vault block (the
-// default for tasks without one). Dynamic blocks are expanded first.
+// becomes a group of its own, as in Nomad), a job-level vault block (the
+// default for tasks without one) and the consul_token and vault_token
+// attributes of Nomad 1.6 jobspecs (kept in the job as its API JSON keeps
+// them). Dynamic blocks are expanded first.
 func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	job := &Job{}
 	p := Path(nil)
@@ -184,13 +186,21 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 		body = dynblock.Expand(body, d.ctx)
 	}
 	content := d.decodeStruct(body, reflect.ValueOf(&job.Job).Elem(), p, extras{
-		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}},
+		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}, {Name: "consul_token"}, {Name: "vault_token"}},
 		blocks: []hcl.BlockHeaderSchema{{Type: "task", LabelNames: []string{"name"}}, {Type: "vault"}},
 	})
 	if a, ok := content.Attributes["scheduler"]; ok {
 		var s string
 		if d.setAttr(a, reflect.ValueOf(&s).Elem(), p.Attr("scheduler")) {
 			job.Scheduler = &s
+		}
+	}
+	for name, field := range map[string]**string{"consul_token": &job.ConsulToken, "vault_token": &job.VaultToken} {
+		if a, ok := content.Attributes[name]; ok {
+			var s string
+			if d.setAttr(a, reflect.ValueOf(&s).Elem(), p.Attr(name)) {
+				*field = &s
+			}
 		}
 	}
 	var lone []*api.TaskGroup

@@ -820,6 +820,23 @@ func TestParse_LoneTaskAndVault(t *testing.T) {
 	}
 }
 
+// TestParse_NomadTokens: Nomad 1.6 jobspecs may carry consul_token and
+// vault_token; they are accepted and kept as the API JSON keeps them.
+func TestParse_NomadTokens(t *testing.T) {
+	src := `job "j" {
+  consul_token = "c-123"
+  vault_token  = "s.abc"
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`
+	parse(t, src)
+	p, _ := jobspec.Parse(jobspec.Config{Path: "job.hcl", Body: []byte(src)})
+	if c, v := p.Job.ConsulToken, p.Job.VaultToken; c == nil || *c != "c-123" || v == nil || *v != "s.abc" {
+		t.Errorf("consul token %v, vault token %v", c, v)
+	}
+}
+
 func TestParse_HCLJSONSyntax(t *testing.T) {
 	job := parse(t, `{
   "variable": {"img": {"default": "nginx"}},
