@@ -203,7 +203,8 @@ func (c *checker) group(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 }
 
 func (c *checker) disconnect(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
-	if tg.MaxClientDisconnect != nil && tg.StopAfterClientDisconnect != nil {
+	legacyBoth := tg.MaxClientDisconnect != nil && tg.StopAfterClientDisconnect != nil
+	if legacyBoth {
 		c.add(p.Attr("max_client_disconnect"), "cannot be set together with stop_after_client_disconnect")
 	}
 	if tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect < 0 {
@@ -230,7 +231,11 @@ func (c *checker) disconnect(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 	if d.StopOnClientAfter != nil && *d.StopOnClientAfter < 0 {
 		c.add(dp.Attr("stop_on_client_after"), "must not be negative, not %s", *d.StopOnClientAfter)
 	}
-	if d.LostAfter > 0 && d.StopOnClientAfter != nil && *d.StopOnClientAfter > 0 {
+	// A disconnect block that Canonicalize made of the two legacy fields
+	// repeats their conflict, reported above where the user wrote it.
+	fromLegacy := legacyBoth && d.LostAfter == *tg.MaxClientDisconnect && d.StopOnClientAfter != nil &&
+		*d.StopOnClientAfter == *tg.StopAfterClientDisconnect
+	if d.LostAfter > 0 && d.StopOnClientAfter != nil && *d.StopOnClientAfter > 0 && !fromLegacy {
 		c.add(dp, "lost_after and stop_on_client_after cannot both be set")
 	}
 	switch d.Reconcile {
