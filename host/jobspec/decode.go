@@ -321,15 +321,20 @@ func (d *decoder) decodeBlock(b *hcl.Block, target reflect.Value, p Path) {
 }
 
 // setMapBlock decodes a block of attributes into a map of strings (meta,
-// env) or of string lists (a check's header).
+// env) or of string lists (a check's header). An attribute that is null
+// is left out, as null entries are in the attribute form (meta = {...}).
 func (d *decoder) setMapBlock(body hcl.Body, fv reflect.Value) {
 	attrs := d.anyAttributes(body)
 	if fv.IsNil() {
 		fv.Set(reflect.MakeMapWithSize(fv.Type(), len(attrs)))
 	}
 	for name, a := range attrs {
+		val, ok := d.value(a.Expr)
+		if !ok || val.IsNull() {
+			continue
+		}
 		ev := reflect.New(fv.Type().Elem()).Elem()
-		if d.setValue(a.Expr, ev) {
+		if d.assign(a.Expr, val, ev) {
 			fv.SetMapIndex(reflect.ValueOf(name), ev)
 		}
 	}
@@ -344,22 +349,38 @@ func (d *decoder) setAttr(a *hcl.Attribute, fv reflect.Value, p Path) bool {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-// setValue evaluates expr and stores it in fv, converting it to fv's type.
-// It reports whether it succeeded.
+// setValue evaluates expr and stores it in fv, converting it to fv's type;
+// null leaves fv unset. It reports whether it succeeded.
 func (d *decoder) setValue(expr hcl.Expression, fv reflect.Value) bool {
-	val, diags := d.eval(expr)
-	d.add(diags...)
-	if diags.HasErrors() {
+	val, ok := d.value(expr)
+	if !ok {
 		return false
 	}
 	if val.IsNull() {
 		return true
 	}
+	return d.assign(expr, val, fv)
+}
+
+// value evaluates expr, which must be known when the job is parsed. It
+// reports whether it succeeded.
+func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
+	val, diags := d.eval(expr)
+	d.add(diags...)
+	if diags.HasErrors() {
+		return cty.NilVal, false
+	}
 	if !val.IsWhollyKnown() {
 		d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown value",
 			Detail: "The value cannot be known when the job is parsed.", Subject: expr.Range().Ptr()})
-		return false
+		return cty.NilVal, false
 	}
+	return val, true
+}
+
+// assign stores val, the value of expr, in fv, converting it to fv's type.
+// It reports whether it succeeded.
+func (d *decoder) assign(expr hcl.Expression, val cty.Value, fv reflect.Value) bool {
 	if err := assign(val, fv); err != nil {
 		d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
 			Detail: sentence(err.Error()), Subject: expr.Range().Ptr(), Expression: expr, EvalContext: d.ctx})
@@ -375,9 +396,14 @@ func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	return expr.Value(d.ctx)
 }
 
-// assign converts val to fv's type and stores it.
+// assign converts val to fv's type and stores it. Within a map of typed
+// values (meta = { a = null }) a null entry is left out; elsewhere, a null
+// within a value (a list element) is an error, as in Nomad.
 func assign(val cty.Value, fv reflect.Value) error {
 	t := fv.Type()
+	if val.IsNull() && t.Kind() != reflect.Interface {
+		return errors.New("null is not allowed here")
+	}
 	if t.Kind() == reflect.Pointer {
 		elem := reflect.New(t.Elem())
 		if err := assign(val, elem.Elem()); err != nil {
@@ -455,6 +481,9 @@ func assign(val cty.Value, fv reflect.Value) error {
 		out := reflect.MakeMapWithSize(t, val.LengthInt())
 		for it := val.ElementIterator(); it.Next(); {
 			k, ev := it.Element()
+			if ev.IsNull() && t.Elem().Kind() != reflect.Interface {
+				continue
+			}
 			elem := reflect.New(t.Elem()).Elem()
 			if t.Elem().Kind() == reflect.Interface {
 				if gv := goValue(ev); gv != nil {

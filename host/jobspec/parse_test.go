@@ -556,6 +556,52 @@ job "j" {
 	}
 }
 
+// TestParse_NullValues: null leaves an attribute unset and an entry of
+// meta or env out, in either form; a null element of a list is an error.
+// None of them may panic (Nomad refuses them all).
+func TestParse_NullValues(t *testing.T) {
+	job := parse(t, `
+variable "owner" {
+  default = null
+}
+job "j" {
+  meta = { owner = var.owner, team = "ops" }
+  group "g" {
+    task "t" {
+      driver = "exec"
+      user   = null
+      env = {
+        A = null
+        B = "b"
+      }
+      meta {
+        C = var.owner
+        D = "d"
+      }
+    }
+  }
+}`)
+	task := job.TaskGroups[0].Tasks[0]
+	if _, ok := job.Meta["owner"]; ok || job.Meta["team"] != "ops" {
+		t.Errorf("job meta = %v, want only team", job.Meta)
+	}
+	if _, ok := task.Env["A"]; ok || task.Env["B"] != "b" {
+		t.Errorf("env = %v, want only B", task.Env)
+	}
+	if _, ok := task.Meta["C"]; ok || task.Meta["D"] != "d" {
+		t.Errorf("task meta = %v, want only D", task.Meta)
+	}
+	got := parseErr(t, `job "j" {
+  datacenters = ["dc1", null]
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+	if want := "job.hcl:2:17: error: Invalid value; Element 1: null is not allowed here."; !strings.Contains(got, want) {
+		t.Errorf("a null list element:\n%s\nwant %q", got, want)
+	}
+}
+
 func TestParse_FreeformConfigAsNomad(t *testing.T) {
 	job := parse(t, `job "j" {
   group "g" {
