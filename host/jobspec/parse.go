@@ -182,8 +182,11 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	p := Path(nil)
 	d.record(p, b.DefRange)
 	body := b.Body
-	if d.hasDynamic(b) {
-		body = dynblock.Expand(body, d.ctx)
+	if dynamic, args := d.dynamicBlocks(b); dynamic {
+		// dynblock evaluates for_each and labels itself, in a context
+		// where the runtime variables they use stand for themselves
+		// (for_each = { "${attr.cpu.arch}" = "amd64" }).
+		body = dynblock.Expand(body, d.rt.context(args))
 	}
 	content := d.decodeStruct(body, reflect.ValueOf(&job.Job).Elem(), p, extras{
 		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}, {Name: "consul_token"}, {Name: "vault_token"}},
@@ -230,18 +233,25 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	return job
 }
 
-// hasDynamic reports whether the block holds a dynamic block anywhere.
-func (d *decoder) hasDynamic(b *hcl.Block) bool {
+// dynamicBlocks reports whether the block holds a dynamic block anywhere,
+// and returns the for_each and labels arguments of those it holds.
+func (d *decoder) dynamicBlocks(b *hcl.Block) (bool, []hcl.Expression) {
 	body, ok := d.syntax[b.DefRange]
 	if !ok {
-		return true // JSON syntax: let dynblock look
+		return true, nil // JSON syntax: let dynblock look
 	}
 	found := false
+	var args []hcl.Expression
 	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
 		if blk, ok := n.(*hclsyntax.Block); ok && blk.Type == "dynamic" {
 			found = true
+			for _, name := range []string{"for_each", "labels"} {
+				if a, ok := blk.Body.Attributes[name]; ok {
+					args = append(args, a.Expr)
+				}
+			}
 		}
 		return nil
 	})
-	return found
+	return found, args
 }

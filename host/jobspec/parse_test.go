@@ -723,6 +723,29 @@ job "j" {
 	}
 }
 
+// TestParse_DynamicForEachWithRuntimeVariables: a dynamic block's for_each
+// may name runtime variables, kept as written, as Nomad keeps them.
+func TestParse_DynamicForEachWithRuntimeVariables(t *testing.T) {
+	job := parse(t, `
+job "j" {
+  group "g" {
+    dynamic "constraint" {
+      for_each = { "${attr.kernel.name}" = "linux", "${attr.cpu.arch}" = "amd64" }
+      content {
+        attribute = constraint.key
+        value     = constraint.value
+      }
+    }
+    task "t" { driver = "exec" }
+  }
+}`)
+	cs := job.TaskGroups[0].Constraints
+	if len(cs) != 2 || cs[0].LTarget != "${attr.cpu.arch}" || cs[0].RTarget != "amd64" ||
+		cs[1].LTarget != "${attr.kernel.name}" || cs[1].RTarget != "linux" {
+		t.Errorf("constraints = %v", cs)
+	}
+}
+
 // TestParse_DynamicGroupContentSeesItsIterator: inside a dynamic block's
 // content, the blocks read without a schema (a task's config, env, meta)
 // see the iterator like every other attribute, as in Nomad (#9871); a

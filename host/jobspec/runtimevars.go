@@ -51,6 +51,28 @@ func (r *runtimeVars) add(expr hcl.Expression) {
 	}
 }
 
+// context returns a child of the parse's context in which the runtime
+// variables exprs refer to stand for themselves, for expressions that are
+// evaluated later and not through add (dynamic blocks' for_each and
+// labels, which dynblock evaluates). Iterators of dynamic blocks that
+// exprs use are given stand-ins too, which their iterations shadow.
+func (r *runtimeVars) context(exprs []hcl.Expression) *hcl.EvalContext {
+	tree := map[string]any{}
+	for _, expr := range exprs {
+		for _, t := range expr.Variables() {
+			if !definedRoots[t.RootName()] {
+				addTraversal(tree, t)
+			}
+		}
+	}
+	ctx := r.ctx.NewChild()
+	ctx.Variables = make(map[string]cty.Value, len(tree))
+	for root, v := range tree {
+		ctx.Variables[root] = toValue(v)
+	}
+	return ctx
+}
+
 // addTraversal records a traversal in a tree of nested maps whose leaves
 // are the traversal's source text.
 // Attribute steps and string index steps (env["a.b"]) are followed; other
