@@ -294,7 +294,9 @@ func (a *API) jobParse(w http.ResponseWriter, r *http.Request) (any, error) {
 	if req.HCLv1 {
 		return nil, errorf(http.StatusBadRequest, "HCL1 jobspecs are not supported; Drover reads HCL2 jobspecs")
 	}
-	p, diags := jobspec.Parse(jobspec.Config{Path: "input.hcl", Body: []byte(req.JobHCL), VarContent: req.Variables})
+	// As in Nomad, Variables may set variables the jobspec does not declare.
+	p, diags := jobspec.Parse(jobspec.Config{Path: "input.hcl", Body: []byte(req.JobHCL), VarContent: req.Variables,
+		IgnoreUndeclaredVars: true})
 	if diags.HasErrors() {
 		return nil, errorf(http.StatusBadRequest, "%s", jobspec.FormatDiagnostics(p.Sources, diags))
 	}

@@ -68,6 +68,21 @@ func waitEval(t *testing.T, c *api.Client, id string) *api.Evaluation {
 	return nil
 }
 
+// TestNomadClient_ParseIgnoresUndeclaredVariables: as in Nomad, the
+// variables sent with a jobspec to be parsed may include some the jobspec
+// does not declare (one set of variables for several jobs).
+func TestNomadClient_ParseIgnoresUndeclaredVariables(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Variables: "replicas = 3\nregion_name = \"eu\"\n"})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if *job.TaskGroups[0].Count != 3 {
+		t.Fatalf("count = %d, want 3", *job.TaskGroups[0].Count)
+	}
+}
+
 // TestNomadClient_JobLifecycle drives the API with Nomad's official Go
 // client: parse a jobspec on the server, register it, read it back, list
 // its evaluations and allocations, list nodes, stop the job and purge it.

@@ -36,6 +36,12 @@ type Config struct {
 	// AllowFS lets the jobspec call file(), fileset() and the other file
 	// system functions (the CLI allows them; the server does not).
 	AllowFS bool
+	// IgnoreUndeclaredVars makes a value for a variable the jobspec does
+	// not declare (in a variable file, VarContent or Vars) a warning rather
+	// than an error. Nomad's /v1/jobs/parse endpoint ignores such values,
+	// so that one set of variables can serve several jobs; `nomad job run`
+	// and Drover's CLI refuse them.
+	IgnoreUndeclaredVars bool
 }
 
 // Parsed is a parsed jobspec.
@@ -101,7 +107,11 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 	diags = append(diags, ds...)
 	vars := map[string]*variable{}
 	diags = append(diags, declareVariables(content.Blocks, vars)...)
-	diags = append(diags, setVariables(vars, cfg.Env, varFiles, cfg.Vars)...)
+	undeclared := hcl.DiagError
+	if cfg.IgnoreUndeclaredVars {
+		undeclared = hcl.DiagWarning
+	}
+	diags = append(diags, setVariables(vars, cfg.Env, varFiles, cfg.Vars, undeclared)...)
 	ctx := &hcl.EvalContext{
 		Functions: functions(filepath.Dir(cfg.Path), cfg.AllowFS),
 		Variables: map[string]cty.Value{},

@@ -420,6 +420,42 @@ job "j" {
 	}
 }
 
+// TestParse_IgnoreUndeclaredVars: values for variables the jobspec does not
+// declare are errors, or warnings with IgnoreUndeclaredVars (the server's
+// parse endpoint, as in Nomad).
+func TestParse_IgnoreUndeclaredVars(t *testing.T) {
+	src := `
+variable "replicas" {
+  default = 1
+}
+job "j" {
+  group "g" {
+    count = var.replicas
+    task "t" { driver = "exec" }
+  }
+}`
+	vars := func(c *jobspec.Config) {
+		c.VarContent = "replicas = 3\nregion_name = \"eu\"\n"
+		c.Vars = []string{"colour=red"}
+	}
+	got := parseErr(t, src, vars)
+	for _, want := range []string{`<variables>:2:1: error: Undefined variable; The variable file sets "region_name"`,
+		`error: Undefined -var variable; -var sets "colour"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("strict: diagnostics do not contain %q:\n%s", want, got)
+		}
+	}
+	cfg := jobspec.Config{Path: "job.hcl", Body: []byte(src), IgnoreUndeclaredVars: true}
+	vars(&cfg)
+	p, diags := jobspec.Parse(cfg)
+	if diags.HasErrors() || len(diags) != 2 {
+		t.Fatalf("want two warnings:\n%s", jobspec.FormatDiagnostics(p.Sources, diags))
+	}
+	if got := *p.Job.TaskGroups[0].Count; got != 3 {
+		t.Errorf("count = %d, want 3", got)
+	}
+}
+
 // TestParse_UntypedVariablesTakeTheirDefaultsType: a variable declared
 // without a type has the type of its default, as in Nomad, so a number
 // given with -var or NOMAD_VAR_ is a number (var.replicas == 3 holds), and

@@ -208,7 +208,10 @@ func gohclString(a *hcl.Attribute, out *string) hcl.Diagnostics {
 
 // setVariables applies values from the environment, variable files (in
 // order) and -var arguments (in order), each overriding the one before.
-func setVariables(vars map[string]*variable, env []string, files []*hcl.File, args []string) hcl.Diagnostics {
+// A value for a variable the jobspec does not declare is a diagnostic of
+// severity undeclared.
+func setVariables(vars map[string]*variable, env []string, files []*hcl.File, args []string,
+	undeclared hcl.DiagnosticSeverity) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	set := func(v *variable, val cty.Value, from string, rng hcl.Range) {
 		conv, err := convert.Convert(val, v.typ)
@@ -257,7 +260,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 		for _, a := range sortedAttrs(attrs) {
 			v := vars[a.Name]
 			if v == nil {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undefined variable",
+				diags = append(diags, &hcl.Diagnostic{Severity: undeclared, Summary: "Undefined variable",
 					Detail:  fmt.Sprintf("The variable file sets %q, which the jobspec does not declare.", a.Name),
 					Subject: a.NameRange.Ptr()})
 				continue
@@ -278,7 +281,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 		}
 		v := vars[name]
 		if v == nil {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undefined -var variable",
+			diags = append(diags, &hcl.Diagnostic{Severity: undeclared, Summary: "Undefined -var variable",
 				Detail: fmt.Sprintf("-var sets %q, which the jobspec does not declare; declare it with a variable block.", name)})
 			continue
 		}
