@@ -11,8 +11,8 @@ import (
 // TasksUpdated reports whether task group tg changed between job versions
 // a and b in a way that needs its allocations replaced (a destructive
 // update), and names the change. Everything else (count, constraints,
-// affinities' weights aside, update and reschedule policies, meta outside
-// tasks) is applied in place.
+// update and reschedule policies, services outside Connect, log rotation,
+// meta outside tasks) is applied in place.
 func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 	ga, gb := a.LookupTaskGroup(tg), b.LookupTaskGroup(tg)
 	if ga == nil || gb == nil {
@@ -29,7 +29,11 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 		return true, "affinities"
 	case !reflect.DeepEqual(spreads(a, ga), spreads(b, gb)):
 		return true, "spreads"
-	case !reflect.DeepEqual(ga.Volumes, gb.Volumes):
+	}
+	if why := connectServicesUpdated(ga.Services, gb.Services); why != "" {
+		return true, why
+	}
+	if !reflect.DeepEqual(ga.Volumes, gb.Volumes) {
 		return true, "volume request"
 	}
 	for _, ta := range ga.Tasks {
@@ -51,6 +55,8 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 			return true, "task vault"
 		case !reflect.DeepEqual(ta.Templates, tb.Templates):
 			return true, "task templates"
+		case !reflect.DeepEqual(ta.CSIPluginConfig, tb.CSIPluginConfig):
+			return true, "task csi config"
 		case !reflect.DeepEqual(ta.VolumeMounts, tb.VolumeMounts):
 			return true, "task volume mount"
 		case !maps.Equal(taskMeta(a, ga, ta), taskMeta(b, gb, tb)):
@@ -59,6 +65,10 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 			return true, "task resources"
 		case !reflect.DeepEqual(ta.Identity, tb.Identity):
 			return true, "task identity"
+		case logsDisabled(ta) != logsDisabled(tb):
+			// The task must restart to start or stop collecting its
+			// output; the rest of log_config is applied in place.
+			return true, "task log disabled"
 		}
 	}
 	return false, ""
@@ -76,7 +86,8 @@ func networksEqual(a, b []*sdk.NetworkResource) bool {
 		if x == nil || y == nil {
 			return x == y
 		}
-		return x.Mode == y.Mode && x.MBits == y.MBits && slices.Equal(x.ReservedPorts, y.ReservedPorts) &&
+		return x.Mode == y.Mode && x.MBits == y.MBits && x.Hostname == y.Hostname && reflect.DeepEqual(x.DNS, y.DNS) &&
+			slices.Equal(x.ReservedPorts, y.ReservedPorts) &&
 			slices.EqualFunc(x.DynamicPorts, y.DynamicPorts, func(p, q sdk.Port) bool {
 				return p.Label == q.Label && p.To == q.To && p.HostNetwork == q.HostNetwork
 			})
@@ -112,4 +123,70 @@ func taskMeta(j *sdk.Job, tg *sdk.TaskGroup, t *sdk.Task) map[string]string {
 	maps.Copy(out, tg.Meta)
 	maps.Copy(out, t.Meta)
 	return out
+}
+
+// logsDisabled reports whether the task's log_config turns log collection
+// off.
+func logsDisabled(t *sdk.Task) bool {
+	d, _ := t.LogConfig["Disabled"].(bool)
+	return d
+}
+
+// connectServicesUpdated names the change from services b to a (a group's,
+// new then old, as TasksUpdated takes its jobs) that needs new allocations,
+// or returns "": a service of a with a Connect block whose namesake in b
+// has none, or a different native, gateway or sidecar task, a sidecar
+// service added, removed or moved to another port, or another port label
+// (the Connect plumbing derives from it). Services without Connect, and the
+// sidecar's tags and proxy, are updated in place through the service
+// registration. Removing Connect replaces the allocations through the
+// sidecar task it removes.
+func connectServicesUpdated(a, b []sdk.Opaque) string {
+	for _, sa := range a {
+		ca := asMap(sa["Connect"])
+		if ca == nil {
+			continue
+		}
+		for _, sb := range b {
+			if sb["Name"] != sa["Name"] {
+				continue
+			}
+			cb := asMap(sb["Connect"])
+			switch {
+			case cb == nil:
+				return "connect added"
+			case !reflect.DeepEqual(ca["Native"], cb["Native"]):
+				return "connect native"
+			case !reflect.DeepEqual(ca["Gateway"], cb["Gateway"]):
+				return "connect gateway"
+			case !reflect.DeepEqual(ca["SidecarTask"], cb["SidecarTask"]):
+				return "connect sidecar task"
+			}
+			ssa := asMap(ca["SidecarService"])
+			ssb := asMap(cb["SidecarService"])
+			switch {
+			case ssa == nil && ssb != nil:
+				return "connect sidecar service removed"
+			case ssa != nil && ssb == nil:
+				return "connect sidecar service added"
+			case ssa != nil && !reflect.DeepEqual(ssa["Port"], ssb["Port"]):
+				return "connect port"
+			case !reflect.DeepEqual(sa["PortLabel"], sb["PortLabel"]):
+				return "connect service port label"
+			}
+			break
+		}
+	}
+	return ""
+}
+
+// asMap returns a nested block of an opaque value, or nil.
+func asMap(v any) map[string]any {
+	switch m := v.(type) {
+	case map[string]any:
+		return m
+	case sdk.Opaque:
+		return m
+	}
+	return nil
 }

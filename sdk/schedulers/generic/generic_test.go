@@ -200,6 +200,88 @@ func TestService_Updates(t *testing.T) {
 	}
 }
 
+// TestService_UpdateKinds checks, field by field, which job changes replace
+// the allocations (destructive) and which update them in place, as Nomad
+// v1.6.1's tasksUpdated decides. base is applied to both versions.
+func TestService_UpdateKinds(t *testing.T) {
+	bridge := func(j *sdk.Job) { j.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "bridge"}} }
+	logs := func(disabled bool) sdk.Opaque {
+		return sdk.Opaque{"MaxFiles": int64(10), "MaxFileSizeMB": int64(10), "Disabled": disabled}
+	}
+	connect := func(port, tags string) sdk.Opaque {
+		return sdk.Opaque{"Name": "api", "PortLabel": "http", "Connect": map[string]any{
+			"SidecarService": map[string]any{"Port": port, "Tags": []any{tags}}}}
+	}
+	cases := []struct {
+		name        string
+		base        func(j *sdk.Job)
+		change      func(j *sdk.Job)
+		destructive bool
+	}{
+		{name: "log rotation is in place",
+			base:   func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig = logs(false) },
+			change: func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig["MaxFiles"] = int64(3) }},
+		{name: "disabling logs is destructive", destructive: true,
+			base:   func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig = logs(false) },
+			change: func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig = logs(true) }},
+		{name: "enabling logs is destructive", destructive: true,
+			base:   func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig = logs(true) },
+			change: func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].LogConfig = logs(false) }},
+		{name: "network hostname is destructive", destructive: true, base: bridge,
+			change: func(j *sdk.Job) { j.TaskGroups[0].Networks[0].Hostname = "web-1" }},
+		{name: "network dns is destructive", destructive: true, base: bridge,
+			change: func(j *sdk.Job) { j.TaskGroups[0].Networks[0].DNS = sdk.Opaque{"Servers": []any{"1.1.1.1"}} }},
+		{name: "csi plugin config is destructive", destructive: true,
+			change: func(j *sdk.Job) {
+				j.TaskGroups[0].Tasks[0].CSIPluginConfig = sdk.Opaque{"ID": "ebs", "Type": "node", "MountDir": "/csi"}
+			}},
+		{name: "connect sidecar tags are in place", base: func(j *sdk.Job) {
+			j.TaskGroups[0].Services = []sdk.Opaque{connect("", "a")}
+		}, change: func(j *sdk.Job) { j.TaskGroups[0].Services = []sdk.Opaque{connect("", "b")} }},
+		{name: "connect sidecar port is destructive", destructive: true, base: func(j *sdk.Job) {
+			j.TaskGroups[0].Services = []sdk.Opaque{connect("", "a")}
+		}, change: func(j *sdk.Job) { j.TaskGroups[0].Services = []sdk.Opaque{connect("9000", "a")} }},
+		{name: "connect service port label is destructive", destructive: true, base: func(j *sdk.Job) {
+			j.TaskGroups[0].Services = []sdk.Opaque{connect("", "a")}
+		}, change: func(j *sdk.Job) {
+			s := connect("", "a")
+			s["PortLabel"] = "admin"
+			j.TaskGroups[0].Services = []sdk.Opaque{s}
+		}},
+		{name: "adding connect to a service is destructive", destructive: true, base: func(j *sdk.Job) {
+			j.TaskGroups[0].Services = []sdk.Opaque{{"Name": "api", "PortLabel": "http"}}
+		}, change: func(j *sdk.Job) { j.TaskGroups[0].Services = []sdk.Opaque{connect("", "a")} }},
+		{name: "a plain service's tags are in place", base: func(j *sdk.Job) {
+			j.TaskGroups[0].Services = []sdk.Opaque{{"Name": "api", "Tags": []any{"a"}}}
+		}, change: func(j *sdk.Job) { j.TaskGroups[0].Services = []sdk.Opaque{{"Name": "api", "Tags": []any{"b"}}} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 3)
+			for _, n := range nodes {
+				n.NodeResources.Networks = []*sdk.NetworkResource{{Mode: "bridge"}}
+			}
+			h.UpsertNodes(nodes...)
+			old := schedtest.ServiceJob("web", 3)
+			if tc.base != nil {
+				tc.base(old)
+			}
+			before := ids(running(h, old, nodes, 3))
+			job := old.Copy()
+			tc.change(job)
+			h.Process(service, h.RegisterJob(job))
+			plan := h.LastPlan()
+			fresh, inplace := split(h, before, plan)
+			stopped := len(schedtest.Stopped(plan))
+			if tc.destructive && (len(fresh) != 3 || stopped != 3 || len(inplace) != 0) ||
+				!tc.destructive && (len(fresh) != 0 || stopped != 0 || len(inplace) != 3) {
+				t.Fatalf("placed %d, stopped %d, updated in place %d; destructive %v", len(fresh), stopped, len(inplace), tc.destructive)
+			}
+		})
+	}
+}
+
 func TestService_Stop(t *testing.T) {
 	h := schedtest.New(t)
 	nodes := schedtest.Nodes("n", 2)
