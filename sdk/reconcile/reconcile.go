@@ -919,8 +919,16 @@ func (r *reconciler) rescheduleTiming(a *sdk.Allocation, disconnecting bool) (no
 	return now, later, at
 }
 
+// minKillTimeout is the least time a task is given to stop (Nomad's
+// default kill_timeout).
+const minKillTimeout = 5 * time.Second
+
 // delayByStopAfterClientDisconnect returns the lost allocations whose group
-// waits (stop_after_client_disconnect) before replacing them.
+// waits (stop_after_client_disconnect) before replacing them: the client
+// stops them that long after losing the servers, and takes up to the
+// longest kill_timeout of their tasks to do so. The wait counts from when
+// the allocation was found lost: now, when this pass finds it (its node's
+// last heartbeat is not in the state), or when it was reported lost.
 func (r *reconciler) delayByStopAfterClientDisconnect(lost set) []delayed {
 	var out []delayed
 	for _, a := range lost.sorted() {
@@ -928,8 +936,24 @@ func (r *reconciler) delayByStopAfterClientDisconnect(lost set) []delayed {
 		if d == 0 {
 			continue
 		}
-		if at := LastEventTime(a).Add(d); at.After(r.now) {
+		from := r.now
+		if a.ClientStatus == sdk.AllocClientStatusLost {
+			from = LastEventTime(a)
+		}
+		if at := from.Add(d + killTimeout(a)); at.After(r.now) {
 			out = append(out, delayed{alloc: a, at: at})
+		}
+	}
+	return out
+}
+
+// killTimeout is the longest kill_timeout of an allocation's tasks, at
+// least minKillTimeout.
+func killTimeout(a *sdk.Allocation) time.Duration {
+	out := minKillTimeout
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil {
+		for _, t := range tg.Tasks {
+			out = max(out, t.KillTimeout)
 		}
 	}
 	return out

@@ -320,6 +320,72 @@ func TestService_NothingToDo(t *testing.T) {
 	}
 }
 
+// TestService_StopAfterClientDisconnectDelaysReplacement: an allocation
+// found lost on a down node, in a group whose client stops it after a
+// while (stop_after_client_disconnect, or disconnect.stop_on_client_after),
+// is stopped at once but replaced only once that while and the task's
+// kill_timeout (at least 5s) have passed since the node was found down, by
+// a follow-up eval, however long ago the allocation last changed.
+func TestService_StopAfterClientDisconnectDelaysReplacement(t *testing.T) {
+	minute := time.Minute
+	cases := []struct {
+		name string
+		set  func(tg *sdk.TaskGroup)
+		wait time.Duration
+	}{
+		{"stop_after_client_disconnect", func(tg *sdk.TaskGroup) { tg.StopAfterClientDisconnect = &minute }, time.Minute + 5*time.Second},
+		{"stop_on_client_after and a longer kill_timeout", func(tg *sdk.TaskGroup) {
+			tg.Disconnect = &sdk.DisconnectStrategy{StopOnClientAfter: &minute}
+			tg.Tasks[0].KillTimeout = 30 * time.Second
+		}, 90 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 3)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 2)
+			tc.set(job.TaskGroups[0])
+			allocs := running(h, job, nodes, 2)
+			for _, a := range allocs {
+				a.ModifyTime = h.Now.Add(-time.Hour).UnixNano()
+			}
+			h.UpsertAllocs(allocs...)
+			down := *nodes[0]
+			down.Status = sdk.NodeStatusDown
+			h.UpsertNodes(&down)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+
+			plan := h.LastPlan()
+			stopped := schedtest.Stopped(plan)
+			if len(stopped) != 1 || stopped[0].ID != allocs[0].ID || stopped[0].ClientStatus != sdk.AllocClientStatusLost {
+				t.Fatalf("stopped %v, want %s lost", names(stopped), allocs[0].Name)
+			}
+			if placed := schedtest.Placed(plan); len(placed) != 0 {
+				t.Fatalf("replaced at once: %v", names(placed))
+			}
+			if len(h.Created) != 1 {
+				t.Fatalf("created %d evals, want one follow-up", len(h.Created))
+			}
+			follow := h.Created[0]
+			if follow.TriggeredBy != sdk.EvalTriggerRetryFailedAlloc || !follow.WaitUntil.Equal(h.Now.Add(tc.wait)) {
+				t.Fatalf("follow-up %s waits until %v, want %s at %v", follow.TriggeredBy, follow.WaitUntil, sdk.EvalTriggerRetryFailedAlloc, h.Now.Add(tc.wait))
+			}
+			if got := h.Alloc(allocs[0].ID).FollowupEvalID; got != follow.ID {
+				t.Fatalf("lost allocation's follow-up eval %q, want %q", got, follow.ID)
+			}
+
+			h.Now = follow.WaitUntil
+			h.UpsertEval(follow)
+			h.Process(service, follow)
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || placed[0].Name != allocs[0].Name || placed[0].NodeID == nodes[0].ID {
+				t.Fatalf("follow-up placed %v, want %s off the down node", names(placed), allocs[0].Name)
+			}
+		})
+	}
+}
+
 func TestService_LostAndMigrating(t *testing.T) {
 	cases := []struct {
 		name       string
