@@ -364,6 +364,11 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		desired.Stop += uint64(len(extra))
 		untainted = untainted.difference(extra)
 	}
+	if failed := failedWhileAway(untainted); len(failed) > 0 {
+		r.markStop(failed, sdk.AllocClientStatusFailed, AllocRescheduled)
+		desired.Stop += uint64(len(failed))
+		untainted = untainted.difference(failed)
+	}
 
 	untainted, rescheduleNow, rescheduleLater := r.filterByRescheduleable(untainted, false)
 	_, rescheduleDisconnecting, _ := r.filterByRescheduleable(disconnecting, true)
@@ -708,6 +713,22 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 			out[orig.ID] = orig
 		} else {
 			out[repl.ID] = repl
+		}
+	}
+	return out
+}
+
+// failedWhileAway returns the allocations of s that their node, back from
+// a disconnect, reports failed, and that were replaced while it was away:
+// they are stopped (their replacement runs in their stead), as Nomad stops
+// an allocation that fails to reconnect. Such an allocation is still
+// desired to run yet already has its NextAllocation: a failed allocation
+// rescheduled otherwise is stopped by the plan that replaces it.
+func failedWhileAway(s set) set {
+	out := set{}
+	for id, a := range s {
+		if a.DesiredStatus == sdk.AllocDesiredStatusRun && a.ClientStatus == sdk.AllocClientStatusFailed && a.NextAllocation != "" {
+			out[id] = a
 		}
 	}
 	return out

@@ -1308,6 +1308,30 @@ func TestService_DisconnectedClient(t *testing.T) {
 		}
 	})
 
+	// Back from the disconnect, the node reports the original failed while
+	// away: it is stopped (failed), its replacement runs on, and nothing is
+	// placed in its stead.
+	t.Run("reconnect failed: the original is stopped", func(t *testing.T) {
+		h, job, orig := setup(t, true, "")
+		repl := replacementOf(h, orig)
+		n0 := h.State().Node("n-000").Copy()
+		n0.Status = sdk.NodeStatusReady
+		h.UpsertNodes(n0)
+		h.SetClientStatus(sdk.AllocClientStatusFailed, orig)
+		h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+		stopped := schedtest.Stopped(h.LastPlan())
+		if len(stopped) != 1 || stopped[0].ID != orig.ID || stopped[0].DesiredDescription != reconcile.AllocRescheduled ||
+			stopped[0].ClientStatus != sdk.AllocClientStatusFailed {
+			t.Fatalf("stopped %+v, want only %s (%s, failed)", stopped, orig.ID, reconcile.AllocRescheduled)
+		}
+		if len(schedtest.Placed(h.LastPlan())) != 0 {
+			t.Fatalf("placed on reconnect: %+v", schedtest.Placed(h.LastPlan()))
+		}
+		if live := h.Live("default", "web"); len(live) != 1 || live[0].ID != repl.ID {
+			t.Fatalf("live after the reconnect: %v, want the replacement alone", liveNames(live))
+		}
+	})
+
 	for _, tc := range []struct {
 		mode         string
 		keepOriginal bool
