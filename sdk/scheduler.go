@@ -85,8 +85,10 @@ type State interface {
 	// Nodes returns every node, ordered by ID.
 	Nodes() []*Node
 	Node(id string) *Node
-	// NodeUsage is what the node's non-terminal allocations hold, kept up
-	// to date as allocations change rather than summed on demand.
+	// NodeUsage is what the node's allocations hold, kept up to date as
+	// allocations change rather than summed on demand: all but those the
+	// node reports finished, so that one the servers stopped holds its
+	// resources until its tasks have stopped.
 	NodeUsage(nodeID string) Usage
 	Job(namespace, id string) *Job
 	// JobVersion returns a version of a job that allocations still run.

@@ -513,7 +513,7 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 		if err := countHealth(tx, old, &a, req.UpdatedAt); err != nil {
 			return err
 		}
-		if a.ClientTerminalStatus() && !old.TerminalStatus() {
+		if a.ClientTerminalStatus() && !old.ClientTerminalStatus() {
 			if n := tx.Node(a.NodeID); n != nil {
 				fx.unblock(n.ComputedClass)
 			}

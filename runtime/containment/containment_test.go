@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,8 @@ func TestContainment_MisbehavingPluginsFailOnlyTheirEval(t *testing.T) {
 				// job untouched, and new jobs still schedule.
 				snap := s.Store().Snapshot()
 				for _, n := range snap.Nodes() {
-					if ok, dim := feasible.AllocsFit(n, snap.AllocsByNode(n.ID)); !ok {
+					live := slices.DeleteFunc(slices.Clone(snap.AllocsByNode(n.ID)), (*sdk.Allocation).TerminalStatus)
+					if ok, dim := feasible.AllocsFit(n, live); !ok {
 						t.Fatalf("node %s over-committed (%s)", n.ID, dim)
 					}
 				}

@@ -42,11 +42,12 @@ func SharesPerCore(n *sdk.Node) int64 {
 	return n.NodeResources.Cpu.CpuShares / int64(n.NodeResources.Cpu.TotalCpuCores)
 }
 
-// UsedCores returns the cores the non-terminal allocations hold.
+// UsedCores returns the cores the allocations hold (all but those their
+// node reports finished).
 func UsedCores(allocs []*sdk.Allocation) map[uint16]bool {
 	used := map[uint16]bool{}
 	for _, a := range allocs {
-		if a.TerminalStatus() || a.AllocatedResources == nil {
+		if a.ClientTerminalStatus() || a.AllocatedResources == nil {
 			continue
 		}
 		for _, t := range a.AllocatedResources.Tasks {

@@ -136,9 +136,10 @@ func NewDeviceAllocator(ch *Checker, node *sdk.Node, allocs []*sdk.Allocation) *
 	return a
 }
 
-// AddAlloc marks the devices alloc holds as used.
+// AddAlloc marks the devices alloc holds as used (none once its node
+// reports it finished).
 func (a *DeviceAllocator) AddAlloc(al *sdk.Allocation) {
-	if al.TerminalStatus() || al.AllocatedResources == nil {
+	if al.ClientTerminalStatus() || al.AllocatedResources == nil {
 		return
 	}
 	for _, t := range al.AllocatedResources.Tasks {

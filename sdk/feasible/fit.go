@@ -19,18 +19,21 @@ const (
 // AllocsFit reports whether allocs, all meant to run on node, fit on it
 // together; if not it names the exhausted dimension as Nomad reports it
 // ("cpu", "memory", "disk", "cores", "network: port collision", ...).
-// Terminal allocations hold nothing. Beyond quantities it checks what must
-// not be shared: host ports (with the node's own reserved ports), reserved
-// cores (which must also exist on the node) and device instances (which
-// must exist and be healthy). Schedulers and the host's plan applier use
-// this one function, so both judge fit alike.
+// Allocations the node reports finished hold nothing; one the servers
+// stopped still holds what it has until then (its tasks may take their
+// kill_timeout to stop): callers that count it free, as the host's plan
+// applier does (Nomad's too), leave it out of allocs. Beyond quantities it
+// checks what must not be shared: host ports (with the node's own reserved
+// ports), reserved cores (which must also exist on the node) and device
+// instances (which must exist and be healthy). Schedulers and the host's
+// plan applier use this one function, so both judge fit alike.
 func AllocsFit(node *sdk.Node, allocs []*sdk.Allocation) (bool, string) {
 	var used sdk.Usage
 	var ports *PortSet
 	var cores map[uint16]bool
 	var devices map[string]bool
 	for _, a := range allocs {
-		if a.TerminalStatus() {
+		if a.ClientTerminalStatus() {
 			continue
 		}
 		used.Add(a.Usage())

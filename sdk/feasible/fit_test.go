@@ -41,6 +41,10 @@ func TestAllocsFit(t *testing.T) {
 	}
 	stopped := alloc("s", 4000, 4096, withPort(8080))
 	stopped.DesiredStatus = sdk.AllocDesiredStatusStop
+	finished := alloc("f", 4000, 4096, withPort(8080))
+	finished.DesiredStatus, finished.ClientStatus = sdk.AllocDesiredStatusStop, sdk.AllocClientStatusComplete
+	failed := alloc("x", 4000, 4096, withPort(8080))
+	failed.ClientStatus = sdk.AllocClientStatusFailed
 	cases := []struct {
 		name   string
 		allocs []*sdk.Allocation
@@ -49,7 +53,9 @@ func TestAllocsFit(t *testing.T) {
 		{"fits", []*sdk.Allocation{alloc("a", 2000, 2048, nil), alloc("b", 2000, 2048, nil)}, ""},
 		{"cpu", []*sdk.Allocation{alloc("a", 3000, 100, nil), alloc("b", 1001, 100, nil)}, "cpu"},
 		{"memory", []*sdk.Allocation{alloc("a", 100, 4097, nil)}, "memory"},
-		{"terminal allocations hold nothing", []*sdk.Allocation{stopped, alloc("a", 4000, 4096, withPort(8080))}, ""},
+		{"finished allocations hold nothing", []*sdk.Allocation{finished, failed, alloc("a", 4000, 4096, withPort(8080))}, ""},
+		{"stopped allocations still running hold their ports", []*sdk.Allocation{stopped, alloc("a", 1, 1, withPort(8080))}, DimPortCollision},
+		{"stopped allocations still running hold their cpu", []*sdk.Allocation{stopped, alloc("a", 1, 1, nil)}, "cpu"},
 		{"distinct ports", []*sdk.Allocation{alloc("a", 1, 1, withPort(8080)), alloc("b", 1, 1, withPort(8081))}, ""},
 		{"port collision", []*sdk.Allocation{alloc("a", 1, 1, withPort(8080)), alloc("b", 1, 1, withPort(8080))}, DimPortCollision},
 		{"node reserved port", []*sdk.Allocation{alloc("a", 1, 1, withPort(81))}, DimPortCollision},

@@ -107,11 +107,11 @@ func (s *PortSet) AddNode(n *sdk.Node) error {
 	return nil
 }
 
-// AddAlloc adds the host ports a non-terminal allocation holds and reports
-// the first port that was already taken (0 if none). Static ports that
-// ignore collisions are not added.
+// AddAlloc adds the host ports an allocation holds (none once its node
+// reports it finished) and reports the first port that was already taken
+// (0 if none). Static ports that ignore collisions are not added.
 func (s *PortSet) AddAlloc(a *sdk.Allocation) (collision int) {
-	if a.TerminalStatus() || a.AllocatedResources == nil {
+	if a.ClientTerminalStatus() || a.AllocatedResources == nil {
 		return 0
 	}
 	r := a.AllocatedResources

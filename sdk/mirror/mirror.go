@@ -388,7 +388,7 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 		m.byNode[a.NodeID] = na
 	}
 	na.allocs.put(a)
-	if !a.TerminalStatus() {
+	if !a.ClientTerminalStatus() {
 		na.usage.Add(a.Usage())
 	}
 }
@@ -425,7 +425,7 @@ func (m *Mirror) removeAlloc(id string) {
 	}
 	if na := m.byNode[a.NodeID]; na != nil {
 		na.allocs.del(id)
-		if !a.TerminalStatus() {
+		if !a.ClientTerminalStatus() {
 			na.usage.Sub(a.Usage())
 		}
 		if na.allocs.len() == 0 {

@@ -33,11 +33,21 @@ func TestMirror_UsageFollowsDeltas(t *testing.T) {
 	if ns := m.Nodes(); len(ns) != 2 || ns[0].ID != "n1" {
 		t.Fatalf("nodes not sorted by ID: %v", ns)
 	}
-	// a1 stops (terminal: frees its resources), a2 is deleted, a3 arrives.
+	// a1 is stopped (its node still runs it: it holds its resources), a2
+	// is deleted, a3 arrives.
 	err = m.Apply(&abi.StateSync{FromIndex: 10, Index: 12,
 		Allocs:        []*sdk.Allocation{alloc("a1", "n1", 100, "stop"), alloc("a3", "n2", 30, "run")},
 		DeletedAllocs: []string{"a2"}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.NodeUsage("n1").CPU; got != 100 {
+		t.Errorf("n1 usage with a1 stopping = %d, want 100", got)
+	}
+	// a1's node reports it complete: its resources are free.
+	done := alloc("a1", "n1", 100, "stop")
+	done.ClientStatus = sdk.AllocClientStatusComplete
+	if err := m.Apply(&abi.StateSync{FromIndex: 12, Index: 13, Allocs: []*sdk.Allocation{done}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.NodeUsage("n1").CPU; got != 0 {
@@ -52,8 +62,8 @@ func TestMirror_UsageFollowsDeltas(t *testing.T) {
 	if a := m.Alloc("a3"); a.Job != job {
 		t.Errorf("alloc not linked to its job version")
 	}
-	if m.Index() != 12 {
-		t.Errorf("index = %d, want 12", m.Index())
+	if m.Index() != 13 {
+		t.Errorf("index = %d, want 13", m.Index())
 	}
 }
 
@@ -305,6 +315,9 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 		}
 		a := alloc(id, nodes[rng.IntN(len(nodes))].ID, int64(1+rng.IntN(100)), status)
 		a.Namespace, a.JobID = j.Namespace, j.ID
+		if rng.IntN(5) == 0 {
+			a.ClientStatus = sdk.AllocClientStatusComplete
+		}
 		return a
 	}
 	for step := 0; step < 300; step++ {
@@ -370,7 +383,7 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 					continue
 				}
 				count++
-				if !a.TerminalStatus() {
+				if !a.ClientTerminalStatus() { // stopped but running still holds
 					usage.Add(a.Usage())
 				}
 			}

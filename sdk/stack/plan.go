@@ -215,9 +215,10 @@ func (p *Plan) change(nodeID string) *nodeChange {
 	return c
 }
 
-// remove accounts for a live state allocation leaving its node.
+// remove accounts for a state allocation leaving its node: one that still
+// holds resources (see sdk.State.NodeUsage), even if already stopped.
 func (p *Plan) remove(a *sdk.Allocation) {
-	if a.TerminalStatus() {
+	if a.ClientTerminalStatus() {
 		return
 	}
 	c := p.change(a.NodeID)
@@ -305,7 +306,7 @@ func (p *Plan) Place(a *sdk.Allocation) {
 // the old on the same node.
 func (p *Plan) Update(a *sdk.Allocation) {
 	p.appendAlloc(a)
-	if old := p.state.Alloc(a.ID); old != nil && !old.TerminalStatus() {
+	if old := p.state.Alloc(a.ID); old != nil && !old.ClientTerminalStatus() {
 		c := p.change(a.NodeID)
 		if c.removed == nil {
 			c.removed = map[string]bool{}
@@ -364,15 +365,17 @@ func (p *Plan) GroupCount(tg, nodeID string) int {
 // counts without looking it up again.
 func (p *Plan) track(nodeID string) *nodeChange { return p.change(nodeID) }
 
-// Proposed returns the live allocations node nodeID holds after the plan.
-// It builds a new slice: use it only when quantities are not enough
-// (ports, cores, devices, preemption).
+// Proposed returns the allocations node nodeID holds after the plan: those
+// placed, and those of the state that hold resources (stopped ones the node
+// still runs among them, as in Nomad's scheduler) and that the plan does
+// not remove. It builds a new slice: use it only when quantities are not
+// enough (ports, cores, devices, preemption).
 func (p *Plan) Proposed(nodeID string) []*sdk.Allocation {
 	c := p.nodes[nodeID]
 	existing := p.state.AllocsByNode(nodeID)
 	out := make([]*sdk.Allocation, 0, len(existing)+1)
 	for _, a := range existing {
-		if a.TerminalStatus() || (c != nil && c.removed[a.ID]) {
+		if a.ClientTerminalStatus() || (c != nil && c.removed[a.ID]) {
 			continue
 		}
 		out = append(out, a)

@@ -386,6 +386,67 @@ func TestService_StopAfterClientDisconnectDelaysReplacement(t *testing.T) {
 	}
 }
 
+// TestService_StoppingAllocationsHoldTheirResources: an allocation the
+// servers stopped holds its node's resources (cpu and memory, its ports)
+// until the node reports it finished, as in Nomad v1.6.1
+// (hashicorp/nomad#10446): a placement does not overlap a task still being
+// killed. Once the node reports it complete, the room is free.
+func TestService_StoppingAllocationsHoldTheirResources(t *testing.T) {
+	cases := []struct {
+		name string
+		big  func(tg *sdk.TaskGroup)
+		dim  string
+	}{
+		{"cpu", func(tg *sdk.TaskGroup) { tg.Tasks[0].Resources.CPU = 3000 }, "cpu"},
+		{"static port", func(tg *sdk.TaskGroup) {
+			tg.Tasks[0].Resources.Networks = []*sdk.NetworkResource{{ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+		}, "network: reserved port collision http=8080"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			node := schedtest.Node("n-000")
+			node.NodeResources.Networks = []*sdk.NetworkResource{{Mode: "host", Device: "eth0", IP: "10.0.0.1", CIDR: "10.0.0.1/32", MBits: 1000}}
+			h.UpsertNodes(node)
+			old := schedtest.ServiceJob("old", 1)
+			tc.big(old.TaskGroups[0])
+			h.Process(service, h.RegisterJob(old))
+			prev := h.Live("default", "old")
+			if len(prev) != 1 {
+				t.Fatalf("old job placed %d", len(prev))
+			}
+			h.SetClientStatus(sdk.AllocClientStatusRunning, prev...)
+			stopped := old.Copy()
+			stopped.Stop = true
+			h.Process(service, h.RegisterJob(stopped))
+
+			// Stopped by the servers, still running on its node.
+			job := schedtest.ServiceJob("web", 1)
+			tc.big(job.TaskGroups[0])
+			h.Process(service, h.RegisterJob(job))
+			if live := h.Live("default", "web"); len(live) != 0 {
+				t.Fatalf("placed beside the stopping allocation: %v", names(live))
+			}
+			failed := h.LastEval().FailedTGAllocs["web"]
+			if failed == nil || failed.DimensionExhausted[tc.dim] != 1 {
+				t.Fatalf("failure = %+v, want %s exhausted", failed, tc.dim)
+			}
+			if len(h.Created) == 0 || h.Created[len(h.Created)-1].Status != sdk.EvalStatusBlocked {
+				t.Fatalf("no blocked eval")
+			}
+			blocked := h.Created[len(h.Created)-1]
+
+			// The node reports it finished: the blocked eval places.
+			h.SetClientStatus(sdk.AllocClientStatusComplete, prev...)
+			h.UpsertEval(blocked)
+			h.Process(service, blocked)
+			if live := h.Live("default", "web"); len(live) != 1 {
+				t.Fatalf("after the old allocation finished, placed %d", len(live))
+			}
+		})
+	}
+}
+
 func TestService_LostAndMigrating(t *testing.T) {
 	cases := []struct {
 		name       string
