@@ -201,10 +201,6 @@ type evalPlanner struct {
 
 var _ runtime.Planner = (*evalPlanner)(nil)
 
-func invalidEval(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", sdk.ErrInvalidEval, fmt.Sprintf(format, args...))
-}
-
 // hostErr maps host failures to the sentinels plugins can test.
 func hostErr(err error) error {
 	switch {
@@ -277,14 +273,13 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 		return err
 	}
 	if old := p.s.store.Snapshot().Eval(e.ID); old != nil {
-		// Schedulers draw IDs from the eval's seed, so a redelivery of an
-		// eval whose earlier attempt failed after creating a follow-up
-		// creates it again: that eval is already there, and done.
-		if old.PreviousEval == p.eval.ID && old.Namespace == e.Namespace && old.JobID == e.JobID && old.TriggeredBy == e.TriggeredBy {
-			p.created[e.ID] = e.Status
-			return nil
+		// Created by an earlier delivery of this eval: already there, and
+		// done (verify.Recreated).
+		if err := verify.Recreated(p.eval, old, e); err != nil {
+			return err
 		}
-		return invalidEval("eval %s already exists", e.ID)
+		p.created[e.ID] = e.Status
+		return nil
 	}
 	if err := p.apply(ctx, c); err != nil {
 		return err

@@ -13,7 +13,9 @@
 // node the host's applier would reject (over-committed, not ready, not
 // eligible) is rejected here, and an eval update, new eval or reblock the
 // host would refuse fails the same way. The eval being processed is in the
-// cluster while it is processed, as on the host.
+// cluster while it is processed, as on the host, and the planner calls are
+// its own: a plan for, an update or reblock of, or a new eval following
+// another eval is refused.
 //
 //	h := sdktest.New()
 //	h.UpsertNode(sdktest.Node("n1", 4000, 8192))

@@ -57,9 +57,12 @@ type Harness struct {
 	// created are the evals each eval's processing created, with their
 	// status, by the processed eval's ID.
 	created map[string]map[string]string
-	config  *sdk.SchedulerConfiguration
-	changes []change
-	ids     int
+	// processing is the ID of the eval last delivered (Deliver): the one
+	// the planner operations concern, as on the host; "" before any.
+	processing string
+	config     *sdk.SchedulerConfiguration
+	changes    []change
+	ids        int
 }
 
 type kind uint8
@@ -240,11 +243,25 @@ func (h *Harness) UpsertEval(evals ...*sdk.Evaluation) {
 // Deliver readies eval for processing: as on the host, whose broker hands
 // out only evals its state holds, an eval is in the cluster while it is
 // processed, so one the cluster does not hold yet is stored. Process calls
-// it; so must whatever else runs a scheduler against the harness.
+// it; so must whatever else runs a scheduler against the harness. From then
+// on, until the next Deliver, the planner operations are this eval's, and
+// checked as the host checks them: plans for it only (another eval's is
+// refused as the host refuses its stale token), updates and reblocks of it
+// only, new evals that follow it up.
 func (h *Harness) Deliver(eval *sdk.Evaluation) {
 	if h.evals[eval.ID] == nil {
 		h.UpsertEval(eval)
 	}
+	h.processing = eval.ID
+}
+
+// processed returns the eval the planner operations concern: the one
+// delivered, or, before any was, the stored eval with ID id.
+func (h *Harness) processed(id string) *sdk.Evaluation {
+	if h.processing != "" {
+		id = h.processing
+	}
+	return h.evals[id]
 }
 
 // Eval returns an evaluation.
@@ -457,6 +474,11 @@ func (h *Harness) wireAlloc(a *sdk.Allocation, s *abi.StateSync) *sdk.Allocation
 // not ready, not eligible) or that OnPlan rejects, and commits the rest.
 func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	h.Plans = append(h.Plans, p)
+	if h.processing != "" && p.EvalID != h.processing {
+		// The host stamps the delivered eval's token on the plan, which
+		// is not that of the eval the plan names.
+		return nil, fmt.Errorf("%w: sdktest: a plan for eval %s while eval %s is processed", sdk.ErrStaleToken, p.EvalID, h.processing)
+	}
 	if err := verify.Plan(h, p, verify.DefaultLimits()); err != nil {
 		return nil, err
 	}
@@ -604,11 +626,12 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	return res, nil
 }
 
-// UpdateEval checks an update of an eval in the cluster as the host does
-// (verify.EvalUpdate), then stores and records the eval as the host would
-// store it.
+// UpdateEval checks an update of the eval being processed (see Deliver;
+// before any delivery, of the eval in the cluster with e's ID) as the host
+// does (verify.EvalUpdate), then stores and records the eval as the host
+// would store it.
 func (h *Harness) UpdateEval(e *sdk.Evaluation) error {
-	proc := h.evals[e.ID]
+	proc := h.processed(e.ID)
 	if proc == nil {
 		return fmt.Errorf("%w: eval %s is not in the cluster", sdk.ErrInvalidEval, e.ID)
 	}
@@ -622,10 +645,12 @@ func (h *Harness) UpdateEval(e *sdk.Evaluation) error {
 }
 
 // CreateEval checks a new eval as the host does (verify.NewEval: it follows
-// up its PreviousEval, which must be in the cluster), then stores and
+// up the eval being processed, see Deliver, or before any delivery its
+// PreviousEval, which must be in the cluster; verify.Recreated: its ID is
+// new, or that of an eval an earlier delivery created), then stores and
 // records it as the host would store it.
 func (h *Harness) CreateEval(e *sdk.Evaluation) error {
-	proc := h.evals[e.PreviousEval]
+	proc := h.processed(e.PreviousEval)
 	if proc == nil {
 		return fmt.Errorf("%w: eval %s follows up %q, which is not in the cluster", sdk.ErrInvalidEval, e.ID, e.PreviousEval)
 	}
@@ -636,21 +661,31 @@ func (h *Harness) CreateEval(e *sdk.Evaluation) error {
 	if h.created[proc.ID] == nil {
 		h.created[proc.ID] = map[string]string{}
 	}
+	if old := h.evals[c.ID]; old != nil {
+		// Created by an earlier delivery of proc: already there, and
+		// done, as on the host.
+		if err := verify.Recreated(proc, old, e); err != nil {
+			return err
+		}
+		h.created[proc.ID][c.ID] = c.Status
+		return nil
+	}
 	h.created[proc.ID][c.ID] = c.Status
 	h.Created = append(h.Created, c)
 	h.UpsertEval(c)
 	return nil
 }
 
-// ReblockEval checks a reblocking of a blocked eval in the cluster as the
-// host does (verify.Reblock), then stores and records the eval as the host
-// would store it.
+// ReblockEval checks a reblocking of the eval being processed (see
+// Deliver; before any delivery, of the eval in the cluster with e's ID),
+// which the cluster must hold blocked, as the host does (verify.Reblock),
+// then stores and records the eval as the host would store it.
 func (h *Harness) ReblockEval(e *sdk.Evaluation) error {
-	proc := h.evals[e.ID]
+	proc := h.processed(e.ID)
 	if proc == nil {
 		return fmt.Errorf("%w: eval %s is not in the cluster", sdk.ErrInvalidEval, e.ID)
 	}
-	c, err := verify.Reblock(proc, proc, e)
+	c, err := verify.Reblock(proc, h.evals[e.ID], e)
 	if err != nil {
 		return err
 	}

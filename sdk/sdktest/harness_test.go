@@ -294,3 +294,54 @@ func TestHarness_ChecksEvalsAsTheHostDoes(t *testing.T) {
 		t.Fatalf("reblocking the blocked eval: %v", err)
 	}
 }
+
+// TestHarness_PlannerCallsConcernTheEvalBeingProcessed: as on the host, a
+// plugin processing an eval may update, reblock and plan for that eval
+// only, create only evals that follow it up, and not reuse an existing
+// eval's ID, even when the cluster holds other evals of the job.
+func TestHarness_PlannerCallsConcernTheEvalBeingProcessed(t *testing.T) {
+	cases := []struct {
+		name string
+		call func(ctx *sdk.Context, eval, other *sdk.Evaluation) error
+		want error
+	}{
+		{"update another eval", func(ctx *sdk.Context, eval, other *sdk.Evaluation) error {
+			done := other.Copy()
+			done.Status = sdk.EvalStatusComplete
+			return ctx.Planner.UpdateEval(done)
+		}, sdk.ErrInvalidEval},
+		{"reblock another eval", func(ctx *sdk.Context, eval, other *sdk.Evaluation) error {
+			return ctx.Planner.ReblockEval(other.Copy())
+		}, sdk.ErrInvalidEval},
+		{"create an eval following another", func(ctx *sdk.Context, eval, other *sdk.Evaluation) error {
+			return ctx.Planner.CreateEval(&sdk.Evaluation{ID: ctx.NewID(), Namespace: eval.Namespace, JobID: eval.JobID,
+				Status: sdk.EvalStatusPending, TriggeredBy: sdk.EvalTriggerRollingUpdate, PreviousEval: other.ID})
+		}, sdk.ErrInvalidEval},
+		{"create an eval under an existing ID", func(ctx *sdk.Context, eval, other *sdk.Evaluation) error {
+			return ctx.Planner.CreateEval(&sdk.Evaluation{ID: other.ID, Namespace: eval.Namespace, JobID: eval.JobID,
+				Status: sdk.EvalStatusPending, TriggeredBy: sdk.EvalTriggerRollingUpdate, PreviousEval: eval.ID})
+		}, sdk.ErrInvalidEval},
+		{"plan for another eval", func(ctx *sdk.Context, eval, other *sdk.Evaluation) error {
+			_, err := ctx.Planner.SubmitPlan(&sdk.Plan{EvalID: other.ID, Job: ctx.State.Job(eval.Namespace, eval.JobID)})
+			return err
+		}, sdk.ErrStaleToken},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sdktest.New()
+			job := sdktest.Job("web", 1)
+			h.UpsertJob(job)
+			other := h.RegisterEval(job)
+			other.Status, other.TriggeredBy = sdk.EvalStatusBlocked, sdk.EvalTriggerQueuedAllocs
+			h.UpsertEval(other)
+			eval := h.RegisterEval(job)
+			s := sdk.SchedulerFunc(func(ctx *sdk.Context, e *sdk.Evaluation) error { return tc.call(ctx, e, other) })
+			if err := h.Process(s, eval); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if got := h.Eval(other.ID); got.Status != sdk.EvalStatusBlocked || got.TriggeredBy != sdk.EvalTriggerQueuedAllocs {
+				t.Fatalf("the other eval became %+v", got)
+			}
+		})
+	}
+}

@@ -74,6 +74,21 @@ func NewEval(proc, e *sdk.Evaluation) (*sdk.Evaluation, error) {
 	return c, nil
 }
 
+// Recreated checks a new eval e, which a plugin processing proc created
+// and which NewEval accepted, against stored, the eval the state
+// already holds under e's ID. Schedulers draw IDs from the eval's seed, so
+// a redelivery of an eval whose earlier attempt failed after creating a
+// follow-up creates it again: stored is then that follow-up (it follows up
+// proc, for the same job, with the same trigger), already there and done,
+// and Recreated returns nil; the caller stores nothing. Any other eval
+// under that ID refuses e.
+func Recreated(proc, stored, e *sdk.Evaluation) error {
+	if stored.PreviousEval == proc.ID && stored.Namespace == e.Namespace && stored.JobID == e.JobID && stored.TriggeredBy == e.TriggeredBy {
+		return nil
+	}
+	return invalidEval("eval %s already exists", e.ID)
+}
+
 // Reblock checks a plugin's reblocking e of the eval it processes, proc,
 // and returns the eval to store: blocked again, with e's outcome. stored is
 // the eval as the state holds it now (nil if gone), which must still be
