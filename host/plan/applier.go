@@ -172,7 +172,7 @@ func (a *Applier) evaluate(snap verify.State, p *sdk.Plan) (ev evaluation) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Str("eval_id", p.EvalID).Msg("plan verification panicked")
-			ev = evaluation{err: fmt.Errorf("%w: verification failed: %v", ErrInvalidPlan, r)}
+			ev = evaluation{err: fmt.Errorf("%w: verification failed: %v", sdk.ErrPlanInvalid, r)}
 		}
 	}()
 	defer a.Metrics.MeasureSince([]string{"plan", "evaluate"}, time.Now())

@@ -9,10 +9,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// ErrInvalidPlan wraps the reason a plan was rejected whole: the SDK's
-// sentinel, which verify's checks wrap.
-var ErrInvalidPlan = sdk.ErrPlanInvalid
-
 // Evaluate verifies p (already validated) against snap node by node and
 // returns what may be committed: the result to answer with, and the request
 // to apply (nil if nothing). Nodes whose part does not fit are rejected, with

@@ -318,8 +318,8 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 				lim.MaxAllocs = tc.lim
 			}
 			err := verify.Plan(snap, tc.plan, lim)
-			if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalidPlan mentioning %q", err, tc.want)
+			if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want sdk.ErrPlanInvalid mentioning %q", err, tc.want)
 			}
 		})
 	}
@@ -345,7 +345,7 @@ func TestValidate_PlacementOfAnOlderVersion(t *testing.T) {
 	}
 	forged := withVersion(place("b", "n0", 1), cur.Version, cur.JobModifyIndex) // g is not in the current version
 	err := verify.Plan(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {forged}}}, verify.DefaultLimits())
-	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
+	if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "unknown task group") {
 		t.Fatalf("err = %v, want the group checked against the current version", err)
 	}
 }
@@ -416,7 +416,7 @@ func TestValidate_AnnotationKeepsTheVersionItsAllocationRuns(t *testing.T) {
 	}
 	moved := withVersion(failed(place("crashed", "n0", 100)), cur.Version, cur.JobModifyIndex)
 	err := verify.Plan(snap, &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {moved}}}, verify.DefaultLimits())
-	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown task group") {
+	if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "unknown task group") {
 		t.Fatalf("err = %v, want an in-place update checked against the plan's version", err)
 	}
 }
@@ -442,7 +442,7 @@ func TestValidate_AnnotationOnANodeThatIsGone(t *testing.T) {
 		t.Fatalf("result %+v, request %+v", res, req)
 	}
 	p.NodeAllocation["gone"] = append(p.NodeAllocation["gone"], place("new", "gone", 100))
-	if err := verify.Plan(snap, p, verify.DefaultLimits()); !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "unknown node") {
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "unknown node") {
 		t.Fatalf("err = %v, want a placement on a node that is gone refused", err)
 	}
 }

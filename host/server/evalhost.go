@@ -127,7 +127,7 @@ func errorCode(err error) string {
 	case errors.Is(err, plan.ErrStaleToken), errors.Is(err, broker.ErrTokenMismatch),
 		errors.Is(err, broker.ErrNotOutstanding), errors.Is(err, broker.ErrNackTimeout):
 		return codeStale
-	case errors.Is(err, plan.ErrInvalidPlan):
+	case errors.Is(err, sdk.ErrPlanInvalid):
 		return codeInvalidPlan
 	case errors.Is(err, sdk.ErrInvalidEval):
 		return codeInvalidEval
@@ -147,7 +147,7 @@ func errorFromCode(code, msg string) error {
 	case codeStale:
 		return fmt.Errorf("%w: leader: %s", broker.ErrTokenMismatch, msg)
 	case codeInvalidPlan:
-		return fmt.Errorf("%w: leader: %s", plan.ErrInvalidPlan, msg)
+		return fmt.Errorf("%w: leader: %s", sdk.ErrPlanInvalid, msg)
 	case codeInvalidEval:
 		return fmt.Errorf("%w: leader: %s", sdk.ErrInvalidEval, msg)
 	case codeDisabled:
@@ -216,7 +216,7 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 	case "plan":
 		var p sdk.Plan
 		if _, err := p.UnmarshalMsg(body); err != nil {
-			fail(fmt.Errorf("%w: undecodable plan: %v", plan.ErrInvalidPlan, err))
+			fail(fmt.Errorf("%w: undecodable plan: %v", sdk.ErrPlanInvalid, err))
 			return
 		}
 		res, err := h.SubmitPlan(r.Context(), &p)
@@ -408,7 +408,7 @@ func (h remoteHost) OutstandingReset(evalID, token string) error {
 func (h remoteHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (*sdk.PlanResult, error) {
 	b, err := p.MarshalMsg(nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", plan.ErrInvalidPlan, err)
+		return nil, fmt.Errorf("%w: %v", sdk.ErrPlanInvalid, err)
 	}
 	resp, err := h.call(ctx, "plan", url.Values{"eval": {p.EvalID}}, b)
 	if err != nil {

@@ -209,8 +209,6 @@ func hostErr(err error) error {
 	case errors.Is(err, plan.ErrStaleToken), errors.Is(err, broker.ErrTokenMismatch),
 		errors.Is(err, broker.ErrNotOutstanding), errors.Is(err, broker.ErrNackTimeout):
 		return fmt.Errorf("%w: %v", sdk.ErrStaleToken, err)
-	case errors.Is(err, plan.ErrInvalidPlan):
-		return fmt.Errorf("%w: %v", sdk.ErrPlanInvalid, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", sdk.ErrDeadline, err)
 	case errors.Is(err, plan.ErrQueueDisabled), errors.Is(err, context.Canceled),
