@@ -392,7 +392,9 @@ func (d *decoder) assign(expr hcl.Expression, val cty.Value, fv reflect.Value) b
 // eval evaluates expr, keeping the runtime variables it refers to as
 // written.
 func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
-	d.rt.add(expr)
+	if diags := d.rt.add(expr); diags.HasErrors() {
+		return cty.NilVal, diags
+	}
 	return expr.Value(d.ctx)
 }
 

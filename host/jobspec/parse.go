@@ -196,7 +196,9 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 		// dynblock evaluates for_each and labels itself, in a context
 		// where the runtime variables they use stand for themselves
 		// (for_each = { "${attr.cpu.arch}" = "amd64" }).
-		body = dynblock.Expand(body, d.rt.context(args))
+		ctx, diags := d.rt.context(args)
+		d.add(diags...)
+		body = dynblock.Expand(body, ctx)
 	}
 	content := d.decodeStruct(body, reflect.ValueOf(&job.Job).Elem(), p, extras{
 		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}, {Name: "consul_token"}, {Name: "vault_token"}},

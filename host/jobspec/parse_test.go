@@ -592,6 +592,50 @@ job "j" {
 	}
 }
 
+// One expression cannot keep a runtime variable and a longer path under it
+// as written (testdata/bad has the task's attributes): nor can a local or
+// a dynamic block's for_each. Refused, rather than evaluated wrong.
+func TestParse_RuntimeVariableWithItsPrefixInOneExpression(t *testing.T) {
+	for name, src := range map[string]string{
+		"local": `
+locals {
+  both = "${attr.driver.docker}/${attr.driver.docker.version}"
+}
+job "j" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      env {
+        B = local.both
+      }
+    }
+  }
+}`,
+		"for_each": `
+job "j" {
+  dynamic "constraint" {
+    for_each = ["${attr.driver.docker}", "${attr.driver.docker.version}"]
+    content {
+      attribute = constraint.value
+      value     = "1"
+    }
+  }
+  group "g" {
+    task "t" {
+      driver = "docker"
+    }
+  }
+}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := parseErr(t, src)
+			if !strings.Contains(got, "Runtime variables that cannot be kept together") || !strings.Contains(got, "job.hcl:") {
+				t.Fatalf("diagnostics:\n%s", got)
+			}
+		})
+	}
+}
+
 // TestParse_NullValues: null leaves an attribute unset and an entry of
 // meta or env out, in either form; a null element of a list is an error.
 // None of them may panic (Nomad refuses them all).

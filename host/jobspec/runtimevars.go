@@ -19,7 +19,8 @@ import (
 // its own source text. The values are made for each expression afresh: one
 // expression may use ${attr.driver.docker} and another
 // ${attr.driver.docker.version}, and a value cannot be both a string and an
-// object with attributes.
+// object with attributes. One expression that uses both is refused
+// (conflicts): its value would not be what was written.
 type runtimeVars struct {
 	ctx *hcl.EvalContext
 	// roots are the variables of ctx that add set for the last expression.
@@ -33,32 +34,57 @@ func newRuntimeVars(ctx *hcl.EvalContext) *runtimeVars {
 // definedRoots are the variables a jobspec defines itself.
 var definedRoots = map[string]bool{"var": true, "local": true}
 
-// add defines the runtime variables expr refers to, and only those.
-func (r *runtimeVars) add(expr hcl.Expression) {
+// add defines the runtime variables expr refers to, and only those. It
+// fails when expr uses one both alone and with attributes (conflicts).
+func (r *runtimeVars) add(expr hcl.Expression) hcl.Diagnostics {
 	for _, root := range r.roots {
 		delete(r.ctx.Variables, root)
 	}
 	r.roots = r.roots[:0]
-	tree := map[string]any{}
-	for _, t := range expr.Variables() {
-		if !definedRoots[t.RootName()] {
-			addTraversal(tree, t)
-		}
-	}
+	tree, diags := runtimeTree(expr)
 	for root, v := range tree {
 		r.ctx.Variables[root] = toValue(v)
 		r.roots = append(r.roots, root)
 	}
+	return diags
+}
+
+// runtimeTree returns the runtime variables expr uses as a tree for
+// toValue, and an error for each variable it also uses with attributes
+// (${attr.driver.docker} beside ${attr.driver.docker.version}): no value
+// can stand for both, and the longer path wins the tree.
+func runtimeTree(expr hcl.Expression) (map[string]any, hcl.Diagnostics) {
+	tree := map[string]any{}
+	var diags hcl.Diagnostics
+	reported := map[string]bool{}
+	for _, t := range expr.Variables() {
+		if definedRoots[t.RootName()] {
+			continue
+		}
+		if short, long := addTraversal(tree, t); short != "" && !reported[short] {
+			reported[short] = true
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Runtime variables that cannot be kept together",
+				Detail: fmt.Sprintf("This expression uses %s and %s. A runtime variable is kept as written for the node or task to resolve, "+
+					"but not in an expression that also uses a longer path under it: use them in separate arguments.", short, long),
+				Subject: expr.Range().Ptr()})
+		}
+	}
+	return tree, diags
 }
 
 // context returns a child of the parse's context in which the runtime
 // variables exprs refer to stand for themselves, for expressions that are
 // evaluated later and not through add (dynamic blocks' for_each and
 // labels, which dynblock evaluates). Iterators of dynamic blocks that
-// exprs use are given stand-ins too, which their iterations shadow.
-func (r *runtimeVars) context(exprs []hcl.Expression) *hcl.EvalContext {
+// exprs use are given stand-ins too, which their iterations shadow. It
+// fails when one of exprs uses a variable both alone and with attributes;
+// across expressions, the longer path wins.
+func (r *runtimeVars) context(exprs []hcl.Expression) (*hcl.EvalContext, hcl.Diagnostics) {
 	tree := map[string]any{}
+	var diags hcl.Diagnostics
 	for _, expr := range exprs {
+		_, ds := runtimeTree(expr)
+		diags = append(diags, ds...)
 		for _, t := range expr.Variables() {
 			if !definedRoots[t.RootName()] {
 				addTraversal(tree, t)
@@ -70,15 +96,17 @@ func (r *runtimeVars) context(exprs []hcl.Expression) *hcl.EvalContext {
 	for root, v := range tree {
 		ctx.Variables[root] = toValue(v)
 	}
-	return ctx
+	return ctx, diags
 }
 
 // addTraversal records a traversal in a tree of nested maps whose leaves
 // are the traversal's source text.
 // Attribute steps and string index steps (env["a.b"]) are followed; other
 // index steps cannot be reproduced as object attributes, so the path stops
-// before them.
-func addTraversal(tree map[string]any, t hcl.Traversal) {
+// before them. When the tree already holds a path that is a prefix of
+// t's, or longer than t's under it, the longer one wins, and the texts of
+// the shorter and the longer path are returned.
+func addTraversal(tree map[string]any, t hcl.Traversal) (short, long string) {
 	var keys []string
 	var text strings.Builder
 	text.WriteString("${")
@@ -105,21 +133,42 @@ loop:
 	node := tree
 	for i, key := range keys {
 		if i == len(keys)-1 {
-			if _, exists := node[key]; !exists {
+			switch v := node[key].(type) {
+			case nil:
 				node[key] = text.String()
+			case map[string]any:
+				return text.String(), firstLeaf(v)
 			}
-			return
+			break
 		}
-		child, ok := node[key].(map[string]any)
-		if !ok {
-			// A shorter path was recorded as a leaf: the longer one wins, as
-			// an object cannot also be a string. Only one expression that
-			// uses both (${attr.a}-${attr.a.b}) meets this.
-			child = map[string]any{}
-			node[key] = child
+		switch v := node[key].(type) {
+		case map[string]any:
+			node = v
+			continue
+		case string:
+			// A shorter path was recorded as a leaf: the longer one wins,
+			// as an object cannot also be a string.
+			short = v
 		}
+		child := map[string]any{}
+		node[key] = child
 		node = child
 	}
+	if short != "" {
+		long = text.String()
+	}
+	return short, long
+}
+
+// firstLeaf returns a leaf of a non-empty tree of addTraversal's.
+func firstLeaf(tree map[string]any) string {
+	for _, v := range tree {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		return firstLeaf(v.(map[string]any))
+	}
+	return ""
 }
 
 func toValue(v any) cty.Value {

@@ -383,7 +383,11 @@ func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext, rt *runtimeVars) (cty.V
 		var next []*hcl.Attribute
 		var lastDiags hcl.Diagnostics
 		for _, a := range pending {
-			rt.add(a.Expr)
+			if ds := rt.add(a.Expr); ds.HasErrors() {
+				next = append(next, a)
+				lastDiags = append(lastDiags, ds...)
+				continue
+			}
 			v, ds := a.Expr.Value(ctx)
 			if ds.HasErrors() {
 				next = append(next, a)
