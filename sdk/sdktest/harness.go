@@ -321,8 +321,9 @@ func (h *Harness) RegisterEval(job *sdk.Job) *sdk.Evaluation {
 	}
 }
 
-// RejectAll makes every following plan commit nothing, with a RefreshIndex,
-// so a scheduler exhausts its plan attempts.
+// RejectAll makes every following plan commit no allocation change, with a
+// RefreshIndex, so a scheduler exhausts its plan attempts. As on the host,
+// a plan's deployment and deployment updates still commit.
 func (h *Harness) RejectAll() {
 	h.OnPlan = func(p *sdk.Plan) Verdict {
 		var v Verdict
@@ -523,8 +524,10 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	commit(res.NodeUpdate, p.NodeUpdate)
 	commit(res.NodeAllocation, p.NodeAllocation)
 	commit(res.NodePreemptions, p.NodePreemptions)
-	committed := len(cs) > 0 || len(reject) == 0
-	if committed {
+	// As on the host, the plan's deployment and its updates commit with
+	// whatever part of the plan does, even none, unless the plan is all
+	// at once and something was rejected.
+	if !p.AllAtOnce || len(reject) == 0 {
 		if p.Deployment != nil {
 			cs = append(cs, change{kind: kindDeployment, key: p.Deployment.ID})
 			res.Deployment = p.Deployment

@@ -345,3 +345,33 @@ func TestHarness_PlannerCallsConcernTheEvalBeingProcessed(t *testing.T) {
 		})
 	}
 }
+
+// As the host's applier, the harness commits a plan's deployment even when
+// every node of the plan is rejected; only an all-at-once plan with a
+// rejection commits nothing.
+func TestHarness_DeploymentCommitsWhenEveryNodeIsRejected(t *testing.T) {
+	for _, allAtOnce := range []bool{false, true} {
+		h := sdktest.New()
+		h.UpsertNode(sdktest.Node("n1", 4000, 8192))
+		job := sdktest.Job("web", 1)
+		h.UpsertJob(job)
+		job = h.Job("default", "web")
+		e := h.RegisterEval(job)
+		h.UpsertEval(e)
+		h.RejectAll()
+		d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: job.Version,
+			JobCreateIndex: job.CreateIndex, Status: sdk.DeploymentStatusRunning,
+			TaskGroups: map[string]*sdk.DeploymentState{"web": {DesiredTotal: 1}}}
+		res, err := h.SubmitPlan(&sdk.Plan{EvalID: e.ID, Job: job, Deployment: d, AllAtOnce: allAtOnce,
+			NodeAllocation: map[string][]*sdk.Allocation{"n1": {schedtest.Alloc(job, 0, "n1")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if committed := h.Deployment("d1") != nil; committed == allAtOnce || (res.Deployment != nil) != committed {
+			t.Errorf("all at once %v: deployment committed %v (in the result %v)", allAtOnce, committed, res.Deployment != nil)
+		}
+		if len(res.RejectedNodes) != 1 || res.RefreshIndex == 0 {
+			t.Errorf("all at once %v: rejected %v, refresh %d", allAtOnce, res.RejectedNodes, res.RefreshIndex)
+		}
+	}
+}
