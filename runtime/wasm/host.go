@@ -51,6 +51,7 @@ func opFunc(op abi.Op) api.GoModuleFunc {
 			stack[0] = api.EncodeI32(-int32(abi.CodeInternal))
 			return
 		}
+		cs.pending = nil // an answer not taken is dropped by the next call
 		ptr, size := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 		raw, ok := mod.Memory().Read(ptr, size)
 		if !ok {
