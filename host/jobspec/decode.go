@@ -263,7 +263,7 @@ func (d *decoder) setBlocks(blocks hcl.Blocks, fv reflect.Value, p Path, typ str
 			return
 		}
 		d.record(p.Attr(typ), blocks[0].DefRange)
-		d.setMapBlock(blocks[0].Body, fv)
+		d.setMapBlock(blocks[0].Body, fv, p.Attr(typ))
 	case t.Kind() == reflect.Map:
 		if fv.IsNil() {
 			fv.Set(reflect.MakeMap(t))
@@ -321,9 +321,11 @@ func (d *decoder) decodeBlock(b *hcl.Block, target reflect.Value, p Path) {
 }
 
 // setMapBlock decodes a block of attributes into a map of strings (meta,
-// env) or of string lists (a check's header). An attribute that is null
-// is left out, as null entries are in the attribute form (meta = {...}).
-func (d *decoder) setMapBlock(body hcl.Body, fv reflect.Value) {
+// env) or of string lists (a check's header), at path p. An attribute
+// that is null is left out, as null entries are in the attribute form
+// (meta = {...}). Each entry is recorded under its name, so that a problem
+// with one (an artifact's checksum option) points at it.
+func (d *decoder) setMapBlock(body hcl.Body, fv reflect.Value, p Path) {
 	attrs := d.anyAttributes(body)
 	if fv.IsNil() {
 		fv.Set(reflect.MakeMapWithSize(fv.Type(), len(attrs)))
@@ -333,6 +335,7 @@ func (d *decoder) setMapBlock(body hcl.Body, fv reflect.Value) {
 		if !ok || val.IsNull() {
 			continue
 		}
+		d.record(p.Attr(name), a.Expr.Range())
 		ev := reflect.New(fv.Type().Elem()).Elem()
 		if d.assign(a.Expr, val, ev) {
 			fv.SetMapIndex(reflect.ValueOf(name), ev)

@@ -181,6 +181,7 @@ func (c *checker) group(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 	c.disconnect(j, tg, p)
 	c.scaling(tg, p)
 	c.networks(tg, p)
+	c.volumes(tg, p)
 	tasks := map[string]int{}
 	leaders := 0
 	for i, t := range tg.Tasks {
@@ -341,6 +342,9 @@ func (c *checker) task(j *sdk.Job, tg *sdk.TaskGroup, t *sdk.Task, p Path) {
 			c.add(p.Attr("lifecycle").Attr("hook"), "%q is not prestart, poststart or poststop", l.Hook)
 		}
 	}
+	c.templates(p, t.Templates)
+	c.artifacts(p, t.Artifacts)
+	c.volumeMounts(tg, p, t.VolumeMounts)
 	for i, sp := range t.ScalingPolicies {
 		if sp.Max < 0 {
 			c.add(p.Item("scaling", i).Attr("max"), "a maximum is required and must not be negative")

@@ -91,3 +91,72 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 		})
 	}
 }
+
+// TestValidate_ExecutionBlocksAccepted shows the valid form of each rule
+// on the blocks Drover keeps opaque (templates, artifacts, volumes,
+// services), as Nomad accepts them; testdata/bad has the invalid forms.
+func TestValidate_ExecutionBlocksAccepted(t *testing.T) {
+	cases := []struct {
+		name, group, task string
+	}{
+		{"template with a destination", "", `
+      template {
+        data        = "x"
+        destination = "local/x"
+      }`},
+		{"artifact checksums", "", `
+      artifact {
+        source = "https://example.com/a.tgz"
+        options { checksum = "md5:d41d8cd98f00b204e9800998ecf8427e" }
+      }
+      artifact {
+        source = "https://example.com/b.tgz"
+        options { checksum = " sha1:da39a3ee5e6b4b0d3255bfef95601890afd80709 " }
+      }
+      artifact {
+        source = "https://example.com/c.tgz"
+        options { checksum = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" }
+      }
+      artifact {
+        source = "https://example.com/d.tgz"
+        options { checksum = "sha512:${NOMAD_META_digest}" }
+      }`},
+		{"volume mounts", `
+    volume "data" {
+      type   = "host"
+      source = "data"
+    }`, `
+      volume_mount {
+        volume      = "data"
+        destination = "/data"
+      }
+      volume_mount {
+        destination = "/dropped"
+      }`},
+		{"CSI volume with modes", `
+    volume "data" {
+      type            = "csi"
+      source          = "data"
+      access_mode     = "multi-node-multi-writer"
+      attachment_mode = "file-system"
+    }`, ""},
+		{"per_alloc volume without canaries", `
+    update { canary = 0 }
+    volume "data" {
+      type      = "host"
+      source    = "data"
+      per_alloc = true
+    }`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parse(t, `job "j" {
+  group "g" {`+tc.group+`
+    task "t" {
+      driver = "docker"`+tc.task+`
+    }
+  }
+}`)
+		})
+	}
+}

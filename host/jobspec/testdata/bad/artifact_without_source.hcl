@@ -1,0 +1,10 @@
+job "web" {
+  group "app" {
+    task "server" {
+      driver = "exec"
+      artifact {
+        destination = "local/bin"
+      }
+    }
+  }
+}
