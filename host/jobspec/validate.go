@@ -182,6 +182,7 @@ func (c *checker) group(j *sdk.Job, tg *sdk.TaskGroup, p Path) {
 	c.scaling(tg, p)
 	c.networks(tg, p)
 	c.volumes(tg, p)
+	c.services(tg, nil, p, tg.Services)
 	tasks := map[string]int{}
 	leaders := 0
 	for i, t := range tg.Tasks {
@@ -342,6 +343,7 @@ func (c *checker) task(j *sdk.Job, tg *sdk.TaskGroup, t *sdk.Task, p Path) {
 			c.add(p.Attr("lifecycle").Attr("hook"), "%q is not prestart, poststart or poststop", l.Hook)
 		}
 	}
+	c.services(tg, t, p, t.Services)
 	c.templates(p, t.Templates)
 	c.artifacts(p, t.Artifacts)
 	c.volumeMounts(tg, p, t.VolumeMounts)

@@ -147,6 +147,77 @@ func TestValidate_ExecutionBlocksAccepted(t *testing.T) {
       source    = "data"
       per_alloc = true
     }`, ""},
+		{"service checks", `
+    network {
+      port "http" {}
+    }
+    service {
+      name = "gw"
+      port = "http"
+      check {
+        type     = "tcp"
+        interval = "10s"
+        timeout  = "2s"
+      }
+      check {
+        type     = "tcp"
+        interval = "10s"
+        timeout  = "2s"
+      }
+    }`, `
+      resources {
+        network {
+          port "admin" {}
+        }
+      }
+      service {
+        name = "web"
+        port = "http"
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "2s"
+        }
+        check {
+          name     = "admin"
+          type     = "tcp"
+          port     = "admin"
+          interval = "1s"
+          timeout  = "1s"
+        }
+        check {
+          name         = "direct"
+          type         = "tcp"
+          port         = "8080"
+          address_mode = "driver"
+          interval     = "10s"
+          timeout      = "2s"
+        }
+        check {
+          name     = "script"
+          type     = "script"
+          command  = "/bin/true"
+          interval = "10s"
+          timeout  = "2s"
+        }
+      }
+      service {
+        name         = "raw"
+        port         = "9090"
+        address_mode = "driver"
+      }`},
+		{"nomad service check of a type written in capitals", "", `
+      service {
+        name     = "local"
+        provider = "nomad"
+        check {
+          type     = "HTTP"
+          path     = "/"
+          interval = "10s"
+          timeout  = "2s"
+        }
+      }`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
