@@ -156,7 +156,12 @@ var jsonBlocks = map[string][2]string{
 // jsonItems are the API's arrays of unlabelled blocks.
 var jsonItems = map[string]string{
 	"Constraints": "constraint", "Affinities": "affinity", "Spreads": "spread", "Networks": "network",
+	"Templates": "template", "Artifacts": "artifact", "VolumeMounts": "volume_mount", "Services": "service",
+	"Checks": "check",
 }
+
+// jsonKeyed are the API's objects of labelled blocks, keyed by label.
+var jsonKeyed = map[string]string{"Volumes": "volume"}
 
 // jsonNames are the API's field names the job language spells otherwise
 // than in snake case.
@@ -164,6 +169,9 @@ var jsonNames = map[string]string{
 	"RestartPolicy": "restart", "ReschedulePolicy": "reschedule", "ParameterizedJob": "parameterized",
 	"MemoryMB": "memory", "MemoryMaxMB": "memory_max", "SizeMB": "size", "DiskMB": "disk", "CPU": "cpu",
 	"Operand": "operator", "LTarget": "attribute", "RTarget": "value", "Spec": "cron", "ID": "id",
+	"DestPath": "destination", "SourcePath": "source", "EmbeddedTmpl": "data", "GetterSource": "source",
+	"GetterOptions": "options", "GetterHeaders": "headers", "GetterMode": "mode", "RelativeDest": "destination",
+	"PortLabel": "port",
 }
 
 func (r *jsonRanger) object(p Path, n *jsonNode) {
@@ -183,6 +191,13 @@ func (r *jsonRanger) object(p Path, n *jsonNode) {
 		case jsonItems[key] != "" && v.arr != nil:
 			for i, e := range v.arr {
 				r.element(p.Item(jsonItems[key], i), e)
+			}
+		case jsonKeyed[key] != "" && v.obj != nil:
+			for label, e := range v.obj {
+				r.record(p.Block(jsonKeyed[key], label), v.keyAt[label])
+				if e.obj != nil {
+					r.object(p.Block(jsonKeyed[key], label), e)
+				}
 			}
 		default:
 			name := jsonNames[key]
