@@ -191,7 +191,7 @@ type group struct {
 	special   bool
 	resources *sdk.AllocatedResources
 	// jobDistinctHosts and groupDistinctHosts: at most one allocation of
-	// the job (of the group) per node.
+	// the job (of the group) per node. Never set for system jobs.
 	jobDistinctHosts, groupDistinctHosts bool
 	distinct                             []*feasible.DistinctProperty
 	affinity                             *rank.Affinities
@@ -266,8 +266,14 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	if !g.special {
 		g.resources = s.baseResources(tg)
 	}
-	g.jobDistinctHosts = feasible.DistinctHostsEnabled(job.Constraints)
-	g.groupDistinctHosts = feasible.DistinctHostsEnabled(tg.Constraints)
+	// Nomad's system stack has no distinct_hosts check (system jobs place
+	// one allocation of each group per node): every group places on every
+	// node, and a node still running a stopped allocation of the job takes
+	// its successor.
+	if !s.cfg.System {
+		g.jobDistinctHosts = feasible.DistinctHostsEnabled(job.Constraints)
+		g.groupDistinctHosts = feasible.DistinctHostsEnabled(tg.Constraints)
+	}
 	for _, c := range job.Constraints {
 		if c.Operand == sdk.ConstraintDistinctProperty {
 			g.distinct = append(g.distinct, s.watch(feasible.NewDistinctProperty(s.plan.State(), job, c, "")))

@@ -1,6 +1,8 @@
 package system_test
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -249,6 +251,67 @@ func TestSystem_DisconnectedNode(t *testing.T) {
 				if a.ID != onN0.ID && a.NodeID != "n-001" {
 					t.Fatalf("placed %s on %s", a.Name, a.NodeID)
 				}
+			}
+		})
+	}
+}
+
+// TestSystem_DistinctHostsDoesNotApply: system jobs place one allocation
+// of each group per node, and Nomad v1.6.1's system stack has no
+// distinct_hosts check (scheduler/stack.go, NewSystemStack): every group
+// of a job under a job-level distinct_hosts places on every node, and a
+// node still running an allocation of the job that the servers stopped
+// takes its successor (the service stack waits until the node reports it
+// finished).
+func TestSystem_DistinctHostsDoesNotApply(t *testing.T) {
+	cases := []struct {
+		name   string
+		typ    string
+		groups int
+		// stopping: n-000 still runs an allocation of the job the
+		// servers stopped; n-001 runs a live one.
+		stopping bool
+		want     map[string]int // placements per node
+	}{
+		{"two groups", sdk.JobTypeSystem, 2, false, map[string]int{"n-000": 2, "n-001": 2}},
+		{"beside a stopped allocation still running", sdk.JobTypeSystem, 1, true, map[string]int{"n-000": 1}},
+		// As in Nomad, a sysbatch job does not run a stopped allocation
+		// again.
+		{"sysbatch beside a stopped allocation still running", sdk.JobTypeSysBatch, 1, true, map[string]int{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			job := schedtest.SystemJob("agent")
+			job.Type = tc.typ
+			for i := 1; i < tc.groups; i++ {
+				tg := job.Copy().TaskGroups[0]
+				tg.Name = fmt.Sprintf("group%d", i)
+				job.TaskGroups = append(job.TaskGroups, tg)
+			}
+			job.Constraints = append(job.Constraints, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts})
+			h.UpsertJob(job)
+			if tc.stopping {
+				old, live := schedtest.Alloc(job, 0, "n-000"), schedtest.Alloc(job, 0, "n-001")
+				live.ID = "agent-alloc-001"
+				old.DesiredStatus = sdk.AllocDesiredStatusStop
+				h.UpsertAllocs(old, live)
+			}
+
+			n := len(h.Plans)
+			h.Process(sched, h.NewEval(job, sdk.EvalTriggerJobRegister))
+			per := map[string]int{}
+			if len(h.Plans) > n {
+				for _, a := range schedtest.Placed(h.LastPlan()) {
+					per[a.NodeID]++
+				}
+			}
+			if !maps.Equal(per, tc.want) {
+				t.Fatalf("placed per node %v, want %v", per, tc.want)
+			}
+			if e := h.LastEval(); len(e.FailedTGAllocs) != 0 {
+				t.Fatalf("failed: %+v", e.FailedTGAllocs)
 			}
 		})
 	}
