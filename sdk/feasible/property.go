@@ -16,6 +16,13 @@ const OtherValue = "*"
 // distinct_property (at most N allocations per value) and spread (how far
 // each value is from its share). Counts start from the state and follow the
 // plan being built through Add, so a scheduler never recounts.
+//
+// Live means neither stopped by the servers nor finished on its node: an
+// allocation the servers stopped does not count, even while its node still
+// runs it, as in Nomad v1.6.1's property sets (scheduler/propertyset.go
+// skips terminal allocations). distinct_hosts and job anti-affinity, which
+// Nomad reads from the node's proposed allocations, count it until its node
+// reports it finished (see stack.Plan).
 type PropertyCounts struct {
 	// Attribute is the property target, e.g. "${meta.rack}".
 	Attribute string
@@ -25,8 +32,8 @@ type PropertyCounts struct {
 	counts  map[string]int
 }
 
-// NewPropertyCounts counts the non-terminal allocations of job (of group
-// only, unless group is "") per value of attribute. When targets is not
+// NewPropertyCounts counts the live allocations of job (of group only,
+// unless group is "") per value of attribute. When targets is not
 // empty, values outside it count under OtherValue.
 func NewPropertyCounts(state sdk.State, job *sdk.Job, attribute, group string, targets []string) *PropertyCounts {
 	p := &PropertyCounts{Attribute: attribute, Group: group, counts: map[string]int{}}

@@ -50,8 +50,9 @@ type spreadAttr struct {
 }
 
 // NewSpread builds the spread scorer of tg in job, counting the job's live
-// allocations of tg in state (nil: none). It returns nil when no spread
-// applies.
+// allocations of tg in state (nil: none): not those the servers stopped,
+// even while their nodes still run them, as Nomad's spread (a property set)
+// counts. It returns nil when no spread applies.
 func NewSpread(state sdk.State, job *sdk.Job, tg *sdk.TaskGroup) *Spread {
 	var spreads []*sdk.Spread
 	if job != nil {

@@ -16,6 +16,17 @@ import (
 // Every change to the plan goes through Plan's methods; they keep the
 // counters and tell the registered counters (spread, distinct_property)
 // about allocations of the job that come and go.
+//
+// The two kinds of count see different allocations, as Nomad v1.6.1's
+// scheduler does. The per-node counts (distinct_hosts, job anti-affinity)
+// hold every allocation of the job on the node but those the node reports
+// finished: one the servers stopped still occupies its node until then
+// (Nomad reads them from the node's proposed allocations). The registered
+// counters hear only of live allocations, those the servers have not
+// stopped (Nomad's property sets skip terminal allocations). Either way a
+// stop in the plan itself takes the allocation out of the counts within
+// the plan, so a destructive update may replace an allocation on its own
+// node.
 type Plan struct {
 	*sdk.Plan
 	state sdk.State
@@ -49,8 +60,9 @@ type Watcher interface {
 	Matches(tg string) bool
 }
 
-// nodeChange is what the plan does to one node, and the job's live
-// allocations there after the plan (overall and per task group).
+// nodeChange is what the plan does to one node, and the job's allocations
+// there after the plan (overall and per task group): all but those the node
+// reports finished, stopped ones it still runs among them.
 type nodeChange struct {
 	delta   sdk.Usage
 	placed  []*sdk.Allocation
@@ -87,7 +99,7 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 	if job != nil {
 		p.Plan.AllAtOnce = job.AllAtOnce
 		for _, a := range state.AllocsByJob(job.Namespace, job.ID) {
-			if !a.TerminalStatus() {
+			if !a.ClientTerminalStatus() {
 				p.count(a.NodeID, a.TaskGroup, 1)
 			}
 		}
@@ -137,7 +149,8 @@ func (p *Plan) appendTo(list []*sdk.Allocation, a *sdk.Allocation) []*sdk.Alloca
 func (p *Plan) Watch(w Watcher) { p.watchers = append(p.watchers, w) }
 
 // Replay tells w about the job's allocations the plan already added or
-// removed, so that a watcher built from the state catches up with the plan.
+// removed, so that a watcher built from the state (counting the job's live
+// allocations) catches up with the plan.
 func (p *Plan) Replay(w Watcher) {
 	if p.job == nil {
 		return
@@ -160,6 +173,8 @@ func (p *Plan) Replay(w Watcher) {
 	}
 }
 
+// wasLive reports whether the state allocation with id is live: not
+// stopped by the servers, nor finished on its node.
 func (p *Plan) wasLive(id string) bool {
 	a := p.state.Alloc(id)
 	return a != nil && !a.TerminalStatus()
@@ -234,7 +249,9 @@ func (p *Plan) remove(a *sdk.Allocation) {
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		p.countOn(c, a.TaskGroup, -1)
-		p.notify(a.NodeID, a.TaskGroup, -1)
+		if !a.TerminalStatus() {
+			p.notify(a.NodeID, a.TaskGroup, -1)
+		}
 	}
 }
 
@@ -250,7 +267,9 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
 		p.countOn(c, a.TaskGroup, 1)
-		p.notify(a.NodeID, a.TaskGroup, 1)
+		if !a.TerminalStatus() {
+			p.notify(a.NodeID, a.TaskGroup, 1)
+		}
 	}
 }
 
@@ -342,8 +361,9 @@ func (p *Plan) Used(nodeID string) sdk.Usage {
 	return u
 }
 
-// JobCount is how many live allocations of the job node nodeID holds after
-// the plan.
+// JobCount is how many allocations of the job node nodeID holds after the
+// plan: all but those the node reports finished, so one the servers stopped
+// counts until its node reports it (what distinct_hosts reads).
 func (p *Plan) JobCount(nodeID string) int {
 	if c := p.nodes[nodeID]; c != nil {
 		return c.job
@@ -351,8 +371,9 @@ func (p *Plan) JobCount(nodeID string) int {
 	return 0
 }
 
-// GroupCount is how many live allocations of task group tg node nodeID
-// holds after the plan.
+// GroupCount is how many allocations of task group tg node nodeID holds
+// after the plan, counted as JobCount counts them (what distinct_hosts and
+// job anti-affinity read).
 func (p *Plan) GroupCount(tg, nodeID string) int {
 	if c := p.nodes[nodeID]; c != nil {
 		return c.group(tg)

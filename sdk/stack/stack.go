@@ -191,7 +191,9 @@ type group struct {
 	special   bool
 	resources *sdk.AllocatedResources
 	// jobDistinctHosts and groupDistinctHosts: at most one allocation of
-	// the job (of the group) per node. Never set for system jobs.
+	// the job (of the group) per node, an allocation the servers stopped
+	// counting until its node reports it finished (Plan.JobCount). Never
+	// set for system jobs.
 	jobDistinctHosts, groupDistinctHosts bool
 	distinct                             []*feasible.DistinctProperty
 	affinity                             *rank.Affinities

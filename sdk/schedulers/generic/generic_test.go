@@ -2,6 +2,7 @@ package generic_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/rank"
 	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
@@ -442,6 +444,212 @@ func TestService_StoppingAllocationsHoldTheirResources(t *testing.T) {
 			h.Process(service, blocked)
 			if live := h.Live("default", "web"); len(live) != 1 {
 				t.Fatalf("after the old allocation finished, placed %d", len(live))
+			}
+		})
+	}
+}
+
+// stopping marks allocations stopped by the servers while their nodes
+// still run them (their tasks being killed).
+func stopping(h *schedtest.Harness, allocs ...*sdk.Allocation) {
+	var out []*sdk.Allocation
+	for _, a := range allocs {
+		c := *h.Alloc(a.ID)
+		c.DesiredStatus, c.ClientStatus = sdk.AllocDesiredStatusStop, sdk.AllocClientStatusRunning
+		out = append(out, &c)
+	}
+	h.UpsertAllocs(out...)
+}
+
+// TestService_StoppingAllocationsCountForDistinctHosts: an allocation of
+// the job that the servers stopped occupies its node for distinct_hosts
+// until the node reports it finished, as in Nomad v1.6.1 (whose
+// DistinctHostsIterator reads the node's proposed allocations, stopped
+// ones still running among them): a placement that has no other node
+// waits, blocked, and places there once the node reports it complete.
+func TestService_StoppingAllocationsCountForDistinctHosts(t *testing.T) {
+	cases := []struct {
+		name      string
+		constrain func(j *sdk.Job, c *sdk.Constraint)
+	}{
+		{"job", func(j *sdk.Job, c *sdk.Constraint) { j.Constraints = append(j.Constraints, c) }},
+		{"group", func(j *sdk.Job, c *sdk.Constraint) {
+			j.TaskGroups[0].Constraints = append(j.TaskGroups[0].Constraints, c)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 3)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 3)
+			tc.constrain(job, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts})
+			allocs := running(h, job, nodes, 3)
+			stopping(h, allocs[2])
+
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerJobRegister))
+			if live := h.Live("default", "web"); len(live) != 2 {
+				t.Fatalf("placed beside the stopping allocation: %v", liveNames(live))
+			}
+			failed := h.LastEval().FailedTGAllocs["web"]
+			if failed == nil || failed.ConstraintFiltered[sdk.ConstraintDistinctHosts] != 3 {
+				t.Fatalf("failure = %+v, want 3 nodes filtered by distinct_hosts", failed)
+			}
+			if len(h.Created) == 0 || h.Created[len(h.Created)-1].Status != sdk.EvalStatusBlocked {
+				t.Fatalf("no blocked eval")
+			}
+			blocked := h.Created[len(h.Created)-1]
+
+			h.SetClientStatus(sdk.AllocClientStatusComplete, allocs[2])
+			h.UpsertEval(blocked)
+			h.Process(service, blocked)
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || placed[0].NodeID != "n-002" {
+				t.Fatalf("after the stopped allocation finished, placed %v, want one on n-002", liveNames(placed))
+			}
+		})
+	}
+}
+
+// TestService_DestructiveUpdateUnderDistinctHosts: a destructive update
+// of a distinct_hosts job on as many nodes as its count still makes
+// progress, as in Nomad v1.6.1: the plan that stops an allocation frees
+// its node within the plan for the replacement (the stopped allocation
+// still holds the node for later plans). A node that still runs an
+// allocation of the job stopped earlier takes no replacement.
+func TestService_DestructiveUpdateUnderDistinctHosts(t *testing.T) {
+	cases := []struct {
+		name        string
+		nodes       int
+		maxParallel int
+		// stoppingOn is the node of an allocation of the job stopped
+		// earlier and still running ("": none).
+		stoppingOn string
+	}{
+		{"as many nodes as the count", 3, 0, ""},
+		{"one at a time", 3, 1, ""},
+		{"beside an allocation still stopping", 4, 0, "n-003"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", tc.nodes)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 3)
+			job.TaskGroups[0].Constraints = append(job.TaskGroups[0].Constraints, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts})
+			if tc.maxParallel > 0 {
+				job.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: tc.maxParallel, MinHealthyTime: 10 * time.Second,
+					HealthyDeadline: 5 * time.Minute, ProgressDeadline: 10 * time.Minute}
+			}
+			allocs := running(h, job, nodes, tc.nodes)
+			if tc.stoppingOn != "" {
+				stopping(h, allocs[len(allocs)-1])
+			}
+
+			next := job.Copy()
+			next.TaskGroups[0].Tasks[0].Resources.CPU = 600
+			eval := h.RegisterJob(next)
+			for round := 0; ; round++ {
+				h.Process(service, eval)
+				plan := h.LastPlan()
+				stopped := map[string]bool{}
+				for _, a := range schedtest.Stopped(plan) {
+					stopped[a.NodeID] = true
+				}
+				placed := schedtest.Placed(plan)
+				if len(placed) == 0 {
+					t.Fatalf("round %d made no progress: %+v", round, h.LastEval().FailedTGAllocs)
+				}
+				for _, a := range placed {
+					if !stopped[a.NodeID] || a.NodeID == tc.stoppingOn {
+						t.Fatalf("round %d placed %s on %s, want only the nodes it stops allocations on (%v)", round, a.Name, a.NodeID, stopped)
+					}
+				}
+				cur := h.State().Job("default", "web")
+				var fresh []*sdk.Allocation
+				for _, a := range h.Live("default", "web") {
+					if a.JobVersion == cur.Version {
+						fresh = append(fresh, a)
+					}
+				}
+				if len(fresh) == 3 {
+					break
+				}
+				if tc.maxParallel == 0 || round > 3 {
+					t.Fatalf("round %d: %d allocations of the new version", round, len(fresh))
+				}
+				h.SetClientStatus(sdk.AllocClientStatusRunning, fresh...)
+				h.SetHealth(true, fresh...)
+				eval = h.NewEval(cur, sdk.EvalTriggerDeploymentWatcher)
+			}
+		})
+	}
+}
+
+// TestService_StoppingAllocationsInScoresAndProperties: an allocation of
+// the job that the servers stopped and its node still runs counts for job
+// anti-affinity (Nomad v1.6.1 reads the node's proposed allocations) but
+// not for distinct_property nor spread (Nomad's property sets count live
+// allocations only). Scores as Nomad's harness reports them.
+func TestService_StoppingAllocationsInScoresAndProperties(t *testing.T) {
+	type scores map[string]map[string]float64 // node, scorer
+	cases := []struct {
+		name  string
+		nodes int
+		rack  func(i int) string
+		mod   func(j *sdk.Job)
+		count int
+		// on is where the placement must go ("": any node).
+		on   string
+		want scores
+	}{
+		{"distinct_property", 3, func(i int) string { return fmt.Sprintf("r%d", i) }, func(j *sdk.Job) {
+			j.TaskGroups[0].Constraints = append(j.TaskGroups[0].Constraints,
+				&sdk.Constraint{Operand: sdk.ConstraintDistinctProperty, LTarget: "${meta.rack}"})
+		}, 3, "n-002", scores{"n-002": {rank.ScorerJobAntiAffinity: -2.0 / 3}}},
+		{"spread", 3, func(i int) string { return fmt.Sprintf("r%d", min(i, 1)) }, func(j *sdk.Job) {
+			j.TaskGroups[0].Spreads = []*sdk.Spread{{Attribute: "${meta.rack}", Weight: 100}}
+		}, 2, "n-002", scores{
+			"n-000": {rank.ScorerSpread: -1, rank.ScorerJobAntiAffinity: -1},
+			"n-001": {rank.ScorerSpread: 1, rank.ScorerJobAntiAffinity: -1},
+			"n-002": {rank.ScorerSpread: 1, rank.ScorerJobAntiAffinity: 0},
+		}},
+		{"job anti-affinity", 2, nil, func(*sdk.Job) {}, 2, "", scores{
+			"n-000": {rank.ScorerJobAntiAffinity: -1},
+			"n-001": {rank.ScorerJobAntiAffinity: -1},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", tc.nodes)
+			for i, n := range nodes {
+				if tc.rack != nil {
+					n.Meta["rack"] = tc.rack(i)
+				}
+			}
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", tc.count)
+			tc.mod(job)
+			allocs := running(h, job, nodes, tc.count)
+			stopping(h, allocs[tc.count-1])
+
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerJobRegister))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || (tc.on != "" && placed[0].NodeID != tc.on) {
+				t.Fatalf("placed %v, want one on %q", liveNames(placed), tc.on)
+			}
+			got := map[string]sdk.NodeScores{}
+			for _, m := range placed[0].Metrics.ScoreMetaData {
+				got[m.NodeID] = m.Scores
+			}
+			for node, want := range tc.want {
+				for scorer, w := range want {
+					s, _ := got[node].Get(scorer)
+					if math.Abs(s-w) > 1e-9 {
+						t.Errorf("%s %s = %v, want %v (scores %v)", node, scorer, s, w, got[node])
+					}
+				}
 			}
 		})
 	}
