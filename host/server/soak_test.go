@@ -477,19 +477,34 @@ func (w *soak) settle(after string) {
 	w.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	var last uint64
+	var dups []string // jobs with more than one blocked eval at the last look
 	quiet := 0
 	for quiet < 5 {
 		if time.Now().After(deadline) {
-			w.t.Fatalf("after %s: the cluster did not settle: broker %+v", after, w.s.Broker().Stats())
+			w.t.Fatalf("after %s: the cluster did not settle: broker %+v, jobs with blocked duplicates %v",
+				after, w.s.Broker().Stats(), dups)
 		}
 		time.Sleep(3 * time.Millisecond)
 		st := w.s.Broker().Stats()
 		idx := w.s.Store().LatestIndex()
 		busy := st.TotalReady+st.TotalUnacked+st.TotalPending+st.TotalCancelable > 0 || idx != last
+		blocked := map[sdk.NamespacedID]int{}
+		dups = dups[:0]
 		for _, e := range w.s.Store().Snapshot().Evals() {
 			if e.Status == sdk.EvalStatusPending && !e.WaitUntil.After(time.Now()) && e.Wait == 0 {
 				if _, out := w.s.Broker().Outstanding(e.ID); !out {
 					busy = true // written, not yet enqueued or acked
+				}
+			}
+			if e.Status == sdk.EvalStatusBlocked {
+				// A second blocked eval of a job is a duplicate that the
+				// leader's reaper cancels once the tracker has seen it
+				// (check requires it gone): its cancellation may still be
+				// on its way through raft.
+				jk := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+				if blocked[jk]++; blocked[jk] == 2 {
+					busy = true
+					dups = append(dups, e.JobID)
 				}
 			}
 		}
