@@ -6,62 +6,32 @@
 package main
 
 import (
-	"unsafe"
-
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest/rawguest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
 )
 
-var in, out, msg []byte
+var out, msg []byte
 
-func pack(b []byte) uint64 {
-	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
-}
-
-func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
-
-//go:wasmimport drover create_eval
-func createEval(ptr, size uint32) int32
-
-//go:wasmimport drover take_result
-func takeResult(ptr uint32)
-
-//go:wasmexport drover_abi_version
-func abiVersion() uint32 { return uint32(abi.Current) }
-
-//go:wasmexport drover_info
-func info() uint64 {
-	out, _ = (&abi.Info{Name: "badtake", ABI: uint32(abi.Current)}).MarshalMsg(out[:0])
-	return pack(out)
-}
-
-//go:wasmexport drover_buffer
-func buffer(size uint32) uint32 {
-	if uint32(cap(in)) < size {
-		in = make([]byte, size)
-	}
-	in = in[:size]
-	return addr(in)
-}
+func init() { rawguest.Name = "badtake" }
 
 //go:wasmexport drover_process
 func process(size uint32) uint64 {
-	var req abi.ProcessRequest
 	resp := abi.ProcessResponse{Code: abi.CodeOK}
-	if _, err := req.UnmarshalMsg(in[:size]); err != nil || req.Eval == nil || req.Sync == nil {
+	if req, ok := rawguest.Request(size); !ok {
 		resp = abi.ProcessResponse{Code: abi.CodeDecode, Message: "badtake: bad request"}
 	} else {
 		// An eval the host refuses (no ID): its answer is a Status.
 		msg, _ = (&abi.EvalRequest{Eval: &sdk.Evaluation{Namespace: req.Eval.Namespace, JobID: req.Eval.JobID}}).MarshalMsg(msg[:0])
-		if n := createEval(addr(msg), uint32(len(msg))); n > 0 {
-			takeResult(0xffff_fff0)
+		if n := rawguest.CreateEval(rawguest.Addr(msg), uint32(len(msg))); n > 0 {
+			rawguest.TakeResult(0xffff_fff0)
 		}
 		e := req.Eval.Copy()
 		e.Status = sdk.EvalStatusComplete
 		resp.UpdateEval, resp.Index = e, req.Sync.Index
 	}
 	out, _ = resp.MarshalMsg(out[:0])
-	return pack(out)
+	return rawguest.Pack(out)
 }
 
 func main() {}

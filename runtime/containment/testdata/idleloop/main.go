@@ -4,41 +4,19 @@
 package main
 
 import (
-	"unsafe"
-
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest/rawguest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
 )
 
-var in, out []byte
+var out []byte
 
-func pack(b []byte) uint64 {
-	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))<<32 | uint64(len(b))
-}
-
-//go:wasmexport drover_abi_version
-func abiVersion() uint32 { return uint32(abi.Current) }
-
-//go:wasmexport drover_info
-func info() uint64 {
-	out, _ = (&abi.Info{Name: "idleloop", ABI: uint32(abi.Current)}).MarshalMsg(out[:0])
-	return pack(out)
-}
-
-//go:wasmexport drover_buffer
-func buffer(size uint32) uint32 {
-	if uint32(cap(in)) < size {
-		in = make([]byte, size)
-	}
-	in = in[:size]
-	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(in))))
-}
+func init() { rawguest.Name = "idleloop" }
 
 //go:wasmexport drover_process
 func process(size uint32) uint64 {
-	var req abi.ProcessRequest
 	resp := abi.ProcessResponse{Code: abi.CodeOK}
-	if _, err := req.UnmarshalMsg(in[:size]); err != nil || req.Eval == nil || req.Sync == nil {
+	if req, ok := rawguest.Request(size); !ok {
 		resp = abi.ProcessResponse{Code: abi.CodeDecode, Message: "idleloop: bad request"}
 	} else {
 		e := req.Eval.Copy()
@@ -46,7 +24,7 @@ func process(size uint32) uint64 {
 		resp.UpdateEval, resp.Index = e, req.Sync.Index
 	}
 	out, _ = resp.MarshalMsg(out[:0])
-	return pack(out)
+	return rawguest.Pack(out)
 }
 
 var sink int
