@@ -29,9 +29,25 @@ func Build(tb testing.TB, pkg string) string {
 			return p
 		}
 	}
+	return buildOnce(tb, pkg, func(dir string) string {
+		out := filepath.Join(dir, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+".wasm")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
+		cmd.Dir = ModuleRoot(tb)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("wasmtest: build %s: %v\n%s", pkg, err, b)
+		}
+		return out
+	})
+}
+
+// buildOnce returns the module built for key, which build makes in the
+// test binary's temporary directory on the first call.
+func buildOnce(tb testing.TB, key string, build func(dir string) string) string {
+	tb.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if p, ok := built[pkg]; ok {
+	if p, ok := built[key]; ok {
 		return p
 	}
 	if dir == "" {
@@ -41,15 +57,8 @@ func Build(tb testing.TB, pkg string) string {
 		}
 		dir = d
 	}
-	root := ModuleRoot(tb)
-	out := filepath.Join(dir, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("wasmtest: build %s: %v\n%s", pkg, err, b)
-	}
-	built[pkg] = out
+	out := build(dir)
+	built[key] = out
 	return out
 }
 
