@@ -1536,6 +1536,15 @@ func TestService_DisconnectedClient(t *testing.T) {
 		}
 		return nil
 	}
+	// reconnect brings n-000 back, its node reporting orig with status,
+	// and runs the reconnect eval.
+	reconnect := func(h *schedtest.Harness, job *sdk.Job, orig *sdk.Allocation, status string) {
+		n0 := h.State().Node("n-000").Copy()
+		n0.Status = sdk.NodeStatusReady
+		h.UpsertNodes(n0)
+		h.SetClientStatus(status, orig)
+		h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	}
 
 	t.Run("not tolerated: lost at once", func(t *testing.T) {
 		h, _, orig := setup(t, false, "")
@@ -1583,11 +1592,7 @@ func TestService_DisconnectedClient(t *testing.T) {
 	t.Run("reconnect failed: the original is stopped", func(t *testing.T) {
 		h, job, orig := setup(t, true, "")
 		repl := replacementOf(h, orig)
-		n0 := h.State().Node("n-000").Copy()
-		n0.Status = sdk.NodeStatusReady
-		h.UpsertNodes(n0)
-		h.SetClientStatus(sdk.AllocClientStatusFailed, orig)
-		h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+		reconnect(h, job, orig, sdk.AllocClientStatusFailed)
 		stopped := schedtest.Stopped(h.LastPlan())
 		if len(stopped) != 1 || stopped[0].ID != orig.ID || stopped[0].DesiredDescription != reconcile.AllocRescheduled ||
 			stopped[0].ClientStatus != sdk.AllocClientStatusFailed {
@@ -1608,11 +1613,7 @@ func TestService_DisconnectedClient(t *testing.T) {
 		t.Run("reconnect, reconcile="+tc.mode, func(t *testing.T) {
 			h, job, orig := setup(t, true, tc.mode)
 			repl := replacementOf(h, orig)
-			n0 := h.State().Node("n-000").Copy()
-			n0.Status = sdk.NodeStatusReady
-			h.UpsertNodes(n0)
-			h.SetClientStatus(sdk.AllocClientStatusRunning, orig)
-			h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+			reconnect(h, job, orig, sdk.AllocClientStatusRunning)
 			stopped := schedtest.Stopped(h.LastPlan())
 			want := repl.ID
 			if !tc.keepOriginal {
