@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/runtimetest"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
-	"github.com/drover-sched/drover/sdk/sdktest"
 	"github.com/rs/zerolog"
 )
 
@@ -31,15 +29,8 @@ func TestSandbox_NothingOfTheHostUnlessConfigured(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := wasm.DefaultConfig()
 			tc.configure(&cfg)
-			m, err := wasm.LoadFile(context.Background(), path, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := runtime.NewPlugin(m, runtime.DefaultPoolConfig(1), zerolog.Nop())
-			defer p.Close(context.Background())
-			h := sdktest.New()
-			job := sdktest.Job("web", 1)
-			h.UpsertJob(job)
+			p := onePlugin(t, path, cfg)
+			h, job := oneJob()
 			var logs bytes.Buffer
 			call := runtimetest.Call(h, h.RegisterEval(job))
 			call.Log = zerolog.New(&logs)
