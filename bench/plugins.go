@@ -21,17 +21,24 @@ import (
 var ErrRuntimeUnavailable = errors.New("bench: runtime not available")
 
 // Plugins provides the built-in schedulers in one runtime. Factories are
-// made once (a wasm module is compiled once); each Plugin call starts a
-// fresh pool over them.
+// made once (a wasm module is compiled once), and so is one pool of one
+// instance over each: an agent's instance serves evals for thousands of
+// them, so its heap is warm (a go-plugin process's pages faulted in, a wasm
+// memory grown), and the benchmark measures that, not a process start.
+// Each run still begins with a full sync of its own cluster (runOne calls
+// Resync). Fresh starts a new pool, and so a new instance, for every run
+// instead.
 type Plugins struct {
+	Fresh  bool
 	byType map[string]rt.Factory
 	all    []rt.Factory
+	pools  map[rt.Factory]*rt.Plugin
 	log    zerolog.Logger
 }
 
 // NativePlugins runs the built-in schedulers in process.
 func NativePlugins(log zerolog.Logger) *Plugins {
-	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	p := &Plugins{byType: map[string]rt.Factory{}, pools: map[rt.Factory]*rt.Plugin{}, log: log}
 	add := func(name string, types []string, make func() sdk.Scheduler) {
 		f := native.New(plugin.Info{Name: name, Types: types, Version: "bench"}, make)
 		p.all = append(p.all, f)
@@ -65,7 +72,7 @@ func GopluginPlugins(ctx context.Context, dir string, cfg goplugin.Config, log z
 // loadPlugins loads the built-in schedulers (service, batch, system) with
 // load; hint says how to get them when one is missing.
 func loadPlugins(ctx context.Context, log zerolog.Logger, hint string, load func(name string) (rt.Factory, error)) (*Plugins, error) {
-	p := &Plugins{byType: map[string]rt.Factory{}, log: log}
+	p := &Plugins{byType: map[string]rt.Factory{}, pools: map[rt.Factory]*rt.Plugin{}, log: log}
 	for _, name := range []string{"service", "batch", "system"} {
 		f, err := load(name)
 		if err != nil {
@@ -80,17 +87,31 @@ func loadPlugins(ctx context.Context, log zerolog.Logger, hint string, load func
 	return p, nil
 }
 
-// Plugin starts a pool of one instance of the plugin serving jobType.
+// Plugin returns the pool of one instance of the plugin serving jobType:
+// the one kept for it, or with Fresh a new one (the previous one closed).
+// The pool stays Plugins': callers do not close it.
 func (p *Plugins) Plugin(jobType string) (*rt.Plugin, error) {
 	f, ok := p.byType[jobType]
 	if !ok {
 		return nil, fmt.Errorf("bench: no plugin serves job type %q", jobType)
 	}
-	return rt.NewPlugin(keepOpen{f}, rt.PoolConfig{Instances: 1}, p.log), nil
+	pool := p.pools[f]
+	if pool != nil && p.Fresh {
+		_ = pool.Close(context.Background())
+		pool = nil
+	}
+	if pool == nil {
+		pool = rt.NewPlugin(keepOpen{f}, rt.PoolConfig{Instances: 1}, p.log)
+		p.pools[f] = pool
+	}
+	return pool, nil
 }
 
-// Close releases the factories.
+// Close closes the pools, then the factories.
 func (p *Plugins) Close(ctx context.Context) {
+	for _, pool := range p.pools {
+		_ = pool.Close(ctx)
+	}
 	for _, f := range p.all {
 		_ = f.Close(ctx)
 	}

@@ -88,8 +88,9 @@ type Config struct {
 	// Verify re-checks each plan as the host's applier does before
 	// applying it (the Nomad harness does not).
 	Verify bool
-	// Plugins returns the plugin that schedules a job type. The bench
-	// starts one pool per run so that every run starts from a cold mirror.
+	// Plugins returns the plugin that schedules a job type; its owner
+	// closes it. Each run begins with a full sync of its own cluster
+	// (Resync, then a warm-up eval), whether the plugin is new or not.
 	Plugins func(jobType string) (*rt.Plugin, error)
 	// Runtime names the runtime in the report header.
 	Runtime string
@@ -306,8 +307,12 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, nodes int) (RunResult,
 	if err != nil {
 		return rr, err
 	}
-	defer pl.Close(context.Background())
-	// Warm the instance: start it and bring its mirror up to the nodes.
+	// Warm the instance: start it if new, and bring its mirror up to this
+	// cluster's nodes with a full sync (its sync point, if any, is the
+	// previous run's cluster).
+	if err := pl.Resync(ctx); err != nil {
+		return rr, err
+	}
 	warm := &sdk.Evaluation{ID: c.id('w'), Namespace: sdk.DefaultNamespace, Priority: 50, Type: sc.Type,
 		TriggeredBy: sdk.EvalTriggerJobRegister, JobID: "bench-warmup", Status: sdk.EvalStatusPending}
 	if err := c.apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{warm}}); err != nil {

@@ -151,6 +151,22 @@ func (p *Plugin) Process(ctx context.Context, call *Call) error {
 // idle work left (a benchmark's warm-up, whose collection is setup, not
 // the timed evals' work). It returns ctx's error if that comes first.
 func (p *Plugin) Settle(ctx context.Context) error {
+	return p.holdAll(ctx, func(*slot) {})
+}
+
+// Resync makes every instance's next eval start with a full sync, once
+// the evals in flight and the idle work are done. It is for a caller
+// that hands the plugin another state source whose indexes mean other
+// changes (a benchmark's next cluster): a delta from the old sync point
+// would be wrong there. The instances themselves stay, warm.
+func (p *Plugin) Resync(ctx context.Context) error {
+	return p.holdAll(ctx, func(s *slot) { s.index, s.kept = 0, nil })
+}
+
+// holdAll takes every slot, waiting for each to be free, applies fn to
+// each, and gives them back. It returns ctx's error if that comes first,
+// having applied fn to none.
+func (p *Plugin) holdAll(ctx context.Context, fn func(*slot)) error {
 	held := make([]*slot, 0, p.cfg.Instances)
 	defer func() {
 		for _, s := range held {
@@ -164,6 +180,9 @@ func (p *Plugin) Settle(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	for _, s := range held {
+		fn(s)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/runtime/runtimetest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/sdktest"
 	"github.com/rs/zerolog"
 )
@@ -381,4 +382,57 @@ func TestPlugin_SettleWaitsForIdleWork(t *testing.T) {
 		t.Fatalf("a second Settle: %v", err)
 	}
 	close(f.hold)
+}
+
+// counted counts the instances its factory starts.
+type counted struct {
+	runtime.Factory
+	created atomic.Int32
+}
+
+func (c *counted) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	c.created.Add(1)
+	return c.Factory.NewInstance(ctx)
+}
+
+// TestPlugin_ResyncStartsOverOnAnotherState: after Resync, the same warm
+// instance takes a state source whose indexes mean other changes with a
+// full sync, and schedules on that state alone.
+func TestPlugin_ResyncStartsOverOnAnotherState(t *testing.T) {
+	f := &counted{Factory: native.New(plugin.Info{Name: "service", Types: []string{sdk.JobTypeService}},
+		func() sdk.Scheduler { return &generic.Scheduler{} })}
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+
+	place := func(nodeID string) *sdktest.Harness {
+		h := sdktest.New()
+		h.UpsertNode(sdktest.Node(nodeID, 4000, 8192))
+		job := sdktest.Job("web", 2)
+		h.UpsertJob(job)
+		if err := runtimetest.Process(p, h, h.RegisterEval(job), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	place("first")
+	if err := p.Resync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := place("second")
+	allocs := h.AllocsByJob("default", "web")
+	if len(allocs) != 2 {
+		t.Fatalf("%d allocations on the second state, want 2", len(allocs))
+	}
+	for _, a := range allocs {
+		if a.NodeID != "second" {
+			t.Fatalf("allocation %s on node %q, want the second state's node", a.Name, a.NodeID)
+		}
+	}
+	st := p.Stats()
+	if got := st.FullSyncs.Load(); got != 2 {
+		t.Fatalf("%d full syncs, want 2 (one per state)", got)
+	}
+	if got := f.created.Load(); got != 1 {
+		t.Fatalf("%d instances started, want the one kept warm", got)
+	}
 }

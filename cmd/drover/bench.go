@@ -31,8 +31,9 @@ Usage: drover bench scheduler [options]
 
   Each eval is timed from its hand-over to the plugin runtime (state
   delta, scheduler, plan submission) to the plugin's return, with the plan
-  applied to the state store through the FSM. Node registration and the
-  plugin instance's first (full) state sync are not timed.
+  applied to the state store through the FSM. Node registration and each
+  run's first (full) state sync are not timed. As in an agent, each
+  plugin's instance serves every run, warm from the ones before.
 
 Options:
 
@@ -52,6 +53,9 @@ Options:
                      as limits { enforce_deadline = false } does.
   -node-cpu=4000 -node-mem=8192 -task-cpu=100 -task-mem=128 -racks=25
                      Node and task shape.
+  -fresh-instances   Start a new plugin instance (a new process for
+                     goplugin) for every run: the first evals of a cold
+                     instance, not those of an agent's warm one.
   -ports             Give each group one dynamic port.
   -verify            Re-check each plan as the host's applier does.
   -json=FILE         Also write the rows as JSON.
@@ -67,6 +71,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	runtimeName := fs.String("runtime", "wasm", "")
 	pluginDir := fs.String("plugin-dir", "", "")
 	deadlines := fs.Bool("deadlines", true, "")
+	fresh := fs.Bool("fresh-instances", false, "")
 	jsonOut := fs.String("json", "", "")
 	fs.IntVar(&cfg.Runs, "runs", cfg.Runs, "")
 	fs.IntVar(&cfg.NodeCPU, "node-cpu", cfg.NodeCPU, "")
@@ -131,9 +136,13 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		return c.errorf("-runtime must be wasm, native or goplugin, not %q", *runtimeName)
 	}
 	defer plugins.Close(ctx)
+	plugins.Fresh = *fresh
 	cfg.Runtime = *runtimeName
 	if *runtimeName == "wasm" && !*deadlines {
 		cfg.Runtime = "wasm, deadlines not enforced"
+	}
+	if *fresh {
+		cfg.Runtime += ", fresh instances"
 	}
 	cfg.Plugins = plugins.Plugin
 	rows, err := bench.Run(ctx, cfg, c.out)
