@@ -83,6 +83,48 @@ func TestNomadClient_ParseIgnoresUndeclaredVariables(t *testing.T) {
 	}
 }
 
+// TestNomadClient_ParseKeepsRuntimeVariables: the parse endpoint keeps
+// runtime variables as written, as Nomad's does, also a runtime variable
+// and a longer path under it in one expression, beside variables and
+// functions.
+func TestNomadClient_ParseKeepsRuntimeVariables(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: `
+variable "tag" {
+  default = "latest"
+}
+job "web" {
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+      config {
+        image = "nginx:${var.tag}"
+        args  = ["${attr.driver.docker}", "${attr.driver.docker.version}"]
+      }
+      env {
+        BOTH  = "${attr.driver.docker}/${var.tag}/${attr.driver.docker.version}"
+        UPPER = upper("${ NOMAD_ALLOC_ID } ${attr.driver.docker.version}")
+      }
+    }
+  }
+}`, Variables: `tag = "1.27"`})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	task := job.TaskGroups[0].Tasks[0]
+	if args := task.Config["args"]; !slices.Equal(args.([]any), []any{"${attr.driver.docker}", "${attr.driver.docker.version}"}) {
+		t.Errorf("args = %#v", args)
+	}
+	want := map[string]string{
+		"BOTH":  "${attr.driver.docker}/1.27/${attr.driver.docker.version}",
+		"UPPER": "${ NOMAD_ALLOC_ID } ${ATTR.DRIVER.DOCKER.VERSION}",
+	}
+	if !maps.Equal(task.Env, want) {
+		t.Errorf("env = %q, want %q", task.Env, want)
+	}
+}
+
 // TestNomadClient_JobLifecycle drives the API with Nomad's official Go
 // client: parse a jobspec on the server, register it, read it back, list
 // its evaluations and allocations, list nodes, stop the job and purge it.

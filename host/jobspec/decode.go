@@ -29,7 +29,6 @@ import (
 // decoder decodes one job.
 type decoder struct {
 	ctx *hcl.EvalContext
-	rt  *runtimeVars
 	// native is set for HCL native syntax (not JSON): there, string maps such
 	// as meta and env may also be written as attributes (meta = {...}),
 	// which JSON syntax cannot tell from blocks.
@@ -44,8 +43,8 @@ type decoder struct {
 	diags  hcl.Diagnostics
 }
 
-func newDecoder(ctx *hcl.EvalContext, rt *runtimeVars, file *hcl.File) *decoder {
-	d := &decoder{ctx: ctx, rt: rt, ranges: map[string]hcl.Range{}, specs: map[reflect.Type]*structSpec{},
+func newDecoder(ctx *hcl.EvalContext, file *hcl.File) *decoder {
+	d := &decoder{ctx: ctx, ranges: map[string]hcl.Range{}, specs: map[reflect.Type]*structSpec{},
 		syntax: map[hcl.Range]*hclsyntax.Body{}}
 	if body, ok := file.Body.(*hclsyntax.Body); ok {
 		d.native = true
@@ -392,12 +391,9 @@ func (d *decoder) assign(expr hcl.Expression, val cty.Value, fv reflect.Value) b
 	return true
 }
 
-// eval evaluates expr, keeping the runtime variables it refers to as
-// written.
+// eval evaluates expr, which keeps the runtime variables it refers to as
+// written (runtimeExpr).
 func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
-	if diags := d.rt.add(expr); diags.HasErrors() {
-		return cty.NilVal, diags
-	}
 	return expr.Value(d.ctx)
 }
 

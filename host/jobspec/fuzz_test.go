@@ -11,7 +11,7 @@ import (
 // seeds adds every jobspec in the repository's testdata and examples.
 func seeds(f *testing.F) {
 	var paths []string
-	for _, glob := range []string{"testdata/bad/*", "../../examples/jobs/*.hcl", "../../cmd/drover/assets/*.hcl"} {
+	for _, glob := range []string{"testdata/*", "testdata/bad/*", "../../examples/jobs/*.hcl", "../../cmd/drover/assets/*.hcl"} {
 		ps, _ := filepath.Glob(glob)
 		paths = append(paths, ps...)
 	}

@@ -116,11 +116,10 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 		Functions: functions(filepath.Dir(cfg.Path), cfg.AllowFS),
 		Variables: map[string]cty.Value{},
 	}
-	rt := newRuntimeVars(ctx)
 	varObj, ds := variableValues(vars, ctx)
 	diags = append(diags, ds...)
 	ctx.Variables["var"] = varObj
-	_, ds = evalLocals(content.Blocks.OfType("locals"), ctx, rt)
+	_, ds = evalLocals(keepRuntimeVars(content.Blocks.OfType("locals"), cfg.Body), ctx)
 	diags = append(diags, ds...)
 	if diags.HasErrors() {
 		return p, diags
@@ -137,8 +136,8 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 			Detail:  fmt.Sprintf("A jobspec holds one job; another was defined at %s.", jobs[0].DefRange),
 			Subject: jobs[1].DefRange.Ptr()})
 	}
-	d := newDecoder(ctx, rt, file)
-	job := d.decodeJob(jobs[0])
+	d := newDecoder(ctx, file)
+	job := d.decodeJob(keepRuntimeVars(jobs, cfg.Body)[0])
 	diags = append(diags, d.diags...)
 	p.ranges = d.ranges
 	if diags.HasErrors() {
@@ -192,13 +191,8 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	p := Path(nil)
 	d.record(p, b.DefRange)
 	body := b.Body
-	if dynamic, args := d.dynamicBlocks(b); dynamic {
-		// dynblock evaluates for_each and labels itself, in a context
-		// where the runtime variables they use stand for themselves
-		// (for_each = { "${attr.cpu.arch}" = "amd64" }).
-		ctx, diags := d.rt.context(args)
-		d.add(diags...)
-		body = dynblock.Expand(body, ctx)
+	if d.hasDynamicBlocks(b) {
+		body = dynblock.Expand(body, d.ctx)
 	}
 	content := d.decodeStruct(body, reflect.ValueOf(&job.Job).Elem(), p, extras{
 		attrs:  []hcl.AttributeSchema{{Name: "scheduler"}, {Name: "consul_token"}, {Name: "vault_token"}},
@@ -245,25 +239,31 @@ func (d *decoder) decodeJob(b *hcl.Block) *Job {
 	return job
 }
 
-// dynamicBlocks reports whether the block holds a dynamic block anywhere,
-// and returns the for_each and labels arguments of those it holds.
-func (d *decoder) dynamicBlocks(b *hcl.Block) (bool, []hcl.Expression) {
+// hasDynamicBlocks reports whether the block holds a dynamic block
+// anywhere.
+func (d *decoder) hasDynamicBlocks(b *hcl.Block) bool {
 	body, ok := d.syntax[b.DefRange]
 	if !ok {
-		return true, nil // JSON syntax: let dynblock look
+		return true // JSON syntax: let dynblock look
 	}
 	found := false
-	var args []hcl.Expression
 	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
 		if blk, ok := n.(*hclsyntax.Block); ok && blk.Type == "dynamic" {
 			found = true
-			for _, name := range []string{"for_each", "labels"} {
-				if a, ok := blk.Body.Attributes[name]; ok {
-					args = append(args, a.Expr)
-				}
-			}
 		}
 		return nil
 	})
-	return found, args
+	return found
+}
+
+// keepRuntimeVars returns blocks whose expressions keep the runtime
+// variables they refer to as written (runtimeBody); src is their file.
+func keepRuntimeVars(blocks hcl.Blocks, src []byte) hcl.Blocks {
+	out := make(hcl.Blocks, len(blocks))
+	for i, b := range blocks {
+		wrapped := *b
+		wrapped.Body = runtimeBody{body: b.Body, src: src}
+		out[i] = &wrapped
+	}
+	return out
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
 )
 
 // parse parses src and converts it, failing the test on any problem.
@@ -592,48 +594,228 @@ job "j" {
 	}
 }
 
-// One expression cannot keep a runtime variable and a longer path under it
-// as written (testdata/bad has the task's attributes): nor can a local or
-// a dynamic block's for_each. Refused, rather than evaluated wrong.
+// TestParse_RuntimeVariableWithItsPrefixInOneExpression: one expression may
+// use a runtime variable and a longer path under it (${attr.driver.docker}
+// and ${attr.driver.docker.version}), wherever it is; each is kept as
+// written, as Nomad v1.6.1 keeps them (the expected texts are Nomad's).
+// A function applied to one applies to its text, as in Nomad.
 func TestParse_RuntimeVariableWithItsPrefixInOneExpression(t *testing.T) {
-	for name, src := range map[string]string{
-		"local": `
-locals {
+	const (
+		short = "${attr.driver.docker}"
+		long  = "${attr.driver.docker.version}"
+	)
+	task := func(j *jobspec.Job) *api.Task { return j.TaskGroups[0].Tasks[0] }
+	env := func(name string) func(*jobspec.Job) any {
+		return func(j *jobspec.Job) any { return task(j).Env[name] }
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		got  func(*jobspec.Job) any
+		want any
+	}{{
+		name: "testdata list",
+		src:  "testdata/runtime_variable_and_its_prefix.hcl",
+		got:  func(j *jobspec.Job) any { return task(j).Config["args"] },
+		want: []any{short, long},
+	}, {
+		name: "testdata template string",
+		src:  "testdata/runtime_variable_and_its_prefix.hcl",
+		got:  env("BOTH"),
+		want: long + "/" + short,
+	}, {
+		name: "heredoc",
+		src: taskEnv(`H = <<EOT
+${attr.driver.docker} ${attr.driver.docker.version}
+EOT`),
+		got:  env("H"),
+		want: short + " " + long + "\n",
+	}, {
+		name: "with a variable",
+		src:  `variable "x" { default = "vx" }` + taskEnv(`V = "${attr.driver.docker}-${var.x}-${attr.driver.docker.version}"`),
+		got:  env("V"),
+		want: short + "-vx-" + long,
+	}, {
+		name: "function of a template",
+		src:  taskEnv(`U = upper("${attr.driver.docker} ${attr.driver.docker.version}")`),
+		got:  env("U"),
+		want: "${ATTR.DRIVER.DOCKER} ${ATTR.DRIVER.DOCKER.VERSION}",
+	}, {
+		name: "function of references",
+		src:  taskEnv(`F = format("%s|%s", attr.driver.docker, attr.driver.docker.version)`),
+		got:  env("F"),
+		want: short + "|" + long,
+	}, {
+		name: "for expression",
+		src:  taskEnv(`F = join(",", [for s in ["a", "b"] : "${s}:${attr.driver.docker}:${attr.driver.docker.version}"])`),
+		got:  env("F"),
+		want: "a:" + short + ":" + long + ",b:" + short + ":" + long,
+	}, {
+		name: "local",
+		src: `locals {
   both = "${attr.driver.docker}/${attr.driver.docker.version}"
+  list = ["${attr.driver.docker.version}", "${attr.driver.docker}"]
+}` + taskEnv(`B = "${local.both} ${join(",", local.list)}"`),
+		got:  env("B"),
+		want: short + "/" + long + " " + long + "," + short,
+	}, {
+		name: "object keys and values",
+		src: `job "j" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      config {
+        labels = { "${attr.driver.docker}" = "${attr.driver.docker.version}" }
+      }
+    }
+  }
+}`,
+		got:  func(j *jobspec.Job) any { return task(j).Config["labels"] },
+		want: []any{map[string]any{short: long}},
+	}, {
+		name: "template block",
+		src: `job "j" {
+  group "g" {
+    task "t" {
+      driver = "docker"
+      template {
+        data        = "{{ env \"NOMAD_ALLOC_ID\" }} ${attr.driver.docker} ${attr.driver.docker.version}"
+        destination = "local/${attr.driver.docker}/${attr.driver.docker.version}"
+      }
+    }
+  }
+}`,
+		got: func(j *jobspec.Job) any {
+			tmpl := task(j).Templates[0]
+			return []string{*tmpl.EmbeddedTmpl, *tmpl.DestPath}
+		},
+		want: []string{`{{ env "NOMAD_ALLOC_ID" }} ` + short + " " + long, "local/" + short + "/" + long},
+	}, {
+		name: "job attribute",
+		src: `job "j" {
+  meta {
+    M = "${node.class} ${node.class.rack}"
+  }
+  group "g" {
+    task "t" { driver = "docker" }
+  }
+}`,
+		got:  func(j *jobspec.Job) any { return j.Meta["M"] },
+		want: "${node.class} ${node.class.rack}",
+	}, {
+		name: "dynamic for_each",
+		src: `job "j" {
+  dynamic "constraint" {
+    for_each = ["${attr.driver.docker}", "${attr.driver.docker.version}"]
+    content {
+      attribute = constraint.value
+      value     = "${constraint.key}"
+    }
+  }
+  group "g" {
+    task "t" { driver = "docker" }
+  }
+}`,
+		got:  func(j *jobspec.Job) any { return []string{j.Constraints[0].LTarget, j.Constraints[1].LTarget} },
+		want: []string{short, long},
+	}, {
+		name: "dynamic labels and content",
+		src: `job "j" {
+  dynamic "group" {
+    for_each = ["a"]
+    labels   = ["${group.value}-${node.class}-${node.class.rack}"]
+    content {
+      task "t" {
+        driver = "docker"
+        env {
+          E = "${group.value} ${attr.driver.docker} ${attr.driver.docker.version}"
+        }
+      }
+    }
+  }
+}`,
+		got: func(j *jobspec.Job) any {
+			return []string{*j.TaskGroups[0].Name, j.TaskGroups[0].Tasks[0].Env["E"]}
+		},
+		want: []string{"a-${node.class}-${node.class.rack}", "a " + short + " " + long},
+	}, {
+		name: "nested dynamic for_each",
+		src: `job "j" {
+  dynamic "group" {
+    for_each = { a = ["x", "y"] }
+    labels   = [group.key]
+    content {
+      dynamic "constraint" {
+        for_each = [for dc in group.value : "${dc}/${node.datacenter}/${node.datacenter.zone}"]
+        iterator = c
+        content {
+          attribute = c.value
+          value     = group.key
+        }
+      }
+      task "t" { driver = "docker" }
+    }
+  }
+}`,
+		got: func(j *jobspec.Job) any {
+			cs := j.TaskGroups[0].Constraints
+			return []string{cs[0].LTarget, cs[1].LTarget}
+		},
+		want: []string{"x/${node.datacenter}/${node.datacenter.zone}", "y/${node.datacenter}/${node.datacenter.zone}"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := []byte(tc.src)
+			path := "job.hcl"
+			if strings.HasPrefix(tc.src, "testdata/") {
+				var err error
+				if src, err = os.ReadFile(tc.src); err != nil {
+					t.Fatal(err)
+				}
+				path = tc.src
+			}
+			p, diags := jobspec.Parse(jobspec.Config{Path: path, Body: src})
+			if diags.HasErrors() {
+				t.Fatalf("parse:\n%s", jobspec.FormatDiagnostics(p.Sources, diags))
+			}
+			if got := tc.got(p.Job); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
 }
+
+// TestParse_RuntimeVariablesAsWritten: a runtime variable keeps the text of
+// the interpolation it is written in, spaces and all, and its index steps,
+// as in Nomad.
+func TestParse_RuntimeVariablesAsWritten(t *testing.T) {
+	job := parse(t, taskEnv(`A = "${ NOMAD_ALLOC_ID }"
+        B = "${attr.list[0]}/${attr.list.1}"
+        C = "${ attr.a }-${attr.b   }-${ upper(attr.c) }-${ attr.d == "" ? "" : attr.d }"
+        D = attr.bare.reference`))
+	want := map[string]string{
+		"A": "${ NOMAD_ALLOC_ID }",
+		"B": "${attr.list[0]}/${attr.list.1}",
+		"C": "${ attr.a }-${attr.b   }-${ATTR.C}-${attr.d}",
+		"D": "${attr.bare.reference}",
+	}
+	if got := job.TaskGroups[0].Tasks[0].Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("env = %q\nwant %q", got, want)
+	}
+}
+
+// taskEnv is a job whose one task has the env attributes attrs.
+func taskEnv(attrs string) string {
+	return `
 job "j" {
   group "g" {
     task "t" {
       driver = "docker"
       env {
-        B = local.both
+        ` + attrs + `
       }
     }
   }
-}`,
-		"for_each": `
-job "j" {
-  dynamic "constraint" {
-    for_each = ["${attr.driver.docker}", "${attr.driver.docker.version}"]
-    content {
-      attribute = constraint.value
-      value     = "1"
-    }
-  }
-  group "g" {
-    task "t" {
-      driver = "docker"
-    }
-  }
-}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := parseErr(t, src)
-			if !strings.Contains(got, "Runtime variables that cannot be kept together") || !strings.Contains(got, "job.hcl:") {
-				t.Fatalf("diagnostics:\n%s", got)
-			}
-		})
-	}
+}`
 }
 
 // TestParse_NullValues: null leaves an attribute unset and an entry of
@@ -817,6 +999,33 @@ job "j" {
       }
     }
     task "t" { driver = "exec" }
+  }
+}`)
+	cs := job.TaskGroups[0].Constraints
+	if len(cs) != 2 || cs[0].LTarget != "${attr.cpu.arch}" || cs[0].RTarget != "amd64" ||
+		cs[1].LTarget != "${attr.kernel.name}" || cs[1].RTarget != "linux" {
+		t.Errorf("constraints = %v", cs)
+	}
+}
+
+// TestParse_DynamicForEachWithRuntimeVariablesInJSON: so may one in HCL's
+// JSON syntax (it was refused: "There is no variable named attr").
+func TestParse_DynamicForEachWithRuntimeVariablesInJSON(t *testing.T) {
+	job := parse(t, `{
+  "job": {
+    "j": {
+      "group": {
+        "g": {
+          "dynamic": {
+            "constraint": {
+              "for_each": { "${attr.kernel.name}": "linux", "${attr.cpu.arch}": "amd64" },
+              "content": { "attribute": "${constraint.key}", "value": "${constraint.value}" }
+            }
+          },
+          "task": { "t": { "driver": "exec" } }
+        }
+      }
+    }
   }
 }`)
 	cs := job.TaskGroups[0].Constraints

@@ -360,7 +360,7 @@ func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.V
 
 // evalLocals evaluates the locals blocks' attributes; a local may refer to
 // variables and to other locals, in any order.
-func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext, rt *runtimeVars) (cty.Value, hcl.Diagnostics) {
+func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var pending []*hcl.Attribute
 	seen := map[string]*hcl.Attribute{}
@@ -383,11 +383,6 @@ func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext, rt *runtimeVars) (cty.V
 		var next []*hcl.Attribute
 		var lastDiags hcl.Diagnostics
 		for _, a := range pending {
-			if ds := rt.add(a.Expr); ds.HasErrors() {
-				next = append(next, a)
-				lastDiags = append(lastDiags, ds...)
-				continue
-			}
 			v, ds := a.Expr.Value(ctx)
 			if ds.HasErrors() {
 				next = append(next, a)

@@ -1,5 +1,6 @@
-# One expression cannot keep both ${attr.driver.docker} and a longer path
-# under it as written; separate expressions can.
+# One expression may use ${attr.driver.docker} and a longer path under it,
+# ${attr.driver.docker.version}: each is kept as written, as Nomad keeps
+# them (TestParse_RuntimeVariableWithItsPrefixInOneExpression).
 job "web" {
   group "frontend" {
     task "nginx" {
