@@ -597,8 +597,9 @@ job "j" {
 // TestParse_RuntimeVariableWithItsPrefixInOneExpression: one expression may
 // use a runtime variable and a longer path under it (${attr.driver.docker}
 // and ${attr.driver.docker.version}), wherever it is; each is kept as
-// written, as Nomad v1.6.1 keeps them (the expected texts are Nomad's).
-// A function applied to one applies to its text, as in Nomad.
+// written, as Nomad v1.6.1 keeps them (the expected texts are Nomad's), in
+// HCL's native and JSON syntax. A function applied to one applies to its
+// text, as in Nomad.
 func TestParse_RuntimeVariableWithItsPrefixInOneExpression(t *testing.T) {
 	const (
 		short = "${attr.driver.docker}"
@@ -623,6 +624,31 @@ func TestParse_RuntimeVariableWithItsPrefixInOneExpression(t *testing.T) {
 		src:  "testdata/runtime_variable_and_its_prefix.hcl",
 		got:  env("BOTH"),
 		want: long + "/" + short,
+	}, {
+		name: "json list",
+		src:  "testdata/runtime_variable_and_its_prefix.json",
+		got:  func(j *jobspec.Job) any { return task(j).Config["args"] },
+		want: []any{short, long},
+	}, {
+		name: "json strings",
+		src:  "testdata/runtime_variable_and_its_prefix.json",
+		got: func(j *jobspec.Job) any {
+			return []string{task(j).Env["BOTH"], task(j).Env["INDEX"], task(j).Env["UPPER"]}
+		},
+		want: []string{long + "/${ attr.driver.docker }", "${attr.list[0]}", "${ATTR.DRIVER.DOCKER}"},
+	}, {
+		// Nomad reads the text in the file at the offsets of the string's
+		// content, which escapes before the reference shift: it keeps
+		// "\"${{attr.driver.docke}\"". Drover keeps what is written.
+		name: "json string with escapes",
+		src:  "testdata/runtime_variable_and_its_prefix.json",
+		got:  env("ESCAPED"),
+		want: `"` + short + `"`,
+	}, {
+		name: "json dynamic for_each of a local",
+		src:  "testdata/runtime_variable_and_its_prefix.json",
+		got:  func(j *jobspec.Job) any { return []string{j.Constraints[0].LTarget, j.Constraints[1].LTarget} },
+		want: []string{short, long},
 	}, {
 		name: "heredoc",
 		src: taskEnv(`H = <<EOT

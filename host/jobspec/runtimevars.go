@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Runtime variables are kept as written: ${attr.kernel.name},
@@ -28,8 +29,9 @@ import (
 // as no single value of attr could stand for both (a string has no
 // attributes). The names cannot clash with a jobspec's own, which are
 // identifiers; a tree renamed once is the same when evaluated again (each
-// copy a dynamic block makes evaluates the same tree). HCL's JSON syntax
-// leaves no tree to rename (jsonValue).
+// copy a dynamic block makes evaluates the same tree). hcl parses the
+// strings of HCL's JSON syntax afresh at each evaluation, leaving no tree
+// to rename, so jsonValue evaluates JSON expressions itself.
 
 // runtimeBody is a body whose expressions, and those of the blocks within,
 // keep runtime variables as written (runtimeExpr). src is the source of the
@@ -205,133 +207,86 @@ func runtimeText(src []byte, base int, rng hcl.Range) (string, bool) {
 	return string(src[open:end]) + "}", true
 }
 
-// jsonValue evaluates an expression in HCL's JSON syntax, whose strings
-// hcl parses afresh at each evaluation, leaving no tree to rename: the
-// roots of the references to variables ctx does not define get values in
-// which every path the expression uses evaluates to its own text. One JSON
-// expression that uses a runtime variable and a longer path under it is
-// refused (runtimeTree).
+// jsonValue evaluates an expression in HCL's JSON syntax as hcl's JSON
+// parser does (strings are templates, and so are the keys of objects),
+// except that each string keeps the runtime variables it refers to as
+// written: the strings are parsed here, from the same positions, and their
+// trees renamed.
 func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	tree, diags := runtimeTree(expr, ctx)
+	if l, ok := expr.(interface{ ExprList() []hcl.Expression }); ok {
+		if elems := l.ExprList(); elems != nil {
+			var diags hcl.Diagnostics
+			vals := make([]cty.Value, 0, len(elems))
+			for _, e := range elems {
+				v, ds := jsonValue(e, ctx)
+				diags = append(diags, ds...)
+				vals = append(vals, v)
+			}
+			return cty.TupleVal(vals), diags
+		}
+	}
+	if m, ok := expr.(interface{ ExprMap() []hcl.KeyValuePair }); ok {
+		if pairs := m.ExprMap(); pairs != nil {
+			return jsonObject(pairs, ctx)
+		}
+	}
+	val, diags := expr.Value(nil)
+	if diags.HasErrors() || val.IsNull() || val.Type() != cty.String {
+		return val, diags
+	}
+	rng := expr.Range()
+	// From after the opening quote, as hcl's JSON parser parses it: escapes
+	// before a reference shift its range in the file as they do there, but
+	// not its text, which is read in the string.
+	start := hcl.Pos{Line: rng.Start.Line, Column: rng.Start.Column + 1, Byte: rng.Start.Byte + 1}
+	src := []byte(val.AsString())
+	tmpl, diags := hclsyntax.ParseTemplate(src, rng.Filename, start)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	if len(tree) > 0 {
-		ctx = ctx.NewChild()
-		ctx.Variables = make(map[string]cty.Value, len(tree))
-		for root, v := range tree {
-			ctx.Variables[root] = toValue(v)
-		}
-	}
-	return expr.Value(ctx)
+	return evalKeepingRuntimeVars(tmpl, ctx, src, start.Byte)
 }
 
-// runtimeTree returns the references of expr to variables ctx does not
-// define as a tree for toValue, and an error for each variable expr also
-// uses with attributes (${attr.driver.docker} beside
-// ${attr.driver.docker.version}): no value can stand for both.
-func runtimeTree(expr hcl.Expression, ctx *hcl.EvalContext) (map[string]any, hcl.Diagnostics) {
-	tree := map[string]any{}
+// jsonObject evaluates the pairs of a JSON object, keys and values.
+func jsonObject(pairs []hcl.KeyValuePair, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	reported := map[string]bool{}
-	for _, t := range expr.Variables() {
-		if defines(ctx, t.RootName()) {
+	attrs := make(map[string]cty.Value, len(pairs))
+	defined := make(map[string]hcl.Range, len(pairs))
+	known := true
+	for _, pair := range pairs {
+		key, keyDiags := jsonValue(pair.Key, ctx)
+		val, valDiags := jsonValue(pair.Value, ctx)
+		diags = append(diags, keyDiags...)
+		diags = append(diags, valDiags...)
+		if keyDiags.HasErrors() {
 			continue
 		}
-		if short, long := addTraversal(tree, t); short != "" && !reported[short] {
-			reported[short] = true
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Runtime variables that cannot be kept together",
-				Detail: fmt.Sprintf("This expression uses %s and %s. A runtime variable is kept as written for the node or task to resolve, "+
-					"but in HCL's JSON syntax not in an expression that also uses a longer path under it: "+
-					"use them in separate arguments, or write the jobspec in HCL's native syntax.", short, long),
-				Subject: expr.Range().Ptr()})
-		}
-	}
-	return tree, diags
-}
-
-// addTraversal records a traversal in a tree of nested maps whose leaves
-// are the traversal's text. Attribute steps and string index steps
-// (env["a.b"]) are followed; other index steps cannot be reproduced as
-// object attributes, so the path stops before them. When the tree already
-// holds a path that is a prefix of t's, or longer than t's under it, the
-// longer one wins, and the texts of the shorter and the longer path are
-// returned.
-func addTraversal(tree map[string]any, t hcl.Traversal) (short, long string) {
-	var keys []string
-	var text strings.Builder
-	text.WriteString("${")
-loop:
-	for _, step := range t {
-		switch s := step.(type) {
-		case hcl.TraverseRoot:
-			keys = append(keys, s.Name)
-			text.WriteString(s.Name)
-		case hcl.TraverseAttr:
-			keys = append(keys, s.Name)
-			text.WriteString("." + s.Name)
-		case hcl.TraverseIndex:
-			if s.Key.Type() != cty.String || s.Key.IsNull() || !s.Key.IsKnown() {
-				break loop
-			}
-			keys = append(keys, s.Key.AsString())
-			fmt.Fprintf(&text, "[%q]", s.Key.AsString())
-		default:
-			break loop
-		}
-	}
-	text.WriteString("}")
-	node := tree
-	for i, key := range keys {
-		if i == len(keys)-1 {
-			switch v := node[key].(type) {
-			case nil:
-				node[key] = text.String()
-			case map[string]any:
-				return text.String(), firstLeaf(v)
-			}
-			break
-		}
-		switch v := node[key].(type) {
-		case map[string]any:
-			node = v
+		keyRange := pair.Key.Range()
+		key, err := convert.Convert(key, cty.String)
+		switch {
+		case err != nil:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid object key expression",
+				Detail: fmt.Sprintf("Cannot use this expression as an object key: %s.", err), Subject: keyRange.Ptr()})
 			continue
-		case string:
-			// A shorter path was recorded as a leaf: the longer one wins,
-			// as an object cannot also be a string.
-			short = v
+		case key.IsNull():
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid object key expression",
+				Detail: "Cannot use null value as an object key.", Subject: keyRange.Ptr()})
+			continue
+		case !key.IsKnown():
+			known = false
+			continue
 		}
-		child := map[string]any{}
-		node[key] = child
-		node = child
-	}
-	if short != "" {
-		long = text.String()
-	}
-	return short, long
-}
-
-// firstLeaf returns a leaf of a non-empty tree of addTraversal's.
-func firstLeaf(tree map[string]any) string {
-	for _, v := range tree {
-		if s, ok := v.(string); ok {
-			return s
+		name := key.AsString()
+		if prev, ok := defined[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate object attribute",
+				Detail: fmt.Sprintf("An attribute named %q was already defined at %s.", name, prev), Subject: keyRange.Ptr()})
+			continue
 		}
-		return firstLeaf(v.(map[string]any))
+		attrs[name] = val
+		defined[name] = keyRange
 	}
-	return ""
-}
-
-func toValue(v any) cty.Value {
-	switch t := v.(type) {
-	case string:
-		return cty.StringVal(t)
-	case map[string]any:
-		attrs := make(map[string]cty.Value, len(t))
-		for k, c := range t {
-			attrs[k] = toValue(c)
-		}
-		return cty.ObjectVal(attrs)
+	if !known {
+		return cty.DynamicVal, diags
 	}
-	return cty.NilVal
+	return cty.ObjectVal(attrs), diags
 }
