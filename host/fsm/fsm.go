@@ -543,8 +543,15 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			req.Job = kept
 		}
 	}
-	freed := func(nodeID string) {
-		if n := tx.Node(nodeID); n != nil {
+	// A stopped or preempted allocation holds its room, as schedulers count
+	// it, until its node reports it finished (AllocClientUpdate unblocks
+	// then), so the plan frees room only where it marks an allocation
+	// finished itself (lost, on a node that is down).
+	freed := func(a, old *sdk.Allocation) {
+		if !a.ClientTerminalStatus() || old.ClientTerminalStatus() {
+			return
+		}
+		if n := tx.Node(a.NodeID); n != nil {
 			fx.unblock(n.ComputedClass)
 		}
 	}
@@ -570,9 +577,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
-		if !old.TerminalStatus() {
-			freed(a.NodeID)
-		}
+		freed(&a, old)
 	}
 	for _, p := range req.AllocsPreempted {
 		old := tx.Alloc(p.ID)
@@ -588,9 +593,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
-		if !old.TerminalStatus() {
-			freed(a.NodeID)
-		}
+		freed(&a, old)
 	}
 	var fresh []*sdk.Allocation // new to their deployment
 	for _, u := range req.AllocsUpdated {

@@ -13,6 +13,12 @@ type commits []*Commit
 
 func (c *commits) Committed(x *Commit) { *c = append(*c, x) }
 
+// entry is a log entry's request.
+type entry interface {
+	MarshalMsg([]byte) ([]byte, error)
+	UnmarshalMsg([]byte) ([]byte, error)
+}
+
 // An allocation's node reporting it finished frees its room, and so
 // unblocks its node's class: also when the servers had already stopped it,
 // since a stopped allocation holds its resources until then (as schedulers
@@ -29,10 +35,7 @@ func TestAllocClientUpdate_FinishedUnblocksItsNodesClass(t *testing.T) {
 				return &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1",
 					DesiredStatus: desired, ClientStatus: client}
 			}
-			steps := []interface {
-				MarshalMsg([]byte) ([]byte, error)
-				UnmarshalMsg([]byte) ([]byte, error)
-			}{
+			steps := []entry{
 				&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 				&JobRegisterRequest{Job: job},
 				&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("")}},
@@ -51,6 +54,67 @@ func TestAllocClientUpdate_FinishedUnblocksItsNodesClass(t *testing.T) {
 			class := store.Snapshot().Node("n1").ComputedClass
 			if len(seen) != 1 || !slices.Equal(seen[0].Classes, []string{class}) {
 				t.Fatalf("commits %+v, want class %s unblocked", seen, class)
+			}
+		})
+	}
+}
+
+// A plan that stops or preempts an allocation frees no room yet: the
+// allocation holds it, as schedulers count it, until its node reports it
+// finished, so unblocking its class then would only wake blocked evals to
+// fail again. A stop that finishes the allocation itself (lost, on a node
+// that is down) frees its room at once.
+func TestApplyPlanResults_UnblocksOnlyWhereThePlanFinishesAnAllocation(t *testing.T) {
+	cases := []struct {
+		name string
+		plan func(a *sdk.Allocation) *ApplyPlanResultsRequest
+		want bool
+	}{
+		{"stopped", func(a *sdk.Allocation) *ApplyPlanResultsRequest {
+			a.DesiredStatus = sdk.AllocDesiredStatusStop
+			return &ApplyPlanResultsRequest{EvalID: "e2", AllocsStopped: []*sdk.Allocation{a}}
+		}, false},
+		{"preempted", func(a *sdk.Allocation) *ApplyPlanResultsRequest {
+			return &ApplyPlanResultsRequest{EvalID: "e2", AllocsPreempted: []*sdk.Allocation{a}}
+		}, false},
+		{"stopped as lost", func(a *sdk.Allocation) *ApplyPlanResultsRequest {
+			a.DesiredStatus, a.ClientStatus = sdk.AllocDesiredStatusStop, sdk.AllocClientStatusLost
+			return &ApplyPlanResultsRequest{EvalID: "e2", AllocsStopped: []*sdk.Allocation{a}}
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store, _ := state.NewStore()
+			var seen commits
+			f := New(store, &seen, zerolog.Nop())
+			job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+				TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}}}}}
+			alloc := func() *sdk.Allocation {
+				return &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1",
+					DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+			}
+			steps := []entry{
+				&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+				&JobRegisterRequest{Job: job},
+				&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc()}},
+				&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{alloc()}},
+				tc.plan(alloc()),
+			}
+			for i, msg := range steps {
+				if i == len(steps)-1 {
+					seen = nil
+				}
+				if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			class := store.Snapshot().Node("n1").ComputedClass
+			got := len(seen) == 1 && slices.Equal(seen[0].Classes, []string{class})
+			if got != tc.want {
+				t.Fatalf("commits %+v: class %s unblocked %v, want %v", seen, class, got, tc.want)
+			}
+			if a := store.Snapshot().Alloc("a1"); tc.want != a.ClientTerminalStatus() {
+				t.Fatalf("allocation client status %q after the plan", a.ClientStatus)
 			}
 		})
 	}
