@@ -114,8 +114,10 @@ func (n *Node) HasDriver(name string) bool {
 
 // ComputeClass sets ComputedClass: a hash of everything that decides
 // feasibility and is shared by many nodes (datacenter, pool, class,
-// attributes and meta other than unique.*, drivers). Nodes of one class are
-// feasible or not together, so schedulers check one node per class.
+// attributes and meta other than unique.*, drivers, and the kind and
+// attributes of each device group, as Nomad hashes them, but not its
+// instances). Nodes of one class are feasible or not together, so
+// schedulers check one node per class.
 func (n *Node) ComputeClass() {
 	h := fnv.New64a()
 	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
@@ -148,6 +150,15 @@ func (n *Node) ComputeClass() {
 	for _, d := range drivers {
 		w("d")
 		w(d)
+	}
+	if n.NodeResources != nil {
+		// Device groups in the order the node lists them: a node reports
+		// them in a stable order, and the order is rarely worth a sort.
+		for _, d := range n.NodeResources.Devices {
+			w("v")
+			w(d.ID())
+			hashMap("va", d.Attributes)
+		}
 	}
 	n.ComputedClass = "v1:" + strconv.FormatUint(h.Sum64(), 10)
 }
