@@ -118,6 +118,10 @@ next:
 	return true
 }
 
+// DimNoDevices is the exhausted dimension of a node where no device group
+// has enough free instances for a request, as Nomad words it.
+const DimNoDevices = "devices: no devices match request"
+
 // DeviceAllocator hands out device instances of one node. It starts from
 // the instances other allocations hold.
 type DeviceAllocator struct {

@@ -22,6 +22,7 @@ const (
 	scoreAffinity
 	scoreSpread
 	scorePreemption
+	scoreDevices
 	maxScorers
 )
 
@@ -32,6 +33,7 @@ var scorerNames = [maxScorers]string{
 	scoreAffinity:     rank.ScorerAffinity,
 	scoreSpread:       rank.ScorerSpread,
 	scorePreemption:   rank.ScorerPreemption,
+	scoreDevices:      rank.ScorerDevices,
 }
 
 // nodeScores are the scores one node got.

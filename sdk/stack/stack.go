@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"math"
+
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
@@ -567,8 +569,9 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			g.fits[pos] = fc
 		}
 	}
+	var dev deviceAffinity
 	if g.special {
-		r, dim := s.assign(g, n, s.plan.Proposed(n.ID))
+		r, dim := s.assign(g, n, s.plan.Proposed(n.ID), &dev)
 		if r == nil {
 			s.tally.exhausted(n, dim)
 			return c, false
@@ -596,6 +599,9 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 
 	var sc nodeScores
 	sc.add(scoreBinpack, fit, true)
+	if dev.weight != 0 {
+		sc.add(scoreDevices, dev.matched/dev.weight, true)
+	}
 	if !s.cfg.System {
 		sc.add(scoreAntiAffinity, fc.anti, fc.anti != 0)
 		pen := 0.0
@@ -680,10 +686,19 @@ func (s *Stack) notPreempted(allocs []*sdk.Allocation) []*sdk.Allocation {
 	return out
 }
 
+// deviceAffinity sums, over a placement's device requests, the weights of
+// the affinities the chosen devices meet and of all their affinities: the
+// node's "devices" score is their ratio (Nomad's), recorded only when some
+// request has affinities.
+type deviceAffinity struct {
+	matched, weight float64
+}
+
 // assign hands out the group's ports, reserved cores and devices on n
-// given what the proposed allocations hold. It returns nil and the
-// exhausted dimension when something is missing.
-func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation) (*sdk.AllocatedResources, string) {
+// given what the proposed allocations hold, and sums the affinities of the
+// devices chosen into dev. It returns nil and the exhausted dimension when
+// something is missing.
+func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *deviceAffinity) (*sdk.AllocatedResources, string) {
 	tg := g.tg
 	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks))}
 	if tg.EphemeralDisk != nil {
@@ -733,11 +748,17 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation) (*sdk.
 			if devs == nil {
 				devs = feasible.NewDeviceAllocator(s.checker, n, proposed)
 			}
-			d, _ := devs.Assign(req)
+			d, score := devs.Assign(req)
 			if d == nil {
-				return nil, "devices: no free instance of " + req.Name
+				return nil, feasible.DimNoDevices
 			}
 			tr.Devices = append(tr.Devices, d)
+			w := 0.0
+			for _, af := range req.Affinities {
+				w += math.Abs(float64(af.Weight))
+			}
+			dev.matched += score * w // score is the matched weight over w
+			dev.weight += w
 		}
 		if res.Cores > 0 {
 			if cores == nil {

@@ -2,6 +2,7 @@ package generic_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -54,5 +55,67 @@ func TestService_DevicesAreOfTheComputedClass(t *testing.T) {
 				t.Fatalf("placed %+v, want one allocation on the GPU node", placed)
 			}
 		})
+	}
+}
+
+// Device affinities score a node by the weight the devices chosen there
+// meet over the weight of all of them (Nomad's "devices" scorer), averaged
+// into the node's score like any other scorer.
+func TestService_DeviceAffinitiesScoreNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		weight int8
+		want   string             // node chosen
+		scores map[string]float64 // "devices" score per node
+	}{
+		{"preferred", 60, "big", map[string]float64{"big": 1, "small": 0}},
+		{"avoided", -50, "small", map[string]float64{"big": -1, "small": 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(gpuNode("small", "1080ti", 11, 2), gpuNode("big", "2080ti", 16, 2))
+			job := gpuJob("web", 1, &sdk.RequestedDevice{Name: "gpu", Count: 1,
+				Affinities: []*sdk.Affinity{{LTarget: "${device.attr.memory}", RTarget: "12 GiB", Operand: ">=", Weight: tc.weight}}})
+			h.Process(service, h.RegisterJob(job))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || placed[0].NodeID != tc.want {
+				t.Fatalf("placed %+v, want one on %s", placed, tc.want)
+			}
+			meta := placed[0].Metrics.ScoreMetaData
+			if len(meta) != 2 {
+				t.Fatalf("score metadata of %d nodes, want 2", len(meta))
+			}
+			for _, m := range meta {
+				got, ok := m.Scores.Get("devices")
+				if !ok || got != tc.scores[m.NodeID] {
+					t.Fatalf("%s: devices score %v (recorded %v), want %v", m.NodeID, got, ok, tc.scores[m.NodeID])
+				}
+				sum := 0.0
+				for _, s := range m.Scores {
+					sum += s.Score
+				}
+				// binpack and devices are averaged; the other scorers
+				// recorded here are zero and not counted.
+				bin, _ := m.Scores.Get("binpack")
+				if want := (bin + got) / 2; math.Abs(m.NormScore-want) > 1e-9 || math.Abs(sum-bin-got) > 1e-9 {
+					t.Fatalf("%s: normalized %v, want %v (scores %v)", m.NodeID, m.NormScore, want, m.Scores)
+				}
+			}
+		})
+	}
+}
+
+// A node whose device groups have too few free instances is exhausted on
+// "devices: no devices match request", as Nomad reports it.
+func TestService_DevicesExhausted(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(gpuNode("gpu", "1080ti", 11, 2))
+	h.Process(service, h.RegisterJob(gpuJob("web", 3, &sdk.RequestedDevice{Name: "nvidia/gpu", Count: 1})))
+	if placed := schedtest.Placed(h.LastPlan()); len(placed) != 2 {
+		t.Fatalf("placed %d, want 2", len(placed))
+	}
+	m := h.LastEval().FailedTGAllocs["web"]
+	if m == nil || m.NodesExhausted != 1 || m.DimensionExhausted["devices: no devices match request"] != 1 || len(m.DimensionExhausted) != 1 {
+		t.Fatalf("failed = %+v", m)
 	}
 }
