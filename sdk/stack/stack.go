@@ -594,6 +594,9 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			used.Sub(v.Usage())
 		}
 		c.preempted = victims
+		// The fit is scored as the node will be once the victims are gone.
+		// Nomad scores it with them still counted (over capacity), which
+		// rates every node needing preemption nearly full.
 		fit = rank.Fit(s.cfg.Algorithm, used, capacity)
 	}
 
@@ -631,7 +634,9 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			}
 		}
 	}
-	if c.preempted != nil {
+	if c.preempted != nil && !s.cfg.System {
+		// Nomad's system stack scores fit only, preemption included: a
+		// system placement has one node to choose from.
 		sc.add(scorePreemption, preempt.Score(c.preempted), true)
 	}
 	c.score = sc.normalize()

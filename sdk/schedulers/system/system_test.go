@@ -164,6 +164,40 @@ func TestSystem_Preemption(t *testing.T) {
 	}
 }
 
+// A system placement that preempts is scored on its fit alone, as Nomad's
+// system stack scores it: no "preemption" score (the node is the only
+// choice), and the normalized score is the fit.
+func TestSystem_PreemptingPlacementScoresFitOnly(t *testing.T) {
+	for _, typ := range []string{sdk.JobTypeSystem, sdk.JobTypeSysBatch} {
+		t.Run(typ, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Node("n1"))
+			low := schedtest.ServiceJob("low", 1)
+			low.Priority = 20
+			low.TaskGroups[0].Tasks[0].Resources.MemoryMB = 8100
+			h.UpsertJob(low)
+			h.UpsertAllocs(schedtest.Alloc(low, 0, "n1"))
+			cfg := sdk.DefaultSchedulerConfiguration()
+			cfg.PreemptionConfig.SysBatchSchedulerEnabled = true
+			h.SetSchedulerConfig(cfg)
+			job := schedtest.SystemJob("agent")
+			job.Type = typ
+			h.Process(sched, h.RegisterJob(job))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || len(placed[0].PreemptedAllocations) != 1 {
+				t.Fatalf("placed %+v", placed)
+			}
+			meta := placed[0].Metrics.ScoreMetaData
+			if len(meta) != 1 {
+				t.Fatalf("score metadata of %d nodes, want 1", len(meta))
+			}
+			if s := meta[0].Scores; len(s) != 1 || s[0].Name != "binpack" || meta[0].NormScore != s[0].Score {
+				t.Fatalf("scores %+v normalized %v, want binpack alone", s, meta[0].NormScore)
+			}
+		})
+	}
+}
+
 func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 3)...)
