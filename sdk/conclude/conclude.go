@@ -38,6 +38,11 @@ const (
 	BlockedMaxPlans         = "created due to placement conflicts"
 )
 
+// FailedMaxAttempts is the status description of an eval that failed
+// because limit plans in a row made no progress (Retry's ErrMaxAttempts),
+// worded as Nomad's: it is shown to operators, unlike the error.
+func FailedMaxAttempts(limit int) string { return fmt.Sprintf("maximum attempts reached (%d)", limit) }
+
 // ErrMaxAttempts is returned by Retry when every attempt failed to commit.
 var ErrMaxAttempts = errors.New("conclude: maximum attempts reached")
 

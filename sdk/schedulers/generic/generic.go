@@ -68,7 +68,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		if berr != nil {
 			return berr
 		}
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error(),
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: conclude.FailedMaxAttempts(limit),
 			Blocked: b, Failed: p.failed, Queued: p.queued, DeploymentID: p.deploymentID()})
 	case err != nil:
 		return err

@@ -948,6 +948,32 @@ func TestService_MaxPlanAttempts(t *testing.T) {
 	}
 }
 
+// An eval whose plans never commit fails with Nomad's description, the
+// attempts counted per scheduler.
+func TestGeneric_MaxPlanAttemptsDescription(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sched    *generic.Scheduler
+		job      *sdk.Job
+		attempts int
+	}{
+		{"service", service, schedtest.ServiceJob("web", 2), 5},
+		{"batch", batch, schedtest.BatchJob("work", 2), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			h.RejectAll()
+			h.Process(tc.sched, h.RegisterJob(tc.job))
+			e := h.LastEval()
+			want := fmt.Sprintf("maximum attempts reached (%d)", tc.attempts)
+			if len(h.Plans) != tc.attempts || e.Status != sdk.EvalStatusFailed || e.StatusDescription != want {
+				t.Fatalf("%d plans, eval %s %q; want %d plans, failed %q", len(h.Plans), e.Status, e.StatusDescription, tc.attempts, want)
+			}
+		})
+	}
+}
+
 func TestService_UnknownTriggerFails(t *testing.T) {
 	h := schedtest.New(t)
 	job := schedtest.ServiceJob("web", 1)

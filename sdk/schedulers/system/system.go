@@ -66,7 +66,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	})
 	switch {
 	case errors.Is(err, conclude.ErrMaxAttempts):
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error(),
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: conclude.FailedMaxAttempts(limit),
 			Next: p.next, Failed: p.failed, Queued: p.queued})
 	case err != nil:
 		return err

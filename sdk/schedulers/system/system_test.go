@@ -198,6 +198,32 @@ func TestSystem_PreemptingPlacementScoresFitOnly(t *testing.T) {
 	}
 }
 
+// An eval whose plans never commit fails with Nomad's description, the
+// attempts counted per scheduler.
+func TestSystem_MaxPlanAttemptsDescription(t *testing.T) {
+	for _, tc := range []struct {
+		typ      string
+		attempts int
+	}{
+		{sdk.JobTypeSystem, 5},
+		{sdk.JobTypeSysBatch, 2},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			h.RejectAll()
+			job := schedtest.SystemJob("agent")
+			job.Type = tc.typ
+			h.Process(sched, h.RegisterJob(job))
+			e := h.LastEval()
+			want := fmt.Sprintf("maximum attempts reached (%d)", tc.attempts)
+			if len(h.Plans) != tc.attempts || e.Status != sdk.EvalStatusFailed || e.StatusDescription != want {
+				t.Fatalf("%d plans, eval %s %q; want %d plans, failed %q", len(h.Plans), e.Status, e.StatusDescription, tc.attempts, want)
+			}
+		})
+	}
+}
+
 func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 3)...)
