@@ -6,7 +6,9 @@
 // the same rule). Among them, the lowest priorities go first; within a
 // priority, allocations whose resources best match what is still missing
 // go first, so that few allocations are evicted; finally any allocation the
-// placement turns out not to need is given back.
+// placement turns out not to need is given back. A placement that asks for
+// static host ports also evicts every candidate holding one of them
+// (ForPorts), before any is chosen for resources.
 //
 //	victims := preempt.Select(job.Priority, capacity, usedWithPlacement, proposed, nil)
 //	if victims == nil {
@@ -19,6 +21,7 @@ import (
 	"slices"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
 )
 
 // MinPriorityDelta is how much higher the placing job's priority must be
@@ -93,6 +96,25 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation) []*sdk.Alloc
 		}
 	}
 	return chosen
+}
+
+// ForPorts returns the candidates that hold any of the host ports asked
+// for: a placement that needs those ports must evict them all, whatever
+// their priority among the candidates. It returns nil when none does.
+func ForPorts(ports []int, candidates []*sdk.Allocation) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	var held feasible.PortSet
+	for _, a := range candidates {
+		held.Reset()
+		held.AddAlloc(a)
+		for _, p := range ports {
+			if held.Has(p) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // shortfall is how much of each dimension is missing (0 where it fits).

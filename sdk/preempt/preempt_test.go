@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -41,4 +42,33 @@ func ids(as []*sdk.Allocation) []string {
 		out = append(out, a.ID)
 	}
 	return out
+}
+
+func TestForPorts(t *testing.T) {
+	withPorts := func(a *sdk.Allocation, shared, task int) *sdk.Allocation {
+		if shared != 0 {
+			a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "s", Value: shared}}
+		}
+		if task != 0 {
+			a.AllocatedResources.Tasks["t"].Networks = []*sdk.NetworkResource{{ReservedPorts: []sdk.Port{{Label: "t", Value: task}}}}
+		}
+		return a
+	}
+	done := withPorts(victim("done", 10, 1, 1), 8080, 0)
+	done.ClientStatus = sdk.AllocClientStatusComplete
+	cands := []*sdk.Allocation{withPorts(victim("shared", 10, 1, 1), 8080, 0), withPorts(victim("task", 20, 1, 1), 0, 9090),
+		withPorts(victim("other", 10, 1, 1), 7070, 0), victim("none", 10, 1, 1), done}
+	for _, tc := range []struct {
+		ports []int
+		want  []string
+	}{
+		{[]int{8080}, []string{"shared"}},
+		{[]int{9090, 8080}, []string{"shared", "task"}},
+		{[]int{6060}, nil},
+		{nil, nil},
+	} {
+		if got := ids(ForPorts(tc.ports, cands)); !slices.Equal(got, tc.want) {
+			t.Errorf("ForPorts(%v) = %v, want %v", tc.ports, got, tc.want)
+		}
+	}
 }

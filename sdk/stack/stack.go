@@ -198,10 +198,13 @@ type group struct {
 	// set for system jobs.
 	jobDistinctHosts, groupDistinctHosts bool
 	distinct                             []*feasible.DistinctProperty
-	affinity                             *rank.Affinities
-	spread                               *rank.Spread
-	limit                                int
-	prio                                 int
+	// ports are the static host ports the group asks for (the ones a
+	// preempting placement may take from lower-priority allocations).
+	ports    []int
+	affinity *rank.Affinities
+	spread   *rank.Spread
+	limit    int
+	prio     int
 	// feasible caches, per position in the stack's nodes, the outcome of
 	// the node checks, which cannot change during the evaluation.
 	feasible []nodeCheck
@@ -267,6 +270,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	if g.cores > 0 || (len(tg.Networks) > 0 && len(tg.Networks[0].ReservedPorts)+len(tg.Networks[0].DynamicPorts) > 0) {
 		g.special = true
 	}
+	g.ports = staticPorts(tg)
 	if !g.special {
 		g.resources = s.baseResources(tg)
 	}
@@ -315,6 +319,31 @@ type spreadWatcher struct {
 
 func (w spreadWatcher) Add(n *sdk.Node, delta int) { w.sp.Add(n, delta) }
 func (w spreadWatcher) Matches(tg string) bool     { return tg == w.tg }
+
+// staticPorts lists the static host ports tg's networks ask for, those
+// that ignore collisions aside. Only the group's first network is
+// assigned (see assign).
+func staticPorts(tg *sdk.TaskGroup) []int {
+	var out []int
+	add := func(nw *sdk.NetworkResource) {
+		for _, p := range nw.ReservedPorts {
+			if !p.IgnoreCollision {
+				out = append(out, p.Value)
+			}
+		}
+	}
+	if len(tg.Networks) > 0 {
+		add(tg.Networks[0])
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			for _, nw := range t.Resources.Networks {
+				add(nw)
+			}
+		}
+	}
+	return out
+}
 
 // baseResources is what an allocation of tg holds when nothing is assigned
 // per node.
@@ -570,8 +599,19 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		}
 	}
 	var dev deviceAffinity
+	// portVictims hold static ports the group asks for; they are evicted
+	// first, and the fit is judged without them.
+	var portVictims []*sdk.Allocation
 	if g.special {
-		r, dim := s.assign(g, n, s.plan.Proposed(n.ID), &dev)
+		proposed := s.plan.Proposed(n.ID)
+		r, dim := s.assign(g, n, proposed, &dev)
+		if r == nil && preemptOK && len(g.ports) > 0 {
+			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(proposed))
+			if portVictims = preempt.ForPorts(g.ports, candidates); portVictims != nil {
+				dev = deviceAffinity{}
+				r, _ = s.assign(g, n, without(proposed, portVictims), &dev)
+			}
+		}
 		if r == nil {
 			s.tally.exhausted(n, dim)
 			return c, false
@@ -579,13 +619,27 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		c.resources = r
 	}
 	fit := fc.fit
+	if portVictims != nil {
+		used, capacity := s.needOn(g, n, info)
+		for _, v := range portVictims {
+			used.Sub(v.Usage())
+		}
+		if fc.fits, fc.dim = used.Fits(capacity); fc.fits {
+			fit = rank.Fit(s.cfg.Algorithm, used, capacity)
+			c.preempted = portVictims
+		}
+	}
 	if !fc.fits {
 		if !preemptOK {
 			s.tally.exhausted(n, fc.dim)
 			return c, false
 		}
 		used, capacity := s.needOn(g, n, info)
-		victims := preempt.Select(capacity, used, preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(s.plan.Proposed(n.ID))))
+		for _, v := range portVictims {
+			used.Sub(v.Usage())
+		}
+		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(s.notPreempted(s.plan.Proposed(n.ID)), portVictims))
+		victims := preempt.Select(capacity, used, candidates)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
 			return c, false
@@ -593,7 +647,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		for _, v := range victims {
 			used.Sub(v.Usage())
 		}
-		c.preempted = victims
+		c.preempted = append(portVictims, victims...)
 		// The fit is scored as the node will be once the victims are gone.
 		// Nomad scores it with them still counted (over capacity), which
 		// rates every node needing preemption nearly full.
@@ -668,6 +722,28 @@ func (s *Stack) fit(g *group, n *sdk.Node, info *nodeInfo) fitCache {
 		fc.anti = rank.JobAntiAffinity(info.change.group(g.tg.Name), g.tg.Count)
 	}
 	return fc
+}
+
+// without returns allocs less those in drop (a new slice when drop is not
+// empty).
+func without(allocs, drop []*sdk.Allocation) []*sdk.Allocation {
+	if len(drop) == 0 {
+		return allocs
+	}
+	out := make([]*sdk.Allocation, 0, len(allocs))
+	for _, a := range allocs {
+		gone := false
+		for _, d := range drop {
+			if d.ID == a.ID {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // notPreempted drops allocations the plan already preempts.

@@ -119,3 +119,54 @@ func TestService_DevicesExhausted(t *testing.T) {
 		t.Fatalf("failed = %+v", m)
 	}
 }
+
+// With preemption enabled for service jobs, a placement takes a static
+// port from a lower-priority allocation holding it; without, it is
+// blocked on the port.
+func TestService_PreemptsForStaticPorts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+	}{
+		{"enabled", true},
+		{"disabled", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Node("n1"))
+			low := schedtest.ServiceJob("low", 1)
+			low.Priority = 20
+			h.UpsertJob(low)
+			a := schedtest.Alloc(low, 0, "n1")
+			a.AllocatedResources.Shared.Networks = []*sdk.NetworkResource{{Mode: "host",
+				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+			a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: 8080}}
+			h.UpsertAllocs(a)
+			cfg := sdk.DefaultSchedulerConfiguration()
+			cfg.PreemptionConfig.ServiceSchedulerEnabled = tc.enabled
+			h.SetSchedulerConfig(cfg)
+			high := schedtest.ServiceJob("high", 1)
+			high.Priority = 80
+			high.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+			h.Process(service, h.RegisterJob(high))
+			if !tc.enabled {
+				m := h.LastEval().FailedTGAllocs["web"]
+				if len(h.Plans) != 0 || m == nil || m.DimensionExhausted["network: reserved port collision http=8080"] != 1 {
+					t.Fatalf("plans %d, failed %+v", len(h.Plans), m)
+				}
+				return
+			}
+			placed := schedtest.Placed(h.LastPlan())
+			pre := schedtest.Preempted(h.LastPlan())
+			if len(placed) != 1 || len(pre) != 1 || pre[0].ID != a.ID || placed[0].PreemptedAllocations[0] != a.ID {
+				t.Fatalf("placed %+v preempted %+v", placed, pre)
+			}
+			if meta := placed[0].Metrics.ScoreMetaData; len(meta) != 1 {
+				t.Fatalf("score metadata %+v", meta)
+			} else if _, ok := meta[0].Scores.Get("preemption"); !ok {
+				t.Fatalf("no preemption score: %+v", meta[0].Scores)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package system_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -219,6 +220,96 @@ func TestSystem_MaxPlanAttemptsDescription(t *testing.T) {
 			want := fmt.Sprintf("maximum attempts reached (%d)", tc.attempts)
 			if len(h.Plans) != tc.attempts || e.Status != sdk.EvalStatusFailed || e.StatusDescription != want {
 				t.Fatalf("%d plans, eval %s %q; want %d plans, failed %q", len(h.Plans), e.Status, e.StatusDescription, tc.attempts, want)
+			}
+		})
+	}
+}
+
+// A system placement takes a static port from lower-priority allocations
+// holding it (Nomad's network preemption), and only from them.
+func TestSystem_PreemptsForStaticPorts(t *testing.T) {
+	withPort := func(job *sdk.Job, port int) *sdk.Allocation {
+		a := schedtest.Alloc(job, 0, "n1")
+		a.AllocatedResources.Shared.Networks = []*sdk.NetworkResource{{Mode: "host",
+			ReservedPorts: []sdk.Port{{Label: "http", Value: port}}}}
+		a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: port}}
+		return a
+	}
+	lowJob := func(id string, prio, mem int) *sdk.Job {
+		j := schedtest.ServiceJob(id, 1)
+		j.Priority = prio
+		j.TaskGroups[0].Tasks[0].Resources.MemoryMB = mem
+		return j
+	}
+	for _, tc := range []struct {
+		name      string
+		allocs    func(h *schedtest.Harness) []*sdk.Allocation
+		reserved  string
+		preempted []string // alloc IDs, sorted; nil: not placed
+		exhausted string
+	}{
+		{name: "a lower priority holds the port",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				j := lowJob("low", 20, 256)
+				h.UpsertJob(j)
+				return []*sdk.Allocation{withPort(j, 8080)}
+			},
+			preempted: []string{"low-alloc-000"}},
+		{name: "the holder is within 10 priorities",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				j := lowJob("near", 91, 256)
+				h.UpsertJob(j)
+				return []*sdk.Allocation{withPort(j, 8080)}
+			},
+			exhausted: "network: reserved port collision http=8080"},
+		{name: "the node reserves the port",
+			allocs:    func(*schedtest.Harness) []*sdk.Allocation { return nil },
+			reserved:  "22,8080",
+			exhausted: "network: reserved port collision http=8080"},
+		{name: "the port and memory from two allocations",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				port := lowJob("port", 30, 64)
+				big := lowJob("big", 20, 8100)
+				h.UpsertJob(port)
+				h.UpsertJob(big)
+				return []*sdk.Allocation{withPort(port, 8080), schedtest.Alloc(big, 0, "n1")}
+			},
+			preempted: []string{"big-alloc-000", "port-alloc-000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			n := schedtest.Node("n1")
+			n.ReservedResources.Networks.ReservedHostPorts = tc.reserved
+			h.UpsertNodes(n)
+			h.UpsertAllocs(tc.allocs(h)...)
+			job := schedtest.SystemJob("agent")
+			job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+			h.Process(sched, h.RegisterJob(job))
+			if tc.preempted == nil {
+				m := h.LastEval().FailedTGAllocs["agent"]
+				if len(h.Plans) != 0 || m == nil || m.DimensionExhausted[tc.exhausted] != 1 {
+					t.Fatalf("plans %d, failed %+v; want no plan, exhausted on %q", len(h.Plans), m, tc.exhausted)
+				}
+				return
+			}
+			plan := h.LastPlan()
+			placed := schedtest.Placed(plan)
+			var pre []string
+			for _, a := range schedtest.Preempted(plan) {
+				pre = append(pre, a.ID)
+			}
+			slices.Sort(pre)
+			if len(placed) != 1 || !slices.Equal(pre, tc.preempted) || len(placed[0].PreemptedAllocations) != len(pre) {
+				t.Fatalf("placed %d, preempted %v; want 1 placed, preempting %v", len(placed), pre, tc.preempted)
+			}
+			if ports := placed[0].AllocatedResources.Shared.Ports; len(ports) != 1 || ports[0].Value != 8080 {
+				t.Fatalf("ports %+v, want http=8080", ports)
+			}
+			for _, id := range tc.preempted {
+				if a := h.Alloc(id); a.DesiredStatus != sdk.AllocDesiredStatusEvict || a.PreemptedByAllocation != placed[0].ID {
+					t.Fatalf("%s: desired %s by %q", id, a.DesiredStatus, a.PreemptedByAllocation)
+				}
 			}
 		})
 	}
