@@ -594,6 +594,11 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 				}
 				c.TaskStates, c.NextAllocation = old.TaskStates, old.NextAllocation
 				c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
+				if c.Metrics == nil {
+					// Plugins never see Metrics: an update without them
+					// keeps the stored ones, as the host's FSM does.
+					c.Metrics = old.Metrics
+				}
 			} else {
 				c.CreateTime = now
 			}

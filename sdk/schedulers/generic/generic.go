@@ -392,14 +392,18 @@ func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGrou
 		return false, true, nil
 	}
 	p.plan.Stop(existing, reconcile.AllocInPlace, "", "")
-	option, metric := p.stack.SelectOn(node, tg, stack.Options{})
+	option, _ := p.stack.SelectOn(node, tg, stack.Options{})
 	p.plan.PopStop(existing)
 	if option == nil {
 		return false, true, nil
 	}
 	updated := *existing
 	updated.Job = nil
-	updated.Metrics = metric // as Nomad: the in-place placement's own explanation
+	// No metrics: the allocation keeps those of its placement (the host
+	// keeps the stored ones of an update without), as Nomad's generic
+	// scheduler copies them. A probe of the allocation's own node would
+	// replace the explanation of why it went there with a one-node one.
+	updated.Metrics = nil
 	updated.EvalID = p.eval.ID
 	updated.JobVersion, updated.JobModifyIndex = job.Version, job.JobModifyIndex
 	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)

@@ -180,8 +180,8 @@ func TestService_Updates(t *testing.T) {
 					tc.wantInPlace, tc.wantStop, tc.wantPlaced)
 			}
 			for _, a := range inplaceAllocs {
-				if a.Metrics == nil || a.Metrics.NodesEvaluated != 1 {
-					t.Fatalf("in-place update %s without its own metrics: %+v", a.Name, a.Metrics)
+				if a.Metrics != nil {
+					t.Fatalf("in-place update %s replaces its placement's metrics with %+v", a.Name, a.Metrics)
 				}
 			}
 			if (plan.Deployment != nil) != tc.wantDeployment {
@@ -969,6 +969,50 @@ func TestGeneric_MaxPlanAttemptsDescription(t *testing.T) {
 			want := fmt.Sprintf("maximum attempts reached (%d)", tc.attempts)
 			if len(h.Plans) != tc.attempts || e.Status != sdk.EvalStatusFailed || e.StatusDescription != want {
 				t.Fatalf("%d plans, eval %s %q; want %d plans, failed %q", len(h.Plans), e.Status, e.StatusDescription, tc.attempts, want)
+			}
+		})
+	}
+}
+
+// An allocation updated in place keeps the metrics of its placement, as
+// Nomad's generic scheduler keeps them: the update's probe of the
+// allocation's own node explains nothing about why it runs there.
+func TestGeneric_InPlaceUpdateKeepsThePlacementMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sched *generic.Scheduler
+		job   *sdk.Job
+	}{
+		{"service", service, schedtest.ServiceJob("web", 2)},
+		{"batch", batch, schedtest.BatchJob("work", 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 3)...)
+			h.Process(tc.sched, h.RegisterJob(tc.job))
+			placed := map[string]*sdk.AllocMetric{}
+			for _, a := range schedtest.Placed(h.LastPlan()) {
+				placed[a.ID] = a.Metrics
+			}
+			next := tc.job.Copy()
+			next.TaskGroups[0].Tasks[0].KillTimeout = 99
+			h.Process(tc.sched, h.RegisterJob(next))
+			updated := schedtest.Placed(h.LastPlan())
+			if len(updated) != 2 {
+				t.Fatalf("updated %d in place, want 2", len(updated))
+			}
+			for _, a := range updated {
+				want := placed[a.ID]
+				if want == nil || want.NodesEvaluated < 2 {
+					t.Fatalf("%s was not placed by the first eval with a metric over the cluster: %+v", a.ID, want)
+				}
+				if a.Metrics != nil {
+					t.Fatalf("%s: the update carries metrics %+v", a.ID, a.Metrics)
+				}
+				got := h.Alloc(a.ID).Metrics
+				if got == nil || got.NodesEvaluated != want.NodesEvaluated || len(got.ScoreMetaData) != len(want.ScoreMetaData) {
+					t.Fatalf("%s: metrics after the update %+v, want the placement's %+v", a.ID, got, want)
+				}
 			}
 		})
 	}
