@@ -206,6 +206,9 @@ func (a *DeviceAllocator) Assign(req *sdk.RequestedDevice) (*sdk.AllocatedDevice
 	return out, bestScore
 }
 
+// Free is how many healthy instances of the device group are not used.
+func (a *DeviceAllocator) Free(d *sdk.NodeDeviceResource) int { return a.free(d) }
+
 func (a *DeviceAllocator) free(d *sdk.NodeDeviceResource) int {
 	n := 0
 	for _, inst := range d.Instances {

@@ -8,7 +8,8 @@
 // go first, so that few allocations are evicted; finally any allocation the
 // placement turns out not to need is given back. A placement that asks for
 // static host ports also evicts every candidate holding one of them
-// (ForPorts), before any is chosen for resources.
+// (ForPorts), and one that asks for devices evicts holders of matching
+// instances (ForDevices), before any is chosen for resources.
 //
 //	victims := preempt.Select(job.Priority, capacity, usedWithPlacement, proposed, nil)
 //	if victims == nil {
@@ -115,6 +116,117 @@ func ForPorts(ports []int, candidates []*sdk.Allocation) []*sdk.Allocation {
 		}
 	}
 	return out
+}
+
+// ForDevices returns the candidates to evict from node so that each device
+// request of reqs, in order, finds enough free instances, given the
+// allocations proposed there (the candidates among them). For a request
+// short of instances it considers each matching device group and the
+// candidates holding its instances, lowest priority first (then most
+// instances first), until enough are free; it takes the group whose
+// victims have the lowest sum of distinct priorities (Nomad's device
+// preemption). It returns nil when nothing need be or can be evicted.
+func ForDevices(ch *feasible.Checker, node *sdk.Node, reqs []*sdk.RequestedDevice, proposed, candidates []*sdk.Allocation) []*sdk.Allocation {
+	if node.NodeResources == nil {
+		return nil
+	}
+	var victims []*sdk.Allocation
+	evicted := map[string]bool{}
+retry:
+	for range len(candidates) + 1 {
+		devs := feasible.NewDeviceAllocator(ch, node, nil)
+		for _, a := range proposed {
+			if !evicted[a.ID] {
+				devs.AddAlloc(a)
+			}
+		}
+		for _, req := range reqs {
+			if d, _ := devs.Assign(req); d != nil {
+				continue
+			}
+			more := deviceVictims(ch, node, req, devs, candidates, evicted)
+			if more == nil {
+				return nil
+			}
+			for _, a := range more {
+				evicted[a.ID] = true
+			}
+			victims = append(victims, more...)
+			continue retry // assign every request again without them
+		}
+		return victims
+	}
+	return nil
+}
+
+// deviceVictims chooses, for one request that found too few free
+// instances, the candidates (not yet evicted) to evict.
+func deviceVictims(ch *feasible.Checker, node *sdk.Node, req *sdk.RequestedDevice, devs *feasible.DeviceAllocator,
+	candidates []*sdk.Allocation, evicted map[string]bool) []*sdk.Allocation {
+	var best []*sdk.Allocation
+	bestCost := math.MaxInt
+	for _, d := range node.NodeResources.Devices {
+		if !feasible.DeviceMatches(ch, d, req) {
+			continue
+		}
+		instances := map[string]bool{}
+		for _, inst := range d.Instances {
+			if inst.Healthy {
+				instances[inst.ID] = true
+			}
+		}
+		type holder struct {
+			a *sdk.Allocation
+			n int
+		}
+		var holders []holder
+		for _, a := range candidates {
+			if evicted[a.ID] || a.ClientTerminalStatus() || a.AllocatedResources == nil {
+				continue
+			}
+			n := 0
+			for _, t := range a.AllocatedResources.Tasks {
+				for _, ad := range t.Devices {
+					if ad.Vendor != d.Vendor || ad.Type != d.Type || ad.Name != d.Name {
+						continue
+					}
+					for _, id := range ad.DeviceIDs {
+						if instances[id] {
+							n++
+						}
+					}
+				}
+			}
+			if n > 0 {
+				holders = append(holders, holder{a, n})
+			}
+		}
+		slices.SortStableFunc(holders, func(x, y holder) int {
+			if px, py := Priority(x.a), Priority(y.a); px != py {
+				return px - py
+			}
+			return y.n - x.n
+		})
+		free := devs.Free(d)
+		var chosen []*sdk.Allocation
+		seen := map[int]bool{}
+		cost := 0
+		for _, h := range holders {
+			if uint64(free) >= req.Count {
+				break
+			}
+			free += h.n
+			chosen = append(chosen, h.a)
+			if p := Priority(h.a); !seen[p] {
+				seen[p] = true
+				cost += p
+			}
+		}
+		if uint64(free) >= req.Count && len(chosen) > 0 && cost < bestCost {
+			best, bestCost = chosen, cost
+		}
+	}
+	return best
 }
 
 // shortfall is how much of each dimension is missing (0 where it fits).

@@ -200,7 +200,9 @@ type group struct {
 	distinct                             []*feasible.DistinctProperty
 	// ports are the static host ports the group asks for (the ones a
 	// preempting placement may take from lower-priority allocations).
-	ports    []int
+	ports []int
+	// devices are the group's device requests, in task order.
+	devices  []*sdk.RequestedDevice
 	affinity *rank.Affinities
 	spread   *rank.Spread
 	limit    int
@@ -271,6 +273,11 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 		g.special = true
 	}
 	g.ports = staticPorts(tg)
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			g.devices = append(g.devices, t.Resources.Devices...)
+		}
+	}
 	if !g.special {
 		g.resources = s.baseResources(tg)
 	}
@@ -599,17 +606,22 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		}
 	}
 	var dev deviceAffinity
-	// portVictims hold static ports the group asks for; they are evicted
-	// first, and the fit is judged without them.
-	var portVictims []*sdk.Allocation
+	// heldVictims hold static ports or device instances the group asks
+	// for; they are evicted first, and the fit is judged without them.
+	var heldVictims []*sdk.Allocation
 	if g.special {
 		proposed := s.plan.Proposed(n.ID)
 		r, dim := s.assign(g, n, proposed, &dev)
-		if r == nil && preemptOK && len(g.ports) > 0 {
+		if r == nil && preemptOK && (len(g.ports) > 0 || len(g.devices) > 0) {
 			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(proposed))
-			if portVictims = preempt.ForPorts(g.ports, candidates); portVictims != nil {
+			heldVictims = preempt.ForPorts(g.ports, candidates)
+			if len(g.devices) > 0 {
+				heldVictims = append(heldVictims, preempt.ForDevices(s.checker, n, g.devices,
+					without(proposed, heldVictims), without(candidates, heldVictims))...)
+			}
+			if heldVictims != nil {
 				dev = deviceAffinity{}
-				r, _ = s.assign(g, n, without(proposed, portVictims), &dev)
+				r, _ = s.assign(g, n, without(proposed, heldVictims), &dev)
 			}
 		}
 		if r == nil {
@@ -619,14 +631,14 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		c.resources = r
 	}
 	fit := fc.fit
-	if portVictims != nil {
+	if heldVictims != nil {
 		used, capacity := s.needOn(g, n, info)
-		for _, v := range portVictims {
+		for _, v := range heldVictims {
 			used.Sub(v.Usage())
 		}
 		if fc.fits, fc.dim = used.Fits(capacity); fc.fits {
 			fit = rank.Fit(s.cfg.Algorithm, used, capacity)
-			c.preempted = portVictims
+			c.preempted = heldVictims
 		}
 	}
 	if !fc.fits {
@@ -635,10 +647,10 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			return c, false
 		}
 		used, capacity := s.needOn(g, n, info)
-		for _, v := range portVictims {
+		for _, v := range heldVictims {
 			used.Sub(v.Usage())
 		}
-		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(s.notPreempted(s.plan.Proposed(n.ID)), portVictims))
+		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(s.notPreempted(s.plan.Proposed(n.ID)), heldVictims))
 		victims := preempt.Select(capacity, used, candidates)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
@@ -647,7 +659,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		for _, v := range victims {
 			used.Sub(v.Usage())
 		}
-		c.preempted = append(portVictims, victims...)
+		c.preempted = append(heldVictims, victims...)
 		// The fit is scored as the node will be once the victims are gone.
 		// Nomad scores it with them still counted (over capacity), which
 		// rates every node needing preemption nearly full.

@@ -315,6 +315,93 @@ func TestSystem_PreemptsForStaticPorts(t *testing.T) {
 	}
 }
 
+// A system placement takes device instances from lower-priority
+// allocations holding them (Nomad's device preemption): of the matching
+// device groups, the one whose holders have the lowest priorities.
+func TestSystem_PreemptsForDevices(t *testing.T) {
+	group := func(model string, n int) *sdk.NodeDeviceResource {
+		d := &sdk.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: model}
+		for i := 0; i < n; i++ {
+			d.Instances = append(d.Instances, &sdk.NodeDevice{ID: fmt.Sprintf("%s-%d", model, i), Healthy: true})
+		}
+		return d
+	}
+	// holding runs an allocation of a job of priority prio holding the
+	// device instances.
+	holding := func(h *schedtest.Harness, id string, prio int, model string, instances ...string) *sdk.Allocation {
+		j := schedtest.ServiceJob(id, 1)
+		j.Priority = prio
+		h.UpsertJob(j)
+		a := schedtest.Alloc(j, 0, "n1")
+		a.AllocatedResources.Tasks["web"].Devices = []*sdk.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: model, DeviceIDs: instances}}
+		return a
+	}
+	for _, tc := range []struct {
+		name      string
+		devices   []*sdk.NodeDeviceResource
+		allocs    func(h *schedtest.Harness) []*sdk.Allocation
+		count     uint64
+		preempted []string // alloc IDs, sorted; nil: not placed
+	}{
+		{name: "a lower priority holds the only instance",
+			devices: []*sdk.NodeDeviceResource{group("1080ti", 1)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "low", 20, "1080ti", "1080ti-0")}
+			},
+			count: 1, preempted: []string{"low-alloc-000"}},
+		{name: "the holder is within 10 priorities",
+			devices: []*sdk.NodeDeviceResource{group("1080ti", 1)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "near", 95, "1080ti", "1080ti-0")}
+			},
+			count: 1},
+		{name: "the group whose holders have the lower priority",
+			devices: []*sdk.NodeDeviceResource{group("1080ti", 1), group("2080ti", 1)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "mid", 40, "1080ti", "1080ti-0"), holding(h, "low", 20, "2080ti", "2080ti-0")}
+			},
+			count: 1, preempted: []string{"low-alloc-000"}},
+		{name: "only what is missing beside a free instance",
+			devices: []*sdk.NodeDeviceResource{group("1080ti", 3)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "a", 30, "1080ti", "1080ti-0"), holding(h, "b", 20, "1080ti", "1080ti-1")}
+			},
+			count: 2, preempted: []string{"b-alloc-000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			n := schedtest.Node("n1")
+			n.NodeResources.Devices = tc.devices
+			h.UpsertNodes(n)
+			h.UpsertAllocs(tc.allocs(h)...)
+			job := schedtest.SystemJob("agent")
+			job.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: tc.count}}
+			h.Process(sched, h.RegisterJob(job))
+			if tc.preempted == nil {
+				m := h.LastEval().FailedTGAllocs["agent"]
+				if len(h.Plans) != 0 || m == nil || m.DimensionExhausted["devices: no devices match request"] != 1 {
+					t.Fatalf("plans %d, failed %+v; want no plan, exhausted on devices", len(h.Plans), m)
+				}
+				return
+			}
+			plan := h.LastPlan()
+			placed := schedtest.Placed(plan)
+			var pre []string
+			for _, a := range schedtest.Preempted(plan) {
+				pre = append(pre, a.ID)
+			}
+			slices.Sort(pre)
+			if len(placed) != 1 || !slices.Equal(pre, tc.preempted) {
+				t.Fatalf("placed %d, preempted %v; want 1 placed, preempting %v", len(placed), pre, tc.preempted)
+			}
+			devs := placed[0].AllocatedResources.Tasks["agent"].Devices
+			if len(devs) != 1 || uint64(len(devs[0].DeviceIDs)) != tc.count {
+				t.Fatalf("devices %+v, want %d instances", devs, tc.count)
+			}
+		})
+	}
+}
+
 func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 3)...)
