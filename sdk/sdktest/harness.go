@@ -106,10 +106,14 @@ func (h *Harness) bump(cs ...change) uint64 {
 	return h.index
 }
 
-// UpsertNode adds or replaces nodes.
+// UpsertNode adds or replaces nodes and, as the host's state store does on
+// every node write, computes their class: a test may change a node's
+// attributes or meta after sdktest.Node, and feasibility that schedulers
+// cache per computed class (feasible.Eligibility) must see the change.
 func (h *Harness) UpsertNode(nodes ...*sdk.Node) {
 	cs := make([]change, len(nodes))
 	for i, n := range nodes {
+		n.ComputeClass()
 		h.nodes[n.ID] = n
 		cs[i] = change{kind: kindNode, key: n.ID}
 	}

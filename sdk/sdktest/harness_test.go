@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
@@ -372,6 +373,37 @@ func TestHarness_DeploymentCommitsWhenEveryNodeIsRejected(t *testing.T) {
 		}
 		if len(res.RejectedNodes) != 1 || res.RefreshIndex == 0 {
 			t.Errorf("all at once %v: rejected %v, refresh %d", allAtOnce, res.RejectedNodes, res.RefreshIndex)
+		}
+	}
+}
+
+// TestHarness_UpsertNodeComputesClass: as the host's state store does, the
+// harness computes a node's class when it stores it, so that a node changed
+// after sdktest.Node is not cached as feasible with the nodes it no longer
+// resembles.
+func TestHarness_UpsertNodeComputesClass(t *testing.T) {
+	h := sdktest.New()
+	r1, r2 := sdktest.Node("r1", 4000, 8192), sdktest.Node("r2", 4000, 8192)
+	r1.Meta["rack"], r2.Meta["rack"] = "r1", "r2"
+	h.UpsertNode(r1, r2)
+	if c1, c2 := h.Node("r1").ComputedClass, h.Node("r2").ComputedClass; c1 == "" || c1 == c2 {
+		t.Fatalf("computed classes %q and %q, want two different ones", c1, c2)
+	}
+
+	job := sdktest.Job("web", 1)
+	job.Constraints = []*sdk.Constraint{{LTarget: "${meta.rack}", RTarget: "r1", Operand: sdk.ConstraintEqual}}
+	h.UpsertJob(job)
+	// A plugin's filter loop, as package feasible shows it.
+	ch, elig := feasible.NewChecker(), feasible.NewEligibility(job)
+	checks := feasible.NewGroupChecks(job, job.TaskGroups[0])
+	for _, tc := range []struct {
+		node, want string
+	}{
+		{"r1", ""},
+		{"r2", `${meta.rack} = r1`},
+	} {
+		if got := elig.Check(ch, checks, h.Node(tc.node)); got != tc.want {
+			t.Errorf("%s: check = %q, want %q", tc.node, got, tc.want)
 		}
 	}
 }

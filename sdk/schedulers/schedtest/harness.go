@@ -42,13 +42,9 @@ func (h *Harness) State() sdk.State {
 	return m
 }
 
-// UpsertNodes adds or replaces nodes, computing their class.
-func (h *Harness) UpsertNodes(nodes ...*sdk.Node) {
-	for _, n := range nodes {
-		n.ComputeClass()
-	}
-	h.UpsertNode(nodes...)
-}
+// UpsertNodes adds or replaces nodes; sdktest's UpsertNode computes their
+// class.
+func (h *Harness) UpsertNodes(nodes ...*sdk.Node) { h.UpsertNode(nodes...) }
 
 // UpsertAllocs adds or replaces allocations; those without Job run the
 // job's current version.
