@@ -195,6 +195,14 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	}
 	m.compiled = compiled
 	exports := compiled.ExportedFunctions()
+	if _, reactor := exports["_initialize"]; !reactor {
+		if _, command := exports["_start"]; command {
+			// A Go plugin built without -buildmode=c-shared still has the
+			// SDK's exports, but its runtime is never initialised: the
+			// first call would trap in runtime.notInitialized.
+			return fail(fmt.Errorf("%w: a WASI command (it exports _start, not _initialize); build it as a reactor: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared", ErrInvalidModule))
+		}
+	}
 	for _, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
 		if _, ok := exports[name]; !ok {
 			return fail(fmt.Errorf("%w: missing export %q (build with the Drover SDK and -buildmode=c-shared)", ErrInvalidModule, name))

@@ -2,8 +2,11 @@ package wasm_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/runtime/wasm"
@@ -89,5 +92,23 @@ func TestLoad_DamagedCompilationCacheIsRebuilt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoad_CommandModuleIsRefusedWithTheBuildMode: a plugin built with
+// GOOS=wasip1 GOARCH=wasm but without -buildmode=c-shared is a WASI command
+// whose Go runtime a reactor host never initialises; the load says how to
+// build it instead of reporting the trap of its first call.
+func TestLoad_CommandModuleIsRefusedWithTheBuildMode(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "command.wasm")
+	cmd := exec.Command("go", "build", "-o", out, "./plugins/service")
+	cmd.Dir = wasmtest.ModuleRoot(t)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	_, err := wasm.LoadFile(context.Background(), out, wasm.DefaultConfig())
+	if !errors.Is(err, wasm.ErrInvalidModule) || !strings.Contains(err.Error(), "-buildmode=c-shared") {
+		t.Fatalf("err = %v, want ErrInvalidModule naming -buildmode=c-shared", err)
 	}
 }
