@@ -5,13 +5,24 @@
 // its allocations, the nodes they are on, the latest deployment and the
 // time, and returns decisions. Placement (which node) is the stack's job.
 //
+//	latest := state.LatestDeployment(ns, id)
 //	res := reconcile.Compute(reconcile.Input{
 //		Job: job, Allocs: state.AllocsByJob(ns, id), Tainted: tainted,
-//		Deployment: state.LatestDeployment(ns, id), EvalID: eval.ID,
+//		Deployment: latest, EvalID: eval.ID,
 //		Now: ctx.Now, NewID: ctx.NewID, Update: updateFn,
 //	})
+//	deploymentID := ""
+//	if d := res.ActiveDeployment(latest); d != nil {
+//		deploymentID = d.ID
+//	}
 //	for _, s := range res.Stop { ... }
-//	for _, p := range res.Place { ... }
+//	for _, p := range res.Place {
+//		// pick a node, then:
+//		p.Fill(alloc, deploymentID, ctx.Now)
+//	}
+//
+// Result says what a scheduler must do with each of its parts; a placement
+// left out of the active deployment stalls it.
 //
 // The semantics are Nomad's allocation reconciler's, group by group:
 // allocations on down or missing nodes are lost and replaced; allocations
@@ -68,7 +79,8 @@ type Input struct {
 	// down, disconnected or draining, and nil for nodes that no longer
 	// exist.
 	Tainted map[string]*sdk.Node
-	// Deployment is the job's latest deployment, if any. It is not
+	// Deployment is the job's latest deployment, if any; nil for batch
+	// jobs, which roll out without deployments (as in Nomad). It is not
 	// modified.
 	Deployment *sdk.Deployment
 	// EvalID and EvalPriority are the evaluation's.
@@ -102,6 +114,33 @@ type Placement struct {
 	MinJobVersion      uint64
 }
 
+// Fill writes into a, the new allocation that carries out the placement,
+// what the reconciler decided about it: its name and task group, the
+// allocation it replaces (PreviousAllocation, and for a reschedule a
+// RescheduleTracker as of now), and its deployment: deploymentID (the
+// result's ActiveDeployment, "" for none) and, for a canary in a
+// deployment, a DeploymentStatus marking it one. An allocation placed
+// without the deployment's ID is invisible to it: the deployment never
+// counts it, never succeeds, and blocks scaling the job until its progress
+// deadline fails it.
+//
+// The caller writes what placing decides: ID, namespace, eval, job and
+// version, node, resources, metrics and statuses.
+func (pl Placement) Fill(a *sdk.Allocation, deploymentID string, now time.Time) {
+	a.Name = pl.Name
+	a.TaskGroup = pl.TaskGroup.Name
+	a.DeploymentID = deploymentID
+	if pl.Previous != nil {
+		a.PreviousAllocation = pl.Previous.ID
+		if pl.Reschedule {
+			a.RescheduleTracker = RescheduleTracker(pl.Previous, now)
+		}
+	}
+	if pl.Canary && deploymentID != "" {
+		a.DeploymentStatus = &sdk.AllocDeploymentStatus{Canary: true}
+	}
+}
+
 // Destructive is an allocation replaced by a new one (same name).
 type Destructive struct {
 	Name      string
@@ -110,6 +149,12 @@ type Destructive struct {
 	// replacement is placed.
 	Stop            *sdk.Allocation
 	StopDescription string
+}
+
+// Placement returns the placement of the replacement: same name and
+// group, replacing Stop.
+func (d Destructive) Placement() Placement {
+	return Placement{Name: d.Name, TaskGroup: d.TaskGroup, Previous: d.Stop}
 }
 
 // Stop is an allocation to stop.
@@ -121,7 +166,20 @@ type Stop struct {
 	FollowupEvalID string
 }
 
-// Result is what the job needs.
+// Result is what the job needs. A scheduler carries out every part of it
+// in its plan, as the built-in generic scheduler does:
+//
+//   - Stop, Annotate and Disconnect: stop or update those allocations
+//     (stack.Plan's Stop and Annotate);
+//   - Deployment and DeploymentUpdates: the plan's own fields;
+//   - FollowupEvals: create them (PreviousEval set to the eval) before
+//     submitting the plan whose stops name them;
+//   - InPlace: update in place (stack.Plan.Update), joined to the
+//     ActiveDeployment;
+//   - Destructive: stop the old allocation and place its replacement
+//     (Destructive.Placement), or keep the old one if nothing fits;
+//   - Place: place, each new allocation filled by Placement.Fill with the
+//     ActiveDeployment's ID.
 type Result struct {
 	Place       []Placement
 	Destructive []Destructive
@@ -151,6 +209,21 @@ func (r *Result) Ends(id string) bool {
 		}
 	}
 	return false
+}
+
+// ActiveDeployment returns the deployment that the result's placements and
+// in-place updates join, given latest, the Input's Deployment: the one the
+// result creates, else latest unless the result ends it; nil when that
+// deployment is not active, or there is none.
+func (r *Result) ActiveDeployment(latest *sdk.Deployment) *sdk.Deployment {
+	d := r.Deployment
+	if d == nil && latest != nil && !r.Ends(latest.ID) {
+		d = latest
+	}
+	if d == nil || !d.Active() {
+		return nil
+	}
+	return d
 }
 
 // Changes counts the decisions that change something.

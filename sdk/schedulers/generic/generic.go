@@ -183,6 +183,10 @@ func (p *pass) computeJobAllocs() error {
 	p.plan.Deployment = res.Deployment
 	p.plan.DeploymentUpdates = res.DeploymentUpdates
 	p.followups = res.FollowupEvals
+	deploymentID := ""
+	if d := res.ActiveDeployment(p.deployment); d != nil {
+		deploymentID = d.ID
+	}
 	if res.Deployment != nil {
 		p.deployment = res.Deployment
 	} else if p.deployment != nil && res.Ends(p.deployment.ID) {
@@ -194,7 +198,6 @@ func (p *pass) computeJobAllocs() error {
 	for _, a := range res.Disconnect {
 		p.plan.Annotate(a)
 	}
-	deploymentID := p.activeDeploymentID()
 	for _, a := range res.InPlace {
 		if a.DeploymentID != deploymentID {
 			a.DeploymentID = deploymentID
@@ -211,11 +214,11 @@ func (p *pass) computeJobAllocs() error {
 	p.stack.Expect(len(res.Place) + len(res.Destructive))
 	for _, d := range res.Destructive {
 		p.queued[d.TaskGroup.Name]++
-		p.place(placement{name: d.Name, tg: d.TaskGroup, prev: d.Stop, stopPrev: d.StopDescription}, deploymentID)
+		p.place(placement{Placement: d.Placement(), stopPrev: d.StopDescription}, deploymentID)
 	}
 	for _, pl := range res.Place {
 		p.queued[pl.TaskGroup.Name]++
-		one := placement{name: pl.Name, tg: pl.TaskGroup, prev: pl.Previous, reschedule: pl.Reschedule, canary: pl.Canary}
+		one := placement{Placement: pl}
 		if pl.DowngradeNonCanary {
 			one.deployed = p.deployedVersion(pl)
 		}
@@ -254,21 +257,10 @@ func (p *pass) deployedVersion(pl reconcile.Placement) *sdk.Allocation {
 	return best
 }
 
-func (p *pass) activeDeploymentID() string {
-	if p.deployment != nil && p.deployment.Active() {
-		return p.deployment.ID
-	}
-	return ""
-}
-
 // placement is one allocation to place.
 type placement struct {
-	name       string
-	tg         *sdk.TaskGroup
-	prev       *sdk.Allocation
-	stopPrev   string // non-empty: stop prev (a destructive update) if placed
-	reschedule bool
-	canary     bool
+	reconcile.Placement
+	stopPrev string // non-empty: stop Previous (a destructive update) if placed
 	// deployed, when set, runs the job version to place instead of the
 	// job's (see deployedVersion).
 	deployed *sdk.Allocation
@@ -277,7 +269,7 @@ type placement struct {
 // place selects a node for one placement and adds it to the plan, or
 // records why it failed.
 func (p *pass) place(pl placement, deploymentID string) {
-	tg := pl.tg
+	tg := pl.TaskGroup
 	if m, ok := p.failed[tg.Name]; ok {
 		m.CoalescedFailures++
 		m.ExhaustResources(tg)
@@ -285,7 +277,7 @@ func (p *pass) place(pl placement, deploymentID string) {
 	}
 	if pl.stopPrev != "" {
 		// Stop first: the replacement may take the old one's room.
-		p.plan.Stop(pl.prev, pl.stopPrev, "", "")
+		p.plan.Stop(pl.Previous, pl.stopPrev, "", "")
 	}
 	job := p.job
 	if pl.deployed != nil {
@@ -296,7 +288,7 @@ func (p *pass) place(pl placement, deploymentID string) {
 			deploymentID = d.ID
 		}
 	}
-	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.prev), Preferred: p.preferredNode(pl), Job: job}
+	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.Previous), Preferred: p.preferredNode(pl), Job: job}
 	option, metric := p.stack.Select(tg, opts)
 	if option == nil && p.preempt {
 		opts.Preempt = true
@@ -309,28 +301,20 @@ func (p *pass) place(pl placement, deploymentID string) {
 		}
 		p.failed[tg.Name] = metric
 		if pl.stopPrev != "" {
-			p.plan.PopStop(pl.prev)
+			p.plan.PopStop(pl.Previous)
 		}
 		return
 	}
 	a := p.plan.NewAllocation()
 	*a = sdk.Allocation{
-		ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID, Name: pl.name,
+		ID: p.ctx.NewID(), Namespace: p.job.Namespace, EvalID: p.eval.ID,
 		NodeID: option.Node.ID, NodeName: option.Node.Name, JobID: p.job.ID, JobVersion: job.Version,
-		TaskGroup: tg.Name, AllocatedResources: option.Resources, Metrics: metric,
-		DeploymentID: deploymentID, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+		AllocatedResources: option.Resources, Metrics: metric,
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
 	}
+	pl.Fill(a, deploymentID, p.ctx.Now)
 	if pl.deployed != nil {
 		a.JobModifyIndex = job.JobModifyIndex
-	}
-	if pl.prev != nil {
-		a.PreviousAllocation = pl.prev.ID
-		if pl.reschedule {
-			a.RescheduleTracker = reconcile.RescheduleTracker(pl.prev, p.ctx.Now)
-		}
-	}
-	if pl.canary && p.deployment != nil {
-		a.DeploymentStatus = &sdk.AllocDeploymentStatus{Canary: true}
 	}
 	for _, v := range option.Preempted {
 		p.plan.Preempt(v, a.ID)
@@ -362,10 +346,10 @@ func penaltyNodes(prev *sdk.Allocation) map[string]bool {
 // preferredNode is the node of the allocation being replaced when the group
 // keeps its ephemeral disk (sticky or migrate) and that node is ready.
 func (p *pass) preferredNode(pl placement) *sdk.Node {
-	if pl.prev == nil || pl.tg.EphemeralDisk == nil || !(pl.tg.EphemeralDisk.Sticky || pl.tg.EphemeralDisk.Migrate) {
+	if pl.Previous == nil || pl.TaskGroup.EphemeralDisk == nil || !(pl.TaskGroup.EphemeralDisk.Sticky || pl.TaskGroup.EphemeralDisk.Migrate) {
 		return nil
 	}
-	if n := p.ctx.State.Node(pl.prev.NodeID); n != nil && n.Ready() {
+	if n := p.ctx.State.Node(pl.Previous.NodeID); n != nil && n.Ready() {
 		return n
 	}
 	return nil

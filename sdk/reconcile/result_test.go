@@ -1,0 +1,99 @@
+package reconcile_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/sdktest"
+)
+
+func TestResult_ActiveDeployment(t *testing.T) {
+	running := &sdk.Deployment{ID: "latest", Status: sdk.DeploymentStatusRunning}
+	paused := &sdk.Deployment{ID: "latest", Status: sdk.DeploymentStatusPaused}
+	done := &sdk.Deployment{ID: "latest", Status: sdk.DeploymentStatusSuccessful}
+	created := &sdk.Deployment{ID: "new", Status: sdk.DeploymentStatusRunning}
+	cancel := []*sdk.DeploymentStatusUpdate{{DeploymentID: "latest", Status: sdk.DeploymentStatusCancelled}}
+	cases := []struct {
+		name   string
+		res    reconcile.Result
+		latest *sdk.Deployment
+		want   string
+	}{
+		{"none", reconcile.Result{}, nil, ""},
+		{"latest running", reconcile.Result{}, running, "latest"},
+		{"latest paused", reconcile.Result{}, paused, "latest"},
+		{"latest over", reconcile.Result{}, done, ""},
+		{"latest ended by the result", reconcile.Result{DeploymentUpdates: cancel}, running, ""},
+		{"created", reconcile.Result{Deployment: created, DeploymentUpdates: cancel}, running, "new"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if d := tc.res.ActiveDeployment(tc.latest); d != nil {
+				got = d.ID
+			}
+			if got != tc.want {
+				t.Fatalf("ActiveDeployment = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlacement_Fill(t *testing.T) {
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	tg := &sdk.TaskGroup{Name: "web"}
+	failed := &sdk.Allocation{ID: "old", NodeID: "n1", ClientStatus: sdk.AllocClientStatusFailed}
+	cases := []struct {
+		name       string
+		pl         reconcile.Placement
+		deployment string
+		wantPrev   string
+		wantCanary bool
+		wantTrack  bool
+	}{
+		{"new", reconcile.Placement{Name: "j.web[0]", TaskGroup: tg}, "d1", "", false, false},
+		{"canary", reconcile.Placement{Name: "j.web[0]", TaskGroup: tg, Canary: true}, "d1", "", true, false},
+		{"canary outside a deployment", reconcile.Placement{Name: "j.web[0]", TaskGroup: tg, Canary: true}, "", "", false, false},
+		{"reschedule", reconcile.Placement{Name: "j.web[0]", TaskGroup: tg, Previous: failed, Reschedule: true}, "", "old", false, true},
+		{"destructive", reconcile.Destructive{Name: "j.web[0]", TaskGroup: tg, Stop: failed}.Placement(), "d1", "old", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var a sdk.Allocation
+			tc.pl.Fill(&a, tc.deployment, now)
+			if a.Name != "j.web[0]" || a.TaskGroup != "web" || a.DeploymentID != tc.deployment || a.PreviousAllocation != tc.wantPrev {
+				t.Fatalf("allocation = %+v", a)
+			}
+			if canary := a.DeploymentStatus != nil && a.DeploymentStatus.Canary; canary != tc.wantCanary {
+				t.Fatalf("canary = %v, want %v", canary, tc.wantCanary)
+			}
+			if track := a.RescheduleTracker != nil; track != tc.wantTrack {
+				t.Fatalf("reschedule tracker = %+v, want one: %v", a.RescheduleTracker, tc.wantTrack)
+			}
+		})
+	}
+}
+
+// A scheduler that reconciles with Compute and picks nodes its own way
+// places each allocation into the deployment the result creates or keeps,
+// with Placement.Fill, so the deployment tracks it.
+func ExamplePlacement_Fill() {
+	job := sdktest.Job("web", 2)
+	job.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, ProgressDeadline: 10 * time.Minute}
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	ids := 0
+	res := reconcile.Compute(reconcile.Input{Job: job, EvalID: "e1", Now: now,
+		NewID: func() string { ids++; return fmt.Sprintf("id-%d", ids) }})
+	d := res.ActiveDeployment(nil) // no deployment before: the one the result creates
+	for i, pl := range res.Place {
+		a := &sdk.Allocation{ID: fmt.Sprintf("alloc-%d", i), NodeID: "n1"} // the scheduler's node choice
+		pl.Fill(a, d.ID, now)
+		fmt.Println(a.Name, "in deployment", a.DeploymentID)
+	}
+	// Unordered output:
+	// web.web[0] in deployment id-1
+	// web.web[1] in deployment id-1
+}
