@@ -25,15 +25,15 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 		return true, "ephemeral disk"
 	case !networksEqual(ga.Networks, gb.Networks):
 		return true, "network"
-	case !reflect.DeepEqual(affinities(a, ga), affinities(b, gb)):
+	case !same(affinities(a, ga), affinities(b, gb)):
 		return true, "affinities"
-	case !reflect.DeepEqual(spreads(a, ga), spreads(b, gb)):
+	case !same(spreads(a, ga), spreads(b, gb)):
 		return true, "spreads"
 	}
 	if why := connectServicesUpdated(ga.Services, gb.Services); why != "" {
 		return true, why
 	}
-	if !reflect.DeepEqual(ga.Volumes, gb.Volumes) {
+	if !same(ga.Volumes, gb.Volumes) {
 		return true, "volume request"
 	}
 	for _, ta := range ga.Tasks {
@@ -45,25 +45,25 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 			return true, "task driver"
 		case ta.User != tb.User:
 			return true, "task user"
-		case !reflect.DeepEqual(ta.Config, tb.Config):
+		case !same(ta.Config, tb.Config):
 			return true, "task config"
 		case !maps.Equal(ta.Env, tb.Env):
 			return true, "task env"
-		case !reflect.DeepEqual(ta.Artifacts, tb.Artifacts):
+		case !same(ta.Artifacts, tb.Artifacts):
 			return true, "task artifacts"
-		case !reflect.DeepEqual(ta.Vault, tb.Vault):
+		case !same(ta.Vault, tb.Vault):
 			return true, "task vault"
-		case !reflect.DeepEqual(ta.Templates, tb.Templates):
+		case !same(ta.Templates, tb.Templates):
 			return true, "task templates"
-		case !reflect.DeepEqual(ta.CSIPluginConfig, tb.CSIPluginConfig):
+		case !same(ta.CSIPluginConfig, tb.CSIPluginConfig):
 			return true, "task csi config"
-		case !reflect.DeepEqual(ta.VolumeMounts, tb.VolumeMounts):
+		case !same(ta.VolumeMounts, tb.VolumeMounts):
 			return true, "task volume mount"
 		case !maps.Equal(taskMeta(a, ga, ta), taskMeta(b, gb, tb)):
 			return true, "task meta"
 		case !resourcesEqual(ta.Resources, tb.Resources):
 			return true, "task resources"
-		case !reflect.DeepEqual(ta.Identity, tb.Identity):
+		case !same(ta.Identity, tb.Identity):
 			return true, "task identity"
 		case logsDisabled(ta) != logsDisabled(tb):
 			// The task must restart to start or stop collecting its
@@ -72,6 +72,17 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// same is reflect.DeepEqual, except that a nil and an empty map or slice
+// are the same: copying a job (Job.Copy, as a new version that only scales
+// it) or decoding it turns one into the other.
+func same(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() == vb.Kind() && (va.Kind() == reflect.Map || va.Kind() == reflect.Slice) && va.Len() == 0 && vb.Len() == 0 {
+		return va.Type() == vb.Type()
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func equalDisk(a, b *sdk.EphemeralDisk) bool {
