@@ -9,7 +9,7 @@
 //	res := reconcile.Compute(reconcile.Input{
 //		Job: job, Allocs: state.AllocsByJob(ns, id), Tainted: tainted,
 //		Deployment: latest, EvalID: eval.ID,
-//		Now: ctx.Now, NewID: ctx.NewID, Update: updateFn,
+//		Now: ctx.Now, NewID: ctx.NewID, Update: st.UpdateFunc(eval.ID), // st: a stack.Stack
 //	})
 //	deploymentID := ""
 //	if d := res.ActiveDeployment(latest); d != nil {
@@ -89,7 +89,8 @@ type Input struct {
 	// Now is the time decisions are made at.
 	Now time.Time
 	// Update decides in-place versus destructive updates. Nil means every
-	// change to the job's version is destructive.
+	// change to the job's version is destructive, even a scaling;
+	// stack.Stack.UpdateFunc is the built-in generic scheduler's rule.
 	Update UpdateFunc
 	// NewID makes IDs for deployments and follow-up evals.
 	NewID func() string

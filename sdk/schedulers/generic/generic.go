@@ -19,7 +19,6 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/conclude"
-	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/drover-sched/drover/sdk/stack"
 )
@@ -175,7 +174,7 @@ func (p *pass) computeJobAllocs() error {
 		Job: p.job, Namespace: p.eval.Namespace, JobID: p.eval.JobID, Batch: p.batch,
 		Allocs: allocs, Tainted: tainted, Deployment: p.deployment,
 		EvalID: p.eval.ID, EvalPriority: p.eval.Priority, Now: p.ctx.Now,
-		Update: p.updateFn, NewID: p.ctx.NewID,
+		Update: p.stack.UpdateFunc(p.eval.ID), NewID: p.ctx.NewID,
 	})
 	if p.eval.AnnotatePlan {
 		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
@@ -353,65 +352,4 @@ func (p *pass) preferredNode(pl placement) *sdk.Node {
 		return n
 	}
 	return nil
-}
-
-// updateFn decides whether an existing allocation follows the job's new
-// version in place: only if no destructive field changed and it still fits
-// its node (probed with the allocation itself stopped).
-func (p *pass) updateFn(existing *sdk.Allocation, job *sdk.Job, tg *sdk.TaskGroup) (bool, bool, *sdk.Allocation) {
-	if existing.Job != nil && existing.Job.JobModifyIndex == job.JobModifyIndex {
-		return true, false, nil
-	}
-	if existing.Job == nil {
-		return false, true, nil
-	}
-	if changed, _ := reconcile.TasksUpdated(job, existing.Job, tg.Name); changed {
-		return false, true, nil
-	}
-	if existing.TerminalStatus() {
-		return true, false, nil
-	}
-	node := p.ctx.State.Node(existing.NodeID)
-	if node == nil || !feasible.DatacenterMatches(job.Datacenters, node.Datacenter) || !feasible.PoolMatches(job.NodePool, node.NodePool) {
-		return false, true, nil
-	}
-	p.plan.Stop(existing, reconcile.AllocInPlace, "", "")
-	option, _ := p.stack.SelectOn(node, tg, stack.Options{})
-	p.plan.PopStop(existing)
-	if option == nil {
-		return false, true, nil
-	}
-	updated := *existing
-	updated.Job = nil
-	// No metrics: the allocation keeps those of its placement (the host
-	// keeps the stored ones of an update without), as Nomad's generic
-	// scheduler copies them. A probe of the allocation's own node would
-	// replace the explanation of why it went there with a one-node one.
-	updated.Metrics = nil
-	updated.EvalID = p.eval.ID
-	updated.JobVersion, updated.JobModifyIndex = job.Version, job.JobModifyIndex
-	updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)
-	return false, false, &updated
-}
-
-// keepAssigned returns fresh resources with the ports and devices the
-// existing allocation was given (an in-place update never moves them).
-func keepAssigned(fresh, old *sdk.AllocatedResources) *sdk.AllocatedResources {
-	if old == nil {
-		return fresh
-	}
-	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(fresh.Tasks)), Shared: old.Shared}
-	r.Shared.DiskMB = fresh.Shared.DiskMB
-	for name, t := range fresh.Tasks {
-		c := *t
-		if ot, ok := old.Tasks[name]; ok {
-			c.Networks = ot.Networks
-			c.Devices = ot.Devices
-			if len(ot.Cpu.ReservedCores) > 0 {
-				c.Cpu = ot.Cpu
-			}
-		}
-		r.Tasks[name] = &c
-	}
-	return r
 }

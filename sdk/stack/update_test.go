@@ -1,0 +1,72 @@
+package stack_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/mirror"
+	"github.com/drover-sched/drover/sdk/sdktest"
+	"github.com/drover-sched/drover/sdk/stack"
+)
+
+func TestStack_UpdateFunc(t *testing.T) {
+	cases := []struct {
+		name string
+		// change makes the new version from a copy of the running one.
+		change          func(j *sdk.Job)
+		wantIgnore      bool
+		wantDestructive bool
+	}{
+		{"same version", nil, true, false},
+		{"count only", func(j *sdk.Job) { j.TaskGroups[0].Count = 5 }, false, false},
+		{"task changed", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 512 }, false, true},
+		{"node left the datacenters", func(j *sdk.Job) { j.Datacenters = []string{"dc2"} }, false, true},
+		{"node no longer feasible", func(j *sdk.Job) {
+			j.Constraints = []*sdk.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "windows", Operand: sdk.ConstraintEqual}}
+		}, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sdktest.New()
+			h.UpsertNode(sdktest.Node("n1", 4000, 4096))
+			job := sdktest.Job("web", 1)
+			h.UpsertJob(job)
+			running := &sdk.Allocation{ID: "a0", Namespace: "default", JobID: "web", TaskGroup: "web", Name: "web.web[0]",
+				NodeID: "n1", JobVersion: job.Version, AllocatedResources: sdk.RequestedResources(job.TaskGroups[0]),
+				DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+			h.UpsertAlloc(running)
+			if tc.change != nil {
+				next := job.Copy()
+				tc.change(next)
+				h.UpsertJob(next)
+			}
+			state := mirror.New()
+			if err := state.Apply(h.FullSync(false)); err != nil {
+				t.Fatal(err)
+			}
+			eval := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Priority: 50}
+			current := state.Job("default", "web")
+			ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
+			plan := stack.NewPlan(state, eval, current)
+			st := stack.New(ctx, plan, current, stack.ConfigFor(current.Type, state.SchedulerConfig()))
+
+			existing := state.Alloc("a0")
+			ignore, destructive, updated := st.UpdateFunc(eval.ID)(existing, current, current.TaskGroups[0])
+			if ignore != tc.wantIgnore || destructive != tc.wantDestructive {
+				t.Fatalf("ignore, destructive = %v, %v; want %v, %v", ignore, destructive, tc.wantIgnore, tc.wantDestructive)
+			}
+			inPlace := !ignore && !destructive
+			if inPlace != (updated != nil) {
+				t.Fatalf("updated = %+v", updated)
+			}
+			if inPlace && (updated.JobVersion != current.Version || updated.JobModifyIndex != current.JobModifyIndex ||
+				updated.EvalID != eval.ID || updated.NodeID != "n1" || updated.Job != nil) {
+				t.Fatalf("in-place update = %+v, want version %d of the job on n1 for e2", updated, current.Version)
+			}
+			if len(plan.NodeUpdate) != 0 {
+				t.Fatalf("the probe left stops in the plan: %+v", plan.NodeUpdate)
+			}
+		})
+	}
+}
