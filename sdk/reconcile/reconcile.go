@@ -174,7 +174,8 @@ type Stop struct {
 //     (stack.Plan's Stop and Annotate);
 //   - Deployment and DeploymentUpdates: the plan's own fields;
 //   - FollowupEvals: create them (PreviousEval set to the eval) before
-//     submitting the plan whose stops name them;
+//     submitting the plan whose stops name them, unless the eval is itself
+//     a delayed one (WaitUntil set), as Nomad does;
 //   - InPlace: update in place (stack.Plan.Update), joined to the
 //     ActiveDeployment;
 //   - Destructive: stop the old allocation and place its replacement

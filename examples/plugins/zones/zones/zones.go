@@ -5,9 +5,12 @@
 // "meta.zone"); nodes without it form the zone "".
 //
 // It is an example of a scheduler built with Drover's SDK outside the
-// Drover tree's built-ins: it reads the state mirror, reuses the SDK's
-// feasibility checks and eval conclusions, and writes only through the
-// planner.
+// Drover tree's built-ins: it reads the state mirror, lets the SDK's
+// reconciler decide what the job needs (as the built-in service scheduler
+// does: new versions rolled out in place or by replacement within a
+// deployment, scaling, lost and failed allocations replaced), chooses
+// nodes itself with the SDK's feasibility checks, ends the eval with the
+// SDK's conclusions, and writes only through the planner.
 package zones
 
 import (
@@ -19,6 +22,8 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/conclude"
 	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/stack"
 )
 
 // ConfigZoneAttribute names the node attribute ("attr.X" or "X") or meta
@@ -44,11 +49,19 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		if plan.IsNoOp() {
 			return true, false, nil
 		}
-		res, err := ctx.Planner.SubmitPlan(plan)
+		if eval.WaitUntil.IsZero() { // a delayed eval does not delay again
+			for _, f := range p.followups {
+				f.PreviousEval = eval.ID
+				if err := ctx.Planner.CreateEval(f); err != nil {
+					return false, false, err
+				}
+			}
+		}
+		res, err := ctx.Planner.SubmitPlan(plan.Plan)
 		if err != nil {
 			return false, false, err
 		}
-		full, _, _ := res.FullCommit(plan)
+		full, _, _ := res.FullCommit(plan.Plan)
 		return full && res.RefreshIndex == 0, conclude.Progress(res), nil
 	})
 	switch {
@@ -84,12 +97,11 @@ type pass struct {
 	eval *sdk.Evaluation
 	attr string
 
-	elig    *feasible.Eligibility
-	checker *feasible.Checker
-	plan    *sdk.Plan
-	planned map[string]sdk.Usage // usage this plan adds, by node
-	queued  map[string]int
-	failed  map[string]*sdk.AllocMetric
+	elig      *feasible.Eligibility
+	checker   *feasible.Checker
+	followups []*sdk.Evaluation
+	queued    map[string]int
+	failed    map[string]*sdk.AllocMetric
 }
 
 // zoneOf returns a node's zone.
@@ -100,118 +112,181 @@ func (p *pass) zoneOf(n *sdk.Node) string {
 	return n.Attributes[strings.TrimPrefix(p.attr, "attr.")]
 }
 
-func (p *pass) compute() *sdk.Plan {
+// compute reconciles the job as the built-in service scheduler does (what
+// to stop, replace, update in place or place, and the deployment that
+// tracks it), and chooses the nodes for placements itself.
+func (p *pass) compute() *stack.Plan {
 	st := p.ctx.State
-	job := st.Job(p.eval.Namespace, p.eval.JobID)
-	p.plan = &sdk.Plan{EvalID: p.eval.ID, Priority: p.eval.Priority, Job: job, SnapshotIndex: st.Index()}
-	p.planned, p.queued, p.failed = map[string]sdk.Usage{}, map[string]int{}, map[string]*sdk.AllocMetric{}
-	allocs := st.AllocsByJob(p.eval.Namespace, p.eval.JobID)
-	if job.Stopped() {
-		for _, a := range allocs {
-			if !a.TerminalStatus() {
-				p.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-			}
-		}
-		return p.plan
-	}
-	p.plan.AllAtOnce = job.AllAtOnce
+	ns, id := p.eval.Namespace, p.eval.JobID
+	job := st.Job(ns, id)
+	allocs := st.AllocsByJob(ns, id)
+	plan := stack.NewPlan(st, p.eval, job)
+	p.queued, p.failed = map[string]int{}, map[string]*sdk.AllocMetric{}
 	p.elig, p.checker = feasible.NewEligibility(job), feasible.NewChecker()
+	batch := job != nil && job.Type == sdk.JobTypeBatch
+	var latest *sdk.Deployment
+	if !batch {
+		latest = st.LatestDeployment(ns, id) // batch jobs roll out without deployments
+	}
+	tainted := reconcile.TaintedNodes(st, allocs)
+	for _, a := range reconcile.StillRunningOnDownNodes(tainted, allocs) {
+		plan.Stop(a, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
+	}
+	var update reconcile.UpdateFunc
+	if !job.Stopped() {
+		// The stack decides in-place updates only; zones picks nodes.
+		update = stack.New(p.ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig())).UpdateFunc(p.eval.ID)
+	}
+	res := reconcile.Compute(reconcile.Input{
+		Job: job, Namespace: ns, JobID: id, Batch: batch, Allocs: allocs, Tainted: tainted,
+		Deployment: latest, EvalID: p.eval.ID, EvalPriority: p.eval.Priority,
+		Now: p.ctx.Now, Update: update, NewID: p.ctx.NewID,
+	})
+	plan.Deployment, plan.DeploymentUpdates = res.Deployment, res.DeploymentUpdates
+	p.followups = res.FollowupEvals
+	deploymentID := ""
+	if d := res.ActiveDeployment(latest); d != nil {
+		deploymentID = d.ID
+	}
+	for _, s := range res.Stop {
+		plan.Stop(s.Alloc, s.Description, s.ClientStatus, s.FollowupEvalID)
+	}
+	for _, a := range res.Disconnect {
+		plan.Annotate(a)
+	}
+	for _, a := range res.Annotate {
+		plan.Annotate(a)
+	}
+	for _, a := range res.InPlace {
+		if a.DeploymentID != deploymentID {
+			a.DeploymentID, a.DeploymentStatus = deploymentID, nil
+		}
+		plan.Update(a)
+	}
+	if job.Stopped() {
+		return plan
+	}
 	for _, tg := range job.TaskGroups {
-		p.placeGroup(job, tg, allocs)
+		p.queued[tg.Name] = 0
 	}
-	// Stop what belongs to groups the job no longer has.
-	for _, a := range allocs {
-		if !a.TerminalStatus() && job.LookupTaskGroup(a.TaskGroup) == nil {
-			p.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-		}
+	// Replacements first, each taking its old allocation's place in the
+	// zone counts, then new placements.
+	var places []reconcile.Placement
+	replaces := map[string]*sdk.Allocation{}
+	for _, d := range res.Destructive {
+		places = append(places, d.Placement())
+		replaces[d.Name] = d.Stop
 	}
-	return p.plan
-}
-
-func (p *pass) placeGroup(job *sdk.Job, tg *sdk.TaskGroup, allocs []*sdk.Allocation) {
-	st := p.ctx.State
-	checks := feasible.NewGroupChecks(job, tg)
-	metric := &sdk.AllocMetric{NodesAvailable: map[string]int{}}
-	byZone := map[string][]*sdk.Node{}
-	for _, n := range st.Nodes() {
-		if !n.Ready() || !feasible.DatacenterMatches(job.Datacenters, n.Datacenter) || !feasible.PoolMatches(job.NodePool, n.NodePool) {
-			continue
-		}
-		metric.NodesInPool++
-		metric.NodesEvaluated++
-		if reason := p.elig.Check(p.checker, checks, n); reason != "" {
-			metric.FilterNode(n, reason)
-			continue
-		}
-		z := p.zoneOf(n)
-		byZone[z] = append(byZone[z], n)
+	places = append(places, res.Place...)
+	if len(places) == 0 {
+		return plan
 	}
-	// Count the group's live allocations per zone and find missing indexes.
-	count := map[string]int{}
-	have := map[int]bool{}
-	for _, a := range allocs {
-		if a.TerminalStatus() || a.TaskGroup != tg.Name {
-			continue
+	z := p.zones(plan, job, allocs)
+	for _, pl := range places {
+		g := z[pl.TaskGroup.Name]
+		old := replaces[pl.Name]
+		if old != nil {
+			plan.Stop(old, reconcile.AllocUpdating, "", "")
+			g.count[g.zoneOfAlloc[old.ID]]--
 		}
-		i := a.Index()
-		if i < 0 || i >= tg.Count || have[i] {
-			p.plan.AppendStoppedAlloc(a, "alloc not needed due to job update", "")
-			continue
-		}
-		have[i] = true
-		if n := st.Node(a.NodeID); n != nil {
-			count[p.zoneOf(n)]++
-		}
-	}
-	zones := make([]string, 0, len(byZone))
-	for z := range byZone {
-		zones = append(zones, z)
-	}
-	slices.Sort(zones)
-	need := sdk.GroupUsage(tg)
-	p.queued[tg.Name] = 0
-	for idx := 0; idx < tg.Count; idx++ {
-		if have[idx] {
-			continue
-		}
-		node, zone := p.pick(zones, byZone, count, need, metric)
+		node, zone := p.pick(plan, g, sdk.GroupUsage(pl.TaskGroup))
 		if node == nil {
-			p.queued[tg.Name]++
-			if prev := p.failed[tg.Name]; prev != nil {
+			if old != nil {
+				plan.PopStop(old)
+				g.count[g.zoneOfAlloc[old.ID]]++
+			}
+			p.queued[pl.TaskGroup.Name]++
+			if prev := p.failed[pl.TaskGroup.Name]; prev != nil {
 				prev.CoalescedFailures++
 			} else {
-				p.failed[tg.Name] = metric
+				p.failed[pl.TaskGroup.Name] = g.metric
 			}
 			continue
 		}
-		count[zone]++
-		u := p.planned[node.ID]
-		u.Add(need)
-		p.planned[node.ID] = u
-		p.plan.AppendAlloc(&sdk.Allocation{
-			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID, Name: sdk.AllocName(job.ID, tg.Name, idx),
-			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version, TaskGroup: tg.Name,
-			AllocatedResources: sdk.RequestedResources(tg), Metrics: metric,
+		g.count[zone]++
+		a := plan.NewAllocation()
+		*a = sdk.Allocation{
+			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID,
+			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version,
+			AllocatedResources: sdk.RequestedResources(pl.TaskGroup), Metrics: g.metric,
 			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
-		})
+		}
+		pl.Fill(a, deploymentID, p.ctx.Now)
+		plan.Place(a)
 	}
+	return plan
+}
+
+// group is what placing a task group's allocations needs: its feasible
+// nodes by zone, and how many of its live allocations each zone holds.
+type group struct {
+	zones       []string // in name order
+	byZone      map[string][]*sdk.Node
+	count       map[string]int
+	zoneOfAlloc map[string]string
+	metric      *sdk.AllocMetric
+}
+
+// zones sorts the feasible nodes of each task group into zones and counts
+// the group's live allocations there that the plan keeps.
+func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) map[string]*group {
+	st := p.ctx.State
+	ready, _, byDC := stack.ReadyNodes(st, job)
+	stopped := map[string]bool{}
+	for _, as := range plan.NodeUpdate {
+		for _, a := range as {
+			stopped[a.ID] = true
+		}
+	}
+	out := map[string]*group{}
+	for _, tg := range job.TaskGroups {
+		g := &group{byZone: map[string][]*sdk.Node{}, count: map[string]int{}, zoneOfAlloc: map[string]string{},
+			metric: &sdk.AllocMetric{NodesAvailable: byDC, NodesInPool: len(ready)}}
+		checks := feasible.NewGroupChecks(job, tg)
+		for _, n := range ready {
+			g.metric.NodesEvaluated++
+			if reason := p.elig.Check(p.checker, checks, n); reason != "" {
+				g.metric.FilterNode(n, reason)
+				continue
+			}
+			z := p.zoneOf(n)
+			if _, ok := g.byZone[z]; !ok {
+				g.zones = append(g.zones, z)
+			}
+			g.byZone[z] = append(g.byZone[z], n)
+		}
+		slices.Sort(g.zones)
+		for _, a := range allocs {
+			if a.TaskGroup != tg.Name || a.TerminalStatus() {
+				continue
+			}
+			if n := st.Node(a.NodeID); n != nil {
+				z := p.zoneOf(n)
+				g.zoneOfAlloc[a.ID] = z
+				if !stopped[a.ID] {
+					g.count[z]++
+				}
+			}
+		}
+		out[tg.Name] = g
+	}
+	return out
 }
 
 // pick returns the fullest node that fits need in the least loaded zone
 // that has room (zones in name order break ties).
-func (p *pass) pick(zones []string, byZone map[string][]*sdk.Node, count map[string]int, need sdk.Usage, metric *sdk.AllocMetric) (*sdk.Node, string) {
-	order := slices.Clone(zones)
-	slices.SortStableFunc(order, func(a, b string) int { return count[a] - count[b] })
+func (p *pass) pick(plan *stack.Plan, g *group, need sdk.Usage) (*sdk.Node, string) {
+	order := slices.Clone(g.zones)
+	slices.SortStableFunc(order, func(a, b string) int { return g.count[a] - g.count[b] })
 	for _, z := range order {
 		var best *sdk.Node
 		bestScore := math.Inf(-1)
-		for _, n := range byZone[z] {
-			used := p.ctx.State.NodeUsage(n.ID)
-			used.Add(p.planned[n.ID])
+		for _, n := range g.byZone[z] {
+			used := plan.Used(n.ID)
 			used.Add(need)
 			capacity := n.Capacity()
 			if ok, dim := used.Fits(capacity); !ok {
-				metric.ExhaustedNode(n, dim)
+				g.metric.ExhaustedNode(n, dim)
 				continue
 			}
 			// Best fit: the fuller the node after placing, the better.

@@ -3,6 +3,7 @@ package zones_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/examples/plugins/zones/zones"
 	"github.com/drover-sched/drover/sdk"
@@ -116,5 +117,77 @@ func TestZones_NoRoomBlocks(t *testing.T) {
 	e := h.Updated[len(h.Updated)-1]
 	if e.QueuedAllocations["web"] != 1 || e.BlockedEval == "" || len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
 		t.Fatalf("eval = %+v, created = %+v", e, h.Created)
+	}
+}
+
+func TestZones_NewVersionReplacesAllocations(t *testing.T) {
+	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
+	if err := p.Process(h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	next := job.Copy()
+	next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"image": "nginx:1.28"}
+	h.UpsertJob(next)
+	if err := p.Process(h.RegisterEval(next)); err != nil {
+		t.Fatal(err)
+	}
+	current := h.Job("default", "web")
+	for _, a := range h.AllocsByJob("default", "web") {
+		if !a.TerminalStatus() && a.JobVersion != current.Version {
+			t.Fatalf("%s still runs version %d, want %d", a.Name, a.JobVersion, current.Version)
+		}
+	}
+	if got := perZone(h, "web"); got["a"] != 1 || got["b"] != 1 {
+		t.Fatalf("allocations per zone = %v, want 1 and 1", got)
+	}
+}
+
+func TestZones_ScalingKeepsAllocations(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
+	if err := p.Process(h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	for _, a := range h.AllocsByJob("default", "web") {
+		before[a.ID] = true
+	}
+	scaled := job.Copy()
+	scaled.TaskGroups[0].Count = 4
+	h.UpsertJob(scaled)
+	if err := p.Process(h.RegisterEval(scaled)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range h.AllocsByJob("default", "web") {
+		if before[a.ID] && a.TerminalStatus() {
+			t.Fatalf("scaling up stopped %s", a.Name)
+		}
+	}
+	if got := perZone(h, "web"); got["a"] != 2 || got["b"] != 2 {
+		t.Fatalf("allocations per zone = %v, want 2 and 2", got)
+	}
+}
+
+func TestZones_PlacementsJoinTheDeployment(t *testing.T) {
+	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
+	job := sdktest.Job("web", 2)
+	job.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, ProgressDeadline: 10 * time.Minute}
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	d := h.Plans[0].Deployment
+	if d == nil {
+		t.Fatal("no deployment for a job with an update block")
+	}
+	for _, a := range h.AllocsByJob("default", "web") {
+		if a.DeploymentID != d.ID {
+			t.Fatalf("%s in deployment %q, want %q", a.Name, a.DeploymentID, d.ID)
+		}
 	}
 }
