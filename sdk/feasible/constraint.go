@@ -30,7 +30,9 @@ func NewChecker() *Checker {
 
 // Meets reports whether node satisfies c. Operators that depend on other
 // allocations (distinct_hosts, distinct_property) are not properties of a
-// node and always pass here; see DistinctHosts and DistinctProperty.
+// node and always pass here: see DistinctHostsEnabled (a scheduler then
+// skips nodes where stack.Plan's JobCount, or GroupCount for a group's
+// constraint, is not zero) and DistinctProperty.
 func (ch *Checker) Meets(c *sdk.Constraint, n *sdk.Node) bool {
 	switch c.Operand {
 	case sdk.ConstraintDistinctHosts, sdk.ConstraintDistinctProperty:

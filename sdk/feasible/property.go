@@ -139,7 +139,9 @@ func (d *DistinctProperty) Check(n *sdk.Node) string {
 
 // DistinctHostsEnabled reports whether the constraints ask for distinct
 // hosts: a distinct_hosts constraint whose RTarget is empty, true, or not a
-// boolean.
+// boolean. The job's constraints ask for one allocation of the job per
+// node, a group's for one allocation of the group: what a node holds is
+// stack.Plan's JobCount or GroupCount.
 func DistinctHostsEnabled(cs []*sdk.Constraint) bool {
 	for _, c := range cs {
 		if c.Operand != sdk.ConstraintDistinctHosts {
