@@ -75,8 +75,9 @@ const (
 	AllocClientStatusUnknown  = "unknown"
 )
 
-// Evaluation statuses (seed 002). The quasi-statuses scheduling, applying,
-// delayed and deleted are not stored in Status; see Evaluation.Phase.
+// Evaluation statuses, Nomad's. The quasi-statuses queued, delayed,
+// scheduling and applying are not stored in Status; an eval's History in the
+// HTTP API (GET /v1/evaluation/:id) shows them.
 const (
 	EvalStatusPending  = "pending"
 	EvalStatusBlocked  = "blocked"
@@ -85,8 +86,8 @@ const (
 	EvalStatusCanceled = "canceled"
 )
 
-// Evaluation quasi-statuses, observable in Evaluation.Phase and in the
-// evaluation's history.
+// Evaluation quasi-statuses, observable in the evaluation's History in the
+// HTTP API.
 const (
 	EvalPhaseQueued     = "queued"
 	EvalPhaseDelayed    = "delayed"
@@ -94,7 +95,7 @@ const (
 	EvalPhaseApplying   = "applying"
 )
 
-// Evaluation triggers (seed 001): the TriggeredBy values.
+// Evaluation triggers, Nomad's: the TriggeredBy values.
 const (
 	EvalTriggerJobRegister          = "job-register"
 	EvalTriggerJobDeregister        = "job-deregister"

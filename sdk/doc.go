@@ -10,8 +10,13 @@
 // A scheduler is a plugin. Its main package registers it in init and serves it:
 //
 //	func init() {
-//		plugin.Register(plugin.Info{Name: "spread-zones", Types: []string{"service"}}, &Scheduler{})
+//		plugin.Register(plugin.Info{Name: "spread-zones", Version: "1.0.0"}, &Scheduler{})
 //	}
+//
+// Jobs pick it with scheduler = "spread-zones". A plugin that lists job types
+// in Info.Types also serves the jobs of those types that name no scheduler,
+// but an agent refuses it while another plugin (a built-in) serves one of
+// them.
 //
 //	func main() { plugin.Serve() }
 //

@@ -3,7 +3,7 @@ package sdk
 import "time"
 
 // Evaluation is a request to reconcile a job's desired state with the
-// cluster. Its life follows seed 002: created pending (or blocked), it ends
+// cluster. Its life is Nomad's: created pending (or blocked), it ends
 // complete, failed or canceled; PreviousEval, NextEval and BlockedEval chain
 // it to the evaluations it caused.
 type Evaluation struct {

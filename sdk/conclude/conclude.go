@@ -1,7 +1,7 @@
 // Package conclude holds what every scheduler does around its placements:
 // retrying a partially committed plan, creating blocked evals that carry
-// class eligibility, and writing the eval's outcome, as seed 002's
-// lifecycle and Nomad's schedulers do it.
+// class eligibility, and writing the eval's outcome, as Nomad's evaluation
+// lifecycle and schedulers do it.
 //
 //	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 //		plan := ... // reconcile and place

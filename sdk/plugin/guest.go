@@ -35,6 +35,9 @@ type Info struct {
 	Name string
 	// Types are the job types the plugin serves when a job names no
 	// scheduler; empty for a plugin picked only with `scheduler = "NAME"`.
+	// An agent serves each type by one plugin: it refuses a plugin that
+	// lists a type another one (such as the built-in service scheduler)
+	// already serves.
 	Types []string
 	// Version is the plugin's own version.
 	Version string

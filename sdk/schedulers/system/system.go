@@ -6,7 +6,7 @@
 // (reconcile.System) decides what each node needs; updates are done in
 // place when nothing destructive changed and the allocation still fits,
 // and destructive ones roll max_parallel at a time, with a rolling-update
-// follow-up eval after the update block's stagger (seed 002: the new eval
+// follow-up eval after the update block's stagger (as Nomad: the new eval
 // has PreviousEval set, the old one NextEval); placements may preempt
 // lower-priority allocations (on by default for system jobs, per the
 // scheduler configuration for sysbatch); nodes filtered by constraints are
