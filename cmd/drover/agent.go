@@ -34,10 +34,14 @@ Usage: drover agent [options]
 Options:
 
   -config=FILE         Agent configuration file (HCL, or JSON if it ends in
-                       .json): data_dir, log_level, http_addr and a server
+                       .json): name, region, datacenter, data_dir, http_addr,
+                       rpc_addr, plugin_dir, log_level, log_json; a server
                        block (num_schedulers, broker, heartbeat, GC and raft
-                       settings, bootstrap_expect, server_join), rpc_addr
-                       and advertise. Flags override it.
+                       settings, bootstrap_expect, server_join), advertise,
+                       telemetry, and plugin "NAME" blocks (runtime, path,
+                       config, limits { memory_mb, timeout,
+                       enforce_deadline }) that add or configure scheduler
+                       plugins. Flags override it.
   -dev                 Run in dev mode: in-memory state, simulated nodes.
   -dev-nodes=N         Number of simulated nodes in dev mode (default 10).
   -http-addr=HOST:PORT Address of the HTTP API (default 127.0.0.1:4646).

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 )
@@ -38,5 +41,27 @@ func TestPluginValidate(t *testing.T) {
 				t.Fatalf("exit %d (want %d), output:\n%s\nwant it to contain %q", code, tc.code, all, tc.want)
 			}
 		})
+	}
+}
+
+// TestAgentHelp_NamesEveryConfigSetting: the agent's help is where an
+// operator learns what its configuration file holds; it names every
+// top-level setting and block the file accepts, the plugin blocks among
+// them.
+func TestAgentHelp_NamesEveryConfigSetting(t *testing.T) {
+	help := (&agentCommand{}).Help()
+	names := []string{agent.PluginBlockSchema.Type}
+	ft := reflect.TypeOf(agent.File{})
+	for i := 0; i < ft.NumField(); i++ {
+		name, _, _ := strings.Cut(ft.Field(i).Tag.Get("hcl"), ",")
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		// A word of its own: "plugin" in -plugin-dir does not count.
+		if !regexp.MustCompile(`(^|[\s(,])` + regexp.QuoteMeta(name) + `([\s),;:.]|$)`).MatchString(help) {
+			t.Errorf("agent help does not name the configuration setting %q", name)
+		}
 	}
 }
