@@ -29,16 +29,62 @@ type Entry struct {
 
 // Registry maps plugin names, and the job types they serve, to plugins.
 // It is a value the agent builds and passes around; it rejects duplicate
-// names and types served twice.
+// names and types served twice. It also keeps the plugin files the agent
+// refused since it started, so that operators see them without the log.
 type Registry struct {
-	mu     sync.RWMutex
-	byName map[string]*Entry
-	byType map[string]string
+	mu      sync.RWMutex
+	byName  map[string]*Entry
+	byType  map[string]string
+	refused map[string]Refusal
+}
+
+// Refusal is a plugin file the agent found but does not run as it is: it
+// failed to load, or declares a name or job type another file serves. A
+// replacement refused leaves the running version of the plugin in place.
+type Refusal struct {
+	Path  string
+	Error string
+	Time  time.Time
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{byName: map[string]*Entry{}, byType: map[string]string{}}
+	return &Registry{byName: map[string]*Entry{}, byType: map[string]string{}, refused: map[string]Refusal{}}
+}
+
+// Refuse records that the file at path was refused, and why.
+func (r *Registry) Refuse(path string, err error, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused[path] = Refusal{Path: path, Error: err.Error(), Time: at}
+}
+
+// ClearRefusal forgets the refusal of the file at path: it loaded since,
+// or is gone.
+func (r *Registry) ClearRefusal(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.refused, path)
+}
+
+// Refused returns the refused plugin files, by path.
+func (r *Registry) Refused() []Refusal {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Refusal, 0, len(r.refused))
+	for _, f := range r.refused {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Refusal) int { return cmpString(a.Path, b.Path) })
+	return out
+}
+
+// Refusal returns the refusal of the file at path, if it was refused.
+func (r *Registry) Refusal(path string) (Refusal, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	f, ok := r.refused[path]
+	return f, ok
 }
 
 // Register adds a plugin. Its name must be new, and no other plugin may

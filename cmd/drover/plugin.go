@@ -24,7 +24,11 @@ func (c *pluginListCommand) Help() string {
 Usage: drover plugin list [options]
 
   Lists the scheduler plugins the agent runs: name, the job types each
-  serves, its runtime (wasm, goplugin, native) and its ABI version.
+  serves, its runtime (wasm, goplugin, native) and its ABI version. Then
+  the plugin files the agent refused (they failed to load, or declare a
+  name or job type another file serves), and why: a refused replacement
+  leaves the running version of its plugin in place. With -json, the
+  plugins only (the refused files: GET /v1/plugins/refused).
 
 Options:
 
@@ -49,11 +53,21 @@ func (c *pluginListCommand) Run(args []string) int {
 	if c.json {
 		return c.printJSON(plugins)
 	}
+	var refused []*httpapi.RefusedPlugin
+	if _, err := cl.Get(bg, "/v1/plugins/refused", &refused); err != nil {
+		return c.errorf("listing refused plugin files: %v", err)
+	}
 	rows := [][]string{{"Name", "Types", "Runtime", "ABI", "Version"}}
 	for _, p := range plugins {
 		rows = append(rows, []string{p.Name, strings.Join(p.Types, ","), p.Runtime, p.ABIVersion, p.PluginVersion})
 	}
 	c.table(rows)
+	if len(refused) > 0 {
+		c.ui.Output("\nRefused plugin files (a running version of the plugin, if any, stays):")
+		for _, f := range refused {
+			c.ui.Output(fmt.Sprintf("  %s (%s): %s", f.Path, f.Time.UTC().Format(time.RFC3339), f.Error))
+		}
+	}
 	return exitOK
 }
 
@@ -121,6 +135,9 @@ func (c *pluginInspectCommand) Run(args []string) int {
 	sort.Strings(keys)
 	for _, k := range keys {
 		rows = append(rows, []string{"Config " + k, p.Config[k]})
+	}
+	if p.ReloadError != "" {
+		rows = append(rows, []string{"Reload refused", p.ReloadError + " (this version still runs)"})
 	}
 	c.table(rows)
 	return exitOK

@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/rs/zerolog"
 )
 
 func TestPluginValidate(t *testing.T) {
@@ -62,6 +65,57 @@ func TestAgentHelp_NamesEveryConfigSetting(t *testing.T) {
 		// A word of its own: "plugin" in -plugin-dir does not count.
 		if !regexp.MustCompile(`(^|[\s(,])` + regexp.QuoteMeta(name) + `([\s),;:.]|$)`).MatchString(help) {
 			t.Errorf("agent help does not name the configuration setting %q", name)
+		}
+	}
+}
+
+// TestPluginListAndInspect_ShowRefusedReplacement: a plugin file replaced
+// by one that does not load shows in plugin list (the file and why) and
+// in plugin inspect (the version that still runs, and the refusal).
+func TestPluginListAndInspect_ShowRefusedReplacement(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(dir, "service.wasm"), 0o644)
+	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), filepath.Join(dir, "reload.wasm"), 0o644)
+	cfg := agent.DefaultConfig()
+	cfg.Dev, cfg.DevNodes, cfg.HTTPAddr, cfg.PluginDir = true, 2, "127.0.0.1:0", dir
+	cfg.PluginReloadInterval = 50 * time.Millisecond
+	cfg.Server.NumWorkers = 1
+	a, err := agent.New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.Disabled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+
+	broken := filepath.Join(dir, ".broken")
+	if err := os.WriteFile(broken, []byte("not a module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "reload.wasm")
+	if err := os.Rename(broken, path); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok := a.Server().Plugins().Refusal(path); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broken replacement was never refused")
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"plugin", "list", "-address", a.Addr()}, []string{"Refused plugin files", path, "not a valid Drover plugin module"}},
+		{[]string{"plugin", "inspect", "-address", a.Addr(), "reload"}, []string{"Version", "1", "Reload refused",
+			"not a valid Drover plugin module", "this version still runs"}},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(tc.args, &out, &errOut)
+		for _, w := range tc.want {
+			if code != exitOK || !strings.Contains(out.String(), w) {
+				t.Fatalf("%v: exit %d, output:\n%s%s\nwant it to contain %q", tc.args, code, out.String(), errOut.String(), w)
+			}
 		}
 	}
 }

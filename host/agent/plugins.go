@@ -375,7 +375,9 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		l.log.Warn().Err(err).Msg("plugin reload: cannot list plugins")
 		return
 	}
+	present := make(map[string]bool, len(specs))
 	for _, sp := range specs {
+		present[sp.path] = true
 		stamp, err := stampOf(sp.path)
 		if err != nil {
 			continue
@@ -389,6 +391,11 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		}
 		l.swap(ctx, sp)
 	}
+	for _, f := range l.reg.Refused() {
+		if !present[f.Path] {
+			l.reg.ClearRefusal(f.Path) // removed: nothing to refuse any more
+		}
+	}
 }
 
 // swap loads sp and registers it, replacing the plugin of the same name.
@@ -396,6 +403,7 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 	log := l.log.With().Str("path", sp.path).Logger()
 	e, err := l.load(ctx, sp)
 	if err != nil {
+		l.reg.Refuse(sp.path, err, time.Now())
 		log.Error().Err(err).Msg("plugin reload failed; the running version stays")
 		return
 	}
@@ -407,6 +415,7 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 		// in the directory takes over from its old name.)
 		if _, err := os.Stat(cur.Path); err == nil {
 			_ = e.Plugin.Close(ctx)
+			l.reg.Refuse(sp.path, fmt.Errorf("agent: plugin %q is already served from %s; remove one of the files", name, cur.Path), time.Now())
 			log.Error().Str("plugin", name).Str("served_from", cur.Path).
 				Msg("plugin refused: another file already serves this name; remove one of them")
 			return
@@ -415,18 +424,22 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 	if !ok {
 		if err := l.reg.Register(e); err != nil {
 			_ = e.Plugin.Close(ctx)
+			l.reg.Refuse(sp.path, err, time.Now())
 			log.Error().Err(err).Msg("new plugin refused")
 			return
 		}
+		l.reg.ClearRefusal(sp.path)
 		log.Info().Str("plugin", name).Msg("plugin added")
 		return
 	}
 	old, err := l.reg.Replace(e)
 	if err != nil {
 		_ = e.Plugin.Close(ctx)
+		l.reg.Refuse(sp.path, err, time.Now())
 		log.Error().Err(err).Msg("plugin reload refused; the running version stays")
 		return
 	}
+	l.reg.ClearRefusal(sp.path)
 	log.Info().Str("plugin", name).Str("version", e.Plugin.Info().PluginVersion).Msg("plugin replaced")
 	l.wg.Add(1)
 	go func() {

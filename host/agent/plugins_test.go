@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -240,5 +241,72 @@ func TestAgent_SecondFileForAPluginNameIsRefused(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the renamed file did not take over: served from %s", servedFrom())
 		}
+	}
+}
+
+// TestAgent_RefusedReplacementIsReported: a replacement that does not load
+// leaves the running version in place, and says so where an operator
+// looks (the plugin's ReloadError, the refused files), not only in the
+// log; a good file clears it.
+func TestAgent_RefusedReplacementIsReported(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), dir, "reload.wasm")
+	a := startAgent(t, dir, nil)
+	reg := a.Server().Plugins()
+	path := filepath.Join(dir, "reload.wasm")
+
+	broken := filepath.Join(t.TempDir(), "broken.wasm")
+	if err := os.WriteFile(broken, []byte("not a module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	install(t, broken, dir, "reload.wasm")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok := reg.Refusal(path); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broken replacement was never reported")
+		}
+	}
+	if e, ok := reg.Lookup("reload"); !ok || e.Plugin.Info().PluginVersion != "1" {
+		t.Fatalf("reload after a broken replacement: %+v, want version 1 still registered", e)
+	}
+	var refused []struct{ Path, Error string }
+	getJSON(t, a.Addr()+"/v1/plugins/refused", &refused)
+	if len(refused) != 1 || refused[0].Path != path || !strings.Contains(refused[0].Error, "not a valid Drover plugin module") {
+		t.Fatalf("refused = %+v", refused)
+	}
+	var stub struct{ PluginVersion, ReloadError string }
+	getJSON(t, a.Addr()+"/v1/plugin/scheduler/reload", &stub)
+	if stub.PluginVersion != "1" || stub.ReloadError == "" {
+		t.Fatalf("plugin = %+v, want version 1 with its reload error", stub)
+	}
+
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v2"), dir, "reload.wasm")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, refusedStill := reg.Refusal(path)
+		if e, ok := reg.Lookup("reload"); ok && e.Plugin.Info().PluginVersion == "2" && !refusedStill {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a good replacement did not clear the refusal")
+		}
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -25,6 +26,18 @@ type PluginStub struct {
 	EnforceDeadline bool
 	// Stats count what the plugin's pool did since it was loaded.
 	Stats PluginStats
+	// ReloadError says why the agent refused the last replacement of the
+	// plugin's file: the version described still runs.
+	ReloadError string `json:",omitempty"`
+}
+
+// RefusedPlugin is a plugin file the agent found but does not run as it
+// is (it failed to load, or a name or job type it declares is served from
+// another file), and why.
+type RefusedPlugin struct {
+	Path  string
+	Error string
+	Time  time.Time
 }
 
 // PluginStats count a plugin's evals, failures, recycled instances and
@@ -33,10 +46,14 @@ type PluginStats struct {
 	Evals, Failures, Recycled, FullSyncs, DeltaSyncs int64
 }
 
-func pluginStub(e *runtime.Entry) *PluginStub {
+func pluginStub(reg *runtime.Registry, e *runtime.Entry) *PluginStub {
 	info := e.Plugin.Info()
 	st := e.Plugin.Stats()
-	return &PluginStub{Name: info.Name, Types: info.Types, Runtime: e.Runtime,
+	var reloadErr string
+	if f, ok := reg.Refusal(e.Path); ok && e.Path != "" {
+		reloadErr = f.Error
+	}
+	return &PluginStub{ReloadError: reloadErr, Name: info.Name, Types: info.Types, Runtime: e.Runtime,
 		ABIVersion: abi.Version(info.ABI).String(), PluginVersion: info.PluginVersion, Path: e.Path,
 		MirrorEvals: info.MirrorEvals, Config: e.Config, MemoryMB: e.MemoryMB, TimeoutNanos: int64(e.Timeout),
 		EnforceDeadline: e.EnforceDeadline,
@@ -46,16 +63,26 @@ func pluginStub(e *runtime.Entry) *PluginStub {
 
 func (a *API) pluginList(http.ResponseWriter, *http.Request) (any, error) {
 	out := []*PluginStub{}
-	for _, e := range a.srv.Plugins().List() {
-		out = append(out, pluginStub(e))
+	reg := a.srv.Plugins()
+	for _, e := range reg.List() {
+		out = append(out, pluginStub(reg, e))
+	}
+	return out, nil
+}
+
+func (a *API) pluginRefusedList(http.ResponseWriter, *http.Request) (any, error) {
+	out := []*RefusedPlugin{}
+	for _, f := range a.srv.Plugins().Refused() {
+		out = append(out, &RefusedPlugin{Path: f.Path, Error: f.Error, Time: f.Time})
 	}
 	return out, nil
 }
 
 func (a *API) pluginGet(_ http.ResponseWriter, r *http.Request) (any, error) {
-	e, ok := a.srv.Plugins().Lookup(r.PathValue("name"))
+	reg := a.srv.Plugins()
+	e, ok := reg.Lookup(r.PathValue("name"))
 	if !ok {
 		return nil, errorf(http.StatusNotFound, "no scheduler plugin named %q", r.PathValue("name"))
 	}
-	return pluginStub(e), nil
+	return pluginStub(reg, e), nil
 }

@@ -60,6 +60,7 @@ func (a *API) register() {
 	write("/v1/operator/scheduler/configuration", a.schedulerSetConfig)
 
 	a.on(http.MethodGet, "/v1/plugins/schedulers", a.pluginList)
+	a.on(http.MethodGet, "/v1/plugins/refused", a.pluginRefusedList)
 	a.on(http.MethodGet, "/v1/plugin/scheduler/{name}", a.pluginGet)
 	a.on(http.MethodGet, "/v1/status/leader", a.statusLeader)
 	a.on(http.MethodGet, "/v1/status/peers", a.statusPeers)
