@@ -779,6 +779,20 @@ func (s *Stack) notPreempted(allocs []*sdk.Allocation) []*sdk.Allocation {
 	return out
 }
 
+// Assign returns what an allocation of tg would hold on n after the plan,
+// as Select assigns it: what the group asks for, with its ports, reserved
+// cores and devices handed out among those the allocations n holds after
+// the plan keep. It returns nil and the exhausted dimension as Nomad
+// reports it ("network: reserved port collision http=8080", "cores",
+// "devices: ...") when something is missing. It does not check that the
+// quantities fit (see sdk.Usage.Fits). A scheduler that picks nodes its own
+// way places with it, since the host refuses a placement without the ports
+// its group asks for.
+func (s *Stack) Assign(tg *sdk.TaskGroup, n *sdk.Node) (*sdk.AllocatedResources, string) {
+	var dev deviceAffinity
+	return s.assign(s.group(s.job, tg), n, s.plan.Proposed(n.ID), &dev)
+}
+
 // deviceAffinity sums, over a placement's device requests, the weights of
 // the affinities the chosen devices meet and of all their affinities: the
 // node's "devices" score is their ratio (Nomad's), recorded only when some
