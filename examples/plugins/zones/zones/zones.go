@@ -99,6 +99,7 @@ type pass struct {
 
 	elig      *feasible.Eligibility
 	checker   *feasible.Checker
+	stack     *stack.Stack
 	followups []*sdk.Evaluation
 	queued    map[string]int
 	failed    map[string]*sdk.AllocMetric
@@ -134,8 +135,10 @@ func (p *pass) compute() *stack.Plan {
 	}
 	var update reconcile.UpdateFunc
 	if !job.Stopped() {
-		// The stack decides in-place updates only; zones picks nodes.
-		update = stack.New(p.ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig())).UpdateFunc(p.eval.ID)
+		// The stack decides in-place updates and hands out ports, cores
+		// and devices; zones picks the nodes.
+		p.stack = stack.New(p.ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig()))
+		update = p.stack.UpdateFunc(p.eval.ID)
 	}
 	res := reconcile.Compute(reconcile.Input{
 		Job: job, Namespace: ns, JobID: id, Batch: batch, Allocs: allocs, Tainted: tainted,
@@ -189,7 +192,7 @@ func (p *pass) compute() *stack.Plan {
 			plan.Stop(old, reconcile.AllocUpdating, "", "")
 			g.count[g.zoneOfAlloc[old.ID]]--
 		}
-		node, zone := p.pick(plan, g, sdk.GroupUsage(pl.TaskGroup))
+		node, zone, res := p.pick(plan, g, pl.TaskGroup)
 		if node == nil {
 			if old != nil {
 				plan.PopStop(old)
@@ -208,7 +211,7 @@ func (p *pass) compute() *stack.Plan {
 		*a = sdk.Allocation{
 			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID,
 			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version,
-			AllocatedResources: sdk.RequestedResources(pl.TaskGroup), Metrics: g.metric,
+			AllocatedResources: res, Metrics: g.metric,
 			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
 		}
 		pl.Fill(a, deploymentID, p.ctx.Now)
@@ -273,13 +276,16 @@ func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) m
 	return out
 }
 
-// pick returns the fullest node that fits need in the least loaded zone
-// that has room (zones in name order break ties).
-func (p *pass) pick(plan *stack.Plan, g *group, need sdk.Usage) (*sdk.Node, string) {
+// pick returns the fullest node that fits an allocation of tg in the least
+// loaded zone that has room (zones in name order break ties), and what the
+// allocation holds there (ports assigned).
+func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, string, *sdk.AllocatedResources) {
+	need := sdk.GroupUsage(tg)
 	order := slices.Clone(g.zones)
 	slices.SortStableFunc(order, func(a, b string) int { return g.count[a] - g.count[b] })
 	for _, z := range order {
 		var best *sdk.Node
+		var bestRes *sdk.AllocatedResources
 		bestScore := math.Inf(-1)
 		for _, n := range g.byZone[z] {
 			used := plan.Used(n.ID)
@@ -291,13 +297,19 @@ func (p *pass) pick(plan *stack.Plan, g *group, need sdk.Usage) (*sdk.Node, stri
 			}
 			// Best fit: the fuller the node after placing, the better.
 			score := float64(used.CPU)/float64(max(capacity.CPU, 1)) + float64(used.MemoryMB)/float64(max(capacity.MemoryMB, 1))
-			if score > bestScore {
-				best, bestScore = n, score
+			if score <= bestScore {
+				continue
 			}
+			res, dim := p.stack.Assign(tg, n)
+			if res == nil {
+				g.metric.ExhaustedNode(n, dim)
+				continue
+			}
+			best, bestRes, bestScore = n, res, score
 		}
 		if best != nil {
-			return best, z
+			return best, z, bestRes
 		}
 	}
-	return nil, ""
+	return nil, "", nil
 }

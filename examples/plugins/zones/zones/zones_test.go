@@ -191,3 +191,25 @@ func TestZones_PlacementsJoinTheDeployment(t *testing.T) {
 		}
 	}
 }
+
+func TestZones_AssignsPorts(t *testing.T) {
+	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
+	job := sdktest.Job("web", 3)
+	job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host", ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	// One static port per node: two placed, each holding it, one queued.
+	if got := perZone(h, "web"); got["a"] != 1 || got["b"] != 1 {
+		t.Fatalf("allocations per zone = %v, want 1 and 1", got)
+	}
+	for _, a := range h.AllocsByJob("default", "web") {
+		if ps := a.AllocatedResources.Shared.Ports; len(ps) != 1 || ps[0].Value != 8080 {
+			t.Fatalf("%s holds ports %+v, want http = 8080", a.Name, ps)
+		}
+	}
+	if e := h.Updated[len(h.Updated)-1]; e.QueuedAllocations["web"] != 1 || e.BlockedEval == "" {
+		t.Fatalf("eval = %+v", e)
+	}
+}
