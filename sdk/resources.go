@@ -256,7 +256,8 @@ func GroupUsage(tg *TaskGroup) Usage {
 // resources an allocation holds: each task's CPU and memory and the
 // group's ephemeral disk. Reserved cores, ports and devices are assigned
 // per node by a scheduler and are not included. The host rejects a
-// placement that holds less than this.
+// placement that holds less than this, or lacks a port the group asks for
+// (see CheckCovers; feasible.AssignPorts assigns ports).
 func RequestedResources(tg *TaskGroup) *AllocatedResources {
 	ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(tg.Tasks))}
 	for _, t := range tg.Tasks {
@@ -275,10 +276,13 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 }
 
 // CheckCovers returns an error unless ar can stand for an allocation of tg:
-// resources for every task and nothing negative, and at least what
-// RequestedResources(tg) holds in each dimension. The host checks every
-// placement with it before judging fit, so a plan cannot fool the fit
-// check by under-reporting; sdktest does the same.
+// resources for every task and nothing negative, at least what
+// RequestedResources(tg) holds in each dimension, and every port the group's
+// network and its tasks' networks ask for, static ones at their value. The
+// host checks every placement with it before judging fit, so a plan cannot
+// fool the fit check by under-reporting, nor place an allocation without
+// the ports it needs (two of them could then claim one static port);
+// sdktest does the same.
 func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if ar == nil {
 		return fmt.Errorf("it holds no resources")
@@ -301,6 +305,66 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	}{{"cpu", have.CPU, need.CPU}, {"memory", have.MemoryMB, need.MemoryMB}, {"disk", have.DiskMB, need.DiskMB}, {"cores", have.Cores, need.Cores}} {
 		if c.have < c.need {
 			return fmt.Errorf("it holds %d %s, less than its group %q asks for (%d)", c.have, c.dim, tg.Name, c.need)
+		}
+	}
+	if len(tg.Networks) > 0 {
+		held := heldPorts(ar.Shared.Networks)
+		for _, pm := range ar.Shared.Ports {
+			held[pm.Label] = pm.Value
+		}
+		// A group has one network (Nomad's rule): schedulers assign the first.
+		if err := checkPorts(tg.Networks[:1], held); err != nil {
+			return fmt.Errorf("%v, which its group %q asks for", err, tg.Name)
+		}
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources == nil || len(t.Resources.Networks) == 0 {
+			continue
+		}
+		var held map[string]int
+		if tr := ar.Tasks[t.Name]; tr != nil {
+			held = heldPorts(tr.Networks)
+		}
+		if err := checkPorts(t.Resources.Networks, held); err != nil {
+			return fmt.Errorf("%v, which its task %q asks for", err, t.Name)
+		}
+	}
+	return nil
+}
+
+// heldPorts returns the ports networks offer, by label.
+func heldPorts(networks []*NetworkResource) map[string]int {
+	out := map[string]int{}
+	for _, nw := range networks {
+		if nw == nil {
+			continue
+		}
+		for _, p := range nw.ReservedPorts {
+			out[p.Label] = p.Value
+		}
+		for _, p := range nw.DynamicPorts {
+			out[p.Label] = p.Value
+		}
+	}
+	return out
+}
+
+// checkPorts reports the first port of asks that held lacks: a dynamic port
+// must hold some port, a static one its own value.
+func checkPorts(asks []*NetworkResource, held map[string]int) error {
+	for _, ask := range asks {
+		if ask == nil {
+			continue
+		}
+		for _, p := range ask.ReservedPorts {
+			if v, ok := held[p.Label]; !ok || v != p.Value {
+				return fmt.Errorf("it does not hold the static port %s = %d", p.Label, p.Value)
+			}
+		}
+		for _, p := range ask.DynamicPorts {
+			if v, ok := held[p.Label]; !ok || v <= 0 {
+				return fmt.Errorf("it holds no port %s", p.Label)
+			}
 		}
 	}
 	return nil
