@@ -71,8 +71,9 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		if berr != nil {
 			return berr
 		}
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusComplete,
-			Description: "maximum attempts reached", Blocked: b})
+		// As Nomad: the eval fails, and the blocked eval retries it.
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
+			Description: err.Error(), Blocked: b})
 	default:
 		return err
 	}

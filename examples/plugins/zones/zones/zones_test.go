@@ -213,3 +213,20 @@ func TestZones_AssignsPorts(t *testing.T) {
 		t.Fatalf("eval = %+v", e)
 	}
 }
+
+func TestZones_RejectedPlansFailTheEval(t *testing.T) {
+	h := cluster(map[string]int{"a": 1}, 4000)
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	h.RejectAll()
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	e := h.Updated[len(h.Updated)-1]
+	if e.Status != sdk.EvalStatusFailed || e.BlockedEval == "" {
+		t.Fatalf("eval = %+v, want failed with a blocked eval", e)
+	}
+	if b := h.Eval(e.BlockedEval); b == nil || b.TriggeredBy != sdk.EvalTriggerMaxPlans {
+		t.Fatalf("blocked eval = %+v, want one triggered by %s", b, sdk.EvalTriggerMaxPlans)
+	}
+}
