@@ -10,6 +10,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -139,10 +140,31 @@ func emptyCompilationCache(dir string) error {
 	return nil
 }
 
+// checkMagic refuses what is not a WebAssembly binary before anything
+// parses it, naming the likely mistake: a go-plugin executable loaded as
+// wasm (a file named *.wasm, or runtime = "wasm" in a plugin block).
+func checkMagic(b []byte) error {
+	if bytes.HasPrefix(b, []byte("\x00asm")) {
+		return nil
+	}
+	for _, magic := range [][]byte{
+		[]byte("\x7fELF"), []byte("MZ"), []byte("#!"),
+		{0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf}, {0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe},
+	} {
+		if bytes.HasPrefix(b, magic) {
+			return fmt.Errorf(`%w: a native executable, not a WebAssembly module: run a go-plugin binary with runtime "goplugin" (a file in the plugin directory not named *.wasm), or build the plugin with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`, ErrInvalidModule)
+		}
+	}
+	return fmt.Errorf("%w: not a WebAssembly binary (it does not start with \\0asm)", ErrInvalidModule)
+}
+
 // Load compiles a module, checks its exports and ABI version, and reads
 // its info from a first instance.
 func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkMagic(wasm); err != nil {
 		return nil, err
 	}
 	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}

@@ -112,3 +112,34 @@ func TestLoad_CommandModuleIsRefusedWithTheBuildMode(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidModule naming -buildmode=c-shared", err)
 	}
 }
+
+// TestLoad_NotAModuleSaysWhatItIs: a file that is no WebAssembly binary is
+// refused before anything parses it; a native executable (a go-plugin
+// binary given the wasm runtime) is named as one, with the runtime to use.
+func TestLoad_NotAModuleSaysWhatItIs(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	native, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"native executable", native, `runtime "goplugin"`},
+		{"script", []byte("#!/bin/sh\necho hi\n"), `runtime "goplugin"`},
+		{"text", []byte("not a module"), "not a WebAssembly binary"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := wasm.Load(context.Background(), tc.file, wasm.DefaultConfig())
+			if !errors.Is(err, wasm.ErrInvalidModule) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidModule saying %q", err, tc.want)
+			}
+		})
+	}
+}
