@@ -98,6 +98,19 @@ type Factory struct {
 
 var _ runtime.Factory = (*Factory)(nil)
 
+// isWasm reports whether the file at path starts with the WebAssembly
+// header: a wasm plugin given the go-plugin runtime.
+func isWasm(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == "\x00asm"
+}
+
 // Load starts the executable at path once to check its handshake and ABI
 // version and read its info, then stops it.
 func Load(ctx context.Context, path string, cfg Config) (*Factory, error) {
@@ -110,6 +123,8 @@ func Load(ctx context.Context, path string, cfg Config) (*Factory, error) {
 	}
 	if st, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("goplugin: %w", err)
+	} else if isWasm(abs) {
+		return nil, fmt.Errorf(`%w: %s is a WebAssembly module: load it with runtime "wasm" (in the plugin directory, name it *.wasm)`, ErrInvalidPlugin, path)
 	} else if st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("%w: %s is not an executable file", ErrInvalidPlugin, path)
 	}
