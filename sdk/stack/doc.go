@@ -29,4 +29,11 @@
 // or affinities, where Nomad's limit makes every selection rank about every
 // feasible node, a rank index finds the few nodes that decide the
 // selection and ranks only those, with the same outcome (rankindex.go).
+//
+// A scheduler that chooses nodes its own way (see examples/plugins/zones)
+// still builds on a Plan and a Stack: Plan.Used, JobCount and GroupCount
+// say what a node holds after the plan, Stack.Assign hands out the ports,
+// reserved cores and devices of a placement on the node it chose (the host
+// refuses a placement without its ports), and Stack.UpdateFunc decides the
+// reconciler's in-place updates.
 package stack
