@@ -96,12 +96,23 @@ func Blocked(ctx *sdk.Context, eval *sdk.Evaluation, elig *feasible.Eligibility,
 
 // Outcome is how an evaluation ended.
 type Outcome struct {
-	Status       string
-	Description  string
-	Next         *sdk.Evaluation
-	Blocked      *sdk.Evaluation
-	Failed       map[string]*sdk.AllocMetric
-	Queued       map[string]int
+	// Status is the eval's final status (sdk.EvalStatusComplete, or
+	// sdk.EvalStatusFailed), Description why, for people.
+	Status      string
+	Description string
+	// Next is the follow-up eval the scheduler created (a rolling update's
+	// next step), Blocked the blocked eval that waits for capacity.
+	Next    *sdk.Evaluation
+	Blocked *sdk.Evaluation
+	// Failed explains, per task group, what could not be placed
+	// (FailedTGAllocs); Queued counts it (QueuedAllocations).
+	Failed map[string]*sdk.AllocMetric
+	Queued map[string]int
+	// DeploymentID is the deployment the eval's placements joined
+	// (reconcile.Result.ActiveDeployment): the eval's DeploymentID, which
+	// `drover job run` follows once the eval ends. Left empty, the
+	// deployment still rolls, but nothing tells the user who submitted the
+	// job about it.
 	DeploymentID string
 }
 

@@ -73,11 +73,12 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		}
 		// As Nomad: the eval fails, and the blocked eval retries it.
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: err.Error(), Blocked: b})
+			Description: err.Error(), Blocked: b, DeploymentID: p.deploymentID})
 	default:
 		return err
 	}
-	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Queued: p.queued}
+	// The eval names the deployment, so that `drover job run` follows it.
+	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Queued: p.queued, DeploymentID: p.deploymentID}
 	if len(p.failed) == 0 {
 		return conclude.SetStatus(ctx, eval, out)
 	}
@@ -98,12 +99,13 @@ type pass struct {
 	eval *sdk.Evaluation
 	attr string
 
-	elig      *feasible.Eligibility
-	checker   *feasible.Checker
-	stack     *stack.Stack
-	followups []*sdk.Evaluation
-	queued    map[string]int
-	failed    map[string]*sdk.AllocMetric
+	elig         *feasible.Eligibility
+	checker      *feasible.Checker
+	stack        *stack.Stack
+	deploymentID string // the deployment placements join, if any
+	followups    []*sdk.Evaluation
+	queued       map[string]int
+	failed       map[string]*sdk.AllocMetric
 }
 
 // zoneOf returns a node's zone.
@@ -152,6 +154,7 @@ func (p *pass) compute() *stack.Plan {
 	if d := res.ActiveDeployment(latest); d != nil {
 		deploymentID = d.ID
 	}
+	p.deploymentID = deploymentID
 	for _, s := range res.Stop {
 		plan.Stop(s.Alloc, s.Description, s.ClientStatus, s.FollowupEvalID)
 	}

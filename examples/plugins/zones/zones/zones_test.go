@@ -190,6 +190,10 @@ func TestZones_PlacementsJoinTheDeployment(t *testing.T) {
 			t.Fatalf("%s in deployment %q, want %q", a.Name, a.DeploymentID, d.ID)
 		}
 	}
+	// The eval names it, for `drover job run` to follow.
+	if e := h.Updated[len(h.Updated)-1]; e.DeploymentID != d.ID {
+		t.Fatalf("eval's deployment = %q, want %q", e.DeploymentID, d.ID)
+	}
 }
 
 func TestZones_AssignsPorts(t *testing.T) {
