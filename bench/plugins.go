@@ -22,9 +22,9 @@ var ErrRuntimeUnavailable = errors.New("bench: runtime not available")
 
 // Plugins provides the built-in schedulers in one runtime. Factories are
 // made once (a wasm module is compiled once), and so is one pool of one
-// instance over each: an agent's instance serves evals for thousands of
-// them, so its heap is warm (a go-plugin process's pages faulted in, a wasm
-// memory grown), and the benchmark measures that, not a process start.
+// instance over each: an agent's instance serves thousands of evals, so
+// its heap is warm (a go-plugin process's pages faulted in, a wasm memory
+// grown), and the benchmark measures that, not a process start.
 // Each run still begins with a full sync of its own cluster (runOne calls
 // Resync). Fresh starts a new pool, and so a new instance, for every run
 // instead.
