@@ -20,10 +20,12 @@ import (
 // not allow file system access (jobs parsed by the server).
 var ErrFilesystemDisabled = errors.New("jobspec: file system functions are disabled here")
 
-// functions returns the functions a jobspec may call: the ones Nomad's job
-// language offers, from go-cty's standard library and HashiCorp's
-// go-cty-funcs. File functions read relative to baseDir, and only when
-// allowFS is set.
+// functions returns the functions a jobspec may call: exactly those of
+// Nomad's job language (jobspec2/functions.go), from go-cty's standard
+// library and HashiCorp's go-cty-funcs. Terraform's regex, regexall and
+// setsubtract are not among them: a jobspec that calls them fails in Nomad,
+// and can() or try() around them gives another result there. File
+// functions read relative to baseDir, and only when allowFS is set.
 func functions(baseDir string, allowFS bool) map[string]function.Function {
 	fs := func(f function.Function) function.Function {
 		if allowFS {
@@ -79,15 +81,12 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"parseint":        stdlib.ParseIntFunc,
 		"pow":             stdlib.PowFunc,
 		"range":           stdlib.RangeFunc,
-		"regex":           stdlib.RegexFunc,
-		"regexall":        stdlib.RegexAllFunc,
 		"regex_replace":   stdlib.RegexReplaceFunc,
 		"replace":         stdlib.ReplaceFunc,
 		"reverse":         stdlib.ReverseFunc,
 		"rsadecrypt":      crypto.RsaDecryptFunc,
 		"setintersection": stdlib.SetIntersectionFunc,
 		"setproduct":      stdlib.SetProductFunc,
-		"setsubtract":     stdlib.SetSubtractFunc,
 		"setunion":        stdlib.SetUnionFunc,
 		"sha1":            crypto.Sha1Func,
 		"sha256":          crypto.Sha256Func,

@@ -1301,3 +1301,42 @@ func TestJob_SDKDoesNotPanicOnNulls(t *testing.T) {
 		}
 	}
 }
+
+// TestParse_OnlyNomadsFunctions: a jobspec may call the functions of
+// Nomad's job language and no others. regex, regexall and setsubtract,
+// which Terraform and Packer have and Nomad does not, are unknown, so a
+// jobspec that Drover accepts runs on Nomad too, and can() or try() around
+// them gives what it gives in Nomad.
+func TestParse_OnlyNomadsFunctions(t *testing.T) {
+	for _, call := range []string{`regex("b", "abc")`, `regexall(":", "a:b")`, `setsubtract(["a"], ["b"])`} {
+		name := call[:strings.Index(call, "(")]
+		t.Run(name, func(t *testing.T) {
+			got := parseErr(t, `job "j" {
+  meta { m = `+call+` }
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+			want := fmt.Sprintf("job.hcl:2:14: error: Call to unknown function; There is no function named %q.", name)
+			if !strings.Contains(got, want) {
+				t.Fatalf("got:\n%s\nwant %q", got, want)
+			}
+		})
+	}
+	job := parse(t, `variable "image" {
+  default = "nginx"
+  validation {
+    condition     = !can(regex(":", var.image))
+    error_message = "A can() of a function Nomad lacks is false, as in Nomad."
+  }
+}
+job "j" {
+  meta { m = try(regexall(":", var.image), "fallback") }
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+	if job.Meta["m"] != "fallback" {
+		t.Errorf("try() of a function Nomad lacks: meta m = %q, want the fallback", job.Meta["m"])
+	}
+}
