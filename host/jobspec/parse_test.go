@@ -1340,3 +1340,27 @@ job "j" {
 		t.Errorf("try() of a function Nomad lacks: meta m = %q, want the fallback", job.Meta["m"])
 	}
 }
+
+// TestParse_VariableTypesAreExact: a variable's type is an exact type, as
+// in Nomad; Terraform's "any" is refused, at the type, alone or inside a
+// collection type.
+func TestParse_VariableTypesAreExact(t *testing.T) {
+	for _, typ := range []string{"any", "list(any)"} {
+		t.Run(typ, func(t *testing.T) {
+			got := parseErr(t, `variable "x" {
+  type    = `+typ+`
+  default = ["a"]
+}
+job "j" {
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+			col := 13 + strings.Index(typ, "any")
+			want := fmt.Sprintf(`job.hcl:2:%d: error: Invalid type specification; The keyword "any" cannot be used in this type specification: an exact type is required.`, col)
+			if !strings.Contains(got, want) {
+				t.Fatalf("got:\n%s\nwant %q", got, want)
+			}
+		})
+	}
+}

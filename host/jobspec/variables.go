@@ -105,11 +105,12 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 			content, ds := b.Body.Content(variableSchema)
 			diags = append(diags, ds...)
 			if a, ok := content.Attributes["type"]; ok {
-				ty, ds := typeexpr.TypeConstraint(a.Expr)
+				// An exact type, as in Nomad: "any" is refused.
+				ty, ds := typeexpr.Type(a.Expr)
 				diags = append(diags, ds...)
 				if !ds.HasErrors() {
 					v.typ = ty
-					v.structured = !ty.IsPrimitiveType() && ty != cty.DynamicPseudoType
+					v.structured = !ty.IsPrimitiveType()
 				}
 			}
 			if a, ok := content.Attributes["default"]; ok {
