@@ -538,21 +538,110 @@ func (c *checker) reschedule(p Path, r *sdk.ReschedulePolicy) {
 	if r.Attempts > 0 && r.Unlimited {
 		c.add(p.Attr("unlimited"), "attempts = %d and unlimited = true contradict each other", r.Attempts)
 	}
-	if r.Delay < 5*time.Second {
+	delaysOK := r.Delay >= 5*time.Second
+	if !delaysOK {
 		c.add(p.Attr("delay"), "must be at least 5s, not %s", r.Delay)
 	}
+	ceiling := ""
 	switch r.DelayFunction {
 	case sdk.DelayFunctionConstant:
 	case sdk.DelayFunctionExponential, sdk.DelayFunctionFibonacci:
+		ceiling = fmt.Sprintf(", max_delay %s", r.MaxDelay)
 		if r.MaxDelay < 5*time.Second || r.MaxDelay < r.Delay {
 			c.add(p.Attr("max_delay"), "must be at least 5s and at least delay (%s), not %s", r.Delay, r.MaxDelay)
+			delaysOK = false
 		}
 	default:
 		c.add(p.Attr("delay_function"), "%q is not constant, exponential or fibonacci", r.DelayFunction)
+		delaysOK = false
 	}
-	if !r.Unlimited && r.Interval < 15*time.Second {
+	if r.Unlimited {
+		return
+	}
+	if r.Interval < 15*time.Second {
 		c.add(p.Attr("interval"), "must be at least 15s, not %s", r.Interval)
 	}
+	if !delaysOK {
+		return
+	}
+	if ok, fit, need := viableAttempts(r); !ok {
+		c.add(p.Attr("interval"), "%d of the %d attempts fit in %s (delay %s, %s delay function%s); make the interval at least %s",
+			fit, r.Attempts, r.Interval, r.Delay, r.DelayFunction, ceiling, need.Round(time.Second))
+	}
+}
+
+// viableAttempts reports whether all the attempts of a limited reschedule
+// policy fit in its interval, as Nomad's server reckons it, with how many
+// do and the interval all of them need. Nomad's reckoning is kept, odd as
+// it is: with the exponential function, the time an attempt needs is its
+// own delay until the delays reach max_delay, then grows by max_delay per
+// attempt. The delays are followed until they reach max_delay and the rest
+// is computed, so that a huge attempts costs nothing. r's delays are valid:
+// delay and max_delay at least 5s, delay at most max_delay.
+func viableAttempts(r *sdk.ReschedulePolicy) (ok bool, fit int, need time.Duration) {
+	n := r.Attempts
+	switch r.DelayFunction {
+	case sdk.DelayFunctionConstant:
+		need = mulDuration(n, r.Delay)
+		return r.Interval >= need, int(r.Interval / r.Delay), need
+	case sdk.DelayFunctionExponential:
+		delay := r.Delay
+		for i := 0; i < n; i++ {
+			if delay > r.MaxDelay || delay == math.MaxInt64 {
+				// This attempt and every later one add max_delay.
+				rest := n - i
+				if room := r.Interval - need; room > 0 {
+					fit += min(rest, int((room-1)/r.MaxDelay))
+				}
+				need = addDuration(need, mulDuration(rest, r.MaxDelay))
+				break
+			}
+			need = delay
+			if need < r.Interval {
+				fit++
+			}
+			delay = addDuration(delay, delay)
+		}
+		return fit >= n, fit, need
+	default: // fibonacci
+		// Each delay is the sum of the two before it until that exceeds
+		// max_delay, which it then is; each later one is max_delay more
+		// than the one before it.
+		seq := []time.Duration{r.Delay, r.Delay}
+		for reached := false; len(seq) < n && !reached; {
+			next := addDuration(seq[len(seq)-1], seq[len(seq)-2])
+			if next > r.MaxDelay {
+				next, reached = r.MaxDelay, true
+			}
+			seq = append(seq, next)
+		}
+		last := len(seq) - 1
+		need = addDuration(seq[last], mulDuration(max(n, 2)-len(seq), r.MaxDelay))
+		if r.Interval >= need {
+			return true, n, need
+		}
+		for i, d := range seq {
+			if d > r.Interval {
+				return false, i, need
+			}
+		}
+		return false, last + int((r.Interval-seq[last])/r.MaxDelay) + 1, need
+	}
+}
+
+// addDuration and mulDuration saturate at the longest duration.
+func addDuration(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulDuration(n int, d time.Duration) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * d
 }
 
 func (c *checker) update(p Path, u *sdk.UpdateStrategy) {

@@ -231,3 +231,67 @@ func TestValidate_ExecutionBlocksAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestValidate_RescheduleAttemptsFitInTheInterval: a limited reschedule
+// policy whose attempts, spaced by its delay function, cannot all happen
+// within its interval is refused, as Nomad's server refuses it; the cases
+// are Nomad 1.6's verdicts on the same policies.
+func TestValidate_RescheduleAttemptsFitInTheInterval(t *testing.T) {
+	cases := []struct {
+		name    string
+		policy  sdk.ReschedulePolicy
+		problem string // "" when the policy is valid
+	}{
+		{"constant fits", sdk.ReschedulePolicy{Attempts: 5, Interval: 150 * time.Second, Delay: 30 * time.Second,
+			DelayFunction: "constant"}, ""},
+		{"constant too many", sdk.ReschedulePolicy{Attempts: 5, Interval: time.Minute, Delay: 30 * time.Second,
+			DelayFunction: "constant"}, "2 of the 5 attempts fit in 1m0s (delay 30s, constant delay function); make the interval at least 2m30s"},
+		{"constant delay longer than interval", sdk.ReschedulePolicy{Attempts: 1, Interval: 20 * time.Second, Delay: 30 * time.Second,
+			DelayFunction: "constant"}, "0 of the 1 attempts fit in 20s (delay 30s, constant delay function); make the interval at least 30s"},
+		{"exponential fits", sdk.ReschedulePolicy{Attempts: 3, Interval: time.Hour, Delay: 30 * time.Second,
+			DelayFunction: "exponential", MaxDelay: 5 * time.Minute}, ""},
+		{"exponential capped", sdk.ReschedulePolicy{Attempts: 10, Interval: 10 * time.Minute, Delay: 30 * time.Second,
+			DelayFunction: "exponential", MaxDelay: 2 * time.Minute},
+			"6 of the 10 attempts fit in 10m0s (delay 30s, exponential delay function, max_delay 2m0s); make the interval at least 16m0s"},
+		{"exponential huge attempts", sdk.ReschedulePolicy{Attempts: 1 << 40, Interval: 24 * time.Hour, Delay: 5 * time.Second,
+			DelayFunction: "exponential", MaxDelay: time.Hour},
+			"of the 1099511627776 attempts fit in 24h0m0s"},
+		{"fibonacci fits", sdk.ReschedulePolicy{Attempts: 4, Interval: time.Minute, Delay: 10 * time.Second,
+			DelayFunction: "fibonacci", MaxDelay: time.Minute}, ""},
+		{"fibonacci too many", sdk.ReschedulePolicy{Attempts: 6, Interval: time.Minute, Delay: 10 * time.Second,
+			DelayFunction: "fibonacci", MaxDelay: 5 * time.Minute},
+			"5 of the 6 attempts fit in 1m0s (delay 10s, fibonacci delay function, max_delay 5m0s); make the interval at least 1m20s"},
+		{"fibonacci past its ceiling fits", sdk.ReschedulePolicy{Attempts: 8, Interval: 2 * time.Minute, Delay: 10 * time.Second,
+			DelayFunction: "fibonacci", MaxDelay: 30 * time.Second}, ""},
+		{"fibonacci past its ceiling", sdk.ReschedulePolicy{Attempts: 8, Interval: 110 * time.Second, Delay: 10 * time.Second,
+			DelayFunction: "fibonacci", MaxDelay: 30 * time.Second},
+			"7 of the 8 attempts fit in 1m50s (delay 10s, fibonacci delay function, max_delay 30s); make the interval at least 2m0s"},
+		{"fibonacci huge attempts", sdk.ReschedulePolicy{Attempts: 1 << 40, Interval: 24 * time.Hour, Delay: 5 * time.Second,
+			DelayFunction: "fibonacci", MaxDelay: time.Hour}, "of the 1099511627776 attempts fit in 24h0m0s"},
+		{"unlimited is not checked", sdk.ReschedulePolicy{Unlimited: true, Delay: 30 * time.Second,
+			DelayFunction: "exponential", MaxDelay: time.Hour}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := goJob()
+			policy := tc.policy
+			job.TaskGroups[0].ReschedulePolicy = &policy
+			jobspec.Canonicalize(job)
+			err := jobspec.Validate(job)
+			if tc.problem == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ve *jobspec.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+				t.Fatalf("want one problem, got %v", err)
+			}
+			p := ve.Problems[0]
+			if p.Path.String() != `group "g": reschedule: interval` || !strings.Contains(p.Err.Error(), tc.problem) {
+				t.Fatalf("got %q at %q, want %q at the interval", p.Err, p.Path, tc.problem)
+			}
+		})
+	}
+}
