@@ -107,6 +107,13 @@ func (c *checker) job(j *sdk.Job) {
 	if len(j.TaskGroups) == 0 {
 		c.add(root, "a job needs at least one group")
 	}
+	if len(j.Multiregion) > 0 {
+		// Nomad's open-source edition refuses them too ("Multiregion jobs
+		// are unlicensed"); ignoring the block would run the job with none
+		// of its regions' counts and datacenters. A job without one may
+		// hold an empty map once stored, so emptiness is what counts.
+		c.add(root.Attr("multiregion"), "multiregion jobs are not supported: Drover runs a single region")
+	}
 	c.constraints(root, j.Constraints, false)
 	c.affinities(root, j.Type, j.Affinities)
 	c.spreads(root, j.Type, j.Spreads)

@@ -295,3 +295,15 @@ func TestValidate_RescheduleAttemptsFitInTheInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestValidate_EmptyMultiregionIsNone: a job stored without a multiregion
+// block may come back from the state with an empty map in its place; it is
+// no multiregion job. (testdata/bad/multiregion.hcl has one.)
+func TestValidate_EmptyMultiregionIsNone(t *testing.T) {
+	job := goJob()
+	job.Multiregion = sdk.Opaque{}
+	jobspec.Canonicalize(job)
+	if err := jobspec.Validate(job); err != nil {
+		t.Fatal(err)
+	}
+}
