@@ -441,7 +441,9 @@ func assign(val cty.Value, fv reflect.Value) error {
 		}
 		i, acc := n.Int64()
 		if acc != big.Exact || fv.OverflowInt(i) {
-			return fmt.Errorf("%s is out of range for this argument", n.String())
+			bits := fv.Type().Bits()
+			return fmt.Errorf("%s is out of range for this argument (it must be a whole number from %d to %d)",
+				n.String(), int64(-1)<<(bits-1), uint64(1)<<(bits-1)-1)
 		}
 		fv.SetInt(i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:

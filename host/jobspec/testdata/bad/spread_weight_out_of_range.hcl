@@ -1,0 +1,11 @@
+job "web" {
+  group "frontend" {
+    spread {
+      attribute = "${node.datacenter}"
+      weight    = 150
+    }
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}
