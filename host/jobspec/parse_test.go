@@ -1364,3 +1364,49 @@ job "j" {
 		})
 	}
 }
+
+// TestParse_ValidationMessagesAreSentences: a variable validation's
+// error_message is refused, at the message, unless it looks like a sentence
+// as Nomad requires: not empty, not starting with a lower-case letter,
+// ending with ".", "?" or "!".
+func TestParse_ValidationMessagesAreSentences(t *testing.T) {
+	const notSentence = "Invalid validation error message; Validation error message must be at least one full sentence starting with an uppercase letter (if the alphabet permits it) and ending with a period or question mark."
+	cases := []struct {
+		msg  string
+		want string // "" when the message is accepted
+	}{
+		{"The count must be positive.", ""},
+		{"Is the count positive?", ""},
+		{"Positive, please!", ""},
+		{"¿Positivo?", ""},
+		{"42 is the least.", ""},
+		{"", "Invalid validation error message; An empty string is not a valid nor useful error message."},
+		{"the count must be positive.", notSentence},
+		{"The count must be positive", notSentence},
+		{"The count must be positive. ", notSentence},
+	}
+	for _, tc := range cases {
+		t.Run(tc.msg, func(t *testing.T) {
+			src := `variable "count" {
+  default = 1
+  validation {
+    condition     = var.count > 0
+    error_message = "` + tc.msg + `"
+  }
+}
+job "j" {
+  group "g" {
+    count = var.count
+    task "t" { driver = "exec" }
+  }
+}`
+			if tc.want == "" {
+				parse(t, src)
+				return
+			}
+			if got, want := parseErr(t, src), "job.hcl:5:21: error: "+tc.want; !strings.Contains(got, want) {
+				t.Fatalf("got:\n%s\nwant %q", got, want)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -141,6 +143,10 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 					diags = append(diags, ds...)
 					continue
 				}
+				if ds := checkValidationMessage(msg, vc.Attributes["error_message"]); ds.HasErrors() {
+					diags = append(diags, ds...)
+					continue
+				}
 				diags = append(diags, checkValidationRefs(v.name, vc.Attributes["condition"])...)
 				v.validations = append(v.validations, &validation{condition: vc.Attributes["condition"].Expr,
 					message: msg, decl: vb.DefRange})
@@ -191,6 +197,27 @@ func checkValidationRefs(name string, a *hcl.Attribute) hcl.Diagnostics {
 			Detail: fmt.Sprintf("The condition for variable %q must refer to var.%s.", name, name), Subject: a.Expr.Range().Ptr()})
 	}
 	return diags
+}
+
+// checkValidationMessage requires a validation's error_message to look
+// like a sentence, as Nomad does, since it is quoted in a longer message:
+// not empty, not starting with a lower-case letter, ending with ".", "?"
+// or "!".
+func checkValidationMessage(msg string, a *hcl.Attribute) hcl.Diagnostics {
+	const summary = "Invalid validation error message"
+	if msg == "" {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary,
+			Detail: "An empty string is not a valid nor useful error message.", Subject: a.Expr.Range().Ptr()}}
+	}
+	first, _ := utf8.DecodeRuneInString(msg)
+	last, _ := utf8.DecodeLastRuneInString(msg)
+	if unicode.IsLetter(first) && !unicode.IsUpper(first) || !strings.ContainsRune(".?!", last) {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary,
+			Detail: "Validation error message must be at least one full sentence starting with an uppercase letter " +
+				"(if the alphabet permits it) and ending with a period or question mark.",
+			Subject: a.Expr.Range().Ptr()}}
+	}
+	return nil
 }
 
 func gohclString(a *hcl.Attribute, out *string) hcl.Diagnostics {
