@@ -1410,3 +1410,33 @@ job "j" {
 		})
 	}
 }
+
+// TestParse_ValidationConditionConvertsToBool: a validation condition's
+// result is converted to a bool, as Nomad converts it ("true" and "false"
+// are conditions too); a result that is no bool is refused at the
+// condition.
+func TestParse_ValidationConditionConvertsToBool(t *testing.T) {
+	src := func(cond string) string {
+		return `variable "count" {
+  default = 1
+  validation {
+    condition     = ` + cond + `
+    error_message = "The count must be positive."
+  }
+}
+job "j" {
+  group "g" {
+    count = var.count
+    task "t" { driver = "exec" }
+  }
+}`
+	}
+	parse(t, src(`var.count > 0 ? "true" : "false"`))
+	if got, want := parseErr(t, src(`var.count < 0 ? "true" : "false"`)), "The count must be positive."; !strings.Contains(got, want) {
+		t.Errorf("a condition of \"false\":\n%s\nwant %q", got, want)
+	}
+	got := parseErr(t, src(`var.count > 0 ? "yes" : "no"`))
+	if want := `job.hcl:4:21: error: Invalid variable validation result; The condition must be true or false: a bool is required`; !strings.Contains(got, want) {
+		t.Errorf("a condition of \"yes\":\n%s\nwant %q", got, want)
+	}
+}

@@ -367,9 +367,16 @@ func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.V
 			if ds.HasErrors() {
 				continue
 			}
-			if res.IsNull() || res.Type() != cty.Bool {
+			if res.IsNull() {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable validation result",
-					Detail: "A validation condition must be true or false.", Subject: vd.condition.Range().Ptr()})
+					Detail: "The condition must be true or false, not null.", Subject: vd.condition.Range().Ptr()})
+				continue
+			}
+			// Converted, as in Nomad: "true" and "false" are conditions too.
+			res, err := convert.Convert(res, cty.Bool)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable validation result",
+					Detail: fmt.Sprintf("The condition must be true or false: %s.", errText(err)), Subject: vd.condition.Range().Ptr()})
 				continue
 			}
 			if res.False() {
