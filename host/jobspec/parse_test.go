@@ -1440,3 +1440,46 @@ job "j" {
 		t.Errorf("a condition of \"yes\":\n%s\nwant %q", got, want)
 	}
 }
+
+// TestParse_ValidationFailureLocatedAtTheValue: a value that fails its
+// variable's validation is reported where it is written, as Nomad reports
+// it: at the default, or at the assignment in the variable file; values
+// from -var and the environment, which no file holds, at the declaration.
+func TestParse_ValidationFailureLocatedAtTheValue(t *testing.T) {
+	dir := t.TempDir()
+	varFile := filepath.Join(dir, "prod.vars.hcl")
+	if err := os.WriteFile(varFile, []byte("\nreplicas = 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `variable "replicas" {
+  type    = number
+  default = -1
+  validation {
+    condition     = var.replicas >= 1
+    error_message = "At least one replica is needed."
+  }
+}
+job "j" {
+  group "g" {
+    count = var.replicas
+    task "t" { driver = "exec" }
+  }
+}`
+	cases := []struct {
+		name string
+		mod  func(*jobspec.Config)
+		want string
+	}{
+		{"default", func(*jobspec.Config) {}, "job.hcl:3:13: error: Invalid value for variable \"replicas\""},
+		{"variable file", func(c *jobspec.Config) { c.VarFiles = []string{varFile} }, varFile + ":2:12: error: Invalid value for variable \"replicas\""},
+		{"-var", func(c *jobspec.Config) { c.Vars = []string{"replicas=0"} }, "job.hcl:1:10: error: Invalid value for variable \"replicas\""},
+		{"environment", func(c *jobspec.Config) { c.Env = []string{"NOMAD_VAR_replicas=0"} }, "job.hcl:1:10: error: Invalid value for variable \"replicas\""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseErr(t, src, tc.mod); !strings.Contains(got, tc.want) {
+				t.Fatalf("got:\n%s\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -38,6 +38,10 @@ type variable struct {
 	val        cty.Value // the value set from outside; cty.NilVal when unset
 	from       string    // where val came from, for messages
 	decl       hcl.Range
+	// defRange and valRange are where def and val are written: the
+	// default's expression, a variable file's; decl for values no file
+	// holds (-var, the environment). Problems with a value point there.
+	defRange, valRange hcl.Range
 	// validations are the variable's validation blocks.
 	validations []*validation
 }
@@ -94,7 +98,7 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 					def, ds := a.Expr.Value(nil)
 					diags = append(diags, ds...)
 					if !ds.HasErrors() {
-						v.def = def
+						v.def, v.defRange = def, a.Expr.Range()
 						v.inferType(def)
 					}
 				}
@@ -125,7 +129,7 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 							Detail:  fmt.Sprintf("The default value of %q does not match its type: %s.", v.name, errText(err)),
 							Subject: a.Expr.Range().Ptr()})
 					} else {
-						v.def = conv
+						v.def, v.defRange = conv, a.Expr.Range()
 						if _, typed := content.Attributes["type"]; !typed {
 							v.inferType(conv)
 						}
@@ -253,7 +257,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 				Subject: rng.Ptr()})
 			return
 		}
-		v.val, v.from = conv, from
+		v.val, v.from, v.valRange = conv, from, rng
 	}
 	for _, prefix := range []string{NomadVarEnvPrefix, DroverVarEnvPrefix} {
 		for _, kv := range env {
@@ -380,13 +384,13 @@ func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.V
 				continue
 			}
 			if res.False() {
-				from := "its default"
+				from, at := "its default", v.defRange
 				if v.val != cty.NilVal {
-					from = v.from
+					from, at = v.from, v.valRange
 				}
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Invalid value for variable %q", name),
 					Detail:  fmt.Sprintf("%s\n\nThe value from %s fails the validation at %s.", vd.message, from, vd.decl),
-					Subject: v.decl.Ptr()})
+					Subject: at.Ptr()})
 			}
 		}
 	}
