@@ -43,6 +43,9 @@ func (c *checker) templates(p Path, ts []sdk.Opaque) {
 			c.add(tp, "cannot be read as a template: %v", err)
 			continue
 		}
+		if deref(t.SourcePath) == "" && deref(t.EmbeddedTmpl) == "" {
+			c.add(tp, "a template needs something to render: data, or a source file")
+		}
 		if deref(t.DestPath) == "" {
 			c.add(tp.Attr("destination"), "a template needs a destination to render to")
 		}

@@ -1,0 +1,10 @@
+job "web" {
+  group "frontend" {
+    task "nginx" {
+      driver = "docker"
+      template {
+        destination = "local/nginx.conf"
+      }
+    }
+  }
+}
