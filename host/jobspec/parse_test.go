@@ -1483,3 +1483,34 @@ job "j" {
 		})
 	}
 }
+
+// TestParse_BadDefaultReportedOnce: a variable whose default cannot be
+// evaluated or converted is reported once, at the default, not also as a
+// variable without a default.
+func TestParse_BadDefaultReportedOnce(t *testing.T) {
+	cases := []struct{ name, decl, want string }{
+		{"refers to a variable", `default = var.a`, "job.hcl:3:13: error: Variables not allowed"},
+		{"wrong type", `type = number
+  default = "abc"`, "job.hcl:4:13: error: Invalid default value for variable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseErr(t, `variable "a" { default = "x" }
+variable "b" {
+  `+tc.decl+`
+}
+job "j" {
+  meta { b = var.b }
+  group "g" {
+    task "t" { driver = "exec" }
+  }
+}`)
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("got:\n%s\nwant %q", got, tc.want)
+			}
+			if n := strings.Count(got, ": error: "); n != 1 {
+				t.Fatalf("%d errors, want 1:\n%s", n, got)
+			}
+		})
+	}
+}

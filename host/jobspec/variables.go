@@ -69,6 +69,11 @@ var validationSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "condition", Required: true}, {Name: "error_message", Required: true}},
 }
 
+// badDefault stands for a default that could not be evaluated or
+// converted, already reported: the variable has a default, of no known
+// value, so it is not also reported as unset.
+var badDefault = cty.DynamicVal
+
 // declareVariables reads the variable and variables blocks of a file.
 func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnostics {
 	var diags hcl.Diagnostics
@@ -97,8 +102,9 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 				if v := declare(a.Name, a.NameRange); v != nil {
 					def, ds := a.Expr.Value(nil)
 					diags = append(diags, ds...)
+					v.def, v.defRange = badDefault, a.Expr.Range()
 					if !ds.HasErrors() {
-						v.def, v.defRange = def, a.Expr.Range()
+						v.def = def
 						v.inferType(def)
 					}
 				}
@@ -122,6 +128,7 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 			if a, ok := content.Attributes["default"]; ok {
 				def, ds := a.Expr.Value(nil)
 				diags = append(diags, ds...)
+				v.def, v.defRange = badDefault, a.Expr.Range()
 				if !ds.HasErrors() {
 					conv, err := convert.Convert(def, v.typ)
 					if err != nil {
@@ -129,7 +136,7 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 							Detail:  fmt.Sprintf("The default value of %q does not match its type: %s.", v.name, errText(err)),
 							Subject: a.Expr.Range().Ptr()})
 					} else {
-						v.def, v.defRange = conv, a.Expr.Range()
+						v.def = conv
 						if _, typed := content.Attributes["type"]; !typed {
 							v.inferType(conv)
 						}
