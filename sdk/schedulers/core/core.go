@@ -216,8 +216,9 @@ func (c *collector) evalGC() {
 // gcEval decides whether eval e may be collected and which of its
 // allocations may, as Nomad's core scheduler does: an eval of a batch or
 // sysbatch job that is not dead keeps its allocations (or the scheduler
-// would run them again; Nomad v1.6 protects only batch), except those of
-// older versions; otherwise the eval goes when all its allocations may go.
+// would run them again; Nomad v1.6 protects only batch), except terminal
+// ones of older versions, and goes when those are all it has (or it has
+// none); any other eval goes when all its allocations may go.
 // allowBatch lets a dead, not stopped (sys)batch job's evals go (job
 // collection does).
 func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatch bool) (bool, []string) {
@@ -235,7 +236,7 @@ func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatc
 					older = append(older, a.ID)
 				}
 			}
-			return false, older
+			return len(older) == len(allocs), older
 		}
 	}
 	all := true
