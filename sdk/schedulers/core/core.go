@@ -301,8 +301,9 @@ func (c *collector) jobGC() {
 				break
 			}
 		}
+		// Allocations whose eval is gone (eval delete) are checked too.
 		for _, a := range allocs {
-			if !a.TerminalStatus() || !c.old(a.ModifyTime, threshold) {
+			if !c.allocGCEligible(a, job, threshold) {
 				ok = false
 				break
 			}

@@ -85,3 +85,40 @@ func TestCollect_EvalGC_LiveBatchJob(t *testing.T) {
 		})
 	}
 }
+
+// TestCollect_JobGC_AllocStillRunning: a stopped job whose allocation is
+// told to stop but still runs on its node stays, with it, even when the
+// eval that placed the allocation is gone (deleted by the eval delete
+// endpoint): the node would lose track of a running allocation.
+func TestCollect_JobGC_AllocStillRunning(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	for _, tc := range []struct {
+		name   string
+		client string
+		jobs   []string
+	}{
+		{"running", sdk.AllocClientStatusRunning, nil},
+		{"complete", sdk.AllocClientStatusComplete, []string{"default/j"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sync := &abi.StateSync{
+				Nodes:  []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+				Jobs:   []*sdk.Job{job},
+				Evals:  []*sdk.Evaluation{eval("e-stop", "j", sdk.JobTypeService, 5*time.Hour)},
+				Allocs: []*sdk.Allocation{alloc("a", "j", "e-deleted", 0, "stop", tc.client, 5*time.Hour)},
+			}
+			req := collectFrom(t, sync, sdk.CoreJobJobGC, th)
+			var jobs []string
+			for _, j := range req.Jobs {
+				jobs = append(jobs, j.String())
+			}
+			if !slices.Equal(jobs, tc.jobs) {
+				t.Errorf("jobs = %v, want %v", jobs, tc.jobs)
+			}
+			if collected := slices.Contains(req.Allocs, "a"); collected != (tc.jobs != nil) {
+				t.Errorf("allocation collected = %v with the job %v", collected, tc.jobs)
+			}
+		})
+	}
+}
