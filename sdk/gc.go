@@ -17,6 +17,7 @@ const (
 // them.
 const (
 	ConfigEvalGCThreshold       = "eval_gc_threshold"
+	ConfigBatchEvalGCThreshold  = "batch_eval_gc_threshold"
 	ConfigJobGCThreshold        = "job_gc_threshold"
 	ConfigNodeGCThreshold       = "node_gc_threshold"
 	ConfigDeploymentGCThreshold = "deployment_gc_threshold"

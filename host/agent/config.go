@@ -107,6 +107,7 @@ type ServerBlock struct {
 
 	JobGCInterval         string `hcl:"job_gc_interval,optional"`
 	EvalGCThreshold       string `hcl:"eval_gc_threshold,optional"`
+	BatchEvalGCThreshold  string `hcl:"batch_eval_gc_threshold,optional"`
 	JobGCThreshold        string `hcl:"job_gc_threshold,optional"`
 	NodeGCThreshold       string `hcl:"node_gc_threshold,optional"`
 	DeploymentGCThreshold string `hcl:"deployment_gc_threshold,optional"`
@@ -371,6 +372,7 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	dur("failover_heartbeat_ttl", b.FailoverHeartbeatTTL, &sc.FailoverHeartbeatTTL)
 	dur("job_gc_interval", b.JobGCInterval, &sc.EvalGCInterval)
 	dur("eval_gc_threshold", b.EvalGCThreshold, &sc.EvalGCThreshold)
+	dur("batch_eval_gc_threshold", b.BatchEvalGCThreshold, &sc.BatchEvalGCThreshold)
 	dur("job_gc_threshold", b.JobGCThreshold, &sc.JobGCThreshold)
 	dur("node_gc_threshold", b.NodeGCThreshold, &sc.NodeGCThreshold)
 	dur("deployment_gc_threshold", b.DeploymentGCThreshold, &sc.DeploymentGCThreshold)

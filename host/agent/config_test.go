@@ -39,6 +39,7 @@ server {
   failover_heartbeat_ttl               = "10m"
   job_gc_interval                      = "7m"
   eval_gc_threshold                    = "2h"
+  batch_eval_gc_threshold              = "36h"
   job_gc_threshold                     = "8h"
   node_gc_threshold                    = "48h"
   deployment_gc_threshold              = "3h"
@@ -97,6 +98,7 @@ telemetry {
 		{"failover_heartbeat_ttl", s.FailoverHeartbeatTTL, 10 * time.Minute},
 		{"job_gc_interval", s.EvalGCInterval, 7 * time.Minute},
 		{"eval_gc_threshold", s.EvalGCThreshold, 2 * time.Hour},
+		{"batch_eval_gc_threshold", s.BatchEvalGCThreshold, 36 * time.Hour},
 		{"job_gc_threshold", s.JobGCThreshold, 8 * time.Hour},
 		{"node_gc_threshold", s.NodeGCThreshold, 48 * time.Hour},
 		{"deployment_gc_threshold", s.DeploymentGCThreshold, 3 * time.Hour},

@@ -54,8 +54,10 @@ type Config struct {
 	FailedEvalUnblockInterval time.Duration
 	// EvalGCInterval is how often the core scheduler's GC evals are
 	// created; thresholds are how old objects must be to be collected.
+	// BatchEvalGCThreshold holds batch jobs' evals in eval GC.
 	EvalGCInterval        time.Duration
 	EvalGCThreshold       time.Duration
+	BatchEvalGCThreshold  time.Duration
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
 	DeploymentGCThreshold time.Duration
@@ -105,6 +107,7 @@ func DefaultConfig() Config {
 		FailedEvalUnblockInterval:  time.Minute,
 		EvalGCInterval:             5 * time.Minute,
 		EvalGCThreshold:            time.Hour,
+		BatchEvalGCThreshold:       24 * time.Hour,
 		JobGCThreshold:             4 * time.Hour,
 		NodeGCThreshold:            24 * time.Hour,
 		DeploymentGCThreshold:      time.Hour,
@@ -142,7 +145,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: failed eval follow-up delays must not be negative")
 	case c.FailedEvalUnblockInterval <= 0:
 		return fmt.Errorf("server: failed eval unblock interval must be positive")
-	case c.EvalGCInterval < 0 || c.EvalGCThreshold < 0 || c.JobGCThreshold < 0 || c.NodeGCThreshold < 0 || c.DeploymentGCThreshold < 0:
+	case c.EvalGCInterval < 0 || c.EvalGCThreshold < 0 || c.BatchEvalGCThreshold < 0 || c.JobGCThreshold < 0 || c.NodeGCThreshold < 0 || c.DeploymentGCThreshold < 0:
 		return fmt.Errorf("server: GC interval and thresholds must not be negative")
 	case c.RaftApplyTimeout <= 0:
 		return fmt.Errorf("server: raft apply timeout must be positive")

@@ -262,17 +262,17 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 }
 
 // The thresholds of a collection, as query parameters (nanoseconds).
-var thresholdParams = []string{"eval", "job", "node", "deployment"}
+var thresholdParams = []string{"eval", "batch_eval", "job", "node", "deployment"}
 
 func thresholdsQuery(q url.Values, th gcThresholds) {
-	for i, d := range []time.Duration{th.eval, th.job, th.node, th.deployment} {
+	for i, d := range []time.Duration{th.eval, th.batchEval, th.job, th.node, th.deployment} {
 		q.Set("gc_"+thresholdParams[i], strconv.FormatInt(int64(d), 10))
 	}
 }
 
 func thresholdsFromQuery(q url.Values) (gcThresholds, error) {
 	var th gcThresholds
-	for i, dst := range []*time.Duration{&th.eval, &th.job, &th.node, &th.deployment} {
+	for i, dst := range []*time.Duration{&th.eval, &th.batchEval, &th.job, &th.node, &th.deployment} {
 		n, err := strconv.ParseInt(q.Get("gc_"+thresholdParams[i]), 10, 64)
 		if err != nil || n < 0 {
 			return th, fmt.Errorf("%w: bad collection threshold %s", sdk.ErrInvalidEval, thresholdParams[i])

@@ -89,6 +89,7 @@ func (s *Server) ForceGC() (string, uint64, error) {
 func (s *Server) coreConfig(plugin map[string]string) map[string]string {
 	out := map[string]string{
 		sdk.ConfigEvalGCThreshold:       s.cfg.EvalGCThreshold.String(),
+		sdk.ConfigBatchEvalGCThreshold:  s.cfg.BatchEvalGCThreshold.String(),
 		sdk.ConfigJobGCThreshold:        s.cfg.JobGCThreshold.String(),
 		sdk.ConfigNodeGCThreshold:       s.cfg.NodeGCThreshold.String(),
 		sdk.ConfigDeploymentGCThreshold: s.cfg.DeploymentGCThreshold.String(),
@@ -101,7 +102,7 @@ func (s *Server) coreConfig(plugin map[string]string) map[string]string {
 
 // gcThresholds are how old each kind of object must be to be collected.
 type gcThresholds struct {
-	eval, job, node, deployment time.Duration
+	eval, batchEval, job, node, deployment time.Duration
 }
 
 // gcThresholdsFor reads the thresholds of a core eval from the core
@@ -115,7 +116,7 @@ func gcThresholdsFor(kind string, config map[string]string) (gcThresholds, error
 		key string
 		dst *time.Duration
 	}{
-		{sdk.ConfigEvalGCThreshold, &th.eval}, {sdk.ConfigJobGCThreshold, &th.job},
+		{sdk.ConfigEvalGCThreshold, &th.eval}, {sdk.ConfigBatchEvalGCThreshold, &th.batchEval}, {sdk.ConfigJobGCThreshold, &th.job},
 		{sdk.ConfigNodeGCThreshold, &th.node}, {sdk.ConfigDeploymentGCThreshold, &th.deployment},
 	} {
 		d, err := time.ParseDuration(config[f.key])
@@ -144,18 +145,34 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th gcThresholds, req *sdk.
 }
 
 // checkCollectable enforces what may be deleted: terminal evals whose
-// allocations are all terminal or collected too; terminal allocations;
-// stopped or dead jobs with no live allocation and no open eval; down
-// nodes with no live allocation; deployments that are no longer active —
-// each older than its threshold (its last change, by the times the state
-// holds: eval and allocation modify times, the job's submit time and its
-// evals' and allocations' modify times, the node's last status change, the
+// allocations are all terminal; terminal allocations; stopped or dead jobs
+// with no live allocation and no open eval; down nodes with no live
+// allocation; deployments that are no longer active — each older than its
+// threshold (its last change, by the times the state holds: eval and
+// allocation modify times, the job's submit time and its evals' and
+// allocations' modify times, the node's last status change, the
 // deployment's modify time).
+//
+// An eval or allocation is held to the batch eval threshold if its job is
+// a batch job and to the eval threshold otherwise, or to the job threshold
+// if that is shorter and its job is over (stopped or dead) and was
+// submitted that long ago: job GC collects a job's evals and allocations
+// by the job threshold, and a large collection may name them in an earlier
+// request than the job.
 func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds, now time.Time) error {
 	young := func(unixNano int64, threshold time.Duration) bool {
 		return now.Sub(time.Unix(0, unixNano)) < threshold
 	}
-	allocs := map[string]bool{}
+	evalThreshold := func(ns, jobID, typ string) time.Duration {
+		t := th.eval
+		if typ == sdk.JobTypeBatch {
+			t = th.batchEval
+		}
+		if j := snap.Job(ns, jobID); j != nil && (j.Stop || j.Status == sdk.JobStatusDead) && !young(j.SubmitTime, th.job) {
+			t = min(t, th.job)
+		}
+		return t
+	}
 	for _, id := range req.Allocs {
 		a := snap.Alloc(id)
 		if a == nil {
@@ -164,10 +181,15 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 		if !a.TerminalStatus() {
 			return fmt.Errorf("allocation %s is not terminal", id)
 		}
-		if young(a.ModifyTime, th.eval) {
-			return fmt.Errorf("allocation %s changed less than %s ago", id, th.eval)
+		var typ string
+		if a.Job != nil {
+			typ = a.Job.Type
+		} else if e := snap.Eval(a.EvalID); e != nil {
+			typ = e.Type
 		}
-		allocs[id] = true
+		if t := evalThreshold(a.Namespace, a.JobID, typ); young(a.ModifyTime, t) {
+			return fmt.Errorf("allocation %s changed less than %s ago", id, t)
+		}
 	}
 	for _, id := range req.Evals {
 		e := snap.Eval(id)
@@ -177,8 +199,8 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 		if !e.TerminalStatus() {
 			return fmt.Errorf("evaluation %s is %s, not terminal", id, e.Status)
 		}
-		if young(e.ModifyTime, th.eval) {
-			return fmt.Errorf("evaluation %s changed less than %s ago", id, th.eval)
+		if t := evalThreshold(e.Namespace, e.JobID, e.Type); young(e.ModifyTime, t) {
+			return fmt.Errorf("evaluation %s changed less than %s ago", id, t)
 		}
 		for _, a := range snap.AllocsByEval(id) {
 			if !a.TerminalStatus() {

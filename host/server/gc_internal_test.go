@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +11,10 @@ import (
 )
 
 func TestGCThresholdsFor(t *testing.T) {
-	cfg := map[string]string{sdk.ConfigEvalGCThreshold: "1h", sdk.ConfigJobGCThreshold: "4h",
+	cfg := map[string]string{sdk.ConfigEvalGCThreshold: "1h", sdk.ConfigBatchEvalGCThreshold: "24h", sdk.ConfigJobGCThreshold: "4h",
 		sdk.ConfigNodeGCThreshold: "24h", sdk.ConfigDeploymentGCThreshold: "30m"}
 	th, err := gcThresholdsFor(sdk.CoreJobEvalGC, cfg)
-	if err != nil || th != (gcThresholds{eval: time.Hour, job: 4 * time.Hour, node: 24 * time.Hour, deployment: 30 * time.Minute}) {
+	if err != nil || th != (gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 24 * time.Hour, deployment: 30 * time.Minute}) {
 		t.Fatalf("thresholds %+v %v", th, err)
 	}
 	if th, err := gcThresholdsFor(sdk.CoreJobForceGC, nil); err != nil || th != (gcThresholds{}) {
@@ -81,5 +82,109 @@ func TestCheckCollectable_Ages(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckCollectable_EvalThresholds: evals and allocations of batch jobs
+// are held to the batch eval threshold, others to the eval threshold, and
+// those of a job that is over to the job threshold when it is shorter.
+func TestCheckCollectable_EvalThresholds(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ago := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
+	s, _ := state.NewStore()
+	err := s.Write(1, func(tx *state.Txn) error {
+		for _, j := range []*sdk.Job{
+			{Namespace: "default", ID: "stopped", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead, SubmitTime: ago(5 * time.Hour)},
+			{Namespace: "default", ID: "running", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning, SubmitTime: ago(5 * time.Hour)},
+			{Namespace: "default", ID: "batch", Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning, SubmitTime: ago(5 * time.Hour)},
+		} {
+			j.TaskGroups = []*sdk.TaskGroup{{Name: "g"}}
+			if err := tx.UpsertJob(j); err != nil {
+				return err
+			}
+		}
+		for _, e := range []*sdk.Evaluation{
+			{ID: "e-stopped-5h", JobID: "stopped", Type: sdk.JobTypeService, ModifyTime: ago(5 * time.Hour)},
+			{ID: "e-running-5h", JobID: "running", Type: sdk.JobTypeService, ModifyTime: ago(5 * time.Hour)},
+			{ID: "e-running-2h", JobID: "running", Type: sdk.JobTypeService, ModifyTime: ago(2 * time.Hour)},
+			{ID: "e-batch-2h", JobID: "batch", Type: sdk.JobTypeBatch, ModifyTime: ago(2 * time.Hour)},
+			{ID: "e-batch-45m", JobID: "batch", Type: sdk.JobTypeBatch, ModifyTime: ago(45 * time.Minute)},
+		} {
+			e.Namespace, e.Status = "default", sdk.EvalStatusComplete
+			if err := tx.UpsertEval(e); err != nil {
+				return err
+			}
+		}
+		for _, a := range []*sdk.Allocation{
+			{ID: "a-stopped-5h", JobID: "stopped", EvalID: "e-stopped-5h", ModifyTime: ago(5 * time.Hour)},
+			{ID: "a-batch-2h", JobID: "batch", EvalID: "e-batch-2h", ModifyTime: ago(2 * time.Hour)},
+		} {
+			a.Namespace, a.NodeID, a.TaskGroup, a.DesiredStatus = "default", "n", "g", sdk.AllocDesiredStatusStop
+			if err := tx.UpsertAlloc(a); err != nil {
+				return err
+			}
+		}
+		// The live jobs run an allocation each.
+		for _, job := range []string{"running", "batch"} {
+			if err := tx.UpsertAlloc(&sdk.Allocation{ID: "a-live-" + job, Namespace: "default", JobID: job, EvalID: "e-live", NodeID: "n",
+				TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning, ModifyTime: ago(5 * time.Hour)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	for _, id := range []string{"running", "batch"} {
+		if j := snap.Job("default", id); j.Status != sdk.JobStatusRunning {
+			t.Fatalf("job %s is %s, want running", id, j.Status)
+		}
+	}
+	defaults := gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 24 * time.Hour, deployment: time.Hour}
+	shortBatch, longEval := defaults, defaults
+	shortBatch.batchEval = 30 * time.Minute
+	longEval.eval = 6 * time.Hour
+	for _, tc := range []struct {
+		name    string
+		th      gcThresholds
+		req     *sdk.GCRequest
+		refused string
+	}{
+		{"service eval past the eval threshold", defaults, &sdk.GCRequest{Evals: []string{"e-running-2h"}}, ""},
+		{"batch eval short of the batch threshold", defaults, &sdk.GCRequest{Evals: []string{"e-batch-2h"}}, "less than 24h0m0s ago"},
+		{"batch allocation short of the batch threshold", defaults, &sdk.GCRequest{Allocs: []string{"a-batch-2h"}}, "less than 24h0m0s ago"},
+		{"batch eval past a batch threshold below the eval threshold", shortBatch, &sdk.GCRequest{Evals: []string{"e-batch-45m"}}, ""},
+		{"live job's eval short of the eval threshold", longEval, &sdk.GCRequest{Evals: []string{"e-running-5h"}}, "less than 6h0m0s ago"},
+		{"stopped job's eval and allocation past the job threshold", longEval,
+			&sdk.GCRequest{Evals: []string{"e-stopped-5h"}, Allocs: []string{"a-stopped-5h"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkCollectable(snap, tc.req, tc.th, now)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+				t.Fatalf("err = %v, want one with %q", err, tc.refused)
+			}
+		})
+	}
+}
+
+// TestThresholdsQuery_RoundTrip: a follower's worker forwards a
+// collection's thresholds to the leader as query parameters; every one of
+// them arrives.
+func TestThresholdsQuery_RoundTrip(t *testing.T) {
+	th := gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 48 * time.Hour, deployment: 30 * time.Minute}
+	q := url.Values{}
+	thresholdsQuery(q, th)
+	got, err := thresholdsFromQuery(q)
+	if err != nil || got != th {
+		t.Fatalf("thresholds %+v (%v), want %+v", got, err, th)
+	}
+	q.Del("gc_batch_eval")
+	if _, err := thresholdsFromQuery(q); err == nil {
+		t.Fatal("a collection without its batch eval threshold was accepted")
 	}
 }

@@ -39,9 +39,10 @@ var (
 )
 
 // Thresholds are how long ago objects must have last changed to be
-// collected.
+// collected. BatchEval holds evals of batch jobs (and their allocations)
+// in eval GC; job GC holds a job's evals and allocations to Job.
 type Thresholds struct {
-	Eval, Job, Node, Deployment time.Duration
+	Eval, BatchEval, Job, Node, Deployment time.Duration
 }
 
 // ThresholdsFrom reads the thresholds from a core plugin's configuration.
@@ -51,7 +52,7 @@ func ThresholdsFrom(config map[string]string) (Thresholds, error) {
 		key string
 		dst *time.Duration
 	}{
-		{sdk.ConfigEvalGCThreshold, &th.Eval}, {sdk.ConfigJobGCThreshold, &th.Job},
+		{sdk.ConfigEvalGCThreshold, &th.Eval}, {sdk.ConfigBatchEvalGCThreshold, &th.BatchEval}, {sdk.ConfigJobGCThreshold, &th.Job},
 		{sdk.ConfigNodeGCThreshold, &th.Node}, {sdk.ConfigDeploymentGCThreshold, &th.Deployment},
 	} {
 		d, err := time.ParseDuration(config[f.key])
@@ -198,12 +199,18 @@ func (c *collector) addEval(id string) {
 	}
 }
 
-// evalGC collects terminal evals older than the eval threshold whose
-// allocations may all go, with those allocations; and, for batch jobs that
-// still run, the terminal allocations of older job versions.
+// evalGC collects terminal evals older than the eval threshold (the batch
+// eval threshold for batch jobs' evals, as in Nomad, which gives sysbatch
+// evals the eval threshold) whose allocations may all go, with those
+// allocations; and, for batch jobs that still run, the terminal
+// allocations of older job versions.
 func (c *collector) evalGC() {
 	for _, e := range c.v.Evals.Evals() {
-		gcEval, allocs := c.gcEval(e, c.th.Eval, false)
+		threshold := c.th.Eval
+		if e.Type == sdk.JobTypeBatch {
+			threshold = c.th.BatchEval
+		}
+		gcEval, allocs := c.gcEval(e, threshold, false)
 		for _, id := range allocs {
 			c.addAlloc(id)
 		}
@@ -282,11 +289,10 @@ func (c *collector) allocGCEligible(a *sdk.Allocation, job *sdk.Job, threshold t
 // jobGC collects jobs that are over (stopped, or dead batch and sysbatch
 // jobs; periodic and parameterized templates only when stopped) and
 // untouched for the job threshold, with all their evals and allocations,
-// when every eval may go.
-// Evals and allocations must also be older than the eval threshold: the
-// host checks them as it checks any.
+// when every eval may go. The evals and allocations are held to the job
+// threshold too, whatever the eval thresholds, as in Nomad.
 func (c *collector) jobGC() {
-	threshold := max(c.th.Job, c.th.Eval)
+	threshold := c.th.Job
 	for _, job := range c.v.Catalog.Jobs() {
 		if !jobCollectable(job) || !c.old(job.SubmitTime, c.th.Job) {
 			continue

@@ -91,7 +91,7 @@ func cluster(t *testing.T) *mirror.Mirror {
 	return m
 }
 
-var th = core.Thresholds{Eval: time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
+var th = core.Thresholds{Eval: time.Hour, BatchEval: time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
 
 func TestCollect(t *testing.T) {
 	cases := []struct {
@@ -186,7 +186,7 @@ func (f *fakePlanner) GarbageCollect(r *sdk.GCRequest) error { f.gcs = append(f.
 func TestProcess(t *testing.T) {
 	m := cluster(t)
 	p := &fakePlanner{}
-	config := map[string]string{sdk.ConfigEvalGCThreshold: "1h", sdk.ConfigJobGCThreshold: "4h",
+	config := map[string]string{sdk.ConfigEvalGCThreshold: "1h", sdk.ConfigBatchEvalGCThreshold: "24h", sdk.ConfigJobGCThreshold: "4h",
 		sdk.ConfigNodeGCThreshold: "24h", sdk.ConfigDeploymentGCThreshold: "1h"}
 	eval := &sdk.Evaluation{ID: "core-1", Type: sdk.JobTypeCore, JobID: sdk.CoreJobNodeGC, TriggeredBy: sdk.EvalTriggerScheduled, Status: sdk.EvalStatusPending}
 	ctx := sdk.NewContext(m, p, nil, now, config, eval.ID)

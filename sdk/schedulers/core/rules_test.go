@@ -122,3 +122,72 @@ func TestCollect_JobGC_AllocStillRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestCollect_Thresholds: eval GC holds batch evals (and their
+// allocations) to the batch eval threshold and others to the eval
+// threshold; job GC holds a job's evals and allocations to the job
+// threshold alone, as Nomad does.
+func TestCollect_Thresholds(t *testing.T) {
+	th := core.Thresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
+	// The jobs of the evals below are purged: only age decides.
+	evals := &abi.StateSync{
+		Nodes: []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+		Evals: []*sdk.Evaluation{
+			eval("service-2h", "gone-s", sdk.JobTypeService, 2*time.Hour),
+			eval("batch-2h", "gone-b", sdk.JobTypeBatch, 2*time.Hour),
+			eval("batch-25h", "gone-b", sdk.JobTypeBatch, 25*time.Hour),
+			eval("sysbatch-2h", "gone-sb", sdk.JobTypeSysBatch, 2*time.Hour),
+		},
+		Allocs: []*sdk.Allocation{
+			alloc("a-batch-2h", "gone-b", "batch-2h", 0, "run", "complete", 2*time.Hour),
+			alloc("a-batch-25h", "gone-b", "batch-25h", 0, "run", "complete", 25*time.Hour),
+		},
+	}
+	req := collectFrom(t, evals, sdk.CoreJobEvalGC, th)
+	if got, want := sorted(req.Evals), []string{"batch-25h", "service-2h", "sysbatch-2h"}; !slices.Equal(got, want) {
+		t.Errorf("eval GC: evals = %v, want %v", got, want)
+	}
+	if got, want := sorted(req.Allocs), []string{"a-batch-25h"}; !slices.Equal(got, want) {
+		t.Errorf("eval GC: allocs = %v, want %v", got, want)
+	}
+
+	// A dead batch job and a stopped service job, changed 5h ago: past the
+	// job threshold, short of the batch eval threshold and (second run) of
+	// an eval threshold set above the job threshold.
+	jobs := func() *abi.StateSync {
+		return &abi.StateSync{
+			Nodes: []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+			Jobs: []*sdk.Job{
+				{Namespace: "default", ID: "b", Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, SubmitTime: ago(5 * time.Hour),
+					TaskGroups: []*sdk.TaskGroup{{Name: "g"}}},
+				{Namespace: "default", ID: "s", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead, SubmitTime: ago(5 * time.Hour),
+					TaskGroups: []*sdk.TaskGroup{{Name: "g"}}},
+			},
+			Evals: []*sdk.Evaluation{eval("e-b", "b", sdk.JobTypeBatch, 5*time.Hour), eval("e-s", "s", sdk.JobTypeService, 5*time.Hour)},
+			Allocs: []*sdk.Allocation{
+				alloc("a-b", "b", "e-b", 0, "run", "complete", 5*time.Hour),
+				alloc("a-s", "s", "e-s", 0, "stop", "complete", 5*time.Hour),
+			},
+		}
+	}
+	high := th
+	high.Eval = 6 * time.Hour
+	for name, th := range map[string]core.Thresholds{"defaults": th, "eval threshold above job threshold": high} {
+		t.Run(name, func(t *testing.T) {
+			req := collectFrom(t, jobs(), sdk.CoreJobJobGC, th)
+			var got []string
+			for _, j := range req.Jobs {
+				got = append(got, j.String())
+			}
+			if want := []string{"default/b", "default/s"}; !slices.Equal(sorted(got), want) {
+				t.Errorf("job GC: jobs = %v, want %v", got, want)
+			}
+			if got, want := sorted(req.Evals), []string{"e-b", "e-s"}; !slices.Equal(got, want) {
+				t.Errorf("job GC: evals = %v, want %v", got, want)
+			}
+			if got, want := sorted(req.Allocs), []string{"a-b", "a-s"}; !slices.Equal(got, want) {
+				t.Errorf("job GC: allocs = %v, want %v", got, want)
+			}
+		})
+	}
+}
