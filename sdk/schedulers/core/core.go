@@ -327,10 +327,10 @@ func (c *collector) jobGC() {
 	}
 }
 
-// jobCollectable reports whether a job is over: periodic and parameterized
-// templates when stopped; other jobs when dead and stopped, or dead batch
-// and sysbatch jobs (which end on their own; Nomad v1.6 collects only
-// batch ones, later versions both).
+// jobCollectable reports whether a job is over, as Nomad's jobs-by-GC
+// index has it: periodic and parameterized templates when stopped; other
+// jobs when dead and stopped, or dead batch and sysbatch jobs (which end
+// on their own).
 func jobCollectable(j *sdk.Job) bool {
 	if j.IsPeriodic() || j.IsParameterized() {
 		return j.Stop

@@ -191,3 +191,62 @@ func TestCollect_Thresholds(t *testing.T) {
 		})
 	}
 }
+
+// TestCollect_EvalGC_LiveBatchJob_CurrentVersionKept: Nomad v1.6 takes an
+// allocation created before the job's last change for an older version's,
+// and collects it once terminal, even when it was updated in place to the
+// current version (the scheduler would then run it again) or is still
+// running on its node after being told to stop. Drover goes by the
+// allocation's job version and by what the node reports.
+func TestCollect_EvalGC_LiveBatchJob_CurrentVersionKept(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning, Version: 1, JobModifyIndex: 50,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	v0 := *job
+	v0.Version, v0.JobModifyIndex = 0, 5
+	inPlace := alloc("a-in-place", "j", "e", 1, "run", "complete", 2*time.Hour)
+	inPlace.CreateIndex, inPlace.JobModifyIndex = 6, 50
+	stopping := alloc("a-stopping", "j", "e", 0, "stop", "running", 2*time.Hour)
+	stopping.CreateIndex, stopping.JobModifyIndex = 6, 5
+	sync := &abi.StateSync{
+		Nodes:       []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+		Jobs:        []*sdk.Job{job},
+		JobVersions: []*sdk.Job{&v0},
+		Evals:       []*sdk.Evaluation{eval("e", "j", sdk.JobTypeBatch, 2*time.Hour)},
+		Allocs:      []*sdk.Allocation{inPlace, stopping},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+	if len(req.Evals) != 0 || len(req.Allocs) != 0 {
+		t.Fatalf("collected evals %v, allocs %v; want nothing", req.Evals, req.Allocs)
+	}
+}
+
+// TestCollect_DeploymentGC_Referenced: a finished, old deployment stays
+// while any allocation names it, a terminal one included (Nomad v1.6 keeps
+// it only for live ones), so that no allocation names a deployment that is
+// gone; it goes in the same pass as its last allocations.
+func TestCollect_DeploymentGC_Referenced(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning, Version: 1,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	v0 := *job
+	v0.Version = 0
+	old := alloc("a-old", "j", "e-old", 0, "stop", "complete", 2*time.Hour)
+	old.DeploymentID = "d-0"
+	sync := func() *abi.StateSync {
+		return &abi.StateSync{
+			Nodes:       []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+			Jobs:        []*sdk.Job{job},
+			JobVersions: []*sdk.Job{&v0},
+			Evals:       []*sdk.Evaluation{eval("e-old", "j", sdk.JobTypeService, 2*time.Hour)},
+			Allocs:      []*sdk.Allocation{old},
+			Deployments: []*sdk.Deployment{{ID: "d-0", Namespace: "default", JobID: "j", Status: sdk.DeploymentStatusSuccessful,
+				ModifyTime: ago(2 * time.Hour)}},
+		}
+	}
+	if req := collectFrom(t, sync(), sdk.CoreJobDeploymentGC, th); len(req.Deployments) != 0 {
+		t.Errorf("deployment GC collected %v while a terminal allocation names it", req.Deployments)
+	}
+	req := collectFrom(t, sync(), sdk.CoreJobForceGC, core.Thresholds{})
+	if !slices.Equal(req.Deployments, []string{"d-0"}) || !slices.Equal(req.Allocs, []string{"a-old"}) {
+		t.Errorf("forced GC collected deployments %v, allocs %v; want both", req.Deployments, req.Allocs)
+	}
+}
