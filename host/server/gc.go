@@ -270,6 +270,7 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 
 // DeleteEvals deletes evaluations (not their allocations), as Nomad's eval
 // delete does: a way out of a flood of evals that should never run. The
+// core scheduler's eval GC collects the allocations left behind. The
 // eval broker must be paused (scheduler configuration), so that no worker
 // holds one of them; an eval the broker still queues is dropped when it is
 // dequeued, as it no longer exists.

@@ -204,13 +204,13 @@ func (c *collector) addEval(id string) {
 // evals the eval threshold) whose allocations may all go, with those
 // allocations; and, for batch jobs that still run, the terminal
 // allocations of older job versions.
+//
+// Allocations whose eval is gone (the eval delete endpoint removes evals
+// only) are collected under the rules their eval would have had. Nomad
+// reaches allocations only through their evals and never collects them.
 func (c *collector) evalGC() {
 	for _, e := range c.v.Evals.Evals() {
-		threshold := c.th.Eval
-		if e.Type == sdk.JobTypeBatch {
-			threshold = c.th.BatchEval
-		}
-		gcEval, allocs := c.gcEval(e, threshold, false)
+		gcEval, allocs := c.gcEval(e, c.evalThreshold(e.Type), false)
 		for _, id := range allocs {
 			c.addAlloc(id)
 		}
@@ -218,6 +218,43 @@ func (c *collector) evalGC() {
 			c.addEval(e.ID)
 		}
 	}
+	var orphaned []string
+	for evalID := range c.allocsByEval {
+		if c.v.Evals.Eval(evalID) == nil {
+			orphaned = append(orphaned, evalID)
+		}
+	}
+	slices.Sort(orphaned)
+	for _, evalID := range orphaned {
+		for _, a := range c.allocsByEval[evalID] {
+			job := c.v.State.Job(a.Namespace, a.JobID)
+			var typ string
+			switch {
+			case job != nil:
+				typ = job.Type
+			case a.Job != nil:
+				typ = a.Job.Type
+			}
+			_, ids := c.gcAllocs([]*sdk.Allocation{a}, typ, job, c.evalThreshold(typ), false)
+			for _, id := range ids {
+				c.addAlloc(id)
+			}
+		}
+	}
+}
+
+// evalThreshold is the threshold eval GC holds an eval of a job of type
+// typ to, with its allocations: the batch eval threshold for batch jobs,
+// the eval threshold for others, and the longer of the two when the type
+// is unknown (an allocation whose eval and job are both gone).
+func (c *collector) evalThreshold(typ string) time.Duration {
+	switch typ {
+	case sdk.JobTypeBatch:
+		return c.th.BatchEval
+	case "":
+		return max(c.th.Eval, c.th.BatchEval)
+	}
+	return c.th.Eval
 }
 
 // gcEval decides whether eval e may be collected and which of its
@@ -232,9 +269,13 @@ func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatc
 	if !e.TerminalStatus() || !c.old(e.ModifyTime, threshold) {
 		return false, nil
 	}
-	job := c.v.State.Job(e.Namespace, e.JobID)
-	allocs := c.allocsByEval[e.ID]
-	if e.Type == sdk.JobTypeBatch || e.Type == sdk.JobTypeSysBatch {
+	return c.gcAllocs(c.allocsByEval[e.ID], e.Type, c.v.State.Job(e.Namespace, e.JobID), threshold, allowBatch)
+}
+
+// gcAllocs decides which allocations of one eval, of type typ, for job
+// (nil once purged) may be collected, and whether all of them may.
+func (c *collector) gcAllocs(allocs []*sdk.Allocation, typ string, job *sdk.Job, threshold time.Duration, allowBatch bool) (bool, []string) {
+	if typ == sdk.JobTypeBatch || typ == sdk.JobTypeSysBatch {
 		collect := job == nil || (job.Status == sdk.JobStatusDead && (job.Stop || allowBatch))
 		if !collect {
 			var older []string

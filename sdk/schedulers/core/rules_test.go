@@ -250,3 +250,41 @@ func TestCollect_DeploymentGC_Referenced(t *testing.T) {
 		t.Errorf("forced GC collected deployments %v, allocs %v; want both", req.Deployments, req.Allocs)
 	}
 }
+
+// TestCollect_EvalGC_OrphanedAllocs: allocations whose eval is gone
+// (deleted by the eval delete endpoint) are collected by eval GC under the
+// rules and thresholds their eval would have had; Nomad reaches
+// allocations only through their evals and keeps these forever.
+func TestCollect_EvalGC_OrphanedAllocs(t *testing.T) {
+	th := core.Thresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
+	svc := &sdk.Job{Namespace: "default", ID: "svc", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning,
+		SubmitTime: ago(30 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	batch := &sdk.Job{Namespace: "default", ID: "b", Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning, Version: 1,
+		SubmitTime: ago(30 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	batch0 := *batch
+	batch0.Version = 0
+	sync := &abi.StateSync{
+		Nodes:       []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+		Jobs:        []*sdk.Job{svc, batch},
+		JobVersions: []*sdk.Job{&batch0},
+		Allocs: []*sdk.Allocation{
+			alloc("svc-stopped", "svc", "gone", 0, "stop", "complete", 2*time.Hour),
+			alloc("svc-running", "svc", "gone", 0, "run", "running", 2*time.Hour),
+			alloc("svc-young", "svc", "gone", 0, "stop", "complete", time.Minute),
+			alloc("b-current", "b", "gone", 1, "run", "complete", 25*time.Hour),
+			alloc("b-older", "b", "gone", 0, "run", "complete", 25*time.Hour),
+			alloc("b-older-2h", "b", "gone", 0, "run", "complete", 2*time.Hour),
+			// The job is purged too: its type is unknown, so the longer of
+			// the eval thresholds holds.
+			alloc("purged-25h", "purged", "gone", 0, "stop", "complete", 25*time.Hour),
+			alloc("purged-2h", "purged", "gone", 0, "stop", "complete", 2*time.Hour),
+		},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+	if got, want := sorted(req.Allocs), []string{"b-older", "purged-25h", "svc-stopped"}; !slices.Equal(got, want) {
+		t.Errorf("allocs = %v, want %v", got, want)
+	}
+	if len(req.Evals) != 0 {
+		t.Errorf("evals = %v, want none", req.Evals)
+	}
+}
