@@ -160,8 +160,10 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th gcThresholds, req *sdk.
 // by the job threshold, and a large collection may name them in an earlier
 // request than the job.
 func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds, now time.Time) error {
+	// A zero threshold (a forced collection) asks no age, not even that the
+	// time has passed by this clock: a former leader may have run ahead.
 	young := func(unixNano int64, threshold time.Duration) bool {
-		return now.Sub(time.Unix(0, unixNano)) < threshold
+		return threshold > 0 && now.Sub(time.Unix(0, unixNano)) < threshold
 	}
 	evalThreshold := func(ns, jobID, typ string) time.Duration {
 		t := th.eval

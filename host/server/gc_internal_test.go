@@ -188,3 +188,38 @@ func TestThresholdsQuery_RoundTrip(t *testing.T) {
 		t.Fatal("a collection without its batch eval threshold was accepted")
 	}
 }
+
+// TestCheckCollectable_ForceIgnoresClockSkew: a forced collection accepts
+// objects stamped after the leader's clock (by a former leader running
+// ahead), as it accepts any age.
+func TestCheckCollectable_ForceIgnoresClockSkew(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ahead := now.Add(50 * time.Millisecond).UnixNano()
+	s, _ := state.NewStore()
+	err := s.Write(1, func(tx *state.Txn) error {
+		if err := tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead,
+			SubmitTime: ahead, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}); err != nil {
+			return err
+		}
+		if err := tx.UpsertEval(&sdk.Evaluation{ID: "e", Namespace: "default", JobID: "j", Type: sdk.JobTypeService,
+			Status: sdk.EvalStatusComplete, ModifyTime: ahead}); err != nil {
+			return err
+		}
+		if err := tx.UpsertAlloc(&sdk.Allocation{ID: "a", Namespace: "default", JobID: "j", EvalID: "e", NodeID: "n", TaskGroup: "g",
+			DesiredStatus: sdk.AllocDesiredStatusStop, ClientStatus: sdk.AllocClientStatusComplete, ModifyTime: ahead}); err != nil {
+			return err
+		}
+		if err := tx.UpsertNode(&sdk.Node{ID: "n", Status: sdk.NodeStatusDown, StatusUpdatedAt: now.Add(time.Second).Unix()}); err != nil {
+			return err
+		}
+		return tx.UpsertDeployment(&sdk.Deployment{ID: "d", Namespace: "default", JobID: "j", Status: sdk.DeploymentStatusSuccessful, ModifyTime: ahead})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sdk.GCRequest{Evals: []string{"e"}, Allocs: []string{"a"}, Jobs: []sdk.NamespacedID{{Namespace: "default", ID: "j"}},
+		Nodes: []string{"n"}, Deployments: []string{"d"}}
+	if err := checkCollectable(s.Snapshot(), req, gcThresholds{}, now); err != nil {
+		t.Fatalf("a forced collection was refused: %v", err)
+	}
+}

@@ -181,8 +181,10 @@ func newCollector(v View, now time.Time, th Thresholds) *collector {
 }
 
 // old reports whether a time (Unix nanoseconds) is at least threshold ago.
+// A zero threshold (a forced collection) asks no age, not even that the
+// time has passed by this clock: the leader that stamped it may run ahead.
 func (c *collector) old(unixNano int64, threshold time.Duration) bool {
-	return c.now.Sub(time.Unix(0, unixNano)) >= threshold
+	return threshold <= 0 || c.now.Sub(time.Unix(0, unixNano)) >= threshold
 }
 
 func (c *collector) addAlloc(id string) {

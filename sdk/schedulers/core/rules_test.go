@@ -288,3 +288,29 @@ func TestCollect_EvalGC_OrphanedAllocs(t *testing.T) {
 		t.Errorf("evals = %v, want none", req.Evals)
 	}
 }
+
+// TestCollect_ForceIgnoresClockSkew: a forced collection has no age, as
+// Nomad's (its threshold index is the largest): an object whose last
+// change is stamped after the plugin's clock (the leader's clock ahead of
+// the worker's) is collected too.
+func TestCollect_ForceIgnoresClockSkew(t *testing.T) {
+	ahead := now.Add(50 * time.Millisecond).UnixNano()
+	job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead,
+		SubmitTime: ahead, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	e := eval("e", "j", sdk.JobTypeService, 0)
+	e.ModifyTime = ahead
+	a := alloc("a", "j", "e", 0, "stop", "complete", 0)
+	a.ModifyTime = ahead
+	sync := &abi.StateSync{
+		Nodes:       []*sdk.Node{{ID: "n", Status: sdk.NodeStatusDown, StatusUpdatedAt: now.Add(time.Second).Unix()}},
+		Jobs:        []*sdk.Job{job},
+		Evals:       []*sdk.Evaluation{e},
+		Allocs:      []*sdk.Allocation{a},
+		Deployments: []*sdk.Deployment{{ID: "d", Namespace: "default", JobID: "j", Status: sdk.DeploymentStatusSuccessful, ModifyTime: ahead}},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobForceGC, core.Thresholds{})
+	if !slices.Equal(req.Evals, []string{"e"}) || !slices.Equal(req.Allocs, []string{"a"}) || len(req.Jobs) != 1 ||
+		!slices.Equal(req.Nodes, []string{"n"}) || !slices.Equal(req.Deployments, []string{"d"}) {
+		t.Fatalf("forced GC collected %+v, want everything", req)
+	}
+}
