@@ -314,3 +314,125 @@ func TestCollect_ForceIgnoresClockSkew(t *testing.T) {
 		t.Fatalf("forced GC collected %+v, want everything", req)
 	}
 }
+
+// TestCollect_EvalGC_AllocRules: which terminal allocations of a live
+// service job eval GC may collect, each placed by its own eval (which goes
+// exactly when its allocation may), as Nomad's allocGCEligible decides.
+func TestCollect_EvalGC_AllocRules(t *testing.T) {
+	limited := &sdk.ReschedulePolicy{Attempts: 2, Interval: time.Hour, Delay: time.Minute}
+	tracked := func(age time.Duration) *sdk.RescheduleTracker {
+		return &sdk.RescheduleTracker{Events: []*sdk.RescheduleEvent{{RescheduleTime: ago(age)}}}
+	}
+	cases := []struct {
+		name            string
+		policy          *sdk.ReschedulePolicy
+		desired, client string
+		next            string
+		tracker         *sdk.RescheduleTracker
+		collect         bool
+	}{
+		{"complete", nil, "run", "complete", "", nil, true},
+		{"lost", nil, "run", "lost", "", nil, true},
+		{"failed, no reschedule policy", nil, "run", "failed", "", nil, true},
+		{"failed, rescheduling disabled", &sdk.ReschedulePolicy{}, "run", "failed", "", nil, true},
+		{"failed, unlimited, not replaced", &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Minute}, "run", "failed", "", nil, false},
+		{"failed, unlimited, replaced", &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Minute}, "run", "failed", "next", nil, true},
+		{"failed, limited, never rescheduled", limited, "run", "failed", "", nil, false},
+		{"failed, limited, rescheduled within the interval", limited, "run", "failed", "", tracked(30 * time.Minute), false},
+		{"failed, limited, rescheduled before the interval", limited, "run", "failed", "", tracked(2 * time.Hour), true},
+		{"failed, told to stop", &sdk.ReschedulePolicy{Unlimited: true}, "stop", "failed", "", nil, true},
+		{"told to stop, still running", nil, "stop", "running", "", nil, false},
+		{"told to stop, disconnected", nil, "stop", "unknown", "", nil, true},
+		{"disconnected", nil, "run", "unknown", "", nil, false},
+		{"pending", nil, "run", "pending", "", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning, SubmitTime: ago(10 * time.Hour),
+				TaskGroups: []*sdk.TaskGroup{{Name: "g", ReschedulePolicy: tc.policy}}}
+			a := alloc("a", "j", "e", 0, tc.desired, tc.client, 2*time.Hour)
+			a.NextAllocation, a.RescheduleTracker = tc.next, tc.tracker
+			sync := &abi.StateSync{
+				Nodes:  []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+				Jobs:   []*sdk.Job{job},
+				Evals:  []*sdk.Evaluation{eval("e", "j", sdk.JobTypeService, 2*time.Hour)},
+				Allocs: []*sdk.Allocation{a},
+			}
+			req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+			if got := slices.Equal(req.Allocs, []string{"a"}); got != tc.collect {
+				t.Errorf("allocation collected = %v, want %v", got, tc.collect)
+			}
+			if got := slices.Equal(req.Evals, []string{"e"}); got != tc.collect {
+				t.Errorf("eval collected = %v, want %v", got, tc.collect)
+			}
+		})
+	}
+}
+
+// TestCollect_JobGC_Kinds: which dead or stopped jobs job GC collects, as
+// Nomad's jobs-by-GC index has it.
+func TestCollect_JobGC_Kinds(t *testing.T) {
+	periodic := &sdk.PeriodicConfig{Enabled: true, Spec: "@hourly"}
+	cases := []struct {
+		name    string
+		job     sdk.Job
+		collect bool
+	}{
+		{"stopped service", sdk.Job{Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead}, true},
+		{"dead service, not stopped", sdk.Job{Type: sdk.JobTypeService, Status: sdk.JobStatusDead}, false},
+		{"dead system, not stopped", sdk.Job{Type: sdk.JobTypeSystem, Status: sdk.JobStatusDead}, false},
+		{"dead batch", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead}, true},
+		{"dead sysbatch", sdk.Job{Type: sdk.JobTypeSysBatch, Status: sdk.JobStatusDead}, true},
+		{"running batch", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning}, false},
+		{"periodic template", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, Periodic: periodic}, false},
+		{"stopped periodic template", sdk.Job{Type: sdk.JobTypeBatch, Stop: true, Status: sdk.JobStatusDead, Periodic: periodic}, true},
+		{"disabled periodic block", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, Periodic: &sdk.PeriodicConfig{Spec: "@hourly"}}, true},
+		{"parameterized template", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, ParameterizedJob: &sdk.ParameterizedJobConfig{}}, false},
+		{"dispatched child", sdk.Job{Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, ParameterizedJob: &sdk.ParameterizedJobConfig{}, Dispatched: true}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := tc.job
+			job.Namespace, job.ID, job.SubmitTime = "default", "j", ago(10*time.Hour)
+			job.TaskGroups = []*sdk.TaskGroup{{Name: "g"}}
+			sync := &abi.StateSync{
+				Nodes:  []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+				Jobs:   []*sdk.Job{&job},
+				Evals:  []*sdk.Evaluation{eval("e", "j", job.Type, 5*time.Hour)},
+				Allocs: []*sdk.Allocation{alloc("a", "j", "e", 0, "stop", "complete", 5*time.Hour)},
+			}
+			req := collectFrom(t, sync, sdk.CoreJobJobGC, th)
+			if got := len(req.Jobs) == 1; got != tc.collect {
+				t.Errorf("job collected = %v, want %v (request %+v)", got, tc.collect, req)
+			}
+		})
+	}
+}
+
+// TestCollect_NodeGC: only down nodes, down for the node threshold, with
+// no live allocation, go; a disconnected node (max_client_disconnect)
+// stays with its unknown allocations.
+func TestCollect_NodeGC(t *testing.T) {
+	down := func(id, status string, age time.Duration) *sdk.Node {
+		return &sdk.Node{ID: id, Status: status, StatusUpdatedAt: now.Add(-age).Unix()}
+	}
+	sync := &abi.StateSync{
+		Nodes: []*sdk.Node{
+			down("down-old", sdk.NodeStatusDown, 48*time.Hour),
+			down("down-young", sdk.NodeStatusDown, time.Hour),
+			down("down-lost-allocs", sdk.NodeStatusDown, 48*time.Hour),
+			down("down-live-alloc", sdk.NodeStatusDown, 48*time.Hour),
+			down("disconnected", sdk.NodeStatusDisconnected, 48*time.Hour),
+			down("ready", sdk.NodeStatusReady, 48*time.Hour),
+		},
+		Allocs: []*sdk.Allocation{
+			{ID: "lost", Namespace: "default", JobID: "gone", EvalID: "e", NodeID: "down-lost-allocs", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "lost"},
+			{ID: "live", Namespace: "default", JobID: "gone", EvalID: "e", NodeID: "down-live-alloc", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "running"},
+			{ID: "unknown", Namespace: "default", JobID: "gone", EvalID: "e", NodeID: "disconnected", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "unknown"},
+		},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobNodeGC, th)
+	if got, want := sorted(req.Nodes), []string{"down-lost-allocs", "down-old"}; !slices.Equal(got, want) {
+		t.Errorf("nodes = %v, want %v", got, want)
+	}
+}
