@@ -99,10 +99,10 @@ func TestCollect(t *testing.T) {
 		evals, allocs, jobs, nodes, deployments []string
 	}{
 		{sdk.CoreJobEvalGC,
-			// Batch and sysbatch jobs keep their evals and current
-			// allocations until the job itself is collected (or the
-			// scheduler would run them again), but lose older versions'
-			// allocations; a-failed waits for its reschedule.
+			// Batch and sysbatch jobs keep their current allocations, and
+			// the evals that placed them, until the job itself is collected
+			// (or the scheduler would run them again), but lose older
+			// versions' allocations; a-failed waits for its reschedule.
 			[]string{"e-running-old", "e-stopped"},
 			[]string{"a-batch-v0", "a-running-old", "a-stopped"}, nil, nil, nil},
 		// Dead batch and sysbatch jobs end on their own and go.
