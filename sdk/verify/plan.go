@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/drover-sched/drover/sdk"
@@ -231,7 +232,7 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	if tg == nil {
 		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
 	}
-	if err := checkResources(a, tg); err != nil {
+	if err := checkResources(a, snap.Alloc(a.ID), tg); err != nil {
 		return err
 	}
 	if a.PreviousAllocation != "" {
@@ -288,11 +289,98 @@ func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) 
 // checkResources checks what a placement claims to hold (see
 // sdk.AllocatedResources.CheckCovers), so the fit check cannot be fooled
 // by a plugin that under-reports, or reports negative, resources.
-func checkResources(a *sdk.Allocation, tg *sdk.TaskGroup) error {
-	if err := a.AllocatedResources.CheckCovers(tg); err != nil {
+//
+// old is the stored allocation a updates (in place, or an annotation), nil
+// for a new placement. An update that keeps exactly the networks and ports
+// the allocation holds, for a group that asks for the same networks as the
+// version the allocation runs, is not refused for the ports the group asks
+// for: it changes nothing the port check guards (no port is freed or
+// claimed, none is newly asked for), and an allocation placed before the
+// host checked ports (by a plugin that placed with sdk.RequestedResources)
+// must stay updatable, or every plan that touches it (a scaling, a
+// reschedule annotation) is refused.
+func checkResources(a, old *sdk.Allocation, tg *sdk.TaskGroup) error {
+	err := a.AllocatedResources.CheckCovers(tg)
+	if err != nil && old != nil && old.Job != nil && sameNetworks(old.AllocatedResources, a.AllocatedResources) {
+		if otg := old.Job.LookupTaskGroup(a.TaskGroup); otg != nil && reflect.DeepEqual(networkAsks(otg), networkAsks(tg)) {
+			err = a.AllocatedResources.CheckCovers(withoutNetworks(tg))
+		}
+	}
+	if err != nil {
 		return invalid("allocation %s: %v", a.ID, err)
 	}
 	return nil
+}
+
+// sameNetworks reports whether b holds the networks and ports a holds,
+// shared and per task (nil and empty alike).
+func sameNetworks(a, b *sdk.AllocatedResources) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	nets := func(x, y []*sdk.NetworkResource) bool {
+		return slices.EqualFunc(x, y, func(p, q *sdk.NetworkResource) bool { return reflect.DeepEqual(p, q) })
+	}
+	if !nets(a.Shared.Networks, b.Shared.Networks) || !slices.Equal(a.Shared.Ports, b.Shared.Ports) {
+		return false
+	}
+	for name, tb := range b.Tasks {
+		var x, y []*sdk.NetworkResource
+		if ta := a.Tasks[name]; ta != nil {
+			x = ta.Networks
+		}
+		if tb != nil {
+			y = tb.Networks
+		}
+		if !nets(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// networkAsks returns the ports tg's network (the first, the one assigned)
+// and its tasks' networks ask for, by task name ("" for the group's), none
+// for those that ask for none: what CheckCovers requires a placement to hold.
+func networkAsks(tg *sdk.TaskGroup) map[string][]sdk.Port {
+	out := map[string][]sdk.Port{}
+	add := func(key string, nws []*sdk.NetworkResource) {
+		var ports []sdk.Port
+		for _, nw := range nws {
+			if nw != nil {
+				ports = append(append(ports, nw.ReservedPorts...), nw.DynamicPorts...)
+			}
+		}
+		if len(ports) > 0 {
+			out[key] = ports
+		}
+	}
+	if len(tg.Networks) > 0 {
+		add("", tg.Networks[:1])
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			add(t.Name, t.Resources.Networks)
+		}
+	}
+	return out
+}
+
+// withoutNetworks returns a copy of tg that asks for no networks.
+func withoutNetworks(tg *sdk.TaskGroup) *sdk.TaskGroup {
+	c := *tg
+	c.Networks = nil
+	c.Tasks = make([]*sdk.Task, len(tg.Tasks))
+	for i, t := range tg.Tasks {
+		ct := *t
+		if t.Resources != nil {
+			r := *t.Resources
+			r.Networks = nil
+			ct.Resources = &r
+		}
+		c.Tasks[i] = &ct
+	}
+	return &c
 }
 
 // storedVersion returns the stored job version j claims to be: the current

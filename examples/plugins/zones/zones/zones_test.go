@@ -234,3 +234,32 @@ func TestZones_RejectedPlansFailTheEval(t *testing.T) {
 		t.Fatalf("blocked eval = %+v, want one triggered by %s", b, sdk.EvalTriggerMaxPlans)
 	}
 }
+
+// TestZones_ScalesAJobWhoseAllocationsHoldNoPorts: allocations placed
+// before the host checked ports (zones placed with sdk.RequestedResources,
+// holding none) are updated in place, keeping what they hold, when their
+// job is scaled: the host does not refuse the plan for them.
+func TestZones_ScalesAJobWhoseAllocationsHoldNoPorts(t *testing.T) {
+	h := cluster(map[string]int{"a": 2}, 4000)
+	job := sdktest.Job("web", 1)
+	job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host", DynamicPorts: []sdk.Port{{Label: "http"}}}}
+	h.UpsertJob(job)
+	h.UpsertAlloc(&sdk.Allocation{ID: "a0", Namespace: "default", JobID: "web", TaskGroup: "web", Name: "web.web[0]",
+		NodeID: "a-0", JobVersion: job.Version, AllocatedResources: sdk.RequestedResources(job.TaskGroups[0]),
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
+	next := job.Copy()
+	next.TaskGroups[0].Count = 2
+	h.UpsertJob(next)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(next)); err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, a := range h.AllocsByJob("default", "web") {
+		if !a.TerminalStatus() {
+			live++
+		}
+	}
+	if live != 2 || h.Alloc("a0").JobVersion != next.Version {
+		t.Fatalf("%d live allocations, a0 at version %d; want 2, a0 updated in place to %d", live, h.Alloc("a0").JobVersion, next.Version)
+	}
+}
