@@ -117,7 +117,9 @@ func (n *Node) HasDriver(name string) bool {
 // attributes and meta other than unique.*, drivers, and the kind and
 // attributes of each device group, as Nomad hashes them, but not its
 // instances). Nodes of one class are feasible or not together, so
-// schedulers check one node per class.
+// schedulers check one node per class. The "v2:" prefix names the hash's
+// version: v1 left device groups out, so a GPU node shared its class with
+// plain nodes.
 func (n *Node) ComputeClass() {
 	h := fnv.New64a()
 	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
@@ -160,5 +162,5 @@ func (n *Node) ComputeClass() {
 			hashMap("va", d.Attributes)
 		}
 	}
-	n.ComputedClass = "v1:" + strconv.FormatUint(h.Sum64(), 10)
+	n.ComputedClass = "v2:" + strconv.FormatUint(h.Sum64(), 10)
 }

@@ -283,3 +283,28 @@ func TestSnapshot_MirrorFromAnotherHistoryGetsAFullSync(t *testing.T) {
 		t.Fatalf("from 9 at 10: full %v, %d nodes; want a delta of n10", sync.Full, len(sync.Nodes))
 	}
 }
+
+// A node restored from a snapshot gets its class computed again: one
+// written by an older version holds a class hashed without its devices,
+// which would share the class of plain nodes.
+func TestRestore_ComputesNodeClassesAgain(t *testing.T) {
+	s, err := NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := &sdk.Node{ID: "gpu", Status: sdk.NodeStatusReady, Datacenter: "dc1", ComputedClass: "v1:42",
+		NodeResources: &sdk.NodeResources{Devices: []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4"}}}}
+	restored := *gpu
+	if err := s.Restore(2, func(tx *Txn) error { return tx.UpsertNode(&restored) }); err != nil {
+		t.Fatal(err)
+	}
+	want := *gpu
+	want.ComputeClass()
+	got := s.Snapshot().Node("gpu")
+	if got.ComputedClass != want.ComputedClass || !strings.HasPrefix(got.ComputedClass, "v2:") {
+		t.Fatalf("restored class %q, want %q", got.ComputedClass, want.ComputedClass)
+	}
+	if got.ModifyIndex != gpu.ModifyIndex || got.CreateIndex != gpu.CreateIndex {
+		t.Fatalf("restore changed the node's indexes to %d/%d", got.CreateIndex, got.ModifyIndex)
+	}
+}

@@ -70,7 +70,9 @@ func (t *Txn) touch(ns, jobID string) {
 	t.touched[sdk.NamespacedID{Namespace: ns, ID: jobID}] = true
 }
 
-// UpsertNode inserts or replaces a node, keeping its create index.
+// UpsertNode inserts or replaces a node, keeping its create index. Its
+// class is computed again also on restore: a snapshot written by an older
+// version holds classes hashed as that version did (sdk.Node.ComputeClass).
 func (t *Txn) UpsertNode(n *sdk.Node) error {
 	if !t.restore {
 		if old := t.Node(n.ID); old != nil {
@@ -79,8 +81,8 @@ func (t *Txn) UpsertNode(n *sdk.Node) error {
 			n.CreateIndex = t.index
 		}
 		n.ModifyIndex = t.index
-		n.ComputeClass()
 	}
+	n.ComputeClass()
 	t.record(KindNode, n.ID)
 	return t.insert(TableNodes, n)
 }
