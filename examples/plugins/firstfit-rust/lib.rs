@@ -107,6 +107,9 @@ struct Group {
     tasks: Vec<Task>,
     disk: i64,
     cores: i64,
+    // ports: the group or one of its tasks asks for a port, which this
+    // plugin does not hand out (the host refuses a placement without it).
+    ports: bool,
 }
 
 impl Group {
@@ -187,6 +190,12 @@ fn parse_job(v: &Value) -> Job {
         .iter()
         .map(|g| {
             let mut cores = 0;
+            let asks_ports = |nets: &Value| {
+                nets.array()
+                    .iter()
+                    .any(|n| !n.get("ReservedPorts").array().is_empty() || !n.get("DynamicPorts").array().is_empty())
+            };
+            let mut ports = asks_ports(g.get("Networks"));
             let tasks = g
                 .get("Tasks")
                 .array()
@@ -194,6 +203,7 @@ fn parse_job(v: &Value) -> Job {
                 .map(|t| {
                     let r = t.get("Resources");
                     cores += r.get("Cores").i64();
+                    ports |= asks_ports(r.get("Networks"));
                     Task {
                         name: t.get("Name").str().to_string(),
                         cpu: r.get("CPU").i64(),
@@ -208,6 +218,7 @@ fn parse_job(v: &Value) -> Job {
                 tasks,
                 disk: g.get("EphemeralDisk").get("SizeMB").i64(),
                 cores,
+                ports,
             }
         })
         .collect();
@@ -471,7 +482,7 @@ fn schedule(m: &mut Mirror, pass: &mut Pass) -> Result<Outcome, Failure> {
                             && (job.pool == "all" || node.pool == if job.pool.is_empty() { "default" } else { &job.pool })
                             && need.fits_in(*n)
                     };
-                    let chosen = if g.cores > 0 { None } else { free.iter().find(|e| feasible(*e)).map(|(id, _)| (*id).clone()) };
+                    let chosen = if g.cores > 0 || g.ports { None } else { free.iter().find(|e| feasible(*e)).map(|(id, _)| (*id).clone()) };
                     match chosen {
                         Some(node) => {
                             free.get_mut(&node).unwrap().sub(need);
