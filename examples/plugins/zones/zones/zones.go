@@ -73,7 +73,7 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		}
 		// As Nomad: the eval fails, and the blocked eval retries it.
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: err.Error(), Blocked: b, DeploymentID: p.deploymentID})
+			Description: conclude.FailedMaxAttempts(conclude.MaxServiceAttempts), Blocked: b, DeploymentID: p.deploymentID})
 	default:
 		return err
 	}
