@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/host/state"
@@ -364,4 +365,40 @@ func registerMigrating(t *testing.T, s *server.Server, count int) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
+}
+
+// A job stored before a check it fails was added (a version's stricter
+// validation) can still be scaled: scaling changes the count alone, and
+// checks that, as Nomad's Job.Scale does. Registering the job again is
+// still refused.
+func TestScaleJob_StoredJobThatLaterChecksRefuse(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	job := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+	job.Namespace = sdk.DefaultNamespace
+	// Ten attempts 30 s apart do not fit in a minute.
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 10, Interval: time.Minute,
+		Delay: 30 * time.Second, DelayFunction: "constant"}
+	if _, _, err := s.RegisterJob(job.Copy()); err == nil || !strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("registration of a job the reschedule check refuses: %v", err)
+	}
+	if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: job.Copy()}); err != nil {
+		t.Fatal(err)
+	}
+	count := int64(3)
+	res, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &count})
+	if err != nil {
+		t.Fatalf("scaling the stored job: %v", err)
+	}
+	servertest.WaitForEval(t, s, res.EvalID)
+	if j := s.Store().Snapshot().Job("default", "web"); j.TaskGroups[0].Count != 3 {
+		t.Fatalf("count %d after scaling, want 3", j.TaskGroups[0].Count)
+	}
+	// The plan size limit still applies to a scaled count.
+	huge := int64(1 << 40)
+	if _, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &huge}); err == nil {
+		t.Fatal("a count over the plan size limit was scaled to")
+	}
 }

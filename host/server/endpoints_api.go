@@ -116,7 +116,15 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 	if err := validateJobUpdate(cur, job); err != nil {
 		return "", 0, badRequest(err)
 	}
-	if err := s.ValidateJob(job); err != nil {
+	validate := s.ValidateJob
+	if opts.scaling != nil {
+		// Scaling changes a stored job's count alone: the job passed the
+		// checks of the version that registered it, and a later version's
+		// stricter ones must not make it unscalable (Nomad's Job.Scale
+		// checks the count only).
+		validate = s.validateCounts
+	}
+	if err := validate(job); err != nil {
 		return "", 0, err
 	}
 	if snap.SchedulerConfig().RejectJobRegistration {
@@ -176,21 +184,29 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
 		return badRequest(err)
 	}
-	// A job that could never be placed in one plan is refused up front: its
-	// every evaluation would build a plan the applier must reject.
-	// Counts are not negative (Validate), and the sum is compared part by
-	// part so that huge counts cannot wrap it below the limit.
+	if err := s.validateCounts(job); err != nil {
+		return err
+	}
+	if job.IsPeriodic() {
+		if _, err := NextLaunch(job.Periodic, s.now()); err != nil {
+			return badRequest(err)
+		}
+	}
+	return nil
+}
+
+// validateCounts refuses a job that could never be placed in one plan: its
+// every evaluation would build a plan the applier must reject. Counts are
+// not negative (Validate; ScaleJob for a scaled count), and the sum is
+// compared part by part so that huge counts cannot wrap it below the
+// limit.
+func (s *Server) validateCounts(job *sdk.Job) error {
 	limit, total := s.cfg.PlanLimits.MaxAllocs, 0
 	for _, tg := range job.TaskGroups {
 		if tg.Count > limit-total {
 			return badRequest(fmt.Errorf("job %q asks for more than %d allocations in all, over the plan size limit", job.ID, limit))
 		}
 		total += tg.Count
-	}
-	if job.IsPeriodic() {
-		if _, err := NextLaunch(job.Periodic, s.now()); err != nil {
-			return badRequest(err)
-		}
 	}
 	return nil
 }
