@@ -34,7 +34,10 @@ func TestStack_UpdateFunc(t *testing.T) {
 			h.UpsertJob(job)
 			running := &sdk.Allocation{ID: "a0", Namespace: "default", JobID: "web", TaskGroup: "web", Name: "web.web[0]",
 				NodeID: "n1", JobVersion: job.Version, AllocatedResources: sdk.RequestedResources(job.TaskGroups[0]),
-				DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+				DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning,
+				Metrics: &sdk.AllocMetric{NodesEvaluated: 3}}
+			// What it was given on its node: an in-place update keeps it.
+			running.AllocatedResources.Tasks["app"].Networks = []*sdk.NetworkResource{{DynamicPorts: []sdk.Port{{Label: "http", Value: 23456}}}}
 			h.UpsertAlloc(running)
 			if tc.change != nil {
 				next := job.Copy()
@@ -63,6 +66,16 @@ func TestStack_UpdateFunc(t *testing.T) {
 			if inPlace && (updated.JobVersion != current.Version || updated.JobModifyIndex != current.JobModifyIndex ||
 				updated.EvalID != eval.ID || updated.NodeID != "n1" || updated.Job != nil) {
 				t.Fatalf("in-place update = %+v, want version %d of the job on n1 for e2", updated, current.Version)
+			}
+			if inPlace {
+				// No metrics: the allocation keeps its placement's.
+				if updated.Metrics != nil {
+					t.Fatalf("in-place update carries metrics %+v", updated.Metrics)
+				}
+				nets := updated.AllocatedResources.Tasks["app"].Networks
+				if len(nets) != 1 || len(nets[0].DynamicPorts) != 1 || nets[0].DynamicPorts[0].Value != 23456 {
+					t.Fatalf("in-place update's networks %+v, want the port it holds", nets)
+				}
 			}
 			if len(plan.NodeUpdate) != 0 {
 				t.Fatalf("the probe left stops in the plan: %+v", plan.NodeUpdate)
