@@ -613,7 +613,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		proposed := s.plan.Proposed(n.ID)
 		r, dim := s.assign(g, n, proposed, &dev)
 		if r == nil && preemptOK && (len(g.ports) > 0 || len(g.devices) > 0) {
-			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), s.notPreempted(proposed))
+			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(proposed, s.plan.NodePreemptions[n.ID]))
 			heldVictims = preempt.ForPorts(g.ports, candidates)
 			if len(g.devices) > 0 {
 				heldVictims = append(heldVictims, preempt.ForDevices(s.checker, n, g.devices,
@@ -650,7 +650,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		for _, v := range heldVictims {
 			used.Sub(v.Usage())
 		}
-		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(s.notPreempted(s.plan.Proposed(n.ID)), heldVictims))
+		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(without(s.plan.Proposed(n.ID), s.plan.NodePreemptions[n.ID]), heldVictims))
 		victims := preempt.Select(capacity, used, candidates)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
@@ -737,7 +737,8 @@ func (s *Stack) fit(g *group, n *sdk.Node, info *nodeInfo) fitCache {
 }
 
 // without returns allocs less those in drop (a new slice when drop is not
-// empty).
+// empty): with a node's NodePreemptions, those the plan does not already
+// preempt.
 func without(allocs, drop []*sdk.Allocation) []*sdk.Allocation {
 	if len(drop) == 0 {
 		return allocs
@@ -747,27 +748,6 @@ func without(allocs, drop []*sdk.Allocation) []*sdk.Allocation {
 		gone := false
 		for _, d := range drop {
 			if d.ID == a.ID {
-				gone = true
-				break
-			}
-		}
-		if !gone {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// notPreempted drops allocations the plan already preempts.
-func (s *Stack) notPreempted(allocs []*sdk.Allocation) []*sdk.Allocation {
-	if len(s.plan.NodePreemptions) == 0 {
-		return allocs
-	}
-	out := allocs[:0:0]
-	for _, a := range allocs {
-		gone := false
-		for _, p := range s.plan.NodePreemptions[a.NodeID] {
-			if p.ID == a.ID {
 				gone = true
 				break
 			}
