@@ -1,5 +1,10 @@
 package sdk
 
+import (
+	"fmt"
+	"time"
+)
+
 // Core evaluations: the host's timers create them (TriggeredBy "scheduled",
 // Type JobTypeCore) and the core scheduler plugin processes them. Their
 // JobID names the kind of collection.
@@ -22,6 +27,34 @@ const (
 	ConfigNodeGCThreshold       = "node_gc_threshold"
 	ConfigDeploymentGCThreshold = "deployment_gc_threshold"
 )
+
+// GCThresholds are how long ago objects must have last changed to be
+// collected. BatchEval holds the evals of batch jobs (and their
+// allocations) in eval GC; job GC holds a job's evals and allocations to
+// Job. A forced collection has none (all zero).
+type GCThresholds struct {
+	Eval, BatchEval, Job, Node, Deployment time.Duration
+}
+
+// GCThresholdsFrom reads the thresholds from a core scheduler's
+// configuration: the Config*GCThreshold keys, as Go durations.
+func GCThresholdsFrom(config map[string]string) (GCThresholds, error) {
+	var th GCThresholds
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{ConfigEvalGCThreshold, &th.Eval}, {ConfigBatchEvalGCThreshold, &th.BatchEval}, {ConfigJobGCThreshold, &th.Job},
+		{ConfigNodeGCThreshold, &th.Node}, {ConfigDeploymentGCThreshold, &th.Deployment},
+	} {
+		d, err := time.ParseDuration(config[f.key])
+		if err != nil || d < 0 {
+			return th, fmt.Errorf("%s = %q is not a duration", f.key, config[f.key])
+		}
+		*f.dst = d
+	}
+	return th, nil
+}
 
 // GCRequest asks the host to delete objects a core scheduler found old
 // enough. The host deletes only what is safe to delete (terminal evals and

@@ -41,7 +41,7 @@ type evalHost interface {
 	ApplyEvals(ctx context.Context, evalID, token string, evals []*sdk.Evaluation) error
 	// GarbageCollect deletes what a core eval's collection asks, checked
 	// against the leader's state and the thresholds.
-	GarbageCollect(ctx context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error
+	GarbageCollect(ctx context.Context, evalID, token string, th sdk.GCThresholds, req *sdk.GCRequest) error
 }
 
 // localHost is the leader's own machinery.
@@ -82,7 +82,7 @@ func (h localHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (res *sdk.PlanRe
 	return s.applier.Submit(ctx, p)
 }
 
-func (h localHost) GarbageCollect(_ context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error {
+func (h localHost) GarbageCollect(_ context.Context, evalID, token string, th sdk.GCThresholds, req *sdk.GCRequest) error {
 	if err := h.s.broker.OutstandingReset(evalID, token); err != nil {
 		return err
 	}
@@ -264,15 +264,15 @@ func (s *Server) serveEval(w http.ResponseWriter, r *http.Request) {
 // The thresholds of a collection, as query parameters (nanoseconds).
 var thresholdParams = []string{"eval", "batch_eval", "job", "node", "deployment"}
 
-func thresholdsQuery(q url.Values, th gcThresholds) {
-	for i, d := range []time.Duration{th.eval, th.batchEval, th.job, th.node, th.deployment} {
+func thresholdsQuery(q url.Values, th sdk.GCThresholds) {
+	for i, d := range []time.Duration{th.Eval, th.BatchEval, th.Job, th.Node, th.Deployment} {
 		q.Set("gc_"+thresholdParams[i], strconv.FormatInt(int64(d), 10))
 	}
 }
 
-func thresholdsFromQuery(q url.Values) (gcThresholds, error) {
-	var th gcThresholds
-	for i, dst := range []*time.Duration{&th.eval, &th.batchEval, &th.job, &th.node, &th.deployment} {
+func thresholdsFromQuery(q url.Values) (sdk.GCThresholds, error) {
+	var th sdk.GCThresholds
+	for i, dst := range []*time.Duration{&th.Eval, &th.BatchEval, &th.Job, &th.Node, &th.Deployment} {
 		n, err := strconv.ParseInt(q.Get("gc_"+thresholdParams[i]), 10, 64)
 		if err != nil || n < 0 {
 			return th, fmt.Errorf("%w: bad collection threshold %s", sdk.ErrInvalidEval, thresholdParams[i])
@@ -426,7 +426,7 @@ func (h remoteHost) SubmitPlan(ctx context.Context, p *sdk.Plan) (*sdk.PlanResul
 	return res, nil
 }
 
-func (h remoteHost) GarbageCollect(ctx context.Context, evalID, token string, th gcThresholds, req *sdk.GCRequest) error {
+func (h remoteHost) GarbageCollect(ctx context.Context, evalID, token string, th sdk.GCThresholds, req *sdk.GCRequest) error {
 	b, err := req.MarshalMsg(nil)
 	if err != nil {
 		return err

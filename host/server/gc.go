@@ -100,30 +100,15 @@ func (s *Server) coreConfig(plugin map[string]string) map[string]string {
 	return out
 }
 
-// gcThresholds are how old each kind of object must be to be collected.
-type gcThresholds struct {
-	eval, batchEval, job, node, deployment time.Duration
-}
-
 // gcThresholdsFor reads the thresholds of a core eval from the core
 // scheduler's configuration (coreConfig); a forced collection has none.
-func gcThresholdsFor(kind string, config map[string]string) (gcThresholds, error) {
+func gcThresholdsFor(kind string, config map[string]string) (sdk.GCThresholds, error) {
 	if kind == sdk.CoreJobForceGC {
-		return gcThresholds{}, nil
+		return sdk.GCThresholds{}, nil
 	}
-	var th gcThresholds
-	for _, f := range []struct {
-		key string
-		dst *time.Duration
-	}{
-		{sdk.ConfigEvalGCThreshold, &th.eval}, {sdk.ConfigBatchEvalGCThreshold, &th.batchEval}, {sdk.ConfigJobGCThreshold, &th.job},
-		{sdk.ConfigNodeGCThreshold, &th.node}, {sdk.ConfigDeploymentGCThreshold, &th.deployment},
-	} {
-		d, err := time.ParseDuration(config[f.key])
-		if err != nil || d < 0 {
-			return th, fmt.Errorf("server: core scheduler config %s = %q is not a duration", f.key, config[f.key])
-		}
-		*f.dst = d
+	th, err := sdk.GCThresholdsFrom(config)
+	if err != nil {
+		return th, fmt.Errorf("server: core scheduler config %w", err)
 	}
 	return th, nil
 }
@@ -132,7 +117,7 @@ func gcThresholdsFor(kind string, config map[string]string) (gcThresholds, error
 // (the latest state) and old enough by th at the server's time, and deletes
 // it through raft. It rejects the whole request, naming the first object
 // that is not collectable.
-func (s *Server) garbageCollect(snap *state.Snapshot, th gcThresholds, req *sdk.GCRequest) error {
+func (s *Server) garbageCollect(snap *state.Snapshot, th sdk.GCThresholds, req *sdk.GCRequest) error {
 	if req.Empty() {
 		return nil
 	}
@@ -159,19 +144,19 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th gcThresholds, req *sdk.
 // submitted that long ago: job GC collects a job's evals and allocations
 // by the job threshold, and a large collection may name them in an earlier
 // request than the job.
-func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds, now time.Time) error {
+func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresholds, now time.Time) error {
 	// A zero threshold (a forced collection) asks no age, not even that the
 	// time has passed by this clock: a former leader may have run ahead.
 	young := func(unixNano int64, threshold time.Duration) bool {
 		return threshold > 0 && now.Sub(time.Unix(0, unixNano)) < threshold
 	}
 	evalThreshold := func(ns, jobID, typ string) time.Duration {
-		t := th.eval
+		t := th.Eval
 		if typ == sdk.JobTypeBatch {
-			t = th.batchEval
+			t = th.BatchEval
 		}
-		if j := snap.Job(ns, jobID); j != nil && (j.Stop || j.Status == sdk.JobStatusDead) && !young(j.SubmitTime, th.job) {
-			t = min(t, th.job)
+		if j := snap.Job(ns, jobID); j != nil && (j.Stop || j.Status == sdk.JobStatusDead) && !young(j.SubmitTime, th.Job) {
+			t = min(t, th.Job)
 		}
 		return t
 	}
@@ -218,23 +203,23 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 		if !job.Stop && job.Status != sdk.JobStatusDead {
 			return fmt.Errorf("job %s is neither stopped nor dead", j)
 		}
-		if young(job.SubmitTime, th.job) {
-			return fmt.Errorf("job %s was submitted less than %s ago", j, th.job)
+		if young(job.SubmitTime, th.Job) {
+			return fmt.Errorf("job %s was submitted less than %s ago", j, th.Job)
 		}
 		for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
 			if !a.TerminalStatus() {
 				return fmt.Errorf("job %s has live allocation %s", j, a.ID)
 			}
-			if young(a.ModifyTime, th.job) {
-				return fmt.Errorf("job %s has allocation %s that changed less than %s ago", j, a.ID, th.job)
+			if young(a.ModifyTime, th.Job) {
+				return fmt.Errorf("job %s has allocation %s that changed less than %s ago", j, a.ID, th.Job)
 			}
 		}
 		for _, e := range snap.EvalsByJob(j.Namespace, j.ID) {
 			if !e.TerminalStatus() {
 				return fmt.Errorf("job %s has open evaluation %s", j, e.ID)
 			}
-			if young(e.ModifyTime, th.job) {
-				return fmt.Errorf("job %s has evaluation %s that changed less than %s ago", j, e.ID, th.job)
+			if young(e.ModifyTime, th.Job) {
+				return fmt.Errorf("job %s has evaluation %s that changed less than %s ago", j, e.ID, th.Job)
 			}
 		}
 	}
@@ -246,8 +231,8 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 		if n.Status != sdk.NodeStatusDown {
 			return fmt.Errorf("node %s is %s, not down", id, n.Status)
 		}
-		if young(n.StatusUpdatedAt*int64(time.Second), th.node) {
-			return fmt.Errorf("node %s changed status less than %s ago", id, th.node)
+		if young(n.StatusUpdatedAt*int64(time.Second), th.Node) {
+			return fmt.Errorf("node %s changed status less than %s ago", id, th.Node)
 		}
 		for _, a := range snap.AllocsByNode(id) {
 			if !a.TerminalStatus() {
@@ -263,8 +248,8 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th gcThresholds,
 		if d.Active() {
 			return fmt.Errorf("deployment %s is still %s", id, d.Status)
 		}
-		if young(d.ModifyTime, th.deployment) {
-			return fmt.Errorf("deployment %s changed less than %s ago", id, th.deployment)
+		if young(d.ModifyTime, th.Deployment) {
+			return fmt.Errorf("deployment %s changed less than %s ago", id, th.Deployment)
 		}
 	}
 	return nil

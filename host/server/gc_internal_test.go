@@ -14,10 +14,10 @@ func TestGCThresholdsFor(t *testing.T) {
 	cfg := map[string]string{sdk.ConfigEvalGCThreshold: "1h", sdk.ConfigBatchEvalGCThreshold: "24h", sdk.ConfigJobGCThreshold: "4h",
 		sdk.ConfigNodeGCThreshold: "24h", sdk.ConfigDeploymentGCThreshold: "30m"}
 	th, err := gcThresholdsFor(sdk.CoreJobEvalGC, cfg)
-	if err != nil || th != (gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 24 * time.Hour, deployment: 30 * time.Minute}) {
+	if err != nil || th != (sdk.GCThresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: 30 * time.Minute}) {
 		t.Fatalf("thresholds %+v %v", th, err)
 	}
-	if th, err := gcThresholdsFor(sdk.CoreJobForceGC, nil); err != nil || th != (gcThresholds{}) {
+	if th, err := gcThresholdsFor(sdk.CoreJobForceGC, nil); err != nil || th != (sdk.GCThresholds{}) {
 		t.Fatalf("force-gc thresholds %+v %v", th, err)
 	}
 	cfg[sdk.ConfigNodeGCThreshold] = "a day"
@@ -59,7 +59,7 @@ func TestCheckCollectable_Ages(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := s.Snapshot()
-	th := gcThresholds{eval: time.Hour, job: time.Hour, node: time.Hour, deployment: time.Hour}
+	th := sdk.GCThresholds{Eval: time.Hour, Job: time.Hour, Node: time.Hour, Deployment: time.Hour}
 	for _, kind := range []string{"old", "young"} {
 		reqs := map[string]*sdk.GCRequest{
 			"eval":       {Evals: []string{"e-" + kind}},
@@ -77,7 +77,7 @@ func TestCheckCollectable_Ages(t *testing.T) {
 				if kind == "young" && (err == nil || !strings.Contains(err.Error(), "less than 1h0m0s ago")) {
 					t.Fatalf("a young %s was accepted: %v", what, err)
 				}
-				if err := checkCollectable(snap, req, gcThresholds{}, now); err != nil {
+				if err := checkCollectable(snap, req, sdk.GCThresholds{}, now); err != nil {
 					t.Fatalf("a forced collection refused a terminal %s: %v", what, err)
 				}
 			})
@@ -142,13 +142,13 @@ func TestCheckCollectable_EvalThresholds(t *testing.T) {
 			t.Fatalf("job %s is %s, want running", id, j.Status)
 		}
 	}
-	defaults := gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 24 * time.Hour, deployment: time.Hour}
+	defaults := sdk.GCThresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
 	shortBatch, longEval := defaults, defaults
-	shortBatch.batchEval = 30 * time.Minute
-	longEval.eval = 6 * time.Hour
+	shortBatch.BatchEval = 30 * time.Minute
+	longEval.Eval = 6 * time.Hour
 	for _, tc := range []struct {
 		name    string
-		th      gcThresholds
+		th      sdk.GCThresholds
 		req     *sdk.GCRequest
 		refused string
 	}{
@@ -176,7 +176,7 @@ func TestCheckCollectable_EvalThresholds(t *testing.T) {
 // collection's thresholds to the leader as query parameters; every one of
 // them arrives.
 func TestThresholdsQuery_RoundTrip(t *testing.T) {
-	th := gcThresholds{eval: time.Hour, batchEval: 24 * time.Hour, job: 4 * time.Hour, node: 48 * time.Hour, deployment: 30 * time.Minute}
+	th := sdk.GCThresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 48 * time.Hour, Deployment: 30 * time.Minute}
 	q := url.Values{}
 	thresholdsQuery(q, th)
 	got, err := thresholdsFromQuery(q)
@@ -219,7 +219,7 @@ func TestCheckCollectable_ForceIgnoresClockSkew(t *testing.T) {
 	}
 	req := &sdk.GCRequest{Evals: []string{"e"}, Allocs: []string{"a"}, Jobs: []sdk.NamespacedID{{Namespace: "default", ID: "j"}},
 		Nodes: []string{"n"}, Deployments: []string{"d"}}
-	if err := checkCollectable(s.Snapshot(), req, gcThresholds{}, now); err != nil {
+	if err := checkCollectable(s.Snapshot(), req, sdk.GCThresholds{}, now); err != nil {
 		t.Fatalf("a forced collection was refused: %v", err)
 	}
 }

@@ -290,7 +290,7 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 // collection, which no other eval may ask for.
 type corePlanner struct {
 	*evalPlanner
-	thresholds gcThresholds
+	thresholds sdk.GCThresholds
 }
 
 var _ runtime.Collector = corePlanner{}

@@ -39,30 +39,8 @@ var (
 )
 
 // Thresholds are how long ago objects must have last changed to be
-// collected. BatchEval holds evals of batch jobs (and their allocations)
-// in eval GC; job GC holds a job's evals and allocations to Job.
-type Thresholds struct {
-	Eval, BatchEval, Job, Node, Deployment time.Duration
-}
-
-// ThresholdsFrom reads the thresholds from a core plugin's configuration.
-func ThresholdsFrom(config map[string]string) (Thresholds, error) {
-	var th Thresholds
-	for _, f := range []struct {
-		key string
-		dst *time.Duration
-	}{
-		{sdk.ConfigEvalGCThreshold, &th.Eval}, {sdk.ConfigBatchEvalGCThreshold, &th.BatchEval}, {sdk.ConfigJobGCThreshold, &th.Job},
-		{sdk.ConfigNodeGCThreshold, &th.Node}, {sdk.ConfigDeploymentGCThreshold, &th.Deployment},
-	} {
-		d, err := time.ParseDuration(config[f.key])
-		if err != nil || d < 0 {
-			return th, fmt.Errorf("core: config %s = %q is not a duration", f.key, config[f.key])
-		}
-		*f.dst = d
-	}
-	return th, nil
-}
+// collected (sdk.GCThresholds).
+type Thresholds = sdk.GCThresholds
 
 // Scheduler is the core scheduler.
 type Scheduler struct{}
@@ -89,8 +67,8 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	var th Thresholds
 	if eval.JobID != sdk.CoreJobForceGC {
 		var err error
-		if th, err = ThresholdsFrom(ctx.Config); err != nil {
-			return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: err.Error()})
+		if th, err = sdk.GCThresholdsFrom(ctx.Config); err != nil {
+			return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: "core: config " + err.Error()})
 		}
 	}
 	req, err := Collect(eval.JobID, View{State: ctx.State, Evals: evals, Catalog: catalog}, ctx.Now, th)
