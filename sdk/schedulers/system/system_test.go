@@ -286,28 +286,18 @@ func TestSystem_PreemptsForStaticPorts(t *testing.T) {
 			job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
 				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
 			h.Process(sched, h.RegisterJob(job))
-			if tc.preempted == nil {
-				m := h.LastEval().FailedTGAllocs["agent"]
-				if len(h.Plans) != 0 || m == nil || m.DimensionExhausted[tc.exhausted] != 1 {
-					t.Fatalf("plans %d, failed %+v; want no plan, exhausted on %q", len(h.Plans), m, tc.exhausted)
-				}
+			placed := preemptingPlacement(t, h, tc.exhausted, tc.preempted)
+			if placed == nil {
 				return
 			}
-			plan := h.LastPlan()
-			placed := schedtest.Placed(plan)
-			var pre []string
-			for _, a := range schedtest.Preempted(plan) {
-				pre = append(pre, a.ID)
+			if len(placed.PreemptedAllocations) != len(tc.preempted) {
+				t.Fatalf("placed preempting %v; want %v", placed.PreemptedAllocations, tc.preempted)
 			}
-			slices.Sort(pre)
-			if len(placed) != 1 || !slices.Equal(pre, tc.preempted) || len(placed[0].PreemptedAllocations) != len(pre) {
-				t.Fatalf("placed %d, preempted %v; want 1 placed, preempting %v", len(placed), pre, tc.preempted)
-			}
-			if ports := placed[0].AllocatedResources.Shared.Ports; len(ports) != 1 || ports[0].Value != 8080 {
+			if ports := placed.AllocatedResources.Shared.Ports; len(ports) != 1 || ports[0].Value != 8080 {
 				t.Fatalf("ports %+v, want http=8080", ports)
 			}
 			for _, id := range tc.preempted {
-				if a := h.Alloc(id); a.DesiredStatus != sdk.AllocDesiredStatusEvict || a.PreemptedByAllocation != placed[0].ID {
+				if a := h.Alloc(id); a.DesiredStatus != sdk.AllocDesiredStatusEvict || a.PreemptedByAllocation != placed.ID {
 					t.Fatalf("%s: desired %s by %q", id, a.DesiredStatus, a.PreemptedByAllocation)
 				}
 			}
@@ -377,29 +367,42 @@ func TestSystem_PreemptsForDevices(t *testing.T) {
 			job := schedtest.SystemJob("agent")
 			job.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: tc.count}}
 			h.Process(sched, h.RegisterJob(job))
-			if tc.preempted == nil {
-				m := h.LastEval().FailedTGAllocs["agent"]
-				if len(h.Plans) != 0 || m == nil || m.DimensionExhausted["devices: no devices match request"] != 1 {
-					t.Fatalf("plans %d, failed %+v; want no plan, exhausted on devices", len(h.Plans), m)
-				}
+			placed := preemptingPlacement(t, h, "devices: no devices match request", tc.preempted)
+			if placed == nil {
 				return
 			}
-			plan := h.LastPlan()
-			placed := schedtest.Placed(plan)
-			var pre []string
-			for _, a := range schedtest.Preempted(plan) {
-				pre = append(pre, a.ID)
-			}
-			slices.Sort(pre)
-			if len(placed) != 1 || !slices.Equal(pre, tc.preempted) {
-				t.Fatalf("placed %d, preempted %v; want 1 placed, preempting %v", len(placed), pre, tc.preempted)
-			}
-			devs := placed[0].AllocatedResources.Tasks["agent"].Devices
+			devs := placed.AllocatedResources.Tasks["agent"].Devices
 			if len(devs) != 1 || uint64(len(devs[0].DeviceIDs)) != tc.count {
 				t.Fatalf("devices %+v, want %d instances", devs, tc.count)
 			}
 		})
 	}
+}
+
+// preemptingPlacement checks the agent group's one placement on the last
+// plan and the allocations it preempts (sorted IDs), and returns it; with
+// preempted nil, it checks instead that nothing was placed, the group
+// failing on exhausted, and returns nil.
+func preemptingPlacement(t *testing.T, h *schedtest.Harness, exhausted string, preempted []string) *sdk.Allocation {
+	t.Helper()
+	if preempted == nil {
+		m := h.LastEval().FailedTGAllocs["agent"]
+		if len(h.Plans) != 0 || m == nil || m.DimensionExhausted[exhausted] != 1 {
+			t.Fatalf("plans %d, failed %+v; want no plan, exhausted on %q", len(h.Plans), m, exhausted)
+		}
+		return nil
+	}
+	plan := h.LastPlan()
+	placed := schedtest.Placed(plan)
+	var pre []string
+	for _, a := range schedtest.Preempted(plan) {
+		pre = append(pre, a.ID)
+	}
+	slices.Sort(pre)
+	if len(placed) != 1 || !slices.Equal(pre, preempted) {
+		t.Fatalf("placed %d, preempted %v; want 1 placed, preempting %v", len(placed), pre, preempted)
+	}
+	return placed[0]
 }
 
 func TestSysBatch_DoesNotRerunFinished(t *testing.T) {
