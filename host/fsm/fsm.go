@@ -545,16 +545,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 	}
 	// A stopped or preempted allocation holds its room, as schedulers count
 	// it, until its node reports it finished (AllocClientUpdate unblocks
-	// then), so the plan frees room only where it marks an allocation
-	// finished itself (lost, on a node that is down).
-	freed := func(a, old *sdk.Allocation) {
-		if !a.ClientTerminalStatus() || old.ClientTerminalStatus() {
-			return
-		}
-		if n := tx.Node(a.NodeID); n != nil {
-			fx.unblock(n.ComputedClass)
-		}
-	}
+	// then), so the plan frees room only where a stop marks an allocation
+	// finished itself (lost, on a node that is down); a preemption never
+	// does.
 	for _, s := range req.AllocsStopped {
 		old := tx.Alloc(s.ID)
 		if old == nil {
@@ -577,7 +570,11 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
-		freed(&a, old)
+		if a.ClientTerminalStatus() && !old.ClientTerminalStatus() {
+			if n := tx.Node(a.NodeID); n != nil {
+				fx.unblock(n.ComputedClass)
+			}
+		}
 	}
 	for _, p := range req.AllocsPreempted {
 		old := tx.Alloc(p.ID)
@@ -593,7 +590,6 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		if err := tx.UpsertAllocOver(&a, old); err != nil {
 			return err
 		}
-		freed(&a, old)
 	}
 	var fresh []*sdk.Allocation // new to their deployment
 	for _, u := range req.AllocsUpdated {
