@@ -7,8 +7,14 @@ import (
 
 // Core evaluations: the host's timers create them (TriggeredBy "scheduled",
 // Type JobTypeCore) and the core scheduler plugin processes them. Their
-// JobID names the kind of collection.
+// JobID names the kind of collection, in CoreJobNamespace.
 const (
+	// CoreJobNamespace is the namespace of core evaluations, Nomad's "-":
+	// no job can be registered in it, so a user's job named like a kind of
+	// collection ("eval-gc") neither shares its evals with the collector's
+	// nor waits behind them in the broker.
+	CoreJobNamespace = "-"
+
 	CoreJobEvalGC       = "eval-gc"
 	CoreJobJobGC        = "job-gc"
 	CoreJobNodeGC       = "node-gc"

@@ -24,7 +24,7 @@ func (s *Server) hasCorePlugin() bool {
 
 func (s *Server) coreEval(jobID string) *sdk.Evaluation {
 	now := s.now().UnixNano()
-	return &sdk.Evaluation{ID: newID(), Namespace: sdk.DefaultNamespace, Priority: sdk.CoreJobPriority,
+	return &sdk.Evaluation{ID: newID(), Namespace: sdk.CoreJobNamespace, Priority: sdk.CoreJobPriority,
 		Type: sdk.JobTypeCore, TriggeredBy: sdk.EvalTriggerScheduled, JobID: jobID,
 		Status: sdk.EvalStatusPending, CreateTime: now, ModifyTime: now}
 }
@@ -63,11 +63,15 @@ func (s *Server) scheduleCoreEvals(ctx context.Context) {
 	}
 }
 
-// openCoreEval reports whether a core eval of kind is pending or blocked.
+// openCoreEval reports whether a core eval of kind is pending or blocked:
+// in CoreJobNamespace, or in the default namespace where servers before
+// it created them (a cluster being upgraded may hold one still open).
 func openCoreEval(snap *state.Snapshot, kind string) bool {
-	for _, e := range snap.EvalsByJob(sdk.DefaultNamespace, kind) {
-		if e.Type == sdk.JobTypeCore && !e.TerminalStatus() {
-			return true
+	for _, ns := range []string{sdk.CoreJobNamespace, sdk.DefaultNamespace} {
+		for _, e := range snap.EvalsByJob(ns, kind) {
+			if e.Type == sdk.JobTypeCore && !e.TerminalStatus() {
+				return true
+			}
 		}
 	}
 	return false

@@ -96,6 +96,32 @@ func TestGC_ForceCollectsTerminalObjects(t *testing.T) {
 	}
 }
 
+// A user's job may be named like a kind of collection: the collector's
+// evals are in their own namespace, not among the job's. (No allocation:
+// this test's collector takes every terminal eval.)
+func TestGC_CoreEvalsAreNotAJobsEvals(t *testing.T) {
+	s, _ := gcServer(t, false)
+	evalID, _, err := s.RegisterJob(servertest.Job(sdk.CoreJobForceGC, "service", 0, 100, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	gcID, _, err := s.ForceGC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, gcID, sdk.EvalStatusComplete)
+	snap := s.Store().Snapshot()
+	if e := snap.Eval(gcID); e.Namespace != sdk.CoreJobNamespace {
+		t.Errorf("core eval in namespace %q, want %q", e.Namespace, sdk.CoreJobNamespace)
+	}
+	for _, e := range snap.EvalsByJob(sdk.DefaultNamespace, sdk.CoreJobForceGC) {
+		if e.ID != evalID {
+			t.Errorf("job %s/%s has eval %s (type %s) besides its own", sdk.DefaultNamespace, sdk.CoreJobForceGC, e.ID, e.Type)
+		}
+	}
+}
+
 func TestGC_LiveObjectsAreNotCollected(t *testing.T) {
 	s, _ := gcServer(t, true)
 	evalID, _, err := s.RegisterJob(servertest.Job("web", "service", 2, 100, 64))
