@@ -585,6 +585,16 @@ func (m *Mirror) Jobs() []*sdk.Job {
 	return out
 }
 
+// Allocs implements sdk.Catalog. It builds a new slice.
+func (m *Mirror) Allocs() []*sdk.Allocation {
+	out := make([]*sdk.Allocation, 0, len(m.allocs))
+	for _, a := range m.allocs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Deployments implements sdk.Catalog. It builds a new slice.
 func (m *Mirror) Deployments() []*sdk.Deployment {
 	out := make([]*sdk.Deployment, 0, len(m.deployments))

@@ -375,6 +375,17 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 				t.Fatalf("step %d: job %s/%s holds %v, want %v", step, j.Namespace, j.ID, ids, wantIDs)
 			}
 		}
+		var ids, wantIDs []string
+		for _, a := range m.Allocs() {
+			ids = append(ids, a.ID)
+		}
+		for id := range want {
+			wantIDs = append(wantIDs, id)
+		}
+		slices.Sort(wantIDs)
+		if !slices.Equal(ids, wantIDs) {
+			t.Fatalf("step %d: the mirror lists %v, want %v", step, ids, wantIDs)
+		}
 		for _, n := range nodes {
 			var usage sdk.Usage
 			count := 0

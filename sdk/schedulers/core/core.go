@@ -134,22 +134,11 @@ type collector struct {
 func newCollector(v View, now time.Time, th Thresholds) *collector {
 	c := &collector{v: v, now: now, th: th, req: &sdk.GCRequest{}, allocsByEval: map[string][]*sdk.Allocation{},
 		evalsByJob: map[sdk.NamespacedID][]*sdk.Evaluation{}, taken: map[string]bool{}}
-	// Allocations are reached through their jobs and their nodes: a purged
-	// job's allocations are found on their nodes.
-	seen := map[string]bool{}
-	index := func(as []*sdk.Allocation) {
-		for _, a := range as {
-			if !seen[a.ID] {
-				seen[a.ID] = true
-				c.allocsByEval[a.EvalID] = append(c.allocsByEval[a.EvalID], a)
-			}
-		}
-	}
-	for _, j := range v.Catalog.Jobs() {
-		index(v.State.AllocsByJob(j.Namespace, j.ID))
-	}
-	for _, n := range v.State.Nodes() {
-		index(v.State.AllocsByNode(n.ID))
+	// Every allocation, whether or not its job or node is still there: an
+	// allocation of a purged job on a collected node is reached only
+	// through its eval, as in Nomad, or as an orphan once that is gone.
+	for _, a := range v.Catalog.Allocs() {
+		c.allocsByEval[a.EvalID] = append(c.allocsByEval[a.EvalID], a)
 	}
 	for _, e := range v.Evals.Evals() {
 		k := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}

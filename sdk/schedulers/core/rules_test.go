@@ -289,6 +289,29 @@ func TestCollect_EvalGC_OrphanedAllocs(t *testing.T) {
 	}
 }
 
+// TestCollect_EvalGC_AllocOfPurgedJobOnGoneNode: an allocation whose job
+// was purged and whose node was collected is reached through its eval,
+// as in Nomad, and goes with it; once the eval is gone too, it is
+// collected as an orphan. Neither a job nor a node leads to it.
+func TestCollect_EvalGC_AllocOfPurgedJobOnGoneNode(t *testing.T) {
+	th := core.Thresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
+	onGone := func(a *sdk.Allocation) *sdk.Allocation { a.NodeID = "gone"; return a }
+	sync := &abi.StateSync{
+		Evals: []*sdk.Evaluation{eval("e1", "purged", sdk.JobTypeService, 2*time.Hour)},
+		Allocs: []*sdk.Allocation{
+			onGone(alloc("with-eval", "purged", "e1", 0, "stop", "complete", 2*time.Hour)),
+			onGone(alloc("orphan", "purged", "gone", 0, "stop", "complete", 25*time.Hour)),
+		},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+	if got, want := sorted(req.Allocs), []string{"orphan", "with-eval"}; !slices.Equal(got, want) {
+		t.Errorf("allocs = %v, want %v", got, want)
+	}
+	if got, want := sorted(req.Evals), []string{"e1"}; !slices.Equal(got, want) {
+		t.Errorf("evals = %v, want %v", got, want)
+	}
+}
+
 // TestCollect_ForceIgnoresClockSkew: a forced collection has no age, as
 // Nomad's (its threshold index is the largest): an object whose last
 // change is stamped after the plugin's clock (the leader's clock ahead of
