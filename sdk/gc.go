@@ -42,10 +42,20 @@ type GCThresholds struct {
 	Eval, BatchEval, Job, Node, Deployment time.Duration
 }
 
+// DefaultGCThresholds are Nomad's defaults, which the host's
+// configuration starts from: evals 1h (those of batch jobs 24h), jobs 4h,
+// nodes 24h, deployments 1h.
+func DefaultGCThresholds() GCThresholds {
+	return GCThresholds{Eval: time.Hour, BatchEval: 24 * time.Hour, Job: 4 * time.Hour, Node: 24 * time.Hour, Deployment: time.Hour}
+}
+
 // GCThresholdsFrom reads the thresholds from a core scheduler's
-// configuration: the Config*GCThreshold keys, as Go durations.
+// configuration: the Config*GCThreshold keys, as Go durations. A key the
+// configuration lacks keeps its DefaultGCThresholds value: a host older
+// than a key (batch_eval_gc_threshold came later than the others) does
+// not set it, and a core plugin newer than its host must still collect.
 func GCThresholdsFrom(config map[string]string) (GCThresholds, error) {
-	var th GCThresholds
+	th := DefaultGCThresholds()
 	for _, f := range []struct {
 		key string
 		dst *time.Duration
@@ -53,9 +63,13 @@ func GCThresholdsFrom(config map[string]string) (GCThresholds, error) {
 		{ConfigEvalGCThreshold, &th.Eval}, {ConfigBatchEvalGCThreshold, &th.BatchEval}, {ConfigJobGCThreshold, &th.Job},
 		{ConfigNodeGCThreshold, &th.Node}, {ConfigDeploymentGCThreshold, &th.Deployment},
 	} {
-		d, err := time.ParseDuration(config[f.key])
+		v, ok := config[f.key]
+		if !ok {
+			continue
+		}
+		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return th, fmt.Errorf("%s = %q is not a duration", f.key, config[f.key])
+			return th, fmt.Errorf("%s = %q is not a duration", f.key, v)
 		}
 		*f.dst = d
 	}

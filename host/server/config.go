@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/drover-sched/drover/sdk"
 	"net"
 	"runtime"
 	"time"
@@ -89,6 +90,7 @@ type Config struct {
 
 // DefaultConfig returns Nomad's defaults.
 func DefaultConfig() Config {
+	gc := sdk.DefaultGCThresholds()
 	return Config{
 		NodeName:                   "drover-server",
 		Region:                     "global",
@@ -106,11 +108,11 @@ func DefaultConfig() Config {
 		FailedEvalFollowupJitter:   5 * time.Minute,
 		FailedEvalUnblockInterval:  time.Minute,
 		EvalGCInterval:             5 * time.Minute,
-		EvalGCThreshold:            time.Hour,
-		BatchEvalGCThreshold:       24 * time.Hour,
-		JobGCThreshold:             4 * time.Hour,
-		NodeGCThreshold:            24 * time.Hour,
-		DeploymentGCThreshold:      time.Hour,
+		EvalGCThreshold:            gc.Eval,
+		BatchEvalGCThreshold:       gc.BatchEval,
+		JobGCThreshold:             gc.Job,
+		NodeGCThreshold:            gc.Node,
+		DeploymentGCThreshold:      gc.Deployment,
 		RaftApplyTimeout:           30 * time.Second,
 		SnapshotThreshold:          8192,
 		SnapshotInterval:           2 * time.Minute,

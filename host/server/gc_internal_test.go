@@ -20,6 +20,11 @@ func TestGCThresholdsFor(t *testing.T) {
 	if th, err := gcThresholdsFor(sdk.CoreJobForceGC, nil); err != nil || th != (sdk.GCThresholds{}) {
 		t.Fatalf("force-gc thresholds %+v %v", th, err)
 	}
+	// A host older than a key does not set it: its default holds.
+	delete(cfg, sdk.ConfigBatchEvalGCThreshold)
+	if th, err := gcThresholdsFor(sdk.CoreJobEvalGC, cfg); err != nil || th.BatchEval != sdk.DefaultGCThresholds().BatchEval {
+		t.Fatalf("thresholds without %s: %+v %v", sdk.ConfigBatchEvalGCThreshold, th, err)
+	}
 	cfg[sdk.ConfigNodeGCThreshold] = "a day"
 	if _, err := gcThresholdsFor(sdk.CoreJobNodeGC, cfg); err == nil || !strings.Contains(err.Error(), "node_gc_threshold") {
 		t.Fatalf("bad threshold accepted: %v", err)

@@ -198,11 +198,21 @@ func TestProcess(t *testing.T) {
 	}
 	// A bad threshold fails the eval rather than collecting by guess.
 	p = &fakePlanner{}
-	ctx = sdk.NewContext(m, p, nil, now, map[string]string{}, eval.ID)
+	ctx = sdk.NewContext(m, p, nil, now, map[string]string{sdk.ConfigNodeGCThreshold: "a day"}, eval.ID)
 	if err := (&core.Scheduler{}).Process(ctx, eval); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.gcs) != 0 || p.updates[0].Status != sdk.EvalStatusFailed {
+		t.Fatalf("gcs %+v updates %+v", p.gcs, p.updates)
+	}
+	// A threshold the host does not set (a host older than the key) is
+	// Nomad's default: 24h for nodes.
+	p = &fakePlanner{}
+	ctx = sdk.NewContext(m, p, nil, now, map[string]string{}, eval.ID)
+	if err := (&core.Scheduler{}).Process(ctx, eval); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.gcs) != 1 || !slices.Equal(p.gcs[0].Nodes, []string{"down-old"}) || p.updates[0].Status != sdk.EvalStatusComplete {
 		t.Fatalf("gcs %+v updates %+v", p.gcs, p.updates)
 	}
 }
