@@ -35,7 +35,8 @@ type Config struct {
 	// Plugins configure plugins (plugin blocks of the configuration file).
 	Plugins []PluginConfig
 	// PluginReloadInterval is how often replaced plugin files are looked
-	// for; 0 or less turns reloading off.
+	// for; 0 or less turns reloading off. A replacement takes over once
+	// it has loaded (compiled, for wasm), after the poll that noticed it.
 	PluginReloadInterval time.Duration
 	// LogLevel (debug, info, warn, error) and LogJSON say how the command
 	// that starts the agent logs.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +32,8 @@ const (
 const DefaultPluginMemoryMB = 1024
 
 // DefaultPluginReloadInterval is how often the agent looks for replaced
-// plugin files.
+// plugin files. A replacement takes over once it has loaded, which for a
+// wasm module is a compilation: seconds for a large one.
 const DefaultPluginReloadInterval = 2 * time.Second
 
 // PluginConfig configures one scheduler plugin: an agent configuration's
@@ -114,6 +116,17 @@ func stampOf(path string) (fileStamp, error) {
 	return fileStamp{mod: st.ModTime(), size: st.Size()}, nil
 }
 
+// digest is a plugin file's content hash.
+type digest [sha256.Size]byte
+
+func digestOf(path string) (digest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return digest{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
 // pluginLoader loads the agent's plugins into its registry and reloads
 // those whose file is replaced.
 type pluginLoader struct {
@@ -123,12 +136,18 @@ type pluginLoader struct {
 	dir string
 
 	mu     sync.Mutex
-	stamps map[string]fileStamp // by path, as last loaded (or tried)
-	wg     sync.WaitGroup       // retiring plugins and the watcher
+	stamps map[string]fileStamp // by path, as last seen
+	// served is, by path, the digest of the content the plugin running
+	// from that file was loaded from. A file rewritten with that same
+	// content (`make plugins` rewrites every module it builds, changed
+	// or not) is not loaded again: loading is seconds of compilation,
+	// and the reloads run one after another.
+	served map[string]digest
+	wg     sync.WaitGroup // retiring plugins and the watcher
 }
 
 func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginLoader, error) {
-	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}}
+	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}, served: map[string]digest{}}
 	if l.dir == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -228,6 +247,7 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	// plugins in parallel, then register them in path order, so that an
 	// error names the same plugin whatever finished first.
 	entries := make([]*rt.Entry, len(specs))
+	digests := make([]digest, len(specs))
 	errs := make([]error, len(specs))
 	sem := make(chan struct{}, max(goruntime.GOMAXPROCS(0), 1))
 	var wg sync.WaitGroup
@@ -239,6 +259,10 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if digests[i], errs[i] = digestOf(sp.path); errs[i] != nil {
+				errs[i] = fmt.Errorf("agent: plugin %s: %w", sp.path, errs[i])
+				return
+			}
 			entries[i], errs[i] = l.load(ctx, sp)
 		}()
 	}
@@ -259,6 +283,7 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 			closeFrom(i)
 			return fmt.Errorf("agent: %s: %w", specs[i].path, err)
 		}
+		l.served[specs[i].path] = digests[i]
 		l.log.Debug().Str("plugin", e.Plugin.Info().Name).Strs("types", e.Plugin.Info().Types).
 			Str("runtime", e.Runtime).Str("path", specs[i].path).Msg("plugin loaded")
 	}
@@ -366,9 +391,13 @@ func (l *pluginLoader) watch(ctx context.Context, interval time.Duration) {
 }
 
 // reload loads every plugin file that is new or changed since it was last
-// loaded. A replacement takes over new evals at once; evals in flight
-// finish on the old instances, which close afterwards. A file that fails
-// to load leaves the running plugin in place.
+// loaded: its modification time or size changed, and its content is not
+// what the plugin running from it was loaded from. A replacement takes
+// over new evals once it has loaded (for wasm, compiled: seconds for a
+// large module without a cached compilation); until then, and for the
+// evals in flight at the swap, the old version runs, and its instances
+// close afterwards. A file that fails to load leaves the running plugin
+// in place.
 func (l *pluginLoader) reload(ctx context.Context) {
 	specs, err := l.specs()
 	if err != nil {
@@ -389,7 +418,21 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		if seen && old == stamp {
 			continue
 		}
-		l.swap(ctx, sp)
+		d, err := digestOf(sp.path)
+		if err != nil {
+			continue // gone since it was listed
+		}
+		l.mu.Lock()
+		running, ok := l.served[sp.path]
+		l.mu.Unlock()
+		if ok && running == d {
+			// Rewritten with the content that already runs (or put back
+			// after a refused replacement): nothing to load.
+			l.reg.ClearRefusal(sp.path)
+			l.log.Debug().Str("path", sp.path).Msg("plugin file rewritten with the content that runs; not reloaded")
+			continue
+		}
+		l.swap(ctx, sp, d)
 	}
 	for _, f := range l.reg.Refused() {
 		if !present[f.Path] {
@@ -398,10 +441,13 @@ func (l *pluginLoader) reload(ctx context.Context) {
 	}
 }
 
-// swap loads sp and registers it, replacing the plugin of the same name.
-func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
+// swap loads sp, whose content has digest d, and registers it, replacing
+// the plugin of the same name. The log reports how long the load took.
+func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec, d digest) {
 	log := l.log.With().Str("path", sp.path).Logger()
+	start := time.Now()
 	e, err := l.load(ctx, sp)
+	log = log.With().Dur("load", time.Since(start)).Logger()
 	if err != nil {
 		l.reg.Refuse(sp.path, err, time.Now())
 		log.Error().Err(err).Msg("plugin reload failed; the running version stays")
@@ -429,6 +475,7 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 			return
 		}
 		l.reg.ClearRefusal(sp.path)
+		l.setServed(sp.path, d, "")
 		log.Info().Str("plugin", name).Msg("plugin added")
 		return
 	}
@@ -440,6 +487,7 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 		return
 	}
 	l.reg.ClearRefusal(sp.path)
+	l.setServed(sp.path, d, old.Path)
 	log.Info().Str("plugin", name).Str("version", e.Plugin.Info().PluginVersion).Msg("plugin replaced")
 	l.wg.Add(1)
 	go func() {
@@ -451,6 +499,17 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec) {
 			log.Warn().Err(err).Str("plugin", name).Msg("retiring the replaced plugin")
 		}
 	}()
+}
+
+// setServed records that the plugin loaded from path, with content d, now
+// runs, in place of one loaded from replaced (if another file).
+func (l *pluginLoader) setServed(path string, d digest, replaced string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if replaced != path {
+		delete(l.served, replaced)
+	}
+	l.served[path] = d
 }
 
 // close waits for the watcher and retiring plugins, then closes every

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rt "github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/rs/zerolog"
+)
+
+// The loader's reload is driven here one pass at a time, as the watcher's
+// ticker drives it, so that what one tick does is checked without timing.
+
+// logBuffer collects the loader's JSON log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// entries returns the log lines whose message is msg.
+func (b *logBuffer) entries(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if e["message"] == msg {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// newTestLoader loads the plugin files of dir as an agent's start does.
+func newTestLoader(t *testing.T, dir string, logs *logBuffer) *pluginLoader {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers = true, dir, 1
+	l, err := newPluginLoader(cfg, zerolog.New(logs), rt.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.loadAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.close)
+	return l
+}
+
+// copyFile writes src's content to dst in place (truncated, then
+// written), as `go build -o` and cp do, and moves its modification time
+// ahead so that the loader's stamp surely changes.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(dst, later, later); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lookup(t *testing.T, l *pluginLoader, name string) *rt.Entry {
+	t.Helper()
+	e, ok := l.reg.Lookup(name)
+	if !ok {
+		t.Fatalf("plugin %q is not registered", name)
+	}
+	return e
+}
+
+// `make plugins` rewrites every module it builds, changed or not. One
+// pass after it loads the changed module, and only that one: loading an
+// unchanged one would compile nothing new, yet take its time before the
+// changed one's (the loads run in turn) and replace warm instances with
+// cold ones. The log says how long the load took.
+func TestPluginLoader_Reload_LoadsOnlyFilesWhoseContentChanged(t *testing.T) {
+	dir := t.TempDir()
+	service := wasmtest.Build(t, "./plugins/service")
+	copyFile(t, service, filepath.Join(dir, "service.wasm"))
+	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), filepath.Join(dir, "reload.wasm"))
+	logs := &logBuffer{}
+	l := newTestLoader(t, dir, logs)
+	before := lookup(t, l, "service")
+
+	copyFile(t, service, filepath.Join(dir, "service.wasm"))
+	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v2"), filepath.Join(dir, "reload.wasm"))
+	l.reload(context.Background())
+
+	if got := lookup(t, l, "reload").Plugin.Info().PluginVersion; got != "2" {
+		t.Fatalf("reload is version %q after one pass, want 2", got)
+	}
+	if after := lookup(t, l, "service"); after != before {
+		t.Fatal("service was loaded again, though its file was rewritten with the same content")
+	}
+	replaced := logs.entries(t, "plugin replaced")
+	if len(replaced) != 1 || replaced[0]["plugin"] != "reload" {
+		t.Fatalf("plugin replaced log lines = %v, want one, for reload", replaced)
+	}
+	if ms, ok := replaced[0]["load"].(float64); !ok || ms <= 0 {
+		t.Fatalf("plugin replaced log line %v does not report the load time", replaced[0])
+	}
+}
+
+// A refused replacement undone by putting back the content that runs
+// clears the refusal without loading that content again.
+func TestPluginLoader_Reload_RunningContentPutBackClearsTheRefusal(t *testing.T) {
+	dir := t.TempDir()
+	v1 := wasmtest.Build(t, "./host/agent/testdata/reload/v1")
+	path := filepath.Join(dir, "reload.wasm")
+	copyFile(t, v1, path)
+	l := newTestLoader(t, dir, &logBuffer{})
+	before := lookup(t, l, "reload")
+
+	broken := filepath.Join(t.TempDir(), "broken.wasm")
+	if err := os.WriteFile(broken, []byte("not a module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, broken, path)
+	l.reload(context.Background())
+	if _, ok := l.reg.Refusal(path); !ok {
+		t.Fatal("the broken replacement was not refused")
+	}
+
+	copyFile(t, v1, path)
+	l.reload(context.Background())
+	if _, ok := l.reg.Refusal(path); ok {
+		t.Fatal("the refusal stayed after the running content was put back")
+	}
+	if after := lookup(t, l, "reload"); after != before {
+		t.Fatal("the running content was loaded again")
+	}
+}
