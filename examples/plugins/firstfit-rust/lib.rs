@@ -110,6 +110,10 @@ struct Group {
     // ports: the group or one of its tasks asks for a port, which this
     // plugin does not hand out (the host refuses a placement without it).
     ports: bool,
+    // devices: one of its tasks asks for a device (a GPU, say), which this
+    // plugin does not hand out either (the host refuses a placement
+    // without it).
+    devices: bool,
 }
 
 impl Group {
@@ -196,6 +200,7 @@ fn parse_job(v: &Value) -> Job {
                     .any(|n| !n.get("ReservedPorts").array().is_empty() || !n.get("DynamicPorts").array().is_empty())
             };
             let mut ports = asks_ports(g.get("Networks"));
+            let mut devices = false;
             let tasks = g
                 .get("Tasks")
                 .array()
@@ -204,6 +209,7 @@ fn parse_job(v: &Value) -> Job {
                     let r = t.get("Resources");
                     cores += r.get("Cores").i64();
                     ports |= asks_ports(r.get("Networks"));
+                    devices |= !r.get("Devices").array().is_empty();
                     Task {
                         name: t.get("Name").str().to_string(),
                         cpu: r.get("CPU").i64(),
@@ -219,6 +225,7 @@ fn parse_job(v: &Value) -> Job {
                 disk: g.get("EphemeralDisk").get("SizeMB").i64(),
                 cores,
                 ports,
+                devices,
             }
         })
         .collect();
@@ -482,7 +489,7 @@ fn schedule(m: &mut Mirror, pass: &mut Pass) -> Result<Outcome, Failure> {
                             && (job.pool == "all" || node.pool == if job.pool.is_empty() { "default" } else { &job.pool })
                             && need.fits_in(*n)
                     };
-                    let chosen = if g.cores > 0 || g.ports { None } else { free.iter().find(|e| feasible(*e)).map(|(id, _)| (*id).clone()) };
+                    let chosen = if g.cores > 0 || g.ports || g.devices { None } else { free.iter().find(|e| feasible(*e)).map(|(id, _)| (*id).clone()) };
                     match chosen {
                         Some(node) => {
                             free.get_mut(&node).unwrap().sub(need);
