@@ -257,7 +257,9 @@ func GroupUsage(tg *TaskGroup) Usage {
 // group's ephemeral disk. Reserved cores, ports and devices are assigned
 // per node by a scheduler and are not included. The host rejects a
 // placement that holds less than this, or lacks a port the group asks for
-// (see CheckCovers; feasible.AssignPorts assigns ports).
+// (see CheckCovers; feasible.AssignPorts assigns ports) or a device its
+// tasks ask for (checked against the node by package verify; stack.Assign
+// hands out ports, cores and devices).
 func RequestedResources(tg *TaskGroup) *AllocatedResources {
 	ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(tg.Tasks))}
 	for _, t := range tg.Tasks {
@@ -282,7 +284,9 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 // host checks every placement with it before judging fit, so a plan cannot
 // fool the fit check by under-reporting, nor place an allocation without
 // the ports it needs (two of them could then claim one static port);
-// sdktest does the same.
+// sdktest does the same. Devices are checked beside it, by package verify,
+// where the node is at hand: only the node says which device an instance
+// is.
 func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if ar == nil {
 		return fmt.Errorf("it holds no resources")

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -387,5 +388,72 @@ func TestApplier_NewStartsNoGoroutine(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine() - before; n >= 50 {
 		t.Fatalf("50 appliers left %d more goroutines", n)
+	}
+}
+
+// TestApplier_PlacementsMustHoldTheirDevices: the applier refuses, as
+// invalid, a plan placing a group whose task asks for two nvidia GPUs
+// without them, with one, or with the node's FPGA named as a GPU; it
+// commits one holding two of the node's GPUs, and an in-place update of an
+// allocation placed before the host checked devices (holding none) that
+// keeps what it holds.
+func TestApplier_PlacementsMustHoldTheirDevices(t *testing.T) {
+	s, _ := fixture(t)
+	tg := &sdk.TaskGroup{Name: "train", Count: 2, Tasks: []*sdk.Task{{Name: "t", Resources: &sdk.Resources{CPU: 100, MemoryMB: 10,
+		Devices: []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: 2}}}}}}
+	ml := &sdk.Job{Namespace: "default", ID: "ml", Type: "service", Priority: 50, TaskGroups: []*sdk.TaskGroup{tg}}
+	gpuNode := &sdk.Node{ID: "gpu", Status: "ready", SchedulingEligibility: "eligible",
+		NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 1000}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000},
+			Disk: sdk.NodeDiskResources{DiskMB: 1000}, Devices: []*sdk.NodeDeviceResource{
+				{Vendor: "nvidia", Type: "gpu", Name: "1080ti", Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}, {ID: "g2", Healthy: true}}},
+				{Vendor: "xilinx", Type: "fpga", Name: "u250", Instances: []*sdk.NodeDevice{{ID: "f0", Healthy: true}}}}}}
+	holding := func(ids ...string) *sdk.AllocatedResources {
+		r := sdk.RequestedResources(tg)
+		if len(ids) > 0 {
+			r.Tasks["t"].Devices = []*sdk.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti", DeviceIDs: ids}}
+		}
+		return r
+	}
+	alloc := func(id string, r *sdk.AllocatedResources) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "ml", TaskGroup: "train", NodeID: "gpu", DesiredStatus: "run", AllocatedResources: r}
+	}
+	err := s.Write(2, func(tx *state.Txn) error {
+		if err := tx.UpsertNode(gpuNode); err != nil {
+			return err
+		}
+		if err := tx.UpsertJob(ml); err != nil {
+			return err
+		}
+		if err := tx.UpsertEval(&sdk.Evaluation{ID: "m1", Namespace: "default", JobID: "ml", Type: "service", Priority: 50, Status: sdk.EvalStatusPending}); err != nil {
+			return err
+		}
+		old := alloc("old", holding()) // placed before the host checked devices
+		old.Job = ml
+		return tx.UpsertAlloc(old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := s.Snapshot().Job("default", "ml")
+	a := startApplier(t, s, &fakeRaft{store: s})
+	submit := func(allocs ...*sdk.Allocation) (*sdk.PlanResult, error) {
+		return a.Submit(context.Background(), &sdk.Plan{EvalID: "m1", EvalToken: "t", Job: job,
+			NodeAllocation: map[string][]*sdk.Allocation{"gpu": allocs}})
+	}
+	for name, r := range map[string]*sdk.AllocatedResources{
+		"none":             holding(),
+		"one":              holding("g0"),
+		"an fpga as a gpu": holding("g0", "f0"),
+	} {
+		if _, err := submit(alloc("new", r)); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "device nvidia/gpu") {
+			t.Errorf("placement holding %s: err = %v, want ErrPlanInvalid naming the device", name, err)
+		}
+	}
+	res, err := submit(alloc("new", holding("g0", "g1")), alloc("old", holding()))
+	if err != nil || len(res.NodeAllocation["gpu"]) != 2 {
+		t.Fatalf("a placement holding its GPUs and an update keeping what it holds: %+v, %v; want both committed", res, err)
+	}
+	if got := s.Snapshot().Alloc("new").AllocatedResources.Tasks["t"].Devices[0].DeviceIDs; !slices.Equal(got, []string{"g0", "g1"}) {
+		t.Fatalf("new holds %v, want g0 and g1", got)
 	}
 }

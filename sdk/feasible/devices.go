@@ -8,9 +8,11 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// deviceMatchesName reports whether a device group is of the kind a request
-// names: "type", "vendor/type" or "vendor/type/model".
-func deviceMatchesName(d *sdk.NodeDeviceResource, name string) bool {
+// DeviceNameMatches reports whether a device group is of the kind a
+// request names: "type", "vendor/type" or "vendor/type/model", as in
+// Nomad. The host checks with it that a placement holds instances of the
+// devices its tasks ask for (package verify).
+func DeviceNameMatches(d *sdk.NodeDeviceResource, name string) bool {
 	parts := strings.Split(name, "/")
 	switch len(parts) {
 	case 1:
@@ -48,7 +50,7 @@ func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, bool
 // and constraints. Attribute values with the same unit ("11 GiB" against
 // "8 GiB") compare by number.
 func DeviceMatches(ch *Checker, d *sdk.NodeDeviceResource, req *sdk.RequestedDevice) bool {
-	if !deviceMatchesName(d, req.Name) {
+	if !DeviceNameMatches(d, req.Name) {
 		return false
 	}
 	for _, c := range req.Constraints {

@@ -407,3 +407,36 @@ func TestHarness_UpsertNodeComputesClass(t *testing.T) {
 		}
 	}
 }
+
+// The harness refuses, as the host does, a placement without the devices
+// its task asks for; the built-in service scheduler, which assigns them
+// with the stack, places the job.
+func TestHarness_RefusesAPlacementWithoutItsDevices(t *testing.T) {
+	h := sdktest.New()
+	n := sdktest.Node("n1", 4000, 8192)
+	n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti",
+		Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}}}}
+	h.UpsertNode(n)
+	job := sdktest.Job("train", 1)
+	job.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{{Name: "gpu", Count: 2}}
+	h.UpsertJob(job)
+	job = h.Job("default", "train")
+	deviceless := sdk.SchedulerFunc(func(ctx *sdk.Context, eval *sdk.Evaluation) error {
+		plan := &sdk.Plan{EvalID: eval.ID, Job: job}
+		plan.AppendAlloc(&sdk.Allocation{ID: ctx.NewID(), Namespace: "default", JobID: "train", NodeID: "n1", TaskGroup: "web",
+			Name: "train.web[0]", AllocatedResources: sdk.RequestedResources(job.TaskGroups[0])})
+		_, err := ctx.Planner.SubmitPlan(plan)
+		return err
+	})
+	if err := h.Process(deviceless, h.RegisterEval(job)); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "device gpu") {
+		t.Fatalf("err = %v, want ErrPlanInvalid naming the device", err)
+	}
+	if err := h.Process(&generic.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	allocs := h.AllocsByJob("default", "train")
+	if len(allocs) != 1 || len(allocs[0].AllocatedResources.Tasks["app"].Devices) != 1 ||
+		len(allocs[0].AllocatedResources.Tasks["app"].Devices[0].DeviceIDs) != 2 {
+		t.Fatalf("allocations %+v, want one holding both GPUs", allocs)
+	}
+}

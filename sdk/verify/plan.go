@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
@@ -235,6 +236,9 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	if err := checkResources(a, snap.Alloc(a.ID), tg); err != nil {
 		return err
 	}
+	if err := checkDevices(a, snap.Alloc(a.ID), tg, snap.Node(node)); err != nil {
+		return err
+	}
 	if a.PreviousAllocation != "" {
 		if prev := snap.Alloc(a.PreviousAllocation); prev != nil && (prev.JobID != a.JobID || prev.Namespace != a.Namespace) {
 			return invalid("allocation %s names allocation %s of another job as its predecessor", a.ID, a.PreviousAllocation)
@@ -381,6 +385,155 @@ func withoutNetworks(tg *sdk.TaskGroup) *sdk.TaskGroup {
 		c.Tasks[i] = &ct
 	}
 	return &c
+}
+
+// checkDevices checks that a placement holds, for every device a task of
+// its group asks for, at least the count asked of instances of a matching
+// device (feasible.DeviceNameMatches: "type", "vendor/type" or
+// "vendor/type/model"), so that no task runs without the GPUs it asked
+// for. It is here rather than in sdk.AllocatedResources.CheckCovers
+// because what an instance is, is the node's to say: an instance counts as
+// the node's device group that lists it, not as what the placement calls
+// it. One the node does not know (a made-up ID, or a node registered
+// again since the plugin looked) counts as what the placement names, and
+// feasible.AllocsFit then rejects the node for it, as it does collisions
+// and unhealthy instances: those are capacity, judged node by node.
+//
+// old is the stored allocation a updates, nil for a new placement. As for
+// ports (checkResources), an update that keeps exactly the devices the
+// allocation holds, for a group asking for the same devices as the
+// version the allocation runs, is not refused: it claims and frees no
+// instance, and an allocation placed before the host checked devices must
+// stay updatable.
+func checkDevices(a, old *sdk.Allocation, tg *sdk.TaskGroup, node *sdk.Node) error {
+	asks := deviceAsks(tg)
+	if len(asks) == 0 {
+		return nil
+	}
+	if old != nil && old.Job != nil && sameDevices(old.AllocatedResources, a.AllocatedResources) {
+		if otg := old.Job.LookupTaskGroup(a.TaskGroup); otg != nil && reflect.DeepEqual(deviceAsks(otg), asks) {
+			return nil
+		}
+	}
+	groups := map[string]*sdk.NodeDeviceResource{} // by instance ID
+	if node != nil && node.NodeResources != nil {
+		for _, d := range node.NodeResources.Devices {
+			for _, inst := range d.Instances {
+				groups[inst.ID] = d
+			}
+		}
+	}
+	for _, t := range tg.Tasks {
+		reqs := asks[t.Name]
+		if len(reqs) == 0 {
+			continue
+		}
+		// The instances the task holds, each as the device group it is.
+		var held []*sdk.NodeDeviceResource
+		seen := map[string]bool{}
+		if tr := a.AllocatedResources.Tasks[t.Name]; tr != nil {
+			for _, d := range tr.Devices {
+				if d == nil {
+					continue
+				}
+				for _, id := range d.DeviceIDs {
+					if seen[id] {
+						continue
+					}
+					seen[id] = true
+					g := groups[id]
+					if g == nil {
+						g = &sdk.NodeDeviceResource{Vendor: d.Vendor, Type: d.Type, Name: d.Name}
+					}
+					held = append(held, g)
+				}
+			}
+		}
+		// Each instance serves one request. The names a task asks for are
+		// nested or disjoint ("gpu" holds every "nvidia/gpu", which holds
+		// every "nvidia/gpu/1080ti"), so serving the most specific first
+		// never takes an instance a later request needed more.
+		reqs = slices.Clone(reqs)
+		slices.SortStableFunc(reqs, func(x, y deviceAsk) int {
+			return strings.Count(y.Name, "/") - strings.Count(x.Name, "/")
+		})
+		taken := make([]bool, len(held))
+		for _, req := range reqs {
+			var n uint64
+			for i, g := range held {
+				if n == req.Count {
+					break
+				}
+				if !taken[i] && feasible.DeviceNameMatches(g, req.Name) {
+					taken[i] = true
+					n++
+				}
+			}
+			if n < req.Count {
+				return invalid("allocation %s: it holds %d instance(s) of device %s, fewer than the %d its task %q asks for",
+					a.ID, n, req.Name, req.Count, t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// deviceAsk is a device request as checkDevices judges it.
+type deviceAsk struct {
+	Name  string
+	Count uint64
+}
+
+// deviceAsks returns the devices tg's tasks ask for, by task name, none
+// for tasks that ask for none (nil when none does: most groups, and no
+// allocation for them).
+func deviceAsks(tg *sdk.TaskGroup) map[string][]deviceAsk {
+	var out map[string][]deviceAsk
+	for _, t := range tg.Tasks {
+		if t.Resources == nil {
+			continue
+		}
+		for _, d := range t.Resources.Devices {
+			if d == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string][]deviceAsk{}
+			}
+			out[t.Name] = append(out[t.Name], deviceAsk{Name: d.Name, Count: d.Count})
+		}
+	}
+	return out
+}
+
+// sameDevices reports whether b holds, task by task, the devices a holds
+// (nil and empty alike).
+func sameDevices(a, b *sdk.AllocatedResources) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	devices := func(r *sdk.AllocatedResources, task string) []*sdk.AllocatedDeviceResource {
+		if tr := r.Tasks[task]; tr != nil {
+			return tr.Devices
+		}
+		return nil
+	}
+	same := func(task string) bool {
+		return slices.EqualFunc(devices(a, task), devices(b, task), func(x, y *sdk.AllocatedDeviceResource) bool {
+			return reflect.DeepEqual(x, y)
+		})
+	}
+	for task := range a.Tasks {
+		if !same(task) {
+			return false
+		}
+	}
+	for task := range b.Tasks {
+		if !same(task) {
+			return false
+		}
+	}
+	return true
 }
 
 // storedVersion returns the stored job version j claims to be: the current

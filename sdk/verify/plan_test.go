@@ -138,3 +138,158 @@ func TestCheckResources_UpdateKeepingItsPortsPasses(t *testing.T) {
 		})
 	}
 }
+
+// gpuNode has two GeForce and one A100 from nvidia, an AMD GPU and an
+// Intel FPGA.
+func gpuNode() *sdk.Node {
+	group := func(vendor, typ, name string, ids ...string) *sdk.NodeDeviceResource {
+		d := &sdk.NodeDeviceResource{Vendor: vendor, Type: typ, Name: name}
+		for _, id := range ids {
+			d.Instances = append(d.Instances, &sdk.NodeDevice{ID: id, Healthy: true})
+		}
+		return d
+	}
+	return &sdk.Node{ID: "n", NodeResources: &sdk.NodeResources{Devices: []*sdk.NodeDeviceResource{
+		group("nvidia", "gpu", "1080ti", "g0", "g1"), group("nvidia", "gpu", "a100", "a0"),
+		group("amd", "gpu", "mi100", "m0"), group("intel", "fpga", "x", "f0")}}}
+}
+
+// deviceGroup is a group whose task t asks for devices.
+func deviceGroup(asks ...*sdk.RequestedDevice) *sdk.TaskGroup {
+	return &sdk.TaskGroup{Name: "g", Tasks: []*sdk.Task{{Name: "t", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256, Devices: asks}},
+		{Name: "side", Resources: &sdk.Resources{CPU: 100, MemoryMB: 64}}}}
+}
+
+// holding returns what an allocation of tg holds, with the devices given
+// to task t.
+func holding(tg *sdk.TaskGroup, devices ...*sdk.AllocatedDeviceResource) *sdk.AllocatedResources {
+	r := sdk.RequestedResources(tg)
+	r.Tasks["t"].Devices = devices
+	return r
+}
+
+func held(vendor, typ, name string, ids ...string) *sdk.AllocatedDeviceResource {
+	return &sdk.AllocatedDeviceResource{Vendor: vendor, Type: typ, Name: name, DeviceIDs: ids}
+}
+
+// TestCheckDevices_AskedForMustBeHeld: a placement must hold, for every
+// device a task asks for, at least the count asked of instances of a
+// matching device, by Nomad's name matching ("type", "vendor/type",
+// "vendor/type/model"), each instance being the device the node says it
+// is. Instances the node does not know count as named: the node's fit
+// check refuses them (feasible.AllocsFit).
+func TestCheckDevices_AskedForMustBeHeld(t *testing.T) {
+	gpus := func(n uint64) *sdk.RequestedDevice { return &sdk.RequestedDevice{Name: "nvidia/gpu", Count: n} }
+	cases := []struct {
+		name string
+		tg   *sdk.TaskGroup
+		res  func(tg *sdk.TaskGroup) *sdk.AllocatedResources
+		node *sdk.Node
+		want string // "" for accepted
+	}{
+		{"held", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0", "g1"))
+		}, gpuNode(), ""},
+		{"held across models", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0"), held("nvidia", "gpu", "a100", "a0"))
+		}, gpuNode(), ""},
+		{"none held", deviceGroup(gpus(2)), sdk.RequestedResources, gpuNode(),
+			`holds 0 instance(s) of device nvidia/gpu, fewer than the 2 its task "t" asks for`},
+		{"fewer than asked", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0"))
+		}, gpuNode(), "holds 1 instance(s) of device nvidia/gpu"},
+		{"one instance named twice", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0", "g0"))
+		}, gpuNode(), "holds 1 instance(s) of device nvidia/gpu"},
+		{"another vendor's device", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0"), held("amd", "gpu", "mi100", "m0"))
+		}, gpuNode(), "holds 1 instance(s) of device nvidia/gpu"},
+		{"another device named as the one asked for", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0", "f0"))
+		}, gpuNode(), "holds 1 instance(s) of device nvidia/gpu"},
+		{"held by another task", deviceGroup(gpus(1)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			r := sdk.RequestedResources(tg)
+			r.Tasks["side"].Devices = []*sdk.AllocatedDeviceResource{held("nvidia", "gpu", "1080ti", "g0")}
+			return r
+		}, gpuNode(), `holds 0 instance(s) of device nvidia/gpu, fewer than the 1 its task "t" asks for`},
+		{"type alone", deviceGroup(&sdk.RequestedDevice{Name: "gpu", Count: 2}), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0"), held("amd", "gpu", "mi100", "m0"))
+		}, gpuNode(), ""},
+		{"a model", deviceGroup(&sdk.RequestedDevice{Name: "nvidia/gpu/a100", Count: 1}), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "a100", "a0"))
+		}, gpuNode(), ""},
+		{"another model", deviceGroup(&sdk.RequestedDevice{Name: "nvidia/gpu/a100", Count: 1}), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "g0"))
+		}, gpuNode(), "holds 0 instance(s) of device nvidia/gpu/a100"},
+		{"nested asks served most specific first", deviceGroup(&sdk.RequestedDevice{Name: "gpu", Count: 1}, gpus(1)),
+			func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+				return holding(tg, held("nvidia", "gpu", "1080ti", "g0"), held("amd", "gpu", "mi100", "m0"))
+			}, gpuNode(), ""},
+		{"nested asks, one instance for two", deviceGroup(&sdk.RequestedDevice{Name: "gpu", Count: 1}, gpus(1)),
+			func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+				return holding(tg, held("nvidia", "gpu", "1080ti", "g0"))
+			}, gpuNode(), "holds 0 instance(s) of device gpu"},
+		{"instances the node does not know", deviceGroup(gpus(2)), func(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+			return holding(tg, held("nvidia", "gpu", "1080ti", "x0", "x1"))
+		}, gpuNode(), ""},
+		{"no devices asked", deviceGroup(), sdk.RequestedResources, gpuNode(), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res(tc.tg)}, nil, tc.tg, tc.node)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrPlanInvalid naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckDevices_UpdateKeepingItsDevicesPasses: an update of an
+// allocation that exists and keeps the devices it holds is not refused for
+// devices its group asks for, even if it holds none (placed before the
+// host checked devices): otherwise no plan could scale its job or annotate
+// it. An update that drops or changes devices it held, one to a version
+// whose group asks for devices the version it runs did not (or more of
+// them), and a new placement without them, are still refused.
+func TestCheckDevices_UpdateKeepingItsDevicesPasses(t *testing.T) {
+	tg := deviceGroup(&sdk.RequestedDevice{Name: "nvidia/gpu", Count: 1})
+	more := deviceGroup(&sdk.RequestedDevice{Name: "nvidia/gpu", Count: 2})
+	none := func() *sdk.AllocatedResources { return holding(tg) }
+	one := func(id string) *sdk.AllocatedResources { return holding(tg, held("nvidia", "gpu", "1080ti", id)) }
+	runs := func(g *sdk.TaskGroup, r *sdk.AllocatedResources) *sdk.Allocation {
+		return &sdk.Allocation{ID: "a", TaskGroup: "g", Job: &sdk.Job{ID: "j", TaskGroups: []*sdk.TaskGroup{g}}, AllocatedResources: r}
+	}
+	cases := []struct {
+		name     string
+		old      *sdk.Allocation
+		tg       *sdk.TaskGroup // the group the update is to
+		res      *sdk.AllocatedResources
+		accepted bool
+	}{
+		{"update keeping no devices", runs(tg, none()), tg, none(), true},
+		{"update keeping its devices", runs(tg, one("g0")), tg, one("g0"), true},
+		{"update dropping its devices", runs(tg, one("g0")), tg, none(), false},
+		{"update trading its devices for another", runs(tg, holding(tg, held("intel", "fpga", "x", "f0"))), tg,
+			holding(tg, held("nvidia", "gpu", "1080ti", "f0")), false},
+		{"new placement without devices", nil, tg, none(), false},
+		{"update to a version asking for a device the one it runs did not", runs(deviceGroup(), none()), tg, none(), false},
+		{"update to a version asking for more than it holds", runs(tg, one("g0")), more, one("g0"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res}, tc.old, tc.tg, gpuNode())
+			if tc.accepted != (err == nil) {
+				t.Fatalf("err = %v, want accepted %v", err, tc.accepted)
+			}
+			if err != nil && !errors.Is(err, sdk.ErrPlanInvalid) {
+				t.Fatalf("err = %v, not ErrPlanInvalid", err)
+			}
+		})
+	}
+}

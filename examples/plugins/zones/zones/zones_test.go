@@ -263,3 +263,31 @@ func TestZones_ScalesAJobWhoseAllocationsHoldNoPorts(t *testing.T) {
 		t.Fatalf("%d live allocations, a0 at version %d; want 2, a0 updated in place to %d", live, h.Alloc("a0").JobVersion, next.Version)
 	}
 }
+
+// TestZones_AssignsDevices: zones places with the stack's Assign, which
+// hands out the devices a task asks for: an allocation holds two of its
+// node's GPUs, and a node without them (or whose GPUs are taken) is not
+// used, so the host does not refuse the plan for missing devices.
+func TestZones_AssignsDevices(t *testing.T) {
+	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
+	gpus := h.Node("a-0").Copy()
+	gpus.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti",
+		Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}, {ID: "g2", Healthy: true}}}}
+	h.UpsertNode(gpus)
+	job := sdktest.Job("train", 2)
+	job.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: 2}}
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	allocs := h.AllocsByJob("default", "train")
+	if len(allocs) != 1 || allocs[0].NodeID != "a-0" {
+		t.Fatalf("allocations %+v, want one, on a-0", allocs)
+	}
+	if ds := allocs[0].AllocatedResources.Tasks["app"].Devices; len(ds) != 1 || len(ds[0].DeviceIDs) != 2 {
+		t.Fatalf("it holds devices %+v, want two GPUs", ds)
+	}
+	if e := h.Updated[len(h.Updated)-1]; e.QueuedAllocations["web"] != 1 || e.BlockedEval == "" {
+		t.Fatalf("eval = %+v, want one allocation queued in a blocked eval", e)
+	}
+}
