@@ -1,6 +1,9 @@
 package sdk
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Resources is what a task asks for.
 type Resources struct {
@@ -278,7 +281,7 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 }
 
 // CheckCovers returns an error unless ar can stand for an allocation of tg:
-// resources for every task and nothing negative, at least what
+// resources for every task, nothing negative or missing (null), at least what
 // RequestedResources(tg) holds in each dimension, and every port the group's
 // network and its tasks' networks ask for, static ones at their value. The
 // host checks every placement with it before judging fit, so a plan cannot
@@ -298,9 +301,18 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 		if tr.Cpu.CpuShares < 0 || tr.Memory.MemoryMB < 0 || tr.Memory.MemoryMaxMB < 0 {
 			return fmt.Errorf("task %q holds negative resources", name)
 		}
+		if slices.Contains(tr.Networks, nil) {
+			return fmt.Errorf("a network of task %q is missing (null)", name)
+		}
+		if slices.Contains(tr.Devices, nil) {
+			return fmt.Errorf("a device of task %q is missing (null)", name)
+		}
 	}
 	if ar.Shared.DiskMB < 0 {
 		return fmt.Errorf("it holds a negative disk")
+	}
+	if slices.Contains(ar.Shared.Networks, nil) {
+		return fmt.Errorf("a shared network is missing (null)")
 	}
 	have, need := ar.Usage(), GroupUsage(tg)
 	for _, c := range []struct {
