@@ -140,12 +140,15 @@ func (a *Applier) Run(ctx context.Context) {
 			snap = a.store.Snapshot()
 		}
 		ev := a.evaluate(snap, p.plan)
-		if inflight != nil && (ev.entry != nil || ev.result != nil && ev.result.RefreshIndex != 0) {
+		if inflight != nil && (ev.err != nil || ev.entry != nil || ev.result != nil && ev.result.RefreshIndex != 0) {
 			// Commit after the plan before, and judge again on the real
-			// state if that plan failed or a node changed meanwhile.
+			// state if that plan failed or a node changed meanwhile. A
+			// plan refused as invalid is judged again too: the view lags
+			// the state by everything committed since the plan before was
+			// judged, and the plan's eval or job version may be newer.
 			prev := inflight.wait()
 			inflight, view = nil, nil
-			if prev.err != nil || a.nodesChangedSince(prev) {
+			if ev.err != nil || prev.err != nil || a.nodesChangedSince(prev) {
 				ev = a.evaluate(a.store.Snapshot(), p.plan)
 			} else if ev.result != nil && ev.result.RefreshIndex != 0 {
 				ev.result.RefreshIndex = max(ev.result.RefreshIndex, prev.index)
@@ -155,10 +158,10 @@ func (a *Applier) Run(ctx context.Context) {
 			p.reply <- Response{Result: ev.result, Err: ev.err}
 			continue
 		}
-		inflight = a.dispatch(p, ev)
-		// The commit may already be in base: the overlay replaces
-		// allocations by ID, so laying it over again changes nothing.
+		// The view is the state before the commit, with the commit laid
+		// over it.
 		base := a.store.Snapshot()
+		inflight = a.dispatch(p, ev)
 		view, inflight.viewBase = newOverlay(base, ev.req), base.Index()
 	}
 }

@@ -157,6 +157,45 @@ func TestApplier_PipelinedPlanCommitsAfterPrevious(t *testing.T) {
 	}
 }
 
+// An eval created while a plan commits is not in the view that plan's
+// commit is laid over (taken before the eval was): a plan for it is judged
+// on the state once the commit is done, not refused for an eval that
+// "does not exist".
+func TestApplier_PlanOfAnEvalNewerThanTheViewIsJudgedOnTheState(t *testing.T) {
+	s, job := fixture(t)
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 100)}}})
+	<-r.entered // the first plan is committing, its view taken
+	r.mu.Lock()
+	err := s.Write(s.LatestIndex()+1, func(tx *state.Txn) error {
+		return tx.UpsertEval(&sdk.Evaluation{ID: "late", Namespace: "default", JobID: "web", Type: "service",
+			Priority: 50, Status: sdk.EvalStatusPending, TriggeredBy: sdk.EvalTriggerDeploymentWatcher})
+	})
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := submitAsync(a, &sdk.Plan{EvalID: "late", EvalToken: "t", Job: job,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("b", "n0", 100)}}})
+	r.gate <- struct{}{}
+	if v1 := await(t, first); v1.err != nil {
+		t.Fatalf("first plan: %v", v1.err)
+	}
+	select {
+	case <-r.entered: // the second plan is committing
+		r.gate <- struct{}{}
+	case v2 := <-second:
+		t.Fatalf("the plan was answered without a commit: %+v %v", v2.res, v2.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit and no verdict for the second plan")
+	}
+	if v2 := await(t, second); v2.err != nil || len(v2.res.NodeAllocation["n0"]) != 1 {
+		t.Fatalf("second plan: %+v %v", v2.res, v2.err)
+	}
+}
+
 func TestApplier_FailedCommitMakesNextPlanJudgedAgain(t *testing.T) {
 	s, job := fixture(t)
 	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
