@@ -2,9 +2,13 @@ package sdk
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,6 +19,53 @@ import (
 // a blocked eval), not an error.
 type Scheduler interface {
 	Process(ctx *Context, eval *Evaluation) error
+}
+
+// ConfigChecker is implemented by a scheduler that checks its
+// configuration (Context.Config, the config map of its plugin block in
+// the agent's configuration) when the host loads it: at the agent's
+// start, when a replaced plugin file is picked up, and in `drover plugin
+// validate`. A configuration it refuses refuses the load, with its error's
+// text: the agent does not start, or a replacement is refused and the
+// running version stays. A scheduler that does not implement it accepts
+// any configuration.
+//
+// The host asks from ABI 1.7 (docs/abi.md), on an instance that processes
+// no eval: CheckConfig must not rely on being called before Process, nor
+// keep anything for it, and an older host never calls it. It should only
+// look at the map (no planner, no state) and answer at once.
+type ConfigChecker interface {
+	CheckConfig(config map[string]string) error
+}
+
+// CheckConfigKeys returns an error that names the keys of config that are
+// not among known, or nil. A ConfigChecker starts with it: a key the
+// scheduler does not read is nearly always a typo, which would otherwise
+// be ignored without a word.
+func CheckConfigKeys(config map[string]string, known ...string) error {
+	var unknown []string
+	for k := range config {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	takes := "it takes none"
+	if len(known) > 0 {
+		quoted := make([]string, len(known))
+		for i, k := range known {
+			quoted[i] = strconv.Quote(k)
+		}
+		takes = "it takes " + strings.Join(quoted, ", ")
+	}
+	noun := "key"
+	if len(unknown) > 1 {
+		noun = "keys"
+	}
+	return fmt.Errorf("unknown configuration %s %s (%s)", noun, strings.Join(unknown, ", "), takes)
 }
 
 // SchedulerFunc adapts a function to Scheduler.

@@ -50,6 +50,17 @@ type ProcessResponse struct {
 	UpdateEval *sdk.Evaluation `msg:",omitempty"`
 }
 
+// ConfigRequest (ABI 1.7) asks a plugin, as the host loads it, whether it
+// accepts its configuration: the Config every ProcessRequest to it will
+// carry. The answer is a Status: CodeOK accepts, CodeConfigRefused refuses
+// (Message says what is wrong), and any other code is a failure of the
+// check, which refuses the load too. The host asks only plugins that
+// declare 1.7 or later (Version.ChecksConfig), on an instance of their
+// own that processes no eval.
+type ConfigRequest struct {
+	Config map[string]string
+}
+
 // StateSync changes a state mirror. A full sync (Full set) replaces the
 // whole mirror with the state at Index. A delta (Full unset) applies to a
 // mirror at FromIndex and leaves it at Index: every object that changed
@@ -225,7 +236,8 @@ type GCRequest struct {
 	Request *sdk.GCRequest
 }
 
-// Status answers the eval operations and OpGarbageCollect.
+// Status answers the eval operations, OpGarbageCollect and (ABI 1.7) a
+// ConfigRequest.
 type Status struct {
 	Code    Code
 	Message string

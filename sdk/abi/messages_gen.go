@@ -36,6 +36,90 @@ func (z Code) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *ConfigRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 1
+	// string "Config"
+	o = append(o, 0x81, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+	o = msgp.AppendMapHeader(o, uint32(len(z.Config)))
+	for za0001, za0002 := range z.Config {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendString(o, za0002)
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ConfigRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Config":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Config")
+				return
+			}
+			if z.Config == nil {
+				z.Config = make(map[string]string, zb0002)
+			} else if len(z.Config) > 0 {
+				clear(z.Config)
+			}
+			for zb0002 > 0 {
+				var za0002 string
+				zb0002--
+				var za0001 string
+				za0001, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Config")
+					return
+				}
+				za0002, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Config", za0001)
+					return
+				}
+				z.Config[za0001] = za0002
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ConfigRequest) Msgsize() (s int) {
+	s = 1 + 7 + msgp.MapHeaderSize
+	if z.Config != nil {
+		for za0001, za0002 := range z.Config {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *EvalRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// map header, size 1

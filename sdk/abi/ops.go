@@ -57,6 +57,9 @@ const (
 	CodeScheduler   Code = 8  // the scheduler returned an error
 	CodeInternal    Code = 9  // anything else
 	CodeOutOfSync   Code = 10 // a delta did not start at the mirror's index; send a full sync
+	// CodeConfigRefused (ABI 1.7) answers a ConfigRequest whose
+	// configuration the plugin does not accept; the message says why.
+	CodeConfigRefused Code = 11
 )
 
 var codeErrs = map[Code]error{

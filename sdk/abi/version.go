@@ -18,10 +18,14 @@ import "fmt"
 // garbage collection) to it. 1.6 added the go-plugin eval socket: a host
 // hands a go-plugin process one end of a socket pair (grpcwire,
 // EvalSocketEnv) and sends the evals of a plugin that declares 1.6 there
-// instead of over gRPC.
+// instead of over gRPC. 1.7 added the configuration check: a host asks a
+// plugin that declares 1.7, as it loads it, whether it accepts its
+// configuration (ConfigRequest, answered by a Status whose code is
+// CodeConfigRefused when it does not), through the optional wasm export
+// drover_check_config or the go-plugin method CheckConfig.
 const (
 	Major = 1
-	Minor = 6
+	Minor = 7
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -61,6 +65,11 @@ func (v Version) CallsIdle() bool { return v.Major() == 1 && v.Minor() >= 5 }
 // TakesEvalSocket reports whether a go-plugin plugin that declares v
 // serves its evals on the eval socket its host hands it.
 func (v Version) TakesEvalSocket() bool { return v.Major() == 1 && v.Minor() >= 6 }
+
+// ChecksConfig reports whether a plugin that declares v can be asked to
+// check its configuration when it is loaded (ConfigRequest). A host must
+// not ask an older plugin, which has no way to answer.
+func (v Version) ChecksConfig() bool { return v.Major() == 1 && v.Minor() >= 7 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

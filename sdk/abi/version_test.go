@@ -31,6 +31,32 @@ func TestVersion_KeepsPlans(t *testing.T) {
 	}
 }
 
+// TestVersion_ChecksConfig: a host asks a plugin to check its
+// configuration only from 1.7; an older one has no way to answer.
+func TestVersion_ChecksConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		v    Version
+		want bool
+	}{
+		{"1.0", MakeVersion(1, 0), false},
+		{"1.6", MakeVersion(1, 6), false},
+		{"1.7", MakeVersion(1, 7), true},
+		{"1.8", MakeVersion(1, 8), true},
+		{"2.7", MakeVersion(2, 7), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.v.ChecksConfig(); got != tt.want {
+				t.Fatalf("ChecksConfig = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if !Current.ChecksConfig() {
+		t.Fatal("this SDK's plugins cannot be asked to check their configuration")
+	}
+}
+
 // A 1.1 reader (no Whole, no Kept fields) skips what 1.2 adds.
 func TestPlanResponse_OldReadersSkipWhole(t *testing.T) {
 	b, err := (&PlanResponse{Result: &sdk.PlanResult{AllocIndex: 4}, Whole: true}).MarshalMsg(nil)

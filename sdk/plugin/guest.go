@@ -166,6 +166,46 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	return resp
 }
 
+// CheckConfig handles one encoded abi.ConfigRequest (ABI 1.7) and returns
+// the encoded abi.Status: CodeOK when the scheduler accepts the
+// configuration, or does not check it (sdk.ConfigChecker), and
+// CodeConfigRefused with the scheduler's error otherwise. It never panics:
+// a panicking check yields CodeScheduler. The mirror is left alone.
+func (g *Guest) CheckConfig(req []byte) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.checkConfig(req)
+	out, err := st.MarshalMsg(nil)
+	if err != nil { // cannot happen for this message; keep the guarantee anyway
+		out, _ = (&abi.Status{Code: abi.CodeInternal, Message: err.Error()}).MarshalMsg(nil)
+	}
+	return out
+}
+
+func (g *Guest) checkConfig(raw []byte) (st abi.Status) {
+	var req abi.ConfigRequest
+	if _, err := req.UnmarshalMsg(raw); err != nil {
+		return abi.Status{Code: abi.CodeDecode, Message: "plugin: decode config request: " + err.Error()}
+	}
+	c, ok := g.sched.(sdk.ConfigChecker)
+	if !ok {
+		return abi.Status{}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			st = abi.Status{Code: abi.CodeScheduler, Message: fmt.Sprintf("plugin %s: panic in CheckConfig: %v", g.info.Name, r)}
+		}
+	}()
+	if err := c.CheckConfig(req.Config); err != nil {
+		msg := err.Error()
+		if msg == "" {
+			msg = "plugin " + g.info.Name + ": configuration refused"
+		}
+		return abi.Status{Code: abi.CodeConfigRefused, Message: msg}
+	}
+	return abi.Status{}
+}
+
 // planner is the guest side of sdk.Planner.
 type planner struct {
 	host   HostFunc

@@ -1,7 +1,9 @@
 package plugin_test
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -124,5 +126,60 @@ func TestGuest_DefersTheLastEvalUpdateToHostsThatTakeIt(t *testing.T) {
 				t.Errorf("deferred update %q, code %d; want %q, %d", got, resp.Code, tt.wantStatus, tt.wantCode)
 			}
 		})
+	}
+}
+
+// checking is a scheduler whose configuration check does what check says.
+type checking struct {
+	sdk.Scheduler
+	check func(map[string]string) error
+}
+
+func (s checking) CheckConfig(c map[string]string) error { return s.check(c) }
+
+// TestGuest_CheckConfig: a scheduler's check answers the host's
+// ConfigRequest (ABI 1.7): accepted, refused with its text, a panic
+// contained; a scheduler without a check accepts anything.
+func TestGuest_CheckConfig(t *testing.T) {
+	var none sdk.SchedulerFunc = func(*sdk.Context, *sdk.Evaluation) error { return nil }
+	var seen map[string]string
+	tests := []struct {
+		name  string
+		sched sdk.Scheduler
+		req   []byte // nil: a ConfigRequest of {"k": "v"}
+		code  abi.Code
+		msg   string
+	}{
+		{"no check", none, nil, abi.CodeOK, ""},
+		{"accepted", checking{none, func(c map[string]string) error { seen = c; return nil }}, nil, abi.CodeOK, ""},
+		{"refused", checking{none, func(c map[string]string) error { return sdk.CheckConfigKeys(c, "zone") }}, nil,
+			abi.CodeConfigRefused, `unknown configuration key "k" (it takes "zone")`},
+		{"refused without a reason", checking{none, func(map[string]string) error { return errors.New("") }}, nil,
+			abi.CodeConfigRefused, "plugin p: configuration refused"},
+		{"panic", checking{none, func(c map[string]string) error { var m map[string]int; m[c["k"]]++; return nil }}, nil,
+			abi.CodeScheduler, "plugin p: panic in CheckConfig: assignment to entry in nil map"},
+		{"undecodable", checking{none, func(map[string]string) error { t.Fatal("checked garbage"); return nil }},
+			[]byte{0xc1}, abi.CodeDecode, "plugin: decode config request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req
+			if req == nil {
+				var err error
+				if req, err = (&abi.ConfigRequest{Config: map[string]string{"k": "v"}}).MarshalMsg(nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var st abi.Status
+			if err := abi.Decode(plugin.NewGuest(plugin.Info{Name: "p"}, tt.sched).CheckConfig(req), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Code != tt.code || !strings.Contains(st.Message, tt.msg) {
+				t.Fatalf("status %+v, want code %d saying %q", st, tt.code, tt.msg)
+			}
+		})
+	}
+	if seen["k"] != "v" {
+		t.Fatalf("the check saw %v, want the request's configuration", seen)
 	}
 }

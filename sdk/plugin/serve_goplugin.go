@@ -104,6 +104,13 @@ func (s *grpcGuest) Attach(_ context.Context, id uint32) error {
 	return nil
 }
 
+// CheckConfig implements grpcwire.ConfigCheckerServer (ABI 1.7).
+func (s *grpcGuest) CheckConfig(_ context.Context, req []byte) ([]byte, error) {
+	return s.guest.CheckConfig(req), nil
+}
+
+var _ grpcwire.ConfigCheckerServer = (*grpcGuest)(nil)
+
 var errNotAttached = errors.New("plugin: host not attached")
 
 func (s *grpcGuest) Process(ctx context.Context, req []byte) ([]byte, error) {

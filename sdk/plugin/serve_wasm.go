@@ -12,7 +12,8 @@ import (
 )
 
 // The wasm ABI (docs/abi.md). Exports: drover_abi_version, drover_info,
-// drover_buffer, drover_process, drover_idle. Imports, module "drover":
+// drover_buffer, drover_process, drover_idle, drover_check_config.
+// Imports, module "drover":
 // one function per abi.Op plus take_result.
 
 var (
@@ -70,6 +71,21 @@ func droverProcess(size uint32) uint64 {
 		// here, on the eval's time.
 		droverIdle()
 	}
+	return pack(outBuf)
+}
+
+// drover_check_config (ABI 1.7) checks the configuration in the encoded
+// abi.ConfigRequest of size bytes in the buffer and returns the encoded
+// abi.Status's address (high 32 bits) and length (low 32 bits). The host
+// calls it, as it loads the plugin, on an instance that processes no eval.
+//
+//go:wasmexport drover_check_config
+func droverCheckConfig(size uint32) uint64 {
+	if registered == nil {
+		outBuf, _ = (&abi.Status{Code: abi.CodeInternal, Message: "plugin: no scheduler registered (call plugin.Register in init)"}).MarshalMsg(outBuf[:0])
+		return pack(outBuf)
+	}
+	outBuf = registered.CheckConfig(inBuf[:size])
 	return pack(outBuf)
 }
 

@@ -760,6 +760,24 @@ func (h *Harness) Plugin(info plugin.Info, s sdk.Scheduler) *Plugin {
 	return &Plugin{h: h, guest: plugin.NewGuest(info, s)}
 }
 
+// CheckConfig asks s, through the plugin ABI as a host does when it loads
+// a plugin (ABI 1.7), whether it accepts h.Config. It returns nil when s
+// accepts it or does not check it (sdk.ConfigChecker), and otherwise an
+// error whose abi.CodeOf is abi.CodeConfigRefused and whose text is the
+// scheduler's (abi.CodeScheduler if the check panicked).
+func (h *Harness) CheckConfig(s sdk.Scheduler) error {
+	raw, err := (&abi.ConfigRequest{Config: h.Config}).MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("sdktest: encode config request: %w", err)
+	}
+	out := plugin.NewGuest(plugin.Info{Name: "sdktest"}, s).CheckConfig(raw)
+	var st abi.Status
+	if err := abi.Decode(out, &st); err != nil {
+		return fmt.Errorf("sdktest: decode config check: %w", err)
+	}
+	return abi.Err(st.Code, st.Message)
+}
+
 // Process runs s on eval through a fresh plugin (full sync).
 func (h *Harness) Process(s sdk.Scheduler, eval *sdk.Evaluation) error {
 	return h.Plugin(plugin.Info{}, s).Process(eval)

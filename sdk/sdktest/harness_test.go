@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
@@ -438,5 +439,51 @@ func TestHarness_RefusesAPlacementWithoutItsDevices(t *testing.T) {
 	if len(allocs) != 1 || len(allocs[0].AllocatedResources.Tasks["app"].Devices) != 1 ||
 		len(allocs[0].AllocatedResources.Tasks["app"].Devices[0].DeviceIDs) != 2 {
 		t.Fatalf("allocations %+v, want one holding both GPUs", allocs)
+	}
+}
+
+// rackScheduler takes one configuration key, rack, which must not be empty.
+type rackScheduler struct{ sdk.Scheduler }
+
+func (rackScheduler) CheckConfig(c map[string]string) error {
+	if err := sdk.CheckConfigKeys(c, "rack"); err != nil {
+		return err
+	}
+	if v, ok := c["rack"]; ok && v == "" {
+		return errors.New("rack is empty")
+	}
+	return nil
+}
+
+// TestHarness_CheckConfig: the harness asks a scheduler about h.Config
+// through the ABI, as a host loading the plugin does (ABI 1.7).
+func TestHarness_CheckConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		sched  sdk.Scheduler
+		config map[string]string
+		want   string // "" when accepted
+	}{
+		{"accepted", rackScheduler{}, map[string]string{"rack": "r1"}, ""},
+		{"no configuration", rackScheduler{}, nil, ""},
+		{"unknown key", rackScheduler{}, map[string]string{"rak": "r1"}, `unknown configuration key "rak"`},
+		{"bad value", rackScheduler{}, map[string]string{"rack": ""}, "rack is empty"},
+		{"a scheduler without a check", firstFit{}, map[string]string{"anything": "x"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := sdktest.New()
+			h.Config = tt.config
+			err := h.CheckConfig(tt.sched)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if abi.CodeOf(err) != abi.CodeConfigRefused || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (code %d), want a refusal saying %q", err, abi.CodeOf(err), tt.want)
+			}
+		})
 	}
 }

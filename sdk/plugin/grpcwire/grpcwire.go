@@ -5,9 +5,10 @@
 // messages are the ABI's encoded bytes, carried by a pass-through codec (no
 // protobuf: the same MessagePack bytes as in wasm linear memory).
 //
-// The plugin serves Scheduler (Info, Attach, Process); the host serves Host
-// (Call) on a stream the go-plugin GRPCBroker opens, so that the plugin can
-// make planner calls while the host waits on Process. From ABI 1.6 evals
+// The plugin serves Scheduler (Info, Attach, Process, and from ABI 1.7
+// CheckConfig); the host serves Host (Call) on a stream the go-plugin
+// GRPCBroker opens, so that the plugin can make planner calls while the
+// host waits on Process. From ABI 1.6 evals
 // take the eval socket instead (evalsocket.go). docs/abi.md specifies the
 // framing.
 package grpcwire
@@ -21,7 +22,9 @@ import (
 	"github.com/drover-sched/drover/sdk/abi"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/status"
 )
 
 // Handshake is the go-plugin handshake. ProtocolVersion is the ABI major a
@@ -47,6 +50,7 @@ const (
 	methodInfo       = "/" + schedulerService + "/Info"
 	methodAttach     = "/" + schedulerService + "/Attach"
 	methodProcess    = "/" + schedulerService + "/Process"
+	methodCheck      = "/" + schedulerService + "/CheckConfig"
 	methodCall       = "/" + hostService + "/Call"
 )
 
@@ -106,6 +110,17 @@ type SchedulerServer interface {
 	Process(ctx context.Context, req []byte) ([]byte, error)
 }
 
+// ConfigCheckerServer is what a plugin that declares ABI 1.7 or later
+// serves beside SchedulerServer: the host asks it, as it loads the plugin,
+// whether it accepts its configuration. A server without it answers
+// CheckConfig with codes.Unimplemented; a host never asks a plugin that
+// declares an older ABI.
+type ConfigCheckerServer interface {
+	// CheckConfig handles one encoded abi.ConfigRequest and returns the
+	// encoded abi.Status.
+	CheckConfig(ctx context.Context, req []byte) ([]byte, error)
+}
+
 func unary(fn func(srv any, ctx context.Context, in []byte) ([]byte, error)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
 	return func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		var in []byte
@@ -136,6 +151,13 @@ var schedulerDesc = grpc.ServiceDesc{
 		{MethodName: "Process", Handler: unary(func(srv any, ctx context.Context, in []byte) ([]byte, error) {
 			return srv.(SchedulerServer).Process(ctx, in)
 		})},
+		{MethodName: "CheckConfig", Handler: unary(func(srv any, ctx context.Context, in []byte) ([]byte, error) {
+			c, ok := srv.(ConfigCheckerServer)
+			if !ok {
+				return nil, status.Error(codes.Unimplemented, "grpcwire: this plugin does not check its configuration")
+			}
+			return c.CheckConfig(ctx, in)
+		})},
 	},
 }
 
@@ -164,6 +186,12 @@ func (c *SchedulerClient) Attach(ctx context.Context, brokerID uint32) error {
 // Process sends an encoded abi.ProcessRequest.
 func (c *SchedulerClient) Process(ctx context.Context, req []byte) ([]byte, error) {
 	return invoke(ctx, c.cc, methodProcess, req)
+}
+
+// CheckConfig sends an encoded abi.ConfigRequest (ABI 1.7) and returns
+// the encoded abi.Status.
+func (c *SchedulerClient) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
+	return invoke(ctx, c.cc, methodCheck, req)
 }
 
 // HostHandler answers a plugin's planner calls (plugin.HostFunc's shape,
