@@ -24,6 +24,10 @@ var (
 	ErrPluginFailed = errors.New("runtime: plugin failed")
 	// ErrClosed: the plugin was closed.
 	ErrClosed = errors.New("runtime: plugin closed")
+	// ErrConfigRefused: the plugin does not accept the configuration it
+	// was to be loaded with (CheckConfig, ABI 1.7); the error's text
+	// carries the plugin's reason.
+	ErrConfigRefused = errors.New("runtime: plugin refused its configuration")
 )
 
 // Instance is one running instance of a plugin. Process is never called

@@ -235,3 +235,69 @@ func TestContainment_IdleWorkThatNeverEndsIsStopped(t *testing.T) {
 	}
 	placeAndCheck(t, s, "after", 1)
 }
+
+// TestContainment_MisbehavingConfigCheckFailsTheLoad: a plugin whose
+// configuration check (ABI 1.7, run as the host loads it) panics, never
+// returns, allocates without bound or exits fails the check with a clear
+// reason, bounded by the check's deadline and the plugin's memory limit,
+// and not as a refusal of its configuration. The host and the plugin's
+// module or binary stay usable: a check that accepts passes after each,
+// and an eval runs.
+func TestContainment_MisbehavingConfigCheckFailsTheLoad(t *testing.T) {
+	cases := []struct {
+		check   string
+		reason  string
+		timeout time.Duration // the check's deadline: short only where it is what is tested
+	}{
+		{check: "panic", reason: "panic in CheckConfig: assignment to entry in nil map"},
+		{check: "loop", reason: "stopped at the deadline|context deadline exceeded; process killed", timeout: 2 * time.Second},
+		{check: "alloc", reason: "out of memory|exit_code(2)|memory limit of 64 MiB exceeded"},
+		{check: "exit", reason: "exit_code(7)|config check: process failed"},
+	}
+	for _, rt := range []string{"wasm", "goplugin"} {
+		t.Run(rt, func(t *testing.T) {
+			f := load(t, rt, "configcheck", 64)
+			// Closing the pool closes f, once its instances' idle work (a
+			// wasm guest's collection after an eval) is done.
+			p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+			t.Cleanup(func() { _ = p.Close(context.Background()) })
+			check := func(config map[string]string, timeout time.Duration) error {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				return runtime.CheckConfig(ctx, f, config)
+			}
+			for _, tc := range cases {
+				t.Run(tc.check, func(t *testing.T) {
+					timeout := tc.timeout
+					if timeout == 0 {
+						timeout = time.Minute
+					}
+					start := time.Now()
+					err := check(map[string]string{"check": tc.check}, timeout)
+					if !errors.Is(err, runtime.ErrPluginFailed) || errors.Is(err, runtime.ErrConfigRefused) ||
+						!strings.Contains(err.Error(), "plugin[configcheck]: checking its configuration") || !matchesAny(err.Error(), tc.reason) {
+						t.Fatalf("err = %v, want ErrPluginFailed saying %q", err, tc.reason)
+					}
+					t.Logf("reason (after %v): %v", time.Since(start).Round(time.Millisecond), err)
+					if err := check(map[string]string{"check": "accept"}, time.Minute); err != nil {
+						t.Fatalf("a check after the failed one: %v", err)
+					}
+				})
+			}
+			reg := servertest.NativeBuiltins(t, 1)
+			if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: rt, Timeout: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			s := servertest.New(t, reg, nil)
+			job := servertest.Job("checked", sdk.JobTypeService, 1, 500, 256)
+			job.Scheduler = "configcheck"
+			evalID, _, err := s.RegisterJob(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := servertest.WaitForEval(t, s, evalID); e.Status != sdk.EvalStatusComplete {
+				t.Fatalf("eval after the failed checks: %s (%s)", e.Status, e.StatusDescription)
+			}
+		})
+	}
+}

@@ -36,6 +36,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ErrInvalidPlugin is returned for an executable that is not a Drover
@@ -96,7 +98,10 @@ type Factory struct {
 	lastCrash time.Time
 }
 
-var _ runtime.Factory = (*Factory)(nil)
+var (
+	_ runtime.Factory       = (*Factory)(nil)
+	_ runtime.ConfigChecker = (*Factory)(nil)
+)
 
 // isWasm reports whether the file at path starts with the WebAssembly
 // header: a wasm plugin given the go-plugin runtime.
@@ -212,6 +217,28 @@ func (f *Factory) crashCount() int {
 	return f.crashes
 }
 
+// CheckConfig implements runtime.ConfigChecker: it starts a process of
+// its own, calls its CheckConfig method (ABI 1.7) and stops it. The
+// process is killed at ctx's deadline or past the memory limit, as during
+// an eval; its crash does not count towards the restart backoff of the
+// processes that run evals. A plugin that does not serve the method
+// accepts any configuration, as a wasm module without the export does.
+func (f *Factory) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
+	inst, err := f.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer inst.Close(ctx)
+	out, _, err := inst.guard(ctx, "config check", func() ([]byte, error) {
+		out, err := inst.conn.Scheduler.CheckConfig(ctx, req)
+		if status.Code(err) == codes.Unimplemented {
+			return (&abi.Status{}).MarshalMsg(nil)
+		}
+		return out, err
+	})
+	return out, err
+}
+
 // Close implements runtime.Factory. Processes are stopped by their
 // instances' Close.
 func (f *Factory) Close(context.Context) error { return nil }
@@ -312,6 +339,27 @@ func (i *instance) host(op abi.Op, msg []byte) ([]byte, error) {
 func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
 	i.current.Store(&host)
 	defer i.current.Store(nil)
+	out, crashed, err := i.guard(ctx, "", func() ([]byte, error) {
+		if i.takesEvalSocket() {
+			return i.evals.Process(ctx, req, i.host)
+		}
+		return i.conn.Scheduler.Process(ctx, req)
+	})
+	switch {
+	case err == nil:
+		i.f.noteSuccess()
+	case crashed:
+		i.f.noteCrash()
+	}
+	return out, err
+}
+
+// guard runs call, one call into the process, with its resident memory
+// watched. If the call fails the process is killed, and the error says
+// why: the memory limit, ctx's end, or else a crash (crashed), explained
+// by the start of its stderr. what, unless empty, names the call in the
+// error (an eval's goes unnamed).
+func (i *instance) guard(ctx context.Context, what string, call func() ([]byte, error)) (out []byte, crashed bool, err error) {
 	i.stderr.Reset()
 	var overLimit atomic.Uint64
 	if limit := i.f.cfg.MemoryLimitBytes; limit > 0 {
@@ -319,29 +367,23 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 		defer close(stop)
 		go i.watchMemory(limit, stop, &overLimit)
 	}
-	var out []byte
-	var err error
-	if i.takesEvalSocket() {
-		out, err = i.evals.Process(ctx, req, i.host)
-	} else {
-		out, err = i.conn.Scheduler.Process(ctx, req)
-	}
+	out, err = call()
 	if err == nil {
-		i.f.noteSuccess()
-		return out, nil
-	}
-	if rss := overLimit.Load(); rss > 0 {
-		i.kill()
-		return nil, fmt.Errorf("goplugin: %s: memory limit of %d MiB exceeded (resident %d MiB); process killed",
-			i.f.info.Name, i.f.cfg.MemoryLimitBytes>>20, rss>>20)
-	}
-	if ctx.Err() != nil {
-		i.kill()
-		return nil, fmt.Errorf("goplugin: %s: %w; process killed", i.f.info.Name, ctx.Err())
+		return out, false, nil
 	}
 	i.kill()
-	i.f.noteCrash()
-	return nil, i.stderr.Explain(fmt.Errorf("goplugin: %s: process failed: %v", i.f.info.Name, err))
+	who := i.f.info.Name
+	if what != "" {
+		who += ": " + what
+	}
+	if rss := overLimit.Load(); rss > 0 {
+		return nil, false, fmt.Errorf("goplugin: %s: memory limit of %d MiB exceeded (resident %d MiB); process killed",
+			who, i.f.cfg.MemoryLimitBytes>>20, rss>>20)
+	}
+	if ctx.Err() != nil {
+		return nil, false, fmt.Errorf("goplugin: %s: %w; process killed", who, ctx.Err())
+	}
+	return nil, true, i.stderr.Explain(fmt.Errorf("goplugin: %s: process failed: %v", who, err))
 }
 
 // watchMemory kills the process once its resident memory passes limit,

@@ -18,7 +18,10 @@ type Factory struct {
 	make func() sdk.Scheduler
 }
 
-var _ runtime.Factory = (*Factory)(nil)
+var (
+	_ runtime.Factory       = (*Factory)(nil)
+	_ runtime.ConfigChecker = (*Factory)(nil)
+)
 
 // New returns a factory; newScheduler is called once per instance.
 func New(info plugin.Info, newScheduler func() sdk.Scheduler) *Factory {
@@ -31,6 +34,12 @@ func (f *Factory) Info() abi.Info { return plugin.NewGuest(f.info, nil).Info() }
 // NewInstance implements runtime.Factory.
 func (f *Factory) NewInstance(context.Context) (runtime.Instance, error) {
 	return &instance{guest: plugin.NewGuest(f.info, f.make())}, nil
+}
+
+// CheckConfig implements runtime.ConfigChecker on a scheduler of its own,
+// in the host's process: unlike the other runtimes, nothing bounds it.
+func (f *Factory) CheckConfig(_ context.Context, req []byte) ([]byte, error) {
+	return plugin.NewGuest(f.info, f.make()).CheckConfig(req), nil
 }
 
 // Close implements runtime.Factory.

@@ -37,9 +37,13 @@ const (
 	ExportBuffer     = "drover_buffer"
 	ExportProcess    = "drover_process"
 	// ExportIdle is optional (ABI 1.5): called between evals.
-	ExportIdle     = "drover_idle"
-	HostModule     = "drover"
-	HostTakeResult = "take_result"
+	ExportIdle = "drover_idle"
+	// ExportCheckConfig is optional (ABI 1.7): called at load on an
+	// instance of its own, it says whether the plugin accepts its
+	// configuration.
+	ExportCheckConfig = "drover_check_config"
+	HostModule        = "drover"
+	HostTakeResult    = "take_result"
 )
 
 // ErrInvalidModule is returned for a module that is not a Drover plugin.
@@ -109,7 +113,10 @@ type Module struct {
 // as large.
 const maxPrefault = 256 << 20
 
-var _ runtime.Factory = (*Module)(nil)
+var (
+	_ runtime.Factory       = (*Module)(nil)
+	_ runtime.ConfigChecker = (*Module)(nil)
+)
 
 // LoadFile reads and loads a module from path.
 func LoadFile(ctx context.Context, path string, cfg Config) (*Module, error) {
@@ -295,6 +302,30 @@ func (m *Module) NewInstance(ctx context.Context) (runtime.Instance, error) {
 	return inst, nil
 }
 
+// CheckConfig implements runtime.ConfigChecker: it calls the module's
+// drover_check_config (ABI 1.7) on a new instance, which it then closes.
+// The instance has the memory limit of the others, and ctx's deadline
+// stops it when deadlines are enforced (Config.EnforceDeadline), as it
+// stops an eval. A module without the export accepts any configuration.
+func (m *Module) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
+	if _, ok := m.compiled.ExportedFunctions()[ExportCheckConfig]; !ok {
+		return (&abi.Status{}).MarshalMsg(nil)
+	}
+	inst, err := m.instantiate(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wasm: instantiate: stopped at the deadline: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	// Closed as is: its size says nothing of what an eval's instance needs
+	// (Close would record it for the next instance to start with).
+	defer inst.mod.Close(context.Background())
+	// No planner calls: the host functions answer them CodeInternal, as
+	// they do outside drover_process.
+	return inst.call(ctx, inst.mod.ExportedFunction(ExportCheckConfig), ExportCheckConfig, req)
+}
+
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	tail := runtime.NewCapture(1024)
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
@@ -347,6 +378,12 @@ func (i *instance) read(packed uint64) ([]byte, error) {
 
 // Process implements runtime.Instance.
 func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
+	return i.call(withCall(ctx, &callState{host: host}), i.process, ExportProcess, req)
+}
+
+// call writes req into the guest's buffer and calls fn, an export that
+// takes the request's size and returns its packed answer.
+func (i *instance) call(ctx context.Context, fn api.Function, name string, req []byte) ([]byte, error) {
 	res, err := i.buffer.Call(ctx, uint64(len(req)))
 	if err != nil {
 		return nil, fmt.Errorf("wasm: %s: %w", ExportBuffer, err)
@@ -354,14 +391,13 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 	if !i.mod.Memory().Write(uint32(res[0]), req) {
 		return nil, fmt.Errorf("wasm: request buffer at %d is outside memory", uint32(res[0]))
 	}
-	cs := &callState{host: host}
 	i.stderr.Reset()
-	res, err = i.process.Call(withCall(ctx, cs), uint64(len(req)))
+	res, err = fn.Call(ctx, uint64(len(req)))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("wasm: %s: stopped at the deadline: %w", ExportProcess, ctx.Err())
+			return nil, fmt.Errorf("wasm: %s: stopped at the deadline: %w", name, ctx.Err())
 		}
-		return nil, i.stderr.Explain(fmt.Errorf("wasm: %s: %w", ExportProcess, err))
+		return nil, i.stderr.Explain(fmt.Errorf("wasm: %s: %w", name, err))
 	}
 	return i.read(res[0])
 }
