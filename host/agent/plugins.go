@@ -47,7 +47,9 @@ type PluginConfig struct {
 	// Path is the plugin's file. Empty means NAME.wasm, or else the
 	// executable NAME, in the plugin directory.
 	Path string
-	// Config is handed to the plugin with every evaluation.
+	// Config is handed to the plugin with every evaluation; a plugin of
+	// ABI 1.7 or later is asked whether it accepts it when it is loaded,
+	// and is not loaded if it refuses it.
 	Config map[string]string
 	// Limits bound the plugin.
 	Limits PluginLimits
@@ -290,7 +292,8 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	return nil
 }
 
-// load loads one plugin file into a pool.
+// load loads one plugin file into a pool, once the plugin accepts its
+// configuration (ABI 1.7).
 func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, error) {
 	lim := PluginLimits{}
 	var conf, env map[string]string
@@ -341,12 +344,22 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		_ = factory.Close(ctx)
 		return nil, fmt.Errorf("agent: plugin block %q loads %s, which declares the name %q", sp.block.Name, sp.path, info.Name)
 	}
-	pool := rt.DefaultPoolConfig(l.cfg.Server.NumWorkers)
-	pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
 	timeout := lim.Timeout
 	if timeout == 0 {
 		timeout = server.DefaultPluginTimeout
 	}
+	// A plugin that declares ABI 1.7 says whether it takes the
+	// configuration its evals will carry, within an eval's time and
+	// memory; one that refuses it is not loaded.
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	err := rt.CheckConfig(cctx, factory, conf)
+	cancel()
+	if err != nil {
+		_ = factory.Close(ctx)
+		return nil, fmt.Errorf("agent: load plugin: %s: %w", sp.path, err)
+	}
+	pool := rt.DefaultPoolConfig(l.cfg.Server.NumWorkers)
+	pool.MaxMemoryBytes = uint64(memMB) << 20 * 3 / 4
 	return &rt.Entry{Plugin: rt.NewPlugin(factory, pool, l.log), Runtime: sp.runtime, Path: sp.path,
 		Config: conf, Timeout: timeout, MemoryMB: memMB, EnforceDeadline: enforce}, nil
 }

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/host/server/servertest"
+	rt "github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/drover-sched/drover/sdk"
@@ -308,5 +310,94 @@ func getJSON(t *testing.T, url string, out any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAgent_PluginThatRefusesItsConfigurationDoesNotStart: a plugin that
+// refuses the configuration of its block (ABI 1.7) stops the agent's
+// start, as a file that does not load does, with the file, the plugin and
+// the plugin's own reason.
+func TestAgent_PluginThatRefusesItsConfigurationDoesNotStart(t *testing.T) {
+	for _, tc := range []struct {
+		runtime string
+		build   func(testing.TB, string) string
+	}{
+		{agent.RuntimeWasm, wasmtest.Build},
+		{agent.RuntimeGoPlugin, goplugintest.Build},
+	} {
+		t.Run(tc.runtime, func(t *testing.T) {
+			dir := t.TempDir()
+			install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+			strict := tc.build(t, "./host/agent/testdata/reload/strict")
+			cfg := agent.DefaultConfig()
+			cfg.Dev, cfg.HTTPAddr, cfg.PluginDir = true, "127.0.0.1:0", dir
+			cfg.Plugins = []agent.PluginConfig{{Name: "reload", Runtime: tc.runtime, Path: strict, Config: map[string]string{"k": "v"}}}
+			a, err := agent.New(cfg, zerolog.Nop())
+			if err == nil {
+				_ = a.Shutdown(context.Background())
+				t.Fatal("the agent started with a plugin that refuses its configuration")
+			}
+			want := "agent: load plugin: " + strict + `: runtime: plugin refused its configuration: plugin[reload]: unknown configuration key "k" (it takes none)`
+			if !errors.Is(err, rt.ErrConfigRefused) || err.Error() != want {
+				t.Fatalf("err = %v\nwant  %s", err, want)
+			}
+		})
+	}
+}
+
+// TestAgent_ReplacementThatRefusesItsConfigurationIsRefused: a new version
+// of a plugin file that refuses the configuration the running version
+// takes is refused as a file that does not load is: the running version
+// keeps serving, and the refusal, in the plugin's words, shows where
+// operators look.
+func TestAgent_ReplacementThatRefusesItsConfigurationIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), dir, "reload.wasm")
+	path := filepath.Join(dir, "reload.wasm")
+	a := startAgent(t, dir, []agent.PluginConfig{{Name: "reload", Path: path, Config: map[string]string{"k": "v"}}})
+	s := a.Server()
+	reg := s.Plugins()
+
+	install(t, wasmtest.Build(t, "./host/agent/testdata/reload/strict"), dir, "reload.wasm")
+	var refusal rt.Refusal
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var ok bool
+		if refusal, ok = reg.Refusal(path); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replacement that refuses its configuration was never reported")
+		}
+	}
+	const reason = `runtime: plugin refused its configuration: plugin[reload]: unknown configuration key "k" (it takes none)`
+	if !strings.Contains(refusal.Error, reason) {
+		t.Fatalf("refusal = %q, want it to say %q", refusal.Error, reason)
+	}
+	e, ok := reg.Lookup("reload")
+	if !ok || e.Plugin.Info().PluginVersion != "1" || e.Config["k"] != "v" {
+		t.Fatalf("reload after the refused replacement: %+v, want version 1 with its configuration", e)
+	}
+	job := servertest.Job("after", sdk.JobTypeService, 1, 100, 64)
+	job.Scheduler = "reload"
+	id, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := servertest.WaitForEval(t, s, id); ev.Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval on the running version: %s (%s)", ev.Status, ev.StatusDescription)
+	}
+	if n := e.Plugin.Stats().Evals.Load(); n == 0 {
+		t.Fatal("the eval did not run on version 1")
+	}
+	var refused []struct{ Path, Error string }
+	getJSON(t, a.Addr()+"/v1/plugins/refused", &refused)
+	if len(refused) != 1 || refused[0].Path != path || !strings.Contains(refused[0].Error, reason) {
+		t.Fatalf("refused = %+v", refused)
+	}
+	var stub struct{ PluginVersion, ReloadError string }
+	getJSON(t, a.Addr()+"/v1/plugin/scheduler/reload", &stub)
+	if stub.PluginVersion != "1" || !strings.Contains(stub.ReloadError, reason) {
+		t.Fatalf("plugin = %+v, want version 1 with the refusal", stub)
 	}
 }
