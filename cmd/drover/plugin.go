@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -25,8 +28,9 @@ Usage: drover plugin list [options]
 
   Lists the scheduler plugins the agent runs: name, the job types each
   serves, its runtime (wasm, goplugin, native) and its ABI version. Then
-  the plugin files the agent refused (they failed to load, or declare a
-  name or job type another file serves), and why: a refused replacement
+  the plugin files the agent refused (they failed to load, their plugin
+  refused its configuration, or they declare a name or job type another
+  file serves), and why: a refused replacement
   leaves the running version of its plugin in place. With -json, the
   plugins only (the refused files: GET /v1/plugins/refused).
 
@@ -156,11 +160,16 @@ Usage: drover plugin validate [options] PATH
   Loads a scheduler plugin file the way the agent would, without an agent:
   a ".wasm" module in wazero, any other executable as a go-plugin binary.
   It reports the plugin's name, job types, version and ABI version (and a
-  module's exports), or what is wrong. Exit code 0 when the plugin loads,
-  1 when it does not.
+  module's exports), or what is wrong. A plugin of ABI 1.7 or later is
+  asked, as the agent asks it, whether it accepts its configuration: the
+  -config pairs, or none (what the agent hands a plugin that no plugin
+  block configures); one that refuses it does not load. Exit code 0 when
+  the plugin loads, 1 when it does not.
 
 Options:
 
+  -config KEY=VALUE       A key of the plugin's configuration, as in the
+                          config map of its plugin block (repeatable).
   -runtime=wasm|goplugin  Override the runtime picked from the file name.
   -json                   Print the result as JSON.
 `)
@@ -174,11 +183,19 @@ type PluginValidation struct {
 	Name, PluginVersion, ABIVersion string `json:",omitempty"`
 	Types, Exports                  []string
 	MirrorEvals                     bool
+	// Config is the configuration checked; ConfigChecked says the plugin
+	// was asked about it (ABI 1.7), and ConfigRefused that it refused it
+	// (Error says why).
+	Config        map[string]string `json:",omitempty"`
+	ConfigChecked bool
+	ConfigRefused bool `json:",omitempty"`
 }
 
 func (c *pluginValidateCommand) Run(args []string) int {
 	fs := c.flags("plugin validate", true)
 	runtimeName := fs.String("runtime", "", "")
+	var pairs stringList
+	fs.Var(&pairs, "config", "")
 	if !c.parse(fs, args, c.Help()) {
 		return exitError
 	}
@@ -187,16 +204,35 @@ func (c *pluginValidateCommand) Run(args []string) int {
 		c.ui.Error(c.Help())
 		return exitError
 	}
-	v := validatePlugin(fs.Arg(0), *runtimeName)
+	config := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			c.ui.Error(fmt.Sprintf("-config %q is not KEY=VALUE", p))
+			return exitError
+		}
+		config[k] = v
+	}
+	v := validatePlugin(fs.Arg(0), *runtimeName, config)
 	if c.json {
 		c.printJSON(v)
 	} else if v.Valid {
-		c.table([][]string{
+		checked := fmt.Sprintf("not checked (the plugin declares ABI %s; plugins check it from 1.7)", v.ABIVersion)
+		if v.ConfigChecked {
+			checked = "accepted"
+		}
+		rows := [][]string{
 			{"Path", v.Path}, {"Runtime", v.Runtime}, {"Name", v.Name}, {"Types", strings.Join(v.Types, ",")},
 			{"Version", v.PluginVersion}, {"ABI", v.ABIVersion}, {"Mirrors evals", fmt.Sprint(v.MirrorEvals)},
-			{"Exports", strings.Join(v.Exports, ",")},
-		})
+			{"Exports", strings.Join(v.Exports, ",")}, {"Configuration", checked},
+		}
+		for _, k := range sortedKeys(v.Config) {
+			rows = append(rows, []string{"Config " + k, v.Config[k]})
+		}
+		c.table(rows)
 		c.ui.Output(fmt.Sprintf("\n%s is a valid Drover scheduler plugin (ABI %s; this host speaks %s).", v.Path, v.ABIVersion, abi.Current))
+	} else if v.ConfigRefused {
+		c.ui.Error(fmt.Sprintf("%s refuses this configuration:\n  %s", v.Path, v.Error))
 	} else {
 		c.ui.Error(fmt.Sprintf("%s is not a loadable Drover scheduler plugin:\n  %s", v.Path, v.Error))
 	}
@@ -206,9 +242,10 @@ func (c *pluginValidateCommand) Run(args []string) int {
 	return exitOK
 }
 
-// validatePlugin loads the plugin at path and reports what it is.
-func validatePlugin(path, runtimeName string) *PluginValidation {
-	v := &PluginValidation{Path: path, Runtime: runtimeName}
+// validatePlugin loads the plugin at path, asks it about config as the
+// agent would, and reports what it is.
+func validatePlugin(path, runtimeName string, config map[string]string) *PluginValidation {
+	v := &PluginValidation{Path: path, Runtime: runtimeName, Config: config}
 	if v.Runtime == "" {
 		v.Runtime = agent.RuntimeGoPlugin
 		if strings.HasSuffix(path, ".wasm") {
@@ -217,7 +254,7 @@ func validatePlugin(path, runtimeName string) *PluginValidation {
 	}
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
-	var info abi.Info
+	var factory runtime.Factory
 	switch v.Runtime {
 	case agent.RuntimeWasm:
 		m, err := wasm.LoadFile(ctx, path, wasm.DefaultConfig())
@@ -225,23 +262,31 @@ func validatePlugin(path, runtimeName string) *PluginValidation {
 			v.Error = err.Error()
 			return v
 		}
-		defer m.Close(ctx)
-		info, v.Exports = m.Info(), m.Exports()
+		factory, v.Exports = m, m.Exports()
 		sort.Strings(v.Exports)
 	case agent.RuntimeGoPlugin:
-		f, err := goplugin.Load(ctx, path, goplugin.DefaultConfig())
+		gcfg := goplugin.DefaultConfig()
+		gcfg.MemoryLimitBytes = agent.DefaultPluginMemoryMB << 20 // bounds the configuration check, as in an agent
+		f, err := goplugin.Load(ctx, path, gcfg)
 		if err != nil {
 			v.Error = err.Error()
 			return v
 		}
-		defer f.Close(ctx)
-		info = f.Info()
+		factory = f
 	default:
 		v.Error = fmt.Sprintf("unknown runtime %q (wasm or goplugin)", v.Runtime)
 		return v
 	}
-	v.Valid = true
+	defer factory.Close(ctx)
+	info := factory.Info()
 	v.Name, v.Types, v.PluginVersion, v.MirrorEvals = info.Name, info.Types, info.PluginVersion, info.MirrorEvals
 	v.ABIVersion = abi.Version(info.ABI).String()
+	cctx, cancel := context.WithTimeout(ctx, server.DefaultPluginTimeout)
+	defer cancel()
+	if err := runtime.CheckConfig(cctx, factory, config); err != nil {
+		v.Error, v.ConfigRefused = err.Error(), errors.Is(err, runtime.ErrConfigRefused)
+		return v
+	}
+	v.Valid, v.ConfigChecked = true, abi.Version(info.ABI).ChecksConfig()
 	return v
 }

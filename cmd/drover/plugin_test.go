@@ -119,3 +119,40 @@ func TestPluginListAndInspect_ShowRefusedReplacement(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginValidate_ChecksTheConfiguration: plugin validate asks a plugin
+// (ABI 1.7) about the -config pairs, or an empty configuration, as an
+// agent would, and reports a refusal in the plugin's words.
+func TestPluginValidate_ChecksTheConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		runtime string
+		path    string
+	}{
+		{"wasm", wasmtest.Build(t, "./host/agent/testdata/reload/strict")},
+		{"goplugin", goplugintest.Build(t, "./host/agent/testdata/reload/strict")},
+	} {
+		cases := []struct {
+			name string
+			args []string
+			code int
+			want string
+		}{
+			{"no configuration", nil, exitOK, "Configuration  accepted"},
+			{"refused", []string{"-config", "k=v"}, exitError,
+				`refuses this configuration:
+  runtime: plugin refused its configuration: plugin[reload]: unknown configuration key "k" (it takes none)`},
+			{"not a pair", []string{"-config", "k"}, exitError, `-config "k" is not KEY=VALUE`},
+		}
+		for _, c := range cases {
+			t.Run(tc.runtime+"/"+c.name, func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				args := append(append([]string{"plugin", "validate", "-runtime", tc.runtime}, c.args...), tc.path)
+				code := run(args, &out, &errOut)
+				all := out.String() + errOut.String()
+				if code != c.code || !strings.Contains(all, c.want) {
+					t.Fatalf("exit %d (want %d), output:\n%s\nwant it to contain %q", code, c.code, all, c.want)
+				}
+			})
+		}
+	}
+}
