@@ -17,6 +17,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,7 +46,33 @@ type Thresholds = sdk.GCThresholds
 // Scheduler is the core scheduler.
 type Scheduler struct{}
 
-var _ sdk.Scheduler = (*Scheduler)(nil)
+var (
+	_ sdk.Scheduler     = (*Scheduler)(nil)
+	_ sdk.ConfigChecker = (*Scheduler)(nil)
+)
+
+// configKeys are the keys the core scheduler takes: its GC thresholds.
+var configKeys = []string{sdk.ConfigEvalGCThreshold, sdk.ConfigBatchEvalGCThreshold, sdk.ConfigJobGCThreshold,
+	sdk.ConfigNodeGCThreshold, sdk.ConfigDeploymentGCThreshold}
+
+// CheckConfig implements sdk.ConfigChecker. The core scheduler takes its
+// GC thresholds, each a non-negative Go duration; the host fills in those
+// its plugin block leaves out from its server block (eval_gc_threshold,
+// ...). Any other key is an operator's mistake, refused as Nomad refuses
+// an unknown setting.
+func (s *Scheduler) CheckConfig(config map[string]string) error {
+	if err := sdk.CheckConfigKeys(config, configKeys...); err != nil {
+		return err
+	}
+	// The keys left out are the host's to fill: checked as set.
+	set := make(map[string]string, len(configKeys))
+	for _, k := range configKeys {
+		set[k] = "0s"
+	}
+	maps.Copy(set, config)
+	_, err := sdk.GCThresholdsFrom(set)
+	return err
+}
 
 // Process implements sdk.Scheduler.
 func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {

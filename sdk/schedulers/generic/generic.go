@@ -31,7 +31,16 @@ type Scheduler struct {
 	ready stack.ReadyCache
 }
 
-var _ sdk.Scheduler = (*Scheduler)(nil)
+var (
+	_ sdk.Scheduler     = (*Scheduler)(nil)
+	_ sdk.ConfigChecker = (*Scheduler)(nil)
+)
+
+// CheckConfig implements sdk.ConfigChecker. The service and batch
+// schedulers take no configuration (the scheduler configuration, set
+// with the API, is their tuning): a key in their plugin block is an
+// operator's mistake, refused as Nomad refuses an unknown setting.
+func (s *Scheduler) CheckConfig(config map[string]string) error { return sdk.CheckConfigKeys(config) }
 
 // handles lists the triggers the scheduler knows.
 var handles = map[string]bool{

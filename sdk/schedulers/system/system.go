@@ -29,7 +29,16 @@ type Scheduler struct {
 	ready stack.ReadyCache
 }
 
-var _ sdk.Scheduler = (*Scheduler)(nil)
+var (
+	_ sdk.Scheduler     = (*Scheduler)(nil)
+	_ sdk.ConfigChecker = (*Scheduler)(nil)
+)
+
+// CheckConfig implements sdk.ConfigChecker. The system scheduler takes no
+// configuration (the scheduler configuration, set with the API, is its
+// tuning): a key in its plugin block is an operator's mistake, refused as
+// Nomad refuses an unknown setting.
+func (s *Scheduler) CheckConfig(config map[string]string) error { return sdk.CheckConfigKeys(config) }
 
 func handles(sysbatch bool, trigger string) bool {
 	switch trigger {
