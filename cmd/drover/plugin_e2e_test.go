@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
@@ -110,5 +113,49 @@ job "web" {
 	getJSON(t, base+"/v1/plugin/scheduler/zones", &p)
 	if p.Runtime != "goplugin" || p.Stats.Evals == 0 || p.Stats.Failures != 0 {
 		t.Fatalf("plugin = %+v", p)
+	}
+}
+
+// TestE2E_ZonesRefusesABadConfiguration runs the real binary with the
+// zones example as a go-plugin whose plugin block sets an empty
+// zone_attribute: the agent does not start, and says which file, which
+// plugin and what is wrong, in the plugin's words, as it does for a file
+// that does not load. plugin validate -config says the same before an
+// agent is started, and accepts a good configuration.
+func TestE2E_ZonesRefusesABadConfiguration(t *testing.T) {
+	bin := droverBin(t)
+	dir := t.TempDir()
+	pluginDir := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
+	zones := filepath.Join(pluginDir, "zones")
+	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), zones, 0o755)
+	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
+plugin_dir = %q
+plugin "zones" {
+  config = { zone_attribute = "" }
+}
+`, pluginDir))
+	const reason = `runtime: plugin refused its configuration: plugin[zones]: zone_attribute = "": empty: ` +
+		`name a node attribute ("attr.X" or "X") or meta key ("meta.X"), or leave it out for "meta.zone"`
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "agent", "-dev", "-config", cfg, "-http-addr", freeAddr(t), "-log-level", "warn").CombinedOutput()
+	var ee *exec.ExitError
+	if !asExit(err, &ee) || ee.ExitCode() != exitError ||
+		!strings.Contains(string(out), "Error: agent: load plugin: "+zones+": "+reason) {
+		t.Fatalf("agent: %v, output:\n%s\nwant exit 1 saying %q", err, out, reason)
+	}
+
+	if code, out := drover(t, bin, "", "plugin", "validate", "-config", "zone_attribute=", zones); code != exitError ||
+		!strings.Contains(out, zones+" refuses this configuration:\n  "+reason) {
+		t.Fatalf("plugin validate: exit %d:\n%s", code, out)
+	}
+	if code, out := drover(t, bin, "", "plugin", "validate", "-config", "zone_attribute=meta.rack", zones); code != exitOK ||
+		!strings.Contains(out, "accepted") || !strings.Contains(out, "meta.rack") {
+		t.Fatalf("plugin validate: exit %d:\n%s", code, out)
 	}
 }

@@ -2,7 +2,9 @@
 // of a job evenly over the cluster's failure zones, then packs tightly
 // within the chosen zone. The zone of a node is a node attribute or meta
 // key named by the plugin's configuration (zone_attribute, default
-// "meta.zone"); nodes without it form the zone "".
+// "meta.zone"); nodes without it form the zone "". The plugin checks its
+// configuration when the agent loads it (CheckConfig), so that a typo
+// stops the load rather than putting every node in the zone "".
 //
 // It is an example of a scheduler built with Drover's SDK outside the
 // Drover tree's built-ins: it reads the state mirror, lets the SDK's
@@ -15,6 +17,7 @@ package zones
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -36,15 +39,73 @@ const DefaultZoneAttribute = "meta.zone"
 // Scheduler balances allocations over zones. Its zero value is ready.
 type Scheduler struct{}
 
-var _ sdk.Scheduler = Scheduler{}
+var (
+	_ sdk.Scheduler     = Scheduler{}
+	_ sdk.ConfigChecker = Scheduler{}
+)
+
+// CheckConfig implements sdk.ConfigChecker: the agent asks it when it
+// loads the plugin, and refuses the load with its error. zones takes
+// zone_attribute alone, which, when set, must name a node attribute
+// ("attr.X" or "X") or meta key ("meta.X").
+func (Scheduler) CheckConfig(config map[string]string) error {
+	if err := sdk.CheckConfigKeys(config, ConfigZoneAttribute); err != nil {
+		return err
+	}
+	_, err := zoneAttribute(config)
+	return err
+}
+
+// zoneAttribute returns the attribute or meta key the configuration
+// names, DefaultZoneAttribute when it names none, or why the name it
+// holds names nothing a node has.
+func zoneAttribute(config map[string]string) (string, error) {
+	v, ok := config[ConfigZoneAttribute]
+	if !ok {
+		return DefaultZoneAttribute, nil
+	}
+	bad := func(why string, args ...any) (string, error) {
+		return "", fmt.Errorf("%s = %q: %s", ConfigZoneAttribute, v, fmt.Sprintf(why, args...))
+	}
+	if v == "" {
+		return bad(`empty: name a node attribute ("attr.X" or "X") or meta key ("meta.X"), or leave it out for %q`, DefaultZoneAttribute)
+	}
+	if inner, ok := strings.CutPrefix(v, "${"); ok && strings.HasSuffix(inner, "}") {
+		return bad("write the name without ${ }: %q", strings.TrimSuffix(inner, "}"))
+	}
+	if strings.HasPrefix(v, "node.") {
+		return bad(`zones reads node attributes ("attr.X" or "X") and meta keys ("meta.X"), not the node's own fields`)
+	}
+	name := v
+	if rest, ok := strings.CutPrefix(v, "meta."); ok {
+		name = rest
+	} else if rest, ok := strings.CutPrefix(v, "attr."); ok {
+		name = rest
+	}
+	if name == "" {
+		return bad("names no key after the prefix")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return bad("%q cannot be part of an attribute or meta key (letters, digits, '_', '-' and '.')", r)
+		}
+	}
+	if strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
+		return bad("a name's dotted parts cannot be empty")
+	}
+	return v, nil
+}
 
 // Process implements sdk.Scheduler.
 func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
-	p := &pass{ctx: ctx, eval: eval, attr: ctx.Config[ConfigZoneAttribute]}
-	if p.attr == "" {
-		p.attr = DefaultZoneAttribute
+	attr, err := zoneAttribute(ctx.Config)
+	if err != nil {
+		// A host older than ABI 1.7 does not check the configuration at
+		// load: the eval fails, saying what is wrong with it.
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: "zones: config " + err.Error()})
 	}
-	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
+	p := &pass{ctx: ctx, eval: eval, attr: attr}
+	err = conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 		plan := p.compute()
 		if plan.IsNoOp() {
 			return true, false, nil

@@ -2,11 +2,13 @@ package zones_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/examples/plugins/zones/zones"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/sdktest"
 )
@@ -88,6 +90,68 @@ func TestZones_ConfigNamesTheAttribute(t *testing.T) {
 	}
 	if racks["r1"] != 1 || racks["r2"] != 1 {
 		t.Fatalf("allocations per rack = %v", racks)
+	}
+}
+
+// TestZones_CheckConfig: the agent asks zones about its configuration as
+// it loads the plugin (ABI 1.7); zones takes zone_attribute alone, naming
+// a node attribute or meta key, and says what is wrong with anything else.
+func TestZones_CheckConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   string // "" when accepted
+	}{
+		{"none: meta.zone", nil, ""},
+		{"meta key", map[string]string{zones.ConfigZoneAttribute: "meta.rack"}, ""},
+		{"attribute", map[string]string{zones.ConfigZoneAttribute: "attr.platform.aws.placement.availability-zone"}, ""},
+		{"bare attribute", map[string]string{zones.ConfigZoneAttribute: "unique.hostname"}, ""},
+		{"typo in the key", map[string]string{"zone_atribute": "meta.rack"},
+			`unknown configuration key "zone_atribute" (it takes "zone_attribute")`},
+		{"empty", map[string]string{zones.ConfigZoneAttribute: ""},
+			`zone_attribute = "": empty: name a node attribute ("attr.X" or "X") or meta key ("meta.X"), or leave it out for "meta.zone"`},
+		{"prefix alone", map[string]string{zones.ConfigZoneAttribute: "meta."}, `zone_attribute = "meta.": names no key after the prefix`},
+		{"interpolation", map[string]string{zones.ConfigZoneAttribute: "${meta.rack}"},
+			`zone_attribute = "${meta.rack}": write the name without ${ }: "meta.rack"`},
+		{"a node field", map[string]string{zones.ConfigZoneAttribute: "node.datacenter"},
+			`zone_attribute = "node.datacenter": zones reads node attributes`},
+		{"a space", map[string]string{zones.ConfigZoneAttribute: "meta.my zone"},
+			`zone_attribute = "meta.my zone": ' ' cannot be part of an attribute or meta key`},
+		{"an empty part", map[string]string{zones.ConfigZoneAttribute: "attr.platform..rack"},
+			`zone_attribute = "attr.platform..rack": a name's dotted parts cannot be empty`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := sdktest.New()
+			h.Config = tt.config
+			err := h.CheckConfig(zones.Scheduler{})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if abi.CodeOf(err) != abi.CodeConfigRefused || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a refusal saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestZones_ConfigRefusedFailsTheEval: under a host older than ABI 1.7,
+// which does not check the configuration at load, an eval with a
+// configuration zones refuses fails, saying why, and places nothing.
+func TestZones_ConfigRefusedFailsTheEval(t *testing.T) {
+	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
+	h.Config = map[string]string{zones.ConfigZoneAttribute: ""}
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Plans) != 0 || len(h.Updated) != 1 || h.Updated[0].Status != sdk.EvalStatusFailed ||
+		!strings.HasPrefix(h.Updated[0].StatusDescription, `zones: config zone_attribute = "": empty`) {
+		t.Fatalf("plans %d, updates %+v", len(h.Plans), h.Updated)
 	}
 }
 
