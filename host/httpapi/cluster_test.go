@@ -177,4 +177,9 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 	if resp, _ := do(t, "GET", follower.URL+"/v1/job/web?stale", ""); resp.StatusCode != 200 {
 		t.Fatalf("a stale read without a leader: %d", resp.StatusCode)
 	}
+	// A health check fails it, as Nomad's does a server without a leader.
+	if resp, out := do(t, "GET", follower.URL+"/v1/agent/health", ""); resp.StatusCode != http.StatusInternalServerError ||
+		strings.TrimSpace(string(out)) != `{"server":{"ok":false,"message":"no leader"}}` {
+		t.Fatalf("health without a leader: %d %s", resp.StatusCode, out)
+	}
 }

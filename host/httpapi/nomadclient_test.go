@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,38 @@ func waitEval(t *testing.T, c *api.Client, id string) *api.Evaluation {
 	}
 	t.Fatalf("eval %s still pending", id)
 	return nil
+}
+
+// TestNomadClient_AgentHealth: Nomad's health check, which load balancers
+// and service checks poll, reads a server with a leader as healthy and,
+// asked about a client, says an agent without one is not.
+func TestNomadClient_AgentHealth(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	h, err := nomadClient(t, ts.URL).Agent().Health()
+	if err != nil {
+		t.Fatalf("health: %v", err)
+	}
+	if h.Client != nil || h.Server == nil || !h.Server.Ok {
+		t.Fatalf("health: %+v", h)
+	}
+	cases := []struct {
+		query string
+		code  int
+		body  string
+	}{
+		{"?type=server", http.StatusOK, `{"server":{"ok":true,"message":"ok"}}`},
+		{"?type=client", http.StatusInternalServerError, `{"client":{"ok":false,"message":"client not enabled"}}`},
+		{"?type=client&type=server", http.StatusInternalServerError,
+			`{"client":{"ok":false,"message":"client not enabled"},"server":{"ok":true,"message":"ok"}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			resp, out := do(t, "GET", ts.URL+"/v1/agent/health"+c.query, "")
+			if resp.StatusCode != c.code || strings.TrimSpace(string(out)) != c.body {
+				t.Fatalf("%d %s, want %d %s", resp.StatusCode, out, c.code, c.body)
+			}
+		})
+	}
 }
 
 // TestNomadClient_ParseIgnoresUndeclaredVariables: as in Nomad, the

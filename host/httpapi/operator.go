@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -74,6 +75,57 @@ func (a *API) leader() string {
 
 func (a *API) statusLeader(http.ResponseWriter, *http.Request) (any, error) {
 	return a.leader(), nil
+}
+
+// AgentHealthResponse answers GET /v1/agent/health in Nomad's shape: the
+// health of the agent's client and server, each present when asked about.
+type AgentHealthResponse struct {
+	Client *AgentHealth `json:"client,omitempty"`
+	Server *AgentHealth `json:"server,omitempty"`
+}
+
+// AgentHealth is one part of an agent's health; Message says why it is
+// not Ok.
+type AgentHealth struct {
+	Ok      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// agentHealth is Nomad's agent health check, what load balancers and
+// service checks poll: a server is healthy while it knows a cluster
+// leader. A Drover agent is a server only, so ?type=client (which Nomad's
+// server-only agents answer so too) is unhealthy: "client not enabled".
+// An unhealthy agent answers 500 with the same JSON, as Nomad's does.
+func (a *API) agentHealth(_ http.ResponseWriter, r *http.Request) (any, error) {
+	var health AgentHealthResponse
+	checkServer := true
+	if types, ok := r.URL.Query()["type"]; ok {
+		// Only the types asked about, each unhealthy unless this agent
+		// runs it.
+		checkServer = false
+		for _, t := range types {
+			switch t {
+			case "client":
+				health.Client = &AgentHealth{Message: "client not enabled"}
+			case "server":
+				checkServer = true
+			}
+		}
+	}
+	if checkServer {
+		health.Server = &AgentHealth{Ok: true, Message: "ok"}
+		if a.srv.Leader() == "" {
+			health.Server = &AgentHealth{Message: "no leader"}
+		}
+	}
+	if (health.Client == nil || health.Client.Ok) && (health.Server == nil || health.Server.Ok) {
+		return &health, nil
+	}
+	return written(func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(&health)
+	}), nil
 }
 
 // statusPeers lists the raft peers' addresses.

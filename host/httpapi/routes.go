@@ -65,6 +65,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/status/leader", a.statusLeader)
 	a.on(http.MethodGet, "/v1/status/peers", a.statusPeers)
 	a.on(http.MethodGet, "/v1/agent/members", a.members)
+	a.on(http.MethodGet, "/v1/agent/health", a.agentHealth)
 	a.on(http.MethodGet, "/v1/operator/raft/configuration", a.raftConfiguration)
 	a.on(http.MethodDelete, "/v1/operator/raft/peer", a.raftRemovePeer)
 	write("/v1/operator/raft/transfer-leadership", a.raftTransferLeadership)
