@@ -74,7 +74,8 @@ Set-config options:
 
   -scheduler-algorithm=ALG         binpack or spread.
   -memory-oversubscription=BOOL    Let tasks use memory_max above memory.
-  -reject-job-registration=BOOL    Refuse new job registrations.
+  -reject-job-registration=BOOL    Refuse job registrations, dispatches and
+                                   scaling (load shedding).
   -pause-eval-broker=BOOL          Stop handing evaluations to schedulers.
   -preempt-system-scheduler=BOOL   Preemption for system jobs.
   -preempt-service-scheduler=BOOL  Preemption for service jobs.

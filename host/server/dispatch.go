@@ -56,6 +56,9 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
 	snap := s.store.Snapshot()
+	if err := registrationsAllowed(snap); err != nil {
+		return DispatchResult{}, err
+	}
 	parent := snap.Job(namespace, id)
 	if parent == nil {
 		return DispatchResult{}, fmt.Errorf("%w: job %q", ErrNotFound, id)

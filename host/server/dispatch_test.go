@@ -167,3 +167,70 @@ func TestDispatch_IdempotencyToken(t *testing.T) {
 		t.Fatalf("%d children, want 2", n)
 	}
 }
+
+// TestRejectJobRegistration_RefusesEveryNewVersionAndChild: while the
+// scheduler configuration sheds registrations, Nomad refuses a
+// registration, a revert (a registration), a dispatch and a scaling
+// request, even one without a count; stopping a job, evaluating it and
+// forcing a periodic launch go on. Nothing refused leaves a trace.
+func TestRejectJobRegistration_RefusesEveryNewVersionAndChild(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	registerJob(t, s, parameterizedJob("report", sdk.DispatchPayloadOptional, nil, nil))
+	web := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+	servertest.WaitForEval(t, s, registerJob(t, s, web))
+	two := web.Copy()
+	two.TaskGroups[0].Count = 2
+	servertest.WaitForEval(t, s, registerJob(t, s, two))
+	cron := servertest.Job("cron", sdk.JobTypeBatch, 1, 100, 64)
+	cron.Periodic = &sdk.PeriodicConfig{Enabled: true, Spec: "0 3 * * *"}
+	registerJob(t, s, cron)
+	if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{RejectJobRegistration: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Store().Snapshot()
+	count := int64(3)
+	refused := []struct {
+		name string
+		do   func() error
+	}{
+		{"register", func() error {
+			_, _, err := s.RegisterJob(servertest.Job("new", sdk.JobTypeService, 1, 100, 64))
+			return err
+		}},
+		{"revert", func() error { _, _, err := s.RevertJob("default", "web", 0, nil); return err }},
+		{"dispatch", func() error { _, err := s.DispatchJob("default", "report", server.DispatchRequest{}); return err }},
+		{"scale", func() error {
+			_, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &count})
+			return err
+		}},
+		{"scaling event", func() error {
+			_, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Message: "policy ran"})
+			return err
+		}},
+	}
+	for _, r := range refused {
+		t.Run(r.name, func(t *testing.T) {
+			if err := r.do(); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "disabled by the scheduler configuration") {
+				t.Fatalf("err = %v, want the registration refused", err)
+			}
+		})
+	}
+	after := s.Store().Snapshot()
+	if n, m := len(before.Jobs("default")), len(after.Jobs("default")); n != m {
+		t.Fatalf("%d jobs before, %d after", n, m)
+	}
+	if v := after.Job("default", "web").Version; v != before.Job("default", "web").Version {
+		t.Fatalf("web went to version %d", v)
+	}
+	if evs := after.ScalingEvents("default", "web"); evs != nil {
+		t.Fatalf("scaling events %+v", evs.ScalingEvents)
+	}
+
+	if _, _, err := s.ForcePeriodicRun("default", "cron"); err != nil {
+		t.Fatalf("periodic force: %v", err)
+	}
+	if _, _, err := s.DeregisterJob("default", "web", false); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}

@@ -127,8 +127,8 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 	if err := validate(job); err != nil {
 		return "", 0, err
 	}
-	if snap.SchedulerConfig().RejectJobRegistration {
-		return "", 0, badRequest(errors.New("job registration is disabled by the scheduler configuration"))
+	if err := registrationsAllowed(snap); err != nil {
+		return "", 0, err
 	}
 	job.SubmitTime = s.now().UnixNano()
 	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have}
@@ -148,6 +148,22 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 	}
 	index, err = s.Apply(fsm.JobRegisterRequestType, req)
 	return evalID, index, err
+}
+
+// errRegistrationDisabled is Nomad's refusal of a registration, a
+// dispatch or a scaling request while the scheduler configuration's
+// RejectJobRegistration sheds that load.
+var errRegistrationDisabled = errors.New("job registration, dispatch, and scale are disabled by the scheduler configuration")
+
+// registrationsAllowed refuses, as Nomad's Job.Register, Job.Dispatch and
+// Job.Scale do, whatever would add a job version or a job while
+// RejectJobRegistration is set. (Nomad lets a management token through;
+// Drover has no ACLs, as Nomad without ACLs lets none through.)
+func registrationsAllowed(snap *state.Snapshot) error {
+	if snap.SchedulerConfig().RejectJobRegistration {
+		return badRequest(errRegistrationDisabled)
+	}
+	return nil
 }
 
 // validateJobUpdate refuses what a job may not become, as Nomad does: a

@@ -52,6 +52,11 @@ func (s *Server) ScaleJob(req ScaleRequest) (ScaleResult, error) {
 
 // scaleJob is one attempt of ScaleJob.
 func (s *Server) scaleJob(req ScaleRequest) (ScaleResult, error) {
+	if err := registrationsAllowed(s.store.Snapshot()); err != nil {
+		// Even a request without a count: Nomad refuses an autoscaler's
+		// report too.
+		return ScaleResult{}, err
+	}
 	if req.Group == "" {
 		return ScaleResult{}, badRequest(errors.New("missing task group name for scaling action"))
 	}
