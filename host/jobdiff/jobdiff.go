@@ -685,7 +685,9 @@ func same(a, b reflect.Value) bool {
 	a, b = deref(a), deref(b)
 	switch {
 	case !a.IsValid() || !b.IsValid():
-		return !a.IsValid() && !b.IsValid()
+		// A job added or deleted has none of the other's blocks: an unset
+		// free-form block there (a nil map) is no block either.
+		return empty(a) && empty(b)
 	case a.Type() != b.Type():
 		return false
 	}
@@ -721,6 +723,18 @@ func same(a, b reflect.Value) bool {
 		return a.IsNil() && b.IsNil()
 	}
 	return a.Equal(b)
+}
+
+// empty reports whether v is missing, or an empty list or map.
+func empty(v reflect.Value) bool {
+	if !v.IsValid() {
+		return true
+	}
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return false
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))

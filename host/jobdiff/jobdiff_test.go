@@ -59,6 +59,39 @@ func TestDiff_AddedAndDeletedJobs(t *testing.T) {
 	}
 }
 
+// TestDiff_AddedAndDeletedJobsHoldOnlyTheirBlocks: a job added or
+// deleted shows the blocks it has, each added or deleted; a free-form
+// block it does not set (no vault, consul or multiregion block) is not
+// an edited block with nothing in it.
+func TestDiff_AddedAndDeletedJobsHoldOnlyTheirBlocks(t *testing.T) {
+	var walk func(where string, objects []*jobdiff.ObjectDiff, want string)
+	walk = func(where string, objects []*jobdiff.ObjectDiff, want string) {
+		t.Helper()
+		for _, o := range objects {
+			if o.Type != want {
+				t.Errorf("%s: object %s is %s, want %s", where, o.Name, o.Type, want)
+			}
+			walk(where+"."+o.Name, o.Objects, want)
+		}
+	}
+	for _, c := range []struct {
+		want     string
+		old, new *sdk.Job
+	}{{jobdiff.TypeAdded, nil, job()}, {jobdiff.TypeDeleted, job(), nil}} {
+		d := jobdiff.Diff(c.old, c.new, false)
+		walk("job", d.Objects, c.want)
+		for _, tg := range d.TaskGroups {
+			walk("group", tg.Objects, c.want)
+			for _, task := range tg.Tasks {
+				walk("task", task.Objects, c.want)
+			}
+		}
+		if got := object(d.TaskGroups[0].Tasks[0].Objects, "Config"); got == nil || got.Type != c.want {
+			t.Errorf("%s job: task config %+v", c.want, got)
+		}
+	}
+}
+
 func TestDiff_Edits(t *testing.T) {
 	b := job()
 	b.Priority = 70
