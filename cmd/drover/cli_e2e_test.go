@@ -173,6 +173,12 @@ func TestE2E_CLICommands(t *testing.T) {
 		out := c.run(1, "job", "plan", web)
 		c.contains(out, `+ Job: "web"`, `+ Task Group: "frontend" (2 create)`, "All tasks successfully allocated",
 			"drover job run -check-index 0 "+web)
+		// As in Nomad's, a new job is a line for it, each group and each
+		// task; -verbose shows what they hold.
+		if diff, _, _ := strings.Cut(out, "\n\n"); diff != "+ Job: \"web\"\n+ Task Group: \"frontend\" (2 create)\n  + Task: \"nginx\" (forces create)" {
+			t.Fatalf("the plan of a new job shows more than its groups and tasks:\n%s", out)
+		}
+		c.contains(c.run(1, "job", "plan", "-verbose", web), `+ Driver: "docker"`, `+ image: "nginx:1.27"`)
 		out = c.run(0, "job", "run", "-check-index", "0", web)
 		c.contains(out, `Monitoring evaluation`, `Evaluation triggered by job "web"`,
 			`Evaluation status changed: "pending" -> "complete"`, `finished with status "complete": 2 placed, 0 queued`)

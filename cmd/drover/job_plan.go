@@ -157,12 +157,17 @@ func diffMark(typ string) string {
 	return ""
 }
 
-// renderJobDiff renders a job diff as Nomad's plan does.
+// renderJobDiff renders a job diff as Nomad's plan does. As there, the
+// fields and blocks of a job, group or task are shown when it is edited:
+// one added or deleted whole is a line of its own unless verbose.
 func renderJobDiff(d *jobdiff.JobDiff, verbose bool) string {
 	var b strings.Builder
+	expand := func(typ string) bool { return verbose || typ == jobdiff.TypeEdited }
 	fmt.Fprintf(&b, "%s Job: %q", diffMark(d.Type), d.ID)
-	renderFields(&b, d.Fields, "", verbose)
-	renderObjects(&b, d.Objects, "", verbose)
+	if expand(d.Type) {
+		renderFields(&b, d.Fields, "", verbose)
+		renderObjects(&b, d.Objects, "", verbose)
+	}
 	for _, tg := range d.TaskGroups {
 		fmt.Fprintf(&b, "\n%s Task Group: %q", diffMark(tg.Type), tg.Name)
 		if len(tg.Updates) > 0 {
@@ -173,15 +178,19 @@ func renderJobDiff(d *jobdiff.JobDiff, verbose bool) string {
 			}
 			fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
 		}
-		renderFields(&b, tg.Fields, "  ", verbose)
-		renderObjects(&b, tg.Objects, "  ", verbose)
+		if expand(tg.Type) {
+			renderFields(&b, tg.Fields, "  ", verbose)
+			renderObjects(&b, tg.Objects, "  ", verbose)
+		}
 		for _, t := range tg.Tasks {
 			fmt.Fprintf(&b, "\n  %s Task: %q", diffMark(t.Type), t.Name)
 			if len(t.Annotations) > 0 {
 				fmt.Fprintf(&b, " (%s)", strings.Join(t.Annotations, ", "))
 			}
-			renderFields(&b, t.Fields, "    ", verbose)
-			renderObjects(&b, t.Objects, "    ", verbose)
+			if expand(t.Type) {
+				renderFields(&b, t.Fields, "    ", verbose)
+				renderObjects(&b, t.Objects, "    ", verbose)
+			}
 		}
 	}
 	return strings.TrimLeft(b.String(), " ")
