@@ -394,8 +394,13 @@ func TestE2E_CLICommands(t *testing.T) {
 
 	t.Run("job stop", func(t *testing.T) {
 		c.t = t
-		c.contains(c.run(0, "job", "stop", "web"), `finished with status "complete"`)
-		c.contains(c.run(0, "job", "status", "web"), "Status        = dead")
+		// -yes, which Nomad's scripts pass to skip its prompt, is accepted.
+		c.contains(c.run(0, "job", "stop", "-yes", "web"), `finished with status "complete"`)
+		// A stopped job says so, as in Nomad's CLI.
+		c.contains(c.run(0, "job", "status", "web"), "Status        = dead (stopped)")
+		if !regexp.MustCompile(`(?m)^web +service +\d+ +dead \(stopped\) `).MatchString(c.run(0, "job", "status")) {
+			t.Fatalf("job status lists web as not stopped:\n%s", c.run(0, "job", "status"))
+		}
 		c.run(0, "job", "stop", "-purge", "-detach", "web")
 		c.run(1, "job", "status", "web")
 		// Registered again, the job lists its own allocations; with -all,

@@ -127,13 +127,15 @@ Stop options:
 
   -purge             Remove the job from the state.
   -detach            Return after submitting, printing the evaluation ID.
-  -eval-priority=N   Priority of the evaluation (1 to 100).`)
+  -eval-priority=N   Priority of the evaluation (1 to 100).
+  -yes               Accepted for Nomad's scripts; nothing is asked.`)
 }
 
 func (c *jobStopCommand) Run(args []string) int {
 	fs := c.flags("job stop", false)
 	purge := fs.Bool("purge", false, "")
 	detach := fs.Bool("detach", false, "")
+	fs.Bool("yes", false, "")
 	evalPriority := fs.Int("eval-priority", 0, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError

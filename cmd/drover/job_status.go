@@ -71,7 +71,7 @@ func (c *jobStatusCommand) Run(args []string) int {
 		}
 		rows := [][]string{{"ID", "Type", "Priority", "Status", "Scheduler", "Submit Date"}}
 		for _, j := range jobs {
-			rows = append(rows, []string{j.ID, j.Type, fmt.Sprint(j.Priority), j.Status, j.Scheduler, formatTime(j.SubmitTime)})
+			rows = append(rows, []string{j.ID, j.Type, fmt.Sprint(j.Priority), statusString(j.Status, j.Stop), j.Scheduler, formatTime(j.SubmitTime)})
 		}
 		c.table(rows)
 		return exitOK
@@ -112,12 +112,21 @@ func (c *jobStatusCommand) Run(args []string) int {
 	return exitOK
 }
 
+// statusString is a job's status as Nomad's CLI shows it: a job stopped
+// by the user says so ("dead (stopped)"), unlike one that finished.
+func statusString(status string, stop bool) string {
+	if stop {
+		return status + " (stopped)"
+	}
+	return status
+}
+
 func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 	j := st.Job
 	info := []string{"ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
 		"Priority", fmt.Sprint(j.Priority), "Datacenters", strings.Join(j.Datacenters, ","),
 		"Namespace", j.Namespace, "Node Pool", j.NodePool, "Scheduler", j.SchedulerName(),
-		"Status", j.Status, "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
+		"Status", statusString(j.Status, j.Stop), "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
 		"Parameterized", fmt.Sprint(j.IsParameterized())}
 	if j.IsPeriodic() {
 		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, c.clock()))
