@@ -61,14 +61,25 @@ func (c *deploymentStatusCommand) Help() string {
 Usage: drover deployment status [options] <deployment-id>
 
   Shows a deployment (its ID or a unique prefix): status and, per task
-  group, canaries, placed, healthy and unhealthy allocations.
-` + apiOptions + jsonOption)
+  group, canaries, placed, healthy and unhealthy allocations. With
+  -monitor it then follows the deployment, as job run does, until it
+  succeeds (exit 0), fails (exit 1), is cancelled or paused, or its
+  healthy canaries wait for a promotion (exit 0).
+` + apiOptions + `
+
+Status options:
+` + jsonOption + `
+  -monitor         Follow the deployment until it is over.`)
 }
 
 func (c *deploymentStatusCommand) Run(args []string) int {
 	fs := c.flags("deployment status", true)
+	follow := fs.Bool("monitor", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <deployment-id>") {
 		return exitError
+	}
+	if *follow && c.json {
+		return c.errorf("-monitor cannot be combined with -json")
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -89,6 +100,10 @@ func (c *deploymentStatusCommand) Run(args []string) int {
 		"Description", d.StatusDescription)
 	c.ui.Output("\nDeployed")
 	c.table(deployedRows(&d))
+	if *follow {
+		c.ui.Output("")
+		return newMonitor(c.meta, cl).followDeployment(d.ID)
+	}
 	return exitOK
 }
 

@@ -82,6 +82,10 @@ func TestE2E_DeploymentPromote(t *testing.T) {
 	}
 	c.contains(c.run(0, "deployment", "status", canaryDep.ID[:8]), "Canaries", "app")
 	c.contains(c.run(0, "job", "promote", "canary"), "promoted", `finished with status "complete"`)
+	// Followed, as Nomad's deployment status -monitor does, until it is over.
+	c.contains(c.run(0, "deployment", "status", "-monitor", canaryDep.ID[:8]), "Monitoring deployment",
+		`Deployment "`+canaryDep.ID[:8]+`" successful`)
+	c.run(1, "deployment", "status", "-monitor", "-json", canaryDep.ID[:8])
 
 	for {
 		var d sdk.Deployment
