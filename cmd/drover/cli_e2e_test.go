@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,6 +265,46 @@ func TestE2E_CLICommands(t *testing.T) {
 			t.Fatalf("node status -json: %v, %d nodes", err, len(nodes))
 		}
 		c.contains(c.run(0, "node", "status", "-filter", `Name == "`+nodes[1].Name+`"`), nodes[1].Name)
+		// As Nomad's: -quiet prints the IDs alone, -allocs counts each
+		// node's running allocations.
+		if got := strings.Fields(c.run(0, "node", "status", "-quiet")); len(got) != 4 || got[0] != nodes[0].ID {
+			t.Fatalf("node status -quiet: %q", got)
+		}
+		resp, err := http.Get(c.addr + "/v1/allocations?namespace=*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stubs []*sdk.AllocationListStub
+		err = json.NewDecoder(resp.Body).Decode(&stubs)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		for _, n := range nodes {
+			want[n.ID] = "0"
+		}
+		running := map[string]int{}
+		for _, a := range stubs {
+			if a.ClientStatus == sdk.AllocClientStatusRunning {
+				running[a.NodeID]++
+			}
+		}
+		for id, n := range running {
+			want[id] = fmt.Sprint(n)
+		}
+		got := map[string]string{}
+		lines := strings.Split(strings.TrimSpace(c.run(0, "node", "status", "-allocs", "-verbose")), "\n")
+		if !strings.HasSuffix(lines[0], "Running Allocs") {
+			t.Fatalf("node status -allocs header: %q", lines[0])
+		}
+		for _, l := range lines[1:] {
+			f := strings.Fields(l)
+			got[f[0]] = f[len(f)-1]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("node status -allocs: running %v, want %v", got, want)
+		}
 		c.contains(c.run(0, "node", "status", alloc.NodeID[:8]), "Allocated Resources", "Allocations")
 		c.contains(c.run(0, "node", "eligibility", "-disable", alloc.NodeID), "ineligible for scheduling")
 		var n sdk.Node

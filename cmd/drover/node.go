@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -27,13 +28,17 @@ Status options:
 ` + jsonOption + `
   -filter=EXPR     Only nodes matching a filter expression, such as
                    'Datacenter == "dc1"'.
-  -verbose         Show full IDs and the node's attributes.`)
+  -verbose         Show full IDs and the node's attributes.
+  -allocs          With the list, count each node's running allocations.
+  -quiet           With the list, print only the nodes' IDs.`)
 }
 
 func (c *nodeStatusCommand) Run(args []string) int {
 	fs := c.flags("node status", true)
 	filter := fs.String("filter", "", "")
 	verbose := fs.Bool("verbose", false, "")
+	withAllocs := fs.Bool("allocs", false, "")
+	quiet := fs.Bool("quiet", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 1, "at most one argument: [node-id]") {
 		return exitError
 	}
@@ -61,10 +66,27 @@ func (c *nodeStatusCommand) Run(args []string) int {
 			c.ui.Output("No nodes registered")
 			return exitOK
 		}
+		if *quiet {
+			for _, n := range nodes {
+				c.ui.Output(n.ID)
+			}
+			return exitOK
+		}
 		rows := [][]string{{"ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"}}
+		var running map[string]int
+		if *withAllocs {
+			rows[0] = append(rows[0], "Running Allocs")
+			if running, err = runningAllocsByNode(cl); err != nil {
+				return c.errorf("listing allocations: %v", err)
+			}
+		}
 		for _, n := range nodes {
-			rows = append(rows, []string{short(n.ID), n.NodePool, n.Datacenter, n.Name, orNone(n.NodeClass),
-				fmt.Sprint(n.Drain), n.SchedulingEligibility, n.Status})
+			row := []string{short(n.ID), n.NodePool, n.Datacenter, n.Name, orNone(n.NodeClass),
+				fmt.Sprint(n.Drain), n.SchedulingEligibility, n.Status}
+			if *withAllocs {
+				row = append(row, fmt.Sprint(running[n.ID]))
+			}
+			rows = append(rows, row)
 		}
 		c.table(rows)
 		return exitOK
@@ -187,4 +209,19 @@ func (c *nodeEligibilityCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("Node %q scheduling eligibility set: %s for scheduling", shortID(id), what))
 	return exitOK
+}
+
+// runningAllocsByNode counts the running allocations of every namespace on
+// each node, as Nomad's node status -allocs shows them.
+func runningAllocsByNode(cl *client.Client) (map[string]int, error) {
+	var allocs []*sdk.AllocationListStub
+	filter := url.QueryEscape(`ClientStatus == "running"`)
+	if _, err := cl.Get(bg, "/v1/allocations?namespace=*&task_states=false&filter="+filter, &allocs); err != nil {
+		return nil, err
+	}
+	running := map[string]int{}
+	for _, a := range allocs {
+		running[a.NodeID]++
+	}
+	return running, nil
 }
