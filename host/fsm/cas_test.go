@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -93,5 +94,32 @@ func TestDeploymentFailure_RevertsOnlyTheVersionItRolledOut(t *testing.T) {
 				t.Fatalf("description %q for a rollback that %s", got, map[bool]string{true: "happened", false: "did not happen"}[rolled])
 			}
 		})
+	}
+}
+
+// TestApply_ConflictIsNotLoggedAsAnError: a check-and-set entry whose
+// index no longer matches is an answer to its writer (registration
+// retries it, `job run -check-index` and set-config -check-index report
+// it), not a failure of the FSM: it is logged at debug level, where an
+// entry that cannot be applied is an error.
+func TestApply_ConflictIsNotLoggedAsAnError(t *testing.T) {
+	store, _ := state.NewStore()
+	var logs strings.Builder
+	f := New(store, nil, zerolog.New(&logs).Level(zerolog.InfoLevel))
+	conflict, err := Encode(JobRegisterRequestType, &JobRegisterRequest{Job: casJob(100), EnforceIndex: true, JobModifyIndex: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: conflict}); !errors.Is(res.(error), ErrConflict) {
+		t.Fatalf("apply = %v, want a conflict", res)
+	}
+	if logs.Len() != 0 {
+		t.Fatalf("a conflict was logged: %s", logs.String())
+	}
+	if res := f.Apply(&raft.Log{Index: 2, Type: raft.LogCommand, Data: []byte{0xff}}); res == nil {
+		t.Fatal("an undecodable entry applied")
+	}
+	if !strings.Contains(logs.String(), `"level":"error"`) {
+		t.Fatalf("an undecodable entry was not logged as an error: %q", logs.String())
 	}
 }

@@ -139,7 +139,13 @@ func (f *FSM) applyCommand(index uint64, data []byte) any {
 		return err
 	}
 	if err := f.commit(index, msg); err != nil {
-		f.log.Error().Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
+		ev := f.log.Error()
+		if errors.Is(err, ErrConflict) {
+			// A check-and-set that lost a race: its writer hears of it
+			// (and a registration retries); nothing went wrong here.
+			ev = f.log.Debug()
+		}
+		ev.Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
 		return err
 	}
 	return nil
