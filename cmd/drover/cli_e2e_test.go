@@ -202,6 +202,12 @@ func TestE2E_CLICommands(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.run(0, "job", "status", "-json", "web")), &st); err != nil || len(st.Allocations) != 3 {
 			t.Fatalf("job status -json: %v, %d allocations", err, len(st.Allocations))
 		}
+		// As Nomad's: -verbose shows full IDs, -short the job's details alone.
+		c.contains(c.run(0, "job", "status", "-verbose", "web"), st.Allocations[0].ID, st.Allocations[0].NodeID)
+		if out := c.run(0, "job", "status", "-short", "web"); !strings.Contains(out, "Parameterized = false") ||
+			strings.Contains(out, "Summary") || strings.Contains(out, "Allocations") {
+			t.Fatalf("job status -short:\n%s", out)
+		}
 		inspect := c.run(0, "job", "inspect", "web")
 		var wrapped struct{ Job *sdk.Job }
 		if err := json.Unmarshal([]byte(inspect), &wrapped); err != nil || wrapped.Job.TaskGroups[0].Count != 3 {

@@ -51,7 +51,7 @@ func (c *jobAllocsCommand) Run(args []string) int {
 		c.ui.Output("No allocations placed")
 		return exitOK
 	}
-	c.table(allocRows(allocs))
+	c.table(allocRows(allocs, shortID))
 	return exitOK
 }
 
@@ -75,13 +75,13 @@ func shownAllocs(allocs []*sdk.AllocationListStub, all bool) []*sdk.AllocationLi
 	return out
 }
 
-// allocRows tabulates allocations by name.
-func allocRows(allocs []*sdk.AllocationListStub) [][]string {
+// allocRows tabulates allocations by name, showing IDs with id.
+func allocRows(allocs []*sdk.AllocationListStub, id func(string) string) [][]string {
 	allocs = append([]*sdk.AllocationListStub(nil), allocs...)
 	sort.Slice(allocs, func(a, b int) bool { return allocs[a].Name < allocs[b].Name })
 	rows := [][]string{{"ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Name", "Created"}}
 	for _, a := range allocs {
-		rows = append(rows, []string{shortID(a.ID), shortID(a.NodeID), a.TaskGroup, fmt.Sprint(a.JobVersion),
+		rows = append(rows, []string{id(a.ID), id(a.NodeID), a.TaskGroup, fmt.Sprint(a.JobVersion),
 			a.DesiredStatus, a.ClientStatus, a.Name, formatTime(a.CreateTime)})
 	}
 	return rows

@@ -13,7 +13,11 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-type jobStatusCommand struct{ *meta }
+type jobStatusCommand struct {
+	*meta
+	// id shows an ID: shortened, or whole with -verbose.
+	id func(string) string
+}
 
 func (c *jobStatusCommand) Synopsis() string { return "Display status information about a job" }
 
@@ -31,7 +35,9 @@ Status options:
 ` + jsonOption + `
   -evals           Also list the job's evaluations.
   -all-allocs      List stopped allocations too, and those of earlier
-                   instances of the job (purged and registered again).`)
+                   instances of the job (purged and registered again).
+  -short           Show the job's details alone.
+  -verbose         Show full IDs.`)
 }
 
 // JobStatus is what job status -json prints for one job.
@@ -50,8 +56,14 @@ func (c *jobStatusCommand) Run(args []string) int {
 	fs := c.flags("job status", true)
 	evals := fs.Bool("evals", false, "")
 	allAllocs := fs.Bool("all-allocs", false, "")
+	short := fs.Bool("short", false, "")
+	verbose := fs.Bool("verbose", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 1, "at most one argument: [job]") {
 		return exitError
+	}
+	c.id = shortID
+	if *verbose {
+		c.id = func(id string) string { return id }
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -108,7 +120,7 @@ func (c *jobStatusCommand) Run(args []string) int {
 	if c.json {
 		return c.printJSON(&st)
 	}
-	c.printStatus(&st, *evals, *allAllocs)
+	c.printStatus(&st, *evals, *allAllocs, *short)
 	return exitOK
 }
 
@@ -121,7 +133,7 @@ func statusString(status string, stop bool) string {
 	return status
 }
 
-func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
+func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs, short bool) {
 	j := st.Job
 	info := []string{"ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
 		"Priority", fmt.Sprint(j.Priority), "Datacenters", strings.Join(j.Datacenters, ","),
@@ -132,6 +144,9 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, c.clock()))
 	}
 	c.kv(info...)
+	if short {
+		return
+	}
 	if launcher(j) {
 		c.printChildren(st)
 		return
@@ -154,7 +169,7 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 	sort.Slice(st.Evaluations, func(a, b int) bool { return st.Evaluations[a].CreateIndex > st.Evaluations[b].CreateIndex })
 	for _, e := range st.Evaluations {
 		if e.Status == sdk.EvalStatusBlocked {
-			c.ui.Output(fmt.Sprintf("\nPlacement Failure (evaluation %q waits for capacity)", shortID(e.ID)))
+			c.ui.Output(fmt.Sprintf("\nPlacement Failure (evaluation %q waits for capacity)", c.id(e.ID)))
 			c.ui.Output(placementFailures(e.FailedTGAllocs, ""))
 			break
 		}
@@ -165,7 +180,7 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 
 	if d := st.LatestDeployment; d != nil {
 		c.ui.Output("\nLatest Deployment")
-		c.kv("ID", shortID(d.ID), "Status", d.Status, "Description", d.StatusDescription)
+		c.kv("ID", c.id(d.ID), "Status", d.Status, "Description", d.StatusDescription)
 		c.ui.Output("\nDeployed")
 		c.table(deployedRows(d))
 	}
@@ -174,7 +189,7 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 		c.ui.Output("\nEvaluations")
 		rows := [][]string{{"ID", "Priority", "Triggered By", "Status", "Placement Failures"}}
 		for _, e := range st.Evaluations {
-			rows = append(rows, []string{shortID(e.ID), fmt.Sprint(e.Priority), e.TriggeredBy, e.Status,
+			rows = append(rows, []string{c.id(e.ID), fmt.Sprint(e.Priority), e.TriggeredBy, e.Status,
 				fmt.Sprint(len(e.FailedTGAllocs) > 0)})
 		}
 		c.table(rows)
@@ -186,7 +201,7 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs bool) {
 		c.ui.Output("No allocations placed")
 		return
 	}
-	c.table(allocRows(allocs))
+	c.table(allocRows(allocs, c.id))
 }
 
 // launcher reports whether a job runs only through the jobs it launches:
