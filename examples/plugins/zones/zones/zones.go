@@ -107,7 +107,7 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	p := &pass{ctx: ctx, eval: eval, attr: attr}
 	err = conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 		plan := p.compute()
-		if plan.IsNoOp() {
+		if plan.IsNoOp() && !eval.AnnotatePlan { // a dry run submits even nothing, with its annotations
 			return true, false, nil
 		}
 		if eval.WaitUntil.IsZero() { // a delayed eval does not delay again
@@ -209,6 +209,9 @@ func (p *pass) compute() *stack.Plan {
 		Deployment: latest, EvalID: p.eval.ID, EvalPriority: p.eval.Priority,
 		Now: p.ctx.Now, Update: update, NewID: p.ctx.NewID,
 	})
+	if p.eval.AnnotatePlan {
+		plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
+	}
 	plan.Deployment, plan.DeploymentUpdates = res.Deployment, res.DeploymentUpdates
 	p.followups = res.FollowupEvals
 	deploymentID := ""

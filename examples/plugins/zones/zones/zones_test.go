@@ -355,3 +355,46 @@ func TestZones_AssignsDevices(t *testing.T) {
 		t.Fatalf("eval = %+v, want one allocation queued in a blocked eval", e)
 	}
 }
+
+// TestZones_DryRunAnnotatesThePlan: a dry run (AnnotatePlan, as `drover job
+// plan` asks) submits the plan with the reconciler's count of what each
+// group would do, even when that is nothing.
+func TestZones_DryRunAnnotatesThePlan(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	job := sdktest.Job("web", 2)
+	h.UpsertJob(job)
+	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
+	if err := p.Process(h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		count int
+		want  sdk.DesiredUpdates
+	}{
+		{"unchanged", 2, sdk.DesiredUpdates{Ignore: 2}},
+		{"scaled up", 3, sdk.DesiredUpdates{Place: 1, InPlaceUpdate: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := h.Job("default", "web")
+			if tc.count != next.TaskGroups[0].Count {
+				next = next.Copy()
+				next.TaskGroups[0].Count = tc.count
+				h.UpsertJob(next)
+			}
+			eval := h.RegisterEval(next)
+			eval.AnnotatePlan = true
+			plans := len(h.Plans)
+			if err := p.Process(eval); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Plans) != plans+1 {
+				t.Fatalf("%d plans submitted, want 1", len(h.Plans)-plans)
+			}
+			ann := h.Plans[len(h.Plans)-1].Annotations
+			if ann == nil || ann.DesiredTGUpdates["web"] == nil || *ann.DesiredTGUpdates["web"] != tc.want {
+				t.Fatalf("annotations = %+v, want web: %+v", ann, tc.want)
+			}
+		})
+	}
+}
