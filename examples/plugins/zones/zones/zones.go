@@ -260,7 +260,18 @@ func (p *pass) compute() *stack.Plan {
 			plan.Stop(old, reconcile.AllocUpdating, "", "")
 			g.count[g.zoneOfAlloc[old.ID]]--
 		}
-		node, zone, res := p.pick(plan, g, pl.TaskGroup)
+		// While canaries await promotion, a non-canary placement runs the
+		// version deployed, in its deployment, as the reconciler asks.
+		run, tg, joins := job, pl.TaskGroup, deploymentID
+		if pl.DowngradeNonCanary {
+			if d := deployedVersion(job, allocs, pl); d != nil {
+				run, tg, joins = d.Job, d.Job.LookupTaskGroup(pl.TaskGroup.Name), ""
+				if dep := st.Deployment(d.DeploymentID); dep != nil {
+					joins = dep.ID
+				}
+			}
+		}
+		node, zone, res := p.pick(plan, g, tg)
 		if node == nil {
 			if old != nil {
 				plan.PopStop(old)
@@ -278,14 +289,47 @@ func (p *pass) compute() *stack.Plan {
 		a := plan.NewAllocation()
 		*a = sdk.Allocation{
 			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID,
-			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: job.Version,
+			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: run.Version,
 			AllocatedResources: res, Metrics: g.metric,
 			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
 		}
-		pl.Fill(a, deploymentID, p.ctx.Now)
+		pl.Fill(a, joins, p.ctx.Now)
+		if run != job {
+			a.JobModifyIndex = run.JobModifyIndex
+		}
 		plan.Place(a)
 	}
 	return plan
+}
+
+// deployedVersion returns, for a non-canary placement while canaries of
+// the job's new version await promotion, an allocation running the version
+// to place instead: the newest version that a live non-canary allocation
+// of the group, or the allocation replaced, runs, no older than the
+// placement's minimum and still having the group; nil when there is none
+// (the placement then runs the job's new version). It is the generic
+// scheduler's rule.
+func deployedVersion(job *sdk.Job, allocs []*sdk.Allocation, pl reconcile.Placement) *sdk.Allocation {
+	var best *sdk.Allocation
+	consider := func(a *sdk.Allocation) {
+		j := a.Job
+		if j == nil || j.JobModifyIndex == job.JobModifyIndex || j.Version < pl.MinJobVersion ||
+			j.LookupTaskGroup(pl.TaskGroup.Name) == nil || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
+			return
+		}
+		if best == nil || j.Version > best.Job.Version {
+			best = a
+		}
+	}
+	for _, a := range allocs {
+		if a.TaskGroup == pl.TaskGroup.Name && !a.TerminalStatus() {
+			consider(a)
+		}
+	}
+	if best == nil && pl.Previous != nil {
+		consider(pl.Previous)
+	}
+	return best
 }
 
 // group is what placing a task group's allocations needs: its feasible

@@ -398,3 +398,59 @@ func TestZones_DryRunAnnotatesThePlan(t *testing.T) {
 		})
 	}
 }
+
+// TestZones_NonCanaryPlacementsKeepTheDeployedVersion: while a canary of a
+// new version awaits promotion, the replacement of a lost allocation runs
+// the version already deployed (the reconciler's DowngradeNonCanary), not
+// the canaried one, as in the built-in service scheduler.
+func TestZones_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	update := &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	v0 := sdktest.Job("web", 2)
+	v0.TaskGroups[0].Update = update
+	h.UpsertJob(v0)
+	v0 = h.Job("default", "web")
+	for i, node := range []string{"a-0", "b-0"} {
+		h.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("old%d", i), Namespace: "default", JobID: "web", TaskGroup: "web",
+			Name: sdk.AllocName("web", "web", i), NodeID: node, JobVersion: v0.Version,
+			AllocatedResources: sdk.RequestedResources(v0.TaskGroups[0]),
+			DesiredStatus:      sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
+	}
+	v1 := v0.Copy()
+	v1.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"image": "nginx:1.28"}
+	h.UpsertJob(v1)
+	v1 = h.Job("default", "web")
+	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
+	if err := p.Process(h.RegisterEval(v1)); err != nil {
+		t.Fatal(err)
+	}
+	canary := false
+	for _, a := range h.AllocsByJob("default", "web") {
+		canary = canary || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary && a.JobVersion == v1.Version)
+	}
+	if !canary {
+		t.Fatal("no canary of the new version was placed")
+	}
+
+	down := h.Node("a-0").Copy()
+	down.Status = sdk.NodeStatusDown
+	h.UpsertNode(down)
+	eval := h.RegisterEval(v1)
+	eval.TriggeredBy = sdk.EvalTriggerNodeUpdate
+	if err := p.Process(eval); err != nil {
+		t.Fatal(err)
+	}
+	var repl *sdk.Allocation
+	for _, a := range h.AllocsByJob("default", "web") {
+		if a.PreviousAllocation == "old0" {
+			repl = a
+		}
+	}
+	if repl == nil {
+		t.Fatal("the lost allocation was not replaced")
+	}
+	if repl.JobVersion != v0.Version || repl.DeploymentStatus != nil {
+		t.Fatalf("replacement runs version %d (deployment status %+v), want the deployed version %d",
+			repl.JobVersion, repl.DeploymentStatus, v0.Version)
+	}
+}
