@@ -254,6 +254,14 @@ func (p *pass) compute() *stack.Plan {
 	}
 	z := p.zones(plan, job, allocs)
 	for _, pl := range places {
+		if m := p.failed[pl.TaskGroup.Name]; m != nil {
+			// As Nomad: once a group could not be placed, its further
+			// placements in this pass are not tried, only counted.
+			p.queued[pl.TaskGroup.Name]++
+			m.CoalescedFailures++
+			m.ExhaustResources(pl.TaskGroup)
+			continue
+		}
 		g := z[pl.TaskGroup.Name]
 		old := replaces[pl.Name]
 		if old != nil {
@@ -271,18 +279,15 @@ func (p *pass) compute() *stack.Plan {
 				}
 			}
 		}
-		node, zone, res := p.pick(plan, g, tg)
+		node, zone, res, metric := p.pick(plan, g, tg)
 		if node == nil {
 			if old != nil {
 				plan.PopStop(old)
 				g.count[g.zoneOfAlloc[old.ID]]++
 			}
 			p.queued[pl.TaskGroup.Name]++
-			if prev := p.failed[pl.TaskGroup.Name]; prev != nil {
-				prev.CoalescedFailures++
-			} else {
-				p.failed[pl.TaskGroup.Name] = g.metric
-			}
+			metric.ExhaustResources(tg)
+			p.failed[pl.TaskGroup.Name] = metric
 			continue
 		}
 		g.count[zone]++
@@ -290,7 +295,7 @@ func (p *pass) compute() *stack.Plan {
 		*a = sdk.Allocation{
 			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID,
 			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: run.Version,
-			AllocatedResources: res, Metrics: g.metric,
+			AllocatedResources: res, Metrics: metric,
 			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
 		}
 		pl.Fill(a, joins, p.ctx.Now)
@@ -339,7 +344,9 @@ type group struct {
 	byZone      map[string][]*sdk.Node
 	count       map[string]int
 	zoneOfAlloc map[string]string
-	metric      *sdk.AllocMetric
+	// filtered is what filtering the nodes found, where each placement's
+	// metric starts (a copy: its maps are only read from then on).
+	filtered sdk.AllocMetric
 }
 
 // zones sorts the feasible nodes of each task group into zones and counts
@@ -356,12 +363,12 @@ func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) m
 	out := map[string]*group{}
 	for _, tg := range job.TaskGroups {
 		g := &group{byZone: map[string][]*sdk.Node{}, count: map[string]int{}, zoneOfAlloc: map[string]string{},
-			metric: &sdk.AllocMetric{NodesAvailable: byDC, NodesInPool: len(ready)}}
+			filtered: sdk.AllocMetric{NodesAvailable: byDC, NodesInPool: len(ready)}}
 		checks := feasible.NewGroupChecks(job, tg)
 		for _, n := range ready {
-			g.metric.NodesEvaluated++
+			g.filtered.NodesEvaluated++
 			if reason := p.elig.Check(p.checker, checks, n); reason != "" {
-				g.metric.FilterNode(n, reason)
+				g.filtered.FilterNode(n, reason)
 				continue
 			}
 			z := p.zoneOf(n)
@@ -389,9 +396,11 @@ func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) m
 }
 
 // pick returns the fullest node that fits an allocation of tg in the least
-// loaded zone that has room (zones in name order break ties), and what the
-// allocation holds there (ports assigned).
-func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, string, *sdk.AllocatedResources) {
+// loaded zone that has room (zones in name order break ties), what the
+// allocation holds there (ports assigned), and the metric that explains
+// the choice, or why there was none.
+func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, string, *sdk.AllocatedResources, *sdk.AllocMetric) {
+	metric := g.filtered
 	need := sdk.GroupUsage(tg)
 	order := slices.Clone(g.zones)
 	slices.SortStableFunc(order, func(a, b string) int { return g.count[a] - g.count[b] })
@@ -404,7 +413,7 @@ func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, s
 			used.Add(need)
 			capacity := n.Capacity()
 			if ok, dim := used.Fits(capacity); !ok {
-				g.metric.ExhaustedNode(n, dim)
+				metric.ExhaustedNode(n, dim)
 				continue
 			}
 			// Best fit: the fuller the node after placing, the better.
@@ -414,14 +423,14 @@ func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, s
 			}
 			res, dim := p.stack.Assign(tg, n)
 			if res == nil {
-				g.metric.ExhaustedNode(n, dim)
+				metric.ExhaustedNode(n, dim)
 				continue
 			}
 			best, bestRes, bestScore = n, res, score
 		}
 		if best != nil {
-			return best, z, bestRes
+			return best, z, bestRes, &metric
 		}
 	}
-	return nil, "", nil
+	return nil, "", nil, &metric
 }

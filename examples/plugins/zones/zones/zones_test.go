@@ -454,3 +454,33 @@ func TestZones_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
 			repl.JobVersion, repl.DeploymentStatus, v0.Version)
 	}
 }
+
+// TestZones_FailedPlacementsAreExplainedOnce: as in the built-in
+// schedulers, a group's failed placement is explained by the metric of its
+// own attempt (nodes exhausted then, and what its tasks asked for), the
+// group's further placements in the pass are counted as coalesced failures,
+// and the allocations placed keep metrics of their own.
+func TestZones_FailedPlacementsAreExplainedOnce(t *testing.T) {
+	h := cluster(map[string]int{"a": 2}, 1000)
+	job := sdktest.Job("web", 6) // 500 MHz each: two fit on each node
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	e := h.Updated[len(h.Updated)-1]
+	m := e.FailedTGAllocs["web"]
+	if e.QueuedAllocations["web"] != 2 || m == nil {
+		t.Fatalf("eval = %+v, want 2 queued and the group's failure explained", e)
+	}
+	if m.NodesEvaluated != 2 || m.NodesExhausted != 2 || m.DimensionExhausted["cpu"] != 2 || m.CoalescedFailures != 1 {
+		t.Fatalf("failure = %+v, want the 2 nodes evaluated and exhausted on cpu, 1 coalesced failure", m)
+	}
+	if r := m.ResourcesExhausted["app"]; r == nil || r.CPU != 2*500 {
+		t.Fatalf("resources exhausted = %+v, want app's cpu for both failures", m.ResourcesExhausted)
+	}
+	for _, a := range h.AllocsByJob("default", "web") {
+		if a.Metrics == nil || a.Metrics.CoalescedFailures != 0 || a.Metrics.NodesExhausted > 1 {
+			t.Fatalf("%s explained by %+v, want its own placement's metric", a.Name, a.Metrics)
+		}
+	}
+}
