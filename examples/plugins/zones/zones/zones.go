@@ -8,11 +8,12 @@
 //
 // It is an example of a scheduler built with Drover's SDK outside the
 // Drover tree's built-ins: it reads the state mirror, lets the SDK's
-// reconciler decide what the job needs (as the built-in service scheduler
-// does: new versions rolled out in place or by replacement within a
-// deployment, scaling, lost and failed allocations replaced), chooses
-// nodes itself with the SDK's feasibility checks, ends the eval with the
-// SDK's conclusions, and writes only through the planner.
+// reconciler decide what the job needs and sdk/carry carry it out in the
+// plan (as the built-in service scheduler does: new versions rolled out in
+// place or by replacement within a deployment, canaries, scaling, lost and
+// failed allocations replaced), chooses nodes itself (pick, its
+// carry.PickFunc) with the SDK's feasibility checks, ends the eval with
+// the SDK's conclusions, and writes only through the planner.
 package zones
 
 import (
@@ -23,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/carry"
 	"github.com/drover-sched/drover/sdk/conclude"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/reconcile"
@@ -106,24 +108,8 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	}
 	p := &pass{ctx: ctx, eval: eval, attr: attr}
 	err = conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
-		plan := p.compute()
-		if plan.IsNoOp() && !eval.AnnotatePlan { // a dry run submits even nothing, with its annotations
-			return true, false, nil
-		}
-		if eval.WaitUntil.IsZero() { // a delayed eval does not delay again
-			for _, f := range p.followups {
-				f.PreviousEval = eval.ID
-				if err := ctx.Planner.CreateEval(f); err != nil {
-					return false, false, err
-				}
-			}
-		}
-		res, err := ctx.Planner.SubmitPlan(plan.Plan)
-		if err != nil {
-			return false, false, err
-		}
-		full, _, _ := res.FullCommit(plan.Plan)
-		return full && res.RefreshIndex == 0, conclude.Progress(res), nil
+		p.compute()
+		return p.carried.Submit()
 	})
 	switch {
 	case err == nil:
@@ -134,23 +120,24 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		}
 		// As Nomad: the eval fails, and the blocked eval retries it.
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: conclude.FailedMaxAttempts(conclude.MaxServiceAttempts), Blocked: b, DeploymentID: p.deploymentID})
+			Description: conclude.FailedMaxAttempts(conclude.MaxServiceAttempts), Blocked: b, DeploymentID: p.carried.DeploymentID})
 	default:
 		return err
 	}
 	// The eval names the deployment, so that `drover job run` follows it.
-	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Queued: p.queued, DeploymentID: p.deploymentID}
-	if len(p.failed) == 0 {
+	c := p.carried
+	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Queued: c.Queued, DeploymentID: c.DeploymentID}
+	if len(c.Failed) == 0 {
 		return conclude.SetStatus(ctx, eval, out)
 	}
 	if eval.Status == sdk.EvalStatusBlocked {
-		return conclude.Reblock(ctx, eval, p.elig, p.failed, p.queued)
+		return conclude.Reblock(ctx, eval, p.elig, c.Failed, c.Queued)
 	}
-	b, err := conclude.Blocked(ctx, eval, p.elig, p.failed, false)
+	b, err := conclude.Blocked(ctx, eval, p.elig, c.Failed, false)
 	if err != nil {
 		return err
 	}
-	out.Blocked, out.Failed = b, p.failed
+	out.Blocked, out.Failed = b, c.Failed
 	return conclude.SetStatus(ctx, eval, out)
 }
 
@@ -160,13 +147,12 @@ type pass struct {
 	eval *sdk.Evaluation
 	attr string
 
-	elig         *feasible.Eligibility
-	checker      *feasible.Checker
-	stack        *stack.Stack
-	deploymentID string // the deployment placements join, if any
-	followups    []*sdk.Evaluation
-	queued       map[string]int
-	failed       map[string]*sdk.AllocMetric
+	elig    *feasible.Eligibility
+	checker *feasible.Checker
+	plan    *stack.Plan
+	stack   *stack.Stack
+	groups  map[string]*group // by task group name, when there is something to place
+	carried *carry.Pass
 }
 
 // zoneOf returns a node's zone.
@@ -179,14 +165,15 @@ func (p *pass) zoneOf(n *sdk.Node) string {
 
 // compute reconciles the job as the built-in service scheduler does (what
 // to stop, replace, update in place or place, and the deployment that
-// tracks it), and chooses the nodes for placements itself.
-func (p *pass) compute() *stack.Plan {
+// tracks it) and carries the result out in a plan, choosing the nodes for
+// placements itself (pick).
+func (p *pass) compute() {
 	st := p.ctx.State
 	ns, id := p.eval.Namespace, p.eval.JobID
 	job := st.Job(ns, id)
 	allocs := st.AllocsByJob(ns, id)
 	plan := stack.NewPlan(st, p.eval, job)
-	p.queued, p.failed = map[string]int{}, map[string]*sdk.AllocMetric{}
+	p.plan, p.stack, p.groups = plan, nil, nil
 	p.elig, p.checker = feasible.NewEligibility(job), feasible.NewChecker()
 	batch := job != nil && job.Type == sdk.JobTypeBatch
 	var latest *sdk.Deployment
@@ -209,132 +196,28 @@ func (p *pass) compute() *stack.Plan {
 		Deployment: latest, EvalID: p.eval.ID, EvalPriority: p.eval.Priority,
 		Now: p.ctx.Now, Update: update, NewID: p.ctx.NewID,
 	})
-	if p.eval.AnnotatePlan {
-		plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: res.DesiredTGUpdates}
+	if len(res.Place)+len(res.Destructive) != 0 {
+		p.groups = p.zones(job, allocs, res.Stop)
 	}
-	plan.Deployment, plan.DeploymentUpdates = res.Deployment, res.DeploymentUpdates
-	p.followups = res.FollowupEvals
-	deploymentID := ""
-	if d := res.ActiveDeployment(latest); d != nil {
-		deploymentID = d.ID
-	}
-	p.deploymentID = deploymentID
-	for _, s := range res.Stop {
-		plan.Stop(s.Alloc, s.Description, s.ClientStatus, s.FollowupEvalID)
-	}
-	for _, a := range res.Disconnect {
-		plan.Annotate(a)
-	}
-	for _, a := range res.Annotate {
-		plan.Annotate(a)
-	}
-	for _, a := range res.InPlace {
-		if a.DeploymentID != deploymentID {
-			a.DeploymentID, a.DeploymentStatus = deploymentID, nil
-		}
-		plan.Update(a)
-	}
-	if job.Stopped() {
-		return plan
-	}
-	for _, tg := range job.TaskGroups {
-		p.queued[tg.Name] = 0
-	}
-	// Replacements first, each taking its old allocation's place in the
-	// zone counts, then new placements.
-	var places []reconcile.Placement
-	replaces := map[string]*sdk.Allocation{}
-	for _, d := range res.Destructive {
-		places = append(places, d.Placement())
-		replaces[d.Name] = d.Stop
-	}
-	places = append(places, res.Place...)
-	if len(places) == 0 {
-		return plan
-	}
-	z := p.zones(plan, job, allocs)
-	for _, pl := range places {
-		if m := p.failed[pl.TaskGroup.Name]; m != nil {
-			// As Nomad: once a group could not be placed, its further
-			// placements in this pass are not tried, only counted.
-			p.queued[pl.TaskGroup.Name]++
-			m.CoalescedFailures++
-			m.ExhaustResources(pl.TaskGroup)
-			continue
-		}
-		g := z[pl.TaskGroup.Name]
-		old := replaces[pl.Name]
-		if old != nil {
-			plan.Stop(old, reconcile.AllocUpdating, "", "")
-			g.count[g.zoneOfAlloc[old.ID]]--
-		}
-		// While canaries await promotion, a non-canary placement runs the
-		// version deployed, in its deployment, as the reconciler asks.
-		run, tg, joins := job, pl.TaskGroup, deploymentID
-		if pl.DowngradeNonCanary {
-			if d := deployedVersion(job, allocs, pl); d != nil {
-				run, tg, joins = d.Job, d.Job.LookupTaskGroup(pl.TaskGroup.Name), ""
-				if dep := st.Deployment(d.DeploymentID); dep != nil {
-					joins = dep.ID
-				}
-			}
-		}
-		node, zone, res, metric := p.pick(plan, g, tg)
-		if node == nil {
-			if old != nil {
-				plan.PopStop(old)
-				g.count[g.zoneOfAlloc[old.ID]]++
-			}
-			p.queued[pl.TaskGroup.Name]++
-			metric.ExhaustResources(tg)
-			p.failed[pl.TaskGroup.Name] = metric
-			continue
-		}
-		g.count[zone]++
-		a := plan.NewAllocation()
-		*a = sdk.Allocation{
-			ID: p.ctx.NewID(), Namespace: job.Namespace, EvalID: p.eval.ID,
-			NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: run.Version,
-			AllocatedResources: res, Metrics: metric,
-			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
-		}
-		pl.Fill(a, joins, p.ctx.Now)
-		if run != job {
-			a.JobModifyIndex = run.JobModifyIndex
-		}
-		plan.Place(a)
-	}
-	return plan
+	p.carried = carry.Out(carry.Input{Ctx: p.ctx, Eval: p.eval, Plan: plan, Result: res, Deployment: latest, Pick: p.pick})
 }
 
-// deployedVersion returns, for a non-canary placement while canaries of
-// the job's new version await promotion, an allocation running the version
-// to place instead: the newest version that a live non-canary allocation
-// of the group, or the allocation replaced, runs, no older than the
-// placement's minimum and still having the group; nil when there is none
-// (the placement then runs the job's new version). It is the generic
-// scheduler's rule.
-func deployedVersion(job *sdk.Job, allocs []*sdk.Allocation, pl reconcile.Placement) *sdk.Allocation {
-	var best *sdk.Allocation
-	consider := func(a *sdk.Allocation) {
-		j := a.Job
-		if j == nil || j.JobModifyIndex == job.JobModifyIndex || j.Version < pl.MinJobVersion ||
-			j.LookupTaskGroup(pl.TaskGroup.Name) == nil || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
-			return
-		}
-		if best == nil || j.Version > best.Job.Version {
-			best = a
-		}
+// pick chooses the node of one placement (carry.PickFunc): replacements
+// come first, each taking its old allocation's place in the zone counts.
+func (p *pass) pick(pl carry.Placement) (*stack.Option, *sdk.AllocMetric) {
+	g := p.groups[pl.TaskGroup.Name]
+	if pl.Destructive {
+		g.count[g.zoneOfAlloc[pl.Previous.ID]]--
 	}
-	for _, a := range allocs {
-		if a.TaskGroup == pl.TaskGroup.Name && !a.TerminalStatus() {
-			consider(a)
+	node, zone, res, metric := p.fullest(g, pl.Group)
+	if node == nil {
+		if pl.Destructive {
+			g.count[g.zoneOfAlloc[pl.Previous.ID]]++
 		}
+		return nil, metric
 	}
-	if best == nil && pl.Previous != nil {
-		consider(pl.Previous)
-	}
-	return best
+	g.count[zone]++
+	return &stack.Option{Node: node, Resources: res}, metric
 }
 
 // group is what placing a task group's allocations needs: its feasible
@@ -350,15 +233,13 @@ type group struct {
 }
 
 // zones sorts the feasible nodes of each task group into zones and counts
-// the group's live allocations there that the plan keeps.
-func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) map[string]*group {
+// the group's live allocations there that are not stopped.
+func (p *pass) zones(job *sdk.Job, allocs []*sdk.Allocation, stops []reconcile.Stop) map[string]*group {
 	st := p.ctx.State
 	ready, _, byDC := stack.ReadyNodes(st, job)
 	stopped := map[string]bool{}
-	for _, as := range plan.NodeUpdate {
-		for _, a := range as {
-			stopped[a.ID] = true
-		}
+	for _, s := range stops {
+		stopped[s.Alloc.ID] = true
 	}
 	out := map[string]*group{}
 	for _, tg := range job.TaskGroups {
@@ -395,11 +276,11 @@ func (p *pass) zones(plan *stack.Plan, job *sdk.Job, allocs []*sdk.Allocation) m
 	return out
 }
 
-// pick returns the fullest node that fits an allocation of tg in the least
-// loaded zone that has room (zones in name order break ties), what the
-// allocation holds there (ports assigned), and the metric that explains
-// the choice, or why there was none.
-func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, string, *sdk.AllocatedResources, *sdk.AllocMetric) {
+// fullest returns the fullest node that fits an allocation of tg in the
+// least loaded zone that has room (zones in name order break ties), what
+// the allocation holds there (ports assigned), and the metric that
+// explains the choice, or why there was none.
+func (p *pass) fullest(g *group, tg *sdk.TaskGroup) (*sdk.Node, string, *sdk.AllocatedResources, *sdk.AllocMetric) {
 	metric := g.filtered
 	need := sdk.GroupUsage(tg)
 	order := slices.Clone(g.zones)
@@ -409,7 +290,7 @@ func (p *pass) pick(plan *stack.Plan, g *group, tg *sdk.TaskGroup) (*sdk.Node, s
 		var bestRes *sdk.AllocatedResources
 		bestScore := math.Inf(-1)
 		for _, n := range g.byZone[z] {
-			used := plan.Used(n.ID)
+			used := p.plan.Used(n.ID)
 			used.Add(need)
 			capacity := n.Capacity()
 			if ok, dim := used.Fits(capacity); !ok {
