@@ -3,7 +3,8 @@
 // rolling update or canary deployment advances, and which failed or lost
 // allocations to reschedule now or later. It is pure: Compute takes the job,
 // its allocations, the nodes they are on, the latest deployment and the
-// time, and returns decisions. Placement (which node) is the stack's job.
+// time, and returns decisions. Which node a placement goes to is the
+// scheduler's choice (the stack's, in the built-in schedulers).
 //
 //	latest := state.LatestDeployment(ns, id)
 //	res := reconcile.Compute(reconcile.Input{
@@ -11,18 +12,12 @@
 //		Deployment: latest, EvalID: eval.ID,
 //		Now: ctx.Now, NewID: ctx.NewID, Update: st.UpdateFunc(eval.ID), // st: a stack.Stack
 //	})
-//	deploymentID := ""
-//	if d := res.ActiveDeployment(latest); d != nil {
-//		deploymentID = d.ID
-//	}
-//	for _, s := range res.Stop { ... }
-//	for _, p := range res.Place {
-//		// pick a node, then:
-//		p.Fill(alloc, deploymentID, ctx.Now)
-//	}
+//	pass := carry.Out(carry.Input{Ctx: ctx, Eval: eval, Plan: plan, Result: res, Deployment: latest, Pick: pick})
 //
 // Result says what a scheduler must do with each of its parts; a placement
-// left out of the active deployment stalls it.
+// left out of the active deployment stalls it. Package sdk/carry does all
+// of it in a stack.Plan (as above), leaving the scheduler only the choice
+// of each placement's node.
 //
 // The semantics are Nomad's allocation reconciler's, group by group:
 // allocations on down or missing nodes are lost and replaced; allocations
@@ -168,7 +163,8 @@ type Stop struct {
 }
 
 // Result is what the job needs. A scheduler carries out every part of it
-// in its plan, as the built-in generic scheduler does:
+// in its plan, as sdk/carry's Out does for the built-in generic scheduler
+// and examples/plugins/zones:
 //
 //   - Stop, Annotate and Disconnect: stop or update those allocations
 //     (stack.Plan's Stop and Annotate);
@@ -181,7 +177,10 @@ type Stop struct {
 //   - Destructive: stop the old allocation and place its replacement
 //     (Destructive.Placement), or keep the old one if nothing fits;
 //   - Place: place, each new allocation filled by Placement.Fill with the
-//     ActiveDeployment's ID.
+//     ActiveDeployment's ID, a DowngradeNonCanary placement running the
+//     version deployed when there is one;
+//   - DesiredTGUpdates: the plan's Annotations when the eval is a dry run
+//     (AnnotatePlan), whose plan is submitted even if it changes nothing.
 type Result struct {
 	Place       []Placement
 	Destructive []Destructive

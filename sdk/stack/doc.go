@@ -35,5 +35,7 @@
 // say what a node holds after the plan, Stack.Assign hands out the ports,
 // reserved cores and devices of a placement on the node it chose (the host
 // refuses a placement without its ports), and Stack.UpdateFunc decides the
-// reconciler's in-place updates.
+// reconciler's in-place updates. Package sdk/carry carries out the
+// reconciler's result in the Plan, asking the scheduler only for each
+// placement's node (its PickFunc has Select's signature).
 package stack
