@@ -155,6 +155,11 @@ func (a *Applier) Run(ctx context.Context) {
 			}
 		}
 		if ev.err != nil || ev.entry == nil {
+			if ev.err != nil {
+				// Logged here, once the verdict is final: a plan refused
+				// against the view may yet be accepted on the state.
+				a.log.Warn().Err(ev.err).Str("eval_id", p.plan.EvalID).Msg("plan rejected")
+			}
 			p.reply <- Response{Result: ev.result, Err: ev.err}
 			continue
 		}
@@ -180,8 +185,7 @@ func (a *Applier) evaluate(snap verify.State, p *sdk.Plan) (ev evaluation) {
 	}()
 	defer a.Metrics.MeasureSince([]string{"plan", "evaluate"}, time.Now())
 	if err := verify.Plan(snap, p, a.limits); err != nil {
-		a.log.Warn().Err(err).Str("eval_id", p.EvalID).Msg("plan rejected")
-		return evaluation{err: err}
+		return evaluation{err: err} // Run logs the verdict
 	}
 	result, req := Evaluate(snap, p, a.now().UnixNano(), a.newID)
 	for _, n := range result.RejectedNodes {

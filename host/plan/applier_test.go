@@ -67,9 +67,15 @@ func (allOutstanding) Outstanding(string) (string, bool) { return "t", true }
 
 func startApplier(t *testing.T, s *state.Store, r *fakeRaft) *Applier {
 	t.Helper()
+	return startLoggingApplier(t, s, r, zerolog.Nop())
+}
+
+// startLoggingApplier is startApplier with the applier logging to log.
+func startLoggingApplier(t *testing.T, s *state.Store, r *fakeRaft, log zerolog.Logger) *Applier {
+	t.Helper()
 	q := NewQueue()
 	q.SetEnabled(true)
-	a := NewApplier(q, s, r, allOutstanding{}, verify.DefaultLimits(), nil, nil, zerolog.Nop())
+	a := NewApplier(q, s, r, allOutstanding{}, verify.DefaultLimits(), nil, nil, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
@@ -160,11 +166,12 @@ func TestApplier_PipelinedPlanCommitsAfterPrevious(t *testing.T) {
 // An eval created while a plan commits is not in the view that plan's
 // commit is laid over (taken before the eval was): a plan for it is judged
 // on the state once the commit is done, not refused for an eval that
-// "does not exist".
+// "does not exist"; nor is it logged as rejected, since it is not.
 func TestApplier_PlanOfAnEvalNewerThanTheViewIsJudgedOnTheState(t *testing.T) {
 	s, job := fixture(t)
 	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
-	a := startApplier(t, s, r)
+	var logs syncBuffer
+	a := startLoggingApplier(t, s, r, zerolog.New(&logs))
 	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
 		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 100)}}})
 	<-r.entered // the first plan is committing, its view taken
@@ -194,6 +201,27 @@ func TestApplier_PlanOfAnEvalNewerThanTheViewIsJudgedOnTheState(t *testing.T) {
 	if v2 := await(t, second); v2.err != nil || len(v2.res.NodeAllocation["n0"]) != 1 {
 		t.Fatalf("second plan: %+v %v", v2.res, v2.err)
 	}
+	if out := logs.String(); strings.Contains(out, "plan rejected") {
+		t.Fatalf("a plan the state accepted was logged as rejected:\n%s", out)
+	}
+}
+
+// syncBuffer is a log destination safe for the applier's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestApplier_FailedCommitMakesNextPlanJudgedAgain(t *testing.T) {
@@ -474,7 +502,8 @@ func TestApplier_PlacementsMustHoldTheirDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := s.Snapshot().Job("default", "ml")
-	a := startApplier(t, s, &fakeRaft{store: s})
+	var logs syncBuffer
+	a := startLoggingApplier(t, s, &fakeRaft{store: s}, zerolog.New(&logs))
 	submit := func(allocs ...*sdk.Allocation) (*sdk.PlanResult, error) {
 		return a.Submit(context.Background(), &sdk.Plan{EvalID: "m1", EvalToken: "t", Job: job,
 			NodeAllocation: map[string][]*sdk.Allocation{"gpu": allocs}})
@@ -487,6 +516,9 @@ func TestApplier_PlacementsMustHoldTheirDevices(t *testing.T) {
 		if _, err := submit(alloc("new", r)); !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), "device nvidia/gpu") {
 			t.Errorf("placement holding %s: err = %v, want ErrPlanInvalid naming the device", name, err)
 		}
+	}
+	if n := strings.Count(logs.String(), `"plan rejected"`); n != 3 {
+		t.Errorf("%d plans logged as rejected, want the 3 refused:\n%s", n, logs.String())
 	}
 	res, err := submit(alloc("new", holding("g0", "g1")), alloc("old", holding()))
 	if err != nil || len(res.NodeAllocation["gpu"]) != 2 {
