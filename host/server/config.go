@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"github.com/drover-sched/drover/sdk"
 	"net"
 	"runtime"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/verify"
 )
 
