@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,52 +23,50 @@ import (
 )
 
 var (
-	binOnce sync.Once
+	binMu   sync.Mutex
 	binPath string
-	binErr  error
 )
 
 // droverBin returns the drover binary (DROVER_BIN, set by make test, or
-// built once for this test run) with its plugins beside it.
+// built once for this test binary, with the built-in plugins beside it).
+// The build is kept as wasmtest.BuildOnce keeps outputs, in a directory
+// shared by test runs of this module: the plugins are replaced whole, once
+// per test binary, so that none is left from another run.
 func droverBin(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("DROVER_BIN"); p != "" {
 		return p
 	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drover-e2e-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "drover")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build drover: %v\n%s", err, out)
-			return
-		}
-		if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
-			binErr = err
-		}
+	binMu.Lock()
+	defer binMu.Unlock()
+	if binPath != "" {
+		return binPath
+	}
+	bin := wasmtest.BuildOnce(t, "e2e", "drover", "", "", func(out string) *exec.Cmd {
+		return exec.Command("go", "build", "-o", out, "./cmd/drover")
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	dir := filepath.Join(filepath.Dir(bin), "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	// Every built-in, as make build leaves them: the end-to-end tests run
 	// system jobs and force garbage collections.
 	for _, p := range []string{"service", "batch", "system", "core"} {
-		dst := filepath.Join(filepath.Dir(binPath), "plugins", p+".wasm")
-		if _, err := os.Stat(dst); err == nil {
-			continue
-		}
 		b, err := os.ReadFile(wasmtest.Build(t, "./plugins/"+p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
+		tmp, err := os.CreateTemp(dir, ".copying-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, werr := tmp.Write(b)
+		if err := errors.Join(werr, tmp.Close(), os.Rename(tmp.Name(), filepath.Join(dir, p+".wasm"))); err != nil {
+			os.Remove(tmp.Name())
 			t.Fatal(err)
 		}
 	}
+	binPath = bin
 	return binPath
 }
 

@@ -2,6 +2,8 @@
 package wasmtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +15,6 @@ import (
 var (
 	mu    sync.Mutex
 	built = map[string]string{}
-	dir   string
 )
 
 // Build compiles the plugin main package pkg (an import path or a path
@@ -29,35 +30,58 @@ func Build(tb testing.TB, pkg string) string {
 			return p
 		}
 	}
-	return buildOnce(tb, pkg, func(dir string) string {
-		out := filepath.Join(dir, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+".wasm")
+	return BuildOnce(tb, "wasm", pkg, ".wasm", "", func(out string) *exec.Cmd {
 		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
-		cmd.Dir = ModuleRoot(tb)
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("wasmtest: build %s: %v\n%s", pkg, err, b)
-		}
-		return out
+		return cmd
 	})
 }
 
-// buildOnce returns the module built for key, which build makes in the
-// test binary's temporary directory on the first call.
-func buildOnce(tb testing.TB, key string, build func(dir string) string) string {
+// BuildOnce runs the command build returns, once per test binary for kind
+// and name (the package built, or what names its output), in the module
+// root, to write the output at the path it is given, and returns where
+// the output is kept. A failed build fails the
+// test with the command's output, then hint.
+//
+// Outputs are kept in one directory per module root under the user's
+// cache directory, each replaced whole (written beside it, then renamed)
+// by every test binary that builds it: test binaries running at once may
+// build the same package, and one may run an output while another
+// replaces it. A temporary directory per test binary, as before, was
+// never removed, and a few hundred test runs filled a disk with them.
+func BuildOnce(tb testing.TB, kind, name, ext, hint string, build func(out string) *exec.Cmd) string {
 	tb.Helper()
 	mu.Lock()
 	defer mu.Unlock()
+	key := kind + " " + name
 	if p, ok := built[key]; ok {
 		return p
 	}
-	if dir == "" {
-		d, err := os.MkdirTemp("", "drover-wasmtest-")
-		if err != nil {
-			tb.Fatalf("wasmtest: %v", err)
-		}
-		dir = d
+	root := ModuleRoot(tb)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
 	}
-	out := build(dir)
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(base, "drover-test", kind, hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatalf("wasmtest: %v", err)
+	}
+	out := filepath.Join(dir, strings.ReplaceAll(strings.Trim(name, "./"), "/", "_")+ext)
+	tmp, err := os.CreateTemp(dir, ".building-*")
+	if err != nil {
+		tb.Fatalf("wasmtest: %v", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name()) // if the build fails
+	cmd := build(tmp.Name())
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("%s: build %s: %v\n%s%s", kind, name, err, b, hint)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		tb.Fatalf("%s: %v", kind, err)
+	}
 	built[key] = out
 	return out
 }

@@ -21,27 +21,22 @@ func BuildRust(tb testing.TB, crate string) string {
 	if rustc == "" {
 		rustc = "rustc"
 	}
-	return buildOnce(tb, "rust:"+crate, func(dir string) string {
-		src := filepath.Join(ModuleRoot(tb), crate, "lib.rs")
-		// go test caches a result against the files the test process opens,
-		// and rustc opens the sources in another process: they are read here
-		// so that editing them invalidates the cached result.
-		sources, err := filepath.Glob(filepath.Join(filepath.Dir(src), "*.rs"))
-		if err != nil || len(sources) == 0 {
-			tb.Fatalf("wasmtest: no Rust sources in %s", filepath.Dir(src))
+	src := filepath.Join(ModuleRoot(tb), crate, "lib.rs")
+	// go test caches a result against the files the test process opens,
+	// and rustc opens the sources in another process: they are read here
+	// so that editing them invalidates the cached result.
+	sources, err := filepath.Glob(filepath.Join(filepath.Dir(src), "*.rs"))
+	if err != nil || len(sources) == 0 {
+		tb.Fatalf("wasmtest: no Rust sources in %s", filepath.Dir(src))
+	}
+	for _, f := range sources {
+		if _, err := os.ReadFile(f); err != nil {
+			tb.Fatalf("wasmtest: %v", err)
 		}
-		for _, f := range sources {
-			if _, err := os.ReadFile(f); err != nil {
-				tb.Fatalf("wasmtest: %v", err)
-			}
-		}
-		out := filepath.Join(dir, filepath.Base(crate)+".wasm")
-		cmd := exec.Command(rustc, "--edition", "2021", "--target", "wasm32-wasi", "--crate-type", "cdylib",
+	}
+	hint := "(needs " + rustc + " with the wasm32-wasi std: apt-get install rustc libstd-rust-dev-wasm32)"
+	return BuildOnce(tb, "rust", crate, ".wasm", hint, func(out string) *exec.Cmd {
+		return exec.Command(rustc, "--edition", "2021", "--target", "wasm32-wasi", "--crate-type", "cdylib",
 			"-O", "-C", "strip=debuginfo", "-o", out, src)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("wasmtest: %s %s: %v (needs rustc with the wasm32-wasi std: apt-get install rustc libstd-rust-dev-wasm32)\n%s",
-				rustc, src, err, b)
-		}
-		return out
 	})
 }
