@@ -17,10 +17,6 @@ import (
 // ErrInvalidJob is what a ValidationError is (errors.Is).
 var ErrInvalidJob = errors.New("jobspec: invalid job")
 
-// validNamespace is Nomad's rule for namespace names. Drover's namespaces
-// exist while a job is in them, so a job's namespace is held to it.
-var validNamespace = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
-
 // ValidationError lists everything wrong with a job.
 type ValidationError struct {
 	Problems []*FieldError
@@ -94,8 +90,6 @@ func (c *checker) job(j *sdk.Job) {
 		c.add(root.Attr("namespace"), "a namespace is required")
 	case j.Namespace == sdk.CoreJobNamespace:
 		c.add(root.Attr("namespace"), "the namespace %q is reserved for the core scheduler's evaluations", j.Namespace)
-	case !validNamespace.MatchString(j.Namespace):
-		c.add(root.Attr("namespace"), "the namespace %q must be 1 to 128 letters, digits or hyphens", j.Namespace)
 	}
 	switch j.Type {
 	case sdk.JobTypeService, sdk.JobTypeBatch, sdk.JobTypeSystem, sdk.JobTypeSysBatch:

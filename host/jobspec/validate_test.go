@@ -67,7 +67,6 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 		{"no groups", func(j *sdk.Job) { j.TaskGroups = nil }, "job", "at least one group"},
 		{"bad type", func(j *sdk.Job) { j.Type = "cron" }, "type", "is not a job type"},
 		{"core namespace", func(j *sdk.Job) { j.Namespace = sdk.CoreJobNamespace }, "namespace", `"-" is reserved for the core scheduler's evaluations`},
-		{"namespace name", func(j *sdk.Job) { j.Namespace = "team_a" }, "namespace", "1 to 128 letters, digits or hyphens"},
 		{"affinity on system job", func(j *sdk.Job) {
 			j.Type = sdk.JobTypeSystem
 			j.Affinities = []*sdk.Affinity{{LTarget: "${node.class}", RTarget: "x", Operand: "=", Weight: 10}}
