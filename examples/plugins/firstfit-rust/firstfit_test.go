@@ -217,64 +217,48 @@ func TestForeignABI_FeasibleNodesOnly(t *testing.T) {
 	}
 }
 
-// TestForeignABI_GroupsAskingForPortsWait: the plugin hands out no ports,
-// and the host refuses a placement without the ports its group asks for,
-// so such a group is never placed: it waits in a blocked eval, and the
-// job's other groups still place.
-func TestForeignABI_GroupsAskingForPortsWait(t *testing.T) {
-	p := newPlugin(t)
-	h := sdktest.New()
-	h.UpsertNode(sdktest.Node("n1", 8000, 8192))
-	j := job("web", 2)
-	j.TaskGroups = append(j.TaskGroups, &sdk.TaskGroup{Name: "api", Count: 1,
-		Networks: []*sdk.NetworkResource{{DynamicPorts: []sdk.Port{{Label: "http"}}}},
-		Tasks:    []*sdk.Task{{Name: "app", Driver: "docker", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256}}}})
-	h.UpsertJob(j)
-	run(t, p, h, h.RegisterEval(j))
-	groups := map[string]int{}
-	for _, a := range h.AllocsByJob("default", "web") {
-		groups[a.TaskGroup]++
-	}
-	if groups["web"] != 2 || groups["api"] != 0 {
-		t.Fatalf("placed %v, want web:2 and no api", groups)
-	}
-	if len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
-		t.Fatalf("created evals = %+v, want one blocked eval for api", h.Created)
-	}
-	if u := h.Updated[0]; u.Status != sdk.EvalStatusComplete || u.BlockedEval != h.Created[0].ID {
-		t.Fatalf("eval update = %+v, want complete, naming the blocked eval", u)
-	}
-}
-
-// TestForeignABI_GroupsAskingForDevicesWait: the plugin hands out no
-// devices, and the host refuses a placement without the devices its tasks
-// ask for, so such a group is never placed, even on a node that has them:
-// it waits in a blocked eval, and the job's other groups still place.
-func TestForeignABI_GroupsAskingForDevicesWait(t *testing.T) {
-	p := newPlugin(t)
-	h := sdktest.New()
-	n := sdktest.Node("n1", 8000, 8192)
-	n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti",
-		Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}}}}
-	h.UpsertNode(n)
-	j := job("web", 2)
-	j.TaskGroups = append(j.TaskGroups, &sdk.TaskGroup{Name: "train", Count: 1,
-		Tasks: []*sdk.Task{{Name: "app", Driver: "docker", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256,
-			Devices: []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}}}}})
-	h.UpsertJob(j)
-	run(t, p, h, h.RegisterEval(j))
-	groups := map[string]int{}
-	for _, a := range h.AllocsByJob("default", "web") {
-		groups[a.TaskGroup]++
-	}
-	if groups["web"] != 2 || groups["train"] != 0 {
-		t.Fatalf("placed %v, want web:2 and no train", groups)
-	}
-	if len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
-		t.Fatalf("created evals = %+v, want one blocked eval for train", h.Created)
-	}
-	if u := h.Updated[0]; u.Status != sdk.EvalStatusComplete || u.BlockedEval != h.Created[0].ID {
-		t.Fatalf("eval update = %+v, want complete, naming the blocked eval", u)
+// TestForeignABI_GroupsAskingForWhatItDoesNotAssignWait: the plugin hands
+// out no ports and no devices, and the host refuses a placement without
+// the ports its group or the devices its tasks ask for, so such a group is
+// never placed, even on a node that has them: it waits in a blocked eval,
+// and the job's other groups still place.
+func TestForeignABI_GroupsAskingForWhatItDoesNotAssignWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group *sdk.TaskGroup
+	}{
+		{"ports", &sdk.TaskGroup{Name: "api", Count: 1,
+			Networks: []*sdk.NetworkResource{{DynamicPorts: []sdk.Port{{Label: "http"}}}},
+			Tasks:    []*sdk.Task{{Name: "app", Driver: "docker", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256}}}}},
+		{"devices", &sdk.TaskGroup{Name: "train", Count: 1,
+			Tasks: []*sdk.Task{{Name: "app", Driver: "docker", Resources: &sdk.Resources{CPU: 500, MemoryMB: 256,
+				Devices: []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t)
+			h := sdktest.New()
+			n := sdktest.Node("n1", 8000, 8192)
+			n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti",
+				Instances: []*sdk.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}}}}
+			h.UpsertNode(n)
+			j := job("web", 2)
+			j.TaskGroups = append(j.TaskGroups, tc.group)
+			h.UpsertJob(j)
+			run(t, p, h, h.RegisterEval(j))
+			groups := map[string]int{}
+			for _, a := range h.AllocsByJob("default", "web") {
+				groups[a.TaskGroup]++
+			}
+			if groups["web"] != 2 || groups[tc.group.Name] != 0 {
+				t.Fatalf("placed %v, want web:2 and no %s", groups, tc.group.Name)
+			}
+			if len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
+				t.Fatalf("created evals = %+v, want one blocked eval for %s", h.Created, tc.group.Name)
+			}
+			if u := h.Updated[0]; u.Status != sdk.EvalStatusComplete || u.BlockedEval != h.Created[0].ID {
+				t.Fatalf("eval update = %+v, want complete, naming the blocked eval", u)
+			}
+		})
 	}
 }
 
