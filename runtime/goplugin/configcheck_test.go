@@ -2,13 +2,12 @@ package goplugin
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
+	"github.com/drover-sched/drover/runtime/runtimetest"
 	"github.com/drover-sched/drover/sdk/abi"
 )
 
@@ -47,16 +46,7 @@ func TestFactory_CheckConfig(t *testing.T) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			err := runtime.CheckConfig(cctx, f, tt.config)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, runtime.ErrConfigRefused) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want ErrConfigRefused saying %q", err, tt.want)
-			}
+			runtimetest.WantConfig(t, runtime.CheckConfig(cctx, f, tt.config), tt.want)
 		})
 	}
 }

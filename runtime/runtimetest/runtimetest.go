@@ -5,6 +5,9 @@ package runtimetest
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/runtime"
@@ -75,4 +78,20 @@ func Process(p *runtime.Plugin, h *sdktest.Harness, eval *sdk.Evaluation, timeou
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return p.Process(ctx, Call(h, eval))
+}
+
+// WantConfig fails tb unless err is what runtime.CheckConfig answers as
+// want describes: want "" for an accepted configuration, otherwise text
+// the refusal (runtime.ErrConfigRefused) must contain.
+func WantConfig(tb testing.TB, err error, want string) {
+	tb.Helper()
+	if want == "" {
+		if err != nil {
+			tb.Fatalf("refused: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, runtime.ErrConfigRefused) || !strings.Contains(err.Error(), want) {
+		tb.Fatalf("err = %v, want ErrConfigRefused saying %q", err, want)
+	}
 }

@@ -2,12 +2,11 @@ package wasm
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/runtime"
+	"github.com/drover-sched/drover/runtime/runtimetest"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/drover-sched/drover/sdk/abi"
 )
@@ -61,16 +60,7 @@ func TestModule_CheckConfig(t *testing.T) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			err := runtime.CheckConfig(cctx, m, tt.config)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, runtime.ErrConfigRefused) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want ErrConfigRefused saying %q", err, tt.want)
-			}
+			runtimetest.WantConfig(t, runtime.CheckConfig(cctx, m, tt.config), tt.want)
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package schedulers_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/schedulers/core"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/system"
@@ -46,16 +44,7 @@ func TestBuiltins_CheckConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := sdktest.New()
 			h.Config = tt.config
-			err := h.CheckConfig(tt.sched)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if abi.CodeOf(err) != abi.CodeConfigRefused || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a refusal saying %q", err, tt.want)
-			}
+			sdktest.WantConfig(t, h.CheckConfig(tt.sched), tt.want)
 		})
 	}
 }

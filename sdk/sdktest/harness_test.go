@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
@@ -474,16 +473,7 @@ func TestHarness_CheckConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := sdktest.New()
 			h.Config = tt.config
-			err := h.CheckConfig(tt.sched)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if abi.CodeOf(err) != abi.CodeConfigRefused || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v (code %d), want a refusal saying %q", err, abi.CodeOf(err), tt.want)
-			}
+			sdktest.WantConfig(t, h.CheckConfig(tt.sched), tt.want)
 		})
 	}
 }

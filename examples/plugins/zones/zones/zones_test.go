@@ -8,7 +8,6 @@ import (
 
 	"github.com/drover-sched/drover/examples/plugins/zones/zones"
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin"
 	"github.com/drover-sched/drover/sdk/sdktest"
 )
@@ -124,16 +123,7 @@ func TestZones_CheckConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := sdktest.New()
 			h.Config = tt.config
-			err := h.CheckConfig(zones.Scheduler{})
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if abi.CodeOf(err) != abi.CodeConfigRefused || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a refusal saying %q", err, tt.want)
-			}
+			sdktest.WantConfig(t, h.CheckConfig(zones.Scheduler{}), tt.want)
 		})
 	}
 }
