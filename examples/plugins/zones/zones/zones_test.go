@@ -52,14 +52,22 @@ func TestZones_SpreadsEvenly(t *testing.T) {
 	}
 }
 
-func TestZones_ScaleUpFillsTheEmptiestZone(t *testing.T) {
-	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
-	job := sdktest.Job("web", 3)
+// placed returns a cluster of zones (4,000 MHz nodes, counts by zone) on
+// which the zones plugin placed the job "web" with count allocations.
+func placed(t *testing.T, zoneNodes map[string]int, count int) (*sdktest.Harness, *sdktest.Plugin, *sdk.Job) {
+	t.Helper()
+	h := cluster(zoneNodes, 4000)
+	job := sdktest.Job("web", count)
 	h.UpsertJob(job)
 	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
 	if err := p.Process(h.RegisterEval(job)); err != nil {
 		t.Fatal(err)
 	}
+	return h, p, job
+}
+
+func TestZones_ScaleUpFillsTheEmptiestZone(t *testing.T) {
+	h, p, _ := placed(t, map[string]int{"a": 2, "b": 2}, 3)
 	grown := sdktest.Job("web", 4)
 	h.UpsertJob(grown)
 	if err := p.Process(h.RegisterEval(grown)); err != nil {
@@ -175,13 +183,7 @@ func TestZones_NoRoomBlocks(t *testing.T) {
 }
 
 func TestZones_NewVersionReplacesAllocations(t *testing.T) {
-	h := cluster(map[string]int{"a": 1, "b": 1}, 4000)
-	job := sdktest.Job("web", 2)
-	h.UpsertJob(job)
-	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
-	if err := p.Process(h.RegisterEval(job)); err != nil {
-		t.Fatal(err)
-	}
+	h, p, job := placed(t, map[string]int{"a": 1, "b": 1}, 2)
 	next := job.Copy()
 	next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"image": "nginx:1.28"}
 	h.UpsertJob(next)
@@ -200,13 +202,7 @@ func TestZones_NewVersionReplacesAllocations(t *testing.T) {
 }
 
 func TestZones_ScalingKeepsAllocations(t *testing.T) {
-	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
-	job := sdktest.Job("web", 2)
-	h.UpsertJob(job)
-	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
-	if err := p.Process(h.RegisterEval(job)); err != nil {
-		t.Fatal(err)
-	}
+	h, p, job := placed(t, map[string]int{"a": 2, "b": 2}, 2)
 	before := map[string]bool{}
 	for _, a := range h.AllocsByJob("default", "web") {
 		before[a.ID] = true
@@ -350,13 +346,7 @@ func TestZones_AssignsDevices(t *testing.T) {
 // plan` asks) submits the plan with the reconciler's count of what each
 // group would do, even when that is nothing.
 func TestZones_DryRunAnnotatesThePlan(t *testing.T) {
-	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
-	job := sdktest.Job("web", 2)
-	h.UpsertJob(job)
-	p := h.Plugin(plugin.Info{Name: "zones"}, zones.Scheduler{})
-	if err := p.Process(h.RegisterEval(job)); err != nil {
-		t.Fatal(err)
-	}
+	h, p, _ := placed(t, map[string]int{"a": 2, "b": 2}, 2)
 	for _, tc := range []struct {
 		name  string
 		count int
