@@ -569,38 +569,34 @@ func (m *Mirror) Evals() []*sdk.Evaluation {
 // Eval implements sdk.EvalState.
 func (m *Mirror) Eval(id string) *sdk.Evaluation { return m.evals[id] }
 
-// Jobs implements sdk.Catalog. It builds a new slice: it is for the core
-// scheduler's occasional scans, not for hot paths.
+// Jobs implements sdk.Catalog. Like Allocs and Deployments, it builds a
+// new slice: they are for the core scheduler's occasional scans, not for
+// hot paths.
 func (m *Mirror) Jobs() []*sdk.Job {
-	out := make([]*sdk.Job, 0, len(m.jobs))
-	for _, j := range m.jobs {
-		out = append(out, j)
-	}
-	slices.SortFunc(out, func(a, b *sdk.Job) int {
+	return sortedValues(m.jobs, func(a, b *sdk.Job) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out
 }
 
-// Allocs implements sdk.Catalog. It builds a new slice.
+// Allocs implements sdk.Catalog.
 func (m *Mirror) Allocs() []*sdk.Allocation {
-	out := make([]*sdk.Allocation, 0, len(m.allocs))
-	for _, a := range m.allocs {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
-	return out
+	return sortedValues(m.allocs, func(a, b *sdk.Allocation) int { return strings.Compare(a.ID, b.ID) })
 }
 
-// Deployments implements sdk.Catalog. It builds a new slice.
+// Deployments implements sdk.Catalog.
 func (m *Mirror) Deployments() []*sdk.Deployment {
-	out := make([]*sdk.Deployment, 0, len(m.deployments))
-	for _, d := range m.deployments {
-		out = append(out, d)
+	return sortedValues(m.deployments, func(a, b *sdk.Deployment) int { return strings.Compare(a.ID, b.ID) })
+}
+
+// sortedValues returns m's values in a new slice sorted by cmp.
+func sortedValues[K comparable, V any](m map[K]*V, cmp func(a, b *V) int) []*V {
+	out := make([]*V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b *sdk.Deployment) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, cmp)
 	return out
 }
