@@ -59,22 +59,26 @@ func TestCheckConfig_Native(t *testing.T) {
 		config  map[string]string
 		want    error // nil when accepted
 		message string
+		unasked bool // accepted without being asked
 	}{
-		{"accepted", checker, map[string]string{"zone": "a"}, nil, ""},
-		{"no configuration", checker, nil, nil, ""},
+		{"accepted", checker, map[string]string{"zone": "a"}, nil, "", false},
+		{"no configuration", checker, nil, nil, "", false},
 		{"unknown key", checker, map[string]string{"zon": "a"}, runtime.ErrConfigRefused,
-			`runtime: plugin refused its configuration: plugin[zoned]: unknown configuration key "zon" (it takes "zone")`},
-		{"bad value", checker, map[string]string{"zone": ""}, runtime.ErrConfigRefused, "plugin[zoned]: zone is empty"},
+			`runtime: plugin refused its configuration: plugin[zoned]: unknown configuration key "zon" (it takes "zone")`, false},
+		{"bad value", checker, map[string]string{"zone": ""}, runtime.ErrConfigRefused, "plugin[zoned]: zone is empty", false},
 		{"panic", native.New(plugin.Info{Name: "panicky"}, func() sdk.Scheduler { return &panicky{} }), nil,
-			runtime.ErrPluginFailed, "plugin[panicky]: checking its configuration: plugin panicky: panic in CheckConfig: no config for you"},
+			runtime.ErrPluginFailed, "plugin[panicky]: checking its configuration: plugin panicky: panic in CheckConfig: no config for you", false},
 		{"no check", native.New(plugin.Info{Name: "plain"}, func() sdk.Scheduler { return &gate{} }),
-			map[string]string{"anything": "x"}, nil, ""},
-		{"ABI 1.6 is not asked", declaring{checker, abi.MakeVersion(1, 6)}, map[string]string{"zon": "a"}, nil, ""},
-		{"a factory that cannot ask", opaque{checker}, map[string]string{"zon": "a"}, nil, ""},
+			map[string]string{"anything": "x"}, nil, "", false},
+		{"ABI 1.6 is not asked", declaring{checker, abi.MakeVersion(1, 6)}, map[string]string{"zon": "a"}, nil, "", true},
+		{"a factory that cannot ask", opaque{checker}, map[string]string{"zon": "a"}, nil, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := runtime.CheckConfig(context.Background(), tt.f, tt.config)
+			asked, err := runtime.CheckConfig(context.Background(), tt.f, tt.config)
+			if asked == tt.unasked {
+				t.Errorf("asked = %v, want %v", asked, !tt.unasked)
+			}
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -189,6 +189,9 @@ type PluginValidation struct {
 	Config        map[string]string `json:",omitempty"`
 	ConfigChecked bool
 	ConfigRefused bool `json:",omitempty"`
+	// declaresCheck says the plugin declares an ABI with configuration
+	// checks (1.7), whether or not it serves one.
+	declaresCheck bool
 }
 
 func (c *pluginValidateCommand) Run(args []string) int {
@@ -218,8 +221,11 @@ func (c *pluginValidateCommand) Run(args []string) int {
 		c.printJSON(v)
 	} else if v.Valid {
 		checked := fmt.Sprintf("not checked (the plugin declares ABI %s; plugins check it from 1.7)", v.ABIVersion)
-		if v.ConfigChecked {
+		switch {
+		case v.ConfigChecked:
 			checked = "accepted"
+		case v.declaresCheck:
+			checked = "not checked (the plugin serves no configuration check)"
 		}
 		rows := [][]string{
 			{"Path", v.Path}, {"Runtime", v.Runtime}, {"Name", v.Name}, {"Types", strings.Join(v.Types, ",")},
@@ -281,12 +287,14 @@ func validatePlugin(path, runtimeName string, config map[string]string) *PluginV
 	info := factory.Info()
 	v.Name, v.Types, v.PluginVersion, v.MirrorEvals = info.Name, info.Types, info.PluginVersion, info.MirrorEvals
 	v.ABIVersion = abi.Version(info.ABI).String()
+	v.declaresCheck = abi.Version(info.ABI).ChecksConfig()
 	cctx, cancel := context.WithTimeout(ctx, server.DefaultPluginTimeout)
 	defer cancel()
-	if err := runtime.CheckConfig(cctx, factory, config); err != nil {
+	asked, err := runtime.CheckConfig(cctx, factory, config)
+	if err != nil {
 		v.Error, v.ConfigRefused = err.Error(), errors.Is(err, runtime.ErrConfigRefused)
 		return v
 	}
-	v.Valid, v.ConfigChecked = true, abi.Version(info.ABI).ChecksConfig()
+	v.Valid, v.ConfigChecked = true, asked
 	return v
 }

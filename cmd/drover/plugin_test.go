@@ -156,3 +156,17 @@ func TestPluginValidate_ChecksTheConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginValidate_SaysWhenThePluginServesNoCheck: a plugin that
+// declares ABI 1.7 but serves no configuration check (a go-plugin binary
+// without the method) accepts any configuration unasked, and validate
+// says it was not checked rather than accepted.
+func TestPluginValidate_SaysWhenThePluginServesNoCheck(t *testing.T) {
+	var out, errOut bytes.Buffer
+	path := goplugintest.Build(t, "./runtime/goplugin/testdata/unchecked")
+	code := run([]string{"plugin", "validate", "-runtime", "goplugin", "-config", "k=v", path}, &out, &errOut)
+	all := out.String() + errOut.String()
+	if want := "Configuration  not checked (the plugin serves no configuration check)"; code != exitOK || !strings.Contains(all, want) {
+		t.Fatalf("exit %d, output:\n%s\nwant exit 0 and %q", code, all, want)
+	}
+}

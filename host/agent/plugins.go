@@ -352,7 +352,7 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 	// configuration its evals will carry, within an eval's time and
 	// memory; one that refuses it is not loaded.
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	err := rt.CheckConfig(cctx, factory, conf)
+	_, err := rt.CheckConfig(cctx, factory, conf)
 	cancel()
 	if err != nil {
 		_ = factory.Close(ctx)

@@ -264,7 +264,8 @@ func TestContainment_MisbehavingConfigCheckFailsTheLoad(t *testing.T) {
 			check := func(config map[string]string, timeout time.Duration) error {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				return runtime.CheckConfig(ctx, f, config)
+				_, err := runtime.CheckConfig(ctx, f, config)
+				return err
 			}
 			for _, tc := range cases {
 				t.Run(tc.check, func(t *testing.T) {

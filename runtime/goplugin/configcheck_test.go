@@ -46,7 +46,8 @@ func TestFactory_CheckConfig(t *testing.T) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			runtimetest.WantConfig(t, runtime.CheckConfig(cctx, f, tt.config), tt.want)
+			_, err := runtime.CheckConfig(cctx, f, tt.config)
+			runtimetest.WantConfig(t, err, tt.want)
 		})
 	}
 }
@@ -66,7 +67,7 @@ func TestFactory_CheckConfigNotServed(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := runtime.CheckConfig(cctx, f, map[string]string{"k": "v"}); err != nil {
-		t.Fatalf("refused: %v", err)
+	if asked, err := runtime.CheckConfig(cctx, f, map[string]string{"k": "v"}); asked || err != nil {
+		t.Fatalf("asked %v, err %v; want not asked, accepted", asked, err)
 	}
 }

@@ -229,13 +229,18 @@ func (f *Factory) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer inst.Close(ctx)
+	served := true
 	out, _, err := inst.guard(ctx, "config check", func() ([]byte, error) {
 		out, err := inst.conn.Scheduler.CheckConfig(ctx, req)
 		if status.Code(err) == codes.Unimplemented {
-			return (&abi.Status{}).MarshalMsg(nil)
+			served = false
+			return nil, nil
 		}
 		return out, err
 	})
+	if err == nil && !served {
+		return nil, runtime.ErrConfigCheckNotServed
+	}
 	return out, err
 }
 

@@ -60,7 +60,8 @@ func TestModule_CheckConfig(t *testing.T) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			runtimetest.WantConfig(t, runtime.CheckConfig(cctx, m, tt.config), tt.want)
+			_, err := runtime.CheckConfig(cctx, m, tt.config)
+			runtimetest.WantConfig(t, err, tt.want)
 		})
 	}
 }

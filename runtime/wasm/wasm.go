@@ -309,7 +309,7 @@ func (m *Module) NewInstance(ctx context.Context) (runtime.Instance, error) {
 // stops an eval. A module without the export accepts any configuration.
 func (m *Module) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
 	if _, ok := m.compiled.ExportedFunctions()[ExportCheckConfig]; !ok {
-		return (&abi.Status{}).MarshalMsg(nil)
+		return nil, runtime.ErrConfigCheckNotServed
 	}
 	inst, err := m.instantiate(ctx)
 	if err != nil {
