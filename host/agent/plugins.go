@@ -104,10 +104,17 @@ type pluginSpec struct {
 	block *PluginConfig
 }
 
-// fileStamp tells whether a file changed.
+// fileStamp tells whether a file may have changed: its modification time
+// and size, and where the platform has them (stamp_linux.go) its inode and
+// status-change time. The last two catch what the first two miss: a file
+// replaced by rename, or rewritten with `cp -p` (same size, the old
+// modification time kept). A changed stamp only makes the loader read the
+// file; its content hash decides whether it is loaded.
 type fileStamp struct {
-	mod  time.Time
-	size int64
+	mod   time.Time
+	size  int64
+	ino   uint64
+	ctime int64 // ns
 }
 
 func stampOf(path string) (fileStamp, error) {
@@ -115,18 +122,23 @@ func stampOf(path string) (fileStamp, error) {
 	if err != nil {
 		return fileStamp{}, err
 	}
-	return fileStamp{mod: st.ModTime(), size: st.Size()}, nil
+	ino, ctime := changeStamp(st)
+	return fileStamp{mod: st.ModTime(), size: st.Size(), ino: ino, ctime: ctime}, nil
 }
 
 // digest is a plugin file's content hash.
 type digest [sha256.Size]byte
 
-func digestOf(path string) (digest, error) {
+// readPlugin reads a plugin file once: the hash that decides whether it
+// changed and a wasm module's load use the same bytes, so that a write
+// between the two cannot leave the loader believing it runs content it
+// does not.
+func readPlugin(path string) ([]byte, digest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return digest{}, err
+		return nil, digest{}, err
 	}
-	return sha256.Sum256(b), nil
+	return b, sha256.Sum256(b), nil
 }
 
 // pluginLoader loads the agent's plugins into its registry and reloads
@@ -261,11 +273,12 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if digests[i], errs[i] = digestOf(sp.path); errs[i] != nil {
+			var content []byte
+			if content, digests[i], errs[i] = readPlugin(sp.path); errs[i] != nil {
 				errs[i] = fmt.Errorf("agent: plugin %s: %w", sp.path, errs[i])
 				return
 			}
-			entries[i], errs[i] = l.load(ctx, sp)
+			entries[i], errs[i] = l.load(ctx, sp, content)
 		}()
 	}
 	wg.Wait()
@@ -292,9 +305,11 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	return nil
 }
 
-// load loads one plugin file into a pool, once the plugin accepts its
-// configuration (ABI 1.7).
-func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, error) {
+// load loads one plugin file, whose content was read as content, into a
+// pool, once the plugin accepts its configuration (ABI 1.7). A go-plugin
+// binary is started from its path: a write after the read is seen by the
+// next poll (its stamp changed) and loaded then.
+func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) (*rt.Entry, error) {
 	lim := PluginLimits{}
 	var conf, env map[string]string
 	realClock := false
@@ -318,9 +333,9 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec) (*rt.Entry, erro
 		wcfg.EnforceDeadline = enforce
 		wcfg.Env, wcfg.SysClock = env, realClock
 		wcfg.CacheDir = l.cacheDir()
-		m, err := wasm.LoadFile(ctx, sp.path, wcfg)
+		m, err := wasm.Load(ctx, content, wcfg)
 		if err != nil {
-			return nil, fmt.Errorf("agent: load plugin: %w", err)
+			return nil, fmt.Errorf("agent: load plugin: %s: %w", sp.path, err)
 		}
 		factory = m
 	case RuntimeGoPlugin:
@@ -431,7 +446,7 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		if seen && old == stamp {
 			continue
 		}
-		d, err := digestOf(sp.path)
+		content, d, err := readPlugin(sp.path)
 		if err != nil {
 			continue // gone since it was listed
 		}
@@ -445,7 +460,7 @@ func (l *pluginLoader) reload(ctx context.Context) {
 			l.log.Debug().Str("path", sp.path).Msg("plugin file rewritten with the content that runs; not reloaded")
 			continue
 		}
-		l.swap(ctx, sp, d)
+		l.swap(ctx, sp, content, d)
 	}
 	for _, f := range l.reg.Refused() {
 		if !present[f.Path] {
@@ -454,12 +469,13 @@ func (l *pluginLoader) reload(ctx context.Context) {
 	}
 }
 
-// swap loads sp, whose content has digest d, and registers it, replacing
-// the plugin of the same name. The log reports how long the load took.
-func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec, d digest) {
+// swap loads sp, read as content with digest d, and registers it,
+// replacing the plugin of the same name. The log reports how long the load
+// took.
+func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec, content []byte, d digest) {
 	log := l.log.With().Str("path", sp.path).Logger()
 	start := time.Now()
-	e, err := l.load(ctx, sp)
+	e, err := l.load(ctx, sp, content)
 	log = log.With().Dur("load", time.Since(start)).Logger()
 	if err != nil {
 		l.reg.Refuse(sp.path, err, time.Now())

@@ -154,3 +154,44 @@ func TestPluginLoader_Reload_RunningContentPutBackClearsTheRefusal(t *testing.T)
 		t.Fatal("the running content was loaded again")
 	}
 }
+
+// A replacement of the same size that keeps the old modification time, as
+// `cp -p` writes it, is still seen: the stamp includes the inode and the
+// status-change time, which no write keeps.
+func TestPluginLoader_Reload_SeesAReplacementThatKeepsSizeAndModTime(t *testing.T) {
+	v1, err := os.ReadFile(wasmtest.Build(t, "./host/agent/testdata/reload/v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two modules of one size that differ in one byte: v1 with a custom
+	// section ("drover-test", one byte of payload) appended.
+	variant := func(b byte) []byte {
+		return append(append(bytes.Clone(v1), 0, 13, 11), append([]byte("drover-test"), b)...)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "reload.wasm")
+	if err := os.WriteFile(path, variant('a'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stamp := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	l := newTestLoader(t, dir, logs)
+	before := lookup(t, l, "reload")
+
+	if err := os.WriteFile(path, variant('b'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	l.reload(context.Background())
+	if after := lookup(t, l, "reload"); after == before {
+		t.Fatal("a replacement with the same size and modification time was not loaded")
+	}
+	if n := len(logs.entries(t, "plugin replaced")); n != 1 {
+		t.Fatalf("%d plugin replaced log lines, want 1", n)
+	}
+}
