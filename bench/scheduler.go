@@ -180,9 +180,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) ([]Row, error) {
 		out = io.Discard
 	}
 	scens, _ := cfg.scenarios()
-	fmt.Fprintf(out, "# drover %s schedulers (%s) | go %s GOMAXPROCS=%d | node %dMHz/%dMB | task %dMHz/%dMB | ports=%v verify=%v | runs=%d\n",
-		"built-in", cfg.Runtime, runtime.Version(), runtime.GOMAXPROCS(0), cfg.NodeCPU, cfg.NodeMem, cfg.TaskCPU, cfg.TaskMem,
-		cfg.Ports, cfg.Verify, cfg.Runs)
+	writeHeader(out, cfg)
 	fmt.Fprintf(out, "%-22s %6s %5s %7s %7s %10s %10s %10s %12s %9s %s\n",
 		"scenario", "nodes", "evals", "placed", "failed", "eval_med", "eval_max", "total_ms", "placements/s", "setup_ms", "status")
 	var rows []Row
@@ -204,6 +202,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) ([]Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// writeHeader writes the report's first line: what ran, where, and how.
+func writeHeader(out io.Writer, cfg Config) {
+	fmt.Fprintf(out, "# drover %s schedulers (%s) | go %s GOMAXPROCS=%d | node %dMHz/%dMB | task %dMHz/%dMB | ports=%v verify=%v | runs=%d\n",
+		"built-in", cfg.Runtime, runtime.Version(), runtime.GOMAXPROCS(0), cfg.NodeCPU, cfg.NodeMem, cfg.TaskCPU, cfg.TaskMem,
+		cfg.Ports, cfg.Verify, cfg.Runs)
 }
 
 func summarize(sc Scenario, nodes int, runs []RunResult) Row {

@@ -47,6 +47,15 @@ Options:
                      (in process).
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
+  -compare-plugin-dir=DIR
+                     Also load the plugins of DIR (B; -plugin-dir's are A)
+                     and alternate the two sets run by run in this one
+                     process, A first in even rounds: one line per
+                     scenario with both sides' medians, B's placements/s
+                     over A's, and in how many rounds B's run was faster.
+                     For comparing two builds of the plugins (wasm or
+                     goplugin): the machine's drift between separate
+                     invocations is often larger than the difference.
   -deadlines=true    Wasm: let a deadline interrupt the guest (interrupt
                      checks added to the module at load), as the agent
                      does by default; false runs the guest without them,
@@ -70,6 +79,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	scenarios := fs.String("scenarios", "", "")
 	runtimeName := fs.String("runtime", "wasm", "")
 	pluginDir := fs.String("plugin-dir", "", "")
+	compareDir := fs.String("compare-plugin-dir", "", "")
 	deadlines := fs.Bool("deadlines", true, "")
 	fresh := fs.Bool("fresh-instances", false, "")
 	jsonOut := fs.String("json", "", "")
@@ -98,42 +108,36 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		}
 	}
 	ctx := context.Background()
-	var plugins *bench.Plugins
-	switch *runtimeName {
-	case "native":
-		plugins = bench.NativePlugins(zerolog.Nop())
-	case "wasm":
-		dir := *pluginDir
-		if dir == "" {
-			d, err := besideBinary("plugins")
-			if err != nil {
-				return c.errorf("%v", err)
-			}
-			dir = d
-		}
-		wcfg := wasm.DefaultConfig()
-		wcfg.EnforceDeadline = *deadlines
-		p, err := bench.WasmPlugins(ctx, dir, wcfg, zerolog.Nop())
-		if err != nil {
-			return c.errorf("%v", err)
-		}
-		plugins = p
-	case "goplugin":
-		dir := *pluginDir
-		if dir == "" {
-			d, err := besideBinary("goplugins")
-			if err != nil {
-				return c.errorf("%v", err)
-			}
-			dir = d
-		}
-		p, err := bench.GopluginPlugins(ctx, dir, goplugin.DefaultConfig(), zerolog.Nop())
-		if err != nil {
-			return c.errorf("%v", err)
-		}
-		plugins = p
-	default:
+	dirs := map[string]string{"wasm": "plugins", "goplugin": "goplugins", "native": ""}
+	defaultDir, ok := dirs[*runtimeName]
+	switch {
+	case !ok:
 		return c.errorf("-runtime must be wasm, native or goplugin, not %q", *runtimeName)
+	case *compareDir != "" && *runtimeName == "native":
+		return c.errorf("-compare-plugin-dir compares two builds of the wasm or goplugin plugins; -runtime is native")
+	}
+	dirA := *pluginDir
+	if dirA == "" && defaultDir != "" {
+		d, err := besideBinary(defaultDir)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		dirA = d
+	}
+	load := func(dir string) (*bench.Plugins, error) {
+		switch *runtimeName {
+		case "wasm":
+			wcfg := wasm.DefaultConfig()
+			wcfg.EnforceDeadline = *deadlines
+			return bench.WasmPlugins(ctx, dir, wcfg, zerolog.Nop())
+		case "goplugin":
+			return bench.GopluginPlugins(ctx, dir, goplugin.DefaultConfig(), zerolog.Nop())
+		}
+		return bench.NativePlugins(zerolog.Nop()), nil
+	}
+	plugins, err := load(dirA)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	defer plugins.Close(ctx)
 	plugins.Fresh = *fresh
@@ -144,10 +148,25 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	if *fresh {
 		cfg.Runtime += ", fresh instances"
 	}
-	cfg.Plugins = plugins.Plugin
-	rows, err := bench.Run(ctx, cfg, c.out)
-	if err != nil {
-		return c.errorf("%v", err)
+	var rows any
+	if *compareDir != "" {
+		other, err := load(*compareDir)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer other.Close(ctx)
+		other.Fresh = *fresh
+		fmt.Fprintf(c.out, "# A: %s\n# B: %s\n", dirA, *compareDir)
+		rows, err = bench.Compare(ctx, cfg, plugins.Plugin, other.Plugin, c.out)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+	} else {
+		cfg.Plugins = plugins.Plugin
+		rows, err = bench.Run(ctx, cfg, c.out)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(rows, "", "  ")

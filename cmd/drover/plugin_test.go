@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -168,5 +169,48 @@ func TestPluginValidate_SaysWhenThePluginServesNoCheck(t *testing.T) {
 	all := out.String() + errOut.String()
 	if want := "Configuration  not checked (the plugin serves no configuration check)"; code != exitOK || !strings.Contains(all, want) {
 		t.Fatalf("exit %d, output:\n%s\nwant exit 0 and %q", code, all, want)
+	}
+}
+
+// bench scheduler -compare-plugin-dir runs two plugin sets in turn in one
+// process and reports both; with the same set on both sides every line
+// has the same placements.
+func TestBenchScheduler_ComparePluginDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"service", "batch", "system"} {
+		if err := os.Symlink(goplugintest.Build(t, "./plugins/"+name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := filepath.Join(t.TempDir(), "pairs.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"bench", "scheduler", "-runtime", "goplugin", "-plugin-dir", dir, "-compare-plugin-dir", dir,
+		"-nodes", "20", "-runs", "2", "-scenarios", "system-1,batch-1x1000", "-json", js}, &out, &errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "# B: "+dir) || !regexp.MustCompile(`(?m)^system-1 +20 +1 +20 .* [0-2]/2$`).MatchString(out.String()) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []struct {
+		A, B struct {
+			Scenario string
+			Placed   int
+		}
+		Rounds int
+	}
+	if err := json.Unmarshal(b, &pairs); err != nil || len(pairs) != 2 || pairs[1].A.Scenario != "batch-1x1000" ||
+		pairs[1].A.Placed != 800 || pairs[1].B.Placed != 800 || pairs[1].Rounds != 2 { // 20 nodes hold 800 tasks
+		t.Fatalf("json %s: %+v, %v", b, pairs, err)
+	}
+
+	errOut.Reset()
+	if code := run([]string{"bench", "scheduler", "-runtime", "native", "-compare-plugin-dir", dir}, &out, &errOut); code != exitError ||
+		!strings.Contains(errOut.String(), "-runtime is native") {
+		t.Fatalf("native with -compare-plugin-dir: exit %d, %s", code, errOut.String())
 	}
 }
