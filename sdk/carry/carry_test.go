@@ -1,13 +1,16 @@
 package carry_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/carry"
+	"github.com/drover-sched/drover/sdk/conclude"
 	"github.com/drover-sched/drover/sdk/mirror"
 	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/drover-sched/drover/sdk/sdktest"
@@ -17,8 +20,10 @@ import (
 // planner records what a pass asks of the host, in order, and commits
 // every plan whole unless told otherwise.
 type planner struct {
-	calls   []string
-	created []*sdk.Evaluation
+	calls     []string
+	created   []*sdk.Evaluation
+	updated   []*sdk.Evaluation
+	reblocked []*sdk.Evaluation
 	// result answers SubmitPlan; nil: the plan committed whole.
 	result func(*sdk.Plan) *sdk.PlanResult
 }
@@ -39,8 +44,17 @@ func (p *planner) CreateEval(e *sdk.Evaluation) error {
 	return nil
 }
 
-func (p *planner) UpdateEval(*sdk.Evaluation) error  { return nil }
-func (p *planner) ReblockEval(*sdk.Evaluation) error { return nil }
+func (p *planner) UpdateEval(e *sdk.Evaluation) error {
+	p.calls = append(p.calls, "update "+e.ID)
+	p.updated = append(p.updated, e)
+	return nil
+}
+
+func (p *planner) ReblockEval(e *sdk.Evaluation) error {
+	p.calls = append(p.calls, "reblock "+e.ID)
+	p.reblocked = append(p.reblocked, e)
+	return nil
+}
 
 // fixture is job web (3 allocations of 500 MHz, a0 to a2, running on n1)
 // on two nodes, and an eval of it.
@@ -277,4 +291,141 @@ func withFollowup(a *sdk.Allocation, evalID string) *sdk.Allocation {
 
 func placeOne(f *fixture) *reconcile.Result {
 	return &reconcile.Result{Place: []reconcile.Placement{{Name: sdk.AllocName("web", "web", 3), TaskGroup: f.job.TaskGroups[0]}}}
+}
+
+// placeThree asks for three more allocations of web.
+func placeThree(f *fixture) *reconcile.Result {
+	res := &reconcile.Result{}
+	for i := 3; i < 6; i++ {
+		res.Place = append(res.Place, reconcile.Placement{Name: sdk.AllocName("web", "web", i), TaskGroup: f.job.TaskGroups[0]})
+	}
+	return res
+}
+
+func TestPass_Block(t *testing.T) {
+	prior := &sdk.Evaluation{ID: "prior"}
+	for _, tc := range []struct {
+		name string
+		// result is what to carry out, with no room for a placement; it
+		// may change the fixture's eval.
+		result func(f *fixture) *reconcile.Result
+		prior  *sdk.Evaluation
+		want   string // "new", "prior" or "" (none)
+	}{
+		{"what could not be placed waits in a blocked eval", placeThree, nil, "new"},
+		{"an earlier pass's blocked eval is kept", placeThree, prior, "prior"},
+		{"nothing failed, nothing blocked", func(*fixture) *reconcile.Result { return &reconcile.Result{} }, nil, ""},
+		{"a blocked eval is reblocked at the end instead", func(f *fixture) *reconcile.Result {
+			f.eval.Status = sdk.EvalStatusBlocked
+			return placeThree(f)
+		}, nil, ""},
+		{"follow-up evals will try again", func(f *fixture) *reconcile.Result {
+			res := placeThree(f)
+			res.FollowupEvals = []*sdk.Evaluation{{ID: "f1", Namespace: "default", JobID: "web"}}
+			return res
+		}, nil, ""},
+		{"a delayed eval blocks despite follow-ups", func(f *fixture) *reconcile.Result {
+			f.eval.WaitUntil = time.Unix(60, 0)
+			res := placeThree(f)
+			res.FollowupEvals = []*sdk.Evaluation{{ID: "f1", Namespace: "default", JobID: "web"}}
+			return res
+		}, nil, "new"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			picks := 0
+			p := carry.Out(carry.Input{Ctx: f.ctx, Eval: f.eval, Plan: f.plan, Result: tc.result(f), Pick: noRoom(&picks)})
+			b, err := p.Block(nil, tc.prior)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tc.want {
+			case "new":
+				if len(f.planner.created) != 1 || b != f.planner.created[0] || b.TriggeredBy != sdk.EvalTriggerQueuedAllocs ||
+					b.Status != sdk.EvalStatusBlocked || b.FailedTGAllocs["web"] == nil {
+					t.Fatalf("returned %+v, created %+v; want one queued-allocs blocked eval with web's failure", b, f.planner.created)
+				}
+			case "prior":
+				if b != prior || len(f.planner.created) != 0 {
+					t.Fatalf("returned %+v, created %d; want the prior one and none created", b, len(f.planner.created))
+				}
+			default:
+				if b != nil || len(f.planner.created) != 0 {
+					t.Fatalf("returned %+v, created %d; want none", b, len(f.planner.created))
+				}
+			}
+		})
+	}
+}
+
+func TestPass_Conclude(t *testing.T) {
+	maxed := fmt.Errorf("%w (5)", conclude.ErrMaxAttempts)
+	boom := errors.New("boom")
+	blocked := &sdk.Evaluation{ID: "b1"}
+	for _, tc := range []struct {
+		name    string
+		evalSt  string // the eval's status before
+		noRoom  bool
+		retried error
+		calls   []string // with "E" for the eval's ID, "B" for a created eval's
+		status  string   // the eval's, when updated
+		wantErr error
+	}{
+		{"complete, naming the blocked eval", sdk.EvalStatusPending, true, nil, []string{"update E"}, sdk.EvalStatusComplete, nil},
+		{"out of attempts: failed, and a max-plan-attempts blocked eval", sdk.EvalStatusPending, true, maxed,
+			[]string{"create B", "update E"}, sdk.EvalStatusFailed, nil},
+		{"another error is returned", sdk.EvalStatusPending, true, boom, nil, "", boom},
+		{"a blocked eval that still cannot place is reblocked", sdk.EvalStatusBlocked, true, nil, []string{"reblock E"}, "", nil},
+		{"a blocked eval that placed everything completes", sdk.EvalStatusBlocked, false, nil, []string{"update E"}, sdk.EvalStatusComplete, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.eval.Status = tc.evalSt
+			o := &onN2{f: f}
+			pick := o.pick
+			if tc.noRoom {
+				pick = noRoom(new(int))
+			}
+			p := carry.Out(carry.Input{Ctx: f.ctx, Eval: f.eval, Plan: f.plan, Result: placeThree(f), Pick: pick})
+			err := p.Conclude(tc.retried, 5, blocked, nil, "d1")
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			var want []string
+			for _, c := range tc.calls {
+				c = strings.Replace(c, "E", f.eval.ID, 1)
+				if strings.HasSuffix(c, " B") {
+					c = strings.TrimSuffix(c, "B") + f.planner.created[0].ID
+				}
+				want = append(want, c)
+			}
+			if !slices.Equal(f.planner.calls, want) {
+				t.Fatalf("calls %q, want %q", f.planner.calls, want)
+			}
+			const queued = 3 // nothing was submitted
+			if tc.status != "" {
+				e := f.planner.updated[0]
+				if e.Status != tc.status || e.QueuedAllocations["web"] != queued || e.DeploymentID != "d1" ||
+					(e.FailedTGAllocs["web"] == nil) != !tc.noRoom {
+					t.Fatalf("eval %+v; want %s, %d queued, deployment d1, web's failure explained: %v", e, tc.status, queued, tc.noRoom)
+				}
+				wantBlocked := blocked.ID
+				if tc.retried != nil {
+					b := f.planner.created[0]
+					wantBlocked = b.ID
+					if b.TriggeredBy != sdk.EvalTriggerMaxPlans || b.FailedTGAllocs["web"] == nil || e.StatusDescription != "maximum attempts reached (5)" {
+						t.Fatalf("blocked eval %+v, description %q", b, e.StatusDescription)
+					}
+				}
+				if e.BlockedEval != wantBlocked {
+					t.Fatalf("eval names blocked eval %q, want %q", e.BlockedEval, wantBlocked)
+				}
+			}
+			if len(f.planner.reblocked) == 1 {
+				if e := f.planner.reblocked[0]; e.QueuedAllocations["web"] != 3 || e.FailedTGAllocs["web"] == nil {
+					t.Fatalf("reblocked %+v", e)
+				}
+			}
+		})
+	}
 }

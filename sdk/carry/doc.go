@@ -24,10 +24,18 @@
 //				// choose a node for pl.Group of pl.Job; st.Assign gives it
 //				// its ports, cores and devices there
 //			}})
+//		// what found no node waits in a blocked eval (one per eval)
+//		if blocked, err = pass.Block(st.Eligibility(), blocked); err != nil {
+//			return false, false, err
+//		}
 //		return pass.Submit()
 //	})
-//	// then conclude.SetStatus (or conclude.Blocked) with pass.Failed,
-//	// pass.Queued and pass.DeploymentID
+//	// the eval's outcome: complete, reblocked, or failed after too many
+//	// attempts, with what could not be placed and the queued counts
+//	return pass.Conclude(err, conclude.MaxServiceAttempts, blocked, st.Eligibility(), pass.DeploymentID)
+//
+// Block and Conclude end an eval as the built-in generic scheduler does;
+// a plugin that wants another ending writes its own with package conclude.
 //
 // Out decides nothing itself: every choice in it is the reconciler's (what
 // to place, stop or update, which deployment, which version) or Nomad's

@@ -15,8 +15,6 @@
 package generic
 
 import (
-	"errors"
-
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/carry"
 	"github.com/drover-sched/drover/sdk/conclude"
@@ -71,22 +69,7 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		blocked = p.blocked
 		return done, progress, err
 	})
-	switch {
-	case errors.Is(err, conclude.ErrMaxAttempts):
-		b, berr := conclude.Blocked(ctx, eval, p.stack.Eligibility(), p.carried.Failed, true)
-		if berr != nil {
-			return berr
-		}
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: conclude.FailedMaxAttempts(limit),
-			Blocked: b, Failed: p.carried.Failed, Queued: p.carried.Queued, DeploymentID: p.deploymentID()})
-	case err != nil:
-		return err
-	}
-	if eval.Status == sdk.EvalStatusBlocked && len(p.carried.Failed) != 0 {
-		return conclude.Reblock(ctx, eval, p.stack.Eligibility(), p.carried.Failed, p.carried.Queued)
-	}
-	return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusComplete, Blocked: p.blocked,
-		Failed: p.carried.Failed, Queued: p.carried.Queued, DeploymentID: p.deploymentID()})
+	return p.carried.Conclude(err, limit, blocked, p.stack.Eligibility(), p.deploymentID())
 }
 
 // pass is one attempt at an evaluation.
@@ -135,23 +118,16 @@ func (p *pass) deploymentID() string {
 // run reconciles, places and submits the plan. done is false when the plan
 // was not fully committed (the state was refreshed: try again).
 func (p *pass) run() (done, progress bool, err error) {
-	res := p.computeJobAllocs()
-	// As Nomad: a blocked eval for what could not be placed, unless
-	// follow-up evals will try again later.
-	delayInstead := len(res.FollowupEvals) > 0 && p.eval.WaitUntil.IsZero()
-	if p.eval.Status != sdk.EvalStatusBlocked && len(p.carried.Failed) != 0 && p.blocked == nil && !delayInstead {
-		b, err := conclude.Blocked(p.ctx, p.eval, p.stack.Eligibility(), p.carried.Failed, false)
-		if err != nil {
-			return false, false, err
-		}
-		p.blocked = b
+	p.computeJobAllocs()
+	if p.blocked, err = p.carried.Block(p.stack.Eligibility(), p.blocked); err != nil {
+		return false, false, err
 	}
 	return p.carried.Submit()
 }
 
 // computeJobAllocs reconciles the job and carries the result out in the
 // plan, the stack picking the nodes.
-func (p *pass) computeJobAllocs() *reconcile.Result {
+func (p *pass) computeJobAllocs() {
 	allocs := p.ctx.State.AllocsByJob(p.eval.Namespace, p.eval.JobID)
 	tainted := reconcile.TaintedNodes(p.ctx.State, allocs)
 	for _, a := range reconcile.StillRunningOnDownNodes(tainted, allocs) {
@@ -174,7 +150,6 @@ func (p *pass) computeJobAllocs() *reconcile.Result {
 	} else if p.deployment != nil && res.Ends(p.deployment.ID) {
 		p.deployment = nil
 	}
-	return res
 }
 
 // pick selects a node for one placement with the stack, letting it preempt

@@ -17,7 +17,6 @@
 package zones
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -107,38 +106,17 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: "zones: config " + err.Error()})
 	}
 	p := &pass{ctx: ctx, eval: eval, attr: attr}
+	var blocked *sdk.Evaluation
 	err = conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 		p.compute()
+		var err error
+		if blocked, err = p.carried.Block(p.elig, blocked); err != nil {
+			return false, false, err
+		}
 		return p.carried.Submit()
 	})
-	switch {
-	case err == nil:
-	case errors.Is(err, conclude.ErrMaxAttempts):
-		b, berr := conclude.Blocked(ctx, eval, p.elig, nil, true)
-		if berr != nil {
-			return berr
-		}
-		// As Nomad: the eval fails, and the blocked eval retries it.
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: conclude.FailedMaxAttempts(conclude.MaxServiceAttempts), Blocked: b, DeploymentID: p.carried.DeploymentID})
-	default:
-		return err
-	}
 	// The eval names the deployment, so that `drover job run` follows it.
-	c := p.carried
-	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Queued: c.Queued, DeploymentID: c.DeploymentID}
-	if len(c.Failed) == 0 {
-		return conclude.SetStatus(ctx, eval, out)
-	}
-	if eval.Status == sdk.EvalStatusBlocked {
-		return conclude.Reblock(ctx, eval, p.elig, c.Failed, c.Queued)
-	}
-	b, err := conclude.Blocked(ctx, eval, p.elig, c.Failed, false)
-	if err != nil {
-		return err
-	}
-	out.Blocked, out.Failed = b, c.Failed
-	return conclude.SetStatus(ctx, eval, out)
+	return p.carried.Conclude(err, conclude.MaxServiceAttempts, blocked, p.elig, p.carried.DeploymentID)
 }
 
 // pass computes one plan from the current state.

@@ -277,8 +277,9 @@ func TestZones_RejectedPlansFailTheEval(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := h.Updated[len(h.Updated)-1]
-	if e.Status != sdk.EvalStatusFailed || e.BlockedEval == "" || e.StatusDescription != "maximum attempts reached (5)" {
-		t.Fatalf("eval = %+v, want failed with Nomad's description and a blocked eval", e)
+	if e.Status != sdk.EvalStatusFailed || e.BlockedEval == "" || e.StatusDescription != "maximum attempts reached (5)" ||
+		e.QueuedAllocations["web"] != 1 {
+		t.Fatalf("eval = %+v, want failed with Nomad's description, a blocked eval and web's allocation queued", e)
 	}
 	if b := h.Eval(e.BlockedEval); b == nil || b.TriggeredBy != sdk.EvalTriggerMaxPlans {
 		t.Fatalf("blocked eval = %+v, want one triggered by %s", b, sdk.EvalTriggerMaxPlans)
