@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,17 +86,17 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	addr := freeAddr(t)
 	args := append([]string{"agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
@@ -106,8 +105,16 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 		}
 	})
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
+	// Coming up means compiling the plugins when the compilation cache is
+	// cold: a few seconds on a quiet machine, over 30 on one at load 10
+	// (helpers saw it). An agent that exits stops the wait at once.
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			t.Fatalf("agent exited before it came up (%v):\n%s", cmd.ProcessState, logs.String())
+		default:
+		}
 		if resp, err := http.Get(base + "/v1/nodes"); err == nil {
 			var nodes []*httpapi.NodeListStub
 			_ = json.NewDecoder(resp.Body).Decode(&nodes)
