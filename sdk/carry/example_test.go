@@ -1,7 +1,6 @@
 package carry_test
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/drover-sched/drover/sdk"
@@ -23,6 +22,7 @@ func (leastLoaded) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	st, ns, id := ctx.State, eval.Namespace, eval.JobID
 	var pass *carry.Pass
 	var elig *feasible.Eligibility
+	var blocked *sdk.Evaluation
 	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 		job, allocs := st.Job(ns, id), st.AllocsByJob(ns, id)
 		plan := stack.NewPlan(st, eval, job)
@@ -73,28 +73,13 @@ func (leastLoaded) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		}
 		pass = carry.Out(carry.Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in),
 			Deployment: in.Deployment, Pick: pick})
+		var err error
+		if blocked, err = pass.Block(elig, blocked); err != nil {
+			return false, false, err
+		}
 		return pass.Submit()
 	})
-	if errors.Is(err, conclude.ErrMaxAttempts) {
-		b, err := conclude.Blocked(ctx, eval, elig, nil, true)
-		if err != nil {
-			return err
-		}
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: conclude.FailedMaxAttempts(conclude.MaxServiceAttempts), Blocked: b, DeploymentID: pass.DeploymentID})
-	} else if err != nil {
-		return err
-	}
-	out := conclude.Outcome{Status: sdk.EvalStatusComplete, Failed: pass.Failed, Queued: pass.Queued, DeploymentID: pass.DeploymentID}
-	if len(pass.Failed) != 0 {
-		if eval.Status == sdk.EvalStatusBlocked {
-			return conclude.Reblock(ctx, eval, elig, pass.Failed, pass.Queued)
-		}
-		if out.Blocked, err = conclude.Blocked(ctx, eval, elig, pass.Failed, false); err != nil {
-			return err
-		}
-	}
-	return conclude.SetStatus(ctx, eval, out)
+	return pass.Conclude(err, conclude.MaxServiceAttempts, blocked, elig, pass.DeploymentID)
 }
 
 // A scheduler with a placement policy of its own gets the job's lifecycle

@@ -465,3 +465,48 @@ func TestZones_FailedPlacementsAreExplainedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A failed allocation waiting for a delayed reschedule makes a follow-up
+// eval; what found no room this time waits for it rather than in a
+// blocked eval of its own, as Nomad's generic scheduler does.
+func TestZones_DelayedRescheduleWaitsInsteadOfBlocking(t *testing.T) {
+	h := cluster(map[string]int{"a": 2}, 600) // room for one 500 MHz allocation each
+	job := sdktest.Job("web", 3)
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Delay: time.Minute, DelayFunction: sdk.DelayFunctionConstant, Unlimited: true}
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	live := h.AllocsByJob("default", "web")
+	if len(live) != 2 {
+		t.Fatalf("first eval placed %d, want 2", len(live))
+	}
+	// One fails; another job's allocation takes its room.
+	failed := live[0].Copy()
+	failed.ClientStatus = sdk.AllocClientStatusFailed
+	failed.TaskStates = map[string]sdk.Opaque{"app": {"State": "dead", "Failed": true, "FinishedAt": h.Now.Format(time.RFC3339Nano)}}
+	other := sdktest.Job("other", 1)
+	h.UpsertJob(other)
+	h.UpsertAlloc(failed, &sdk.Allocation{ID: "filler", Namespace: "default", JobID: "other", TaskGroup: "other",
+		Name: sdk.AllocName("other", "other", 0), NodeID: failed.NodeID, AllocatedResources: sdk.RequestedResources(other.TaskGroups[0]),
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
+	created := len(h.Created)
+
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	var followups, blocked int
+	for _, e := range h.Created[created:] {
+		switch {
+		case e.Status == sdk.EvalStatusBlocked:
+			blocked++
+		case !e.WaitUntil.IsZero():
+			followups++
+		}
+	}
+	e := h.Updated[len(h.Updated)-1]
+	if followups != 1 || blocked != 0 || e.BlockedEval != "" || len(e.FailedTGAllocs) == 0 {
+		t.Fatalf("created %d follow-ups and %d blocked evals, eval %+v; want one follow-up, no blocked eval, the failure explained",
+			followups, blocked, e)
+	}
+}
