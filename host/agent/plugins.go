@@ -132,13 +132,18 @@ type digest [sha256.Size]byte
 // readPlugin reads a plugin file once: the hash that decides whether it
 // changed and a wasm module's load use the same bytes, so that a write
 // between the two cannot leave the loader believing it runs content it
-// does not.
-func readPlugin(path string) ([]byte, digest, error) {
-	b, err := os.ReadFile(path)
+// does not. The content is returned for wasm only: a go-plugin binary is
+// started from its path.
+func readPlugin(sp pluginSpec) ([]byte, digest, error) {
+	b, err := os.ReadFile(sp.path)
 	if err != nil {
 		return nil, digest{}, err
 	}
-	return b, sha256.Sum256(b), nil
+	d := sha256.Sum256(b)
+	if sp.runtime != RuntimeWasm {
+		b = nil
+	}
+	return b, d, nil
 }
 
 // pluginLoader loads the agent's plugins into its registry and reloads
@@ -274,7 +279,7 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			var content []byte
-			if content, digests[i], errs[i] = readPlugin(sp.path); errs[i] != nil {
+			if content, digests[i], errs[i] = readPlugin(sp); errs[i] != nil {
 				errs[i] = fmt.Errorf("agent: plugin %s: %w", sp.path, errs[i])
 				return
 			}
@@ -305,10 +310,10 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	return nil
 }
 
-// load loads one plugin file, whose content was read as content, into a
-// pool, once the plugin accepts its configuration (ABI 1.7). A go-plugin
-// binary is started from its path: a write after the read is seen by the
-// next poll (its stamp changed) and loaded then.
+// load loads one plugin file into a pool, a wasm module from content (what
+// readPlugin read), once the plugin accepts its configuration (ABI 1.7). A
+// go-plugin binary is started from its path: a write after the read is
+// seen by the next poll (its stamp changed) and loaded then.
 func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) (*rt.Entry, error) {
 	lim := PluginLimits{}
 	var conf, env map[string]string
@@ -419,7 +424,7 @@ func (l *pluginLoader) watch(ctx context.Context, interval time.Duration) {
 }
 
 // reload loads every plugin file that is new or changed since it was last
-// loaded: its modification time or size changed, and its content is not
+// loaded: its stamp changed (fileStamp), and its content is not
 // what the plugin running from it was loaded from. A replacement takes
 // over new evals once it has loaded (for wasm, compiled: seconds for a
 // large module without a cached compilation); until then, and for the
@@ -446,7 +451,7 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		if seen && old == stamp {
 			continue
 		}
-		content, d, err := readPlugin(sp.path)
+		content, d, err := readPlugin(sp)
 		if err != nil {
 			continue // gone since it was listed
 		}
