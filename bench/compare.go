@@ -68,10 +68,21 @@ func Compare(ctx context.Context, cfg Config, a, b func(jobType string) (*rt.Plu
 				}
 			}
 			pairs = append(pairs, p)
-			fmt.Fprintf(out, "%-22s %6d %5d %7d %11.1f %11.1f %10.0f %10.0f %6.2f %8s\n",
+			fmt.Fprintf(out, "%-22s %6d %5d %7d %11.1f %11.1f %10.0f %10.0f %6.2f %8s%s\n",
 				sc.Name, n, p.A.Evals, p.A.Placed, p.A.TotalMS, p.B.TotalMS, p.A.PlacementsPerSec, p.B.PlacementsPerSec,
-				p.Ratio, fmt.Sprintf("%d/%d", p.BFaster, p.Rounds))
+				p.Ratio, fmt.Sprintf("%d/%d", p.BFaster, p.Rounds), p.differs())
 		}
 	}
 	return pairs, nil
+}
+
+// differs says, for the report's line, how B's outcome differs from A's
+// (what was placed, what failed, how the evals ended): a ratio between
+// builds that do not schedule alike compares different work.
+func (p Pair) differs() string {
+	if p.A.Placed == p.B.Placed && p.A.Failed == p.B.Failed && p.A.Status == p.B.Status {
+		return ""
+	}
+	return fmt.Sprintf("  DIFFERENT OUTCOMES: placed %d/%d, failed %d/%d, status %s/%s",
+		p.A.Placed, p.B.Placed, p.A.Failed, p.B.Failed, p.A.Status, p.B.Status)
 }

@@ -63,3 +63,15 @@ func TestCompare_NeedsTwoSets(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
 }
+
+func TestPair_DiffersNamesADifferentOutcome(t *testing.T) {
+	same := Pair{A: Row{Placed: 10, Status: "complete:1"}, B: Row{Placed: 10, Status: "complete:1"}}
+	if d := same.differs(); d != "" {
+		t.Fatalf("same outcomes reported as %q", d)
+	}
+	other := same
+	other.B.Placed, other.B.Failed = 8, 2
+	if d := other.differs(); !strings.Contains(d, "placed 10/8, failed 0/2") {
+		t.Fatalf("different outcomes reported as %q", d)
+	}
+}

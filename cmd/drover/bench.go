@@ -52,7 +52,8 @@ Options:
                      and alternate the two sets run by run in this one
                      process, A first in even rounds: one line per
                      scenario with both sides' medians, B's placements/s
-                     over A's, and in how many rounds B's run was faster.
+                     over A's, and in how many rounds B's run was faster
+                     (flagged when the two placed or ended differently).
                      For comparing two builds of the plugins (wasm or
                      goplugin): the machine's drift between separate
                      invocations is often larger than the difference.
@@ -67,7 +68,9 @@ Options:
                      instance, not those of an agent's warm one.
   -ports             Give each group one dynamic port.
   -verify            Re-check each plan as the host's applier does.
-  -json=FILE         Also write the rows as JSON.
+  -json=FILE         Also write the rows as JSON (with -compare-plugin-dir,
+                     the pairs, one per scenario: {A, B, Ratio, BFaster,
+                     Rounds}).
 `)
 }
 
