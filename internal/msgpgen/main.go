@@ -25,6 +25,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: msgpgen OUT.go [msgp flags...] (OUT in the current directory)")
 		os.Exit(2)
 	}
+	for _, a := range os.Args[2:] {
+		if a == "-o" || strings.HasPrefix(a, "-o=") || strings.HasPrefix(a, "-tests") && a != "-tests=false" {
+			fmt.Fprintf(os.Stderr, "msgpgen: %s: the output is OUT, and msgp's generated tests are not kept (-tests=false)\n", a)
+			os.Exit(2)
+		}
+	}
 	if err := run(os.Args[1], os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "msgpgen:", err)
 		os.Exit(1)
