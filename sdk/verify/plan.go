@@ -224,7 +224,8 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 			a.ID, a.Namespace, a.JobID, p.Job.Namespace, p.Job.ID)
 	}
 	job := p.Job
-	if older, err := olderVersion(snap, p, a); err != nil {
+	old := snap.Alloc(a.ID) // the allocation a updates, if any
+	if older, err := olderVersion(snap, p, a, old); err != nil {
 		return err
 	} else if older != nil {
 		job = older
@@ -233,10 +234,10 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	if tg == nil {
 		return invalid("allocation %s names unknown task group %q", a.ID, a.TaskGroup)
 	}
-	if err := checkResources(a, snap.Alloc(a.ID), tg); err != nil {
+	if err := checkResources(a, old, tg); err != nil {
 		return err
 	}
-	if err := checkDevices(a, snap.Alloc(a.ID), tg, snap.Node(node)); err != nil {
+	if err := checkDevices(a, old, tg, func() *sdk.Node { return snap.Node(node) }); err != nil {
 		return err
 	}
 	if a.PreviousAllocation != "" {
@@ -274,9 +275,10 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 }
 
 // olderVersion returns the kept job version a new placement runs instead
-// of the plan's job (PlacedVersion), or nil.
-func olderVersion(snap State, p *sdk.Plan, a *sdk.Allocation) (*sdk.Job, error) {
-	if old := snap.Alloc(a.ID); old != nil {
+// of the plan's job (PlacedVersion), or nil. old is the stored allocation a
+// updates, nil for a new placement.
+func olderVersion(snap State, p *sdk.Plan, a, old *sdk.Allocation) (*sdk.Job, error) {
+	if old != nil {
 		if sdk.KeepsVersion(old, a) {
 			return old.Job, nil // an annotation: the version it runs
 		}
@@ -399,13 +401,15 @@ func withoutNetworks(tg *sdk.TaskGroup) *sdk.TaskGroup {
 // feasible.AllocsFit then rejects the node for it, as it does collisions
 // and unhealthy instances: those are capacity, judged node by node.
 //
-// old is the stored allocation a updates, nil for a new placement. As for
-// ports (checkResources), an update that keeps exactly the devices the
+// nodeOf returns the node, looked up only for a group that asks for
+// devices (most do not, and this runs for every placement the applier
+// judges). old is the stored allocation a updates, nil for a new
+// placement. As for ports (checkResources), an update that keeps exactly the devices the
 // allocation holds, for a group asking for the same devices as the
 // version the allocation runs, is not refused: it claims and frees no
 // instance, and an allocation placed before the host checked devices must
 // stay updatable.
-func checkDevices(a, old *sdk.Allocation, tg *sdk.TaskGroup, node *sdk.Node) error {
+func checkDevices(a, old *sdk.Allocation, tg *sdk.TaskGroup, nodeOf func() *sdk.Node) error {
 	asks := deviceAsks(tg)
 	if len(asks) == 0 {
 		return nil
@@ -416,7 +420,7 @@ func checkDevices(a, old *sdk.Allocation, tg *sdk.TaskGroup, node *sdk.Node) err
 		}
 	}
 	groups := map[string]*sdk.NodeDeviceResource{} // by instance ID
-	if node != nil && node.NodeResources != nil {
+	if node := nodeOf(); node != nil && node.NodeResources != nil {
 		for _, d := range node.NodeResources.Devices {
 			for _, inst := range d.Instances {
 				groups[inst.ID] = d

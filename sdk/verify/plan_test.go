@@ -67,15 +67,7 @@ func TestCheckResources_PortsAskedForMustBeHeld(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkResources(&sdk.Allocation{ID: "a", AllocatedResources: tc.res}, nil, tg)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrPlanInvalid naming %q", err, tc.want)
-			}
+			wantRefusal(t, err, tc.want)
 		})
 	}
 }
@@ -236,16 +228,8 @@ func TestCheckDevices_AskedForMustBeHeld(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res(tc.tg)}, nil, tc.tg, tc.node)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrPlanInvalid naming %q", err, tc.want)
-			}
+			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res(tc.tg)}, nil, tc.tg, func() *sdk.Node { return tc.node })
+			wantRefusal(t, err, tc.want)
 		})
 	}
 }
@@ -283,7 +267,7 @@ func TestCheckDevices_UpdateKeepingItsDevicesPasses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res}, tc.old, tc.tg, gpuNode())
+			err := checkDevices(&sdk.Allocation{ID: "a", TaskGroup: "g", AllocatedResources: tc.res}, tc.old, tc.tg, gpuNode)
 			if tc.accepted != (err == nil) {
 				t.Fatalf("err = %v, want accepted %v", err, tc.accepted)
 			}
@@ -291,5 +275,20 @@ func TestCheckDevices_UpdateKeepingItsDevicesPasses(t *testing.T) {
 				t.Fatalf("err = %v, not ErrPlanInvalid", err)
 			}
 		})
+	}
+}
+
+// wantRefusal fails t unless err is what want describes: nil for want "",
+// otherwise ErrPlanInvalid naming want.
+func wantRefusal(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want ErrPlanInvalid naming %q", err, want)
 	}
 }
