@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,12 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -560,7 +559,7 @@ func TestE2E_OperatorSnapshot(t *testing.T) {
 	// logged at info.
 	mon := exec.Command(bin, "monitor")
 	mon.Env = append(os.Environ(), "DROVER_ADDR="+c.addr)
-	var monOut syncBuffer
+	var monOut testlog.Buffer
 	mon.Stdout, mon.Stderr = &monOut, &monOut
 	if err := mon.Start(); err != nil {
 		t.Fatal(err)
@@ -621,22 +620,4 @@ func TestE2E_OperatorSnapshot(t *testing.T) {
 	c.contains(c.run(1, "operator", "snapshot", "restore", bad), "not gzip-compressed")
 	c.contains(c.run(1, "operator", "snapshot", "inspect", bad), "not gzip-compressed")
 	c.contains(c.run(0, "job", "status", "web"), "ID            = web")
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

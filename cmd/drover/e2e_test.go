@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -86,7 +87,7 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	addr := freeAddr(t)
 	args := append([]string{"agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

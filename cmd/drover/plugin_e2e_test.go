@@ -52,13 +52,7 @@ func getJSON(t *testing.T, url string, out any) {
 // of the agent's configuration file, and schedules a job that names it.
 func TestE2E_CustomGoPluginFromConfigSchedulesAJob(t *testing.T) {
 	bin := droverBin(t)
-	dir := t.TempDir()
-	pluginDir := filepath.Join(dir, "plugins")
-	if err := os.Mkdir(pluginDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
-	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), filepath.Join(pluginDir, "zones"), 0o755)
+	dir, pluginDir, _ := zonesPluginDir(t)
 	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
 plugin_dir = %q
 plugin "zones" {
@@ -124,14 +118,7 @@ job "web" {
 // agent is started, and accepts a good configuration.
 func TestE2E_ZonesRefusesABadConfiguration(t *testing.T) {
 	bin := droverBin(t)
-	dir := t.TempDir()
-	pluginDir := filepath.Join(dir, "plugins")
-	if err := os.Mkdir(pluginDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
-	zones := filepath.Join(pluginDir, "zones")
-	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), zones, 0o755)
+	dir, pluginDir, zones := zonesPluginDir(t)
 	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
 plugin_dir = %q
 plugin "zones" {
@@ -158,4 +145,20 @@ plugin "zones" {
 		!strings.Contains(out, "accepted") || !strings.Contains(out, "meta.rack") {
 		t.Fatalf("plugin validate: exit %d:\n%s", code, out)
 	}
+}
+
+// zonesPluginDir returns a temporary directory holding a plugin directory
+// with the built-in service scheduler (wasm) and the zones example as a
+// go-plugin executable, whose path it also returns.
+func zonesPluginDir(t *testing.T) (dir, pluginDir, zones string) {
+	t.Helper()
+	dir = t.TempDir()
+	pluginDir = filepath.Join(dir, "plugins")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(pluginDir, "service.wasm"), 0o644)
+	zones = filepath.Join(pluginDir, "zones")
+	copyFile(t, goplugintest.Build(t, "./examples/plugins/zones"), zones, 0o755)
+	return dir, pluginDir, zones
 }

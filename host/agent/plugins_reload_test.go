@@ -3,15 +3,13 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/internal/testlog"
 	rt "github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/rs/zerolog"
@@ -20,38 +18,8 @@ import (
 // The loader's reload is driven here one pass at a time, as the watcher's
 // ticker drives it, so that what one tick does is checked without timing.
 
-// logBuffer collects the loader's JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// entries returns the log lines whose message is msg.
-func (b *logBuffer) entries(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		var e map[string]any
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if e["message"] == msg {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // newTestLoader loads the plugin files of dir as an agent's start does.
-func newTestLoader(t *testing.T, dir string, logs *logBuffer) *pluginLoader {
+func newTestLoader(t *testing.T, dir string, logs *testlog.Buffer) *pluginLoader {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers = true, dir, 1
@@ -103,7 +71,7 @@ func TestPluginLoader_Reload_LoadsOnlyFilesWhoseContentChanged(t *testing.T) {
 	service := wasmtest.Build(t, "./plugins/service")
 	copyFile(t, service, filepath.Join(dir, "service.wasm"))
 	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), filepath.Join(dir, "reload.wasm"))
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	l := newTestLoader(t, dir, logs)
 	before := lookup(t, l, "service")
 
@@ -117,7 +85,7 @@ func TestPluginLoader_Reload_LoadsOnlyFilesWhoseContentChanged(t *testing.T) {
 	if after := lookup(t, l, "service"); after != before {
 		t.Fatal("service was loaded again, though its file was rewritten with the same content")
 	}
-	replaced := logs.entries(t, "plugin replaced")
+	replaced := logs.Entries(t, "plugin replaced")
 	if len(replaced) != 1 || replaced[0]["plugin"] != "reload" {
 		t.Fatalf("plugin replaced log lines = %v, want one, for reload", replaced)
 	}
@@ -133,7 +101,7 @@ func TestPluginLoader_Reload_RunningContentPutBackClearsTheRefusal(t *testing.T)
 	v1 := wasmtest.Build(t, "./host/agent/testdata/reload/v1")
 	path := filepath.Join(dir, "reload.wasm")
 	copyFile(t, v1, path)
-	l := newTestLoader(t, dir, &logBuffer{})
+	l := newTestLoader(t, dir, &testlog.Buffer{})
 	before := lookup(t, l, "reload")
 
 	broken := filepath.Join(t.TempDir(), "broken.wasm")
@@ -183,7 +151,7 @@ func TestPluginLoader_Reload_SeesAReplacementThatKeepsSizeAndModTime(t *testing.
 	if err := os.Chtimes(path, stamp, stamp); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	l := newTestLoader(t, dir, logs)
 	before := lookup(t, l, "reload")
 
@@ -197,7 +165,7 @@ func TestPluginLoader_Reload_SeesAReplacementThatKeepsSizeAndModTime(t *testing.
 	if after := lookup(t, l, "reload"); after == before {
 		t.Fatal("a replacement with the same size and modification time was not loaded")
 	}
-	if n := len(logs.entries(t, "plugin replaced")); n != 1 {
+	if n := len(logs.Entries(t, "plugin replaced")); n != 1 {
 		t.Fatalf("%d plugin replaced log lines, want 1", n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/verify"
@@ -170,7 +171,7 @@ func TestApplier_PipelinedPlanCommitsAfterPrevious(t *testing.T) {
 func TestApplier_PlanOfAnEvalNewerThanTheViewIsJudgedOnTheState(t *testing.T) {
 	s, job := fixture(t)
 	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a := startLoggingApplier(t, s, r, zerolog.New(&logs))
 	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: job,
 		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 100)}}})
@@ -204,24 +205,6 @@ func TestApplier_PlanOfAnEvalNewerThanTheViewIsJudgedOnTheState(t *testing.T) {
 	if out := logs.String(); strings.Contains(out, "plan rejected") {
 		t.Fatalf("a plan the state accepted was logged as rejected:\n%s", out)
 	}
-}
-
-// syncBuffer is a log destination safe for the applier's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestApplier_FailedCommitMakesNextPlanJudgedAgain(t *testing.T) {
@@ -502,7 +485,7 @@ func TestApplier_PlacementsMustHoldTheirDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := s.Snapshot().Job("default", "ml")
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a := startLoggingApplier(t, s, &fakeRaft{store: s}, zerolog.New(&logs))
 	submit := func(allocs ...*sdk.Allocation) (*sdk.PlanResult, error) {
 		return a.Submit(context.Background(), &sdk.Plan{EvalID: "m1", EvalToken: "t", Job: job,

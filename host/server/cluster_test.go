@@ -1,18 +1,17 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
 )
@@ -437,32 +436,14 @@ func TestCluster_StoppingFollowerHandsBackItsEvals(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination several servers write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // A leader that is stopped hands the lead over before it goes, rather than
 // leaving the others to wait out an election timeout.
 func TestCluster_StoppingLeaderHandsTheLeadOver(t *testing.T) {
 	cfgs := servertest.ClusterConfigs(t, 3)
 	servers := make([]*server.Server, 3)
-	logs := make([]*syncBuffer, 3)
+	logs := make([]*testlog.Buffer, 3)
 	for i, cfg := range cfgs {
-		logs[i] = &syncBuffer{}
+		logs[i] = &testlog.Buffer{}
 		s, err := server.New(cfg, servertest.NativeBuiltins(t, 1), zerolog.New(logs[i]).Level(zerolog.InfoLevel))
 		if err != nil {
 			t.Fatal(err)

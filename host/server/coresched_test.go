@@ -36,11 +36,7 @@ func TestCoreScheduler_ForceGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gcID, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, gcID, sdk.EvalStatusComplete)
+	servertest.ForceGC(t, s, sdk.EvalStatusComplete)
 	snap := s.Store().Snapshot()
 	if snap.Job("default", "gone") != nil || len(snap.AllocsByJob("default", "gone")) != 0 || len(snap.EvalsByJob("default", "gone")) != 0 {
 		t.Fatalf("the stopped job survived: job %v, %d allocs, %d evals", snap.Job("default", "gone") != nil,
@@ -101,11 +97,7 @@ func TestCoreScheduler_ForceGC_OrphanedAlloc(t *testing.T) {
 	if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{}); err != nil {
 		t.Fatal(err)
 	}
-	gcID, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, gcID, sdk.EvalStatusComplete)
+	servertest.ForceGC(t, s, sdk.EvalStatusComplete)
 	snap := s.Store().Snapshot()
 	if snap.Alloc(stopped) != nil {
 		t.Error("the stopped allocation whose eval was deleted survived a forced GC")

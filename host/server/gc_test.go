@@ -79,11 +79,7 @@ func TestGC_ForceCollectsTerminalObjects(t *testing.T) {
 	}
 	servertest.WaitForEval(t, s, stopID)
 
-	gcID, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, gcID, sdk.EvalStatusComplete)
+	servertest.ForceGC(t, s, sdk.EvalStatusComplete)
 	if cfg := <-core.seen; cfg[sdk.ConfigEvalGCThreshold] != "42m0s" {
 		t.Errorf("core config = %v, want the server's eval GC threshold", cfg)
 	}
@@ -106,11 +102,7 @@ func TestGC_CoreEvalsAreNotAJobsEvals(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
-	gcID, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, gcID, sdk.EvalStatusComplete)
+	gcID := servertest.ForceGC(t, s, sdk.EvalStatusComplete).ID
 	snap := s.Store().Snapshot()
 	if e := snap.Eval(gcID); e.Namespace != sdk.CoreJobNamespace {
 		t.Errorf("core eval in namespace %q, want %q", e.Namespace, sdk.CoreJobNamespace)
@@ -129,13 +121,9 @@ func TestGC_LiveObjectsAreNotCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
-	gcID, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The request names live allocations: it is refused whole, the plugin's
 	// eval fails (delivery limit 1) and nothing is deleted.
-	e := servertest.WaitForEval(t, s, gcID, sdk.EvalStatusFailed)
+	e := servertest.ForceGC(t, s, sdk.EvalStatusFailed)
 	if e.NextEval != "" {
 		t.Errorf("a core eval got a failed-follow-up: %s", e.NextEval)
 	}

@@ -928,11 +928,7 @@ func TestLifecycle_Terminal_To_Deleted_GarbageCollection(t *testing.T) {
 	}
 	servertest.WaitForEval(t, s, id)
 	canceled := servertest.WaitForEval(t, s, blockedID, sdk.EvalStatusCanceled)
-	gc, _, err := s.ForceGC()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitForEval(t, s, gc, sdk.EvalStatusComplete)
+	servertest.ForceGC(t, s, sdk.EvalStatusComplete)
 	snap := s.Store().Snapshot()
 	for name, e := range map[string]*sdk.Evaluation{"complete": complete, "failed": failed, "canceled": canceled} {
 		if snap.Eval(e.ID) != nil {

@@ -179,6 +179,18 @@ func WaitForEval(t testing.TB, s *server.Server, evalID string, want ...string) 
 	return nil
 }
 
+// ForceGC asks s for a forced garbage collection, as the API's
+// /v1/system/gc does, and waits for its core eval to end as want says
+// (WaitForEval).
+func ForceGC(t testing.TB, s *server.Server, want ...string) *sdk.Evaluation {
+	t.Helper()
+	id, _, err := s.ForceGC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WaitForEval(t, s, id, want...)
+}
+
 // FreeAddrs returns n loopback addresses whose ports were free a moment
 // ago.
 func FreeAddrs(t testing.TB, n int) []string {
