@@ -22,7 +22,13 @@ type keptPlan struct {
 // storing an allocation sets are all at the top level). A plan with a null
 // allocation, which the planner refuses, is not kept.
 func newKeptPlan(plan *sdk.Plan) *keptPlan {
-	k := &keptPlan{job: plan.Job}
+	n := 0
+	for _, as := range plan.NodeAllocation {
+		n += len(as)
+	}
+	// One array of the plan's size: an allocation is hundreds of bytes and
+	// a plan can hold thousands.
+	k := &keptPlan{job: plan.Job, allocs: make([]sdk.Allocation, 0, n)}
 	for _, as := range plan.NodeAllocation {
 		for _, a := range as {
 			if a == nil {
@@ -66,8 +72,10 @@ func markKept(sync *abi.StateSync, kept **keptPlan) bool {
 		if stamp == nil {
 			stamp = &abi.Kept{Index: stored.CreateIndex, Time: stored.CreateTime}
 		}
-		derived := abi.KeptAlloc(a, k.job, stamp)
-		if !sameAlloc(derived, stored, &want, &got) {
+		// The copy is the host's own and consumed here: derived in place,
+		// as abi.KeptAlloc derives it.
+		abi.StampKept(a, k.job, stamp)
+		if !sameAlloc(a, stored, &want, &got) {
 			return false
 		}
 		drop[j] = true
