@@ -53,6 +53,9 @@ func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
 	if err := abi.Decode(msg, &req); err != nil || req.Plan == nil {
 		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: undecodable plan"})
 	}
+	if err := req.Expand(); err != nil {
+		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: " + err.Error()})
+	}
 	plan := req.Plan
 	plan.EvalToken = d.call.Token
 	if plan.EvalID != d.call.Eval.ID {

@@ -191,3 +191,56 @@ func TestSyncFor_JobStatusesOnlyToPluginsThatTakeThem(t *testing.T) {
 		}
 	}
 }
+
+func TestDispatcher_ExpandsPlacedAllocations(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "web", Version: 3, JobModifyIndex: 8}
+	template := &sdk.Allocation{Namespace: "default", JobID: "web", TaskGroup: "web", DesiredStatus: sdk.AllocDesiredStatusRun}
+	for _, tt := range []struct {
+		name     string
+		placed   []abi.Placed
+		wantCode abi.Code
+	}{
+		{"placed", []abi.Placed{{ID: "a1", NodeID: "n1", Name: "web.web[0]"}, {ID: "a2", NodeID: "n1", Name: "web.web[1]"}}, abi.CodeOK},
+		{"without a template", []abi.Placed{{Shared: 1, ID: "a1", NodeID: "n1"}}, abi.CodeDecode},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *sdk.Plan
+			commit := func(p *sdk.Plan) *sdk.PlanResult {
+				got = p
+				return &sdk.PlanResult{NodeAllocation: p.NodeAllocation, AllocIndex: 11}
+			}
+			var kept *keptPlan
+			d := &dispatcher{ctx: context.Background(), info: abi.Info{ABI: uint32(abi.Current)}, kept: &kept, stats: &Stats{},
+				call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: commit}}}
+			msg, err := (&abi.PlanRequest{Plan: &sdk.Plan{EvalID: "e1", Job: job}, Shared: []*sdk.Allocation{template},
+				Placed: tt.placed}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.host(abi.OpSubmitPlan, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp abi.PlanResponse
+			if err := abi.Decode(out, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.Code != tt.wantCode {
+				t.Fatalf("code %d (%s), want %d", resp.Code, resp.Message, tt.wantCode)
+			}
+			if tt.wantCode != abi.CodeOK {
+				if got != nil {
+					t.Fatal("the planner saw a plan the host could not expand")
+				}
+				return
+			}
+			as := got.NodeAllocation["n1"]
+			if len(as) != 2 || as[0].ID != "a1" || as[1].ID != "a2" || as[1].TaskGroup != "web" || as[1].Name != "web.web[1]" {
+				t.Fatalf("the planner got %+v", as)
+			}
+			if !resp.Whole || kept == nil || len(kept.allocs) != 2 {
+				t.Fatal("a whole commit of placed allocations was not kept")
+			}
+		})
+	}
+}

@@ -207,7 +207,34 @@ func (s *StateSync) Empty() bool {
 // PlanRequest is the argument of OpSubmitPlan.
 type PlanRequest struct {
 	Plan *sdk.Plan
+	// Shared and Placed (ABI 1.8, sent only to hosts whose
+	// ProcessRequest.HostABI is 1.8 or later) carry new allocations of the
+	// plan apart from Plan.NodeAllocation: each Placed entry is the
+	// allocation Shared[Placed.Shared] with the entry's own fields set, and
+	// belongs at the end of Plan.NodeAllocation[Placed.NodeID]. A plan's
+	// placements differ mostly in their IDs, names, nodes and metrics, and
+	// encoding the rest once is most of what encoding them cost. Expand
+	// restores them; Placements.Split is the plugin's side.
+	Shared []*sdk.Allocation `msg:",omitempty"`
+	Placed []Placed          `msg:",omitempty"`
 }
+
+// Placed is a new allocation of a plan, on the wire as the fields it does
+// not share with its template (PlanRequest.Shared).
+type Placed struct {
+	// Shared is the index of its template in PlanRequest.Shared.
+	Shared             uint32
+	ID                 string
+	Name               string
+	NodeID             string
+	NodeName           string
+	PreviousAllocation string
+	DeploymentStatus   *sdk.AllocDeploymentStatus
+	RescheduleTracker  *sdk.RescheduleTracker
+	Metrics            *sdk.AllocMetric
+}
+
+//msgp:tuple Placed
 
 // PlanResponse answers OpSubmitPlan. On a partial commit Refresh brings the
 // mirror to at least Result.RefreshIndex. Allocations in Result carry only

@@ -691,18 +691,430 @@ func (z Op) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
+func (z *Placed) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 1
-	// string "Plan"
-	o = append(o, 0x81, 0xa4, 0x50, 0x6c, 0x61, 0x6e)
-	if z.Plan == nil {
+	// array header, size 9
+	o = append(o, 0x99)
+	o = msgp.AppendUint32(o, z.Shared)
+	o = msgp.AppendString(o, z.ID)
+	o = msgp.AppendString(o, z.Name)
+	o = msgp.AppendString(o, z.NodeID)
+	o = msgp.AppendString(o, z.NodeName)
+	o = msgp.AppendString(o, z.PreviousAllocation)
+	if z.DeploymentStatus == nil {
 		o = msgp.AppendNil(o)
 	} else {
-		o, err = z.Plan.MarshalMsg(o)
+		o, err = z.DeploymentStatus.MarshalMsg(o)
 		if err != nil {
-			err = msgp.WrapError(err, "Plan")
+			err = msgp.WrapError(err, "DeploymentStatus")
 			return
+		}
+	}
+	if z.RescheduleTracker == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.RescheduleTracker.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "RescheduleTracker")
+			return
+		}
+	}
+	if z.Metrics == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Metrics.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Metrics")
+			return
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Placed) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 9 {
+		err = msgp.ArrayError{Wanted: 9, Got: zb0001}
+		return
+	}
+	z.Shared, bts, err = msgp.ReadUint32Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Shared")
+		return
+	}
+	z.ID, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "ID")
+		return
+	}
+	z.Name, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Name")
+		return
+	}
+	z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "NodeID")
+		return
+	}
+	z.NodeName, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "NodeName")
+		return
+	}
+	z.PreviousAllocation, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "PreviousAllocation")
+		return
+	}
+	if msgp.IsNil(bts) {
+		bts, err = msgp.ReadNilBytes(bts)
+		if err != nil {
+			return
+		}
+		z.DeploymentStatus = nil
+	} else {
+		if z.DeploymentStatus == nil {
+			z.DeploymentStatus = new(sdk.AllocDeploymentStatus)
+		}
+		bts, err = z.DeploymentStatus.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "DeploymentStatus")
+			return
+		}
+	}
+	if msgp.IsNil(bts) {
+		bts, err = msgp.ReadNilBytes(bts)
+		if err != nil {
+			return
+		}
+		z.RescheduleTracker = nil
+	} else {
+		if z.RescheduleTracker == nil {
+			z.RescheduleTracker = new(sdk.RescheduleTracker)
+		}
+		bts, err = z.RescheduleTracker.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RescheduleTracker")
+			return
+		}
+	}
+	if msgp.IsNil(bts) {
+		bts, err = msgp.ReadNilBytes(bts)
+		if err != nil {
+			return
+		}
+		z.Metrics = nil
+	} else {
+		if z.Metrics == nil {
+			z.Metrics = new(sdk.AllocMetric)
+		}
+		bts, err = z.Metrics.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Metrics")
+			return
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Placed) Msgsize() (s int) {
+	s = 1 + msgp.Uint32Size + msgp.StringPrefixSize + len(z.ID) + msgp.StringPrefixSize + len(z.Name) + msgp.StringPrefixSize + len(z.NodeID) + msgp.StringPrefixSize + len(z.NodeName) + msgp.StringPrefixSize + len(z.PreviousAllocation)
+	if z.DeploymentStatus == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.DeploymentStatus.Msgsize()
+	}
+	if z.RescheduleTracker == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.RescheduleTracker.Msgsize()
+	}
+	if z.Metrics == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Metrics.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Placements) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 3
+	// string "Whole"
+	o = append(o, 0x83, 0xa5, 0x57, 0x68, 0x6f, 0x6c, 0x65)
+	o = msgp.AppendMapHeader(o, uint32(len(z.Whole)))
+	for za0001, za0002 := range z.Whole {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendArrayHeader(o, uint32(len(za0002)))
+		for za0003 := range za0002 {
+			if za0002[za0003] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = za0002[za0003].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Whole", za0001, za0003)
+					return
+				}
+			}
+		}
+	}
+	// string "Shared"
+	o = append(o, 0xa6, 0x53, 0x68, 0x61, 0x72, 0x65, 0x64)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Shared)))
+	for za0004 := range z.Shared {
+		if z.Shared[za0004] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Shared[za0004].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Shared", za0004)
+				return
+			}
+		}
+	}
+	// string "Placed"
+	o = append(o, 0xa6, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Placed)))
+	for za0005 := range z.Placed {
+		o, err = z.Placed[za0005].MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Placed", za0005)
+			return
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Placements) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Whole":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Whole")
+				return
+			}
+			if z.Whole == nil {
+				z.Whole = make(map[string][]*sdk.Allocation, zb0002)
+			} else if len(z.Whole) > 0 {
+				clear(z.Whole)
+			}
+			for zb0002 > 0 {
+				var za0002 []*sdk.Allocation
+				zb0002--
+				var za0001 string
+				za0001, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Whole")
+					return
+				}
+				var zb0003 uint32
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Whole", za0001)
+					return
+				}
+				if cap(za0002) >= int(zb0003) {
+					za0002 = (za0002)[:zb0003]
+				} else {
+					za0002 = make([]*sdk.Allocation, zb0003)
+				}
+				for za0003 := range za0002 {
+					if msgp.IsNil(bts) {
+						bts, err = msgp.ReadNilBytes(bts)
+						if err != nil {
+							return
+						}
+						za0002[za0003] = nil
+					} else {
+						if za0002[za0003] == nil {
+							za0002[za0003] = new(sdk.Allocation)
+						}
+						bts, err = za0002[za0003].UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Whole", za0001, za0003)
+							return
+						}
+					}
+				}
+				z.Whole[za0001] = za0002
+			}
+		case "Shared":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Shared")
+				return
+			}
+			if cap(z.Shared) >= int(zb0004) {
+				z.Shared = (z.Shared)[:zb0004]
+			} else {
+				z.Shared = make([]*sdk.Allocation, zb0004)
+			}
+			for za0004 := range z.Shared {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Shared[za0004] = nil
+				} else {
+					if z.Shared[za0004] == nil {
+						z.Shared[za0004] = new(sdk.Allocation)
+					}
+					bts, err = z.Shared[za0004].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Shared", za0004)
+						return
+					}
+				}
+			}
+		case "Placed":
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Placed")
+				return
+			}
+			if cap(z.Placed) >= int(zb0005) {
+				z.Placed = (z.Placed)[:zb0005]
+			} else {
+				z.Placed = make([]Placed, zb0005)
+			}
+			for za0005 := range z.Placed {
+				bts, err = z.Placed[za0005].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Placed", za0005)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Placements) Msgsize() (s int) {
+	s = 1 + 6 + msgp.MapHeaderSize
+	if z.Whole != nil {
+		for za0001, za0002 := range z.Whole {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.ArrayHeaderSize
+			for za0003 := range za0002 {
+				if za0002[za0003] == nil {
+					s += msgp.NilSize
+				} else {
+					s += za0002[za0003].Msgsize()
+				}
+			}
+		}
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0004 := range z.Shared {
+		if z.Shared[za0004] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Shared[za0004].Msgsize()
+		}
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0005 := range z.Placed {
+		s += z.Placed[za0005].Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Shared == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Placed == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Plan"
+		o = append(o, 0xa4, 0x50, 0x6c, 0x61, 0x6e)
+		if z.Plan == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Plan.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Plan")
+				return
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Shared"
+			o = append(o, 0xa6, 0x53, 0x68, 0x61, 0x72, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Shared)))
+			for za0001 := range z.Shared {
+				if z.Shared[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Shared[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Shared", za0001)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Placed"
+			o = append(o, 0xa6, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Placed)))
+			for za0002 := range z.Placed {
+				o, err = z.Placed[za0002].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Placed", za0002)
+					return
+				}
+			}
 		}
 	}
 	return
@@ -743,6 +1155,55 @@ func (z *PlanRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "Shared":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Shared")
+				return
+			}
+			if cap(z.Shared) >= int(zb0002) {
+				z.Shared = (z.Shared)[:zb0002]
+			} else {
+				z.Shared = make([]*sdk.Allocation, zb0002)
+			}
+			for za0001 := range z.Shared {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Shared[za0001] = nil
+				} else {
+					if z.Shared[za0001] == nil {
+						z.Shared[za0001] = new(sdk.Allocation)
+					}
+					bts, err = z.Shared[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Shared", za0001)
+						return
+					}
+				}
+			}
+		case "Placed":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Placed")
+				return
+			}
+			if cap(z.Placed) >= int(zb0003) {
+				z.Placed = (z.Placed)[:zb0003]
+			} else {
+				z.Placed = make([]Placed, zb0003)
+			}
+			for za0002 := range z.Placed {
+				bts, err = z.Placed[za0002].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Placed", za0002)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -762,6 +1223,18 @@ func (z *PlanRequest) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.Plan.Msgsize()
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Shared {
+		if z.Shared[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Shared[za0001].Msgsize()
+		}
+	}
+	s += 7 + msgp.ArrayHeaderSize
+	for za0002 := range z.Placed {
+		s += z.Placed[za0002].Msgsize()
 	}
 	return
 }

@@ -22,10 +22,13 @@ import "fmt"
 // plugin that declares 1.7, as it loads it, whether it accepts its
 // configuration (ConfigRequest, answered by a Status whose code is
 // CodeConfigRefused when it does not), through the optional wasm export
-// drover_check_config or the go-plugin method CheckConfig.
+// drover_check_config or the go-plugin method CheckConfig. 1.8 added
+// PlanRequest.Shared and Placed: a plugin whose host declares 1.8 may send
+// its plan's new allocations as templates and the fields each has of its
+// own.
 const (
 	Major = 1
-	Minor = 7
+	Minor = 8
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -70,6 +73,10 @@ func (v Version) TakesEvalSocket() bool { return v.Major() == 1 && v.Minor() >= 
 // check its configuration when it is loaded (ConfigRequest). A host must
 // not ask an older plugin, which has no way to answer.
 func (v Version) ChecksConfig() bool { return v.Major() == 1 && v.Minor() >= 7 }
+
+// TakesPlaced reports whether a host that declares v expands
+// PlanRequest.Placed.
+func (v Version) TakesPlaced() bool { return v.Major() == 1 && v.Minor() >= 8 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

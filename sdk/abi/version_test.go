@@ -57,6 +57,22 @@ func TestVersion_ChecksConfig(t *testing.T) {
 	}
 }
 
+// TestVersion_TakesPlaced: a plugin sends PlanRequest.Placed only to a
+// host that declares 1.8 or later; an older one would drop them unread.
+func TestVersion_TakesPlaced(t *testing.T) {
+	for _, tt := range []struct {
+		v    Version
+		want bool
+	}{{MakeVersion(1, 7), false}, {MakeVersion(1, 8), true}, {MakeVersion(1, 9), true}, {MakeVersion(2, 8), false}, {0, false}} {
+		if got := tt.v.TakesPlaced(); got != tt.want {
+			t.Errorf("%s: TakesPlaced = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	if !Current.TakesPlaced() {
+		t.Fatal("this SDK's host does not expand placed allocations")
+	}
+}
+
 // A 1.1 reader (no Whole, no Kept fields) skips what 1.2 adds.
 func TestPlanResponse_OldReadersSkipWhole(t *testing.T) {
 	b, err := (&PlanResponse{Result: &sdk.PlanResult{AllocIndex: 4}, Whole: true}).MarshalMsg(nil)

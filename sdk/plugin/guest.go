@@ -71,6 +71,9 @@ type planEncoder struct {
 	cleared []jobOf
 	// perAlloc is the encoded size of an allocation in the last plan.
 	perAlloc int
+	// placements splits new allocations into templates and what each has
+	// of its own, for hosts that take them so (ABI 1.8).
+	placements abi.Placements
 }
 
 // reserve makes room in the buffer for a plan of n allocations at once.
@@ -147,7 +150,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
 	}
 	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc,
-		deferUpdates: g.host.TakesDeferredUpdates()}
+		deferUpdates: g.host.TakesDeferredUpdates(), placed: g.host.TakesPlaced()}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	err := g.sched.Process(ctx, req.Eval)
@@ -217,6 +220,8 @@ type planner struct {
 	// is that update while no other planner call has followed it.
 	deferUpdates bool
 	pending      *sdk.Evaluation
+	// placed: the host expands PlanRequest.Placed (ABI 1.8).
+	placed bool
 }
 
 // call makes one planner call on the host, after the held eval update if
@@ -265,7 +270,13 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	for _, stops := range plan.NodeUpdate {
 		n += len(stops)
 	}
-	msg, err := (&abi.PlanRequest{Plan: &wire}).MarshalMsg(enc.reserve(n))
+	req := &abi.PlanRequest{Plan: &wire}
+	if p.placed {
+		enc.placements.Split(plan.NodeAllocation)
+		wire.NodeAllocation, req.Shared, req.Placed = enc.placements.Whole, enc.placements.Shared, enc.placements.Placed
+	}
+	msg, err := req.MarshalMsg(enc.reserve(n))
+	enc.placements.Reset()
 	for i, c := range cleared {
 		c.alloc.Job = c.job
 		cleared[i] = jobOf{}

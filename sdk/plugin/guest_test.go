@@ -23,30 +23,49 @@ func (s *placeOne) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 }
 
 func TestGuest_PlanTravelsWithoutAllocJobsAndKeepsThem(t *testing.T) {
-	sched := &placeOne{}
-	g := plugin.NewGuest(plugin.Info{Name: "p"}, sched)
-	var sent *sdk.Plan
-	host := func(op abi.Op, msg []byte) ([]byte, error) {
-		var req abi.PlanRequest
-		if err := abi.Decode(msg, &req); err != nil {
-			t.Fatal(err)
-		}
-		sent = req.Plan
-		return (&abi.PlanResponse{Result: &sdk.PlanResult{}}).MarshalMsg(nil)
-	}
-	req, err := (&abi.ProcessRequest{Eval: &sdk.Evaluation{ID: "e1"}, Sync: &abi.StateSync{Full: true, Index: 1}}).MarshalMsg(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp abi.ProcessResponse
-	if err := abi.Decode(g.Process(req, host), &resp); err != nil || resp.Code != abi.CodeOK {
-		t.Fatalf("process: %v %+v", err, resp)
-	}
-	if sent == nil || sent.Job == nil || sent.NodeAllocation["n1"][0].Job != nil {
-		t.Fatalf("plan sent with its allocations' jobs: %+v", sent)
-	}
-	if sched.alloc.Job == nil {
-		t.Fatal("submitting the plan took the allocation's job away")
+	for _, tt := range []struct {
+		name       string
+		hostABI    abi.Version
+		wantPlaced int // allocations sent apart from NodeAllocation (ABI 1.8)
+	}{
+		{"1.8 host", abi.MakeVersion(1, 8), 1},
+		{"1.7 host", abi.MakeVersion(1, 7), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sched := &placeOne{}
+			g := plugin.NewGuest(plugin.Info{Name: "p"}, sched)
+			var sent abi.PlanRequest
+			host := func(op abi.Op, msg []byte) ([]byte, error) {
+				if err := abi.Decode(msg, &sent); err != nil {
+					t.Fatal(err)
+				}
+				return (&abi.PlanResponse{Result: &sdk.PlanResult{}}).MarshalMsg(nil)
+			}
+			req, err := (&abi.ProcessRequest{Eval: &sdk.Evaluation{ID: "e1"}, Sync: &abi.StateSync{Full: true, Index: 1},
+				HostABI: uint32(tt.hostABI)}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp abi.ProcessResponse
+			if err := abi.Decode(g.Process(req, host), &resp); err != nil || resp.Code != abi.CodeOK {
+				t.Fatalf("process: %v %+v", err, resp)
+			}
+			if len(sent.Placed) != tt.wantPlaced {
+				t.Fatalf("%d allocations sent placed, want %d", len(sent.Placed), tt.wantPlaced)
+			}
+			if err := sent.Expand(); err != nil {
+				t.Fatal(err)
+			}
+			if sent.Plan == nil || sent.Plan.Job == nil || len(sent.Plan.NodeAllocation["n1"]) != 1 {
+				t.Fatalf("plan sent: %+v", sent.Plan)
+			}
+			if a := sent.Plan.NodeAllocation["n1"][0]; a.Job != nil || a.ID != "a1" || a.NodeID != "n1" {
+				t.Fatalf("allocation sent: %+v", a)
+			}
+			if sched.alloc.Job == nil {
+				t.Fatal("submitting the plan took the allocation's job away")
+			}
+		})
 	}
 }
 

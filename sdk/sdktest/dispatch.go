@@ -24,6 +24,9 @@ func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 		if _, err := req.UnmarshalMsg(msg); err != nil || req.Plan == nil {
 			return answer(&abi.PlanResponse{Code: abi.CodeDecode, Message: "sdktest: undecodable plan"})
 		}
+		if err := req.Expand(); err != nil {
+			return answer(&abi.PlanResponse{Code: abi.CodeDecode, Message: "sdktest: " + err.Error()})
+		}
 		res, err := d.h.SubmitPlan(req.Plan)
 		if err != nil {
 			return answer(&abi.PlanResponse{Code: abi.CodeOf(err), Message: err.Error()})

@@ -1,0 +1,134 @@
+package abi
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/internal/chunk"
+)
+
+// Placements is a plan's new allocations split for the wire (ABI 1.8):
+// the node lists that go in Plan.NodeAllocation as they are (Whole), and
+// the rest as templates (Shared) and what each allocation has of its own
+// (Placed). A plugin reuses one Placements across plans.
+type Placements struct {
+	Whole  map[string][]*sdk.Allocation
+	Shared []*sdk.Allocation
+	Placed []Placed
+}
+
+// maxShared bounds the templates of one plan, and so the comparisons an
+// allocation may cost before it is sent whole.
+const maxShared = 8
+
+// Split fills p from a plan's NodeAllocation, whose allocations leave Job
+// nil (the plan carries it). A node's list is placed when every
+// allocation in it is on that node and matches a template (shares every
+// field but those of Placed, and has no TaskStates, PreemptedAllocations
+// or DesiredTransition), and goes whole otherwise, so that Expand restores
+// each list in its order. Allocations share AllocatedResources when they
+// hold the same pointer: templates are never compared deeply.
+func (p *Placements) Split(na map[string][]*sdk.Allocation) {
+	p.Reset()
+	for node, allocs := range na {
+		start := len(p.Placed)
+		for _, a := range allocs {
+			t := -1
+			if a != nil && a.NodeID == node {
+				t = p.template(a)
+			}
+			if t < 0 {
+				p.Placed = p.Placed[:start]
+				if p.Whole == nil {
+					p.Whole = make(map[string][]*sdk.Allocation)
+				}
+				p.Whole[node] = allocs
+				break
+			}
+			p.Placed = append(p.Placed, Placed{Shared: uint32(t), ID: a.ID, Name: a.Name, NodeID: node,
+				NodeName: a.NodeName, PreviousAllocation: a.PreviousAllocation, DeploymentStatus: a.DeploymentStatus,
+				RescheduleTracker: a.RescheduleTracker, Metrics: a.Metrics})
+		}
+	}
+}
+
+// Reset empties p, keeping its room, and drops its references to the
+// last plan's objects.
+func (p *Placements) Reset() {
+	clear(p.Whole)
+	clear(p.Shared[:cap(p.Shared)])
+	clear(p.Placed[:cap(p.Placed)])
+	p.Shared, p.Placed = p.Shared[:0], p.Placed[:0]
+}
+
+// template returns the index of a's template, adding one if there is room,
+// or -1 when a cannot be placed.
+func (p *Placements) template(a *sdk.Allocation) int {
+	if a.Job != nil || a.TaskStates != nil || a.PreemptedAllocations != nil ||
+		a.DesiredTransition != (sdk.DesiredTransition{}) {
+		return -1
+	}
+	for i, t := range p.Shared {
+		if shares(a, t) {
+			return i
+		}
+	}
+	if len(p.Shared) == maxShared {
+		return -1
+	}
+	t := *a
+	t.ID, t.Name, t.NodeID, t.NodeName, t.PreviousAllocation = "", "", "", "", ""
+	t.DeploymentStatus, t.RescheduleTracker, t.Metrics = nil, nil, nil
+	p.Shared = append(p.Shared, &t)
+	return len(p.Shared) - 1
+}
+
+// shares reports whether a has template t's value in every field that a
+// template holds.
+func shares(a, t *sdk.Allocation) bool {
+	return a.TaskGroup == t.TaskGroup && a.AllocatedResources == t.AllocatedResources &&
+		a.JobID == t.JobID && a.Namespace == t.Namespace && a.EvalID == t.EvalID &&
+		a.JobVersion == t.JobVersion && a.JobModifyIndex == t.JobModifyIndex &&
+		a.DesiredStatus == t.DesiredStatus && a.DesiredDescription == t.DesiredDescription &&
+		a.ClientStatus == t.ClientStatus && a.ClientDescription == t.ClientDescription &&
+		a.DeploymentID == t.DeploymentID && a.FollowupEvalID == t.FollowupEvalID &&
+		a.NextAllocation == t.NextAllocation && a.PreemptedByAllocation == t.PreemptedByAllocation &&
+		a.CreateIndex == t.CreateIndex && a.ModifyIndex == t.ModifyIndex && a.AllocModifyIndex == t.AllocModifyIndex &&
+		a.CreateTime == t.CreateTime && a.ModifyTime == t.ModifyTime
+}
+
+// ErrPlaced is returned by Expand for a Placed entry that names no
+// template.
+var ErrPlaced = errors.New("abi: placed allocation without a template")
+
+// Expand moves r.Placed into r.Plan.NodeAllocation, each entry a copy of
+// its template with its own fields, appended to its node's list in the
+// order sent, and clears r.Shared and r.Placed. Allocations of one
+// template share its AllocatedResources, as the plugin's did.
+func (r *PlanRequest) Expand() error {
+	defer func() { r.Shared, r.Placed = nil, nil }()
+	if len(r.Placed) == 0 {
+		return nil
+	}
+	if r.Plan == nil {
+		return fmt.Errorf("%w: the request has no plan", ErrPlaced)
+	}
+	if r.Plan.NodeAllocation == nil {
+		r.Plan.NodeAllocation = make(map[string][]*sdk.Allocation)
+	}
+	copies := chunk.Chunks[sdk.Allocation]{Limit: 64}
+	copies.Reserve(min(len(r.Placed), 64))
+	for i := range r.Placed {
+		p := &r.Placed[i]
+		if int(p.Shared) >= len(r.Shared) || r.Shared[p.Shared] == nil {
+			return fmt.Errorf("%w: entry %d names template %d of %d", ErrPlaced, i, p.Shared, len(r.Shared))
+		}
+		a := copies.One()
+		*a = *r.Shared[p.Shared]
+		a.ID, a.Name, a.NodeID, a.NodeName, a.PreviousAllocation = p.ID, p.Name, p.NodeID, p.NodeName, p.PreviousAllocation
+		a.DeploymentStatus, a.RescheduleTracker, a.Metrics = p.DeploymentStatus, p.RescheduleTracker, p.Metrics
+		r.Plan.NodeAllocation[p.NodeID] = append(r.Plan.NodeAllocation[p.NodeID], a)
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package abi
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// placement is a new allocation as the Go SDK's schedulers make them.
+func placement(id, node string, res *sdk.AllocatedResources) *sdk.Allocation {
+	return &sdk.Allocation{ID: id, Namespace: "default", EvalID: "e1", Name: "web.g[" + id + "]", NodeID: node,
+		NodeName: "name-" + node, JobID: "web", JobVersion: 3, TaskGroup: "g", AllocatedResources: res,
+		Metrics:       &sdk.AllocMetric{NodesEvaluated: 2, ScoreMetaData: []*sdk.NodeScoreMeta{{NodeID: node, NormScore: 0.5}}},
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d1"}
+}
+
+// roundTrip sends na as a plugin whose host declares 1.8 does, and checks
+// that the host decodes and expands the same lists as it decodes when na
+// is sent whole. It returns the split that was sent.
+func roundTrip(t *testing.T, na map[string][]*sdk.Allocation) *Placements {
+	t.Helper()
+	var p Placements
+	p.Split(na)
+	sent := &Placements{Whole: p.Whole, Shared: append([]*sdk.Allocation(nil), p.Shared...), Placed: append([]Placed(nil), p.Placed...)}
+	got := decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: p.Whole}, Shared: p.Shared, Placed: p.Placed})
+	want := decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: na}})
+	if len(got) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(got), len(want))
+	}
+	for node, as := range want {
+		bs := got[node]
+		if len(bs) != len(as) {
+			t.Fatalf("node %s: %d allocations, want %d", node, len(bs), len(as))
+		}
+		for i := range as {
+			if !reflect.DeepEqual(bs[i], as[i]) {
+				t.Fatalf("node %s, allocation %d:\n got %+v\nwant %+v", node, i, bs[i], as[i])
+			}
+		}
+	}
+	return sent
+}
+
+// decodePlan encodes req and returns the new allocations the host decodes
+// and expands from it.
+func decodePlan(t *testing.T, req *PlanRequest) map[string][]*sdk.Allocation {
+	t.Helper()
+	b, err := req.MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got PlanRequest
+	if err := Decode(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Expand(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Shared != nil || got.Placed != nil {
+		t.Fatal("Expand left its input in the request")
+	}
+	return got.Plan.NodeAllocation
+}
+
+func TestPlacements_SplitAndExpand(t *testing.T) {
+	shared := &sdk.AllocatedResources{Shared: sdk.AllocatedSharedResources{DiskMB: 150}}
+	other := &sdk.AllocatedResources{Shared: sdk.AllocatedSharedResources{DiskMB: 300}}
+	yes := true
+	tests := []struct {
+		name       string
+		plan       func() map[string][]*sdk.Allocation
+		wantPlaced int
+		wantWhole  int // node lists sent whole
+		wantShared int
+	}{
+		{"one template for a group's placements", func() map[string][]*sdk.Allocation {
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", shared), placement("a2", "n1", shared)},
+				"n2": {placement("a3", "n2", shared)}}
+		}, 3, 0, 1},
+		{"own fields differ", func() map[string][]*sdk.Allocation {
+			a, b := placement("a1", "n1", shared), placement("a2", "n2", shared)
+			a.PreviousAllocation, a.RescheduleTracker = "old", &sdk.RescheduleTracker{}
+			b.DeploymentStatus, b.Metrics = &sdk.AllocDeploymentStatus{Canary: true}, nil
+			return map[string][]*sdk.Allocation{"n1": {a}, "n2": {b}}
+		}, 2, 0, 1},
+		{"equal resources behind two pointers make two templates", func() map[string][]*sdk.Allocation {
+			copied := *shared
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", shared)}, "n2": {placement("a2", "n2", &copied)}}
+		}, 2, 0, 2},
+		{"a shared field differs", func() map[string][]*sdk.Allocation {
+			a := placement("a2", "n2", other)
+			a.TaskGroup, a.DeploymentID = "h", ""
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", shared)}, "n2": {a}}
+		}, 2, 0, 2},
+		{"a list with an allocation that cannot be placed goes whole", func() map[string][]*sdk.Allocation {
+			a := placement("a3", "n2", shared)
+			a.PreemptedAllocations = []string{"x"}
+			b := placement("a5", "n3", shared)
+			b.DesiredTransition.Migrate = &yes
+			c := placement("a6", "n4", shared)
+			c.TaskStates = map[string]sdk.Opaque{"t": nil}
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", shared)},
+				"n2": {placement("a2", "n2", shared), a, placement("a4", "n2", shared)}, "n3": {b}, "n4": {c}}
+		}, 1, 3, 1},
+		{"templates run out", func() map[string][]*sdk.Allocation {
+			na := map[string][]*sdk.Allocation{}
+			for i := range maxShared + 2 {
+				node := fmt.Sprintf("n%d", i)
+				na[node] = []*sdk.Allocation{placement(fmt.Sprint(i), node, &sdk.AllocatedResources{})}
+			}
+			return na
+		}, maxShared, 2, maxShared},
+		{"an allocation on another node than its list's", func() map[string][]*sdk.Allocation {
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n2", shared)}}
+		}, 0, 1, 0},
+		{"no new allocations", func() map[string][]*sdk.Allocation { return nil }, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sent := roundTrip(t, tt.plan())
+			if len(sent.Placed) != tt.wantPlaced || len(sent.Whole) != tt.wantWhole || len(sent.Shared) != tt.wantShared {
+				t.Fatalf("sent %d placed, %d lists whole, %d templates; want %d, %d, %d", len(sent.Placed), len(sent.Whole),
+					len(sent.Shared), tt.wantPlaced, tt.wantWhole, tt.wantShared)
+			}
+			for _, tmpl := range sent.Shared {
+				if tmpl.ID != "" || tmpl.NodeID != "" || tmpl.Metrics != nil {
+					t.Fatalf("a template carries an allocation's own fields: %+v", tmpl)
+				}
+			}
+		})
+	}
+}
+
+// TestPlacements_EveryFieldSurvives makes two placements that differ in one
+// field of sdk.Allocation, for each field in turn, and checks that both
+// arrive as sent: a field added to Allocation but not to shares, Placed
+// or the conditions of template is caught here.
+func TestPlacements_EveryFieldSurvives(t *testing.T) {
+	typ := reflect.TypeFor[sdk.Allocation]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Name == "Job" { // never on the wire: the plan carries it
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			res := &sdk.AllocatedResources{}
+			a, b := placement("a1", "n1", res), placement("a2", "n2", res)
+			v := reflect.ValueOf(b).Elem().Field(i)
+			setNonZero(t, v, reflect.ValueOf(a).Elem().Field(i))
+			plan := map[string][]*sdk.Allocation{"n1": {a}, "n2": {b}}
+			roundTrip(t, plan)
+		})
+	}
+}
+
+// setNonZero sets v to a value other than other's.
+func setNonZero(t *testing.T, v, other reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(other.String() + "-changed")
+	case reflect.Uint64, reflect.Uint32:
+		v.SetUint(other.Uint() + 7)
+	case reflect.Int64, reflect.Int:
+		v.SetInt(other.Int() + 7)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		m.SetMapIndex(reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem())
+		v.Set(m)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+	case reflect.Struct:
+		setNonZero(t, v.Field(0), other.Field(0))
+	default:
+		t.Fatalf("no test value for a %s field", v.Kind())
+	}
+}
+
+func TestPlanRequest_Expand_RefusesEntriesWithoutATemplate(t *testing.T) {
+	for _, r := range []*PlanRequest{
+		{Plan: &sdk.Plan{}, Placed: []Placed{{Shared: 0, ID: "a"}}},
+		{Plan: &sdk.Plan{}, Shared: []*sdk.Allocation{{}}, Placed: []Placed{{Shared: 1, ID: "a"}}},
+		{Plan: &sdk.Plan{}, Shared: []*sdk.Allocation{nil}, Placed: []Placed{{Shared: 0, ID: "a"}}},
+		{Shared: []*sdk.Allocation{{}}, Placed: []Placed{{Shared: 0, ID: "a"}}},
+	} {
+		if err := r.Expand(); !errors.Is(err, ErrPlaced) {
+			t.Errorf("Expand = %v, want ErrPlaced", err)
+		}
+	}
+}
+
+// TestPlacements_RandomPlans round-trips random plans mixing placements
+// that share templates with ones that cannot be placed.
+func TestPlacements_RandomPlans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := []*sdk.AllocatedResources{{}, {Shared: sdk.AllocatedSharedResources{DiskMB: 1}}, nil}
+	for round := range 200 {
+		na := map[string][]*sdk.Allocation{}
+		for i := range rng.IntN(30) {
+			node := fmt.Sprintf("n%d", rng.IntN(10))
+			a := placement(fmt.Sprintf("%d-%d", round, i), node, pool[rng.IntN(len(pool))])
+			switch rng.IntN(6) {
+			case 0:
+				a.TaskGroup = "h"
+			case 1:
+				a.PreemptedAllocations = []string{"x"}
+			case 2:
+				a.PreviousAllocation = "p"
+			}
+			na[node] = append(na[node], a)
+		}
+		roundTrip(t, na)
+	}
+}
+
+// FuzzPlanRequest_Expand: whatever a plugin sends, decoding and expanding
+// it fails cleanly or yields a plan holding every placed allocation.
+func FuzzPlanRequest_Expand(f *testing.F) {
+	res := &sdk.AllocatedResources{}
+	var p Placements
+	p.Split(map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", res)}, "n2": {placement("a2", "n2", res)}})
+	seed, err := (&PlanRequest{Plan: &sdk.Plan{EvalID: "e1"}, Shared: p.Shared, Placed: p.Placed}).MarshalMsg(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r PlanRequest
+		if err := Decode(b, &r); err != nil || r.Plan == nil {
+			return
+		}
+		placed := append([]Placed(nil), r.Placed...)
+		before := 0
+		for _, as := range r.Plan.NodeAllocation {
+			before += len(as)
+		}
+		if err := r.Expand(); err != nil {
+			return
+		}
+		after := 0
+		for _, as := range r.Plan.NodeAllocation {
+			after += len(as)
+		}
+		if after != before+len(placed) {
+			t.Fatalf("%d allocations after expanding %d placed into %d", after, len(placed), before)
+		}
+	})
+}
