@@ -14,7 +14,8 @@ import (
 func placement(id, node string, res *sdk.AllocatedResources) *sdk.Allocation {
 	return &sdk.Allocation{ID: id, Namespace: "default", EvalID: "e1", Name: "web.g[" + id + "]", NodeID: node,
 		NodeName: "name-" + node, JobID: "web", JobVersion: 3, TaskGroup: "g", AllocatedResources: res,
-		Metrics:       &sdk.AllocMetric{NodesEvaluated: 2, ScoreMetaData: []*sdk.NodeScoreMeta{{NodeID: node, NormScore: 0.5}}},
+		Metrics: &sdk.AllocMetric{NodesEvaluated: 2, NodesInPool: 10, NodePool: "default", NodesAvailable: map[string]int{"dc1": 10},
+			ScoreMetaData: []*sdk.NodeScoreMeta{{NodeID: node, NormScore: 0.5}}},
 		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d1"}
 }
 
@@ -84,7 +85,8 @@ func TestPlacements_SplitAndExpand(t *testing.T) {
 		{"own fields differ", func() map[string][]*sdk.Allocation {
 			a, b := placement("a1", "n1", shared), placement("a2", "n2", shared)
 			a.PreviousAllocation, a.RescheduleTracker = "old", &sdk.RescheduleTracker{}
-			b.DeploymentStatus, b.Metrics = &sdk.AllocDeploymentStatus{Canary: true}, nil
+			b.DeploymentStatus = &sdk.AllocDeploymentStatus{Canary: true}
+			b.Metrics = &sdk.AllocMetric{NodesEvaluated: 9, NodesInPool: 10, NodePool: "default", NodesAvailable: map[string]int{"dc1": 10}}
 			return map[string][]*sdk.Allocation{"n1": {a}, "n2": {b}}
 		}, 2, 0, 1},
 		{"equal resources behind two pointers make two templates", func() map[string][]*sdk.Allocation {
@@ -157,6 +159,51 @@ func TestPlacements_EveryFieldSurvives(t *testing.T) {
 	}
 }
 
+// TestPlacements_EveryMetricFieldSurvives does the same for the fields of
+// the placements' metrics.
+func TestPlacements_EveryMetricFieldSurvives(t *testing.T) {
+	typ := reflect.TypeFor[sdk.AllocMetric]()
+	for i := range typ.NumField() {
+		t.Run(typ.Field(i).Name, func(t *testing.T) {
+			res := &sdk.AllocatedResources{}
+			a, b := placement("a1", "n1", res), placement("a2", "n2", res)
+			setNonZero(t, reflect.ValueOf(b.Metrics).Elem().Field(i), reflect.ValueOf(a.Metrics).Elem().Field(i))
+			roundTrip(t, map[string][]*sdk.Allocation{"n1": {a}, "n2": {b}})
+		})
+	}
+}
+
+// TestPlacements_SplitLeavesThePlanAsItWas: the plugin keeps its plan
+// (ABI 1.2), so splitting it for the wire must not change it.
+func TestPlacements_SplitLeavesThePlanAsItWas(t *testing.T) {
+	res := &sdk.AllocatedResources{}
+	na := map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", res)}, "n2": {placement("a2", "n2", res)}}
+	before, err := (&sdk.Plan{NodeAllocation: na}).MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Placements
+	p.Split(na)
+	if len(p.Placed) != 2 {
+		t.Fatalf("%d placed, want 2", len(p.Placed))
+	}
+	p.Reset()
+	after, err := (&sdk.Plan{NodeAllocation: na}).MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var was, is sdk.Plan
+	if _, err := was.UnmarshalMsg(before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.UnmarshalMsg(after); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(was, is) {
+		t.Fatal("Split changed the plan")
+	}
+}
+
 // setNonZero sets v to a value other than other's.
 func setNonZero(t *testing.T, v, other reflect.Value) {
 	switch v.Kind() {
@@ -164,6 +211,8 @@ func setNonZero(t *testing.T, v, other reflect.Value) {
 		v.SetString(other.String() + "-changed")
 	case reflect.Uint64, reflect.Uint32:
 		v.SetUint(other.Uint() + 7)
+	case reflect.Float64:
+		v.SetFloat(other.Float() + 7)
 	case reflect.Int64, reflect.Int:
 		v.SetInt(other.Int() + 7)
 	case reflect.Pointer:
