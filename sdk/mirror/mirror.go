@@ -151,6 +151,7 @@ type Mirror struct {
 	// byNode holds each node's allocations and usage, one lookup for
 	// both; a node without allocations has no entry.
 	byNode map[string]*nodeAllocs
+	usage  sdk.UsageCache
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
@@ -389,7 +390,7 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	}
 	na.allocs.put(a)
 	if !a.ClientTerminalStatus() {
-		na.usage.Add(a.Usage())
+		na.usage.Add(m.usage.Of(a))
 	}
 }
 
@@ -426,7 +427,7 @@ func (m *Mirror) removeAlloc(id string) {
 	if na := m.byNode[a.NodeID]; na != nil {
 		na.allocs.del(id)
 		if !a.ClientTerminalStatus() {
-			na.usage.Sub(a.Usage())
+			na.usage.Sub(m.usage.Of(a))
 		}
 		if na.allocs.len() == 0 {
 			delete(m.byNode, a.NodeID)

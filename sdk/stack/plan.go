@@ -45,6 +45,7 @@ type Plan struct {
 	lists  chunk.Chunks[*sdk.Allocation]
 	counts chunk.Chunks[groupCount]
 	allocs chunk.Chunks[sdk.Allocation]
+	usage  sdk.UsageCache
 }
 
 // recordChunk bounds the chunks nodeChanges are allocated in, above the
@@ -244,7 +245,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 		return
 	}
 	c.removed[a.ID] = true
-	c.delta.Sub(a.Usage())
+	c.delta.Sub(p.usage.Of(a))
 	c.version++
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
@@ -262,7 +263,7 @@ func (p *Plan) unremove(a *sdk.Allocation) {
 		return
 	}
 	delete(c.removed, a.ID)
-	c.delta.Add(a.Usage())
+	c.delta.Add(p.usage.Of(a))
 	c.version++
 	p.changed = append(p.changed, c)
 	if p.job != nil && a.JobID == p.job.ID && a.Namespace == p.job.Namespace {
@@ -311,7 +312,7 @@ func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.One() }
 func (p *Plan) Place(a *sdk.Allocation) {
 	p.appendAlloc(a)
 	c := p.change(a.NodeID)
-	c.delta.Add(a.Usage())
+	c.delta.Add(p.usage.Of(a))
 	c.placed = p.appendTo(c.placed, a)
 	c.version++
 	p.changed = append(p.changed, c)
@@ -332,9 +333,9 @@ func (p *Plan) Update(a *sdk.Allocation) {
 		}
 		if !c.removed[a.ID] {
 			c.removed[a.ID] = true
-			c.delta.Sub(old.Usage())
+			c.delta.Sub(p.usage.Of(old))
 		}
-		c.delta.Add(a.Usage())
+		c.delta.Add(p.usage.Of(a))
 		c.placed = p.appendTo(c.placed, a)
 		c.version++
 		p.changed = append(p.changed, c)
