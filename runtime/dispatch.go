@@ -49,14 +49,10 @@ func (d *dispatcher) host(op abi.Op, msg []byte) ([]byte, error) {
 func encode(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
 
 func (d *dispatcher) submitPlan(msg []byte) ([]byte, error) {
-	var req abi.PlanRequest
-	if err := abi.Decode(msg, &req); err != nil || req.Plan == nil {
-		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: undecodable plan"})
+	plan, err := abi.DecodePlanRequest(msg)
+	if err != nil {
+		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: undecodable plan: " + err.Error()})
 	}
-	if err := req.Expand(); err != nil {
-		return encode(&abi.PlanResponse{Code: abi.CodeDecode, Message: "host: " + err.Error()})
-	}
-	plan := req.Plan
 	plan.EvalToken = d.call.Token
 	if plan.EvalID != d.call.Eval.ID {
 		return encode(&abi.PlanResponse{Code: abi.CodePlanInvalid,

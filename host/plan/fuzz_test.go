@@ -31,15 +31,23 @@ func FuzzValidateEvaluate(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		// The same plan as a plugin sends it to a host that declares 1.8.
+		var split abi.Placements
+		split.Split(p.NodeAllocation)
+		wire := *p
+		wire.NodeAllocation = split.Whole
+		if b, err = (&abi.PlanRequest{Plan: &wire, Shared: split.Shared, Placed: split.Placed}).MarshalMsg(nil); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var req abi.PlanRequest
-		if abi.Decode(b, &req) != nil || req.Plan == nil {
+		p, err := abi.DecodePlanRequest(b)
+		if err != nil {
 			return
 		}
 		s, _ := fixture(t)
 		snap := s.Snapshot()
-		p := req.Plan
 		if verify.Plan(snap, p, verify.DefaultLimits()) != nil {
 			return
 		}

@@ -27,28 +27,33 @@ const maxShared = 8
 // allocation in it is on that node and matches a template (shares every
 // field but those of Placed, and has no TaskStates, PreemptedAllocations
 // or DesiredTransition), and goes whole otherwise, so that Expand restores
-// each list in its order. Allocations share AllocatedResources when they
-// hold the same pointer: templates are never compared deeply.
+// each list in its order; an empty list goes whole, its key being all
+// there is to send. Allocations share AllocatedResources when they hold
+// the same pointer: templates are never compared deeply.
 func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 	p.Reset()
 	for node, allocs := range na {
-		start := len(p.Placed)
+		placed, shared := len(p.Placed), len(p.Shared)
 		for _, a := range allocs {
 			t := -1
 			if a != nil && a.NodeID == node {
 				t = p.template(a)
 			}
 			if t < 0 {
-				p.Placed = p.Placed[:start]
-				if p.Whole == nil {
-					p.Whole = make(map[string][]*sdk.Allocation)
-				}
-				p.Whole[node] = allocs
+				// Templates made for this list serve no other. (What is cut
+				// off is cleared: Reset clears up to the length.)
+				clear(p.Shared[shared:])
+				clear(p.Placed[placed:])
+				p.Shared, p.Placed = p.Shared[:shared], p.Placed[:placed]
 				break
 			}
-			p.Placed = append(p.Placed, Placed{Shared: uint32(t), ID: a.ID, Name: a.Name, NodeID: node,
-				NodeName: a.NodeName, PreviousAllocation: a.PreviousAllocation, DeploymentStatus: a.DeploymentStatus,
-				RescheduleTracker: a.RescheduleTracker, Metrics: a.Metrics})
+			p.Placed = append(p.Placed, placedOf(a, uint32(t)))
+		}
+		if len(p.Placed) == placed {
+			if p.Whole == nil {
+				p.Whole = make(map[string][]*sdk.Allocation)
+			}
+			p.Whole[node] = allocs
 		}
 	}
 }
@@ -57,9 +62,23 @@ func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 // last plan's objects.
 func (p *Placements) Reset() {
 	clear(p.Whole)
-	clear(p.Shared[:cap(p.Shared)])
-	clear(p.Placed[:cap(p.Placed)])
+	clear(p.Shared)
+	clear(p.Placed)
 	p.Shared, p.Placed = p.Shared[:0], p.Placed[:0]
+}
+
+// placedOf is a's entry, of template t.
+func placedOf(a *sdk.Allocation, t uint32) Placed {
+	return Placed{Shared: t, ID: a.ID, Name: a.Name, NodeID: a.NodeID, NodeName: a.NodeName,
+		PreviousAllocation: a.PreviousAllocation, DeploymentStatus: a.DeploymentStatus,
+		RescheduleTracker: a.RescheduleTracker, Metrics: a.Metrics}
+}
+
+// setOn sets the entry's own fields on a.
+func (p *Placed) setOn(a *sdk.Allocation) {
+	a.ID, a.Name, a.NodeID, a.NodeName = p.ID, p.Name, p.NodeID, p.NodeName
+	a.PreviousAllocation, a.DeploymentStatus, a.RescheduleTracker, a.Metrics =
+		p.PreviousAllocation, p.DeploymentStatus, p.RescheduleTracker, p.Metrics
 }
 
 // template returns the index of a's template, adding one if there is room,
@@ -78,8 +97,7 @@ func (p *Placements) template(a *sdk.Allocation) int {
 		return -1
 	}
 	t := *a
-	t.ID, t.Name, t.NodeID, t.NodeName, t.PreviousAllocation = "", "", "", "", ""
-	t.DeploymentStatus, t.RescheduleTracker, t.Metrics = nil, nil, nil
+	(&Placed{}).setOn(&t)
 	p.Shared = append(p.Shared, &t)
 	return len(p.Shared) - 1
 }
@@ -126,9 +144,25 @@ func (r *PlanRequest) Expand() error {
 		}
 		a := copies.One()
 		*a = *r.Shared[p.Shared]
-		a.ID, a.Name, a.NodeID, a.NodeName, a.PreviousAllocation = p.ID, p.Name, p.NodeID, p.NodeName, p.PreviousAllocation
-		a.DeploymentStatus, a.RescheduleTracker, a.Metrics = p.DeploymentStatus, p.RescheduleTracker, p.Metrics
+		p.setOn(a)
 		r.Plan.NodeAllocation[p.NodeID] = append(r.Plan.NodeAllocation[p.NodeID], a)
 	}
 	return nil
+}
+
+// DecodePlanRequest decodes an OpSubmitPlan request and expands its placed
+// allocations: the plan a host acts on. Every host-side reader of a
+// PlanRequest goes through it, so that none drops placed allocations.
+func DecodePlanRequest(msg []byte) (*sdk.Plan, error) {
+	var req PlanRequest
+	if err := Decode(msg, &req); err != nil {
+		return nil, err
+	}
+	if req.Plan == nil {
+		return nil, errors.New("abi: plan request without a plan")
+	}
+	if err := req.Expand(); err != nil {
+		return nil, err
+	}
+	return req.Plan, nil
 }

@@ -119,6 +119,14 @@ func TestPlacements_SplitAndExpand(t *testing.T) {
 		{"an allocation on another node than its list's", func() map[string][]*sdk.Allocation {
 			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n2", shared)}}
 		}, 0, 1, 0},
+		{"empty lists keep their keys", func() map[string][]*sdk.Allocation {
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", shared)}, "n2": {}, "n3": nil}
+		}, 1, 2, 1},
+		{"a list that goes whole takes back the templates made for it", func() map[string][]*sdk.Allocation {
+			a := placement("a2", "n1", other)
+			a.PreemptedAllocations = []string{"x"}
+			return map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", other), a}}
+		}, 0, 1, 0},
 		{"no new allocations", func() map[string][]*sdk.Allocation { return nil }, 0, 0, 0},
 	}
 	for _, tt := range tests {
@@ -244,24 +252,39 @@ func TestPlanRequest_Expand_RefusesEntriesWithoutATemplate(t *testing.T) {
 }
 
 // TestPlacements_RandomPlans round-trips random plans mixing placements
-// that share templates with ones that cannot be placed.
+// that share templates, more templates than a plan may have, and lists
+// that go whole: empty, holding a null or misfiled allocation, or one
+// that cannot be placed.
 func TestPlacements_RandomPlans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pool := []*sdk.AllocatedResources{{}, {Shared: sdk.AllocatedSharedResources{DiskMB: 1}}, nil}
-	for round := range 200 {
+	pool := []*sdk.AllocatedResources{nil}
+	for i := range 11 {
+		pool = append(pool, &sdk.AllocatedResources{Shared: sdk.AllocatedSharedResources{DiskMB: int64(i)}})
+	}
+	for round := range 300 {
 		na := map[string][]*sdk.Allocation{}
-		for i := range rng.IntN(30) {
-			node := fmt.Sprintf("n%d", rng.IntN(10))
+		for i := range rng.IntN(40) {
+			node := fmt.Sprintf("n%d", rng.IntN(12))
 			a := placement(fmt.Sprintf("%d-%d", round, i), node, pool[rng.IntN(len(pool))])
-			switch rng.IntN(6) {
+			switch rng.IntN(12) {
 			case 0:
 				a.TaskGroup = "h"
 			case 1:
 				a.PreemptedAllocations = []string{"x"}
 			case 2:
 				a.PreviousAllocation = "p"
+			case 3:
+				a.NodeID = "elsewhere"
+			case 4:
+				a = nil
+			case 5:
+				na[node] = append(na[node], []*sdk.Allocation{}...)
+				continue
 			}
 			na[node] = append(na[node], a)
+		}
+		if rng.IntN(4) == 0 {
+			na["empty"] = []*sdk.Allocation{}
 		}
 		roundTrip(t, na)
 	}
@@ -297,6 +320,22 @@ func FuzzPlanRequest_Expand(f *testing.F) {
 		}
 		if after != before+len(placed) {
 			t.Fatalf("%d allocations after expanding %d placed into %d", after, len(placed), before)
+		}
+		// Each node's entries close its list, in the order sent, with
+		// their own fields.
+		next := map[string]int{} // each node's first expanded entry, then the next
+		for _, p := range placed {
+			next[p.NodeID]--
+		}
+		for node := range next {
+			next[node] += len(r.Plan.NodeAllocation[node])
+		}
+		for i, p := range placed {
+			a := r.Plan.NodeAllocation[p.NodeID][next[p.NodeID]]
+			next[p.NodeID]++
+			if a.ID != p.ID || a.NodeID != p.NodeID || a.Name != p.Name || a.Metrics != p.Metrics {
+				t.Fatalf("entry %d (%s on %s) expanded as %s on %s", i, p.ID, p.NodeID, a.ID, a.NodeID)
+			}
 		}
 	})
 }

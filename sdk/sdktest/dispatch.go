@@ -20,14 +20,11 @@ func answer(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
 func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 	switch op {
 	case abi.OpSubmitPlan:
-		var req abi.PlanRequest
-		if _, err := req.UnmarshalMsg(msg); err != nil || req.Plan == nil {
-			return answer(&abi.PlanResponse{Code: abi.CodeDecode, Message: "sdktest: undecodable plan"})
+		plan, err := abi.DecodePlanRequest(msg)
+		if err != nil {
+			return answer(&abi.PlanResponse{Code: abi.CodeDecode, Message: "sdktest: undecodable plan: " + err.Error()})
 		}
-		if err := req.Expand(); err != nil {
-			return answer(&abi.PlanResponse{Code: abi.CodeDecode, Message: "sdktest: " + err.Error()})
-		}
-		res, err := d.h.SubmitPlan(req.Plan)
+		res, err := d.h.SubmitPlan(plan)
 		if err != nil {
 			return answer(&abi.PlanResponse{Code: abi.CodeOf(err), Message: err.Error()})
 		}
