@@ -26,8 +26,11 @@ type Allocation struct {
 	// ID it names the job version exactly, even after the job was purged
 	// and registered again (when version numbers start over). A plugin's
 	// state mirror links allocations to their job by it.
-	JobModifyIndex       uint64              `msg:",omitempty"`
-	TaskGroup            string              `msg:",omitempty"`
+	JobModifyIndex uint64 `msg:",omitempty"`
+	TaskGroup      string `msg:",omitempty"`
+	// AllocatedResources is never changed in place once an allocation
+	// holds it: allocations may share one (a plan's placements of a
+	// group do, and the SDK's plan and the plugin wire count on it).
 	AllocatedResources   *AllocatedResources `msg:",omitempty"`
 	Metrics              *AllocMetric        `msg:",omitempty"`
 	DesiredStatus        string              `msg:",omitempty"`

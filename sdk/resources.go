@@ -236,25 +236,6 @@ func (a *AllocatedResources) Usage() Usage {
 	return u
 }
 
-// UsageCache gives allocations' usage, summing an AllocatedResources once
-// while the allocations asked about in a row share it, as a plan's
-// placements of one group do; summing a map of tasks for each costs most
-// inside wasm. It relies on what the SDK assumes of every allocation:
-// the resources it holds are not changed in place. The zero value is
-// ready to use.
-type UsageCache struct {
-	res *AllocatedResources
-	u   Usage
-}
-
-// Of returns a.Usage().
-func (c *UsageCache) Of(a *Allocation) Usage {
-	if r := a.AllocatedResources; r != c.res || r == nil {
-		c.res, c.u = r, r.Usage()
-	}
-	return c.u
-}
-
 // GroupUsage is what one allocation of tg needs: the sum of its tasks plus
 // its ephemeral disk. Cores count as whole cores; CPU of reserved cores is
 // accounted by the scheduler that assigns them.

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
+	"github.com/drover-sched/drover/sdk/internal/usage"
 )
 
 // ErrOutOfSync is returned by Apply when a delta does not start at the
@@ -151,7 +152,7 @@ type Mirror struct {
 	// byNode holds each node's allocations and usage, one lookup for
 	// both; a node without allocations has no entry.
 	byNode map[string]*nodeAllocs
-	usage  sdk.UsageCache
+	usage  usage.Cache
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration

@@ -5,6 +5,7 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
+	"github.com/drover-sched/drover/sdk/internal/usage"
 )
 
 // Plan is the plan a scheduler builds for one evaluation, together with
@@ -45,7 +46,7 @@ type Plan struct {
 	lists  chunk.Chunks[*sdk.Allocation]
 	counts chunk.Chunks[groupCount]
 	allocs chunk.Chunks[sdk.Allocation]
-	usage  sdk.UsageCache
+	usage  usage.Cache
 }
 
 // recordChunk bounds the chunks nodeChanges are allocated in, above the
@@ -308,7 +309,9 @@ func (p *Plan) PopStop(a *sdk.Allocation) {
 // the plan allocates them a chunk at a time.
 func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.One() }
 
-// Place adds a new allocation (its ID is not in the state).
+// Place adds a new allocation (its ID is not in the state). Its
+// AllocatedResources must not change afterwards: the plan counts them
+// once for all the allocations that share them.
 func (p *Plan) Place(a *sdk.Allocation) {
 	p.appendAlloc(a)
 	c := p.change(a.NodeID)
