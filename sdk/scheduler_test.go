@@ -1,6 +1,11 @@
 package sdk
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestCheckConfigKeys(t *testing.T) {
 	tests := []struct {
@@ -32,4 +37,40 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestContext_NewID: IDs are version-4 UUIDs, distinct, the same for the
+// same eval and index, and never change once handed out (a copy of the
+// context drawing more included).
+func TestContext_NewID(t *testing.T) {
+	ids := func(c *Context, n int) []string {
+		var out []string
+		for range n {
+			out = append(out, c.NewID())
+		}
+		return out
+	}
+	const n = 64
+	a, b := NewContext(nil, nil, nil, time.Time{}, nil, "e1"), NewContext(nil, nil, nil, time.Time{}, nil, "e1")
+	first := ids(a, 3*n)
+	kept := make([]string, len(first))
+	for i, id := range first {
+		kept[i] = strings.Clone(id)
+	}
+	copied := *a
+	later := append(ids(a, n+3), ids(&copied, n+3)...)
+	if !slices.Equal(first, kept) {
+		t.Fatal("an ID changed after more were drawn")
+	}
+	if !slices.Equal(first, ids(b, 3*n)) {
+		t.Fatal("the same eval drew other IDs")
+	}
+	seen := map[string]bool{}
+	for _, id := range append(first, later[:n+3]...) {
+		if seen[id] || len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) ||
+			id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+			t.Fatalf("ID %q repeated or not a version-4 UUID", id)
+		}
+		seen[id] = true
+	}
 }
