@@ -66,29 +66,36 @@ func (m *monitor) one(evalID string) (string, int) {
 	var index uint64
 	lastStatus, phases := "", 0
 	var e httpapi.EvalResponse
-	for {
+	for first := true; ; first = false {
 		path := fmt.Sprintf("/v1/evaluation/%s?index=%d&wait=%s", url.PathEscape(evalID), index, m.wait)
 		meta, err := m.cl.Get(bg, path, &e)
 		if err != nil {
 			return "", m.errorf("reading evaluation %s: %v", shortID(evalID), err)
 		}
 		index = meta.Index
-		if lastStatus == "" {
+		if first {
 			m.say(m.clock(), "Evaluation triggered by job %q", e.JobID)
+		}
+		// The eval's history holds its statuses and quasi-statuses as the
+		// leader saw them, so that an eval done before the first read
+		// still shows how it went; a status the history lacks (another
+		// leader's) is seen from read to read.
+		changed := func(at time.Time, status string) {
+			if lastStatus != "" && status != lastStatus {
+				m.say(at, "Evaluation status changed: %q -> %q", lastStatus, status)
+			}
+			lastStatus = status
 		}
 		for _, h := range e.History[min(phases, len(e.History)):] {
 			switch h.Phase {
 			case sdk.EvalPhaseQueued, sdk.EvalPhaseDelayed, sdk.EvalPhaseScheduling, sdk.EvalPhaseApplying:
 				m.say(h.Time, "Evaluation is %s", h.Phase)
+			default:
+				changed(h.Time, h.Phase)
 			}
 		}
 		phases = len(e.History)
-		if e.Status != lastStatus {
-			if lastStatus != "" {
-				m.say(m.clock(), "Evaluation status changed: %q -> %q", lastStatus, e.Status)
-			}
-			lastStatus = e.Status
-		}
+		changed(m.clock(), e.Status)
 		if e.TerminalStatus() || e.Status == sdk.EvalStatusBlocked {
 			break
 		}
