@@ -94,6 +94,27 @@ func TestMarkKept(t *testing.T) {
 	}
 }
 
+// submit sends req to a dispatcher for eval e1 of a plugin that declares
+// v, whose planner answers with commit, and returns the response.
+func submit(t *testing.T, v abi.Version, kept **keptPlan, commit func(*sdk.Plan) *sdk.PlanResult, req *abi.PlanRequest) abi.PlanResponse {
+	t.Helper()
+	d := &dispatcher{ctx: context.Background(), info: abi.Info{ABI: uint32(v)}, kept: kept, stats: &Stats{},
+		call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: commit}}}
+	msg, err := req.MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.host(abi.OpSubmitPlan, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp abi.PlanResponse
+	if err := abi.Decode(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // fixedPlanner answers every plan with the result commit makes of it.
 type fixedPlanner struct {
 	Planner
@@ -125,20 +146,7 @@ func TestDispatcher_WholeOnlyToPluginsThatKeepPlans(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var kept *keptPlan
-			d := &dispatcher{ctx: context.Background(), info: abi.Info{ABI: uint32(tt.abi)}, kept: &kept, stats: &Stats{},
-				call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: tt.commit}}}
-			msg, err := (&abi.PlanRequest{Plan: planOf(job)}).MarshalMsg(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := d.host(abi.OpSubmitPlan, msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var resp abi.PlanResponse
-			if err := abi.Decode(out, &resp); err != nil {
-				t.Fatal(err)
-			}
+			resp := submit(t, tt.abi, &kept, tt.commit, &abi.PlanRequest{Plan: planOf(job)})
 			if resp.Whole != tt.wantWhole || (kept != nil) != tt.wantWhole {
 				t.Fatalf("Whole = %v, kept = %v; want %v", resp.Whole, kept != nil, tt.wantWhole)
 			}
@@ -210,21 +218,8 @@ func TestDispatcher_ExpandsPlacedAllocations(t *testing.T) {
 				return &sdk.PlanResult{NodeAllocation: p.NodeAllocation, AllocIndex: 11}
 			}
 			var kept *keptPlan
-			d := &dispatcher{ctx: context.Background(), info: abi.Info{ABI: uint32(abi.Current)}, kept: &kept, stats: &Stats{},
-				call: &Call{Eval: &sdk.Evaluation{ID: "e1"}, Planner: fixedPlanner{commit: commit}}}
-			msg, err := (&abi.PlanRequest{Plan: &sdk.Plan{EvalID: "e1", Job: job}, Shared: []*sdk.Allocation{template},
-				Placed: tt.placed}).MarshalMsg(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := d.host(abi.OpSubmitPlan, msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var resp abi.PlanResponse
-			if err := abi.Decode(out, &resp); err != nil {
-				t.Fatal(err)
-			}
+			resp := submit(t, abi.Current, &kept, commit, &abi.PlanRequest{Plan: &sdk.Plan{EvalID: "e1", Job: job},
+				Shared: []*sdk.Allocation{template}, Placed: tt.placed})
 			if resp.Code != tt.wantCode {
 				t.Fatalf("code %d (%s), want %d", resp.Code, resp.Message, tt.wantCode)
 			}
