@@ -58,7 +58,7 @@ func TestSoak_RandomOperationsKeepTheClusterConsistent(t *testing.T) {
 
 func newSoak(t *testing.T, s *server.Server, seed int) *soak {
 	return &soak{t: t, s: s, r: rand.New(rand.NewPCG(uint64(seed), 3)), dirty: map[string]bool{},
-		seen: map[string]string{}, trail: map[string][]string{}}
+		seen: map[string]string{}, trail: map[string][]string{}, maxPlans: map[string]bool{}}
 }
 
 // soakRegistry returns the built-in schedulers and the core scheduler,
@@ -164,6 +164,10 @@ type soak struct {
 	// settled state to the next, per job, for the report of a failed check.
 	seen  map[string]string
 	trail map[string][]string
+	// maxPlans holds the max-plan-attempts blocked evals any check saw:
+	// garbage collection may take one once it is over, and the failed
+	// eval that left it behind may stay.
+	maxPlans map[string]bool
 }
 
 var soakJobs = []string{"web", "api", "cache", "etl", "agent", "logs"}
@@ -529,17 +533,22 @@ func (w *soak) check(at string) {
 	blocked := map[string][]string{}
 	delayed := map[string]bool{} // jobs with an eval waiting for its time (a delayed reschedule)
 	for _, e := range snap.Evals() {
+		if e.TriggeredBy == sdk.EvalTriggerMaxPlans {
+			w.maxPlans[e.ID] = true
+		}
+	}
+	for _, e := range snap.Evals() {
 		if e.Status == sdk.EvalStatusPending && (e.WaitUntil.After(time.Now()) || e.Wait > 0) {
 			delayed[e.JobID] = true
 		}
 		switch e.Status {
 		case sdk.EvalStatusFailed:
-			if b := snap.Eval(e.BlockedEval); b != nil && b.TriggeredBy == sdk.EvalTriggerMaxPlans &&
-				strings.Contains(e.StatusDescription, "maximum attempts reached") {
+			if w.maxPlans[e.BlockedEval] && strings.Contains(e.StatusDescription, "maximum attempts reached") {
 				// Its plans lost every race for the nodes to other jobs'
 				// plans, as many times as its scheduler tries: the eval
 				// fails and a blocked eval retries later (the lifecycle's
-				// max-plan-attempts).
+				// max-plan-attempts). That eval is in this snapshot or was
+				// in an earlier one, garbage-collected since.
 				continue
 			}
 			h := ""
