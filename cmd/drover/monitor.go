@@ -65,6 +65,16 @@ func (m *monitor) one(evalID string) (string, int) {
 	m.ui.Output(fmt.Sprintf("==> %s: Monitoring evaluation %q", m.clock().Format(time.RFC3339), shortID(evalID)))
 	var index uint64
 	lastStatus, phases := "", 0
+	// The eval's history holds its statuses and quasi-statuses as the
+	// leader saw them, so that an eval done before the first read still
+	// shows how it went; a status the history lacks (another leader's) is
+	// seen from read to read.
+	changed := func(at time.Time, status string) {
+		if lastStatus != "" && status != lastStatus {
+			m.say(at, "Evaluation status changed: %q -> %q", lastStatus, status)
+		}
+		lastStatus = status
+	}
 	var e httpapi.EvalResponse
 	for first := true; ; first = false {
 		path := fmt.Sprintf("/v1/evaluation/%s?index=%d&wait=%s", url.PathEscape(evalID), index, m.wait)
@@ -75,16 +85,6 @@ func (m *monitor) one(evalID string) (string, int) {
 		index = meta.Index
 		if first {
 			m.say(m.clock(), "Evaluation triggered by job %q", e.JobID)
-		}
-		// The eval's history holds its statuses and quasi-statuses as the
-		// leader saw them, so that an eval done before the first read
-		// still shows how it went; a status the history lacks (another
-		// leader's) is seen from read to read.
-		changed := func(at time.Time, status string) {
-			if lastStatus != "" && status != lastStatus {
-				m.say(at, "Evaluation status changed: %q -> %q", lastStatus, status)
-			}
-			lastStatus = status
 		}
 		for _, h := range e.History[min(phases, len(e.History)):] {
 			switch h.Phase {
