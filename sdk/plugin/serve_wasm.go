@@ -5,7 +5,6 @@ package plugin
 import (
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"unsafe"
 
 	"github.com/drover-sched/drover/sdk/abi"
@@ -101,36 +100,12 @@ func droverIdle() {
 	collectIfDue()
 }
 
-// gcSamples are read after every call: the heap that survived the last
-// collection, and what the heap holds now, garbage included.
-var gcSamples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-
-// gcSlack is garbage always tolerated, so that a small heap is not
-// collected after every call. At 4 MiB a 1,000-placement eval over a
-// 1,000-node mirror ended with a collection every time, which took about
-// as long as the scheduling (bench/perf.go); at 8 MiB one comes every
-// fifth such eval, for 4 MiB more memory. At 16 MiB a long-lived instance
-// kept growing (TestInstance_MemoryStaysBoundedOverManyEvals).
-const gcSlack = 8 << 20
-
 // The collector's own pacing runs at GOGC=200 inside an eval: collection
 // is dear in wasm (one thread, no background marking), and collectIfDue
-// below still brings the heap down between evals. Measured: the service
+// still brings the heap down between evals. Measured: the service
 // scheduler about 30% faster per eval than at the default 100
-// (docs/benchmarks.md).
+// (docs/benchmarks.md). A plugin may set its own (schedulers.TuneGC).
 func init() { debug.SetGCPercent(200) }
-
-// collectIfDue runs a collection once the garbage since the last one
-// outweighs the live heap (what GOGC=100 would do if the collector were
-// not stalled), plus gcSlack. With a large state mirror that is far rarer,
-// and cheaper overall, than collecting every N calls.
-func collectIfDue() {
-	metrics.Read(gcSamples)
-	live, heap := gcSamples[0].Value.Uint64(), gcSamples[1].Value.Uint64()
-	if heap > 2*live+gcSlack {
-		runtime.GC()
-	}
-}
 
 //go:wasmimport drover submit_plan
 func hostSubmitPlan(ptr, size uint32) int32

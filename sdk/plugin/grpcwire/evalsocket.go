@@ -150,8 +150,10 @@ var ErrEvalSocketClosed = errors.New("grpcwire: eval socket closed")
 
 // Serve answers the host's evals (plugin side) with process until the host
 // closes its end. process gets each request and a HostFunc-shaped way to
-// make planner calls, and returns the encoded abi.ProcessResponse.
-func (s *EvalSocket) Serve(process func(req []byte, host func(op abi.Op, msg []byte) ([]byte, error)) []byte) error {
+// make planner calls, and returns the encoded abi.ProcessResponse. idle,
+// if not nil, runs after each answer is written and before the next
+// request is read: the plugin's housekeeping, off the eval's time.
+func (s *EvalSocket) Serve(process func(req []byte, host func(op abi.Op, msg []byte) ([]byte, error)) []byte, idle func()) error {
 	host := func(op abi.Op, msg []byte) ([]byte, error) {
 		if err := s.write(kindCall, binary.BigEndian.AppendUint32(nil, uint32(op)), msg); err != nil {
 			return nil, abi.Err(abi.CodeUnavailable, "plugin: host call "+op.String()+": "+err.Error())
@@ -178,6 +180,9 @@ func (s *EvalSocket) Serve(process func(req []byte, host func(op abi.Op, msg []b
 		}
 		if err := s.write(kindResult, process(req, host)); err != nil {
 			return err
+		}
+		if idle != nil {
+			idle()
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestEvalSocket_CarriesEvalsAndPlannerCalls(t *testing.T) {
 				out = append(out, ';')
 			}
 			return out
-		})
+		}, nil)
 	}()
 	var ops []abi.Op
 	h := HostHandler(func(op abi.Op, msg []byte) ([]byte, error) {
@@ -93,6 +93,35 @@ func TestEvalSocket_CarriesEvalsAndPlannerCalls(t *testing.T) {
 	}
 }
 
+// TestEvalSocket_IdleRunsOffTheEvalsTime: the plugin's idle work runs once
+// per eval, after the host has the answer, and before the plugin reads the
+// next eval.
+func TestEvalSocket_IdleRunsOffTheEvalsTime(t *testing.T) {
+	host, plugin := pair(t)
+	var processed int
+	idling := make(chan int)
+	release := make(chan struct{})
+	go plugin.Serve(func(req []byte, _ func(abi.Op, []byte) ([]byte, error)) []byte {
+		processed++
+		return req
+	}, func() {
+		idling <- processed
+		<-release
+	})
+	for i := 1; i <= 3; i++ {
+		out, err := host.Process(context.Background(), []byte("ok"), nil)
+		if err != nil || string(out) != "ok" {
+			t.Fatalf("eval %d: %q, %v", i, out, err)
+		}
+		// The answer is in while idle is still running; idle saw this
+		// eval and not yet the next.
+		if got := <-idling; got != i {
+			t.Fatalf("idle after eval %d saw %d evals", i, got)
+		}
+		release <- struct{}{}
+	}
+}
+
 // TestEvalSocket_DeadlineEndsAnEvalThePluginNeverAnswers: Process returns
 // the context's error, and a later eval on a fresh socket is not hit by
 // the deadline of the earlier one.
@@ -107,7 +136,7 @@ func TestEvalSocket_DeadlineEndsAnEvalThePluginNeverAnswers(t *testing.T) {
 
 	// An eval that ends just as its context does leaves no deadline behind.
 	host, plugin := pair(t)
-	go plugin.Serve(func(req []byte, _ func(abi.Op, []byte) ([]byte, error)) []byte { return req })
+	go plugin.Serve(func(req []byte, _ func(abi.Op, []byte) ([]byte, error)) []byte { return req }, nil)
 	for i := 0; i < 50; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		out, err := host.Process(ctx, []byte("ok"), nil)
