@@ -10,9 +10,10 @@ import (
 // wasm from drover_idle (ABI 1.5), where the collector otherwise stalls;
 // as go-plugin after writing each answer on the eval socket (ABI 1.6),
 // where it would otherwise run during evals, beside the host's commit of
-// the plan. Paired over 16 rounds at 1,000 nodes, go-plugin placed 1.03 to
-// 1.27 times as many allocations per second on the seven benchmark
-// scenarios with it as without (docs/benchmarks.md).
+// the plan. Paired with and without, go-plugin placed 0.95 to 1.20 times
+// as many allocations per second on the seven benchmark scenarios at 1,000
+// nodes, and 0.99 to 1.54 times at 5,000 (docs/benchmarks.md, "seventeenth
+// session").
 
 // gcSamples are read after every eval: the heap that survived the last
 // collection, and what the heap holds now, garbage included.

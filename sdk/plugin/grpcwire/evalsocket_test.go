@@ -115,8 +115,13 @@ func TestEvalSocket_IdleRunsOffTheEvalsTime(t *testing.T) {
 		}
 		// The answer is in while idle is still running; idle saw this
 		// eval and not yet the next.
-		if got := <-idling; got != i {
-			t.Fatalf("idle after eval %d saw %d evals", i, got)
+		select {
+		case got := <-idling:
+			if got != i {
+				t.Fatalf("idle after eval %d saw %d evals", i, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no idle work after eval %d", i)
 		}
 		release <- struct{}{}
 	}
