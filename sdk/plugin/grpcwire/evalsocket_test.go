@@ -109,7 +109,11 @@ func TestEvalSocket_IdleRunsOffTheEvalsTime(t *testing.T) {
 		<-release
 	})
 	for i := 1; i <= 3; i++ {
-		out, err := host.Process(context.Background(), []byte("ok"), nil)
+		// Idle work that ran before the answer was written would hold
+		// the answer back until this deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := host.Process(ctx, []byte("ok"), nil)
+		cancel()
 		if err != nil || string(out) != "ok" {
 			t.Fatalf("eval %d: %q, %v", i, out, err)
 		}
