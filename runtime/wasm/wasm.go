@@ -176,6 +176,11 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	}
 	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}
 	closeOnDone := false
+	if threaded, err := threadJumps(wasm); err == nil {
+		wasm = threaded
+	} else {
+		cfg.Log.Debug().Err(err).Msg("wasm: jumps left as they are")
+	}
 	if cfg.EnforceDeadline {
 		checked, err := addInterruptChecks(wasm)
 		if err != nil {
