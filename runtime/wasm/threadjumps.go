@@ -39,8 +39,8 @@ import (
 // describe has moved.
 //
 // Measured, paired in one process against the same plugins loaded
-// without it (docs/benchmarks.md, "seventeenth session"): 0.95 to 1.14
-// times the placements per second over the seven scenarios, consistently
+// without it (docs/benchmarks.md, "seventeenth session"): 0.91 to 1.14
+// times the placements per second over the seven scenarios, steadily
 // faster only on service-10x100 (1.06 to 1.09); BenchmarkPlace built for
 // wasip1, 5 to 8% less time per eval.
 //
