@@ -620,6 +620,13 @@ func (w *rewriter) calleeCharge(op byte, idx uint32) int {
 }
 
 func (w *rewriter) code(body []byte) ([]byte, error) {
+	return mapBodies(body, w.body)
+}
+
+// mapBodies returns the code section body with each function's body
+// (locals and code) replaced by what rewrite appends to out for it; k is
+// the function's index among those the module defines.
+func mapBodies(body []byte, rewrite func(out, code []byte, k int) ([]byte, error)) ([]byte, error) {
 	r := &reader{b: body}
 	count := r.u32()
 	out := appendU32(make([]byte, 0, len(body)+len(body)/4), count)
@@ -630,13 +637,13 @@ func (w *rewriter) code(body []byte) ([]byte, error) {
 			return nil, fmt.Errorf("code section: %v", r.err)
 		}
 		var err error
-		if fn, err = w.body(fn[:0], code, int(k)); err != nil {
+		if fn, err = rewrite(fn[:0], code, int(k)); err != nil {
 			return nil, fmt.Errorf("function %d: %v", k, err)
 		}
 		out = appendU32(out, uint32(len(fn)))
 		out = append(out, fn...)
 	}
-	if r.pos != len(body) {
+	if r.err != nil || r.pos != len(body) {
 		return nil, errors.New("code section: malformed")
 	}
 	return out, nil

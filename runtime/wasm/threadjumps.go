@@ -78,27 +78,12 @@ func threadJumps(bin []byte) ([]byte, error) {
 }
 
 func (w *rewriter) threadCode(body []byte) ([]byte, error) {
-	r := &reader{b: body}
-	count := r.u32()
-	out := appendU32(make([]byte, 0, len(body)), count)
-	var fn []byte
 	var ins []instruction
-	for k := uint32(0); k < count && r.err == nil; k++ {
-		code := r.bytes(int(r.u32()))
-		if r.err != nil {
-			return nil, fmt.Errorf("code section: %v", r.err)
-		}
+	return mapBodies(body, func(out, code []byte, _ int) ([]byte, error) {
 		var err error
-		if fn, ins, err = w.threadBody(fn[:0], code, ins[:0]); err != nil {
-			return nil, fmt.Errorf("function %d: %v", k, err)
-		}
-		out = appendU32(out, uint32(len(fn)))
-		out = append(out, fn...)
-	}
-	if r.err != nil || r.pos != len(body) {
-		return nil, errors.New("code section: malformed")
-	}
-	return out, nil
+		out, ins, err = w.threadBody(out, code, ins[:0])
+		return out, err
+	})
 }
 
 // Opcodes the pass reads or writes.
