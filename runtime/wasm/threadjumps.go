@@ -77,6 +77,7 @@ func threadJumps(bin []byte) ([]byte, error) {
 	return out, nil
 }
 
+// threadCode threads the bodies of a code section.
 func (w *rewriter) threadCode(body []byte) ([]byte, error) {
 	var ins []instruction
 	return mapBodies(body, func(out, code []byte, _ int) ([]byte, error) {
