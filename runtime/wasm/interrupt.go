@@ -889,9 +889,11 @@ func (r *reader) memarg() {
 	r.leb(10) // offset (64-bit for memory64)
 }
 
-// instr reads the immediates of instruction op. It returns the function
-// index of call, return_call and ref.func and the sub-opcode of a 0xfc
-// instruction, and refuses global indices at or past the countdown's.
+// instr reads the immediates of instruction op. It returns the first one
+// where a caller may need it: the function index of call, return_call and
+// ref.func, the sub-opcode of a 0xfc instruction, the depth of br and
+// br_if, the index of a local, and the low 32 bits of an i32.const's
+// encoding. It refuses global indices at or past the countdown's.
 func (w *rewriter) instr(r *reader, op byte) (uint32, error) {
 	switch {
 	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if: block type
@@ -903,7 +905,7 @@ func (w *rewriter) instr(r *reader, op byte) (uint32, error) {
 			return 0, fmt.Errorf("block type 0x%02x", c)
 		}
 	case op == 0x0c || op == 0x0d: // br, br_if
-		r.u32()
+		return r.u32(), r.err
 	case op == 0x0e: // br_table
 		n := r.u32()
 		for i := uint32(0); i <= n && r.err == nil; i++ {
@@ -925,13 +927,13 @@ func (w *rewriter) instr(r *reader, op byte) (uint32, error) {
 			return 0, fmt.Errorf("global %d does not exist", g)
 		}
 	case op >= 0x20 && op <= 0x26: // locals, table.get/set
-		r.u32()
+		return r.u32(), r.err
 	case op >= 0x28 && op <= 0x3e: // loads and stores
 		r.memarg()
 	case op == 0x3f || op == 0x40: // memory.size, memory.grow
 		r.u32()
 	case op == 0x41: // i32.const
-		r.leb(5)
+		return uint32(r.leb(5)), r.err
 	case op == 0x42: // i64.const
 		r.leb(10)
 	case op == 0x43: // f32.const

@@ -131,40 +131,23 @@ func (w *rewriter) threadBody(out, code []byte, ins []instruction) ([]byte, []in
 	for r.pos < len(code) {
 		at := r.pos
 		op := r.byte()
-		var imm uint64
-		switch op {
-		case opI32Const:
-			imm = r.leb(5)
-			if r.err == nil && code[r.pos-1]&0x40 != 0 {
-				imm = negative // a jump's PC value is never negative
-			}
-		case opLocalGet, opLocalSet, opLocalTee, opBr, opBrIf:
-			imm = uint64(r.u32())
-		case opBlock, opLoop, opIf:
-			if r.pos < len(code) {
-				imm = uint64(code[r.pos]) // the block type's first byte
-			}
-			if _, err := w.instr(r, op); err != nil {
-				return nil, ins, err
-			}
-		case opBrTable:
-			n := r.u32()
-			if int64(n) >= int64(len(code)-r.pos) { // a label takes a byte at least
+		if op == opBrTable && table == nil {
+			if table = brTableLabels(code[r.pos:]); table == nil {
 				return nil, ins, errShort
 			}
-			first := table == nil
-			for i := uint32(0); i <= n && r.err == nil; i++ {
-				if l := r.u32(); first {
-					table = append(table, l)
-				}
-			}
-		default:
-			if _, err := w.instr(r, op); err != nil {
-				return nil, ins, err
-			}
 		}
-		if r.err != nil {
-			return nil, ins, r.err
+		idx, err := w.instr(r, op)
+		if err != nil {
+			return nil, ins, err
+		}
+		imm := uint64(idx)
+		switch op {
+		case opI32Const:
+			if code[r.pos-1]&0x40 != 0 {
+				imm = negative // a jump's PC value is never negative
+			}
+		case opBlock, opLoop, opIf:
+			imm = uint64(code[at+1]) // the block type's first byte
 		}
 		ins = append(ins, instruction{at: at, end: r.pos, op: op, imm: imm})
 	}
@@ -180,6 +163,24 @@ func (w *rewriter) threadBody(out, code []byte, ins []instruction) ([]byte, []in
 		from = ins[e.first+2].end
 	}
 	return append(out, code[from:]...), ins, nil
+}
+
+// brTableLabels reads a br_table's labels, the default last, from b (the
+// bytes after its opcode); nil if b does not hold them.
+func brTableLabels(b []byte) []uint32 {
+	r := &reader{b: b}
+	n := r.u32()
+	if r.err != nil || int64(n) >= int64(len(b)-r.pos) { // a label takes a byte at least
+		return nil
+	}
+	labels := make([]uint32, 0, n+1)
+	for i := uint32(0); i <= n && r.err == nil; i++ {
+		labels = append(labels, r.u32())
+	}
+	if r.err != nil {
+		return nil
+	}
+	return labels
 }
 
 // edit replaces instructions first..first+2 (i32.const, local.set 0, br)
