@@ -415,15 +415,24 @@ func plausibleCounts(bin []byte) bool {
 // FuzzAddInterruptChecks: the rewriter never panics, and what wazero
 // accepts, rewritten, wazero still accepts.
 func FuzzAddInterruptChecks(f *testing.F) {
-	f.Add(spinner)
-	f.Add(module(sec(1, vec([]byte{0x60, 0x01, 0x7f, 0x01, 0x7f})), sec(3, vec([]byte{0x00})),
-		sec(10, vec(fnBody(0x00, 0x20, 0x00, 0x03, 0x00, 0x0c, 0x00, 0x0b, 0x0b))))) // a loop with a parameter
-	f.Add([]byte("\x00asm\x01\x00\x00\x00\v\b\xc4\xc4\xc400000")) // 100 million data segments in 8 bytes
+	fuzzRewrite(f, addInterruptChecks,
+		spinner,
+		module(sec(1, vec([]byte{0x60, 0x01, 0x7f, 0x01, 0x7f})), sec(3, vec([]byte{0x00})),
+			sec(10, vec(fnBody(0x00, 0x20, 0x00, 0x03, 0x00, 0x0c, 0x00, 0x0b, 0x0b)))), // a loop with a parameter
+		[]byte("\x00asm\x01\x00\x00\x00\v\b\xc4\xc4\xc400000")) // 100 million data segments in 8 bytes
+}
+
+// fuzzRewrite fuzzes a rewrite of modules from seeds: it never panics,
+// and a module wazero accepts, rewritten, wazero still accepts.
+func fuzzRewrite(f *testing.F, rewrite func([]byte) ([]byte, error), seeds ...[]byte) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	f.Cleanup(func() { _ = r.Close(ctx) })
 	f.Fuzz(func(t *testing.T, bin []byte) {
-		out, err := addInterruptChecks(bin)
+		out, err := rewrite(bin)
 		if err != nil || !plausibleCounts(bin) {
 			return
 		}

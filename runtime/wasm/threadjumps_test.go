@@ -206,21 +206,5 @@ func eachBody(t *testing.T, a, b []byte, fn func(a, b []byte)) {
 // FuzzThreadJumps: the pass never panics, and what wazero accepts,
 // threaded, wazero still accepts.
 func FuzzThreadJumps(f *testing.F) {
-	f.Add(goModule)
-	f.Add(spinner)
-	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	f.Cleanup(func() { _ = r.Close(ctx) })
-	f.Fuzz(func(t *testing.T, bin []byte) {
-		out, err := threadJumps(bin)
-		if err != nil || !plausibleCounts(bin) {
-			return
-		}
-		if _, err := r.CompileModule(ctx, bin); err != nil {
-			return
-		}
-		if _, err := r.CompileModule(ctx, out); err != nil {
-			t.Fatalf("valid module threaded invalid: %v", err)
-		}
-	})
+	fuzzRewrite(f, threadJumps, goModule, spinner)
 }
