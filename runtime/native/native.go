@@ -21,6 +21,7 @@ type Factory struct {
 var (
 	_ runtime.Factory       = (*Factory)(nil)
 	_ runtime.ConfigChecker = (*Factory)(nil)
+	_ runtime.Idler         = (*instance)(nil)
 )
 
 // New returns a factory; newScheduler is called once per instance.
@@ -49,6 +50,13 @@ type instance struct{ guest *plugin.Guest }
 
 func (i *instance) Process(_ context.Context, req []byte, host plugin.HostFunc) ([]byte, error) {
 	return i.guest.Process(req, host), nil
+}
+
+// Idle implements runtime.Idler: the guest's work between evals, as the
+// sandboxed runtimes do it (plugin.Guest.Idle), in the pool's goroutine.
+func (i *instance) Idle(context.Context) error {
+	i.guest.Idle()
+	return nil
 }
 
 func (i *instance) Close(context.Context) error { return nil }

@@ -165,6 +165,17 @@ type Mirror struct {
 	// kept is the last wholly committed plan (Keep), waiting for the next
 	// sync to say whether its allocations join the mirror (ABI 1.2).
 	kept *sdk.Plan
+	// early holds kept's allocations once PreApply has added them, and
+	// what they replaced, until the next sync confirms or undoes them.
+	early *earlyKept
+}
+
+// earlyKept is a kept plan applied ahead of its sync (PreApply): the
+// copies added, unstamped, and for each the allocation it replaced (nil
+// for a new one), so that a sync without abi.StateSync.Kept can undo it.
+type earlyKept struct {
+	copies   []*sdk.Allocation
+	replaced []*sdk.Allocation
 }
 
 var (
@@ -197,15 +208,19 @@ func (m *Mirror) reset() {
 	m.evals = map[string]*sdk.Evaluation{}
 	m.evalList = nil
 	m.evalsDirt = true
-	m.kept = nil
+	m.kept, m.early = nil, nil
 }
 
 // Keep records a plan the host committed whole (abi.PlanResponse.Whole).
 // Its new allocations join the mirror with the next sync that carries
 // abi.StateSync.Kept, stamped as abi.KeptAlloc says, and are forgotten by
 // one that does not; until then the mirror does not show them, as it
-// would not have without Keep. A later Keep replaces an earlier one.
-func (m *Mirror) Keep(plan *sdk.Plan) { m.kept = plan }
+// would not have without Keep, unless PreApply added them early. A later
+// Keep replaces an earlier one.
+func (m *Mirror) Keep(plan *sdk.Plan) {
+	m.undo(m.early)
+	m.kept, m.early = plan, nil
+}
 
 // Apply applies a sync. A delta must start at the mirror's index, and may
 // count on a kept plan (abi.StateSync.Kept) only if the mirror holds one,
@@ -213,21 +228,22 @@ func (m *Mirror) Keep(plan *sdk.Plan) { m.kept = plan }
 // plan, as any sync does.
 func (m *Mirror) Apply(s *abi.StateSync) error {
 	if s == nil {
+		// No word on the kept plan: it waits for the next sync, no
+		// longer added early.
+		m.undo(m.early)
+		m.early = nil
 		return nil
 	}
-	kept := m.kept
-	m.kept = nil
-	if err := checkShape(s); err != nil {
+	kept, early := m.kept, m.early
+	m.kept, m.early = nil, nil
+	if err := m.check(s, kept); err != nil {
+		m.undo(early)
 		return err
 	}
 	if s.Full {
 		m.reset()
-	} else if s.FromIndex != m.index {
-		return fmt.Errorf("%w: delta from %d, mirror at %d", ErrOutOfSync, s.FromIndex, m.index)
-	} else if s.Kept != nil && kept == nil {
-		return fmt.Errorf("%w: the delta counts on a kept plan the mirror does not hold", ErrOutOfSync)
-	} else if err := m.checkStatuses(s.JobStatuses); err != nil {
-		return err
+	} else if s.Kept == nil {
+		m.undo(early)
 	}
 	if s.SchedulerConfig != nil {
 		m.schedConfig = s.SchedulerConfig
@@ -267,28 +283,16 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	if s.Kept != nil && !s.Full {
 		// The host left these out of Allocs: they are as the plugin
 		// submitted them, stamped with where and when they were stored,
-		// all of the plan's job version (looked up once).
-		var job *sdk.Job
-		if kept.Job != nil {
-			job = m.versions[versionOf(kept.Job)]
+		// all of the plan's job version (looked up once, after the job
+		// changes above).
+		if early == nil {
+			early = m.addKept(kept, false)
 		}
-		n := 0
-		for _, as := range kept.NodeAllocation {
-			n += len(as)
-		}
-		copies := chunk.Chunks[sdk.Allocation]{Limit: keptChunk}
-		copies.Reserve(min(n, keptChunk))
-		if kept.Job != nil && n > smallSet {
-			m.jobSet(kept.Job.NamespacedID()).reserve(n)
-		}
-		for _, as := range kept.NodeAllocation {
-			for _, a := range as {
-				m.removeAlloc(a.ID)
-				c := copies.One()
-				*c = *a
-				abi.StampKept(c, kept.Job, s.Kept)
-				c.Job = job
-				m.addAlloc(c)
+		job := m.keptJob(kept)
+		for _, c := range early.copies {
+			abi.StampKept(c, kept.Job, s.Kept)
+			if c.Job = job; job == nil {
+				c.Job = m.versions[versionKey{c.Namespace, c.JobID, c.JobModifyIndex}]
 			}
 		}
 	}
@@ -320,6 +324,94 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	m.index = s.Index
 	return nil
+}
+
+// check refuses a sync Apply cannot apply to the mirror, before it changes
+// anything: kept is the kept plan Apply took.
+func (m *Mirror) check(s *abi.StateSync, kept *sdk.Plan) error {
+	if err := checkShape(s); err != nil {
+		return err
+	}
+	switch {
+	case s.Full:
+		return nil
+	case s.FromIndex != m.index:
+		return fmt.Errorf("%w: delta from %d, mirror at %d", ErrOutOfSync, s.FromIndex, m.index)
+	case s.Kept != nil && kept == nil:
+		return fmt.Errorf("%w: the delta counts on a kept plan the mirror does not hold", ErrOutOfSync)
+	}
+	return m.checkStatuses(s.JobStatuses)
+}
+
+// PreApply adds the kept plan's allocations (Keep) to the mirror ahead of
+// the sync that says whether they join it, so that the work is done
+// between evals (a plugin calls it when idle, once an eval's answer is
+// with the host) rather than at the start of the next one. Until that sync
+// the mirror shows them without the index and time the host stored them
+// at; the sync stamps them (abi.StateSync.Kept), or removes them and puts
+// back what they replaced, as Apply would have had PreApply not run.
+func (m *Mirror) PreApply() {
+	if m.kept != nil && m.early == nil {
+		m.early = m.addKept(m.kept, true)
+	}
+}
+
+// addKept adds copies of kept's new allocations to the mirror, replacing
+// those of the same IDs, and returns them; with undo, also what they
+// replaced.
+func (m *Mirror) addKept(kept *sdk.Plan, undo bool) *earlyKept {
+	n := 0
+	for _, as := range kept.NodeAllocation {
+		n += len(as)
+	}
+	e := &earlyKept{copies: make([]*sdk.Allocation, 0, n)}
+	if undo {
+		e.replaced = make([]*sdk.Allocation, 0, n)
+	}
+	copies := chunk.Chunks[sdk.Allocation]{Limit: keptChunk}
+	copies.Reserve(min(n, keptChunk))
+	if kept.Job != nil && n > smallSet {
+		m.jobSet(kept.Job.NamespacedID()).reserve(n)
+	}
+	job := m.keptJob(kept)
+	var unstamped abi.Kept // the sync that confirms them stamps them
+	for _, as := range kept.NodeAllocation {
+		for _, a := range as {
+			if undo {
+				e.replaced = append(e.replaced, m.allocs[a.ID])
+			}
+			m.removeAlloc(a.ID)
+			c := copies.One()
+			*c = *a
+			abi.StampKept(c, kept.Job, &unstamped)
+			c.Job = job
+			m.addAlloc(c)
+			e.copies = append(e.copies, c)
+		}
+	}
+	return e
+}
+
+// keptJob is the mirror's copy of the kept plan's job version.
+func (m *Mirror) keptJob(kept *sdk.Plan) *sdk.Job {
+	if kept.Job == nil {
+		return nil
+	}
+	return m.versions[versionOf(kept.Job)]
+}
+
+// undo takes the allocations PreApply added out of the mirror and puts
+// back what they replaced.
+func (m *Mirror) undo(e *earlyKept) {
+	if e == nil {
+		return
+	}
+	for i := len(e.copies) - 1; i >= 0; i-- {
+		m.removeAlloc(e.copies[i].ID)
+		if r := e.replaced[i]; r != nil {
+			m.addAlloc(r)
+		}
+	}
 }
 
 // checkShape refuses a sync with a null object in one of its lists, before

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -151,6 +152,125 @@ func TestMirror_KeptPlan(t *testing.T) {
 	}
 }
 
+// A kept plan added early (PreApply) ends as it would have without: the
+// next sync stamps it, or takes it out and puts back what it replaced, and
+// a refused sync leaves the mirror as it was before the plan was kept.
+func TestMirror_PreApply(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Version: 2, JobModifyIndex: 7}
+	old := alloc("a1", "n1", 10, "run") // replaced in place by the plan
+	old.JobModifyIndex = 7
+	placed := alloc("a9", "n2", 40, "run")
+	update := alloc("a1", "n1", 25, "run")
+	for _, a := range []*sdk.Allocation{placed, update} {
+		a.Job, a.JobModifyIndex, a.Metrics = job, 7, &sdk.AllocMetric{NodesEvaluated: 3}
+	}
+	plan := &sdk.Plan{Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {update}, "n2": {placed}}}
+	tests := []struct {
+		name string
+		next *abi.StateSync
+		// joined: the plan's allocations are in the mirror after next;
+		// refused: next is refused.
+		joined, refused bool
+	}{
+		// The job's status moves in the delta that confirms the plan.
+		{name: "confirmed", next: &abi.StateSync{FromIndex: 10, Index: 12, Kept: &abi.Kept{Index: 11, Time: 99},
+			JobStatuses: []*abi.JobStatus{{Namespace: "default", ID: "j", JobModifyIndex: 7, Status: sdk.JobStatusRunning}}}, joined: true},
+		{name: "not confirmed", next: &abi.StateSync{FromIndex: 10, Index: 12}},
+		{name: "not confirmed, the replaced allocation changed", next: &abi.StateSync{FromIndex: 10, Index: 12,
+			Allocs: []*sdk.Allocation{alloc("a1", "n1", 15, "run")}}},
+		{name: "refused: wrong index", next: &abi.StateSync{FromIndex: 9, Index: 12, Kept: &abi.Kept{Index: 11, Time: 99}}, refused: true},
+		{name: "refused: null node", next: &abi.StateSync{FromIndex: 10, Index: 12, Nodes: []*sdk.Node{nil}}, refused: true},
+		{name: "full sync", next: &abi.StateSync{Full: true, Index: 12, Nodes: []*sdk.Node{{ID: "n1"}, {ID: "n2"}}, Jobs: []*sdk.Job{job},
+			Allocs: []*sdk.Allocation{old}}},
+		{name: "no sync", next: nil},
+	}
+	// view is what a scheduler reads of the allocations.
+	view := func(m *mirror.Mirror) string {
+		var b strings.Builder
+		for _, a := range m.Allocs() {
+			jobStatus := ""
+			if a.Job != nil {
+				jobStatus = a.Job.Status
+			}
+			fmt.Fprintf(&b, "%s@%s cpu=%d idx=%d/%d/%d t=%d/%d v=%d/%d job=%q metrics=%v; ", a.ID, a.NodeID,
+				a.AllocatedResources.Tasks["t"].Cpu.CpuShares, a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex,
+				a.CreateTime, a.ModifyTime, a.JobVersion, a.JobModifyIndex, jobStatus, a.Metrics != nil)
+		}
+		for _, n := range []string{"n1", "n2"} {
+			fmt.Fprintf(&b, "%s: %+v %d; ", n, m.NodeUsage(n), len(m.AllocsByNode(n)))
+		}
+		fmt.Fprintf(&b, "job: %d; index %d", len(m.AllocsByJob("default", "j")), m.Index())
+		return b.String()
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got [2]string
+			for i, early := range []bool{false, true} {
+				m := mirror.New()
+				if err := m.Apply(&abi.StateSync{Full: true, Index: 10, Nodes: []*sdk.Node{{ID: "n1"}, {ID: "n2"}},
+					Jobs: []*sdk.Job{job}, Allocs: []*sdk.Allocation{old}}); err != nil {
+					t.Fatal(err)
+				}
+				before := view(m)
+				m.Keep(plan)
+				if early {
+					m.PreApply()
+					m.PreApply() // once only
+					if a := m.Alloc("a9"); a == nil || a.Metrics != nil || m.NodeUsage("n1").CPU != 25 || m.NodeUsage("n2").CPU != 40 {
+						t.Fatal("PreApply did not add the kept allocations")
+					}
+				}
+				next := tt.next
+				if next != nil {
+					c := *next // Apply may keep the sync's objects
+					next = &c
+				}
+				err := m.Apply(next)
+				if tt.refused {
+					if err == nil {
+						t.Fatal("the sync was not refused")
+					}
+					if v := view(m); v != before {
+						t.Fatalf("early %v: a refused sync left\n%s\nwant\n%s", early, v, before)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a := m.Alloc("a9"); (a != nil) != tt.joined {
+					t.Fatalf("early %v: kept allocation in the mirror: %v, want %v", early, a != nil, tt.joined)
+				}
+				if tt.joined {
+					if a := m.Alloc("a9"); a.Job == nil || a.Job.Status != sdk.JobStatusRunning {
+						t.Fatalf("early %v: the kept allocation is not linked to the job version the delta patched", early)
+					}
+				}
+				got[i] = view(m)
+			}
+			if got[0] != got[1] {
+				t.Fatalf("applied early, the mirror shows\n%s\nwant\n%s", got[1], got[0])
+			}
+		})
+	}
+	t.Run("kept again before the sync", func(t *testing.T) {
+		m := mirror.New()
+		if err := m.Apply(&abi.StateSync{Full: true, Index: 10, Nodes: []*sdk.Node{{ID: "n1"}, {ID: "n2"}},
+			Jobs: []*sdk.Job{job}, Allocs: []*sdk.Allocation{old}}); err != nil {
+			t.Fatal(err)
+		}
+		m.Keep(plan)
+		m.PreApply()
+		m.Keep(&sdk.Plan{Job: job}) // replaces the plan added early
+		if err := m.Apply(&abi.StateSync{FromIndex: 10, Index: 12, Kept: &abi.Kept{Index: 11}}); err != nil {
+			t.Fatal(err)
+		}
+		if m.Alloc("a9") != nil || m.NodeUsage("n1").CPU != 10 {
+			t.Fatal("the plan a later Keep replaced is still in the mirror")
+		}
+	})
+}
+
 // The node list is kept sorted by ID through deltas of every size (edited
 // in place for a few changes, rebuilt for many), equal to the node set.
 func TestMirror_NodeListFollowsDeltas(t *testing.T) {
@@ -284,7 +404,8 @@ func TestMirror_MalformedSyncIsRefused(t *testing.T) {
 // allocations held say, through random deltas and kept plans: plans of
 // more allocations than a small set holds, allocations that move between
 // jobs and nodes, and a job's last allocation replaced in the delta that
-// empties its set.
+// empties its set; kept plans confirmed or forgotten, applied early
+// (PreApply) or not.
 func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	jobs := []*sdk.Job{{Namespace: "default", ID: "j0"}, {Namespace: "default", ID: "j1"}, {Namespace: "other", ID: "j0"}}
@@ -335,11 +456,21 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 					continue // a plan names an allocation once
 				}
 				plan.NodeAllocation[a.NodeID] = append(plan.NodeAllocation[a.NodeID], a)
-				want[a.ID] = a
 				used[a.ID] = true
 			}
 			m.Keep(plan)
-			s.Kept = &abi.Kept{Index: index - 1}
+			if rng.IntN(2) == 0 {
+				m.PreApply() // as the plugin does when idle
+			}
+			// Mostly confirmed; otherwise the plan is forgotten.
+			if rng.IntN(4) != 0 {
+				s.Kept = &abi.Kept{Index: index - 1}
+				for _, as := range plan.NodeAllocation {
+					for _, a := range as {
+						want[a.ID] = a
+					}
+				}
+			}
 		}
 		for range rng.IntN(6) {
 			id := fmt.Sprintf("a%03d", rng.IntN(120))

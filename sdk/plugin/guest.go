@@ -169,6 +169,23 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	return resp
 }
 
+// Idle does what the next eval would otherwise start with, once the
+// host has the last eval's answer: it adds the allocations of a plan the
+// host committed whole to the mirror (mirror.PreApply), ahead of the sync
+// that confirms them. Each transport calls it between evals (wasm:
+// drover_idle; go-plugin: after writing an answer; native: the pool's
+// idle work); an eval that comes first does the work itself.
+func (g *Guest) Idle() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	defer func() {
+		if recover() != nil {
+			g.mirror = mirror.New() // the next request gets a full sync
+		}
+	}()
+	g.mirror.PreApply()
+}
+
 // CheckConfig handles one encoded abi.ConfigRequest (ABI 1.7) and returns
 // the encoded abi.Status: CodeOK when the scheduler accepts the
 // configuration, or does not check it (sdk.ConfigChecker), and

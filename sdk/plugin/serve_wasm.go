@@ -88,14 +88,18 @@ func droverCheckConfig(size uint32) uint64 {
 	return pack(outBuf)
 }
 
-// drover_idle lets the guest's garbage collector finish its work between
-// calls: in a long-lived reactor it otherwise stalls and the heap grows
-// without bound. A host that declares ABI 1.5 calls it once an eval's
-// answer is in, off the eval's path: a collection of a 1,000-node mirror
-// takes about as long as a whole 100-placement eval (docs/benchmarks.md).
+// drover_idle does the guest's work between calls (Guest.Idle) and lets
+// its garbage collector finish: in a long-lived reactor it otherwise
+// stalls and the heap grows without bound. A host that declares ABI 1.5
+// calls it once an eval's answer is in, off the eval's path: a collection
+// of a 1,000-node mirror takes about as long as a whole 100-placement eval
+// (docs/benchmarks.md).
 //
 //go:wasmexport drover_idle
 func droverIdle() {
+	if registered != nil {
+		registered.Idle()
+	}
 	runtime.Gosched()
 	collectIfDue()
 }
