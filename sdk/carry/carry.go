@@ -72,6 +72,10 @@ type Pass struct {
 	Queued map[string]int
 
 	in Input
+	// deployed caches, per task group, the newest-version allocation
+	// deployedVersion's scan of the job's allocations finds (nil: none):
+	// the state does not change during a pass.
+	deployed map[string]*sdk.Allocation
 }
 
 // Out carries out in.Result in in.Plan, in Nomad's generic scheduler's
@@ -187,28 +191,38 @@ func (p *Pass) place(pl Placement, stop string) {
 // replaced, runs, no older than the placement's minimum and still having
 // the group. It returns nil when there is none: the placement then runs
 // the job's new version.
+//
+// The scan of the job's allocations is done once per group and pass: the
+// newest version it finds is the answer for every placement whose minimum
+// it meets, and no other version it found can meet a minimum that one
+// does not.
 func (p *Pass) deployedVersion(pl reconcile.Placement) *sdk.Allocation {
-	job := p.in.Plan.Job
-	var best *sdk.Allocation
-	consider := func(a *sdk.Allocation) {
+	job, group := p.in.Plan.Job, pl.TaskGroup.Name
+	eligible := func(a *sdk.Allocation) bool {
 		j := a.Job
-		if j == nil || j.JobModifyIndex == job.JobModifyIndex || j.Version < pl.MinJobVersion ||
-			j.LookupTaskGroup(pl.TaskGroup.Name) == nil || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
-			return
-		}
-		if best == nil || j.Version > best.Job.Version {
-			best = a
-		}
+		return j != nil && j.JobModifyIndex != job.JobModifyIndex && j.LookupTaskGroup(group) != nil &&
+			(a.DeploymentStatus == nil || !a.DeploymentStatus.Canary)
 	}
-	for _, a := range p.in.Ctx.State.AllocsByJob(job.Namespace, job.ID) {
-		if a.TaskGroup == pl.TaskGroup.Name && !a.TerminalStatus() {
-			consider(a)
+	newest, ok := p.deployed[group]
+	if !ok {
+		for _, a := range p.in.Ctx.State.AllocsByJob(job.Namespace, job.ID) {
+			if a.TaskGroup == group && !a.TerminalStatus() && eligible(a) &&
+				(newest == nil || a.Job.Version > newest.Job.Version) {
+				newest = a
+			}
 		}
+		if p.deployed == nil {
+			p.deployed = map[string]*sdk.Allocation{}
+		}
+		p.deployed[group] = newest
 	}
-	if best == nil && pl.Previous != nil {
-		consider(pl.Previous)
+	switch {
+	case newest != nil && newest.Job.Version >= pl.MinJobVersion:
+		return newest
+	case pl.Previous != nil && eligible(pl.Previous) && pl.Previous.Job.Version >= pl.MinJobVersion:
+		return pl.Previous
 	}
-	return best
+	return nil
 }
 
 // Submit submits the plan, first creating the result's follow-up evals
