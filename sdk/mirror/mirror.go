@@ -286,14 +286,9 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		// all of the plan's job version (looked up once, after the job
 		// changes above).
 		if early == nil {
-			early = m.addKept(kept, false)
-		}
-		job := m.keptJob(kept)
-		for _, c := range early.copies {
-			abi.StampKept(c, kept.Job, s.Kept)
-			if c.Job = job; job == nil {
-				c.Job = m.versions[versionKey{c.Namespace, c.JobID, c.JobModifyIndex}]
-			}
+			m.addKept(kept, s.Kept, nil)
+		} else {
+			m.stamp(early, kept, s.Kept)
 		}
 	}
 	for _, id := range s.DeletedAllocs {
@@ -352,20 +347,21 @@ func (m *Mirror) check(s *abi.StateSync, kept *sdk.Plan) error {
 // back what they replaced, as Apply would have had PreApply not run.
 func (m *Mirror) PreApply() {
 	if m.kept != nil && m.early == nil {
-		m.early = m.addKept(m.kept, true)
+		m.early = &earlyKept{}
+		m.addKept(m.kept, &abi.Kept{}, m.early)
 	}
 }
 
-// addKept adds copies of kept's new allocations to the mirror, replacing
-// those of the same IDs, and returns them; with undo, also what they
-// replaced.
-func (m *Mirror) addKept(kept *sdk.Plan, undo bool) *earlyKept {
+// addKept adds copies of kept's new allocations to the mirror, stamped
+// with k, replacing those of the same IDs; with e, it records in e the
+// copies and what they replaced.
+func (m *Mirror) addKept(kept *sdk.Plan, k *abi.Kept, e *earlyKept) {
 	n := 0
 	for _, as := range kept.NodeAllocation {
 		n += len(as)
 	}
-	e := &earlyKept{copies: make([]*sdk.Allocation, 0, n)}
-	if undo {
+	if e != nil {
+		e.copies = make([]*sdk.Allocation, 0, n)
 		e.replaced = make([]*sdk.Allocation, 0, n)
 	}
 	copies := chunk.Chunks[sdk.Allocation]{Limit: keptChunk}
@@ -374,22 +370,35 @@ func (m *Mirror) addKept(kept *sdk.Plan, undo bool) *earlyKept {
 		m.jobSet(kept.Job.NamespacedID()).reserve(n)
 	}
 	job := m.keptJob(kept)
-	var unstamped abi.Kept // the sync that confirms them stamps them
 	for _, as := range kept.NodeAllocation {
 		for _, a := range as {
-			if undo {
+			if e != nil {
 				e.replaced = append(e.replaced, m.allocs[a.ID])
 			}
 			m.removeAlloc(a.ID)
 			c := copies.One()
 			*c = *a
-			abi.StampKept(c, kept.Job, &unstamped)
+			abi.StampKept(c, kept.Job, k)
 			c.Job = job
 			m.addAlloc(c)
-			e.copies = append(e.copies, c)
+			if e != nil {
+				e.copies = append(e.copies, c)
+			}
 		}
 	}
-	return e
+}
+
+// stamp gives the allocations PreApply added the index and time k says
+// the host stored them at, and links them to their job version as the
+// sync left it (a job status in the same delta replaces the version).
+func (m *Mirror) stamp(e *earlyKept, kept *sdk.Plan, k *abi.Kept) {
+	job := m.keptJob(kept)
+	for _, c := range e.copies {
+		abi.StampKept(c, kept.Job, k)
+		if c.Job = job; job == nil {
+			c.Job = m.versions[versionKey{c.Namespace, c.JobID, c.JobModifyIndex}]
+		}
+	}
 }
 
 // keptJob is the mirror's copy of the kept plan's job version.

@@ -27,6 +27,16 @@ var gcSamples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/
 // instance kept growing (TestInstance_MemoryStaysBoundedOverManyEvals).
 const gcSlack = 8 << 20
 
+// housekeep is a plugin's work between evals, whichever transport
+// brings them: the guest's own (Guest.Idle), then a collection if one is
+// due. g may be nil (nothing registered).
+func housekeep(g *Guest) {
+	if g != nil {
+		g.Idle()
+	}
+	collectIfDue()
+}
+
 // collectIfDue runs a collection once it is due.
 func collectIfDue() {
 	metrics.Read(gcSamples)

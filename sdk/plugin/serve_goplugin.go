@@ -47,10 +47,7 @@ func serveEvalSocket(g *Guest, fd string) {
 	}
 	s, err := grpcwire.NewEvalSocket(os.NewFile(uintptr(n), "eval socket"))
 	if err == nil {
-		err = s.Serve(func(req []byte, host func(abi.Op, []byte) ([]byte, error)) []byte { return g.Process(req, host) }, func() {
-			g.Idle()
-			collectIfDue()
-		})
+		err = s.Serve(func(req []byte, host func(abi.Op, []byte) ([]byte, error)) []byte { return g.Process(req, host) }, func() { housekeep(g) })
 	}
 	if errors.Is(err, grpcwire.ErrEvalSocketClosed) {
 		return

@@ -97,11 +97,8 @@ func droverCheckConfig(size uint32) uint64 {
 //
 //go:wasmexport drover_idle
 func droverIdle() {
-	if registered != nil {
-		registered.Idle()
-	}
 	runtime.Gosched()
-	collectIfDue()
+	housekeep(registered)
 }
 
 // The collector's own pacing runs at GOGC=200 inside an eval: collection
