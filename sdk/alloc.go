@@ -167,10 +167,10 @@ type RescheduleTracker struct {
 
 // RescheduleEvent is one reschedule.
 type RescheduleEvent struct {
-	RescheduleTime int64
-	PrevAllocID    string
-	PrevNodeID     string
-	Delay          time.Duration
+	RescheduleTime int64         `msg:",omitempty"`
+	PrevAllocID    string        `msg:",omitempty"`
+	PrevNodeID     string        `msg:",omitempty"`
+	Delay          time.Duration `msg:",omitempty"`
 }
 
 // AllocMetric explains a placement decision, as Nomad reports it.

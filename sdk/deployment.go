@@ -4,22 +4,22 @@ import "time"
 
 // Deployment tracks the rollout of one job version.
 type Deployment struct {
-	ID                 string
-	Namespace          string
-	JobID              string
-	JobVersion         uint64
-	JobModifyIndex     uint64
-	JobSpecModifyIndex uint64
-	JobCreateIndex     uint64
-	IsMultiregion      bool
-	TaskGroups         map[string]*DeploymentState
-	Status             string
-	StatusDescription  string
-	EvalPriority       int
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	CreateTime         int64
-	ModifyTime         int64
+	ID                 string                      `msg:",omitempty"`
+	Namespace          string                      `msg:",omitempty"`
+	JobID              string                      `msg:",omitempty"`
+	JobVersion         uint64                      `msg:",omitempty"`
+	JobModifyIndex     uint64                      `msg:",omitempty"`
+	JobSpecModifyIndex uint64                      `msg:",omitempty"`
+	JobCreateIndex     uint64                      `msg:",omitempty"`
+	IsMultiregion      bool                        `msg:",omitempty"`
+	TaskGroups         map[string]*DeploymentState `msg:",omitempty"`
+	Status             string                      `msg:",omitempty"`
+	StatusDescription  string                      `msg:",omitempty"`
+	EvalPriority       int                         `msg:",omitempty"`
+	CreateIndex        uint64                      `msg:",omitempty"`
+	ModifyIndex        uint64                      `msg:",omitempty"`
+	CreateTime         int64                       `msg:",omitempty"`
+	ModifyTime         int64                       `msg:",omitempty"`
 }
 
 // Active reports whether the deployment is still rolling.
@@ -38,24 +38,24 @@ func DeploymentStatusActive(status string) bool {
 
 // DeploymentState is a deployment's progress in one task group.
 type DeploymentState struct {
-	AutoRevert        bool
-	AutoPromote       bool
-	ProgressDeadline  time.Duration
-	RequireProgressBy time.Time
-	Promoted          bool
-	PlacedCanaries    []string
-	DesiredCanaries   int
-	DesiredTotal      int
-	PlacedAllocs      int
-	HealthyAllocs     int
-	UnhealthyAllocs   int
+	AutoRevert        bool          `msg:",omitempty"`
+	AutoPromote       bool          `msg:",omitempty"`
+	ProgressDeadline  time.Duration `msg:",omitempty"`
+	RequireProgressBy time.Time     `msg:",omitempty"`
+	Promoted          bool          `msg:",omitempty"`
+	PlacedCanaries    []string      `msg:",omitempty"`
+	DesiredCanaries   int           `msg:",omitempty"`
+	DesiredTotal      int           `msg:",omitempty"`
+	PlacedAllocs      int           `msg:",omitempty"`
+	HealthyAllocs     int           `msg:",omitempty"`
+	UnhealthyAllocs   int           `msg:",omitempty"`
 }
 
 // DeploymentStatusUpdate changes a deployment's status within a plan.
 type DeploymentStatusUpdate struct {
-	DeploymentID      string
-	Status            string
-	StatusDescription string
+	DeploymentID      string `msg:",omitempty"`
+	Status            string `msg:",omitempty"`
+	StatusDescription string `msg:",omitempty"`
 }
 
 // Copy returns a deep copy of the deployment.

@@ -7,51 +7,51 @@ import "time"
 // complete, failed or canceled; PreviousEval, NextEval and BlockedEval chain
 // it to the evaluations it caused.
 type Evaluation struct {
-	ID          string
-	Namespace   string
-	Priority    int
-	Type        string
-	TriggeredBy string
-	JobID       string
+	ID          string `msg:",omitempty"`
+	Namespace   string `msg:",omitempty"`
+	Priority    int    `msg:",omitempty"`
+	Type        string `msg:",omitempty"`
+	TriggeredBy string `msg:",omitempty"`
+	JobID       string `msg:",omitempty"`
 	// JobModifyIndex is the job's modify index when the eval was created.
-	JobModifyIndex    uint64
-	NodeID            string
-	NodeModifyIndex   uint64
-	DeploymentID      string
-	Status            string
-	StatusDescription string
+	JobModifyIndex    uint64 `msg:",omitempty"`
+	NodeID            string `msg:",omitempty"`
+	NodeModifyIndex   uint64 `msg:",omitempty"`
+	DeploymentID      string `msg:",omitempty"`
+	Status            string `msg:",omitempty"`
+	StatusDescription string `msg:",omitempty"`
 	// Wait and WaitUntil delay the eval in the broker.
-	Wait      time.Duration
-	WaitUntil time.Time
+	Wait      time.Duration `msg:",omitempty"`
+	WaitUntil time.Time     `msg:",omitempty"`
 	// NextEval is the follow-up eval (rolling-update, failed-follow-up).
-	NextEval string
+	NextEval string `msg:",omitempty"`
 	// PreviousEval is the eval that created this one.
-	PreviousEval string
+	PreviousEval string `msg:",omitempty"`
 	// BlockedEval is the blocked eval this one created.
-	BlockedEval string
+	BlockedEval string `msg:",omitempty"`
 	// RelatedEvals is filled by the API on request.
-	RelatedEvals []*EvaluationStub
+	RelatedEvals []*EvaluationStub `msg:",omitempty"`
 	// FailedTGAllocs explains, per task group, why allocations could not be
 	// placed.
-	FailedTGAllocs map[string]*AllocMetric
+	FailedTGAllocs map[string]*AllocMetric `msg:",omitempty"`
 	// ClassEligibility records, for a blocked eval, which computed node
 	// classes were feasible; EscapedComputedClass is set when feasibility
 	// depended on more than the class (then any node change may unblock).
-	ClassEligibility     map[string]bool
-	EscapedComputedClass bool
-	QuotaLimitReached    string
-	AnnotatePlan         bool
-	PlanAnnotations      *PlanAnnotations
+	ClassEligibility     map[string]bool  `msg:",omitempty"`
+	EscapedComputedClass bool             `msg:",omitempty"`
+	QuotaLimitReached    string           `msg:",omitempty"`
+	AnnotatePlan         bool             `msg:",omitempty"`
+	PlanAnnotations      *PlanAnnotations `msg:",omitempty"`
 	// QueuedAllocations counts, per task group, allocations not yet placed.
-	QueuedAllocations map[string]int
+	QueuedAllocations map[string]int `msg:",omitempty"`
 	// LeaderACL is unused; kept for wire compatibility with Nomad's eval.
 	LeaderACL string `json:"-" msg:"-"`
 	// SnapshotIndex is the state index the scheduler worked from.
-	SnapshotIndex uint64
-	CreateIndex   uint64
-	ModifyIndex   uint64
-	CreateTime    int64
-	ModifyTime    int64
+	SnapshotIndex uint64 `msg:",omitempty"`
+	CreateIndex   uint64 `msg:",omitempty"`
+	ModifyIndex   uint64 `msg:",omitempty"`
+	CreateTime    int64  `msg:",omitempty"`
+	ModifyTime    int64  `msg:",omitempty"`
 }
 
 // EvaluationStub is the short form of an evaluation.

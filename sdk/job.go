@@ -10,54 +10,54 @@ type Opaque map[string]any
 // Job is the desired state a user submits: task groups to run, where, and how
 // to roll them out. Field names follow Nomad's.
 type Job struct {
-	Region      string
-	Namespace   string
-	ID          string
-	ParentID    string
-	Name        string
-	Type        string
-	Priority    int
-	AllAtOnce   bool
-	Datacenters []string
-	NodePool    string
-	Constraints []*Constraint
-	Affinities  []*Affinity
-	Spreads     []*Spread
-	TaskGroups  []*TaskGroup
+	Region      string        `msg:",omitempty"`
+	Namespace   string        `msg:",omitempty"`
+	ID          string        `msg:",omitempty"`
+	ParentID    string        `msg:",omitempty"`
+	Name        string        `msg:",omitempty"`
+	Type        string        `msg:",omitempty"`
+	Priority    int           `msg:",omitempty"`
+	AllAtOnce   bool          `msg:",omitempty"`
+	Datacenters []string      `msg:",omitempty"`
+	NodePool    string        `msg:",omitempty"`
+	Constraints []*Constraint `msg:",omitempty"`
+	Affinities  []*Affinity   `msg:",omitempty"`
+	Spreads     []*Spread     `msg:",omitempty"`
+	TaskGroups  []*TaskGroup  `msg:",omitempty"`
 	// Update is the job-level update block; canonicalisation copies it into
 	// task groups that have none.
 	Update           UpdateStrategy
-	Multiregion      Opaque
-	Periodic         *PeriodicConfig
-	ParameterizedJob *ParameterizedJobConfig
-	Reschedule       *ReschedulePolicy
-	Migrate          *MigrateStrategy
-	Dispatched       bool
+	Multiregion      Opaque                  `msg:",omitempty"`
+	Periodic         *PeriodicConfig         `msg:",omitempty"`
+	ParameterizedJob *ParameterizedJobConfig `msg:",omitempty"`
+	Reschedule       *ReschedulePolicy       `msg:",omitempty"`
+	Migrate          *MigrateStrategy        `msg:",omitempty"`
+	Dispatched       bool                    `msg:",omitempty"`
 	// DispatchIdempotencyToken deduplicates dispatches of a parameterized job.
-	DispatchIdempotencyToken string
-	Payload                  []byte
-	Meta                     map[string]string
-	UI                       Opaque
+	DispatchIdempotencyToken string            `msg:",omitempty"`
+	Payload                  []byte            `msg:",omitempty"`
+	Meta                     map[string]string `msg:",omitempty"`
+	UI                       Opaque            `msg:",omitempty"`
 
 	// Scheduler names the scheduler plugin for this job. Empty means the
 	// built-in scheduler for Type. This is Drover's addition to the jobspec.
-	Scheduler string
+	Scheduler string `msg:",omitempty"`
 
-	ConsulNamespace string
-	VaultNamespace  string
-	NomadTokenID    string
+	ConsulNamespace string `msg:",omitempty"`
+	VaultNamespace  string `msg:",omitempty"`
+	NomadTokenID    string `msg:",omitempty"`
 
-	Stop              bool
-	Status            string
-	StatusDescription string
-	Stable            bool
-	Version           uint64
-	SubmitTime        int64
-	VersionTag        Opaque
+	Stop              bool   `msg:",omitempty"`
+	Status            string `msg:",omitempty"`
+	StatusDescription string `msg:",omitempty"`
+	Stable            bool   `msg:",omitempty"`
+	Version           uint64 `msg:",omitempty"`
+	SubmitTime        int64  `msg:",omitempty"`
+	VersionTag        Opaque `msg:",omitempty"`
 
-	CreateIndex    uint64
-	ModifyIndex    uint64
-	JobModifyIndex uint64
+	CreateIndex    uint64 `msg:",omitempty"`
+	ModifyIndex    uint64 `msg:",omitempty"`
+	JobModifyIndex uint64 `msg:",omitempty"`
 }
 
 // LookupTaskGroup returns the named group, or nil.
@@ -96,39 +96,39 @@ func (j *Job) SchedulerName() string {
 
 // NamespacedID identifies a namespaced object.
 type NamespacedID struct {
-	Namespace string
-	ID        string
+	Namespace string `msg:",omitempty"`
+	ID        string `msg:",omitempty"`
 }
 
 func (n NamespacedID) String() string { return n.Namespace + "/" + n.ID }
 
 // TaskGroup is a set of tasks placed together on one node, Count times.
 type TaskGroup struct {
-	Name             string
-	Count            int
-	Update           *UpdateStrategy
-	Migrate          *MigrateStrategy
-	Constraints      []*Constraint
-	Scaling          *ScalingPolicy
-	RestartPolicy    *RestartPolicy
-	Disconnect       *DisconnectStrategy
-	Tasks            []*Task
-	EphemeralDisk    *EphemeralDisk
-	Meta             map[string]string
-	ReschedulePolicy *ReschedulePolicy
-	Affinities       []*Affinity
-	Spreads          []*Spread
-	Networks         []*NetworkResource
-	Services         []Opaque
-	Volumes          map[string]Opaque
-	Consul           Opaque
-	ShutdownDelay    *time.Duration
-	MaxRunDuration   *time.Duration
+	Name             string              `msg:",omitempty"`
+	Count            int                 `msg:",omitempty"`
+	Update           *UpdateStrategy     `msg:",omitempty"`
+	Migrate          *MigrateStrategy    `msg:",omitempty"`
+	Constraints      []*Constraint       `msg:",omitempty"`
+	Scaling          *ScalingPolicy      `msg:",omitempty"`
+	RestartPolicy    *RestartPolicy      `msg:",omitempty"`
+	Disconnect       *DisconnectStrategy `msg:",omitempty"`
+	Tasks            []*Task             `msg:",omitempty"`
+	EphemeralDisk    *EphemeralDisk      `msg:",omitempty"`
+	Meta             map[string]string   `msg:",omitempty"`
+	ReschedulePolicy *ReschedulePolicy   `msg:",omitempty"`
+	Affinities       []*Affinity         `msg:",omitempty"`
+	Spreads          []*Spread           `msg:",omitempty"`
+	Networks         []*NetworkResource  `msg:",omitempty"`
+	Services         []Opaque            `msg:",omitempty"`
+	Volumes          map[string]Opaque   `msg:",omitempty"`
+	Consul           Opaque              `msg:",omitempty"`
+	ShutdownDelay    *time.Duration      `msg:",omitempty"`
+	MaxRunDuration   *time.Duration      `msg:",omitempty"`
 	// StopAfterClientDisconnect and MaxClientDisconnect are the pre-1.8
 	// spellings of Disconnect.StopOnClientAfter and Disconnect.LostAfter.
-	StopAfterClientDisconnect *time.Duration
-	MaxClientDisconnect       *time.Duration
-	PreventRescheduleOnLost   bool
+	StopAfterClientDisconnect *time.Duration `msg:",omitempty"`
+	MaxClientDisconnect       *time.Duration `msg:",omitempty"`
+	PreventRescheduleOnLost   bool           `msg:",omitempty"`
 }
 
 // LostAfter is how long an allocation of the group may stay unknown on a
@@ -157,86 +157,86 @@ func (tg *TaskGroup) LookupTask(name string) *Task {
 
 // Task is one process run by a driver.
 type Task struct {
-	Name            string
-	Driver          string
-	User            string
-	Config          Opaque
-	Env             map[string]string
-	Services        []Opaque
-	Vault           Opaque
-	Consul          Opaque
-	Templates       []Opaque
-	Constraints     []*Constraint
-	Affinities      []*Affinity
-	Resources       *Resources
-	RestartPolicy   *RestartPolicy
-	DispatchPayload Opaque
-	Lifecycle       *TaskLifecycle
-	Meta            map[string]string
-	KillTimeout     time.Duration
-	LogConfig       Opaque
-	Artifacts       []Opaque
-	Leader          bool
-	ShutdownDelay   time.Duration
-	VolumeMounts    []Opaque
-	ScalingPolicies []*ScalingPolicy
-	KillSignal      string
-	Kind            string
-	CSIPluginConfig Opaque
-	Identity        Opaque
-	Identities      []Opaque
-	Actions         []Opaque
-	Schedule        Opaque
-	Secrets         []Opaque
+	Name            string            `msg:",omitempty"`
+	Driver          string            `msg:",omitempty"`
+	User            string            `msg:",omitempty"`
+	Config          Opaque            `msg:",omitempty"`
+	Env             map[string]string `msg:",omitempty"`
+	Services        []Opaque          `msg:",omitempty"`
+	Vault           Opaque            `msg:",omitempty"`
+	Consul          Opaque            `msg:",omitempty"`
+	Templates       []Opaque          `msg:",omitempty"`
+	Constraints     []*Constraint     `msg:",omitempty"`
+	Affinities      []*Affinity       `msg:",omitempty"`
+	Resources       *Resources        `msg:",omitempty"`
+	RestartPolicy   *RestartPolicy    `msg:",omitempty"`
+	DispatchPayload Opaque            `msg:",omitempty"`
+	Lifecycle       *TaskLifecycle    `msg:",omitempty"`
+	Meta            map[string]string `msg:",omitempty"`
+	KillTimeout     time.Duration     `msg:",omitempty"`
+	LogConfig       Opaque            `msg:",omitempty"`
+	Artifacts       []Opaque          `msg:",omitempty"`
+	Leader          bool              `msg:",omitempty"`
+	ShutdownDelay   time.Duration     `msg:",omitempty"`
+	VolumeMounts    []Opaque          `msg:",omitempty"`
+	ScalingPolicies []*ScalingPolicy  `msg:",omitempty"`
+	KillSignal      string            `msg:",omitempty"`
+	Kind            string            `msg:",omitempty"`
+	CSIPluginConfig Opaque            `msg:",omitempty"`
+	Identity        Opaque            `msg:",omitempty"`
+	Identities      []Opaque          `msg:",omitempty"`
+	Actions         []Opaque          `msg:",omitempty"`
+	Schedule        Opaque            `msg:",omitempty"`
+	Secrets         []Opaque          `msg:",omitempty"`
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.
 type TaskLifecycle struct {
-	Hook    string
-	Sidecar bool
+	Hook    string `msg:",omitempty"`
+	Sidecar bool   `msg:",omitempty"`
 }
 
 // Constraint restricts placement: LTarget Operand RTarget must hold on a node.
 type Constraint struct {
-	LTarget string
-	RTarget string
-	Operand string
+	LTarget string `msg:",omitempty"`
+	RTarget string `msg:",omitempty"`
+	Operand string `msg:",omitempty"`
 }
 
 func (c *Constraint) String() string { return c.LTarget + " " + c.Operand + " " + c.RTarget }
 
 // Affinity prefers (positive Weight) or avoids (negative) nodes.
 type Affinity struct {
-	LTarget string
-	RTarget string
-	Operand string
-	Weight  int8
+	LTarget string `msg:",omitempty"`
+	RTarget string `msg:",omitempty"`
+	Operand string `msg:",omitempty"`
+	Weight  int8   `msg:",omitempty"`
 }
 
 // Spread spreads a group's allocations over the values of Attribute.
 type Spread struct {
-	Attribute    string
-	Weight       int8
-	SpreadTarget []*SpreadTarget
+	Attribute    string          `msg:",omitempty"`
+	Weight       int8            `msg:",omitempty"`
+	SpreadTarget []*SpreadTarget `msg:",omitempty"`
 }
 
 // SpreadTarget is the desired share of one attribute value.
 type SpreadTarget struct {
-	Value   string
-	Percent uint8
+	Value   string `msg:",omitempty"`
+	Percent uint8  `msg:",omitempty"`
 }
 
 // UpdateStrategy is the update block: how a new job version rolls out.
 type UpdateStrategy struct {
-	Stagger          time.Duration
-	MaxParallel      int
-	HealthCheck      string
-	MinHealthyTime   time.Duration
-	HealthyDeadline  time.Duration
-	ProgressDeadline time.Duration
-	AutoRevert       bool
-	AutoPromote      bool
-	Canary           int
+	Stagger          time.Duration `msg:",omitempty"`
+	MaxParallel      int           `msg:",omitempty"`
+	HealthCheck      string        `msg:",omitempty"`
+	MinHealthyTime   time.Duration `msg:",omitempty"`
+	HealthyDeadline  time.Duration `msg:",omitempty"`
+	ProgressDeadline time.Duration `msg:",omitempty"`
+	AutoRevert       bool          `msg:",omitempty"`
+	AutoPromote      bool          `msg:",omitempty"`
+	Canary           int           `msg:",omitempty"`
 }
 
 // IsEmpty reports whether the strategy asks for no rolling update.
@@ -247,30 +247,30 @@ func (u *UpdateStrategy) Rolling() bool { return u != nil && u.MaxParallel > 0 }
 
 // MigrateStrategy is the migrate block: how allocations leave a draining node.
 type MigrateStrategy struct {
-	MaxParallel     int
-	HealthCheck     string
-	MinHealthyTime  time.Duration
-	HealthyDeadline time.Duration
+	MaxParallel     int           `msg:",omitempty"`
+	HealthCheck     string        `msg:",omitempty"`
+	MinHealthyTime  time.Duration `msg:",omitempty"`
+	HealthyDeadline time.Duration `msg:",omitempty"`
 }
 
 // RestartPolicy is the restart block, enforced on the node.
 type RestartPolicy struct {
-	Attempts        int
-	Interval        time.Duration
-	Delay           time.Duration
-	Mode            string
-	RenderTemplates bool
+	Attempts        int           `msg:",omitempty"`
+	Interval        time.Duration `msg:",omitempty"`
+	Delay           time.Duration `msg:",omitempty"`
+	Mode            string        `msg:",omitempty"`
+	RenderTemplates bool          `msg:",omitempty"`
 }
 
 // ReschedulePolicy is the reschedule block: how failed allocations are
 // replaced on other nodes.
 type ReschedulePolicy struct {
-	Attempts      int
-	Interval      time.Duration
-	Delay         time.Duration
-	DelayFunction string
-	MaxDelay      time.Duration
-	Unlimited     bool
+	Attempts      int           `msg:",omitempty"`
+	Interval      time.Duration `msg:",omitempty"`
+	Delay         time.Duration `msg:",omitempty"`
+	DelayFunction string        `msg:",omitempty"`
+	MaxDelay      time.Duration `msg:",omitempty"`
+	Unlimited     bool          `msg:",omitempty"`
 }
 
 // Reschedule delay functions.
@@ -282,45 +282,45 @@ const (
 
 // DisconnectStrategy is the disconnect block.
 type DisconnectStrategy struct {
-	LostAfter         time.Duration
-	StopOnClientAfter *time.Duration
-	Replace           *bool
-	Reconcile         string
+	LostAfter         time.Duration  `msg:",omitempty"`
+	StopOnClientAfter *time.Duration `msg:",omitempty"`
+	Replace           *bool          `msg:",omitempty"`
+	Reconcile         string         `msg:",omitempty"`
 }
 
 // EphemeralDisk is the group's scratch disk.
 type EphemeralDisk struct {
-	Sticky  bool
-	SizeMB  int
-	Migrate bool
+	Sticky  bool `msg:",omitempty"`
+	SizeMB  int  `msg:",omitempty"`
+	Migrate bool `msg:",omitempty"`
 }
 
 // PeriodicConfig makes a job a template that is launched on a cron schedule.
 type PeriodicConfig struct {
-	Enabled         bool
-	Spec            string
-	Specs           []string
-	SpecType        string
-	ProhibitOverlap bool
-	TimeZone        string
+	Enabled         bool     `msg:",omitempty"`
+	Spec            string   `msg:",omitempty"`
+	Specs           []string `msg:",omitempty"`
+	SpecType        string   `msg:",omitempty"`
+	ProhibitOverlap bool     `msg:",omitempty"`
+	TimeZone        string   `msg:",omitempty"`
 }
 
 // ParameterizedJobConfig makes a job a template that is dispatched on demand.
 type ParameterizedJobConfig struct {
-	Payload      string
-	MetaRequired []string
-	MetaOptional []string
+	Payload      string   `msg:",omitempty"`
+	MetaRequired []string `msg:",omitempty"`
+	MetaOptional []string `msg:",omitempty"`
 }
 
 // ScalingPolicy is the scaling block.
 type ScalingPolicy struct {
-	ID          string
-	Type        string
-	Target      map[string]string
-	Min         int64
-	Max         int64
-	Policy      Opaque
-	Enabled     bool
-	CreateIndex uint64
-	ModifyIndex uint64
+	ID          string            `msg:",omitempty"`
+	Type        string            `msg:",omitempty"`
+	Target      map[string]string `msg:",omitempty"`
+	Min         int64             `msg:",omitempty"`
+	Max         int64             `msg:",omitempty"`
+	Policy      Opaque            `msg:",omitempty"`
+	Enabled     bool              `msg:",omitempty"`
+	CreateIndex uint64            `msg:",omitempty"`
+	ModifyIndex uint64            `msg:",omitempty"`
 }

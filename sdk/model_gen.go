@@ -11,19 +11,52 @@ import (
 // MarshalMsg implements msgp.Marshaler
 func (z *Affinity) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "LTarget"
-	o = append(o, 0x84, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendString(o, z.LTarget)
-	// string "RTarget"
-	o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendString(o, z.RTarget)
-	// string "Operand"
-	o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-	o = msgp.AppendString(o, z.Operand)
-	// string "Weight"
-	o = append(o, 0xa6, 0x57, 0x65, 0x69, 0x67, 0x68, 0x74)
-	o = msgp.AppendInt8(o, z.Weight)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.LTarget == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.RTarget == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Operand == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Weight == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "LTarget"
+			o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendString(o, z.LTarget)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "RTarget"
+			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendString(o, z.RTarget)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Operand"
+			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+			o = msgp.AppendString(o, z.Operand)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Weight"
+			o = append(o, 0xa6, 0x57, 0x65, 0x69, 0x67, 0x68, 0x74)
+			o = msgp.AppendInt8(o, z.Weight)
+		}
+	}
 	return
 }
 
@@ -37,6 +70,8 @@ func (z *Affinity) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -51,30 +86,49 @@ func (z *Affinity) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "LTarget")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "RTarget":
 			z.RTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RTarget")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Operand":
 			z.Operand, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Operand")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Weight":
 			z.Weight, bts, err = msgp.ReadInt8Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Weight")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.LTarget = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.RTarget = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Operand = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Weight = 0
 		}
 	}
 	o = bts
@@ -1034,21 +1088,54 @@ func (z *AllocatedCpuResources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocatedDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "Vendor"
-	o = append(o, 0x84, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
-	o = msgp.AppendString(o, z.Vendor)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
-	// string "Name"
-	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "DeviceIDs"
-	o = append(o, 0xa9, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x49, 0x44, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeviceIDs)))
-	for za0001 := range z.DeviceIDs {
-		o = msgp.AppendString(o, z.DeviceIDs[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Vendor == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Type == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.DeviceIDs == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Vendor"
+			o = append(o, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
+			o = msgp.AppendString(o, z.Vendor)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Type"
+			o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Type)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "DeviceIDs"
+			o = append(o, 0xa9, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x49, 0x44, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.DeviceIDs)))
+			for za0001 := range z.DeviceIDs {
+				o = msgp.AppendString(o, z.DeviceIDs[za0001])
+			}
+		}
 	}
 	return
 }
@@ -1063,6 +1150,8 @@ func (z *AllocatedDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error)
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1077,18 +1166,21 @@ func (z *AllocatedDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error)
 				err = msgp.WrapError(err, "Vendor")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Type":
 			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Name":
 			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "DeviceIDs":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1108,12 +1200,28 @@ func (z *AllocatedDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Vendor = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.DeviceIDs = nil
 		}
 	}
 	o = bts
@@ -3437,16 +3545,43 @@ func (z *AllocationListStub) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z Constraint) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "LTarget"
-	o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendString(o, z.LTarget)
-	// string "RTarget"
-	o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendString(o, z.RTarget)
-	// string "Operand"
-	o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-	o = msgp.AppendString(o, z.Operand)
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.LTarget == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.RTarget == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Operand == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "LTarget"
+			o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendString(o, z.LTarget)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "RTarget"
+			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendString(o, z.RTarget)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Operand"
+			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+			o = msgp.AppendString(o, z.Operand)
+		}
+	}
 	return
 }
 
@@ -3460,6 +3595,8 @@ func (z *Constraint) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3474,24 +3611,39 @@ func (z *Constraint) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "LTarget")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "RTarget":
 			z.RTarget, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RTarget")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Operand":
 			z.Operand, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Operand")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.LTarget = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.RTarget = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Operand = ""
 		}
 	}
 	o = bts
@@ -3507,67 +3659,172 @@ func (z Constraint) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Deployment) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 16
-	// string "ID"
-	o = append(o, 0xde, 0x0, 0x10, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "Namespace"
-	o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "JobID"
-	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
-	o = msgp.AppendString(o, z.JobID)
-	// string "JobVersion"
-	o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendUint64(o, z.JobVersion)
-	// string "JobModifyIndex"
-	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.JobModifyIndex)
-	// string "JobSpecModifyIndex"
-	o = append(o, 0xb2, 0x4a, 0x6f, 0x62, 0x53, 0x70, 0x65, 0x63, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.JobSpecModifyIndex)
-	// string "JobCreateIndex"
-	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.JobCreateIndex)
-	// string "IsMultiregion"
-	o = append(o, 0xad, 0x49, 0x73, 0x4d, 0x75, 0x6c, 0x74, 0x69, 0x72, 0x65, 0x67, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendBool(o, z.IsMultiregion)
-	// string "TaskGroups"
-	o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.TaskGroups)))
-	for za0001, za0002 := range z.TaskGroups {
-		o = msgp.AppendString(o, za0001)
-		if za0002 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0002.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "TaskGroups", za0001)
-				return
+	// check for omitted fields
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.JobID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.JobVersion == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.JobModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.JobSpecModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.JobCreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.IsMultiregion == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.TaskGroups == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.Status == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.StatusDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.EvalPriority == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.CreateTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.ModifyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "JobID"
+			o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+			o = msgp.AppendString(o, z.JobID)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "JobVersion"
+			o = append(o, 0xaa, 0x4a, 0x6f, 0x62, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendUint64(o, z.JobVersion)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "JobModifyIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobModifyIndex)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "JobSpecModifyIndex"
+			o = append(o, 0xb2, 0x4a, 0x6f, 0x62, 0x53, 0x70, 0x65, 0x63, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobSpecModifyIndex)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "JobCreateIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobCreateIndex)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "IsMultiregion"
+			o = append(o, 0xad, 0x49, 0x73, 0x4d, 0x75, 0x6c, 0x74, 0x69, 0x72, 0x65, 0x67, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendBool(o, z.IsMultiregion)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "TaskGroups"
+			o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.TaskGroups)))
+			for za0001, za0002 := range z.TaskGroups {
+				o = msgp.AppendString(o, za0001)
+				if za0002 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0002.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "TaskGroups", za0001)
+						return
+					}
+				}
 			}
 		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Status"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.Status)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "StatusDescription"
+			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StatusDescription)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "EvalPriority"
+			o = append(o, 0xac, 0x45, 0x76, 0x61, 0x6c, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+			o = msgp.AppendInt(o, z.EvalPriority)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "CreateTime"
+			o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.CreateTime)
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "ModifyTime"
+			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.ModifyTime)
+		}
 	}
-	// string "Status"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.Status)
-	// string "StatusDescription"
-	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.StatusDescription)
-	// string "EvalPriority"
-	o = append(o, 0xac, 0x45, 0x76, 0x61, 0x6c, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	o = msgp.AppendInt(o, z.EvalPriority)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
-	// string "CreateTime"
-	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.CreateTime)
-	// string "ModifyTime"
-	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.ModifyTime)
 	return
 }
 
@@ -3581,6 +3838,8 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 16 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3595,48 +3854,56 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Namespace":
 			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "JobID":
 			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "JobVersion":
 			z.JobVersion, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobVersion")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "JobModifyIndex":
 			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "JobSpecModifyIndex":
 			z.JobSpecModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobSpecModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "JobCreateIndex":
 			z.JobCreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobCreateIndex")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "IsMultiregion":
 			z.IsMultiregion, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IsMultiregion")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "TaskGroups":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -3676,54 +3943,113 @@ func (z *Deployment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.TaskGroups[za0001] = za0002
 			}
+			zb0001Mask |= 0x100
 		case "Status":
 			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "StatusDescription":
 			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
 			}
+			zb0001Mask |= 0x400
 		case "EvalPriority":
 			z.EvalPriority, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalPriority")
 				return
 			}
+			zb0001Mask |= 0x800
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x1000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x2000
 		case "CreateTime":
 			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateTime")
 				return
 			}
+			zb0001Mask |= 0x4000
 		case "ModifyTime":
 			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyTime")
 				return
 			}
+			zb0001Mask |= 0x8000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.JobID = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.JobVersion = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.JobModifyIndex = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.JobSpecModifyIndex = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.JobCreateIndex = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.IsMultiregion = false
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.TaskGroups = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Status = ""
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.StatusDescription = ""
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.EvalPriority = 0
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.ModifyIndex = 0
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.CreateTime = 0
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.ModifyTime = 0
 		}
 	}
 	o = bts
@@ -3751,43 +4077,118 @@ func (z *Deployment) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DeploymentState) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 11
-	// string "AutoRevert"
-	o = append(o, 0x8b, 0xaa, 0x41, 0x75, 0x74, 0x6f, 0x52, 0x65, 0x76, 0x65, 0x72, 0x74)
-	o = msgp.AppendBool(o, z.AutoRevert)
-	// string "AutoPromote"
-	o = append(o, 0xab, 0x41, 0x75, 0x74, 0x6f, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65)
-	o = msgp.AppendBool(o, z.AutoPromote)
-	// string "ProgressDeadline"
-	o = append(o, 0xb0, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendDuration(o, z.ProgressDeadline)
-	// string "RequireProgressBy"
-	o = append(o, 0xb1, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x42, 0x79)
-	o = msgp.AppendTime(o, z.RequireProgressBy)
-	// string "Promoted"
-	o = append(o, 0xa8, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Promoted)
-	// string "PlacedCanaries"
-	o = append(o, 0xae, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.PlacedCanaries)))
-	for za0001 := range z.PlacedCanaries {
-		o = msgp.AppendString(o, z.PlacedCanaries[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
+	_ = zb0001Mask
+	if z.AutoRevert == false {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "DesiredCanaries"
-	o = append(o, 0xaf, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x69, 0x65, 0x73)
-	o = msgp.AppendInt(o, z.DesiredCanaries)
-	// string "DesiredTotal"
-	o = append(o, 0xac, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x6f, 0x74, 0x61, 0x6c)
-	o = msgp.AppendInt(o, z.DesiredTotal)
-	// string "PlacedAllocs"
-	o = append(o, 0xac, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendInt(o, z.PlacedAllocs)
-	// string "HealthyAllocs"
-	o = append(o, 0xad, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendInt(o, z.HealthyAllocs)
-	// string "UnhealthyAllocs"
-	o = append(o, 0xaf, 0x55, 0x6e, 0x68, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendInt(o, z.UnhealthyAllocs)
+	if z.AutoPromote == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.ProgressDeadline == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.RequireProgressBy == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Promoted == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.PlacedCanaries == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.DesiredCanaries == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.DesiredTotal == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.PlacedAllocs == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.HealthyAllocs == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.UnhealthyAllocs == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "AutoRevert"
+			o = append(o, 0xaa, 0x41, 0x75, 0x74, 0x6f, 0x52, 0x65, 0x76, 0x65, 0x72, 0x74)
+			o = msgp.AppendBool(o, z.AutoRevert)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "AutoPromote"
+			o = append(o, 0xab, 0x41, 0x75, 0x74, 0x6f, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65)
+			o = msgp.AppendBool(o, z.AutoPromote)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ProgressDeadline"
+			o = append(o, 0xb0, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendDuration(o, z.ProgressDeadline)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "RequireProgressBy"
+			o = append(o, 0xb1, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x42, 0x79)
+			o = msgp.AppendTime(o, z.RequireProgressBy)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Promoted"
+			o = append(o, 0xa8, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Promoted)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "PlacedCanaries"
+			o = append(o, 0xae, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.PlacedCanaries)))
+			for za0001 := range z.PlacedCanaries {
+				o = msgp.AppendString(o, z.PlacedCanaries[za0001])
+			}
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "DesiredCanaries"
+			o = append(o, 0xaf, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x69, 0x65, 0x73)
+			o = msgp.AppendInt(o, z.DesiredCanaries)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "DesiredTotal"
+			o = append(o, 0xac, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x6f, 0x74, 0x61, 0x6c)
+			o = msgp.AppendInt(o, z.DesiredTotal)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "PlacedAllocs"
+			o = append(o, 0xac, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendInt(o, z.PlacedAllocs)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "HealthyAllocs"
+			o = append(o, 0xad, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendInt(o, z.HealthyAllocs)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "UnhealthyAllocs"
+			o = append(o, 0xaf, 0x55, 0x6e, 0x68, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendInt(o, z.UnhealthyAllocs)
+		}
+	}
 	return
 }
 
@@ -3801,6 +4202,8 @@ func (z *DeploymentState) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 11 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3815,30 +4218,35 @@ func (z *DeploymentState) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "AutoRevert")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "AutoPromote":
 			z.AutoPromote, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AutoPromote")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "ProgressDeadline":
 			z.ProgressDeadline, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ProgressDeadline")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "RequireProgressBy":
 			z.RequireProgressBy, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RequireProgressBy")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "Promoted":
 			z.Promoted, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Promoted")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "PlacedCanaries":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3858,42 +4266,84 @@ func (z *DeploymentState) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x20
 		case "DesiredCanaries":
 			z.DesiredCanaries, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredCanaries")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "DesiredTotal":
 			z.DesiredTotal, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DesiredTotal")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "PlacedAllocs":
 			z.PlacedAllocs, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PlacedAllocs")
 				return
 			}
+			zb0001Mask |= 0x100
 		case "HealthyAllocs":
 			z.HealthyAllocs, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthyAllocs")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "UnhealthyAllocs":
 			z.UnhealthyAllocs, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UnhealthyAllocs")
 				return
 			}
+			zb0001Mask |= 0x400
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.AutoRevert = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.AutoPromote = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ProgressDeadline = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.RequireProgressBy = (time.Time{})
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Promoted = false
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.PlacedCanaries = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.DesiredCanaries = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.DesiredTotal = 0
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.PlacedAllocs = 0
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.HealthyAllocs = 0
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.UnhealthyAllocs = 0
 		}
 	}
 	o = bts
@@ -3913,16 +4363,43 @@ func (z *DeploymentState) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z DeploymentStatusUpdate) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "DeploymentID"
-	o = append(o, 0x83, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.DeploymentID)
-	// string "Status"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.Status)
-	// string "StatusDescription"
-	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.StatusDescription)
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.DeploymentID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Status == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.StatusDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "DeploymentID"
+			o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.DeploymentID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Status"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.Status)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "StatusDescription"
+			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StatusDescription)
+		}
+	}
 	return
 }
 
@@ -3936,6 +4413,8 @@ func (z *DeploymentStatusUpdate) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3950,24 +4429,39 @@ func (z *DeploymentStatusUpdate) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Status":
 			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "StatusDescription":
 			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.DeploymentID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Status = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.StatusDescription = ""
 		}
 	}
 	o = bts
@@ -4199,43 +4693,124 @@ func (z *DesiredTransition) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DesiredUpdates) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 12
-	// string "Ignore"
-	o = append(o, 0x8c, 0xa6, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65)
-	o = msgp.AppendUint64(o, z.Ignore)
-	// string "Place"
-	o = append(o, 0xa5, 0x50, 0x6c, 0x61, 0x63, 0x65)
-	o = msgp.AppendUint64(o, z.Place)
-	// string "Migrate"
-	o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
-	o = msgp.AppendUint64(o, z.Migrate)
-	// string "Stop"
-	o = append(o, 0xa4, 0x53, 0x74, 0x6f, 0x70)
-	o = msgp.AppendUint64(o, z.Stop)
-	// string "InPlaceUpdate"
-	o = append(o, 0xad, 0x49, 0x6e, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
-	o = msgp.AppendUint64(o, z.InPlaceUpdate)
-	// string "DestructiveUpdate"
-	o = append(o, 0xb1, 0x44, 0x65, 0x73, 0x74, 0x72, 0x75, 0x63, 0x74, 0x69, 0x76, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
-	o = msgp.AppendUint64(o, z.DestructiveUpdate)
-	// string "Canary"
-	o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
-	o = msgp.AppendUint64(o, z.Canary)
-	// string "Preemptions"
-	o = append(o, 0xab, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendUint64(o, z.Preemptions)
-	// string "Reconnect"
-	o = append(o, 0xa9, 0x52, 0x65, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
-	o = msgp.AppendUint64(o, z.Reconnect)
-	// string "Disconnect"
-	o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
-	o = msgp.AppendUint64(o, z.Disconnect)
-	// string "RescheduleNow"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4e, 0x6f, 0x77)
-	o = msgp.AppendUint64(o, z.RescheduleNow)
-	// string "RescheduleLater"
-	o = append(o, 0xaf, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4c, 0x61, 0x74, 0x65, 0x72)
-	o = msgp.AppendUint64(o, z.RescheduleLater)
+	// check for omitted fields
+	zb0001Len := uint32(12)
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
+	if z.Ignore == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Place == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Migrate == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Stop == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.InPlaceUpdate == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.DestructiveUpdate == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.Canary == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.Preemptions == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.Reconnect == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.Disconnect == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.RescheduleNow == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.RescheduleLater == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Ignore"
+			o = append(o, 0xa6, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65)
+			o = msgp.AppendUint64(o, z.Ignore)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Place"
+			o = append(o, 0xa5, 0x50, 0x6c, 0x61, 0x63, 0x65)
+			o = msgp.AppendUint64(o, z.Place)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Migrate"
+			o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+			o = msgp.AppendUint64(o, z.Migrate)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Stop"
+			o = append(o, 0xa4, 0x53, 0x74, 0x6f, 0x70)
+			o = msgp.AppendUint64(o, z.Stop)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "InPlaceUpdate"
+			o = append(o, 0xad, 0x49, 0x6e, 0x50, 0x6c, 0x61, 0x63, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+			o = msgp.AppendUint64(o, z.InPlaceUpdate)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "DestructiveUpdate"
+			o = append(o, 0xb1, 0x44, 0x65, 0x73, 0x74, 0x72, 0x75, 0x63, 0x74, 0x69, 0x76, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+			o = msgp.AppendUint64(o, z.DestructiveUpdate)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Canary"
+			o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
+			o = msgp.AppendUint64(o, z.Canary)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Preemptions"
+			o = append(o, 0xab, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendUint64(o, z.Preemptions)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Reconnect"
+			o = append(o, 0xa9, 0x52, 0x65, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
+			o = msgp.AppendUint64(o, z.Reconnect)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Disconnect"
+			o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
+			o = msgp.AppendUint64(o, z.Disconnect)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "RescheduleNow"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4e, 0x6f, 0x77)
+			o = msgp.AppendUint64(o, z.RescheduleNow)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "RescheduleLater"
+			o = append(o, 0xaf, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4c, 0x61, 0x74, 0x65, 0x72)
+			o = msgp.AppendUint64(o, z.RescheduleLater)
+		}
+	}
 	return
 }
 
@@ -4249,6 +4824,8 @@ func (z *DesiredUpdates) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4263,78 +4840,129 @@ func (z *DesiredUpdates) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Ignore")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Place":
 			z.Place, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Place")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Migrate":
 			z.Migrate, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Migrate")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Stop":
 			z.Stop, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Stop")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "InPlaceUpdate":
 			z.InPlaceUpdate, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "InPlaceUpdate")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "DestructiveUpdate":
 			z.DestructiveUpdate, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DestructiveUpdate")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "Canary":
 			z.Canary, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Canary")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "Preemptions":
 			z.Preemptions, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Preemptions")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "Reconnect":
 			z.Reconnect, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reconnect")
 				return
 			}
+			zb0001Mask |= 0x100
 		case "Disconnect":
 			z.Disconnect, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Disconnect")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "RescheduleNow":
 			z.RescheduleNow, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RescheduleNow")
 				return
 			}
+			zb0001Mask |= 0x400
 		case "RescheduleLater":
 			z.RescheduleLater, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RescheduleLater")
 				return
 			}
+			zb0001Mask |= 0x800
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xfff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Ignore = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Place = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Migrate = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Stop = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.InPlaceUpdate = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.DestructiveUpdate = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Canary = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Preemptions = 0
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Reconnect = 0
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Disconnect = 0
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.RescheduleNow = 0
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.RescheduleLater = 0
 		}
 	}
 	o = bts
@@ -4408,27 +5036,60 @@ func (z DeviceAttributes) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DisconnectStrategy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "LostAfter"
-	o = append(o, 0x84, 0xa9, 0x4c, 0x6f, 0x73, 0x74, 0x41, 0x66, 0x74, 0x65, 0x72)
-	o = msgp.AppendDuration(o, z.LostAfter)
-	// string "StopOnClientAfter"
-	o = append(o, 0xb1, 0x53, 0x74, 0x6f, 0x70, 0x4f, 0x6e, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x41, 0x66, 0x74, 0x65, 0x72)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.LostAfter == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
 	if z.StopOnClientAfter == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendDuration(o, *z.StopOnClientAfter)
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "Replace"
-	o = append(o, 0xa7, 0x52, 0x65, 0x70, 0x6c, 0x61, 0x63, 0x65)
 	if z.Replace == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendBool(o, *z.Replace)
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "Reconcile"
-	o = append(o, 0xa9, 0x52, 0x65, 0x63, 0x6f, 0x6e, 0x63, 0x69, 0x6c, 0x65)
-	o = msgp.AppendString(o, z.Reconcile)
+	if z.Reconcile == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "LostAfter"
+			o = append(o, 0xa9, 0x4c, 0x6f, 0x73, 0x74, 0x41, 0x66, 0x74, 0x65, 0x72)
+			o = msgp.AppendDuration(o, z.LostAfter)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "StopOnClientAfter"
+			o = append(o, 0xb1, 0x53, 0x74, 0x6f, 0x70, 0x4f, 0x6e, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x41, 0x66, 0x74, 0x65, 0x72)
+			if z.StopOnClientAfter == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendDuration(o, *z.StopOnClientAfter)
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Replace"
+			o = append(o, 0xa7, 0x52, 0x65, 0x70, 0x6c, 0x61, 0x63, 0x65)
+			if z.Replace == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Replace)
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Reconcile"
+			o = append(o, 0xa9, 0x52, 0x65, 0x63, 0x6f, 0x6e, 0x63, 0x69, 0x6c, 0x65)
+			o = msgp.AppendString(o, z.Reconcile)
+		}
+	}
 	return
 }
 
@@ -4442,6 +5103,8 @@ func (z *DisconnectStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4456,6 +5119,7 @@ func (z *DisconnectStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "LostAfter")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "StopOnClientAfter":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -4473,6 +5137,7 @@ func (z *DisconnectStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "Replace":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -4490,18 +5155,35 @@ func (z *DisconnectStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "Reconcile":
 			z.Reconcile, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reconcile")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.LostAfter = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.StopOnClientAfter = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Replace = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Reconcile = ""
 		}
 	}
 	o = bts
@@ -4529,19 +5211,52 @@ func (z *DisconnectStrategy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DrainStrategy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "Deadline"
-	o = append(o, 0x84, 0xa8, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendDuration(o, z.Deadline)
-	// string "IgnoreSystemJobs"
-	o = append(o, 0xb0, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65, 0x53, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x4a, 0x6f, 0x62, 0x73)
-	o = msgp.AppendBool(o, z.IgnoreSystemJobs)
-	// string "ForceDeadline"
-	o = append(o, 0xad, 0x46, 0x6f, 0x72, 0x63, 0x65, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendTime(o, z.ForceDeadline)
-	// string "StartedAt"
-	o = append(o, 0xa9, 0x53, 0x74, 0x61, 0x72, 0x74, 0x65, 0x64, 0x41, 0x74)
-	o = msgp.AppendTime(o, z.StartedAt)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Deadline == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.IgnoreSystemJobs == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.ForceDeadline == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.StartedAt == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Deadline"
+			o = append(o, 0xa8, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendDuration(o, z.Deadline)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "IgnoreSystemJobs"
+			o = append(o, 0xb0, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65, 0x53, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x4a, 0x6f, 0x62, 0x73)
+			o = msgp.AppendBool(o, z.IgnoreSystemJobs)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ForceDeadline"
+			o = append(o, 0xad, 0x46, 0x6f, 0x72, 0x63, 0x65, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendTime(o, z.ForceDeadline)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "StartedAt"
+			o = append(o, 0xa9, 0x53, 0x74, 0x61, 0x72, 0x74, 0x65, 0x64, 0x41, 0x74)
+			o = msgp.AppendTime(o, z.StartedAt)
+		}
+	}
 	return
 }
 
@@ -4555,6 +5270,8 @@ func (z *DrainStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4569,30 +5286,49 @@ func (z *DrainStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Deadline")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "IgnoreSystemJobs":
 			z.IgnoreSystemJobs, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IgnoreSystemJobs")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "ForceDeadline":
 			z.ForceDeadline, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ForceDeadline")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "StartedAt":
 			z.StartedAt, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StartedAt")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Deadline = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.IgnoreSystemJobs = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ForceDeadline = (time.Time{})
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.StartedAt = (time.Time{})
 		}
 	}
 	o = bts
@@ -4608,26 +5344,65 @@ func (z *DrainStrategy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DriverInfo) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Attributes"
-	o = append(o, 0x85, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
-	for za0001, za0002 := range z.Attributes {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendString(o, za0002)
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Attributes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Detected"
-	o = append(o, 0xa8, 0x44, 0x65, 0x74, 0x65, 0x63, 0x74, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Detected)
-	// string "Healthy"
-	o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
-	o = msgp.AppendBool(o, z.Healthy)
-	// string "HealthDescription"
-	o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.HealthDescription)
-	// string "UpdateTime"
-	o = append(o, 0xaa, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendTime(o, z.UpdateTime)
+	if z.Detected == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Healthy == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.HealthDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.UpdateTime == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Attributes"
+			o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
+			for za0001, za0002 := range z.Attributes {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendString(o, za0002)
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Detected"
+			o = append(o, 0xa8, 0x44, 0x65, 0x74, 0x65, 0x63, 0x74, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Detected)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Healthy"
+			o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
+			o = msgp.AppendBool(o, z.Healthy)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "HealthDescription"
+			o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.HealthDescription)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "UpdateTime"
+			o = append(o, 0xaa, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendTime(o, z.UpdateTime)
+		}
+	}
 	return
 }
 
@@ -4641,6 +5416,8 @@ func (z *DriverInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4677,36 +5454,59 @@ func (z *DriverInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Attributes[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "Detected":
 			z.Detected, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Detected")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Healthy":
 			z.Healthy, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Healthy")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "HealthDescription":
 			z.HealthDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthDescription")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "UpdateTime":
 			z.UpdateTime, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UpdateTime")
 				return
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Attributes = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Detected = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Healthy = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HealthDescription = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.UpdateTime = (time.Time{})
 		}
 	}
 	o = bts
@@ -4729,16 +5529,43 @@ func (z *DriverInfo) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z EphemeralDisk) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "Sticky"
-	o = append(o, 0x83, 0xa6, 0x53, 0x74, 0x69, 0x63, 0x6b, 0x79)
-	o = msgp.AppendBool(o, z.Sticky)
-	// string "SizeMB"
-	o = append(o, 0xa6, 0x53, 0x69, 0x7a, 0x65, 0x4d, 0x42)
-	o = msgp.AppendInt(o, z.SizeMB)
-	// string "Migrate"
-	o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
-	o = msgp.AppendBool(o, z.Migrate)
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Sticky == false {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.SizeMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Migrate == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Sticky"
+			o = append(o, 0xa6, 0x53, 0x74, 0x69, 0x63, 0x6b, 0x79)
+			o = msgp.AppendBool(o, z.Sticky)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "SizeMB"
+			o = append(o, 0xa6, 0x53, 0x69, 0x7a, 0x65, 0x4d, 0x42)
+			o = msgp.AppendInt(o, z.SizeMB)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Migrate"
+			o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+			o = msgp.AppendBool(o, z.Migrate)
+		}
+	}
 	return
 }
 
@@ -4752,6 +5579,8 @@ func (z *EphemeralDisk) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4766,24 +5595,39 @@ func (z *EphemeralDisk) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Sticky")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "SizeMB":
 			z.SizeMB, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SizeMB")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Migrate":
 			z.Migrate, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Migrate")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Sticky = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.SizeMB = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Migrate = false
 		}
 	}
 	o = bts
@@ -4799,136 +5643,325 @@ func (z EphemeralDisk) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Evaluation) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 30
-	// string "ID"
-	o = append(o, 0xde, 0x0, 0x1e, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "Namespace"
-	o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "Priority"
-	o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	o = msgp.AppendInt(o, z.Priority)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
-	// string "TriggeredBy"
-	o = append(o, 0xab, 0x54, 0x72, 0x69, 0x67, 0x67, 0x65, 0x72, 0x65, 0x64, 0x42, 0x79)
-	o = msgp.AppendString(o, z.TriggeredBy)
-	// string "JobID"
-	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
-	o = msgp.AppendString(o, z.JobID)
-	// string "JobModifyIndex"
-	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.JobModifyIndex)
-	// string "NodeID"
-	o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-	o = msgp.AppendString(o, z.NodeID)
-	// string "NodeModifyIndex"
-	o = append(o, 0xaf, 0x4e, 0x6f, 0x64, 0x65, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.NodeModifyIndex)
-	// string "DeploymentID"
-	o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.DeploymentID)
-	// string "Status"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.Status)
-	// string "StatusDescription"
-	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.StatusDescription)
-	// string "Wait"
-	o = append(o, 0xa4, 0x57, 0x61, 0x69, 0x74)
-	o = msgp.AppendDuration(o, z.Wait)
-	// string "WaitUntil"
-	o = append(o, 0xa9, 0x57, 0x61, 0x69, 0x74, 0x55, 0x6e, 0x74, 0x69, 0x6c)
-	o = msgp.AppendTime(o, z.WaitUntil)
-	// string "NextEval"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x78, 0x74, 0x45, 0x76, 0x61, 0x6c)
-	o = msgp.AppendString(o, z.NextEval)
-	// string "PreviousEval"
-	o = append(o, 0xac, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x45, 0x76, 0x61, 0x6c)
-	o = msgp.AppendString(o, z.PreviousEval)
-	// string "BlockedEval"
-	o = append(o, 0xab, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c)
-	o = msgp.AppendString(o, z.BlockedEval)
-	// string "RelatedEvals"
-	o = append(o, 0xac, 0x52, 0x65, 0x6c, 0x61, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.RelatedEvals)))
-	for za0001 := range z.RelatedEvals {
-		if z.RelatedEvals[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.RelatedEvals[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "RelatedEvals", za0001)
-				return
-			}
-		}
+	// check for omitted fields
+	zb0001Len := uint32(30)
+	var zb0001Mask uint32 /* 30 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "FailedTGAllocs"
-	o = append(o, 0xae, 0x46, 0x61, 0x69, 0x6c, 0x65, 0x64, 0x54, 0x47, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.FailedTGAllocs)))
-	for za0002, za0003 := range z.FailedTGAllocs {
-		o = msgp.AppendString(o, za0002)
-		if za0003 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0003.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "FailedTGAllocs", za0002)
-				return
-			}
-		}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "ClassEligibility"
-	o = append(o, 0xb0, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79)
-	o = msgp.AppendMapHeader(o, uint32(len(z.ClassEligibility)))
-	for za0004, za0005 := range z.ClassEligibility {
-		o = msgp.AppendString(o, za0004)
-		o = msgp.AppendBool(o, za0005)
+	if z.Priority == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "EscapedComputedClass"
-	o = append(o, 0xb4, 0x45, 0x73, 0x63, 0x61, 0x70, 0x65, 0x64, 0x43, 0x6f, 0x6d, 0x70, 0x75, 0x74, 0x65, 0x64, 0x43, 0x6c, 0x61, 0x73, 0x73)
-	o = msgp.AppendBool(o, z.EscapedComputedClass)
-	// string "QuotaLimitReached"
-	o = append(o, 0xb1, 0x51, 0x75, 0x6f, 0x74, 0x61, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x52, 0x65, 0x61, 0x63, 0x68, 0x65, 0x64)
-	o = msgp.AppendString(o, z.QuotaLimitReached)
-	// string "AnnotatePlan"
-	o = append(o, 0xac, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x65, 0x50, 0x6c, 0x61, 0x6e)
-	o = msgp.AppendBool(o, z.AnnotatePlan)
-	// string "PlanAnnotations"
-	o = append(o, 0xaf, 0x50, 0x6c, 0x61, 0x6e, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+	if z.Type == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.TriggeredBy == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.JobID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.JobModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.NodeID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.NodeModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.DeploymentID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.Status == "" {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.StatusDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.Wait == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.WaitUntil == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.NextEval == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.PreviousEval == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	if z.BlockedEval == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10000
+	}
+	if z.RelatedEvals == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.FailedTGAllocs == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
+	if z.ClassEligibility == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.EscapedComputedClass == false {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.QuotaLimitReached == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.AnnotatePlan == false {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
 	if z.PlanAnnotations == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.PlanAnnotations.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "PlanAnnotations")
-			return
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.QueuedAllocations == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.SnapshotIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000000
+	}
+	if z.CreateTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10000000
+	}
+	if z.ModifyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Priority"
+			o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+			o = msgp.AppendInt(o, z.Priority)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Type"
+			o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Type)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "TriggeredBy"
+			o = append(o, 0xab, 0x54, 0x72, 0x69, 0x67, 0x67, 0x65, 0x72, 0x65, 0x64, 0x42, 0x79)
+			o = msgp.AppendString(o, z.TriggeredBy)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "JobID"
+			o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+			o = msgp.AppendString(o, z.JobID)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "JobModifyIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobModifyIndex)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "NodeID"
+			o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.NodeID)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "NodeModifyIndex"
+			o = append(o, 0xaf, 0x4e, 0x6f, 0x64, 0x65, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.NodeModifyIndex)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "DeploymentID"
+			o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.DeploymentID)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Status"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.Status)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "StatusDescription"
+			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StatusDescription)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "Wait"
+			o = append(o, 0xa4, 0x57, 0x61, 0x69, 0x74)
+			o = msgp.AppendDuration(o, z.Wait)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "WaitUntil"
+			o = append(o, 0xa9, 0x57, 0x61, 0x69, 0x74, 0x55, 0x6e, 0x74, 0x69, 0x6c)
+			o = msgp.AppendTime(o, z.WaitUntil)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "NextEval"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x78, 0x74, 0x45, 0x76, 0x61, 0x6c)
+			o = msgp.AppendString(o, z.NextEval)
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "PreviousEval"
+			o = append(o, 0xac, 0x50, 0x72, 0x65, 0x76, 0x69, 0x6f, 0x75, 0x73, 0x45, 0x76, 0x61, 0x6c)
+			o = msgp.AppendString(o, z.PreviousEval)
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "BlockedEval"
+			o = append(o, 0xab, 0x42, 0x6c, 0x6f, 0x63, 0x6b, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c)
+			o = msgp.AppendString(o, z.BlockedEval)
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "RelatedEvals"
+			o = append(o, 0xac, 0x52, 0x65, 0x6c, 0x61, 0x74, 0x65, 0x64, 0x45, 0x76, 0x61, 0x6c, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.RelatedEvals)))
+			for za0001 := range z.RelatedEvals {
+				if z.RelatedEvals[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.RelatedEvals[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "RelatedEvals", za0001)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "FailedTGAllocs"
+			o = append(o, 0xae, 0x46, 0x61, 0x69, 0x6c, 0x65, 0x64, 0x54, 0x47, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.FailedTGAllocs)))
+			for za0002, za0003 := range z.FailedTGAllocs {
+				o = msgp.AppendString(o, za0002)
+				if za0003 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0003.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "FailedTGAllocs", za0002)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "ClassEligibility"
+			o = append(o, 0xb0, 0x43, 0x6c, 0x61, 0x73, 0x73, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ClassEligibility)))
+			for za0004, za0005 := range z.ClassEligibility {
+				o = msgp.AppendString(o, za0004)
+				o = msgp.AppendBool(o, za0005)
+			}
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "EscapedComputedClass"
+			o = append(o, 0xb4, 0x45, 0x73, 0x63, 0x61, 0x70, 0x65, 0x64, 0x43, 0x6f, 0x6d, 0x70, 0x75, 0x74, 0x65, 0x64, 0x43, 0x6c, 0x61, 0x73, 0x73)
+			o = msgp.AppendBool(o, z.EscapedComputedClass)
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "QuotaLimitReached"
+			o = append(o, 0xb1, 0x51, 0x75, 0x6f, 0x74, 0x61, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x52, 0x65, 0x61, 0x63, 0x68, 0x65, 0x64)
+			o = msgp.AppendString(o, z.QuotaLimitReached)
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "AnnotatePlan"
+			o = append(o, 0xac, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x65, 0x50, 0x6c, 0x61, 0x6e)
+			o = msgp.AppendBool(o, z.AnnotatePlan)
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "PlanAnnotations"
+			o = append(o, 0xaf, 0x50, 0x6c, 0x61, 0x6e, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			if z.PlanAnnotations == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.PlanAnnotations.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "PlanAnnotations")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "QueuedAllocations"
+			o = append(o, 0xb1, 0x51, 0x75, 0x65, 0x75, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.QueuedAllocations)))
+			for za0006, za0007 := range z.QueuedAllocations {
+				o = msgp.AppendString(o, za0006)
+				o = msgp.AppendInt(o, za0007)
+			}
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "SnapshotIndex"
+			o = append(o, 0xad, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.SnapshotIndex)
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
+			// string "CreateTime"
+			o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.CreateTime)
+		}
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
+			// string "ModifyTime"
+			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.ModifyTime)
 		}
 	}
-	// string "QueuedAllocations"
-	o = append(o, 0xb1, 0x51, 0x75, 0x65, 0x75, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.QueuedAllocations)))
-	for za0006, za0007 := range z.QueuedAllocations {
-		o = msgp.AppendString(o, za0006)
-		o = msgp.AppendInt(o, za0007)
-	}
-	// string "SnapshotIndex"
-	o = append(o, 0xad, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.SnapshotIndex)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
-	// string "CreateTime"
-	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.CreateTime)
-	// string "ModifyTime"
-	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.ModifyTime)
 	return
 }
 
@@ -4942,6 +5975,8 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint32 /* 30 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4956,102 +5991,119 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Namespace":
 			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Priority":
 			z.Priority, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Priority")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Type":
 			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "TriggeredBy":
 			z.TriggeredBy, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TriggeredBy")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "JobID":
 			z.JobID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobID")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "JobModifyIndex":
 			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "NodeID":
 			z.NodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeID")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "NodeModifyIndex":
 			z.NodeModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x100
 		case "DeploymentID":
 			z.DeploymentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeploymentID")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "Status":
 			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			zb0001Mask |= 0x400
 		case "StatusDescription":
 			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
 			}
+			zb0001Mask |= 0x800
 		case "Wait":
 			z.Wait, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Wait")
 				return
 			}
+			zb0001Mask |= 0x1000
 		case "WaitUntil":
 			z.WaitUntil, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "WaitUntil")
 				return
 			}
+			zb0001Mask |= 0x2000
 		case "NextEval":
 			z.NextEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NextEval")
 				return
 			}
+			zb0001Mask |= 0x4000
 		case "PreviousEval":
 			z.PreviousEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreviousEval")
 				return
 			}
+			zb0001Mask |= 0x8000
 		case "BlockedEval":
 			z.BlockedEval, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "BlockedEval")
 				return
 			}
+			zb0001Mask |= 0x10000
 		case "RelatedEvals":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -5082,6 +6134,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x20000
 		case "FailedTGAllocs":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -5121,6 +6174,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.FailedTGAllocs[za0002] = za0003
 			}
+			zb0001Mask |= 0x40000
 		case "ClassEligibility":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -5149,24 +6203,28 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.ClassEligibility[za0004] = za0005
 			}
+			zb0001Mask |= 0x80000
 		case "EscapedComputedClass":
 			z.EscapedComputedClass, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EscapedComputedClass")
 				return
 			}
+			zb0001Mask |= 0x100000
 		case "QuotaLimitReached":
 			z.QuotaLimitReached, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "QuotaLimitReached")
 				return
 			}
+			zb0001Mask |= 0x200000
 		case "AnnotatePlan":
 			z.AnnotatePlan, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AnnotatePlan")
 				return
 			}
+			zb0001Mask |= 0x400000
 		case "PlanAnnotations":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -5184,6 +6242,7 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x800000
 		case "QueuedAllocations":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -5212,42 +6271,141 @@ func (z *Evaluation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.QueuedAllocations[za0006] = za0007
 			}
+			zb0001Mask |= 0x1000000
 		case "SnapshotIndex":
 			z.SnapshotIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SnapshotIndex")
 				return
 			}
+			zb0001Mask |= 0x2000000
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x4000000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x8000000
 		case "CreateTime":
 			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateTime")
 				return
 			}
+			zb0001Mask |= 0x10000000
 		case "ModifyTime":
 			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyTime")
 				return
 			}
+			zb0001Mask |= 0x20000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3fffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Priority = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.TriggeredBy = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.JobID = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.JobModifyIndex = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.NodeID = ""
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.NodeModifyIndex = 0
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.DeploymentID = ""
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Status = ""
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.StatusDescription = ""
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.Wait = 0
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.WaitUntil = (time.Time{})
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.NextEval = ""
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.PreviousEval = ""
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.BlockedEval = ""
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.RelatedEvals = nil
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.FailedTGAllocs = nil
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.ClassEligibility = nil
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.EscapedComputedClass = false
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.QuotaLimitReached = ""
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.AnnotatePlan = false
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.PlanAnnotations = nil
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.QueuedAllocations = nil
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.SnapshotIndex = 0
+		}
+		if (zb0001Mask & 0x4000000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x8000000) == 0 {
+			z.ModifyIndex = 0
+		}
+		if (zb0001Mask & 0x10000000) == 0 {
+			z.CreateTime = 0
+		}
+		if (zb0001Mask & 0x20000000) == 0 {
+			z.ModifyTime = 0
 		}
 	}
 	o = bts
@@ -5525,13 +6683,34 @@ func (z *GCRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = append(o, 0xa4, 0x4a, 0x6f, 0x62, 0x73)
 	o = msgp.AppendArrayHeader(o, uint32(len(z.Jobs)))
 	for za0003 := range z.Jobs {
-		// map header, size 2
-		// string "Namespace"
-		o = append(o, 0x82, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-		o = msgp.AppendString(o, z.Jobs[za0003].Namespace)
-		// string "ID"
-		o = append(o, 0xa2, 0x49, 0x44)
-		o = msgp.AppendString(o, z.Jobs[za0003].ID)
+		// check for omitted fields
+		zb0002Len := uint32(2)
+		var zb0002Mask uint8 /* 2 bits */
+		_ = zb0002Mask
+		if z.Jobs[za0003].Namespace == "" {
+			zb0002Len--
+			zb0002Mask |= 0x1
+		}
+		if z.Jobs[za0003].ID == "" {
+			zb0002Len--
+			zb0002Mask |= 0x2
+		}
+		// variable map header, size zb0002Len
+		o = append(o, 0x80|uint8(zb0002Len))
+
+		// skip if no fields are to be emitted
+		if zb0002Len != 0 {
+			if (zb0002Mask & 0x1) == 0 { // if not omitted
+				// string "Namespace"
+				o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+				o = msgp.AppendString(o, z.Jobs[za0003].Namespace)
+			}
+			if (zb0002Mask & 0x2) == 0 { // if not omitted
+				// string "ID"
+				o = append(o, 0xa2, 0x49, 0x44)
+				o = msgp.AppendString(o, z.Jobs[za0003].ID)
+			}
+		}
 	}
 	// string "Nodes"
 	o = append(o, 0xa5, 0x4e, 0x6f, 0x64, 0x65, 0x73)
@@ -5623,6 +6802,8 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Jobs", za0003)
 					return
 				}
+				var zb0005Mask uint8 /* 2 bits */
+				_ = zb0005Mask
 				for zb0005 > 0 {
 					zb0005--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5637,18 +6818,29 @@ func (z *GCRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "Jobs", za0003, "Namespace")
 							return
 						}
+						zb0005Mask |= 0x1
 					case "ID":
 						z.Jobs[za0003].ID, bts, err = readString(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Jobs", za0003, "ID")
 							return
 						}
+						zb0005Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Jobs", za0003)
 							return
 						}
+					}
+				}
+				// Clear omitted fields.
+				if zb0005Mask != 0x3 {
+					if (zb0005Mask & 0x1) == 0 {
+						z.Jobs[za0003].Namespace = ""
+					}
+					if (zb0005Mask & 0x2) == 0 {
+						z.Jobs[za0003].ID = ""
 					}
 				}
 			}
@@ -5730,240 +6922,504 @@ func (z *GCRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Job) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 39
-	// string "Region"
-	o = append(o, 0xde, 0x0, 0x27, 0xa6, 0x52, 0x65, 0x67, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.Region)
-	// string "Namespace"
-	o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "ID"
-	o = append(o, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "ParentID"
-	o = append(o, 0xa8, 0x50, 0x61, 0x72, 0x65, 0x6e, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ParentID)
-	// string "Name"
-	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
-	// string "Priority"
-	o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	o = msgp.AppendInt(o, z.Priority)
-	// string "AllAtOnce"
-	o = append(o, 0xa9, 0x41, 0x6c, 0x6c, 0x41, 0x74, 0x4f, 0x6e, 0x63, 0x65)
-	o = msgp.AppendBool(o, z.AllAtOnce)
-	// string "Datacenters"
-	o = append(o, 0xab, 0x44, 0x61, 0x74, 0x61, 0x63, 0x65, 0x6e, 0x74, 0x65, 0x72, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Datacenters)))
-	for za0001 := range z.Datacenters {
-		o = msgp.AppendString(o, z.Datacenters[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(39)
+	var zb0001Mask uint64 /* 39 bits */
+	_ = zb0001Mask
+	if z.Region == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "NodePool"
-	o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
-	o = msgp.AppendString(o, z.NodePool)
-	// string "Constraints"
-	o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
-	for za0002 := range z.Constraints {
-		if z.Constraints[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 3
-			// string "LTarget"
-			o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0002].LTarget)
-			// string "RTarget"
-			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0002].RTarget)
-			// string "Operand"
-			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-			o = msgp.AppendString(o, z.Constraints[za0002].Operand)
-		}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "Affinities"
-	o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
-	for za0003 := range z.Affinities {
-		if z.Affinities[za0003] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Affinities[za0003].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Affinities", za0003)
-				return
-			}
-		}
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "Spreads"
-	o = append(o, 0xa7, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Spreads)))
-	for za0004 := range z.Spreads {
-		if z.Spreads[za0004] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Spreads[za0004].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Spreads", za0004)
-				return
-			}
-		}
+	if z.ParentID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "TaskGroups"
-	o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.TaskGroups)))
-	for za0005 := range z.TaskGroups {
-		if z.TaskGroups[za0005] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.TaskGroups[za0005].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "TaskGroups", za0005)
-				return
-			}
-		}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "Update"
-	o = append(o, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
-	o, err = z.Update.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Update")
-		return
+	if z.Type == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "Multiregion"
-	o = append(o, 0xab, 0x4d, 0x75, 0x6c, 0x74, 0x69, 0x72, 0x65, 0x67, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Multiregion)))
-	for za0006, za0007 := range z.Multiregion {
-		o = msgp.AppendString(o, za0006)
-		o, err = msgp.AppendIntf(o, za0007)
-		if err != nil {
-			err = msgp.WrapError(err, "Multiregion", za0006)
-			return
-		}
+	if z.Priority == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
-	// string "Periodic"
-	o = append(o, 0xa8, 0x50, 0x65, 0x72, 0x69, 0x6f, 0x64, 0x69, 0x63)
+	if z.AllAtOnce == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.Datacenters == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.NodePool == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.Constraints == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.Affinities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.Spreads == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.TaskGroups == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.Multiregion == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
 	if z.Periodic == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Periodic.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Periodic")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x10000
 	}
-	// string "ParameterizedJob"
-	o = append(o, 0xb0, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x65, 0x74, 0x65, 0x72, 0x69, 0x7a, 0x65, 0x64, 0x4a, 0x6f, 0x62)
 	if z.ParameterizedJob == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.ParameterizedJob.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "ParameterizedJob")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x20000
 	}
-	// string "Reschedule"
-	o = append(o, 0xaa, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
 	if z.Reschedule == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Reschedule.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Reschedule")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x40000
 	}
-	// string "Migrate"
-	o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
 	if z.Migrate == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Migrate.MarshalMsg(o)
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.Dispatched == false {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.DispatchIdempotencyToken == "" {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.Payload == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
+	if z.Meta == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.UI == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.Scheduler == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	if z.ConsulNamespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4000000
+	}
+	if z.VaultNamespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000000
+	}
+	if z.NomadTokenID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10000000
+	}
+	if z.Stop == false {
+		zb0001Len--
+		zb0001Mask |= 0x20000000
+	}
+	if z.Status == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40000000
+	}
+	if z.StatusDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80000000
+	}
+	if z.Stable == false {
+		zb0001Len--
+		zb0001Mask |= 0x100000000
+	}
+	if z.Version == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200000000
+	}
+	if z.SubmitTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400000000
+	}
+	if z.VersionTag == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800000000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000000000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000000000
+	}
+	if z.JobModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Region"
+			o = append(o, 0xa6, 0x52, 0x65, 0x67, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.Region)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "ParentID"
+			o = append(o, 0xa8, 0x50, 0x61, 0x72, 0x65, 0x6e, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ParentID)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Type"
+			o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Type)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Priority"
+			o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+			o = msgp.AppendInt(o, z.Priority)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "AllAtOnce"
+			o = append(o, 0xa9, 0x41, 0x6c, 0x6c, 0x41, 0x74, 0x4f, 0x6e, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.AllAtOnce)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Datacenters"
+			o = append(o, 0xab, 0x44, 0x61, 0x74, 0x61, 0x63, 0x65, 0x6e, 0x74, 0x65, 0x72, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Datacenters)))
+			for za0001 := range z.Datacenters {
+				o = msgp.AppendString(o, z.Datacenters[za0001])
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "NodePool"
+			o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
+			o = msgp.AppendString(o, z.NodePool)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Constraints"
+			o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
+			for za0002 := range z.Constraints {
+				if z.Constraints[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(3)
+					var zb0002Mask uint8 /* 3 bits */
+					_ = zb0002Mask
+					if z.Constraints[za0002].LTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.Constraints[za0002].RTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					if z.Constraints[za0002].Operand == "" {
+						zb0002Len--
+						zb0002Mask |= 0x4
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "LTarget"
+							o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0002].LTarget)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "RTarget"
+							o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0002].RTarget)
+						}
+						if (zb0002Mask & 0x4) == 0 { // if not omitted
+							// string "Operand"
+							o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+							o = msgp.AppendString(o, z.Constraints[za0002].Operand)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "Affinities"
+			o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
+			for za0003 := range z.Affinities {
+				if z.Affinities[za0003] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Affinities[za0003].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Affinities", za0003)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "Spreads"
+			o = append(o, 0xa7, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Spreads)))
+			for za0004 := range z.Spreads {
+				if z.Spreads[za0004] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Spreads[za0004].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Spreads", za0004)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "TaskGroups"
+			o = append(o, 0xaa, 0x54, 0x61, 0x73, 0x6b, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.TaskGroups)))
+			for za0005 := range z.TaskGroups {
+				if z.TaskGroups[za0005] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.TaskGroups[za0005].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "TaskGroups", za0005)
+						return
+					}
+				}
+			}
+		}
+		// string "Update"
+		o = append(o, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+		o, err = z.Update.MarshalMsg(o)
 		if err != nil {
-			err = msgp.WrapError(err, "Migrate")
+			err = msgp.WrapError(err, "Update")
 			return
 		}
-	}
-	// string "Dispatched"
-	o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Dispatched)
-	// string "DispatchIdempotencyToken"
-	o = append(o, 0xb8, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x49, 0x64, 0x65, 0x6d, 0x70, 0x6f, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
-	o = msgp.AppendString(o, z.DispatchIdempotencyToken)
-	// string "Payload"
-	o = append(o, 0xa7, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
-	o = msgp.AppendBytes(o, z.Payload)
-	// string "Meta"
-	o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
-	for za0008, za0009 := range z.Meta {
-		o = msgp.AppendString(o, za0008)
-		o = msgp.AppendString(o, za0009)
-	}
-	// string "UI"
-	o = append(o, 0xa2, 0x55, 0x49)
-	o = msgp.AppendMapHeader(o, uint32(len(z.UI)))
-	for za0010, za0011 := range z.UI {
-		o = msgp.AppendString(o, za0010)
-		o, err = msgp.AppendIntf(o, za0011)
-		if err != nil {
-			err = msgp.WrapError(err, "UI", za0010)
-			return
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "Multiregion"
+			o = append(o, 0xab, 0x4d, 0x75, 0x6c, 0x74, 0x69, 0x72, 0x65, 0x67, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Multiregion)))
+			for za0006, za0007 := range z.Multiregion {
+				o = msgp.AppendString(o, za0006)
+				o, err = msgp.AppendIntf(o, za0007)
+				if err != nil {
+					err = msgp.WrapError(err, "Multiregion", za0006)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "Periodic"
+			o = append(o, 0xa8, 0x50, 0x65, 0x72, 0x69, 0x6f, 0x64, 0x69, 0x63)
+			if z.Periodic == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Periodic.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Periodic")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "ParameterizedJob"
+			o = append(o, 0xb0, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x65, 0x74, 0x65, 0x72, 0x69, 0x7a, 0x65, 0x64, 0x4a, 0x6f, 0x62)
+			if z.ParameterizedJob == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.ParameterizedJob.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ParameterizedJob")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "Reschedule"
+			o = append(o, 0xaa, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+			if z.Reschedule == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Reschedule.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Reschedule")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "Migrate"
+			o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+			if z.Migrate == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Migrate.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Migrate")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "Dispatched"
+			o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Dispatched)
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "DispatchIdempotencyToken"
+			o = append(o, 0xb8, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x49, 0x64, 0x65, 0x6d, 0x70, 0x6f, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
+			o = msgp.AppendString(o, z.DispatchIdempotencyToken)
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "Payload"
+			o = append(o, 0xa7, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
+			o = msgp.AppendBytes(o, z.Payload)
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "Meta"
+			o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
+			for za0008, za0009 := range z.Meta {
+				o = msgp.AppendString(o, za0008)
+				o = msgp.AppendString(o, za0009)
+			}
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "UI"
+			o = append(o, 0xa2, 0x55, 0x49)
+			o = msgp.AppendMapHeader(o, uint32(len(z.UI)))
+			for za0010, za0011 := range z.UI {
+				o = msgp.AppendString(o, za0010)
+				o, err = msgp.AppendIntf(o, za0011)
+				if err != nil {
+					err = msgp.WrapError(err, "UI", za0010)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "Scheduler"
+			o = append(o, 0xa9, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Scheduler)
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "ConsulNamespace"
+			o = append(o, 0xaf, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.ConsulNamespace)
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+			// string "VaultNamespace"
+			o = append(o, 0xae, 0x56, 0x61, 0x75, 0x6c, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.VaultNamespace)
+		}
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
+			// string "NomadTokenID"
+			o = append(o, 0xac, 0x4e, 0x6f, 0x6d, 0x61, 0x64, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x49, 0x44)
+			o = msgp.AppendString(o, z.NomadTokenID)
+		}
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
+			// string "Stop"
+			o = append(o, 0xa4, 0x53, 0x74, 0x6f, 0x70)
+			o = msgp.AppendBool(o, z.Stop)
+		}
+		if (zb0001Mask & 0x40000000) == 0 { // if not omitted
+			// string "Status"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.Status)
+		}
+		if (zb0001Mask & 0x80000000) == 0 { // if not omitted
+			// string "StatusDescription"
+			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StatusDescription)
+		}
+		if (zb0001Mask & 0x100000000) == 0 { // if not omitted
+			// string "Stable"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x62, 0x6c, 0x65)
+			o = msgp.AppendBool(o, z.Stable)
+		}
+		if (zb0001Mask & 0x200000000) == 0 { // if not omitted
+			// string "Version"
+			o = append(o, 0xa7, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendUint64(o, z.Version)
+		}
+		if (zb0001Mask & 0x400000000) == 0 { // if not omitted
+			// string "SubmitTime"
+			o = append(o, 0xaa, 0x53, 0x75, 0x62, 0x6d, 0x69, 0x74, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.SubmitTime)
+		}
+		if (zb0001Mask & 0x800000000) == 0 { // if not omitted
+			// string "VersionTag"
+			o = append(o, 0xaa, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x54, 0x61, 0x67)
+			o = msgp.AppendMapHeader(o, uint32(len(z.VersionTag)))
+			for za0012, za0013 := range z.VersionTag {
+				o = msgp.AppendString(o, za0012)
+				o, err = msgp.AppendIntf(o, za0013)
+				if err != nil {
+					err = msgp.WrapError(err, "VersionTag", za0012)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000000000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x2000000000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+		if (zb0001Mask & 0x4000000000) == 0 { // if not omitted
+			// string "JobModifyIndex"
+			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.JobModifyIndex)
 		}
 	}
-	// string "Scheduler"
-	o = append(o, 0xa9, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72)
-	o = msgp.AppendString(o, z.Scheduler)
-	// string "ConsulNamespace"
-	o = append(o, 0xaf, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.ConsulNamespace)
-	// string "VaultNamespace"
-	o = append(o, 0xae, 0x56, 0x61, 0x75, 0x6c, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.VaultNamespace)
-	// string "NomadTokenID"
-	o = append(o, 0xac, 0x4e, 0x6f, 0x6d, 0x61, 0x64, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x49, 0x44)
-	o = msgp.AppendString(o, z.NomadTokenID)
-	// string "Stop"
-	o = append(o, 0xa4, 0x53, 0x74, 0x6f, 0x70)
-	o = msgp.AppendBool(o, z.Stop)
-	// string "Status"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.Status)
-	// string "StatusDescription"
-	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.StatusDescription)
-	// string "Stable"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x62, 0x6c, 0x65)
-	o = msgp.AppendBool(o, z.Stable)
-	// string "Version"
-	o = append(o, 0xa7, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendUint64(o, z.Version)
-	// string "SubmitTime"
-	o = append(o, 0xaa, 0x53, 0x75, 0x62, 0x6d, 0x69, 0x74, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.SubmitTime)
-	// string "VersionTag"
-	o = append(o, 0xaa, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x54, 0x61, 0x67)
-	o = msgp.AppendMapHeader(o, uint32(len(z.VersionTag)))
-	for za0012, za0013 := range z.VersionTag {
-		o = msgp.AppendString(o, za0012)
-		o, err = msgp.AppendIntf(o, za0013)
-		if err != nil {
-			err = msgp.WrapError(err, "VersionTag", za0012)
-			return
-		}
-	}
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
-	// string "JobModifyIndex"
-	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.JobModifyIndex)
 	return
 }
 
@@ -5977,6 +7433,8 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint64 /* 38 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5991,48 +7449,56 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Region")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Namespace":
 			z.Namespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "ID":
 			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "ParentID":
 			z.ParentID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ParentID")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "Name":
 			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "Type":
 			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "Priority":
 			z.Priority, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Priority")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "AllAtOnce":
 			z.AllAtOnce, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AllAtOnce")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "Datacenters":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6052,12 +7518,14 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100
 		case "NodePool":
 			z.NodePool, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
 			}
+			zb0001Mask |= 0x200
 		case "Constraints":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6087,6 +7555,8 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Constraints", za0002)
 						return
 					}
+					var zb0004Mask uint8 /* 3 bits */
+					_ = zb0004Mask
 					for zb0004 > 0 {
 						zb0004--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6101,18 +7571,21 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "Constraints", za0002, "LTarget")
 								return
 							}
+							zb0004Mask |= 0x1
 						case "RTarget":
 							z.Constraints[za0002].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0002, "RTarget")
 								return
 							}
+							zb0004Mask |= 0x2
 						case "Operand":
 							z.Constraints[za0002].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0002, "Operand")
 								return
 							}
+							zb0004Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -6121,8 +7594,21 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0004Mask != 0x7 {
+						if (zb0004Mask & 0x1) == 0 {
+							z.Constraints[za0002].LTarget = ""
+						}
+						if (zb0004Mask & 0x2) == 0 {
+							z.Constraints[za0002].RTarget = ""
+						}
+						if (zb0004Mask & 0x4) == 0 {
+							z.Constraints[za0002].Operand = ""
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x400
 		case "Affinities":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6153,6 +7639,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x800
 		case "Spreads":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6183,6 +7670,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1000
 		case "TaskGroups":
 			var zb0007 uint32
 			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6213,6 +7701,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x2000
 		case "Update":
 			bts, err = z.Update.UnmarshalMsg(bts)
 			if err != nil {
@@ -6247,6 +7736,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Multiregion[za0006] = za0007
 			}
+			zb0001Mask |= 0x4000
 		case "Periodic":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6264,6 +7754,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8000
 		case "ParameterizedJob":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6281,6 +7772,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x10000
 		case "Reschedule":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6298,6 +7790,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x20000
 		case "Migrate":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6315,24 +7808,28 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40000
 		case "Dispatched":
 			z.Dispatched, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Dispatched")
 				return
 			}
+			zb0001Mask |= 0x80000
 		case "DispatchIdempotencyToken":
 			z.DispatchIdempotencyToken, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DispatchIdempotencyToken")
 				return
 			}
+			zb0001Mask |= 0x100000
 		case "Payload":
 			z.Payload, bts, err = msgp.ReadBytesBytes(bts, z.Payload)
 			if err != nil {
 				err = msgp.WrapError(err, "Payload")
 				return
 			}
+			zb0001Mask |= 0x200000
 		case "Meta":
 			var zb0009 uint32
 			zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -6361,6 +7858,7 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Meta[za0008] = za0009
 			}
+			zb0001Mask |= 0x400000
 		case "UI":
 			var zb0010 uint32
 			zb0010, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -6389,66 +7887,77 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.UI[za0010] = za0011
 			}
+			zb0001Mask |= 0x800000
 		case "Scheduler":
 			z.Scheduler, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Scheduler")
 				return
 			}
+			zb0001Mask |= 0x1000000
 		case "ConsulNamespace":
 			z.ConsulNamespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ConsulNamespace")
 				return
 			}
+			zb0001Mask |= 0x2000000
 		case "VaultNamespace":
 			z.VaultNamespace, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VaultNamespace")
 				return
 			}
+			zb0001Mask |= 0x4000000
 		case "NomadTokenID":
 			z.NomadTokenID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NomadTokenID")
 				return
 			}
+			zb0001Mask |= 0x8000000
 		case "Stop":
 			z.Stop, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Stop")
 				return
 			}
+			zb0001Mask |= 0x10000000
 		case "Status":
 			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			zb0001Mask |= 0x20000000
 		case "StatusDescription":
 			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
 			}
+			zb0001Mask |= 0x40000000
 		case "Stable":
 			z.Stable, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Stable")
 				return
 			}
+			zb0001Mask |= 0x80000000
 		case "Version":
 			z.Version, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Version")
 				return
 			}
+			zb0001Mask |= 0x100000000
 		case "SubmitTime":
 			z.SubmitTime, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SubmitTime")
 				return
 			}
+			zb0001Mask |= 0x200000000
 		case "VersionTag":
 			var zb0011 uint32
 			zb0011, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -6477,30 +7986,151 @@ func (z *Job) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.VersionTag[za0012] = za0013
 			}
+			zb0001Mask |= 0x400000000
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x800000000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x1000000000
 		case "JobModifyIndex":
 			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "JobModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x2000000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3fffffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Region = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ParentID = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Priority = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.AllAtOnce = false
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Datacenters = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.NodePool = ""
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Constraints = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.Affinities = nil
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.Spreads = nil
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.TaskGroups = nil
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.Multiregion = nil
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.Periodic = nil
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.ParameterizedJob = nil
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.Reschedule = nil
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.Migrate = nil
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.Dispatched = false
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.DispatchIdempotencyToken = ""
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.Payload = nil
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.Meta = nil
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.UI = nil
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.Scheduler = ""
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.ConsulNamespace = ""
+		}
+		if (zb0001Mask & 0x4000000) == 0 {
+			z.VaultNamespace = ""
+		}
+		if (zb0001Mask & 0x8000000) == 0 {
+			z.NomadTokenID = ""
+		}
+		if (zb0001Mask & 0x10000000) == 0 {
+			z.Stop = false
+		}
+		if (zb0001Mask & 0x20000000) == 0 {
+			z.Status = ""
+		}
+		if (zb0001Mask & 0x40000000) == 0 {
+			z.StatusDescription = ""
+		}
+		if (zb0001Mask & 0x80000000) == 0 {
+			z.Stable = false
+		}
+		if (zb0001Mask & 0x100000000) == 0 {
+			z.Version = 0
+		}
+		if (zb0001Mask & 0x200000000) == 0 {
+			z.SubmitTime = 0
+		}
+		if (zb0001Mask & 0x400000000) == 0 {
+			z.VersionTag = nil
+		}
+		if (zb0001Mask & 0x800000000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x1000000000) == 0 {
+			z.ModifyIndex = 0
+		}
+		if (zb0001Mask & 0x2000000000) == 0 {
+			z.JobModifyIndex = 0
 		}
 	}
 	o = bts
@@ -6604,19 +8234,52 @@ func (z *Job) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *MigrateStrategy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "MaxParallel"
-	o = append(o, 0x84, 0xab, 0x4d, 0x61, 0x78, 0x50, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c)
-	o = msgp.AppendInt(o, z.MaxParallel)
-	// string "HealthCheck"
-	o = append(o, 0xab, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x43, 0x68, 0x65, 0x63, 0x6b)
-	o = msgp.AppendString(o, z.HealthCheck)
-	// string "MinHealthyTime"
-	o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendDuration(o, z.MinHealthyTime)
-	// string "HealthyDeadline"
-	o = append(o, 0xaf, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendDuration(o, z.HealthyDeadline)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.MaxParallel == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.HealthCheck == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.MinHealthyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.HealthyDeadline == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "MaxParallel"
+			o = append(o, 0xab, 0x4d, 0x61, 0x78, 0x50, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c)
+			o = msgp.AppendInt(o, z.MaxParallel)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "HealthCheck"
+			o = append(o, 0xab, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x43, 0x68, 0x65, 0x63, 0x6b)
+			o = msgp.AppendString(o, z.HealthCheck)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "MinHealthyTime"
+			o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendDuration(o, z.MinHealthyTime)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "HealthyDeadline"
+			o = append(o, 0xaf, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendDuration(o, z.HealthyDeadline)
+		}
+	}
 	return
 }
 
@@ -6630,6 +8293,8 @@ func (z *MigrateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6644,30 +8309,49 @@ func (z *MigrateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "MaxParallel")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "HealthCheck":
 			z.HealthCheck, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthCheck")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "MinHealthyTime":
 			z.MinHealthyTime, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MinHealthyTime")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "HealthyDeadline":
 			z.HealthyDeadline, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthyDeadline")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.MaxParallel = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.HealthCheck = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.MinHealthyTime = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HealthyDeadline = 0
 		}
 	}
 	o = bts
@@ -6683,15 +8367,36 @@ func (z *MigrateStrategy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NUMAResource) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "Affinity"
-	o = append(o, 0x82, 0xa8, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x79)
-	o = msgp.AppendString(o, z.Affinity)
-	// string "Devices"
-	o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
-	for za0001 := range z.Devices {
-		o = msgp.AppendString(o, z.Devices[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Affinity == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Devices == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Affinity"
+			o = append(o, 0xa8, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x79)
+			o = msgp.AppendString(o, z.Affinity)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Devices"
+			o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
+			for za0001 := range z.Devices {
+				o = msgp.AppendString(o, z.Devices[za0001])
+			}
+		}
 	}
 	return
 }
@@ -6706,6 +8411,8 @@ func (z *NUMAResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6720,6 +8427,7 @@ func (z *NUMAResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Affinity")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Devices":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6739,12 +8447,22 @@ func (z *NUMAResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Affinity = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Devices = nil
 		}
 	}
 	o = bts
@@ -6763,13 +8481,34 @@ func (z *NUMAResource) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z NamespacedID) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "Namespace"
-	o = append(o, 0x82, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "ID"
-	o = append(o, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+	}
 	return
 }
 
@@ -6783,6 +8522,8 @@ func (z *NamespacedID) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6797,18 +8538,29 @@ func (z *NamespacedID) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "ID":
 			z.ID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ID = ""
 		}
 	}
 	o = bts
@@ -6824,65 +8576,134 @@ func (z NamespacedID) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NetworkResource) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 10
-	// string "Mode"
-	o = append(o, 0x8a, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
-	o = msgp.AppendString(o, z.Mode)
-	// string "Device"
-	o = append(o, 0xa6, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Device)
-	// string "CIDR"
-	o = append(o, 0xa4, 0x43, 0x49, 0x44, 0x52)
-	o = msgp.AppendString(o, z.CIDR)
-	// string "IP"
-	o = append(o, 0xa2, 0x49, 0x50)
-	o = msgp.AppendString(o, z.IP)
-	// string "Hostname"
-	o = append(o, 0xa8, 0x48, 0x6f, 0x73, 0x74, 0x6e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Hostname)
-	// string "MBits"
-	o = append(o, 0xa5, 0x4d, 0x42, 0x69, 0x74, 0x73)
-	o = msgp.AppendInt(o, z.MBits)
-	// string "DNS"
-	o = append(o, 0xa3, 0x44, 0x4e, 0x53)
-	o = msgp.AppendMapHeader(o, uint32(len(z.DNS)))
-	for za0001, za0002 := range z.DNS {
-		o = msgp.AppendString(o, za0001)
-		o, err = msgp.AppendIntf(o, za0002)
-		if err != nil {
-			err = msgp.WrapError(err, "DNS", za0001)
-			return
-		}
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.Mode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "CNI"
-	o = append(o, 0xa3, 0x43, 0x4e, 0x49)
-	o = msgp.AppendMapHeader(o, uint32(len(z.CNI)))
-	for za0003, za0004 := range z.CNI {
-		o = msgp.AppendString(o, za0003)
-		o, err = msgp.AppendIntf(o, za0004)
-		if err != nil {
-			err = msgp.WrapError(err, "CNI", za0003)
-			return
-		}
+	if z.Device == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "ReservedPorts"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x50, 0x6f, 0x72, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedPorts)))
-	for za0005 := range z.ReservedPorts {
-		o, err = z.ReservedPorts[za0005].MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "ReservedPorts", za0005)
-			return
-		}
+	if z.CIDR == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "DynamicPorts"
-	o = append(o, 0xac, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DynamicPorts)))
-	for za0006 := range z.DynamicPorts {
-		o, err = z.DynamicPorts[za0006].MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "DynamicPorts", za0006)
-			return
+	if z.IP == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Hostname == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.MBits == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.DNS == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.CNI == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.ReservedPorts == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.DynamicPorts == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Mode"
+			o = append(o, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.Mode)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Device"
+			o = append(o, 0xa6, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Device)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "CIDR"
+			o = append(o, 0xa4, 0x43, 0x49, 0x44, 0x52)
+			o = msgp.AppendString(o, z.CIDR)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "IP"
+			o = append(o, 0xa2, 0x49, 0x50)
+			o = msgp.AppendString(o, z.IP)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Hostname"
+			o = append(o, 0xa8, 0x48, 0x6f, 0x73, 0x74, 0x6e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Hostname)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "MBits"
+			o = append(o, 0xa5, 0x4d, 0x42, 0x69, 0x74, 0x73)
+			o = msgp.AppendInt(o, z.MBits)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "DNS"
+			o = append(o, 0xa3, 0x44, 0x4e, 0x53)
+			o = msgp.AppendMapHeader(o, uint32(len(z.DNS)))
+			for za0001, za0002 := range z.DNS {
+				o = msgp.AppendString(o, za0001)
+				o, err = msgp.AppendIntf(o, za0002)
+				if err != nil {
+					err = msgp.WrapError(err, "DNS", za0001)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "CNI"
+			o = append(o, 0xa3, 0x43, 0x4e, 0x49)
+			o = msgp.AppendMapHeader(o, uint32(len(z.CNI)))
+			for za0003, za0004 := range z.CNI {
+				o = msgp.AppendString(o, za0003)
+				o, err = msgp.AppendIntf(o, za0004)
+				if err != nil {
+					err = msgp.WrapError(err, "CNI", za0003)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "ReservedPorts"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x50, 0x6f, 0x72, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedPorts)))
+			for za0005 := range z.ReservedPorts {
+				o, err = z.ReservedPorts[za0005].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ReservedPorts", za0005)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "DynamicPorts"
+			o = append(o, 0xac, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.DynamicPorts)))
+			for za0006 := range z.DynamicPorts {
+				o, err = z.DynamicPorts[za0006].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "DynamicPorts", za0006)
+					return
+				}
+			}
 		}
 	}
 	return
@@ -6898,6 +8719,8 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6912,36 +8735,42 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Mode")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Device":
 			z.Device, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Device")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "CIDR":
 			z.CIDR, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CIDR")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "IP":
 			z.IP, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IP")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "Hostname":
 			z.Hostname, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Hostname")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "MBits":
 			z.MBits, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MBits")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "DNS":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -6970,6 +8799,7 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.DNS[za0001] = za0002
 			}
+			zb0001Mask |= 0x40
 		case "CNI":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -6998,6 +8828,7 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.CNI[za0003] = za0004
 			}
+			zb0001Mask |= 0x80
 		case "ReservedPorts":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -7017,6 +8848,7 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100
 		case "DynamicPorts":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -7036,12 +8868,46 @@ func (z *NetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x200
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Mode = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Device = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.CIDR = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.IP = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Hostname = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.MBits = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.DNS = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.CNI = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.ReservedPorts = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.DynamicPorts = nil
 		}
 	}
 	o = bts
@@ -7078,182 +8944,359 @@ func (z *NetworkResource) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 28
-	// string "ID"
-	o = append(o, 0xde, 0x0, 0x1c, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "SecretID"
-	o = append(o, 0xa8, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.SecretID)
-	// string "Datacenter"
-	o = append(o, 0xaa, 0x44, 0x61, 0x74, 0x61, 0x63, 0x65, 0x6e, 0x74, 0x65, 0x72)
-	o = msgp.AppendString(o, z.Datacenter)
-	// string "Name"
-	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "HTTPAddr"
-	o = append(o, 0xa8, 0x48, 0x54, 0x54, 0x50, 0x41, 0x64, 0x64, 0x72)
-	o = msgp.AppendString(o, z.HTTPAddr)
-	// string "TLSEnabled"
-	o = append(o, 0xaa, 0x54, 0x4c, 0x53, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.TLSEnabled)
-	// string "Attributes"
-	o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
-	for za0001, za0002 := range z.Attributes {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendString(o, za0002)
+	// check for omitted fields
+	zb0001Len := uint32(28)
+	var zb0001Mask uint32 /* 28 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "NodeResources"
-	o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+	if z.SecretID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Datacenter == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.HTTPAddr == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.TLSEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.Attributes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
 	if z.NodeResources == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.NodeResources.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "NodeResources")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "ReservedResources"
-	o = append(o, 0xb1, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
 	if z.ReservedResources == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.ReservedResources.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "ReservedResources")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x100
 	}
-	// string "Links"
-	o = append(o, 0xa5, 0x4c, 0x69, 0x6e, 0x6b, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Links)))
-	for za0003, za0004 := range z.Links {
-		o = msgp.AppendString(o, za0003)
-		o = msgp.AppendString(o, za0004)
+	if z.Links == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
-	// string "Meta"
-	o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
-	for za0005, za0006 := range z.Meta {
-		o = msgp.AppendString(o, za0005)
-		o = msgp.AppendString(o, za0006)
+	if z.Meta == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
-	// string "NodeClass"
-	o = append(o, 0xa9, 0x4e, 0x6f, 0x64, 0x65, 0x43, 0x6c, 0x61, 0x73, 0x73)
-	o = msgp.AppendString(o, z.NodeClass)
-	// string "NodePool"
-	o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
-	o = msgp.AppendString(o, z.NodePool)
-	// string "ComputedClass"
-	o = append(o, 0xad, 0x43, 0x6f, 0x6d, 0x70, 0x75, 0x74, 0x65, 0x64, 0x43, 0x6c, 0x61, 0x73, 0x73)
-	o = msgp.AppendString(o, z.ComputedClass)
-	// string "Drain"
-	o = append(o, 0xa5, 0x44, 0x72, 0x61, 0x69, 0x6e)
-	o = msgp.AppendBool(o, z.Drain)
-	// string "DrainStrategy"
-	o = append(o, 0xad, 0x44, 0x72, 0x61, 0x69, 0x6e, 0x53, 0x74, 0x72, 0x61, 0x74, 0x65, 0x67, 0x79)
+	if z.NodeClass == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.NodePool == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.ComputedClass == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.Drain == false {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
 	if z.DrainStrategy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.DrainStrategy.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "DrainStrategy")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x8000
 	}
-	// string "SchedulingEligibility"
-	o = append(o, 0xb5, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x69, 0x6e, 0x67, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79)
-	o = msgp.AppendString(o, z.SchedulingEligibility)
-	// string "Status"
-	o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-	o = msgp.AppendString(o, z.Status)
-	// string "StatusDescription"
-	o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.StatusDescription)
-	// string "StatusUpdatedAt"
-	o = append(o, 0xaf, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
-	o = msgp.AppendInt64(o, z.StatusUpdatedAt)
-	// string "Events"
-	o = append(o, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Events)))
-	for za0007 := range z.Events {
-		if z.Events[za0007] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Events[za0007].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Events", za0007)
-				return
+	if z.SchedulingEligibility == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10000
+	}
+	if z.Status == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.StatusDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
+	if z.StatusUpdatedAt == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.Events == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.Drivers == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.HostVolumes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
+	if z.HostNetworks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.LastDrain == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.NodeMaxAllocs == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "SecretID"
+			o = append(o, 0xa8, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.SecretID)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Datacenter"
+			o = append(o, 0xaa, 0x44, 0x61, 0x74, 0x61, 0x63, 0x65, 0x6e, 0x74, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Datacenter)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "HTTPAddr"
+			o = append(o, 0xa8, 0x48, 0x54, 0x54, 0x50, 0x41, 0x64, 0x64, 0x72)
+			o = msgp.AppendString(o, z.HTTPAddr)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "TLSEnabled"
+			o = append(o, 0xaa, 0x54, 0x4c, 0x53, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.TLSEnabled)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Attributes"
+			o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
+			for za0001, za0002 := range z.Attributes {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendString(o, za0002)
 			}
 		}
-	}
-	// string "Drivers"
-	o = append(o, 0xa7, 0x44, 0x72, 0x69, 0x76, 0x65, 0x72, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Drivers)))
-	for za0008, za0009 := range z.Drivers {
-		o = msgp.AppendString(o, za0008)
-		if za0009 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0009.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Drivers", za0008)
-				return
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "NodeResources"
+			o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+			if z.NodeResources == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.NodeResources.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "NodeResources")
+					return
+				}
 			}
 		}
-	}
-	// string "HostVolumes"
-	o = append(o, 0xab, 0x48, 0x6f, 0x73, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.HostVolumes)))
-	for za0010, za0011 := range z.HostVolumes {
-		o = msgp.AppendString(o, za0010)
-		o = msgp.AppendMapHeader(o, uint32(len(za0011)))
-		for za0012, za0013 := range za0011 {
-			o = msgp.AppendString(o, za0012)
-			o, err = msgp.AppendIntf(o, za0013)
-			if err != nil {
-				err = msgp.WrapError(err, "HostVolumes", za0010, za0012)
-				return
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "ReservedResources"
+			o = append(o, 0xb1, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+			if z.ReservedResources == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.ReservedResources.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ReservedResources")
+					return
+				}
 			}
 		}
-	}
-	// string "HostNetworks"
-	o = append(o, 0xac, 0x48, 0x6f, 0x73, 0x74, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.HostNetworks)))
-	for za0014, za0015 := range z.HostNetworks {
-		o = msgp.AppendString(o, za0014)
-		o = msgp.AppendMapHeader(o, uint32(len(za0015)))
-		for za0016, za0017 := range za0015 {
-			o = msgp.AppendString(o, za0016)
-			o, err = msgp.AppendIntf(o, za0017)
-			if err != nil {
-				err = msgp.WrapError(err, "HostNetworks", za0014, za0016)
-				return
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Links"
+			o = append(o, 0xa5, 0x4c, 0x69, 0x6e, 0x6b, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Links)))
+			for za0003, za0004 := range z.Links {
+				o = msgp.AppendString(o, za0003)
+				o = msgp.AppendString(o, za0004)
 			}
 		}
-	}
-	// string "LastDrain"
-	o = append(o, 0xa9, 0x4c, 0x61, 0x73, 0x74, 0x44, 0x72, 0x61, 0x69, 0x6e)
-	o = msgp.AppendMapHeader(o, uint32(len(z.LastDrain)))
-	for za0018, za0019 := range z.LastDrain {
-		o = msgp.AppendString(o, za0018)
-		o, err = msgp.AppendIntf(o, za0019)
-		if err != nil {
-			err = msgp.WrapError(err, "LastDrain", za0018)
-			return
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Meta"
+			o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
+			for za0005, za0006 := range z.Meta {
+				o = msgp.AppendString(o, za0005)
+				o = msgp.AppendString(o, za0006)
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "NodeClass"
+			o = append(o, 0xa9, 0x4e, 0x6f, 0x64, 0x65, 0x43, 0x6c, 0x61, 0x73, 0x73)
+			o = msgp.AppendString(o, z.NodeClass)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "NodePool"
+			o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c)
+			o = msgp.AppendString(o, z.NodePool)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "ComputedClass"
+			o = append(o, 0xad, 0x43, 0x6f, 0x6d, 0x70, 0x75, 0x74, 0x65, 0x64, 0x43, 0x6c, 0x61, 0x73, 0x73)
+			o = msgp.AppendString(o, z.ComputedClass)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "Drain"
+			o = append(o, 0xa5, 0x44, 0x72, 0x61, 0x69, 0x6e)
+			o = msgp.AppendBool(o, z.Drain)
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "DrainStrategy"
+			o = append(o, 0xad, 0x44, 0x72, 0x61, 0x69, 0x6e, 0x53, 0x74, 0x72, 0x61, 0x74, 0x65, 0x67, 0x79)
+			if z.DrainStrategy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.DrainStrategy.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "DrainStrategy")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "SchedulingEligibility"
+			o = append(o, 0xb5, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x69, 0x6e, 0x67, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79)
+			o = msgp.AppendString(o, z.SchedulingEligibility)
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "Status"
+			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+			o = msgp.AppendString(o, z.Status)
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "StatusDescription"
+			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.StatusDescription)
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "StatusUpdatedAt"
+			o = append(o, 0xaf, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+			o = msgp.AppendInt64(o, z.StatusUpdatedAt)
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "Events"
+			o = append(o, 0xa6, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Events)))
+			for za0007 := range z.Events {
+				if z.Events[za0007] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Events[za0007].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Events", za0007)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "Drivers"
+			o = append(o, 0xa7, 0x44, 0x72, 0x69, 0x76, 0x65, 0x72, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Drivers)))
+			for za0008, za0009 := range z.Drivers {
+				o = msgp.AppendString(o, za0008)
+				if za0009 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0009.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Drivers", za0008)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "HostVolumes"
+			o = append(o, 0xab, 0x48, 0x6f, 0x73, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.HostVolumes)))
+			for za0010, za0011 := range z.HostVolumes {
+				o = msgp.AppendString(o, za0010)
+				o = msgp.AppendMapHeader(o, uint32(len(za0011)))
+				for za0012, za0013 := range za0011 {
+					o = msgp.AppendString(o, za0012)
+					o, err = msgp.AppendIntf(o, za0013)
+					if err != nil {
+						err = msgp.WrapError(err, "HostVolumes", za0010, za0012)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "HostNetworks"
+			o = append(o, 0xac, 0x48, 0x6f, 0x73, 0x74, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.HostNetworks)))
+			for za0014, za0015 := range z.HostNetworks {
+				o = msgp.AppendString(o, za0014)
+				o = msgp.AppendMapHeader(o, uint32(len(za0015)))
+				for za0016, za0017 := range za0015 {
+					o = msgp.AppendString(o, za0016)
+					o, err = msgp.AppendIntf(o, za0017)
+					if err != nil {
+						err = msgp.WrapError(err, "HostNetworks", za0014, za0016)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "LastDrain"
+			o = append(o, 0xa9, 0x4c, 0x61, 0x73, 0x74, 0x44, 0x72, 0x61, 0x69, 0x6e)
+			o = msgp.AppendMapHeader(o, uint32(len(z.LastDrain)))
+			for za0018, za0019 := range z.LastDrain {
+				o = msgp.AppendString(o, za0018)
+				o, err = msgp.AppendIntf(o, za0019)
+				if err != nil {
+					err = msgp.WrapError(err, "LastDrain", za0018)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "NodeMaxAllocs"
+			o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x4d, 0x61, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendInt(o, z.NodeMaxAllocs)
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
 		}
 	}
-	// string "NodeMaxAllocs"
-	o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x4d, 0x61, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendInt(o, z.NodeMaxAllocs)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
 	return
 }
 
@@ -7267,6 +9310,8 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint32 /* 28 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -7281,36 +9326,42 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "SecretID":
 			z.SecretID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SecretID")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Datacenter":
 			z.Datacenter, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Datacenter")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Name":
 			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "HTTPAddr":
 			z.HTTPAddr, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HTTPAddr")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "TLSEnabled":
 			z.TLSEnabled, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TLSEnabled")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "Attributes":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7339,6 +9390,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Attributes[za0001] = za0002
 			}
+			zb0001Mask |= 0x40
 		case "NodeResources":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -7356,6 +9408,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x80
 		case "ReservedResources":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -7373,6 +9426,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100
 		case "Links":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7401,6 +9455,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Links[za0003] = za0004
 			}
+			zb0001Mask |= 0x200
 		case "Meta":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7429,30 +9484,35 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Meta[za0005] = za0006
 			}
+			zb0001Mask |= 0x400
 		case "NodeClass":
 			z.NodeClass, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeClass")
 				return
 			}
+			zb0001Mask |= 0x800
 		case "NodePool":
 			z.NodePool, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodePool")
 				return
 			}
+			zb0001Mask |= 0x1000
 		case "ComputedClass":
 			z.ComputedClass, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ComputedClass")
 				return
 			}
+			zb0001Mask |= 0x2000
 		case "Drain":
 			z.Drain, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Drain")
 				return
 			}
+			zb0001Mask |= 0x4000
 		case "DrainStrategy":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -7470,30 +9530,35 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8000
 		case "SchedulingEligibility":
 			z.SchedulingEligibility, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SchedulingEligibility")
 				return
 			}
+			zb0001Mask |= 0x10000
 		case "Status":
 			z.Status, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			zb0001Mask |= 0x20000
 		case "StatusDescription":
 			z.StatusDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusDescription")
 				return
 			}
+			zb0001Mask |= 0x40000
 		case "StatusUpdatedAt":
 			z.StatusUpdatedAt, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatusUpdatedAt")
 				return
 			}
+			zb0001Mask |= 0x80000
 		case "Events":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -7524,6 +9589,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x100000
 		case "Drivers":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7563,6 +9629,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Drivers[za0008] = za0009
 			}
+			zb0001Mask |= 0x200000
 		case "HostVolumes":
 			var zb0007 uint32
 			zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7613,6 +9680,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.HostVolumes[za0010] = za0011
 			}
+			zb0001Mask |= 0x400000
 		case "HostNetworks":
 			var zb0009 uint32
 			zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7663,6 +9731,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.HostNetworks[za0014] = za0015
 			}
+			zb0001Mask |= 0x800000
 		case "LastDrain":
 			var zb0011 uint32
 			zb0011, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -7691,30 +9760,121 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.LastDrain[za0018] = za0019
 			}
+			zb0001Mask |= 0x1000000
 		case "NodeMaxAllocs":
 			z.NodeMaxAllocs, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeMaxAllocs")
 				return
 			}
+			zb0001Mask |= 0x2000000
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x4000000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x8000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xfffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.SecretID = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Datacenter = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.HTTPAddr = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.TLSEnabled = false
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Attributes = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.NodeResources = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.ReservedResources = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Links = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Meta = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.NodeClass = ""
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.NodePool = ""
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.ComputedClass = ""
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.Drain = false
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.DrainStrategy = nil
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.SchedulingEligibility = ""
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.Status = ""
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.StatusDescription = ""
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.StatusUpdatedAt = 0
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.Events = nil
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.Drivers = nil
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.HostVolumes = nil
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.HostNetworks = nil
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.LastDrain = nil
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.NodeMaxAllocs = 0
+		}
+		if (zb0001Mask & 0x4000000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x8000000) == 0 {
+			z.ModifyIndex = 0
 		}
 	}
 	o = bts
@@ -7822,18 +9982,45 @@ func (z *Node) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "CpuShares"
-	o = append(o, 0x83, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt64(o, z.CpuShares)
-	// string "TotalCpuCores"
-	o = append(o, 0xad, 0x54, 0x6f, 0x74, 0x61, 0x6c, 0x43, 0x70, 0x75, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendUint16(o, z.TotalCpuCores)
-	// string "ReservableCpuCores"
-	o = append(o, 0xb2, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x61, 0x62, 0x6c, 0x65, 0x43, 0x70, 0x75, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ReservableCpuCores)))
-	for za0001 := range z.ReservableCpuCores {
-		o = msgp.AppendUint16(o, z.ReservableCpuCores[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.CpuShares == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.TotalCpuCores == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.ReservableCpuCores == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "CpuShares"
+			o = append(o, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt64(o, z.CpuShares)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "TotalCpuCores"
+			o = append(o, 0xad, 0x54, 0x6f, 0x74, 0x61, 0x6c, 0x43, 0x70, 0x75, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendUint16(o, z.TotalCpuCores)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ReservableCpuCores"
+			o = append(o, 0xb2, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x61, 0x62, 0x6c, 0x65, 0x43, 0x70, 0x75, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ReservableCpuCores)))
+			for za0001 := range z.ReservableCpuCores {
+				o = msgp.AppendUint16(o, z.ReservableCpuCores[za0001])
+			}
+		}
 	}
 	return
 }
@@ -7848,6 +10035,8 @@ func (z *NodeCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -7862,12 +10051,14 @@ func (z *NodeCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CpuShares")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "TotalCpuCores":
 			z.TotalCpuCores, bts, err = msgp.ReadUint16Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TotalCpuCores")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "ReservableCpuCores":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -7887,12 +10078,25 @@ func (z *NodeCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.CpuShares = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.TotalCpuCores = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ReservableCpuCores = nil
 		}
 	}
 	o = bts
@@ -7908,25 +10112,69 @@ func (z *NodeCpuResources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeDevice) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "ID"
-	o = append(o, 0x84, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "Healthy"
-	o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
-	o = msgp.AppendBool(o, z.Healthy)
-	// string "HealthDescription"
-	o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.HealthDescription)
-	// string "Locality"
-	o = append(o, 0xa8, 0x4c, 0x6f, 0x63, 0x61, 0x6c, 0x69, 0x74, 0x79)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Healthy == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.HealthDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
 	if z.Locality == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		// map header, size 1
-		// string "PciBusID"
-		o = append(o, 0x81, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
-		o = msgp.AppendString(o, z.Locality.PciBusID)
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Healthy"
+			o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
+			o = msgp.AppendBool(o, z.Healthy)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "HealthDescription"
+			o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.HealthDescription)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Locality"
+			o = append(o, 0xa8, 0x4c, 0x6f, 0x63, 0x61, 0x6c, 0x69, 0x74, 0x79)
+			if z.Locality == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(1)
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				if z.Locality.PciBusID == "" {
+					zb0002Len--
+					zb0002Mask |= 0x1
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+				if (zb0002Mask & 0x1) == 0 { // if not omitted
+					// string "PciBusID"
+					o = append(o, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
+					o = msgp.AppendString(o, z.Locality.PciBusID)
+				}
+			}
+		}
 	}
 	return
 }
@@ -7941,6 +10189,8 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -7955,18 +10205,21 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Healthy":
 			z.Healthy, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Healthy")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "HealthDescription":
 			z.HealthDescription, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthDescription")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Locality":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -7984,6 +10237,8 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Locality")
 					return
 				}
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
 				for zb0002 > 0 {
 					zb0002--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -7998,6 +10253,7 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "Locality", "PciBusID")
 							return
 						}
+						zb0002Mask |= 0x1
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -8006,13 +10262,34 @@ func (z *NodeDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if (zb0002Mask & 0x1) == 0 {
+					z.Locality.PciBusID = ""
+				}
+
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Healthy = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.HealthDescription = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Locality = nil
 		}
 	}
 	o = bts
@@ -8033,10 +10310,21 @@ func (z *NodeDevice) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z NodeDeviceLocality) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 1
-	// string "PciBusID"
-	o = append(o, 0x81, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
-	o = msgp.AppendString(o, z.PciBusID)
+	// check for omitted fields
+	zb0001Len := uint32(1)
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	if z.PciBusID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+	if (zb0001Mask & 0x1) == 0 { // if not omitted
+		// string "PciBusID"
+		o = append(o, 0xa8, 0x50, 0x63, 0x69, 0x42, 0x75, 0x73, 0x49, 0x44)
+		o = msgp.AppendString(o, z.PciBusID)
+	}
 	return
 }
 
@@ -8050,6 +10338,8 @@ func (z *NodeDeviceLocality) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8064,6 +10354,7 @@ func (z *NodeDeviceLocality) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "PciBusID")
 				return
 			}
+			zb0001Mask |= 0x1
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -8072,6 +10363,11 @@ func (z *NodeDeviceLocality) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.PciBusID = ""
+	}
+
 	o = bts
 	return
 }
@@ -8085,36 +10381,69 @@ func (z NodeDeviceLocality) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Vendor"
-	o = append(o, 0x85, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
-	o = msgp.AppendString(o, z.Vendor)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
-	// string "Name"
-	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "Instances"
-	o = append(o, 0xa9, 0x49, 0x6e, 0x73, 0x74, 0x61, 0x6e, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Instances)))
-	for za0001 := range z.Instances {
-		if z.Instances[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Instances[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Instances", za0001)
-				return
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Vendor == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Type == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Instances == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Vendor"
+			o = append(o, 0xa6, 0x56, 0x65, 0x6e, 0x64, 0x6f, 0x72)
+			o = msgp.AppendString(o, z.Vendor)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Type"
+			o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Type)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Instances"
+			o = append(o, 0xa9, 0x49, 0x6e, 0x73, 0x74, 0x61, 0x6e, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Instances)))
+			for za0001 := range z.Instances {
+				if z.Instances[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Instances[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Instances", za0001)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "Attributes"
-	o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
-	for za0002, za0003 := range z.Attributes {
-		o = msgp.AppendString(o, za0002)
-		o = msgp.AppendString(o, za0003)
+		// string "Attributes"
+		o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
+		o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
+		for za0002, za0003 := range z.Attributes {
+			o = msgp.AppendString(o, za0002)
+			o = msgp.AppendString(o, za0003)
+		}
 	}
 	return
 }
@@ -8129,6 +10458,8 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8143,18 +10474,21 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Vendor")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Type":
 			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Name":
 			z.Name, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Instances":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -8185,6 +10519,7 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x8
 		case "Attributes":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -8219,6 +10554,21 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Vendor = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Instances = nil
 		}
 	}
 	o = bts
@@ -8300,26 +10650,65 @@ func (z NodeDiskResources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Message"
-	o = append(o, 0x85, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
-	o = msgp.AppendString(o, z.Message)
-	// string "Subsystem"
-	o = append(o, 0xa9, 0x53, 0x75, 0x62, 0x73, 0x79, 0x73, 0x74, 0x65, 0x6d)
-	o = msgp.AppendString(o, z.Subsystem)
-	// string "Details"
-	o = append(o, 0xa7, 0x44, 0x65, 0x74, 0x61, 0x69, 0x6c, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Details)))
-	for za0001, za0002 := range z.Details {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendString(o, za0002)
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Message == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Timestamp"
-	o = append(o, 0xa9, 0x54, 0x69, 0x6d, 0x65, 0x73, 0x74, 0x61, 0x6d, 0x70)
-	o = msgp.AppendTime(o, z.Timestamp)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
+	if z.Subsystem == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Details == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Timestamp == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Message"
+			o = append(o, 0xa7, 0x4d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
+			o = msgp.AppendString(o, z.Message)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Subsystem"
+			o = append(o, 0xa9, 0x53, 0x75, 0x62, 0x73, 0x79, 0x73, 0x74, 0x65, 0x6d)
+			o = msgp.AppendString(o, z.Subsystem)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Details"
+			o = append(o, 0xa7, 0x44, 0x65, 0x74, 0x61, 0x69, 0x6c, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Details)))
+			for za0001, za0002 := range z.Details {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendString(o, za0002)
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Timestamp"
+			o = append(o, 0xa9, 0x54, 0x69, 0x6d, 0x65, 0x73, 0x74, 0x61, 0x6d, 0x70)
+			o = msgp.AppendTime(o, z.Timestamp)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+	}
 	return
 }
 
@@ -8333,6 +10722,8 @@ func (z *NodeEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8347,12 +10738,14 @@ func (z *NodeEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Subsystem":
 			z.Subsystem, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Subsystem")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Details":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -8381,24 +10774,45 @@ func (z *NodeEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Details[za0001] = za0002
 			}
+			zb0001Mask |= 0x4
 		case "Timestamp":
 			z.Timestamp, bts, err = msgp.ReadTimeBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Timestamp")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Message = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Subsystem = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Details = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Timestamp = (time.Time{})
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.CreateIndex = 0
 		}
 	}
 	o = bts
@@ -8473,15 +10887,36 @@ func (z NodeMemoryResources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeReservedCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "CpuShares"
-	o = append(o, 0x82, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt64(o, z.CpuShares)
-	// string "ReservedCores"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedCores)))
-	for za0001 := range z.ReservedCores {
-		o = msgp.AppendUint16(o, z.ReservedCores[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.CpuShares == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.ReservedCores == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "CpuShares"
+			o = append(o, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt64(o, z.CpuShares)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "ReservedCores"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ReservedCores)))
+			for za0001 := range z.ReservedCores {
+				o = msgp.AppendUint16(o, z.ReservedCores[za0001])
+			}
+		}
 	}
 	return
 }
@@ -8496,6 +10931,8 @@ func (z *NodeReservedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8510,6 +10947,7 @@ func (z *NodeReservedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error
 				err = msgp.WrapError(err, "CpuShares")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "ReservedCores":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -8529,12 +10967,22 @@ func (z *NodeReservedCpuResources) UnmarshalMsg(bts []byte) (o []byte, err error
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.CpuShares = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ReservedCores = nil
 		}
 	}
 	o = bts
@@ -8709,15 +11157,36 @@ func (z *NodeReservedResources) MarshalMsg(b []byte) (o []byte, err error) {
 	// map header, size 4
 	// string "Cpu"
 	o = append(o, 0x84, 0xa3, 0x43, 0x70, 0x75)
-	// map header, size 2
-	// string "CpuShares"
-	o = append(o, 0x82, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt64(o, z.Cpu.CpuShares)
-	// string "ReservedCores"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Cpu.ReservedCores)))
-	for za0001 := range z.Cpu.ReservedCores {
-		o = msgp.AppendUint16(o, z.Cpu.ReservedCores[za0001])
+	// check for omitted fields
+	zb0002Len := uint32(2)
+	var zb0002Mask uint8 /* 2 bits */
+	_ = zb0002Mask
+	if z.Cpu.CpuShares == 0 {
+		zb0002Len--
+		zb0002Mask |= 0x1
+	}
+	if z.Cpu.ReservedCores == nil {
+		zb0002Len--
+		zb0002Mask |= 0x2
+	}
+	// variable map header, size zb0002Len
+	o = append(o, 0x80|uint8(zb0002Len))
+
+	// skip if no fields are to be emitted
+	if zb0002Len != 0 {
+		if (zb0002Mask & 0x1) == 0 { // if not omitted
+			// string "CpuShares"
+			o = append(o, 0xa9, 0x43, 0x70, 0x75, 0x53, 0x68, 0x61, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt64(o, z.Cpu.CpuShares)
+		}
+		if (zb0002Mask & 0x2) == 0 { // if not omitted
+			// string "ReservedCores"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Cpu.ReservedCores)))
+			for za0001 := range z.Cpu.ReservedCores {
+				o = msgp.AppendUint16(o, z.Cpu.ReservedCores[za0001])
+			}
+		}
 	}
 	// string "Memory"
 	o = append(o, 0xa6, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79)
@@ -8765,6 +11234,8 @@ func (z *NodeReservedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Cpu")
 				return
 			}
+			var zb0002Mask uint8 /* 2 bits */
+			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -8779,6 +11250,7 @@ func (z *NodeReservedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Cpu", "CpuShares")
 						return
 					}
+					zb0002Mask |= 0x1
 				case "ReservedCores":
 					var zb0003 uint32
 					zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -8798,12 +11270,22 @@ func (z *NodeReservedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							return
 						}
 					}
+					zb0002Mask |= 0x2
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Cpu")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0002Mask != 0x3 {
+				if (zb0002Mask & 0x1) == 0 {
+					z.Cpu.CpuShares = 0
+				}
+				if (zb0002Mask & 0x2) == 0 {
+					z.Cpu.ReservedCores = nil
 				}
 			}
 		case "Memory":
@@ -8914,60 +11396,93 @@ func (z *NodeReservedResources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 7
-	// string "Cpu"
-	o = append(o, 0x87, 0xa3, 0x43, 0x70, 0x75)
-	o, err = z.Cpu.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "Cpu")
-		return
+	// check for omitted fields
+	zb0001Len := uint32(7)
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
+	if z.Networks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "Memory"
-	o = append(o, 0xa6, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79)
-	// map header, size 1
-	// string "MemoryMB"
-	o = append(o, 0x81, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.Memory.MemoryMB)
-	// string "Disk"
-	o = append(o, 0xa4, 0x44, 0x69, 0x73, 0x6b)
-	// map header, size 1
-	// string "DiskMB"
-	o = append(o, 0x81, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
-	o = msgp.AppendInt64(o, z.Disk.DiskMB)
-	// string "Networks"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
-	for za0001 := range z.Networks {
-		if z.Networks[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Networks[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Networks", za0001)
-				return
+	if z.Devices == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.MinDynamicPort == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.MaxDynamicPort == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Cpu"
+		o = append(o, 0xa3, 0x43, 0x70, 0x75)
+		o, err = z.Cpu.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Cpu")
+			return
+		}
+		// string "Memory"
+		o = append(o, 0xa6, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79)
+		// map header, size 1
+		// string "MemoryMB"
+		o = append(o, 0x81, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
+		o = msgp.AppendInt64(o, z.Memory.MemoryMB)
+		// string "Disk"
+		o = append(o, 0xa4, 0x44, 0x69, 0x73, 0x6b)
+		// map header, size 1
+		// string "DiskMB"
+		o = append(o, 0x81, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
+		o = msgp.AppendInt64(o, z.Disk.DiskMB)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Networks"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
+			for za0001 := range z.Networks {
+				if z.Networks[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Networks[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Networks", za0001)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "Devices"
-	o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
-	for za0002 := range z.Devices {
-		if z.Devices[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Devices[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Devices", za0002)
-				return
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Devices"
+			o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
+			for za0002 := range z.Devices {
+				if z.Devices[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Devices[za0002].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Devices", za0002)
+						return
+					}
+				}
 			}
 		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "MinDynamicPort"
+			o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74)
+			o = msgp.AppendInt(o, z.MinDynamicPort)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "MaxDynamicPort"
+			o = append(o, 0xae, 0x4d, 0x61, 0x78, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74)
+			o = msgp.AppendInt(o, z.MaxDynamicPort)
+		}
 	}
-	// string "MinDynamicPort"
-	o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74)
-	o = msgp.AppendInt(o, z.MinDynamicPort)
-	// string "MaxDynamicPort"
-	o = append(o, 0xae, 0x4d, 0x61, 0x78, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74)
-	o = msgp.AppendInt(o, z.MaxDynamicPort)
 	return
 }
 
@@ -8981,6 +11496,8 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -9083,6 +11600,7 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "Devices":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -9113,24 +11631,42 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x2
 		case "MinDynamicPort":
 			z.MinDynamicPort, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MinDynamicPort")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "MaxDynamicPort":
 			z.MaxDynamicPort, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MaxDynamicPort")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Networks = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Devices = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.MinDynamicPort = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.MaxDynamicPort = 0
 		}
 	}
 	o = bts
@@ -9479,21 +12015,48 @@ func (z Opaque) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ParameterizedJobConfig) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "Payload"
-	o = append(o, 0x83, 0xa7, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
-	o = msgp.AppendString(o, z.Payload)
-	// string "MetaRequired"
-	o = append(o, 0xac, 0x4d, 0x65, 0x74, 0x61, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x64)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.MetaRequired)))
-	for za0001 := range z.MetaRequired {
-		o = msgp.AppendString(o, z.MetaRequired[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Payload == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "MetaOptional"
-	o = append(o, 0xac, 0x4d, 0x65, 0x74, 0x61, 0x4f, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x61, 0x6c)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.MetaOptional)))
-	for za0002 := range z.MetaOptional {
-		o = msgp.AppendString(o, z.MetaOptional[za0002])
+	if z.MetaRequired == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.MetaOptional == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Payload"
+			o = append(o, 0xa7, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
+			o = msgp.AppendString(o, z.Payload)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "MetaRequired"
+			o = append(o, 0xac, 0x4d, 0x65, 0x74, 0x61, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.MetaRequired)))
+			for za0001 := range z.MetaRequired {
+				o = msgp.AppendString(o, z.MetaRequired[za0001])
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "MetaOptional"
+			o = append(o, 0xac, 0x4d, 0x65, 0x74, 0x61, 0x4f, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x61, 0x6c)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.MetaOptional)))
+			for za0002 := range z.MetaOptional {
+				o = msgp.AppendString(o, z.MetaOptional[za0002])
+			}
+		}
 	}
 	return
 }
@@ -9508,6 +12071,8 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -9522,6 +12087,7 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "Payload")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "MetaRequired":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -9541,6 +12107,7 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "MetaOptional":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -9560,12 +12127,25 @@ func (z *ParameterizedJobConfig) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Payload = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MetaRequired = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.MetaOptional = nil
 		}
 	}
 	o = bts
@@ -9588,28 +12168,73 @@ func (z *ParameterizedJobConfig) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PeriodicConfig) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 6
-	// string "Enabled"
-	o = append(o, 0x86, 0xa7, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Enabled)
-	// string "Spec"
-	o = append(o, 0xa4, 0x53, 0x70, 0x65, 0x63)
-	o = msgp.AppendString(o, z.Spec)
-	// string "Specs"
-	o = append(o, 0xa5, 0x53, 0x70, 0x65, 0x63, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Specs)))
-	for za0001 := range z.Specs {
-		o = msgp.AppendString(o, z.Specs[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Enabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "SpecType"
-	o = append(o, 0xa8, 0x53, 0x70, 0x65, 0x63, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.SpecType)
-	// string "ProhibitOverlap"
-	o = append(o, 0xaf, 0x50, 0x72, 0x6f, 0x68, 0x69, 0x62, 0x69, 0x74, 0x4f, 0x76, 0x65, 0x72, 0x6c, 0x61, 0x70)
-	o = msgp.AppendBool(o, z.ProhibitOverlap)
-	// string "TimeZone"
-	o = append(o, 0xa8, 0x54, 0x69, 0x6d, 0x65, 0x5a, 0x6f, 0x6e, 0x65)
-	o = msgp.AppendString(o, z.TimeZone)
+	if z.Spec == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Specs == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.SpecType == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.ProhibitOverlap == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.TimeZone == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Enabled"
+			o = append(o, 0xa7, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Enabled)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Spec"
+			o = append(o, 0xa4, 0x53, 0x70, 0x65, 0x63)
+			o = msgp.AppendString(o, z.Spec)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Specs"
+			o = append(o, 0xa5, 0x53, 0x70, 0x65, 0x63, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Specs)))
+			for za0001 := range z.Specs {
+				o = msgp.AppendString(o, z.Specs[za0001])
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "SpecType"
+			o = append(o, 0xa8, 0x53, 0x70, 0x65, 0x63, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.SpecType)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "ProhibitOverlap"
+			o = append(o, 0xaf, 0x50, 0x72, 0x6f, 0x68, 0x69, 0x62, 0x69, 0x74, 0x4f, 0x76, 0x65, 0x72, 0x6c, 0x61, 0x70)
+			o = msgp.AppendBool(o, z.ProhibitOverlap)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "TimeZone"
+			o = append(o, 0xa8, 0x54, 0x69, 0x6d, 0x65, 0x5a, 0x6f, 0x6e, 0x65)
+			o = msgp.AppendString(o, z.TimeZone)
+		}
+	}
 	return
 }
 
@@ -9623,6 +12248,8 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -9637,12 +12264,14 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Enabled")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Spec":
 			z.Spec, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Spec")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Specs":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -9662,30 +12291,55 @@ func (z *PeriodicConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "SpecType":
 			z.SpecType, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SpecType")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "ProhibitOverlap":
 			z.ProhibitOverlap, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ProhibitOverlap")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "TimeZone":
 			z.TimeZone, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TimeZone")
 				return
 			}
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Enabled = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Spec = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Specs = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.SpecType = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.ProhibitOverlap = false
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.TimeZone = ""
 		}
 	}
 	o = bts
@@ -9705,128 +12359,236 @@ func (z *PeriodicConfig) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Plan) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 12
-	// string "EvalID"
-	o = append(o, 0x8c, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
-	o = msgp.AppendString(o, z.EvalID)
-	// string "EvalToken"
-	o = append(o, 0xa9, 0x45, 0x76, 0x61, 0x6c, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
-	o = msgp.AppendString(o, z.EvalToken)
-	// string "Priority"
-	o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	o = msgp.AppendInt(o, z.Priority)
-	// string "AllAtOnce"
-	o = append(o, 0xa9, 0x41, 0x6c, 0x6c, 0x41, 0x74, 0x4f, 0x6e, 0x63, 0x65)
-	o = msgp.AppendBool(o, z.AllAtOnce)
-	// string "Job"
-	o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+	// check for omitted fields
+	zb0001Len := uint32(12)
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
+	if z.EvalID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.EvalToken == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Priority == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.AllAtOnce == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
 	if z.Job == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Job.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Job")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "NodeUpdate"
-	o = append(o, 0xaa, 0x4e, 0x6f, 0x64, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
-	o = msgp.AppendMapHeader(o, uint32(len(z.NodeUpdate)))
-	for za0001, za0002 := range z.NodeUpdate {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendArrayHeader(o, uint32(len(za0002)))
-		for za0003 := range za0002 {
-			if za0002[za0003] == nil {
-				o = msgp.AppendNil(o)
-			} else {
-				o, err = za0002[za0003].MarshalMsg(o)
-				if err != nil {
-					err = msgp.WrapError(err, "NodeUpdate", za0001, za0003)
-					return
-				}
-			}
-		}
+	if z.NodeUpdate == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "NodeAllocation"
-	o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendMapHeader(o, uint32(len(z.NodeAllocation)))
-	for za0004, za0005 := range z.NodeAllocation {
-		o = msgp.AppendString(o, za0004)
-		o = msgp.AppendArrayHeader(o, uint32(len(za0005)))
-		for za0006 := range za0005 {
-			if za0005[za0006] == nil {
-				o = msgp.AppendNil(o)
-			} else {
-				o, err = za0005[za0006].MarshalMsg(o)
-				if err != nil {
-					err = msgp.WrapError(err, "NodeAllocation", za0004, za0006)
-					return
-				}
-			}
-		}
+	if z.NodeAllocation == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
-	// string "NodePreemptions"
-	o = append(o, 0xaf, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.NodePreemptions)))
-	for za0007, za0008 := range z.NodePreemptions {
-		o = msgp.AppendString(o, za0007)
-		o = msgp.AppendArrayHeader(o, uint32(len(za0008)))
-		for za0009 := range za0008 {
-			if za0008[za0009] == nil {
-				o = msgp.AppendNil(o)
-			} else {
-				o, err = za0008[za0009].MarshalMsg(o)
-				if err != nil {
-					err = msgp.WrapError(err, "NodePreemptions", za0007, za0009)
-					return
-				}
-			}
-		}
+	if z.NodePreemptions == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "Annotations"
-	o = append(o, 0xab, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
 	if z.Annotations == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Annotations.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Annotations")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x100
 	}
-	// string "Deployment"
-	o = append(o, 0xaa, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74)
 	if z.Deployment == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Deployment.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Deployment")
-			return
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.DeploymentUpdates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SnapshotIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "EvalID"
+			o = append(o, 0xa6, 0x45, 0x76, 0x61, 0x6c, 0x49, 0x44)
+			o = msgp.AppendString(o, z.EvalID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "EvalToken"
+			o = append(o, 0xa9, 0x45, 0x76, 0x61, 0x6c, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
+			o = msgp.AppendString(o, z.EvalToken)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Priority"
+			o = append(o, 0xa8, 0x50, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+			o = msgp.AppendInt(o, z.Priority)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "AllAtOnce"
+			o = append(o, 0xa9, 0x41, 0x6c, 0x6c, 0x41, 0x74, 0x4f, 0x6e, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.AllAtOnce)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Job"
+			o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+			if z.Job == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Job.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Job")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "NodeUpdate"
+			o = append(o, 0xaa, 0x4e, 0x6f, 0x64, 0x65, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NodeUpdate)))
+			for za0001, za0002 := range z.NodeUpdate {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendArrayHeader(o, uint32(len(za0002)))
+				for za0003 := range za0002 {
+					if za0002[za0003] == nil {
+						o = msgp.AppendNil(o)
+					} else {
+						o, err = za0002[za0003].MarshalMsg(o)
+						if err != nil {
+							err = msgp.WrapError(err, "NodeUpdate", za0001, za0003)
+							return
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "NodeAllocation"
+			o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NodeAllocation)))
+			for za0004, za0005 := range z.NodeAllocation {
+				o = msgp.AppendString(o, za0004)
+				o = msgp.AppendArrayHeader(o, uint32(len(za0005)))
+				for za0006 := range za0005 {
+					if za0005[za0006] == nil {
+						o = msgp.AppendNil(o)
+					} else {
+						o, err = za0005[za0006].MarshalMsg(o)
+						if err != nil {
+							err = msgp.WrapError(err, "NodeAllocation", za0004, za0006)
+							return
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "NodePreemptions"
+			o = append(o, 0xaf, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NodePreemptions)))
+			for za0007, za0008 := range z.NodePreemptions {
+				o = msgp.AppendString(o, za0007)
+				o = msgp.AppendArrayHeader(o, uint32(len(za0008)))
+				for za0009 := range za0008 {
+					if za0008[za0009] == nil {
+						o = msgp.AppendNil(o)
+					} else {
+						o, err = za0008[za0009].MarshalMsg(o)
+						if err != nil {
+							err = msgp.WrapError(err, "NodePreemptions", za0007, za0009)
+							return
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Annotations"
+			o = append(o, 0xab, 0x41, 0x6e, 0x6e, 0x6f, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			if z.Annotations == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Annotations.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Annotations")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Deployment"
+			o = append(o, 0xaa, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74)
+			if z.Deployment == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Deployment.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Deployment")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "DeploymentUpdates"
+			o = append(o, 0xb1, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.DeploymentUpdates)))
+			for za0010 := range z.DeploymentUpdates {
+				if z.DeploymentUpdates[za0010] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(3)
+					var zb0002Mask uint8 /* 3 bits */
+					_ = zb0002Mask
+					if z.DeploymentUpdates[za0010].DeploymentID == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.DeploymentUpdates[za0010].Status == "" {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					if z.DeploymentUpdates[za0010].StatusDescription == "" {
+						zb0002Len--
+						zb0002Mask |= 0x4
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "DeploymentID"
+							o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+							o = msgp.AppendString(o, z.DeploymentUpdates[za0010].DeploymentID)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "Status"
+							o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+							o = msgp.AppendString(o, z.DeploymentUpdates[za0010].Status)
+						}
+						if (zb0002Mask & 0x4) == 0 { // if not omitted
+							// string "StatusDescription"
+							o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+							o = msgp.AppendString(o, z.DeploymentUpdates[za0010].StatusDescription)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "SnapshotIndex"
+			o = append(o, 0xad, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.SnapshotIndex)
 		}
 	}
-	// string "DeploymentUpdates"
-	o = append(o, 0xb1, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.DeploymentUpdates)))
-	for za0010 := range z.DeploymentUpdates {
-		if z.DeploymentUpdates[za0010] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 3
-			// string "DeploymentID"
-			o = append(o, 0x83, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].DeploymentID)
-			// string "Status"
-			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].Status)
-			// string "StatusDescription"
-			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].StatusDescription)
-		}
-	}
-	// string "SnapshotIndex"
-	o = append(o, 0xad, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.SnapshotIndex)
 	return
 }
 
@@ -9840,6 +12602,8 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -9854,24 +12618,28 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "EvalID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "EvalToken":
 			z.EvalToken, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "EvalToken")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Priority":
 			z.Priority, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Priority")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "AllAtOnce":
 			z.AllAtOnce, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AllAtOnce")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "Job":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -9889,6 +12657,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x10
 		case "NodeUpdate":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -9941,6 +12710,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.NodeUpdate[za0001] = za0002
 			}
+			zb0001Mask |= 0x20
 		case "NodeAllocation":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -9993,6 +12763,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.NodeAllocation[za0004] = za0005
 			}
+			zb0001Mask |= 0x40
 		case "NodePreemptions":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -10045,6 +12816,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.NodePreemptions[za0007] = za0008
 			}
+			zb0001Mask |= 0x80
 		case "Annotations":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -10062,6 +12834,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100
 		case "Deployment":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -10079,6 +12852,7 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x200
 		case "DeploymentUpdates":
 			var zb0008 uint32
 			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -10108,6 +12882,8 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "DeploymentUpdates", za0010)
 						return
 					}
+					var zb0009Mask uint8 /* 3 bits */
+					_ = zb0009Mask
 					for zb0009 > 0 {
 						zb0009--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10122,18 +12898,21 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "DeploymentID")
 								return
 							}
+							zb0009Mask |= 0x1
 						case "Status":
 							z.DeploymentUpdates[za0010].Status, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "Status")
 								return
 							}
+							zb0009Mask |= 0x2
 						case "StatusDescription":
 							z.DeploymentUpdates[za0010].StatusDescription, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "StatusDescription")
 								return
 							}
+							zb0009Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -10142,20 +12921,73 @@ func (z *Plan) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0009Mask != 0x7 {
+						if (zb0009Mask & 0x1) == 0 {
+							z.DeploymentUpdates[za0010].DeploymentID = ""
+						}
+						if (zb0009Mask & 0x2) == 0 {
+							z.DeploymentUpdates[za0010].Status = ""
+						}
+						if (zb0009Mask & 0x4) == 0 {
+							z.DeploymentUpdates[za0010].StatusDescription = ""
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x400
 		case "SnapshotIndex":
 			z.SnapshotIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SnapshotIndex")
 				return
 			}
+			zb0001Mask |= 0x800
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xfff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.EvalID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.EvalToken = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Priority = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.AllAtOnce = false
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Job = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.NodeUpdate = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.NodeAllocation = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.NodePreemptions = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Annotations = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Deployment = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.DeploymentUpdates = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.SnapshotIndex = 0
 		}
 	}
 	o = bts
@@ -10239,33 +13071,54 @@ func (z *Plan) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PlanAnnotations) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "DesiredTGUpdates"
-	o = append(o, 0x82, 0xb0, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x47, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.DesiredTGUpdates)))
-	for za0001, za0002 := range z.DesiredTGUpdates {
-		o = msgp.AppendString(o, za0001)
-		if za0002 == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = za0002.MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "DesiredTGUpdates", za0001)
-				return
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.DesiredTGUpdates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.PreemptedAllocs == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "DesiredTGUpdates"
+			o = append(o, 0xb0, 0x44, 0x65, 0x73, 0x69, 0x72, 0x65, 0x64, 0x54, 0x47, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.DesiredTGUpdates)))
+			for za0001, za0002 := range z.DesiredTGUpdates {
+				o = msgp.AppendString(o, za0001)
+				if za0002 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0002.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "DesiredTGUpdates", za0001)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "PreemptedAllocs"
-	o = append(o, 0xaf, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.PreemptedAllocs)))
-	for za0003 := range z.PreemptedAllocs {
-		if z.PreemptedAllocs[za0003] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.PreemptedAllocs[za0003].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "PreemptedAllocs", za0003)
-				return
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "PreemptedAllocs"
+			o = append(o, 0xaf, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x65, 0x64, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.PreemptedAllocs)))
+			for za0003 := range z.PreemptedAllocs {
+				if z.PreemptedAllocs[za0003] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.PreemptedAllocs[za0003].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "PreemptedAllocs", za0003)
+						return
+					}
+				}
 			}
 		}
 	}
@@ -10282,6 +13135,8 @@ func (z *PlanAnnotations) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10329,6 +13184,7 @@ func (z *PlanAnnotations) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.DesiredTGUpdates[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "PreemptedAllocs":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -10359,12 +13215,22 @@ func (z *PlanAnnotations) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.DesiredTGUpdates = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.PreemptedAllocs = nil
 		}
 	}
 	o = bts
@@ -10472,16 +13338,43 @@ func (z *PlanResult) MarshalMsg(b []byte) (o []byte, err error) {
 		if z.DeploymentUpdates[za0010] == nil {
 			o = msgp.AppendNil(o)
 		} else {
-			// map header, size 3
-			// string "DeploymentID"
-			o = append(o, 0x83, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].DeploymentID)
-			// string "Status"
-			o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].Status)
-			// string "StatusDescription"
-			o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-			o = msgp.AppendString(o, z.DeploymentUpdates[za0010].StatusDescription)
+			// check for omitted fields
+			zb0002Len := uint32(3)
+			var zb0002Mask uint8 /* 3 bits */
+			_ = zb0002Mask
+			if z.DeploymentUpdates[za0010].DeploymentID == "" {
+				zb0002Len--
+				zb0002Mask |= 0x1
+			}
+			if z.DeploymentUpdates[za0010].Status == "" {
+				zb0002Len--
+				zb0002Mask |= 0x2
+			}
+			if z.DeploymentUpdates[za0010].StatusDescription == "" {
+				zb0002Len--
+				zb0002Mask |= 0x4
+			}
+			// variable map header, size zb0002Len
+			o = append(o, 0x80|uint8(zb0002Len))
+
+			// skip if no fields are to be emitted
+			if zb0002Len != 0 {
+				if (zb0002Mask & 0x1) == 0 { // if not omitted
+					// string "DeploymentID"
+					o = append(o, 0xac, 0x44, 0x65, 0x70, 0x6c, 0x6f, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x49, 0x44)
+					o = msgp.AppendString(o, z.DeploymentUpdates[za0010].DeploymentID)
+				}
+				if (zb0002Mask & 0x2) == 0 { // if not omitted
+					// string "Status"
+					o = append(o, 0xa6, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
+					o = msgp.AppendString(o, z.DeploymentUpdates[za0010].Status)
+				}
+				if (zb0002Mask & 0x4) == 0 { // if not omitted
+					// string "StatusDescription"
+					o = append(o, 0xb1, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+					o = msgp.AppendString(o, z.DeploymentUpdates[za0010].StatusDescription)
+				}
+			}
 		}
 	}
 	// string "RejectedNodes"
@@ -10719,6 +13612,8 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "DeploymentUpdates", za0010)
 						return
 					}
+					var zb0009Mask uint8 /* 3 bits */
+					_ = zb0009Mask
 					for zb0009 > 0 {
 						zb0009--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10733,24 +13628,39 @@ func (z *PlanResult) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "DeploymentID")
 								return
 							}
+							zb0009Mask |= 0x1
 						case "Status":
 							z.DeploymentUpdates[za0010].Status, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "Status")
 								return
 							}
+							zb0009Mask |= 0x2
 						case "StatusDescription":
 							z.DeploymentUpdates[za0010].StatusDescription, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010, "StatusDescription")
 								return
 							}
+							zb0009Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "DeploymentUpdates", za0010)
 								return
 							}
+						}
+					}
+					// Clear omitted fields.
+					if zb0009Mask != 0x7 {
+						if (zb0009Mask & 0x1) == 0 {
+							z.DeploymentUpdates[za0010].DeploymentID = ""
+						}
+						if (zb0009Mask & 0x2) == 0 {
+							z.DeploymentUpdates[za0010].Status = ""
+						}
+						if (zb0009Mask & 0x4) == 0 {
+							z.DeploymentUpdates[za0010].StatusDescription = ""
 						}
 					}
 				}
@@ -10867,22 +13777,61 @@ func (z *PlanResult) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Port) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Label"
-	o = append(o, 0x85, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Label)
-	// string "Value"
-	o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
-	o = msgp.AppendInt(o, z.Value)
-	// string "To"
-	o = append(o, 0xa2, 0x54, 0x6f)
-	o = msgp.AppendInt(o, z.To)
-	// string "HostNetwork"
-	o = append(o, 0xab, 0x48, 0x6f, 0x73, 0x74, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b)
-	o = msgp.AppendString(o, z.HostNetwork)
-	// string "IgnoreCollision"
-	o = append(o, 0xaf, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65, 0x43, 0x6f, 0x6c, 0x6c, 0x69, 0x73, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendBool(o, z.IgnoreCollision)
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Label == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Value == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.To == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.HostNetwork == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.IgnoreCollision == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Label"
+			o = append(o, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
+			o = msgp.AppendString(o, z.Label)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Value"
+			o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+			o = msgp.AppendInt(o, z.Value)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "To"
+			o = append(o, 0xa2, 0x54, 0x6f)
+			o = msgp.AppendInt(o, z.To)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "HostNetwork"
+			o = append(o, 0xab, 0x48, 0x6f, 0x73, 0x74, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b)
+			o = msgp.AppendString(o, z.HostNetwork)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "IgnoreCollision"
+			o = append(o, 0xaf, 0x49, 0x67, 0x6e, 0x6f, 0x72, 0x65, 0x43, 0x6f, 0x6c, 0x6c, 0x69, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendBool(o, z.IgnoreCollision)
+		}
+	}
 	return
 }
 
@@ -10896,6 +13845,8 @@ func (z *Port) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10910,36 +13861,59 @@ func (z *Port) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Label")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Value":
 			z.Value, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Value")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "To":
 			z.To, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "To")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "HostNetwork":
 			z.HostNetwork, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HostNetwork")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "IgnoreCollision":
 			z.IgnoreCollision, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IgnoreCollision")
 				return
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Label = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Value = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.To = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HostNetwork = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.IgnoreCollision = false
 		}
 	}
 	o = bts
@@ -10955,19 +13929,52 @@ func (z *Port) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PortMapping) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "Label"
-	o = append(o, 0x84, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Label)
-	// string "Value"
-	o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
-	o = msgp.AppendInt(o, z.Value)
-	// string "To"
-	o = append(o, 0xa2, 0x54, 0x6f)
-	o = msgp.AppendInt(o, z.To)
-	// string "HostIP"
-	o = append(o, 0xa6, 0x48, 0x6f, 0x73, 0x74, 0x49, 0x50)
-	o = msgp.AppendString(o, z.HostIP)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Label == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Value == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.To == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.HostIP == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Label"
+			o = append(o, 0xa5, 0x4c, 0x61, 0x62, 0x65, 0x6c)
+			o = msgp.AppendString(o, z.Label)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Value"
+			o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+			o = msgp.AppendInt(o, z.Value)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "To"
+			o = append(o, 0xa2, 0x54, 0x6f)
+			o = msgp.AppendInt(o, z.To)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "HostIP"
+			o = append(o, 0xa6, 0x48, 0x6f, 0x73, 0x74, 0x49, 0x50)
+			o = msgp.AppendString(o, z.HostIP)
+		}
+	}
 	return
 }
 
@@ -10981,6 +13988,8 @@ func (z *PortMapping) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -10995,30 +14004,49 @@ func (z *PortMapping) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Label")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Value":
 			z.Value, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Value")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "To":
 			z.To, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "To")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "HostIP":
 			z.HostIP, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HostIP")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Label = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Value = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.To = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HostIP = ""
 		}
 	}
 	o = bts
@@ -11034,19 +14062,52 @@ func (z *PortMapping) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PreemptionConfig) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "SystemSchedulerEnabled"
-	o = append(o, 0x84, 0xb6, 0x53, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.SystemSchedulerEnabled)
-	// string "SysBatchSchedulerEnabled"
-	o = append(o, 0xb8, 0x53, 0x79, 0x73, 0x42, 0x61, 0x74, 0x63, 0x68, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.SysBatchSchedulerEnabled)
-	// string "BatchSchedulerEnabled"
-	o = append(o, 0xb5, 0x42, 0x61, 0x74, 0x63, 0x68, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.BatchSchedulerEnabled)
-	// string "ServiceSchedulerEnabled"
-	o = append(o, 0xb7, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.ServiceSchedulerEnabled)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.SystemSchedulerEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.SysBatchSchedulerEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.BatchSchedulerEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.ServiceSchedulerEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "SystemSchedulerEnabled"
+			o = append(o, 0xb6, 0x53, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.SystemSchedulerEnabled)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "SysBatchSchedulerEnabled"
+			o = append(o, 0xb8, 0x53, 0x79, 0x73, 0x42, 0x61, 0x74, 0x63, 0x68, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.SysBatchSchedulerEnabled)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "BatchSchedulerEnabled"
+			o = append(o, 0xb5, 0x42, 0x61, 0x74, 0x63, 0x68, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.BatchSchedulerEnabled)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "ServiceSchedulerEnabled"
+			o = append(o, 0xb7, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.ServiceSchedulerEnabled)
+		}
+	}
 	return
 }
 
@@ -11060,6 +14121,8 @@ func (z *PreemptionConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11074,30 +14137,49 @@ func (z *PreemptionConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "SystemSchedulerEnabled")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "SysBatchSchedulerEnabled":
 			z.SysBatchSchedulerEnabled, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SysBatchSchedulerEnabled")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "BatchSchedulerEnabled":
 			z.BatchSchedulerEnabled, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "BatchSchedulerEnabled")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "ServiceSchedulerEnabled":
 			z.ServiceSchedulerEnabled, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ServiceSchedulerEnabled")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.SystemSchedulerEnabled = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.SysBatchSchedulerEnabled = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.BatchSchedulerEnabled = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ServiceSchedulerEnabled = false
 		}
 	}
 	o = bts
@@ -11113,43 +14195,103 @@ func (z *PreemptionConfig) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *RequestedDevice) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "Name"
-	o = append(o, 0x84, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "Count"
-	o = append(o, 0xa5, 0x43, 0x6f, 0x75, 0x6e, 0x74)
-	o = msgp.AppendUint64(o, z.Count)
-	// string "Constraints"
-	o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
-	for za0001 := range z.Constraints {
-		if z.Constraints[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 3
-			// string "LTarget"
-			o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0001].LTarget)
-			// string "RTarget"
-			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0001].RTarget)
-			// string "Operand"
-			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-			o = msgp.AppendString(o, z.Constraints[za0001].Operand)
-		}
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Affinities"
-	o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
-	for za0002 := range z.Affinities {
-		if z.Affinities[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Affinities[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Affinities", za0002)
-				return
+	if z.Count == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Constraints == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Affinities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Count"
+			o = append(o, 0xa5, 0x43, 0x6f, 0x75, 0x6e, 0x74)
+			o = msgp.AppendUint64(o, z.Count)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Constraints"
+			o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
+			for za0001 := range z.Constraints {
+				if z.Constraints[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(3)
+					var zb0002Mask uint8 /* 3 bits */
+					_ = zb0002Mask
+					if z.Constraints[za0001].LTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.Constraints[za0001].RTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					if z.Constraints[za0001].Operand == "" {
+						zb0002Len--
+						zb0002Mask |= 0x4
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "LTarget"
+							o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0001].LTarget)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "RTarget"
+							o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0001].RTarget)
+						}
+						if (zb0002Mask & 0x4) == 0 { // if not omitted
+							// string "Operand"
+							o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+							o = msgp.AppendString(o, z.Constraints[za0001].Operand)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Affinities"
+			o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
+			for za0002 := range z.Affinities {
+				if z.Affinities[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Affinities[za0002].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Affinities", za0002)
+						return
+					}
+				}
 			}
 		}
 	}
@@ -11166,6 +14308,8 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11180,12 +14324,14 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Count":
 			z.Count, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Count")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Constraints":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -11215,6 +14361,8 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Constraints", za0001)
 						return
 					}
+					var zb0003Mask uint8 /* 3 bits */
+					_ = zb0003Mask
 					for zb0003 > 0 {
 						zb0003--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11229,18 +14377,21 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "Constraints", za0001, "LTarget")
 								return
 							}
+							zb0003Mask |= 0x1
 						case "RTarget":
 							z.Constraints[za0001].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "RTarget")
 								return
 							}
+							zb0003Mask |= 0x2
 						case "Operand":
 							z.Constraints[za0001].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "Operand")
 								return
 							}
+							zb0003Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -11249,8 +14400,21 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0003Mask != 0x7 {
+						if (zb0003Mask & 0x1) == 0 {
+							z.Constraints[za0001].LTarget = ""
+						}
+						if (zb0003Mask & 0x2) == 0 {
+							z.Constraints[za0001].RTarget = ""
+						}
+						if (zb0003Mask & 0x4) == 0 {
+							z.Constraints[za0001].Operand = ""
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x4
 		case "Affinities":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -11281,12 +14445,28 @@ func (z *RequestedDevice) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Count = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Constraints = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Affinities = nil
 		}
 	}
 	o = bts
@@ -11317,19 +14497,52 @@ func (z *RequestedDevice) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *RescheduleEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 4
-	// string "RescheduleTime"
-	o = append(o, 0x84, 0xae, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.RescheduleTime)
-	// string "PrevAllocID"
-	o = append(o, 0xab, 0x50, 0x72, 0x65, 0x76, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x49, 0x44)
-	o = msgp.AppendString(o, z.PrevAllocID)
-	// string "PrevNodeID"
-	o = append(o, 0xaa, 0x50, 0x72, 0x65, 0x76, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-	o = msgp.AppendString(o, z.PrevNodeID)
-	// string "Delay"
-	o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
-	o = msgp.AppendDuration(o, z.Delay)
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.RescheduleTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.PrevAllocID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.PrevNodeID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Delay == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "RescheduleTime"
+			o = append(o, 0xae, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.RescheduleTime)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "PrevAllocID"
+			o = append(o, 0xab, 0x50, 0x72, 0x65, 0x76, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x49, 0x44)
+			o = msgp.AppendString(o, z.PrevAllocID)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "PrevNodeID"
+			o = append(o, 0xaa, 0x50, 0x72, 0x65, 0x76, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.PrevNodeID)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Delay"
+			o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			o = msgp.AppendDuration(o, z.Delay)
+		}
+	}
 	return
 }
 
@@ -11343,6 +14556,8 @@ func (z *RescheduleEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11357,30 +14572,49 @@ func (z *RescheduleEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "RescheduleTime")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "PrevAllocID":
 			z.PrevAllocID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PrevAllocID")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "PrevNodeID":
 			z.PrevNodeID, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PrevNodeID")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Delay":
 			z.Delay, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Delay")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.RescheduleTime = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.PrevAllocID = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.PrevNodeID = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Delay = 0
 		}
 	}
 	o = bts
@@ -11396,25 +14630,70 @@ func (z *RescheduleEvent) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ReschedulePolicy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 6
-	// string "Attempts"
-	o = append(o, 0x86, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
-	o = msgp.AppendInt(o, z.Attempts)
-	// string "Interval"
-	o = append(o, 0xa8, 0x49, 0x6e, 0x74, 0x65, 0x72, 0x76, 0x61, 0x6c)
-	o = msgp.AppendDuration(o, z.Interval)
-	// string "Delay"
-	o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
-	o = msgp.AppendDuration(o, z.Delay)
-	// string "DelayFunction"
-	o = append(o, 0xad, 0x44, 0x65, 0x6c, 0x61, 0x79, 0x46, 0x75, 0x6e, 0x63, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.DelayFunction)
-	// string "MaxDelay"
-	o = append(o, 0xa8, 0x4d, 0x61, 0x78, 0x44, 0x65, 0x6c, 0x61, 0x79)
-	o = msgp.AppendDuration(o, z.MaxDelay)
-	// string "Unlimited"
-	o = append(o, 0xa9, 0x55, 0x6e, 0x6c, 0x69, 0x6d, 0x69, 0x74, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Unlimited)
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Attempts == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Interval == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Delay == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.DelayFunction == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.MaxDelay == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Unlimited == false {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Attempts"
+			o = append(o, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
+			o = msgp.AppendInt(o, z.Attempts)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Interval"
+			o = append(o, 0xa8, 0x49, 0x6e, 0x74, 0x65, 0x72, 0x76, 0x61, 0x6c)
+			o = msgp.AppendDuration(o, z.Interval)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Delay"
+			o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			o = msgp.AppendDuration(o, z.Delay)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "DelayFunction"
+			o = append(o, 0xad, 0x44, 0x65, 0x6c, 0x61, 0x79, 0x46, 0x75, 0x6e, 0x63, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.DelayFunction)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "MaxDelay"
+			o = append(o, 0xa8, 0x4d, 0x61, 0x78, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			o = msgp.AppendDuration(o, z.MaxDelay)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Unlimited"
+			o = append(o, 0xa9, 0x55, 0x6e, 0x6c, 0x69, 0x6d, 0x69, 0x74, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Unlimited)
+		}
+	}
 	return
 }
 
@@ -11428,6 +14707,8 @@ func (z *ReschedulePolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11442,42 +14723,69 @@ func (z *ReschedulePolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Attempts")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Interval":
 			z.Interval, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Interval")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Delay":
 			z.Delay, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Delay")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "DelayFunction":
 			z.DelayFunction, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DelayFunction")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "MaxDelay":
 			z.MaxDelay, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MaxDelay")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "Unlimited":
 			z.Unlimited, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Unlimited")
 				return
 			}
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Attempts = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Interval = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Delay = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.DelayFunction = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.MaxDelay = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Unlimited = false
 		}
 	}
 	o = bts
@@ -11631,70 +14939,160 @@ func (z *RescheduleTracker) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Resources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 10
-	// string "CPU"
-	o = append(o, 0x8a, 0xa3, 0x43, 0x50, 0x55)
-	o = msgp.AppendInt(o, z.CPU)
-	// string "Cores"
-	o = append(o, 0xa5, 0x43, 0x6f, 0x72, 0x65, 0x73)
-	o = msgp.AppendInt(o, z.Cores)
-	// string "MemoryMB"
-	o = append(o, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
-	o = msgp.AppendInt(o, z.MemoryMB)
-	// string "MemoryMaxMB"
-	o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
-	o = msgp.AppendInt(o, z.MemoryMaxMB)
-	// string "DiskMB"
-	o = append(o, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
-	o = msgp.AppendInt(o, z.DiskMB)
-	// string "IOPS"
-	o = append(o, 0xa4, 0x49, 0x4f, 0x50, 0x53)
-	o = msgp.AppendInt(o, z.IOPS)
-	// string "SecretsMB"
-	o = append(o, 0xa9, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x73, 0x4d, 0x42)
-	o = msgp.AppendInt(o, z.SecretsMB)
-	// string "Networks"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
-	for za0001 := range z.Networks {
-		if z.Networks[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Networks[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Networks", za0001)
-				return
-			}
-		}
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.CPU == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Devices"
-	o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
-	for za0002 := range z.Devices {
-		if z.Devices[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Devices[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Devices", za0002)
-				return
-			}
-		}
+	if z.Cores == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "NUMA"
-	o = append(o, 0xa4, 0x4e, 0x55, 0x4d, 0x41)
+	if z.MemoryMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.MemoryMaxMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.DiskMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.IOPS == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.SecretsMB == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.Networks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.Devices == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
 	if z.NUMA == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		// map header, size 2
-		// string "Affinity"
-		o = append(o, 0x82, 0xa8, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x79)
-		o = msgp.AppendString(o, z.NUMA.Affinity)
-		// string "Devices"
-		o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
-		o = msgp.AppendArrayHeader(o, uint32(len(z.NUMA.Devices)))
-		for za0003 := range z.NUMA.Devices {
-			o = msgp.AppendString(o, z.NUMA.Devices[za0003])
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "CPU"
+			o = append(o, 0xa3, 0x43, 0x50, 0x55)
+			o = msgp.AppendInt(o, z.CPU)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Cores"
+			o = append(o, 0xa5, 0x43, 0x6f, 0x72, 0x65, 0x73)
+			o = msgp.AppendInt(o, z.Cores)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "MemoryMB"
+			o = append(o, 0xa8, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x42)
+			o = msgp.AppendInt(o, z.MemoryMB)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "MemoryMaxMB"
+			o = append(o, 0xab, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4d, 0x61, 0x78, 0x4d, 0x42)
+			o = msgp.AppendInt(o, z.MemoryMaxMB)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "DiskMB"
+			o = append(o, 0xa6, 0x44, 0x69, 0x73, 0x6b, 0x4d, 0x42)
+			o = msgp.AppendInt(o, z.DiskMB)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "IOPS"
+			o = append(o, 0xa4, 0x49, 0x4f, 0x50, 0x53)
+			o = msgp.AppendInt(o, z.IOPS)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "SecretsMB"
+			o = append(o, 0xa9, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x73, 0x4d, 0x42)
+			o = msgp.AppendInt(o, z.SecretsMB)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Networks"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
+			for za0001 := range z.Networks {
+				if z.Networks[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Networks[za0001].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Networks", za0001)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Devices"
+			o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Devices)))
+			for za0002 := range z.Devices {
+				if z.Devices[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Devices[za0002].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Devices", za0002)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "NUMA"
+			o = append(o, 0xa4, 0x4e, 0x55, 0x4d, 0x41)
+			if z.NUMA == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.NUMA.Affinity == "" {
+					zb0002Len--
+					zb0002Mask |= 0x1
+				}
+				if z.NUMA.Devices == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					if (zb0002Mask & 0x1) == 0 { // if not omitted
+						// string "Affinity"
+						o = append(o, 0xa8, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x79)
+						o = msgp.AppendString(o, z.NUMA.Affinity)
+					}
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "Devices"
+						o = append(o, 0xa7, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.NUMA.Devices)))
+						for za0003 := range z.NUMA.Devices {
+							o = msgp.AppendString(o, z.NUMA.Devices[za0003])
+						}
+					}
+				}
+			}
 		}
 	}
 	return
@@ -11710,6 +15108,8 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11724,42 +15124,49 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CPU")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Cores":
 			z.Cores, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Cores")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "MemoryMB":
 			z.MemoryMB, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MemoryMB")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "MemoryMaxMB":
 			z.MemoryMaxMB, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MemoryMaxMB")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "DiskMB":
 			z.DiskMB, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DiskMB")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "IOPS":
 			z.IOPS, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "IOPS")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "SecretsMB":
 			z.SecretsMB, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "SecretsMB")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "Networks":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -11790,6 +15197,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x80
 		case "Devices":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -11820,6 +15228,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x100
 		case "NUMA":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -11837,6 +15246,8 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "NUMA")
 					return
 				}
+				var zb0004Mask uint8 /* 2 bits */
+				_ = zb0004Mask
 				for zb0004 > 0 {
 					zb0004--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11851,6 +15262,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "NUMA", "Affinity")
 							return
 						}
+						zb0004Mask |= 0x1
 					case "Devices":
 						var zb0005 uint32
 						zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -11870,6 +15282,7 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								return
 							}
 						}
+						zb0004Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -11878,13 +15291,56 @@ func (z *Resources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0004Mask != 0x3 {
+					if (zb0004Mask & 0x1) == 0 {
+						z.NUMA.Affinity = ""
+					}
+					if (zb0004Mask & 0x2) == 0 {
+						z.NUMA.Devices = nil
+					}
+				}
 			}
+			zb0001Mask |= 0x200
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.CPU = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Cores = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.MemoryMB = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.MemoryMaxMB = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.DiskMB = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.IOPS = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.SecretsMB = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Networks = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Devices = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.NUMA = nil
 		}
 	}
 	o = bts
@@ -11924,22 +15380,61 @@ func (z *Resources) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *RestartPolicy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 5
-	// string "Attempts"
-	o = append(o, 0x85, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
-	o = msgp.AppendInt(o, z.Attempts)
-	// string "Interval"
-	o = append(o, 0xa8, 0x49, 0x6e, 0x74, 0x65, 0x72, 0x76, 0x61, 0x6c)
-	o = msgp.AppendDuration(o, z.Interval)
-	// string "Delay"
-	o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
-	o = msgp.AppendDuration(o, z.Delay)
-	// string "Mode"
-	o = append(o, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
-	o = msgp.AppendString(o, z.Mode)
-	// string "RenderTemplates"
-	o = append(o, 0xaf, 0x52, 0x65, 0x6e, 0x64, 0x65, 0x72, 0x54, 0x65, 0x6d, 0x70, 0x6c, 0x61, 0x74, 0x65, 0x73)
-	o = msgp.AppendBool(o, z.RenderTemplates)
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Attempts == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Interval == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Delay == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Mode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.RenderTemplates == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Attempts"
+			o = append(o, 0xa8, 0x41, 0x74, 0x74, 0x65, 0x6d, 0x70, 0x74, 0x73)
+			o = msgp.AppendInt(o, z.Attempts)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Interval"
+			o = append(o, 0xa8, 0x49, 0x6e, 0x74, 0x65, 0x72, 0x76, 0x61, 0x6c)
+			o = msgp.AppendDuration(o, z.Interval)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Delay"
+			o = append(o, 0xa5, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			o = msgp.AppendDuration(o, z.Delay)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Mode"
+			o = append(o, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.Mode)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "RenderTemplates"
+			o = append(o, 0xaf, 0x52, 0x65, 0x6e, 0x64, 0x65, 0x72, 0x54, 0x65, 0x6d, 0x70, 0x6c, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendBool(o, z.RenderTemplates)
+		}
+	}
 	return
 }
 
@@ -11953,6 +15448,8 @@ func (z *RestartPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -11967,36 +15464,59 @@ func (z *RestartPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Attempts")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Interval":
 			z.Interval, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Interval")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Delay":
 			z.Delay, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Delay")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Mode":
 			z.Mode, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Mode")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "RenderTemplates":
 			z.RenderTemplates, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RenderTemplates")
 				return
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Attempts = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Interval = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Delay = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Mode = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.RenderTemplates = false
 		}
 	}
 	o = bts
@@ -12012,46 +15532,109 @@ func (z *RestartPolicy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ScalingPolicy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 9
-	// string "ID"
-	o = append(o, 0x89, 0xa2, 0x49, 0x44)
-	o = msgp.AppendString(o, z.ID)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
-	// string "Target"
-	o = append(o, 0xa6, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Target)))
-	for za0001, za0002 := range z.Target {
-		o = msgp.AppendString(o, za0001)
-		o = msgp.AppendString(o, za0002)
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Min"
-	o = append(o, 0xa3, 0x4d, 0x69, 0x6e)
-	o = msgp.AppendInt64(o, z.Min)
-	// string "Max"
-	o = append(o, 0xa3, 0x4d, 0x61, 0x78)
-	o = msgp.AppendInt64(o, z.Max)
-	// string "Policy"
-	o = append(o, 0xa6, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Policy)))
-	for za0003, za0004 := range z.Policy {
-		o = msgp.AppendString(o, za0003)
-		o, err = msgp.AppendIntf(o, za0004)
-		if err != nil {
-			err = msgp.WrapError(err, "Policy", za0003)
-			return
+	if z.Type == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Target == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Min == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Max == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Policy == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.Enabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Type"
+			o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Type)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Target"
+			o = append(o, 0xa6, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Target)))
+			for za0001, za0002 := range z.Target {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendString(o, za0002)
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Min"
+			o = append(o, 0xa3, 0x4d, 0x69, 0x6e)
+			o = msgp.AppendInt64(o, z.Min)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Max"
+			o = append(o, 0xa3, 0x4d, 0x61, 0x78)
+			o = msgp.AppendInt64(o, z.Max)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Policy"
+			o = append(o, 0xa6, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Policy)))
+			for za0003, za0004 := range z.Policy {
+				o = msgp.AppendString(o, za0003)
+				o, err = msgp.AppendIntf(o, za0004)
+				if err != nil {
+					err = msgp.WrapError(err, "Policy", za0003)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Enabled"
+			o = append(o, 0xa7, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Enabled)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
 		}
 	}
-	// string "Enabled"
-	o = append(o, 0xa7, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.Enabled)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
 	return
 }
 
@@ -12065,6 +15648,8 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12079,12 +15664,14 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ID")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Type":
 			z.Type, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Target":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -12113,18 +15700,21 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Target[za0001] = za0002
 			}
+			zb0001Mask |= 0x4
 		case "Min":
 			z.Min, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Min")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "Max":
 			z.Max, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Max")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "Policy":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -12153,30 +15743,64 @@ func (z *ScalingPolicy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Policy[za0003] = za0004
 			}
+			zb0001Mask |= 0x20
 		case "Enabled":
 			z.Enabled, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Enabled")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Target = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Min = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Max = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Policy = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Enabled = false
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.ModifyIndex = 0
 		}
 	}
 	o = bts
@@ -12206,35 +15830,86 @@ func (z *ScalingPolicy) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *SchedulerConfiguration) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 8
-	// string "SchedulerAlgorithm"
-	o = append(o, 0x88, 0xb2, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x41, 0x6c, 0x67, 0x6f, 0x72, 0x69, 0x74, 0x68, 0x6d)
-	o = msgp.AppendString(o, z.SchedulerAlgorithm)
-	// string "PreemptionConfig"
-	o = append(o, 0xb0, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	o, err = z.PreemptionConfig.MarshalMsg(o)
-	if err != nil {
-		err = msgp.WrapError(err, "PreemptionConfig")
-		return
+	// check for omitted fields
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
+	_ = zb0001Mask
+	if z.SchedulerAlgorithm == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "MemoryOversubscriptionEnabled"
-	o = append(o, 0xbd, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4f, 0x76, 0x65, 0x72, 0x73, 0x75, 0x62, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
-	o = msgp.AppendBool(o, z.MemoryOversubscriptionEnabled)
-	// string "RejectJobRegistration"
-	o = append(o, 0xb5, 0x52, 0x65, 0x6a, 0x65, 0x63, 0x74, 0x4a, 0x6f, 0x62, 0x52, 0x65, 0x67, 0x69, 0x73, 0x74, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendBool(o, z.RejectJobRegistration)
-	// string "PauseEvalBroker"
-	o = append(o, 0xaf, 0x50, 0x61, 0x75, 0x73, 0x65, 0x45, 0x76, 0x61, 0x6c, 0x42, 0x72, 0x6f, 0x6b, 0x65, 0x72)
-	o = msgp.AppendBool(o, z.PauseEvalBroker)
-	// string "NodeLimitForFeasibilityChecks"
-	o = append(o, 0xbd, 0x4e, 0x6f, 0x64, 0x65, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x46, 0x6f, 0x72, 0x46, 0x65, 0x61, 0x73, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x73)
-	o = msgp.AppendUint(o, z.NodeLimitForFeasibilityChecks)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
+	if z.MemoryOversubscriptionEnabled == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.RejectJobRegistration == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.PauseEvalBroker == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.NodeLimitForFeasibilityChecks == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "SchedulerAlgorithm"
+			o = append(o, 0xb2, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x72, 0x41, 0x6c, 0x67, 0x6f, 0x72, 0x69, 0x74, 0x68, 0x6d)
+			o = msgp.AppendString(o, z.SchedulerAlgorithm)
+		}
+		// string "PreemptionConfig"
+		o = append(o, 0xb0, 0x50, 0x72, 0x65, 0x65, 0x6d, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+		o, err = z.PreemptionConfig.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "PreemptionConfig")
+			return
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "MemoryOversubscriptionEnabled"
+			o = append(o, 0xbd, 0x4d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x4f, 0x76, 0x65, 0x72, 0x73, 0x75, 0x62, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.MemoryOversubscriptionEnabled)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "RejectJobRegistration"
+			o = append(o, 0xb5, 0x52, 0x65, 0x6a, 0x65, 0x63, 0x74, 0x4a, 0x6f, 0x62, 0x52, 0x65, 0x67, 0x69, 0x73, 0x74, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendBool(o, z.RejectJobRegistration)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "PauseEvalBroker"
+			o = append(o, 0xaf, 0x50, 0x61, 0x75, 0x73, 0x65, 0x45, 0x76, 0x61, 0x6c, 0x42, 0x72, 0x6f, 0x6b, 0x65, 0x72)
+			o = msgp.AppendBool(o, z.PauseEvalBroker)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "NodeLimitForFeasibilityChecks"
+			o = append(o, 0xbd, 0x4e, 0x6f, 0x64, 0x65, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x46, 0x6f, 0x72, 0x46, 0x65, 0x61, 0x73, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x73)
+			o = msgp.AppendUint(o, z.NodeLimitForFeasibilityChecks)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+	}
 	return
 }
 
@@ -12248,6 +15923,8 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12262,6 +15939,7 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "SchedulerAlgorithm")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "PreemptionConfig":
 			bts, err = z.PreemptionConfig.UnmarshalMsg(bts)
 			if err != nil {
@@ -12274,42 +15952,72 @@ func (z *SchedulerConfiguration) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "MemoryOversubscriptionEnabled")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "RejectJobRegistration":
 			z.RejectJobRegistration, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RejectJobRegistration")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "PauseEvalBroker":
 			z.PauseEvalBroker, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PauseEvalBroker")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "NodeLimitForFeasibilityChecks":
 			z.NodeLimitForFeasibilityChecks, bts, err = msgp.ReadUintBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeLimitForFeasibilityChecks")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+			zb0001Mask |= 0x40
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.SchedulerAlgorithm = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MemoryOversubscriptionEnabled = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.RejectJobRegistration = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.PauseEvalBroker = false
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.NodeLimitForFeasibilityChecks = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.ModifyIndex = 0
 		}
 	}
 	o = bts
@@ -12325,27 +16033,75 @@ func (z *SchedulerConfiguration) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Spread) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 3
-	// string "Attribute"
-	o = append(o, 0x83, 0xa9, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65)
-	o = msgp.AppendString(o, z.Attribute)
-	// string "Weight"
-	o = append(o, 0xa6, 0x57, 0x65, 0x69, 0x67, 0x68, 0x74)
-	o = msgp.AppendInt8(o, z.Weight)
-	// string "SpreadTarget"
-	o = append(o, 0xac, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.SpreadTarget)))
-	for za0001 := range z.SpreadTarget {
-		if z.SpreadTarget[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 2
-			// string "Value"
-			o = append(o, 0x82, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
-			o = msgp.AppendString(o, z.SpreadTarget[za0001].Value)
-			// string "Percent"
-			o = append(o, 0xa7, 0x50, 0x65, 0x72, 0x63, 0x65, 0x6e, 0x74)
-			o = msgp.AppendUint8(o, z.SpreadTarget[za0001].Percent)
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Attribute == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Weight == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.SpreadTarget == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Attribute"
+			o = append(o, 0xa9, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65)
+			o = msgp.AppendString(o, z.Attribute)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Weight"
+			o = append(o, 0xa6, 0x57, 0x65, 0x69, 0x67, 0x68, 0x74)
+			o = msgp.AppendInt8(o, z.Weight)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "SpreadTarget"
+			o = append(o, 0xac, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.SpreadTarget)))
+			for za0001 := range z.SpreadTarget {
+				if z.SpreadTarget[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(2)
+					var zb0002Mask uint8 /* 2 bits */
+					_ = zb0002Mask
+					if z.SpreadTarget[za0001].Value == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.SpreadTarget[za0001].Percent == 0 {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "Value"
+							o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+							o = msgp.AppendString(o, z.SpreadTarget[za0001].Value)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "Percent"
+							o = append(o, 0xa7, 0x50, 0x65, 0x72, 0x63, 0x65, 0x6e, 0x74)
+							o = msgp.AppendUint8(o, z.SpreadTarget[za0001].Percent)
+						}
+					}
+				}
+			}
 		}
 	}
 	return
@@ -12361,6 +16117,8 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12375,12 +16133,14 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Attribute")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Weight":
 			z.Weight, bts, err = msgp.ReadInt8Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Weight")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "SpreadTarget":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -12410,6 +16170,8 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "SpreadTarget", za0001)
 						return
 					}
+					var zb0003Mask uint8 /* 2 bits */
+					_ = zb0003Mask
 					for zb0003 > 0 {
 						zb0003--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12424,12 +16186,14 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "SpreadTarget", za0001, "Value")
 								return
 							}
+							zb0003Mask |= 0x1
 						case "Percent":
 							z.SpreadTarget[za0001].Percent, bts, err = msgp.ReadUint8Bytes(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "SpreadTarget", za0001, "Percent")
 								return
 							}
+							zb0003Mask |= 0x2
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -12438,14 +16202,36 @@ func (z *Spread) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0003Mask != 0x3 {
+						if (zb0003Mask & 0x1) == 0 {
+							z.SpreadTarget[za0001].Value = ""
+						}
+						if (zb0003Mask & 0x2) == 0 {
+							z.SpreadTarget[za0001].Percent = 0
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Attribute = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Weight = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.SpreadTarget = nil
 		}
 	}
 	o = bts
@@ -12468,13 +16254,34 @@ func (z *Spread) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z SpreadTarget) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "Value"
-	o = append(o, 0x82, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
-	o = msgp.AppendString(o, z.Value)
-	// string "Percent"
-	o = append(o, 0xa7, 0x50, 0x65, 0x72, 0x63, 0x65, 0x6e, 0x74)
-	o = msgp.AppendUint8(o, z.Percent)
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Value == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Percent == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Value"
+			o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+			o = msgp.AppendString(o, z.Value)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Percent"
+			o = append(o, 0xa7, 0x50, 0x65, 0x72, 0x63, 0x65, 0x6e, 0x74)
+			o = msgp.AppendUint8(o, z.Percent)
+		}
+	}
 	return
 }
 
@@ -12488,6 +16295,8 @@ func (z *SpreadTarget) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12502,18 +16311,29 @@ func (z *SpreadTarget) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Value")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Percent":
 			z.Percent, bts, err = msgp.ReadUint8Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Percent")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Value = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Percent = 0
 		}
 	}
 	o = bts
@@ -12529,310 +16349,553 @@ func (z SpreadTarget) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Task) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 31
-	// string "Name"
-	o = append(o, 0xde, 0x0, 0x1f, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "Driver"
-	o = append(o, 0xa6, 0x44, 0x72, 0x69, 0x76, 0x65, 0x72)
-	o = msgp.AppendString(o, z.Driver)
-	// string "User"
-	o = append(o, 0xa4, 0x55, 0x73, 0x65, 0x72)
-	o = msgp.AppendString(o, z.User)
-	// string "Config"
-	o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Config)))
-	for za0001, za0002 := range z.Config {
-		o = msgp.AppendString(o, za0001)
-		o, err = msgp.AppendIntf(o, za0002)
-		if err != nil {
-			err = msgp.WrapError(err, "Config", za0001)
-			return
-		}
+	// check for omitted fields
+	zb0001Len := uint32(31)
+	var zb0001Mask uint32 /* 31 bits */
+	_ = zb0001Mask
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
 	}
-	// string "Env"
-	o = append(o, 0xa3, 0x45, 0x6e, 0x76)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Env)))
-	for za0003, za0004 := range z.Env {
-		o = msgp.AppendString(o, za0003)
-		o = msgp.AppendString(o, za0004)
+	if z.Driver == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
-	// string "Services"
-	o = append(o, 0xa8, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Services)))
-	for za0005 := range z.Services {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Services[za0005])))
-		for za0006, za0007 := range z.Services[za0005] {
-			o = msgp.AppendString(o, za0006)
-			o, err = msgp.AppendIntf(o, za0007)
-			if err != nil {
-				err = msgp.WrapError(err, "Services", za0005, za0006)
-				return
-			}
-		}
+	if z.User == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "Vault"
-	o = append(o, 0xa5, 0x56, 0x61, 0x75, 0x6c, 0x74)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Vault)))
-	for za0008, za0009 := range z.Vault {
-		o = msgp.AppendString(o, za0008)
-		o, err = msgp.AppendIntf(o, za0009)
-		if err != nil {
-			err = msgp.WrapError(err, "Vault", za0008)
-			return
-		}
+	if z.Config == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "Consul"
-	o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Consul)))
-	for za0010, za0011 := range z.Consul {
-		o = msgp.AppendString(o, za0010)
-		o, err = msgp.AppendIntf(o, za0011)
-		if err != nil {
-			err = msgp.WrapError(err, "Consul", za0010)
-			return
-		}
+	if z.Env == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "Templates"
-	o = append(o, 0xa9, 0x54, 0x65, 0x6d, 0x70, 0x6c, 0x61, 0x74, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Templates)))
-	for za0012 := range z.Templates {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Templates[za0012])))
-		for za0013, za0014 := range z.Templates[za0012] {
-			o = msgp.AppendString(o, za0013)
-			o, err = msgp.AppendIntf(o, za0014)
-			if err != nil {
-				err = msgp.WrapError(err, "Templates", za0012, za0013)
-				return
-			}
-		}
+	if z.Services == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "Constraints"
-	o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
-	for za0015 := range z.Constraints {
-		if z.Constraints[za0015] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 3
-			// string "LTarget"
-			o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0015].LTarget)
-			// string "RTarget"
-			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0015].RTarget)
-			// string "Operand"
-			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-			o = msgp.AppendString(o, z.Constraints[za0015].Operand)
-		}
+	if z.Vault == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
-	// string "Affinities"
-	o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
-	for za0016 := range z.Affinities {
-		if z.Affinities[za0016] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Affinities[za0016].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Affinities", za0016)
-				return
-			}
-		}
+	if z.Consul == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "Resources"
-	o = append(o, 0xa9, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+	if z.Templates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.Constraints == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.Affinities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
 	if z.Resources == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Resources.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Resources")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x800
 	}
-	// string "RestartPolicy"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x74, 0x61, 0x72, 0x74, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
 	if z.RestartPolicy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.RestartPolicy.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "RestartPolicy")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x1000
 	}
-	// string "DispatchPayload"
-	o = append(o, 0xaf, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
-	o = msgp.AppendMapHeader(o, uint32(len(z.DispatchPayload)))
-	for za0017, za0018 := range z.DispatchPayload {
-		o = msgp.AppendString(o, za0017)
-		o, err = msgp.AppendIntf(o, za0018)
-		if err != nil {
-			err = msgp.WrapError(err, "DispatchPayload", za0017)
-			return
-		}
+	if z.DispatchPayload == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
-	// string "Lifecycle"
-	o = append(o, 0xa9, 0x4c, 0x69, 0x66, 0x65, 0x63, 0x79, 0x63, 0x6c, 0x65)
 	if z.Lifecycle == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		// map header, size 2
-		// string "Hook"
-		o = append(o, 0x82, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
-		o = msgp.AppendString(o, z.Lifecycle.Hook)
-		// string "Sidecar"
-		o = append(o, 0xa7, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72)
-		o = msgp.AppendBool(o, z.Lifecycle.Sidecar)
+		zb0001Len--
+		zb0001Mask |= 0x4000
 	}
-	// string "Meta"
-	o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
-	for za0019, za0020 := range z.Meta {
-		o = msgp.AppendString(o, za0019)
-		o = msgp.AppendString(o, za0020)
+	if z.Meta == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8000
 	}
-	// string "KillTimeout"
-	o = append(o, 0xab, 0x4b, 0x69, 0x6c, 0x6c, 0x54, 0x69, 0x6d, 0x65, 0x6f, 0x75, 0x74)
-	o = msgp.AppendDuration(o, z.KillTimeout)
-	// string "LogConfig"
-	o = append(o, 0xa9, 0x4c, 0x6f, 0x67, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	o = msgp.AppendMapHeader(o, uint32(len(z.LogConfig)))
-	for za0021, za0022 := range z.LogConfig {
-		o = msgp.AppendString(o, za0021)
-		o, err = msgp.AppendIntf(o, za0022)
-		if err != nil {
-			err = msgp.WrapError(err, "LogConfig", za0021)
-			return
+	if z.KillTimeout == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10000
+	}
+	if z.LogConfig == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.Artifacts == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
+	if z.Leader == false {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.ShutdownDelay == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.VolumeMounts == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.ScalingPolicies == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
+	if z.KillSignal == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.Kind == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.CSIPluginConfig == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	if z.Identity == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4000000
+	}
+	if z.Identities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8000000
+	}
+	if z.Actions == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10000000
+	}
+	if z.Schedule == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000000
+	}
+	if z.Secrets == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
 		}
-	}
-	// string "Artifacts"
-	o = append(o, 0xa9, 0x41, 0x72, 0x74, 0x69, 0x66, 0x61, 0x63, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Artifacts)))
-	for za0023 := range z.Artifacts {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Artifacts[za0023])))
-		for za0024, za0025 := range z.Artifacts[za0023] {
-			o = msgp.AppendString(o, za0024)
-			o, err = msgp.AppendIntf(o, za0025)
-			if err != nil {
-				err = msgp.WrapError(err, "Artifacts", za0023, za0024)
-				return
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Driver"
+			o = append(o, 0xa6, 0x44, 0x72, 0x69, 0x76, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Driver)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "User"
+			o = append(o, 0xa4, 0x55, 0x73, 0x65, 0x72)
+			o = msgp.AppendString(o, z.User)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Config"
+			o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Config)))
+			for za0001, za0002 := range z.Config {
+				o = msgp.AppendString(o, za0001)
+				o, err = msgp.AppendIntf(o, za0002)
+				if err != nil {
+					err = msgp.WrapError(err, "Config", za0001)
+					return
+				}
 			}
 		}
-	}
-	// string "Leader"
-	o = append(o, 0xa6, 0x4c, 0x65, 0x61, 0x64, 0x65, 0x72)
-	o = msgp.AppendBool(o, z.Leader)
-	// string "ShutdownDelay"
-	o = append(o, 0xad, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
-	o = msgp.AppendDuration(o, z.ShutdownDelay)
-	// string "VolumeMounts"
-	o = append(o, 0xac, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x4d, 0x6f, 0x75, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.VolumeMounts)))
-	for za0026 := range z.VolumeMounts {
-		o = msgp.AppendMapHeader(o, uint32(len(z.VolumeMounts[za0026])))
-		for za0027, za0028 := range z.VolumeMounts[za0026] {
-			o = msgp.AppendString(o, za0027)
-			o, err = msgp.AppendIntf(o, za0028)
-			if err != nil {
-				err = msgp.WrapError(err, "VolumeMounts", za0026, za0027)
-				return
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Env"
+			o = append(o, 0xa3, 0x45, 0x6e, 0x76)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Env)))
+			for za0003, za0004 := range z.Env {
+				o = msgp.AppendString(o, za0003)
+				o = msgp.AppendString(o, za0004)
 			}
 		}
-	}
-	// string "ScalingPolicies"
-	o = append(o, 0xaf, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ScalingPolicies)))
-	for za0029 := range z.ScalingPolicies {
-		if z.ScalingPolicies[za0029] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.ScalingPolicies[za0029].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "ScalingPolicies", za0029)
-				return
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Services"
+			o = append(o, 0xa8, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Services)))
+			for za0005 := range z.Services {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Services[za0005])))
+				for za0006, za0007 := range z.Services[za0005] {
+					o = msgp.AppendString(o, za0006)
+					o, err = msgp.AppendIntf(o, za0007)
+					if err != nil {
+						err = msgp.WrapError(err, "Services", za0005, za0006)
+						return
+					}
+				}
 			}
 		}
-	}
-	// string "KillSignal"
-	o = append(o, 0xaa, 0x4b, 0x69, 0x6c, 0x6c, 0x53, 0x69, 0x67, 0x6e, 0x61, 0x6c)
-	o = msgp.AppendString(o, z.KillSignal)
-	// string "Kind"
-	o = append(o, 0xa4, 0x4b, 0x69, 0x6e, 0x64)
-	o = msgp.AppendString(o, z.Kind)
-	// string "CSIPluginConfig"
-	o = append(o, 0xaf, 0x43, 0x53, 0x49, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
-	o = msgp.AppendMapHeader(o, uint32(len(z.CSIPluginConfig)))
-	for za0030, za0031 := range z.CSIPluginConfig {
-		o = msgp.AppendString(o, za0030)
-		o, err = msgp.AppendIntf(o, za0031)
-		if err != nil {
-			err = msgp.WrapError(err, "CSIPluginConfig", za0030)
-			return
-		}
-	}
-	// string "Identity"
-	o = append(o, 0xa8, 0x49, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x74, 0x79)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Identity)))
-	for za0032, za0033 := range z.Identity {
-		o = msgp.AppendString(o, za0032)
-		o, err = msgp.AppendIntf(o, za0033)
-		if err != nil {
-			err = msgp.WrapError(err, "Identity", za0032)
-			return
-		}
-	}
-	// string "Identities"
-	o = append(o, 0xaa, 0x49, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x74, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Identities)))
-	for za0034 := range z.Identities {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Identities[za0034])))
-		for za0035, za0036 := range z.Identities[za0034] {
-			o = msgp.AppendString(o, za0035)
-			o, err = msgp.AppendIntf(o, za0036)
-			if err != nil {
-				err = msgp.WrapError(err, "Identities", za0034, za0035)
-				return
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Vault"
+			o = append(o, 0xa5, 0x56, 0x61, 0x75, 0x6c, 0x74)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Vault)))
+			for za0008, za0009 := range z.Vault {
+				o = msgp.AppendString(o, za0008)
+				o, err = msgp.AppendIntf(o, za0009)
+				if err != nil {
+					err = msgp.WrapError(err, "Vault", za0008)
+					return
+				}
 			}
 		}
-	}
-	// string "Actions"
-	o = append(o, 0xa7, 0x41, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Actions)))
-	for za0037 := range z.Actions {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Actions[za0037])))
-		for za0038, za0039 := range z.Actions[za0037] {
-			o = msgp.AppendString(o, za0038)
-			o, err = msgp.AppendIntf(o, za0039)
-			if err != nil {
-				err = msgp.WrapError(err, "Actions", za0037, za0038)
-				return
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Consul"
+			o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Consul)))
+			for za0010, za0011 := range z.Consul {
+				o = msgp.AppendString(o, za0010)
+				o, err = msgp.AppendIntf(o, za0011)
+				if err != nil {
+					err = msgp.WrapError(err, "Consul", za0010)
+					return
+				}
 			}
 		}
-	}
-	// string "Schedule"
-	o = append(o, 0xa8, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Schedule)))
-	for za0040, za0041 := range z.Schedule {
-		o = msgp.AppendString(o, za0040)
-		o, err = msgp.AppendIntf(o, za0041)
-		if err != nil {
-			err = msgp.WrapError(err, "Schedule", za0040)
-			return
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Templates"
+			o = append(o, 0xa9, 0x54, 0x65, 0x6d, 0x70, 0x6c, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Templates)))
+			for za0012 := range z.Templates {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Templates[za0012])))
+				for za0013, za0014 := range z.Templates[za0012] {
+					o = msgp.AppendString(o, za0013)
+					o, err = msgp.AppendIntf(o, za0014)
+					if err != nil {
+						err = msgp.WrapError(err, "Templates", za0012, za0013)
+						return
+					}
+				}
+			}
 		}
-	}
-	// string "Secrets"
-	o = append(o, 0xa7, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Secrets)))
-	for za0042 := range z.Secrets {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Secrets[za0042])))
-		for za0043, za0044 := range z.Secrets[za0042] {
-			o = msgp.AppendString(o, za0043)
-			o, err = msgp.AppendIntf(o, za0044)
-			if err != nil {
-				err = msgp.WrapError(err, "Secrets", za0042, za0043)
-				return
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Constraints"
+			o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
+			for za0015 := range z.Constraints {
+				if z.Constraints[za0015] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(3)
+					var zb0002Mask uint8 /* 3 bits */
+					_ = zb0002Mask
+					if z.Constraints[za0015].LTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.Constraints[za0015].RTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					if z.Constraints[za0015].Operand == "" {
+						zb0002Len--
+						zb0002Mask |= 0x4
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "LTarget"
+							o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0015].LTarget)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "RTarget"
+							o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0015].RTarget)
+						}
+						if (zb0002Mask & 0x4) == 0 { // if not omitted
+							// string "Operand"
+							o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+							o = msgp.AppendString(o, z.Constraints[za0015].Operand)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Affinities"
+			o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
+			for za0016 := range z.Affinities {
+				if z.Affinities[za0016] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Affinities[za0016].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Affinities", za0016)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "Resources"
+			o = append(o, 0xa9, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+			if z.Resources == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Resources.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Resources")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "RestartPolicy"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x74, 0x61, 0x72, 0x74, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
+			if z.RestartPolicy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.RestartPolicy.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "RestartPolicy")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "DispatchPayload"
+			o = append(o, 0xaf, 0x44, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x50, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
+			o = msgp.AppendMapHeader(o, uint32(len(z.DispatchPayload)))
+			for za0017, za0018 := range z.DispatchPayload {
+				o = msgp.AppendString(o, za0017)
+				o, err = msgp.AppendIntf(o, za0018)
+				if err != nil {
+					err = msgp.WrapError(err, "DispatchPayload", za0017)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "Lifecycle"
+			o = append(o, 0xa9, 0x4c, 0x69, 0x66, 0x65, 0x63, 0x79, 0x63, 0x6c, 0x65)
+			if z.Lifecycle == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0003Len := uint32(2)
+				var zb0003Mask uint8 /* 2 bits */
+				_ = zb0003Mask
+				if z.Lifecycle.Hook == "" {
+					zb0003Len--
+					zb0003Mask |= 0x1
+				}
+				if z.Lifecycle.Sidecar == false {
+					zb0003Len--
+					zb0003Mask |= 0x2
+				}
+				// variable map header, size zb0003Len
+				o = append(o, 0x80|uint8(zb0003Len))
+
+				// skip if no fields are to be emitted
+				if zb0003Len != 0 {
+					if (zb0003Mask & 0x1) == 0 { // if not omitted
+						// string "Hook"
+						o = append(o, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
+						o = msgp.AppendString(o, z.Lifecycle.Hook)
+					}
+					if (zb0003Mask & 0x2) == 0 { // if not omitted
+						// string "Sidecar"
+						o = append(o, 0xa7, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72)
+						o = msgp.AppendBool(o, z.Lifecycle.Sidecar)
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "Meta"
+			o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
+			for za0019, za0020 := range z.Meta {
+				o = msgp.AppendString(o, za0019)
+				o = msgp.AppendString(o, za0020)
+			}
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "KillTimeout"
+			o = append(o, 0xab, 0x4b, 0x69, 0x6c, 0x6c, 0x54, 0x69, 0x6d, 0x65, 0x6f, 0x75, 0x74)
+			o = msgp.AppendDuration(o, z.KillTimeout)
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "LogConfig"
+			o = append(o, 0xa9, 0x4c, 0x6f, 0x67, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+			o = msgp.AppendMapHeader(o, uint32(len(z.LogConfig)))
+			for za0021, za0022 := range z.LogConfig {
+				o = msgp.AppendString(o, za0021)
+				o, err = msgp.AppendIntf(o, za0022)
+				if err != nil {
+					err = msgp.WrapError(err, "LogConfig", za0021)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "Artifacts"
+			o = append(o, 0xa9, 0x41, 0x72, 0x74, 0x69, 0x66, 0x61, 0x63, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Artifacts)))
+			for za0023 := range z.Artifacts {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Artifacts[za0023])))
+				for za0024, za0025 := range z.Artifacts[za0023] {
+					o = msgp.AppendString(o, za0024)
+					o, err = msgp.AppendIntf(o, za0025)
+					if err != nil {
+						err = msgp.WrapError(err, "Artifacts", za0023, za0024)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "Leader"
+			o = append(o, 0xa6, 0x4c, 0x65, 0x61, 0x64, 0x65, 0x72)
+			o = msgp.AppendBool(o, z.Leader)
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "ShutdownDelay"
+			o = append(o, 0xad, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			o = msgp.AppendDuration(o, z.ShutdownDelay)
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "VolumeMounts"
+			o = append(o, 0xac, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x4d, 0x6f, 0x75, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.VolumeMounts)))
+			for za0026 := range z.VolumeMounts {
+				o = msgp.AppendMapHeader(o, uint32(len(z.VolumeMounts[za0026])))
+				for za0027, za0028 := range z.VolumeMounts[za0026] {
+					o = msgp.AppendString(o, za0027)
+					o, err = msgp.AppendIntf(o, za0028)
+					if err != nil {
+						err = msgp.WrapError(err, "VolumeMounts", za0026, za0027)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "ScalingPolicies"
+			o = append(o, 0xaf, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ScalingPolicies)))
+			for za0029 := range z.ScalingPolicies {
+				if z.ScalingPolicies[za0029] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.ScalingPolicies[za0029].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "ScalingPolicies", za0029)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "KillSignal"
+			o = append(o, 0xaa, 0x4b, 0x69, 0x6c, 0x6c, 0x53, 0x69, 0x67, 0x6e, 0x61, 0x6c)
+			o = msgp.AppendString(o, z.KillSignal)
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "Kind"
+			o = append(o, 0xa4, 0x4b, 0x69, 0x6e, 0x64)
+			o = msgp.AppendString(o, z.Kind)
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "CSIPluginConfig"
+			o = append(o, 0xaf, 0x43, 0x53, 0x49, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+			o = msgp.AppendMapHeader(o, uint32(len(z.CSIPluginConfig)))
+			for za0030, za0031 := range z.CSIPluginConfig {
+				o = msgp.AppendString(o, za0030)
+				o, err = msgp.AppendIntf(o, za0031)
+				if err != nil {
+					err = msgp.WrapError(err, "CSIPluginConfig", za0030)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "Identity"
+			o = append(o, 0xa8, 0x49, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x74, 0x79)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Identity)))
+			for za0032, za0033 := range z.Identity {
+				o = msgp.AppendString(o, za0032)
+				o, err = msgp.AppendIntf(o, za0033)
+				if err != nil {
+					err = msgp.WrapError(err, "Identity", za0032)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+			// string "Identities"
+			o = append(o, 0xaa, 0x49, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Identities)))
+			for za0034 := range z.Identities {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Identities[za0034])))
+				for za0035, za0036 := range z.Identities[za0034] {
+					o = msgp.AppendString(o, za0035)
+					o, err = msgp.AppendIntf(o, za0036)
+					if err != nil {
+						err = msgp.WrapError(err, "Identities", za0034, za0035)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
+			// string "Actions"
+			o = append(o, 0xa7, 0x41, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Actions)))
+			for za0037 := range z.Actions {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Actions[za0037])))
+				for za0038, za0039 := range z.Actions[za0037] {
+					o = msgp.AppendString(o, za0038)
+					o, err = msgp.AppendIntf(o, za0039)
+					if err != nil {
+						err = msgp.WrapError(err, "Actions", za0037, za0038)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
+			// string "Schedule"
+			o = append(o, 0xa8, 0x53, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Schedule)))
+			for za0040, za0041 := range z.Schedule {
+				o = msgp.AppendString(o, za0040)
+				o, err = msgp.AppendIntf(o, za0041)
+				if err != nil {
+					err = msgp.WrapError(err, "Schedule", za0040)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000000) == 0 { // if not omitted
+			// string "Secrets"
+			o = append(o, 0xa7, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Secrets)))
+			for za0042 := range z.Secrets {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Secrets[za0042])))
+				for za0043, za0044 := range z.Secrets[za0042] {
+					o = msgp.AppendString(o, za0043)
+					o, err = msgp.AppendIntf(o, za0044)
+					if err != nil {
+						err = msgp.WrapError(err, "Secrets", za0042, za0043)
+						return
+					}
+				}
 			}
 		}
 	}
@@ -12849,6 +16912,8 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint32 /* 31 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -12863,18 +16928,21 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Driver":
 			z.Driver, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "User":
 			z.User, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "User")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "Config":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -12903,6 +16971,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Config[za0001] = za0002
 			}
+			zb0001Mask |= 0x8
 		case "Env":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -12931,6 +17000,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Env[za0003] = za0004
 			}
+			zb0001Mask |= 0x10
 		case "Services":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -12972,6 +17042,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Services[za0005][za0006] = za0007
 				}
 			}
+			zb0001Mask |= 0x20
 		case "Vault":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13000,6 +17071,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Vault[za0008] = za0009
 			}
+			zb0001Mask |= 0x40
 		case "Consul":
 			var zb0007 uint32
 			zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13028,6 +17100,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Consul[za0010] = za0011
 			}
+			zb0001Mask |= 0x80
 		case "Templates":
 			var zb0008 uint32
 			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13069,6 +17142,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Templates[za0012][za0013] = za0014
 				}
 			}
+			zb0001Mask |= 0x100
 		case "Constraints":
 			var zb0010 uint32
 			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13098,6 +17172,8 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Constraints", za0015)
 						return
 					}
+					var zb0011Mask uint8 /* 3 bits */
+					_ = zb0011Mask
 					for zb0011 > 0 {
 						zb0011--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -13112,18 +17188,21 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "Constraints", za0015, "LTarget")
 								return
 							}
+							zb0011Mask |= 0x1
 						case "RTarget":
 							z.Constraints[za0015].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0015, "RTarget")
 								return
 							}
+							zb0011Mask |= 0x2
 						case "Operand":
 							z.Constraints[za0015].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0015, "Operand")
 								return
 							}
+							zb0011Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -13132,8 +17211,21 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0011Mask != 0x7 {
+						if (zb0011Mask & 0x1) == 0 {
+							z.Constraints[za0015].LTarget = ""
+						}
+						if (zb0011Mask & 0x2) == 0 {
+							z.Constraints[za0015].RTarget = ""
+						}
+						if (zb0011Mask & 0x4) == 0 {
+							z.Constraints[za0015].Operand = ""
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x200
 		case "Affinities":
 			var zb0012 uint32
 			zb0012, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13164,6 +17256,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x400
 		case "Resources":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -13181,6 +17274,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x800
 		case "RestartPolicy":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -13198,6 +17292,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1000
 		case "DispatchPayload":
 			var zb0013 uint32
 			zb0013, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13226,6 +17321,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.DispatchPayload[za0017] = za0018
 			}
+			zb0001Mask |= 0x2000
 		case "Lifecycle":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -13243,6 +17339,8 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Lifecycle")
 					return
 				}
+				var zb0014Mask uint8 /* 2 bits */
+				_ = zb0014Mask
 				for zb0014 > 0 {
 					zb0014--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -13257,12 +17355,14 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "Lifecycle", "Hook")
 							return
 						}
+						zb0014Mask |= 0x1
 					case "Sidecar":
 						z.Lifecycle.Sidecar, bts, err = msgp.ReadBoolBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Lifecycle", "Sidecar")
 							return
 						}
+						zb0014Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -13271,7 +17371,17 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0014Mask != 0x3 {
+					if (zb0014Mask & 0x1) == 0 {
+						z.Lifecycle.Hook = ""
+					}
+					if (zb0014Mask & 0x2) == 0 {
+						z.Lifecycle.Sidecar = false
+					}
+				}
 			}
+			zb0001Mask |= 0x4000
 		case "Meta":
 			var zb0015 uint32
 			zb0015, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13300,12 +17410,14 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Meta[za0019] = za0020
 			}
+			zb0001Mask |= 0x8000
 		case "KillTimeout":
 			z.KillTimeout, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "KillTimeout")
 				return
 			}
+			zb0001Mask |= 0x10000
 		case "LogConfig":
 			var zb0016 uint32
 			zb0016, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13334,6 +17446,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.LogConfig[za0021] = za0022
 			}
+			zb0001Mask |= 0x20000
 		case "Artifacts":
 			var zb0017 uint32
 			zb0017, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13375,18 +17488,21 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Artifacts[za0023][za0024] = za0025
 				}
 			}
+			zb0001Mask |= 0x40000
 		case "Leader":
 			z.Leader, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Leader")
 				return
 			}
+			zb0001Mask |= 0x80000
 		case "ShutdownDelay":
 			z.ShutdownDelay, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ShutdownDelay")
 				return
 			}
+			zb0001Mask |= 0x100000
 		case "VolumeMounts":
 			var zb0019 uint32
 			zb0019, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13428,6 +17544,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.VolumeMounts[za0026][za0027] = za0028
 				}
 			}
+			zb0001Mask |= 0x200000
 		case "ScalingPolicies":
 			var zb0021 uint32
 			zb0021, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13458,18 +17575,21 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x400000
 		case "KillSignal":
 			z.KillSignal, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "KillSignal")
 				return
 			}
+			zb0001Mask |= 0x800000
 		case "Kind":
 			z.Kind, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
+			zb0001Mask |= 0x1000000
 		case "CSIPluginConfig":
 			var zb0022 uint32
 			zb0022, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13498,6 +17618,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.CSIPluginConfig[za0030] = za0031
 			}
+			zb0001Mask |= 0x2000000
 		case "Identity":
 			var zb0023 uint32
 			zb0023, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13526,6 +17647,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Identity[za0032] = za0033
 			}
+			zb0001Mask |= 0x4000000
 		case "Identities":
 			var zb0024 uint32
 			zb0024, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13567,6 +17689,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Identities[za0034][za0035] = za0036
 				}
 			}
+			zb0001Mask |= 0x8000000
 		case "Actions":
 			var zb0026 uint32
 			zb0026, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13608,6 +17731,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Actions[za0037][za0038] = za0039
 				}
 			}
+			zb0001Mask |= 0x10000000
 		case "Schedule":
 			var zb0028 uint32
 			zb0028, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -13636,6 +17760,7 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Schedule[za0040] = za0041
 			}
+			zb0001Mask |= 0x20000000
 		case "Secrets":
 			var zb0029 uint32
 			zb0029, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -13677,12 +17802,109 @@ func (z *Task) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Secrets[za0042][za0043] = za0044
 				}
 			}
+			zb0001Mask |= 0x40000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7fffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Driver = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.User = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Config = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Env = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Services = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Vault = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Consul = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Templates = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Constraints = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Affinities = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.Resources = nil
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.RestartPolicy = nil
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.DispatchPayload = nil
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.Lifecycle = nil
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.Meta = nil
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.KillTimeout = 0
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.LogConfig = nil
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.Artifacts = nil
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.Leader = false
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.ShutdownDelay = 0
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.VolumeMounts = nil
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.ScalingPolicies = nil
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.KillSignal = ""
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.Kind = ""
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.CSIPluginConfig = nil
+		}
+		if (zb0001Mask & 0x4000000) == 0 {
+			z.Identity = nil
+		}
+		if (zb0001Mask & 0x8000000) == 0 {
+			z.Identities = nil
+		}
+		if (zb0001Mask & 0x10000000) == 0 {
+			z.Actions = nil
+		}
+		if (zb0001Mask & 0x20000000) == 0 {
+			z.Schedule = nil
+		}
+		if (zb0001Mask & 0x40000000) == 0 {
+			z.Secrets = nil
 		}
 	}
 	o = bts
@@ -13879,248 +18101,449 @@ func (z *Task) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *TaskGroup) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 23
-	// string "Name"
-	o = append(o, 0xde, 0x0, 0x17, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.Name)
-	// string "Count"
-	o = append(o, 0xa5, 0x43, 0x6f, 0x75, 0x6e, 0x74)
-	o = msgp.AppendInt(o, z.Count)
-	// string "Update"
-	o = append(o, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+	// check for omitted fields
+	zb0001Len := uint32(23)
+	var zb0001Mask uint32 /* 23 bits */
+	_ = zb0001Mask
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Count == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
 	if z.Update == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Update.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Update")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
-	// string "Migrate"
-	o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
 	if z.Migrate == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Migrate.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Migrate")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
-	// string "Constraints"
-	o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
-	for za0001 := range z.Constraints {
-		if z.Constraints[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			// map header, size 3
-			// string "LTarget"
-			o = append(o, 0x83, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0001].LTarget)
-			// string "RTarget"
-			o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
-			o = msgp.AppendString(o, z.Constraints[za0001].RTarget)
-			// string "Operand"
-			o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
-			o = msgp.AppendString(o, z.Constraints[za0001].Operand)
-		}
+	if z.Constraints == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
-	// string "Scaling"
-	o = append(o, 0xa7, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67)
 	if z.Scaling == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Scaling.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Scaling")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "RestartPolicy"
-	o = append(o, 0xad, 0x52, 0x65, 0x73, 0x74, 0x61, 0x72, 0x74, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
 	if z.RestartPolicy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.RestartPolicy.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "RestartPolicy")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
-	// string "Disconnect"
-	o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
 	if z.Disconnect == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Disconnect.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Disconnect")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "Tasks"
-	o = append(o, 0xa5, 0x54, 0x61, 0x73, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Tasks)))
-	for za0002 := range z.Tasks {
-		if z.Tasks[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Tasks[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Tasks", za0002)
-				return
-			}
-		}
+	if z.Tasks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
 	}
-	// string "EphemeralDisk"
-	o = append(o, 0xad, 0x45, 0x70, 0x68, 0x65, 0x6d, 0x65, 0x72, 0x61, 0x6c, 0x44, 0x69, 0x73, 0x6b)
 	if z.EphemeralDisk == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		// map header, size 3
-		// string "Sticky"
-		o = append(o, 0x83, 0xa6, 0x53, 0x74, 0x69, 0x63, 0x6b, 0x79)
-		o = msgp.AppendBool(o, z.EphemeralDisk.Sticky)
-		// string "SizeMB"
-		o = append(o, 0xa6, 0x53, 0x69, 0x7a, 0x65, 0x4d, 0x42)
-		o = msgp.AppendInt(o, z.EphemeralDisk.SizeMB)
-		// string "Migrate"
-		o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
-		o = msgp.AppendBool(o, z.EphemeralDisk.Migrate)
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
-	// string "Meta"
-	o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
-	for za0003, za0004 := range z.Meta {
-		o = msgp.AppendString(o, za0003)
-		o = msgp.AppendString(o, za0004)
+	if z.Meta == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
-	// string "ReschedulePolicy"
-	o = append(o, 0xb0, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
 	if z.ReschedulePolicy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.ReschedulePolicy.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "ReschedulePolicy")
-			return
-		}
+		zb0001Len--
+		zb0001Mask |= 0x800
 	}
-	// string "Affinities"
-	o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
-	for za0005 := range z.Affinities {
-		if z.Affinities[za0005] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Affinities[za0005].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Affinities", za0005)
-				return
-			}
-		}
+	if z.Affinities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1000
 	}
-	// string "Spreads"
-	o = append(o, 0xa7, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Spreads)))
-	for za0006 := range z.Spreads {
-		if z.Spreads[za0006] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Spreads[za0006].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Spreads", za0006)
-				return
-			}
-		}
+	if z.Spreads == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
 	}
-	// string "Networks"
-	o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
-	for za0007 := range z.Networks {
-		if z.Networks[za0007] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Networks[za0007].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Networks", za0007)
-				return
-			}
-		}
+	if z.Networks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4000
 	}
-	// string "Services"
-	o = append(o, 0xa8, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Services)))
-	for za0008 := range z.Services {
-		o = msgp.AppendMapHeader(o, uint32(len(z.Services[za0008])))
-		for za0009, za0010 := range z.Services[za0008] {
-			o = msgp.AppendString(o, za0009)
-			o, err = msgp.AppendIntf(o, za0010)
-			if err != nil {
-				err = msgp.WrapError(err, "Services", za0008, za0009)
-				return
-			}
-		}
+	if z.Services == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8000
 	}
-	// string "Volumes"
-	o = append(o, 0xa7, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Volumes)))
-	for za0011, za0012 := range z.Volumes {
-		o = msgp.AppendString(o, za0011)
-		o = msgp.AppendMapHeader(o, uint32(len(za0012)))
-		for za0013, za0014 := range za0012 {
-			o = msgp.AppendString(o, za0013)
-			o, err = msgp.AppendIntf(o, za0014)
-			if err != nil {
-				err = msgp.WrapError(err, "Volumes", za0011, za0013)
-				return
-			}
-		}
+	if z.Volumes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10000
 	}
-	// string "Consul"
-	o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Consul)))
-	for za0015, za0016 := range z.Consul {
-		o = msgp.AppendString(o, za0015)
-		o, err = msgp.AppendIntf(o, za0016)
-		if err != nil {
-			err = msgp.WrapError(err, "Consul", za0015)
-			return
-		}
+	if z.Consul == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000
 	}
-	// string "ShutdownDelay"
-	o = append(o, 0xad, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
 	if z.ShutdownDelay == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendDuration(o, *z.ShutdownDelay)
+		zb0001Len--
+		zb0001Mask |= 0x40000
 	}
-	// string "MaxRunDuration"
-	o = append(o, 0xae, 0x4d, 0x61, 0x78, 0x52, 0x75, 0x6e, 0x44, 0x75, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
 	if z.MaxRunDuration == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendDuration(o, *z.MaxRunDuration)
+		zb0001Len--
+		zb0001Mask |= 0x80000
 	}
-	// string "StopAfterClientDisconnect"
-	o = append(o, 0xb9, 0x53, 0x74, 0x6f, 0x70, 0x41, 0x66, 0x74, 0x65, 0x72, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
 	if z.StopAfterClientDisconnect == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendDuration(o, *z.StopAfterClientDisconnect)
+		zb0001Len--
+		zb0001Mask |= 0x100000
 	}
-	// string "MaxClientDisconnect"
-	o = append(o, 0xb3, 0x4d, 0x61, 0x78, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
 	if z.MaxClientDisconnect == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o = msgp.AppendDuration(o, *z.MaxClientDisconnect)
+		zb0001Len--
+		zb0001Mask |= 0x200000
 	}
-	// string "PreventRescheduleOnLost"
-	o = append(o, 0xb7, 0x50, 0x72, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4f, 0x6e, 0x4c, 0x6f, 0x73, 0x74)
-	o = msgp.AppendBool(o, z.PreventRescheduleOnLost)
+	if z.PreventRescheduleOnLost == false {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Count"
+			o = append(o, 0xa5, 0x43, 0x6f, 0x75, 0x6e, 0x74)
+			o = msgp.AppendInt(o, z.Count)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Update"
+			o = append(o, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+			if z.Update == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Update.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Update")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Migrate"
+			o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+			if z.Migrate == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Migrate.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Migrate")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Constraints"
+			o = append(o, 0xab, 0x43, 0x6f, 0x6e, 0x73, 0x74, 0x72, 0x61, 0x69, 0x6e, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Constraints)))
+			for za0001 := range z.Constraints {
+				if z.Constraints[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(3)
+					var zb0002Mask uint8 /* 3 bits */
+					_ = zb0002Mask
+					if z.Constraints[za0001].LTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if z.Constraints[za0001].RTarget == "" {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					if z.Constraints[za0001].Operand == "" {
+						zb0002Len--
+						zb0002Mask |= 0x4
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "LTarget"
+							o = append(o, 0xa7, 0x4c, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0001].LTarget)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "RTarget"
+							o = append(o, 0xa7, 0x52, 0x54, 0x61, 0x72, 0x67, 0x65, 0x74)
+							o = msgp.AppendString(o, z.Constraints[za0001].RTarget)
+						}
+						if (zb0002Mask & 0x4) == 0 { // if not omitted
+							// string "Operand"
+							o = append(o, 0xa7, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x6e, 0x64)
+							o = msgp.AppendString(o, z.Constraints[za0001].Operand)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Scaling"
+			o = append(o, 0xa7, 0x53, 0x63, 0x61, 0x6c, 0x69, 0x6e, 0x67)
+			if z.Scaling == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Scaling.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Scaling")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "RestartPolicy"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x74, 0x61, 0x72, 0x74, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
+			if z.RestartPolicy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.RestartPolicy.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "RestartPolicy")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Disconnect"
+			o = append(o, 0xaa, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
+			if z.Disconnect == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Disconnect.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Disconnect")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Tasks"
+			o = append(o, 0xa5, 0x54, 0x61, 0x73, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Tasks)))
+			for za0002 := range z.Tasks {
+				if z.Tasks[za0002] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Tasks[za0002].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Tasks", za0002)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "EphemeralDisk"
+			o = append(o, 0xad, 0x45, 0x70, 0x68, 0x65, 0x6d, 0x65, 0x72, 0x61, 0x6c, 0x44, 0x69, 0x73, 0x6b)
+			if z.EphemeralDisk == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0003Len := uint32(3)
+				var zb0003Mask uint8 /* 3 bits */
+				_ = zb0003Mask
+				if z.EphemeralDisk.Sticky == false {
+					zb0003Len--
+					zb0003Mask |= 0x1
+				}
+				if z.EphemeralDisk.SizeMB == 0 {
+					zb0003Len--
+					zb0003Mask |= 0x2
+				}
+				if z.EphemeralDisk.Migrate == false {
+					zb0003Len--
+					zb0003Mask |= 0x4
+				}
+				// variable map header, size zb0003Len
+				o = append(o, 0x80|uint8(zb0003Len))
+
+				// skip if no fields are to be emitted
+				if zb0003Len != 0 {
+					if (zb0003Mask & 0x1) == 0 { // if not omitted
+						// string "Sticky"
+						o = append(o, 0xa6, 0x53, 0x74, 0x69, 0x63, 0x6b, 0x79)
+						o = msgp.AppendBool(o, z.EphemeralDisk.Sticky)
+					}
+					if (zb0003Mask & 0x2) == 0 { // if not omitted
+						// string "SizeMB"
+						o = append(o, 0xa6, 0x53, 0x69, 0x7a, 0x65, 0x4d, 0x42)
+						o = msgp.AppendInt(o, z.EphemeralDisk.SizeMB)
+					}
+					if (zb0003Mask & 0x4) == 0 { // if not omitted
+						// string "Migrate"
+						o = append(o, 0xa7, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x65)
+						o = msgp.AppendBool(o, z.EphemeralDisk.Migrate)
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Meta"
+			o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
+			for za0003, za0004 := range z.Meta {
+				o = msgp.AppendString(o, za0003)
+				o = msgp.AppendString(o, za0004)
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "ReschedulePolicy"
+			o = append(o, 0xb0, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x79)
+			if z.ReschedulePolicy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.ReschedulePolicy.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ReschedulePolicy")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "Affinities"
+			o = append(o, 0xaa, 0x41, 0x66, 0x66, 0x69, 0x6e, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Affinities)))
+			for za0005 := range z.Affinities {
+				if z.Affinities[za0005] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Affinities[za0005].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Affinities", za0005)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "Spreads"
+			o = append(o, 0xa7, 0x53, 0x70, 0x72, 0x65, 0x61, 0x64, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Spreads)))
+			for za0006 := range z.Spreads {
+				if z.Spreads[za0006] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Spreads[za0006].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Spreads", za0006)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "Networks"
+			o = append(o, 0xa8, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Networks)))
+			for za0007 := range z.Networks {
+				if z.Networks[za0007] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.Networks[za0007].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Networks", za0007)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "Services"
+			o = append(o, 0xa8, 0x53, 0x65, 0x72, 0x76, 0x69, 0x63, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Services)))
+			for za0008 := range z.Services {
+				o = msgp.AppendMapHeader(o, uint32(len(z.Services[za0008])))
+				for za0009, za0010 := range z.Services[za0008] {
+					o = msgp.AppendString(o, za0009)
+					o, err = msgp.AppendIntf(o, za0010)
+					if err != nil {
+						err = msgp.WrapError(err, "Services", za0008, za0009)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "Volumes"
+			o = append(o, 0xa7, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Volumes)))
+			for za0011, za0012 := range z.Volumes {
+				o = msgp.AppendString(o, za0011)
+				o = msgp.AppendMapHeader(o, uint32(len(za0012)))
+				for za0013, za0014 := range za0012 {
+					o = msgp.AppendString(o, za0013)
+					o, err = msgp.AppendIntf(o, za0014)
+					if err != nil {
+						err = msgp.WrapError(err, "Volumes", za0011, za0013)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "Consul"
+			o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x73, 0x75, 0x6c)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Consul)))
+			for za0015, za0016 := range z.Consul {
+				o = msgp.AppendString(o, za0015)
+				o, err = msgp.AppendIntf(o, za0016)
+				if err != nil {
+					err = msgp.WrapError(err, "Consul", za0015)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "ShutdownDelay"
+			o = append(o, 0xad, 0x53, 0x68, 0x75, 0x74, 0x64, 0x6f, 0x77, 0x6e, 0x44, 0x65, 0x6c, 0x61, 0x79)
+			if z.ShutdownDelay == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendDuration(o, *z.ShutdownDelay)
+			}
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "MaxRunDuration"
+			o = append(o, 0xae, 0x4d, 0x61, 0x78, 0x52, 0x75, 0x6e, 0x44, 0x75, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+			if z.MaxRunDuration == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendDuration(o, *z.MaxRunDuration)
+			}
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "StopAfterClientDisconnect"
+			o = append(o, 0xb9, 0x53, 0x74, 0x6f, 0x70, 0x41, 0x66, 0x74, 0x65, 0x72, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
+			if z.StopAfterClientDisconnect == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendDuration(o, *z.StopAfterClientDisconnect)
+			}
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "MaxClientDisconnect"
+			o = append(o, 0xb3, 0x4d, 0x61, 0x78, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74)
+			if z.MaxClientDisconnect == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendDuration(o, *z.MaxClientDisconnect)
+			}
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "PreventRescheduleOnLost"
+			o = append(o, 0xb7, 0x50, 0x72, 0x65, 0x76, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x73, 0x63, 0x68, 0x65, 0x64, 0x75, 0x6c, 0x65, 0x4f, 0x6e, 0x4c, 0x6f, 0x73, 0x74)
+			o = msgp.AppendBool(o, z.PreventRescheduleOnLost)
+		}
+	}
 	return
 }
 
@@ -14134,6 +18557,8 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint32 /* 23 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -14148,12 +18573,14 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Count":
 			z.Count, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Count")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "Update":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14171,6 +18598,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "Migrate":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14188,6 +18616,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		case "Constraints":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14217,6 +18646,8 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Constraints", za0001)
 						return
 					}
+					var zb0003Mask uint8 /* 3 bits */
+					_ = zb0003Mask
 					for zb0003 > 0 {
 						zb0003--
 						field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -14231,18 +18662,21 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								err = msgp.WrapError(err, "Constraints", za0001, "LTarget")
 								return
 							}
+							zb0003Mask |= 0x1
 						case "RTarget":
 							z.Constraints[za0001].RTarget, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "RTarget")
 								return
 							}
+							zb0003Mask |= 0x2
 						case "Operand":
 							z.Constraints[za0001].Operand, bts, err = readString(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Constraints", za0001, "Operand")
 								return
 							}
+							zb0003Mask |= 0x4
 						default:
 							bts, err = msgp.Skip(bts)
 							if err != nil {
@@ -14251,8 +18685,21 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 						}
 					}
+					// Clear omitted fields.
+					if zb0003Mask != 0x7 {
+						if (zb0003Mask & 0x1) == 0 {
+							z.Constraints[za0001].LTarget = ""
+						}
+						if (zb0003Mask & 0x2) == 0 {
+							z.Constraints[za0001].RTarget = ""
+						}
+						if (zb0003Mask & 0x4) == 0 {
+							z.Constraints[za0001].Operand = ""
+						}
+					}
 				}
 			}
+			zb0001Mask |= 0x10
 		case "Scaling":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14270,6 +18717,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x20
 		case "RestartPolicy":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14287,6 +18735,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40
 		case "Disconnect":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14304,6 +18753,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x80
 		case "Tasks":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14334,6 +18784,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x100
 		case "EphemeralDisk":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14351,6 +18802,8 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "EphemeralDisk")
 					return
 				}
+				var zb0005Mask uint8 /* 3 bits */
+				_ = zb0005Mask
 				for zb0005 > 0 {
 					zb0005--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -14365,18 +18818,21 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "EphemeralDisk", "Sticky")
 							return
 						}
+						zb0005Mask |= 0x1
 					case "SizeMB":
 						z.EphemeralDisk.SizeMB, bts, err = msgp.ReadIntBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "EphemeralDisk", "SizeMB")
 							return
 						}
+						zb0005Mask |= 0x2
 					case "Migrate":
 						z.EphemeralDisk.Migrate, bts, err = msgp.ReadBoolBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "EphemeralDisk", "Migrate")
 							return
 						}
+						zb0005Mask |= 0x4
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -14385,7 +18841,20 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0005Mask != 0x7 {
+					if (zb0005Mask & 0x1) == 0 {
+						z.EphemeralDisk.Sticky = false
+					}
+					if (zb0005Mask & 0x2) == 0 {
+						z.EphemeralDisk.SizeMB = 0
+					}
+					if (zb0005Mask & 0x4) == 0 {
+						z.EphemeralDisk.Migrate = false
+					}
+				}
 			}
+			zb0001Mask |= 0x200
 		case "Meta":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -14414,6 +18883,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Meta[za0003] = za0004
 			}
+			zb0001Mask |= 0x400
 		case "ReschedulePolicy":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14431,6 +18901,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x800
 		case "Affinities":
 			var zb0007 uint32
 			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14461,6 +18932,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1000
 		case "Spreads":
 			var zb0008 uint32
 			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14491,6 +18963,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x2000
 		case "Networks":
 			var zb0009 uint32
 			zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14521,6 +18994,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x4000
 		case "Services":
 			var zb0010 uint32
 			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -14562,6 +19036,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Services[za0008][za0009] = za0010
 				}
 			}
+			zb0001Mask |= 0x8000
 		case "Volumes":
 			var zb0012 uint32
 			zb0012, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -14612,6 +19087,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Volumes[za0011] = za0012
 			}
+			zb0001Mask |= 0x10000
 		case "Consul":
 			var zb0014 uint32
 			zb0014, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -14640,6 +19116,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Consul[za0015] = za0016
 			}
+			zb0001Mask |= 0x20000
 		case "ShutdownDelay":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14657,6 +19134,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40000
 		case "MaxRunDuration":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14674,6 +19152,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x80000
 		case "StopAfterClientDisconnect":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14691,6 +19170,7 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100000
 		case "MaxClientDisconnect":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -14708,18 +19188,92 @@ func (z *TaskGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x200000
 		case "PreventRescheduleOnLost":
 			z.PreventRescheduleOnLost, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PreventRescheduleOnLost")
 				return
 			}
+			zb0001Mask |= 0x400000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7fffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Count = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Update = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Migrate = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Constraints = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Scaling = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.RestartPolicy = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Disconnect = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Tasks = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.EphemeralDisk = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Meta = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.ReschedulePolicy = nil
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.Affinities = nil
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.Spreads = nil
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.Networks = nil
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.Services = nil
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.Volumes = nil
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.Consul = nil
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.ShutdownDelay = nil
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.MaxRunDuration = nil
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.StopAfterClientDisconnect = nil
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.MaxClientDisconnect = nil
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.PreventRescheduleOnLost = false
 		}
 	}
 	o = bts
@@ -14878,13 +19432,34 @@ func (z *TaskGroup) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z TaskLifecycle) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 2
-	// string "Hook"
-	o = append(o, 0x82, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
-	o = msgp.AppendString(o, z.Hook)
-	// string "Sidecar"
-	o = append(o, 0xa7, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72)
-	o = msgp.AppendBool(o, z.Sidecar)
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Hook == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Sidecar == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Hook"
+			o = append(o, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
+			o = msgp.AppendString(o, z.Hook)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Sidecar"
+			o = append(o, 0xa7, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72)
+			o = msgp.AppendBool(o, z.Sidecar)
+		}
+	}
 	return
 }
 
@@ -14898,6 +19473,8 @@ func (z *TaskLifecycle) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -14912,18 +19489,29 @@ func (z *TaskLifecycle) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Hook")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "Sidecar":
 			z.Sidecar, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Sidecar")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Hook = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Sidecar = false
 		}
 	}
 	o = bts
@@ -14939,34 +19527,97 @@ func (z TaskLifecycle) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *UpdateStrategy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
-	// map header, size 9
-	// string "Stagger"
-	o = append(o, 0x89, 0xa7, 0x53, 0x74, 0x61, 0x67, 0x67, 0x65, 0x72)
-	o = msgp.AppendDuration(o, z.Stagger)
-	// string "MaxParallel"
-	o = append(o, 0xab, 0x4d, 0x61, 0x78, 0x50, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c)
-	o = msgp.AppendInt(o, z.MaxParallel)
-	// string "HealthCheck"
-	o = append(o, 0xab, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x43, 0x68, 0x65, 0x63, 0x6b)
-	o = msgp.AppendString(o, z.HealthCheck)
-	// string "MinHealthyTime"
-	o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendDuration(o, z.MinHealthyTime)
-	// string "HealthyDeadline"
-	o = append(o, 0xaf, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendDuration(o, z.HealthyDeadline)
-	// string "ProgressDeadline"
-	o = append(o, 0xb0, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
-	o = msgp.AppendDuration(o, z.ProgressDeadline)
-	// string "AutoRevert"
-	o = append(o, 0xaa, 0x41, 0x75, 0x74, 0x6f, 0x52, 0x65, 0x76, 0x65, 0x72, 0x74)
-	o = msgp.AppendBool(o, z.AutoRevert)
-	// string "AutoPromote"
-	o = append(o, 0xab, 0x41, 0x75, 0x74, 0x6f, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65)
-	o = msgp.AppendBool(o, z.AutoPromote)
-	// string "Canary"
-	o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
-	o = msgp.AppendInt(o, z.Canary)
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.Stagger == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.MaxParallel == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.HealthCheck == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.MinHealthyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.HealthyDeadline == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.ProgressDeadline == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.AutoRevert == false {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.AutoPromote == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.Canary == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Stagger"
+			o = append(o, 0xa7, 0x53, 0x74, 0x61, 0x67, 0x67, 0x65, 0x72)
+			o = msgp.AppendDuration(o, z.Stagger)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "MaxParallel"
+			o = append(o, 0xab, 0x4d, 0x61, 0x78, 0x50, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c)
+			o = msgp.AppendInt(o, z.MaxParallel)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "HealthCheck"
+			o = append(o, 0xab, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x43, 0x68, 0x65, 0x63, 0x6b)
+			o = msgp.AppendString(o, z.HealthCheck)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "MinHealthyTime"
+			o = append(o, 0xae, 0x4d, 0x69, 0x6e, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendDuration(o, z.MinHealthyTime)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "HealthyDeadline"
+			o = append(o, 0xaf, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendDuration(o, z.HealthyDeadline)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "ProgressDeadline"
+			o = append(o, 0xb0, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x44, 0x65, 0x61, 0x64, 0x6c, 0x69, 0x6e, 0x65)
+			o = msgp.AppendDuration(o, z.ProgressDeadline)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "AutoRevert"
+			o = append(o, 0xaa, 0x41, 0x75, 0x74, 0x6f, 0x52, 0x65, 0x76, 0x65, 0x72, 0x74)
+			o = msgp.AppendBool(o, z.AutoRevert)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "AutoPromote"
+			o = append(o, 0xab, 0x41, 0x75, 0x74, 0x6f, 0x50, 0x72, 0x6f, 0x6d, 0x6f, 0x74, 0x65)
+			o = msgp.AppendBool(o, z.AutoPromote)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Canary"
+			o = append(o, 0xa6, 0x43, 0x61, 0x6e, 0x61, 0x72, 0x79)
+			o = msgp.AppendInt(o, z.Canary)
+		}
+	}
 	return
 }
 
@@ -14980,6 +19631,8 @@ func (z *UpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -14994,60 +19647,99 @@ func (z *UpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Stagger")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "MaxParallel":
 			z.MaxParallel, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MaxParallel")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "HealthCheck":
 			z.HealthCheck, bts, err = readString(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthCheck")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "MinHealthyTime":
 			z.MinHealthyTime, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MinHealthyTime")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "HealthyDeadline":
 			z.HealthyDeadline, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "HealthyDeadline")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "ProgressDeadline":
 			z.ProgressDeadline, bts, err = msgp.ReadDurationBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ProgressDeadline")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "AutoRevert":
 			z.AutoRevert, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AutoRevert")
 				return
 			}
+			zb0001Mask |= 0x40
 		case "AutoPromote":
 			z.AutoPromote, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AutoPromote")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "Canary":
 			z.Canary, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Canary")
 				return
 			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Stagger = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MaxParallel = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.HealthCheck = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.MinHealthyTime = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.HealthyDeadline = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.ProgressDeadline = 0
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.AutoRevert = false
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.AutoPromote = false
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Canary = 0
 		}
 	}
 	o = bts

@@ -10,60 +10,60 @@ import (
 
 // Node is a machine that runs allocations. Field names follow Nomad's.
 type Node struct {
-	ID                    string
-	SecretID              string `json:"-"`
-	Datacenter            string
-	Name                  string
-	HTTPAddr              string
-	TLSEnabled            bool
-	Attributes            map[string]string
-	NodeResources         *NodeResources
-	ReservedResources     *NodeReservedResources
-	Links                 map[string]string
-	Meta                  map[string]string
-	NodeClass             string
-	NodePool              string
-	ComputedClass         string
-	Drain                 bool
-	DrainStrategy         *DrainStrategy
-	SchedulingEligibility string
-	Status                string
-	StatusDescription     string
-	StatusUpdatedAt       int64
-	Events                []*NodeEvent
-	Drivers               map[string]*DriverInfo
-	HostVolumes           map[string]Opaque
-	HostNetworks          map[string]Opaque
-	LastDrain             Opaque
-	NodeMaxAllocs         int
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	ID                    string                 `msg:",omitempty"`
+	SecretID              string                 `json:"-" msg:",omitempty"`
+	Datacenter            string                 `msg:",omitempty"`
+	Name                  string                 `msg:",omitempty"`
+	HTTPAddr              string                 `msg:",omitempty"`
+	TLSEnabled            bool                   `msg:",omitempty"`
+	Attributes            map[string]string      `msg:",omitempty"`
+	NodeResources         *NodeResources         `msg:",omitempty"`
+	ReservedResources     *NodeReservedResources `msg:",omitempty"`
+	Links                 map[string]string      `msg:",omitempty"`
+	Meta                  map[string]string      `msg:",omitempty"`
+	NodeClass             string                 `msg:",omitempty"`
+	NodePool              string                 `msg:",omitempty"`
+	ComputedClass         string                 `msg:",omitempty"`
+	Drain                 bool                   `msg:",omitempty"`
+	DrainStrategy         *DrainStrategy         `msg:",omitempty"`
+	SchedulingEligibility string                 `msg:",omitempty"`
+	Status                string                 `msg:",omitempty"`
+	StatusDescription     string                 `msg:",omitempty"`
+	StatusUpdatedAt       int64                  `msg:",omitempty"`
+	Events                []*NodeEvent           `msg:",omitempty"`
+	Drivers               map[string]*DriverInfo `msg:",omitempty"`
+	HostVolumes           map[string]Opaque      `msg:",omitempty"`
+	HostNetworks          map[string]Opaque      `msg:",omitempty"`
+	LastDrain             Opaque                 `msg:",omitempty"`
+	NodeMaxAllocs         int                    `msg:",omitempty"`
+	CreateIndex           uint64                 `msg:",omitempty"`
+	ModifyIndex           uint64                 `msg:",omitempty"`
 }
 
 // DriverInfo is what a node's task driver reports.
 type DriverInfo struct {
-	Attributes        map[string]string
-	Detected          bool
-	Healthy           bool
-	HealthDescription string
-	UpdateTime        time.Time
+	Attributes        map[string]string `msg:",omitempty"`
+	Detected          bool              `msg:",omitempty"`
+	Healthy           bool              `msg:",omitempty"`
+	HealthDescription string            `msg:",omitempty"`
+	UpdateTime        time.Time         `msg:",omitempty"`
 }
 
 // DrainStrategy is set while a node drains.
 type DrainStrategy struct {
-	Deadline         time.Duration
-	IgnoreSystemJobs bool
-	ForceDeadline    time.Time
-	StartedAt        time.Time
+	Deadline         time.Duration `msg:",omitempty"`
+	IgnoreSystemJobs bool          `msg:",omitempty"`
+	ForceDeadline    time.Time     `msg:",omitempty"`
+	StartedAt        time.Time     `msg:",omitempty"`
 }
 
 // NodeEvent is a notable change in a node's life.
 type NodeEvent struct {
-	Message     string
-	Subsystem   string
-	Details     map[string]string
-	Timestamp   time.Time
-	CreateIndex uint64
+	Message     string            `msg:",omitempty"`
+	Subsystem   string            `msg:",omitempty"`
+	Details     map[string]string `msg:",omitempty"`
+	Timestamp   time.Time         `msg:",omitempty"`
+	CreateIndex uint64            `msg:",omitempty"`
 }
 
 // Ready reports whether new allocations may be placed on the node: it is

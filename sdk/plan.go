@@ -5,26 +5,26 @@ package sdk
 // to preempt (NodePreemptions), per node. The host never trusts it: the plan
 // applier re-checks every node against the latest state.
 type Plan struct {
-	EvalID string
+	EvalID string `msg:",omitempty"`
 	// EvalToken is the broker's dequeue token; a plan whose token is not the
 	// outstanding one is rejected.
-	EvalToken string
-	Priority  int
-	AllAtOnce bool
+	EvalToken string `msg:",omitempty"`
+	Priority  int    `msg:",omitempty"`
+	AllAtOnce bool   `msg:",omitempty"`
 	// Job is the job version new allocations run. Allocations in
 	// NodeAllocation leave Job nil; the applier attaches this one.
-	Job *Job
+	Job *Job `msg:",omitempty"`
 	// NodeUpdate stops or evicts existing allocations. Entries need only ID,
 	// DesiredDescription and, for lost allocations, ClientStatus.
-	NodeUpdate map[string][]*Allocation
+	NodeUpdate map[string][]*Allocation `msg:",omitempty"`
 	// NodeAllocation places new allocations or updates existing ones in place.
-	NodeAllocation map[string][]*Allocation
+	NodeAllocation map[string][]*Allocation `msg:",omitempty"`
 	// NodePreemptions evicts lower-priority allocations of other jobs.
-	NodePreemptions   map[string][]*Allocation
-	Annotations       *PlanAnnotations
-	Deployment        *Deployment
-	DeploymentUpdates []*DeploymentStatusUpdate
-	SnapshotIndex     uint64
+	NodePreemptions   map[string][]*Allocation  `msg:",omitempty"`
+	Annotations       *PlanAnnotations          `msg:",omitempty"`
+	Deployment        *Deployment               `msg:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `msg:",omitempty"`
+	SnapshotIndex     uint64                    `msg:",omitempty"`
 }
 
 // AppendStoppedAlloc adds a stop of alloc to the plan.
@@ -110,24 +110,24 @@ func (r *PlanResult) FullCommit(plan *Plan) (bool, int, int) {
 
 // PlanAnnotations explain a plan: what each group would do.
 type PlanAnnotations struct {
-	DesiredTGUpdates map[string]*DesiredUpdates
-	PreemptedAllocs  []*AllocationListStub
+	DesiredTGUpdates map[string]*DesiredUpdates `msg:",omitempty"`
+	PreemptedAllocs  []*AllocationListStub      `msg:",omitempty"`
 }
 
 // DesiredUpdates counts what a plan does to one task group.
 type DesiredUpdates struct {
-	Ignore            uint64
-	Place             uint64
-	Migrate           uint64
-	Stop              uint64
-	InPlaceUpdate     uint64
-	DestructiveUpdate uint64
-	Canary            uint64
-	Preemptions       uint64
-	Reconnect         uint64
-	Disconnect        uint64
-	RescheduleNow     uint64
-	RescheduleLater   uint64
+	Ignore            uint64 `msg:",omitempty"`
+	Place             uint64 `msg:",omitempty"`
+	Migrate           uint64 `msg:",omitempty"`
+	Stop              uint64 `msg:",omitempty"`
+	InPlaceUpdate     uint64 `msg:",omitempty"`
+	DestructiveUpdate uint64 `msg:",omitempty"`
+	Canary            uint64 `msg:",omitempty"`
+	Preemptions       uint64 `msg:",omitempty"`
+	Reconnect         uint64 `msg:",omitempty"`
+	Disconnect        uint64 `msg:",omitempty"`
+	RescheduleNow     uint64 `msg:",omitempty"`
+	RescheduleLater   uint64 `msg:",omitempty"`
 }
 
 // AllocationListStub is the short form of an allocation.

@@ -7,54 +7,54 @@ import (
 
 // Resources is what a task asks for.
 type Resources struct {
-	CPU         int
-	Cores       int
-	MemoryMB    int
-	MemoryMaxMB int
-	DiskMB      int
-	IOPS        int
-	SecretsMB   int
-	Networks    []*NetworkResource
-	Devices     []*RequestedDevice
-	NUMA        *NUMAResource
+	CPU         int                `msg:",omitempty"`
+	Cores       int                `msg:",omitempty"`
+	MemoryMB    int                `msg:",omitempty"`
+	MemoryMaxMB int                `msg:",omitempty"`
+	DiskMB      int                `msg:",omitempty"`
+	IOPS        int                `msg:",omitempty"`
+	SecretsMB   int                `msg:",omitempty"`
+	Networks    []*NetworkResource `msg:",omitempty"`
+	Devices     []*RequestedDevice `msg:",omitempty"`
+	NUMA        *NUMAResource      `msg:",omitempty"`
 }
 
 // NUMAResource asks for NUMA-aware core placement.
 type NUMAResource struct {
-	Affinity string
-	Devices  []string
+	Affinity string   `msg:",omitempty"`
+	Devices  []string `msg:",omitempty"`
 }
 
 // NetworkResource is a network block: a mode and the ports it needs.
 type NetworkResource struct {
-	Mode          string
-	Device        string
-	CIDR          string
-	IP            string
-	Hostname      string
-	MBits         int
-	DNS           Opaque
-	CNI           Opaque
-	ReservedPorts []Port
-	DynamicPorts  []Port
+	Mode          string `msg:",omitempty"`
+	Device        string `msg:",omitempty"`
+	CIDR          string `msg:",omitempty"`
+	IP            string `msg:",omitempty"`
+	Hostname      string `msg:",omitempty"`
+	MBits         int    `msg:",omitempty"`
+	DNS           Opaque `msg:",omitempty"`
+	CNI           Opaque `msg:",omitempty"`
+	ReservedPorts []Port `msg:",omitempty"`
+	DynamicPorts  []Port `msg:",omitempty"`
 }
 
 // Port is a static (Value set) or dynamic port.
 type Port struct {
-	Label           string
-	Value           int
-	To              int
-	HostNetwork     string
-	IgnoreCollision bool
+	Label           string `msg:",omitempty"`
+	Value           int    `msg:",omitempty"`
+	To              int    `msg:",omitempty"`
+	HostNetwork     string `msg:",omitempty"`
+	IgnoreCollision bool   `msg:",omitempty"`
 }
 
 // RequestedDevice asks for Count devices matching Name
 // ("type", "vendor/type" or "vendor/type/model").
 type RequestedDevice struct {
-	Name        string
-	Count       uint64
-	Constraints []*Constraint
-	Affinities  []*Affinity
+	Name        string        `msg:",omitempty"`
+	Count       uint64        `msg:",omitempty"`
+	Constraints []*Constraint `msg:",omitempty"`
+	Affinities  []*Affinity   `msg:",omitempty"`
 }
 
 // NodeResources is what a node offers.
@@ -62,17 +62,17 @@ type NodeResources struct {
 	Cpu            NodeCpuResources
 	Memory         NodeMemoryResources
 	Disk           NodeDiskResources
-	Networks       []*NetworkResource
-	Devices        []*NodeDeviceResource
-	MinDynamicPort int
-	MaxDynamicPort int
+	Networks       []*NetworkResource    `msg:",omitempty"`
+	Devices        []*NodeDeviceResource `msg:",omitempty"`
+	MinDynamicPort int                   `msg:",omitempty"`
+	MaxDynamicPort int                   `msg:",omitempty"`
 }
 
 // NodeCpuResources is a node's CPU in MHz and cores.
 type NodeCpuResources struct {
-	CpuShares          int64
-	TotalCpuCores      uint16
-	ReservableCpuCores []uint16
+	CpuShares          int64    `msg:",omitempty"`
+	TotalCpuCores      uint16   `msg:",omitempty"`
+	ReservableCpuCores []uint16 `msg:",omitempty"`
 }
 
 // NodeMemoryResources is a node's memory.
@@ -83,10 +83,10 @@ type NodeDiskResources struct{ DiskMB int64 }
 
 // NodeDeviceResource is a group of identical devices on a node.
 type NodeDeviceResource struct {
-	Vendor     string
-	Type       string
-	Name       string
-	Instances  []*NodeDevice
+	Vendor     string        `msg:",omitempty"`
+	Type       string        `msg:",omitempty"`
+	Name       string        `msg:",omitempty"`
+	Instances  []*NodeDevice `msg:",omitempty"`
 	Attributes DeviceAttributes
 }
 
@@ -95,17 +95,17 @@ func (d *NodeDeviceResource) ID() string { return d.Vendor + "/" + d.Type + "/" 
 
 // NodeDevice is one device instance.
 type NodeDevice struct {
-	ID                string
-	Healthy           bool
-	HealthDescription string
+	ID                string `msg:",omitempty"`
+	Healthy           bool   `msg:",omitempty"`
+	HealthDescription string `msg:",omitempty"`
 	// Locality places the device on the node's hardware (PCI bus), for
 	// placements that care.
-	Locality *NodeDeviceLocality
+	Locality *NodeDeviceLocality `msg:",omitempty"`
 }
 
 // NodeDeviceLocality is where a device sits on the node.
 type NodeDeviceLocality struct {
-	PciBusID string
+	PciBusID string `msg:",omitempty"`
 }
 
 // NodeReservedResources is what a node keeps for itself.
@@ -118,8 +118,8 @@ type NodeReservedResources struct {
 
 // NodeReservedCpuResources is reserved CPU.
 type NodeReservedCpuResources struct {
-	CpuShares     int64
-	ReservedCores []uint16
+	CpuShares     int64    `msg:",omitempty"`
+	ReservedCores []uint16 `msg:",omitempty"`
 }
 
 // NodeReservedMemoryResources is reserved memory.
@@ -166,18 +166,18 @@ type AllocatedSharedResources struct {
 
 // PortMapping is a port assigned to a group network.
 type PortMapping struct {
-	Label  string
-	Value  int
-	To     int
-	HostIP string
+	Label  string `msg:",omitempty"`
+	Value  int    `msg:",omitempty"`
+	To     int    `msg:",omitempty"`
+	HostIP string `msg:",omitempty"`
 }
 
 // AllocatedDeviceResource is a set of device instances held by a task.
 type AllocatedDeviceResource struct {
-	Vendor    string
-	Type      string
-	Name      string
-	DeviceIDs []string
+	Vendor    string   `msg:",omitempty"`
+	Type      string   `msg:",omitempty"`
+	Name      string   `msg:",omitempty"`
+	DeviceIDs []string `msg:",omitempty"`
 }
 
 // Usage is a comparable sum of resources: what a node offers, what its

@@ -2,24 +2,24 @@ package sdk
 
 // SchedulerConfiguration is the operator's cluster-wide scheduler settings.
 type SchedulerConfiguration struct {
-	SchedulerAlgorithm            string
+	SchedulerAlgorithm            string `msg:",omitempty"`
 	PreemptionConfig              PreemptionConfig
-	MemoryOversubscriptionEnabled bool
-	RejectJobRegistration         bool
-	PauseEvalBroker               bool
+	MemoryOversubscriptionEnabled bool `msg:",omitempty"`
+	RejectJobRegistration         bool `msg:",omitempty"`
+	PauseEvalBroker               bool `msg:",omitempty"`
 	// NodeLimitForFeasibilityChecks bounds how many nodes a scheduler checks
 	// for feasibility per placement (0: the scheduler's own limit).
-	NodeLimitForFeasibilityChecks uint
-	CreateIndex                   uint64
-	ModifyIndex                   uint64
+	NodeLimitForFeasibilityChecks uint   `msg:",omitempty"`
+	CreateIndex                   uint64 `msg:",omitempty"`
+	ModifyIndex                   uint64 `msg:",omitempty"`
 }
 
 // PreemptionConfig enables preemption per scheduler type.
 type PreemptionConfig struct {
-	SystemSchedulerEnabled   bool
-	SysBatchSchedulerEnabled bool
-	BatchSchedulerEnabled    bool
-	ServiceSchedulerEnabled  bool
+	SystemSchedulerEnabled   bool `msg:",omitempty"`
+	SysBatchSchedulerEnabled bool `msg:",omitempty"`
+	BatchSchedulerEnabled    bool `msg:",omitempty"`
+	ServiceSchedulerEnabled  bool `msg:",omitempty"`
 }
 
 // DefaultSchedulerConfiguration is Nomad's default: binpack, preemption for
