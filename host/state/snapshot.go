@@ -121,6 +121,12 @@ func pluginNode(n *sdk.Node) *sdk.Node {
 type versionSet struct {
 	seen map[versionKeyT]bool
 	list []*sdk.Job
+	// last is the job strip looked up last: a delta's allocations come a
+	// plan, and so mostly a job, at a time.
+	last struct {
+		ns, id string
+		job    *sdk.Job
+	}
 }
 
 // versionKeyT names a job version by its JobModifyIndex (unique across
@@ -142,7 +148,10 @@ func (vs *versionSet) strip(s *Snapshot, a *sdk.Allocation) *sdk.Allocation {
 	if a.Job == nil {
 		return &c
 	}
-	if cur := s.Job(a.Namespace, a.JobID); cur != nil && cur.Version == a.Job.Version && cur.JobModifyIndex == a.Job.JobModifyIndex {
+	if vs.last.job == nil || vs.last.id != a.JobID || vs.last.ns != a.Namespace {
+		vs.last.ns, vs.last.id, vs.last.job = a.Namespace, a.JobID, s.Job(a.Namespace, a.JobID)
+	}
+	if cur := vs.last.job; cur != nil && cur.Version == a.Job.Version && cur.JobModifyIndex == a.Job.JobModifyIndex {
 		return &c
 	}
 	k := versionKeyT{a.Namespace, a.JobID, a.Job.JobModifyIndex}

@@ -308,3 +308,58 @@ func TestRestore_ComputesNodeClassesAgain(t *testing.T) {
 		t.Fatalf("restore changed the node's indexes to %d/%d", got.CreateIndex, got.ModifyIndex)
 	}
 }
+
+// TestSync_CarriesTheVersionsAllocationsRun: a sync, full or delta,
+// carries one job version per version its allocations run that is not
+// their job's current one, and no other, whatever the order in which
+// allocations of several jobs and versions come.
+func TestSync_CarriesTheVersionsAllocationsRun(t *testing.T) {
+	s, err := NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	index := uint64(0)
+	for step := 0; step < 400; step++ {
+		index++
+		err := s.Write(index, func(tx *Txn) error {
+			id := fmt.Sprintf("job-%d", r.IntN(3))
+			if r.IntN(4) == 0 {
+				return tx.UpsertJob(&sdk.Job{Namespace: "default", ID: id, Type: "service", Priority: 50 + r.IntN(40),
+					TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1 + r.IntN(5)}}})
+			}
+			j := tx.Job("default", id)
+			if j == nil {
+				return nil
+			}
+			return tx.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("a%d", r.IntN(30)), Namespace: "default",
+				JobID: j.ID, Job: j, NodeID: "n1", DesiredStatus: sdk.AllocDesiredStatusRun})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := s.Snapshot()
+		from := uint64(r.IntN(int(index)))
+		for _, sync := range []*abi.StateSync{snap.Sync(from, false), snap.FullSync(false)} {
+			want := map[versionKeyT]bool{}
+			for _, a := range sync.Allocs {
+				stored := snap.Alloc(a.ID)
+				cur := snap.Job(stored.Namespace, stored.JobID)
+				if cur == nil || cur.JobModifyIndex != stored.Job.JobModifyIndex || cur.Version != stored.Job.Version {
+					want[versionKeyT{stored.Namespace, stored.JobID, stored.Job.JobModifyIndex}] = true
+				}
+			}
+			got := map[versionKeyT]bool{}
+			for _, j := range sync.JobVersions {
+				k := versionKeyT{j.Namespace, j.ID, j.JobModifyIndex}
+				if got[k] {
+					t.Fatalf("step %d: version %v sent twice", step, k)
+				}
+				got[k] = true
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("step %d (full %v): versions %v, want %v", step, sync.Full, got, want)
+			}
+		}
+	}
+}
