@@ -122,7 +122,7 @@ type versionSet struct {
 	seen map[versionKeyT]bool
 	list []*sdk.Job
 	// last is the job strip looked up last: a delta's allocations come a
-	// plan, and so mostly a job, at a time.
+	// plan at a time, and so mostly of one job.
 	last struct {
 		ns, id string
 		job    *sdk.Job
