@@ -66,48 +66,54 @@ func TestNodeScores_JSONIsAnObject(t *testing.T) {
 
 // TestObjects_LeaveOutAndClearZeroFields: the other objects the host
 // sends leave out their zero fields as allocations do (an empty one
-// encodes to a few bytes: only fields holding a struct, not a pointer,
-// are always written), and decoding into a used value clears what the
-// message leaves out.
+// encodes to the fields holding a struct, not a pointer, which are always
+// written), and decoding into a used value clears what the message leaves
+// out.
 func TestObjects_LeaveOutAndClearZeroFields(t *testing.T) {
 	type codec interface {
 		MarshalMsg([]byte) ([]byte, error)
 		UnmarshalMsg([]byte) ([]byte, error)
 	}
 	cases := []struct {
-		name             string
+		name string
+		// size is what an empty one encodes to: a map of the fields that
+		// hold a struct, each an empty map.
+		size             int
 		empty, in, dirty codec
 	}{
-		{"job", &Job{},
+		{"job", 9, &Job{},
 			&Job{ID: "web", Type: JobTypeService, TaskGroups: []*TaskGroup{{Name: "g", Count: 2, Tasks: []*Task{{Name: "t", Driver: "exec"}}}}},
 			&Job{ID: "old", Region: "stale", Priority: 9, Stop: true, Meta: map[string]string{"a": "b"},
 				TaskGroups: []*TaskGroup{{Name: "x", Count: 7, Meta: map[string]string{"c": "d"},
 					Tasks: []*Task{{Name: "y", User: "stale", Resources: &Resources{CPU: 5}}}}}}},
-		{"evaluation", &Evaluation{},
+		{"evaluation", 1, &Evaluation{},
 			&Evaluation{ID: "e1", Status: EvalStatusPending},
 			&Evaluation{ID: "old", StatusDescription: "stale", Wait: time.Second, QueuedAllocations: map[string]int{"g": 1},
 				WaitUntil: time.Unix(5, 0).UTC()}},
-		{"node", &Node{},
+		{"node", 1, &Node{},
 			&Node{ID: "n1", Status: NodeStatusReady},
 			&Node{ID: "old", Datacenter: "dc9", Drain: true, Attributes: map[string]string{"a": "b"},
 				NodeResources: &NodeResources{MinDynamicPort: 3}}},
-		{"deployment", &Deployment{},
+		{"deployment", 1, &Deployment{},
 			&Deployment{ID: "d1", Status: "running"},
 			&Deployment{ID: "old", StatusDescription: "stale", JobVersion: 3}},
-		{"plan", &Plan{},
+		{"plan", 1, &Plan{},
 			&Plan{EvalID: "e1"},
 			&Plan{EvalID: "old", Priority: 5, AllAtOnce: true, NodeAllocation: map[string][]*Allocation{"n1": {{ID: "a"}}}}},
-		{"scheduler configuration", &SchedulerConfiguration{},
+		{"scheduler configuration", 19, &SchedulerConfiguration{},
 			&SchedulerConfiguration{SchedulerAlgorithm: "spread"},
 			&SchedulerConfiguration{RejectJobRegistration: true, CreateIndex: 4}},
+		{"node device", 1, &NodeDeviceResource{},
+			&NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Instances: []*NodeDevice{{ID: "d0", Healthy: true}}},
+			&NodeDeviceResource{Name: "stale", Attributes: DeviceAttributes{"memory": "8 GiB"}}},
 	}
 	for _, c := range cases {
 		empty, err := c.empty.MarshalMsg(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(empty) > 48 {
-			t.Errorf("%s: an empty one encodes to %d bytes: empty fields are not left out", c.name, len(empty))
+		if len(empty) != c.size {
+			t.Errorf("%s: an empty one encodes to %d bytes, not %d: empty fields are not left out", c.name, len(empty), c.size)
 		}
 		b, err := c.in.MarshalMsg(nil)
 		if err != nil {

@@ -10401,6 +10401,10 @@ func (z *NodeDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x8
 	}
+	if z.Attributes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
 
@@ -10437,12 +10441,14 @@ func (z *NodeDeviceResource) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		// string "Attributes"
-		o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
-		o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
-		for za0002, za0003 := range z.Attributes {
-			o = msgp.AppendString(o, za0002)
-			o = msgp.AppendString(o, za0003)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Attributes"
+			o = append(o, 0xaa, 0x41, 0x74, 0x74, 0x72, 0x69, 0x62, 0x75, 0x74, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Attributes)))
+			for za0002, za0003 := range z.Attributes {
+				o = msgp.AppendString(o, za0002)
+				o = msgp.AppendString(o, za0003)
+			}
 		}
 	}
 	return
@@ -10458,7 +10464,7 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 4 bits */
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -10548,6 +10554,7 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Attributes[za0002] = za0003
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -10557,7 +10564,7 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xf {
+	if zb0001Mask != 0x1f {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Vendor = ""
 		}
@@ -10569,6 +10576,9 @@ func (z *NodeDeviceResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x8) == 0 {
 			z.Instances = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Attributes = nil
 		}
 	}
 	o = bts

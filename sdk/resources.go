@@ -83,11 +83,11 @@ type NodeDiskResources struct{ DiskMB int64 }
 
 // NodeDeviceResource is a group of identical devices on a node.
 type NodeDeviceResource struct {
-	Vendor     string        `msg:",omitempty"`
-	Type       string        `msg:",omitempty"`
-	Name       string        `msg:",omitempty"`
-	Instances  []*NodeDevice `msg:",omitempty"`
-	Attributes DeviceAttributes
+	Vendor     string           `msg:",omitempty"`
+	Type       string           `msg:",omitempty"`
+	Name       string           `msg:",omitempty"`
+	Instances  []*NodeDevice    `msg:",omitempty"`
+	Attributes DeviceAttributes `msg:",omitempty"`
 }
 
 // ID returns "vendor/type/name".
