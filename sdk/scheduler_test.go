@@ -1,6 +1,9 @@
 package sdk
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +75,26 @@ func TestContext_NewID(t *testing.T) {
 			t.Fatalf("ID %q repeated or not a version-4 UUID", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestContext_NewIDIsTheDrawnBytes: each ID is the two draws' bytes,
+// lowest first, in hex with the version and variant bits set, as the
+// UUID layout and fmt spell them.
+func TestContext_NewIDIsTheDrawnBytes(t *testing.T) {
+	for _, eval := range []string{"e1", "e2", "another-eval"} {
+		c := NewContext(nil, nil, nil, time.Time{}, nil, eval)
+		r := rand.New(rand.NewPCG(Seed(eval, 0), Seed(eval, 0)^0x9e3779b97f4a7c15))
+		for range 500 {
+			var b [16]byte
+			binary.LittleEndian.PutUint64(b[:8], r.Uint64())
+			binary.LittleEndian.PutUint64(b[8:], r.Uint64())
+			b[6] = b[6]&0x0f | 0x40
+			b[8] = b[8]&0x3f | 0x80
+			want := fmt.Sprintf("%x-%x-%x-%x-%x", b[:4], b[4:6], b[6:8], b[8:10], b[10:])
+			if got := c.NewID(); got != want {
+				t.Fatalf("eval %s: NewID = %s, the drawn bytes are %s", eval, got, want)
+			}
+		}
 	}
 }
