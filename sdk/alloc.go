@@ -53,6 +53,57 @@ type Allocation struct {
 	AllocModifyIndex      uint64 `msg:",omitempty"`
 	CreateTime            int64  `msg:",omitempty"`
 	ModifyTime            int64  `msg:",omitempty"`
+	// AllocStates records the server-side transitions of the allocation's
+	// client status: when its scheduler marked it unknown on a
+	// disconnected node (see LastUnknown).
+	AllocStates []*AllocState `msg:",omitempty"`
+}
+
+// AllocState is one transition of an allocation's field, as Nomad's
+// AllocState: Field is AllocStateFieldClientStatus, Value the new status.
+type AllocState struct {
+	Field string    `msg:",omitempty"`
+	Value string    `msg:",omitempty"`
+	Time  time.Time `msg:",omitempty"`
+}
+
+// AllocStateFieldClientStatus names the client status in AllocState.Field.
+const AllocStateFieldClientStatus = "ClientStatus"
+
+// LastUnknown returns when the allocation was last marked unknown, or the
+// zero time if it never was. A disconnected allocation's lost_after counts
+// from it: the scheduler that marked it set it to its eval's time, from
+// which it also dated the eval that declares it lost.
+func (a *Allocation) LastUnknown() time.Time {
+	for i := len(a.AllocStates) - 1; i >= 0; i-- {
+		if s := a.AllocStates[i]; s != nil && s.Field == AllocStateFieldClientStatus && s.Value == AllocClientStatusUnknown {
+			return s.Time
+		}
+	}
+	return time.Time{}
+}
+
+// MarkedUnknown returns a copy of a whose client status is unknown since
+// now, with description desc: its AllocStates gain the transition.
+func (a *Allocation) MarkedUnknown(now time.Time, desc string) *Allocation {
+	c := *a
+	c.ClientStatus, c.ClientDescription = AllocClientStatusUnknown, desc
+	c.AllocStates = append(a.AllocStates[:len(a.AllocStates):len(a.AllocStates)],
+		&AllocState{Field: AllocStateFieldClientStatus, Value: AllocClientStatusUnknown, Time: now.UTC()})
+	return &c
+}
+
+// CommittedUnknown returns the AllocStates the servers keep when a plan
+// marks old unknown with its copy a, committed at now: old's record (a
+// plan cannot rewrite it) and the transition, dated as a's scheduler
+// dated it, but never after now.
+func CommittedUnknown(old, a *Allocation, now time.Time) []*AllocState {
+	at := a.LastUnknown()
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	return append(old.AllocStates[:len(old.AllocStates):len(old.AllocStates)],
+		&AllocState{Field: AllocStateFieldClientStatus, Value: AllocClientStatusUnknown, Time: at.UTC()})
 }
 
 // TerminalStatus reports whether the allocation no longer holds resources:

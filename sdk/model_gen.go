@@ -975,6 +975,120 @@ func (z *AllocMetric) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z AllocState) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Field == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Value == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Time == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Field"
+			o = append(o, 0xa5, 0x46, 0x69, 0x65, 0x6c, 0x64)
+			o = msgp.AppendString(o, z.Field)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Value"
+			o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+			o = msgp.AppendString(o, z.Value)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Time"
+			o = append(o, 0xa4, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendTime(o, z.Time)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AllocState) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Field":
+			z.Field, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Field")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "Value":
+			z.Value, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Value")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "Time":
+			z.Time, bts, err = msgp.ReadTimeBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Time")
+				return
+			}
+			zb0001Mask |= 0x4
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Field = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Value = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Time = (time.Time{})
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z AllocState) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Field) + 6 + msgp.StringPrefixSize + len(z.Value) + 5 + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *AllocatedCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
@@ -2013,8 +2127,8 @@ func (z *AllocatedTaskResources) Msgsize() (s int) {
 func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(32)
-	var zb0001Mask uint32 /* 32 bits */
+	zb0001Len := uint32(33)
+	var zb0001Mask uint64 /* 33 bits */
 	_ = zb0001Mask
 	if z.ID == "" {
 		zb0001Len--
@@ -2135,6 +2249,10 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ModifyTime == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x80000000
+	}
+	if z.AllocStates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100000000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -2390,6 +2508,54 @@ func (z *Allocation) MarshalMsg(b []byte) (o []byte, err error) {
 			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
 			o = msgp.AppendInt64(o, z.ModifyTime)
 		}
+		if (zb0001Mask & 0x100000000) == 0 { // if not omitted
+			// string "AllocStates"
+			o = append(o, 0xab, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x53, 0x74, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.AllocStates)))
+			for za0007 := range z.AllocStates {
+				if z.AllocStates[za0007] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0003Len := uint32(3)
+					var zb0003Mask uint8 /* 3 bits */
+					_ = zb0003Mask
+					if z.AllocStates[za0007].Field == "" {
+						zb0003Len--
+						zb0003Mask |= 0x1
+					}
+					if z.AllocStates[za0007].Value == "" {
+						zb0003Len--
+						zb0003Mask |= 0x2
+					}
+					if z.AllocStates[za0007].Time == (time.Time{}) {
+						zb0003Len--
+						zb0003Mask |= 0x4
+					}
+					// variable map header, size zb0003Len
+					o = append(o, 0x80|uint8(zb0003Len))
+
+					// skip if no fields are to be emitted
+					if zb0003Len != 0 {
+						if (zb0003Mask & 0x1) == 0 { // if not omitted
+							// string "Field"
+							o = append(o, 0xa5, 0x46, 0x69, 0x65, 0x6c, 0x64)
+							o = msgp.AppendString(o, z.AllocStates[za0007].Field)
+						}
+						if (zb0003Mask & 0x2) == 0 { // if not omitted
+							// string "Value"
+							o = append(o, 0xa5, 0x56, 0x61, 0x6c, 0x75, 0x65)
+							o = msgp.AppendString(o, z.AllocStates[za0007].Value)
+						}
+						if (zb0003Mask & 0x4) == 0 { // if not omitted
+							// string "Time"
+							o = append(o, 0xa4, 0x54, 0x69, 0x6d, 0x65)
+							o = msgp.AppendTime(o, z.AllocStates[za0007].Time)
+						}
+					}
+				}
+			}
+		}
 	}
 	return
 }
@@ -2404,7 +2570,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint32 /* 30 bits */
+	var zb0001Mask uint32 /* 31 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -2814,6 +2980,89 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 			zb0001Mask |= 0x20000000
+		case "AllocStates":
+			var zb0007 uint32
+			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AllocStates")
+				return
+			}
+			if cap(z.AllocStates) >= int(zb0007) {
+				z.AllocStates = (z.AllocStates)[:zb0007]
+			} else {
+				z.AllocStates = make([]*AllocState, zb0007)
+			}
+			for za0007 := range z.AllocStates {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.AllocStates[za0007] = nil
+				} else {
+					if z.AllocStates[za0007] == nil {
+						z.AllocStates[za0007] = new(AllocState)
+					}
+					var zb0008 uint32
+					zb0008, bts, err = msgp.ReadMapHeaderBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "AllocStates", za0007)
+						return
+					}
+					var zb0008Mask uint8 /* 3 bits */
+					_ = zb0008Mask
+					for zb0008 > 0 {
+						zb0008--
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "AllocStates", za0007)
+							return
+						}
+						switch msgp.UnsafeString(field) {
+						case "Field":
+							z.AllocStates[za0007].Field, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AllocStates", za0007, "Field")
+								return
+							}
+							zb0008Mask |= 0x1
+						case "Value":
+							z.AllocStates[za0007].Value, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AllocStates", za0007, "Value")
+								return
+							}
+							zb0008Mask |= 0x2
+						case "Time":
+							z.AllocStates[za0007].Time, bts, err = msgp.ReadTimeBytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AllocStates", za0007, "Time")
+								return
+							}
+							zb0008Mask |= 0x4
+						default:
+							bts, err = msgp.Skip(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AllocStates", za0007)
+								return
+							}
+						}
+					}
+					// Clear omitted fields.
+					if zb0008Mask != 0x7 {
+						if (zb0008Mask & 0x1) == 0 {
+							z.AllocStates[za0007].Field = ""
+						}
+						if (zb0008Mask & 0x2) == 0 {
+							z.AllocStates[za0007].Value = ""
+						}
+						if (zb0008Mask & 0x4) == 0 {
+							z.AllocStates[za0007].Time = (time.Time{})
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x40000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2823,7 +3072,7 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x3fffffff {
+	if zb0001Mask != 0x7fffffff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.ID = ""
 		}
@@ -2914,6 +3163,9 @@ func (z *Allocation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if (zb0001Mask & 0x20000000) == 0 {
 			z.ModifyTime = 0
 		}
+		if (zb0001Mask & 0x40000000) == 0 {
+			z.AllocStates = nil
+		}
 	}
 	o = bts
 	return
@@ -2976,7 +3228,14 @@ func (z *Allocation) Msgsize() (s int) {
 	for za0006 := range z.PreemptedAllocations {
 		s += msgp.StringPrefixSize + len(z.PreemptedAllocations[za0006])
 	}
-	s += 22 + msgp.StringPrefixSize + len(z.PreemptedByAllocation) + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size + 17 + msgp.Uint64Size + 11 + msgp.Int64Size + 11 + msgp.Int64Size
+	s += 22 + msgp.StringPrefixSize + len(z.PreemptedByAllocation) + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size + 17 + msgp.Uint64Size + 11 + msgp.Int64Size + 11 + msgp.Int64Size + 12 + msgp.ArrayHeaderSize
+	for za0007 := range z.AllocStates {
+		if z.AllocStates[za0007] == nil {
+			s += msgp.NilSize
+		} else {
+			s += 1 + 6 + msgp.StringPrefixSize + len(z.AllocStates[za0007].Field) + 6 + msgp.StringPrefixSize + len(z.AllocStates[za0007].Value) + 5 + msgp.TimeSize
+		}
+	}
 	return
 }
 

@@ -606,9 +606,12 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			// except that an allocation on a disconnected node is marked
 			// unknown by its scheduler (Nomad's), the node being unable to
 			// say anything.
-			if !markedUnknown(tx, &a, old) {
+			if markedUnknown(tx, &a, old) {
+				a.AllocStates = sdk.CommittedUnknown(old, &a, time.Unix(0, now))
+			} else {
 				a.ClientStatus = old.ClientStatus
 				a.ClientDescription = old.ClientDescription
+				a.AllocStates = old.AllocStates
 			}
 			a.TaskStates = old.TaskStates
 			a.CreateTime = old.CreateTime

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
@@ -126,5 +127,55 @@ func TestApplyPlanResults_UnknownMarkDoesNotReviveAFinishedAllocation(t *testing
 	}
 	if a := snap.Alloc("a2"); a.ClientStatus != sdk.AllocClientStatusUnknown {
 		t.Fatalf("running allocation on the disconnected node is %s, want unknown", a.ClientStatus)
+	}
+}
+
+// A plan that marks an allocation unknown records the transition dated as
+// its scheduler dated it (never after the commit), on top of the stored
+// record; any other update keeps the stored record, whatever the plan's
+// copy says.
+func TestApplyPlanResults_UnknownMarkIsRecordedInAllocStates(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 3, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	commit := t0.Add(50 * time.Millisecond)
+	alloc := func(id string, status string, states ...*sdk.AllocState) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run",
+			ClientStatus: status, AllocStates: states}
+	}
+	unknownAt := func(at time.Time) *sdk.AllocState {
+		return &sdk.AllocState{Field: sdk.AllocStateFieldClientStatus, Value: sdk.AllocClientStatusUnknown, Time: at}
+	}
+	for i, msg := range []interface {
+		MarshalMsg([]byte) ([]byte, error)
+		UnmarshalMsg([]byte) ([]byte, error)
+	}{
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{
+			alloc("a1", ""), alloc("a2", ""), alloc("a3", "")}},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusRunning},
+			{ID: "a2", ClientStatus: sdk.AllocClientStatusRunning}, {ID: "a3", ClientStatus: sdk.AllocClientStatusRunning}}},
+		&NodeUpdateStatusRequest{NodeID: "n1", Status: sdk.NodeStatusDisconnected},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e2", UpdatedAt: commit.UnixNano(), AllocsUpdated: []*sdk.Allocation{
+			alloc("a1", sdk.AllocClientStatusUnknown, unknownAt(t0)),                // dated by its scheduler
+			alloc("a2", sdk.AllocClientStatusUnknown, unknownAt(t0.Add(time.Hour))), // in the future: the commit's time
+			alloc("a3", sdk.AllocClientStatusRunning, unknownAt(t0))}},              // not a mark: the record stays empty
+	} {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := store.Snapshot()
+	for id, want := range map[string]time.Time{"a1": t0, "a2": commit, "a3": {}} {
+		a := snap.Alloc(id)
+		if got := a.LastUnknown(); !got.Equal(want) {
+			t.Errorf("%s: last unknown %v, want %v", id, got, want)
+		}
+		if n := len(a.AllocStates); (n == 0) != want.IsZero() || n > 1 {
+			t.Errorf("%s: %d states recorded", id, n)
+		}
 	}
 }

@@ -25,10 +25,10 @@ const maxShared = 8
 // Split fills p from a plan's NodeAllocation, whose allocations leave Job
 // nil (the plan carries it). A node's list is placed when every
 // allocation in it is on that node and matches a template (shares every
-// field but those of Placed, and has no TaskStates, PreemptedAllocations
-// or DesiredTransition), and goes whole otherwise, so that Expand restores
-// each list in its order; an empty list goes whole, its key being all
-// there is to send. Allocations share AllocatedResources when they hold
+// field but those of Placed, and has no TaskStates, AllocStates,
+// PreemptedAllocations or DesiredTransition), and goes whole otherwise,
+// so that Expand restores each list in its order; an empty list goes
+// whole, its key being all there is to send. Allocations share AllocatedResources when they hold
 // the same pointer: templates are never compared deeply.
 func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 	p.Reset()
@@ -84,7 +84,7 @@ func (p *Placed) setOn(a *sdk.Allocation) {
 // template returns the index of a's template, adding one if there is room,
 // or -1 when a cannot be placed.
 func (p *Placements) template(a *sdk.Allocation) int {
-	if a.Job != nil || a.TaskStates != nil || a.PreemptedAllocations != nil ||
+	if a.Job != nil || a.TaskStates != nil || a.PreemptedAllocations != nil || a.AllocStates != nil ||
 		a.DesiredTransition != (sdk.DesiredTransition{}) {
 		return -1
 	}

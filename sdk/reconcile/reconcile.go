@@ -731,13 +731,20 @@ func stopAfter(a *sdk.Allocation) time.Duration {
 func (r *reconciler) expired(a *sdk.Allocation) bool { return unknownExpired(a, r.now) }
 
 // unknownExpired reports whether an unknown allocation outlived its
-// lost_after at now.
+// lost_after at now, counted from when its scheduler marked it unknown
+// (the time its lost eval was dated from, not the later time the host
+// committed that plan), or for an allocation without that record, from
+// its last event.
 func unknownExpired(a *sdk.Allocation, now time.Time) bool {
 	d := lostAfter(a)
 	if d == 0 || a.ClientStatus != sdk.AllocClientStatusUnknown {
 		return false
 	}
-	return !LastEventTime(a).Add(d).After(now)
+	since := a.LastUnknown()
+	if since.IsZero() {
+		since = LastEventTime(a)
+	}
+	return !since.Add(d).After(now)
 }
 
 // surplusFailed returns the failed allocations of rescheduleNow that would
@@ -1092,11 +1099,10 @@ func (r *reconciler) createDisconnectEvals(disconnecting set) map[string]string 
 	}
 	ids := r.createFollowupEvals(later, sdk.EvalTriggerMaxDisconnectTimeout, DisconnectEvalDesc)
 	for _, a := range disconnecting.sorted() {
-		c := *a
-		c.ClientStatus = sdk.AllocClientStatusUnknown
-		c.ClientDescription = AllocUnknown
+		// Marked unknown at r.now, the time its lost eval counts from.
+		c := a.MarkedUnknown(r.now, AllocUnknown)
 		c.FollowupEvalID = ids[a.ID]
-		r.res.Disconnect = append(r.res.Disconnect, &c)
+		r.res.Disconnect = append(r.res.Disconnect, c)
 		r.disconnected[a.ID] = a
 	}
 	// Disconnecting allocations are not stopped: they may come back.

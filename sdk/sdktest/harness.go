@@ -594,7 +594,9 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 				// An in-place update: the node's view of the allocation
 				// stays, unless it is marked unknown on a disconnected node.
 				if n := h.nodes[c.NodeID]; c.ClientStatus != sdk.AllocClientStatusUnknown || n == nil || n.Status != sdk.NodeStatusDisconnected {
-					c.ClientStatus, c.ClientDescription = old.ClientStatus, old.ClientDescription
+					c.ClientStatus, c.ClientDescription, c.AllocStates = old.ClientStatus, old.ClientDescription, old.AllocStates
+				} else {
+					c.AllocStates = sdk.CommittedUnknown(old, &c, time.Unix(0, now))
 				}
 				c.TaskStates, c.NextAllocation = old.TaskStates, old.NextAllocation
 				c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime

@@ -1656,6 +1656,31 @@ func TestService_DisconnectedClient(t *testing.T) {
 		}
 	})
 
+	// lost_after counts from when the scheduler marked the allocation
+	// unknown, the time its follow-up eval is dated from, not from when the
+	// host committed that plan (later, after the plan queue): run at its
+	// WaitUntil, the follow-up finds it lost.
+	t.Run("tolerated: lost at lost_after though committed later", func(t *testing.T) {
+		h, _, orig := setup(t, true, "")
+		if got := orig.LastUnknown(); !got.Equal(h.Now) {
+			t.Fatalf("marked unknown at %v, want the eval's time %v", got, h.Now)
+		}
+		late := *orig
+		late.ModifyTime = h.Now.Add(50 * time.Millisecond).UnixNano()
+		h.UpsertAllocs(&late)
+		var followup *sdk.Evaluation
+		for _, e := range h.Created {
+			if e.ID == orig.FollowupEvalID {
+				followup = e
+			}
+		}
+		h.Now = followup.WaitUntil
+		h.Process(service, followup)
+		if got := h.State().Alloc(orig.ID); got.ClientStatus != sdk.AllocClientStatusLost || got.DesiredStatus != sdk.AllocDesiredStatusStop {
+			t.Fatalf("at lost_after: %s/%s, want lost/stop", got.ClientStatus, got.DesiredStatus)
+		}
+	})
+
 	// Back from the disconnect, the node reports the original failed while
 	// away: it is stopped (failed), its replacement runs on, and nothing is
 	// placed in its stead.

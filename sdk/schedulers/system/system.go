@@ -168,9 +168,7 @@ func (p *pass) computeJobAllocs() {
 		p.plan.Stop(t.Alloc, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
 	}
 	for _, t := range diff.Disconnect {
-		c := *t.Alloc
-		c.ClientStatus, c.ClientDescription = sdk.AllocClientStatusUnknown, reconcile.AllocUnknown
-		p.plan.Annotate(&c)
+		p.plan.Annotate(t.Alloc.MarkedUnknown(p.ctx.Now, reconcile.AllocUnknown))
 	}
 	destructive, inplace := p.updateInPlace(diff.Update)
 	if p.eval.AnnotatePlan {
