@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -87,6 +88,11 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	}
 	if n.Datacenter == "" {
 		n.Datacenter = "dc1"
+	}
+	if strings.ContainsAny(n.Datacenter, "*\x00") {
+		// A job's datacenters are globs in which '*' is the wildcard, as
+		// Nomad's client refuses such a datacenter.
+		return 0, NodeWrite{}, badRequest(fmt.Errorf("node datacenter %q may not contain '*' or NUL", n.Datacenter))
 	}
 	if n.NodePool == "" {
 		n.NodePool = sdk.DefaultNodePool

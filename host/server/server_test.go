@@ -129,6 +129,24 @@ func TestServer_JobOverThePlanLimitIsRefused(t *testing.T) {
 	}
 }
 
+// A node's datacenter may not hold the wildcard of a job's datacenter
+// globs, as in Nomad.
+func TestServer_NodeDatacenterWithAWildcardIsRefused(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for _, dc := range []string{"dc*", "*", "a\x00b"} {
+		n := servertest.Node(1, 4000, 8192)
+		n.Datacenter = dc
+		if _, _, err := s.RegisterNode(n); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "may not contain") {
+			t.Fatalf("datacenter %q: err = %v", dc, err)
+		}
+	}
+	n := servertest.Node(1, 4000, 8192)
+	n.Datacenter = "eu/west-1"
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A failed allocation gets an alloc-failure eval only when its group's
 // reschedule policy allows another attempt, as in Nomad: a system job has
 // no policy (and its scheduler takes no such evals), and a policy without

@@ -1,6 +1,9 @@
 package feasible
 
 import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -65,10 +68,40 @@ func TestDatacenterMatches(t *testing.T) {
 	}{
 		{nil, "dc1", true}, {[]string{"dc1"}, "dc1", true}, {[]string{"dc1"}, "dc2", false},
 		{[]string{"dc*"}, "dc2", true}, {[]string{"*"}, "eu-west", true}, {[]string{"us-*"}, "eu-west", false},
+		// As Nomad: only '*' is special, and it crosses '/'.
+		{[]string{"*"}, "eu/west", true}, {[]string{"eu*"}, "eu/west/1", true}, {[]string{"*/west"}, "eu/west", true},
+		{[]string{"dc?"}, "dc1", false}, {[]string{"dc?"}, "dc?", true}, {[]string{"dc[12]"}, "dc1", false},
+		{[]string{"dc[12]"}, "dc[12]", true}, {[]string{"eu-*-1"}, "eu-west-1", true}, {[]string{"eu-*-1"}, "eu-west-2", false},
+		{[]string{"**"}, "", true}, {[]string{""}, "", true}, {[]string{""}, "dc1", false}, {[]string{"a*a"}, "a", false},
 	}
 	for _, tc := range cases {
 		if got := DatacenterMatches(tc.dcs, tc.dc); got != tc.want {
 			t.Errorf("DatacenterMatches(%v, %q) = %v, want %v", tc.dcs, tc.dc, got, tc.want)
+		}
+	}
+}
+
+// TestGlob_EqualsARegexp compares Glob with the regular expression that
+// says the same ('*' as ".*", everything else literal) over random
+// patterns and strings of a small alphabet.
+func TestGlob_EqualsARegexp(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	word := func(alphabet string) string {
+		b := make([]byte, r.IntN(7))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		pattern, s := word("ab*/?"), word("ab/?")
+		parts := strings.Split(pattern, "*")
+		for i, part := range parts {
+			parts[i] = regexp.QuoteMeta(part)
+		}
+		want := regexp.MustCompile("^(?s:" + strings.Join(parts, ".*") + ")$").MatchString(s)
+		if got := Glob(pattern, s); got != want {
+			t.Fatalf("Glob(%q, %q) = %v, the regexp says %v", pattern, s, got, want)
 		}
 	}
 }
