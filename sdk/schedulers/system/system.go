@@ -259,8 +259,12 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 		if option == nil {
 			if metric.NodesFiltered > 0 {
 				// The node does not meet the group's constraints: not a
-				// failure, unless no node does.
+				// failure, unless no node does, and not a placement a dry
+				// run may count (Nomad's annotations take it back too).
 				p.queued[tg.Name]--
+				if a := p.plan.Annotations; a != nil && a.DesiredTGUpdates[tg.Name] != nil {
+					a.DesiredTGUpdates[tg.Name].Place--
+				}
 				filtered[tg.Name] = mergeFiltered(filtered[tg.Name], metric)
 				if p.queued[tg.Name] <= 0 {
 					p.fail(tg, filtered[tg.Name])

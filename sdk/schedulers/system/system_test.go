@@ -441,6 +441,18 @@ func TestSystem_AnnotatesPlan(t *testing.T) {
 	if u := ann.DesiredTGUpdates["agent"]; u.Place != 1 || u.Ignore != 3 || u.Stop != 0 {
 		t.Fatalf("agent: %+v", u)
 	}
+
+	// Nodes the group's constraints filter out are not counted as
+	// placements.
+	win := schedtest.Node("win")
+	win.Attributes["kernel.name"] = "windows"
+	h.UpsertNodes(win, schedtest.Node("n-newer"))
+	e = h.NewEval(job, sdk.EvalTriggerJobRegister)
+	e.AnnotatePlan = true
+	h.Process(sched, e)
+	if u := h.LastPlan().Annotations.DesiredTGUpdates["agent"]; u.Place != 1 || len(schedtest.Placed(h.LastPlan())) != 1 {
+		t.Fatalf("with a filtered node: %+v, placed %d", u, len(schedtest.Placed(h.LastPlan())))
+	}
 }
 
 // On a disconnected node a system job's running allocation is marked
