@@ -29,6 +29,8 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 		return true, "affinities"
 	case !same(spreads(a, ga), spreads(b, gb)):
 		return true, "spreads"
+	case consulNamespace(a, ga) != consulNamespace(b, gb):
+		return true, "consul namespace"
 	}
 	if why := connectServicesUpdated(ga.Services, gb.Services); why != "" {
 		return true, why
@@ -72,6 +74,16 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// consulNamespace is the Consul namespace a group's services and tokens
+// live in: its consul block's, or else the job's (which Nomad pushes down
+// to the groups that name none). Moving there needs new allocations.
+func consulNamespace(j *sdk.Job, tg *sdk.TaskGroup) string {
+	if ns, ok := tg.Consul["Namespace"].(string); ok && ns != "" {
+		return ns
+	}
+	return j.ConsulNamespace
 }
 
 // same is reflect.DeepEqual, except that a nil and an empty map or slice

@@ -39,3 +39,38 @@ func TestTasksUpdated_CopyIsNoChange(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksUpdated_Table: what needs new allocations and what is applied
+// in place, as Nomad's tasksUpdated decides.
+func TestTasksUpdated_Table(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(j *sdk.Job)
+		why    string // "" for an in-place update
+	}{
+		{"count", func(j *sdk.Job) { j.TaskGroups[0].Count = 5 }, ""},
+		{"constraints", func(j *sdk.Job) {
+			j.Constraints = append(j.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="})
+		}, ""},
+		{"driver", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Driver = "exec" }, "task driver"},
+		{"env", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Env = map[string]string{"A": "1"} }, "task env"},
+		{"job consul namespace", func(j *sdk.Job) { j.ConsulNamespace = "other" }, "consul namespace"},
+		{"group consul namespace", func(j *sdk.Job) { j.TaskGroups[0].Consul = sdk.Opaque{"Namespace": "other"} }, "consul namespace"},
+		{"group names the job's namespace", func(j *sdk.Job) {
+			j.ConsulNamespace, j.TaskGroups[0].Consul = "", sdk.Opaque{"Namespace": "ns"}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := sdktest.Job("web", 1)
+			base.ConsulNamespace = "ns"
+			next := base.Copy()
+			tc.change(next)
+			for _, pair := range [][2]*sdk.Job{{base, next}, {next, base}} {
+				changed, why := reconcile.TasksUpdated(pair[0], pair[1], "web")
+				if changed != (tc.why != "") || why != tc.why {
+					t.Fatalf("TasksUpdated = %v (%q), want %q", changed, why, tc.why)
+				}
+			}
+		})
+	}
+}
