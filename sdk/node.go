@@ -1,7 +1,9 @@
 package sdk
 
 import (
+	"cmp"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,12 +116,16 @@ func (n *Node) HasDriver(name string) bool {
 
 // ComputeClass sets ComputedClass: a hash of everything that decides
 // feasibility and is shared by many nodes (datacenter, pool, class,
-// attributes and meta other than unique.*, drivers, and the kind and
+// attributes and meta other than unique.*, drivers, the kind and
 // attributes of each device group, as Nomad hashes them, but not its
-// instances). Nodes of one class are feasible or not together, so
-// schedulers check one node per class. The "v2:" prefix names the hash's
-// version: v1 left device groups out, so a GPU node shared its class with
-// plain nodes.
+// instances; and, where Nomad's hash falls short of what its class cache
+// decides, the names of the node's host volumes and host networks and the
+// modes of its networks). Nodes of one class are feasible or not
+// together, so schedulers check one node per class. The "v3:" prefix
+// names the hash's version: v1 left device groups out, so a GPU node
+// shared its class with plain nodes; v2 left host volumes and networks
+// out, so a node without a volume a group mounts took the verdict of one
+// with it.
 func (n *Node) ComputeClass() {
 	h := fnv.New64a()
 	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
@@ -162,5 +168,24 @@ func (n *Node) ComputeClass() {
 			hashMap("va", d.Attributes)
 		}
 	}
-	n.ComputedClass = "v2:" + strconv.FormatUint(h.Sum64(), 10)
+	names := func(tag string, m map[string]Opaque) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			w(tag)
+			w(k)
+		}
+	}
+	names("hv", n.HostVolumes)
+	names("hn", n.HostNetworks)
+	if n.NodeResources != nil {
+		modes := make([]string, 0, len(n.NodeResources.Networks))
+		for _, nw := range n.NodeResources.Networks {
+			modes = append(modes, cmp.Or(nw.Mode, "host"))
+		}
+		slices.Sort(modes)
+		for _, m := range slices.Compact(modes) {
+			w("nm")
+			w(m)
+		}
+	}
+	n.ComputedClass = "v3:" + strconv.FormatUint(h.Sum64(), 10)
 }

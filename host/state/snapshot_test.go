@@ -301,7 +301,7 @@ func TestRestore_ComputesNodeClassesAgain(t *testing.T) {
 	want := *gpu
 	want.ComputeClass()
 	got := s.Snapshot().Node("gpu")
-	if got.ComputedClass != want.ComputedClass || !strings.HasPrefix(got.ComputedClass, "v2:") {
+	if got.ComputedClass != want.ComputedClass || !strings.HasPrefix(got.ComputedClass, "v3:") {
 		t.Fatalf("restored class %q, want %q", got.ComputedClass, want.ComputedClass)
 	}
 	if got.ModifyIndex != gpu.ModifyIndex || got.CreateIndex != gpu.CreateIndex {

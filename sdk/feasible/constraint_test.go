@@ -152,6 +152,45 @@ func TestEligibility_CachesPerClass(t *testing.T) {
 	}
 }
 
+// TestEligibility_HostVolumesAndNetworks: a group that mounts a host
+// volume or puts a port on a host network runs only on nodes that have
+// them, and nodes that differ only there are told apart by class, so that
+// the cache never hands one node's verdict to another.
+func TestEligibility_HostVolumesAndNetworks(t *testing.T) {
+	job := &sdk.Job{TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}},
+		Volumes: map[string]sdk.Opaque{"data": {"Type": "host", "Source": "data"}},
+		Networks: []*sdk.NetworkResource{{Mode: "host", DynamicPorts: []sdk.Port{
+			{Label: "http", HostNetwork: "public"}, {Label: "admin", HostNetwork: "default"}}}}}}}
+	node := func(id string, volume, network bool) *sdk.Node {
+		n := &sdk.Node{ID: id, Attributes: map[string]string{"driver.exec": "1"}}
+		if volume {
+			n.HostVolumes = map[string]sdk.Opaque{"data": {"Path": "/srv/data"}}
+		}
+		if network {
+			n.HostNetworks = map[string]sdk.Opaque{"public": {"CIDR": "203.0.113.0/24"}}
+		}
+		n.ComputeClass()
+		return n
+	}
+	e := NewEligibility(job)
+	checks := NewGroupChecks(job, job.TaskGroups[0])
+	ch := NewChecker()
+	for _, tc := range []struct {
+		node *sdk.Node
+		want string
+	}{
+		{node("both", true, true), ""},
+		{node("no-volume", false, true), FilterHostVolumes},
+		{node("no-network", true, false), `missing host network "public" for port "http"`},
+		{node("both-again", true, true), ""},
+		{node("no-volume-again", false, true), FilterClassIneligible},
+	} {
+		if got := e.Check(ch, checks, tc.node); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.node.ID, got, tc.want)
+		}
+	}
+}
+
 // TestEligibility_CheckFollowsRecordedStatuses: once Check has decided a
 // class, statuses recorded afterwards still decide its next nodes.
 func TestEligibility_CheckFollowsRecordedStatuses(t *testing.T) {

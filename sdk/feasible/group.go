@@ -1,6 +1,7 @@
 package feasible
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/drover-sched/drover/sdk"
@@ -19,10 +20,10 @@ const (
 
 // GroupChecks is what a task group asks of a node itself, independent of
 // what else runs there: the job's constraints, the group's and its tasks'
-// constraints, drivers, devices (by kind and healthy count), network mode
-// and host volumes. Everything it reads is part of the node's computed
-// class (unless a constraint escapes), so results are cached per class by
-// Eligibility.
+// constraints, drivers, devices (by kind and healthy count), network mode,
+// the host networks its ports name, and host volumes. Everything it reads
+// is part of the node's computed class (unless a constraint escapes), so
+// results are cached per class by Eligibility.
 type GroupChecks struct {
 	name           string
 	jobConstraints []*sdk.Constraint
@@ -30,8 +31,12 @@ type GroupChecks struct {
 	drivers        []string
 	devices        []*sdk.RequestedDevice
 	networkMode    string
+	hostNetworks   []namedPort // ports on a host network other than "default"
 	hostVolumes    []string
 }
+
+// namedPort is a port that names its host network.
+type namedPort struct{ network, label string }
 
 // NewGroupChecks collects the node checks of tg in job.
 func NewGroupChecks(job *sdk.Job, tg *sdk.TaskGroup) *GroupChecks {
@@ -65,6 +70,15 @@ func NewGroupChecks(job *sdk.Job, tg *sdk.TaskGroup) *GroupChecks {
 		g.networkMode = tg.Networks[0].Mode
 		if g.networkMode == "" {
 			g.networkMode = "host"
+		}
+	}
+	for _, nw := range tg.Networks {
+		for _, ports := range [][]sdk.Port{nw.ReservedPorts, nw.DynamicPorts} {
+			for _, p := range ports {
+				if p.HostNetwork != "" && p.HostNetwork != "default" {
+					g.hostNetworks = append(g.hostNetworks, namedPort{p.HostNetwork, p.Label})
+				}
+			}
 		}
 	}
 	for _, v := range tg.Volumes {
@@ -136,6 +150,11 @@ func (g *GroupChecks) checkGroup(ch *Checker, n *sdk.Node) string {
 	}
 	if !hasNetworkMode(n, g.networkMode) {
 		return FilterNetwork
+	}
+	for _, p := range g.hostNetworks {
+		if _, ok := n.HostNetworks[p.network]; !ok {
+			return fmt.Sprintf("missing host network %q for port %q", p.network, p.label)
+		}
 	}
 	for _, src := range g.hostVolumes {
 		if _, ok := n.HostVolumes[src]; !ok {
