@@ -2166,3 +2166,41 @@ func reconnectPastAReplacementStillAway(t *testing.T, policy string) {
 	}
 	back(away)
 }
+
+// TestRankLimits: how many feasible nodes a placement ranks, as Nomad
+// limits it: ceil(log2 n) for a service job, 2 for a batch job, and
+// max(count, 100) when the group has an affinity or a spread.
+func TestRankLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sched *generic.Scheduler
+		job   *sdk.Job
+		want  int
+	}{
+		{"service", service, schedtest.ServiceJob("web", 1), 6},
+		{"batch", batch, schedtest.BatchJob("web", 1), 2},
+		{"service with an affinity", service, func() *sdk.Job {
+			j := schedtest.ServiceJob("web", 1)
+			j.Affinities = []*sdk.Affinity{{LTarget: "${node.datacenter}", RTarget: "dc1", Operand: "=", Weight: 50}}
+			return j
+		}(), 64},
+		{"batch with a spread", batch, func() *sdk.Job {
+			j := schedtest.BatchJob("web", 1)
+			j.Spreads = []*sdk.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+			return j
+		}(), 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 64)...)
+			h.Process(tc.sched, h.RegisterJob(tc.job))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || placed[0].Metrics == nil {
+				t.Fatalf("placed %+v", placed)
+			}
+			if got := placed[0].Metrics.NodesEvaluated; got != tc.want {
+				t.Fatalf("ranked %d of 64 nodes, want %d", got, tc.want)
+			}
+		})
+	}
+}
