@@ -5,13 +5,15 @@
 // below the placing job's are candidates (the host's plan applier enforces
 // the same rule). Among them, the lowest priorities go first; within a
 // priority, allocations whose resources best match what is still missing
-// go first, so that few allocations are evicted; finally any allocation the
+// go first, so that few allocations are evicted, and a group already
+// losing as many allocations as its migrate max_parallel is passed over
+// while another will do (MaxParallelPenalty); finally any allocation the
 // placement turns out not to need is given back. A placement that asks for
 // static host ports also evicts every candidate holding one of them
 // (ForPorts), and one that asks for devices evicts holders of matching
 // instances (ForDevices), before any is chosen for resources.
 //
-//	victims := preempt.Select(job.Priority, capacity, usedWithPlacement, proposed, nil)
+//	victims := preempt.Select(capacity, usedWithPlacement, preempt.Candidates(prio, job, proposed), plan.PreemptedOf)
 //	if victims == nil {
 //		// even evicting every candidate would not make room
 //	}
@@ -52,17 +54,35 @@ func Candidates(prio int, job sdk.NamespacedID, proposed []*sdk.Allocation) []*s
 	return out
 }
 
+// Group names a job's task group.
+type Group struct {
+	Namespace, JobID, TaskGroup string
+}
+
+// GroupOf is a's group.
+func GroupOf(a *sdk.Allocation) Group { return Group{a.Namespace, a.JobID, a.TaskGroup} }
+
+// MaxParallelPenalty is added to a candidate's distance for each
+// allocation of its group, this one included, preempted beyond its
+// group's migrate max_parallel (Nomad's), so that evictions spread over
+// groups rather than take down more of one than it lets migrate at once.
+const MaxParallelPenalty = 50.0
+
 // Select returns the allocations to evict from candidates so that used (what
 // the node would hold with the new placement) fits capacity, or nil when no
 // choice makes it fit. candidates must already satisfy the priority rule
 // (see Candidates); the result is ordered by priority, lowest first.
-func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation) []*sdk.Allocation {
+// planned, if not nil, says how many allocations of a group the plan
+// preempts already: with those chosen here, they weigh against taking
+// more of a group than its migrate max_parallel (MaxParallelPenalty).
+func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func(Group) int) []*sdk.Allocation {
 	if ok, _ := used.Fits(capacity); ok {
 		return nil
 	}
 	pool := slices.Clone(candidates)
 	slices.SortStableFunc(pool, func(a, b *sdk.Allocation) int { return Priority(a) - Priority(b) })
 	var chosen []*sdk.Allocation
+	taken := map[Group]int{}
 	for len(pool) > 0 {
 		if ok, _ := used.Fits(capacity); ok {
 			break
@@ -75,13 +95,25 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation) []*sdk.Alloc
 			if Priority(a) != prio {
 				break
 			}
-			if d := distance(shortfall(used, capacity), a.Usage()); d < bestDist {
+			d := distance(shortfall(used, capacity), a.Usage())
+			if mp := maxParallel(a); mp > 0 {
+				g := GroupOf(a)
+				n := taken[g]
+				if planned != nil {
+					n += planned(g)
+				}
+				if n >= mp {
+					d += float64(n+1-mp) * MaxParallelPenalty
+				}
+			}
+			if d < bestDist {
 				best, bestDist = i, d
 			}
 		}
 		a := pool[best]
 		pool = append(pool[:best], pool[best+1:]...)
 		chosen = append(chosen, a)
+		taken[GroupOf(a)]++
 		used.Sub(a.Usage())
 	}
 	if ok, _ := used.Fits(capacity); !ok {
@@ -97,6 +129,17 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation) []*sdk.Alloc
 		}
 	}
 	return chosen
+}
+
+// maxParallel is the migrate max_parallel of a's group (0: none known).
+func maxParallel(a *sdk.Allocation) int {
+	if a.Job == nil {
+		return 0
+	}
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Migrate != nil {
+		return tg.Migrate.MaxParallel
+	}
+	return 0
 }
 
 // ForPorts returns the candidates that hold any of the host ports asked

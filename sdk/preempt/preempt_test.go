@@ -24,15 +24,58 @@ func TestCandidatesAndSelect(t *testing.T) {
 	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
 	// The node holds 3500 + the 1000 MHz placement: 500 over.
 	used := sdk.Usage{CPU: 4500, MemoryMB: 400}
-	got := Select(capacity, used, cands)
+	got := Select(capacity, used, cands, nil)
 	if len(got) != 1 || got[0].ID != "low-small" {
 		t.Fatalf("victims %v, want only low-small (lowest priority, closest to the 500 missing)", ids(got))
 	}
-	if Select(capacity, sdk.Usage{CPU: 9000}, cands) != nil {
+	if Select(capacity, sdk.Usage{CPU: 9000}, cands, nil) != nil {
 		t.Fatal("chose victims that cannot make room")
 	}
 	if Score(got) <= Score([]*sdk.Allocation{victim("x", 90, 1, 1), victim("y", 90, 1, 1)}) {
 		t.Fatal("evicting higher priorities should score lower")
+	}
+}
+
+// A group's evictions beyond its migrate max_parallel weigh against it
+// (Nomad's max_parallel penalty): with max_parallel 1 and one of its
+// allocations already preempted by the plan, the other group's
+// allocation is taken though it is a worse fit; without the plan's
+// preemption, or without a max_parallel, the best fit is.
+func TestSelect_MaxParallelPenalty(t *testing.T) {
+	inGroup := func(id, job string, cpu int64, maxParallel int) *sdk.Allocation {
+		a := victim(id, 10, cpu, 100)
+		a.JobID, a.TaskGroup = job, "g"
+		a.Job = &sdk.Job{ID: job, Priority: 10, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+		if maxParallel > 0 {
+			a.Job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: maxParallel}
+		}
+		return a
+	}
+	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
+	used := sdk.Usage{CPU: 4500, MemoryMB: 400} // 500 MHz short
+	onePlanned := func(g Group) int {
+		if g.JobID == "a" {
+			return 1
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		name        string
+		maxParallel int
+		planned     func(Group) int
+		want        string
+	}{
+		{"no plan preemptions", 1, nil, "a-fit"},
+		{"one planned, max_parallel 1", 1, onePlanned, "b-worse"},
+		{"one planned, max_parallel 2", 2, onePlanned, "a-fit"},
+		{"one planned, no max_parallel", 0, onePlanned, "a-fit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cands := []*sdk.Allocation{inGroup("a-fit", "a", 500, tc.maxParallel), inGroup("b-worse", "b", 1500, 1)}
+			if got := ids(Select(capacity, used, cands, tc.planned)); len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("victims %v, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
 	"github.com/drover-sched/drover/sdk/internal/usage"
+	"github.com/drover-sched/drover/sdk/preempt"
 )
 
 // Plan is the plan a scheduler builds for one evaluation, together with
@@ -47,6 +48,8 @@ type Plan struct {
 	counts chunk.Chunks[groupCount]
 	allocs chunk.Chunks[sdk.Allocation]
 	usage  usage.Cache
+	// preempted counts the plan's preemptions per job and group.
+	preempted map[preempt.Group]int
 }
 
 // recordChunk bounds the chunks nodeChanges are allocated in, above the
@@ -354,7 +357,14 @@ func (p *Plan) Annotate(a *sdk.Allocation) { p.appendAlloc(a) }
 func (p *Plan) Preempt(a *sdk.Allocation, by string) {
 	p.AppendPreemptedAlloc(a, by)
 	p.remove(a)
+	if p.preempted == nil {
+		p.preempted = map[preempt.Group]int{}
+	}
+	p.preempted[preempt.GroupOf(a)]++
 }
+
+// PreemptedOf is how many allocations of group g the plan preempts.
+func (p *Plan) PreemptedOf(g preempt.Group) int { return p.preempted[g] }
 
 // Used is what node nodeID holds after the plan.
 func (p *Plan) Used(nodeID string) sdk.Usage {

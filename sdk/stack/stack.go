@@ -651,7 +651,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			used.Sub(v.Usage())
 		}
 		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(without(s.plan.Proposed(n.ID), s.plan.NodePreemptions[n.ID]), heldVictims))
-		victims := preempt.Select(capacity, used, candidates)
+		victims := preempt.Select(capacity, used, candidates, s.plan.PreemptedOf)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
 			return c, false
