@@ -103,11 +103,13 @@ func (s *EvalSocket) read() (frameKind, []byte, error) {
 // Process sends one encoded abi.ProcessRequest (host side) and answers the
 // plugin's planner calls with h until its result comes. When ctx ends
 // first, Process returns ctx's error and the socket is left mid-eval: the
-// caller ends the process.
+// caller ends the process. The deadline ends writes too: a plugin that
+// stops reading would otherwise hold a write larger than the socket's
+// buffer, and the eval, forever.
 func (s *EvalSocket) Process(ctx context.Context, req []byte, h HostHandler) ([]byte, error) {
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		_ = s.c.SetReadDeadline(time.Unix(1, 0))
+		_ = s.c.SetDeadline(time.Unix(1, 0))
 		close(fired)
 	})
 	out, err := s.process(req, h)
@@ -115,7 +117,7 @@ func (s *EvalSocket) Process(ctx context.Context, req []byte, h HostHandler) ([]
 		// The deadline was set, perhaps after the eval ended: clear it
 		// once set, so that it cannot fail the next eval.
 		<-fired
-		_ = s.c.SetReadDeadline(time.Time{})
+		_ = s.c.SetDeadline(time.Time{})
 		if err != nil {
 			return nil, ctx.Err()
 		}

@@ -143,6 +143,25 @@ func TestEvalSocket_DeadlineEndsAnEvalThePluginNeverAnswers(t *testing.T) {
 		t.Fatalf("err %v, want the deadline", err)
 	}
 
+	// A plugin that stops reading cannot hold the host in a write larger
+	// than the socket's buffer past the deadline.
+	host, _ = pair(t)
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := host.Process(ctx, make([]byte, 32<<20), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("unread request: err %v, want the deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request the plugin never reads held the host past its deadline")
+	}
+
 	// An eval that ends just as its context does leaves no deadline behind.
 	host, plugin := pair(t)
 	go plugin.Serve(func(req []byte, _ func(abi.Op, []byte) ([]byte, error)) []byte { return req }, nil)
