@@ -178,8 +178,16 @@ func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginL
 		l.dir = filepath.Join(filepath.Dir(exe), "plugins")
 	}
 	for i := range cfg.Plugins {
-		if err := cfg.Plugins[i].Validate(); err != nil {
+		p := &cfg.Plugins[i]
+		if err := p.Validate(); err != nil {
 			return nil, err
+		}
+		// An eval must end before its delivery's nack timeout, or the
+		// broker hands it out again while it still runs: every attempt
+		// then fails to ack and the eval fails at its delivery limit.
+		if nack := cfg.Server.Broker.NackTimeout; nack > 0 && p.Limits.Timeout >= nack {
+			return nil, fmt.Errorf("agent: plugin %q: limits.timeout (%s) must be shorter than the server's eval_nack_timeout (%s)",
+				p.Name, p.Limits.Timeout, nack)
 		}
 	}
 	return l, nil

@@ -183,6 +183,29 @@ func TestAgent_PluginBlockNameMustMatchThePlugin(t *testing.T) {
 	}
 }
 
+// A plugin's timeout must be shorter than the broker's nack timeout: an
+// eval still running past it would be handed out again while it runs,
+// and every attempt would fail to ack.
+func TestAgent_PluginTimeoutMustBeShorterThanTheNackTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		timeout, nack time.Duration
+		refused       bool
+	}{{90 * time.Second, 0, true}, {60 * time.Second, 0, true}, {59 * time.Second, 0, false},
+		{10 * time.Second, time.Second, true}, {10 * time.Second, 20 * time.Second, false}} {
+		cfg := agent.DefaultConfig()
+		cfg.Dev, cfg.HTTPAddr, cfg.PluginDir = true, "127.0.0.1:0", t.TempDir()
+		if tc.nack > 0 {
+			cfg.Server.Broker.NackTimeout = tc.nack
+		}
+		cfg.Plugins = []agent.PluginConfig{{Name: "zones", Path: filepath.Join(cfg.PluginDir, "missing.wasm"),
+			Limits: agent.PluginLimits{Timeout: tc.timeout}}}
+		_, err := agent.New(cfg, zerolog.Nop())
+		if refused := err != nil && strings.Contains(err.Error(), "must be shorter than the server's eval_nack_timeout"); refused != tc.refused {
+			t.Errorf("timeout %s, nack %s: err = %v", tc.timeout, tc.nack, err)
+		}
+	}
+}
+
 // An open event stream does not hold the agent up when it stops: the
 // stream ends and Shutdown returns.
 func TestAgent_ShutdownEndsEventStreams(t *testing.T) {
