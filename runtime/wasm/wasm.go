@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -237,10 +238,8 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 			return fail(fmt.Errorf("%w: a WASI command (it exports _start, not _initialize); build it as a reactor: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared", ErrInvalidModule))
 		}
 	}
-	for _, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
-		if _, ok := exports[name]; !ok {
-			return fail(fmt.Errorf("%w: missing export %q (build with the Drover SDK and -buildmode=c-shared)", ErrInvalidModule, name))
-		}
+	if err := checkExports(exports); err != nil {
+		return fail(err)
 	}
 	// The first instance's initialisation and the ABI and info calls run
 	// plugin code: bounded, so that a plugin that never returns fails its
@@ -281,6 +280,50 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		m.stderr = runtime.OutputLog(cfg.Log, m.info.Name, "stderr")
 	}
 	return m, nil
+}
+
+// exportTypes are the ABI's exports and their types (docs/abi.md, section
+// 5); the optional ones are checked when present.
+var exportTypes = []struct {
+	name            string
+	params, results []api.ValueType
+	optional        bool
+}{
+	{ExportABIVersion, nil, []api.ValueType{api.ValueTypeI32}, false},
+	{ExportInfo, nil, []api.ValueType{api.ValueTypeI64}, false},
+	{ExportBuffer, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}, false},
+	{ExportProcess, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}, false},
+	{ExportIdle, nil, nil, true},
+	{ExportCheckConfig, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}, true},
+}
+
+// checkExports refuses a module that lacks an export of the ABI or has
+// one of another type, which every eval would otherwise fail on.
+func checkExports(exports map[string]api.FunctionDefinition) error {
+	sig := func(params, results []api.ValueType) string {
+		names := func(ts []api.ValueType) string {
+			out := make([]string, len(ts))
+			for i, t := range ts {
+				out[i] = api.ValueTypeName(t)
+			}
+			return strings.Join(out, ", ")
+		}
+		return "(" + names(params) + ") -> (" + names(results) + ")"
+	}
+	for _, e := range exportTypes {
+		def, ok := exports[e.name]
+		if !ok {
+			if e.optional {
+				continue
+			}
+			return fmt.Errorf("%w: missing export %q (build with the Drover SDK and -buildmode=c-shared)", ErrInvalidModule, e.name)
+		}
+		if !slices.Equal(def.ParamTypes(), e.params) || !slices.Equal(def.ResultTypes(), e.results) {
+			return fmt.Errorf("%w: export %q has type %s, the ABI's is %s", ErrInvalidModule, e.name,
+				sig(def.ParamTypes(), def.ResultTypes()), sig(e.params, e.results))
+		}
+	}
+	return nil
 }
 
 // Info implements runtime.Factory.
@@ -343,7 +386,10 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	}
 	mod, err := m.rt.InstantiateModule(withReservedMemory(ctx, m.lastSize.Load()), m.compiled, mc)
 	if err != nil {
-		return nil, fmt.Errorf("wasm: instantiate: %w", err)
+		// What the plugin wrote to stderr is why its initialisation
+		// trapped (a Go panic in init); before the load, stderr goes
+		// nowhere else.
+		return nil, tail.Explain(fmt.Errorf("wasm: instantiate: %w", err))
 	}
 	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess),
 		stderr: tail, lastSize: &m.lastSize}, nil
