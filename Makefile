@@ -61,9 +61,10 @@ race: build
 	$(TEST_ENV) CGO_ENABLED=1 $(GO) test -race $(RACE_PKGS)
 
 # The ABI as a plugin in another language sees it: the Rust example
-# (examples/plugins/firstfit-rust), built with rustc for wasm32-wasi, run in
-# the wasm runtime and in a dev agent. Needs rustc and the wasm32-wasi std
-# (Debian: rustc libstd-rust-dev-wasm32); the tests fail without them.
+# (examples/plugins/firstfit-rust), built with rustc for WASI preview 1
+# (wasm32-wasi, or wasm32-wasip1 from rustc 1.78), run in the wasm runtime
+# and in a dev agent. Needs rustc and that target's std (Debian: rustc
+# libstd-rust-dev-wasm32); the tests fail without them.
 RUSTC ?= /usr/bin/rustc
 foreign-abi: build
 	$(TEST_ENV) RUSTC=$(RUSTC) $(GO) test -tags foreignabi -run ForeignABI ./examples/plugins/firstfit-rust/ ./cmd/drover/
