@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/plugin"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
 // fastLifecycle shortens the lifecycle's delays so arrows happen quickly.
@@ -977,4 +979,40 @@ func withCPU(job *sdk.Job, cpu int64) *sdk.AllocatedResources {
 	res := sdk.RequestedResources(job.LookupTaskGroup("g"))
 	res.Tasks["t"].Cpu.CpuShares = cpu
 	return res
+}
+
+// A plugin cannot flood the state with evals: one delivery of an eval
+// creates at most verify.MaxCreatedEvals; the next is refused, and the
+// scheduler sees why.
+func TestLifecycle_CreatedEvalsAreBounded(t *testing.T) {
+	var created atomic.Int64
+	refused := make(chan error, 1)
+	s := rig(t, func(ctx *sdk.Context, e *sdk.Evaluation) error {
+		if e.TriggeredBy != sdk.EvalTriggerJobRegister {
+			c := e.Copy()
+			c.Status = sdk.EvalStatusComplete
+			return ctx.Planner.UpdateEval(c)
+		}
+		for {
+			err := ctx.Planner.CreateEval(&sdk.Evaluation{ID: ctx.NewID(), Namespace: e.Namespace, JobID: e.JobID,
+				TriggeredBy: sdk.EvalTriggerRollingUpdate, Status: sdk.EvalStatusPending, PreviousEval: e.ID})
+			if err != nil {
+				select {
+				case refused <- err:
+				default:
+				}
+				return err
+			}
+			created.Add(1)
+		}
+	})
+	registerJob(t, s, servertest.Job("web", "service", 1, 100, 64))
+	select {
+	case err := <-refused:
+		if !errors.Is(err, sdk.ErrInvalidEval) || created.Load() != verify.MaxCreatedEvals {
+			t.Fatalf("refused after %d evals with %v, want %d and ErrInvalidEval", created.Load(), err, verify.MaxCreatedEvals)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no eval refused after %d", created.Load())
+	}
 }

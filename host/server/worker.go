@@ -266,6 +266,9 @@ func (p *evalPlanner) UpdateEval(ctx context.Context, e *sdk.Evaluation) error {
 }
 
 func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
+	if err := verify.MayCreate(len(p.created)); err != nil {
+		return err
+	}
 	c, err := verify.NewEval(p.eval, e)
 	if err != nil {
 		return err

@@ -668,6 +668,9 @@ func (h *Harness) CreateEval(e *sdk.Evaluation) error {
 	if proc == nil {
 		return fmt.Errorf("%w: eval %s follows up %q, which is not in the cluster", sdk.ErrInvalidEval, e.ID, e.PreviousEval)
 	}
+	if err := verify.MayCreate(len(h.created[proc.ID])); err != nil {
+		return err
+	}
 	c, err := verify.NewEval(proc, e)
 	if err != nil {
 		return err

@@ -39,6 +39,21 @@ func EvalUpdate(proc, e *sdk.Evaluation, created map[string]string) (*sdk.Evalua
 	return outcome(proc, e), nil
 }
 
+// MaxCreatedEvals bounds the evals one delivery of an eval may create. A
+// scheduler creates a blocked eval and follow-ups, the latter batched by
+// time window (the reconciler's), so a legitimate count stays far below;
+// past it the plugin is flooding the state, and its eval fails.
+const MaxCreatedEvals = 1000
+
+// MayCreate checks that a delivery that already created created evals may
+// create one more.
+func MayCreate(created int) error {
+	if created >= MaxCreatedEvals {
+		return invalidEval("an eval may create at most %d evals", MaxCreatedEvals)
+	}
+	return nil
+}
+
 // NewEval checks an eval e that a plugin creates while processing proc
 // and returns the eval to store. It must have a new ID, be for proc's job,
 // be pending or blocked (a blocked one triggered by queued-allocs or
