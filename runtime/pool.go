@@ -212,6 +212,10 @@ func (p *Plugin) idleThenPut(i Idler, s *slot) {
 
 func (p *Plugin) process(ctx context.Context, s *slot, call *Call) error {
 	p.stats.Evals.Add(1)
+	if pr, ok := s.inst.(Prober); ok && !pr.Alive() {
+		p.log.Warn().Str("plugin", p.info.Name).Msg("plugin instance ended between evals; starting another")
+		p.recycle(ctx, s, "ended between evals")
+	}
 	if s.inst == nil {
 		inst, err := p.factory.NewInstance(ctx)
 		if err != nil {

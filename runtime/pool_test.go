@@ -124,6 +124,52 @@ func (s sized) NewInstance(ctx context.Context) (runtime.Instance, error) {
 	return sizedInstance{inst, s.bytes}, err
 }
 
+// ending is an instance that reports itself gone once end is set.
+type ending struct {
+	runtime.Instance
+	end *atomic.Bool
+}
+
+func (e ending) Alive() bool { return !e.end.Load() }
+
+type endingFactory struct {
+	runtime.Factory
+	end     *atomic.Bool
+	started atomic.Int64
+}
+
+func (f *endingFactory) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	f.started.Add(1)
+	inst, err := f.Factory.NewInstance(ctx)
+	return ending{inst, f.end}, err
+}
+
+// An instance that ended between evals (a plugin process killed while
+// idle) is replaced before the next eval, which runs on the new one
+// instead of failing on the old.
+func TestPlugin_InstanceEndedBetweenEvalsIsReplaced(t *testing.T) {
+	var end atomic.Bool
+	f := &endingFactory{Factory: native.New(plugin.Info{Name: "p"}, func() sdk.Scheduler { return &gate{} }), end: &end}
+	p := runtime.NewPlugin(f, runtime.PoolConfig{Instances: 1}, zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	for i, gone := range []bool{false, true, false} {
+		end.Store(gone)
+		if err := runtimetest.Process(p, h, h.RegisterEval(job), time.Second); err != nil {
+			t.Fatalf("eval %d: %v", i, err)
+		}
+		end.Store(false) // the replacement lives
+	}
+	if got := f.started.Load(); got != 2 {
+		t.Fatalf("%d instances started, want 2 (one replacing the ended one)", got)
+	}
+	if got := p.Stats().Recycled.Load(); got != 1 {
+		t.Fatalf("recycled %d, want 1", got)
+	}
+}
+
 func TestPlugin_Recycles(t *testing.T) {
 	cases := []struct {
 		name         string

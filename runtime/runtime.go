@@ -46,6 +46,13 @@ type Sizer interface {
 	MemoryBytes() uint64
 }
 
+// Prober is implemented by instances that can end on their own between
+// evals (a plugin process killed or crashed while idle): the pool starts a
+// new instance rather than hand an eval to one that is gone.
+type Prober interface {
+	Alive() bool
+}
+
 // Idler is implemented by instances that have work to do between evals (a
 // garbage-collected guest's collection). The pool calls Idle once an eval's
 // answer is in, before the instance's next eval and off the eval's path;

@@ -328,7 +328,15 @@ type instance struct {
 	stderr *runtime.Capture
 }
 
-var _ runtime.Sizer = (*instance)(nil)
+var (
+	_ runtime.Sizer  = (*instance)(nil)
+	_ runtime.Prober = (*instance)(nil)
+)
+
+// Alive implements runtime.Prober: the process has not exited. One
+// killed or crashed while idle is replaced before the next eval, which
+// would otherwise fail writing to it.
+func (i *instance) Alive() bool { return !i.client.Exited() }
 
 var errNoEval = abi.Err(abi.CodeInvalidEval, "host: planner call outside an evaluation")
 

@@ -2,6 +2,7 @@ package goplugin_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,5 +45,56 @@ func TestGoPlugin_ServiceSchedulesThroughTheBroker(t *testing.T) {
 	}
 	if st := p.Stats(); st.FullSyncs.Load() != 1 || st.DeltaSyncs.Load() != 1 {
 		t.Fatalf("syncs: full %d delta %d, want 1 and 1", st.FullSyncs.Load(), st.DeltaSyncs.Load())
+	}
+}
+
+// started records the instances its factory starts.
+type started struct {
+	runtime.Factory
+	insts chan runtime.Instance
+}
+
+func (s started) NewInstance(ctx context.Context) (runtime.Instance, error) {
+	inst, err := s.Factory.NewInstance(ctx)
+	if err == nil {
+		s.insts <- inst
+	}
+	return inst, err
+}
+
+// A plugin process killed while idle is replaced before the next eval,
+// which succeeds on a new process instead of failing on the dead one.
+func TestGoPlugin_ProcessKilledBetweenEvalsIsReplaced(t *testing.T) {
+	f := started{load(t, "./plugins/service"), make(chan runtime.Instance, 4)}
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	h.UpsertNode(sdktest.Node("n1", 4000, 8192))
+	eval := func(id string) error {
+		job := sdktest.Job(id, 1)
+		h.UpsertJob(job)
+		return runtimetest.Process(p, h, h.RegisterEval(job), 30*time.Second)
+	}
+	if err := eval("web"); err != nil {
+		t.Fatal(err)
+	}
+	first := <-f.insts
+	pid := goplugin.PID(first)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); first.(runtime.Prober).Alive(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("killed process %d still taken for alive", pid)
+		}
+	}
+	if err := eval("api"); err != nil {
+		t.Fatalf("eval after the process was killed: %v", err)
+	}
+	if second := <-f.insts; goplugin.PID(second) == pid {
+		t.Fatal("the eval ran on the killed process's PID")
+	}
+	if got := p.Stats().Failures.Load(); got != 0 {
+		t.Fatalf("%d evals failed", got)
 	}
 }
