@@ -46,26 +46,44 @@ func getJSON(t *testing.T, url string, out any) {
 	}
 }
 
-// TestE2E_CustomGoPluginFromConfigSchedulesAJob runs the real binary with
-// a plugin directory holding the built-in service scheduler (wasm) and the
-// zones example as a go-plugin executable, configured by a plugin block
-// of the agent's configuration file, and schedules a job that names it.
-func TestE2E_CustomGoPluginFromConfigSchedulesAJob(t *testing.T) {
+// TestE2E_CustomPluginFromConfigSchedulesAJob runs the real binary with a
+// plugin directory holding the built-in service scheduler (wasm) and the
+// zones example, built as a go-plugin executable and as a wasm module,
+// configured by a plugin block of the agent's configuration file, and
+// schedules a job that names it.
+func TestE2E_CustomPluginFromConfigSchedulesAJob(t *testing.T) {
+	for _, rt := range []string{"goplugin", "wasm"} {
+		t.Run(rt, func(t *testing.T) { customPluginSchedulesAJob(t, rt) })
+	}
+}
+
+func customPluginSchedulesAJob(t *testing.T, rt string) {
 	bin := droverBin(t)
-	dir, pluginDir, _ := zonesPluginDir(t)
+	dir, pluginDir, zones := zonesPluginDir(t)
+	path := zones
+	if rt == "wasm" {
+		// The same example as a module, in place of the executable.
+		path = zones + ".wasm"
+		if err := os.Remove(zones); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, wasmtest.Build(t, "./examples/plugins/zones"), path, 0o644)
+	}
 	cfg := writeFile(t, dir, "agent.hcl", fmt.Sprintf(`
 plugin_dir = %q
 plugin "zones" {
-  config = { zone_attribute = "meta.rack" }
+  runtime = %q
+  path    = %q
+  config  = { zone_attribute = "meta.rack" }
   limits {
     timeout = "20s"
   }
 }
-`, pluginDir))
+`, pluginDir, rt, path))
 	base := startDevAgent(t, bin, 8, "-config", cfg)
 
 	code, out := drover(t, bin, base, "plugin", "inspect", "zones")
-	if code != 0 || !strings.Contains(out, "goplugin") || !strings.Contains(out, "meta.rack") {
+	if code != 0 || !strings.Contains(out, rt) || !strings.Contains(out, "meta.rack") {
 		t.Fatalf("plugin inspect: exit %d:\n%s", code, out)
 	}
 	job := writeFile(t, dir, "web.hcl", `
@@ -105,7 +123,7 @@ job "web" {
 	}
 	var p httpapi.PluginStub
 	getJSON(t, base+"/v1/plugin/scheduler/zones", &p)
-	if p.Runtime != "goplugin" || p.Stats.Evals == 0 || p.Stats.Failures != 0 {
+	if p.Runtime != rt || p.Stats.Evals == 0 || p.Stats.Failures != 0 {
 		t.Fatalf("plugin = %+v", p)
 	}
 }
