@@ -7,8 +7,10 @@ type SchedulerConfiguration struct {
 	MemoryOversubscriptionEnabled bool `msg:",omitempty"`
 	RejectJobRegistration         bool `msg:",omitempty"`
 	PauseEvalBroker               bool `msg:",omitempty"`
-	// NodeLimitForFeasibilityChecks bounds how many nodes a scheduler checks
-	// for feasibility per placement (0: the scheduler's own limit).
+	// NodeLimitForFeasibilityChecks is how many feasible nodes a placement
+	// whose group has affinities or spreads ranks (at least its count; 0:
+	// 100), as in Nomad: fewer is faster and more random, more applies
+	// them more exactly.
 	NodeLimitForFeasibilityChecks uint   `msg:",omitempty"`
 	CreateIndex                   uint64 `msg:",omitempty"`
 	ModifyIndex                   uint64 `msg:",omitempty"`

@@ -81,8 +81,9 @@ Set-config options:
   -preempt-service-scheduler=BOOL  Preemption for service jobs.
   -preempt-batch-scheduler=BOOL    Preemption for batch jobs.
   -preempt-sysbatch-scheduler=BOOL Preemption for sysbatch jobs.
-  -node-limit-feasibility=N        Nodes checked per placement (0: the
-                                   scheduler's own limit).
+  -node-limit-feasibility=N        Feasible nodes ranked per placement of
+                                   a group with affinities or spreads (at
+                                   least its count; 0: 100).
   -check-index=N                   Change only if the configuration's
                                    modify index is still N.`)
 }

@@ -42,13 +42,26 @@ func Shuffle(nodes []*sdk.Node, rng *rand.Rand) {
 	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 }
 
+// DefaultWideLimit is how many feasible nodes a placement whose group has
+// affinities or spreads ranks at least, unless the scheduler configuration
+// sets NodeLimitForFeasibilityChecks (Nomad's default).
+const DefaultWideLimit = 100
+
 // RankLimit is how many feasible nodes Nomad ranks before it picks the best:
 // max(2, ceil(log2 n)) for service jobs and 2 for batch jobs ("the power of
-// two choices"); when the group has affinities or spreads, max(count, 100),
-// since those scores need a wider view to converge.
+// two choices"); when the group has affinities or spreads, max(count,
+// DefaultWideLimit), since those scores need a wider view to converge.
 func RankLimit(n int, batch bool, count int, affinityOrSpread bool) int {
+	return rankLimit(n, batch, count, affinityOrSpread, 0)
+}
+
+// rankLimit is RankLimit with the configured wide limit (0: the default).
+func rankLimit(n int, batch bool, count int, affinityOrSpread bool, wide int) int {
 	if affinityOrSpread {
-		return max(count, 100)
+		if wide <= 0 {
+			wide = DefaultWideLimit
+		}
+		return max(count, wide)
 	}
 	limit := 2
 	if !batch && n > 0 {

@@ -27,6 +27,10 @@ type Config struct {
 	Algorithm string
 	// MemoryOversubscription grants tasks their memory_max.
 	MemoryOversubscription bool
+	// WideLimit is how many feasible nodes a placement whose group has
+	// affinities or spreads ranks at least (the scheduler configuration's
+	// NodeLimitForFeasibilityChecks; 0: DefaultWideLimit).
+	WideLimit int
 }
 
 // ConfigFor returns the stack configuration for a job type under the
@@ -39,6 +43,7 @@ func ConfigFor(jobType string, sc *sdk.SchedulerConfiguration) Config {
 	}
 	if sc != nil {
 		c.MemoryOversubscription = sc.MemoryOversubscriptionEnabled
+		c.WideLimit = int(min(sc.NodeLimitForFeasibilityChecks, math.MaxInt32))
 	}
 	c.Preempt = c.System && sc.PreemptionEnabled(jobType)
 	return c
@@ -306,7 +311,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 			s.plan.Replay(spreadWatcher{sp, tg.Name})
 			s.plan.Watch(spreadWatcher{sp, tg.Name})
 		}
-		g.limit = RankLimit(len(s.nodes), s.cfg.Batch, tg.Count, g.affinity.Any() || g.spread != nil)
+		g.limit = rankLimit(len(s.nodes), s.cfg.Batch, tg.Count, g.affinity.Any() || g.spread != nil, s.cfg.WideLimit)
 	}
 	g.resetCaches(len(s.nodes))
 	s.groups[tg] = g

@@ -2169,33 +2169,48 @@ func reconnectPastAReplacementStillAway(t *testing.T, policy string) {
 
 // TestRankLimits: how many feasible nodes a placement ranks, as Nomad
 // limits it: ceil(log2 n) for a service job, 2 for a batch job, and
-// max(count, 100) when the group has an affinity or a spread.
+// max(count, 100) when the group has an affinity or a spread, 100 being
+// the scheduler configuration's NodeLimitForFeasibilityChecks if set.
 func TestRankLimits(t *testing.T) {
+	withAffinity := func() *sdk.Job {
+		j := schedtest.ServiceJob("web", 1)
+		j.Affinities = []*sdk.Affinity{{LTarget: "${node.datacenter}", RTarget: "dc1", Operand: "=", Weight: 50}}
+		return j
+	}
 	for _, tc := range []struct {
 		name  string
 		sched *generic.Scheduler
 		job   *sdk.Job
+		limit uint // the scheduler configuration's NodeLimitForFeasibilityChecks
 		want  int
 	}{
-		{"service", service, schedtest.ServiceJob("web", 1), 6},
-		{"batch", batch, schedtest.BatchJob("web", 1), 2},
-		{"service with an affinity", service, func() *sdk.Job {
-			j := schedtest.ServiceJob("web", 1)
-			j.Affinities = []*sdk.Affinity{{LTarget: "${node.datacenter}", RTarget: "dc1", Operand: "=", Weight: 50}}
+		{"service", service, schedtest.ServiceJob("web", 1), 0, 6},
+		{"service with an affinity, limit 10", service, withAffinity(), 10, 10},
+		{"service of 20 with an affinity, limit 10", service, func() *sdk.Job {
+			j := withAffinity()
+			j.TaskGroups[0].Count = 20
 			return j
-		}(), 64},
+		}(), 10, 20},
+		{"service without affinity, limit 10", service, schedtest.ServiceJob("web", 1), 10, 6},
+		{"batch", batch, schedtest.BatchJob("web", 1), 0, 2},
+		{"service with an affinity", service, withAffinity(), 0, 64},
 		{"batch with a spread", batch, func() *sdk.Job {
 			j := schedtest.BatchJob("web", 1)
 			j.Spreads = []*sdk.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
 			return j
-		}(), 64},
+		}(), 0, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := schedtest.New(t)
 			h.UpsertNodes(schedtest.Nodes("n", 64)...)
+			if tc.limit > 0 {
+				c := sdk.DefaultSchedulerConfiguration()
+				c.NodeLimitForFeasibilityChecks = tc.limit
+				h.SetSchedulerConfig(c)
+			}
 			h.Process(tc.sched, h.RegisterJob(tc.job))
 			placed := schedtest.Placed(h.LastPlan())
-			if len(placed) != 1 || placed[0].Metrics == nil {
+			if len(placed) != tc.job.TaskGroups[0].Count || placed[0].Metrics == nil {
 				t.Fatalf("placed %+v", placed)
 			}
 			if got := placed[0].Metrics.NodesEvaluated; got != tc.want {
