@@ -2,6 +2,8 @@ package goplugin_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -96,5 +98,45 @@ func TestGoPlugin_ProcessKilledBetweenEvalsIsReplaced(t *testing.T) {
 	}
 	if got := p.Stats().Failures.Load(); got != 0 {
 		t.Fatalf("%d evals failed", got)
+	}
+}
+
+// A plugin whose process crashes during evals is started again for each
+// next eval, after a backoff that doubles with each crash in a row: the
+// eval after two crashes waits at least the initial backoff twice over.
+func TestGoPlugin_CrashedProcessIsRestartedWithBackoff(t *testing.T) {
+	cfg := goplugin.DefaultConfig()
+	cfg.RestartBackoff, cfg.MaxRestartBackoff = 200*time.Millisecond, time.Second
+	lf, err := goplugin.Load(context.Background(), goplugintest.Build(t, "./runtime/containment/testdata/crash"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := started{lf, make(chan runtime.Instance, 8)}
+	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	h.UpsertNode(sdktest.Node("n1", 4000, 8192))
+	var pids []int
+	var waits []time.Duration
+	for i := range 3 {
+		job := sdktest.Job(fmt.Sprintf("job-%d", i), 1)
+		h.UpsertJob(job)
+		start := time.Now()
+		err := runtimetest.Process(p, h, h.RegisterEval(job), 30*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "process failed") {
+			t.Fatalf("eval %d: err = %v, want the crash", i, err)
+		}
+		waits = append(waits, time.Since(start))
+		pids = append(pids, goplugin.PID(<-f.insts))
+	}
+	if pids[0] == pids[1] || pids[1] == pids[2] {
+		t.Fatalf("processes %v: each eval should start a new one", pids)
+	}
+	// Lower bounds only: a start waits at least its backoff.
+	if waits[1] < 200*time.Millisecond || waits[2] < 400*time.Millisecond {
+		t.Fatalf("evals took %v, want the second to wait >= 200ms and the third >= 400ms", waits)
+	}
+	if got := p.Stats().Failures.Load(); got != 3 {
+		t.Fatalf("%d failures, want 3", got)
 	}
 }
