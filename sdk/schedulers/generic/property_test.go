@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
+	"github.com/drover-sched/drover/sdk/schedulers/system"
 )
 
 // randomCluster returns n nodes of varied size, racks, zones and kernels,
@@ -50,6 +52,10 @@ func randomJob(r *rand.Rand, id string) *sdk.Job {
 	}
 	if r.IntN(5) == 0 {
 		job.Constraints = append(job.Constraints, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts})
+	}
+	if r.IntN(6) == 0 {
+		// Across all the job's groups.
+		job.Constraints = append(job.Constraints, &sdk.Constraint{LTarget: "${meta.zone}", RTarget: "3", Operand: sdk.ConstraintDistinctProperty})
 	}
 	var groups []*sdk.TaskGroup
 	for g := 0; g < 1+r.IntN(3); g++ {
@@ -128,9 +134,27 @@ func checkInvariants(t *testing.T, h *schedtest.Harness, nodes []*sdk.Node) {
 	}
 }
 
-// checkDistinctProperty verifies distinct_property constraints of job.
+// checkDistinctProperty verifies distinct_property constraints of job: a
+// group's over its allocations, the job's over all of them.
 func checkDistinctProperty(t *testing.T, h *schedtest.Harness, job *sdk.Job) {
 	t.Helper()
+	for _, c := range job.Constraints {
+		if c.Operand != sdk.ConstraintDistinctProperty {
+			continue
+		}
+		limit, _ := strconv.Atoi(c.RTarget)
+		counts := map[string]int{}
+		for _, a := range h.Live(job.Namespace, job.ID) {
+			if a.JobVersion != job.Version {
+				continue
+			}
+			v, _ := feasible.ResolveTarget(c.LTarget, h.State().Node(a.NodeID))
+			counts[v]++
+			if counts[v] > limit {
+				t.Fatalf("job %s has %d allocations with %s = %s, allowed %d", job.ID, counts[v], c.LTarget, v, limit)
+			}
+		}
+	}
 	for _, tg := range job.TaskGroups {
 		for _, c := range tg.Constraints {
 			if c.Operand != sdk.ConstraintDistinctProperty {
@@ -295,6 +319,77 @@ func TestProperty_RolloutsLeaveOneAllocationPerIndex(t *testing.T) {
 				for _, a := range live {
 					if a.JobVersion != job.Version {
 						t.Fatalf("after update %d: %s on version %d, want %d; updates:\n%s", u, a.Name, a.JobVersion, job.Version, strings.Join(history, "\n"))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProperty_SystemJobsOverRandomClusters fills random clusters with
+// random lower-priority service and batch jobs, then runs a system job of
+// random size, constraints and priority (preempting when it is high
+// enough and preemption is on) and checks the safety rules, and that the
+// system job runs once on every node that can take it: every node its
+// checks pass, where it fits beside what may not be preempted.
+func TestProperty_SystemJobsOverRandomClusters(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 13))
+			h := schedtest.New(t)
+			nodes := randomCluster(r, 5+r.IntN(25))
+			h.UpsertNodes(nodes...)
+			for j := 0; j < 1+r.IntN(3); j++ {
+				job := randomJob(r, fmt.Sprintf("job-%d", j))
+				job.Priority = []int{20, 50}[r.IntN(2)]
+				h.Process(&generic.Scheduler{Batch: job.Type == sdk.JobTypeBatch}, h.RegisterJob(job))
+			}
+			sys := schedtest.SystemJob("agent")
+			sys.Priority = []int{30, 50, 90}[r.IntN(3)]
+			tg := sys.TaskGroups[0]
+			tg.Tasks[0].Resources = &sdk.Resources{CPU: []int{100, 500, 1500}[r.IntN(3)], MemoryMB: []int{64, 512, 1024}[r.IntN(3)]}
+			if r.IntN(3) == 0 {
+				tg.Constraints = append(tg.Constraints, &sdk.Constraint{LTarget: "${meta.zone}", RTarget: "c", Operand: "!="})
+			}
+			preempt := r.IntN(2) == 0
+			c := sdk.DefaultSchedulerConfiguration()
+			c.PreemptionConfig.SystemSchedulerEnabled = preempt
+			h.SetSchedulerConfig(c)
+			h.Process(&system.Scheduler{}, h.RegisterJob(sys))
+			checkInvariants(t, h, nodes)
+
+			ch := feasible.NewChecker()
+			checks := feasible.NewGroupChecks(sys, tg)
+			ask := sdk.Usage{CPU: int64(tg.Tasks[0].Resources.CPU), MemoryMB: int64(tg.Tasks[0].Resources.MemoryMB),
+				DiskMB: int64(tg.EphemeralDisk.SizeMB)}
+			for _, n := range nodes {
+				var mine int
+				var kept sdk.Usage // what the system job may not preempt
+				for _, a := range h.State().AllocsByNode(n.ID) {
+					switch {
+					case a.TerminalStatus():
+					case a.JobID == sys.ID:
+						mine++
+					case !preempt || sys.Priority-a.Job.Priority < 10:
+						kept.Add(a.Usage())
+					}
+				}
+				if mine > 1 {
+					t.Fatalf("node %s runs %d allocations of the system job", n.ID, mine)
+				}
+				kept.Add(ask)
+				fits, _ := kept.Fits(n.Capacity())
+				if can := checks.Check(ch, n) == "" && fits; can != (mine == 1) {
+					t.Fatalf("node %s: feasible and room %v, system allocations %d (priority %d, preemption %v)",
+						n.ID, can, mine, sys.Priority, preempt)
+				}
+			}
+			for _, res := range h.Results {
+				for _, victims := range res.NodePreemptions {
+					for _, v := range victims {
+						if old := h.State().Alloc(v.ID); old == nil || sys.Priority-old.Job.Priority < 10 {
+							t.Fatalf("preempted %s, not at least 10 below priority %d", v.ID, sys.Priority)
+						}
 					}
 				}
 			}
