@@ -2219,3 +2219,74 @@ func TestRankLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestService_StickyDiskKeepsTheNode: a destructive update of a group
+// whose ephemeral disk is sticky (or migrates) places each replacement on
+// its predecessor's node while that node is ready, and elsewhere once it
+// is not.
+func TestService_StickyDiskKeepsTheNode(t *testing.T) {
+	for _, disk := range []sdk.EphemeralDisk{{SizeMB: 100, Sticky: true}, {SizeMB: 100, Migrate: true}} {
+		t.Run(fmt.Sprintf("sticky=%v migrate=%v", disk.Sticky, disk.Migrate), func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 16)
+			h.UpsertNodes(nodes...)
+			job := schedtest.ServiceJob("web", 4)
+			d := disk
+			job.TaskGroups[0].EphemeralDisk = &d
+			h.Process(service, h.RegisterJob(job))
+			was := map[string]string{}
+			for _, a := range h.Live("default", "web") {
+				was[a.Name] = a.NodeID
+			}
+			update := func(cmd string) []*sdk.Allocation {
+				next := h.State().Job("default", "web").Copy()
+				next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+				h.Process(service, h.RegisterJob(next))
+				return schedtest.Placed(h.LastPlan())
+			}
+			placed := update("/bin/v2")
+			if len(placed) != 4 {
+				t.Fatalf("placed %d, want 4 replacements", len(placed))
+			}
+			for _, a := range placed {
+				if a.NodeID != was[a.Name] {
+					t.Fatalf("%s moved from %s to %s", a.Name, was[a.Name], a.NodeID)
+				}
+			}
+			// Its node down, a replacement goes elsewhere.
+			down := h.State().Node(was["web.web[0]"]).Copy()
+			down.Status = sdk.NodeStatusDown
+			h.UpsertNodes(down)
+			for _, a := range update("/bin/v3") {
+				if a.NodeID == down.ID {
+					t.Fatalf("%s placed on the down node", a.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestService_SchedulerAlgorithm: binpack puts a placement on the fuller
+// of two nodes that fit it, spread on the emptier.
+func TestService_SchedulerAlgorithm(t *testing.T) {
+	for _, tc := range []struct{ algorithm, want string }{
+		{sdk.SchedulerAlgorithmBinpack, "n-000"}, {sdk.SchedulerAlgorithmSpread, "n-001"},
+	} {
+		t.Run(tc.algorithm, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 2)
+			h.UpsertNodes(nodes...)
+			c := sdk.DefaultSchedulerConfiguration()
+			c.SchedulerAlgorithm = tc.algorithm
+			h.SetSchedulerConfig(c)
+			busy := schedtest.ServiceJob("busy", 1)
+			busy.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 2000, MemoryMB: 4096}
+			running(h, busy, nodes[:1], 1)
+			h.Process(service, h.RegisterJob(schedtest.ServiceJob("web", 1)))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 || placed[0].NodeID != tc.want {
+				t.Fatalf("placed %v, want on %s", placed, tc.want)
+			}
+		})
+	}
+}
