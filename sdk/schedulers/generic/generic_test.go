@@ -2290,3 +2290,37 @@ func TestService_SchedulerAlgorithm(t *testing.T) {
 		})
 	}
 }
+
+// TestService_FailedPlacementExplainsFilteringByClass: a group no node
+// can take reports, as Nomad does, how many nodes were evaluated and
+// filtered, per node class and per failed check.
+func TestService_FailedPlacementExplainsFilteringByClass(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 5)
+	for i, n := range nodes {
+		n.NodeClass = []string{"small", "large"}[i%2]
+		n.ComputeClass()
+	}
+	h.UpsertNodes(nodes...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Constraints = append(job.TaskGroups[0].Constraints,
+		&sdk.Constraint{LTarget: "${node.class}", RTarget: "gpu", Operand: "="})
+	h.Process(service, h.RegisterJob(job))
+	m := h.LastEval().FailedTGAllocs["web"]
+	if m == nil {
+		t.Fatalf("no failure reported: %+v", h.LastEval())
+	}
+	if m.NodesEvaluated != 5 || m.NodesFiltered != 5 || m.CoalescedFailures != 1 {
+		t.Fatalf("evaluated %d, filtered %d, coalesced %d; want 5, 5, 1", m.NodesEvaluated, m.NodesFiltered, m.CoalescedFailures)
+	}
+	if m.ClassFiltered["small"] != 3 || m.ClassFiltered["large"] != 2 || len(m.ClassFiltered) != 2 {
+		t.Fatalf("filtered by class %v, want small 3 and large 2", m.ClassFiltered)
+	}
+	total := 0
+	for _, n := range m.ConstraintFiltered {
+		total += n
+	}
+	if total != 5 || m.ConstraintFiltered["${node.class} = gpu"] == 0 {
+		t.Fatalf("filtered by check %v, want the constraint, 5 in all", m.ConstraintFiltered)
+	}
+}
