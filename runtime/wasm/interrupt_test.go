@@ -331,16 +331,20 @@ func TestAddInterruptChecks_ChargesWhatItGuards(t *testing.T) {
 func TestLoad_StopsAnInitialisationThatNeverReturns(t *testing.T) {
 	defer func(d time.Duration) { loadTimeout = d }(loadTimeout)
 	loadTimeout = 50 * time.Millisecond
+	// _initialize loops; the ABI's exports have their types, so that the
+	// load gets as far as initialising.
 	exports := [][]byte{append(str("_initialize"), 0x00, 0x00)}
-	for _, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
-		exports = append(exports, append(str(name), 0x00, 0x01))
+	for i, name := range []string{ExportABIVersion, ExportInfo, ExportBuffer, ExportProcess} {
+		exports = append(exports, append(str(name), 0x00, byte(1+i)))
 	}
 	in := module(
-		sec(1, vec([]byte{0x60, 0x00, 0x00}, []byte{0x60, 0x00, 0x01, 0x7f})),
-		sec(3, vec([]byte{0x00}, []byte{0x01})),
+		sec(1, vec([]byte{0x60, 0x00, 0x00}, []byte{0x60, 0x00, 0x01, 0x7f}, []byte{0x60, 0x00, 0x01, 0x7e},
+			[]byte{0x60, 0x01, 0x7f, 0x01, 0x7f}, []byte{0x60, 0x01, 0x7f, 0x01, 0x7e})),
+		sec(3, vec([]byte{0x00}, []byte{0x01}, []byte{0x02}, []byte{0x03}, []byte{0x04})),
 		sec(5, vec([]byte{0x00, 0x01})),
 		sec(7, vec(append(exports, append(str("memory"), 0x02, 0x00))...)),
-		sec(10, vec(fnBody(0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b), fnBody(0x00, 0x41, 0x00, 0x0b))),
+		sec(10, vec(fnBody(0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b), fnBody(0x00, 0x41, 0x00, 0x0b),
+			fnBody(0x00, 0x42, 0x00, 0x0b), fnBody(0x00, 0x41, 0x00, 0x0b), fnBody(0x00, 0x42, 0x00, 0x0b))),
 	)
 	within(t, 20*time.Second, "Load", func() {
 		if _, err := Load(context.Background(), in, DefaultConfig()); !errors.Is(err, errInterrupted) {
