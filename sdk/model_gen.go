@@ -11154,6 +11154,333 @@ func (z NodeMemoryResources) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *NodeNetworkAddress) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Family == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Alias == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Address == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.ReservedPorts == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Gateway == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Family"
+			o = append(o, 0xa6, 0x46, 0x61, 0x6d, 0x69, 0x6c, 0x79)
+			o = msgp.AppendString(o, z.Family)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Alias"
+			o = append(o, 0xa5, 0x41, 0x6c, 0x69, 0x61, 0x73)
+			o = msgp.AppendString(o, z.Alias)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Address"
+			o = append(o, 0xa7, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73)
+			o = msgp.AppendString(o, z.Address)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "ReservedPorts"
+			o = append(o, 0xad, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x64, 0x50, 0x6f, 0x72, 0x74, 0x73)
+			o = msgp.AppendString(o, z.ReservedPorts)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Gateway"
+			o = append(o, 0xa7, 0x47, 0x61, 0x74, 0x65, 0x77, 0x61, 0x79)
+			o = msgp.AppendString(o, z.Gateway)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeNetworkAddress) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Family":
+			z.Family, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Family")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "Alias":
+			z.Alias, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Alias")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "Address":
+			z.Address, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Address")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "ReservedPorts":
+			z.ReservedPorts, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ReservedPorts")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "Gateway":
+			z.Gateway, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Gateway")
+				return
+			}
+			zb0001Mask |= 0x10
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Family = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Alias = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Address = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ReservedPorts = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Gateway = ""
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NodeNetworkAddress) Msgsize() (s int) {
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.Family) + 6 + msgp.StringPrefixSize + len(z.Alias) + 8 + msgp.StringPrefixSize + len(z.Address) + 14 + msgp.StringPrefixSize + len(z.ReservedPorts) + 8 + msgp.StringPrefixSize + len(z.Gateway)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NodeNetworkResource) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Mode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Device == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.MacAddress == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Speed == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Addresses == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "Mode"
+			o = append(o, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.Mode)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Device"
+			o = append(o, 0xa6, 0x44, 0x65, 0x76, 0x69, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Device)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "MacAddress"
+			o = append(o, 0xaa, 0x4d, 0x61, 0x63, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73)
+			o = msgp.AppendString(o, z.MacAddress)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Speed"
+			o = append(o, 0xa5, 0x53, 0x70, 0x65, 0x65, 0x64)
+			o = msgp.AppendInt(o, z.Speed)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Addresses"
+			o = append(o, 0xa9, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Addresses)))
+			for za0001 := range z.Addresses {
+				o, err = z.Addresses[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Addresses", za0001)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodeNetworkResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Mode":
+			z.Mode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Mode")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "Device":
+			z.Device, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Device")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "MacAddress":
+			z.MacAddress, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MacAddress")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "Speed":
+			z.Speed, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Speed")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "Addresses":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Addresses")
+				return
+			}
+			if cap(z.Addresses) >= int(zb0002) {
+				z.Addresses = (z.Addresses)[:zb0002]
+			} else {
+				z.Addresses = make([]NodeNetworkAddress, zb0002)
+			}
+			for za0001 := range z.Addresses {
+				bts, err = z.Addresses[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Addresses", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x10
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Mode = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Device = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.MacAddress = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Speed = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Addresses = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NodeNetworkResource) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Mode) + 7 + msgp.StringPrefixSize + len(z.Device) + 11 + msgp.StringPrefixSize + len(z.MacAddress) + 6 + msgp.IntSize + 10 + msgp.ArrayHeaderSize
+	for za0001 := range z.Addresses {
+		s += z.Addresses[za0001].Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *NodeReservedCpuResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
@@ -11666,8 +11993,8 @@ func (z *NodeReservedResources) Msgsize() (s int) {
 func (z *NodeResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(7)
-	var zb0001Mask uint8 /* 7 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Networks == nil {
 		zb0001Len--
@@ -11684,6 +12011,10 @@ func (z *NodeResources) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.MaxDynamicPort == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x40
+	}
+	if z.NodeNetworks == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -11751,6 +12082,22 @@ func (z *NodeResources) MarshalMsg(b []byte) (o []byte, err error) {
 			o = append(o, 0xae, 0x4d, 0x61, 0x78, 0x44, 0x79, 0x6e, 0x61, 0x6d, 0x69, 0x63, 0x50, 0x6f, 0x72, 0x74)
 			o = msgp.AppendInt(o, z.MaxDynamicPort)
 		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "NodeNetworks"
+			o = append(o, 0xac, 0x4e, 0x6f, 0x64, 0x65, 0x4e, 0x65, 0x74, 0x77, 0x6f, 0x72, 0x6b, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.NodeNetworks)))
+			for za0003 := range z.NodeNetworks {
+				if z.NodeNetworks[za0003] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.NodeNetworks[za0003].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "NodeNetworks", za0003)
+						return
+					}
+				}
+			}
+		}
 	}
 	return
 }
@@ -11765,7 +12112,7 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 4 bits */
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -11915,6 +12262,37 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 			zb0001Mask |= 0x8
+		case "NodeNetworks":
+			var zb0006 uint32
+			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodeNetworks")
+				return
+			}
+			if cap(z.NodeNetworks) >= int(zb0006) {
+				z.NodeNetworks = (z.NodeNetworks)[:zb0006]
+			} else {
+				z.NodeNetworks = make([]*NodeNetworkResource, zb0006)
+			}
+			for za0003 := range z.NodeNetworks {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.NodeNetworks[za0003] = nil
+				} else {
+					if z.NodeNetworks[za0003] == nil {
+						z.NodeNetworks[za0003] = new(NodeNetworkResource)
+					}
+					bts, err = z.NodeNetworks[za0003].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "NodeNetworks", za0003)
+						return
+					}
+				}
+			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -11924,7 +12302,7 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xf {
+	if zb0001Mask != 0x1f {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Networks = nil
 		}
@@ -11936,6 +12314,9 @@ func (z *NodeResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x8) == 0 {
 			z.MaxDynamicPort = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.NodeNetworks = nil
 		}
 	}
 	o = bts
@@ -11960,7 +12341,14 @@ func (z *NodeResources) Msgsize() (s int) {
 			s += z.Devices[za0002].Msgsize()
 		}
 	}
-	s += 15 + msgp.IntSize + 15 + msgp.IntSize
+	s += 15 + msgp.IntSize + 15 + msgp.IntSize + 13 + msgp.ArrayHeaderSize
+	for za0003 := range z.NodeNetworks {
+		if z.NodeNetworks[za0003] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.NodeNetworks[za0003].Msgsize()
+		}
+	}
 	return
 }
 

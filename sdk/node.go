@@ -177,6 +177,17 @@ func (n *Node) ComputeClass() {
 	names("hv", n.HostVolumes)
 	names("hn", n.HostNetworks)
 	if n.NodeResources != nil {
+		var aliases []string
+		for _, nw := range n.NodeResources.NodeNetworks {
+			for _, a := range nw.Addresses {
+				aliases = append(aliases, a.Alias)
+			}
+		}
+		slices.Sort(aliases)
+		for _, a := range slices.Compact(aliases) {
+			w("na")
+			w(a)
+		}
 		modes := make([]string, 0, len(n.NodeResources.Networks))
 		for _, nw := range n.NodeResources.Networks {
 			modes = append(modes, cmp.Or(nw.Mode, "host"))

@@ -66,6 +66,30 @@ type NodeResources struct {
 	Devices        []*NodeDeviceResource `msg:",omitempty"`
 	MinDynamicPort int                   `msg:",omitempty"`
 	MaxDynamicPort int                   `msg:",omitempty"`
+	// NodeNetworks are the node's interfaces and their addresses, as
+	// Nomad's client reports them: an address's Alias names the host
+	// network it serves (a port's host_network).
+	NodeNetworks []*NodeNetworkResource `msg:",omitempty"`
+}
+
+// NodeNetworkResource is one of a node's network interfaces.
+type NodeNetworkResource struct {
+	Mode       string               `msg:",omitempty"`
+	Device     string               `msg:",omitempty"`
+	MacAddress string               `msg:",omitempty"`
+	Speed      int                  `msg:",omitempty"`
+	Addresses  []NodeNetworkAddress `msg:",omitempty"`
+}
+
+// NodeNetworkAddress is one address of an interface. Alias is the host
+// network it belongs to ("default" for the node's default one);
+// ReservedPorts are ports the node keeps for itself there ("22,80-90").
+type NodeNetworkAddress struct {
+	Family        string `msg:",omitempty"`
+	Alias         string `msg:",omitempty"`
+	Address       string `msg:",omitempty"`
+	ReservedPorts string `msg:",omitempty"`
+	Gateway       string `msg:",omitempty"`
 }
 
 // NodeCpuResources is a node's CPU in MHz and cores.

@@ -183,6 +183,15 @@ func TestEligibility_HostVolumesAndNetworks(t *testing.T) {
 		{node("no-volume", false, true), FilterHostVolumes},
 		{node("no-network", true, false), `missing host network "public" for port "http"`},
 		{node("both-again", true, true), ""},
+		{func() *sdk.Node {
+			// The network reported as an address's alias, as Nomad's
+			// client reports it, rather than declared.
+			n := node("reported", true, false)
+			n.NodeResources = &sdk.NodeResources{NodeNetworks: []*sdk.NodeNetworkResource{{Addresses: []sdk.NodeNetworkAddress{
+				{Alias: "public", Address: "203.0.113.7"}}}}}
+			n.ComputeClass()
+			return n
+		}(), ""},
 		{node("no-volume-again", false, true), FilterClassIneligible},
 	} {
 		if got := e.Check(ch, checks, tc.node); got != tc.want {

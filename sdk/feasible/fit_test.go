@@ -106,6 +106,40 @@ func TestAssignPorts(t *testing.T) {
 	}
 }
 
+// TestHostNetworks: a port on a host network is offered on that
+// network's address, as the node reports it (NodeNetworks aliases), or on
+// the node's address for one it only declares (HostNetworks); "default"
+// and no name are the node's address; addresses' reserved ports are kept.
+func TestHostNetworks(t *testing.T) {
+	n := fitNode()
+	n.NodeResources.Networks = []*sdk.NetworkResource{{Mode: "host", IP: "10.0.0.5"}}
+	n.NodeResources.NodeNetworks = []*sdk.NodeNetworkResource{{Mode: "host", Device: "eth1", Addresses: []sdk.NodeNetworkAddress{
+		{Family: "ipv4", Alias: "public", Address: "203.0.113.5", ReservedPorts: "8443"}}}}
+	n.HostNetworks = map[string]sdk.Opaque{"storage": {"CIDR": "192.168.9.0/24"}}
+	for _, tc := range []struct {
+		name, addr string
+		ok         bool
+	}{{"", "10.0.0.5", true}, {"default", "10.0.0.5", true}, {"public", "203.0.113.5", true},
+		{"storage", "10.0.0.5", true}, {"private", "", false}} {
+		if addr, ok := HostNetworkAddress(n, tc.name); addr != tc.addr || ok != tc.ok {
+			t.Errorf("HostNetworkAddress(%q) = %q, %v; want %q, %v", tc.name, addr, ok, tc.addr, tc.ok)
+		}
+	}
+	used := &PortSet{}
+	if err := used.AddNode(n); err != nil {
+		t.Fatal(err)
+	}
+	if !used.Has(8443) {
+		t.Fatal("the public address's reserved port is offered")
+	}
+	ask := &sdk.NetworkResource{Mode: "host", ReservedPorts: []sdk.Port{{Label: "https", Value: 443, HostNetwork: "public"}},
+		DynamicPorts: []sdk.Port{{Label: "admin", HostNetwork: "default"}}}
+	_, mappings, reason := AssignPorts(n, used, ask, rand.New(rand.NewPCG(1, 2)))
+	if reason != "" || len(mappings) != 2 || mappings[0].HostIP != "203.0.113.5" || mappings[1].HostIP != "10.0.0.5" {
+		t.Fatalf("mappings %+v (%q), want https on 203.0.113.5 and admin on 10.0.0.5", mappings, reason)
+	}
+}
+
 func TestDevicesAndCores(t *testing.T) {
 	n := fitNode()
 	ch := NewChecker()

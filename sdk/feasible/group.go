@@ -152,7 +152,7 @@ func (g *GroupChecks) checkGroup(ch *Checker, n *sdk.Node) string {
 		return FilterNetwork
 	}
 	for _, p := range g.hostNetworks {
-		if _, ok := n.HostNetworks[p.network]; !ok {
+		if _, ok := HostNetworkAddress(n, p.network); !ok {
 			return fmt.Sprintf("missing host network %q for port %q", p.network, p.label)
 		}
 	}

@@ -90,19 +90,33 @@ func ParsePortRanges(spec string) ([]int, error) {
 	return out, nil
 }
 
-// AddNode adds the host ports the node keeps for itself. A malformed
+// AddNode adds the host ports the node keeps for itself, node-wide and on
+// any of its addresses (ports are counted per node, not per address: a
+// port one address keeps is not offered on another either). A malformed
 // reservation is reported, not ignored: the node cannot be trusted with
 // ports.
 func (s *PortSet) AddNode(n *sdk.Node) error {
-	if n.ReservedResources == nil || n.ReservedResources.Networks.ReservedHostPorts == "" {
-		return nil
+	var specs []string
+	if n.ReservedResources != nil && n.ReservedResources.Networks.ReservedHostPorts != "" {
+		specs = append(specs, n.ReservedResources.Networks.ReservedHostPorts)
 	}
-	ports, err := ParsePortRanges(n.ReservedResources.Networks.ReservedHostPorts)
-	if err != nil {
-		return err
+	if r := n.NodeResources; r != nil {
+		for _, nw := range r.NodeNetworks {
+			for _, a := range nw.Addresses {
+				if a.ReservedPorts != "" {
+					specs = append(specs, a.ReservedPorts)
+				}
+			}
+		}
 	}
-	for _, p := range ports {
-		s.Add(p)
+	for _, spec := range specs {
+		ports, err := ParsePortRanges(spec)
+		if err != nil {
+			return err
+		}
+		for _, p := range ports {
+			s.Add(p)
+		}
 	}
 	return nil
 }
@@ -170,6 +184,30 @@ func NodeIP(n *sdk.Node) string {
 	return n.Attributes["unique.network.ip-address"]
 }
 
+// HostNetworkAddress returns the address node n offers host network name
+// on, and whether it has that network: the address of its NodeNetworks
+// aliased name; else NodeIP for a network it declares in HostNetworks
+// without reporting an address, and for "default" (or no name), which
+// every node has.
+func HostNetworkAddress(n *sdk.Node, name string) (string, bool) {
+	if name == "" {
+		name = "default"
+	}
+	if r := n.NodeResources; r != nil {
+		for _, nw := range r.NodeNetworks {
+			for _, a := range nw.Addresses {
+				if a.Alias == name && a.Address != "" {
+					return a.Address, true
+				}
+			}
+		}
+	}
+	if _, ok := n.HostNetworks[name]; ok || name == "default" {
+		return NodeIP(n), true
+	}
+	return "", false
+}
+
 // AssignPorts offers the ports a network block asks for on node, given the
 // ports already used there: static ports as asked, dynamic ones picked from
 // the node's dynamic range (randomly, then in order). On success it adds
@@ -200,7 +238,7 @@ func AssignPorts(n *sdk.Node, used *PortSet, ask *sdk.NetworkResource, rng *rand
 			undo()
 			return nil, nil, fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
 		}
-		mappings = append(mappings, sdk.PortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: offer.IP})
+		mappings = append(mappings, sdk.PortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: hostIP(n, p)})
 	}
 	lo, hi := dynamicRange(n)
 	for i := range offer.DynamicPorts {
@@ -214,9 +252,16 @@ func AssignPorts(n *sdk.Node, used *PortSet, ask *sdk.NetworkResource, rng *rand
 		if to == -1 {
 			to = p
 		}
-		mappings = append(mappings, sdk.PortMapping{Label: offer.DynamicPorts[i].Label, Value: p, To: to, HostIP: offer.IP})
+		mappings = append(mappings, sdk.PortMapping{Label: offer.DynamicPorts[i].Label, Value: p, To: to,
+			HostIP: hostIP(n, offer.DynamicPorts[i])})
 	}
 	return &offer, mappings, ""
+}
+
+// hostIP is the address port p is offered on: its host network's.
+func hostIP(n *sdk.Node, p sdk.Port) string {
+	addr, _ := HostNetworkAddress(n, p.HostNetwork)
+	return addr
 }
 
 // pickDynamic adds and returns a free port in lo..hi, or returns 0.

@@ -2324,3 +2324,34 @@ func TestService_FailedPlacementExplainsFilteringByClass(t *testing.T) {
 		t.Fatalf("filtered by check %v, want the constraint, 5 in all", m.ConstraintFiltered)
 	}
 }
+
+// TestService_PortOnAHostNetwork: a group whose port names a host network
+// runs only on nodes that have it, and its port is bound on that
+// network's address.
+func TestService_PortOnAHostNetwork(t *testing.T) {
+	h := schedtest.New(t)
+	nodes := schedtest.Nodes("n", 4)
+	public := map[string]string{}
+	for i, n := range nodes[:2] {
+		addr := fmt.Sprintf("203.0.113.%d", 10+i)
+		n.NodeResources.NodeNetworks = []*sdk.NodeNetworkResource{{Mode: "host", Device: "eth1",
+			Addresses: []sdk.NodeNetworkAddress{{Family: "ipv4", Alias: "public", Address: addr}}}}
+		n.ComputeClass()
+		public[n.ID] = addr
+	}
+	h.UpsertNodes(nodes...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+		DynamicPorts: []sdk.Port{{Label: "http", HostNetwork: "public"}}}}
+	h.Process(service, h.RegisterJob(job))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 2 {
+		t.Fatalf("placed %d, want 2", len(placed))
+	}
+	for _, a := range placed {
+		ports := a.AllocatedResources.Shared.Ports
+		if public[a.NodeID] == "" || len(ports) != 1 || ports[0].HostIP != public[a.NodeID] {
+			t.Fatalf("%s on %s with ports %+v, want http on that node's public address", a.Name, a.NodeID, ports)
+		}
+	}
+}
