@@ -1,14 +1,13 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // TestCheckExports: a module whose exports lack one the ABI requires, or
@@ -83,38 +82,43 @@ func TestCheckExports(t *testing.T) {
 
 // TestLoad_InitPanicSaysWhy: a module whose initialisation writes its
 // reason to stderr and traps (as a Go plugin panicking in init does) is
-// refused with that reason, not only the trap.
+// refused with that reason, not only the trap, and what it wrote reaches
+// the plugin output (Config.Output; the log by default) though the
+// plugin never named itself.
 func TestLoad_InitPanicSaysWhy(t *testing.T) {
 	const msg = "panic: plugin config is broken"
 	le32 := func(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
 	// Memory at 0: the iovec {16, len(msg)}, room for nwritten, the text.
 	data := append(append(append(le32(16), le32(uint32(len(msg)))...), make([]byte, 8)...), msg...)
+	// Functions: fd_write (imported, 0), _initialize (1), then the ABI's
+	// exports with their types (2 to 5), so that the load gets as far as
+	// initialising.
 	mod := module(
-		sec(1, vec([]byte{0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0x7f}, []byte{0x60, 0x00, 0x00})),
+		sec(1, vec([]byte{0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0x7f}, []byte{0x60, 0x00, 0x00},
+			[]byte{0x60, 0x00, 0x01, 0x7f}, []byte{0x60, 0x00, 0x01, 0x7e},
+			[]byte{0x60, 0x01, 0x7f, 0x01, 0x7f}, []byte{0x60, 0x01, 0x7f, 0x01, 0x7e})),
 		sec(2, vec(append(append(str("wasi_snapshot_preview1"), str("fd_write")...), 0x00, 0x00))),
-		sec(3, vec([]byte{0x01})),
+		sec(3, vec([]byte{0x01}, []byte{0x02}, []byte{0x03}, []byte{0x04}, []byte{0x05})),
 		sec(5, vec([]byte{0x00, 0x01})),
-		sec(7, vec(append(str("_initialize"), 0x00, 0x01), append(str("memory"), 0x02, 0x00))),
+		sec(7, vec(append(str("_initialize"), 0x00, 0x01), append(str("memory"), 0x02, 0x00),
+			append(str(ExportABIVersion), 0x00, 0x02), append(str(ExportInfo), 0x00, 0x03),
+			append(str(ExportBuffer), 0x00, 0x04), append(str(ExportProcess), 0x00, 0x05))),
 		sec(10, vec(fnBody(0x00,
 			0x41, 0x02, 0x41, 0x00, 0x41, 0x01, 0x41, 0x08, // fd 2, iovs 0, one iovec, nwritten at 8
 			0x10, 0x00, 0x1a, // call fd_write, drop
-			0x00, 0x0b))), // unreachable, end
+			0x00, 0x0b), // unreachable, end
+			fnBody(0x00, 0x41, 0x00, 0x0b), fnBody(0x00, 0x42, 0x00, 0x0b),
+			fnBody(0x00, 0x41, 0x00, 0x0b), fnBody(0x00, 0x42, 0x00, 0x0b))),
 		sec(11, vec(append([]byte{0x00, 0x41, 0x00, 0x0b}, append(appendU32(nil, uint32(len(data))), data...)...))),
 	)
-	m := &Module{cfg: DefaultConfig(), stdout: io.Discard, stderr: io.Discard}
-	ctx := context.Background()
-	m.rt = wazero.NewRuntime(ctx)
-	defer m.rt.Close(ctx)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := m.rt.CompileModule(ctx, mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.compiled = compiled
-	_, err = m.instantiate(ctx)
+	var out bytes.Buffer
+	cfg := DefaultConfig()
+	cfg.Output = &out
+	_, err := Load(context.Background(), mod, cfg)
 	if err == nil || !strings.Contains(err.Error(), "plugin stderr: "+msg) {
 		t.Fatalf("err = %v, want the plugin's stderr in it", err)
+	}
+	if !strings.Contains(out.String(), msg) {
+		t.Fatalf("plugin output %q, want what it wrote while loading", out.String())
 	}
 }

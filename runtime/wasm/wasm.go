@@ -175,7 +175,13 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err := checkMagic(wasm); err != nil {
 		return nil, err
 	}
-	m := &Module{cfg: cfg, stdout: io.Discard, stderr: io.Discard}
+	m := &Module{cfg: cfg, stdout: cfg.Output, stderr: cfg.Output}
+	if cfg.Output == nil {
+		// Until the plugin names itself (drover_info), what it writes
+		// while loading (in its init, say) is logged as a loading one's.
+		m.stdout = runtime.OutputLog(cfg.Log, "(loading)", "stdout")
+		m.stderr = runtime.OutputLog(cfg.Log, "(loading)", "stderr")
+	}
 	closeOnDone := false
 	if threaded, err := threadJumps(wasm); err == nil {
 		wasm = threaded
