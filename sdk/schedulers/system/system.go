@@ -196,7 +196,7 @@ func (p *pass) computeJobAllocs() {
 	for _, t := range place {
 		p.queued[t.TaskGroup.Name]++
 	}
-	p.computePlacements(place)
+	p.computePlacements(place, len(diff.Place))
 }
 
 // updateInPlace updates in place the allocations whose group changed
@@ -246,10 +246,12 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 }
 
 // computePlacements places one allocation per slot on the slot's node.
-func (p *pass) computePlacements(place []reconcile.SystemTuple) {
+// The first fresh slots are the reconciler's placements; the rest replace
+// allocations updated destructively.
+func (p *pass) computePlacements(place []reconcile.SystemTuple, fresh int) {
 	filtered := map[string]*sdk.AllocMetric{}
 	p.stack.Expect(len(place))
-	for _, t := range place {
+	for i, t := range place {
 		tg := t.TaskGroup
 		node := t.Node
 		if node == nil {
@@ -260,10 +262,14 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple) {
 			if metric.NodesFiltered > 0 {
 				// The node does not meet the group's constraints: not a
 				// failure, unless no node does, and not a placement a dry
-				// run may count (Nomad's annotations take it back too).
+				// run may count (Nomad's annotations take it back too; a
+				// destructive update was counted as one, not as a
+				// placement).
 				p.queued[tg.Name]--
-				if a := p.plan.Annotations; a != nil && a.DesiredTGUpdates[tg.Name] != nil {
-					a.DesiredTGUpdates[tg.Name].Place--
+				if a := p.plan.Annotations; a != nil && i < fresh {
+					if u := a.DesiredTGUpdates[tg.Name]; u != nil && u.Place > 0 {
+						u.Place--
+					}
 				}
 				filtered[tg.Name] = mergeFiltered(filtered[tg.Name], metric)
 				if p.queued[tg.Name] <= 0 {

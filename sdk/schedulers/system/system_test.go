@@ -453,6 +453,21 @@ func TestSystem_AnnotatesPlan(t *testing.T) {
 	if u := h.LastPlan().Annotations.DesiredTGUpdates["agent"]; u.Place != 1 || len(schedtest.Placed(h.LastPlan())) != 1 {
 		t.Fatalf("with a filtered node: %+v, placed %d", u, len(schedtest.Placed(h.LastPlan())))
 	}
+
+	// A node that stops meeting them during a destructive update takes
+	// nothing back from the placements (there are none to take).
+	n0 := h.State().Node("n-000").Copy()
+	n0.Attributes["kernel.name"] = "windows"
+	n0.ComputeClass()
+	h.UpsertNodes(n0)
+	next := h.State().Job("default", "agent").Copy()
+	next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+	e = h.RegisterJob(next)
+	e.AnnotatePlan = true
+	h.Process(sched, e)
+	if u := h.LastPlan().Annotations.DesiredTGUpdates["agent"]; u.Place != 0 || u.DestructiveUpdate == 0 {
+		t.Fatalf("destructive update beside a filtered node: %+v", u)
+	}
 }
 
 // On a disconnected node a system job's running allocation is marked
