@@ -88,22 +88,36 @@ func (a *Allocation) LastUnknown() time.Time {
 func (a *Allocation) MarkedUnknown(now time.Time, desc string) *Allocation {
 	c := *a
 	c.ClientStatus, c.ClientDescription = AllocClientStatusUnknown, desc
-	c.AllocStates = append(a.AllocStates[:len(a.AllocStates):len(a.AllocStates)],
-		&AllocState{Field: AllocStateFieldClientStatus, Value: AllocClientStatusUnknown, Time: now.UTC()})
+	c.AllocStates = a.withState(AllocStateFieldClientStatus, AllocClientStatusUnknown, now)
 	return &c
 }
 
 // CommittedUnknown returns the AllocStates the servers keep when a plan
 // marks old unknown with its copy a, committed at now: old's record (a
-// plan cannot rewrite it) and the transition, dated as a's scheduler
-// dated it, but never after now.
+// plan cannot rewrite it) and the transition, dated by the mark a's
+// scheduler added to that record (MarkedUnknown), else now; never after
+// now, nor before old last changed. (A copy that only carries old's
+// record would otherwise date the transition by an earlier disconnect.)
 func CommittedUnknown(old, a *Allocation, now time.Time) []*AllocState {
-	at := a.LastUnknown()
-	if at.IsZero() || at.After(now) {
+	at := now
+	if n := len(old.AllocStates); len(a.AllocStates) > n {
+		added := Allocation{AllocStates: a.AllocStates[n:]}
+		if t := added.LastUnknown(); !t.IsZero() {
+			at = t
+		}
+	}
+	if at.After(now) {
 		at = now
 	}
-	return append(old.AllocStates[:len(old.AllocStates):len(old.AllocStates)],
-		&AllocState{Field: AllocStateFieldClientStatus, Value: AllocClientStatusUnknown, Time: at.UTC()})
+	if old.ModifyTime != 0 && at.Before(time.Unix(0, old.ModifyTime)) {
+		at = time.Unix(0, old.ModifyTime)
+	}
+	return old.withState(AllocStateFieldClientStatus, AllocClientStatusUnknown, at)
+}
+
+// withState returns a's AllocStates with one more transition.
+func (a *Allocation) withState(field, value string, at time.Time) []*AllocState {
+	return append(a.AllocStates[:len(a.AllocStates):len(a.AllocStates)], &AllocState{Field: field, Value: value, Time: at.UTC()})
 }
 
 // TerminalStatus reports whether the allocation no longer holds resources:

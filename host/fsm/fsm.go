@@ -506,6 +506,10 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 		a := *old
 		a.ClientStatus = u.ClientStatus
 		a.ClientDescription = u.ClientDescription
+		if a.ClientStatus == sdk.AllocClientStatusUnknown && old.ClientStatus != sdk.AllocClientStatusUnknown {
+			// Its lost_after counts from here, not from an earlier mark.
+			a.AllocStates = sdk.CommittedUnknown(old, old, time.Unix(0, req.UpdatedAt))
+		}
 		if u.TaskStates != nil {
 			a.TaskStates = u.TaskStates
 		}
@@ -631,6 +635,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			}
 		} else {
 			a.CreateTime = now
+			a.AllocStates = nil // the servers' record, which a new allocation has none of yet
 			if a.DeploymentID != "" {
 				fresh = append(fresh, &a)
 			}

@@ -130,23 +130,31 @@ func TestApplyPlanResults_UnknownMarkDoesNotReviveAFinishedAllocation(t *testing
 	}
 }
 
-// A plan that marks an allocation unknown records the transition dated as
-// its scheduler dated it (never after the commit), on top of the stored
+// A plan that marks an allocation unknown records the transition dated by
+// the mark its scheduler added (never after the commit, nor before the
+// allocation last changed), else at the commit, on top of the stored
 // record; any other update keeps the stored record, whatever the plan's
-// copy says.
+// copy says; a new allocation starts without one; a client that reports
+// an allocation unknown marks it at its update.
 func TestApplyPlanResults_UnknownMarkIsRecordedInAllocStates(t *testing.T) {
 	store, _ := state.NewStore()
 	f := New(store, nil, zerolog.Nop())
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
-		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 3, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 7, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
 	t0 := time.Unix(1_700_000_000, 0).UTC()
+	running := t0.Add(-time.Minute) // when the client last reported them
 	commit := t0.Add(50 * time.Millisecond)
+	unknownAt := func(at time.Time) *sdk.AllocState {
+		return &sdk.AllocState{Field: sdk.AllocStateFieldClientStatus, Value: sdk.AllocClientStatusUnknown, Time: at}
+	}
+	earlier := unknownAt(t0.Add(-48 * time.Hour)) // a5's record, from a disconnect long ago
 	alloc := func(id string, status string, states ...*sdk.AllocState) *sdk.Allocation {
 		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run",
 			ClientStatus: status, AllocStates: states}
 	}
-	unknownAt := func(at time.Time) *sdk.AllocState {
-		return &sdk.AllocState{Field: sdk.AllocStateFieldClientStatus, Value: sdk.AllocClientStatusUnknown, Time: at}
+	var running5 []*sdk.Allocation
+	for _, id := range []string{"a1", "a2", "a3", "a4", "a5"} {
+		running5 = append(running5, &sdk.Allocation{ID: id, ClientStatus: sdk.AllocClientStatusRunning})
 	}
 	for i, msg := range []interface {
 		MarshalMsg([]byte) ([]byte, error)
@@ -155,27 +163,73 @@ func TestApplyPlanResults_UnknownMarkIsRecordedInAllocStates(t *testing.T) {
 		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 		&JobRegisterRequest{Job: job},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{
-			alloc("a1", ""), alloc("a2", ""), alloc("a3", "")}},
-		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusRunning},
-			{ID: "a2", ClientStatus: sdk.AllocClientStatusRunning}, {ID: "a3", ClientStatus: sdk.AllocClientStatusRunning}}},
+			alloc("a1", ""), alloc("a2", ""), alloc("a3", ""), alloc("a4", ""), alloc("a5", ""),
+			alloc("a6", "", unknownAt(t0))}}, // a placement: its record is the servers'
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a5", ClientStatus: sdk.AllocClientStatusUnknown}},
+			UpdatedAt: earlier.Time.UnixNano()},
+		&AllocClientUpdateRequest{Allocs: running5, UpdatedAt: running.UnixNano()},
 		&NodeUpdateStatusRequest{NodeID: "n1", Status: sdk.NodeStatusDisconnected},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e2", UpdatedAt: commit.UnixNano(), AllocsUpdated: []*sdk.Allocation{
-			alloc("a1", sdk.AllocClientStatusUnknown, unknownAt(t0)),                // dated by its scheduler
-			alloc("a2", sdk.AllocClientStatusUnknown, unknownAt(t0.Add(time.Hour))), // in the future: the commit's time
-			alloc("a3", sdk.AllocClientStatusRunning, unknownAt(t0))}},              // not a mark: the record stays empty
+			alloc("a1", sdk.AllocClientStatusUnknown, unknownAt(t0)),                    // dated by its scheduler
+			alloc("a2", sdk.AllocClientStatusUnknown, unknownAt(t0.Add(time.Hour))),     // in the future: the commit
+			alloc("a3", sdk.AllocClientStatusRunning, unknownAt(t0)),                    // not a mark: no record
+			alloc("a4", sdk.AllocClientStatusUnknown, unknownAt(time.Unix(1, 0).UTC())), // before its last change
+			alloc("a5", sdk.AllocClientStatusUnknown, earlier)}},                        // old's record, no mark added: the commit
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a7", ClientStatus: sdk.AllocClientStatusRunning}},
+			UpdatedAt: running.UnixNano()},
 	} {
 		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	snap := store.Snapshot()
-	for id, want := range map[string]time.Time{"a1": t0, "a2": commit, "a3": {}} {
+	for id, want := range map[string]time.Time{"a1": t0, "a2": commit, "a3": {}, "a4": running, "a5": commit, "a6": {}} {
 		a := snap.Alloc(id)
 		if got := a.LastUnknown(); !got.Equal(want) {
 			t.Errorf("%s: last unknown %v, want %v", id, got, want)
 		}
-		if n := len(a.AllocStates); (n == 0) != want.IsZero() || n > 1 {
-			t.Errorf("%s: %d states recorded", id, n)
+		wantN := 1
+		switch {
+		case want.IsZero():
+			wantN = 0
+		case id == "a5":
+			wantN = 2 // the earlier mark, kept, and this one
 		}
+		if n := len(a.AllocStates); n != wantN {
+			t.Errorf("%s: %d states recorded, want %d", id, n, wantN)
+		}
+	}
+}
+
+// A client that reports an allocation unknown marks it at its update,
+// after any earlier mark.
+func TestAllocClientUpdate_UnknownIsRecordedInAllocStates(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	earlier := time.Unix(1_600_000_000, 0).UTC()
+	at := time.Unix(1_700_000_000, 0).UTC()
+	for i, msg := range []interface {
+		MarshalMsg([]byte) ([]byte, error)
+		UnmarshalMsg([]byte) ([]byte, error)
+	}{
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{{ID: "a1", Namespace: "default",
+			JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run"}}},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown}},
+			UpdatedAt: earlier.UnixNano()},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusRunning}},
+			UpdatedAt: earlier.Add(time.Hour).UnixNano()},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown}},
+			UpdatedAt: at.UnixNano()},
+	} {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := store.Snapshot().Alloc("a1"); !a.LastUnknown().Equal(at) || len(a.AllocStates) != 2 {
+		t.Fatalf("last unknown %v with %d marks, want %v and 2", a.LastUnknown(), len(a.AllocStates), at)
 	}
 }

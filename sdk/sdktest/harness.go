@@ -606,7 +606,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 					c.Metrics = old.Metrics
 				}
 			} else {
-				c.CreateTime = now
+				c.CreateTime, c.AllocStates = now, nil
 			}
 			// A new allocation, or a live one updated in place into
 			// another deployment, is a placement of its deployment (as the
