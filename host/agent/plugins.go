@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -178,16 +179,8 @@ func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginL
 		l.dir = filepath.Join(filepath.Dir(exe), "plugins")
 	}
 	for i := range cfg.Plugins {
-		p := &cfg.Plugins[i]
-		if err := p.Validate(); err != nil {
+		if err := cfg.Plugins[i].Validate(); err != nil {
 			return nil, err
-		}
-		// An eval must end before its delivery's nack timeout, or the
-		// broker hands it out again while it still runs: every attempt
-		// then fails to ack and the eval fails at its delivery limit.
-		if nack := cfg.Server.Broker.NackTimeout; nack > 0 && p.Limits.Timeout >= nack {
-			return nil, fmt.Errorf("agent: plugin %q: limits.timeout (%s) must be shorter than the server's eval_nack_timeout (%s)",
-				p.Name, p.Limits.Timeout, nack)
 		}
 	}
 	return l, nil
@@ -333,6 +326,14 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) 
 	if memMB == 0 {
 		memMB = DefaultPluginMemoryMB
 	}
+	timeout := cmp.Or(lim.Timeout, server.DefaultPluginTimeout)
+	// An eval must end before its delivery's nack timeout, or the broker
+	// hands it out again while it still runs: every attempt then fails to
+	// ack, and the eval fails at its delivery limit.
+	if nack := l.cfg.Server.Broker.NackTimeout; nack > 0 && timeout >= nack {
+		return nil, fmt.Errorf("agent: load plugin: %s: its eval timeout (%s) must be shorter than the server's "+
+			"eval_nack_timeout (%s): raise eval_nack_timeout, or set limits.timeout in the plugin's block", sp.path, timeout, nack)
+	}
 	enforce := true
 	if lim.EnforceDeadline != nil {
 		enforce = *lim.EnforceDeadline
@@ -371,10 +372,6 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) 
 	if sp.block != nil && info.Name != sp.block.Name {
 		_ = factory.Close(ctx)
 		return nil, fmt.Errorf("agent: plugin block %q loads %s, which declares the name %q", sp.block.Name, sp.path, info.Name)
-	}
-	timeout := lim.Timeout
-	if timeout == 0 {
-		timeout = server.DefaultPluginTimeout
 	}
 	// A plugin that declares ABI 1.7 says whether it takes the
 	// configuration its evals will carry, within an eval's time and

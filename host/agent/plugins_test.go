@@ -183,25 +183,39 @@ func TestAgent_PluginBlockNameMustMatchThePlugin(t *testing.T) {
 	}
 }
 
-// A plugin's timeout must be shorter than the broker's nack timeout: an
-// eval still running past it would be handed out again while it runs,
-// and every attempt would fail to ack.
+// A plugin's eval timeout, its own or the default (30 s), must be shorter
+// than the broker's nack timeout: an eval still running past it would be
+// handed out again while it runs, and every attempt would fail to ack.
 func TestAgent_PluginTimeoutMustBeShorterThanTheNackTimeout(t *testing.T) {
+	module := wasmtest.Build(t, "./plugins/service")
 	for _, tc := range []struct {
-		timeout, nack time.Duration
+		timeout, nack time.Duration // 0: no limits.timeout; the default nack timeout (60 s)
+		block         bool
 		refused       bool
-	}{{90 * time.Second, 0, true}, {60 * time.Second, 0, true}, {59 * time.Second, 0, false},
-		{10 * time.Second, time.Second, true}, {10 * time.Second, 20 * time.Second, false}} {
+	}{
+		{90 * time.Second, 0, true, true}, {60 * time.Second, 0, true, true}, {59 * time.Second, 0, true, false},
+		{10 * time.Second, time.Second, true, true}, {10 * time.Second, 20 * time.Second, true, false},
+		{0, 20 * time.Second, true, true},  // the default 30 s
+		{0, 20 * time.Second, false, true}, // a plugin without a block has the default too
+		{0, 0, false, false},
+	} {
+		dir := t.TempDir()
+		install(t, module, dir, "service.wasm")
 		cfg := agent.DefaultConfig()
-		cfg.Dev, cfg.HTTPAddr, cfg.PluginDir = true, "127.0.0.1:0", t.TempDir()
+		cfg.Dev, cfg.HTTPAddr, cfg.PluginDir = true, "127.0.0.1:0", dir
 		if tc.nack > 0 {
 			cfg.Server.Broker.NackTimeout = tc.nack
 		}
-		cfg.Plugins = []agent.PluginConfig{{Name: "zones", Path: filepath.Join(cfg.PluginDir, "missing.wasm"),
-			Limits: agent.PluginLimits{Timeout: tc.timeout}}}
-		_, err := agent.New(cfg, zerolog.Nop())
+		if tc.block {
+			cfg.Plugins = []agent.PluginConfig{{Name: "service", Path: filepath.Join(dir, "service.wasm"),
+				Limits: agent.PluginLimits{Timeout: tc.timeout}}}
+		}
+		a, err := agent.New(cfg, zerolog.Nop())
+		if err == nil {
+			a.Shutdown(context.Background())
+		}
 		if refused := err != nil && strings.Contains(err.Error(), "must be shorter than the server's eval_nack_timeout"); refused != tc.refused {
-			t.Errorf("timeout %s, nack %s: err = %v", tc.timeout, tc.nack, err)
+			t.Errorf("timeout %s (block %v), nack %s: err = %v", tc.timeout, tc.block, tc.nack, err)
 		}
 	}
 }
