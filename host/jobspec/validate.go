@@ -278,10 +278,13 @@ func (c *checker) scaling(tg *sdk.TaskGroup, p Path) {
 }
 
 // networks checks port labels and static ports across the group's and its
-// tasks' networks.
+// tasks' networks. A static port may be asked for once in all, whatever
+// its host network: Drover counts a node's ports across its addresses, so
+// a group asking for one port twice could never be placed.
 func (c *checker) networks(tg *sdk.TaskGroup, p Path) {
 	labels := map[string]string{}
-	static := map[string]map[int]string{}
+	type reserved struct{ by, network string }
+	static := map[int]reserved{}
 	check := func(np Path, owner string, n *sdk.NetworkResource) {
 		for _, port := range append(append([]sdk.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
 			pp := np.Block("port", port.Label)
@@ -292,16 +295,16 @@ func (c *checker) networks(tg *sdk.TaskGroup, p Path) {
 			}
 			if port.Value != 0 {
 				hn := cmpOr(port.HostNetwork, "default")
-				if static[hn] == nil {
-					static[hn] = map[int]string{}
-				}
-				switch {
+				switch r, taken := static[port.Value]; {
 				case port.Value < 0 || port.Value > math.MaxUint16:
 					c.add(pp.Attr("static"), "%d is not a port (1 to %d)", port.Value, math.MaxUint16)
-				case static[hn][port.Value] != "":
-					c.add(pp.Attr("static"), "port %d is already reserved by %s", port.Value, static[hn][port.Value])
+				case taken && r.network != hn:
+					c.add(pp.Attr("static"), "port %d is already reserved by %s, on host network %q: host networks share a node's ports",
+						port.Value, r.by, r.network)
+				case taken:
+					c.add(pp.Attr("static"), "port %d is already reserved by %s", port.Value, r.by)
 				default:
-					static[hn][port.Value] = fmt.Sprintf("%s port %q", owner, port.Label)
+					static[port.Value] = reserved{fmt.Sprintf("%s port %q", owner, port.Label), hn}
 				}
 			}
 			if port.To < -1 || port.To > math.MaxUint16 {
