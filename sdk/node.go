@@ -179,8 +179,13 @@ func (n *Node) ComputeClass() {
 	if n.NodeResources != nil {
 		var aliases []string
 		for _, nw := range n.NodeResources.NodeNetworks {
+			if nw == nil {
+				continue
+			}
 			for _, a := range nw.Addresses {
-				aliases = append(aliases, a.Alias)
+				if a.Address != "" { // what feasible.HostNetworkAddress counts
+					aliases = append(aliases, a.Alias)
+				}
 			}
 		}
 		slices.Sort(aliases)
