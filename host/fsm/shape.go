@@ -52,10 +52,38 @@ func checkShape(msg msgp.Unmarshaler) error {
 			}
 		}
 	}
+	node := func(n *sdk.Node) {
+		for name, d := range n.Drivers {
+			if d == nil {
+				bad("Node: driver %q is null", name)
+			}
+		}
+		r := n.NodeResources
+		if r == nil {
+			return
+		}
+		for i, nw := range r.Networks {
+			if nw == nil {
+				bad("Node: NodeResources.Networks[%d] is null", i)
+			}
+		}
+		for i, nw := range r.NodeNetworks {
+			if nw == nil {
+				bad("Node: NodeResources.NodeNetworks[%d] is null", i)
+			}
+		}
+		for i, d := range r.Devices {
+			if d == nil {
+				bad("Node: NodeResources.Devices[%d] is null", i)
+			}
+		}
+	}
 	switch m := msg.(type) {
 	case *NodeRegisterRequest:
 		if m.Node == nil {
 			bad("Node is null")
+		} else {
+			node(m.Node)
 		}
 		evals("Evals", m.Evals)
 	case *NodeDeregisterRequest:
