@@ -257,6 +257,9 @@ func (h *Harness) Deliver(eval *sdk.Evaluation) {
 		h.UpsertEval(eval)
 	}
 	h.processing = eval.ID
+	// What a delivery created is its own, as on the host: an eval
+	// delivered again starts with none (see verify.MayCreate).
+	delete(h.created, eval.ID)
 }
 
 // processed returns the eval the planner operations concern: the one

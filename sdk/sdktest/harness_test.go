@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
 	"github.com/drover-sched/drover/sdk/sdktest"
+	"github.com/drover-sched/drover/sdk/verify"
 )
 
 func live(allocs []*sdk.Allocation) int {
@@ -475,5 +476,32 @@ func TestHarness_CheckConfig(t *testing.T) {
 			h.Config = tt.config
 			sdktest.WantConfig(t, h.CheckConfig(tt.sched), tt.want)
 		})
+	}
+}
+
+// TestHarness_BoundsTheEvalsADeliveryCreates: as on the host, one
+// delivery of an eval creates at most verify.MaxCreatedEvals; the next is
+// refused, and the eval delivered again may create anew.
+func TestHarness_BoundsTheEvalsADeliveryCreates(t *testing.T) {
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	e := h.RegisterEval(job)
+	followup := func(id string) *sdk.Evaluation {
+		return &sdk.Evaluation{ID: id, Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending,
+			TriggeredBy: sdk.EvalTriggerRollingUpdate, PreviousEval: e.ID}
+	}
+	h.Deliver(e)
+	for i := range verify.MaxCreatedEvals {
+		if err := h.CreateEval(followup(fmt.Sprintf("f-%d", i))); err != nil {
+			t.Fatalf("eval %d: %v", i, err)
+		}
+	}
+	if err := h.CreateEval(followup("one-too-many")); !errors.Is(err, sdk.ErrInvalidEval) {
+		t.Fatalf("past the bound: err = %v", err)
+	}
+	h.Deliver(e)
+	if err := h.CreateEval(followup("next-delivery")); err != nil {
+		t.Fatalf("delivered again: %v", err)
 	}
 }
