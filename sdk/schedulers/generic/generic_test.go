@@ -2253,13 +2253,24 @@ func TestService_StickyDiskKeepsTheNode(t *testing.T) {
 					t.Fatalf("%s moved from %s to %s", a.Name, was[a.Name], a.NodeID)
 				}
 			}
-			// Its node down, a replacement goes elsewhere.
+			// Its node down, web[0]'s replacement goes elsewhere; the
+			// others keep their nodes through the next update.
 			down := h.State().Node(was["web.web[0]"]).Copy()
 			down.Status = sdk.NodeStatusDown
 			h.UpsertNodes(down)
-			for _, a := range update("/bin/v3") {
-				if a.NodeID == down.ID {
-					t.Fatalf("%s placed on the down node", a.Name)
+			update("/bin/v3")
+			now := map[string]string{}
+			for _, a := range h.Live("default", "web") {
+				now[a.Name] = a.NodeID
+			}
+			for name, node := range was {
+				switch {
+				case now[name] == "":
+					t.Fatalf("%s not running after the update: %v", name, now)
+				case node == down.ID && now[name] == node:
+					t.Fatalf("%s still on the down node", name)
+				case node != down.ID && now[name] != node:
+					t.Fatalf("%s moved from %s to %s", name, node, now[name])
 				}
 			}
 		})
