@@ -53,9 +53,9 @@ type Allocation struct {
 	AllocModifyIndex      uint64 `msg:",omitempty"`
 	CreateTime            int64  `msg:",omitempty"`
 	ModifyTime            int64  `msg:",omitempty"`
-	// AllocStates records the server-side transitions of the allocation's
-	// client status: when its scheduler marked it unknown on a
-	// disconnected node (see LastUnknown).
+	// AllocStates records transitions of the allocation's client status
+	// that the servers keep: when it was marked unknown, by its scheduler
+	// on a disconnected node or by its client (see LastUnknown).
 	AllocStates []*AllocState `msg:",omitempty"`
 }
 
