@@ -9,6 +9,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// applyAll applies msgs to f in order, at indexes 1, 2, ...
+func applyAll(t *testing.T, f *FSM, msgs ...interface {
+	MarshalMsg([]byte) ([]byte, error)
+	UnmarshalMsg([]byte) ([]byte, error)
+}) {
+	t.Helper()
+	for i, msg := range msgs {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Plugins never see allocation Metrics (state syncs leave them out), so an
 // in-place update without Metrics must keep the stored ones, and one with
 // Metrics replaces them.
@@ -23,21 +36,14 @@ func TestApplyPlanResults_InPlaceUpdateKeepsMetricsUnlessGiven(t *testing.T) {
 			f := New(store, nil, zerolog.Nop())
 			job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
 				TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
-			for i, msg := range []interface {
-				MarshalMsg([]byte) ([]byte, error)
-				UnmarshalMsg([]byte) ([]byte, error)
-			}{
+			applyAll(t, f,
 				&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 				&JobRegisterRequest{Job: job},
 				&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{{ID: "a1", Namespace: "default",
 					JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", Metrics: &sdk.AllocMetric{NodesEvaluated: 7}}}},
 				&ApplyPlanResultsRequest{Job: job, EvalID: "e2", AllocsUpdated: []*sdk.Allocation{{ID: "a1", Namespace: "default",
 					JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", EvalID: "e2", Metrics: tc.update}}},
-			} {
-				if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
-					t.Fatal(err)
-				}
-			}
+			)
 			a := store.Snapshot().Alloc("a1")
 			if a.EvalID != "e2" || a.Metrics == nil || a.Metrics.NodesEvaluated != tc.evaluated {
 				t.Fatalf("alloc after the in-place update: eval %s, metrics %+v", a.EvalID, a.Metrics)
@@ -104,10 +110,7 @@ func TestApplyPlanResults_UnknownMarkDoesNotReviveAFinishedAllocation(t *testing
 		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run",
 			ClientStatus: status}
 	}
-	for i, msg := range []interface {
-		MarshalMsg([]byte) ([]byte, error)
-		UnmarshalMsg([]byte) ([]byte, error)
-	}{
+	applyAll(t, f,
 		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 		&JobRegisterRequest{Job: job},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", ""), alloc("a2", "")}},
@@ -116,11 +119,7 @@ func TestApplyPlanResults_UnknownMarkDoesNotReviveAFinishedAllocation(t *testing
 		&NodeUpdateStatusRequest{NodeID: "n1", Status: sdk.NodeStatusDisconnected},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e2", AllocsUpdated: []*sdk.Allocation{
 			alloc("a1", sdk.AllocClientStatusUnknown), alloc("a2", sdk.AllocClientStatusUnknown)}},
-	} {
-		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	snap := store.Snapshot()
 	if a := snap.Alloc("a1"); a.ClientStatus != sdk.AllocClientStatusFailed {
 		t.Fatalf("finished allocation marked %s", a.ClientStatus)
@@ -156,10 +155,7 @@ func TestApplyPlanResults_UnknownMarkIsRecordedInAllocStates(t *testing.T) {
 	for _, id := range []string{"a1", "a2", "a3", "a4", "a5"} {
 		running5 = append(running5, &sdk.Allocation{ID: id, ClientStatus: sdk.AllocClientStatusRunning})
 	}
-	for i, msg := range []interface {
-		MarshalMsg([]byte) ([]byte, error)
-		UnmarshalMsg([]byte) ([]byte, error)
-	}{
+	applyAll(t, f,
 		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 		&JobRegisterRequest{Job: job},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{
@@ -177,11 +173,7 @@ func TestApplyPlanResults_UnknownMarkIsRecordedInAllocStates(t *testing.T) {
 			alloc("a5", sdk.AllocClientStatusUnknown, earlier)}},                        // old's record, no mark added: the commit
 		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a7", ClientStatus: sdk.AllocClientStatusRunning}},
 			UpdatedAt: running.UnixNano()},
-	} {
-		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	snap := store.Snapshot()
 	for id, want := range map[string]time.Time{"a1": t0, "a2": commit, "a3": {}, "a4": running, "a5": commit, "a6": {}} {
 		a := snap.Alloc(id)
@@ -210,10 +202,7 @@ func TestAllocClientUpdate_UnknownIsRecordedInAllocStates(t *testing.T) {
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
 	earlier := time.Unix(1_600_000_000, 0).UTC()
 	at := time.Unix(1_700_000_000, 0).UTC()
-	for i, msg := range []interface {
-		MarshalMsg([]byte) ([]byte, error)
-		UnmarshalMsg([]byte) ([]byte, error)
-	}{
+	applyAll(t, f,
 		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 		&JobRegisterRequest{Job: job},
 		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{{ID: "a1", Namespace: "default",
@@ -224,11 +213,7 @@ func TestAllocClientUpdate_UnknownIsRecordedInAllocStates(t *testing.T) {
 			UpdatedAt: earlier.Add(time.Hour).UnixNano()},
 		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown}},
 			UpdatedAt: at.UnixNano()},
-	} {
-		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	if a := store.Snapshot().Alloc("a1"); !a.LastUnknown().Equal(at) || len(a.AllocStates) != 2 {
 		t.Fatalf("last unknown %v with %d marks, want %v and 2", a.LastUnknown(), len(a.AllocStates), at)
 	}
