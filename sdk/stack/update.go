@@ -54,14 +54,16 @@ func (s *Stack) UpdateFunc(evalID string) reconcile.UpdateFunc {
 		updated.Metrics = nil
 		updated.EvalID = evalID
 		updated.JobVersion, updated.JobModifyIndex = job.Version, job.JobModifyIndex
-		updated.AllocatedResources = keepAssigned(option.Resources, existing.AllocatedResources)
+		updated.AllocatedResources = KeepAssigned(option.Resources, existing.AllocatedResources)
 		return false, false, &updated
 	}
 }
 
-// keepAssigned returns fresh resources with the ports and devices the
-// existing allocation was given (an in-place update never moves them).
-func keepAssigned(fresh, old *sdk.AllocatedResources) *sdk.AllocatedResources {
+// KeepAssigned returns fresh resources (an option's, for an allocation
+// updated in place on its own node) with the ports, devices and reserved
+// cores the existing allocation was given, as Nomad's in-place update
+// keeps them: the running tasks hold them, and an update never moves them.
+func KeepAssigned(fresh, old *sdk.AllocatedResources) *sdk.AllocatedResources {
 	if old == nil {
 		return fresh
 	}

@@ -233,12 +233,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 		updated.Metrics = metric
 		updated.EvalID = p.eval.ID
 		updated.JobVersion, updated.JobModifyIndex = p.job.Version, p.job.JobModifyIndex
-		updated.AllocatedResources = option.Resources
-		if a.AllocatedResources != nil {
-			r := *option.Resources
-			r.Shared = a.AllocatedResources.Shared
-			updated.AllocatedResources = &r
-		}
+		updated.AllocatedResources = stack.KeepAssigned(option.Resources, a.AllocatedResources)
 		p.plan.Update(&updated)
 		inplace = append(inplace, t)
 	}

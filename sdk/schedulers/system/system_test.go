@@ -584,3 +584,41 @@ func TestSystem_DistinctHostsDoesNotApply(t *testing.T) {
 		})
 	}
 }
+
+// An in-place update keeps the devices and ports the allocation's tasks
+// hold, as Nomad's does: fresh ones would be recorded for tasks that keep
+// using the old, and freed for others while in use.
+func TestSystem_InPlaceUpdateKeepsDevicesAndPorts(t *testing.T) {
+	h := schedtest.New(t)
+	n := schedtest.Node("n1")
+	gpus := &sdk.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "1080ti"}
+	for i := 0; i < 4; i++ {
+		gpus.Instances = append(gpus.Instances, &sdk.NodeDevice{ID: fmt.Sprintf("gpu-%d", i), Healthy: true})
+	}
+	n.NodeResources.Devices = []*sdk.NodeDeviceResource{gpus}
+	n.ComputeClass()
+	h.UpsertNodes(n)
+	job := schedtest.SystemJob("agent")
+	res := job.TaskGroups[0].Tasks[0].Resources
+	res.Devices = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}
+	res.Networks = []*sdk.NetworkResource{{DynamicPorts: []sdk.Port{{Label: "http"}}}}
+	h.UpsertJob(job)
+	a := schedtest.Alloc(job, 0, "n1")
+	held := a.AllocatedResources.Tasks["agent"]
+	held.Devices = []*sdk.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "1080ti", DeviceIDs: []string{"gpu-3"}}}
+	held.Networks = []*sdk.NetworkResource{{IP: "127.0.0.1", DynamicPorts: []sdk.Port{{Label: "http", Value: 25001}}}}
+	h.UpsertAllocs(a)
+
+	next := h.State().Job("default", "agent").Copy()
+	next.Constraints = append(next.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
+	h.Process(sched, h.RegisterJob(next))
+	updated := schedtest.Placed(h.LastPlan())
+	if len(updated) != 1 || updated[0].ID != a.ID || len(schedtest.Stopped(h.LastPlan())) != 0 {
+		t.Fatalf("want one in-place update of %s: placed %+v", a.ID, updated)
+	}
+	tr := updated[0].AllocatedResources.Tasks["agent"]
+	if len(tr.Devices) != 1 || len(tr.Devices[0].DeviceIDs) != 1 || tr.Devices[0].DeviceIDs[0] != "gpu-3" ||
+		len(tr.Networks) != 1 || tr.Networks[0].DynamicPorts[0].Value != 25001 {
+		t.Fatalf("updated in place with devices %+v and networks %+v, want gpu-3 and port 25001", tr.Devices, tr.Networks)
+	}
+}
