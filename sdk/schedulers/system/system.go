@@ -80,7 +80,11 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	case err != nil:
 		return err
 	}
-	if eval.Status == sdk.EvalStatusBlocked && len(p.failed) != 0 {
+	// A blocked eval waits again only for room: when what failed is that
+	// no node meets the job's constraints, more room will not help, and it
+	// completes with the failure, as Nomad's system scheduler never
+	// blocks on that.
+	if eval.Status == sdk.EvalStatusBlocked && p.exhausted {
 		return conclude.Reblock(ctx, eval, p.stack.Eligibility(), p.failed, p.queued)
 	}
 	return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusComplete, Next: p.next,

@@ -622,3 +622,44 @@ func TestSystem_InPlaceUpdateKeepsDevicesAndPorts(t *testing.T) {
 		t.Fatalf("updated in place with devices %+v and networks %+v, want gpu-3 and port 25001", tr.Devices, tr.Networks)
 	}
 }
+
+// A blocked system eval waits again while a node lacks room for the job,
+// and completes, with the failure, once no node meets its constraints:
+// more room would not help, and Nomad's system scheduler does not block
+// on that.
+func TestSystem_BlockedEvalReblocksOnlyForRoom(t *testing.T) {
+	setup := func() (*schedtest.Harness, *sdk.Evaluation) {
+		h := schedtest.New(t)
+		h.UpsertNodes(schedtest.Node("n1"))
+		low := schedtest.ServiceJob("low", 1)
+		low.TaskGroups[0].Tasks[0].Resources.CPU = 4000
+		h.UpsertJob(low)
+		h.UpsertAllocs(schedtest.Alloc(low, 0, "n1"))
+		c := sdk.DefaultSchedulerConfiguration()
+		c.PreemptionConfig.SystemSchedulerEnabled = false
+		h.SetSchedulerConfig(c)
+		h.Process(sched, h.RegisterJob(schedtest.SystemJob("agent")))
+		if len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
+			t.Fatalf("created %+v, want one blocked eval", h.Created)
+		}
+		return h, h.Created[0]
+	}
+
+	h, blocked := setup()
+	h.Process(sched, blocked)
+	if len(h.Reblocked) != 1 || h.Reblocked[0].ID != blocked.ID {
+		t.Fatalf("still no room: reblocked %+v, want the blocked eval", h.Reblocked)
+	}
+
+	h, blocked = setup()
+	n := h.State().Node("n1").Copy()
+	n.Attributes["kernel.name"] = "windows"
+	n.ComputeClass()
+	h.UpsertNodes(n)
+	h.Process(sched, blocked)
+	last := h.Updated[len(h.Updated)-1]
+	if len(h.Reblocked) != 0 || last.ID != blocked.ID || last.Status != sdk.EvalStatusComplete || last.FailedTGAllocs["agent"] == nil {
+		t.Fatalf("every node filtered: reblocked %d, last update %s %s (failed %v), want the blocked eval complete with its failure",
+			len(h.Reblocked), last.ID, last.Status, last.FailedTGAllocs)
+	}
+}
