@@ -99,9 +99,11 @@ func NextDelay(a *sdk.Allocation) time.Duration {
 	return d
 }
 
-// rescheduleEligible reports whether the policy allows one more reschedule
-// of an allocation that failed at failTime.
-func rescheduleEligible(a *sdk.Allocation, p *sdk.ReschedulePolicy, failTime time.Time) bool {
+// rescheduleEligible reports whether the policy allows one more reschedule,
+// after delay, of an allocation that failed at failTime: fewer attempts
+// than allowed within the interval, and, as Nomad has it, a delay shorter
+// than the interval (a policy whose delays outgrow its interval stops).
+func rescheduleEligible(a *sdk.Allocation, p *sdk.ReschedulePolicy, failTime time.Time, delay time.Duration) bool {
 	if p.Unlimited {
 		return true
 	}
@@ -117,7 +119,7 @@ func rescheduleEligible(a *sdk.Allocation, p *sdk.ReschedulePolicy, failTime tim
 			attempted++
 		}
 	}
-	return attempted < p.Attempts
+	return attempted < p.Attempts && delay < p.Interval
 }
 
 // NextRescheduleTime is when a failed allocation may be rescheduled, and
@@ -128,7 +130,8 @@ func NextRescheduleTime(a *sdk.Allocation) (time.Time, bool) {
 	if a.DesiredStatus == sdk.AllocDesiredStatusStop || a.ClientStatus != sdk.AllocClientStatusFailed || failTime.IsZero() || p == nil {
 		return time.Time{}, false
 	}
-	return failTime.Add(NextDelay(a)), rescheduleEligible(a, p, failTime)
+	d := NextDelay(a)
+	return failTime.Add(d), rescheduleEligible(a, p, failTime, d)
 }
 
 // NextRescheduleTimeByFailTime is NextRescheduleTime for an allocation that
@@ -139,7 +142,8 @@ func NextRescheduleTimeByFailTime(a *sdk.Allocation, now time.Time) (time.Time, 
 	if p == nil {
 		return time.Time{}, false
 	}
-	return now.Add(NextDelay(a)), rescheduleEligible(a, p, now)
+	d := NextDelay(a)
+	return now.Add(d), rescheduleEligible(a, p, now, d)
 }
 
 // RescheduleTracker returns the tracker of an allocation that replaces prev

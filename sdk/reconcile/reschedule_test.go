@@ -43,12 +43,20 @@ func TestRescheduleEligible_AttemptsWithinInterval(t *testing.T) {
 	fail := time.Unix(10_000, 0)
 	a := &sdk.Allocation{RescheduleTracker: &sdk.RescheduleTracker{Events: []*sdk.RescheduleEvent{
 		{RescheduleTime: fail.Add(-2 * time.Hour).UnixNano()}, {RescheduleTime: fail.Add(-time.Minute).UnixNano()}}}}
-	if !rescheduleEligible(a, p, fail) {
+	if !rescheduleEligible(a, p, fail, time.Minute) {
 		t.Fatal("one attempt within the interval: a second is allowed")
 	}
+	// As Nomad: not once the next delay reaches the interval.
+	if rescheduleEligible(a, p, fail, time.Hour) {
+		t.Fatal("a delay as long as the interval: no more")
+	}
 	a.RescheduleTracker.Events[0].RescheduleTime = fail.Add(-30 * time.Minute).UnixNano()
-	if rescheduleEligible(a, p, fail) {
+	if rescheduleEligible(a, p, fail, time.Minute) {
 		t.Fatal("two attempts within the interval: no third")
+	}
+	// Without past events the delay does not count, as in Nomad.
+	if !rescheduleEligible(&sdk.Allocation{}, p, fail, 2*time.Hour) {
+		t.Fatal("a first reschedule is allowed whatever its delay")
 	}
 }
 
