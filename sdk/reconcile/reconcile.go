@@ -462,15 +462,16 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	untainted = untainted.difference(stop)
 
 	// Failed allocations are rescheduled only up to the count (canaries
-	// awaiting promotion left out, as they run beside it): after a
-	// scale-down the surplus ones (highest indexes first) are stopped, not
-	// replaced. Nomad v1.6.1 replaces them all and stops the surplus at a
-	// later eval, if one comes.
-	stays := untainted
+	// awaiting promotion left out, failed or not, as they run beside it:
+	// a failed canary is replaced by a canary): after a scale-down the
+	// surplus ones (highest indexes first) are stopped, not replaced.
+	// Nomad v1.6.1 replaces them all and stops the surplus at a later
+	// eval, if one comes.
+	stays, ofCount := untainted, rescheduleNow
 	if isCanarying {
-		stays = untainted.difference(canaries)
+		stays, ofCount = untainted.difference(canaries), rescheduleNow.difference(canaries)
 	}
-	if surplus := r.surplusFailed(tg, stays, migrate, rescheduleNow); len(surplus) > 0 {
+	if surplus := r.surplusFailed(tg, stays, migrate, ofCount); len(surplus) > 0 {
 		r.markStop(surplus, "", AllocNotNeeded)
 		desired.Stop += uint64(len(surplus))
 		rescheduleNow = rescheduleNow.difference(surplus)
@@ -1247,9 +1248,18 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 // names.
 func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, holders nameHolders, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
 	var place []Placement
+	name := func(a *sdk.Allocation) string {
+		if isCanarying && isCanary(a) {
+			// A canary shares its name with the allocation it is to
+			// replace (nextCanaries), and its replacement keeps it.
+			holders[a.Name]++
+			return a.Name
+		}
+		return holders.take(a, false, names)
+	}
 	for _, a := range reschedule.sorted() {
 		place = append(place, Placement{
-			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
+			Name: name(a), TaskGroup: tg, Previous: a, Reschedule: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1260,7 +1270,7 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, hold
 		}
 		existing++
 		place = append(place, Placement{
-			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
+			Name: name(a), TaskGroup: tg, Previous: a, Lost: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
@@ -1270,7 +1280,7 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, hold
 		}
 		existing++
 		place = append(place, Placement{
-			Name: holders.take(a, false, names), TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: name(a), TaskGroup: tg, Previous: a, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}

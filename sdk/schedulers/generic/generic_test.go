@@ -2366,3 +2366,52 @@ func TestService_PortOnAHostNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestService_FailedCanaryIsRescheduled: a canary that failed, its
+// replacement allowed (the deployment watcher's DesiredTransition), is
+// replaced by a new canary of its name, as in Nomad: canaries run beside
+// the count, so it is no surplus, and without it the deployment would wait
+// for promotion until its progress deadline.
+func TestService_FailedCanaryIsRescheduled(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	version := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 3)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: 1, MinHealthyTime: time.Second,
+			HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute}
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second,
+			DelayFunction: sdk.DelayFunctionConstant}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	deployHealthy(h, version("/bin/v0"))
+	h.Process(service, h.RegisterJob(version("/bin/v1")))
+	var canary *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if isCanary(a) {
+			canary = a
+		}
+	}
+	if canary == nil {
+		t.Fatal("no canary placed")
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, canary)
+	h.SetHealth(false, h.State().Alloc(canary.ID))
+	failed := *h.State().Alloc(canary.ID)
+	yes := true
+	failed.DesiredTransition.Reschedule = &yes
+	failed.ModifyTime = h.Now.Add(-10 * time.Second).UnixNano()
+	h.UpsertAllocs(&failed)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerDeploymentWatcher))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 1 || !isCanary(placed[0]) || placed[0].Name != canary.Name || placed[0].PreviousAllocation != canary.ID {
+		for _, a := range placed {
+			t.Logf("placed %s canary %v previous %s", a.Name, isCanary(a), a.PreviousAllocation)
+		}
+		t.Fatalf("placed %d, want a canary replacing %s (%s)", len(placed), canary.ID, canary.Name)
+	}
+	d := h.State().LatestDeployment("default", "web")
+	if st := d.TaskGroups["web"]; !slices.Contains(st.PlacedCanaries, placed[0].ID) {
+		t.Fatalf("the deployment's canaries %v leave out the replacement %s", st.PlacedCanaries, placed[0].ID)
+	}
+}
