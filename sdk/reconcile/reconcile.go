@@ -433,7 +433,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
 	waiting := ignore.union(reconnecting) // unknown: their node is away, or back but not yet reporting
-	if extra := reconnected(tg, untainted, group); len(extra) > 0 {
+	if extra := reconnected(r.job, tg, untainted, group); len(extra) > 0 {
 		r.markStop(extra, "", AllocReconnected)
 		desired.Stop += uint64(len(extra))
 		untainted = untainted.difference(extra)
@@ -773,12 +773,14 @@ func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, resche
 // failed, or been replaced when its own node disconnected, while the node
 // was away. An allocation that comes back while an ancestor in its chain
 // runs (it replaced an allocation that came back, and was kept, before it)
-// pairs with that ancestor. The group's disconnect.reconcile says which
+// pairs with that ancestor. An original of an older version of job than
+// the current one goes, as in Nomad (its replacement is the newer, or
+// will be updated). Otherwise the group's disconnect.reconcile says which
 // goes: keep_replacement stops the original; keep_original,
 // longest_running (the original has run longer) and best_score (the
 // default; plugins do not see placement scores, so the original, which was
 // placed by score first, is kept) stop the replacement.
-func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
+func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) set {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
 	out := set{}
 	for _, a := range untainted.sorted() {
@@ -791,13 +793,22 @@ func reconnected(tg *sdk.TaskGroup, untainted, group set) set {
 				continue
 			}
 		}
-		if keepReplacement {
+		if keepReplacement || olderThan(orig, job) {
 			out[orig.ID] = orig
 		} else {
 			out[repl.ID] = repl
 		}
 	}
 	return out
+}
+
+// olderThan reports whether a runs an older version of job, or a version
+// of an earlier registration of it (purged and registered again).
+func olderThan(a *sdk.Allocation, job *sdk.Job) bool {
+	if a.Job != nil && a.Job.CreateIndex < job.CreateIndex {
+		return true
+	}
+	return a.JobVersion < job.Version
 }
 
 // failedWhileAway returns the allocations of s that their node, back from

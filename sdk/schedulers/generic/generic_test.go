@@ -2415,3 +2415,52 @@ func TestService_FailedCanaryIsRescheduled(t *testing.T) {
 		t.Fatalf("the deployment's canaries %v leave out the replacement %s", st.PlacedCanaries, placed[0].ID)
 	}
 }
+
+// TestService_ReconnectedOriginalOfAnOlderVersionIsStopped: an allocation
+// that comes back from a disconnect running an older version of the job
+// than its replacement is stopped, and nothing else changes, as in Nomad
+// (its keep-the-original default applies only between equal versions).
+func TestService_ReconnectedOriginalOfAnOlderVersionIsStopped(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 4)...)
+	version := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 2)
+		j.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+		j.Constraints = append(j.Constraints, &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts, RTarget: "true"})
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	runAll := func() {
+		for _, a := range h.Live("default", "web") {
+			if a.ClientStatus == sdk.AllocClientStatusPending {
+				h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+			}
+		}
+	}
+	h.Process(service, h.RegisterJob(version("/bin/v0")))
+	runAll()
+	var orig *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.Name == "web.web[0]" {
+			orig = a
+		}
+	}
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerNodeUpdate))
+	runAll()
+	h.Process(service, h.RegisterJob(version("/bin/v1")))
+	runAll()
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusReady)
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
+	h.Process(service, h.NewEval(h.State().Job("default", "web"), sdk.EvalTriggerReconnect))
+	stopped, placed := schedtest.Stopped(h.LastPlan()), schedtest.Placed(h.LastPlan())
+	if len(stopped) != 1 || stopped[0].ID != orig.ID || len(placed) != 0 {
+		t.Fatalf("stopped %v, placed %d; want only the reconnected original %s stopped", names(stopped), len(placed), orig.ID)
+	}
+	job := h.State().Job("default", "web")
+	for _, a := range h.Live("default", "web") {
+		if a.JobVersion != job.Version {
+			t.Fatalf("%s runs version %d, want %d", a.Name, a.JobVersion, job.Version)
+		}
+	}
+}
