@@ -1010,7 +1010,9 @@ func ranSuccessfully(a *sdk.Allocation) bool { return a.ClientStatus == sdk.Allo
 // rescheduleTiming decides when a failed (or disconnecting) allocation is
 // rescheduled.
 func (r *reconciler) rescheduleTiming(a *sdk.Allocation, disconnecting bool) (now, later bool, at time.Time) {
-	d := r.in.Deployment
+	// The deployment this pass keeps: one a new job version cancelled no
+	// longer holds back its failed allocations, as in Nomad.
+	d := r.deployment
 	shouldReschedule := a.DesiredTransition.Reschedule != nil && *a.DesiredTransition.Reschedule
 	if d != nil && a.DeploymentID == d.ID && d.Active() && !shouldReschedule {
 		return false, false, time.Time{}

@@ -2464,3 +2464,50 @@ func TestService_ReconnectedOriginalOfAnOlderVersionIsStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestService_NewVersionReschedulesTheCancelledDeploymentsFailures: an
+// allocation that failed during a deployment waits while that deployment
+// runs, but a new job version cancels it, and then the failure is
+// rescheduled at once, as in Nomad, taking the new deployment's
+// max_parallel before any healthy allocation is replaced.
+func TestService_NewVersionReschedulesTheCancelledDeploymentsFailures(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 6)...)
+	version := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 4)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second,
+			DelayFunction: sdk.DelayFunctionConstant}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	// v0's deployment places all four and still runs: three healthy, web[2]
+	// failed.
+	h.Process(service, h.RegisterJob(version("/bin/v0")))
+	var failed sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.Name == "web.web[2]" {
+			h.SetClientStatus(sdk.AllocClientStatusFailed, a)
+			failed = *h.State().Alloc(a.ID)
+		} else {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+			h.SetHealth(true, h.State().Alloc(a.ID))
+		}
+	}
+	failed.ModifyTime = h.Now.Add(-time.Minute).UnixNano()
+	h.UpsertAllocs(&failed)
+	if d := h.State().LatestDeployment("default", "web"); d == nil || !d.Active() || failed.DeploymentID != d.ID {
+		t.Fatalf("want the failed allocation in a running deployment: %+v", d)
+	}
+
+	h.Process(service, h.RegisterJob(version("/bin/v1")))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 1 || placed[0].PreviousAllocation != failed.ID {
+		t.Fatalf("placed %v, want only the failed allocation %s rescheduled", names(placed), failed.ID)
+	}
+	for _, a := range schedtest.Stopped(h.LastPlan()) {
+		if a.ID != failed.ID {
+			t.Fatalf("stopped %s (%s) too; the failure's reschedule takes max_parallel", a.Name, a.DesiredDescription)
+		}
+	}
+}
