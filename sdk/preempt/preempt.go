@@ -251,21 +251,38 @@ func deviceVictims(ch *feasible.Checker, node *sdk.Node, req *sdk.RequestedDevic
 			return y.n - x.n
 		})
 		free := devs.Free(d)
-		var chosen []*sdk.Allocation
-		seen := map[int]bool{}
-		cost := 0
+		var taken []holder
 		for _, h := range holders {
 			if uint64(free) >= req.Count {
 				break
 			}
 			free += h.n
+			taken = append(taken, h)
+		}
+		if uint64(free) < req.Count {
+			continue
+		}
+		// Give back, highest priority first, what the request turns out
+		// not to need (a later holder of more instances may have made an
+		// earlier one unnecessary), as Nomad keeps only what the count
+		// needs.
+		for i := len(taken) - 1; i >= 0; i-- {
+			if uint64(free-taken[i].n) >= req.Count {
+				free -= taken[i].n
+				taken = slices.Delete(taken, i, i+1)
+			}
+		}
+		var chosen []*sdk.Allocation
+		seen := map[int]bool{}
+		cost := 0
+		for _, h := range taken {
 			chosen = append(chosen, h.a)
 			if p := Priority(h.a); !seen[p] {
 				seen[p] = true
 				cost += p
 			}
 		}
-		if uint64(free) >= req.Count && len(chosen) > 0 && cost < bestCost {
+		if len(chosen) > 0 && cost < bestCost {
 			best, bestCost = chosen, cost
 		}
 	}

@@ -357,6 +357,13 @@ func TestSystem_PreemptsForDevices(t *testing.T) {
 				return []*sdk.Allocation{holding(h, "a", 30, "1080ti", "1080ti-0"), holding(h, "b", 20, "1080ti", "1080ti-1")}
 			},
 			count: 2, preempted: []string{"b-alloc-000"}},
+		{name: "not the lower priority that the higher one's instances make unneeded",
+			devices: []*sdk.NodeDeviceResource{group("1080ti", 3)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "low", 20, "1080ti", "1080ti-0"),
+					holding(h, "mid", 30, "1080ti", "1080ti-1", "1080ti-2")}
+			},
+			count: 2, preempted: []string{"mid-alloc-000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := schedtest.New(t)
