@@ -13,19 +13,24 @@ import (
 // ReadyNodes returns the nodes a job may be placed on: ready, eligible, not
 // draining, in one of the job's datacenters and in its node pool, in the
 // state's order (by ID). byDC counts them per datacenter
-// (AllocMetric.NodesAvailable). notReady holds the nodes in the job's
-// datacenters and pool that are not ready (down, draining, ineligible).
+// (AllocMetric.NodesAvailable). notReady holds the nodes in the job's pool
+// that are not ready (down, draining, ineligible), whatever their
+// datacenter, as Nomad's: a system job's allocations there are left alone
+// until the node is back, even on a datacenter the job left meanwhile.
 func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[string]*sdk.Node, byDC map[string]int) {
 	all := state.Nodes()
 	ready = make([]*sdk.Node, 0, len(all))
 	notReady = map[string]*sdk.Node{}
 	byDC = map[string]int{}
 	for _, n := range all {
-		if !feasible.DatacenterMatches(job.Datacenters, n.Datacenter) || !feasible.PoolMatches(job.NodePool, n.NodePool) {
+		if !feasible.PoolMatches(job.NodePool, n.NodePool) {
 			continue
 		}
 		if !n.Ready() {
 			notReady[n.ID] = n
+			continue
+		}
+		if !feasible.DatacenterMatches(job.Datacenters, n.Datacenter) {
 			continue
 		}
 		ready = append(ready, n)

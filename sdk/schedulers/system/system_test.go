@@ -670,3 +670,29 @@ func TestSystem_BlockedEvalReblocksOnlyForRoom(t *testing.T) {
 			len(h.Reblocked), last.ID, last.Status, last.FailedTGAllocs)
 	}
 }
+
+// An allocation on a node that is not ready (here ineligible) is left
+// alone, as Nomad leaves it, even when the job has left that node's
+// datacenter meanwhile: the node's state decides first.
+func TestSystem_NotReadyNodeOutsideTheNewDatacentersIsLeftAlone(t *testing.T) {
+	h := schedtest.New(t)
+	n1, n2 := schedtest.Node("n1"), schedtest.Node("n2")
+	n2.Datacenter = "dc2"
+	n2.ComputeClass()
+	h.UpsertNodes(n1, n2)
+	job := schedtest.SystemJob("agent")
+	job.Datacenters = []string{"dc1", "dc2"}
+	h.Process(sched, h.RegisterJob(job))
+	if placed := schedtest.Placed(h.LastPlan()); len(placed) != 2 {
+		t.Fatalf("placed %d, want one per node", len(placed))
+	}
+	ineligible := h.State().Node("n2").Copy()
+	ineligible.SchedulingEligibility = sdk.NodeSchedulingIneligible
+	h.UpsertNodes(ineligible)
+	next := h.State().Job("default", "agent").Copy()
+	next.Datacenters = []string{"dc1"}
+	h.Process(sched, h.RegisterJob(next))
+	for _, a := range schedtest.Stopped(h.LastPlan()) {
+		t.Fatalf("stopped the allocation on %s (%s)", a.NodeID, a.DesiredDescription)
+	}
+}
