@@ -101,8 +101,13 @@ type Placement struct {
 	// Reschedule is set when Previous failed and this is its reschedule.
 	Reschedule bool
 	// Lost is set when Previous was lost.
-	Lost   bool
-	Canary bool
+	Lost bool
+	// Disconnected is set when Previous went unknown on a disconnected
+	// node: like a reschedule, its replacement records it in its
+	// RescheduleTracker, as Nomad's does, though Previous keeps running
+	// until its node comes back or lost_after passes.
+	Disconnected bool
+	Canary       bool
 	// DowngradeNonCanary asks for the placement to run the job version
 	// currently deployed (not the canaried one) while canaries are not
 	// promoted; MinJobVersion is the oldest acceptable version.
@@ -112,8 +117,8 @@ type Placement struct {
 
 // Fill writes into a, the new allocation that carries out the placement,
 // what the reconciler decided about it: its name and task group, the
-// allocation it replaces (PreviousAllocation, and for a reschedule a
-// RescheduleTracker as of now), and its deployment: deploymentID (the
+// allocation it replaces (PreviousAllocation, and for a reschedule or the
+// replacement of a disconnected allocation a RescheduleTracker as of now), and its deployment: deploymentID (the
 // result's ActiveDeployment, "" for none) and, for a canary in a
 // deployment, a DeploymentStatus marking it one. An allocation placed
 // without the deployment's ID is invisible to it: the deployment never
@@ -128,7 +133,7 @@ func (pl Placement) Fill(a *sdk.Allocation, deploymentID string, now time.Time) 
 	a.DeploymentID = deploymentID
 	if pl.Previous != nil {
 		a.PreviousAllocation = pl.Previous.ID
-		if pl.Reschedule {
+		if pl.Reschedule || pl.Disconnected {
 			a.RescheduleTracker = RescheduleTracker(pl.Previous, now)
 		}
 	}
@@ -1293,7 +1298,7 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, hold
 		}
 		existing++
 		place = append(place, Placement{
-			Name: name(a), TaskGroup: tg, Previous: a, Canary: isCanary(a),
+			Name: name(a), TaskGroup: tg, Previous: a, Disconnected: true, Canary: isCanary(a),
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}

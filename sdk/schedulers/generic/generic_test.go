@@ -1635,6 +1635,11 @@ func TestService_DisconnectedClient(t *testing.T) {
 		if r == nil || r.NodeID != "n-001" || r.PreviousAllocation != orig.ID || orig.NextAllocation != r.ID || r.Name != orig.Name {
 			t.Fatalf("replacement = %+v (original next %q)", r, orig.NextAllocation)
 		}
+		// Recorded as a reschedule, as Nomad records it.
+		if tr := r.RescheduleTracker; tr == nil || len(tr.Events) != 1 || tr.Events[0].PrevAllocID != orig.ID ||
+			tr.Events[0].PrevNodeID != "n-000" {
+			t.Fatalf("replacement's reschedule tracker = %+v", tr)
+		}
 		var followup *sdk.Evaluation
 		for _, e := range h.Created {
 			if e.ID == orig.FollowupEvalID {
