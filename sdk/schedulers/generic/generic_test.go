@@ -1868,12 +1868,7 @@ func TestService_DisconnectedCanaryWaitsForItsNode(t *testing.T) {
 	deployHealthy(h, mk("/bin/v0"))
 
 	h.Process(service, h.RegisterJob(mk("/bin/v1")))
-	var canary *sdk.Allocation
-	for _, a := range h.Live("default", "web") {
-		if isCanary(a) {
-			canary = a
-		}
-	}
+	canary := liveCanary(h)
 	if canary == nil {
 		t.Fatalf("no canary: %v", liveNames(h.Live("default", "web")))
 	}
@@ -1919,6 +1914,17 @@ func deployHealthy(h *schedtest.Harness, job *sdk.Job) {
 }
 
 func isCanary(a *sdk.Allocation) bool { return a.DeploymentStatus != nil && a.DeploymentStatus.Canary }
+
+// liveCanary returns a live canary of job "web", or nil.
+func liveCanary(h *schedtest.Harness) *sdk.Allocation {
+	var canary *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if isCanary(a) {
+			canary = a
+		}
+	}
+	return canary
+}
 
 // While canaries await promotion, a failed allocation and a lost one of
 // the deployed version are each replaced once (Nomad v1.6.1 replaces the
@@ -2007,12 +2013,8 @@ func TestService_ReplacementBesideAPromotedCanaryTakesAFreeName(t *testing.T) {
 			deployHealthy(h, mk("/bin/v0", 2))
 			h.Process(service, h.RegisterJob(mk("/bin/v1", 3)))
 			d := h.LastPlan().Deployment
-			var canary, namesake *sdk.Allocation
-			for _, a := range h.Live("default", "web") {
-				if isCanary(a) {
-					canary = a
-				}
-			}
+			canary := liveCanary(h)
+			var namesake *sdk.Allocation
 			for _, a := range h.Live("default", "web") {
 				if !isCanary(a) && canary != nil && a.Name == canary.Name {
 					namesake = a
@@ -2391,12 +2393,7 @@ func TestService_FailedCanaryIsRescheduled(t *testing.T) {
 	}
 	deployHealthy(h, version("/bin/v0"))
 	h.Process(service, h.RegisterJob(version("/bin/v1")))
-	var canary *sdk.Allocation
-	for _, a := range h.Live("default", "web") {
-		if isCanary(a) {
-			canary = a
-		}
-	}
+	canary := liveCanary(h)
 	if canary == nil {
 		t.Fatal("no canary placed")
 	}
