@@ -508,7 +508,7 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 		a.ClientDescription = u.ClientDescription
 		if a.ClientStatus == sdk.AllocClientStatusUnknown && old.ClientStatus != sdk.AllocClientStatusUnknown {
 			// Its lost_after counts from here, not from an earlier mark.
-			a.AllocStates = sdk.CommittedUnknown(old, old, time.Unix(0, req.UpdatedAt))
+			a.AllocStates = old.MarkedUnknown(time.Unix(0, req.UpdatedAt), u.ClientDescription).AllocStates
 		}
 		if u.TaskStates != nil {
 			a.TaskStates = u.TaskStates
