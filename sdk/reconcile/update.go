@@ -47,6 +47,11 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 			return true, "task driver"
 		case ta.User != tb.User:
 			return true, "task user"
+		case ta.Lifecycle.String() != tb.Lifecycle.String():
+			// Nomad v1.6.1 updates it in place, where a running task
+			// cannot change when it runs, and the allocation would keep
+			// counting its resources by the old lifecycle.
+			return true, "task lifecycle"
 		case !same(ta.Config, tb.Config):
 			return true, "task config"
 		case !maps.Equal(ta.Env, tb.Env):

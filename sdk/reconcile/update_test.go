@@ -56,6 +56,9 @@ func TestTasksUpdated_Table(t *testing.T) {
 		{"env", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Env = map[string]string{"A": "1"} }, "task env"},
 		{"job consul namespace", func(j *sdk.Job) { j.ConsulNamespace = "other" }, "consul namespace"},
 		{"group consul namespace", func(j *sdk.Job) { j.TaskGroups[0].Consul = sdk.Opaque{"Namespace": "other"} }, "consul namespace"},
+		{"lifecycle", func(j *sdk.Job) {
+			j.TaskGroups[0].Tasks[0].Lifecycle = &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPoststart}
+		}, "task lifecycle"},
 		{"group names the job's namespace", func(j *sdk.Job) {
 			j.ConsulNamespace, j.TaskGroups[0].Consul = "", sdk.Opaque{"Namespace": "ns"}
 		}, ""},
