@@ -196,6 +196,25 @@ type TaskLifecycle struct {
 	Sidecar bool   `msg:",omitempty"`
 }
 
+// String is the lifecycle as a jobspec writes it ("prestart", "prestart
+// sidecar"), "main" for none.
+func (l *TaskLifecycle) String() string {
+	switch {
+	case l == nil:
+		return "main"
+	case l.Sidecar:
+		return l.Hook + " sidecar"
+	}
+	return l.Hook
+}
+
+// Lifecycle hooks.
+const (
+	TaskLifecycleHookPrestart  = "prestart"
+	TaskLifecycleHookPoststart = "poststart"
+	TaskLifecycleHookPoststop  = "poststop"
+)
+
 // Constraint restricts placement: LTarget Operand RTarget must hold on a node.
 type Constraint struct {
 	LTarget string `msg:",omitempty"`

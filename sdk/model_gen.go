@@ -1450,12 +1450,16 @@ func (z AllocatedMemoryResources) Msgsize() (s int) {
 func (z *AllocatedResources) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(2)
-	var zb0001Mask uint8 /* 2 bits */
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	if z.Tasks == nil {
 		zb0001Len--
 		zb0001Mask |= 0x1
+	}
+	if z.TaskLifecycles == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1475,6 +1479,46 @@ func (z *AllocatedResources) MarshalMsg(b []byte) (o []byte, err error) {
 					if err != nil {
 						err = msgp.WrapError(err, "Tasks", za0001)
 						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "TaskLifecycles"
+			o = append(o, 0xae, 0x54, 0x61, 0x73, 0x6b, 0x4c, 0x69, 0x66, 0x65, 0x63, 0x79, 0x63, 0x6c, 0x65, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.TaskLifecycles)))
+			for za0003, za0004 := range z.TaskLifecycles {
+				o = msgp.AppendString(o, za0003)
+				if za0004 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(2)
+					var zb0002Mask uint8 /* 2 bits */
+					_ = zb0002Mask
+					if za0004.Hook == "" {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					if za0004.Sidecar == false {
+						zb0002Len--
+						zb0002Mask |= 0x2
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+
+					// skip if no fields are to be emitted
+					if zb0002Len != 0 {
+						if (zb0002Mask & 0x1) == 0 { // if not omitted
+							// string "Hook"
+							o = append(o, 0xa4, 0x48, 0x6f, 0x6f, 0x6b)
+							o = msgp.AppendString(o, za0004.Hook)
+						}
+						if (zb0002Mask & 0x2) == 0 { // if not omitted
+							// string "Sidecar"
+							o = append(o, 0xa7, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72)
+							o = msgp.AppendBool(o, za0004.Sidecar)
+						}
 					}
 				}
 			}
@@ -1500,7 +1544,7 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 1 bits */
+	var zb0001Mask uint8 /* 2 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -1550,6 +1594,88 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Tasks[za0001] = za0002
 			}
 			zb0001Mask |= 0x1
+		case "TaskLifecycles":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TaskLifecycles")
+				return
+			}
+			if z.TaskLifecycles == nil {
+				z.TaskLifecycles = make(map[string]*TaskLifecycle, zb0003)
+			} else if len(z.TaskLifecycles) > 0 {
+				clear(z.TaskLifecycles)
+			}
+			for zb0003 > 0 {
+				var za0004 *TaskLifecycle
+				zb0003--
+				var za0003 string
+				za0003, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "TaskLifecycles")
+					return
+				}
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					za0004 = nil
+				} else {
+					if za0004 == nil {
+						za0004 = new(TaskLifecycle)
+					}
+					var zb0004 uint32
+					zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "TaskLifecycles", za0003)
+						return
+					}
+					var zb0004Mask uint8 /* 2 bits */
+					_ = zb0004Mask
+					for zb0004 > 0 {
+						zb0004--
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "TaskLifecycles", za0003)
+							return
+						}
+						switch msgp.UnsafeString(field) {
+						case "Hook":
+							za0004.Hook, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "TaskLifecycles", za0003, "Hook")
+								return
+							}
+							zb0004Mask |= 0x1
+						case "Sidecar":
+							za0004.Sidecar, bts, err = msgp.ReadBoolBytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "TaskLifecycles", za0003, "Sidecar")
+								return
+							}
+							zb0004Mask |= 0x2
+						default:
+							bts, err = msgp.Skip(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "TaskLifecycles", za0003)
+								return
+							}
+						}
+					}
+					// Clear omitted fields.
+					if zb0004Mask != 0x3 {
+						if (zb0004Mask & 0x1) == 0 {
+							za0004.Hook = ""
+						}
+						if (zb0004Mask & 0x2) == 0 {
+							za0004.Sidecar = false
+						}
+					}
+				}
+				z.TaskLifecycles[za0003] = za0004
+			}
+			zb0001Mask |= 0x2
 		case "Shared":
 			bts, err = z.Shared.UnmarshalMsg(bts)
 			if err != nil {
@@ -1565,10 +1691,14 @@ func (z *AllocatedResources) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if (zb0001Mask & 0x1) == 0 {
-		z.Tasks = nil
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Tasks = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.TaskLifecycles = nil
+		}
 	}
-
 	o = bts
 	return
 }
@@ -1584,6 +1714,18 @@ func (z *AllocatedResources) Msgsize() (s int) {
 				s += msgp.NilSize
 			} else {
 				s += za0002.Msgsize()
+			}
+		}
+	}
+	s += 15 + msgp.MapHeaderSize
+	if z.TaskLifecycles != nil {
+		for za0003, za0004 := range z.TaskLifecycles {
+			_ = za0004
+			s += msgp.StringPrefixSize + len(za0003)
+			if za0004 == nil {
+				s += msgp.NilSize
+			} else {
+				s += 1 + 5 + msgp.StringPrefixSize + len(za0004.Hook) + 8 + msgp.BoolSize
 			}
 		}
 	}
@@ -20178,6 +20320,101 @@ func (z *TaskLifecycle) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z TaskLifecycle) Msgsize() (s int) {
 	s = 1 + 5 + msgp.StringPrefixSize + len(z.Hook) + 8 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *TaskPhases) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// map header, size 4
+	// string "Sidecars"
+	o = append(o, 0x84, 0xa8, 0x53, 0x69, 0x64, 0x65, 0x63, 0x61, 0x72, 0x73)
+	o, err = z.Sidecars.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Sidecars")
+		return
+	}
+	// string "Prestart"
+	o = append(o, 0xa8, 0x50, 0x72, 0x65, 0x73, 0x74, 0x61, 0x72, 0x74)
+	o, err = z.Prestart.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Prestart")
+		return
+	}
+	// string "Main"
+	o = append(o, 0xa4, 0x4d, 0x61, 0x69, 0x6e)
+	o, err = z.Main.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Main")
+		return
+	}
+	// string "Poststop"
+	o = append(o, 0xa8, 0x50, 0x6f, 0x73, 0x74, 0x73, 0x74, 0x6f, 0x70)
+	o, err = z.Poststop.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Poststop")
+		return
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *TaskPhases) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Sidecars":
+			bts, err = z.Sidecars.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Sidecars")
+				return
+			}
+		case "Prestart":
+			bts, err = z.Prestart.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Prestart")
+				return
+			}
+		case "Main":
+			bts, err = z.Main.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Main")
+				return
+			}
+		case "Poststop":
+			bts, err = z.Poststop.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Poststop")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *TaskPhases) Msgsize() (s int) {
+	s = 1 + 9 + z.Sidecars.Msgsize() + 9 + z.Prestart.Msgsize() + 5 + z.Main.Msgsize() + 9 + z.Poststop.Msgsize()
 	return
 }
 

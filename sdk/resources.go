@@ -156,9 +156,17 @@ type NodeReservedDiskResources struct{ DiskMB int64 }
 type NodeReservedNetworkResources struct{ ReservedHostPorts string }
 
 // AllocatedResources is what an allocation holds on its node.
+//
+// TaskLifecycles (ABI 1.9) names the lifecycle of each task that has one,
+// as its group says (Nomad's field of the same name); a task it does not
+// name is a main task. Usage folds the tasks by when they run. Empty, every
+// task counts as a main task: the plain sum, never less than the fold. The
+// host refuses a placement whose TaskLifecycles is neither empty nor
+// exactly its group's (CheckCovers).
 type AllocatedResources struct {
-	Tasks  map[string]*AllocatedTaskResources `msg:",omitempty"`
-	Shared AllocatedSharedResources
+	Tasks          map[string]*AllocatedTaskResources `msg:",omitempty"`
+	TaskLifecycles map[string]*TaskLifecycle          `msg:",omitempty"`
+	Shared         AllocatedSharedResources
 }
 
 // AllocatedTaskResources is what one task holds.
@@ -245,38 +253,105 @@ func (u Usage) Fits(capacity Usage) (bool, string) {
 	return true, ""
 }
 
-// Usage sums what the allocated resources hold.
+// Usage is what the allocated resources hold: their tasks folded by
+// lifecycle (TaskPhases) plus the shared disk.
 func (a *AllocatedResources) Usage() Usage {
 	var u Usage
 	if a == nil {
 		return u
 	}
-	for _, t := range a.Tasks {
-		u.CPU += t.Cpu.CpuShares
-		u.MemoryMB += t.Memory.MemoryMB
-		u.Cores += int64(len(t.Cpu.ReservedCores))
+	if len(a.TaskLifecycles) == 0 {
+		for _, t := range a.Tasks {
+			u.Add(t.usage())
+		}
+	} else {
+		var p TaskPhases
+		for name, t := range a.Tasks {
+			p.Add(a.TaskLifecycles[name], t.usage())
+		}
+		u = p.Total()
 	}
 	u.DiskMB += a.Shared.DiskMB
 	return u
 }
 
-// GroupUsage is what one allocation of tg needs: the sum of its tasks plus
-// its ephemeral disk. Cores count as whole cores; CPU of reserved cores is
-// accounted by the scheduler that assigns them.
+func (t *AllocatedTaskResources) usage() Usage {
+	return Usage{CPU: t.Cpu.CpuShares, MemoryMB: t.Memory.MemoryMB, Cores: int64(len(t.Cpu.ReservedCores))}
+}
+
+// TaskPhases sums a group's tasks by when they run, so that a group uses
+// what its tasks need at once, as Nomad counts it
+// (AllocatedResources.Comparable): prestart sidecars run beside everything;
+// the other prestart tasks run together before the main tasks, and the
+// poststop tasks together after them. Poststart tasks run beside the main
+// tasks and count with them (Nomad v1.6.1 leaves them out, an
+// under-count).
+type TaskPhases struct {
+	Sidecars, Prestart, Main, Poststop Usage
+}
+
+// Add counts a task that runs at lc (nil: a main task) and uses u.
+func (p *TaskPhases) Add(lc *TaskLifecycle, u Usage) {
+	switch {
+	case lc == nil:
+		p.Main.Add(u)
+	case lc.Hook == TaskLifecycleHookPrestart && lc.Sidecar:
+		p.Sidecars.Add(u)
+	case lc.Hook == TaskLifecycleHookPrestart:
+		p.Prestart.Add(u)
+	case lc.Hook == TaskLifecycleHookPoststop:
+		p.Poststop.Add(u)
+	default:
+		p.Main.Add(u)
+	}
+}
+
+// Total is what the tasks use at their peak: the sidecars plus the largest
+// of the prestart, main and poststop sums in CPU and memory. Reserved
+// cores are summed over every task, since each task holds cores of its
+// own.
+func (p *TaskPhases) Total() Usage {
+	return Usage{
+		CPU:      p.Sidecars.CPU + max(p.Prestart.CPU, p.Main.CPU, p.Poststop.CPU),
+		MemoryMB: p.Sidecars.MemoryMB + max(p.Prestart.MemoryMB, p.Main.MemoryMB, p.Poststop.MemoryMB),
+		DiskMB:   p.Sidecars.DiskMB + p.Prestart.DiskMB + p.Main.DiskMB + p.Poststop.DiskMB,
+		Cores:    p.Sidecars.Cores + p.Prestart.Cores + p.Main.Cores + p.Poststop.Cores,
+	}
+}
+
+// GroupUsage is what one allocation of tg needs: its tasks folded by
+// lifecycle (TaskPhases) plus its ephemeral disk. Cores count as whole
+// cores; CPU of reserved cores is accounted by the scheduler that assigns
+// them.
 func GroupUsage(tg *TaskGroup) Usage {
-	var u Usage
+	var p TaskPhases
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
 		}
-		u.CPU += int64(t.Resources.CPU)
-		u.MemoryMB += int64(t.Resources.MemoryMB)
-		u.Cores += int64(t.Resources.Cores)
+		p.Add(t.Lifecycle, Usage{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB), Cores: int64(t.Resources.Cores)})
 	}
+	u := p.Total()
 	if tg.EphemeralDisk != nil {
 		u.DiskMB += int64(tg.EphemeralDisk.SizeMB)
 	}
 	return u
+}
+
+// TaskLifecycles returns the lifecycles of tg's tasks that have one, by
+// task name, as AllocatedResources.TaskLifecycles holds them; nil when
+// every task is a main task.
+func TaskLifecycles(tg *TaskGroup) map[string]*TaskLifecycle {
+	var out map[string]*TaskLifecycle
+	for _, t := range tg.Tasks {
+		if t.Lifecycle != nil {
+			if out == nil {
+				out = map[string]*TaskLifecycle{}
+			}
+			out[t.Name] = t.Lifecycle
+		}
+	}
+	return out
 }
 
 // RequestedResources returns what one allocation of tg asks for, as the
@@ -298,6 +373,7 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 		}
 		ar.Tasks[t.Name] = tr
 	}
+	ar.TaskLifecycles = TaskLifecycles(tg)
 	if tg.EphemeralDisk != nil {
 		ar.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
@@ -305,8 +381,9 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 }
 
 // CheckCovers returns an error unless ar can stand for an allocation of tg:
-// resources for every task, nothing negative or missing (null), at least what
-// RequestedResources(tg) holds in each dimension, and every port the group's
+// nothing negative or missing (null), for each task at least what
+// RequestedResources(tg) holds in each dimension, the group's lifecycles or none (every task then counts as a
+// main task, which never uses less), and every port the group's
 // network and its tasks' networks ask for, static ones at their value. The
 // host checks every placement with it before judging fit, so a plan cannot
 // fool the fit check by under-reporting, nor place an allocation without
@@ -338,14 +415,11 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if slices.Contains(ar.Shared.Networks, nil) {
 		return fmt.Errorf("a shared network is missing (null)")
 	}
-	have, need := ar.Usage(), GroupUsage(tg)
-	for _, c := range []struct {
-		dim        string
-		have, need int64
-	}{{"cpu", have.CPU, need.CPU}, {"memory", have.MemoryMB, need.MemoryMB}, {"disk", have.DiskMB, need.DiskMB}, {"cores", have.Cores, need.Cores}} {
-		if c.have < c.need {
-			return fmt.Errorf("it holds %d %s, less than its group %q asks for (%d)", c.have, c.dim, tg.Name, c.need)
-		}
+	if err := ar.checkTasks(tg); err != nil {
+		return err
+	}
+	if need := tg.EphemeralDisk; need != nil && ar.Shared.DiskMB < int64(need.SizeMB) {
+		return fmt.Errorf("it holds %d disk, less than its group %q asks for (%d)", ar.Shared.DiskMB, tg.Name, need.SizeMB)
 	}
 	if len(tg.Networks) > 0 {
 		held := heldPorts(ar.Shared.Networks)
@@ -367,6 +441,55 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 		}
 		if err := checkPorts(t.Resources.Networks, held); err != nil {
 			return fmt.Errorf("%v, which its task %q asks for", err, t.Name)
+		}
+	}
+	return nil
+}
+
+// checkTasks checks ar's tasks against tg's: each holding at least the
+// CPU, memory and reserved cores it asks for, and TaskLifecycles empty or
+// exactly the group's. Both matter to Usage: a task short of its ask, or a
+// main task passed off as a prestart one, would make the allocation seem
+// to use less than it will. A task the group does not have only adds to
+// what the allocation uses.
+func (ar *AllocatedResources) checkTasks(tg *TaskGroup) error {
+	named := 0
+	for _, t := range tg.Tasks {
+		if r := t.Resources; r != nil {
+			var have AllocatedTaskResources
+			if tr := ar.Tasks[t.Name]; tr != nil {
+				have = *tr
+			}
+			for _, c := range []struct {
+				dim        string
+				have, need int64
+			}{{"cpu", have.Cpu.CpuShares, int64(r.CPU)}, {"memory", have.Memory.MemoryMB, int64(r.MemoryMB)}, {"cores", int64(len(have.Cpu.ReservedCores)), int64(r.Cores)}} {
+				if c.have < c.need {
+					return fmt.Errorf("task %q holds %d %s, less than it asks for (%d)", t.Name, c.have, c.dim, c.need)
+				}
+			}
+		}
+		if len(ar.TaskLifecycles) == 0 {
+			continue
+		}
+		lc, ok := ar.TaskLifecycles[t.Name]
+		switch {
+		case ok && lc == nil:
+			return fmt.Errorf("the lifecycle of task %q is missing (null)", t.Name)
+		case t.Lifecycle == nil && ok:
+			return fmt.Errorf("it gives task %q the lifecycle %s, but it is a main task", t.Name, lc)
+		case t.Lifecycle != nil && (!ok || *lc != *t.Lifecycle):
+			return fmt.Errorf("it gives task %q the lifecycle %s, not its own (%s)", t.Name, lc, t.Lifecycle)
+		}
+		if ok {
+			named++
+		}
+	}
+	if named != len(ar.TaskLifecycles) {
+		for name := range ar.TaskLifecycles {
+			if tg.LookupTask(name) == nil {
+				return fmt.Errorf("it gives a lifecycle to task %q, which its group %q does not have", name, tg.Name)
+			}
 		}
 	}
 	return nil

@@ -226,3 +226,72 @@ func TestE2E_BrokenJobspecExitsWithLocation(t *testing.T) {
 		t.Fatalf("diagnostic lacks file:line:col:\n%s", out)
 	}
 }
+
+// An init task runs before the group's main task, so the agent places a
+// group that needs the larger of the two, not their sum, as Nomad does:
+// on the one 4,000 MHz dev node, 500 + max(3,000, 3,000) MHz fits, where
+// the sum (6,500) would not. The allocation keeps its tasks' lifecycles,
+// which the wasm scheduler sent and the host checked against the job.
+func TestE2E_InitTaskFitsBesideItsMainTask(t *testing.T) {
+	bin := droverBin(t)
+	addr := startDevAgent(t, bin, 1)
+	spec := filepath.Join(t.TempDir(), "init.hcl")
+	if err := os.WriteFile(spec, []byte(`job "migrate" {
+  datacenters = ["dc1"]
+  group "app" {
+    task "schema" {
+      driver = "exec"
+      lifecycle {
+        hook = "prestart"
+      }
+      config { command = "/bin/migrate" }
+      resources {
+        cpu    = 3000
+        memory = 256
+      }
+    }
+    task "proxy" {
+      driver = "exec"
+      lifecycle {
+        hook    = "prestart"
+        sidecar = true
+      }
+      config { command = "/bin/proxy" }
+      resources {
+        cpu    = 500
+        memory = 64
+      }
+    }
+    task "server" {
+      driver = "exec"
+      config { command = "/bin/server" }
+      resources {
+        cpu    = 3000
+        memory = 256
+      }
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := drover(t, bin, addr, "job", "run", spec)
+	if code != 0 || !strings.Contains(out, `finished with status "complete": 1 placed, 0 queued`) {
+		t.Fatalf("job run exited %d, want one placement:\n%s", code, out)
+	}
+	var stubs []*sdk.AllocationListStub
+	getJSON(t, addr+"/v1/job/migrate/allocations", &stubs)
+	if len(stubs) != 1 {
+		t.Fatalf("%d allocations, want 1", len(stubs))
+	}
+	var a sdk.Allocation
+	getJSON(t, addr+"/v1/allocation/"+stubs[0].ID, &a)
+	lcs := a.AllocatedResources.TaskLifecycles
+	if len(lcs) != 2 || lcs["schema"] == nil || *lcs["schema"] != (sdk.TaskLifecycle{Hook: "prestart"}) ||
+		lcs["proxy"] == nil || *lcs["proxy"] != (sdk.TaskLifecycle{Hook: "prestart", Sidecar: true}) {
+		t.Fatalf("the allocation holds lifecycles %+v", lcs)
+	}
+	if u := a.AllocatedResources.Usage(); u.CPU != 3500 {
+		t.Fatalf("the allocation uses %d MHz, want 3500", u.CPU)
+	}
+}

@@ -25,10 +25,11 @@ import "fmt"
 // drover_check_config or the go-plugin method CheckConfig. 1.8 added
 // PlanRequest.Shared and Placed: a plugin whose host declares 1.8 may send
 // its plan's new allocations as templates and the fields each has of its
-// own.
+// own. 1.9 added AllocatedResources.TaskLifecycles: an allocation uses its
+// tasks folded by when they run (sdk.TaskPhases), not their sum.
 const (
 	Major = 1
-	Minor = 8
+	Minor = 9
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the

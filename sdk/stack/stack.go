@@ -191,9 +191,14 @@ type group struct {
 	checks *feasible.GroupChecks
 	elig   *feasible.Eligibility
 	// base is the group's need without the CPU its reserved cores cost
-	// (that depends on the node).
-	base  sdk.Usage
-	cores int
+	// (that depends on the node). When a task has a lifecycle, phases holds
+	// the same by when tasks run, and base only the disk.
+	base   sdk.Usage
+	phases *sdk.TaskPhases
+	cores  int
+	// lifecycles are the group's task lifecycles, as its placements hold
+	// them (sdk.AllocatedResources.TaskLifecycles).
+	lifecycles map[string]*sdk.TaskLifecycle
 	// special groups need ports, cores or devices assigned per node.
 	special   bool
 	resources *sdk.AllocatedResources
@@ -257,20 +262,28 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 	// Preemption is by the job's current priority, also for a placement
 	// of an older version (the host judges it so).
 	g := &group{job: job, tg: tg, checks: feasible.NewGroupChecks(job, tg), elig: s.eligibility(job), prio: s.job.Priority}
+	g.lifecycles = sdk.TaskLifecycles(tg)
+	if g.lifecycles != nil {
+		g.phases = &sdk.TaskPhases{}
+	}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
 		}
 		g.cores += t.Resources.Cores
+		u := sdk.Usage{MemoryMB: int64(t.Resources.MemoryMB), Cores: int64(t.Resources.Cores)}
 		if t.Resources.Cores == 0 {
-			g.base.CPU += int64(t.Resources.CPU)
+			u.CPU = int64(t.Resources.CPU)
 		}
-		g.base.MemoryMB += int64(t.Resources.MemoryMB)
+		if g.phases != nil {
+			g.phases.Add(t.Lifecycle, u)
+		} else {
+			g.base.Add(u)
+		}
 		if len(t.Resources.Networks) > 0 || len(t.Resources.Devices) > 0 {
 			g.special = true
 		}
 	}
-	g.base.Cores = int64(g.cores)
 	if tg.EphemeralDisk != nil {
 		g.base.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
@@ -372,6 +385,7 @@ func (s *Stack) baseResources(tg *sdk.TaskGroup) *sdk.AllocatedResources {
 		}
 		r.Tasks[t.Name] = tr
 	}
+	r.TaskLifecycles = sdk.TaskLifecycles(tg)
 	if tg.EphemeralDisk != nil {
 		r.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
@@ -720,9 +734,20 @@ func (s *Stack) needOn(g *group, n *sdk.Node, info *nodeInfo) (used, capacity sd
 	used = info.used
 	used.Add(info.change.delta)
 	used.Add(g.base)
-	if g.cores > 0 {
-		used.CPU += int64(g.cores) * feasible.SharesPerCore(n)
+	if g.phases == nil {
+		if g.cores > 0 {
+			used.CPU += int64(g.cores) * feasible.SharesPerCore(n)
+		}
+		return used, info.capacity
 	}
+	p := *g.phases
+	if g.cores > 0 {
+		spc := feasible.SharesPerCore(n)
+		for _, u := range []*sdk.Usage{&p.Sidecars, &p.Prestart, &p.Main, &p.Poststop} {
+			u.CPU += u.Cores * spc
+		}
+	}
+	used.Add(p.Total())
 	return used, info.capacity
 }
 
@@ -792,7 +817,7 @@ type deviceAffinity struct {
 // something is missing.
 func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *deviceAffinity) (*sdk.AllocatedResources, string) {
 	tg := g.tg
-	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks))}
+	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks)), TaskLifecycles: g.lifecycles}
 	if tg.EphemeralDisk != nil {
 		r.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}

@@ -40,8 +40,8 @@ func randomCluster(r *rand.Rand, n int) []*sdk.Node {
 }
 
 // randomJob returns a service or batch job of one to three groups with
-// random counts, resources, constraints, distinct_hosts, spreads,
-// affinities and ports.
+// random counts, resources, task lifecycles, constraints, distinct_hosts,
+// spreads, affinities and ports.
 func randomJob(r *rand.Rand, id string) *sdk.Job {
 	job := schedtest.ServiceJob(id, 1)
 	if r.IntN(3) == 0 {
@@ -62,6 +62,14 @@ func randomJob(r *rand.Rand, id string) *sdk.Job {
 		tg := &sdk.TaskGroup{Name: fmt.Sprintf("g%d", g), Count: 1 + r.IntN(25), EphemeralDisk: &sdk.EphemeralDisk{SizeMB: 100},
 			Tasks: []*sdk.Task{{Name: "t", Driver: "exec",
 				Resources: &sdk.Resources{CPU: []int{100, 250, 500, 1000}[r.IntN(4)], MemoryMB: []int{64, 256, 512}[r.IntN(3)]}}}}
+		if r.IntN(3) == 0 {
+			// A task that runs beside or around the main one: the stack and
+			// the applier must fold it alike (sdk.TaskPhases).
+			hooks := []string{sdk.TaskLifecycleHookPrestart, sdk.TaskLifecycleHookPoststart, sdk.TaskLifecycleHookPoststop}
+			tg.Tasks = append(tg.Tasks, &sdk.Task{Name: "aside", Driver: "exec",
+				Lifecycle: &sdk.TaskLifecycle{Hook: hooks[r.IntN(3)], Sidecar: r.IntN(2) == 0},
+				Resources: &sdk.Resources{CPU: []int{100, 800, 1500}[r.IntN(3)], MemoryMB: []int{64, 1024}[r.IntN(2)]}})
+		}
 		if r.IntN(3) == 0 {
 			tg.Constraints = append(tg.Constraints, &sdk.Constraint{LTarget: "${meta.zone}", RTarget: "a,b", Operand: sdk.ConstraintSetContainsAny})
 		}

@@ -170,3 +170,93 @@ func TestService_PreemptsForStaticPorts(t *testing.T) {
 		})
 	}
 }
+
+// initTaskJob is a service job of count allocations whose group runs an
+// init task of initCPU MHz before its main task (2,500 MHz), beside a
+// sidecar of 500 MHz; sidecarInit makes the init task a sidecar too.
+func initTaskJob(count, initCPU int, sidecarInit bool) *sdk.Job {
+	job := schedtest.ServiceJob("web", count)
+	tg := job.TaskGroups[0]
+	tg.Tasks[0].Resources.CPU = 2500
+	tg.Tasks = append(tg.Tasks,
+		&sdk.Task{Name: "init", Driver: "exec", Resources: &sdk.Resources{CPU: initCPU, MemoryMB: 64},
+			Lifecycle: &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPrestart, Sidecar: sidecarInit}},
+		&sdk.Task{Name: "proxy", Driver: "exec", Resources: &sdk.Resources{CPU: 500, MemoryMB: 64},
+			Lifecycle: &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPrestart, Sidecar: true}})
+	return job
+}
+
+// An init task runs before the main tasks, so a group needs the larger of
+// the two, not their sum, as in Nomad: on 4,000 MHz nodes an allocation
+// needs 500 + max(3,000, 2,500) MHz and one fits each node, where the sum
+// (6,000 MHz) fits none. The harness checks each plan as the host does.
+func TestService_InitTaskRunsBeforeMainTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		sidecar        bool
+		placed, failed int
+	}{
+		{"init task", false, 2, 1},
+		{"the same task as a sidecar", true, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			job := initTaskJob(3, 3000, tc.sidecar)
+			h.Process(service, h.RegisterJob(job))
+			placed := h.Live(job.Namespace, job.ID)
+			if len(placed) != tc.placed {
+				t.Fatalf("placed %d, want %d", len(placed), tc.placed)
+			}
+			nodes := map[string]bool{}
+			for _, a := range placed {
+				nodes[a.NodeID] = true
+				if got := a.AllocatedResources.Usage().CPU; got != 3500 {
+					t.Fatalf("allocation %s uses %d MHz, want 3500", a.Name, got)
+				}
+				if lc := a.AllocatedResources.TaskLifecycles; len(lc) != 2 || *lc["init"] != *job.TaskGroups[0].Tasks[1].Lifecycle {
+					t.Fatalf("allocation %s holds lifecycles %v", a.Name, lc)
+				}
+			}
+			if len(nodes) != tc.placed {
+				t.Fatalf("placed on %d nodes, want %d", len(nodes), tc.placed)
+			}
+			m := h.LastEval().FailedTGAllocs["web"]
+			if tc.failed == 0 {
+				if m != nil {
+					t.Fatalf("failed: %+v", m)
+				}
+				return
+			}
+			if m == nil || m.CoalescedFailures+1 != tc.failed || m.DimensionExhausted["cpu"] == 0 {
+				t.Fatalf("failed %+v, want %d failures for cpu", m, tc.failed)
+			}
+		})
+	}
+}
+
+// Tasks that reserve cores cost CPU by their node (4,000 MHz over 4 cores
+// here); folded by lifecycle, an init task of one core and a main task of
+// two beside a 1,500 MHz sidecar need 1,500 + max(1,000, 2,000) MHz and 3
+// cores, which fit a node once: the stack must fold the cores' CPU as the
+// host does, not add it on top.
+func TestService_InitTaskWithReservedCores(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Node("n"))
+	job := initTaskJob(2, 0, false)
+	tasks := job.TaskGroups[0].Tasks
+	tasks[0].Resources.CPU, tasks[0].Resources.Cores = 0, 2
+	tasks[1].Resources.Cores = 1
+	tasks[2].Resources.CPU = 1500
+	h.Process(service, h.RegisterJob(job))
+	placed := h.Live(job.Namespace, job.ID)
+	if len(placed) != 1 {
+		t.Fatalf("placed %d, want 1", len(placed))
+	}
+	if u := placed[0].AllocatedResources.Usage(); u.CPU != 3500 || u.Cores != 3 {
+		t.Fatalf("the allocation uses %+v, want 3500 MHz and 3 cores", u)
+	}
+	if m := h.LastEval().FailedTGAllocs["web"]; m == nil || m.DimensionExhausted["cores"] != 1 {
+		t.Fatalf("the second allocation's failure: %+v, want cores exhausted", m)
+	}
+}

@@ -1,0 +1,154 @@
+package sdk
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func lifecycle(hook string, sidecar bool) *TaskLifecycle {
+	return &TaskLifecycle{Hook: hook, Sidecar: sidecar}
+}
+
+// lifecycleGroup is a group of four tasks: a main task, a prestart task, a
+// prestart sidecar and a poststop task, with the resources given.
+func lifecycleGroup(main, init, side, post Resources) *TaskGroup {
+	task := func(name string, lc *TaskLifecycle, r Resources) *Task {
+		return &Task{Name: name, Driver: "docker", Lifecycle: lc, Resources: &r}
+	}
+	return &TaskGroup{Name: "g", Count: 1, EphemeralDisk: &EphemeralDisk{SizeMB: 300}, Tasks: []*Task{
+		task("main", nil, main),
+		task("init", lifecycle(TaskLifecycleHookPrestart, false), init),
+		task("side", lifecycle(TaskLifecycleHookPrestart, true), side),
+		task("post", lifecycle(TaskLifecycleHookPoststop, false), post),
+	}}
+}
+
+// TestUsage_FoldsTasksByLifecycle checks what an allocation uses when its
+// tasks run at different times, as Nomad's AllocatedResources.Comparable
+// counts it (TestAllocatedResources_Comparable_Flattened in Nomad v1.6.1),
+// except that a poststart task counts with the main tasks.
+func TestUsage_FoldsTasksByLifecycle(t *testing.T) {
+	task := func(cpu, mem int64, cores ...uint16) *AllocatedTaskResources {
+		return &AllocatedTaskResources{Cpu: AllocatedCpuResources{CpuShares: cpu, ReservedCores: cores},
+			Memory: AllocatedMemoryResources{MemoryMB: mem}}
+	}
+	pre, side := lifecycle(TaskLifecycleHookPrestart, false), lifecycle(TaskLifecycleHookPrestart, true)
+	poststart, post := lifecycle(TaskLifecycleHookPoststart, false), lifecycle(TaskLifecycleHookPoststop, false)
+	for _, tc := range []struct {
+		name  string
+		tasks map[string]*AllocatedTaskResources
+		lcs   map[string]*TaskLifecycle
+		want  Usage
+	}{
+		{"no lifecycles: the sum", map[string]*AllocatedTaskResources{"a": task(100, 200), "b": task(300, 50)}, nil,
+			Usage{CPU: 400, MemoryMB: 250, DiskMB: 10}},
+		{"a larger init task: its own size", map[string]*AllocatedTaskResources{"main": task(100, 200), "init": task(1000, 50)},
+			map[string]*TaskLifecycle{"init": pre}, Usage{CPU: 1000, MemoryMB: 200, DiskMB: 10}},
+		{"init tasks run together", map[string]*AllocatedTaskResources{"main": task(100, 200), "i1": task(300, 150), "i2": task(300, 150)},
+			map[string]*TaskLifecycle{"i1": pre, "i2": pre}, Usage{CPU: 600, MemoryMB: 300, DiskMB: 10}},
+		{"a sidecar runs beside everything", map[string]*AllocatedTaskResources{"main": task(100, 200), "init": task(1000, 50), "side": task(10, 20)},
+			map[string]*TaskLifecycle{"init": pre, "side": side}, Usage{CPU: 1010, MemoryMB: 220, DiskMB: 10}},
+		{"poststop runs after", map[string]*AllocatedTaskResources{"main": task(100, 200), "post": task(50, 500)},
+			map[string]*TaskLifecycle{"post": post}, Usage{CPU: 100, MemoryMB: 500, DiskMB: 10}},
+		{"poststart runs beside the main tasks", map[string]*AllocatedTaskResources{"main": task(100, 200), "ps": task(50, 500)},
+			map[string]*TaskLifecycle{"ps": poststart}, Usage{CPU: 150, MemoryMB: 700, DiskMB: 10}},
+		{"a null lifecycle is a main task", map[string]*AllocatedTaskResources{"main": task(100, 200), "init": task(1000, 50)},
+			map[string]*TaskLifecycle{"init": nil, "gone": pre}, Usage{CPU: 1100, MemoryMB: 250, DiskMB: 10}},
+		{"reserved cores are summed", map[string]*AllocatedTaskResources{"main": task(2000, 200, 0), "init": task(2000, 50, 1)},
+			map[string]*TaskLifecycle{"init": pre}, Usage{CPU: 2000, MemoryMB: 200, DiskMB: 10, Cores: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ar := &AllocatedResources{Tasks: tc.tasks, TaskLifecycles: tc.lcs, Shared: AllocatedSharedResources{DiskMB: 10}}
+			if got := ar.Usage(); got != tc.want {
+				t.Fatalf("Usage = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGroupUsage_IsWhatItsRequestUses checks, over random groups, that what
+// a group asks for is what the allocation RequestedResources makes of it
+// uses, and never more than the plain sum of its tasks.
+func TestGroupUsage_IsWhatItsRequestUses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	hooks := []*TaskLifecycle{nil, lifecycle(TaskLifecycleHookPrestart, false), lifecycle(TaskLifecycleHookPrestart, true),
+		lifecycle(TaskLifecycleHookPoststart, false), lifecycle(TaskLifecycleHookPoststart, true), lifecycle(TaskLifecycleHookPoststop, false)}
+	for i := range 2000 {
+		tg := &TaskGroup{Name: "g", EphemeralDisk: &EphemeralDisk{SizeMB: rng.IntN(1000)}}
+		var sum Usage
+		for k := range 1 + rng.IntN(5) {
+			r := &Resources{CPU: rng.IntN(2000), MemoryMB: rng.IntN(2000)}
+			tg.Tasks = append(tg.Tasks, &Task{Name: string(rune('a' + k)), Lifecycle: hooks[rng.IntN(len(hooks))], Resources: r})
+			sum.Add(Usage{CPU: int64(r.CPU), MemoryMB: int64(r.MemoryMB)})
+		}
+		sum.DiskMB = int64(tg.EphemeralDisk.SizeMB)
+		ar := RequestedResources(tg)
+		if err := ar.CheckCovers(tg); err != nil {
+			t.Fatalf("group %d: its own request is refused: %v", i, err)
+		}
+		need := GroupUsage(tg)
+		if got := ar.Usage(); got != need {
+			t.Fatalf("group %d: the request uses %+v, the group asks %+v", i, got, need)
+		}
+		if ok, dim := need.Fits(sum); !ok {
+			t.Fatalf("group %d: asks more %s than the sum of its tasks: %+v > %+v", i, dim, need, sum)
+		}
+	}
+}
+
+// TestCheckCovers_TasksAndLifecycles checks that a placement cannot seem
+// to use less than its group needs by what it says of its tasks: each task
+// must hold what it asks for, and the lifecycles must be the group's or
+// none.
+func TestCheckCovers_TasksAndLifecycles(t *testing.T) {
+	tg := lifecycleGroup(Resources{CPU: 100, MemoryMB: 100}, Resources{CPU: 1000, MemoryMB: 50},
+		Resources{CPU: 10, MemoryMB: 10}, Resources{CPU: 20, MemoryMB: 400})
+	for _, tc := range []struct {
+		name   string
+		change func(ar *AllocatedResources)
+		want   string // "" when accepted
+	}{
+		{"the request", func(*AllocatedResources) {}, ""},
+		{"no lifecycles: every task a main task", func(ar *AllocatedResources) { ar.TaskLifecycles = nil }, ""},
+		{"more than asked", func(ar *AllocatedResources) { ar.Tasks["main"].Memory.MemoryMB = 5000 }, ""},
+		{"a main task passed off as an init task", func(ar *AllocatedResources) {
+			ar.TaskLifecycles["main"] = lifecycle(TaskLifecycleHookPrestart, false)
+		}, `gives task "main" the lifecycle prestart, but it is a main task`},
+		{"a sidecar passed off as an init task", func(ar *AllocatedResources) {
+			ar.TaskLifecycles["side"] = lifecycle(TaskLifecycleHookPrestart, false)
+		}, `gives task "side" the lifecycle prestart, not its own (prestart sidecar)`},
+		{"a lifecycle left out", func(ar *AllocatedResources) { delete(ar.TaskLifecycles, "init") },
+			`gives task "init" the lifecycle main, not its own (prestart)`},
+		{"a null lifecycle", func(ar *AllocatedResources) { ar.TaskLifecycles["init"] = nil },
+			`the lifecycle of task "init" is missing (null)`},
+		{"a lifecycle for another task", func(ar *AllocatedResources) {
+			ar.TaskLifecycles["other"] = lifecycle(TaskLifecycleHookPoststop, false)
+		}, `gives a lifecycle to task "other", which its group "g" does not have`},
+		{"CPU moved from the init task to the main task", func(ar *AllocatedResources) {
+			ar.Tasks["init"].Cpu.CpuShares, ar.Tasks["main"].Cpu.CpuShares = 0, 1100
+		}, `task "init" holds 0 cpu, less than it asks for (1000)`},
+		{"a task without resources", func(ar *AllocatedResources) { delete(ar.Tasks, "post") },
+			`task "post" holds 0 cpu, less than it asks for (20)`},
+		{"resources for another task", func(ar *AllocatedResources) { ar.Tasks["other"] = &AllocatedTaskResources{} }, ""},
+		{"less disk", func(ar *AllocatedResources) { ar.Shared.DiskMB = 299 },
+			`holds 299 disk, less than its group "g" asks for (300)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ar := RequestedResources(tg)
+			tc.change(ar)
+			err := ar.CheckCovers(tg)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if err == nil {
+				if got, need := ar.Usage(), GroupUsage(tg); got.CPU < need.CPU || got.MemoryMB < need.MemoryMB {
+					t.Fatalf("accepted, and uses %+v, less than the group's %+v", got, need)
+				}
+			}
+		})
+	}
+}
