@@ -205,7 +205,8 @@ func (p *pass) computeJobAllocs() {
 
 // updateInPlace updates in place the allocations whose group changed
 // nothing destructive and still fits its node; it returns the others
-// (destructive) and the ones it updated.
+// (destructive) and the ones it updated, finished sysbatch allocations
+// among them (left as they are).
 func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inplace []reconcile.SystemTuple) {
 	for _, t := range updates {
 		a := t.Alloc
@@ -218,7 +219,11 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 			continue
 		}
 		if a.TerminalStatus() {
-			continue // a finished sysbatch allocation: nothing to update
+			// A finished sysbatch allocation: nothing to update, and
+			// counted as updated in place, as Nomad's inplaceUpdate
+			// counts it.
+			inplace = append(inplace, t)
+			continue
 		}
 		node := t.Node
 		if node == nil {

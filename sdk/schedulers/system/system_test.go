@@ -696,3 +696,98 @@ func TestSystem_NotReadyNodeOutsideTheNewDatacentersIsLeftAlone(t *testing.T) {
 		t.Fatalf("stopped the allocation on %s (%s)", a.NodeID, a.DesiredDescription)
 	}
 }
+
+// TestSystem_DryRunCountsAsNomad: what a dry run counts per group where
+// Drover's counts once differed from Nomad v1.6.1's, which come from
+// desiredUpdates (scheduler/util.go) over diffSystemAllocs
+// (scheduler/system_util.go) and inplaceUpdate (scheduler/util.go). Nodes
+// are n-000 and n-001; the group is agent (and other, where there are
+// two). What the plan does is checked too: the counts changed, not it.
+func TestSystem_DryRunCountsAsNomad(t *testing.T) {
+	// placed registers the job on both nodes and reports its allocations
+	// running; it returns them by node.
+	placed := func(h *schedtest.Harness, job *sdk.Job) map[string][]*sdk.Allocation {
+		h.UpsertNodes(schedtest.Nodes("n", 2)...)
+		h.Process(sched, h.RegisterJob(job))
+		byNode := map[string][]*sdk.Allocation{}
+		for _, a := range h.Live(job.Namespace, job.ID) {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+			byNode[a.NodeID] = append(byNode[a.NodeID], a)
+		}
+		return byNode
+	}
+	sysbatch := func(groups ...string) *sdk.Job {
+		job := schedtest.SystemJob("agent")
+		job.Type = sdk.JobTypeSysBatch
+		for _, g := range groups {
+			tg := job.Copy().TaskGroups[0]
+			tg.Name = g
+			job.TaskGroups = append(job.TaskGroups, tg)
+		}
+		return job
+	}
+	// finish reports the allocations of group g complete.
+	finish := func(h *schedtest.Harness, byNode map[string][]*sdk.Allocation, g string, nodes ...string) {
+		for _, n := range nodes {
+			for _, a := range byNode[n] {
+				if a.TaskGroup == g {
+					h.SetClientStatus(sdk.AllocClientStatusComplete, a)
+				}
+			}
+		}
+	}
+	inPlace := func(h *schedtest.Harness) *sdk.Evaluation { // a new version that updates in place
+		next := h.State().Job("default", "agent").Copy()
+		next.Constraints = append(next.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
+		return h.RegisterJob(next)
+	}
+
+	cases := []struct {
+		name  string
+		setup func(h *schedtest.Harness) *sdk.Evaluation
+		want  map[string]sdk.DesiredUpdates
+		// allocs and stops: how many allocations the plan places,
+		// updates or marks, and how many it stops.
+		allocs, stops int
+	}{
+		{
+			// inplaceUpdate: "Terminal batch allocations are not filtered
+			// when they are completed successfully": a finished
+			// allocation whose tasks did not change is counted updated in
+			// place, with nothing in the plan
+			// (TestDiffSystemAllocsForNode_Sysbatch_terminal, "outdated
+			// job", puts it among the updates).
+			"sysbatch: a finished allocation is updated in place",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch())
+				finish(h, byNode, "agent", "n-000")
+				return inPlace(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {InPlaceUpdate: 2}},
+			1, 0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			e := tc.setup(h)
+			e.AnnotatePlan = true
+			h.Process(sched, e)
+			ann := h.LastPlan().Annotations
+			if ann == nil {
+				t.Fatal("no annotations")
+			}
+			got := map[string]sdk.DesiredUpdates{}
+			for g, u := range ann.DesiredTGUpdates {
+				got[g] = *u
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("annotations %+v, want %+v", got, tc.want)
+			}
+			plan := h.LastPlan()
+			if n, s := len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)); n != tc.allocs || s != tc.stops {
+				t.Fatalf("the plan places, updates or marks %d and stops %d, want %d and %d", n, s, tc.allocs, tc.stops)
+			}
+		})
+	}
+}
