@@ -359,7 +359,10 @@ func copyCounts(m map[string]int) map[string]int {
 	return out
 }
 
-// desiredUpdates summarizes the diff per task group for plan annotations.
+// desiredUpdates summarizes the diff per task group for plan annotations,
+// as Nomad's desiredUpdates (scheduler/util.go) does: lost allocations
+// (stopped as lost) and disconnecting ones (marked unknown) are not
+// counted.
 func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
 	out := map[string]*sdk.DesiredUpdates{}
 	get := func(t reconcile.SystemTuple) *sdk.DesiredUpdates {
@@ -385,14 +388,8 @@ func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.
 	for _, t := range d.Migrate {
 		get(t).Migrate++
 	}
-	for _, t := range d.Lost {
-		get(t).Stop++
-	}
 	for _, t := range d.Ignore {
 		get(t).Ignore++
-	}
-	for _, t := range d.Disconnect {
-		get(t).Ignore++ // kept, only marked unknown
 	}
 	for _, t := range destructive {
 		get(t).DestructiveUpdate++

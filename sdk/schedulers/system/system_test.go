@@ -736,10 +736,27 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			}
 		}
 	}
+	setNode := func(h *schedtest.Harness, id string, f func(n *sdk.Node)) {
+		n := h.State().Node(id).Copy()
+		f(n)
+		h.UpsertNodes(n)
+	}
 	inPlace := func(h *schedtest.Harness) *sdk.Evaluation { // a new version that updates in place
 		next := h.State().Job("default", "agent").Copy()
 		next.Constraints = append(next.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
 		return h.RegisterJob(next)
+	}
+	same := func(h *schedtest.Harness) *sdk.Evaluation { // the job as it is
+		return h.NewEval(h.State().Job("default", "agent"), sdk.EvalTriggerJobRegister)
+	}
+	disconnect := func(h *schedtest.Harness, job *sdk.Job) {
+		placed(h, job)
+		setNode(h, "n-000", func(n *sdk.Node) { n.Status = sdk.NodeStatusDisconnected })
+	}
+	tolerant := func() *sdk.Job {
+		job := schedtest.SystemJob("agent")
+		job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+		return job
 	}
 
 	cases := []struct {
@@ -765,6 +782,69 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			},
 			map[string]sdk.DesiredUpdates{"agent": {InPlaceUpdate: 2}},
 			1, 0,
+		},
+		{
+			// desiredUpdates counts no lost allocation (diff.lost is not
+			// among its sets; TestDiffSystemAllocsForNode_LostNode).
+			"lost: the node is down",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				placed(h, schedtest.SystemJob("agent"))
+				setNode(h, "n-000", func(n *sdk.Node) { n.Status = sdk.NodeStatusDown })
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// diffSystemAllocsForNode: a node that no longer exists is
+			// tainted (nil), and its allocations lost.
+			"lost: the node is gone",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				placed(h, schedtest.SystemJob("agent"))
+				h.DeleteNode("n-000")
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// TestDiffSystemAllocsForNode_DisconnectedNode, "alloc in
+			// disconnected client is marked as unknown": disconnecting,
+			// which desiredUpdates does not count.
+			"disconnecting: running on a disconnected node",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, tolerant())
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			1, 0,
+		},
+		{
+			// TestDiffSystemAllocsForNode_DisconnectedNode, "disconnected
+			// alloc is lost after it expires": lost, not counted.
+			"lost: unknown past lost_after",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, tolerant())
+				h.Process(sched, same(h))
+				h.Now = h.Now.Add(2 * time.Minute)
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// A group that does not tolerate disconnects: Drover stops
+			// its allocation on a disconnected node as lost, as its
+			// service reconciler does; Nomad's system scheduler leaves it
+			// running and counts it ignored. The count follows what the
+			// plan does: lost, not counted.
+			"lost: disconnected, not tolerated",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, schedtest.SystemJob("agent"))
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
 		},
 	}
 	for _, tc := range cases {
