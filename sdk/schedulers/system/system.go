@@ -176,7 +176,7 @@ func (p *pass) computeJobAllocs() {
 	}
 	destructive, inplace := p.updateInPlace(diff.Update)
 	if p.eval.AnnotatePlan {
-		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: desiredUpdates(diff, inplace, destructive)}
+		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: desiredUpdates(p.job, diff, inplace, destructive)}
 	}
 	limit := len(destructive)
 	if !p.job.Stopped() && p.job.Update.Rolling() {
@@ -362,8 +362,12 @@ func copyCounts(m map[string]int) map[string]int {
 // desiredUpdates summarizes the diff per task group for plan annotations,
 // as Nomad's desiredUpdates (scheduler/util.go) does: lost allocations
 // (stopped as lost) and disconnecting ones (marked unknown) are not
-// counted.
-func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
+// counted. A finished sysbatch allocation of an older version on a node
+// that is not ready counts as updated in place when the change is not
+// destructive, as Nomad's inplaceUpdate counts it; otherwise Nomad stops
+// it and queues a replacement that finds no node (computePlacements:
+// "could not find node"), which Drover does not do: it counts it ignored.
+func desiredUpdates(job *sdk.Job, d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
 	out := map[string]*sdk.DesiredUpdates{}
 	get := func(t reconcile.SystemTuple) *sdk.DesiredUpdates {
 		var name string
@@ -389,6 +393,15 @@ func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.
 		get(t).Migrate++
 	}
 	for _, t := range d.Ignore {
+		get(t).Ignore++
+	}
+	for _, t := range d.Finished {
+		if t.Alloc.Job != nil {
+			if changed, _ := reconcile.TasksUpdated(job, t.Alloc.Job, t.TaskGroup.Name); !changed {
+				get(t).InPlaceUpdate++
+				continue
+			}
+		}
 		get(t).Ignore++
 	}
 	for _, t := range destructive {

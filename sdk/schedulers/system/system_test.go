@@ -746,6 +746,13 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 		next.Constraints = append(next.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
 		return h.RegisterJob(next)
 	}
+	destructive := func(h *schedtest.Harness) *sdk.Evaluation { // a new version that replaces
+		next := h.State().Job("default", "agent").Copy()
+		for _, tg := range next.TaskGroups {
+			tg.Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+		}
+		return h.RegisterJob(next)
+	}
 	same := func(h *schedtest.Harness) *sdk.Evaluation { // the job as it is
 		return h.NewEval(h.State().Job("default", "agent"), sdk.EvalTriggerJobRegister)
 	}
@@ -845,6 +852,51 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			},
 			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
 			0, 1,
+		},
+		{
+			// diffSystemAllocs diffs every node with a live allocation of
+			// the job, and diffSystemAllocsForNode finds a sysbatch
+			// job's finished allocations there before it skips a node
+			// that is not ready: one of the job's version is ignored.
+			"sysbatch: finished beside a running one on a node not ready",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 2}, "other": {Ignore: 2}},
+			0, 0,
+		},
+		{
+			// The same under a new version: an update, counted in place
+			// on both nodes (inplaceUpdate's terminal case), though
+			// nothing is placed on the node that is not ready.
+			"sysbatch: finished on a node not ready, new version in place",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return inPlace(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1, InPlaceUpdate: 1}, "other": {InPlaceUpdate: 2}},
+			1, 0,
+		},
+		{
+			// Under a version that replaces, Nomad counts a destructive
+			// update on the node that is not ready too: it stops the
+			// finished allocation and queues a replacement that finds no
+			// node (computePlacements: "could not find node"). Drover
+			// leaves that allocation alone, and counts it ignored.
+			"sysbatch: finished on a node not ready, new version replaces",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return destructive(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1, DestructiveUpdate: 1}, "other": {Ignore: 1, DestructiveUpdate: 1}},
+			2, 2,
 		},
 	}
 	for _, tc := range cases {
