@@ -302,7 +302,7 @@ func annotate(snap *state.Snapshot, job *sdk.Job, pl *sdk.Plan) *sdk.PlanAnnotat
 // annotatePreemptions completes a plan's annotations, whoever wrote them,
 // with what it would preempt, as Nomad's: the preempted allocations as they
 // are in the state (sorted by job, group and name), and per group of the
-// planned job how many allocations its placements preempt.
+// planned job how many allocations its new placements preempt.
 func annotatePreemptions(snap *state.Snapshot, ann *sdk.PlanAnnotations, pl *sdk.Plan) {
 	if pl == nil || len(pl.NodePreemptions) == 0 {
 		return
@@ -324,7 +324,9 @@ func annotatePreemptions(snap *state.Snapshot, ann *sdk.PlanAnnotations, pl *sdk
 	}
 	for _, as := range pl.NodeAllocation {
 		for _, a := range as {
-			if len(a.PreemptedAllocations) == 0 {
+			// Only new allocations preempt: one updated in place keeps
+			// the list of what it preempted when it was placed.
+			if len(a.PreemptedAllocations) == 0 || snap.Alloc(a.ID) != nil {
 				continue
 			}
 			if ann.DesiredTGUpdates == nil {

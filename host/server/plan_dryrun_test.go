@@ -210,3 +210,53 @@ func TestJobSummary_CountsByStatus(t *testing.T) {
 		t.Fatalf("summary = %+v", g)
 	}
 }
+
+// A system job's allocations that preempted when they were placed keep
+// the list of what they preempted; updated in place by a later plan, they
+// preempt nothing more. Nomad counts a group's preemptions as its new
+// placements make them (scheduler_system.go computePlacements), so a plan
+// that updates one group in place and places a new one counts only the
+// new group's.
+func TestPlanJob_PreemptionsCountOnlyNewPlacements(t *testing.T) {
+	s := oneInstance(t, 2, 1000)
+	low := servertest.Job("low", "service", 2, 900, 256)
+	low.Priority = 20
+	servertest.WaitForEval(t, s, registerJob(t, s, low))
+	sys := servertest.Job("agent", sdk.JobTypeSystem, 1, 500, 64)
+	sys.Priority = 90
+	servertest.WaitForEval(t, s, registerJob(t, s, sys))
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "agent") {
+		if len(a.PreemptedAllocations) != 1 {
+			t.Fatalf("setup: %s preempted %v, want one allocation of low", a.Name, a.PreemptedAllocations)
+		}
+	}
+	var evicted []server.AllocUpdate // their nodes report them finished
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "low") {
+		evicted = append(evicted, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete})
+	}
+	if _, err := s.UpdateAllocsFromClient(evicted); err != nil {
+		t.Fatal(err)
+	}
+	low2 := servertest.Job("low2", "service", 2, 400, 256)
+	low2.Priority = 20
+	servertest.WaitForEval(t, s, registerJob(t, s, low2))
+
+	next := servertest.Job("agent", sdk.JobTypeSystem, 1, 500, 64)
+	next.Priority = 90
+	g2 := next.Copy().TaskGroups[0]
+	g2.Name = "g2"
+	next.TaskGroups = append(next.TaskGroups, g2)
+	res, err := s.PlanJob(context.Background(), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Annotations.DesiredTGUpdates["g"]; u == nil || u.InPlaceUpdate != 2 || u.Preemptions != 0 {
+		t.Fatalf("g, updated in place: %+v, want 2 in-place updates and no preemption", u)
+	}
+	if u := res.Annotations.DesiredTGUpdates["g2"]; u == nil || u.Place != 2 || u.Preemptions != 2 {
+		t.Fatalf("g2, placed: %+v, want 2 placements preempting 2", u)
+	}
+	if n := len(res.Annotations.PreemptedAllocs); n != 2 {
+		t.Fatalf("preempted %d allocations, want the 2 of low2", n)
+	}
+}

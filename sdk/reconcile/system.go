@@ -54,6 +54,11 @@ type SystemResult struct {
 	// that tolerate it: their client status becomes unknown (there is no
 	// other node to replace them on).
 	Disconnect []SystemTuple
+	// Finished are finished sysbatch allocations of an older job version
+	// on nodes that are not ready but still run an allocation of the job:
+	// they are left alone, and only a dry run counts them (Nomad's
+	// diffSystemAllocs finds them there and updates them).
+	Finished []SystemTuple
 }
 
 // System reconciles a system or sysbatch job node by node: every ready node
@@ -63,7 +68,8 @@ type SystemResult struct {
 // lost; allocations marked to migrate move; allocations of an older job
 // version are updated (in place or destructively, the caller decides);
 // sysbatch allocations that finished are not run again for the same job
-// version.
+// version (ignored, on nodes not ready too when they run another of the
+// job's allocations, as Nomad diffs those nodes).
 func System(in SystemInput) *SystemResult {
 	res := &SystemResult{}
 	required := map[string]*sdk.TaskGroup{}
@@ -165,9 +171,6 @@ func System(in SystemInput) *SystemResult {
 			}
 			res.Ignore = append(res.Ignore, t)
 		}
-		if node == nil {
-			continue
-		}
 		for _, name := range order {
 			if existing[name] {
 				continue
@@ -175,15 +178,22 @@ func System(in SystemInput) *SystemResult {
 			tg := required[name]
 			last := terminal[nodeID][name]
 			if sysbatch && last != nil {
+				// Nomad looks for the finished allocation on every node
+				// it diffs, ready or not.
 				t := SystemTuple{Name: name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: last}
-				if last.Job == nil || last.Job.JobModifyIndex != in.Job.JobModifyIndex {
-					res.Update = append(res.Update, t)
-				} else {
+				switch {
+				case last.Job != nil && last.Job.JobModifyIndex == in.Job.JobModifyIndex:
 					res.Ignore = append(res.Ignore, t)
+				case node == nil:
+					res.Finished = append(res.Finished, t)
+				default:
+					res.Update = append(res.Update, t)
 				}
 				continue
 			}
-			res.Place = append(res.Place, SystemTuple{Name: name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: last})
+			if node != nil {
+				res.Place = append(res.Place, SystemTuple{Name: name, NodeID: nodeID, Node: node, TaskGroup: tg, Alloc: last})
+			}
 		}
 	}
 	return res

@@ -176,7 +176,7 @@ func (p *pass) computeJobAllocs() {
 	}
 	destructive, inplace := p.updateInPlace(diff.Update)
 	if p.eval.AnnotatePlan {
-		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: desiredUpdates(diff, inplace, destructive)}
+		p.plan.Annotations = &sdk.PlanAnnotations{DesiredTGUpdates: desiredUpdates(p.job, diff, inplace, destructive)}
 	}
 	limit := len(destructive)
 	if !p.job.Stopped() && p.job.Update.Rolling() {
@@ -205,7 +205,8 @@ func (p *pass) computeJobAllocs() {
 
 // updateInPlace updates in place the allocations whose group changed
 // nothing destructive and still fits its node; it returns the others
-// (destructive) and the ones it updated.
+// (destructive) and the ones it updated, finished sysbatch allocations
+// among them (left as they are).
 func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inplace []reconcile.SystemTuple) {
 	for _, t := range updates {
 		a := t.Alloc
@@ -218,7 +219,11 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 			continue
 		}
 		if a.TerminalStatus() {
-			continue // a finished sysbatch allocation: nothing to update
+			// A finished sysbatch allocation: nothing to update, and
+			// counted as updated in place, as Nomad's inplaceUpdate
+			// counts it.
+			inplace = append(inplace, t)
+			continue
 		}
 		node := t.Node
 		if node == nil {
@@ -354,8 +359,15 @@ func copyCounts(m map[string]int) map[string]int {
 	return out
 }
 
-// desiredUpdates summarizes the diff per task group for plan annotations.
-func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
+// desiredUpdates summarizes the diff per task group for plan annotations,
+// as Nomad's desiredUpdates (scheduler/util.go) does: lost allocations
+// (stopped as lost) and disconnecting ones (marked unknown) are not
+// counted. A finished sysbatch allocation of an older version on a node
+// that is not ready counts as updated in place when the change is not
+// destructive, as Nomad's inplaceUpdate counts it; otherwise Nomad stops
+// it and queues a replacement that finds no node (computePlacements:
+// "could not find node"), which Drover does not do: it counts it ignored.
+func desiredUpdates(job *sdk.Job, d *reconcile.SystemResult, inplace, destructive []reconcile.SystemTuple) map[string]*sdk.DesiredUpdates {
 	out := map[string]*sdk.DesiredUpdates{}
 	get := func(t reconcile.SystemTuple) *sdk.DesiredUpdates {
 		var name string
@@ -380,14 +392,17 @@ func desiredUpdates(d *reconcile.SystemResult, inplace, destructive []reconcile.
 	for _, t := range d.Migrate {
 		get(t).Migrate++
 	}
-	for _, t := range d.Lost {
-		get(t).Stop++
-	}
 	for _, t := range d.Ignore {
 		get(t).Ignore++
 	}
-	for _, t := range d.Disconnect {
-		get(t).Ignore++ // kept, only marked unknown
+	for _, t := range d.Finished {
+		if t.Alloc.Job != nil {
+			if changed, _ := reconcile.TasksUpdated(job, t.Alloc.Job, t.TaskGroup.Name); !changed {
+				get(t).InPlaceUpdate++
+				continue
+			}
+		}
+		get(t).Ignore++
 	}
 	for _, t := range destructive {
 		get(t).DestructiveUpdate++

@@ -696,3 +696,230 @@ func TestSystem_NotReadyNodeOutsideTheNewDatacentersIsLeftAlone(t *testing.T) {
 		t.Fatalf("stopped the allocation on %s (%s)", a.NodeID, a.DesiredDescription)
 	}
 }
+
+// TestSystem_DryRunCountsAsNomad: what a dry run counts per group where
+// Drover's counts once differed from Nomad v1.6.1's, which come from
+// desiredUpdates (scheduler/util.go) over diffSystemAllocs
+// (scheduler/system_util.go) and inplaceUpdate (scheduler/util.go). Nodes
+// are n-000 and n-001; the group is agent (and other, where there are
+// two). What the plan does is checked too: the counts changed, not it.
+func TestSystem_DryRunCountsAsNomad(t *testing.T) {
+	// placed registers the job on both nodes and reports its allocations
+	// running; it returns them by node.
+	placed := func(h *schedtest.Harness, job *sdk.Job) map[string][]*sdk.Allocation {
+		h.UpsertNodes(schedtest.Nodes("n", 2)...)
+		h.Process(sched, h.RegisterJob(job))
+		byNode := map[string][]*sdk.Allocation{}
+		for _, a := range h.Live(job.Namespace, job.ID) {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+			byNode[a.NodeID] = append(byNode[a.NodeID], a)
+		}
+		return byNode
+	}
+	sysbatch := func(groups ...string) *sdk.Job {
+		job := schedtest.SystemJob("agent")
+		job.Type = sdk.JobTypeSysBatch
+		for _, g := range groups {
+			tg := job.Copy().TaskGroups[0]
+			tg.Name = g
+			job.TaskGroups = append(job.TaskGroups, tg)
+		}
+		return job
+	}
+	// finish reports the allocations of group g complete.
+	finish := func(h *schedtest.Harness, byNode map[string][]*sdk.Allocation, g string, nodes ...string) {
+		for _, n := range nodes {
+			for _, a := range byNode[n] {
+				if a.TaskGroup == g {
+					h.SetClientStatus(sdk.AllocClientStatusComplete, a)
+				}
+			}
+		}
+	}
+	setNode := func(h *schedtest.Harness, id string, f func(n *sdk.Node)) {
+		n := h.State().Node(id).Copy()
+		f(n)
+		h.UpsertNodes(n)
+	}
+	inPlace := func(h *schedtest.Harness) *sdk.Evaluation { // a new version that updates in place
+		next := h.State().Job("default", "agent").Copy()
+		next.Constraints = append(next.Constraints, &sdk.Constraint{LTarget: "${attr.arch}", RTarget: "x86", Operand: "="})
+		return h.RegisterJob(next)
+	}
+	destructive := func(h *schedtest.Harness) *sdk.Evaluation { // a new version that replaces
+		next := h.State().Job("default", "agent").Copy()
+		for _, tg := range next.TaskGroups {
+			tg.Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+		}
+		return h.RegisterJob(next)
+	}
+	same := func(h *schedtest.Harness) *sdk.Evaluation { // the job as it is
+		return h.NewEval(h.State().Job("default", "agent"), sdk.EvalTriggerJobRegister)
+	}
+	disconnect := func(h *schedtest.Harness, job *sdk.Job) {
+		placed(h, job)
+		setNode(h, "n-000", func(n *sdk.Node) { n.Status = sdk.NodeStatusDisconnected })
+	}
+	tolerant := func() *sdk.Job {
+		job := schedtest.SystemJob("agent")
+		job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+		return job
+	}
+
+	cases := []struct {
+		name  string
+		setup func(h *schedtest.Harness) *sdk.Evaluation
+		want  map[string]sdk.DesiredUpdates
+		// allocs and stops: how many allocations the plan places,
+		// updates or marks, and how many it stops.
+		allocs, stops int
+	}{
+		{
+			// inplaceUpdate: "Terminal batch allocations are not filtered
+			// when they are completed successfully": a finished
+			// allocation whose tasks did not change is counted updated in
+			// place, with nothing in the plan
+			// (TestDiffSystemAllocsForNode_Sysbatch_terminal, "outdated
+			// job", puts it among the updates).
+			"sysbatch: a finished allocation is updated in place",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch())
+				finish(h, byNode, "agent", "n-000")
+				return inPlace(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {InPlaceUpdate: 2}},
+			1, 0,
+		},
+		{
+			// desiredUpdates counts no lost allocation (diff.lost is not
+			// among its sets; TestDiffSystemAllocsForNode_LostNode).
+			"lost: the node is down",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				placed(h, schedtest.SystemJob("agent"))
+				setNode(h, "n-000", func(n *sdk.Node) { n.Status = sdk.NodeStatusDown })
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// diffSystemAllocsForNode: a node that no longer exists is
+			// tainted (nil), and its allocations lost.
+			"lost: the node is gone",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				placed(h, schedtest.SystemJob("agent"))
+				h.DeleteNode("n-000")
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// TestDiffSystemAllocsForNode_DisconnectedNode, "alloc in
+			// disconnected client is marked as unknown": disconnecting,
+			// which desiredUpdates does not count.
+			"disconnecting: running on a disconnected node",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, tolerant())
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			1, 0,
+		},
+		{
+			// TestDiffSystemAllocsForNode_DisconnectedNode, "disconnected
+			// alloc is lost after it expires": lost, not counted.
+			"lost: unknown past lost_after",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, tolerant())
+				h.Process(sched, same(h))
+				h.Now = h.Now.Add(2 * time.Minute)
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// A group that does not tolerate disconnects: Drover stops
+			// its allocation on a disconnected node as lost, as its
+			// service reconciler does; Nomad's system scheduler leaves it
+			// running and counts it ignored. The count follows what the
+			// plan does: lost, not counted.
+			"lost: disconnected, not tolerated",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				disconnect(h, schedtest.SystemJob("agent"))
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
+			0, 1,
+		},
+		{
+			// diffSystemAllocs diffs every node with a live allocation of
+			// the job, and diffSystemAllocsForNode finds a sysbatch
+			// job's finished allocations there before it skips a node
+			// that is not ready: one of the job's version is ignored.
+			"sysbatch: finished beside a running one on a node not ready",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return same(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 2}, "other": {Ignore: 2}},
+			0, 0,
+		},
+		{
+			// The same under a new version: an update, counted in place
+			// on both nodes (inplaceUpdate's terminal case), though
+			// nothing is placed on the node that is not ready.
+			"sysbatch: finished on a node not ready, new version in place",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return inPlace(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1, InPlaceUpdate: 1}, "other": {InPlaceUpdate: 2}},
+			1, 0,
+		},
+		{
+			// Under a version that replaces, Nomad counts a destructive
+			// update on the node that is not ready too: it stops the
+			// finished allocation and queues a replacement that finds no
+			// node (computePlacements: "could not find node"). Drover
+			// leaves that allocation alone, and counts it ignored.
+			"sysbatch: finished on a node not ready, new version replaces",
+			func(h *schedtest.Harness) *sdk.Evaluation {
+				byNode := placed(h, sysbatch("other"))
+				finish(h, byNode, "other", "n-000", "n-001")
+				setNode(h, "n-000", func(n *sdk.Node) { n.SchedulingEligibility = sdk.NodeSchedulingIneligible })
+				return destructive(h)
+			},
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1, DestructiveUpdate: 1}, "other": {Ignore: 1, DestructiveUpdate: 1}},
+			2, 2,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			e := tc.setup(h)
+			e.AnnotatePlan = true
+			h.Process(sched, e)
+			ann := h.LastPlan().Annotations
+			if ann == nil {
+				t.Fatal("no annotations")
+			}
+			got := map[string]sdk.DesiredUpdates{}
+			for g, u := range ann.DesiredTGUpdates {
+				got[g] = *u
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("annotations %+v, want %+v", got, tc.want)
+			}
+			plan := h.LastPlan()
+			if n, s := len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)); n != tc.allocs || s != tc.stops {
+				t.Fatalf("the plan places, updates or marks %d and stops %d, want %d and %d", n, s, tc.allocs, tc.stops)
+			}
+		})
+	}
+}
