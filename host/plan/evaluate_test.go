@@ -34,10 +34,14 @@ func fixture(t testing.TB) (*state.Store, *sdk.Job) {
 		if err := tx.UpsertJob(other); err != nil {
 			return err
 		}
+		if err := tx.UpsertJob(lifecycleJob()); err != nil {
+			return err
+		}
 		for _, e := range []*sdk.Evaluation{
 			{ID: "e1", Namespace: "default", JobID: "web", Type: "service", Priority: 50, Status: sdk.EvalStatusPending},
 			{ID: "hi", Namespace: "default", JobID: "web", Type: "service", Priority: 70, Status: sdk.EvalStatusPending},
 			{ID: "o1", Namespace: "default", JobID: "other", Type: "service", Priority: 50, Status: sdk.EvalStatusPending},
+			{ID: "l1", Namespace: "default", JobID: "init", Type: "service", Priority: 50, Status: sdk.EvalStatusPending},
 			{ID: "done", Namespace: "default", JobID: "web", Type: "service", Priority: 50, Status: sdk.EvalStatusComplete},
 		} {
 			if err := tx.UpsertEval(e); err != nil {
@@ -52,6 +56,18 @@ func fixture(t testing.TB) (*state.Store, *sdk.Job) {
 		t.Fatal(err)
 	}
 	return s, s.Snapshot().Job("default", "web")
+}
+
+// lifecycleJob is a job whose group runs an init task (400 MHz) before its
+// main task (300 MHz), beside a sidecar (100 MHz): an allocation needs
+// 500 MHz, not 800.
+func lifecycleJob() *sdk.Job {
+	task := func(name string, cpu int, lc *sdk.TaskLifecycle) *sdk.Task {
+		return &sdk.Task{Name: name, Driver: "exec", Lifecycle: lc, Resources: &sdk.Resources{CPU: cpu, MemoryMB: 10}}
+	}
+	return &sdk.Job{Namespace: "default", ID: "init", Type: "service", Priority: 50, TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2,
+		Tasks: []*sdk.Task{task("main", 300, nil), task("init", 400, &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPrestart}),
+			task("side", 100, &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPrestart, Sidecar: true})}}}}
 }
 
 func res(cpu int64) *sdk.AllocatedResources {

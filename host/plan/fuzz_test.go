@@ -25,6 +25,8 @@ func FuzzValidateEvaluate(f *testing.F) {
 			NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}}},
 		{EvalID: "e1", Job: ref, NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1", DesiredStatus: "stop"}}}},
 		{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}}},
+		{EvalID: "l1", Job: &sdk.Job{Namespace: "default", ID: "init"}, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {lifecyclePlacement("l1", "n0"), lifecyclePlacement("l2", "n0")}}},
 	} {
 		b, err := (&abi.PlanRequest{Plan: p}).MarshalMsg(nil)
 		if err != nil {
@@ -61,15 +63,36 @@ func FuzzValidateEvaluate(f *testing.F) {
 		}
 		after := s.Snapshot()
 		for _, n := range after.Nodes() {
-			var used sdk.Usage
+			// used is what the allocations say they use, need what their
+			// groups say they need: a plan must not make the one less
+			// than the other (by its tasks' resources or lifecycles).
+			var used, need sdk.Usage
 			for _, a := range after.AllocsByNode(n.ID) {
-				if !a.TerminalStatus() {
-					used.Add(a.Usage())
+				if a.TerminalStatus() {
+					continue
+				}
+				used.Add(a.Usage())
+				if job := after.JobVersion(a.Namespace, a.JobID, a.JobVersion); job != nil {
+					if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
+						g := sdk.GroupUsage(tg)
+						if u := a.Usage(); u.CPU < g.CPU || u.MemoryMB < g.MemoryMB || u.DiskMB < g.DiskMB || u.Cores < g.Cores {
+							t.Fatalf("allocation %s uses %+v, less than its group needs (%+v)", a.ID, u, g)
+						}
+						need.Add(g)
+					}
 				}
 			}
-			if c := n.Capacity(); used.CPU > c.CPU || used.MemoryMB > c.MemoryMB || used.DiskMB > c.DiskMB {
-				t.Fatalf("node %s over-committed: %+v of %+v", n.ID, used, c)
+			if c := n.Capacity(); used.CPU > c.CPU || used.MemoryMB > c.MemoryMB || used.DiskMB > c.DiskMB ||
+				need.CPU > c.CPU || need.MemoryMB > c.MemoryMB || need.DiskMB > c.DiskMB {
+				t.Fatalf("node %s over-committed: %+v (by its groups %+v) of %+v", n.ID, used, need, c)
 			}
 		}
 	})
+}
+
+// lifecyclePlacement places an allocation of lifecycleJob on node as the
+// SDK does: two fit a 1,000 MHz node, folded by lifecycle.
+func lifecyclePlacement(id, node string) *sdk.Allocation {
+	return &sdk.Allocation{ID: id, Namespace: "default", JobID: "init", TaskGroup: "g", NodeID: node,
+		DesiredStatus: "run", AllocatedResources: sdk.RequestedResources(lifecycleJob().TaskGroups[0])}
 }
