@@ -196,12 +196,7 @@ func (x *PortIndex) Has(addr string, port int) bool {
 // (a collision). Ports outside 0..65535 collide, so that a bad port never
 // fits.
 func (x *PortIndex) Add(addr string, port int) (collision bool) {
-	return add(&x.reserved, x.on(addr), port)
-}
-
-// add takes port in used unless reserved or used holds it.
-func add(reserved, used *PortSet, port int) (collision bool) {
-	return reserved.Has(port) || used.Add(port)
+	return x.reserved.Has(port) || x.on(addr).Add(port)
 }
 
 // Len is the number of ports taken, on all addresses (a reserved port
@@ -267,7 +262,7 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 			if set == nil || pm.HostIP != addr {
 				set, addr = x.on(pm.HostIP), pm.HostIP
 			}
-			if add(&x.reserved, set, pm.Value) && collision == 0 {
+			if (x.reserved.Has(pm.Value) || set.Add(pm.Value)) && collision == 0 {
 				collision = pm.Value
 			}
 		}
@@ -290,12 +285,12 @@ func (x *PortIndex) addNetwork(nw *sdk.NetworkResource, collision *int) {
 	}
 	set := x.on(nw.IP)
 	for _, p := range nw.ReservedPorts {
-		if p.Value > 0 && !p.IgnoreCollision && add(&x.reserved, set, p.Value) && *collision == 0 {
+		if p.Value > 0 && !p.IgnoreCollision && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
 			*collision = p.Value
 		}
 	}
 	for _, p := range nw.DynamicPorts {
-		if p.Value > 0 && add(&x.reserved, set, p.Value) && *collision == 0 {
+		if p.Value > 0 && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
 			*collision = p.Value
 		}
 	}
@@ -415,7 +410,7 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 				undo()
 				return nil, nil, fmt.Sprintf("network: invalid port %s=%d", p.Label, p.Value)
 			}
-		} else if add(&used.reserved, set, p.Value) {
+		} else if used.reserved.Has(p.Value) || set.Add(p.Value) {
 			undo()
 			return nil, nil, fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
 		} else {
@@ -453,12 +448,12 @@ func pickDynamic(reserved, used *PortSet, lo, hi int, rng *rand.Rand) int {
 	span := hi - lo + 1
 	for i := 0; i < randomPortAttempts; i++ {
 		p := lo + rng.IntN(span)
-		if !add(reserved, used, p) {
+		if !reserved.Has(p) && !used.Add(p) {
 			return p
 		}
 	}
 	for p := lo; p <= hi; p++ {
-		if !add(reserved, used, p) {
+		if !reserved.Has(p) && !used.Add(p) {
 			return p
 		}
 	}
