@@ -261,6 +261,82 @@ job "web" {
 	}
 }
 
+// TestParse_OnePortOnTwoHostNetworks: a group may ask for one static port
+// on two host networks, as in Nomad: the scheduler counts ports per
+// address, so the two bind two addresses. Twice on one host network, or
+// twice in tasks' networks (bound on the node's address whatever host
+// network they name), it is still refused.
+func TestParse_OnePortOnTwoHostNetworks(t *testing.T) {
+	job := parse(t, `
+job "web" {
+  group "frontend" {
+    network {
+      port "http" {
+        static = 80
+      }
+      port "public" {
+        static       = 80
+        host_network = "public"
+      }
+    }
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}`)
+	ports := job.TaskGroups[0].Networks[0].ReservedPorts
+	if len(ports) != 2 || ports[0].Value != 80 || ports[0].HostNetwork != "default" || ports[1].Value != 80 || ports[1].HostNetwork != "public" {
+		t.Fatalf("ports %+v, want 80 on default and on public", ports)
+	}
+	for name, tc := range map[string]struct{ src, want string }{
+		"twice on one host network": {`
+job "web" {
+  group "frontend" {
+    network {
+      port "a" {
+        static       = 80
+        host_network = "public"
+      }
+      port "b" {
+        static       = 80
+        host_network = "public"
+      }
+    }
+    task "nginx" {
+      driver = "docker"
+    }
+  }
+}`, `port "b": static: port 80 is already reserved by the group network port "a"`},
+		"a task's port on another host network": {`
+job "web" {
+  group "frontend" {
+    network {
+      port "http" {
+        static = 80
+      }
+    }
+    task "nginx" {
+      driver = "docker"
+      resources {
+        network {
+          port "public" {
+            static       = 80
+            host_network = "public"
+          }
+        }
+      }
+    }
+  }
+}`, `port 80 is already reserved by the group network port "http", on host network "default": a task's network binds its ports on the node's default address`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := parseErr(t, tc.src); !strings.Contains(got, tc.want) {
+				t.Fatalf("got:\n%s\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParse_DefaultsPerJobType(t *testing.T) {
 	cases := []struct {
 		typ              string

@@ -278,14 +278,19 @@ func (c *checker) scaling(tg *sdk.TaskGroup, p Path) {
 }
 
 // networks checks port labels and static ports across the group's and its
-// tasks' networks. A static port may be asked for once in all, whatever
-// its host network: Drover counts a node's ports across its addresses, so
-// a group asking for one port twice could never be placed.
+// tasks' networks. A static port may be asked for once per host network,
+// as in Nomad: ports are counted per address, so one port on two host
+// networks binds two addresses. A task's network binds its ports on the
+// node's address whatever host network they name (as Nomad's task
+// networks do), so its static ports count as the default network's.
 func (c *checker) networks(tg *sdk.TaskGroup, p Path) {
 	labels := map[string]string{}
-	type reserved struct{ by, network string }
-	static := map[int]reserved{}
-	check := func(np Path, owner string, n *sdk.NetworkResource) {
+	type static struct {
+		port    int
+		network string
+	}
+	reserved := map[static]string{}
+	check := func(np Path, owner string, n *sdk.NetworkResource, task bool) {
 		for _, port := range append(append([]sdk.Port{}, n.ReservedPorts...), n.DynamicPorts...) {
 			pp := np.Block("port", port.Label)
 			if other, ok := labels[port.Label]; ok {
@@ -294,17 +299,20 @@ func (c *checker) networks(tg *sdk.TaskGroup, p Path) {
 				labels[port.Label] = owner
 			}
 			if port.Value != 0 {
-				hn := cmpOr(port.HostNetwork, "default")
-				switch r, taken := static[port.Value]; {
+				key := static{port.Value, cmpOr(port.HostNetwork, "default")}
+				if task {
+					key.network = "default"
+				}
+				switch by, taken := reserved[key]; {
 				case port.Value < 0 || port.Value > math.MaxUint16:
 					c.add(pp.Attr("static"), "%d is not a port (1 to %d)", port.Value, math.MaxUint16)
-				case taken && r.network != hn:
-					c.add(pp.Attr("static"), "port %d is already reserved by %s, on host network %q: host networks share a node's ports",
-						port.Value, r.by, r.network)
+				case taken && task && cmpOr(port.HostNetwork, "default") != "default":
+					c.add(pp.Attr("static"), "port %d is already reserved by %s, on host network \"default\": a task's network binds its ports on the node's default address",
+						port.Value, by)
 				case taken:
-					c.add(pp.Attr("static"), "port %d is already reserved by %s", port.Value, r.by)
+					c.add(pp.Attr("static"), "port %d is already reserved by %s", port.Value, by)
 				default:
-					static[port.Value] = reserved{fmt.Sprintf("%s port %q", owner, port.Label), hn}
+					reserved[key] = fmt.Sprintf("%s port %q", owner, port.Label)
 				}
 			}
 			if port.To < -1 || port.To > math.MaxUint16 {
@@ -313,14 +321,14 @@ func (c *checker) networks(tg *sdk.TaskGroup, p Path) {
 		}
 	}
 	for i, n := range tg.Networks {
-		check(p.Item("network", i), "the group network", n)
+		check(p.Item("network", i), "the group network", n, false)
 	}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
 			continue
 		}
 		for i, n := range t.Resources.Networks {
-			check(p.Block("task", t.Name).Attr("resources").Item("network", i), fmt.Sprintf("task %q", t.Name), n)
+			check(p.Block("task", t.Name).Attr("resources").Item("network", i), fmt.Sprintf("task %q", t.Name), n, true)
 		}
 	}
 }

@@ -11,7 +11,7 @@
 //   - Eligibility remembers, per computed node class, whether a job and its
 //     groups were feasible, so a scheduler checks one node per class and a
 //     blocked eval can say which classes would unblock it;
-//   - PortSet, AssignPorts, AssignCores and DeviceAllocator hand out the
+//   - PortIndex, AssignPorts, AssignCores and DeviceAllocator hand out the
 //     resources that are not plain quantities;
 //   - AllocsFit is the one fit rule: the host's plan applier re-checks every
 //     plan with it, so a scheduler that uses it never has a plan rejected for

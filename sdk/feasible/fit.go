@@ -23,13 +23,14 @@ const (
 // stopped still holds what it has until then (its tasks may take their
 // kill_timeout to stop): callers that count it free, as the host's plan
 // applier does (Nomad's too), leave it out of allocs. Beyond quantities it
-// checks what must not be shared: host ports (with the node's own reserved
-// ports), reserved cores (which must also exist on the node) and device
-// instances (which must exist and be healthy). Schedulers and the host's
-// plan applier use this one function, so both judge fit alike.
+// checks what must not be shared: host ports, per address as Nomad counts
+// them (with the node's own reserved ports; see PortIndex), reserved cores
+// (which must also exist on the node) and device instances (which must
+// exist and be healthy). Schedulers and the host's plan applier use this
+// one function, so both judge fit alike.
 func AllocsFit(node *sdk.Node, allocs []*sdk.Allocation) (bool, string) {
 	var used sdk.Usage
-	var ports *PortSet
+	var ports *PortIndex
 	var cores map[uint16]bool
 	var devices map[string]bool
 	for _, a := range allocs {
@@ -43,7 +44,7 @@ func AllocsFit(node *sdk.Node, allocs []*sdk.Allocation) (bool, string) {
 		}
 		if allocHasPorts(r) {
 			if ports == nil {
-				ports = &PortSet{}
+				ports = &PortIndex{}
 				if err := ports.AddNode(node); err != nil {
 					return false, DimInvalidPorts
 				}

@@ -80,7 +80,7 @@ func TestAssignPorts(t *testing.T) {
 	n := fitNode()
 	n.NodeResources.MinDynamicPort, n.NodeResources.MaxDynamicPort = 30000, 30002
 	rng := rand.New(rand.NewPCG(1, 2))
-	used := &PortSet{}
+	used := &PortIndex{}
 	if err := used.AddNode(n); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,8 @@ func TestAssignPorts(t *testing.T) {
 // TestHostNetworks: a port on a host network is offered on that
 // network's address, as the node reports it (NodeNetworks aliases), or on
 // the node's address for one it only declares (HostNetworks); "default"
-// and no name are the node's address; addresses' reserved ports are kept.
+// and no name are the node's address; an address's reserved ports are kept
+// on that address alone.
 func TestHostNetworks(t *testing.T) {
 	n := fitNode()
 	n.NodeResources.Networks = []*sdk.NetworkResource{{Mode: "host", IP: "10.0.0.5"}}
@@ -125,12 +126,15 @@ func TestHostNetworks(t *testing.T) {
 			t.Errorf("HostNetworkAddress(%q) = %q, %v; want %q, %v", tc.name, addr, ok, tc.addr, tc.ok)
 		}
 	}
-	used := &PortSet{}
+	used := &PortIndex{}
 	if err := used.AddNode(n); err != nil {
 		t.Fatal(err)
 	}
-	if !used.Has(8443) {
+	if !used.Has("203.0.113.5", 8443) {
 		t.Fatal("the public address's reserved port is offered")
+	}
+	if used.Has("10.0.0.5", 8443) {
+		t.Fatal("the public address's reserved port is kept on the node's other address")
 	}
 	ask := &sdk.NetworkResource{Mode: "host", ReservedPorts: []sdk.Port{{Label: "https", Value: 443, HostNetwork: "public"}},
 		DynamicPorts: []sdk.Port{{Label: "admin", HostNetwork: "default"}}}

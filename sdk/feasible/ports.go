@@ -61,10 +61,35 @@ func (s *PortSet) Reset() {
 // Len is the number of ports in the set.
 func (s *PortSet) Len() int { return len(s.added) }
 
+// remove takes back port, the last one added.
+func (s *PortSet) remove(port int) {
+	s.bits[port>>6] &^= 1 << (port & 63)
+	if k := len(s.added) - 1; k >= 0 && s.added[k] == port {
+		s.added = s.added[:k]
+	}
+}
+
 // ParsePortRanges parses a reserved-ports list such as "22,80,8000-8100".
 func ParsePortRanges(spec string) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(spec, ",") {
+	err := eachPortRange(spec, func(lo, hi int) {
+		for p := lo; p <= hi; p++ {
+			out = append(out, p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachPortRange calls fn with the bounds of each range of a reserved-ports
+// list, a single port being a range of one, without allocating (but for an
+// error).
+func eachPortRange(spec string, fn func(lo, hi int)) error {
+	for rest := spec; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
@@ -72,93 +97,202 @@ func ParsePortRanges(spec string) ([]int, error) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(strings.TrimSpace(lo))
 		if err != nil {
-			return nil, fmt.Errorf("feasible: bad port %q", part)
+			return fmt.Errorf("feasible: bad port %q", part)
 		}
 		b := a
 		if isRange {
 			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
-				return nil, fmt.Errorf("feasible: bad port range %q", part)
+				return fmt.Errorf("feasible: bad port range %q", part)
 			}
 		}
 		if a < 0 || b > maxPort || a > b {
-			return nil, fmt.Errorf("feasible: port range %q is outside 0-65535", part)
+			return fmt.Errorf("feasible: port range %q is outside 0-65535", part)
 		}
-		for p := a; p <= b; p++ {
-			out = append(out, p)
-		}
+		fn(a, b)
 	}
-	return out, nil
+	return nil
 }
 
-// AddNode adds the host ports the node keeps for itself, node-wide and on
-// any of its addresses (ports are counted per node, not per address: a
-// port one address keeps is not offered on another either). A malformed
-// reservation is reported, not ignored: the node cannot be trusted with
-// ports.
-func (s *PortSet) AddNode(n *sdk.Node) error {
-	var specs []string
-	if n.ReservedResources != nil && n.ReservedResources.Networks.ReservedHostPorts != "" {
-		specs = append(specs, n.ReservedResources.Networks.ReservedHostPorts)
+// PortIndex counts the host ports used on one node per address, as Nomad's
+// NetworkIndex does: a port taken on one address is free on another, so two
+// allocations may both bind static port 53 on a node, each on its own host
+// network, and one group may ask for port 53 on two host networks. The
+// node's reserved ports (ReservedResources.Networks.ReservedHostPorts) are
+// taken on every address; those an address reserves (NodeNetworks'
+// ReservedPorts) on that address alone. Ports are counted on the address
+// an allocation holds them on: a group network's port mapping's HostIP, a
+// task network's IP.
+//
+// The zero value is empty and ready. Reset empties it in time proportional
+// to what was added and keeps its memory, so one PortIndex serves every
+// candidate node without allocating once it has seen as many addresses on
+// one node as any has (most nodes have one).
+type PortIndex struct {
+	// reserved holds the ports the node keeps on every address.
+	reserved PortSet
+	// addrs[:n] are the addresses in use, the rest kept for reuse.
+	addrs []*addrPorts
+	n     int
+	// journal lists the ports AssignPorts added, to take them back when
+	// the offer fails.
+	journal []journalEntry
+}
+
+type addrPorts struct {
+	addr  string
+	ports PortSet
+}
+
+type journalEntry struct {
+	set  *PortSet
+	port int
+}
+
+// Reset empties the index.
+func (x *PortIndex) Reset() {
+	x.reserved.Reset()
+	for _, a := range x.addrs[:x.n] {
+		a.ports.Reset()
 	}
-	if r := n.NodeResources; r != nil {
-		for _, nw := range r.NodeNetworks {
-			for _, a := range nw.Addresses {
-				if a.ReservedPorts != "" {
-					specs = append(specs, a.ReservedPorts)
-				}
-			}
-		}
-	}
-	for _, spec := range specs {
-		ports, err := ParsePortRanges(spec)
-		if err != nil {
-			return err
-		}
-		for _, p := range ports {
-			s.Add(p)
+	x.n = 0
+	x.journal = x.journal[:0]
+}
+
+// find returns the ports used on addr, or nil if none is.
+func (x *PortIndex) find(addr string) *PortSet {
+	for _, a := range x.addrs[:x.n] {
+		if a.addr == addr {
+			return &a.ports
 		}
 	}
 	return nil
 }
 
+// on returns the ports used on addr, adding the address if it is new.
+func (x *PortIndex) on(addr string) *PortSet {
+	if s := x.find(addr); s != nil {
+		return s
+	}
+	if x.n == len(x.addrs) {
+		x.addrs = append(x.addrs, &addrPorts{})
+	}
+	a := x.addrs[x.n]
+	x.n++
+	a.addr = addr
+	return &a.ports
+}
+
+// Has reports whether port is taken on addr: reserved by the node, or
+// used there.
+func (x *PortIndex) Has(addr string, port int) bool {
+	if x.reserved.Has(port) {
+		return true
+	}
+	s := x.find(addr)
+	return s != nil && s.Has(port)
+}
+
+// Add takes port on addr and reports whether it was already taken there
+// (a collision). Ports outside 0..65535 collide, so that a bad port never
+// fits.
+func (x *PortIndex) Add(addr string, port int) (collision bool) {
+	return x.reserved.Has(port) || x.on(addr).Add(port)
+}
+
+// Len is the number of ports taken, on all addresses (a reserved port
+// counted once).
+func (x *PortIndex) Len() int {
+	n := x.reserved.Len()
+	for _, a := range x.addrs[:x.n] {
+		n += a.ports.Len()
+	}
+	return n
+}
+
+// AddNode adds the host ports the node keeps for itself: those it reserves
+// on every address, and those each of its addresses reserves there (as
+// Nomad merges client.reserved.reserved_ports into every host network's).
+// A malformed reservation is reported, not ignored: the node cannot be
+// trusted with ports.
+func (x *PortIndex) AddNode(n *sdk.Node) error {
+	if n.ReservedResources != nil && n.ReservedResources.Networks.ReservedHostPorts != "" {
+		if err := addRanges(n.ReservedResources.Networks.ReservedHostPorts, &x.reserved); err != nil {
+			return err
+		}
+	}
+	if r := n.NodeResources; r != nil {
+		for _, nw := range r.NodeNetworks {
+			for _, a := range nw.Addresses {
+				if a.ReservedPorts != "" {
+					if err := addRanges(a.ReservedPorts, x.on(a.Address)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// addRanges adds the ports of a reserved-ports list to s.
+func addRanges(spec string, s *PortSet) error {
+	return eachPortRange(spec, func(lo, hi int) {
+		for p := lo; p <= hi; p++ {
+			s.Add(p)
+		}
+	})
+}
+
 // AddAlloc adds the host ports an allocation holds (none once its node
-// reports it finished) and reports the first port that was already taken
-// (0 if none). Static ports that ignore collisions are not added.
-func (s *PortSet) AddAlloc(a *sdk.Allocation) (collision int) {
+// reports it finished), each on its address, and reports the first port
+// that was already taken there (0 if none). Static ports of networks that
+// ignore collisions are not added.
+func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 	if a.ClientTerminalStatus() || a.AllocatedResources == nil {
 		return 0
 	}
 	r := a.AllocatedResources
-	add := func(p int) {
-		if p > 0 && s.Add(p) && collision == 0 {
-			collision = p
-		}
-	}
 	if len(r.Shared.Ports) > 0 {
+		var set *PortSet
+		addr := ""
 		for _, pm := range r.Shared.Ports {
-			add(pm.Value)
+			if pm.Value <= 0 {
+				continue
+			}
+			if set == nil || pm.HostIP != addr {
+				set, addr = x.on(pm.HostIP), pm.HostIP
+			}
+			if (x.reserved.Has(pm.Value) || set.Add(pm.Value)) && collision == 0 {
+				collision = pm.Value
+			}
 		}
 	} else {
 		for _, nw := range r.Shared.Networks {
-			s.addNetwork(nw, add)
+			x.addNetwork(nw, &collision)
 		}
 	}
 	for _, t := range r.Tasks {
 		for _, nw := range t.Networks {
-			s.addNetwork(nw, add)
+			x.addNetwork(nw, &collision)
 		}
 	}
 	return collision
 }
 
-func (s *PortSet) addNetwork(nw *sdk.NetworkResource, add func(int)) {
+func (x *PortIndex) addNetwork(nw *sdk.NetworkResource, collision *int) {
+	if nw == nil || len(nw.ReservedPorts)+len(nw.DynamicPorts) == 0 {
+		return
+	}
+	set := x.on(nw.IP)
 	for _, p := range nw.ReservedPorts {
-		if !p.IgnoreCollision {
-			add(p.Value)
+		if p.Value > 0 && !p.IgnoreCollision && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
+			*collision = p.Value
 		}
 	}
 	for _, p := range nw.DynamicPorts {
-		add(p.Value)
+		if p.Value > 0 && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
+			*collision = p.Value
+		}
 	}
 }
 
@@ -208,73 +342,118 @@ func HostNetworkAddress(n *sdk.Node, name string) (string, bool) {
 	return "", false
 }
 
-// AssignPorts offers the ports a network block asks for on node, given the
-// ports already used there: static ports as asked, dynamic ones picked from
-// the node's dynamic range (randomly, then in order). On success it adds
-// the offered ports to used and returns the network with every port's Value
-// set, and the port mappings. On failure it returns the reason as Nomad
-// reports an exhausted network ("network: reserved port collision http=22",
-// "network: dynamic port selection failed") and leaves used unchanged.
-func AssignPorts(n *sdk.Node, used *PortSet, ask *sdk.NetworkResource, rng *rand.Rand) (*sdk.NetworkResource, []sdk.PortMapping, string) {
+// AssignPorts offers the ports a group network block asks for on node,
+// given the ports already used there: each port on the address of its host
+// network (HostNetworkAddress), static ports as asked, dynamic ones picked
+// from the node's dynamic range among those free on that address (randomly,
+// then in order), as Nomad's NetworkIndex.AssignPorts does. On success it
+// adds the offered ports to used and returns the network with every port's
+// Value set (its IP the node's, NodeIP), and the port mappings (their
+// HostIP the port's address). On failure it returns the reason as Nomad
+// reports an exhausted network ("network: reserved port collision
+// http=22", "network: dynamic port selection failed") and leaves used
+// unchanged.
+func AssignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand) (*sdk.NetworkResource, []sdk.PortMapping, string) {
+	return assignPorts(n, used, ask, rng, false)
+}
+
+// AssignTaskPorts offers the ports a task's network block (Nomad's
+// deprecated task resources network) asks for on node, as AssignPorts does
+// but all on the node's address (NodeIP), whatever host network a port
+// names, as Nomad's AssignTaskNetwork does: that is the address the
+// offered network's IP says, where AddAlloc counts its ports.
+func AssignTaskPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand) (*sdk.NetworkResource, string) {
+	offer, _, reason := assignPorts(n, used, ask, rng, true)
+	return offer, reason
+}
+
+func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand, task bool) (*sdk.NetworkResource, []sdk.PortMapping, string) {
 	offer := *ask
 	offer.IP = NodeIP(n)
 	offer.ReservedPorts = append([]sdk.Port(nil), ask.ReservedPorts...)
 	offer.DynamicPorts = append([]sdk.Port(nil), ask.DynamicPorts...)
-	mark := len(used.added)
+	used.journal = used.journal[:0]
 	undo := func() {
-		for _, p := range used.added[mark:] {
-			used.bits[p>>6] &^= 1 << (p & 63)
+		for i := len(used.journal) - 1; i >= 0; i-- {
+			e := used.journal[i]
+			e.set.remove(e.port)
 		}
-		used.added = used.added[:mark]
+		used.journal = used.journal[:0]
 	}
-	mappings := make([]sdk.PortMapping, 0, len(ask.ReservedPorts)+len(ask.DynamicPorts))
+	// addr returns the address port p is offered on and the ports used
+	// there. Most ports are on one address: the last one is kept.
+	var lastSet *PortSet
+	lastNet, lastAddr := "", ""
+	addr := func(p sdk.Port) (string, *PortSet) {
+		if task {
+			p.HostNetwork = ""
+		}
+		if lastSet == nil || p.HostNetwork != lastNet {
+			lastNet = p.HostNetwork
+			if task {
+				lastAddr = offer.IP
+			} else {
+				lastAddr, _ = HostNetworkAddress(n, p.HostNetwork)
+			}
+			lastSet = used.on(lastAddr)
+		}
+		return lastAddr, lastSet
+	}
+	var mappings []sdk.PortMapping
+	if !task {
+		mappings = make([]sdk.PortMapping, 0, len(ask.ReservedPorts)+len(ask.DynamicPorts))
+	}
 	for _, p := range offer.ReservedPorts {
+		ip, set := addr(p)
 		if p.IgnoreCollision {
 			if p.Value <= 0 || p.Value > maxPort {
 				undo()
 				return nil, nil, fmt.Sprintf("network: invalid port %s=%d", p.Label, p.Value)
 			}
-		} else if used.Add(p.Value) {
+		} else if used.reserved.Has(p.Value) || set.Add(p.Value) {
 			undo()
 			return nil, nil, fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
+		} else {
+			used.journal = append(used.journal, journalEntry{set, p.Value})
 		}
-		mappings = append(mappings, sdk.PortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: hostIP(n, p)})
+		if !task {
+			mappings = append(mappings, sdk.PortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: ip})
+		}
 	}
 	lo, hi := dynamicRange(n)
 	for i := range offer.DynamicPorts {
-		p := pickDynamic(used, lo, hi, rng)
+		ip, set := addr(offer.DynamicPorts[i])
+		p := pickDynamic(&used.reserved, set, lo, hi, rng)
 		if p == 0 {
 			undo()
 			return nil, nil, "network: dynamic port selection failed"
 		}
+		used.journal = append(used.journal, journalEntry{set, p})
 		offer.DynamicPorts[i].Value = p
 		to := offer.DynamicPorts[i].To
 		if to == -1 {
 			to = p
 		}
-		mappings = append(mappings, sdk.PortMapping{Label: offer.DynamicPorts[i].Label, Value: p, To: to,
-			HostIP: hostIP(n, offer.DynamicPorts[i])})
+		if !task {
+			mappings = append(mappings, sdk.PortMapping{Label: offer.DynamicPorts[i].Label, Value: p, To: to, HostIP: ip})
+		}
 	}
+	used.journal = used.journal[:0]
 	return &offer, mappings, ""
 }
 
-// hostIP is the address port p is offered on: its host network's.
-func hostIP(n *sdk.Node, p sdk.Port) string {
-	addr, _ := HostNetworkAddress(n, p.HostNetwork)
-	return addr
-}
-
-// pickDynamic adds and returns a free port in lo..hi, or returns 0.
-func pickDynamic(used *PortSet, lo, hi int, rng *rand.Rand) int {
+// pickDynamic takes and returns a port in lo..hi that neither reserved nor
+// used holds, or returns 0.
+func pickDynamic(reserved, used *PortSet, lo, hi int, rng *rand.Rand) int {
 	span := hi - lo + 1
 	for i := 0; i < randomPortAttempts; i++ {
 		p := lo + rng.IntN(span)
-		if !used.Add(p) {
+		if !reserved.Has(p) && !used.Add(p) {
 			return p
 		}
 	}
 	for p := lo; p <= hi; p++ {
-		if !used.Add(p) {
+		if !reserved.Has(p) && !used.Add(p) {
 			return p
 		}
 	}

@@ -142,17 +142,28 @@ func maxParallel(a *sdk.Allocation) int {
 	return 0
 }
 
+// HostPort is a host port on one of a node's addresses.
+type HostPort struct {
+	Addr string
+	Port int
+}
+
 // ForPorts returns the candidates that hold any of the host ports asked
-// for: a placement that needs those ports must evict them all, whatever
-// their priority among the candidates. It returns nil when none does.
-func ForPorts(ports []int, candidates []*sdk.Allocation) []*sdk.Allocation {
+// for, each on its address (a port held on another address of the node is
+// no obstacle, as feasible.PortIndex counts ports): a placement that needs
+// those ports must evict them all, whatever their priority among the
+// candidates. It returns nil when none does.
+func ForPorts(ports []HostPort, candidates []*sdk.Allocation) []*sdk.Allocation {
+	if len(ports) == 0 {
+		return nil
+	}
 	var out []*sdk.Allocation
-	var held feasible.PortSet
+	var held feasible.PortIndex
 	for _, a := range candidates {
 		held.Reset()
 		held.AddAlloc(a)
 		for _, p := range ports {
-			if held.Has(p) {
+			if held.Has(p.Addr, p.Port) {
 				out = append(out, a)
 				break
 			}

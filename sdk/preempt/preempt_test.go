@@ -87,28 +87,45 @@ func ids(as []*sdk.Allocation) []string {
 	return out
 }
 
+// TestForPorts: the candidates holding an asked-for port on its address
+// are evicted, a port held on another address of the node being no
+// obstacle; so are those holding it in a task network (on that network's
+// IP), and none that its node reports finished.
 func TestForPorts(t *testing.T) {
-	withPorts := func(a *sdk.Allocation, shared, task int) *sdk.Allocation {
+	const def, pub = "10.0.0.5", "203.0.113.5"
+	withPorts := func(a *sdk.Allocation, shared int, sharedIP string, task int) *sdk.Allocation {
 		if shared != 0 {
-			a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "s", Value: shared}}
+			a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "s", Value: shared, HostIP: sharedIP}}
 		}
 		if task != 0 {
-			a.AllocatedResources.Tasks["t"].Networks = []*sdk.NetworkResource{{ReservedPorts: []sdk.Port{{Label: "t", Value: task}}}}
+			a.AllocatedResources.Tasks["t"].Networks = []*sdk.NetworkResource{{IP: def, ReservedPorts: []sdk.Port{{Label: "t", Value: task}}}}
 		}
 		return a
 	}
-	done := withPorts(victim("done", 10, 1, 1), 8080, 0)
+	done := withPorts(victim("done", 10, 1, 1), 8080, def, 0)
 	done.ClientStatus = sdk.AllocClientStatusComplete
-	cands := []*sdk.Allocation{withPorts(victim("shared", 10, 1, 1), 8080, 0), withPorts(victim("task", 20, 1, 1), 0, 9090),
-		withPorts(victim("other", 10, 1, 1), 7070, 0), victim("none", 10, 1, 1), done}
+	cands := []*sdk.Allocation{withPorts(victim("shared", 10, 1, 1), 8080, def, 0), withPorts(victim("task", 20, 1, 1), 0, "", 9090),
+		withPorts(victim("other", 10, 1, 1), 7070, def, 0), victim("none", 10, 1, 1), done,
+		withPorts(victim("public", 10, 1, 1), 53, pub, 0)}
+	on := func(addr string, ports ...int) []HostPort {
+		var out []HostPort
+		for _, p := range ports {
+			out = append(out, HostPort{Addr: addr, Port: p})
+		}
+		return out
+	}
 	for _, tc := range []struct {
-		ports []int
+		ports []HostPort
 		want  []string
 	}{
-		{[]int{8080}, []string{"shared"}},
-		{[]int{9090, 8080}, []string{"shared", "task"}},
-		{[]int{6060}, nil},
+		{on(def, 8080), []string{"shared"}},
+		{on(def, 9090, 8080), []string{"shared", "task"}},
+		{on(def, 6060), nil},
 		{nil, nil},
+		{on(pub, 8080), nil},
+		{on(pub, 53), []string{"public"}},
+		{on(def, 53), nil},
+		{append(on(def, 8080), on(pub, 53)...), []string{"shared", "public"}},
 	} {
 		if got := ids(ForPorts(tc.ports, cands)); !slices.Equal(got, tc.want) {
 			t.Errorf("ForPorts(%v) = %v, want %v", tc.ports, got, tc.want)

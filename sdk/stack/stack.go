@@ -103,7 +103,7 @@ type Stack struct {
 	// evaluation: what the state says the node holds, and its capacity.
 	info []nodeInfo
 
-	ports  feasible.PortSet
+	ports  feasible.PortIndex
 	scores scoreTracker
 	tally  tally
 	// metrics and options are where each selection's results come from.
@@ -210,7 +210,7 @@ type group struct {
 	distinct                             []*feasible.DistinctProperty
 	// ports are the static host ports the group asks for (the ones a
 	// preempting placement may take from lower-priority allocations).
-	ports []int
+	ports []staticPort
 	// devices are the group's device requests, in task order.
 	devices  []*sdk.RequestedDevice
 	affinity *rank.Affinities
@@ -345,27 +345,52 @@ type spreadWatcher struct {
 func (w spreadWatcher) Add(n *sdk.Node, delta int) { w.sp.Add(n, delta) }
 func (w spreadWatcher) Matches(tg string) bool     { return tg == w.tg }
 
+// staticPort is a static host port a group asks for: on its host
+// network's address, or, for a task's network, on the node's.
+type staticPort struct {
+	port    int
+	network string
+	task    bool
+}
+
 // staticPorts lists the static host ports tg's networks ask for, those
 // that ignore collisions aside. Only the group's first network is
 // assigned (see assign).
-func staticPorts(tg *sdk.TaskGroup) []int {
-	var out []int
-	add := func(nw *sdk.NetworkResource) {
+func staticPorts(tg *sdk.TaskGroup) []staticPort {
+	var out []staticPort
+	add := func(nw *sdk.NetworkResource, task bool) {
 		for _, p := range nw.ReservedPorts {
 			if !p.IgnoreCollision {
-				out = append(out, p.Value)
+				out = append(out, staticPort{p.Value, p.HostNetwork, task})
 			}
 		}
 	}
 	if len(tg.Networks) > 0 {
-		add(tg.Networks[0])
+		add(tg.Networks[0], false)
 	}
 	for _, t := range tg.Tasks {
 		if t.Resources != nil {
 			for _, nw := range t.Resources.Networks {
-				add(nw)
+				add(nw, true)
 			}
 		}
+	}
+	return out
+}
+
+// hostPorts returns the static ports the group asks for on n, each on the
+// address it would be offered on there (see feasible.AssignPorts and
+// feasible.AssignTaskPorts).
+func (g *group) hostPorts(n *sdk.Node) []preempt.HostPort {
+	out := make([]preempt.HostPort, len(g.ports))
+	for i, p := range g.ports {
+		var addr string
+		if p.task {
+			addr = feasible.NodeIP(n)
+		} else {
+			addr, _ = feasible.HostNetworkAddress(n, p.network)
+		}
+		out[i] = preempt.HostPort{Addr: addr, Port: p.port}
 	}
 	return out
 }
@@ -633,7 +658,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		r, dim := s.assign(g, n, proposed, &dev)
 		if r == nil && preemptOK && (len(g.ports) > 0 || len(g.devices) > 0) {
 			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(proposed, s.plan.NodePreemptions[n.ID]))
-			heldVictims = preempt.ForPorts(g.ports, candidates)
+			heldVictims = preempt.ForPorts(g.hostPorts(n), candidates)
 			if len(g.devices) > 0 {
 				heldVictims = append(heldVictims, preempt.ForDevices(s.checker, n, g.devices,
 					without(proposed, heldVictims), without(candidates, heldVictims))...)
@@ -855,7 +880,7 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 			tr.Memory.MemoryMaxMB = int64(res.MemoryMaxMB)
 		}
 		for _, nw := range res.Networks {
-			offer, _, reason := feasible.AssignPorts(n, ports, nw, rng)
+			offer, reason := feasible.AssignTaskPorts(n, ports, nw, rng)
 			if offer == nil {
 				return nil, reason
 			}

@@ -587,7 +587,9 @@ func onlyMarksUnknown(placements []*sdk.Allocation, live map[string]bool) bool {
 // updates of its live ones) must also be eligible; and the proposed set —
 // the node's live allocations, less the plan's stops, preemptions and
 // updated allocations, plus the plan's placements — must fit the node, as
-// feasible.AllocsFit judges. It returns the reason a node does not fit.
+// feasible.AllocsFit judges (host ports per address, as Nomad counts them),
+// the ports of new placements and of updates that change their networks
+// being on the node's addresses. It returns the reason a node does not fit.
 func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 	placements := p.NodeAllocation[nodeID]
 	if len(placements) == 0 {
@@ -646,10 +648,98 @@ func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 		}
 	}
 	proposed = append(proposed, placements...)
+	// Ports are counted per address (feasible.PortIndex): a port held on
+	// an address the node does not have would collide with nothing. An
+	// update that keeps its networks claims nothing new, and keeps the
+	// addresses it holds even if the node's have changed since.
+	for _, a := range placements {
+		if live[a.ID] {
+			if old := snap.Alloc(a.ID); old != nil && sameNetworks(old.AllocatedResources, a.AllocatedResources) {
+				continue
+			}
+		}
+		if addr, port := portOffNode(node, a.AllocatedResources); port != 0 {
+			return false, fmt.Sprintf("network: port %d is held on %q, not an address of the node", port, addr)
+		}
+	}
 	if ok, dim := feasible.AllocsFit(node, proposed); !ok {
 		return false, dim + " exhausted"
 	}
 	return true, ""
+}
+
+// portOffNode returns a port r holds, and its address, where the address
+// is not one of node's (see nodeHasAddress); port 0 if there is none. It
+// reads the ports as feasible.PortIndex.AddAlloc counts them.
+func portOffNode(node *sdk.Node, r *sdk.AllocatedResources) (addr string, port int) {
+	if r == nil {
+		return "", 0
+	}
+	network := func(nw *sdk.NetworkResource) (string, int) {
+		if nw == nil || nodeHasAddress(node, nw.IP) {
+			return "", 0
+		}
+		for _, ports := range [2][]sdk.Port{nw.ReservedPorts, nw.DynamicPorts} {
+			for _, p := range ports {
+				if p.Value > 0 {
+					return nw.IP, p.Value
+				}
+			}
+		}
+		return "", 0
+	}
+	if len(r.Shared.Ports) > 0 {
+		for _, pm := range r.Shared.Ports {
+			if pm.Value > 0 && !nodeHasAddress(node, pm.HostIP) {
+				return pm.HostIP, pm.Value
+			}
+		}
+	} else {
+		for _, nw := range r.Shared.Networks {
+			if addr, port := network(nw); port != 0 {
+				return addr, port
+			}
+		}
+	}
+	for _, t := range r.Tasks {
+		if t == nil {
+			continue
+		}
+		for _, nw := range t.Networks {
+			if addr, port := network(nw); port != 0 {
+				return addr, port
+			}
+		}
+	}
+	return "", 0
+}
+
+// nodeHasAddress reports whether node offers ports on addr: its address
+// (feasible.NodeIP, which may be empty on a node that reports none), or
+// one its networks or host network interfaces report.
+func nodeHasAddress(node *sdk.Node, addr string) bool {
+	if addr == feasible.NodeIP(node) {
+		return true
+	}
+	if addr == "" || node.NodeResources == nil {
+		return false
+	}
+	for _, nw := range node.NodeResources.Networks {
+		if nw != nil && nw.IP == addr {
+			return true
+		}
+	}
+	for _, nw := range node.NodeResources.NodeNetworks {
+		if nw == nil {
+			continue
+		}
+		for _, a := range nw.Addresses {
+			if a.Address == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // PlacedVersion says which version of its job a new placement runs. A

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -290,5 +291,104 @@ func wantRefusal(t *testing.T, err error, want string) {
 	}
 	if !errors.Is(err, sdk.ErrPlanInvalid) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want ErrPlanInvalid naming %q", err, want)
+	}
+}
+
+// nodeState is a State holding one node and its allocations, for NodeFits.
+type nodeState struct {
+	node   *sdk.Node
+	allocs []*sdk.Allocation
+}
+
+func (s *nodeState) Index() uint64 { return 1 }
+func (s *nodeState) Node(id string) *sdk.Node {
+	if id == s.node.ID {
+		return s.node
+	}
+	return nil
+}
+func (s *nodeState) Alloc(id string) *sdk.Allocation {
+	for _, a := range s.allocs {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+func (s *nodeState) AllocsByNode(id string) []*sdk.Allocation {
+	if id == s.node.ID {
+		return s.allocs
+	}
+	return nil
+}
+func (s *nodeState) Eval(string) *sdk.Evaluation                { return nil }
+func (s *nodeState) Job(string, string) *sdk.Job                { return nil }
+func (s *nodeState) JobVersion(string, string, uint64) *sdk.Job { return nil }
+func (s *nodeState) Deployment(string) *sdk.Deployment          { return nil }
+
+// TestNodeFits_PortsPerAddress: the host counts a node's ports per address,
+// as Nomad does: a placement binding a port already bound on the same
+// address is refused, one binding it on another address of the node is
+// accepted; the node's reserved ports are taken on every address, an
+// address's own on that address alone. A new placement may not hold a port
+// on an address the node does not have (it would collide with nothing);
+// an update keeping its networks may, the node's addresses having changed
+// since it was placed.
+func TestNodeFits_PortsPerAddress(t *testing.T) {
+	const def, pub = "10.0.0.5", "203.0.113.5"
+	node := &sdk.Node{ID: "n1", Status: sdk.NodeStatusReady, SchedulingEligibility: sdk.NodeSchedulingEligible,
+		NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 4000}, Memory: sdk.NodeMemoryResources{MemoryMB: 4096},
+			Disk:     sdk.NodeDiskResources{DiskMB: 10000},
+			Networks: []*sdk.NetworkResource{{Mode: "host", Device: "eth0", IP: def}},
+			NodeNetworks: []*sdk.NodeNetworkResource{
+				{Mode: "host", Device: "eth0", Addresses: []sdk.NodeNetworkAddress{{Alias: "default", Address: def}}},
+				{Mode: "host", Device: "eth1", Addresses: []sdk.NodeNetworkAddress{{Alias: "public", Address: pub, ReservedPorts: "8443"}}}}},
+		ReservedResources: &sdk.NodeReservedResources{Networks: sdk.NodeReservedNetworkResources{ReservedHostPorts: "22"}}}
+	// binding is an allocation on n1 binding each port on its address.
+	binding := func(id string, ports ...sdk.PortMapping) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, NodeID: "n1", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning,
+			AllocatedResources: &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{"t": {
+				Cpu: sdk.AllocatedCpuResources{CpuShares: 100}, Memory: sdk.AllocatedMemoryResources{MemoryMB: 64}}},
+				Shared: sdk.AllocatedSharedResources{Ports: ports}}}
+	}
+	on := func(port int, ip string) sdk.PortMapping {
+		return sdk.PortMapping{Label: fmt.Sprintf("p%d", port), Value: port, HostIP: ip}
+	}
+	// "old" binds 53 on the default address and 9000 on an address the
+	// node no longer has.
+	existing := []*sdk.Allocation{binding("old", on(53, def), on(9000, "192.0.2.9"))}
+	cases := []struct {
+		name       string
+		placements []*sdk.Allocation
+		why        string // "" for accepted
+	}{
+		{"the port bound on the same address", []*sdk.Allocation{binding("a", on(53, def))}, "network: port collision exhausted"},
+		{"the port bound on another address", []*sdk.Allocation{binding("a", on(53, pub))}, ""},
+		{"two placements binding one port on one address", []*sdk.Allocation{binding("a", on(54, pub)), binding("b", on(54, pub))},
+			"network: port collision exhausted"},
+		{"two placements binding one port on two addresses", []*sdk.Allocation{binding("a", on(54, pub)), binding("b", on(54, def))}, ""},
+		{"one placement binding one port on two addresses", []*sdk.Allocation{binding("a", on(54, pub), on(54, def))}, ""},
+		{"the node's reserved port on the public address", []*sdk.Allocation{binding("a", on(22, pub))}, "network: port collision exhausted"},
+		{"the public address's reserved port", []*sdk.Allocation{binding("a", on(8443, pub))}, "network: port collision exhausted"},
+		{"the public address's reserved port on the default address", []*sdk.Allocation{binding("a", on(8443, def))}, ""},
+		{"a port on an address the node lacks", []*sdk.Allocation{binding("a", on(53, "192.0.2.1"))}, `port 53 is held on "192.0.2.1"`},
+		{"a port on no address", []*sdk.Allocation{binding("a", on(53, ""))}, `port 53 is held on ""`},
+		{"a task network on an address the node lacks", []*sdk.Allocation{func() *sdk.Allocation {
+			a := binding("a")
+			a.AllocatedResources.Tasks["t"].Networks = []*sdk.NetworkResource{{IP: "192.0.2.1", DynamicPorts: []sdk.Port{{Label: "x", Value: 21000}}}}
+			return a
+		}()}, `port 21000 is held on "192.0.2.1"`},
+		{"an update keeping its networks", []*sdk.Allocation{binding("old", on(53, def), on(9000, "192.0.2.9"))}, ""},
+		{"an update moving a port to an address the node lacks", []*sdk.Allocation{binding("old", on(53, def), on(9001, "192.0.2.9"))},
+			`port 9001 is held on "192.0.2.9"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := &nodeState{node: node, allocs: existing}
+			ok, why := NodeFits(snap, &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": tc.placements}}, "n1")
+			if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
+				t.Fatalf("NodeFits = %v %q, want %q", ok, why, tc.why)
+			}
+		})
 	}
 }

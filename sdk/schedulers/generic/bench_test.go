@@ -12,15 +12,17 @@ import (
 
 // BenchmarkPlace times one eval placing count allocations of a service or
 // batch job on 1,000 nodes, in process over the harness's state (no
-// plugin boundary): the scheduler's own cost.
+// plugin boundary): the scheduler's own cost. "ports" asks for a static
+// and a dynamic port, assigned on every node ranked.
 func BenchmarkPlace(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		batch  bool
 		count  int
 		spread bool
-	}{{"service-100", false, 100, false}, {"service-1000", false, 1000, false}, {"batch-1000", true, 1000, false},
-		{"service-1000-spread", false, 1000, true}} {
+		ports  bool
+	}{{"service-100", false, 100, false, false}, {"service-1000", false, 1000, false, false}, {"batch-1000", true, 1000, false, false},
+		{"service-1000-spread", false, 1000, true, false}, {"service-500-ports", false, 500, false, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := schedtest.New(b)
 			nodes := schedtest.Nodes("n", 1000)
@@ -37,6 +39,11 @@ func BenchmarkPlace(b *testing.B) {
 					job = schedtest.BatchJob(fmt.Sprintf("j%d", i), tc.count)
 				}
 				job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 128}
+				if tc.ports {
+					job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+						ReservedPorts: []sdk.Port{{Label: "http", Value: 8080, HostNetwork: "default"}},
+						DynamicPorts:  []sdk.Port{{Label: "admin", HostNetwork: "default"}}}}
+				}
 				if tc.spread {
 					job.Constraints = append(job.Constraints, &sdk.Constraint{LTarget: "${meta.rack}",
 						RTarget: "r0,r1,r2,r3,r4,r5,r6,r7,r8,r9,r10,r11,r12", Operand: sdk.ConstraintSetContainsAny})

@@ -2374,6 +2374,78 @@ func TestService_PortOnAHostNetwork(t *testing.T) {
 	}
 }
 
+// TestService_OnePortOnTwoHostNetworks: ports are counted per address, as
+// Nomad counts them: two jobs both bind static port 53 on one node, each on
+// another host network (another address), and one group may ask for port
+// 53 on both; a third binding it on a taken address is not placed.
+func TestService_OnePortOnTwoHostNetworks(t *testing.T) {
+	const def, pub = "10.0.0.5", "203.0.113.5"
+	node := func() *sdk.Node {
+		n := schedtest.Node("n1")
+		n.NodeResources.Networks = []*sdk.NetworkResource{{Mode: "host", Device: "eth0", IP: def}}
+		n.NodeResources.NodeNetworks = []*sdk.NodeNetworkResource{
+			{Mode: "host", Device: "eth0", Addresses: []sdk.NodeNetworkAddress{{Family: "ipv4", Alias: "default", Address: def}}},
+			{Mode: "host", Device: "eth1", Addresses: []sdk.NodeNetworkAddress{{Family: "ipv4", Alias: "public", Address: pub}}}}
+		n.ComputeClass()
+		return n
+	}
+	dns := func(id string, networks ...string) *sdk.Job {
+		job := schedtest.ServiceJob(id, 1)
+		nw := &sdk.NetworkResource{Mode: "host"}
+		for _, hn := range networks {
+			nw.ReservedPorts = append(nw.ReservedPorts, sdk.Port{Label: "dns-" + hn, Value: 53, HostNetwork: hn})
+		}
+		job.TaskGroups[0].Networks = []*sdk.NetworkResource{nw}
+		return job
+	}
+	// placed returns where the last plan bound port 53, by label.
+	placed := func(t *testing.T, h *schedtest.Harness) map[string]string {
+		t.Helper()
+		allocs := schedtest.Placed(h.LastPlan())
+		if len(allocs) != 1 || allocs[0].NodeID != "n1" {
+			t.Fatalf("placed %d, want one on n1", len(allocs))
+		}
+		out := map[string]string{}
+		for _, p := range allocs[0].AllocatedResources.Shared.Ports {
+			if p.Value == 53 {
+				out[p.Label] = p.HostIP
+			}
+		}
+		return out
+	}
+
+	t.Run("two jobs", func(t *testing.T) {
+		h := schedtest.New(t)
+		h.UpsertNodes(node())
+		h.Process(service, h.RegisterJob(dns("internal", "default")))
+		if got := placed(t, h); got["dns-default"] != def {
+			t.Fatalf("internal binds 53 on %v, want %s", got, def)
+		}
+		h.Process(service, h.RegisterJob(dns("public", "public")))
+		if got := placed(t, h); got["dns-public"] != pub {
+			t.Fatalf("public binds 53 on %v, want %s", got, pub)
+		}
+		if n := len(h.AllocsByNode("n1")); n != 2 {
+			t.Fatalf("%d allocations on n1, want both jobs'", n)
+		}
+		// The public address's port 53 is now taken.
+		plans := len(h.Plans)
+		h.Process(service, h.RegisterJob(dns("again", "public")))
+		m := h.LastEval().FailedTGAllocs["web"]
+		if len(h.Plans) != plans || m == nil || m.DimensionExhausted["network: reserved port collision dns-public=53"] != 1 {
+			t.Fatalf("a third binding of 53 on %s: plans %d -> %d, failed %+v", pub, plans, len(h.Plans), m)
+		}
+	})
+	t.Run("one group on both networks", func(t *testing.T) {
+		h := schedtest.New(t)
+		h.UpsertNodes(node())
+		h.Process(service, h.RegisterJob(dns("both", "default", "public")))
+		if got := placed(t, h); got["dns-default"] != def || got["dns-public"] != pub {
+			t.Fatalf("binds 53 on %v, want on %s and %s", got, def, pub)
+		}
+	})
+}
+
 // TestService_FailedCanaryIsRescheduled: a canary that failed, its
 // replacement allowed (the deployment watcher's DesiredTransition), is
 // replaced by a new canary of its name, as in Nomad: canaries run beside

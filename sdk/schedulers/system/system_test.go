@@ -226,15 +226,19 @@ func TestSystem_MaxPlanAttemptsDescription(t *testing.T) {
 }
 
 // A system placement takes a static port from lower-priority allocations
-// holding it (Nomad's network preemption), and only from them.
+// holding it (Nomad's network preemption), and only from them, and only
+// on the address it asks for the port on: the node has its default
+// address ("", as the fixtures') and a public one, 203.0.113.5.
 func TestSystem_PreemptsForStaticPorts(t *testing.T) {
-	withPort := func(job *sdk.Job, port int) *sdk.Allocation {
+	const public = "203.0.113.5"
+	withPortOn := func(job *sdk.Job, port int, ip string) *sdk.Allocation {
 		a := schedtest.Alloc(job, 0, "n1")
 		a.AllocatedResources.Shared.Networks = []*sdk.NetworkResource{{Mode: "host",
 			ReservedPorts: []sdk.Port{{Label: "http", Value: port}}}}
-		a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: port}}
+		a.AllocatedResources.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: port, HostIP: ip}}
 		return a
 	}
+	withPort := func(job *sdk.Job, port int) *sdk.Allocation { return withPortOn(job, port, "") }
 	lowJob := func(id string, prio, mem int) *sdk.Job {
 		j := schedtest.ServiceJob(id, 1)
 		j.Priority = prio
@@ -245,6 +249,7 @@ func TestSystem_PreemptsForStaticPorts(t *testing.T) {
 		name      string
 		allocs    func(h *schedtest.Harness) []*sdk.Allocation
 		reserved  string
+		network   string   // the host network the port is asked on
 		preempted []string // alloc IDs, sorted; nil: not placed
 		exhausted string
 	}{
@@ -275,16 +280,42 @@ func TestSystem_PreemptsForStaticPorts(t *testing.T) {
 				return []*sdk.Allocation{withPort(port, 8080), schedtest.Alloc(big, 0, "n1")}
 			},
 			preempted: []string{"big-alloc-000", "port-alloc-000"}},
+		{name: "a lower priority holds the port on the address asked for",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				j := lowJob("low", 20, 256)
+				h.UpsertJob(j)
+				return []*sdk.Allocation{withPortOn(j, 8080, public)}
+			},
+			network:   "public",
+			preempted: []string{"low-alloc-000"}},
+		{name: "a lower priority holds the port on another address",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				j := lowJob("low", 20, 256)
+				h.UpsertJob(j)
+				return []*sdk.Allocation{withPort(j, 8080)}
+			},
+			network:   "public",
+			preempted: []string{}},
+		{name: "a lower priority holds the port on the public address, asked on the default",
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				j := lowJob("low", 20, 256)
+				h.UpsertJob(j)
+				return []*sdk.Allocation{withPortOn(j, 8080, public)}
+			},
+			preempted: []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := schedtest.New(t)
 			n := schedtest.Node("n1")
 			n.ReservedResources.Networks.ReservedHostPorts = tc.reserved
+			n.NodeResources.NodeNetworks = []*sdk.NodeNetworkResource{{Mode: "host", Device: "eth1",
+				Addresses: []sdk.NodeNetworkAddress{{Family: "ipv4", Alias: "public", Address: public}}}}
+			n.ComputeClass()
 			h.UpsertNodes(n)
 			h.UpsertAllocs(tc.allocs(h)...)
 			job := schedtest.SystemJob("agent")
 			job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
-				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}
+				ReservedPorts: []sdk.Port{{Label: "http", Value: 8080, HostNetwork: tc.network}}}}
 			h.Process(sched, h.RegisterJob(job))
 			placed := preemptingPlacement(t, h, tc.exhausted, tc.preempted)
 			if placed == nil {
