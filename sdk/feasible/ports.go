@@ -256,7 +256,7 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 		var set *PortSet
 		addr := ""
 		for _, pm := range r.Shared.Ports {
-			if pm.Value <= 0 {
+			if pm.Value <= 0 || ignoresCollision(r.Shared.Networks, pm.Label) {
 				continue
 			}
 			if set == nil || pm.HostIP != addr {
@@ -277,6 +277,23 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 		}
 	}
 	return collision
+}
+
+// ignoresCollision reports whether networks ask for the static port label
+// with IgnoreCollision, which its PortMapping does not say: such a port is
+// not counted, as AssignPorts does not count it.
+func ignoresCollision(networks []*sdk.NetworkResource, label string) bool {
+	for _, nw := range networks {
+		if nw == nil {
+			continue
+		}
+		for _, p := range nw.ReservedPorts {
+			if p.IgnoreCollision && p.Label == label {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (x *PortIndex) addNetwork(nw *sdk.NetworkResource, collision *int) {

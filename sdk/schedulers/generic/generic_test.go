@@ -2446,6 +2446,33 @@ func TestService_OnePortOnTwoHostNetworks(t *testing.T) {
 	})
 }
 
+// A static port with ignore_collision is not counted: two allocations of
+// a group that asks for one share a node's port, as Nomad (1.7 and later)
+// allows, and the harness, which judges fit as the host does, commits
+// both; without the flag the second allocation needs another node.
+func TestService_IgnoreCollisionPortsShareANode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ignore bool
+		placed int
+	}{
+		{"ignore_collision", true, 2},
+		{"a plain static port", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Node("n1"))
+			job := schedtest.ServiceJob("web", 2)
+			job.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+				ReservedPorts: []sdk.Port{{Label: "metrics", Value: 9100, IgnoreCollision: tc.ignore}}}}
+			h.Process(service, h.RegisterJob(job))
+			if got := len(h.Live(job.Namespace, job.ID)); got != tc.placed {
+				t.Fatalf("%d allocations placed, want %d", got, tc.placed)
+			}
+		})
+	}
+}
+
 // TestService_FailedCanaryIsRescheduled: a canary that failed, its
 // replacement allowed (the deployment watcher's DesiredTransition), is
 // replaced by a new canary of its name, as in Nomad: canaries run beside
