@@ -381,16 +381,16 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 }
 
 // CheckCovers returns an error unless ar can stand for an allocation of tg:
-// nothing negative or missing (null), for each task at least what
-// RequestedResources(tg) holds in each dimension, the group's lifecycles or none (every task then counts as a
-// main task, which never uses less), and every port the group's
-// network and its tasks' networks ask for, static ones at their value. The
-// host checks every placement with it before judging fit, so a plan cannot
-// fool the fit check by under-reporting, nor place an allocation without
-// the ports it needs (two of them could then claim one static port);
-// sdktest does the same. Devices are checked beside it, by package verify,
-// where the node is at hand: only the node says which device an instance
-// is.
+// nothing negative or missing (null); for each task at least what
+// RequestedResources(tg) holds in each dimension, and the group's disk;
+// the group's lifecycles or none (every task then counts as a main task,
+// which never uses less); and every port the group's network and its
+// tasks' networks ask for, static ones at their value. The host checks
+// every placement with it before judging fit, so a plan cannot fool the
+// fit check by under-reporting, nor place an allocation without the ports
+// it needs (two of them could then claim one static port); sdktest does
+// the same. Devices are checked beside it, by package verify, where the
+// node is at hand: only the node says which device an instance is.
 func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if ar == nil {
 		return fmt.Errorf("it holds no resources")
