@@ -61,24 +61,28 @@ type SystemResult struct {
 	Finished []SystemTuple
 }
 
-// System reconciles a system or sysbatch job node by node: every ready node
-// in the job's datacenters and pool runs one allocation of each group
-// (count is ignored); allocations on nodes that left that set or of groups
-// that no longer exist stop; allocations on down or vanished nodes are
-// lost; allocations marked to migrate move; allocations of an older job
-// version are updated (in place or destructively, the caller decides);
-// sysbatch allocations that finished are not run again for the same job
-// version (ignored, on nodes not ready too when they run another of the
-// job's allocations, as Nomad diffs those nodes).
+// System reconciles a system or sysbatch job node by node, as Nomad's
+// diffSystemAllocs: every ready node in the job's datacenters and pool runs
+// Count allocations of each group, named JOB.GROUP[0] to [Count-1]
+// (materializeSystemTaskGroups; a group of count 0 runs nowhere);
+// allocations on nodes that left that set, of groups that no longer exist
+// or with an index past the count stop; allocations on down or vanished
+// nodes are lost; allocations marked to migrate move; allocations of an
+// older job version are updated (in place or destructively, the caller
+// decides); sysbatch allocations that finished are not run again for the
+// same job version (ignored, on nodes not ready too when they run another
+// of the job's allocations, as Nomad diffs those nodes).
 func System(in SystemInput) *SystemResult {
 	res := &SystemResult{}
 	required := map[string]*sdk.TaskGroup{}
 	var order []string
 	if !in.Job.Stopped() {
 		for _, tg := range in.Job.TaskGroups {
-			name := sdk.AllocName(in.Job.ID, tg.Name, 0)
-			required[name] = tg
-			order = append(order, name)
+			for i := 0; i < tg.Count; i++ {
+				name := sdk.AllocName(in.Job.ID, tg.Name, i)
+				required[name] = tg
+				order = append(order, name)
+			}
 		}
 	}
 	sysbatch := in.Job != nil && in.Job.Type == sdk.JobTypeSysBatch

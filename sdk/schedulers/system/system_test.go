@@ -923,3 +923,183 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 		})
 	}
 }
+
+// TestSystem_CountAsNomad: a system or sysbatch group runs Count
+// allocations on each node, JOB.GROUP[0] to [Count-1], as Nomad v1.6.1's
+// materializeSystemTaskGroups (scheduler/system_util.go) names them; the
+// server's canonicalisation makes a system group's count 0 a 1 and its
+// validation refuses more than 1, so counts other than 1 come from
+// sysbatch jobs (or from jobs that reach the scheduler otherwise). Nodes
+// are n-000 and n-001 (4000 MHz each).
+func TestSystem_CountAsNomad(t *testing.T) {
+	job := func(typ string, count int) *sdk.Job {
+		j := schedtest.SystemJob("agent")
+		j.Type = typ
+		j.TaskGroups[0].Count = count
+		return j
+	}
+	register := func(h *schedtest.Harness, j *sdk.Job) {
+		h.UpsertNodes(schedtest.Nodes("n", 2)...)
+		h.Process(sched, h.RegisterJob(j))
+		h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live(j.Namespace, j.ID)...)
+	}
+	names := func(allocs []*sdk.Allocation) []string {
+		var out []string
+		for _, a := range allocs {
+			out = append(out, a.NodeID+" "+a.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	cases := []struct {
+		name  string
+		setup func(h *schedtest.Harness) *sdk.Evaluation
+		// placed and stopped: the last plan's allocations, "node name".
+		placed, stopped []string
+		// want: the dry run's counts (the last eval is a dry run then).
+		want map[string]sdk.DesiredUpdates
+		// queued, failed: the eval's queued allocations and whether it
+		// failed placements (and created a blocked eval).
+		queued int
+		failed bool
+		check  func(t *testing.T, h *schedtest.Harness)
+	}{
+		{
+			// materializeSystemTaskGroups: tg.Count names per node.
+			name: "sysbatch: count 3 runs three on every node",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 3))
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-000 agent.agent[2]",
+				"n-001 agent.agent[0]", "n-001 agent.agent[1]", "n-001 agent.agent[2]"},
+		},
+		{
+			// A group of count 0 has no name to materialize: nothing is
+			// placed, and diffSystemAllocsForNode stops what runs ("not
+			// required").
+			name: "system: count 0 stops the group",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSystem, 1))
+				return h.RegisterJob(job(sdk.JobTypeSystem, 0))
+			},
+			stopped: []string{"n-000 agent.agent[0]", "n-001 agent.agent[0]"},
+		},
+		{
+			name: "sysbatch: count 0 places nothing",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 0))
+			},
+		},
+		{
+			// A lower count stops the names past it, on every node.
+			name: "sysbatch: count 2 to 1 stops index 1",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 2))
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 1))
+			},
+			// Index 0 is updated in place: the count is part of the
+			// new version.
+			placed:  []string{"n-000 agent.agent[0]", "n-001 agent.agent[0]"},
+			stopped: []string{"n-000 agent.agent[1]", "n-001 agent.agent[1]"},
+		},
+		{
+			// desiredUpdates counts every materialized name.
+			name: "sysbatch: a dry run counts every index",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 1))
+				e := h.RegisterJob(job(sdk.JobTypeSysBatch, 3))
+				e.AnnotatePlan = true
+				return e
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-000 agent.agent[2]",
+				"n-001 agent.agent[0]", "n-001 agent.agent[1]", "n-001 agent.agent[2]"},
+			want: map[string]sdk.DesiredUpdates{"agent": {Place: 4, InPlaceUpdate: 2}},
+		},
+		{
+			// computePlacements: each name is a placement on its node;
+			// the third on a node does not fit, the failures coalesce
+			// into one metric, the eval blocks and two stay queued.
+			name: "sysbatch: placements past a node's room fail, queued and blocked",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				j := job(sdk.JobTypeSysBatch, 3)
+				j.TaskGroups[0].Tasks[0].Resources.CPU = 1500
+				return h.RegisterJob(j)
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-001 agent.agent[0]", "n-001 agent.agent[1]"},
+			queued: 2, failed: true,
+			check: func(t *testing.T, h *schedtest.Harness) {
+				if m := h.LastEval().FailedTGAllocs["agent"]; m.CoalescedFailures != 1 {
+					t.Fatalf("coalesced failures %d, want 1", m.CoalescedFailures)
+				}
+			},
+		},
+		{
+			// evictAndPlace: max_parallel counts allocations, not nodes.
+			name: "sysbatch: a rolling update replaces max_parallel allocations",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 2))
+				next := job(sdk.JobTypeSysBatch, 2)
+				next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+				next.Update = sdk.UpdateStrategy{MaxParallel: 3, Stagger: time.Minute}
+				return h.RegisterJob(next)
+			},
+			check: func(t *testing.T, h *schedtest.Harness) {
+				plan := h.LastPlan()
+				if p, s := len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)); p != 3 || s != 3 {
+					t.Fatalf("replaced %d, stopped %d, want 3 and 3", p, s)
+				}
+				if len(h.Created) != 1 || h.Created[0].TriggeredBy != sdk.EvalTriggerRollingUpdate {
+					t.Fatalf("created %+v, want a rolling-update eval", h.Created)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			e := tc.setup(h)
+			h.Created = nil
+			plans := len(h.Plans)
+			h.Process(sched, e)
+			var plan *sdk.Plan
+			if len(h.Plans) > plans {
+				plan = h.LastPlan()
+			}
+			if tc.placed != nil || tc.stopped != nil {
+				if plan == nil {
+					t.Fatal("no plan")
+				}
+				if got := names(schedtest.Placed(plan)); !slices.Equal(got, tc.placed) {
+					t.Fatalf("placed %q, want %q", got, tc.placed)
+				}
+				if got := names(schedtest.Stopped(plan)); !slices.Equal(got, tc.stopped) {
+					t.Fatalf("stopped %q, want %q", got, tc.stopped)
+				}
+			} else if tc.check == nil && plan != nil && len(schedtest.Placed(plan))+len(schedtest.Stopped(plan)) != 0 {
+				t.Fatalf("plan places %d and stops %d, want nothing", len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)))
+			}
+			if tc.want != nil {
+				got := map[string]sdk.DesiredUpdates{}
+				for g, u := range plan.Annotations.DesiredTGUpdates {
+					got[g] = *u
+				}
+				if !maps.Equal(got, tc.want) {
+					t.Fatalf("annotations %+v, want %+v", got, tc.want)
+				}
+			}
+			ev := h.LastEval()
+			if ev.QueuedAllocations["agent"] != tc.queued {
+				t.Fatalf("queued %v, want %d", ev.QueuedAllocations, tc.queued)
+			}
+			if failed := len(ev.FailedTGAllocs) != 0; failed != tc.failed || (ev.BlockedEval != "") != tc.failed {
+				t.Fatalf("failed %v, blocked eval %q, want failures: %v", ev.FailedTGAllocs, ev.BlockedEval, tc.failed)
+			}
+			if tc.check != nil {
+				tc.check(t, h)
+			}
+		})
+	}
+}
