@@ -478,8 +478,10 @@ func TestSystem_AnnotatesPlan(t *testing.T) {
 }
 
 // On a disconnected node a system job's running allocation is marked
-// unknown when its group tolerates disconnects, and lost when it does not
-// or once lost_after is over; nothing is placed elsewhere.
+// unknown when its group tolerates disconnects, and lost once lost_after
+// is over; one whose group does not tolerate it is left running, as
+// Nomad's diffSystemAllocsForNode leaves it (the node goes down when no
+// window is left, and it is lost then); nothing is placed elsewhere.
 func TestSystem_DisconnectedNode(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -488,7 +490,7 @@ func TestSystem_DisconnectedNode(t *testing.T) {
 		wantStatus string
 		wantDesire string
 	}{
-		{"not tolerated: lost", 0, 0, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
+		{"not tolerated: left running", 0, 0, sdk.AllocClientStatusRunning, sdk.AllocDesiredStatusRun},
 		{"tolerated: unknown", time.Minute, 0, sdk.AllocClientStatusUnknown, sdk.AllocDesiredStatusRun},
 		{"tolerated, window over: lost", time.Minute, 2 * time.Minute, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
 	} {
@@ -840,18 +842,17 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			0, 1,
 		},
 		{
-			// A group that does not tolerate disconnects: Drover stops
-			// its allocation on a disconnected node as lost, as its
-			// service reconciler does; Nomad's system scheduler leaves it
-			// running and counts it ignored. The count follows what the
-			// plan does: lost, not counted.
-			"lost: disconnected, not tolerated",
+			// A group that does not tolerate disconnects: Nomad's system
+			// scheduler leaves its allocation on a disconnected node
+			// running (diffSystemAllocsForNode marks disconnecting only
+			// when supportsDisconnectedClients) and counts it ignored.
+			"ignored: disconnected, not tolerated",
 			func(h *schedtest.Harness) *sdk.Evaluation {
 				disconnect(h, schedtest.SystemJob("agent"))
 				return same(h)
 			},
-			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
-			0, 1,
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 2}},
+			0, 0,
 		},
 		{
 			// diffSystemAllocs diffs every node with a live allocation of
@@ -1099,6 +1100,157 @@ func TestSystem_CountAsNomad(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, h)
+			}
+		})
+	}
+}
+
+// TestSystem_DisconnectAsNomad: what becomes of an allocation on a node
+// that disconnected, as Nomad v1.6.1's diffSystemAllocsForNode
+// (scheduler/system_util.go) decides, for the cases where Drover once
+// decided otherwise. Nodes are n-000 (the one that disconnects) and
+// n-001; the job's group tolerates a minute's disconnect unless the case
+// says not.
+func TestSystem_DisconnectAsNomad(t *testing.T) {
+	setNode := func(h *schedtest.Harness, status string) {
+		n := h.State().Node("n-000").Copy()
+		n.Status = status
+		h.UpsertNodes(n)
+	}
+	cases := []struct {
+		name      string
+		tolerated bool
+		// client: the allocation's status when n-000 disconnects.
+		client string
+		// then runs after n-000 disconnected (and an eval marked its
+		// running allocation unknown, when tolerated); it returns the
+		// eval to check.
+		then func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation
+		// want: the allocation on n-000, client and desired status.
+		wantClient, wantDesired string
+		// stops and placed: the last eval's plan (-1: no plan).
+		stops, placed int
+	}{
+		{
+			// Tainted, not supportsDisconnectedClients, the node not
+			// terminal: IGNORE.
+			name: "running, not tolerated: left running", client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusRunning, wantDesired: sdk.AllocDesiredStatusRun, stops: -1,
+		},
+		{
+			// TestSystemSched_NodeDisconnected, "system-ignore-ineligible":
+			// only a running allocation is marked disconnecting.
+			name: "pending, tolerated: left pending", tolerated: true, client: sdk.AllocClientStatusPending,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusPending, wantDesired: sdk.AllocDesiredStatusRun, stops: -1,
+		},
+		{
+			// "Ignore unknown allocs that we want to reconnect
+			// eventually": back on a ready node, an unknown allocation
+			// is not updated to the job's new version; the other node's
+			// is.
+			name: "unknown, node ready again, new version: left alone", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				next := job.Copy()
+				next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+				return h.RegisterJob(next)
+			},
+			wantClient: sdk.AllocClientStatusUnknown, wantDesired: sdk.AllocDesiredStatusRun, stops: 1, placed: 1,
+		},
+		{
+			// TestSystemSched_NodeDisconnected, "sysbatch-unknown-expired"
+			// (a ready node): expired unknown allocations are lost.
+			name: "unknown, node ready again, window over: lost", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				h.Now = h.Now.Add(2 * time.Minute)
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusLost, wantDesired: sdk.AllocDesiredStatusStop, stops: 1,
+		},
+		{
+			// The unknown allocation is ignored before diffSystemAllocsForNode
+			// stops allocations on nodes no longer targeted; the other
+			// node's stops.
+			name: "unknown, node ready again, no longer targeted: left alone", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				next := job.Copy()
+				next.Datacenters = []string{"elsewhere"}
+				return h.RegisterJob(next)
+			},
+			wantClient: sdk.AllocClientStatusUnknown, wantDesired: sdk.AllocDesiredStatusRun, stops: 1,
+		},
+		{
+			// Kept from Drover, not Nomad (which ignores it until its
+			// window ends): on a down node an unknown allocation is lost
+			// at once, there being no later eval to lose it (see
+			// reconcile.System).
+			name: "unknown, node down: lost", tolerated: true, client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusDown)
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusLost, wantDesired: sdk.AllocDesiredStatusStop, stops: 1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			job := schedtest.SystemJob("agent")
+			if tc.tolerated {
+				job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+			}
+			h.Process(sched, h.RegisterJob(job))
+			var onN0 *sdk.Allocation
+			for _, a := range h.Live("default", "agent") {
+				status := sdk.AllocClientStatusRunning
+				if a.NodeID == "n-000" {
+					onN0, status = a, tc.client
+				}
+				h.SetClientStatus(status, a)
+			}
+			setNode(h, sdk.NodeStatusDisconnected)
+			h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+			if tc.tolerated && tc.client == sdk.AllocClientStatusRunning {
+				if got := h.State().Alloc(onN0.ID).ClientStatus; got != sdk.AllocClientStatusUnknown {
+					t.Fatalf("after the disconnect: %s, want unknown", got)
+				}
+			}
+			plans := len(h.Plans)
+			h.Process(sched, tc.then(h, job))
+			got := h.State().Alloc(onN0.ID)
+			if got.ClientStatus != tc.wantClient || got.DesiredStatus != tc.wantDesired {
+				t.Fatalf("allocation on n-000: %s/%s, want %s/%s", got.ClientStatus, got.DesiredStatus, tc.wantClient, tc.wantDesired)
+			}
+			switch {
+			case tc.stops < 0:
+				if len(h.Plans) != plans {
+					t.Fatalf("a plan: places %d, stops %d; want none", len(schedtest.Placed(h.LastPlan())),
+						len(schedtest.Stopped(h.LastPlan())))
+				}
+			case len(h.Plans) == plans:
+				t.Fatal("no plan")
+			default:
+				plan := h.LastPlan()
+				if s, p := len(schedtest.Stopped(plan)), len(schedtest.Placed(plan)); s != tc.stops || p != tc.placed {
+					t.Fatalf("the plan stops %d and places %d, want %d and %d", s, p, tc.stops, tc.placed)
+				}
+				for _, a := range schedtest.Placed(plan) {
+					if a.NodeID == "n-000" {
+						t.Fatalf("placed %s on n-000", a.Name)
+					}
+				}
 			}
 		})
 	}
