@@ -402,3 +402,35 @@ func TestScaleJob_StoredJobThatLaterChecksRefuse(t *testing.T) {
 		t.Fatal("a count over the plan size limit was scaled to")
 	}
 }
+
+// TestScaleJob_SysBatch: as Nomad's Job.Scale, which refuses only system
+// jobs, a sysbatch group's count can be scaled, and it runs that many
+// allocations on each node; a system job's cannot.
+func TestScaleJob_SysBatch(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for i := 0; i < 2; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 8000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(n int64) *int64 { return &n }
+	for _, typ := range []string{sdk.JobTypeSysBatch, sdk.JobTypeSystem} {
+		evalID, _, err := s.RegisterJob(servertest.Job(typ, typ, 1, 100, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, evalID)
+	}
+	res, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: sdk.JobTypeSysBatch, Group: "g", Count: count(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, res.EvalID)
+	if n := len(s.Store().Snapshot().AllocsByJob("default", sdk.JobTypeSysBatch)); n != 6 {
+		t.Fatalf("%d allocations, want 3 on each of 2 nodes", n)
+	}
+	if _, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: sdk.JobTypeSystem, Group: "g", Count: count(2)}); err == nil ||
+		!strings.Contains(err.Error(), "no count to scale") {
+		t.Fatalf("scaling a system job: %v", err)
+	}
+}

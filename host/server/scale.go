@@ -71,7 +71,9 @@ func (s *Server) scaleJob(req ScaleRequest) (ScaleResult, error) {
 	if cur == nil {
 		return ScaleResult{}, fmt.Errorf("%w: job %q", ErrNotFound, req.JobID)
 	}
-	if cur.Type == sdk.JobTypeSystem || cur.Type == sdk.JobTypeSysBatch {
+	// As Nomad, only a system job is refused: a sysbatch group runs its
+	// count on each node.
+	if cur.Type == sdk.JobTypeSystem {
 		return ScaleResult{}, badRequest(fmt.Errorf("%s job %q has no count to scale", cur.Type, req.JobID))
 	}
 	tg := cur.LookupTaskGroup(req.Group)

@@ -61,24 +61,35 @@ type SystemResult struct {
 	Finished []SystemTuple
 }
 
-// System reconciles a system or sysbatch job node by node: every ready node
-// in the job's datacenters and pool runs one allocation of each group
-// (count is ignored); allocations on nodes that left that set or of groups
-// that no longer exist stop; allocations on down or vanished nodes are
-// lost; allocations marked to migrate move; allocations of an older job
-// version are updated (in place or destructively, the caller decides);
-// sysbatch allocations that finished are not run again for the same job
-// version (ignored, on nodes not ready too when they run another of the
-// job's allocations, as Nomad diffs those nodes).
+// System reconciles a system or sysbatch job node by node, as Nomad's
+// diffSystemAllocs: every ready node in the job's datacenters and pool runs
+// Count allocations of each group, named JOB.GROUP[0] to [Count-1]
+// (materializeSystemTaskGroups; a group of count 0 runs nowhere);
+// allocations on nodes that left that set, of groups that no longer exist
+// or with an index past the count stop; allocations on down or vanished
+// nodes are lost; allocations marked to migrate move; allocations of an
+// older job version are updated (in place or destructively, the caller
+// decides); sysbatch allocations that finished are not run again for the
+// same job version (ignored, on nodes not ready too when they run another
+// of the job's allocations, as Nomad diffs those nodes).
+//
+// On a disconnected node only a running allocation of a group that
+// tolerates disconnects is touched (marked unknown); the others, pending
+// or of a group that does not tolerate it, are left alone until the node
+// comes back or goes down, as in Nomad. An unknown allocation is left
+// alone wherever it is until its window ends, then lost; on a down or
+// vanished node it is lost at once (see the comment below).
 func System(in SystemInput) *SystemResult {
 	res := &SystemResult{}
 	required := map[string]*sdk.TaskGroup{}
 	var order []string
 	if !in.Job.Stopped() {
 		for _, tg := range in.Job.TaskGroups {
-			name := sdk.AllocName(in.Job.ID, tg.Name, 0)
-			required[name] = tg
-			order = append(order, name)
+			for i := 0; i < tg.Count; i++ {
+				name := sdk.AllocName(in.Job.ID, tg.Name, i)
+				required[name] = tg
+				order = append(order, name)
+			}
 		}
 	}
 	sysbatch := in.Job != nil && in.Job.Type == sdk.JobTypeSysBatch
@@ -139,20 +150,42 @@ func System(in SystemInput) *SystemResult {
 				res.Migrate = append(res.Migrate, t)
 				continue
 			}
-			if node, tainted := in.Tainted[nodeID]; tainted {
-				disconnected := node != nil && node.Status == sdk.NodeStatusDisconnected
-				switch {
-				case node == nil || node.TerminalStatus():
+			// Nomad's supportsDisconnectedClients: the allocation's own
+			// version of its group tolerates disconnects.
+			tolerant := lostAfter(a) > 0
+			tnode, tainted := in.Tainted[nodeID]
+			gone := tainted && (tnode == nil || tnode.TerminalStatus())
+			if tolerant && a.ClientStatus == sdk.AllocClientStatusUnknown {
+				// Nomad loses an unknown allocation once its window is
+				// over, and until then leaves it alone wherever it is:
+				// on a node back from the disconnect (not updated to a
+				// new version: its client has not said what runs), on a
+				// node no longer targeted, and on a down or vanished
+				// node. Drover loses it at once on a down or vanished
+				// node: its heartbeats mark a node down when the windows
+				// counted from the node's disconnect (in whole seconds)
+				// end, before those counted from when each allocation was
+				// marked unknown, later, and a system job has no
+				// follow-up eval, so left alone it would stay unknown on
+				// a down node with nothing to make it lost.
+				if gone || unknownExpired(a, in.Now) {
 					res.Lost = append(res.Lost, t)
-				case !disconnected:
+				} else {
 					res.Ignore = append(res.Ignore, t)
-				case lostAfter(a) == 0 || a.ClientStatus == sdk.AllocClientStatusPending || unknownExpired(a, in.Now):
-					// As the service reconciler: only running allocations
-					// of tolerant groups are kept through a disconnect.
+				}
+				continue
+			}
+			if tainted {
+				switch {
+				case gone:
 					res.Lost = append(res.Lost, t)
-				case a.ClientStatus == sdk.AllocClientStatusRunning:
+				case tolerant && tnode.Status == sdk.NodeStatusDisconnected && a.ClientStatus == sdk.AllocClientStatusRunning:
 					res.Disconnect = append(res.Disconnect, t)
 				default:
+					// Draining, or disconnected and pending or not
+					// tolerant: Nomad leaves it until the node comes back
+					// or goes down (heartbeats mark it down when no
+					// window is left), there being no other node for it.
 					res.Ignore = append(res.Ignore, t)
 				}
 				continue

@@ -300,7 +300,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 		g.resources = s.baseResources(tg)
 	}
 	// Nomad's system stack has no distinct_hosts check (system jobs place
-	// one allocation of each group per node): every group places on every
+	// each group's allocations on every node): every group places on every
 	// node, and a node still running a stopped allocation of the job takes
 	// its successor.
 	if !s.cfg.System {

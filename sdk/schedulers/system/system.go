@@ -1,6 +1,6 @@
-// Package system is the scheduler for system and sysbatch jobs: one
-// allocation of each task group on every ready node in the job's
-// datacenters and node pool.
+// Package system is the scheduler for system and sysbatch jobs: count
+// allocations of each task group (one, for a system job) on every ready
+// node in the job's datacenters and node pool.
 //
 // It follows Nomad's system scheduler: a per-node reconciler
 // (reconcile.System) decides what each node needs; updates are done in
@@ -249,7 +249,8 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 	return destructive, inplace
 }
 
-// computePlacements places one allocation per slot on the slot's node.
+// computePlacements places one allocation per slot (a name on a node) on
+// the slot's node.
 // The first fresh slots are the reconciler's placements; the rest replace
 // allocations updated destructively.
 func (p *pass) computePlacements(place []reconcile.SystemTuple, fresh int) {

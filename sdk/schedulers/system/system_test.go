@@ -509,8 +509,10 @@ func TestSystem_AnnotatesPlan(t *testing.T) {
 }
 
 // On a disconnected node a system job's running allocation is marked
-// unknown when its group tolerates disconnects, and lost when it does not
-// or once lost_after is over; nothing is placed elsewhere.
+// unknown when its group tolerates disconnects, and lost once lost_after
+// is over; one whose group does not tolerate it is left running, as
+// Nomad's diffSystemAllocsForNode leaves it (the node goes down when no
+// window is left, and it is lost then); nothing is placed elsewhere.
 func TestSystem_DisconnectedNode(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -519,7 +521,7 @@ func TestSystem_DisconnectedNode(t *testing.T) {
 		wantStatus string
 		wantDesire string
 	}{
-		{"not tolerated: lost", 0, 0, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
+		{"not tolerated: left running", 0, 0, sdk.AllocClientStatusRunning, sdk.AllocDesiredStatusRun},
 		{"tolerated: unknown", time.Minute, 0, sdk.AllocClientStatusUnknown, sdk.AllocDesiredStatusRun},
 		{"tolerated, window over: lost", time.Minute, 2 * time.Minute, sdk.AllocClientStatusLost, sdk.AllocDesiredStatusStop},
 	} {
@@ -871,18 +873,17 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			0, 1,
 		},
 		{
-			// A group that does not tolerate disconnects: Drover stops
-			// its allocation on a disconnected node as lost, as its
-			// service reconciler does; Nomad's system scheduler leaves it
-			// running and counts it ignored. The count follows what the
-			// plan does: lost, not counted.
-			"lost: disconnected, not tolerated",
+			// A group that does not tolerate disconnects: Nomad's system
+			// scheduler leaves its allocation on a disconnected node
+			// running (diffSystemAllocsForNode marks disconnecting only
+			// when supportsDisconnectedClients) and counts it ignored.
+			"ignored: disconnected, not tolerated",
 			func(h *schedtest.Harness) *sdk.Evaluation {
 				disconnect(h, schedtest.SystemJob("agent"))
 				return same(h)
 			},
-			map[string]sdk.DesiredUpdates{"agent": {Ignore: 1}},
-			0, 1,
+			map[string]sdk.DesiredUpdates{"agent": {Ignore: 2}},
+			0, 0,
 		},
 		{
 			// diffSystemAllocs diffs every node with a live allocation of
@@ -950,6 +951,337 @@ func TestSystem_DryRunCountsAsNomad(t *testing.T) {
 			plan := h.LastPlan()
 			if n, s := len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)); n != tc.allocs || s != tc.stops {
 				t.Fatalf("the plan places, updates or marks %d and stops %d, want %d and %d", n, s, tc.allocs, tc.stops)
+			}
+		})
+	}
+}
+
+// TestSystem_CountAsNomad: a system or sysbatch group runs Count
+// allocations on each node, JOB.GROUP[0] to [Count-1], as Nomad v1.6.1's
+// materializeSystemTaskGroups (scheduler/system_util.go) names them; the
+// server's canonicalisation makes a system group's count 0 a 1 and its
+// validation refuses more than 1, so counts other than 1 come from
+// sysbatch jobs (or from jobs that reach the scheduler otherwise). Nodes
+// are n-000 and n-001 (4000 MHz each).
+func TestSystem_CountAsNomad(t *testing.T) {
+	job := func(typ string, count int) *sdk.Job {
+		j := schedtest.SystemJob("agent")
+		j.Type = typ
+		j.TaskGroups[0].Count = count
+		return j
+	}
+	register := func(h *schedtest.Harness, j *sdk.Job) {
+		h.UpsertNodes(schedtest.Nodes("n", 2)...)
+		h.Process(sched, h.RegisterJob(j))
+		h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live(j.Namespace, j.ID)...)
+	}
+	names := func(allocs []*sdk.Allocation) []string {
+		var out []string
+		for _, a := range allocs {
+			out = append(out, a.NodeID+" "+a.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	cases := []struct {
+		name  string
+		setup func(h *schedtest.Harness) *sdk.Evaluation
+		// placed and stopped: the last plan's allocations, "node name".
+		placed, stopped []string
+		// want: the dry run's counts (the last eval is a dry run then).
+		want map[string]sdk.DesiredUpdates
+		// queued, failed: the eval's queued allocations and whether it
+		// failed placements (and created a blocked eval).
+		queued int
+		failed bool
+		check  func(t *testing.T, h *schedtest.Harness)
+	}{
+		{
+			// materializeSystemTaskGroups: tg.Count names per node.
+			name: "sysbatch: count 3 runs three on every node",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 3))
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-000 agent.agent[2]",
+				"n-001 agent.agent[0]", "n-001 agent.agent[1]", "n-001 agent.agent[2]"},
+		},
+		{
+			// A group of count 0 has no name to materialize: nothing is
+			// placed, and diffSystemAllocsForNode stops what runs ("not
+			// required").
+			name: "system: count 0 stops the group",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSystem, 1))
+				return h.RegisterJob(job(sdk.JobTypeSystem, 0))
+			},
+			stopped: []string{"n-000 agent.agent[0]", "n-001 agent.agent[0]"},
+		},
+		{
+			name: "sysbatch: count 0 places nothing",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 0))
+			},
+		},
+		{
+			// A lower count stops the names past it, on every node.
+			name: "sysbatch: count 2 to 1 stops index 1",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 2))
+				return h.RegisterJob(job(sdk.JobTypeSysBatch, 1))
+			},
+			// Index 0 is updated in place: the count is part of the
+			// new version.
+			placed:  []string{"n-000 agent.agent[0]", "n-001 agent.agent[0]"},
+			stopped: []string{"n-000 agent.agent[1]", "n-001 agent.agent[1]"},
+		},
+		{
+			// desiredUpdates counts every materialized name.
+			name: "sysbatch: a dry run counts every index",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 1))
+				e := h.RegisterJob(job(sdk.JobTypeSysBatch, 3))
+				e.AnnotatePlan = true
+				return e
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-000 agent.agent[2]",
+				"n-001 agent.agent[0]", "n-001 agent.agent[1]", "n-001 agent.agent[2]"},
+			want: map[string]sdk.DesiredUpdates{"agent": {Place: 4, InPlaceUpdate: 2}},
+		},
+		{
+			// computePlacements: each name is a placement on its node;
+			// the third on a node does not fit, the failures coalesce
+			// into one metric, the eval blocks and two stay queued.
+			name: "sysbatch: placements past a node's room fail, queued and blocked",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				h.UpsertNodes(schedtest.Nodes("n", 2)...)
+				j := job(sdk.JobTypeSysBatch, 3)
+				j.TaskGroups[0].Tasks[0].Resources.CPU = 1500
+				return h.RegisterJob(j)
+			},
+			placed: []string{"n-000 agent.agent[0]", "n-000 agent.agent[1]", "n-001 agent.agent[0]", "n-001 agent.agent[1]"},
+			queued: 2, failed: true,
+			check: func(t *testing.T, h *schedtest.Harness) {
+				if m := h.LastEval().FailedTGAllocs["agent"]; m.CoalescedFailures != 1 {
+					t.Fatalf("coalesced failures %d, want 1", m.CoalescedFailures)
+				}
+			},
+		},
+		{
+			// evictAndPlace: max_parallel counts allocations, not nodes.
+			name: "sysbatch: a rolling update replaces max_parallel allocations",
+			setup: func(h *schedtest.Harness) *sdk.Evaluation {
+				register(h, job(sdk.JobTypeSysBatch, 2))
+				next := job(sdk.JobTypeSysBatch, 2)
+				next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+				next.Update = sdk.UpdateStrategy{MaxParallel: 3, Stagger: time.Minute}
+				return h.RegisterJob(next)
+			},
+			check: func(t *testing.T, h *schedtest.Harness) {
+				plan := h.LastPlan()
+				if p, s := len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)); p != 3 || s != 3 {
+					t.Fatalf("replaced %d, stopped %d, want 3 and 3", p, s)
+				}
+				if len(h.Created) != 1 || h.Created[0].TriggeredBy != sdk.EvalTriggerRollingUpdate {
+					t.Fatalf("created %+v, want a rolling-update eval", h.Created)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			e := tc.setup(h)
+			h.Created = nil
+			plans := len(h.Plans)
+			h.Process(sched, e)
+			var plan *sdk.Plan
+			if len(h.Plans) > plans {
+				plan = h.LastPlan()
+			}
+			if tc.placed != nil || tc.stopped != nil {
+				if plan == nil {
+					t.Fatal("no plan")
+				}
+				if got := names(schedtest.Placed(plan)); !slices.Equal(got, tc.placed) {
+					t.Fatalf("placed %q, want %q", got, tc.placed)
+				}
+				if got := names(schedtest.Stopped(plan)); !slices.Equal(got, tc.stopped) {
+					t.Fatalf("stopped %q, want %q", got, tc.stopped)
+				}
+			} else if tc.check == nil && plan != nil && len(schedtest.Placed(plan))+len(schedtest.Stopped(plan)) != 0 {
+				t.Fatalf("plan places %d and stops %d, want nothing", len(schedtest.Placed(plan)), len(schedtest.Stopped(plan)))
+			}
+			if tc.want != nil {
+				got := map[string]sdk.DesiredUpdates{}
+				for g, u := range plan.Annotations.DesiredTGUpdates {
+					got[g] = *u
+				}
+				if !maps.Equal(got, tc.want) {
+					t.Fatalf("annotations %+v, want %+v", got, tc.want)
+				}
+			}
+			ev := h.LastEval()
+			if ev.QueuedAllocations["agent"] != tc.queued {
+				t.Fatalf("queued %v, want %d", ev.QueuedAllocations, tc.queued)
+			}
+			if failed := len(ev.FailedTGAllocs) != 0; failed != tc.failed || (ev.BlockedEval != "") != tc.failed {
+				t.Fatalf("failed %v, blocked eval %q, want failures: %v", ev.FailedTGAllocs, ev.BlockedEval, tc.failed)
+			}
+			if tc.check != nil {
+				tc.check(t, h)
+			}
+		})
+	}
+}
+
+// TestSystem_DisconnectAsNomad: what becomes of an allocation on a node
+// that disconnected, as Nomad v1.6.1's diffSystemAllocsForNode
+// (scheduler/system_util.go) decides, for the cases where Drover once
+// decided otherwise. Nodes are n-000 (the one that disconnects) and
+// n-001; the job's group tolerates a minute's disconnect unless the case
+// says not.
+func TestSystem_DisconnectAsNomad(t *testing.T) {
+	setNode := func(h *schedtest.Harness, status string) {
+		n := h.State().Node("n-000").Copy()
+		n.Status = status
+		h.UpsertNodes(n)
+	}
+	cases := []struct {
+		name      string
+		tolerated bool
+		// client: the allocation's status when n-000 disconnects.
+		client string
+		// then runs after n-000 disconnected (and an eval marked its
+		// running allocation unknown, when tolerated); it returns the
+		// eval to check.
+		then func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation
+		// want: the allocation on n-000, client and desired status.
+		wantClient, wantDesired string
+		// stops and placed: the last eval's plan (-1: no plan).
+		stops, placed int
+	}{
+		{
+			// Tainted, not supportsDisconnectedClients, the node not
+			// terminal: IGNORE.
+			name: "running, not tolerated: left running", client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusRunning, wantDesired: sdk.AllocDesiredStatusRun, stops: -1,
+		},
+		{
+			// TestSystemSched_NodeDisconnected, "system-ignore-ineligible":
+			// only a running allocation is marked disconnecting.
+			name: "pending, tolerated: left pending", tolerated: true, client: sdk.AllocClientStatusPending,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusPending, wantDesired: sdk.AllocDesiredStatusRun, stops: -1,
+		},
+		{
+			// "Ignore unknown allocs that we want to reconnect
+			// eventually": back on a ready node, an unknown allocation
+			// is not updated to the job's new version; the other node's
+			// is.
+			name: "unknown, node ready again, new version: left alone", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				next := job.Copy()
+				next.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+				return h.RegisterJob(next)
+			},
+			wantClient: sdk.AllocClientStatusUnknown, wantDesired: sdk.AllocDesiredStatusRun, stops: 1, placed: 1,
+		},
+		{
+			// TestSystemSched_NodeDisconnected, "sysbatch-unknown-expired"
+			// (a ready node): expired unknown allocations are lost.
+			name: "unknown, node ready again, window over: lost", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				h.Now = h.Now.Add(2 * time.Minute)
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusLost, wantDesired: sdk.AllocDesiredStatusStop, stops: 1,
+		},
+		{
+			// The unknown allocation is ignored before diffSystemAllocsForNode
+			// stops allocations on nodes no longer targeted; the other
+			// node's stops.
+			name: "unknown, node ready again, no longer targeted: left alone", tolerated: true,
+			client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusReady)
+				next := job.Copy()
+				next.Datacenters = []string{"elsewhere"}
+				return h.RegisterJob(next)
+			},
+			wantClient: sdk.AllocClientStatusUnknown, wantDesired: sdk.AllocDesiredStatusRun, stops: 1,
+		},
+		{
+			// Kept from Drover, not Nomad (which ignores it until its
+			// window ends): on a down node an unknown allocation is lost
+			// at once, there being no later eval to lose it (see
+			// reconcile.System).
+			name: "unknown, node down: lost", tolerated: true, client: sdk.AllocClientStatusRunning,
+			then: func(h *schedtest.Harness, job *sdk.Job) *sdk.Evaluation {
+				setNode(h, sdk.NodeStatusDown)
+				return h.NewEval(job, sdk.EvalTriggerNodeUpdate)
+			},
+			wantClient: sdk.AllocClientStatusLost, wantDesired: sdk.AllocDesiredStatusStop, stops: 1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			job := schedtest.SystemJob("agent")
+			if tc.tolerated {
+				job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+			}
+			h.Process(sched, h.RegisterJob(job))
+			var onN0 *sdk.Allocation
+			for _, a := range h.Live("default", "agent") {
+				status := sdk.AllocClientStatusRunning
+				if a.NodeID == "n-000" {
+					onN0, status = a, tc.client
+				}
+				h.SetClientStatus(status, a)
+			}
+			setNode(h, sdk.NodeStatusDisconnected)
+			h.Process(sched, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+			if tc.tolerated && tc.client == sdk.AllocClientStatusRunning {
+				if got := h.State().Alloc(onN0.ID).ClientStatus; got != sdk.AllocClientStatusUnknown {
+					t.Fatalf("after the disconnect: %s, want unknown", got)
+				}
+			}
+			plans := len(h.Plans)
+			h.Process(sched, tc.then(h, job))
+			got := h.State().Alloc(onN0.ID)
+			if got.ClientStatus != tc.wantClient || got.DesiredStatus != tc.wantDesired {
+				t.Fatalf("allocation on n-000: %s/%s, want %s/%s", got.ClientStatus, got.DesiredStatus, tc.wantClient, tc.wantDesired)
+			}
+			switch {
+			case tc.stops < 0:
+				if len(h.Plans) != plans {
+					t.Fatalf("a plan: places %d, stops %d; want none", len(schedtest.Placed(h.LastPlan())),
+						len(schedtest.Stopped(h.LastPlan())))
+				}
+			case len(h.Plans) == plans:
+				t.Fatal("no plan")
+			default:
+				plan := h.LastPlan()
+				if s, p := len(schedtest.Stopped(plan)), len(schedtest.Placed(plan)); s != tc.stops || p != tc.placed {
+					t.Fatalf("the plan stops %d and places %d, want %d and %d", s, p, tc.stops, tc.placed)
+				}
+				for _, a := range schedtest.Placed(plan) {
+					if a.NodeID == "n-000" {
+						t.Fatalf("placed %s on n-000", a.Name)
+					}
+				}
 			}
 		})
 	}
