@@ -65,11 +65,32 @@ func TestSpread(t *testing.T) {
 		r1, _ := s.Score(rack("r1"))
 		r2, _ := s.Score(rack("r2"))
 		r3, _ := s.Score(rack("r3"))
-		if !(r3 > r2 && r2 > r1) {
+		if !(r3 >= r2 && r2 > r1) {
 			t.Fatalf("scores r1 %v r2 %v r3 %v", r1, r2, r3)
 		}
 		if none, _ := s.Score(&sdk.Node{}); none != -1 {
 			t.Fatalf("a node without the attribute scores %v", none)
+		}
+	})
+	// Nomad's evenSpreadScoreBoost (scheduler/spread.go): above the least
+	// used value (min-cur)/min, the least used value (max-min)/min, -1 when
+	// all are even, 1 for an unused value.
+	t.Run("even spread scores as Nomad's evenSpreadScoreBoost", func(t *testing.T) {
+		tg := &sdk.TaskGroup{Name: "g", Count: 12, Spreads: []*sdk.Spread{{Attribute: "${meta.rack}", Weight: 50}}}
+		s := NewSpread(nil, nil, tg)
+		score := func(v string) float64 { got, _ := s.Score(rack(v)); return got }
+		s.Add(rack("r1"), 3)
+		s.Add(rack("r2"), 2)
+		if r1, r2, r9 := score("r1"), score("r2"), score("r9"); r1 != -0.5 || r2 != 0.5 || r9 != 1 {
+			t.Fatalf("counts 3, 2: r1 %v r2 %v unused %v, want -0.5 0.5 1", r1, r2, r9)
+		}
+		s.Add(rack("r2"), -1)
+		if r1, r2, r9 := score("r1"), score("r2"), score("r9"); r1 != -2 || r2 != 2 || r9 != 1 {
+			t.Fatalf("counts 3, 1: r1 %v r2 %v unused %v, want -2 2 1", r1, r2, r9)
+		}
+		s.Add(rack("r2"), 2)
+		if r1, r2 := score("r1"), score("r2"); r1 != -1 || r2 != -1 {
+			t.Fatalf("counts 3, 3: r1 %v r2 %v, want -1 -1", r1, r2)
 		}
 	})
 	t.Run("targets rank by deficit, the rest share *", func(t *testing.T) {

@@ -218,7 +218,14 @@ func deficitBoost(desired float64, used int) float64 {
 	return math.Max(-1, math.Min(1, desired-float64(used)))
 }
 
-// even is Nomad's even-spread boost for a node whose value has the ID.
+// even is Nomad's even-spread boost for a node whose value has the ID
+// (evenSpreadScoreBoost in scheduler/spread.go), not weighted by the
+// spread's weight, as there: a value no allocation uses scores 1, one above
+// the least used value (min-cur)/min, a least-used value -1 when all used
+// values are even and else (max-min)/min. The last is not bounded by 1: with
+// counts 3 and 1 the least used value scores 2, above an unused value, until
+// it reaches half the most used one's count. Kept as Nomad has it, so that
+// spreads weigh against the other scores as they do there.
 func (a *spreadAttr) even(id int32) float64 {
 	if a.used == 0 {
 		return 0
@@ -248,7 +255,7 @@ func (a *spreadAttr) even(id int32) float64 {
 	case a.min == a.max:
 		return -1
 	}
-	return float64(a.max-cur) / float64(a.max)
+	return float64(a.max-a.min) / float64(a.min)
 }
 
 // Counts returns the count of each value of the i-th spread block (for

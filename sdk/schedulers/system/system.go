@@ -324,7 +324,11 @@ func (p *pass) filteredOnly(tg string, filtered map[string]*sdk.AllocMetric) boo
 	return filtered[tg] != nil && p.failed[tg] == filtered[tg]
 }
 
-// mergeFiltered adds what one node's filtering says to acc.
+// mergeFiltered adds what one node's filtering says to acc, as Nomad's
+// mergeNodeFiltered does. acc keeps the first node's NodesInPool and
+// NodesAvailable, which Nomad reports as zero when every node was filtered
+// (it copies the metric before its scheduler sets them); the counts are the
+// same that every other failure reports.
 func mergeFiltered(acc, cur *sdk.AllocMetric) *sdk.AllocMetric {
 	if acc == nil {
 		c := *cur
