@@ -136,6 +136,21 @@ type PortIndex struct {
 	// journal lists the ports AssignPorts added, to take them back when
 	// the offer fails.
 	journal []journalEntry
+	// collided is the last static port AssignPorts found taken, and
+	// reason the reason it gave (kept across Reset).
+	collided sdk.Port
+	reason   string
+}
+
+// collisionReason is the reason AssignPorts gives for static port p taken,
+// as Nomad words it, formatted once for a port that collides on node after
+// node.
+func (x *PortIndex) collisionReason(p sdk.Port) string {
+	if x.reason == "" || x.collided.Label != p.Label || x.collided.Value != p.Value {
+		x.collided = p
+		x.reason = fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
+	}
+	return x.reason
 }
 
 type addrPorts struct {
@@ -371,7 +386,22 @@ func HostNetworkAddress(n *sdk.Node, name string) (string, bool) {
 // http=22", "network: dynamic port selection failed") and leaves used
 // unchanged.
 func AssignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand) (*sdk.NetworkResource, []sdk.PortMapping, string) {
-	return assignPorts(n, used, ask, rng, false)
+	offer := &sdk.NetworkResource{}
+	mappings, reason := assignPorts(n, used, ask, rng, false, offer, nil)
+	if reason != "" {
+		return nil, nil, reason
+	}
+	return offer, mappings, ""
+}
+
+// AssignPortsInto is AssignPorts writing the offer into *offer and
+// appending the mappings to mappings[:0], reusing the memory of both (the
+// offer's port lists included): a scheduler that offers ports on many
+// candidate nodes and keeps one allocates nothing per node. It returns the
+// mappings; on failure, them emptied and the reason, and *offer is not to
+// be used.
+func AssignPortsInto(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand, offer *sdk.NetworkResource, mappings []sdk.PortMapping) ([]sdk.PortMapping, string) {
+	return assignPorts(n, used, ask, rng, false, offer, mappings[:0])
 }
 
 // AssignTaskPorts offers the ports a task's network block (Nomad's
@@ -380,15 +410,22 @@ func AssignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 // names, as Nomad's AssignTaskNetwork does: that is the address the
 // offered network's IP says, where AddAlloc counts its ports.
 func AssignTaskPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand) (*sdk.NetworkResource, string) {
-	offer, _, reason := assignPorts(n, used, ask, rng, true)
-	return offer, reason
+	offer := &sdk.NetworkResource{}
+	if _, reason := assignPorts(n, used, ask, rng, true, offer, nil); reason != "" {
+		return nil, reason
+	}
+	return offer, ""
 }
 
-func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand, task bool) (*sdk.NetworkResource, []sdk.PortMapping, string) {
-	offer := *ask
+// assignPorts offers ask's ports into *offer, reusing its port lists, and
+// appends the group's mappings (none for a task) to mappings.
+func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *rand.Rand, task bool,
+	offer *sdk.NetworkResource, mappings []sdk.PortMapping) ([]sdk.PortMapping, string) {
+	reserved, dynamic := offer.ReservedPorts[:0], offer.DynamicPorts[:0]
+	*offer = *ask
 	offer.IP = NodeIP(n)
-	offer.ReservedPorts = append([]sdk.Port(nil), ask.ReservedPorts...)
-	offer.DynamicPorts = append([]sdk.Port(nil), ask.DynamicPorts...)
+	offer.ReservedPorts = append(reserved, ask.ReservedPorts...)
+	offer.DynamicPorts = append(dynamic, ask.DynamicPorts...)
 	used.journal = used.journal[:0]
 	undo := func() {
 		for i := len(used.journal) - 1; i >= 0; i-- {
@@ -416,8 +453,7 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 		}
 		return lastAddr, lastSet
 	}
-	var mappings []sdk.PortMapping
-	if !task {
+	if !task && mappings == nil {
 		mappings = make([]sdk.PortMapping, 0, len(ask.ReservedPorts)+len(ask.DynamicPorts))
 	}
 	for _, p := range offer.ReservedPorts {
@@ -425,11 +461,11 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 		if p.IgnoreCollision {
 			if p.Value <= 0 || p.Value > maxPort {
 				undo()
-				return nil, nil, fmt.Sprintf("network: invalid port %s=%d", p.Label, p.Value)
+				return mappings[:0], fmt.Sprintf("network: invalid port %s=%d", p.Label, p.Value)
 			}
 		} else if used.reserved.Has(p.Value) || set.Add(p.Value) {
 			undo()
-			return nil, nil, fmt.Sprintf("network: reserved port collision %s=%d", p.Label, p.Value)
+			return mappings[:0], used.collisionReason(p)
 		} else {
 			used.journal = append(used.journal, journalEntry{set, p.Value})
 		}
@@ -443,7 +479,7 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 		p := pickDynamic(&used.reserved, set, lo, hi, rng)
 		if p == 0 {
 			undo()
-			return nil, nil, "network: dynamic port selection failed"
+			return mappings[:0], "network: dynamic port selection failed"
 		}
 		used.journal = append(used.journal, journalEntry{set, p})
 		offer.DynamicPorts[i].Value = p
@@ -456,7 +492,7 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 		}
 	}
 	used.journal = used.journal[:0]
-	return &offer, mappings, ""
+	return mappings, ""
 }
 
 // pickDynamic takes and returns a port in lo..hi that neither reserved nor

@@ -1,6 +1,8 @@
 package stack_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +47,61 @@ func TestStack_Assign(t *testing.T) {
 	plan.Place(a)
 	if r, dim := st.Assign(tg, n); r != nil || !strings.Contains(dim, "8080") {
 		t.Fatalf("second Assign = %+v, %q; want nil and a collision on 8080", r, dim)
+	}
+}
+
+// What Select hands out for one placement is its own: ranking the next
+// placement reuses the buffers the nodes were ranked with (assignBuf), and
+// must change nothing of an option already chosen.
+func TestStack_SelectedResourcesAreNotReused(t *testing.T) {
+	h := sdktest.New()
+	for i := range 8 {
+		h.UpsertNode(sdktest.Node(fmt.Sprintf("n%d", i), 4000, 4096))
+	}
+	web := sdktest.Job("web", 3)
+	web.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
+		ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}, DynamicPorts: []sdk.Port{{Label: "admin"}}}}
+	h.UpsertJob(web)
+	state := mirror.New()
+	if err := state.Apply(h.FullSync(false)); err != nil {
+		t.Fatal(err)
+	}
+	job := state.Job("default", "web")
+	tg := job.TaskGroups[0]
+	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
+	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
+	plan := stack.NewPlan(state, eval, job)
+	st := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig()))
+	nodes, _, byDC := stack.ReadyNodes(state, job)
+	st.SetNodes(nodes, byDC)
+
+	var chosen []*sdk.AllocatedResources
+	var snapshots []string
+	for i := range 3 {
+		o, m := st.Select(tg, stack.Options{})
+		if o == nil {
+			t.Fatalf("placement %d: no node (%+v)", i, m)
+		}
+		if m.NodesEvaluated < 2 {
+			t.Fatalf("placement %d ranked %d node(s); the test needs several", i, m.NodesEvaluated)
+		}
+		a := plan.NewAllocation()
+		*a = sdk.Allocation{ID: fmt.Sprintf("a%d", i), Namespace: "default", JobID: "web", TaskGroup: tg.Name,
+			Name: sdk.AllocName("web", tg.Name, i), NodeID: o.Node.ID, AllocatedResources: o.Resources,
+			DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending}
+		plan.Place(a)
+		b, _ := json.Marshal(o.Resources)
+		chosen, snapshots = append(chosen, o.Resources), append(snapshots, string(b))
+	}
+	for i, r := range chosen {
+		if b, _ := json.Marshal(r); string(b) != snapshots[i] {
+			t.Fatalf("placement %d's resources changed after it was chosen:\n%s\nnow\n%s", i, snapshots[i], b)
+		}
+		for j := range i {
+			if r.Shared.Networks[0] == chosen[j].Shared.Networks[0] || &r.Shared.Ports[0] == &chosen[j].Shared.Ports[0] ||
+				r.Tasks["app"] == chosen[j].Tasks["app"] {
+				t.Fatalf("placements %d and %d share their resources", j, i)
+			}
+		}
 	}
 }

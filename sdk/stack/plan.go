@@ -2,6 +2,7 @@ package stack
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
@@ -406,9 +407,15 @@ func (p *Plan) track(nodeID string) *nodeChange { return p.change(nodeID) }
 // not remove. It builds a new slice: use it only when quantities are not
 // enough (ports, cores, devices, preemption).
 func (p *Plan) Proposed(nodeID string) []*sdk.Allocation {
+	return p.AppendProposed(nil, nodeID)
+}
+
+// AppendProposed appends Proposed(nodeID) to out and returns the result:
+// a caller that asks about node after node reuses one slice.
+func (p *Plan) AppendProposed(out []*sdk.Allocation, nodeID string) []*sdk.Allocation {
 	c := p.nodes[nodeID]
 	existing := p.state.AllocsByNode(nodeID)
-	out := make([]*sdk.Allocation, 0, len(existing)+1)
+	out = slices.Grow(out, len(existing)+1)
 	for _, a := range existing {
 		if a.ClientTerminalStatus() || (c != nil && c.removed[a.ID]) {
 			continue

@@ -324,10 +324,10 @@ func (s *Stack) walkRanked(g *group, m *sdk.AllocMetric, opts Options, offset *i
 	// best score enters the best five, since before it only set-aside
 	// nodes (at most maxSkip < MaxRetainedScores) score as well. The
 	// set-aside ones are the first non-positive picks, as in the walk.
-	var ch choice
+	ch := choice{bufs: &s.bufs}
 	for _, p := range picks {
 		pos := int(p)
-		if c, ok := s.rank(g, s.nodes[pos], pos, true, &s.info[pos], opts); ok {
+		if c, ok := s.rank(g, s.nodes[pos], pos, true, &s.info[pos], opts, true); ok {
 			ch.offer(c) // the replay counted seen already
 		}
 	}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"math"
+	"slices"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
@@ -103,9 +104,12 @@ type Stack struct {
 	// evaluation: what the state says the node holds, and its capacity.
 	info []nodeInfo
 
-	ports  feasible.PortIndex
-	scores scoreTracker
-	tally  tally
+	ports feasible.PortIndex
+	bufs  bufPool
+	// proposed is rank's scratch for a node's proposed allocations.
+	proposed []*sdk.Allocation
+	scores   scoreTracker
+	tally    tally
 	// metrics and options are where each selection's results come from.
 	metrics chunk.Chunks[sdk.AllocMetric]
 	options chunk.Chunks[Option]
@@ -478,6 +482,84 @@ type candidate struct {
 	score     float64
 	resources *sdk.AllocatedResources
 	preempted []*sdk.Allocation
+	// buf holds resources when they were assigned on this node (a
+	// special group's); the choice that keeps the candidate owns it.
+	buf *assignBuf
+}
+
+// assignBuf is where assign writes what it hands out on one candidate
+// node, reused from node to node: of all the nodes ranked for a
+// placement, only the chosen one's resources are copied to the heap
+// (choice.settle), so ranking a group with ports allocates nothing per
+// node once the buffers have grown.
+type assignBuf struct {
+	res      sdk.AllocatedResources
+	tasks    []sdk.AllocatedTaskResources
+	offer    sdk.NetworkResource
+	shared   [1]*sdk.NetworkResource
+	mappings []sdk.PortMapping
+}
+
+// reset empties the buffer for another node and returns its resources.
+func (b *assignBuf) reset() *sdk.AllocatedResources {
+	if b.res.Tasks == nil {
+		b.res.Tasks = map[string]*sdk.AllocatedTaskResources{}
+	}
+	clear(b.res.Tasks)
+	b.res = sdk.AllocatedResources{Tasks: b.res.Tasks}
+	b.shared[0] = &b.offer
+	return &b.res
+}
+
+// task returns the buffer's i-th task resources, zeroed.
+func (b *assignBuf) task(i int) *sdk.AllocatedTaskResources {
+	for len(b.tasks) <= i {
+		b.tasks = append(b.tasks, sdk.AllocatedTaskResources{})
+	}
+	b.tasks[i] = sdk.AllocatedTaskResources{}
+	return &b.tasks[i]
+}
+
+// bufPool keeps the assignBufs no candidate holds.
+type bufPool struct{ free []*assignBuf }
+
+func (p *bufPool) get() *assignBuf {
+	if k := len(p.free) - 1; k >= 0 {
+		b := p.free[k]
+		p.free = p.free[:k]
+		return b
+	}
+	return &assignBuf{}
+}
+
+// put gives b back (nil is ignored).
+func (p *bufPool) put(b *assignBuf) {
+	if b != nil {
+		p.free = append(p.free, b)
+	}
+}
+
+// heapResources copies what assign wrote into a buffer to the heap, deep
+// enough that the buffer's reuse changes nothing of it. What assign
+// allocated afresh (task networks, devices, reserved cores) is shared.
+func heapResources(r *sdk.AllocatedResources) *sdk.AllocatedResources {
+	out := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(r.Tasks)),
+		TaskLifecycles: r.TaskLifecycles, Shared: r.Shared}
+	for name, t := range r.Tasks {
+		c := *t
+		out.Tasks[name] = &c
+	}
+	if len(r.Shared.Networks) > 0 {
+		out.Shared.Networks = make([]*sdk.NetworkResource, len(r.Shared.Networks))
+		for i, nw := range r.Shared.Networks {
+			c := *nw
+			c.ReservedPorts = slices.Clone(nw.ReservedPorts)
+			c.DynamicPorts = slices.Clone(nw.DynamicPorts)
+			out.Shared.Networks[i] = &c
+		}
+	}
+	out.Shared.Ports = slices.Clone(r.Shared.Ports)
+	return out
 }
 
 // choice keeps a walk's best option as Nomad's limit and max-score
@@ -488,6 +570,8 @@ type choice struct {
 	best     candidate
 	skipped  [maxSkip]candidate
 	nSkipped int
+	// bufs takes back the buffers of the candidates it drops.
+	bufs *bufPool
 }
 
 // offer takes a ranked option and reports whether it counts toward the
@@ -499,7 +583,10 @@ func (ch *choice) offer(c candidate) bool {
 		return false
 	}
 	if ch.best.node == nil || c.score > ch.best.score {
+		ch.bufs.put(ch.best.buf)
 		ch.best = c
+	} else {
+		ch.bufs.put(c.buf)
 	}
 	return true
 }
@@ -515,11 +602,19 @@ func (ch *choice) settle(seen, limit int, options *chunk.Chunks[Option]) *Option
 			best = ch.skipped[i]
 		}
 	}
+	resources := best.resources
+	if best.buf != nil {
+		resources = heapResources(resources)
+	}
+	ch.bufs.put(ch.best.buf)
+	for i := 0; i < ch.nSkipped; i++ {
+		ch.bufs.put(ch.skipped[i].buf)
+	}
 	if best.node == nil {
 		return nil
 	}
 	o := options.One()
-	*o = Option{Node: best.node, Resources: best.resources, Preempted: best.preempted, Score: best.score}
+	*o = Option{Node: best.node, Resources: resources, Preempted: best.preempted, Score: best.score}
 	return o
 }
 
@@ -567,7 +662,7 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 		}
 		return s.walkIndexed(g, m, opts, offset, limit)
 	}
-	var ch choice
+	ch := choice{bufs: &s.bufs}
 	seen := 0
 	var one nodeInfo
 	for visited := 0; visited < n && seen < limit; visited++ {
@@ -588,7 +683,7 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 		if !s.feasible(g, node, pos, cached, info.change) {
 			continue
 		}
-		if c, ok := s.rank(g, node, pos, cached, info, opts); ok && ch.offer(c) {
+		if c, ok := s.rank(g, node, pos, cached, info, opts, n > 1); ok && ch.offer(c) {
 			seen++
 		}
 	}
@@ -633,7 +728,9 @@ func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, chg *nodeC
 
 // rank fits the group on n and scores it; ok is false when it does not fit
 // (the node is tallied as exhausted).
-func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo, opts Options) (c candidate, ok bool) {
+// buffered says to assign into a buffer (assignBuf): the walk ranks more
+// than one node.
+func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo, opts Options, buffered bool) (c candidate, ok bool) {
 	c.node = n
 	c.resources = g.resources
 	preemptOK := s.cfg.Preempt || opts.Preempt
@@ -654,8 +751,12 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 	// for; they are evicted first, and the fit is judged without them.
 	var heldVictims []*sdk.Allocation
 	if g.special {
-		proposed := s.plan.Proposed(n.ID)
-		r, dim := s.assign(g, n, proposed, &dev)
+		s.proposed = s.plan.AppendProposed(s.proposed[:0], n.ID)
+		proposed := s.proposed
+		if buffered {
+			c.buf = s.bufs.get()
+		}
+		r, dim := s.assign(g, n, proposed, &dev, c.buf)
 		if r == nil && preemptOK && (len(g.ports) > 0 || len(g.devices) > 0) {
 			candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(proposed, s.plan.NodePreemptions[n.ID]))
 			heldVictims = preempt.ForPorts(g.hostPorts(n), candidates)
@@ -665,12 +766,12 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			}
 			if heldVictims != nil {
 				dev = deviceAffinity{}
-				r, _ = s.assign(g, n, without(proposed, heldVictims), &dev)
+				r, _ = s.assign(g, n, without(proposed, heldVictims), &dev, c.buf)
 			}
 		}
 		if r == nil {
 			s.tally.exhausted(n, dim)
-			return c, false
+			return s.drop(c)
 		}
 		c.resources = r
 	}
@@ -688,7 +789,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 	if !fc.fits {
 		if !preemptOK {
 			s.tally.exhausted(n, fc.dim)
-			return c, false
+			return s.drop(c)
 		}
 		used, capacity := s.needOn(g, n, info)
 		for _, v := range heldVictims {
@@ -698,7 +799,7 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 		victims := preempt.Select(capacity, used, candidates, s.plan.PreemptedOf)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
-			return c, false
+			return s.drop(c)
 		}
 		for _, v := range victims {
 			used.Sub(v.Usage())
@@ -752,6 +853,13 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 	c.score = sc.normalize()
 	s.scores.offer(pos, &sc)
 	return c, true
+}
+
+// drop ends rank for a candidate that does not fit, giving its buffer back.
+func (s *Stack) drop(c candidate) (candidate, bool) {
+	s.bufs.put(c.buf)
+	c.buf = nil
+	return c, false
 }
 
 // needOn is what n would hold with the placement, and its capacity.
@@ -825,7 +933,7 @@ func without(allocs, drop []*sdk.Allocation) []*sdk.Allocation {
 // its group asks for.
 func (s *Stack) Assign(tg *sdk.TaskGroup, n *sdk.Node) (*sdk.AllocatedResources, string) {
 	var dev deviceAffinity
-	return s.assign(s.group(s.job, tg), n, s.plan.Proposed(n.ID), &dev)
+	return s.assign(s.group(s.job, tg), n, s.plan.Proposed(n.ID), &dev, nil)
 }
 
 // deviceAffinity sums, over a placement's device requests, the weights of
@@ -840,9 +948,15 @@ type deviceAffinity struct {
 // given what the proposed allocations hold, and sums the affinities of the
 // devices chosen into dev. It returns nil and the exhausted dimension when
 // something is missing.
-func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *deviceAffinity) (*sdk.AllocatedResources, string) {
+func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *deviceAffinity, buf *assignBuf) (*sdk.AllocatedResources, string) {
 	tg := g.tg
-	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks)), TaskLifecycles: g.lifecycles}
+	var r *sdk.AllocatedResources
+	if buf != nil {
+		r = buf.reset()
+	} else {
+		r = &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks))}
+	}
+	r.TaskLifecycles = g.lifecycles
 	if tg.EphemeralDisk != nil {
 		r.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
@@ -858,17 +972,29 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 	}
 	rng := s.ctx.Rand()
 	if len(tg.Networks) > 0 {
-		offer, mappings, reason := feasible.AssignPorts(n, ports, tg.Networks[0], rng)
-		if offer == nil {
-			return nil, reason
+		if buf != nil {
+			var reason string
+			if buf.mappings, reason = feasible.AssignPortsInto(n, ports, tg.Networks[0], rng, &buf.offer, buf.mappings); reason != "" {
+				return nil, reason
+			}
+			r.Shared.Networks, r.Shared.Ports = buf.shared[:], buf.mappings
+		} else {
+			offer, mappings, reason := feasible.AssignPorts(n, ports, tg.Networks[0], rng)
+			if offer == nil {
+				return nil, reason
+			}
+			r.Shared.Networks, r.Shared.Ports = []*sdk.NetworkResource{offer}, mappings
 		}
-		r.Shared.Networks = []*sdk.NetworkResource{offer}
-		r.Shared.Ports = mappings
 	}
 	var devs *feasible.DeviceAllocator
 	var cores map[uint16]bool
-	for _, t := range tg.Tasks {
-		tr := &sdk.AllocatedTaskResources{}
+	for i, t := range tg.Tasks {
+		var tr *sdk.AllocatedTaskResources
+		if buf != nil {
+			tr = buf.task(i)
+		} else {
+			tr = &sdk.AllocatedTaskResources{}
+		}
 		r.Tasks[t.Name] = tr
 		res := t.Resources
 		if res == nil {

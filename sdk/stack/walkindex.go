@@ -63,7 +63,7 @@ func (s *Stack) walkIndexed(g *group, m *sdk.AllocMetric, opts Options, offset *
 	n := x.n
 	start := *offset % n
 	first, _ := slices.BinarySearch(x.passed, int32(start))
-	var ch choice
+	ch := choice{bufs: &s.bufs}
 	seen := 0
 	visited := n // every node, unless the limit stops the walk early
 	for k := 0; k < len(x.passed) && seen < limit; k++ {
@@ -71,7 +71,7 @@ func (s *Stack) walkIndexed(g *group, m *sdk.AllocMetric, opts Options, offset *
 		node := s.nodes[pos]
 		info := s.nodeInfo(pos)
 		if s.feasible(g, node, pos, true, info.change) {
-			if c, ok := s.rank(g, node, pos, true, info, opts); ok && ch.offer(c) {
+			if c, ok := s.rank(g, node, pos, true, info, opts, true); ok && ch.offer(c) {
 				seen++
 			}
 		}
