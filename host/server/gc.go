@@ -11,10 +11,6 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// coreJobs are the periodic collections the leader asks the core
-// scheduler for.
-var coreJobs = []string{sdk.CoreJobEvalGC, sdk.CoreJobJobGC, sdk.CoreJobNodeGC, sdk.CoreJobDeploymentGC}
-
 // hasCorePlugin reports whether some plugin serves core evaluations; without
 // one, core evals would only pile up in the broker.
 func (s *Server) hasCorePlugin() bool {
@@ -29,36 +25,42 @@ func (s *Server) coreEval(jobID string) *sdk.Evaluation {
 		Status: sdk.EvalStatusPending, CreateTime: now, ModifyTime: now}
 }
 
-// scheduleCoreEvals creates the periodic core evals every GC interval. A
+// scheduleCoreEvals creates the periodic core evals, each kind on its own
+// ticker as Nomad's leader (schedulePeriodic) does: eval-gc every
+// EvalGCInterval, job-gc every JobGCInterval (job_gc_interval), node-gc
+// every NodeGCInterval and deployment-gc every DeploymentGCInterval. A
 // kind of collection whose previous eval is still open gets no new one: a
 // slow or failing core plugin must not pile evals up.
 func (s *Server) scheduleCoreEvals(ctx context.Context) {
-	if s.cfg.EvalGCInterval <= 0 {
-		return
+	ticker := func(every time.Duration) <-chan time.Time {
+		if every <= 0 {
+			return nil // never
+		}
+		t := time.NewTicker(every)
+		context.AfterFunc(ctx, t.Stop)
+		return t.C
 	}
-	t := time.NewTicker(s.cfg.EvalGCInterval)
-	defer t.Stop()
+	evalGC, jobGC := ticker(s.cfg.EvalGCInterval), ticker(s.cfg.JobGCInterval)
+	nodeGC, deploymentGC := ticker(s.cfg.NodeGCInterval), ticker(s.cfg.DeploymentGCInterval)
 	for {
+		var kind string
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-evalGC:
+			kind = sdk.CoreJobEvalGC
+		case <-jobGC:
+			kind = sdk.CoreJobJobGC
+		case <-nodeGC:
+			kind = sdk.CoreJobNodeGC
+		case <-deploymentGC:
+			kind = sdk.CoreJobDeploymentGC
 		}
-		if !s.hasCorePlugin() {
+		if !s.hasCorePlugin() || openCoreEval(s.store.Snapshot(), kind) {
 			continue
 		}
-		snap := s.store.Snapshot()
-		var evals []*sdk.Evaluation
-		for _, j := range coreJobs {
-			if !openCoreEval(snap, j) {
-				evals = append(evals, s.coreEval(j))
-			}
-		}
-		if len(evals) == 0 {
-			continue
-		}
-		if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: evals}); err != nil {
-			s.log.Error().Err(err).Msg("failed to create core evals")
+		if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{s.coreEval(kind)}}); err != nil {
+			s.log.Error().Err(err).Str("collection", kind).Msg("failed to create a core eval")
 		}
 	}
 }
