@@ -135,10 +135,13 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th sdk.GCThresholds, req *
 	return err
 }
 
-// checkCollectable enforces what may be deleted: terminal evals whose
-// allocations are all terminal; terminal allocations; stopped or dead jobs
-// with no live allocation and no open eval; down nodes with no live
-// allocation; deployments that are no longer active — each older than its
+// checkCollectable enforces what may be deleted, by the rules of Nomad's
+// core scheduler: terminal evals whose allocations are all terminal and
+// no longer run;
+// terminal allocations that no longer run on their node (allocGCEligible);
+// jobs that are over (sdk.JobGCEligible) with no live allocation and no
+// open eval; down nodes with no live allocation; deployments that are no
+// longer active and that no live allocation names — each older than its
 // threshold (its last change, by the times the state holds: eval and
 // allocation modify times, the job's submit time and its evals' and
 // allocations' modify times, the node's last status change, the
@@ -146,7 +149,7 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th sdk.GCThresholds, req *
 //
 // An eval or allocation is held to the batch eval threshold if its job is
 // a batch job and to the eval threshold otherwise, or to the job threshold
-// if that is shorter and its job is over (stopped or dead) and was
+// if that is shorter and its job is over (sdk.JobGCEligible) and was
 // submitted that long ago: job GC collects a job's evals and allocations
 // by the job threshold, and a large collection may name them in an earlier
 // request than the job.
@@ -161,7 +164,7 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		if typ == sdk.JobTypeBatch {
 			t = th.BatchEval
 		}
-		if j := snap.Job(ns, jobID); j != nil && (j.Stop || j.Status == sdk.JobStatusDead) && !young(j.SubmitTime, th.Job) {
+		if j := snap.Job(ns, jobID); j != nil && sdk.JobGCEligible(j) && !young(j.SubmitTime, th.Job) {
 			t = min(t, th.Job)
 		}
 		return t
@@ -173,6 +176,9 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		}
 		if !a.TerminalStatus() {
 			return fmt.Errorf("allocation %s is not terminal", id)
+		}
+		if a.ClientStatus == sdk.AllocClientStatusRunning {
+			return fmt.Errorf("allocation %s still runs on its node", id)
 		}
 		var typ string
 		if a.Job != nil {
@@ -196,7 +202,7 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 			return fmt.Errorf("evaluation %s changed less than %s ago", id, t)
 		}
 		for _, a := range snap.AllocsByEval(id) {
-			if !a.TerminalStatus() {
+			if !a.TerminalStatus() || a.ClientStatus == sdk.AllocClientStatusRunning {
 				return fmt.Errorf("evaluation %s has live allocation %s", id, a.ID)
 			}
 		}
@@ -206,14 +212,14 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		if job == nil {
 			continue
 		}
-		if !job.Stop && job.Status != sdk.JobStatusDead {
-			return fmt.Errorf("job %s is neither stopped nor dead", j)
+		if !sdk.JobGCEligible(job) {
+			return fmt.Errorf("job %s is not over (%s, stop %v)", j, job.Status, job.Stop)
 		}
 		if young(job.SubmitTime, th.Job) {
 			return fmt.Errorf("job %s was submitted less than %s ago", j, th.Job)
 		}
 		for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
-			if !a.TerminalStatus() {
+			if !a.TerminalStatus() || a.ClientStatus == sdk.AllocClientStatusRunning {
 				return fmt.Errorf("job %s has live allocation %s", j, a.ID)
 			}
 			if young(a.ModifyTime, th.Job) {
@@ -256,6 +262,11 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		}
 		if young(d.ModifyTime, th.Deployment) {
 			return fmt.Errorf("deployment %s changed less than %s ago", id, th.Deployment)
+		}
+		for _, a := range snap.AllocsByDeployment(id) {
+			if !a.TerminalStatus() {
+				return fmt.Errorf("deployment %s has live allocation %s", id, a.ID)
+			}
 		}
 	}
 	return nil
