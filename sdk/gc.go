@@ -106,3 +106,15 @@ type EvalState interface {
 	Evals() []*Evaluation
 	Eval(id string) *Evaluation
 }
+
+// JobGCEligible reports whether a job is over, so that job GC may collect
+// it once it and its evals and allocations are old enough, as Nomad's
+// jobs-by-GC index (state.jobIsGCable) has it: periodic and parameterized
+// templates when stopped; other jobs when dead and stopped, or dead batch
+// and sysbatch jobs, which end on their own.
+func JobGCEligible(j *Job) bool {
+	if j.IsPeriodic() || j.IsParameterized() {
+		return j.Stop
+	}
+	return j.Status == JobStatusDead && (j.Stop || j.Type == JobTypeBatch || j.Type == JobTypeSysBatch)
+}

@@ -370,7 +370,14 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	}
 	dur("heartbeat_grace", b.HeartbeatGrace, &sc.HeartbeatGrace)
 	dur("failover_heartbeat_ttl", b.FailoverHeartbeatTTL, &sc.FailoverHeartbeatTTL)
-	dur("job_gc_interval", b.JobGCInterval, &sc.EvalGCInterval)
+	// job_gc_interval paces job GC only, as in Nomad, whose eval, node and
+	// deployment GC run every 5 minutes whatever it says; and, as there, it
+	// must be positive.
+	if d, err := time.ParseDuration(b.JobGCInterval); b.JobGCInterval != "" && err == nil && d <= 0 {
+		errs = append(errs, &valueError{"server.job_gc_interval", fmt.Sprintf("%q must be greater than 0s", b.JobGCInterval)})
+	} else {
+		dur("job_gc_interval", b.JobGCInterval, &sc.JobGCInterval)
+	}
 	dur("eval_gc_threshold", b.EvalGCThreshold, &sc.EvalGCThreshold)
 	dur("batch_eval_gc_threshold", b.BatchEvalGCThreshold, &sc.BatchEvalGCThreshold)
 	dur("job_gc_threshold", b.JobGCThreshold, &sc.JobGCThreshold)

@@ -96,7 +96,8 @@ telemetry {
 		{"max_heartbeats_per_second", s.MaxHeartbeatsPerSecond, 12.5},
 		{"heartbeat_grace", s.HeartbeatGrace, 15 * time.Second},
 		{"failover_heartbeat_ttl", s.FailoverHeartbeatTTL, 10 * time.Minute},
-		{"job_gc_interval", s.EvalGCInterval, 7 * time.Minute},
+		{"job_gc_interval", s.JobGCInterval, 7 * time.Minute},
+		{"eval GC interval (not an agent setting)", s.EvalGCInterval, 5 * time.Minute},
 		{"eval_gc_threshold", s.EvalGCThreshold, 2 * time.Hour},
 		{"batch_eval_gc_threshold", s.BatchEvalGCThreshold, 36 * time.Hour},
 		{"job_gc_threshold", s.JobGCThreshold, 8 * time.Hour},
@@ -188,6 +189,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"bad duration", `server { eval_nack_timeout = "soon" }`,
 			`agent.hcl:1:30: error: Invalid value; server.eval_nack_timeout = "soon" is not a duration`},
 		{"negative duration", "server {\n  heartbeat_grace = \"-1s\"\n}", `agent.hcl:2:21: error: Invalid value; server.heartbeat_grace = "-1s" must not be negative`},
+		// Nomad's agent refuses it too: "job_gc_interval should be greater than 0s".
+		{"zero job GC interval", `server { job_gc_interval = "0s" }`, `server.job_gc_interval = "0s" must be greater than 0s`},
 		{"zero delivery limit", `server { eval_delivery_limit = 0 }`, "agent.hcl:1:32: error: Invalid value; server.eval_delivery_limit = 0 must be at least 1"},
 		{"every bad value", "server {\n  job_gc_threshold = \"1x\"\n  min_heartbeat_ttl = \"2y\"\n}",
 			"agent.hcl:3:23: error: Invalid value; server.min_heartbeat_ttl"},

@@ -53,10 +53,17 @@ type Config struct {
 	// FailedEvalUnblockInterval is how often evals blocked after running
 	// out of plan attempts (max-plan-attempts) are retried.
 	FailedEvalUnblockInterval time.Duration
-	// EvalGCInterval is how often the core scheduler's GC evals are
-	// created; thresholds are how old objects must be to be collected.
-	// BatchEvalGCThreshold holds batch jobs' evals in eval GC.
+	// EvalGCInterval, JobGCInterval, NodeGCInterval and
+	// DeploymentGCInterval are how often the leader creates the core
+	// scheduler's eval-gc, job-gc, node-gc and deployment-gc evals, as
+	// Nomad's leader does (zero: never); only JobGCInterval is an agent
+	// setting (job_gc_interval), as in Nomad. Thresholds are how old
+	// objects must be to be collected. BatchEvalGCThreshold holds batch
+	// jobs' evals in eval GC.
 	EvalGCInterval        time.Duration
+	JobGCInterval         time.Duration
+	NodeGCInterval        time.Duration
+	DeploymentGCInterval  time.Duration
 	EvalGCThreshold       time.Duration
 	BatchEvalGCThreshold  time.Duration
 	JobGCThreshold        time.Duration
@@ -108,6 +115,9 @@ func DefaultConfig() Config {
 		FailedEvalFollowupJitter:   5 * time.Minute,
 		FailedEvalUnblockInterval:  time.Minute,
 		EvalGCInterval:             5 * time.Minute,
+		JobGCInterval:              5 * time.Minute,
+		NodeGCInterval:             5 * time.Minute,
+		DeploymentGCInterval:       5 * time.Minute,
 		EvalGCThreshold:            gc.Eval,
 		BatchEvalGCThreshold:       gc.BatchEval,
 		JobGCThreshold:             gc.Job,
@@ -147,8 +157,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: failed eval follow-up delays must not be negative")
 	case c.FailedEvalUnblockInterval <= 0:
 		return fmt.Errorf("server: failed eval unblock interval must be positive")
-	case c.EvalGCInterval < 0 || c.EvalGCThreshold < 0 || c.BatchEvalGCThreshold < 0 || c.JobGCThreshold < 0 || c.NodeGCThreshold < 0 || c.DeploymentGCThreshold < 0:
-		return fmt.Errorf("server: GC interval and thresholds must not be negative")
+	case c.EvalGCInterval < 0 || c.JobGCInterval < 0 || c.NodeGCInterval < 0 || c.DeploymentGCInterval < 0:
+		return fmt.Errorf("server: GC intervals must not be negative")
+	case c.EvalGCThreshold < 0 || c.BatchEvalGCThreshold < 0 || c.JobGCThreshold < 0 || c.NodeGCThreshold < 0 || c.DeploymentGCThreshold < 0:
+		return fmt.Errorf("server: GC thresholds must not be negative")
 	case c.RaftApplyTimeout <= 0:
 		return fmt.Errorf("server: raft apply timeout must be positive")
 	case c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0:

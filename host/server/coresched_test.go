@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -50,6 +52,12 @@ func TestCoreScheduler_ForceGC(t *testing.T) {
 // coreServer is a server with the built-in core scheduler and one node.
 func coreServer(t *testing.T) *server.Server {
 	t.Helper()
+	return coreServerWith(t, nil)
+}
+
+// coreServerWith is coreServer with its configuration modified.
+func coreServerWith(t *testing.T, modify func(*server.Config)) *server.Server {
+	t.Helper()
 	reg := servertest.NativeBuiltins(t, 1)
 	f := native.New(plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}, MirrorEvals: true},
 		func() sdk.Scheduler { return &core.Scheduler{} })
@@ -58,11 +66,57 @@ func coreServer(t *testing.T) *server.Server {
 	if err := reg.Register(&runtime.Entry{Plugin: p, Runtime: "native"}); err != nil {
 		t.Fatal(err)
 	}
-	s := servertest.New(t, reg, nil)
+	s := servertest.New(t, reg, modify)
 	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestCoreScheduler_Timers: the leader creates each kind of core eval on
+// its own interval, as Nomad's schedulePeriodic does with its eval, job,
+// node and deployment GC tickers: job_gc_interval (JobGCInterval) paces
+// job GC alone.
+func TestCoreScheduler_Timers(t *testing.T) {
+	const fast, slow = 20 * time.Millisecond, time.Hour
+	kinds := []string{sdk.CoreJobEvalGC, sdk.CoreJobJobGC, sdk.CoreJobNodeGC, sdk.CoreJobDeploymentGC}
+	for _, tc := range []struct {
+		name string
+		set  func(c *server.Config)
+		want map[string]bool
+	}{
+		{"job GC slow", func(c *server.Config) {
+			c.EvalGCInterval, c.NodeGCInterval, c.DeploymentGCInterval, c.JobGCInterval = fast, fast, fast, slow
+		}, map[string]bool{sdk.CoreJobEvalGC: true, sdk.CoreJobNodeGC: true, sdk.CoreJobDeploymentGC: true}},
+		{"only job GC fast", func(c *server.Config) {
+			c.EvalGCInterval, c.NodeGCInterval, c.DeploymentGCInterval, c.JobGCInterval = slow, slow, slow, fast
+		}, map[string]bool{sdk.CoreJobJobGC: true}},
+		{"node and deployment GC fast", func(c *server.Config) {
+			c.EvalGCInterval, c.NodeGCInterval, c.DeploymentGCInterval, c.JobGCInterval = slow, fast, fast, slow
+		}, map[string]bool{sdk.CoreJobNodeGC: true, sdk.CoreJobDeploymentGC: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := coreServerWith(t, tc.set)
+			created := func() map[string]bool {
+				got := map[string]bool{}
+				snap := s.Store().Snapshot()
+				for _, k := range kinds {
+					if len(snap.EvalsByJob(sdk.CoreJobNamespace, k)) > 0 {
+						got[k] = true
+					}
+				}
+				return got
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(created()) < len(tc.want) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(5 * fast) // the slow ones would have had their chance
+			if got := created(); !maps.Equal(got, tc.want) {
+				t.Fatalf("core evals created: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
 
 // TestCoreScheduler_ForceGC_OrphanedAlloc: an allocation whose eval was

@@ -11,10 +11,6 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// coreJobs are the periodic collections the leader asks the core
-// scheduler for.
-var coreJobs = []string{sdk.CoreJobEvalGC, sdk.CoreJobJobGC, sdk.CoreJobNodeGC, sdk.CoreJobDeploymentGC}
-
 // hasCorePlugin reports whether some plugin serves core evaluations; without
 // one, core evals would only pile up in the broker.
 func (s *Server) hasCorePlugin() bool {
@@ -29,36 +25,42 @@ func (s *Server) coreEval(jobID string) *sdk.Evaluation {
 		Status: sdk.EvalStatusPending, CreateTime: now, ModifyTime: now}
 }
 
-// scheduleCoreEvals creates the periodic core evals every GC interval. A
+// scheduleCoreEvals creates the periodic core evals, each kind on its own
+// ticker as Nomad's leader (schedulePeriodic) does: eval-gc every
+// EvalGCInterval, job-gc every JobGCInterval (job_gc_interval), node-gc
+// every NodeGCInterval and deployment-gc every DeploymentGCInterval. A
 // kind of collection whose previous eval is still open gets no new one: a
 // slow or failing core plugin must not pile evals up.
 func (s *Server) scheduleCoreEvals(ctx context.Context) {
-	if s.cfg.EvalGCInterval <= 0 {
-		return
+	ticker := func(every time.Duration) <-chan time.Time {
+		if every <= 0 {
+			return nil // never
+		}
+		t := time.NewTicker(every)
+		context.AfterFunc(ctx, t.Stop)
+		return t.C
 	}
-	t := time.NewTicker(s.cfg.EvalGCInterval)
-	defer t.Stop()
+	evalGC, jobGC := ticker(s.cfg.EvalGCInterval), ticker(s.cfg.JobGCInterval)
+	nodeGC, deploymentGC := ticker(s.cfg.NodeGCInterval), ticker(s.cfg.DeploymentGCInterval)
 	for {
+		var kind string
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-evalGC:
+			kind = sdk.CoreJobEvalGC
+		case <-jobGC:
+			kind = sdk.CoreJobJobGC
+		case <-nodeGC:
+			kind = sdk.CoreJobNodeGC
+		case <-deploymentGC:
+			kind = sdk.CoreJobDeploymentGC
 		}
-		if !s.hasCorePlugin() {
+		if !s.hasCorePlugin() || openCoreEval(s.store.Snapshot(), kind) {
 			continue
 		}
-		snap := s.store.Snapshot()
-		var evals []*sdk.Evaluation
-		for _, j := range coreJobs {
-			if !openCoreEval(snap, j) {
-				evals = append(evals, s.coreEval(j))
-			}
-		}
-		if len(evals) == 0 {
-			continue
-		}
-		if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: evals}); err != nil {
-			s.log.Error().Err(err).Msg("failed to create core evals")
+		if _, err := s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{s.coreEval(kind)}}); err != nil {
+			s.log.Error().Err(err).Str("collection", kind).Msg("failed to create a core eval")
 		}
 	}
 }
@@ -133,10 +135,13 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th sdk.GCThresholds, req *
 	return err
 }
 
-// checkCollectable enforces what may be deleted: terminal evals whose
-// allocations are all terminal; terminal allocations; stopped or dead jobs
-// with no live allocation and no open eval; down nodes with no live
-// allocation; deployments that are no longer active — each older than its
+// checkCollectable enforces what may be deleted, by the rules of Nomad's
+// core scheduler: terminal evals whose allocations are all terminal and
+// no longer run;
+// terminal allocations that no longer run on their node (allocGCEligible);
+// jobs that are over (sdk.JobGCEligible) with no live allocation and no
+// open eval; down nodes with no live allocation; deployments that are no
+// longer active and that no live allocation names — each older than its
 // threshold (its last change, by the times the state holds: eval and
 // allocation modify times, the job's submit time and its evals' and
 // allocations' modify times, the node's last status change, the
@@ -144,7 +149,7 @@ func (s *Server) garbageCollect(snap *state.Snapshot, th sdk.GCThresholds, req *
 //
 // An eval or allocation is held to the batch eval threshold if its job is
 // a batch job and to the eval threshold otherwise, or to the job threshold
-// if that is shorter and its job is over (stopped or dead) and was
+// if that is shorter and its job is over (sdk.JobGCEligible) and was
 // submitted that long ago: job GC collects a job's evals and allocations
 // by the job threshold, and a large collection may name them in an earlier
 // request than the job.
@@ -159,7 +164,7 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		if typ == sdk.JobTypeBatch {
 			t = th.BatchEval
 		}
-		if j := snap.Job(ns, jobID); j != nil && (j.Stop || j.Status == sdk.JobStatusDead) && !young(j.SubmitTime, th.Job) {
+		if j := snap.Job(ns, jobID); j != nil && sdk.JobGCEligible(j) && !young(j.SubmitTime, th.Job) {
 			t = min(t, th.Job)
 		}
 		return t
@@ -171,6 +176,9 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		}
 		if !a.TerminalStatus() {
 			return fmt.Errorf("allocation %s is not terminal", id)
+		}
+		if a.ClientStatus == sdk.AllocClientStatusRunning {
+			return fmt.Errorf("allocation %s still runs on its node", id)
 		}
 		var typ string
 		if a.Job != nil {
@@ -194,7 +202,7 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 			return fmt.Errorf("evaluation %s changed less than %s ago", id, t)
 		}
 		for _, a := range snap.AllocsByEval(id) {
-			if !a.TerminalStatus() {
+			if !a.TerminalStatus() || a.ClientStatus == sdk.AllocClientStatusRunning {
 				return fmt.Errorf("evaluation %s has live allocation %s", id, a.ID)
 			}
 		}
@@ -204,14 +212,14 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		if job == nil {
 			continue
 		}
-		if !job.Stop && job.Status != sdk.JobStatusDead {
-			return fmt.Errorf("job %s is neither stopped nor dead", j)
+		if !sdk.JobGCEligible(job) {
+			return fmt.Errorf("job %s is not over (%s, stop %v)", j, job.Status, job.Stop)
 		}
 		if young(job.SubmitTime, th.Job) {
 			return fmt.Errorf("job %s was submitted less than %s ago", j, th.Job)
 		}
 		for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
-			if !a.TerminalStatus() {
+			if !a.TerminalStatus() || a.ClientStatus == sdk.AllocClientStatusRunning {
 				return fmt.Errorf("job %s has live allocation %s", j, a.ID)
 			}
 			if young(a.ModifyTime, th.Job) {
@@ -254,6 +262,11 @@ func checkCollectable(snap *state.Snapshot, req *sdk.GCRequest, th sdk.GCThresho
 		}
 		if young(d.ModifyTime, th.Deployment) {
 			return fmt.Errorf("deployment %s changed less than %s ago", id, th.Deployment)
+		}
+		for _, a := range snap.AllocsByDeployment(id) {
+			if !a.TerminalStatus() {
+				return fmt.Errorf("deployment %s has live allocation %s", id, a.ID)
+			}
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func TestCheckCollectable_Ages(t *testing.T) {
 				DesiredStatus: sdk.AllocDesiredStatusStop, ModifyTime: mt}); err != nil {
 				return err
 			}
-			if err := tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "j-" + id, Stop: true, SubmitTime: mt,
+			if err := tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "j-" + id, Stop: true, Status: sdk.JobStatusDead, SubmitTime: mt,
 				TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}); err != nil {
 				return err
 			}
@@ -226,5 +226,114 @@ func TestCheckCollectable_ForceIgnoresClockSkew(t *testing.T) {
 		Nodes: []string{"n"}, Deployments: []string{"d"}}
 	if err := checkCollectable(s.Snapshot(), req, sdk.GCThresholds{}, now); err != nil {
 		t.Fatalf("a forced collection was refused: %v", err)
+	}
+}
+
+// TestCheckCollectable_NomadRules: the host refuses, even in a forced
+// collection, what Nomad's core scheduler never collects: an allocation
+// told to stop that still runs on its node, or an eval that placed one
+// (allocGCEligible, gcEval); a job its jobs-by-GC index does not list
+// (jobIsGCable: a dead service job that was not stopped, a periodic or
+// parameterized template that was not, a stopped job not yet dead); a
+// deployment a live allocation names (deploymentGC).
+func TestCheckCollectable_NomadRules(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	old := now.Add(-10 * time.Hour).UnixNano()
+	periodic := &sdk.PeriodicConfig{Enabled: true, Spec: "@hourly"}
+	s, _ := state.NewStore()
+	err := s.Write(1, func(tx *state.Txn) error {
+		for _, j := range []*sdk.Job{
+			{ID: "stopped", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead},
+			{ID: "stopping", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusPending},
+			{ID: "dead-service", Type: sdk.JobTypeService, Status: sdk.JobStatusDead},
+			{ID: "dead-batch", Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead},
+			{ID: "periodic", Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning, Periodic: periodic},
+			{ID: "periodic-stopped", Type: sdk.JobTypeBatch, Stop: true, Status: sdk.JobStatusRunning, Periodic: periodic},
+			{ID: "parameterized", Type: sdk.JobTypeBatch, Status: sdk.JobStatusRunning, ParameterizedJob: &sdk.ParameterizedJobConfig{}},
+			{ID: "running", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning},
+		} {
+			j.Namespace, j.SubmitTime, j.TaskGroups = "default", old, []*sdk.TaskGroup{{Name: "g"}}
+			if err := tx.UpsertJob(j); err != nil {
+				return err
+			}
+		}
+		// The state works out each job's status from its evals and
+		// allocations, as Nomad's does.
+		for _, e := range []*sdk.Evaluation{
+			{ID: "e-stopped", JobID: "stopped"},
+			{ID: "e-stopping", JobID: "stopping", Status: sdk.EvalStatusPending},
+			{ID: "e-dead-service", JobID: "dead-service"},
+			{ID: "e-dead-batch", JobID: "dead-batch", Type: sdk.JobTypeBatch},
+			{ID: "e-still-running", JobID: "running"}, {ID: "e-done", JobID: "running"}, {ID: "e-live", JobID: "running"},
+		} {
+			e.Namespace, e.ModifyTime = "default", old
+			if e.Type == "" {
+				e.Type = sdk.JobTypeService
+			}
+			if e.Status == "" {
+				e.Status = sdk.EvalStatusComplete
+			}
+			if err := tx.UpsertEval(e); err != nil {
+				return err
+			}
+		}
+		for _, a := range []*sdk.Allocation{
+			{ID: "still-running", EvalID: "e-still-running", DeploymentID: "d-live", DesiredStatus: sdk.AllocDesiredStatusStop, ClientStatus: sdk.AllocClientStatusRunning},
+			{ID: "done", EvalID: "e-done", DeploymentID: "d-done", DesiredStatus: sdk.AllocDesiredStatusStop, ClientStatus: sdk.AllocClientStatusComplete},
+			{ID: "live", EvalID: "e-live", DeploymentID: "d-live", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning},
+		} {
+			a.Namespace, a.JobID, a.NodeID, a.TaskGroup, a.ModifyTime = "default", "running", "n", "g", old
+			if err := tx.UpsertAlloc(a); err != nil {
+				return err
+			}
+		}
+		for _, d := range []string{"d-live", "d-done"} {
+			if err := tx.UpsertDeployment(&sdk.Deployment{ID: d, Namespace: "default", JobID: "running",
+				Status: sdk.DeploymentStatusSuccessful, ModifyTime: old}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string) *sdk.GCRequest {
+		return &sdk.GCRequest{Jobs: []sdk.NamespacedID{{Namespace: "default", ID: id}}}
+	}
+	cases := []struct {
+		name    string
+		req     *sdk.GCRequest
+		refused string // what the error says; empty: accepted
+	}{
+		{"allocation told to stop, still running", &sdk.GCRequest{Allocs: []string{"still-running"}}, "still runs on its node"},
+		{"its eval", &sdk.GCRequest{Evals: []string{"e-still-running"}}, "has live allocation still-running"},
+		{"complete allocation and its eval", &sdk.GCRequest{Allocs: []string{"done"}, Evals: []string{"e-done"}}, ""},
+		{"stopped, dead service job", job("stopped"), ""},
+		{"stopped service job, not yet dead", job("stopping"), "is not over"},
+		{"dead service job, not stopped", job("dead-service"), "is not over"},
+		{"dead batch job", job("dead-batch"), ""},
+		{"periodic template", job("periodic"), "is not over"},
+		{"stopped periodic template", job("periodic-stopped"), ""},
+		{"parameterized template", job("parameterized"), "is not over"},
+		{"deployment a live allocation names", &sdk.GCRequest{Deployments: []string{"d-live"}}, "has live allocation live"},
+		// Nomad's rule: only live (non-terminal) allocations hold a
+		// deployment; Drover's core scheduler waits for every allocation
+		// naming it to be collected, a choice the host need not enforce.
+		{"deployment only a complete allocation names", &sdk.GCRequest{Deployments: []string{"d-done"}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			th := sdk.DefaultGCThresholds()
+			for _, th := range []sdk.GCThresholds{th, {}} {
+				err := checkCollectable(s.Snapshot(), tc.req, th, now)
+				switch {
+				case tc.refused == "" && err != nil:
+					t.Fatalf("refused under %+v: %v", th, err)
+				case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+					t.Fatalf("under %+v: err = %v, want one saying %q", th, err, tc.refused)
+				}
+			}
+		})
 	}
 }

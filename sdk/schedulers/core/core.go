@@ -331,7 +331,7 @@ func (c *collector) allocGCEligible(a *sdk.Allocation, job *sdk.Job, threshold t
 func (c *collector) jobGC() {
 	threshold := c.th.Job
 	for _, job := range c.v.Catalog.Jobs() {
-		if !jobCollectable(job) || !c.old(job.SubmitTime, c.th.Job) {
+		if !sdk.JobGCEligible(job) || !c.old(job.SubmitTime, c.th.Job) {
 			continue
 		}
 		k := job.NamespacedID()
@@ -362,17 +362,6 @@ func (c *collector) jobGC() {
 		}
 		c.req.Jobs = append(c.req.Jobs, k)
 	}
-}
-
-// jobCollectable reports whether a job is over, as Nomad's jobs-by-GC
-// index has it: periodic and parameterized templates when stopped; other
-// jobs when dead and stopped, or dead batch and sysbatch jobs (which end
-// on their own).
-func jobCollectable(j *sdk.Job) bool {
-	if j.IsPeriodic() || j.IsParameterized() {
-		return j.Stop
-	}
-	return j.Status == sdk.JobStatusDead && (j.Stop || j.Type == sdk.JobTypeBatch || j.Type == sdk.JobTypeSysBatch)
 }
 
 // nodeGC collects down nodes whose status changed longer ago than the node

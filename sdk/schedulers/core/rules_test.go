@@ -459,3 +459,149 @@ func TestCollect_NodeGC(t *testing.T) {
 		t.Errorf("nodes = %v, want %v", got, want)
 	}
 }
+
+// jobIDs returns the request's jobs as "namespace/id", sorted.
+func jobIDs(req *sdk.GCRequest) []string {
+	var out []string
+	for _, j := range req.Jobs {
+		out = append(out, j.String())
+	}
+	return sorted(out)
+}
+
+// TestCollect_EvalGC_Partial mirrors Nomad's TestCoreScheduler_EvalGC_Partial:
+// an old eval with a stopped, a lost and a running allocation of a live
+// service job (rescheduling off) stays with the running one; the other two
+// go.
+func TestCollect_EvalGC_Partial(t *testing.T) {
+	job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning, SubmitTime: ago(10 * time.Hour),
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", ReschedulePolicy: &sdk.ReschedulePolicy{}}}}
+	sync := &abi.StateSync{
+		Nodes: []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+		Jobs:  []*sdk.Job{job},
+		Evals: []*sdk.Evaluation{eval("e", "j", sdk.JobTypeService, 2*time.Hour)},
+		Allocs: []*sdk.Allocation{
+			alloc("stopped", "j", "e", 0, "stop", "complete", 2*time.Hour),
+			alloc("lost", "j", "e", 0, "run", "lost", 2*time.Hour),
+			alloc("running", "j", "e", 0, "run", "running", 2*time.Hour),
+		},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+	if len(req.Evals) != 0 {
+		t.Errorf("evals = %v, want none", req.Evals)
+	}
+	if got, want := sorted(req.Allocs), []string{"lost", "stopped"}; !slices.Equal(got, want) {
+		t.Errorf("allocs = %v, want %v", got, want)
+	}
+}
+
+// TestCollect_EvalGC_StoppedJobReschedulable mirrors Nomad's
+// TestCoreScheduler_EvalGC_StoppedJob_Reschedulable and
+// TestCoreScheduler_EvalGC_ReschedulingAllocs: a lost allocation rescheduled
+// minutes ago goes once its job is stopped (nothing will reschedule it);
+// of a live job's failed allocations, the one already replaced goes and the
+// one rescheduled minutes ago, not yet replaced, stays, with its eval.
+func TestCollect_EvalGC_StoppedJobReschedulable(t *testing.T) {
+	policy := &sdk.ReschedulePolicy{Attempts: 2, Interval: 10 * time.Minute, Delay: 5 * time.Second}
+	tracked := func(a *sdk.Allocation, age time.Duration) *sdk.Allocation {
+		a.RescheduleTracker = &sdk.RescheduleTracker{Events: []*sdk.RescheduleEvent{{RescheduleTime: ago(age), PrevAllocID: "p", PrevNodeID: "n"}}}
+		return a
+	}
+	stopped := &sdk.Job{Namespace: "default", ID: "stopped", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g", ReschedulePolicy: policy}}}
+	live := &sdk.Job{Namespace: "default", ID: "live", Type: sdk.JobTypeService, Status: sdk.JobStatusRunning,
+		SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g", ReschedulePolicy: policy}}}
+	replaced := tracked(alloc("replaced", "live", "e-live", 0, "run", "failed", 2*time.Hour), time.Hour)
+	replaced.NextAllocation = "next"
+	sync := &abi.StateSync{
+		Nodes: []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+		Jobs:  []*sdk.Job{stopped, live},
+		Evals: []*sdk.Evaluation{eval("e-stopped", "stopped", sdk.JobTypeService, 2*time.Hour), eval("e-live", "live", sdk.JobTypeService, 2*time.Hour)},
+		Allocs: []*sdk.Allocation{
+			tracked(alloc("lost", "stopped", "e-stopped", 0, "run", "lost", 2*time.Hour), 3*time.Minute),
+			replaced,
+			tracked(alloc("rescheduling", "live", "e-live", 0, "run", "failed", 2*time.Hour), 3*time.Minute),
+		},
+	}
+	req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+	if got, want := sorted(req.Evals), []string{"e-stopped"}; !slices.Equal(got, want) {
+		t.Errorf("evals = %v, want %v", got, want)
+	}
+	if got, want := sorted(req.Allocs), []string{"lost", "replaced"}; !slices.Equal(got, want) {
+		t.Errorf("allocs = %v, want %v", got, want)
+	}
+}
+
+// TestCollect_JobGC_Outstanding mirrors Nomad's
+// TestCoreScheduler_JobGC_OutstandingEvals, _OutstandingAllocs and _OneShot:
+// a dead batch job stays while one of its evals is open, or one of its
+// allocations runs or failed and may still be rescheduled; once they are
+// done, it goes with all of them.
+func TestCollect_JobGC_Outstanding(t *testing.T) {
+	job := func() *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeBatch, Status: sdk.JobStatusDead, SubmitTime: ago(10 * time.Hour),
+			TaskGroups: []*sdk.TaskGroup{{Name: "g", ReschedulePolicy: &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Minute}}}}
+	}
+	cases := []struct {
+		name    string
+		modify  func(e2 *sdk.Evaluation, a2 *sdk.Allocation)
+		collect bool
+	}{
+		{"done", func(*sdk.Evaluation, *sdk.Allocation) {}, true},
+		{"an open eval", func(e2 *sdk.Evaluation, _ *sdk.Allocation) { e2.Status = sdk.EvalStatusPending }, false},
+		{"a running allocation", func(_ *sdk.Evaluation, a2 *sdk.Allocation) { a2.ClientStatus = sdk.AllocClientStatusRunning }, false},
+		{"a failed allocation, not replaced", func(_ *sdk.Evaluation, a2 *sdk.Allocation) { a2.ClientStatus = sdk.AllocClientStatusFailed }, true},
+		{"a young allocation", func(_ *sdk.Evaluation, a2 *sdk.Allocation) { a2.ModifyTime = ago(time.Hour) }, false},
+		{"a young eval", func(e2 *sdk.Evaluation, _ *sdk.Allocation) { e2.ModifyTime = ago(time.Hour) }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e1, e2 := eval("e1", "j", sdk.JobTypeBatch, 5*time.Hour), eval("e2", "j", sdk.JobTypeBatch, 5*time.Hour)
+			a1, a2 := alloc("a1", "j", "e1", 0, "stop", "complete", 5*time.Hour), alloc("a2", "j", "e2", 0, "run", "complete", 5*time.Hour)
+			tc.modify(e2, a2)
+			sync := &abi.StateSync{
+				Nodes:  []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+				Jobs:   []*sdk.Job{job()},
+				Evals:  []*sdk.Evaluation{e1, e2},
+				Allocs: []*sdk.Allocation{a1, a2},
+			}
+			req := collectFrom(t, sync, sdk.CoreJobJobGC, th)
+			var wantJobs, wantEvals, wantAllocs []string
+			if tc.collect {
+				wantJobs, wantEvals, wantAllocs = []string{"default/j"}, []string{"e1", "e2"}, []string{"a1", "a2"}
+			}
+			if got := jobIDs(req); !slices.Equal(got, wantJobs) {
+				t.Errorf("jobs = %v, want %v", got, wantJobs)
+			}
+			if got := sorted(req.Evals); !slices.Equal(got, wantEvals) {
+				t.Errorf("evals = %v, want %v", got, wantEvals)
+			}
+			if got := sorted(req.Allocs); !slices.Equal(got, wantAllocs) {
+				t.Errorf("allocs = %v, want %v", got, wantAllocs)
+			}
+		})
+	}
+}
+
+// TestCollect_JobGC_AgeIsLastRegistration: a job's age is that of its last
+// registration (SubmitTime), not of its creation as in Nomad (job GC skips
+// a job whose CreateIndex is past the threshold index): a job created
+// long ago, registered again an hour ago and stopped, whose evals and
+// allocations eval GC already took, stays until the job threshold has
+// passed since that registration; Nomad's job GC would take it at once.
+// Drover's state maps no index to a time, and waiting longer never
+// collects what Nomad keeps.
+func TestCollect_JobGC_AgeIsLastRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		submitted time.Duration
+		collect   bool
+	}{{time.Hour, false}, {5 * time.Hour, true}} {
+		job := &sdk.Job{Namespace: "default", ID: "j", Type: sdk.JobTypeService, Stop: true, Status: sdk.JobStatusDead, Version: 3,
+			CreateIndex: 1, SubmitTime: ago(tc.submitted), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+		sync := &abi.StateSync{Nodes: []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}}, Jobs: []*sdk.Job{job}}
+		req := collectFrom(t, sync, sdk.CoreJobJobGC, th)
+		if got := len(req.Jobs) == 1; got != tc.collect {
+			t.Errorf("registered %s ago: job collected = %v, want %v", tc.submitted, got, tc.collect)
+		}
+	}
+}
