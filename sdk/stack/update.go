@@ -67,7 +67,8 @@ func KeepAssigned(fresh, old *sdk.AllocatedResources) *sdk.AllocatedResources {
 	if old == nil {
 		return fresh
 	}
-	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(fresh.Tasks)), Shared: old.Shared}
+	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(fresh.Tasks)),
+		TaskLifecycles: fresh.TaskLifecycles, Shared: old.Shared}
 	r.Shared.DiskMB = fresh.Shared.DiskMB
 	for name, t := range fresh.Tasks {
 		c := *t

@@ -260,3 +260,41 @@ func TestService_InitTaskWithReservedCores(t *testing.T) {
 		t.Fatalf("the second allocation's failure: %+v, want cores exhausted", m)
 	}
 }
+
+// An allocation updated in place keeps counting its tasks by lifecycle:
+// scaling a job whose allocations fit only folded (3,500 MHz on 4,000 MHz
+// nodes, 6,000 summed) updates them in place and places the new one, where
+// dropping the lifecycles made every plan over-commit its nodes.
+func TestService_InitTaskUpdatedInPlace(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := initTaskJob(2, 3000, false)
+	h.Process(service, h.RegisterJob(job))
+	first := map[string]bool{}
+	for _, a := range h.Live(job.Namespace, job.ID) {
+		first[a.ID] = true
+	}
+	if len(first) != 2 {
+		t.Fatalf("placed %d, want 2", len(first))
+	}
+	next := job.Copy()
+	next.TaskGroups[0].Count = 3
+	h.Process(service, h.RegisterJob(next))
+	plan := h.LastPlan()
+	live := h.Live(job.Namespace, job.ID)
+	if len(live) != 3 {
+		t.Fatalf("%d allocations after scaling to 3, want 3 (eval %+v)", len(live), h.LastEval())
+	}
+	updated := 0
+	for _, a := range schedtest.Placed(plan) {
+		if u := a.AllocatedResources.Usage(); u.CPU != 3500 || len(a.AllocatedResources.TaskLifecycles) != 2 {
+			t.Fatalf("allocation %s uses %+v with lifecycles %v", a.Name, u, a.AllocatedResources.TaskLifecycles)
+		}
+		if first[a.ID] {
+			updated++
+		}
+	}
+	if updated != 2 {
+		t.Fatalf("%d allocations updated in place, want 2", updated)
+	}
+}
