@@ -208,6 +208,14 @@ func (l *TaskLifecycle) String() string {
 	return l.Hook
 }
 
+// Equal reports whether l and o order a task alike (nil: a main task).
+func (l *TaskLifecycle) Equal(o *TaskLifecycle) bool {
+	if l == nil || o == nil {
+		return l == o
+	}
+	return *l == *o
+}
+
 // Lifecycle hooks.
 const (
 	TaskLifecycleHookPrestart  = "prestart"

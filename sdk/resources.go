@@ -421,6 +421,16 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if need := tg.EphemeralDisk; need != nil && ar.Shared.DiskMB < int64(need.SizeMB) {
 		return fmt.Errorf("it holds %d disk, less than its group %q asks for (%d)", ar.Shared.DiskMB, tg.Name, need.SizeMB)
 	}
+	if err := ar.checkIgnoredPorts(tg); err != nil {
+		return err
+	}
+	for i, pm := range ar.Shared.Ports {
+		for _, prev := range ar.Shared.Ports[:i] {
+			if prev.Label == pm.Label {
+				return fmt.Errorf("it maps port %q twice", pm.Label)
+			}
+		}
+	}
 	if len(tg.Networks) > 0 {
 		held := heldPorts(ar.Shared.Networks)
 		for _, pm := range ar.Shared.Ports {
@@ -453,7 +463,6 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 // to use less than it will. A task the group does not have only adds to
 // what the allocation uses.
 func (ar *AllocatedResources) checkTasks(tg *TaskGroup) error {
-	named := 0
 	for _, t := range tg.Tasks {
 		if r := t.Resources; r != nil {
 			var have AllocatedTaskResources
@@ -472,24 +481,70 @@ func (ar *AllocatedResources) checkTasks(tg *TaskGroup) error {
 		if len(ar.TaskLifecycles) == 0 {
 			continue
 		}
-		lc, ok := ar.TaskLifecycles[t.Name]
-		switch {
-		case ok && lc == nil:
-			return fmt.Errorf("the lifecycle of task %q is missing (null)", t.Name)
-		case t.Lifecycle == nil && ok:
-			return fmt.Errorf("it gives task %q the lifecycle %s, but it is a main task", t.Name, lc)
-		case t.Lifecycle != nil && (!ok || *lc != *t.Lifecycle):
+		// A task TaskLifecycles leaves out or names with null (as Nomad
+		// names a main task) is a main task.
+		if lc := ar.TaskLifecycles[t.Name]; !lc.Equal(t.Lifecycle) {
+			if t.Lifecycle == nil {
+				return fmt.Errorf("it gives task %q the lifecycle %s, but it is a main task", t.Name, lc)
+			}
 			return fmt.Errorf("it gives task %q the lifecycle %s, not its own (%s)", t.Name, lc, t.Lifecycle)
 		}
-		if ok {
-			named++
+	}
+	for name := range ar.TaskLifecycles {
+		if tg.LookupTask(name) == nil {
+			return fmt.Errorf("it gives a lifecycle to task %q, which its group %q does not have", name, tg.Name)
 		}
 	}
-	if named != len(ar.TaskLifecycles) {
-		for name := range ar.TaskLifecycles {
-			if tg.LookupTask(name) == nil {
-				return fmt.Errorf("it gives a lifecycle to task %q, which its group %q does not have", name, tg.Name)
+	return nil
+}
+
+// checkIgnoredPorts refuses a held port that ignores collisions unless its
+// network asks for it so: the same label and value, with IgnoreCollision
+// (a group's port in the group's first network, a task's in the task's
+// networks). Such a port is not counted against the node's (see
+// feasible.PortIndex), so a plan that set the flag on a port of its own
+// choosing could bind one port twice on an address.
+func (ar *AllocatedResources) checkIgnoredPorts(tg *TaskGroup) error {
+	asked := func(asks []*NetworkResource, p Port) bool {
+		for _, ask := range asks {
+			if ask == nil {
+				continue
 			}
+			for _, q := range ask.ReservedPorts {
+				if q.IgnoreCollision && q.Label == p.Label && q.Value == p.Value {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// unasked returns a held port that ignores collisions unasked.
+	unasked := func(held, asks []*NetworkResource) (Port, bool) {
+		for _, nw := range held {
+			for _, ports := range [2][]Port{nw.ReservedPorts, nw.DynamicPorts} {
+				for _, p := range ports {
+					if p.IgnoreCollision && !asked(asks, p) {
+						return p, true
+					}
+				}
+			}
+		}
+		return Port{}, false
+	}
+	var group []*NetworkResource
+	if len(tg.Networks) > 0 {
+		group = tg.Networks[:1]
+	}
+	if p, bad := unasked(ar.Shared.Networks, group); bad {
+		return fmt.Errorf("its port %s = %d ignores collisions, which its group %q does not ask for", p.Label, p.Value, tg.Name)
+	}
+	for name, tr := range ar.Tasks {
+		var asks []*NetworkResource
+		if t := tg.LookupTask(name); t != nil && t.Resources != nil {
+			asks = t.Resources.Networks
+		}
+		if p, bad := unasked(tr.Networks, asks); bad {
+			return fmt.Errorf("its port %s = %d ignores collisions, which its task %q does not ask for", p.Label, p.Value, name)
 		}
 	}
 	return nil

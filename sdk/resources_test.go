@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,7 +122,8 @@ func TestCheckCovers_TasksAndLifecycles(t *testing.T) {
 		{"a lifecycle left out", func(ar *AllocatedResources) { delete(ar.TaskLifecycles, "init") },
 			`gives task "init" the lifecycle main, not its own (prestart)`},
 		{"a null lifecycle", func(ar *AllocatedResources) { ar.TaskLifecycles["init"] = nil },
-			`the lifecycle of task "init" is missing (null)`},
+			`gives task "init" the lifecycle main, not its own (prestart)`},
+		{"a main task named with null, as Nomad does", func(ar *AllocatedResources) { ar.TaskLifecycles["main"] = nil }, ""},
 		{"a lifecycle for another task", func(ar *AllocatedResources) {
 			ar.TaskLifecycles["other"] = lifecycle(TaskLifecycleHookPoststop, false)
 		}, `gives a lifecycle to task "other", which its group "g" does not have`},
@@ -148,6 +150,66 @@ func TestCheckCovers_TasksAndLifecycles(t *testing.T) {
 				if got, need := ar.Usage(), GroupUsage(tg); got.CPU < need.CPU || got.MemoryMB < need.MemoryMB {
 					t.Fatalf("accepted, and uses %+v, less than the group's %+v", got, need)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckCovers_IgnoreCollisionOnlyWhereAsked: a port that ignores
+// collisions is not counted against its node's, so the host accepts the
+// flag only on a port its network asks for so, at the same value, and a
+// port mapped once (the reviewer's probes: a plain port flagged by the
+// plan, and a second mapping of a flagged port's label).
+func TestCheckCovers_IgnoreCollisionOnlyWhereAsked(t *testing.T) {
+	const ip = "10.0.0.5"
+	group := func(ignore bool) *TaskGroup {
+		return &TaskGroup{Name: "g", Networks: []*NetworkResource{{Mode: "host", ReservedPorts: []Port{
+			{Label: "metrics", Value: 9100, IgnoreCollision: ignore}, {Label: "http", Value: 8080}}}},
+			Tasks: []*Task{{Name: "t", Resources: &Resources{CPU: 100, MemoryMB: 64,
+				Networks: []*NetworkResource{{ReservedPorts: []Port{{Label: "debug", Value: 6060}}}}}}}}
+	}
+	holding := func(tg *TaskGroup) *AllocatedResources {
+		ar := RequestedResources(tg)
+		offer := *tg.Networks[0]
+		offer.IP = ip
+		offer.ReservedPorts = slices.Clone(offer.ReservedPorts)
+		ar.Shared.Networks = []*NetworkResource{&offer}
+		for _, p := range offer.ReservedPorts {
+			ar.Shared.Ports = append(ar.Shared.Ports, PortMapping{Label: p.Label, Value: p.Value, HostIP: ip})
+		}
+		ar.Tasks["t"].Networks = []*NetworkResource{{IP: ip, ReservedPorts: []Port{{Label: "debug", Value: 6060}}}}
+		return ar
+	}
+	for _, tc := range []struct {
+		name   string
+		ignore bool // the group's metrics port ignores collisions
+		change func(ar *AllocatedResources)
+		want   string
+	}{
+		{"as asked", true, func(*AllocatedResources) {}, ""},
+		{"a plain port as asked", false, func(*AllocatedResources) {}, ""},
+		{"a plain port flagged", false, func(ar *AllocatedResources) { ar.Shared.Networks[0].ReservedPorts[0].IgnoreCollision = true },
+			`port metrics = 9100 ignores collisions, which its group "g" does not ask for`},
+		{"another port flagged", true, func(ar *AllocatedResources) { ar.Shared.Networks[0].ReservedPorts[1].IgnoreCollision = true },
+			`port http = 8080 ignores collisions`},
+		{"a flagged port moved", true, func(ar *AllocatedResources) { ar.Shared.Networks[0].ReservedPorts[0].Value = 443 },
+			`port metrics = 443 ignores collisions`},
+		{"a task's port flagged", false, func(ar *AllocatedResources) { ar.Tasks["t"].Networks[0].ReservedPorts[0].IgnoreCollision = true },
+			`port debug = 6060 ignores collisions, which its task "t" does not ask for`},
+		{"a flagged port mapped twice", true, func(ar *AllocatedResources) {
+			ar.Shared.Ports = append([]PortMapping{{Label: "metrics", Value: 443, HostIP: ip}}, ar.Shared.Ports...)
+		}, `maps port "metrics" twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := group(tc.ignore)
+			ar := holding(tg)
+			tc.change(ar)
+			err := ar.CheckCovers(tg)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
 	}

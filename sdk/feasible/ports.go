@@ -271,7 +271,7 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 		var set *PortSet
 		addr := ""
 		for _, pm := range r.Shared.Ports {
-			if pm.Value <= 0 || ignoresCollision(r.Shared.Networks, pm.Label) {
+			if pm.Value <= 0 || ignoresCollision(r.Shared.Networks, pm) {
 				continue
 			}
 			if set == nil || pm.HostIP != addr {
@@ -294,16 +294,18 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 	return collision
 }
 
-// ignoresCollision reports whether networks ask for the static port label
-// with IgnoreCollision, which its PortMapping does not say: such a port is
-// not counted, as AssignPorts does not count it.
-func ignoresCollision(networks []*sdk.NetworkResource, label string) bool {
+// ignoresCollision reports whether networks hold the static port of pm's
+// label and value with IgnoreCollision, which a PortMapping does not say:
+// such a port is not counted, as AssignPorts does not count it. The host
+// accepts the flag only where the group asks for it
+// (sdk.AllocatedResources.CheckCovers).
+func ignoresCollision(networks []*sdk.NetworkResource, pm sdk.PortMapping) bool {
 	for _, nw := range networks {
 		if nw == nil {
 			continue
 		}
 		for _, p := range nw.ReservedPorts {
-			if p.IgnoreCollision && p.Label == label {
+			if p.IgnoreCollision && p.Label == pm.Label && p.Value == pm.Value {
 				return true
 			}
 		}

@@ -47,7 +47,7 @@ func TasksUpdated(a, b *sdk.Job, tg string) (bool, string) {
 			return true, "task driver"
 		case ta.User != tb.User:
 			return true, "task user"
-		case ta.Lifecycle.String() != tb.Lifecycle.String():
+		case !ta.Lifecycle.Equal(tb.Lifecycle):
 			// Nomad v1.6.1 updates it in place, where a running task
 			// cannot change when it runs, and the allocation would keep
 			// counting its resources by the old lifecycle.
