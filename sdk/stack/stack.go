@@ -301,7 +301,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 		}
 	}
 	if !g.special {
-		g.resources = s.baseResources(tg)
+		g.resources = s.baseResources(g)
 	}
 	// Nomad's system stack has no distinct_hosts check (system jobs place
 	// each group's allocations on every node): every group places on every
@@ -401,7 +401,8 @@ func (g *group) hostPorts(n *sdk.Node) []preempt.HostPort {
 
 // baseResources is what an allocation of tg holds when nothing is assigned
 // per node.
-func (s *Stack) baseResources(tg *sdk.TaskGroup) *sdk.AllocatedResources {
+func (s *Stack) baseResources(g *group) *sdk.AllocatedResources {
+	tg := g.tg
 	r := &sdk.AllocatedResources{Tasks: make(map[string]*sdk.AllocatedTaskResources, len(tg.Tasks))}
 	for _, t := range tg.Tasks {
 		tr := &sdk.AllocatedTaskResources{}
@@ -414,7 +415,7 @@ func (s *Stack) baseResources(tg *sdk.TaskGroup) *sdk.AllocatedResources {
 		}
 		r.Tasks[t.Name] = tr
 	}
-	r.TaskLifecycles = sdk.TaskLifecycles(tg)
+	r.TaskLifecycles = g.lifecycles
 	if tg.EphemeralDisk != nil {
 		r.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
 	}
@@ -553,13 +554,22 @@ func heapResources(r *sdk.AllocatedResources) *sdk.AllocatedResources {
 		out.Shared.Networks = make([]*sdk.NetworkResource, len(r.Shared.Networks))
 		for i, nw := range r.Shared.Networks {
 			c := *nw
-			c.ReservedPorts = slices.Clone(nw.ReservedPorts)
-			c.DynamicPorts = slices.Clone(nw.DynamicPorts)
+			c.ReservedPorts = cloneOrNil(nw.ReservedPorts)
+			c.DynamicPorts = cloneOrNil(nw.DynamicPorts)
 			out.Shared.Networks[i] = &c
 		}
 	}
-	out.Shared.Ports = slices.Clone(r.Shared.Ports)
+	out.Shared.Ports = cloneOrNil(r.Shared.Ports)
 	return out
+}
+
+// cloneOrNil copies s, nil when it is empty, as assign leaves a list it
+// fills nothing into on the heap (a buffer's is empty, not nil).
+func cloneOrNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 // choice keeps a walk's best option as Nomad's limit and max-score
