@@ -1,6 +1,7 @@
 // Package rank scores feasible nodes for a placement, as Nomad's scheduler
-// does: each scorer yields a value in [-1, 1] (or none), and a node's final
-// score is the mean of the values it got.
+// does: each scorer yields a value, in [-1, 1] but for an even spread's
+// boost of its least-used value (unbounded, as Nomad's), or none, and a
+// node's final score is the mean of the values it got.
 //
 // The scorers are:
 //
