@@ -335,11 +335,12 @@ func TestProperty_RolloutsLeaveOneAllocationPerIndex(t *testing.T) {
 }
 
 // TestProperty_SystemJobsOverRandomClusters fills random clusters with
-// random lower-priority service and batch jobs, then runs a system job of
-// random size, constraints and priority (preempting when it is high
-// enough and preemption is on) and checks the safety rules, and that the
-// system job runs once on every node that can take it: every node its
-// checks pass, where it fits beside what may not be preempted.
+// random lower-priority service and batch jobs, then runs a system job, or
+// a sysbatch job of count 1 to 3, of random size, constraints and priority
+// (preempting when it is high enough and preemption is on) and checks the
+// safety rules, and that the job runs on every node its checks pass as
+// many allocations as fit there, up to its count, beside what may not be
+// preempted.
 func TestProperty_SystemJobsOverRandomClusters(t *testing.T) {
 	for seed := uint64(1); seed <= 100; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -355,6 +356,10 @@ func TestProperty_SystemJobsOverRandomClusters(t *testing.T) {
 			sys := schedtest.SystemJob("agent")
 			sys.Priority = []int{30, 50, 90}[r.IntN(3)]
 			tg := sys.TaskGroups[0]
+			if r.IntN(2) == 0 {
+				// A sysbatch group runs count allocations on each node.
+				sys.Type, tg.Count = sdk.JobTypeSysBatch, 1+r.IntN(3)
+			}
 			tg.Tasks[0].Resources = &sdk.Resources{CPU: []int{100, 500, 1500}[r.IntN(3)], MemoryMB: []int{64, 512, 1024}[r.IntN(3)]}
 			if r.IntN(3) == 0 {
 				tg.Constraints = append(tg.Constraints, &sdk.Constraint{LTarget: "${meta.zone}", RTarget: "c", Operand: "!="})
@@ -362,6 +367,7 @@ func TestProperty_SystemJobsOverRandomClusters(t *testing.T) {
 			preempt := r.IntN(2) == 0
 			c := sdk.DefaultSchedulerConfiguration()
 			c.PreemptionConfig.SystemSchedulerEnabled = preempt
+			c.PreemptionConfig.SysBatchSchedulerEnabled = preempt
 			h.SetSchedulerConfig(c)
 			h.Process(&system.Scheduler{}, h.RegisterJob(sys))
 			checkInvariants(t, h, nodes)
@@ -382,14 +388,21 @@ func TestProperty_SystemJobsOverRandomClusters(t *testing.T) {
 						kept.Add(a.Usage())
 					}
 				}
-				if mine > 1 {
-					t.Fatalf("node %s runs %d allocations of the system job", n.ID, mine)
+				if mine > tg.Count {
+					t.Fatalf("node %s runs %d allocations of the %s job of count %d", n.ID, mine, sys.Type, tg.Count)
 				}
-				kept.Add(ask)
-				fits, _ := kept.Fits(n.Capacity())
-				if can := checks.Check(ch, n) == "" && fits; can != (mine == 1) {
-					t.Fatalf("node %s: feasible and room %v, system allocations %d (priority %d, preemption %v)",
-						n.ID, can, mine, sys.Priority, preempt)
+				// As many as fit beside what may not be preempted.
+				can := 0
+				for can < tg.Count && checks.Check(ch, n) == "" {
+					kept.Add(ask)
+					if fits, _ := kept.Fits(n.Capacity()); !fits {
+						break
+					}
+					can++
+				}
+				if can != mine {
+					t.Fatalf("node %s: room for %d, %s allocations %d of count %d (priority %d, preemption %v)",
+						n.ID, can, sys.Type, mine, tg.Count, sys.Priority, preempt)
 				}
 			}
 			for _, res := range h.Results {
