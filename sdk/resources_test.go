@@ -140,12 +140,7 @@ func TestCheckCovers_TasksAndLifecycles(t *testing.T) {
 			ar := RequestedResources(tg)
 			tc.change(ar)
 			err := ar.CheckCovers(tg)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want %q", err, tc.want)
-			}
+			wantRefusal(t, err, tc.want)
 			if err == nil {
 				if got, need := ar.Usage(), GroupUsage(tg); got.CPU < need.CPU || got.MemoryMB < need.MemoryMB {
 					t.Fatalf("accepted, and uses %+v, less than the group's %+v", got, need)
@@ -205,12 +200,19 @@ func TestCheckCovers_IgnoreCollisionOnlyWhereAsked(t *testing.T) {
 			ar := holding(tg)
 			tc.change(ar)
 			err := ar.CheckCovers(tg)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want %q", err, tc.want)
-			}
+			wantRefusal(t, err, tc.want)
 		})
+	}
+}
+
+// wantRefusal fails t unless err is nil for want "", or else an error
+// that contains want.
+func wantRefusal(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got %v, want %q", err, want)
 	}
 }

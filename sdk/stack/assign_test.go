@@ -13,10 +13,16 @@ import (
 	"github.com/drover-sched/drover/sdk/stack"
 )
 
-func TestStack_Assign(t *testing.T) {
+// portStack returns a stack over nodes (4,000 MHz, 4,096 MB each) for
+// job web, whose group of count asks for static port 8080 and a dynamic
+// port, with its plan, group and state.
+func portStack(t *testing.T, nodes, count int) (*stack.Stack, *stack.Plan, *sdk.TaskGroup, *mirror.Mirror) {
+	t.Helper()
 	h := sdktest.New()
-	h.UpsertNode(sdktest.Node("n1", 4000, 4096))
-	web := sdktest.Job("web", 1)
+	for i := range nodes {
+		h.UpsertNode(sdktest.Node(fmt.Sprintf("n%d", i+1), 4000, 4096))
+	}
+	web := sdktest.Job("web", count)
 	web.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
 		ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}, DynamicPorts: []sdk.Port{{Label: "admin"}}}}
 	h.UpsertJob(web)
@@ -25,11 +31,14 @@ func TestStack_Assign(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := state.Job("default", "web")
-	tg := job.TaskGroups[0]
 	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
 	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
 	plan := stack.NewPlan(state, eval, job)
-	st := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig()))
+	return stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig())), plan, job.TaskGroups[0], state
+}
+
+func TestStack_Assign(t *testing.T) {
+	st, plan, tg, state := portStack(t, 1, 1)
 	n := state.Node("n1")
 
 	r, dim := st.Assign(tg, n)
@@ -54,25 +63,8 @@ func TestStack_Assign(t *testing.T) {
 // placement reuses the buffers the nodes were ranked with (assignBuf), and
 // must change nothing of an option already chosen.
 func TestStack_SelectedResourcesAreNotReused(t *testing.T) {
-	h := sdktest.New()
-	for i := range 8 {
-		h.UpsertNode(sdktest.Node(fmt.Sprintf("n%d", i), 4000, 4096))
-	}
-	web := sdktest.Job("web", 3)
-	web.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
-		ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}, DynamicPorts: []sdk.Port{{Label: "admin"}}}}
-	h.UpsertJob(web)
-	state := mirror.New()
-	if err := state.Apply(h.FullSync(false)); err != nil {
-		t.Fatal(err)
-	}
-	job := state.Job("default", "web")
-	tg := job.TaskGroups[0]
-	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
-	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
-	plan := stack.NewPlan(state, eval, job)
-	st := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig()))
-	nodes, _, byDC := stack.ReadyNodes(state, job)
+	st, plan, tg, state := portStack(t, 8, 3)
+	nodes, _, byDC := stack.ReadyNodes(state, state.Job("default", "web"))
 	st.SetNodes(nodes, byDC)
 
 	var chosen []*sdk.AllocatedResources
