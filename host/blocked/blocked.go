@@ -117,7 +117,10 @@ func (t *Tracker) block(e *sdk.Evaluation, token string) {
 	}
 	t.jobs[jk] = e.ID
 	w := wrapped{eval: e, token: token}
-	if e.EscapedComputedClass || len(e.ClassEligibility) == 0 {
+	// Only an eval that escaped is escaped (Nomad's processBlock): one with
+	// no class eligibility (no node was there to see) is captured, and as
+	// it never saw any class, a change on any class unblocks it all the same.
+	if e.EscapedComputedClass {
 		t.escaped[e.ID] = w
 	} else {
 		t.captured[e.ID] = w
@@ -157,12 +160,14 @@ func (t *Tracker) addDuplicate(e *sdk.Evaluation) {
 }
 
 // missedUnblock reports whether an unblock that concerns e happened after
-// the snapshot e was scheduled on.
+// the snapshot e was scheduled on (Nomad's missedUnblock). An eval with no
+// snapshot index (not scheduled by a worker, which always sets it) has an
+// unknown view, older than any unblock, as in Nomad.
 func (t *Tracker) missedUnblock(e *sdk.Evaluation) bool {
-	if e.SnapshotIndex == 0 || t.lastUnblock <= e.SnapshotIndex {
+	if t.lastUnblock <= e.SnapshotIndex {
 		return false
 	}
-	if e.EscapedComputedClass || len(e.ClassEligibility) == 0 {
+	if e.EscapedComputedClass {
 		return true
 	}
 	for class, idx := range t.unblockIndexes {

@@ -89,7 +89,12 @@ func TestTracker_Block_MissedUnblock(t *testing.T) {
 		{"unseen class changed after snapshot", map[string]bool{"b": true}, false, 10, true},
 		{"escaped and anything changed after", map[string]bool{"b": false}, true, 10, true},
 		{"escaped and nothing after", nil, true, 30, false},
-		{"no snapshot index", map[string]bool{"a": true}, false, 0, false},
+		// Nomad's missedUnblock: SnapshotIndex < index holds for 0, so an
+		// eval of unknown view is retried rather than left waiting.
+		{"no snapshot index", map[string]bool{"a": true}, false, 0, true},
+		{"no snapshot index, only ineligible class changed", map[string]bool{"a": false}, false, 0, false},
+		{"no eligibility recorded, anything changed after", nil, false, 10, true},
+		{"no eligibility recorded, nothing after", nil, false, 30, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,6 +111,25 @@ func TestTracker_Block_MissedUnblock(t *testing.T) {
 				t.Fatal("an eval enqueued at once is also tracked")
 			}
 		})
+	}
+}
+
+// TestTracker_NoClassEligibility_IsCaptured mirrors Nomad's processBlock:
+// only EscapedComputedClass makes an eval escaped; one that saw no class at
+// all (no node was there) is captured, counted as such in the stats, and
+// unblocked by a change on any class because it never saw that class.
+func TestTracker_NoClassEligibility_IsCaptured(t *testing.T) {
+	tr, fb := newTracker()
+	tr.Block(blockedEval("b1", "web", 10, nil))
+	esc := blockedEval("b2", "api", 10, nil)
+	esc.EscapedComputedClass = true
+	tr.Block(esc)
+	if s := tr.Stats(); s.TotalBlocked != 2 || s.TotalEscaped != 1 || s.TotalCaptured != 1 {
+		t.Fatalf("stats = %+v, want 2 blocked, 1 escaped, 1 captured", s)
+	}
+	tr.Unblock("any", 20)
+	if got := fb.take(); !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Fatalf("unblocked %v, want both", got)
 	}
 }
 
