@@ -51,8 +51,10 @@ type Tracker struct {
 	unblockIndexes map[string]uint64
 	// lastUnblock is the highest unblock index of any class.
 	lastUnblock uint64
-	duplicates  []*sdk.Evaluation
-	dupWake     chan struct{}
+	// duplicates lost to a newer blocked eval of their job; retired were
+	// made moot by an eval of their job that placed everything (Untrack).
+	duplicates, retired []*sdk.Evaluation
+	dupWake             chan struct{}
 }
 
 // New returns a disabled tracker.
@@ -68,7 +70,7 @@ func (t *Tracker) flush() {
 	t.jobs = map[sdk.NamespacedID]string{}
 	t.unblockIndexes = map[string]uint64{}
 	t.lastUnblock = 0
-	t.duplicates = nil
+	t.duplicates, t.retired = nil, nil
 }
 
 // SetEnabled turns the tracker on or off; off drops everything.
@@ -104,11 +106,11 @@ func (t *Tracker) block(e *sdk.Evaluation, token string) {
 			delete(t.jobs, jk) // cannot happen: jobs and the sets move together
 		case latestIndex(existing.eval) > latestIndex(e):
 			// The tracked one saw a newer state: the new one is the duplicate.
-			t.addDuplicate(e)
+			t.addDuplicate(&t.duplicates, e)
 			return
 		default:
 			t.remove(existingID)
-			t.addDuplicate(existing.eval)
+			t.addDuplicate(&t.duplicates, existing.eval)
 		}
 	}
 	if t.missedUnblock(e) {
@@ -151,8 +153,8 @@ func (t *Tracker) remove(id string) {
 	}
 }
 
-func (t *Tracker) addDuplicate(e *sdk.Evaluation) {
-	t.duplicates = append(t.duplicates, e)
+func (t *Tracker) addDuplicate(to *[]*sdk.Evaluation, e *sdk.Evaluation) {
+	*to = append(*to, e)
 	select {
 	case t.dupWake <- struct{}{}:
 	default:
@@ -262,7 +264,7 @@ func (t *Tracker) Untrack(ns, jobID string) {
 		w := t.get(id)
 		t.remove(id)
 		if w.eval != nil {
-			t.addDuplicate(w.eval)
+			t.addDuplicate(&t.retired, w.eval)
 		}
 	}
 }
@@ -275,20 +277,23 @@ func (t *Tracker) Forget(id string) {
 	t.remove(id)
 }
 
-// Duplicates returns and forgets the duplicate (or retired) blocked evals;
-// the leader's reaper cancels them. wake is signalled when some are waiting.
-func (t *Tracker) Duplicates() (evals []*sdk.Evaluation, wake <-chan struct{}) {
+// Duplicates returns and forgets the duplicate blocked evals and the
+// retired ones (Untrack); the leader's reaper cancels both, each with its
+// own reason. wake is signalled when some are waiting.
+func (t *Tracker) Duplicates() (dups, retired []*sdk.Evaluation, wake <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	evals, t.duplicates = t.duplicates, nil
-	return evals, t.dupWake
+	dups, t.duplicates = t.duplicates, nil
+	retired, t.retired = t.retired, nil
+	return dups, retired, t.dupWake
 }
 
 // Stats counts tracked evals.
 type Stats struct {
 	// TotalBlocked is every tracked eval: TotalCaptured + TotalEscaped.
 	TotalBlocked, TotalEscaped, TotalCaptured int
-	// TotalDuplicates wait for the reaper to cancel them.
+	// TotalDuplicates wait for the reaper to cancel them: duplicates and
+	// retired evals.
 	TotalDuplicates int
 }
 
@@ -297,7 +302,7 @@ func (t *Tracker) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped),
-		TotalCaptured: len(t.captured), TotalDuplicates: len(t.duplicates)}
+		TotalCaptured: len(t.captured), TotalDuplicates: len(t.duplicates) + len(t.retired)}
 }
 
 // Blocked returns the tracked eval of a job, if any.

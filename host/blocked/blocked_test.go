@@ -164,7 +164,7 @@ func TestTracker_OneBlockedEvalPerJob_NewestViewWins(t *testing.T) {
 	newer := blockedEval("newer", "web", 20, map[string]bool{"a": true})
 	tr.Block(newer)
 	tr.Block(older)
-	dups, _ := tr.Duplicates()
+	dups, _, _ := tr.Duplicates()
 	if len(dups) != 1 || dups[0].ID != "older" {
 		t.Fatalf("duplicates = %v, want [older]", dups)
 	}
@@ -175,7 +175,7 @@ func TestTracker_OneBlockedEvalPerJob_NewestViewWins(t *testing.T) {
 	re := blockedEval("older", "web", 30, map[string]bool{"a": true})
 	re.CreateIndex = 10
 	tr.Block(re)
-	dups, _ = tr.Duplicates()
+	dups, _, _ = tr.Duplicates()
 	if len(dups) != 1 || dups[0].ID != "newer" {
 		t.Fatalf("duplicates = %v, want [newer]", dups)
 	}
@@ -192,7 +192,7 @@ func TestTracker_Block_SameEvalAgainReplacesIt(t *testing.T) {
 	tr, _ := newTracker()
 	tr.Block(blockedEval("b1", "web", 10, map[string]bool{"a": false}))
 	tr.Block(blockedEval("b1", "web", 20, map[string]bool{"a": true}))
-	if dups, _ := tr.Duplicates(); len(dups) != 0 {
+	if dups, _, _ := tr.Duplicates(); len(dups) != 0 {
 		t.Fatalf("an eval is its own duplicate: %v", dups)
 	}
 	if e := tr.Blocked("default", "web"); e.SnapshotIndex != 20 {
@@ -223,9 +223,9 @@ func TestTracker_Untrack_HandsEvalToReaper(t *testing.T) {
 	tr, fb := newTracker()
 	tr.Block(blockedEval("b1", "web", 10, nil))
 	tr.Untrack("default", "web")
-	dups, wake := tr.Duplicates()
-	if len(dups) != 1 || dups[0].ID != "b1" {
-		t.Fatalf("duplicates = %v", dups)
+	dups, retired, wake := tr.Duplicates()
+	if len(dups) != 0 || len(retired) != 1 || retired[0].ID != "b1" {
+		t.Fatalf("duplicates = %v, retired = %v; want b1 retired", dups, retired)
 	}
 	select {
 	case <-wake:
@@ -290,8 +290,8 @@ func TestTracker_Property_NoEvalLost(t *testing.T) {
 				for _, id := range fb.take() {
 					fate[id] = "enqueued"
 				}
-				dups, _ := tr.Duplicates()
-				for _, d := range dups {
+				dups, retired, _ := tr.Duplicates()
+				for _, d := range append(dups, retired...) {
 					fate[d.ID] = "duplicate"
 				}
 				tracked := map[string]bool{}

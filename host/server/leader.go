@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -191,14 +192,23 @@ func (s *Server) followUpDelay() time.Duration {
 }
 
 // reapDuplicateBlockedEvals cancels blocked evals the tracker found to be
-// duplicates or moot (seed 002: blocked -> canceled).
+// duplicates or moot (seed 002: blocked -> canceled). A duplicate is
+// described as Nomad's reapDupBlockedEvaluations does; a moot one (which
+// Nomad leaves blocked in the state) says why it is canceled.
 func (s *Server) reapDuplicateBlockedEvals(ctx context.Context) {
 	for {
-		dups, wake := s.blocked.Duplicates()
+		dups, retired, wake := s.blocked.Duplicates()
 		for len(dups) > 0 {
 			n := min(len(dups), maxReapBatch)
-			s.cancelEvals(dups[:n], "evaluation superseded by a newer blocked or successful evaluation of the job")
+			s.cancelEvalsWhy(dups[:n], func(e *sdk.Evaluation) string {
+				return fmt.Sprintf("existing blocked evaluation exists for job %q", e.JobID)
+			})
 			dups = dups[n:]
+		}
+		for len(retired) > 0 {
+			n := min(len(retired), maxReapBatch)
+			s.cancelEvals(retired[:n], "evaluation superseded by a later evaluation of the job that placed everything")
+			retired = retired[n:]
 		}
 		select {
 		case <-ctx.Done():
@@ -233,6 +243,11 @@ func (s *Server) reapCancelableEvals(ctx context.Context) {
 // cancelEvals marks evals canceled in one raft entry; evals that concluded
 // meanwhile are left as they are.
 func (s *Server) cancelEvals(evals []*sdk.Evaluation, why string) {
+	s.cancelEvalsWhy(evals, func(*sdk.Evaluation) string { return why })
+}
+
+// cancelEvalsWhy is cancelEvals with a reason per eval.
+func (s *Server) cancelEvalsWhy(evals []*sdk.Evaluation, why func(*sdk.Evaluation) string) {
 	now := s.now().UnixNano()
 	snap := s.store.Snapshot()
 	out := make([]*sdk.Evaluation, 0, len(evals))
@@ -243,7 +258,7 @@ func (s *Server) cancelEvals(evals []*sdk.Evaluation, why string) {
 		}
 		c := stored.Copy()
 		c.Status = sdk.EvalStatusCanceled
-		c.StatusDescription = why
+		c.StatusDescription = why(stored)
 		c.ModifyTime = now
 		out = append(out, c)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -876,8 +877,9 @@ func TestLifecycle_Blocked_To_Canceled_DuplicateReaped(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := servertest.WaitForEval(t, s, id).BlockedEval
-		if e := servertest.WaitForEval(t, s, first, sdk.EvalStatusCanceled); e.StatusDescription == "" {
-			t.Fatal("no reason given")
+		// Nomad's reapDupBlockedEvaluations describes the canceled one so.
+		if e := servertest.WaitForEval(t, s, first, sdk.EvalStatusCanceled); e.StatusDescription != `existing blocked evaluation exists for job "web"` {
+			t.Fatalf("reason %q, want Nomad's", e.StatusDescription)
 		}
 		if eval(s, second).Status != sdk.EvalStatusBlocked || s.Blocked().Blocked("default", "web").ID != second {
 			t.Fatal("the newer blocked eval is not the one kept")
@@ -890,7 +892,9 @@ func TestLifecycle_Blocked_To_Canceled_DuplicateReaped(t *testing.T) {
 		blocked := servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", "service", 2, 800, 64))).BlockedEval
 		// The job shrinks to what fits: its eval places everything.
 		servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", "service", 1, 800, 64)))
-		servertest.WaitForEval(t, s, blocked, sdk.EvalStatusCanceled)
+		if e := servertest.WaitForEval(t, s, blocked, sdk.EvalStatusCanceled); !strings.Contains(e.StatusDescription, "placed everything") {
+			t.Fatalf("reason %q does not say the job's later eval placed everything", e.StatusDescription)
+		}
 	})
 }
 
