@@ -290,6 +290,11 @@ func (t *Tracker) Duplicates() (dups, retired []*sdk.Evaluation, wake <-chan str
 
 // Stats counts tracked evals.
 type Stats struct {
+	// ByJob and ByClassInDC are the resources the tracked evals could not
+	// place, per job and per datacenter and node class (Nomad's
+	// BlockedResourcesStats); see blockedResources.
+	ByJob       map[sdk.NamespacedID]Resources
+	ByClassInDC map[ClassInDC]Resources
 	// TotalBlocked is every tracked eval: TotalCaptured + TotalEscaped.
 	TotalBlocked, TotalEscaped, TotalCaptured int
 	// TotalDuplicates wait for the reaper to cancel them: duplicates and
@@ -297,12 +302,68 @@ type Stats struct {
 	TotalDuplicates int
 }
 
+// Resources is what blocked evals could not place: CPU in MHz, memory in
+// MB.
+type Resources struct{ CPU, MemoryMB int }
+
+// ClassInDC keys blocked resources by datacenter and computed node class.
+type ClassInDC struct{ Datacenter, Class string }
+
 // Stats returns the tracker's counters.
 func (t *Tracker) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped),
-		TotalCaptured: len(t.captured), TotalDuplicates: len(t.duplicates) + len(t.retired)}
+	st := Stats{TotalBlocked: len(t.captured) + len(t.escaped), TotalEscaped: len(t.escaped),
+		TotalCaptured: len(t.captured), TotalDuplicates: len(t.duplicates) + len(t.retired),
+		ByJob: map[sdk.NamespacedID]Resources{}, ByClassInDC: map[ClassInDC]Resources{}}
+	for _, set := range []map[string]wrapped{t.captured, t.escaped} {
+		for _, w := range set {
+			blockedResources(w.eval, &st)
+		}
+	}
+	return st
+}
+
+// blockedResources adds what e could not place to st, as Nomad's
+// generateResourceStats: the resources exhausted over its failed task
+// groups count once for its job and once for every pair of a datacenter
+// with available nodes and a class exhausted (the class "" when none was).
+// Unlike Nomad, which keeps running sums (and zero entries for 15 minutes
+// after), the stats are of the evals tracked now.
+func blockedResources(e *sdk.Evaluation, st *Stats) {
+	var r Resources
+	dcs, classes := map[string]bool{}, map[string]bool{}
+	for _, m := range e.FailedTGAllocs {
+		if m == nil {
+			continue
+		}
+		for dc := range m.NodesAvailable {
+			dcs[dc] = true
+		}
+		for class := range m.ClassExhausted {
+			classes[class] = true
+		}
+		if len(m.ClassExhausted) == 0 {
+			classes[""] = true
+		}
+		for _, x := range m.ResourcesExhausted {
+			if x != nil {
+				r.CPU += x.CPU
+				r.MemoryMB += x.MemoryMB
+			}
+		}
+	}
+	add := func(a, b Resources) Resources {
+		return Resources{CPU: a.CPU + b.CPU, MemoryMB: a.MemoryMB + b.MemoryMB}
+	}
+	jk := sdk.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+	st.ByJob[jk] = add(st.ByJob[jk], r)
+	for dc := range dcs {
+		for class := range classes {
+			k := ClassInDC{Datacenter: dc, Class: class}
+			st.ByClassInDC[k] = add(st.ByClassInDC[k], r)
+		}
+	}
 }
 
 // Blocked returns the tracked eval of a job, if any.

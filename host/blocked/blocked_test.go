@@ -2,6 +2,7 @@ package blocked
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -310,5 +311,43 @@ func TestTracker_Property_NoEvalLost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTracker_Stats_BlockedResources mirrors Nomad's generateResourceStats:
+// an eval's exhausted resources count for its job and for every pair of a
+// datacenter with available nodes and an exhausted class ("" if none).
+func TestTracker_Stats_BlockedResources(t *testing.T) {
+	tr, _ := newTracker()
+	web := blockedEval("b1", "web", 10, map[string]bool{"c1": true})
+	web.FailedTGAllocs = map[string]*sdk.AllocMetric{"g": {
+		NodesAvailable:     map[string]int{"dc1": 1, "dc2": 2},
+		ClassExhausted:     map[string]int{"c1": 1},
+		ResourcesExhausted: map[string]*sdk.Resources{"t1": {CPU: 100, MemoryMB: 200}, "t2": {CPU: 10, MemoryMB: 20}},
+	}}
+	api := blockedEval("b2", "api", 10, nil)
+	api.EscapedComputedClass = true
+	api.FailedTGAllocs = map[string]*sdk.AllocMetric{"g": {
+		NodesAvailable:     map[string]int{"dc1": 1},
+		ResourcesExhausted: map[string]*sdk.Resources{"t": {CPU: 50, MemoryMB: 60}},
+	}}
+	tr.Block(web)
+	tr.Block(api)
+	st := tr.Stats()
+	wantJob := map[sdk.NamespacedID]Resources{
+		{Namespace: "default", ID: "web"}: {CPU: 110, MemoryMB: 220},
+		{Namespace: "default", ID: "api"}: {CPU: 50, MemoryMB: 60},
+	}
+	wantClass := map[ClassInDC]Resources{
+		{Datacenter: "dc1", Class: "c1"}: {CPU: 110, MemoryMB: 220},
+		{Datacenter: "dc2", Class: "c1"}: {CPU: 110, MemoryMB: 220},
+		{Datacenter: "dc1", Class: ""}:   {CPU: 50, MemoryMB: 60},
+	}
+	if !maps.Equal(st.ByJob, wantJob) || !maps.Equal(st.ByClassInDC, wantClass) {
+		t.Fatalf("by job %v, by class in dc %v", st.ByJob, st.ByClassInDC)
+	}
+	tr.Unblock("c1", 20)
+	if st := tr.Stats(); len(st.ByJob) != 0 || len(st.ByClassInDC) != 0 {
+		t.Fatalf("unblocked evals still counted: %+v", st)
 	}
 }

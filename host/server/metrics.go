@@ -45,6 +45,16 @@ func (s *Server) emitStats(ctx context.Context) {
 		gauge(bl.TotalEscaped, "blocked_evals", "total_escaped")
 		gauge(bl.TotalCaptured, "blocked_evals", "total_captured")
 		gauge(bl.TotalDuplicates, "blocked_evals", "total_duplicates")
+		for k, v := range bl.ByJob {
+			labels := []metrics.Label{{Name: "namespace", Value: k.Namespace}, {Name: "job", Value: k.ID}}
+			m.SetGaugeWithLabels([]string{"blocked_evals", "job", "cpu"}, float32(v.CPU), labels)
+			m.SetGaugeWithLabels([]string{"blocked_evals", "job", "memory"}, float32(v.MemoryMB), labels)
+		}
+		for k, v := range bl.ByClassInDC {
+			labels := []metrics.Label{{Name: "datacenter", Value: k.Datacenter}, {Name: "node_class", Value: k.Class}}
+			m.SetGaugeWithLabels([]string{"blocked_evals", "cpu"}, float32(v.CPU), labels)
+			m.SetGaugeWithLabels([]string{"blocked_evals", "memory"}, float32(v.MemoryMB), labels)
+		}
 		gauge(s.plans.Len(), "plan", "queue_depth")
 		gauge(s.heartbeats.count(), "heartbeat", "active")
 	}
