@@ -119,3 +119,76 @@ func TestApplyPlanResults_UnblocksOnlyWhereThePlanFinishesAnAllocation(t *testin
 		})
 	}
 }
+
+// TestNodeChanges_UnblockWhereTheNodeCanTakePlacements compares the node
+// changes that unblock the node's class with Nomad's fsm
+// (applyUpsertNode, applyStatusUpdate, applyNodeEligibilityUpdate,
+// applyDrainUpdate). Drover unblocks when the node becomes Ready (ready,
+// eligible, not draining): Nomad also unblocks for a ready node that is
+// ineligible, or an eligible one that is not ready, where no placement can
+// go, and it does not unblock when a drain ends and marks the node eligible
+// again, which gives capacity back (its blocked evals would wait for the
+// next change).
+func TestNodeChanges_UnblockWhereTheNodeCanTakePlacements(t *testing.T) {
+	node := func(status, elig string) *sdk.Node {
+		return &sdk.Node{ID: "n1", Status: status, SchedulingEligibility: elig, Datacenter: "dc1"}
+	}
+	cases := []struct {
+		name   string
+		before entry // nil: no node yet
+		change entry
+		want   bool // Drover (Nomad differs where noted)
+	}{
+		{"register ready", nil, &NodeRegisterRequest{Node: node("ready", "eligible")}, true},
+		{"register ready ineligible (Nomad: unblocks)", nil, &NodeRegisterRequest{Node: node("ready", "ineligible")}, false},
+		{"register initializing", nil, &NodeRegisterRequest{Node: node("initializing", "eligible")}, false},
+		{"down to ready", &NodeRegisterRequest{Node: node("down", "eligible")}, &NodeUpdateStatusRequest{NodeID: "n1", Status: "ready"}, true},
+		{"ready to down", &NodeRegisterRequest{Node: node("ready", "eligible")}, &NodeUpdateStatusRequest{NodeID: "n1", Status: "down"}, false},
+		{"ineligible to eligible", &NodeRegisterRequest{Node: node("ready", "ineligible")},
+			&NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: "eligible"}, true},
+		{"ineligible to eligible while down (Nomad: unblocks)", &NodeRegisterRequest{Node: node("down", "ineligible")},
+			&NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: "eligible"}, false},
+		{"drain starts", &NodeRegisterRequest{Node: node("ready", "eligible")},
+			&NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store, _ := state.NewStore()
+			var seen commits
+			f := New(store, &seen, zerolog.Nop())
+			i := uint64(1)
+			if tc.before != nil {
+				if err := f.ApplyDecoded(i, tc.before); err != nil {
+					t.Fatal(err)
+				}
+				i++
+			}
+			seen = nil
+			if err := f.ApplyDecoded(i, tc.change); err != nil {
+				t.Fatal(err)
+			}
+			got := len(seen) == 1 && len(seen[0].Classes) == 1
+			if got != tc.want {
+				t.Fatalf("unblocked = %v (commits %+v), want %v", got, seen, tc.want)
+			}
+		})
+	}
+	t.Run("drain ends, marked eligible (Nomad: does not unblock)", func(t *testing.T) {
+		store, _ := state.NewStore()
+		var seen commits
+		f := New(store, &seen, zerolog.Nop())
+		for i, msg := range []entry{&NodeRegisterRequest{Node: node("ready", "eligible")},
+			&NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{}}} {
+			if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen = nil
+		if err := f.ApplyDecoded(3, &NodeUpdateDrainRequest{NodeID: "n1", MarkEligible: true}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || len(seen[0].Classes) != 1 {
+			t.Fatalf("commits %+v, want the node's class unblocked", seen)
+		}
+	})
+}
