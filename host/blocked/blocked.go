@@ -15,6 +15,13 @@
 // plan attempts (max-plan-attempts) are retried periodically
 // (UnblockFailed) whatever happens to capacity.
 //
+// A system or sysbatch job's blocked eval is one per job like any other:
+// Drover's system scheduler blocks once per eval, not once per node as
+// Nomad's (whose tracker keeps those by node and lets them out with
+// UnblockNode on the node's own changes). The nodes it could not place on
+// were feasible, so their class is eligible, and a change on any of them
+// unblocks it by class, as it does Nomad's too.
+//
 // Unblocked evals go to the broker through Enqueuer.EnqueueAll, with the
 // token of the delivery that reblocked them if their worker still holds
 // them. The tracker is pure: no goroutines, no clock.

@@ -134,6 +134,25 @@ func TestTracker_NoClassEligibility_IsCaptured(t *testing.T) {
 	}
 }
 
+// TestTracker_SystemEval_UnblockedByItsNodesClass: a system job's blocked
+// eval (no NodeID in Drover, one per job) is let out by a change on the
+// class of the nodes it failed on, which it saw eligible; Nomad's
+// UnblockNode covers the same change by node.
+func TestTracker_SystemEval_UnblockedByItsNodesClass(t *testing.T) {
+	tr, fb := newTracker()
+	e := blockedEval("b1", "agent", 10, map[string]bool{"full": true, "filtered": false})
+	e.Type = sdk.JobTypeSystem
+	tr.Block(e)
+	tr.Unblock("filtered", 20)
+	if got := fb.take(); len(got) != 0 {
+		t.Fatalf("unblocked by an ineligible class: %v", got)
+	}
+	tr.Unblock("full", 30)
+	if got := fb.take(); !slices.Equal(got, []string{"b1"}) {
+		t.Fatalf("unblocked %v, want b1", got)
+	}
+}
+
 func TestTracker_Reblock_PassesToken(t *testing.T) {
 	tr, fb := newTracker()
 	tr.Reblock(blockedEval("b1", "web", 10, map[string]bool{"a": true}), "tok-1")
