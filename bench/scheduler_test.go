@@ -81,14 +81,16 @@ func BenchmarkWasm(b *testing.B) {
 }
 
 // benchScenarios runs every scenario at 1,000 and 5,000 nodes with plugins,
-// on warm instances (BENCH_FRESH=1: a fresh instance for every run).
+// on warm instances (BENCH_FRESH=1: a fresh instance for every run;
+// BENCH_PORTS=1: each group asks for a dynamic port, as -ports does).
 func benchScenarios(b *testing.B, plugins *Plugins) {
 	plugins.Fresh = os.Getenv("BENCH_FRESH") == "1"
+	ports := os.Getenv("BENCH_PORTS") == "1"
 	for _, n := range []int{1000, 5000} {
 		for _, sc := range Scenarios {
 			b.Run(fmt.Sprintf("%s/nodes=%d", sc.Name, n), func(b *testing.B) {
 				cfg := DefaultConfig()
-				cfg.Plugins = plugins.Plugin
+				cfg.Plugins, cfg.Ports = plugins.Plugin, ports
 				placed := 0
 				var total float64
 				for i := 0; i < b.N; i++ {
