@@ -40,7 +40,29 @@ type Node struct {
 	NodeMaxAllocs         int                    `msg:",omitempty"`
 	CreateIndex           uint64                 `msg:",omitempty"`
 	ModifyIndex           uint64                 `msg:",omitempty"`
+
+	// slot and classSlot number the node and its computed class in the
+	// state view holding it (see Slots); never sent.
+	slot, classSlot int32
 }
+
+// Slots returns the numbers the state view holding n gave it and its
+// computed class: small and dense from 1, so that a scheduler can keep
+// what it learns per node or per class in slices instead of maps keyed by
+// ID or class string, which in a wasm guest (hashing strings without AES)
+// cost more than the learning. Both are 0 when no view numbered n: a
+// decoded or copied node, or a state that does not number its nodes.
+//
+// A number identifies a node only within one view, and only while the
+// node is in it: a view may give the number of a node it dropped to
+// another. A cache indexed by slot must therefore check what it finds
+// (the node's ID, the class string) before trusting it.
+func (n *Node) Slots() (node, class int32) { return n.slot, n.classSlot }
+
+// SetSlots sets what Slots returns. It is for sdk.State implementations
+// that number their nodes (sdk/mirror's Mirror); schedulers only read
+// them.
+func (n *Node) SetSlots(node, class int32) { n.slot, n.classSlot = node, class }
 
 // DriverInfo is what a node's task driver reports.
 type DriverInfo struct {

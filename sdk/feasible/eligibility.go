@@ -41,6 +41,41 @@ type group struct {
 	// settled, what Check returns for its nodes: one lookup instead of
 	// two. It stays empty when the job's or the group's checks escaped.
 	decided map[string]string
+	// bySlot holds the same answers by the class's number in the state
+	// (sdk.Node.Slots), for nodes that have one: an index instead of
+	// hashing the class string.
+	bySlot []decision
+}
+
+// decision is decided's answer for class.
+type decision struct {
+	class, reason string
+	known         bool
+}
+
+// decide records reason as the answer for class, numbered slot (0: none).
+func (g *group) decide(class string, slot int32, reason string) {
+	g.decided[class] = reason
+	if slot <= 0 {
+		return
+	}
+	if int(slot) >= len(g.bySlot) {
+		g.bySlot = append(g.bySlot, make([]decision, int(slot)+1-len(g.bySlot))...)
+	}
+	g.bySlot[slot] = decision{class: class, reason: reason, known: true}
+}
+
+// undecide forgets the answer for class.
+func (g *group) undecide(class string) {
+	if _, ok := g.decided[class]; !ok {
+		return
+	}
+	delete(g.decided, class)
+	for i := range g.bySlot {
+		if g.bySlot[i].known && g.bySlot[i].class == class {
+			g.bySlot[i] = decision{}
+		}
+	}
 }
 
 // group returns tg's class statuses, through the last one asked about.
@@ -86,7 +121,7 @@ func (e *Eligibility) JobStatus(class string) ClassStatus {
 func (e *Eligibility) SetJob(class string, eligible bool) {
 	e.job[class] = statusOf(eligible)
 	for _, g := range e.groups {
-		delete(g.decided, class)
+		g.undecide(class)
 	}
 }
 
@@ -103,7 +138,7 @@ func (e *Eligibility) GroupStatus(tg, class string) ClassStatus {
 func (e *Eligibility) SetGroup(tg, class string, eligible bool) {
 	g := e.group(tg)
 	g.classes[class] = statusOf(eligible)
-	delete(g.decided, class)
+	g.undecide(class)
 }
 
 func statusOf(eligible bool) ClassStatus {
@@ -163,6 +198,15 @@ func (e *Eligibility) Classes() map[string]bool {
 func (e *Eligibility) Check(ch *Checker, g *GroupChecks, n *sdk.Node) string {
 	class := n.ComputedClass
 	gs := e.group(g.name)
+	_, slot := n.Slots()
+	if slot > 0 && int(slot) < len(gs.bySlot) {
+		// The class string is checked, as a number means a class only
+		// within the state that gave it; the nodes of a class in sdk/mirror
+		// share one string, so this compares pointers.
+		if d := &gs.bySlot[slot]; d.known && d.class == class {
+			return d.reason
+		}
+	}
 	if reason, ok := gs.decided[class]; ok {
 		return reason
 	}
@@ -171,9 +215,9 @@ func (e *Eligibility) Check(ch *Checker, g *GroupChecks, n *sdk.Node) string {
 		// Both statuses are settled now: the next node of the class is
 		// decided by them alone.
 		if e.job[class] == ClassIneligible || gs.classes[class] == ClassIneligible {
-			gs.decided[class] = FilterClassIneligible
+			gs.decide(class, slot, FilterClassIneligible)
 		} else {
-			gs.decided[class] = ""
+			gs.decide(class, slot, "")
 		}
 	}
 	return reason

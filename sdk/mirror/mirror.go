@@ -150,9 +150,23 @@ type Mirror struct {
 		set *allocSet
 	}
 	// byNode holds each node's allocations and usage, one lookup for
-	// both; a node without allocations has no entry.
+	// both; a node the mirror does not hold and that has no allocations
+	// has no entry.
 	byNode map[string]*nodeAllocs
-	usage  usage.Cache
+	// The mirror numbers its nodes and their classes (sdk.Node.Slots).
+	// slotNodes[s] is the node numbered s (nil: a free number; 0 is never
+	// given), slotUsage[s] its entry's usage in byNode and slotCap[s] its
+	// capacity, in arrays a scheduler's walk over the nodes reads without
+	// chasing a pointer per node; freeSlots are the numbers of deleted
+	// nodes, given again.
+	// classes numbers computed classes for the mirror's life (there are
+	// few), and holds one string per class, which its nodes share.
+	slotNodes []*sdk.Node
+	slotUsage []sdk.Usage
+	slotCap   []sdk.Usage
+	freeSlots []int32
+	classes   map[string]classSlot
+	usage     usage.Cache
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
@@ -203,6 +217,8 @@ func (m *Mirror) reset() {
 	m.byJob = map[sdk.NamespacedID]*allocSet{}
 	m.lastJob.set = nil
 	m.byNode = map[string]*nodeAllocs{}
+	m.slotNodes, m.slotUsage, m.slotCap, m.freeSlots = nil, nil, nil, nil
+	m.classes = map[string]classSlot{}
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
 	m.evals = map[string]*sdk.Evaluation{}
@@ -252,13 +268,15 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 		m.nodesDirt = true // cheaper to sort again than to edit in place
 	}
 	for _, id := range s.DeletedNodes {
-		if _, ok := m.nodes[id]; ok {
+		if old, ok := m.nodes[id]; ok {
 			delete(m.nodes, id)
+			m.unnumber(old)
 			m.editNodeList(id, nil)
 			m.nodesVersion++
 		}
 	}
 	for _, n := range s.Nodes {
+		n = m.number(n, m.nodes[n.ID])
 		m.nodes[n.ID] = n
 		m.editNodeList(n.ID, n)
 		m.nodesVersion++
@@ -472,6 +490,65 @@ func (m *Mirror) checkStatuses(sts []*abi.JobStatus) error {
 type nodeAllocs struct {
 	allocs allocSet
 	usage  sdk.Usage
+	// slot is the node's number while the mirror holds the node (0
+	// otherwise), whose slotUsage follows usage; the entry stays, even
+	// empty, as long as the node does.
+	slot int32
+}
+
+type classSlot struct {
+	slot  int32
+	class string
+}
+
+// number returns the copy of n the mirror holds, numbered: old's number
+// if it replaces old, else a free one. The copy (shallow: the mirror
+// never changes what n points to) keeps the sync's node as it was, since
+// a sync may share its nodes with others (sdktest's harness does).
+func (m *Mirror) number(n, old *sdk.Node) *sdk.Node {
+	c := *n
+	n = &c
+	var s int32
+	switch {
+	case old != nil:
+		s, _ = old.Slots()
+	case len(m.freeSlots) > 0:
+		s = m.freeSlots[len(m.freeSlots)-1]
+		m.freeSlots = m.freeSlots[:len(m.freeSlots)-1]
+	default:
+		if len(m.slotNodes) == 0 {
+			m.slotNodes, m.slotUsage, m.slotCap = make([]*sdk.Node, 1), make([]sdk.Usage, 1), make([]sdk.Usage, 1)
+		}
+		s = int32(len(m.slotNodes))
+		m.slotNodes, m.slotUsage, m.slotCap = append(m.slotNodes, nil), append(m.slotUsage, sdk.Usage{}), append(m.slotCap, sdk.Usage{})
+	}
+	cs, ok := m.classes[n.ComputedClass]
+	if !ok {
+		cs = classSlot{slot: int32(len(m.classes) + 1), class: n.ComputedClass}
+		m.classes[n.ComputedClass] = cs
+	}
+	n.ComputedClass = cs.class
+	n.SetSlots(s, cs.slot)
+	na := m.byNode[n.ID]
+	if na == nil {
+		na = &nodeAllocs{}
+		m.byNode[n.ID] = na
+	}
+	na.slot = s
+	m.slotNodes[s], m.slotUsage[s], m.slotCap[s] = n, na.usage, n.Capacity()
+	return n
+}
+
+// unnumber frees the number of n, a node the mirror deletes.
+func (m *Mirror) unnumber(n *sdk.Node) {
+	s, _ := n.Slots()
+	if na := m.byNode[n.ID]; na.allocs.len() == 0 {
+		delete(m.byNode, n.ID)
+	} else {
+		na.slot = 0
+	}
+	m.slotNodes[s] = nil
+	m.freeSlots = append(m.freeSlots, s)
 }
 
 // keptChunk bounds the arrays kept allocations are copied into: an array
@@ -493,6 +570,9 @@ func (m *Mirror) addAlloc(a *sdk.Allocation) {
 	na.allocs.put(a)
 	if !a.ClientTerminalStatus() {
 		na.usage.Add(m.usage.Of(a))
+		if na.slot > 0 {
+			m.slotUsage[na.slot] = na.usage
+		}
 	}
 }
 
@@ -530,8 +610,11 @@ func (m *Mirror) removeAlloc(id string) {
 		na.allocs.del(id)
 		if !a.ClientTerminalStatus() {
 			na.usage.Sub(m.usage.Of(a))
+			if na.slot > 0 {
+				m.slotUsage[na.slot] = na.usage
+			}
 		}
-		if na.allocs.len() == 0 {
+		if na.allocs.len() == 0 && na.slot == 0 {
 			delete(m.byNode, a.NodeID)
 		}
 	}
@@ -594,6 +677,26 @@ func (m *Mirror) NodeUsage(nodeID string) sdk.Usage {
 		return na.usage
 	}
 	return sdk.Usage{}
+}
+
+// NodeSlots bounds the numbers of the mirror's nodes (sdk.Node.Slots):
+// each is below it.
+func (m *Mirror) NodeSlots() int { return max(len(m.slotNodes), 1) }
+
+// Numbered returns n's number (sdk.Node.Slots) if n is the node the
+// mirror holds under it, else 0: a copy, a node of another state or one
+// the mirror has since replaced.
+func (m *Mirror) Numbered(n *sdk.Node) int32 {
+	if s, _ := n.Slots(); s > 0 && int(s) < len(m.slotNodes) && m.slotNodes[s] == n {
+		return s
+	}
+	return 0
+}
+
+// Occupancy returns NodeUsage and Capacity of the node numbered s, a
+// number Numbered returned since the mirror last changed.
+func (m *Mirror) Occupancy(s int32) (used, capacity sdk.Usage) {
+	return m.slotUsage[s], m.slotCap[s]
 }
 
 // Job implements sdk.State.

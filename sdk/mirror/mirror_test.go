@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -318,7 +319,9 @@ func TestMirror_NodeListFollowsDeltas(t *testing.T) {
 			if i > 0 && got[i-1].ID >= n.ID {
 				t.Fatalf("step %d: not sorted at %d: %s, %s", step, i, got[i-1].ID, n.ID)
 			}
-			if want[n.ID] != n {
+			// The mirror holds a numbered copy of each node (Mirror.number):
+			// Name says which delta it came from.
+			if want[n.ID].Name != n.Name {
 				t.Fatalf("step %d: node %s is not the latest one", step, n.ID)
 			}
 		}
@@ -536,5 +539,113 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 				t.Fatalf("step %d: node %s uses %+v, want %+v", step, n.ID, got, usage)
 			}
 		}
+	}
+}
+
+// TestMirror_NumbersItsNodes checks the numbers the mirror gives its nodes
+// and their classes (sdk.Node.Slots) over random deltas: each held node
+// has its own number below NodeSlots, keeps it while it is updated,
+// Occupancy by number agrees with NodeUsage and Capacity, nodes of a class
+// share its number and one class string, numbers of deleted nodes are
+// given again, and the sync's own nodes are left unnumbered.
+func TestMirror_NumbersItsNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := mirror.New()
+	if err := m.Apply(&abi.StateSync{Full: true, Index: 1, Jobs: []*sdk.Job{{Namespace: "default", ID: "j", Version: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	slotOf := map[string]int32{}    // node ID -> number, while held
+	classSlot := map[string]int32{} // class -> number
+	allocs := map[string]bool{}
+	index := uint64(1)
+	var freed []int32
+	next := int32(1)
+	for step := range 300 {
+		s := &abi.StateSync{FromIndex: index, Index: index + 1}
+		index++
+		used := map[string]bool{}
+		for range rng.IntN(6) {
+			id := fmt.Sprintf("n%02d", rng.IntN(40))
+			if used[id] {
+				continue
+			}
+			used[id] = true
+			if _, held := slotOf[id]; held && rng.IntN(3) == 0 {
+				s.DeletedNodes = append(s.DeletedNodes, id)
+				continue
+			}
+			cpu := int64(1000 * (1 + rng.IntN(4)))
+			s.Nodes = append(s.Nodes, &sdk.Node{ID: id, ComputedClass: fmt.Sprintf("v1:%d", cpu),
+				NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: cpu}}})
+		}
+		for range rng.IntN(4) {
+			id := fmt.Sprintf("a%03d", rng.IntN(200))
+			if allocs[id] {
+				s.DeletedAllocs = append(s.DeletedAllocs, id)
+				delete(allocs, id)
+				continue
+			}
+			allocs[id] = true
+			s.Allocs = append(s.Allocs, alloc(id, fmt.Sprintf("n%02d", rng.IntN(40)), int64(1+rng.IntN(100)), "run"))
+		}
+		if err := m.Apply(s); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		for _, id := range s.DeletedNodes {
+			freed = append(freed, slotOf[id])
+			delete(slotOf, id)
+		}
+		for _, n := range s.Nodes {
+			if a, b := n.Slots(); a != 0 || b != 0 {
+				t.Fatalf("step %d: the sync's node %s was numbered", step, n.ID)
+			}
+			held := m.Node(n.ID)
+			slot, class := held.Slots()
+			if want, ok := slotOf[n.ID]; ok && slot != want {
+				t.Fatalf("step %d: node %s renumbered %d -> %d", step, n.ID, want, slot)
+			}
+			if _, ok := slotOf[n.ID]; !ok {
+				// A new node takes a freed number if there is one.
+				if i := slices.Index(freed, slot); i >= 0 {
+					freed = slices.Delete(freed, i, i+1)
+				} else if len(freed) > 0 || slot != next {
+					t.Fatalf("step %d: new node %s numbered %d; freed %v, next %d", step, n.ID, slot, freed, next)
+				} else {
+					next++
+				}
+			}
+			slotOf[n.ID] = slot
+			if want, ok := classSlot[n.ComputedClass]; ok && class != want {
+				t.Fatalf("step %d: class %s numbered %d and %d", step, n.ComputedClass, want, class)
+			}
+			classSlot[n.ComputedClass] = class
+		}
+		seen := map[int32]string{}
+		classStr := map[int32]*byte{}
+		for _, n := range m.Nodes() {
+			slot, class := n.Slots()
+			if slot <= 0 || int(slot) >= m.NodeSlots() || m.Numbered(n) != slot {
+				t.Fatalf("step %d: node %s numbered %d (Numbered %d, bound %d)", step, n.ID, slot, m.Numbered(n), m.NodeSlots())
+			}
+			if other, dup := seen[slot]; dup {
+				t.Fatalf("step %d: nodes %s and %s both numbered %d", step, other, n.ID, slot)
+			}
+			seen[slot] = n.ID
+			if p, ok := classStr[class]; ok && p != unsafe.StringData(n.ComputedClass) {
+				t.Fatalf("step %d: nodes of class %d hold different strings", step, class)
+			}
+			classStr[class] = unsafe.StringData(n.ComputedClass)
+			used, capacity := m.Occupancy(slot)
+			if used != m.NodeUsage(n.ID) || capacity != n.Capacity() {
+				t.Fatalf("step %d: node %s occupancy %+v/%+v, want %+v/%+v", step, n.ID, used, capacity, m.NodeUsage(n.ID), n.Capacity())
+			}
+			if c := *n; m.Numbered(&c) != 0 {
+				t.Fatalf("step %d: a copy of node %s is numbered", step, n.ID)
+			}
+		}
+	}
+	// 40 node IDs: numbers are given again rather than growing with churn.
+	if m.NodeSlots() > 41 {
+		t.Fatalf("NodeSlots = %d for at most 40 nodes at once", m.NodeSlots())
 	}
 }

@@ -35,8 +35,12 @@ type Plan struct {
 	state sdk.State
 	job   *sdk.Job
 	// nodes holds, per node the plan touches or the job runs on, what the
-	// plan changes there and the job's allocations there after the plan.
+	// plan changes there and the job's allocations there after the plan:
+	// by the node's number in bySlot when the state numbers its nodes
+	// (numbered), else by ID in nodes (see slotRecord).
 	nodes    map[string]*nodeChange
+	numbered numberedState
+	bySlot   []*nodeChange
 	records  chunk.Chunks[nodeChange] // where new nodeChanges come from
 	watchers []Watcher
 	// changed lists the records of every change (a record each time its
@@ -70,6 +74,7 @@ type Watcher interface {
 // there after the plan (overall and per task group): all but those the node
 // reports finished, stopped ones it still runs among them.
 type nodeChange struct {
+	nodeID  string
 	delta   sdk.Usage
 	placed  []*sdk.Allocation
 	removed map[string]bool
@@ -101,6 +106,9 @@ func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
 		state: state, job: job, nodes: map[string]*nodeChange{},
 		records: chunk.Chunks[nodeChange]{Limit: recordChunk},
+	}
+	if ns, ok := state.(numberedState); ok {
+		p.numbered, p.bySlot = ns, make([]*nodeChange, ns.NodeSlots())
 	}
 	if job != nil {
 		p.Plan.AllAtOnce = job.AllAtOnce
@@ -204,6 +212,10 @@ func (p *Plan) notify(nodeID, tg string, delta int) {
 // reserve makes room for records of n nodes, so that the plan's index of
 // nodes does not grow (rehashing) one node at a time during a walk.
 func (p *Plan) reserve(n int) {
+	if p.numbered != nil {
+		p.records.Reserve(n)
+		return
+	}
 	if n <= 2*len(p.nodes) {
 		return
 	}
@@ -227,13 +239,68 @@ func withRoom[K comparable, V any](m map[K]V, n int) map[K]V {
 	return r
 }
 
-func (p *Plan) change(nodeID string) *nodeChange {
+// numberedState is a state that numbers its nodes (sdk.Node.Slots), as
+// sdk/mirror's Mirror does: the stack keeps what it knows per node in
+// slices indexed by number, and reads a node's usage and capacity without
+// hashing its ID, the largest part of learning a node in a wasm guest.
+type numberedState interface {
+	// NodeSlots bounds the numbers.
+	NodeSlots() int
+	// Numbered returns n's number if n is the node the state holds under
+	// it, else 0 (a copy, a node of another state, one since replaced).
+	Numbered(n *sdk.Node) int32
+	// Occupancy returns NodeUsage and Capacity of the node numbered s.
+	Occupancy(s int32) (used, capacity sdk.Usage)
+}
+
+// change returns node nodeID's record, creating it.
+func (p *Plan) change(nodeID string) *nodeChange { return p.lookup(nodeID, true) }
+
+// find returns node nodeID's record, or nil if the plan has none.
+func (p *Plan) find(nodeID string) *nodeChange { return p.lookup(nodeID, false) }
+
+func (p *Plan) lookup(nodeID string, create bool) *nodeChange {
+	if p.numbered != nil {
+		if n := p.state.Node(nodeID); n != nil {
+			if c, ok := p.slotRecord(n, create); ok {
+				return c
+			}
+		}
+	}
 	c := p.nodes[nodeID]
-	if c == nil {
+	if c == nil && create {
 		c = p.records.One()
+		c.nodeID = nodeID
 		p.nodes[nodeID] = c
 	}
 	return c
+}
+
+// slotRecord returns node n's record by its number; ok is false when the
+// record is by ID instead: n is not numbered (or was numbered after the
+// plan began), or its number's record is another node's (a node the state
+// deleted, whose number it gave to n, while the plan was being built).
+// Either way the answer is the same for every lookup of the node, so that
+// a node's record is in one place.
+func (p *Plan) slotRecord(n *sdk.Node, create bool) (c *nodeChange, ok bool) {
+	return p.slotRecordAt(n, p.numbered.Numbered(n), create)
+}
+
+// slotRecordAt is slotRecord for n numbered s.
+func (p *Plan) slotRecordAt(n *sdk.Node, s int32, create bool) (c *nodeChange, ok bool) {
+	if s <= 0 || int(s) >= len(p.bySlot) {
+		return nil, false
+	}
+	c = p.bySlot[s]
+	switch {
+	case c == nil && create:
+		c = p.records.One()
+		c.nodeID = n.ID
+		p.bySlot[s] = c
+	case c != nil && c.nodeID != n.ID:
+		return nil, false
+	}
+	return c, true
 }
 
 // remove accounts for a state allocation leaving its node: one that still
@@ -263,7 +330,7 @@ func (p *Plan) remove(a *sdk.Allocation) {
 
 // unremove undoes remove.
 func (p *Plan) unremove(a *sdk.Allocation) {
-	c := p.nodes[a.NodeID]
+	c := p.find(a.NodeID)
 	if c == nil || !c.removed[a.ID] {
 		return
 	}
@@ -370,7 +437,7 @@ func (p *Plan) PreemptedOf(g preempt.Group) int { return p.preempted[g] }
 // Used is what node nodeID holds after the plan.
 func (p *Plan) Used(nodeID string) sdk.Usage {
 	u := p.state.NodeUsage(nodeID)
-	if c := p.nodes[nodeID]; c != nil {
+	if c := p.find(nodeID); c != nil {
 		u.Add(c.delta)
 	}
 	return u
@@ -380,7 +447,7 @@ func (p *Plan) Used(nodeID string) sdk.Usage {
 // plan: all but those the node reports finished, so one the servers stopped
 // counts until its node reports it (what distinct_hosts reads).
 func (p *Plan) JobCount(nodeID string) int {
-	if c := p.nodes[nodeID]; c != nil {
+	if c := p.find(nodeID); c != nil {
 		return c.job
 	}
 	return 0
@@ -390,16 +457,28 @@ func (p *Plan) JobCount(nodeID string) int {
 // after the plan, counted as JobCount counts them (what distinct_hosts and
 // job anti-affinity read).
 func (p *Plan) GroupCount(tg, nodeID string) int {
-	if c := p.nodes[nodeID]; c != nil {
+	if c := p.find(nodeID); c != nil {
 		return c.group(tg)
 	}
 	return 0
 }
 
-// track returns the record of what the plan does to node nodeID, creating
-// an empty one: a stack keeps the pointer and reads the node's change and
-// counts without looking it up again.
-func (p *Plan) track(nodeID string) *nodeChange { return p.change(nodeID) }
+// learn returns what node n holds in the state and what it offers, and
+// the record of what the plan does to it, creating an empty one: a stack
+// keeps the pointer and reads the node's change and counts without
+// looking it up again.
+func (p *Plan) learn(n *sdk.Node) (used, capacity sdk.Usage, c *nodeChange) {
+	if p.numbered != nil {
+		if s := p.numbered.Numbered(n); s > 0 {
+			used, capacity = p.numbered.Occupancy(s)
+			if c, ok := p.slotRecordAt(n, s, true); ok {
+				return used, capacity, c
+			}
+			return used, capacity, p.lookup(n.ID, true)
+		}
+	}
+	return p.state.NodeUsage(n.ID), n.Capacity(), p.lookup(n.ID, true)
+}
 
 // Proposed returns the allocations node nodeID holds after the plan: those
 // placed, and those of the state that hold resources (stopped ones the node
@@ -413,7 +492,7 @@ func (p *Plan) Proposed(nodeID string) []*sdk.Allocation {
 // AppendProposed appends Proposed(nodeID) to out and returns the result:
 // a caller that asks about node after node reuses one slice.
 func (p *Plan) AppendProposed(out []*sdk.Allocation, nodeID string) []*sdk.Allocation {
-	c := p.nodes[nodeID]
+	c := p.find(nodeID)
 	existing := p.state.AllocsByNode(nodeID)
 	out = slices.Grow(out, len(existing)+1)
 	for _, a := range existing {

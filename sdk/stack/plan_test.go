@@ -68,3 +68,41 @@ func TestPlan_StoppedAllocationsCounts(t *testing.T) {
 		t.Fatalf("job count on n2 = %d, want 1", plan.JobCount("n2"))
 	}
 }
+
+// TestPlan_ANodeHasOneRecord: over a state that numbers its nodes, the
+// plan finds a node's record by number or by ID alike, for a copy of the
+// node too, and a node given the number of one deleted while the plan was
+// being built gets a record of its own rather than the deleted node's.
+func TestPlan_ANodeHasOneRecord(t *testing.T) {
+	state := mirror.New()
+	node := func(id string) *sdk.Node { return &sdk.Node{ID: id, ComputedClass: "c"} }
+	if err := state.Apply(&abi.StateSync{Full: true, Index: 1, Nodes: []*sdk.Node{node("n1"), node("n2")}}); err != nil {
+		t.Fatal(err)
+	}
+	plan := NewPlan(state, &sdk.Evaluation{ID: "e1"}, nil)
+	n1, n2 := state.Node("n1"), state.Node("n2")
+	_, _, r1 := plan.learn(n1)
+	_, _, r2 := plan.learn(n2)
+	c2 := *n2
+	if _, _, r := plan.learn(&c2); r != r2 || plan.find("n2") != r2 || plan.change("n2") != r2 {
+		t.Fatal("node n2's record differs by lookup")
+	}
+	if r1 == r2 || plan.find("n1") != r1 {
+		t.Fatal("nodes n1 and n2 share a record")
+	}
+	if s, _ := n1.Slots(); s == 0 {
+		t.Fatal("the mirror did not number n1")
+	}
+	// n3 takes n1's number.
+	if err := state.Apply(&abi.StateSync{FromIndex: 1, Index: 2, DeletedNodes: []string{"n1"}, Nodes: []*sdk.Node{node("n3")}}); err != nil {
+		t.Fatal(err)
+	}
+	n3 := state.Node("n3")
+	if a, _ := n3.Slots(); a != func() int32 { s, _ := n1.Slots(); return s }() {
+		t.Fatalf("n3 numbered %d, not n1's number", a)
+	}
+	_, _, r3 := plan.learn(n3)
+	if r3 == r1 || r3.nodeID != "n3" || plan.find("n3") != r3 || plan.change("n3") != r3 {
+		t.Fatal("n3 was given n1's record, or lookups differ")
+	}
+}

@@ -630,8 +630,8 @@ func (ch *choice) settle(seen, limit int, options *chunk.Chunks[Option]) *Option
 
 // learn fills what the stack caches about node for the evaluation.
 func (s *Stack) learn(info *nodeInfo, node *sdk.Node) {
-	*info = nodeInfo{known: true, used: s.plan.state.NodeUsage(node.ID), capacity: node.Capacity(),
-		change: s.plan.track(node.ID)}
+	used, capacity, change := s.plan.learn(node)
+	*info = nodeInfo{known: true, used: used, capacity: capacity, change: change}
 }
 
 // nodeInfo returns the stack's record of the node at pos, filling it in
