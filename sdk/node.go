@@ -55,8 +55,9 @@ type Node struct {
 //
 // A number identifies a node only within one view, and only while the
 // node is in it: a view may give the number of a node it dropped to
-// another. A cache indexed by slot must therefore check what it finds
-// (the node's ID, the class string) before trusting it.
+// another, and a class's number, once none of its nodes holds it, to
+// another class. A cache indexed by slot must therefore check what it
+// finds (the node's ID, the class string) before trusting it.
 func (n *Node) Slots() (node, class int32) { return n.slot, n.classSlot }
 
 // SetSlots sets what Slots returns. It is for sdk.State implementations

@@ -159,14 +159,18 @@ type Mirror struct {
 	// capacity, in arrays a scheduler's walk over the nodes reads without
 	// chasing a pointer per node; freeSlots are the numbers of deleted
 	// nodes, given again.
-	// classes numbers computed classes for the mirror's life (there are
-	// few), and holds one string per class, which its nodes share.
-	slotNodes []*sdk.Node
-	slotUsage []sdk.Usage
-	slotCap   []sdk.Usage
-	freeSlots []int32
-	classes   map[string]classSlot
-	usage     usage.Cache
+	// classes numbers the computed classes of the held nodes, as long as
+	// one holds each, and holds one string per class, which its nodes
+	// share; freeClasses are numbers of classes no node holds any more,
+	// given again, so that numbers track the classes of the cluster, not
+	// their churn (a per-class cache by number grows to the largest).
+	slotNodes   []*sdk.Node
+	slotUsage   []sdk.Usage
+	slotCap     []sdk.Usage
+	freeSlots   []int32
+	classes     map[string]*classSlot
+	freeClasses []int32
+	usage       usage.Cache
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
@@ -218,7 +222,7 @@ func (m *Mirror) reset() {
 	m.lastJob.set = nil
 	m.byNode = map[string]*nodeAllocs{}
 	m.slotNodes, m.slotUsage, m.slotCap, m.freeSlots = nil, nil, nil, nil
-	m.classes = map[string]classSlot{}
+	m.classes, m.freeClasses = map[string]*classSlot{}, nil
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
 	m.evals = map[string]*sdk.Evaluation{}
@@ -499,6 +503,7 @@ type nodeAllocs struct {
 type classSlot struct {
 	slot  int32
 	class string
+	nodes int // held nodes of the class
 }
 
 // number returns the copy of n the mirror holds, numbered: old's number
@@ -522,11 +527,20 @@ func (m *Mirror) number(n, old *sdk.Node) *sdk.Node {
 		s = int32(len(m.slotNodes))
 		m.slotNodes, m.slotUsage, m.slotCap = append(m.slotNodes, nil), append(m.slotUsage, sdk.Usage{}), append(m.slotCap, sdk.Usage{})
 	}
-	cs, ok := m.classes[n.ComputedClass]
-	if !ok {
-		cs = classSlot{slot: int32(len(m.classes) + 1), class: n.ComputedClass}
+	if old != nil {
+		// Released first: a class whose only node changed class frees its
+		// number for the new one.
+		m.releaseClass(old.ComputedClass)
+	}
+	cs := m.classes[n.ComputedClass]
+	if cs == nil {
+		cs = &classSlot{class: n.ComputedClass, slot: int32(len(m.classes) + 1)}
+		if k := len(m.freeClasses); k > 0 {
+			cs.slot, m.freeClasses = m.freeClasses[k-1], m.freeClasses[:k-1]
+		}
 		m.classes[n.ComputedClass] = cs
 	}
+	cs.nodes++
 	n.ComputedClass = cs.class
 	n.SetSlots(s, cs.slot)
 	na := m.byNode[n.ID]
@@ -549,6 +563,17 @@ func (m *Mirror) unnumber(n *sdk.Node) {
 	}
 	m.slotNodes[s] = nil
 	m.freeSlots = append(m.freeSlots, s)
+	m.releaseClass(n.ComputedClass)
+}
+
+// releaseClass counts one held node of class fewer, freeing its number
+// with the last.
+func (m *Mirror) releaseClass(class string) {
+	cs := m.classes[class]
+	if cs.nodes--; cs.nodes == 0 {
+		delete(m.classes, class)
+		m.freeClasses = append(m.freeClasses, cs.slot)
+	}
 }
 
 // keptChunk bounds the arrays kept allocations are copied into: an array

@@ -546,7 +546,8 @@ func TestMirror_AllocIndexesFollowDeltas(t *testing.T) {
 // and their classes (sdk.Node.Slots) over random deltas: each held node
 // has its own number below NodeSlots, keeps it while it is updated,
 // Occupancy by number agrees with NodeUsage and Capacity, nodes of a class
-// share its number and one class string, numbers of deleted nodes are
+// share its number and one class string and other classes have others,
+// numbers of deleted nodes and of classes no node holds any more are
 // given again, and the sync's own nodes are left unnumbered.
 func TestMirror_NumbersItsNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -554,8 +555,10 @@ func TestMirror_NumbersItsNodes(t *testing.T) {
 	if err := m.Apply(&abi.StateSync{Full: true, Index: 1, Jobs: []*sdk.Job{{Namespace: "default", ID: "j", Version: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	slotOf := map[string]int32{}    // node ID -> number, while held
-	classSlot := map[string]int32{} // class -> number
+	slotOf := map[string]int32{} // node ID -> number, while held
+	// maxClasses bounds the classes held at once, within a delta too: its
+	// count before the delta, plus one for each node the delta brings.
+	maxClasses, held := 0, 0
 	allocs := map[string]bool{}
 	index := uint64(1)
 	var freed []int32
@@ -575,7 +578,7 @@ func TestMirror_NumbersItsNodes(t *testing.T) {
 				continue
 			}
 			cpu := int64(1000 * (1 + rng.IntN(4)))
-			s.Nodes = append(s.Nodes, &sdk.Node{ID: id, ComputedClass: fmt.Sprintf("v1:%d", cpu),
+			s.Nodes = append(s.Nodes, &sdk.Node{ID: id, ComputedClass: fmt.Sprintf("v1:%d", rng.IntN(60)),
 				NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: cpu}}})
 		}
 		for range rng.IntN(4) {
@@ -615,13 +618,13 @@ func TestMirror_NumbersItsNodes(t *testing.T) {
 				}
 			}
 			slotOf[n.ID] = slot
-			if want, ok := classSlot[n.ComputedClass]; ok && class != want {
-				t.Fatalf("step %d: class %s numbered %d and %d", step, n.ComputedClass, want, class)
+			if class <= 0 {
+				t.Fatalf("step %d: node %s has no class number", step, n.ID)
 			}
-			classSlot[n.ComputedClass] = class
 		}
 		seen := map[int32]string{}
 		classStr := map[int32]*byte{}
+		classOf := map[string]int32{}
 		for _, n := range m.Nodes() {
 			slot, class := n.Slots()
 			if slot <= 0 || int(slot) >= m.NodeSlots() || m.Numbered(n) != slot {
@@ -635,12 +638,25 @@ func TestMirror_NumbersItsNodes(t *testing.T) {
 				t.Fatalf("step %d: nodes of class %d hold different strings", step, class)
 			}
 			classStr[class] = unsafe.StringData(n.ComputedClass)
+			if c, ok := classOf[n.ComputedClass]; ok && c != class {
+				t.Fatalf("step %d: class %s numbered %d and %d", step, n.ComputedClass, c, class)
+			}
+			classOf[n.ComputedClass] = class
 			used, capacity := m.Occupancy(slot)
 			if used != m.NodeUsage(n.ID) || capacity != n.Capacity() {
 				t.Fatalf("step %d: node %s occupancy %+v/%+v, want %+v/%+v", step, n.ID, used, capacity, m.NodeUsage(n.ID), n.Capacity())
 			}
 			if c := *n; m.Numbered(&c) != 0 {
 				t.Fatalf("step %d: a copy of node %s is numbered", step, n.ID)
+			}
+		}
+		if len(classStr) != len(classOf) {
+			t.Fatalf("step %d: %d classes share %d numbers", step, len(classOf), len(classStr))
+		}
+		maxClasses, held = max(maxClasses, held+len(s.Nodes)), len(classOf)
+		for _, c := range classOf {
+			if int(c) > maxClasses {
+				t.Fatalf("step %d: class number %d, but at most %d classes were held at once", step, c, maxClasses)
 			}
 		}
 	}

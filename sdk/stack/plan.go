@@ -100,7 +100,9 @@ func (c *nodeChange) group(tg string) int {
 }
 
 // NewPlan starts an empty plan for eval and job (nil for a purged job)
-// over state.
+// over state. The plan reads state as it is now: the state must not change
+// while the plan is built and read. A scheduler makes a new plan for each
+// attempt, after SubmitPlan has refreshed the state (sdk.Planner).
 func NewPlan(state sdk.State, eval *sdk.Evaluation, job *sdk.Job) *Plan {
 	p := &Plan{
 		Plan:  &sdk.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job, SnapshotIndex: state.Index()},
@@ -277,11 +279,13 @@ func (p *Plan) lookup(nodeID string, create bool) *nodeChange {
 }
 
 // slotRecord returns node n's record by its number; ok is false when the
-// record is by ID instead: n is not numbered (or was numbered after the
-// plan began), or its number's record is another node's (a node the state
-// deleted, whose number it gave to n, while the plan was being built).
-// Either way the answer is the same for every lookup of the node, so that
-// a node's record is in one place.
+// record is by ID instead: n is not the state's node under a number. Over
+// a state that does not change (see NewPlan) the answer is the same for
+// every lookup of a node, so that its record is in one place. The check
+// of the record's node ID is a guard against a plan used across a change
+// of its state: a node given the number of a deleted one then gets a
+// record by ID rather than the deleted node's (its counts are lost, as
+// the deleted node's are, but never mixed with another node's).
 func (p *Plan) slotRecord(n *sdk.Node, create bool) (c *nodeChange, ok bool) {
 	return p.slotRecordAt(n, p.numbered.Numbered(n), create)
 }

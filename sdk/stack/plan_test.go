@@ -71,8 +71,9 @@ func TestPlan_StoppedAllocationsCounts(t *testing.T) {
 
 // TestPlan_ANodeHasOneRecord: over a state that numbers its nodes, the
 // plan finds a node's record by number or by ID alike, for a copy of the
-// node too, and a node given the number of one deleted while the plan was
-// being built gets a record of its own rather than the deleted node's.
+// node too. A plan used across a change of its state (which NewPlan rules
+// out) still never gives a node another node's record: one given the
+// number of a deleted node gets a record of its own.
 func TestPlan_ANodeHasOneRecord(t *testing.T) {
 	state := mirror.New()
 	node := func(id string) *sdk.Node { return &sdk.Node{ID: id, ComputedClass: "c"} }
@@ -93,7 +94,7 @@ func TestPlan_ANodeHasOneRecord(t *testing.T) {
 	if s, _ := n1.Slots(); s == 0 {
 		t.Fatal("the mirror did not number n1")
 	}
-	// n3 takes n1's number.
+	// Misuse: the state changes under the plan, and n3 takes n1's number.
 	if err := state.Apply(&abi.StateSync{FromIndex: 1, Index: 2, DeletedNodes: []string{"n1"}, Nodes: []*sdk.Node{node("n3")}}); err != nil {
 		t.Fatal(err)
 	}
