@@ -41,6 +41,9 @@ type Plan struct {
 	nodes    map[string]*nodeChange
 	numbered numberedState
 	bySlot   []*nodeChange
+	// last is the record of the node a selection chose last, found by
+	// number, where the allocation is placed next (see hint).
+	last     *nodeChange
 	records  chunk.Chunks[nodeChange] // where new nodeChanges come from
 	watchers []Watcher
 	// changed lists the records of every change (a record each time its
@@ -262,6 +265,9 @@ func (p *Plan) change(nodeID string) *nodeChange { return p.lookup(nodeID, true)
 func (p *Plan) find(nodeID string) *nodeChange { return p.lookup(nodeID, false) }
 
 func (p *Plan) lookup(nodeID string, create bool) *nodeChange {
+	if c := p.last; c != nil && c.nodeID == nodeID {
+		return c
+	}
 	if p.numbered != nil {
 		if n := p.state.Node(nodeID); n != nil {
 			if c, ok := p.slotRecord(n, create); ok {
@@ -276,6 +282,17 @@ func (p *Plan) lookup(nodeID string, create bool) *nodeChange {
 		p.nodes[nodeID] = c
 	}
 	return c
+}
+
+// hint remembers the record of node n, which a selection chose: placing
+// there next finds it without looking the node up by ID.
+func (p *Plan) hint(n *sdk.Node) {
+	if p.numbered == nil {
+		return
+	}
+	if c, ok := p.slotRecord(n, true); ok {
+		p.last = c
+	}
 }
 
 // slotRecord returns node n's record by its number; ok is false when the

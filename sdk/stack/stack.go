@@ -96,6 +96,12 @@ type Stack struct {
 	checker *feasible.Checker
 	elig    map[*sdk.Job]*feasible.Eligibility
 	groups  map[*sdk.TaskGroup]*group
+	// lastGroup is the group last looked up: a system job's selections
+	// come one node at a time for one group.
+	lastGroup *group
+	// one is the node list of a selection on one node (SelectOn, a
+	// preferred node), reused: a list on the stack escapes to the heap.
+	one [1]*sdk.Node
 
 	nodes  []*sdk.Node
 	offset int
@@ -260,7 +266,11 @@ type fitCache struct {
 }
 
 func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
+	if g := s.lastGroup; g != nil && g.tg == tg {
+		return g
+	}
 	if g := s.groups[tg]; g != nil {
+		s.lastGroup = g
 		return g
 	}
 	// Preemption is by the job's current priority, also for a placement
@@ -433,9 +443,9 @@ func (s *Stack) Select(tg *sdk.TaskGroup, opts Options) (*Option, *sdk.AllocMetr
 	g := s.group(job, tg)
 	m := s.newMetric(job)
 	if opts.Preferred != nil {
-		one := [1]*sdk.Node{opts.Preferred}
+		s.one[0] = opts.Preferred
 		off := 0
-		if o := s.walk(g, m, opts, one[:], &off, 1, false); o != nil {
+		if o := s.walk(g, m, opts, s.one[:], &off, 1, false); o != nil {
 			return s.finish(m, o)
 		}
 		m = s.newMetric(job)
@@ -457,9 +467,9 @@ func (s *Stack) SelectOn(node *sdk.Node, tg *sdk.TaskGroup, opts Options) (*Opti
 	}
 	g := s.group(job, tg)
 	m := s.newMetric(job)
-	one := [1]*sdk.Node{node}
+	s.one[0] = node
 	off := 0
-	return s.finish(m, s.walk(g, m, opts, one[:], &off, 1, false))
+	return s.finish(m, s.walk(g, m, opts, s.one[:], &off, 1, false))
 }
 
 func (s *Stack) newMetric(job *sdk.Job) *sdk.AllocMetric {
@@ -474,6 +484,9 @@ func (s *Stack) newMetric(job *sdk.Job) *sdk.AllocMetric {
 
 func (s *Stack) finish(m *sdk.AllocMetric, o *Option) (*Option, *sdk.AllocMetric) {
 	m.ScoreMetaData = s.scores.metaData()
+	if o != nil {
+		s.plan.hint(o.Node)
+	}
 	return o, m
 }
 

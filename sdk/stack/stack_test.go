@@ -59,6 +59,7 @@ func place(t *testing.T, state sdk.State, count int, indexed bool) ([]string, []
 		if !indexed {
 			s.groups[job.TaskGroups[0]] = nil // drop caches: no index is ever built
 			delete(s.groups, job.TaskGroups[0])
+			s.lastGroup = nil
 		}
 		o, m := s.Select(job.TaskGroups[0], Options{})
 		metrics = append(metrics, m)

@@ -197,8 +197,15 @@ func (p *pass) computeJobAllocs() {
 	for _, tg := range p.job.TaskGroups {
 		p.queued[tg.Name] = 0
 	}
-	for _, t := range place {
-		p.queued[t.TaskGroup.Name]++
+	// Counted by runs of one group (a map update per placement was 1.6%
+	// of a wasm sysbatch eval's samples).
+	for i := 0; i < len(place); {
+		j := i + 1
+		for j < len(place) && place[j].TaskGroup == place[i].TaskGroup {
+			j++
+		}
+		p.queued[place[i].TaskGroup.Name] += j - i
+		i = j
 	}
 	p.computePlacements(place, len(diff.Place))
 }
