@@ -38,7 +38,8 @@ func cluster(t *testing.T, n int) sdk.State {
 }
 
 // place runs count selections of a spread job, placing each choice, and
-// returns the chosen nodes and metrics.
+// returns the chosen nodes and metrics; indexed false drops the group's
+// caches before each selection, so that no index is ever built.
 func place(t *testing.T, state sdk.State, count int, indexed bool) ([]string, []*sdk.AllocMetric) {
 	t.Helper()
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50, Datacenters: []string{"dc1"},
@@ -46,32 +47,7 @@ func place(t *testing.T, state sdk.State, count int, indexed bool) ([]string, []
 		Spreads:     []*sdk.Spread{{Attribute: "${meta.rack}", Weight: 100}},
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Tasks: []*sdk.Task{{Name: "t", Driver: "exec",
 			Resources: &sdk.Resources{CPU: 300, MemoryMB: 100}}}}}}
-	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
-	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
-	plan := NewPlan(state, eval, job)
-	s := New(ctx, plan, job, ConfigFor(job.Type, state.SchedulerConfig()))
-	nodes, _, byDC := ReadyNodes(state, job)
-	Shuffle(nodes, ctx.Rand())
-	s.SetNodes(nodes, byDC)
-	var chosen []string
-	var metrics []*sdk.AllocMetric
-	for i := 0; i < count; i++ {
-		if !indexed {
-			s.groups[job.TaskGroups[0]] = nil // drop caches: no index is ever built
-			delete(s.groups, job.TaskGroups[0])
-			s.lastGroup = nil
-		}
-		o, m := s.Select(job.TaskGroups[0], Options{})
-		metrics = append(metrics, m)
-		if o == nil {
-			chosen = append(chosen, "")
-			continue
-		}
-		chosen = append(chosen, o.Node.ID)
-		plan.Place(&sdk.Allocation{ID: fmt.Sprintf("a%d", i), Namespace: "default", JobID: "web", TaskGroup: "g",
-			NodeID: o.Node.ID, AllocatedResources: o.Resources, DesiredStatus: sdk.AllocDesiredStatusRun})
-	}
-	return chosen, metrics
+	return selectEach(t, state, job, indexed)
 }
 
 // TestWalk_IndexedEqualsPlain checks that skipping nodes known to fail
@@ -185,6 +161,13 @@ func (u *unnumbered) Node(id string) *sdk.Node { return u.byID[id] }
 // each choice, and returns the chosen nodes and metrics.
 func selectAll(t *testing.T, state sdk.State, job *sdk.Job) ([]string, []*sdk.AllocMetric) {
 	t.Helper()
+	return selectEach(t, state, job, true)
+}
+
+// selectEach is selectAll; indexed false drops the group's caches before
+// each selection.
+func selectEach(t *testing.T, state sdk.State, job *sdk.Job, indexed bool) ([]string, []*sdk.AllocMetric) {
+	t.Helper()
 	tg := job.TaskGroups[0]
 	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: job.ID, Priority: job.Priority}
 	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
@@ -197,6 +180,10 @@ func selectAll(t *testing.T, state sdk.State, job *sdk.Job) ([]string, []*sdk.Al
 	var chosen []string
 	var metrics []*sdk.AllocMetric
 	for i := range tg.Count {
+		if !indexed {
+			delete(s.groups, tg)
+			s.lastGroup = nil
+		}
 		o, m := s.Select(tg, Options{})
 		metrics = append(metrics, m)
 		if o == nil {
