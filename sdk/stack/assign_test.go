@@ -26,15 +26,23 @@ func portStack(t *testing.T, nodes, count int) (*stack.Stack, *stack.Plan, *sdk.
 	web.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "host",
 		ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}, DynamicPorts: []sdk.Port{{Label: "admin"}}}}
 	h.UpsertJob(web)
+	st, plan, state := webStack(t, h, "e1")
+	return st, plan, state.Job("default", "web").TaskGroups[0], state
+}
+
+// webStack returns a stack placing job web for eval evalID over a mirror
+// of h's cluster, with its plan and the mirror.
+func webStack(tb testing.TB, h *sdktest.Harness, evalID string) (*stack.Stack, *stack.Plan, *mirror.Mirror) {
+	tb.Helper()
 	state := mirror.New()
 	if err := state.Apply(h.FullSync(false)); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	job := state.Job("default", "web")
-	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
+	eval := &sdk.Evaluation{ID: evalID, Namespace: "default", JobID: "web", Priority: 50}
 	ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
 	plan := stack.NewPlan(state, eval, job)
-	return stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig())), plan, job.TaskGroups[0], state
+	return stack.New(ctx, plan, job, stack.ConfigFor(job.Type, state.SchedulerConfig())), plan, state
 }
 
 func TestStack_Assign(t *testing.T) {

@@ -3,12 +3,9 @@ package stack_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/mirror"
 	"github.com/drover-sched/drover/sdk/sdktest"
-	"github.com/drover-sched/drover/sdk/stack"
 )
 
 // BenchmarkAssign times what the stack does on each candidate node for a
@@ -50,15 +47,8 @@ func BenchmarkAssign(b *testing.B) {
 						Shared: sdk.AllocatedSharedResources{Ports: ports,
 							Networks: []*sdk.NetworkResource{{Mode: "host", IP: "10.0.0.1"}}}}})
 			}
-			state := mirror.New()
-			if err := state.Apply(h.FullSync(false)); err != nil {
-				b.Fatal(err)
-			}
-			job = state.Job("default", "web")
-			eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Priority: 50}
-			ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
-			st := stack.New(ctx, stack.NewPlan(state, eval, job), job, stack.ConfigFor(job.Type, state.SchedulerConfig()))
-			node, tg := state.Node("n1"), job.TaskGroups[0]
+			st, _, state := webStack(b, h, "e1")
+			node, tg := state.Node("n1"), state.Job("default", "web").TaskGroups[0]
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

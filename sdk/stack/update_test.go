@@ -2,12 +2,9 @@ package stack_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/drover-sched/drover/sdk"
-	"github.com/drover-sched/drover/sdk/mirror"
 	"github.com/drover-sched/drover/sdk/sdktest"
-	"github.com/drover-sched/drover/sdk/stack"
 )
 
 func TestStack_UpdateFunc(t *testing.T) {
@@ -44,18 +41,11 @@ func TestStack_UpdateFunc(t *testing.T) {
 				tc.change(next)
 				h.UpsertJob(next)
 			}
-			state := mirror.New()
-			if err := state.Apply(h.FullSync(false)); err != nil {
-				t.Fatal(err)
-			}
-			eval := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Priority: 50}
-			current := state.Job("default", "web")
-			ctx := sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID)
-			plan := stack.NewPlan(state, eval, current)
-			st := stack.New(ctx, plan, current, stack.ConfigFor(current.Type, state.SchedulerConfig()))
+			st, plan, state := webStack(t, h, "e2")
+			evalID, current := plan.EvalID, state.Job("default", "web")
 
 			existing := state.Alloc("a0")
-			ignore, destructive, updated := st.UpdateFunc(eval.ID)(existing, current, current.TaskGroups[0])
+			ignore, destructive, updated := st.UpdateFunc(evalID)(existing, current, current.TaskGroups[0])
 			if ignore != tc.wantIgnore || destructive != tc.wantDestructive {
 				t.Fatalf("ignore, destructive = %v, %v; want %v, %v", ignore, destructive, tc.wantIgnore, tc.wantDestructive)
 			}
@@ -64,7 +54,7 @@ func TestStack_UpdateFunc(t *testing.T) {
 				t.Fatalf("updated = %+v", updated)
 			}
 			if inPlace && (updated.JobVersion != current.Version || updated.JobModifyIndex != current.JobModifyIndex ||
-				updated.EvalID != eval.ID || updated.NodeID != "n1" || updated.Job != nil) {
+				updated.EvalID != evalID || updated.NodeID != "n1" || updated.Job != nil) {
 				t.Fatalf("in-place update = %+v, want version %d of the job on n1 for e2", updated, current.Version)
 			}
 			if inPlace {
