@@ -43,8 +43,42 @@ func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[
 // context's random source, seeded from the eval ID and the state index, so
 // that concurrent schedulers rarely pick the same nodes and any decision
 // replays.
+//
+// The order is exactly rng.Shuffle's, with the same draws, so that a
+// decision replays whichever was used. It is reached without rng.Shuffle's
+// call of a swap function per node and its 64 by 64 bit multiply, which a
+// wasm guest has no instruction for: a node list is shorter than 2^32, and
+// then two 64-bit multiplies make the same bound draw.
 func Shuffle(nodes []*sdk.Node, rng *rand.Rand) {
-	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	if uint64(len(nodes)) > math.MaxUint32 {
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		return
+	}
+	for i := len(nodes) - 1; i > 0; i-- {
+		j := boundedDraw(rng, uint64(i+1))
+		nodes[i], nodes[j] = nodes[j], nodes[i]
+	}
+}
+
+// boundedDraw is math/rand/v2's draw in [0, n) for 0 < n < 2^32 (Lemire's
+// multiply and reject, as Rand.Shuffle draws on a 64-bit platform), with
+// the high and low words of the 128-bit product r·n taken from the 32-bit
+// halves of r.
+func boundedDraw(rng *rand.Rand, n uint64) uint64 {
+	if n&(n-1) == 0 {
+		return rng.Uint64() & (n - 1)
+	}
+	mul := func(r uint64) (hi, lo uint64) {
+		return ((r>>32)*n + (r&math.MaxUint32)*n>>32) >> 32, r * n
+	}
+	hi, lo := mul(rng.Uint64())
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = mul(rng.Uint64())
+		}
+	}
+	return hi
 }
 
 // DefaultWideLimit is how many feasible nodes a placement whose group has

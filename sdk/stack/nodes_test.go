@@ -2,8 +2,11 @@ package stack
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -79,5 +82,43 @@ func TestReadyCache_EqualsReadyNodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShuffle_AsRandShuffle: Shuffle orders nodes exactly as
+// rand.Rand.Shuffle does from the same source, so that decisions made
+// before it replay, over list lengths of every size class (powers of two
+// take another draw) and many seeds.
+func TestShuffle_AsRandShuffle(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 100, 255, 256, 257, 1000, 4096, 5000} {
+		nodes := make([]*sdk.Node, n)
+		for i := range nodes {
+			nodes[i] = &sdk.Node{ID: strconv.Itoa(i)}
+		}
+		for seed := uint64(0); seed < 50; seed++ {
+			got, want := slices.Clone(nodes), slices.Clone(nodes)
+			a, b := rand.New(rand.NewPCG(seed, ^seed)), rand.New(rand.NewPCG(seed, ^seed))
+			Shuffle(got, a)
+			b.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d nodes, seed %d: order differs from rand.Shuffle's", n, seed)
+			}
+			if a.Uint64() != b.Uint64() {
+				t.Fatalf("%d nodes, seed %d: Shuffle took a different number of draws", n, seed)
+			}
+		}
+	}
+}
+
+// TestBoundedDraw_AsRand: the draw in [0, n) is math/rand/v2's, also for
+// bounds near 2^32, where rejection is most likely.
+func TestBoundedDraw_AsRand(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 6, 1 << 20, 1<<31 + 1, 3 << 30, math.MaxUint32 - 1, math.MaxUint32} {
+		a, b := rand.New(rand.NewPCG(n, 7)), rand.New(rand.NewPCG(n, 7))
+		for i := 0; i < 2000; i++ {
+			if got, want := boundedDraw(a, n), b.Uint64N(n); got != want {
+				t.Fatalf("bound %d, draw %d: %d, want %d", n, i, got, want)
+			}
+		}
 	}
 }
