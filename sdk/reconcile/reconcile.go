@@ -509,7 +509,7 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	// Who holds which name once this pass is done: the allocations that
 	// stay (promoted canaries among them), then each placement as it is
 	// named (see nameHolders.take).
-	holders := newNameHolders(untainted)
+	holders := newNameHolders(untainted, tg.Count)
 
 	var place []Placement
 	if len(lostLater) == 0 {
@@ -1265,7 +1265,8 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 // two are told apart if the node comes back), and new allocations for free
 // names.
 func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, holders nameHolders, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
-	var place []Placement
+	existing := len(untainted) + len(migrate) + len(reschedule)
+	place := make([]Placement, 0, len(reschedule)+len(lost)+len(disconnecting)+max(tg.Count-existing, 0))
 	name := func(a *sdk.Allocation) string {
 		if isCanarying && isCanary(a) {
 			// A canary shares its name with the allocation it is to
@@ -1281,7 +1282,6 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, hold
 			DowngradeNonCanary: isCanarying && !isCanary(a), MinJobVersion: a.JobVersion,
 		})
 	}
-	existing := len(untainted) + len(migrate) + len(reschedule)
 	for _, a := range lost.sorted() {
 		if existing >= tg.Count {
 			break
@@ -1315,8 +1315,11 @@ func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, hold
 // once the pass is done: those that stay, and the placements named so far.
 type nameHolders map[string]int
 
-func newNameHolders(stay set) nameHolders {
-	h := make(nameHolders, len(stay))
+// newNameHolders counts the names of the allocations that stay, with room
+// for a group of count (a first pass names count placements: growing the
+// map as they come costs it several rehashes).
+func newNameHolders(stay set, count int) nameHolders {
+	h := make(nameHolders, max(len(stay), count))
 	for _, a := range stay {
 		h[a.Name]++
 	}

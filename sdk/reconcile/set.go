@@ -184,7 +184,7 @@ func (n *nameIndex) highest(k int) map[string]bool {
 // next returns k names: free indexes below count first, then indexes past
 // the highest used.
 func (n *nameIndex) next(k int) []string {
-	var out []string
+	out := make([]string, 0, k)
 	for i := 0; i < n.count && len(out) < k; i++ {
 		if !n.used[i] {
 			out = append(out, n.name(i))
