@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,7 +46,19 @@ Options:
                      batch-1x1000, system-1, system-5, sysbatch-1.
   -runtime=wasm      wasm (the built-in .wasm plugins), goplugin (the
                      built-in plugins as go-plugin executables) or native
-                     (in process).
+                     (in process). With -peer, a comma-separated list
+                     (default: wasm,goplugin,native).
+  -peer=PATH         Run the Nomad peer (../shared/peers/nomad's
+                     nomadbench, or a program with its flags and -json
+                     output) side by side with the runtimes, in rounds of
+                     one run each, the order turning each round: one line
+                     per scenario with the medians of placements/s and of
+                     the ratios taken within each round (each runtime's
+                     over the peer's, native's over each other runtime's),
+                     with their lowest and highest. The peer runs each
+                     scenario twice per round in its own process and the
+                     second run counts; each runtime runs it once untimed
+                     before the rounds.
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
   -compare-plugin-dir=DIR
@@ -70,7 +84,8 @@ Options:
   -verify            Re-check each plan as the host's applier does.
   -json=FILE         Also write the rows as JSON (with -compare-plugin-dir,
                      the pairs, one per scenario: {A, B, Ratio, BFaster,
-                     Rounds}).
+                     Rounds}; with -peer, one per scenario: {Peer, Names,
+                     Sides, Ratios, Rounds}).
 `)
 }
 
@@ -83,6 +98,7 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 	runtimeName := fs.String("runtime", "wasm", "")
 	pluginDir := fs.String("plugin-dir", "", "")
 	compareDir := fs.String("compare-plugin-dir", "", "")
+	peerPath := fs.String("peer", "", "")
 	deadlines := fs.Bool("deadlines", true, "")
 	fresh := fs.Bool("fresh-instances", false, "")
 	jsonOut := fs.String("json", "", "")
@@ -111,65 +127,93 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		}
 	}
 	ctx := context.Background()
+	runtimeSet := false
+	fs.Visit(func(f *flag.Flag) { runtimeSet = runtimeSet || f.Name == "runtime" })
+	if *peerPath != "" && !runtimeSet {
+		*runtimeName = "wasm,goplugin,native"
+	}
+	runtimes := strings.Split(*runtimeName, ",")
 	dirs := map[string]string{"wasm": "plugins", "goplugin": "goplugins", "native": ""}
-	defaultDir, ok := dirs[*runtimeName]
+	for i, r := range runtimes {
+		runtimes[i] = strings.TrimSpace(r)
+		if _, ok := dirs[runtimes[i]]; !ok {
+			return c.errorf("-runtime must be wasm, native or goplugin, not %q", runtimes[i])
+		}
+	}
 	switch {
-	case !ok:
-		return c.errorf("-runtime must be wasm, native or goplugin, not %q", *runtimeName)
-	case *compareDir != "" && *runtimeName == "native":
+	case len(runtimes) > 1 && *peerPath == "":
+		return c.errorf("-runtime lists several runtimes only with -peer")
+	case len(runtimes) > 1 && *pluginDir != "":
+		return c.errorf("-plugin-dir names the plugins of one runtime; with several, each is loaded from beside the drover binary")
+	case *peerPath != "" && *compareDir != "":
+		return c.errorf("-peer and -compare-plugin-dir are two different comparisons; use one")
+	case *compareDir != "" && runtimes[0] == "native":
 		return c.errorf("-compare-plugin-dir compares two builds of the wasm or goplugin plugins; -runtime is native")
 	}
-	dirA := *pluginDir
-	if dirA == "" && defaultDir != "" {
-		d, err := besideBinary(defaultDir)
-		if err != nil {
-			return c.errorf("%v", err)
+	dirOf := func(runtimeName string) (string, error) {
+		if *pluginDir != "" || dirs[runtimeName] == "" {
+			return *pluginDir, nil
 		}
-		dirA = d
+		return besideBinary(dirs[runtimeName])
 	}
-	load := func(dir string) (*bench.Plugins, error) {
-		switch *runtimeName {
+	load := func(runtimeName, dir string) (*bench.Plugins, error) {
+		var p *bench.Plugins
+		var err error
+		switch runtimeName {
 		case "wasm":
 			wcfg := wasm.DefaultConfig()
 			wcfg.EnforceDeadline = *deadlines
-			return bench.WasmPlugins(ctx, dir, wcfg, zerolog.Nop())
+			p, err = bench.WasmPlugins(ctx, dir, wcfg, zerolog.Nop())
 		case "goplugin":
-			return bench.GopluginPlugins(ctx, dir, goplugin.DefaultConfig(), zerolog.Nop())
+			p, err = bench.GopluginPlugins(ctx, dir, goplugin.DefaultConfig(), zerolog.Nop())
+		default:
+			p = bench.NativePlugins(zerolog.Nop())
 		}
-		return bench.NativePlugins(zerolog.Nop()), nil
+		if p != nil {
+			p.Fresh = *fresh
+		}
+		return p, err
 	}
-	plugins, err := load(dirA)
-	if err != nil {
-		return c.errorf("%v", err)
+	var sides []bench.Side
+	for _, r := range runtimes {
+		dir, err := dirOf(r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		plugins, err := load(r, dir)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer plugins.Close(ctx)
+		sides = append(sides, bench.Side{Name: r, Plugins: plugins.Plugin})
 	}
-	defer plugins.Close(ctx)
-	plugins.Fresh = *fresh
-	cfg.Runtime = *runtimeName
-	if *runtimeName == "wasm" && !*deadlines {
-		cfg.Runtime = "wasm, deadlines not enforced"
+	cfg.Runtime = strings.Join(runtimes, ", ")
+	if slices.Contains(runtimes, "wasm") && !*deadlines {
+		cfg.Runtime += "; wasm deadlines not enforced"
 	}
 	if *fresh {
 		cfg.Runtime += ", fresh instances"
 	}
 	var rows any
-	if *compareDir != "" {
-		other, err := load(*compareDir)
-		if err != nil {
-			return c.errorf("%v", err)
+	var err error
+	switch {
+	case *peerPath != "":
+		rows, err = bench.SideBySide(ctx, cfg, &bench.PeerCommand{Path: *peerPath}, sides, c.out)
+	case *compareDir != "":
+		other, lerr := load(runtimes[0], *compareDir)
+		if lerr != nil {
+			return c.errorf("%v", lerr)
 		}
 		defer other.Close(ctx)
-		other.Fresh = *fresh
+		dirA, _ := dirOf(runtimes[0])
 		fmt.Fprintf(c.out, "# A: %s\n# B: %s\n", dirA, *compareDir)
-		rows, err = bench.Compare(ctx, cfg, plugins.Plugin, other.Plugin, c.out)
-		if err != nil {
-			return c.errorf("%v", err)
-		}
-	} else {
-		cfg.Plugins = plugins.Plugin
+		rows, err = bench.Compare(ctx, cfg, sides[0].Plugins, other.Plugin, c.out)
+	default:
+		cfg.Plugins = sides[0].Plugins
 		rows, err = bench.Run(ctx, cfg, c.out)
-		if err != nil {
-			return c.errorf("%v", err)
-		}
+	}
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(rows, "", "  ")
