@@ -168,9 +168,12 @@ type SideRow struct {
 // machine's speed drifts by tens of percent over minutes, so a ratio is
 // only as good as the closeness in time of the two runs it compares. The
 // order of the participants turns by one each round, so that none always
-// runs first. Before the rounds, each side runs the scenario once
-// untimed, as the peer does in its own process (PeerCommand.Run). Lines
-// are written to out as they complete (out may be nil).
+// runs first. In its turn each participant runs the scenario twice and
+// the second run counts, as the peer must in its own process
+// (PeerCommand.Run): every counted run then follows a run of its own
+// rather than the other participants' turns, which leave its caches cold
+// and may have had its memory given back to the system. Lines are
+// written to out as they complete (out may be nil).
 func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io.Writer) ([]SideRow, error) {
 	if peer == nil || len(sides) == 0 {
 		return nil, fmt.Errorf("%w: SideBySide needs a peer and at least one side", ErrInvalidConfig)
@@ -192,13 +195,6 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 	for _, n := range cfg.Nodes {
 		for _, sc := range scens {
 			runs := make([][]RunResult, len(sides)+1) // runs[0]: the peer's
-			for _, s := range sides {
-				c := cfg
-				c.Plugins = s.Plugins
-				if _, err := runOne(ctx, c, sc, n); err != nil {
-					return rows, fmt.Errorf("bench: %s at %d nodes (%s, warm-up): %w", sc.Name, n, s.Name, err)
-				}
-			}
 			for r := 0; r < cfg.Runs; r++ {
 				for k := range len(sides) + 1 {
 					who := (k + r) % (len(sides) + 1)
@@ -207,9 +203,13 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 					if who == 0 {
 						rr, err = peer.Run(ctx, cfg, sc, n)
 					} else {
+						// As the peer's: a run untimed, then the one that
+						// counts.
 						c := cfg
 						c.Plugins = sides[who-1].Plugins
-						rr, err = runOne(ctx, c, sc, n)
+						if _, err = runOne(ctx, c, sc, n); err == nil {
+							rr, err = runOne(ctx, c, sc, n)
+						}
 					}
 					if err != nil {
 						return rows, fmt.Errorf("bench: %s at %d nodes (%s): %w", sc.Name, n, participant(names, who), err)

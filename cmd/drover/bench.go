@@ -55,10 +55,9 @@ Options:
                      per scenario with the medians of placements/s and of
                      the ratios taken within each round (each runtime's
                      over the peer's, native's over each other runtime's),
-                     with their lowest and highest. The peer runs each
-                     scenario twice per round in its own process and the
-                     second run counts; each runtime runs it once untimed
-                     before the rounds.
+                     with their lowest and highest. In its turn each
+                     participant runs the scenario twice (the peer in its
+                     own process) and the second run counts.
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
   -compare-plugin-dir=DIR
