@@ -5,3 +5,4 @@ package sdk
 
 //msgp:ignore Context SchedulerFunc Collector EvalState deviceAttribute GCThresholds
 //msgp:clearomitted
+//msgp:marshal ignore NodeScoreMeta

@@ -12536,55 +12536,6 @@ func (z NodeScore) Msgsize() (s int) {
 	return
 }
 
-// MarshalMsg implements msgp.Marshaler
-func (z *NodeScoreMeta) MarshalMsg(b []byte) (o []byte, err error) {
-	o = b
-	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
-	_ = zb0001Mask
-	if z.NodeID == "" {
-		zb0001Len--
-		zb0001Mask |= 0x1
-	}
-	if z.Scores == nil {
-		zb0001Len--
-		zb0001Mask |= 0x2
-	}
-	if z.NormScore == 0 {
-		zb0001Len--
-		zb0001Mask |= 0x4
-	}
-	// variable map header, size zb0001Len
-	o = append(o, 0x80|uint8(zb0001Len))
-
-	// skip if no fields are to be emitted
-	if zb0001Len != 0 {
-		if (zb0001Mask & 0x1) == 0 { // if not omitted
-			// string "NodeID"
-			o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-			o = msgp.AppendString(o, z.NodeID)
-		}
-		if (zb0001Mask & 0x2) == 0 { // if not omitted
-			// string "Scores"
-			o = append(o, 0xa6, 0x53, 0x63, 0x6f, 0x72, 0x65, 0x73)
-			o = msgp.AppendArrayHeader(o, uint32(len(z.Scores)))
-			for za0001 := range z.Scores {
-				// array header, size 2
-				o = append(o, 0x92)
-				o = msgp.AppendString(o, z.Scores[za0001].Name)
-				o = msgp.AppendFloat64(o, z.Scores[za0001].Score)
-			}
-		}
-		if (zb0001Mask & 0x4) == 0 { // if not omitted
-			// string "NormScore"
-			o = append(o, 0xa9, 0x4e, 0x6f, 0x72, 0x6d, 0x53, 0x63, 0x6f, 0x72, 0x65)
-			o = msgp.AppendFloat64(o, z.NormScore)
-		}
-	}
-	return
-}
-
 // UnmarshalMsg implements msgp.Unmarshaler
 func (z *NodeScoreMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
