@@ -155,3 +155,40 @@ func BenchmarkEncodePlanRequest(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// BenchmarkEncodePlacedPlan encodes the plan of a 1,000-allocation batch
+// eval as the wasm guest sends it (ABI 1.8: the allocations split into a
+// template and what each has of its own), and, apart, the part of it that
+// is the placements' metrics.
+func BenchmarkEncodePlacedPlan(b *testing.B) {
+	plan := batchPlan(b)
+	var placements abi.Placements
+	var buf []byte
+	b.Run("request", func(b *testing.B) {
+		for b.Loop() {
+			placements.Split(plan.NodeAllocation)
+			wire := *plan
+			wire.NodeAllocation = placements.Whole
+			req := &abi.PlanRequest{Plan: &wire, Shared: placements.Shared, Placed: placements.Placed}
+			var err error
+			if buf, err = req.MarshalMsg(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("metrics", func(b *testing.B) {
+		for b.Loop() {
+			buf = buf[:0]
+			for _, as := range plan.NodeAllocation {
+				for _, a := range as {
+					var err error
+					if buf, err = a.Metrics.MarshalMsg(buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+}
