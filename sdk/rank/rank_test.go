@@ -26,9 +26,9 @@ func TestFit(t *testing.T) {
 }
 
 // TestPow10 holds pow10 to math.Exp's 10^x: within 2e-15 relative over
-// [-1, 1], where free fractions live, within 1e-12 out to ±300 (both
-// round x·ln 10, so they part as x grows), and equal where it hands over
-// to math.Exp.
+// [-1, 1], where free fractions live, within 1e-12 out to the edge of the
+// range it computes itself (both round x·ln 10, so they part as x
+// grows), and equal past it, where it hands over to math.Exp.
 func TestPow10(t *testing.T) {
 	want := func(x float64) float64 { return math.Exp(x * math.Ln10) }
 	check := func(x, tol float64) {
@@ -43,8 +43,20 @@ func TestPow10(t *testing.T) {
 	for i := 0; i <= 6_000; i++ {
 		check(-300+600*float64(i)/6_000, 1e-12)
 	}
-	for _, x := range []float64{math.Nextafter(1, 0), 1e-300, -1e-300, 400, -400, math.Inf(1), math.Inf(-1)} {
+	for _, x := range []float64{math.Nextafter(1, 0), 1e-300, -1e-300} {
 		check(x, 2e-15)
+	}
+	// Just inside the range pow10 computes itself (|x·log2 10| < 1000).
+	edge := 1000 / (math.Log2E * math.Ln10)
+	for _, x := range []float64{math.Nextafter(edge, 0), -math.Nextafter(edge, 0)} {
+		check(x, 1e-12)
+	}
+	// Outside it, math.Exp's own answer.
+	for _, x := range []float64{math.Nextafter(edge, 400), -math.Nextafter(edge, 400), 400, -400, 1e300, -1e300,
+		math.Inf(1), math.Inf(-1)} {
+		if got, w := pow10(x), want(x); got != w {
+			t.Errorf("pow10(%v) = %v, want math.Exp's %v", x, got, w)
+		}
 	}
 	if got := pow10(math.NaN()); !math.IsNaN(got) {
 		t.Errorf("pow10(NaN) = %v", got)
