@@ -46,9 +46,9 @@ func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[
 //
 // The order is exactly rng.Shuffle's, with the same draws, so that a
 // decision replays whichever was used. It is reached without rng.Shuffle's
-// call of a swap function per node and its 64 by 64 bit multiply, which a
-// wasm guest has no instruction for: a node list is shorter than 2^32, and
-// then two 64-bit multiplies make the same bound draw.
+// call of a swap function per node and its 128-bit product of two 64-bit
+// words, which a wasm guest has no instruction for: a node list is shorter
+// than 2^32, and then three 64-bit multiplies give the product's words.
 func Shuffle(nodes []*sdk.Node, rng *rand.Rand) {
 	if uint64(len(nodes)) > math.MaxUint32 {
 		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })

@@ -88,7 +88,8 @@ func TestReadyCache_EqualsReadyNodes(t *testing.T) {
 // TestShuffle_AsRandShuffle: Shuffle orders nodes exactly as
 // rand.Rand.Shuffle does from the same source, so that decisions made
 // before it replay, over list lengths of every size class (powers of two
-// take another draw) and many seeds.
+// take another draw) and many seeds, half of them through the draw's
+// rejection path (rejecting).
 func TestShuffle_AsRandShuffle(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 100, 255, 256, 257, 1000, 4096, 5000} {
 		nodes := make([]*sdk.Node, n)
@@ -98,6 +99,9 @@ func TestShuffle_AsRandShuffle(t *testing.T) {
 		for seed := uint64(0); seed < 50; seed++ {
 			got, want := slices.Clone(nodes), slices.Clone(nodes)
 			a, b := rand.New(rand.NewPCG(seed, ^seed)), rand.New(rand.NewPCG(seed, ^seed))
+			if seed%2 == 1 {
+				a, b = rand.New(&rejecting{pcg: rand.NewPCG(seed, ^seed)}), rand.New(&rejecting{pcg: rand.NewPCG(seed, ^seed)})
+			}
 			Shuffle(got, a)
 			b.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
 			if !slices.Equal(got, want) {
@@ -110,14 +114,40 @@ func TestShuffle_AsRandShuffle(t *testing.T) {
 	}
 }
 
-// TestBoundedDraw_AsRand: the draw in [0, n) is math/rand/v2's, also for
-// bounds near 2^32, where rejection is most likely.
+// rejecting is a random source whose every third value is 0, which
+// math/rand/v2's bounded draw rejects for any bound that is not a power of
+// two (0·n leaves a low word of 0, under 2^64 mod n): the rejection path
+// runs about once a draw instead of once in 2^32.
+type rejecting struct {
+	pcg *rand.PCG
+	i   int
+}
+
+func (r *rejecting) Uint64() uint64 {
+	r.i++
+	if r.i%3 == 0 {
+		return 0
+	}
+	return r.pcg.Uint64()
+}
+
+// TestBoundedDraw_AsRand: the draw in [0, n) is math/rand/v2's, with the
+// same number of values taken from the source, for bounds of every kind
+// up to 2^32-1, through its rejection path too.
 func TestBoundedDraw_AsRand(t *testing.T) {
 	for _, n := range []uint64{1, 2, 3, 6, 1 << 20, 1<<31 + 1, 3 << 30, math.MaxUint32 - 1, math.MaxUint32} {
-		a, b := rand.New(rand.NewPCG(n, 7)), rand.New(rand.NewPCG(n, 7))
-		for i := 0; i < 2000; i++ {
-			if got, want := boundedDraw(a, n), b.Uint64N(n); got != want {
-				t.Fatalf("bound %d, draw %d: %d, want %d", n, i, got, want)
+		for _, source := range []func() rand.Source{
+			func() rand.Source { return rand.NewPCG(n, 7) },
+			func() rand.Source { return &rejecting{pcg: rand.NewPCG(n, 7)} },
+		} {
+			a, b := rand.New(source()), rand.New(source())
+			for i := 0; i < 2000; i++ {
+				if got, want := boundedDraw(a, n), b.Uint64N(n); got != want {
+					t.Fatalf("bound %d, draw %d (%T): %d, want %d", n, i, a, got, want)
+				}
+			}
+			if a.Uint64() != b.Uint64() {
+				t.Fatalf("bound %d: a different number of values taken", n)
 			}
 		}
 	}
