@@ -1265,8 +1265,10 @@ func (r *reconciler) underProvisionedBy(tg *sdk.TaskGroup, untainted, destructiv
 // two are told apart if the node comes back), and new allocations for free
 // names.
 func (r *reconciler) computePlacements(tg *sdk.TaskGroup, names *nameIndex, holders nameHolders, untainted, migrate, reschedule, lost, disconnecting set, isCanarying bool) []Placement {
+	// Every reschedule, and lost, disconnected and new placements up to
+	// the count.
 	existing := len(untainted) + len(migrate) + len(reschedule)
-	place := make([]Placement, 0, len(reschedule)+len(lost)+len(disconnecting)+max(tg.Count-existing, 0))
+	place := make([]Placement, 0, len(reschedule)+max(tg.Count-existing, 0))
 	name := func(a *sdk.Allocation) string {
 		if isCanarying && isCanary(a) {
 			// A canary shares its name with the allocation it is to
