@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -91,7 +90,7 @@ func (p *PeerCommand) Run(ctx context.Context, cfg Config, sc Scenario, nodes in
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return rr, fmt.Errorf("%w: %s %s: %v: %s", ErrPeer, p.Path, strings.Join(args, " "), err, lastLine(stderr.String()))
+		return rr, fmt.Errorf("%w: %s %s: %w: %s", ErrPeer, p.Path, strings.Join(args, " "), err, lastLine(stderr.String()))
 	}
 	if line, _, _ := strings.Cut(stdout.String(), "\n"); strings.HasPrefix(line, "# ") {
 		p.label = strings.TrimPrefix(line, "# ")
@@ -106,12 +105,12 @@ func (p *PeerCommand) Run(ctx context.Context, cfg Config, sc Scenario, nodes in
 	}
 	last := -1
 	for i, r := range runs {
-		if r.Scenario == sc.Name && r.Nodes == nodes && (last < 0 || r.Run > runs[last].Run) {
+		if r.Scenario == sc.Name && r.Nodes == nodes && r.Run >= 1 && (last < 0 || r.Run > runs[last].Run) {
 			last = i
 		}
 	}
 	if last < 0 {
-		return rr, fmt.Errorf("%w: %s: no run of %s at %d nodes in its results", ErrPeer, p.Path, sc.Name, nodes)
+		return rr, fmt.Errorf("%w: %s: no second run of %s at %d nodes in its results", ErrPeer, p.Path, sc.Name, nodes)
 	}
 	r := runs[last]
 	if r.TotalWall <= 0 {
@@ -159,24 +158,39 @@ type SideRow struct {
 	// Ratios are each side's placements/s over the peer's, then, when a
 	// side is named native, native's over each other side's.
 	Ratios []Ratio
+	// Differs names the rounds in which a side placed or failed otherwise
+	// than the peer ("" when none did): a ratio between schedulers that
+	// did not place alike compares different work.
+	Differs string
 }
 
-// SideBySide runs every (size, scenario) pair cfg.Runs times on the peer
-// and on each side (cfg.Plugins is not used; cfg.Runtime, if set, names
-// the sides in the header), in rounds of one run each,
-// and reports placements/s and their ratios taken round by round: the
-// machine's speed drifts by tens of percent over minutes, so a ratio is
-// only as good as the closeness in time of the two runs it compares. The
-// order of the participants turns by one each round, so that none always
-// runs first. In its turn each participant runs the scenario twice and
-// the second run counts, as the peer must in its own process
-// (PeerCommand.Run): every counted run then follows a run of its own
-// rather than the other participants' turns, which leave its caches cold
-// and may have had its memory given back to the system. Lines are
-// written to out as they complete (out may be nil).
+// SideBySide runs every (size, scenario) pair on the peer and on each side
+// (cfg.Plugins is not used; cfg.Runtime names the sides in the header,
+// their names when empty) in cfg.Runs rounds, and reports placements/s
+// and their ratios taken round by round: the machine's speed drifts by
+// tens of percent over minutes, so a ratio is only as good as the
+// closeness in time of the two runs it compares. In a round each
+// participant takes one turn, in an order that turns by one each round so
+// that none always goes first. In its turn a participant runs the
+// scenario twice and the second run counts, as the peer must in its own
+// process (PeerCommand.Run): every counted run then follows a run of its
+// own rather than the other participants' turns, which leave its caches
+// cold and may have had its memory given back to the system. A counted
+// run that placed nothing has no rate to compare, and is an error. Lines
+// are written to out as they complete (out may be nil).
 func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io.Writer) ([]SideRow, error) {
 	if peer == nil || len(sides) == 0 {
 		return nil, fmt.Errorf("%w: SideBySide needs a peer and at least one side", ErrInvalidConfig)
+	}
+	names := make([]string, len(sides))
+	for i, s := range sides {
+		switch {
+		case s.Plugins == nil:
+			return nil, fmt.Errorf("%w: side %q has no plugins", ErrInvalidConfig, s.Name)
+		case s.Name == "" || slices.Contains(names[:i], s.Name):
+			return nil, fmt.Errorf("%w: side names must be set and distinct, not %q", ErrInvalidConfig, s.Name)
+		}
+		names[i] = s.Name
 	}
 	cfg.Plugins = sides[0].Plugins
 	if err := cfg.Validate(); err != nil {
@@ -184,10 +198,6 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 	}
 	if out == nil {
 		out = io.Discard
-	}
-	names := make([]string, len(sides))
-	for i, s := range sides {
-		names[i] = s.Name
 	}
 	scens, _ := cfg.scenarios()
 	headerDone := false
@@ -210,6 +220,9 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 						if _, err = runOne(ctx, c, sc, n); err == nil {
 							rr, err = runOne(ctx, c, sc, n)
 						}
+					}
+					if err == nil && (rr.Placed == 0 || rr.Total <= 0) {
+						err = errors.New("the run placed nothing: no placement rate to compare")
 					}
 					if err != nil {
 						return rows, fmt.Errorf("bench: %s at %d nodes (%s): %w", sc.Name, n, participant(names, who), err)
@@ -236,6 +249,15 @@ func participant(names []string, who int) string {
 	return names[who-1]
 }
 
+// failed counts the allocations a run's evals failed to place.
+func failed(rr RunResult) int {
+	n := 0
+	for _, e := range rr.Evals {
+		n += e.Failed
+	}
+	return n
+}
+
 // sideRow summarises the runs of one (size, scenario) pair; runs[0] are
 // the peer's, runs[i] side i-1's, round by round.
 func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow {
@@ -254,6 +276,16 @@ func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow
 	for i, name := range names {
 		row.Ratios = append(row.Ratios, ratio(name, "peer", runs[i+1], runs[0]))
 	}
+	var differs []string
+	for r, p := range runs[0] {
+		for i, name := range names {
+			if s := runs[i+1][r]; s.Placed != p.Placed || failed(s) != failed(p) {
+				differs = append(differs, fmt.Sprintf("round %d: peer placed %d failed %d, %s placed %d failed %d",
+					r+1, p.Placed, failed(p), name, s.Placed, failed(s)))
+			}
+		}
+	}
+	row.Differs = strings.Join(differs, "; ")
 	if nat := slices.Index(names, "native"); nat >= 0 {
 		for i, name := range names {
 			if i != nat {
@@ -266,7 +298,7 @@ func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow
 
 func writeSideHeader(out io.Writer, cfg Config, peer string, names []string) {
 	c := cfg
-	if c.Runtime == "" || c.Runtime == DefaultConfig().Runtime {
+	if c.Runtime == "" {
 		c.Runtime = strings.Join(names, ", ")
 	}
 	writeHeader(out, c)
@@ -306,19 +338,9 @@ func writeSideRow(out io.Writer, row SideRow) {
 	for _, r := range row.Ratios {
 		line += fmt.Sprintf(" %-19s", fmt.Sprintf("%.2f [%.2f-%.2f]", r.Median, r.Min, r.Max))
 	}
-	w := bufio.NewWriter(out)
-	w.WriteString(strings.TrimRight(line, " "))
-	// A ratio between schedulers that did not place alike compares
-	// different work.
-	for _, s := range row.Sides {
-		if s.Placed != row.Peer.Placed || s.Failed != row.Peer.Failed {
-			fmt.Fprintf(w, "  DIFFERENT OUTCOMES: peer placed %d failed %d", row.Peer.Placed, row.Peer.Failed)
-			for i, s := range row.Sides {
-				fmt.Fprintf(w, ", %s placed %d failed %d", row.Names[i], s.Placed, s.Failed)
-			}
-			break
-		}
+	line = strings.TrimRight(line, " ")
+	if row.Differs != "" {
+		line += "  DIFFERENT OUTCOMES: " + row.Differs
 	}
-	fmt.Fprintln(w)
-	w.Flush()
+	fmt.Fprintln(out, line)
 }

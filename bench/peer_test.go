@@ -49,7 +49,7 @@ func logged(order *[]string, name string, plugins func(string) (*rt.Plugin, erro
 // among them.
 func TestSideBySide_RoundsAndRatios(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Nodes, cfg.Runs, cfg.Scenarios = []int{20}, 3, []string{"system-1"}
+	cfg.Nodes, cfg.Runs, cfg.Scenarios, cfg.Runtime = []int{20}, 3, []string{"system-1"}, ""
 	native := NativePlugins(cfg.Log)
 	defer native.Close(context.Background())
 	var order []string
@@ -90,22 +90,77 @@ func TestSideBySide_RoundsAndRatios(t *testing.T) {
 		t.Errorf("native/peer median %v, want %v (the median run's rate over the peer's)", got, want)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 5 || !strings.Contains(lines[1], "# peer: fake peer") ||
+	if len(lines) != 5 || !strings.Contains(lines[0], "(native, other)") || !strings.Contains(lines[1], "# peer: fake peer") ||
 		!strings.HasPrefix(lines[4], "system-1") || strings.Contains(lines[4], "DIFFERENT") ||
 		!strings.Contains(lines[3], "native/other") || strings.HasSuffix(lines[3], " ") {
 		t.Fatalf("report:\n%s", out.String())
 	}
 }
 
-func TestSideBySide_NeedsAPeerAndASide(t *testing.T) {
+func TestSideBySide_RefusesWhatItCannotCompare(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Runs, cfg.Scenarios = []int{20}, 1, []string{"system-1"}
 	var order []string
-	if _, err := SideBySide(context.Background(), cfg, fakePeer{order: &order}, nil, nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("no side: %v", err)
-	}
 	native := NativePlugins(cfg.Log)
-	if _, err := SideBySide(context.Background(), cfg, nil, []Side{{"native", native.Plugin}}, nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("no peer: %v", err)
+	defer native.Close(context.Background())
+	for _, tc := range []struct {
+		name  string
+		peer  Peer
+		sides []Side
+	}{
+		{"no side", fakePeer{order: &order}, nil},
+		{"no peer", nil, []Side{{"native", native.Plugin}}},
+		{"a side without plugins", fakePeer{order: &order}, []Side{{"native", native.Plugin}, {"wasm", nil}}},
+		{"two sides of one name", fakePeer{order: &order}, []Side{{"native", native.Plugin}, {"native", native.Plugin}}},
+		{"a side without a name", fakePeer{order: &order}, []Side{{"", native.Plugin}}},
+	} {
+		if _, err := SideBySide(context.Background(), cfg, tc.peer, tc.sides, nil); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", tc.name, err)
+		}
+	}
+	// A peer that places nothing has no rate to compare.
+	_, err := SideBySide(context.Background(), cfg, nothingPeer{}, []Side{{"native", native.Plugin}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "placed nothing") {
+		t.Fatalf("a run placing nothing: %v", err)
+	}
+}
+
+// nothingPeer runs every scenario in a second without placing anything.
+type nothingPeer struct{}
+
+func (nothingPeer) Label() string { return "nothing" }
+func (nothingPeer) Run(_ context.Context, _ Config, sc Scenario, nodes int) (RunResult, error) {
+	return RunResult{Scenario: sc.Name, Nodes: nodes, Total: time.Second,
+		Evals: []EvalResult{{Wall: time.Second, Failed: 1, Status: "complete"}}}, nil
+}
+
+// TestSideRow_PairsRunsByRound: a ratio is taken between the runs of one
+// round, not between medians or other rounds' runs, and a round in which
+// a side placed otherwise than the peer is named.
+func TestSideRow_PairsRunsByRound(t *testing.T) {
+	run := func(placed int, total time.Duration) RunResult {
+		return RunResult{Placed: placed, Total: total, Evals: []EvalResult{{Wall: total, Placed: placed, Status: "complete"}}}
+	}
+	peer := []RunResult{run(10, time.Second), run(10, 2*time.Second), run(10, 4*time.Second)}
+	side := []RunResult{run(10, time.Second), run(10, 4*time.Second), run(10, 2*time.Second)}
+	row := sideRow(Scenarios[6], 10, []string{"wasm"}, [][]RunResult{peer, side})
+	// Round by round the side's rate over the peer's is 1, 0.5 and 2;
+	// the medians' ratio would be 1 with no spread.
+	if r := row.Ratios[0]; r.Of != "wasm" || r.Over != "peer" || r.Median != 1 || r.Min != 0.5 || r.Max != 2 {
+		t.Fatalf("ratio %+v, want median 1 in [0.5, 2]", r)
+	}
+	if row.Differs != "" {
+		t.Fatalf("differs %q", row.Differs)
+	}
+	side[1] = run(9, 4*time.Second)
+	row = sideRow(Scenarios[6], 10, []string{"wasm"}, [][]RunResult{peer, side})
+	if want := "round 2: peer placed 10 failed 0, wasm placed 9 failed 0"; row.Differs != want {
+		t.Fatalf("differs %q, want %q", row.Differs, want)
+	}
+	var out strings.Builder
+	writeSideRow(&out, row)
+	if !strings.Contains(out.String(), "DIFFERENT OUTCOMES: round 2") {
+		t.Fatalf("line %q", out.String())
 	}
 }
 
@@ -135,9 +190,10 @@ exit ` + string(rune('0'+code)) + "\n"
 // TestPeerCommand_ReadsTheSecondRun: the program gets the scenario, the
 // size, two runs and the shape, and its second run is the result.
 func TestPeerCommand_ReadsTheSecondRun(t *testing.T) {
-	body := `[{"scenario":"batch-10x100","nodes":50,"run":0,"total_wall_ns":9000000,"total_placed":1000,"evals":[]},` +
-		`{"scenario":"batch-10x100","nodes":50,"run":1,"node_setup_ns":5,"total_wall_ns":4000000,"total_placed":1000,` +
-		`"evals":[{"wall_ns":3000000,"placed":600,"status":"complete"},{"wall_ns":1000000,"placed":400,"status":"complete","failed_tg_allocs":0}]}]`
+	body := `[{"scenario":"batch-10x100","nodes":50,"run":1,"node_setup_ns":5,"total_wall_ns":4000000,"total_placed":1000,` +
+		`"evals":[{"wall_ns":3000000,"placed":600,"status":"complete"},{"wall_ns":1000000,"placed":400,"status":"complete","failed_tg_allocs":0}]},` +
+		`{"scenario":"batch-10x100","nodes":50,"run":0,"total_wall_ns":9000000,"total_placed":1000,"evals":[]},` +
+		`{"scenario":"batch-10x100","nodes":60,"run":1,"total_wall_ns":7000000,"total_placed":1000,"evals":[]}]`
 	path, args := peerScript(t, body, 0)
 	cfg := DefaultConfig()
 	cfg.Ports, cfg.Racks = true, 7
@@ -174,7 +230,8 @@ func TestPeerCommand_Failures(t *testing.T) {
 		{"exit status", `[]`, 1, "peer trouble"},
 		{"no results", ``, 0, "wrote no results"},
 		{"undecodable results", `{not json`, 0, "results"},
-		{"another scenario", `[{"scenario":"system-1","nodes":50,"run":1,"total_wall_ns":5,"total_placed":50}]`, 0, "no run of batch-10x100 at 50 nodes"},
+		{"another scenario", `[{"scenario":"system-1","nodes":50,"run":1,"total_wall_ns":5,"total_placed":50}]`, 0, "no second run of batch-10x100 at 50 nodes"},
+		{"one run only", `[{"scenario":"batch-10x100","nodes":50,"run":0,"total_wall_ns":5,"total_placed":50}]`, 0, "no second run"},
 		{"no time", `[{"scenario":"batch-10x100","nodes":50,"run":1,"total_wall_ns":0,"total_placed":50}]`, 0, "took no time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,14 +50,14 @@ Options:
                      (default: wasm,goplugin,native).
   -peer=PATH         Run the Nomad peer (../shared/peers/nomad's
                      nomadbench, or a program with its flags and -json
-                     output) side by side with the runtimes, in rounds of
-                     one run each, the order turning each round: one line
-                     per scenario with the medians of placements/s and of
-                     the ratios taken within each round (each runtime's
-                     over the peer's, native's over each other runtime's),
-                     with their lowest and highest. In its turn each
-                     participant runs the scenario twice (the peer in its
-                     own process) and the second run counts.
+                     output) side by side with the runtimes, in -runs
+                     rounds in which each takes one turn, the order turning
+                     each round; in its turn each runs the scenario twice
+                     (the peer in its own process) and the second run is
+                     timed. One line per scenario: the medians of
+                     placements/s and of the ratios taken within each
+                     round (each runtime's over the peer's, native's over
+                     each other runtime's), with their lowest and highest.
   -plugin-dir=DIR    Where the plugins are (default: plugins/ beside the
                      drover binary for wasm, goplugins/ for goplugin).
   -compare-plugin-dir=DIR
@@ -138,12 +138,16 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		if _, ok := dirs[runtimes[i]]; !ok {
 			return c.errorf("-runtime must be wasm, native or goplugin, not %q", runtimes[i])
 		}
+		if slices.Contains(runtimes[:i], runtimes[i]) {
+			return c.errorf("-runtime lists %s twice", runtimes[i])
+		}
 	}
 	switch {
 	case len(runtimes) > 1 && *peerPath == "":
 		return c.errorf("-runtime lists several runtimes only with -peer")
 	case len(runtimes) > 1 && *pluginDir != "":
-		return c.errorf("-plugin-dir names the plugins of one runtime; with several, each is loaded from beside the drover binary")
+		return c.errorf("-plugin-dir names the plugins of one runtime, and the runtimes are %s (with -peer the default is all three); "+
+			"name one with -runtime, or let each load from beside the drover binary", strings.Join(runtimes, ","))
 	case *peerPath != "" && *compareDir != "":
 		return c.errorf("-peer and -compare-plugin-dir are two different comparisons; use one")
 	case *compareDir != "" && runtimes[0] == "native":
@@ -187,7 +191,10 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		sides = append(sides, bench.Side{Name: r, Plugins: plugins.Plugin})
 	}
 	cfg.Runtime = strings.Join(runtimes, ", ")
-	if slices.Contains(runtimes, "wasm") && !*deadlines {
+	switch {
+	case !*deadlines && len(runtimes) == 1 && runtimes[0] == "wasm":
+		cfg.Runtime += ", deadlines not enforced"
+	case !*deadlines && slices.Contains(runtimes, "wasm"):
 		cfg.Runtime += "; wasm deadlines not enforced"
 	}
 	if *fresh {
@@ -215,7 +222,10 @@ func (c *benchSchedulerCommand) Run(args []string) int {
 		return c.errorf("%v", err)
 	}
 	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(rows, "", "  ")
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return c.errorf("encode %s: %v", *jsonOut, err)
+		}
 		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
 			return c.errorf("write %s: %v", *jsonOut, err)
 		}

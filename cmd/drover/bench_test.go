@@ -77,6 +77,8 @@ func TestBenchScheduler_PeerFlagsRefused(t *testing.T) {
 		{[]string{"-peer", "x", "-runtime", "wasm,native", "-plugin-dir", "d"}, "-plugin-dir names the plugins of one runtime"},
 		{[]string{"-peer", "x", "-compare-plugin-dir", "d"}, "-peer and -compare-plugin-dir"},
 		{[]string{"-peer", "x", "-runtime", "wasm,jvm"}, `not "jvm"`},
+		{[]string{"-peer", "x", "-runtime", "native,native"}, "lists native twice"},
+		{[]string{"-peer", "x", "-plugin-dir", "d"}, "the runtimes are wasm,goplugin,native (with -peer the default is all three)"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(append([]string{"bench", "scheduler"}, tc.args...), &out, &errOut); code != exitError ||
