@@ -276,6 +276,13 @@ func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow
 	for i, name := range names {
 		row.Ratios = append(row.Ratios, ratio(name, "peer", runs[i+1], runs[0]))
 	}
+	if nat := slices.Index(names, "native"); nat >= 0 {
+		for i, name := range names {
+			if i != nat {
+				row.Ratios = append(row.Ratios, ratio("native", name, runs[nat+1], runs[i+1]))
+			}
+		}
+	}
 	var differs []string
 	for r, p := range runs[0] {
 		for i, name := range names {
@@ -286,13 +293,6 @@ func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow
 		}
 	}
 	row.Differs = strings.Join(differs, "; ")
-	if nat := slices.Index(names, "native"); nat >= 0 {
-		for i, name := range names {
-			if i != nat {
-				row.Ratios = append(row.Ratios, ratio("native", name, runs[nat+1], runs[i+1]))
-			}
-		}
-	}
 	return row
 }
 
