@@ -200,7 +200,6 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 		out = io.Discard
 	}
 	scens, _ := cfg.scenarios()
-	headerDone := false
 	var rows []SideRow
 	for _, n := range cfg.Nodes {
 		for _, sc := range scens {
@@ -230,11 +229,10 @@ func SideBySide(ctx context.Context, cfg Config, peer Peer, sides []Side, out io
 					runs[who] = append(runs[who], rr)
 				}
 			}
-			if !headerDone {
-				writeSideHeader(out, cfg, peer.Label(), names)
-				headerDone = true
-			}
 			row := sideRow(sc, n, names, runs)
+			if len(rows) == 0 {
+				writeSideHeader(out, cfg, peer.Label(), row)
+			}
 			rows = append(rows, row)
 			writeSideRow(out, row)
 		}
@@ -296,38 +294,24 @@ func sideRow(sc Scenario, nodes int, names []string, runs [][]RunResult) SideRow
 	return row
 }
 
-func writeSideHeader(out io.Writer, cfg Config, peer string, names []string) {
+// writeSideHeader writes the report's header, its columns those of row
+// (every row has the same).
+func writeSideHeader(out io.Writer, cfg Config, peer string, row SideRow) {
 	c := cfg
 	if c.Runtime == "" {
-		c.Runtime = strings.Join(names, ", ")
+		c.Runtime = strings.Join(row.Names, ", ")
 	}
 	writeHeader(out, c)
 	fmt.Fprintf(out, "# peer: %s\n", peer)
 	fmt.Fprintf(out, "# placements/s are medians over the rounds; each ratio is taken within a round: median [lowest-highest]\n")
 	line := fmt.Sprintf("%-22s %6s %6s %10s", "scenario", "nodes", "rounds", "peer")
-	for _, n := range names {
+	for _, n := range row.Names {
 		line += fmt.Sprintf(" %10s", n)
 	}
-	for _, r := range ratioNames(names) {
-		line += fmt.Sprintf(" %-19s", r)
+	for _, r := range row.Ratios {
+		line += fmt.Sprintf(" %-19s", r.Of+"/"+r.Over)
 	}
 	fmt.Fprintln(out, strings.TrimRight(line, " "))
-}
-
-// ratioNames are the ratio columns sideRow computes, in its order.
-func ratioNames(names []string) []string {
-	var out []string
-	for _, n := range names {
-		out = append(out, n+"/peer")
-	}
-	if slices.Contains(names, "native") {
-		for _, n := range names {
-			if n != "native" {
-				out = append(out, "native/"+n)
-			}
-		}
-	}
-	return out
 }
 
 func writeSideRow(out io.Writer, row SideRow) {
