@@ -217,6 +217,13 @@ type PlanRequest struct {
 	// restores them; Placements.Split is the plugin's side.
 	Shared []*sdk.Allocation `msg:",omitempty"`
 	Placed []Placed          `msg:",omitempty"`
+	// NodesAvailable (ABI 1.10, sent only to hosts whose
+	// ProcessRequest.HostABI is 1.10 or later) is the
+	// AllocMetric.NodesAvailable of every Placed entry whose Metrics come
+	// without one. It counts the ready nodes of each datacenter, which is
+	// the same for every placement of a pass, and one map per placement
+	// was a large part of encoding its metrics. Expand restores it.
+	NodesAvailable map[string]int `msg:",omitempty"`
 }
 
 // Placed is a new allocation of a plan, on the wire as the fields it does

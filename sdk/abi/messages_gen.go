@@ -1061,8 +1061,8 @@ func (z *Placements) Msgsize() (s int) {
 func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	if z.Shared == nil {
 		zb0001Len--
@@ -1071,6 +1071,10 @@ func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Placed == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4
+	}
+	if z.NodesAvailable == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1114,6 +1118,15 @@ func (z *PlanRequest) MarshalMsg(b []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Placed", za0002)
 					return
 				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "NodesAvailable"
+			o = append(o, 0xae, 0x4e, 0x6f, 0x64, 0x65, 0x73, 0x41, 0x76, 0x61, 0x69, 0x6c, 0x61, 0x62, 0x6c, 0x65)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NodesAvailable)))
+			for za0003, za0004 := range z.NodesAvailable {
+				o = msgp.AppendString(o, za0003)
+				o = msgp.AppendInt(o, za0004)
 			}
 		}
 	}
@@ -1204,6 +1217,34 @@ func (z *PlanRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "NodesAvailable":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodesAvailable")
+				return
+			}
+			if z.NodesAvailable == nil {
+				z.NodesAvailable = make(map[string]int, zb0004)
+			} else if len(z.NodesAvailable) > 0 {
+				clear(z.NodesAvailable)
+			}
+			for zb0004 > 0 {
+				var za0004 int
+				zb0004--
+				var za0003 string
+				za0003, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NodesAvailable")
+					return
+				}
+				za0004, bts, err = msgp.ReadIntBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NodesAvailable", za0003)
+					return
+				}
+				z.NodesAvailable[za0003] = za0004
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1235,6 +1276,13 @@ func (z *PlanRequest) Msgsize() (s int) {
 	s += 7 + msgp.ArrayHeaderSize
 	for za0002 := range z.Placed {
 		s += z.Placed[za0002].Msgsize()
+	}
+	s += 15 + msgp.MapHeaderSize
+	if z.NodesAvailable != nil {
+		for za0003, za0004 := range z.NodesAvailable {
+			_ = za0004
+			s += msgp.StringPrefixSize + len(za0003) + msgp.IntSize
+		}
 	}
 	return
 }

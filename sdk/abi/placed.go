@@ -3,6 +3,7 @@ package abi
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/internal/chunk"
@@ -16,7 +17,22 @@ type Placements struct {
 	Whole  map[string][]*sdk.Allocation
 	Shared []*sdk.Allocation
 	Placed []Placed
+
+	// share says that Split may take the NodesAvailable the placements
+	// share off their metrics (ABI 1.10); nodesAvailable is the map taken,
+	// which Reset puts back.
+	share          bool
+	nodesAvailable map[string]int
 }
+
+// ShareNodesAvailable lets Split send the NodesAvailable map of the
+// placements' metrics once (PlanRequest.NodesAvailable), for a host whose
+// ABI TakesNodesAvailable.
+func (p *Placements) ShareNodesAvailable(on bool) { p.share = on }
+
+// NodesAvailable is the map Split took off the placements' metrics, for
+// PlanRequest.NodesAvailable, or nil.
+func (p *Placements) NodesAvailable() map[string]int { return p.nodesAvailable }
 
 // maxShared bounds the templates of one plan, and so the comparisons an
 // allocation may cost before it is sent whole.
@@ -56,11 +72,57 @@ func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 			p.Whole[node] = allocs
 		}
 	}
+	if p.share {
+		p.takeNodesAvailable()
+	}
 }
 
-// Reset empties p, keeping its room, and drops its references to the
-// last plan's objects.
+// takeNodesAvailable takes the placements' NodesAvailable off their
+// metrics when every one of them holds the same map (the stack gives the
+// placements of a pass one) and no allocation sent whole holds it: its
+// metric may be one of theirs, and would then travel without it.
+func (p *Placements) takeNodesAvailable() {
+	if len(p.Placed) < 2 || p.Placed[0].Metrics == nil {
+		return
+	}
+	shared := p.Placed[0].Metrics.NodesAvailable
+	if len(shared) == 0 {
+		return
+	}
+	for i := range p.Placed {
+		if m := p.Placed[i].Metrics; m == nil || !sameMap(m.NodesAvailable, shared) {
+			return
+		}
+	}
+	for _, allocs := range p.Whole {
+		for _, a := range allocs {
+			if a != nil && a.Metrics != nil && sameMap(a.Metrics.NodesAvailable, shared) {
+				return
+			}
+		}
+	}
+	for i := range p.Placed {
+		p.Placed[i].Metrics.NodesAvailable = nil
+	}
+	p.nodesAvailable = shared
+}
+
+// sameMap reports whether a and b are the same map, not equal ones: a map
+// value is a pointer to the map's runtime header. Comparing counts and
+// entries would cost what sending the map once saves.
+func sameMap(a, b map[string]int) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+// Reset puts back what Split took off the placements' metrics, empties p,
+// keeping its room, and drops its references to the last plan's objects.
 func (p *Placements) Reset() {
+	if p.nodesAvailable != nil {
+		for i := range p.Placed {
+			p.Placed[i].Metrics.NodesAvailable = p.nodesAvailable
+		}
+		p.nodesAvailable = nil
+	}
 	clear(p.Whole)
 	clear(p.Shared)
 	clear(p.Placed)
@@ -122,10 +184,12 @@ var ErrPlaced = errors.New("abi: placed allocation without a template")
 
 // Expand moves r.Placed into r.Plan.NodeAllocation, each entry a copy of
 // its template with its own fields, appended to its node's list in the
-// order sent, and clears r.Shared and r.Placed. Allocations of one
-// template share its AllocatedResources, as the plugin's did.
+// order sent, gives each entry's metrics without NodesAvailable
+// r.NodesAvailable, and clears r.Shared, r.Placed and r.NodesAvailable.
+// Allocations of one template share its AllocatedResources, and those of
+// one plan the NodesAvailable map, as the plugin's did.
 func (r *PlanRequest) Expand() error {
-	defer func() { r.Shared, r.Placed = nil, nil }()
+	defer func() { r.Shared, r.Placed, r.NodesAvailable = nil, nil, nil }()
 	if len(r.Placed) == 0 {
 		return nil
 	}
@@ -145,6 +209,9 @@ func (r *PlanRequest) Expand() error {
 		a := copies.One()
 		*a = *r.Shared[p.Shared]
 		p.setOn(a)
+		if m := a.Metrics; m != nil && m.NodesAvailable == nil {
+			m.NodesAvailable = r.NodesAvailable
+		}
 		r.Plan.NodeAllocation[p.NodeID] = append(r.Plan.NodeAllocation[p.NodeID], a)
 	}
 	return nil

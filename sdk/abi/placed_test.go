@@ -3,6 +3,7 @@ package abi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -19,31 +20,43 @@ func placement(id, node string, res *sdk.AllocatedResources) *sdk.Allocation {
 		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d1"}
 }
 
-// roundTrip sends na as a plugin whose host declares 1.8 does, and checks
+// roundTrip sends na as a plugin whose host declares 1.10 does, and checks
 // that the host decodes and expands the same lists as it decodes when na
-// is sent whole. It returns the split that was sent.
+// is sent whole, and that na is as it was once Reset has put back what
+// Split took. It returns the split that was sent.
 func roundTrip(t *testing.T, na map[string][]*sdk.Allocation) *Placements {
 	t.Helper()
-	var p Placements
-	p.Split(na)
-	sent := &Placements{Whole: p.Whole, Shared: append([]*sdk.Allocation(nil), p.Shared...), Placed: append([]Placed(nil), p.Placed...)}
-	got := decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: p.Whole}, Shared: p.Shared, Placed: p.Placed})
 	want := decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: na}})
+	var p Placements
+	p.ShareNodesAvailable(true)
+	p.Split(na)
+	sent := &Placements{Whole: maps.Clone(p.Whole), Shared: append([]*sdk.Allocation(nil), p.Shared...), Placed: append([]Placed(nil), p.Placed...),
+		nodesAvailable: p.NodesAvailable()}
+	got := decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: p.Whole}, Shared: p.Shared, Placed: p.Placed,
+		NodesAvailable: p.NodesAvailable()})
+	p.Reset()
+	samePlans(t, "expanded", got, want)
+	samePlans(t, "after Reset", decodePlan(t, &PlanRequest{Plan: &sdk.Plan{EvalID: "e1", NodeAllocation: na}}), want)
+	return sent
+}
+
+// samePlans fails t unless got and want hold equal node lists.
+func samePlans(t *testing.T, what string, got, want map[string][]*sdk.Allocation) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%d nodes, want %d", len(got), len(want))
+		t.Fatalf("%s: %d nodes, want %d", what, len(got), len(want))
 	}
 	for node, as := range want {
 		bs := got[node]
 		if len(bs) != len(as) {
-			t.Fatalf("node %s: %d allocations, want %d", node, len(bs), len(as))
+			t.Fatalf("%s: node %s: %d allocations, want %d", what, node, len(bs), len(as))
 		}
 		for i := range as {
 			if !reflect.DeepEqual(bs[i], as[i]) {
-				t.Fatalf("node %s, allocation %d:\n got %+v\nwant %+v", node, i, bs[i], as[i])
+				t.Fatalf("%s: node %s, allocation %d:\n got %+v\nwant %+v", what, node, i, bs[i], as[i])
 			}
 		}
 	}
-	return sent
 }
 
 // decodePlan encodes req and returns the new allocations the host decodes
@@ -238,6 +251,144 @@ func setNonZero(t *testing.T, v, other reflect.Value) {
 	}
 }
 
+// TestPlacements_SharesNodesAvailable: the NodesAvailable map that a
+// plan's placements share travels once (ABI 1.10), and only then.
+func TestPlacements_SharesNodesAvailable(t *testing.T) {
+	res := &sdk.AllocatedResources{}
+	// pass is n placements whose metrics hold one map, as a pass's do.
+	pass := func(n int) map[string][]*sdk.Allocation {
+		byDC := map[string]int{"dc1": 7, "dc2": 3}
+		na := map[string][]*sdk.Allocation{}
+		for i := range n {
+			node := fmt.Sprintf("n%d", i%3)
+			a := placement(fmt.Sprint(i), node, res)
+			a.Metrics.NodesAvailable = byDC
+			na[node] = append(na[node], a)
+		}
+		return na
+	}
+	first := func(na map[string][]*sdk.Allocation) *sdk.Allocation { return na["n0"][0] }
+	tests := []struct {
+		name  string
+		plan  func() map[string][]*sdk.Allocation
+		share bool
+		want  bool // the map travels once
+	}{
+		{"one map for every placement", func() map[string][]*sdk.Allocation { return pass(5) }, true, true},
+		{"a host older than 1.10", func() map[string][]*sdk.Allocation { return pass(5) }, false, false},
+		{"a single placement", func() map[string][]*sdk.Allocation { return pass(1) }, true, false},
+		{"a placement with a map of its own, equal", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			first(na).Metrics.NodesAvailable = maps.Clone(first(na).Metrics.NodesAvailable)
+			return na
+		}, true, false},
+		{"a placement without metrics", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			na["n1"][0].Metrics = nil
+			return na
+		}, true, false},
+		{"an empty map", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			for _, as := range na {
+				for _, a := range as {
+					a.Metrics.NodesAvailable = map[string]int{}
+				}
+			}
+			return na
+		}, true, false},
+		{"an allocation sent whole holds a placement's metric", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			w := placement("w", "n9", res)
+			w.Metrics, w.TaskStates = first(na).Metrics, map[string]sdk.Opaque{"t": nil}
+			na["n9"] = []*sdk.Allocation{w}
+			return na
+		}, true, false},
+		{"an allocation sent whole with a metric of its own", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			w := placement("w", "n9", res)
+			w.TaskStates = map[string]sdk.Opaque{"t": nil}
+			na["n9"] = []*sdk.Allocation{w}
+			return na
+		}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			na := tt.plan()
+			byDC := first(na).Metrics.NodesAvailable
+			var p Placements
+			p.ShareNodesAvailable(tt.share)
+			p.Split(na)
+			if got := p.NodesAvailable() != nil; got != tt.want {
+				t.Fatalf("NodesAvailable sent once: %v, want %v", got, tt.want)
+			}
+			b, err := (&PlanRequest{Plan: &sdk.Plan{NodeAllocation: p.Whole}, Shared: p.Shared, Placed: p.Placed,
+				NodesAvailable: p.NodesAvailable()}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Reset()
+			if !sameMap(first(na).Metrics.NodesAvailable, byDC) {
+				t.Fatal("Reset did not give the placements their map back")
+			}
+			var r PlanRequest
+			if err := Decode(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want {
+				for i, e := range r.Placed {
+					if e.Metrics.NodesAvailable != nil {
+						t.Fatalf("entry %d carries NodesAvailable %v beside the plan's", i, e.Metrics.NodesAvailable)
+					}
+				}
+			}
+			if err := r.Expand(); err != nil {
+				t.Fatal(err)
+			}
+			if r.NodesAvailable != nil {
+				t.Fatal("Expand left NodesAvailable in the request")
+			}
+			var held map[string]int
+			for _, as := range r.Plan.NodeAllocation {
+				for _, a := range as {
+					if a.Metrics == nil || a.TaskStates != nil { // the pass's placements only
+						continue
+					}
+					if !reflect.DeepEqual(a.Metrics.NodesAvailable, byDC) && len(byDC) > 0 {
+						t.Fatalf("allocation %s: NodesAvailable %v, want %v", a.ID, a.Metrics.NodesAvailable, byDC)
+					}
+					if tt.want {
+						// The host holds one map for the plan, as the plugin did.
+						if held == nil {
+							held = a.Metrics.NodesAvailable
+						} else if !sameMap(held, a.Metrics.NodesAvailable) {
+							t.Fatalf("allocation %s holds a map of its own", a.ID)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPlanRequest_Expand_KeepsAnEntrysOwnNodesAvailable: the plan's map
+// fills only the metrics that come without one.
+func TestPlanRequest_Expand_KeepsAnEntrysOwnNodesAvailable(t *testing.T) {
+	own := map[string]int{"dc9": 1}
+	r := &PlanRequest{Plan: &sdk.Plan{}, Shared: []*sdk.Allocation{{}}, NodesAvailable: map[string]int{"dc1": 5},
+		Placed: []Placed{
+			{ID: "a", NodeID: "n1", Metrics: &sdk.AllocMetric{NodesAvailable: own}},
+			{ID: "b", NodeID: "n1", Metrics: &sdk.AllocMetric{}},
+			{ID: "c", NodeID: "n1"},
+		}}
+	if err := r.Expand(); err != nil {
+		t.Fatal(err)
+	}
+	as := r.Plan.NodeAllocation["n1"]
+	if !sameMap(as[0].Metrics.NodesAvailable, own) || as[1].Metrics.NodesAvailable["dc1"] != 5 || as[2].Metrics != nil {
+		t.Fatalf("metrics: %+v, %+v, %+v", as[0].Metrics, as[1].Metrics, as[2].Metrics)
+	}
+}
+
 func TestPlanRequest_Expand_RefusesEntriesWithoutATemplate(t *testing.T) {
 	for _, r := range []*PlanRequest{
 		{Plan: &sdk.Plan{}, Placed: []Placed{{Shared: 0, ID: "a"}}},
@@ -263,10 +414,21 @@ func TestPlacements_RandomPlans(t *testing.T) {
 	}
 	for round := range 300 {
 		na := map[string][]*sdk.Allocation{}
+		byDC := map[string]int{"dc1": round}
+		var last *sdk.Allocation
 		for i := range rng.IntN(40) {
 			node := fmt.Sprintf("n%d", rng.IntN(12))
 			a := placement(fmt.Sprintf("%d-%d", round, i), node, pool[rng.IntN(len(pool))])
-			switch rng.IntN(12) {
+			if round%2 == 0 {
+				// The placements of a pass share one map (ABI 1.10).
+				a.Metrics.NodesAvailable = byDC
+			}
+			switch rng.IntN(14) {
+			case 6:
+				if last != nil && last.Metrics != nil {
+					// Sent whole, with a placed allocation's metric.
+					a.Metrics, a.AllocStates = last.Metrics, []*sdk.AllocState{{Field: "ClientStatus"}}
+				}
 			case 0:
 				a.TaskGroup = "h"
 			case 1:
@@ -282,6 +444,9 @@ func TestPlacements_RandomPlans(t *testing.T) {
 				continue
 			}
 			na[node] = append(na[node], a)
+			if a != nil {
+				last = a
+			}
 		}
 		if rng.IntN(4) == 0 {
 			na["empty"] = []*sdk.Allocation{}

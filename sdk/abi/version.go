@@ -26,10 +26,12 @@ import "fmt"
 // PlanRequest.Shared and Placed: a plugin whose host declares 1.8 may send
 // its plan's new allocations as templates and the fields each has of its
 // own. 1.9 added AllocatedResources.TaskLifecycles: an allocation uses its
-// tasks folded by when they run (sdk.TaskPhases), not their sum.
+// tasks folded by when they run (sdk.TaskPhases), not their sum. 1.10
+// added PlanRequest.NodesAvailable: a plugin whose host declares 1.10 may
+// send the NodesAvailable its placements share once per plan.
 const (
 	Major = 1
-	Minor = 9
+	Minor = 10
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -78,6 +80,10 @@ func (v Version) ChecksConfig() bool { return v.Major() == 1 && v.Minor() >= 7 }
 // TakesPlaced reports whether a host that declares v expands
 // PlanRequest.Placed.
 func (v Version) TakesPlaced() bool { return v.Major() == 1 && v.Minor() >= 8 }
+
+// TakesNodesAvailable reports whether a host that declares v fills the
+// metrics of PlanRequest.Placed from PlanRequest.NodesAvailable.
+func (v Version) TakesNodesAvailable() bool { return v.Major() == 1 && v.Minor() >= 10 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

@@ -73,6 +73,23 @@ func TestVersion_TakesPlaced(t *testing.T) {
 	}
 }
 
+// TestVersion_TakesNodesAvailable: a plugin sends PlanRequest.NodesAvailable
+// in place of its placements' maps only to a host that declares 1.10 or
+// later; an older one would leave their metrics without it.
+func TestVersion_TakesNodesAvailable(t *testing.T) {
+	for _, tt := range []struct {
+		v    Version
+		want bool
+	}{{MakeVersion(1, 9), false}, {MakeVersion(1, 10), true}, {MakeVersion(1, 11), true}, {MakeVersion(2, 10), false}, {0, false}} {
+		if got := tt.v.TakesNodesAvailable(); got != tt.want {
+			t.Errorf("%s: TakesNodesAvailable = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+	if !Current.TakesNodesAvailable() {
+		t.Fatal("this SDK's host does not fill placements' NodesAvailable")
+	}
+}
+
 // A 1.1 reader (no Whole, no Kept fields) skips what 1.2 adds.
 func TestPlanResponse_OldReadersSkipWhole(t *testing.T) {
 	b, err := (&PlanResponse{Result: &sdk.PlanResult{AllocIndex: 4}, Whole: true}).MarshalMsg(nil)

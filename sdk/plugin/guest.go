@@ -151,6 +151,7 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 	}
 	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc,
 		deferUpdates: g.host.TakesDeferredUpdates(), placed: g.host.TakesPlaced()}
+	g.enc.placements.ShareNodesAvailable(g.host.TakesNodesAvailable())
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	err := g.sched.Process(ctx, req.Eval)
@@ -291,6 +292,7 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	if p.placed {
 		enc.placements.Split(plan.NodeAllocation)
 		wire.NodeAllocation, req.Shared, req.Placed = enc.placements.Whole, enc.placements.Shared, enc.placements.Placed
+		req.NodesAvailable = enc.placements.NodesAvailable()
 	}
 	msg, err := req.MarshalMsg(enc.reserve(n))
 	enc.placements.Reset()

@@ -11,14 +11,20 @@ import (
 	"github.com/drover-sched/drover/sdk/plugin"
 )
 
-// placeOne submits a plan of one allocation that points at its job.
-type placeOne struct{ alloc *sdk.Allocation }
+// placeTwo submits a plan of two allocations that point at their job and
+// share their metrics' NodesAvailable map, as a pass's placements do.
+type placeTwo struct{ allocs []*sdk.Allocation }
 
-func (s *placeOne) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+func (s *placeTwo) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	job := &sdk.Job{Namespace: "default", ID: "web"}
-	s.alloc = &sdk.Allocation{ID: "a1", NodeID: "n1", Job: job}
+	byDC := map[string]int{"dc1": 2}
+	s.allocs = nil
+	for _, id := range []string{"a1", "a2"} {
+		s.allocs = append(s.allocs, &sdk.Allocation{ID: id, NodeID: "n1", Job: job,
+			Metrics: &sdk.AllocMetric{NodesEvaluated: 1, NodesAvailable: byDC}})
+	}
 	_, err := ctx.Planner.SubmitPlan(&sdk.Plan{EvalID: eval.ID, Job: job,
-		NodeAllocation: map[string][]*sdk.Allocation{"n1": {s.alloc}}})
+		NodeAllocation: map[string][]*sdk.Allocation{"n1": s.allocs}})
 	return err
 }
 
@@ -26,13 +32,15 @@ func TestGuest_PlanTravelsWithoutAllocJobsAndKeepsThem(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		hostABI    abi.Version
-		wantPlaced int // allocations sent apart from NodeAllocation (ABI 1.8)
+		wantPlaced int  // allocations sent apart from NodeAllocation (ABI 1.8)
+		wantByDC   bool // their NodesAvailable sent once (ABI 1.10)
 	}{
-		{"1.8 host", abi.MakeVersion(1, 8), 1},
-		{"1.7 host", abi.MakeVersion(1, 7), 0},
+		{"1.10 host", abi.MakeVersion(1, 10), 2, true},
+		{"1.9 host", abi.MakeVersion(1, 9), 2, false},
+		{"1.7 host", abi.MakeVersion(1, 7), 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sched := &placeOne{}
+			sched := &placeTwo{}
 			g := plugin.NewGuest(plugin.Info{Name: "p"}, sched)
 			var sent abi.PlanRequest
 			host := func(op abi.Op, msg []byte) ([]byte, error) {
@@ -53,17 +61,27 @@ func TestGuest_PlanTravelsWithoutAllocJobsAndKeepsThem(t *testing.T) {
 			if len(sent.Placed) != tt.wantPlaced {
 				t.Fatalf("%d allocations sent placed, want %d", len(sent.Placed), tt.wantPlaced)
 			}
+			if got := sent.NodesAvailable != nil; got != tt.wantByDC {
+				t.Fatalf("NodesAvailable sent once: %v, want %v", got, tt.wantByDC)
+			}
 			if err := sent.Expand(); err != nil {
 				t.Fatal(err)
 			}
-			if sent.Plan == nil || sent.Plan.Job == nil || len(sent.Plan.NodeAllocation["n1"]) != 1 {
+			if sent.Plan == nil || sent.Plan.Job == nil || len(sent.Plan.NodeAllocation["n1"]) != 2 {
 				t.Fatalf("plan sent: %+v", sent.Plan)
 			}
-			if a := sent.Plan.NodeAllocation["n1"][0]; a.Job != nil || a.ID != "a1" || a.NodeID != "n1" {
-				t.Fatalf("allocation sent: %+v", a)
+			for i, a := range sent.Plan.NodeAllocation["n1"] {
+				if a.Job != nil || a.ID != sched.allocs[i].ID || a.NodeID != "n1" || a.Metrics.NodesAvailable["dc1"] != 2 {
+					t.Fatalf("allocation sent: %+v, metrics %+v", a, a.Metrics)
+				}
 			}
-			if sched.alloc.Job == nil {
-				t.Fatal("submitting the plan took the allocation's job away")
+			for _, a := range sched.allocs {
+				if a.Job == nil {
+					t.Fatal("submitting the plan took the allocation's job away")
+				}
+				if a.Metrics.NodesAvailable["dc1"] != 2 {
+					t.Fatal("submitting the plan took the allocation's NodesAvailable away")
+				}
 			}
 		})
 	}
