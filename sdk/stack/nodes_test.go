@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
+	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/mirror"
 )
 
@@ -82,6 +83,72 @@ func TestReadyCache_EqualsReadyNodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadyNodes_AsNodeByNode: ReadyNodes, which matches datacenters and
+// counts nodes once per run of one datacenter, answers as matching and
+// counting node by node does, over random clusters whose datacenters come
+// in runs of every length, interleaved, with nodes that are not ready or
+// in another pool between them.
+func TestReadyNodes_AsNodeByNode(t *testing.T) {
+	nodeByNode := func(state sdk.State, job *sdk.Job) ([]*sdk.Node, map[string]*sdk.Node, map[string]int) {
+		ready, notReady, byDC := []*sdk.Node{}, map[string]*sdk.Node{}, map[string]int{}
+		for _, n := range state.Nodes() {
+			switch {
+			case !feasible.PoolMatches(job.NodePool, n.NodePool):
+			case !n.Ready():
+				notReady[n.ID] = n
+			case feasible.DatacenterMatches(job.Datacenters, n.Datacenter):
+				ready = append(ready, n)
+				byDC[n.Datacenter]++
+			}
+		}
+		return ready, notReady, byDC
+	}
+	jobs := []*sdk.Job{
+		{ID: "all"},
+		{ID: "dc1", Datacenters: []string{"dc1"}},
+		{ID: "dc0-2", Datacenters: []string{"dc0", "dc2"}},
+		{ID: "glob", Datacenters: []string{"dc*"}},
+		{ID: "none", Datacenters: []string{"elsewhere"}},
+		{ID: "gpu", NodePool: "gpu", Datacenters: []string{"dc1", "edge-*"}},
+		{ID: "any pool", NodePool: sdk.AllNodePool},
+	}
+	dcs := []string{"dc0", "dc1", "dc2", "edge-1", ""}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		sync := &abi.StateSync{Full: true, Index: 1}
+		dc := dcs[0]
+		for i := range rng.IntN(60) {
+			if rng.IntN(4) == 0 {
+				dc = dcs[rng.IntN(len(dcs))] // a new run
+			}
+			n := &sdk.Node{ID: fmt.Sprintf("n-%03d", i), Datacenter: dc, NodePool: "default",
+				Status: sdk.NodeStatusReady, SchedulingEligibility: sdk.NodeSchedulingEligible}
+			switch rng.IntN(8) {
+			case 0:
+				n.Status = sdk.NodeStatusDown
+			case 1:
+				n.SchedulingEligibility = sdk.NodeSchedulingIneligible
+			case 2:
+				n.NodePool = "gpu"
+			}
+			sync.Nodes = append(sync.Nodes, n)
+		}
+		m := mirror.New()
+		if err := m.Apply(sync); err != nil {
+			t.Fatal(err)
+		}
+		for _, job := range jobs {
+			ready, notReady, byDC := ReadyNodes(m, job)
+			wantReady, wantNotReady, wantByDC := nodeByNode(m, job)
+			if !reflect.DeepEqual(ready, wantReady) || !reflect.DeepEqual(notReady, wantNotReady) ||
+				!reflect.DeepEqual(byDC, wantByDC) {
+				t.Fatalf("round %d, job %s: ReadyNodes = %d ready, %v, %v; node by node %d ready, %v, %v", round, job.ID,
+					len(ready), notReady, byDC, len(wantReady), wantNotReady, wantByDC)
+			}
+		}
 	}
 }
 
