@@ -25,9 +25,9 @@ type Placements struct {
 	nodesAvailable map[string]int
 }
 
-// ShareNodesAvailable lets Split send the NodesAvailable map of the
-// placements' metrics once (PlanRequest.NodesAvailable), for a host whose
-// ABI TakesNodesAvailable.
+// ShareNodesAvailable lets the next Splits send the NodesAvailable map of
+// the placements' metrics once (PlanRequest.NodesAvailable), for a host
+// whose ABI TakesNodesAvailable.
 func (p *Placements) ShareNodesAvailable(on bool) { p.share = on }
 
 // NodesAvailable is the map Split took off the placements' metrics, for
@@ -44,8 +44,14 @@ const maxShared = 8
 // field but those of Placed, and has no TaskStates, AllocStates,
 // PreemptedAllocations or DesiredTransition), and goes whole otherwise,
 // so that Expand restores each list in its order; an empty list goes
-// whole, its key being all there is to send. Allocations share AllocatedResources when they hold
-// the same pointer: templates are never compared deeply.
+// whole, its key being all there is to send. Allocations share
+// AllocatedResources when they hold the same pointer: templates are never
+// compared deeply.
+//
+// With ShareNodesAvailable on, Split may take the NodesAvailable map off
+// the placements' metrics, which are the caller's: they stay without it
+// until Reset (or the next Split) puts it back, so call Reset once the
+// request is encoded, whether or not that succeeded.
 func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 	p.Reset()
 	for node, allocs := range na {
@@ -79,8 +85,9 @@ func (p *Placements) Split(na map[string][]*sdk.Allocation) {
 
 // takeNodesAvailable takes the placements' NodesAvailable off their
 // metrics when every one of them holds the same map (the stack gives the
-// placements of a pass one) and no allocation sent whole holds it: its
-// metric may be one of theirs, and would then travel without it.
+// placements of a pass one). An allocation sent whole keeps its map: if
+// its metric is one of the placements', taking theirs would take its
+// own, and nothing is taken.
 func (p *Placements) takeNodesAvailable() {
 	if len(p.Placed) < 2 || p.Placed[0].Metrics == nil {
 		return
@@ -94,17 +101,31 @@ func (p *Placements) takeNodesAvailable() {
 			return
 		}
 	}
+	// The whole allocations' metrics that hold the map (a preemption's or
+	// an in-place update's, usually none) are compared by pointer below.
+	var held []*sdk.AllocMetric
 	for _, allocs := range p.Whole {
 		for _, a := range allocs {
 			if a != nil && a.Metrics != nil && sameMap(a.Metrics.NodesAvailable, shared) {
-				return
+				held = append(held, a.Metrics)
 			}
 		}
 	}
-	for i := range p.Placed {
-		p.Placed[i].Metrics.NodesAvailable = nil
+	p.setNodesAvailable(nil)
+	for _, m := range held {
+		if m.NodesAvailable == nil {
+			p.setNodesAvailable(shared)
+			return
+		}
 	}
 	p.nodesAvailable = shared
+}
+
+// setNodesAvailable sets the NodesAvailable of every placement's metric.
+func (p *Placements) setNodesAvailable(m map[string]int) {
+	for i := range p.Placed {
+		p.Placed[i].Metrics.NodesAvailable = m
+	}
 }
 
 // sameMap reports whether a and b are the same map, not equal ones: a map
@@ -118,9 +139,7 @@ func sameMap(a, b map[string]int) bool {
 // keeping its room, and drops its references to the last plan's objects.
 func (p *Placements) Reset() {
 	if p.nodesAvailable != nil {
-		for i := range p.Placed {
-			p.Placed[i].Metrics.NodesAvailable = p.nodesAvailable
-		}
+		p.setNodesAvailable(p.nodesAvailable)
 		p.nodesAvailable = nil
 	}
 	clear(p.Whole)

@@ -288,10 +288,10 @@ func TestPlacements_SharesNodesAvailable(t *testing.T) {
 			return na
 		}, true, false},
 		{"an empty map", func() map[string][]*sdk.Allocation {
-			na := pass(5)
+			na, empty := pass(5), map[string]int{}
 			for _, as := range na {
 				for _, a := range as {
-					a.Metrics.NodesAvailable = map[string]int{}
+					a.Metrics.NodesAvailable = empty
 				}
 			}
 			return na
@@ -307,6 +307,13 @@ func TestPlacements_SharesNodesAvailable(t *testing.T) {
 			na := pass(5)
 			w := placement("w", "n9", res)
 			w.TaskStates = map[string]sdk.Opaque{"t": nil}
+			na["n9"] = []*sdk.Allocation{w}
+			return na
+		}, true, true},
+		{"an allocation sent whole with a metric of its own that holds the map", func() map[string][]*sdk.Allocation {
+			na := pass(5)
+			w := placement("w", "n9", res)
+			w.Metrics.NodesAvailable, w.PreemptedAllocations = first(na).Metrics.NodesAvailable, []string{"x"}
 			na["n9"] = []*sdk.Allocation{w}
 			return na
 		}, true, true},
@@ -350,7 +357,7 @@ func TestPlacements_SharesNodesAvailable(t *testing.T) {
 			var held map[string]int
 			for _, as := range r.Plan.NodeAllocation {
 				for _, a := range as {
-					if a.Metrics == nil || a.TaskStates != nil { // the pass's placements only
+					if a.Metrics == nil || a.ID == "w" { // the pass's placements only
 						continue
 					}
 					if !reflect.DeepEqual(a.Metrics.NodesAvailable, byDC) && len(byDC) > 0 {
@@ -367,6 +374,40 @@ func TestPlacements_SharesNodesAvailable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlacements_ReusedForAPlanThatDoesNotShare: the guest reuses one
+// Placements; what one plan's Split took must not travel with the next.
+func TestPlacements_ReusedForAPlanThatDoesNotShare(t *testing.T) {
+	res := &sdk.AllocatedResources{}
+	byDC := map[string]int{"dc1": 4}
+	sharing := map[string][]*sdk.Allocation{"n1": {placement("a1", "n1", res), placement("a2", "n1", res)}}
+	for _, a := range sharing["n1"] {
+		a.Metrics.NodesAvailable = byDC
+	}
+	own := map[string][]*sdk.Allocation{"n2": {placement("b1", "n2", res), placement("b2", "n2", res)}}
+	var p Placements
+	p.ShareNodesAvailable(true)
+	p.Split(sharing)
+	if !sameMap(p.NodesAvailable(), byDC) {
+		t.Fatal("the first plan's map was not taken")
+	}
+	p.Reset()
+	p.Split(own)
+	if p.NodesAvailable() != nil {
+		t.Fatalf("the second plan sends NodesAvailable %v", p.NodesAvailable())
+	}
+	for _, e := range p.Placed {
+		if e.Metrics.NodesAvailable["dc1"] != 10 {
+			t.Fatalf("entry %s: NodesAvailable %v", e.ID, e.Metrics.NodesAvailable)
+		}
+	}
+	p.Reset()
+	for _, a := range sharing["n1"] {
+		if !sameMap(a.Metrics.NodesAvailable, byDC) {
+			t.Fatalf("allocation %s lost its map", a.ID)
+		}
 	}
 }
 
@@ -425,7 +466,7 @@ func TestPlacements_RandomPlans(t *testing.T) {
 			}
 			switch rng.IntN(14) {
 			case 6:
-				if last != nil && last.Metrics != nil {
+				if round%4 == 0 && last != nil && last.Metrics != nil {
 					// Sent whole, with a placed allocation's metric.
 					a.Metrics, a.AllocStates = last.Metrics, []*sdk.AllocState{{Field: "ClientStatus"}}
 				}

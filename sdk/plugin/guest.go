@@ -150,8 +150,8 @@ func (g *Guest) process(reqBytes []byte, host HostFunc) (resp abi.ProcessRespons
 		return abi.ProcessResponse{Code: abi.CodeInvalidEval, Message: "plugin: request carries no evaluation"}
 	}
 	p := &planner{host: host, mirror: g.mirror, token: req.EvalToken, enc: &g.enc,
-		deferUpdates: g.host.TakesDeferredUpdates(), placed: g.host.TakesPlaced()}
-	g.enc.placements.ShareNodesAvailable(g.host.TakesNodesAvailable())
+		deferUpdates: g.host.TakesDeferredUpdates(), placed: g.host.TakesPlaced(),
+		nodesAvailable: g.host.TakesNodesAvailable()}
 	logger := slog.New(&logHandler{host: host}).With("eval_id", req.Eval.ID)
 	ctx := sdk.NewContext(g.mirror, p, logger, time.Unix(0, req.Now).UTC(), req.Config, req.Eval.ID)
 	err := g.sched.Process(ctx, req.Eval)
@@ -238,8 +238,10 @@ type planner struct {
 	// is that update while no other planner call has followed it.
 	deferUpdates bool
 	pending      *sdk.Evaluation
-	// placed: the host expands PlanRequest.Placed (ABI 1.8).
-	placed bool
+	// placed: the host expands PlanRequest.Placed (ABI 1.8);
+	// nodesAvailable: and fills their metrics from
+	// PlanRequest.NodesAvailable (ABI 1.10).
+	placed, nodesAvailable bool
 }
 
 // call makes one planner call on the host, after the held eval update if
@@ -290,6 +292,7 @@ func (p *planner) SubmitPlan(plan *sdk.Plan) (*sdk.PlanResult, error) {
 	}
 	req := &abi.PlanRequest{Plan: &wire}
 	if p.placed {
+		enc.placements.ShareNodesAvailable(p.nodesAvailable)
 		enc.placements.Split(plan.NodeAllocation)
 		wire.NodeAllocation, req.Shared, req.Placed = enc.placements.Whole, enc.placements.Shared, enc.placements.Placed
 		req.NodesAvailable = enc.placements.NodesAvailable()

@@ -22,21 +22,18 @@ func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[
 	ready = make([]*sdk.Node, 0, len(all))
 	notReady = map[string]*sdk.Node{}
 	byDC = map[string]int{}
-	// Nodes come in runs of one datacenter (a cluster has few, often one),
-	// so the job's datacenters are matched and the count is added once per
-	// run rather than per node: hashing the name for every node was most
-	// of this loop's cost in a wasm guest.
-	var run struct {
-		dc      string
-		started bool
-		in      bool
-		ready   int
+	// Each datacenter is matched against the job's once, and its ready
+	// nodes are counted in a tally looked up only when a node's
+	// datacenter is not the previous node's: in a cluster of one
+	// datacenter, a comparison per node. Globbing and hashing the name
+	// for every node was most of this loop's cost in a wasm guest.
+	type tally struct {
+		in    bool
+		ready int
 	}
-	flush := func() {
-		if run.ready > 0 {
-			byDC[run.dc] += run.ready
-		}
-	}
+	tallies := map[string]*tally{}
+	var last *tally
+	var lastDC string
 	for _, n := range all {
 		if !feasible.PoolMatches(job.NodePool, n.NodePool) {
 			continue
@@ -45,18 +42,24 @@ func ReadyNodes(state sdk.State, job *sdk.Job) (ready []*sdk.Node, notReady map[
 			notReady[n.ID] = n
 			continue
 		}
-		if !run.started || n.Datacenter != run.dc {
-			flush()
-			run.dc, run.started, run.ready = n.Datacenter, true, 0
-			run.in = feasible.DatacenterMatches(job.Datacenters, n.Datacenter)
+		if last == nil || n.Datacenter != lastDC {
+			t := tallies[n.Datacenter]
+			if t == nil {
+				t = &tally{in: feasible.DatacenterMatches(job.Datacenters, n.Datacenter)}
+				tallies[n.Datacenter] = t
+			}
+			last, lastDC = t, n.Datacenter
 		}
-		if !run.in {
-			continue
+		if last.in {
+			ready = append(ready, n)
+			last.ready++
 		}
-		ready = append(ready, n)
-		run.ready++
 	}
-	flush()
+	for dc, t := range tallies {
+		if t.ready > 0 {
+			byDC[dc] = t.ready
+		}
+	}
 	return ready, notReady, byDC
 }
 

@@ -86,11 +86,11 @@ func TestReadyCache_EqualsReadyNodes(t *testing.T) {
 	}
 }
 
-// TestReadyNodes_AsNodeByNode: ReadyNodes, which matches datacenters and
-// counts nodes once per run of one datacenter, answers as matching and
-// counting node by node does, over random clusters whose datacenters come
-// in runs of every length, interleaved, with nodes that are not ready or
-// in another pool between them.
+// TestReadyNodes_AsNodeByNode: ReadyNodes, which matches each datacenter
+// once and counts into a tally it looks up when the datacenter changes,
+// answers as matching and counting node by node does, over random
+// clusters whose datacenters come in runs of every length, interleaved,
+// with nodes that are not ready or in another pool between them.
 func TestReadyNodes_AsNodeByNode(t *testing.T) {
 	nodeByNode := func(state sdk.State, job *sdk.Job) ([]*sdk.Node, map[string]*sdk.Node, map[string]int) {
 		ready, notReady, byDC := []*sdk.Node{}, map[string]*sdk.Node{}, map[string]int{}
