@@ -279,7 +279,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 			Output: runtime.OutputLog(f.cfg.Log, name, "go-plugin")}),
 	})
 	fail := func(err error) (*instance, error) {
-		client.Kill()
+		stop(client, cmd, true)
 		if evals != nil {
 			evals.Close()
 		}
@@ -300,7 +300,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	if !ok {
 		return fail(fmt.Errorf("%w: dispensed %T", ErrInvalidPlugin, raw))
 	}
-	inst := &instance{f: f, client: client, conn: conn, evals: evals, stderr: tail}
+	inst := &instance{f: f, client: client, cmd: cmd, conn: conn, evals: evals, stderr: tail}
 	id := conn.Broker.NextId()
 	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(grpcwire.ServerOptions(opts)...)
@@ -319,6 +319,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 type instance struct {
 	f      *Factory
 	client *goplugin.Client
+	cmd    *exec.Cmd
 	conn   *grpcwire.Conn
 	// evals is the eval socket (ABI 1.6), used when the plugin declares it.
 	evals *grpcwire.EvalSocket
@@ -436,20 +437,66 @@ func (i *instance) Pid() int {
 // kill ends the process at once: a hung plugin would not answer go-plugin's
 // graceful shutdown.
 func (i *instance) kill() {
-	if pid := i.Pid(); pid > 0 {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
-		}
-	}
-	i.client.Kill()
+	stop(i.client, i.cmd, true)
 	i.closeEvals()
 }
 
 // Close implements runtime.Instance.
 func (i *instance) Close(context.Context) error {
-	i.client.Kill()
+	stop(i.client, i.cmd, false)
 	i.closeEvals()
 	return nil
+}
+
+// stopGrace bounds how long stopping a process waits for go-plugin's own
+// shutdown (a graceful close, then a kill 2 s later) before it kills the
+// process's group.
+const stopGrace = 5 * time.Second
+
+// stop ends the plugin process that client started with cmd: at once when
+// now (a process that failed or hangs), gracefully otherwise, and in
+// either case within stopGrace. go-plugin reads the process's output to
+// its end before it returns, and a child the plugin started (a shell
+// wrapper's command) holds that output open: without its group killed,
+// stopping would wait for the child. So the group is killed as soon as
+// the process has exited, and in the end even when nothing held the
+// output, so that nothing the plugin started outlives it.
+func stop(client *goplugin.Client, cmd *exec.Cmd, now bool) {
+	if now {
+		killGroup(cmd)
+	}
+	done := make(chan struct{})
+	go func() {
+		client.Kill()
+		close(done)
+	}()
+	if !waitStopped(done, cmd) {
+		killGroup(cmd)
+		<-done
+	}
+	killGroup(cmd)
+}
+
+// waitStopped waits for done and reports true, or reports false as soon as
+// the process has exited (its group may still hold the output) or
+// stopGrace has passed.
+func waitStopped(done <-chan struct{}, cmd *exec.Cmd) bool {
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-done:
+			return true
+		case <-grace.C:
+			return false
+		case <-poll.C:
+			if exited(cmd) {
+				return false
+			}
+		}
+	}
 }
 
 // takesEvalSocket reports whether evals go on the eval socket (ABI 1.6)
