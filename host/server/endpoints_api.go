@@ -364,10 +364,17 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			}
 		}
 	}
-	// An evaluation last written before the job was registered counted
-	// the queued allocations of an earlier instance.
+	// Queued comes from the evaluation a scheduler wrote last. One last
+	// written before the job was registered counted the queued
+	// allocations of an earlier instance; a canceled one was last written
+	// by its cancellation (a blocked eval that a later eval of the job
+	// superseded), and what it counted is no longer so, as in Nomad's
+	// summary, which canceling leaves alone.
 	var latest *sdk.Evaluation
 	for _, e := range snap.EvalsByJob(job.Namespace, job.ID) {
+		if e.Status == sdk.EvalStatusCanceled {
+			continue
+		}
 		if e.QueuedAllocations != nil && e.ModifyIndex >= job.CreateIndex && (latest == nil || e.ModifyIndex > latest.ModifyIndex) {
 			latest = e
 		}

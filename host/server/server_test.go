@@ -244,6 +244,52 @@ func TestServer_JobKeepsItsKindUntilPurged(t *testing.T) {
 	}
 }
 
+// TestServer_SummaryQueuedIgnoresCanceledEvals: a blocked eval that was
+// reblocked counted its group's allocations as queued; the job's update
+// then placed them all and canceled the blocked eval, which rewrote it
+// last. Its count is not the job's any more: Nomad's summary changes only
+// when a scheduler writes an eval, and canceling is not that.
+func TestServer_SummaryQueuedIgnoresCanceledEvals(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.RegisterJob(servertest.Job("hc", sdk.JobTypeBatch, 5, 100000, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := servertest.WaitForEval(t, s, evalID)
+	blockedID := first.BlockedEval
+	if blockedID == "" {
+		t.Fatalf("no blocked eval: %+v", first)
+	}
+	// A node joins: the blocked eval runs again, places nothing and is
+	// reblocked, counting the five allocations queued.
+	if _, _, err := s.RegisterNode(servertest.Node(1, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the blocked eval to be reblocked", func() bool {
+		e := s.Store().Snapshot().Eval(blockedID)
+		return e != nil && e.Status == sdk.EvalStatusBlocked && e.QueuedAllocations["g"] == 5
+	})
+	evalID, _, err = s.RegisterJob(servertest.Job("hc", sdk.JobTypeBatch, 5, 100, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	servertest.WaitFor(t, "the blocked eval to be canceled", func() bool {
+		e := s.Store().Snapshot().Eval(blockedID)
+		return e != nil && e.Status == sdk.EvalStatusCanceled
+	})
+	snap := s.Store().Snapshot()
+	if n := len(snap.AllocsByJob("default", "hc")); n != 5 {
+		t.Fatalf("%d allocations, want 5", n)
+	}
+	if got := server.JobSummary(snap, snap.Job("default", "hc")).Summary["g"].Queued; got != 0 {
+		t.Fatalf("Queued = %d with every allocation placed", got)
+	}
+}
+
 // After a job is purged and registered again, its summary counts only the
 // new instance (it starts from zero, as Nomad's), and forcing a reschedule
 // leaves the purged instance's failed allocations alone (Nomad's looks
