@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
 
@@ -149,7 +150,7 @@ func (c *agentCommand) Run(args []string) int {
 	// The log goes to stderr and to drover monitor (/v1/agent/monitor).
 	var out io.Writer = os.Stderr
 	if !cfg.LogJSON {
-		out = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
+		out = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: !colorful(os.Stderr)}
 	}
 	cfg.Logs = logmon.NewHub()
 	log := zerolog.New(zerolog.MultiLevelWriter(out, cfg.Logs)).With().Timestamp().Logger().Level(lvl)
@@ -183,4 +184,11 @@ func (c *agentCommand) Run(args []string) int {
 		return c.errorf("shutdown: %v", err)
 	}
 	return exitOK
+}
+
+// colorful reports whether the console log to f may use colours: f is a
+// terminal and NO_COLOR (no-color.org) is not set. A log redirected to a
+// file or a pipe gets no escape codes.
+func colorful(f *os.File) bool {
+	return os.Getenv("NO_COLOR") == "" && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

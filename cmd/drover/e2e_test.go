@@ -295,3 +295,42 @@ func TestE2E_InitTaskFitsBesideItsMainTask(t *testing.T) {
 		t.Fatalf("the allocation uses %d MHz, want 3500", u.CPU)
 	}
 }
+
+// TestE2E_AgentLogToAFileHasNoColours: the console log of an agent whose
+// stderr is not a terminal (a file, a pipe, a test's buffer) carries no
+// ANSI escape codes, which would litter a log file.
+func TestE2E_AgentLogToAFileHasNoColours(t *testing.T) {
+	bin := droverBin(t)
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", "1", "-http-addr", addr, "-log-level", "info")
+	logs := &testlog.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(logs.String(), "INF") {
+		select {
+		case <-exited:
+			t.Fatalf("agent exited: %s", logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no info line logged: %q", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out := logs.String(); strings.Contains(out, "\x1b[") {
+		t.Fatalf("the log holds escape codes: %q", out[:min(len(out), 300)])
+	}
+}
