@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/hashicorp/cli"
+	"github.com/mattn/go-runewidth"
 )
 
 const version = agent.Version
@@ -124,7 +125,9 @@ func (m *meta) printJSON(v any) int {
 	return exitOK
 }
 
-// table prints rows with aligned columns.
+// table prints rows with aligned columns. Cells are measured by the
+// columns a terminal gives them (runewidth), not by their bytes: a job
+// named in another script than Latin's keeps the columns after it in line.
 func (m *meta) table(rows [][]string) {
 	if len(rows) == 0 {
 		return
@@ -132,8 +135,8 @@ func (m *meta) table(rows [][]string) {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
-			if i < len(widths) && len(c) > widths[i] {
-				widths[i] = len(c)
+			if i < len(widths) {
+				widths[i] = max(widths[i], runewidth.StringWidth(c))
 			}
 		}
 	}
@@ -145,7 +148,7 @@ func (m *meta) table(rows [][]string) {
 				break
 			}
 			b.WriteString(c)
-			b.WriteString(strings.Repeat(" ", widths[i]-len(c)+2))
+			b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)+2))
 		}
 		fmt.Fprintln(m.out, strings.TrimRight(b.String(), " "))
 	}
