@@ -8,7 +8,8 @@
 // the captured evals eligible for C or that never saw C, and every escaped
 // eval. The tracker keeps one blocked eval per job, the one with the newest
 // view; extra ones are duplicates, canceled by the leader's reaper, as is
-// the blocked eval of a job whose later eval placed everything (Untrack).
+// the blocked eval of a job whose later eval completed without placement
+// failures (Untrack).
 // The tracker remembers the last unblock index per class, so an eval whose
 // snapshot is older than an unblock that concerns it is enqueued at once:
 // it missed the change it waits for. Evals blocked after running out of
@@ -59,7 +60,8 @@ type Tracker struct {
 	// lastUnblock is the highest unblock index of any class.
 	lastUnblock uint64
 	// duplicates lost to a newer blocked eval of their job; retired were
-	// made moot by an eval of their job that placed everything (Untrack).
+	// made moot by an eval of their job that completed without placement
+	// failures (Untrack).
 	duplicates, retired []*sdk.Evaluation
 	dupWake             chan struct{}
 }
@@ -259,7 +261,9 @@ func (t *Tracker) UnblockFailed() {
 }
 
 // Untrack retires a job's blocked eval because a later eval of the job
-// placed everything: it is handed to the reaper to be canceled, so it does
+// completed without placement failures, as Nomad's FSM does: it placed
+// everything it was to place (which may be nothing, as after a failed
+// deployment). The eval is handed to the reaper to be canceled, so it does
 // not linger as blocked in the state store.
 func (t *Tracker) Untrack(ns, jobID string) {
 	t.mu.Lock()

@@ -207,7 +207,7 @@ func (s *Server) reapDuplicateBlockedEvals(ctx context.Context) {
 		}
 		for len(retired) > 0 {
 			n := min(len(retired), maxReapBatch)
-			s.cancelEvals(retired[:n], "evaluation superseded by a later evaluation of the job that placed everything")
+			s.cancelEvals(retired[:n], "evaluation superseded by a later evaluation of the job that completed without placement failures")
 			retired = retired[n:]
 		}
 		select {

@@ -892,8 +892,8 @@ func TestLifecycle_Blocked_To_Canceled_DuplicateReaped(t *testing.T) {
 		blocked := servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", "service", 2, 800, 64))).BlockedEval
 		// The job shrinks to what fits: its eval places everything.
 		servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", "service", 1, 800, 64)))
-		if e := servertest.WaitForEval(t, s, blocked, sdk.EvalStatusCanceled); !strings.Contains(e.StatusDescription, "placed everything") {
-			t.Fatalf("reason %q does not say the job's later eval placed everything", e.StatusDescription)
+		if e := servertest.WaitForEval(t, s, blocked, sdk.EvalStatusCanceled); !strings.Contains(e.StatusDescription, "completed without placement failures") {
+			t.Fatalf("reason %q does not say the job's later eval completed without placement failures", e.StatusDescription)
 		}
 	})
 }
