@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/jobspec"
@@ -197,8 +198,15 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if err := jobspec.Validate(job); err != nil {
 		return badRequest(err)
 	}
-	if _, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job); err != nil {
+	e, err := s.plugins.ForEval(&sdk.Evaluation{Type: job.Type}, job)
+	if err != nil {
 		return badRequest(err)
+	}
+	if job.Scheduler != "" && slices.Contains(e.Plugin.Info().Types, sdk.JobTypeCore) {
+		// Its every eval of the job would fail: it takes only the agent's
+		// own garbage-collection evals.
+		return badRequest(fmt.Errorf("job %q names scheduler %q, which schedules the agent's core (garbage collection) evaluations, not jobs",
+			job.ID, job.Scheduler))
 	}
 	if err := s.validateCounts(job); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/plugin"
 )
 
 func TestServer_RegisterJobPlacesAllocations(t *testing.T) {
@@ -241,6 +242,25 @@ func TestServer_JobKeepsItsKindUntilPurged(t *testing.T) {
 	d.ID, d.Dispatched = "new", true
 	if _, _, err := s.RegisterJob(d); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "dispatched") {
 		t.Fatalf("registering a dispatched job: err = %v", err)
+	}
+}
+
+// TestServer_JobNamingTheCoreSchedulerIsRefused: the core plugin takes
+// only the agent's own evals, so a job that names it would fail every
+// eval; its registration is refused instead, as an unknown name's is.
+func TestServer_JobNamingTheCoreSchedulerIsRefused(t *testing.T) {
+	reg := servertest.NativeBuiltins(t, 1)
+	servertest.AddNative(t, reg, plugin.Info{Name: "core", Types: []string{sdk.JobTypeCore}}, 1,
+		func() sdk.Scheduler {
+			return sdk.SchedulerFunc(func(*sdk.Context, *sdk.Evaluation) error { return nil })
+		})
+	s := servertest.New(t, reg, nil)
+	for _, name := range []string{"core", "nonesuch"} {
+		job := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+		job.Scheduler = name
+		if _, _, err := s.RegisterJob(job); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), `"`+name+`"`) {
+			t.Errorf("scheduler %q: err = %v, want it refused", name, err)
+		}
 	}
 }
 
