@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -79,14 +80,18 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 
 // parseWait reads a wait: a Go duration ("10s", "500ms") or milliseconds.
 func parseWait(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	ms, err := strconv.Atoi(s)
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, err
+		ms, msErr := strconv.ParseUint(s, 10, 32)
+		if msErr != nil {
+			return 0, errors.New(`not a duration ("30s", "5m") or a number of milliseconds`)
+		}
+		d = time.Duration(ms) * time.Millisecond
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	if d < 0 {
+		return 0, errors.New("negative")
+	}
+	return d, nil
 }
 
 // listOptions are a list query's parameters.
