@@ -98,8 +98,18 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
 			if autoRevert(d) {
 				if v := latestStable(snap, d); v != nil {
-					a.revert = v
-					a.desc = fmt.Sprintf("%s - rolling back to job version %d", desc, v.Version)
+					// As Nomad's watcher: reverting to the spec the failed
+					// version already has would change nothing.
+					deployed := snap.JobVersion(d.Namespace, d.JobID, d.JobVersion)
+					if deployed == nil {
+						deployed = job
+					}
+					if state.SpecChanged(deployed, v) {
+						a.revert = v
+						a.desc = fmt.Sprintf("%s - rolling back to job version %d", desc, v.Version)
+					} else {
+						a.desc = fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", desc, v.Version)
+					}
 				}
 			}
 			out = append(out, a)

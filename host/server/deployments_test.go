@@ -148,8 +148,14 @@ func TestDeployments_RollingUpdateCanaryAutoPromoteAndRevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitForEval(t, s, evalID)
-	d = rollOut(t, s, false)
-	if d.Status != sdk.DeploymentStatusFailed {
+	v3 := s.Store().Snapshot().LatestDeployment("default", "web")
+	if v3 == nil || v3.JobVersion != 3 {
+		t.Fatalf("v3 deployment = %+v", v3)
+	}
+	rollOut(t, s, false)
+	// The revert's own deployment may fail as well before rollOut looks:
+	// v3's is read by its ID.
+	if d = s.Store().Snapshot().Deployment(v3.ID); d.Status != sdk.DeploymentStatusFailed {
 		t.Fatalf("v3 deployment = %s", d.Status)
 	}
 	var j *sdk.Job
@@ -164,6 +170,21 @@ func TestDeployments_RollingUpdateCanaryAutoPromoteAndRevert(t *testing.T) {
 	})
 	if d.StatusDescription != sdk.DeploymentDescriptionFailedAllocations+" - rolling back to job version 2" {
 		t.Fatalf("failed deployment says %q", d.StatusDescription)
+	}
+
+	// v4, v2's spec, fails too: reverting to v2 would change nothing, and
+	// the deployment says so, as Nomad's does; the job stays at v4.
+	waitFor(t, "v4's deployment to fail", func() bool {
+		reportHealth(t, s, false)
+		d = s.Store().Snapshot().LatestDeployment("default", "web")
+		return d != nil && d.JobVersion == 4 && d.Status == sdk.DeploymentStatusFailed
+	})
+	want := sdk.DeploymentDescriptionFailedAllocations + " - not rolling back to stable job version 2 as current job has same specification"
+	if d.StatusDescription != want {
+		t.Fatalf("failed deployment says %q, want %q", d.StatusDescription, want)
+	}
+	if j := s.Store().Snapshot().Job("default", "web"); j.Version != 4 {
+		t.Fatalf("job at version %d after a revert that changes nothing, want 4", j.Version)
 	}
 }
 
