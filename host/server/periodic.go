@@ -156,7 +156,8 @@ func (h *launchHeap) Pop() any {
 // launch registers a child job "<parent>/periodic-<unix time>" with a
 // periodic-job eval and records the launch in the state; with
 // prohibit_overlap a launch is skipped while a child is still running. A new
-// leader launches at once a job whose launch was missed while no one led.
+// leader launches at once a job whose launch was missed while no one led,
+// unless prohibit_overlap skips it.
 type periodicLauncher struct {
 	s     *Server
 	mu    sync.Mutex
@@ -206,8 +207,11 @@ func (p *periodicLauncher) run(ctx context.Context) {
 		id := j.NamespacedID()
 		if l := snap.PeriodicLaunch(j.Namespace, j.ID); l != nil {
 			if missed, err := NextLaunch(j.Periodic, time.Unix(0, l.Launch)); err == nil && !missed.IsZero() && missed.Before(now) {
+				// prohibit_overlap holds for a made-up launch too (Nomad's
+				// new leader launches it regardless): the previous child
+				// may still run.
 				s.log.Info().Str("job_id", j.ID).Time("missed", missed).Msg("launching a periodic job whose launch was missed")
-				p.launch(id, now, false)
+				p.launch(id, now, true)
 			}
 		}
 		p.schedule(sched, j, now)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +97,42 @@ func TestPeriodic_MissedLaunchMadeUpByNewLeader(t *testing.T) {
 
 	s = startDurable(t, dir, placer)
 	servertest.WaitFor(t, "the missed launch", func() bool { return len(children(s, "hourly")) == 1 })
+}
+
+// TestPeriodic_MissedLaunchKeepsProhibitOverlap: the launch a new leader
+// makes up is skipped while the previous child of a prohibit_overlap job
+// still runs, as a launch on schedule would be (Nomad's new leader
+// launches it regardless).
+func TestPeriodic_MissedLaunchKeepsProhibitOverlap(t *testing.T) {
+	dir := t.TempDir()
+	s := startDurable(t, dir, placer)
+	registerNode(t, s, 0, 100_000)
+	// Both registered three hours ago, hourly: a launch of each is
+	// overdue. "hourly" launched two hours ago, and that child has not
+	// finished (no eval has run it); "later" is there to show when the
+	// new leader has made up the missed launches: its own is, and it
+	// comes after "hourly" in the leader's pass over the jobs.
+	for _, id := range []string{"hourly", "later"} {
+		j := periodicJob(id, "0 * * * *", true)
+		j.Namespace, j.Priority = "default", 50
+		j.SubmitTime = time.Now().Add(-3 * time.Hour).UnixNano()
+		if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: j}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := s.Store().Snapshot().Job("default", "hourly")
+	launched := time.Now().Add(-2 * time.Hour)
+	child := *j
+	child.ID = fmt.Sprintf("%s%s%d", j.ID, server.PeriodicLaunchSuffix, launched.Unix())
+	child.Name, child.ParentID, child.Periodic = child.ID, j.ID, nil
+	if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: &child, LaunchTime: launched.UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Shutdown())
+
+	s = startDurable(t, dir, placer)
+	servertest.WaitFor(t, "the missed launch of the other job", func() bool { return len(children(s, "later")) == 1 })
+	if n := len(children(s, "hourly")); n != 1 {
+		t.Fatalf("%d children, want only the one still running", n)
+	}
 }
