@@ -4,17 +4,11 @@ package goplugin
 
 import "os/exec"
 
-// configureCmd does nothing here; the plugin's own parent watch ends it
+// configureCmd starts the plugin in a process group of its own where the
+// platform has them (see killGroup); the plugin's own parent watch ends it
 // when the agent dies.
-func configureCmd(*exec.Cmd) {}
+func configureCmd(cmd *exec.Cmd) { setpgid(cmd) }
 
-// killGroup kills the plugin process started by cmd (here without its
-// children).
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = cmd.Process.Kill()
-	}
-}
-
-// exited reports false: stop waits its grace period here.
-func exited(*exec.Cmd) bool { return false }
+// zombie reports false here: stop waits its grace period before it kills
+// the plugin's group.
+func zombie(*exec.Cmd) bool { return false }

@@ -279,7 +279,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 			Output: runtime.OutputLog(f.cfg.Log, name, "go-plugin")}),
 	})
 	fail := func(err error) (*instance, error) {
-		stop(client, cmd, true)
+		stop(client, cmd, true, f.cfg.Log)
 		if evals != nil {
 			evals.Close()
 		}
@@ -437,49 +437,52 @@ func (i *instance) Pid() int {
 // kill ends the process at once: a hung plugin would not answer go-plugin's
 // graceful shutdown.
 func (i *instance) kill() {
-	stop(i.client, i.cmd, true)
+	stop(i.client, i.cmd, true, i.f.cfg.Log)
 	i.closeEvals()
 }
 
 // Close implements runtime.Instance.
 func (i *instance) Close(context.Context) error {
-	stop(i.client, i.cmd, false)
+	stop(i.client, i.cmd, false, i.f.cfg.Log)
 	i.closeEvals()
 	return nil
 }
 
 // stopGrace bounds how long stopping a process waits for go-plugin's own
 // shutdown (a graceful close, then a kill 2 s later) before it kills the
-// process's group.
+// process's group, and then how long it waits for the group's end.
 const stopGrace = 5 * time.Second
 
 // stop ends the plugin process that client started with cmd: at once when
-// now (a process that failed or hangs), gracefully otherwise, and in
-// either case within stopGrace. go-plugin reads the process's output to
-// its end before it returns, and a child the plugin started (a shell
-// wrapper's command) holds that output open: without its group killed,
-// stopping would wait for the child. So the group is killed as soon as
-// the process has exited, and in the end even when nothing held the
-// output, so that nothing the plugin started outlives it.
-func stop(client *goplugin.Client, cmd *exec.Cmd, now bool) {
+// now (a process that failed or hangs), gracefully otherwise. go-plugin
+// reads the process's output to its end before it returns, and a child the
+// plugin started (a shell wrapper's command) holds that output open: so the
+// process's group is killed as soon as the process has exited, or after
+// stopGrace. A process that left the group and still holds the output is
+// left running after another stopGrace, with a warning.
+func stop(client *goplugin.Client, cmd *exec.Cmd, now bool, log zerolog.Logger) {
 	if now {
-		killGroup(cmd)
+		killGroup(client, cmd)
 	}
 	done := make(chan struct{})
 	go func() {
 		client.Kill()
 		close(done)
 	}()
-	if !waitStopped(done, cmd) {
-		killGroup(cmd)
-		<-done
+	if waitStopped(done, cmd) {
+		return
 	}
-	killGroup(cmd)
+	killGroup(client, cmd)
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		log.Warn().Int("pid", cmd.Process.Pid).Msg("a process the plugin started holds its output after the plugin's group was killed; leaving it")
+	}
 }
 
 // waitStopped waits for done and reports true, or reports false as soon as
-// the process has exited (its group may still hold the output) or
-// stopGrace has passed.
+// the process has exited but is not yet reaped (its group may hold the
+// output), or once stopGrace has passed.
 func waitStopped(done <-chan struct{}, cmd *exec.Cmd) bool {
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
@@ -492,10 +495,19 @@ func waitStopped(done <-chan struct{}, cmd *exec.Cmd) bool {
 		case <-grace.C:
 			return false
 		case <-poll.C:
-			if exited(cmd) {
+			if zombie(cmd) {
 				return false
 			}
 		}
+	}
+}
+
+// killGroup kills the plugin process and every process in its group, the
+// children it started, while the process is not yet reaped: until then
+// its pid, the group's id, cannot have been given to another process.
+func killGroup(client *goplugin.Client, cmd *exec.Cmd) {
+	if cmd.Process != nil && !client.Exited() {
+		signalGroup(cmd.Process.Pid)
 	}
 }
 

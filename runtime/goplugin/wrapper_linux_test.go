@@ -91,8 +91,10 @@ func TestGoPlugin_AChildHoldingTheOutputDoesNotHoldTheLoad(t *testing.T) {
 }
 
 // TestGoPlugin_CloseStopsWhatThePluginStarted: a plugin run by a shell
-// wrapper that also started a child holding the output serves evals, and
-// Close returns and kills the child.
+// wrapper that also started a child holding the output starts (its
+// handshake and attach go through the wrapper), and Close returns and
+// kills the child. (That Close does not wait out its grace period for the
+// child rests on zombie, TestZombie.)
 func TestGoPlugin_CloseStopsWhatThePluginStarted(t *testing.T) {
 	path, pidFile := wrapper(t, goplugintest.Build(t, "./plugins/service"))
 	ctx := context.Background()
