@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,6 +304,9 @@ func TestE2E_AgentLogToAFileHasNoColours(t *testing.T) {
 	bin := droverBin(t)
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", "1", "-http-addr", addr, "-log-level", "info")
+	// NO_COLOR, often set in CI, would pass the test whatever the agent
+	// does about terminals.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
 	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -79,17 +79,19 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 }
 
 // parseWait reads a wait: a Go duration ("10s", "500ms") or milliseconds.
+// As in Nomad, a wait of zero or less is the default one; read caps a
+// long one at maxWait.
 func parseWait(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		ms, msErr := strconv.ParseUint(s, 10, 32)
+		ms, msErr := strconv.ParseUint(s, 10, 64)
 		if msErr != nil {
 			return 0, errors.New(`not a duration ("30s", "5m") or a number of milliseconds`)
 		}
-		d = time.Duration(ms) * time.Millisecond
+		d = time.Duration(min(ms, uint64(maxWait/time.Millisecond))) * time.Millisecond
 	}
-	if d < 0 {
-		return 0, errors.New("negative")
+	if d <= 0 {
+		d = defaultWait
 	}
 	return d, nil
 }

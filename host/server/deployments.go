@@ -96,22 +96,7 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 		eval := func() *sdk.Evaluation { return deploymentEval(d, job, newID(), now) }
 		if desc, failed := failure(d, now); failed {
 			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
-			if autoRevert(d) {
-				if v := latestStable(snap, d); v != nil {
-					// As Nomad's watcher: reverting to the spec the failed
-					// version already has would change nothing.
-					deployed := snap.JobVersion(d.Namespace, d.JobID, d.JobVersion)
-					if deployed == nil {
-						deployed = job
-					}
-					if state.SpecChanged(deployed, v) {
-						a.revert = v
-						a.desc = fmt.Sprintf("%s - rolling back to job version %d", desc, v.Version)
-					} else {
-						a.desc = fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", desc, v.Version)
-					}
-				}
-			}
+			a.planRevert(snap, job)
 			out = append(out, a)
 			delete(w.healthy, d.ID)
 			continue
@@ -183,6 +168,32 @@ func autoRevert(d *sdk.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// planRevert sets the revert of a failing deployment's action when the
+// deployment asks for one: to the latest stable version older than the
+// one deployed, named in the description. As Nomad's watcher, it reverts
+// nothing when that version has the deployed one's spec, which would
+// change nothing, and says so. job is the job as it is now.
+func (a *deploymentAction) planRevert(snap *state.Snapshot, job *sdk.Job) {
+	d := a.deployment
+	if !autoRevert(d) {
+		return
+	}
+	v := latestStable(snap, d)
+	if v == nil {
+		return
+	}
+	deployed := snap.JobVersion(d.Namespace, d.JobID, d.JobVersion)
+	if deployed == nil {
+		deployed = job
+	}
+	if !state.SpecChanged(deployed, v) {
+		a.desc = fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", a.desc, v.Version)
+		return
+	}
+	a.revert = v
+	a.desc = fmt.Sprintf("%s - rolling back to job version %d", a.desc, v.Version)
 }
 
 // latestStable is the newest stable version of d's job older than the one
@@ -336,12 +347,7 @@ func (s *Server) FailDeployment(id string) (string, uint64, error) {
 	}
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedByUser,
 		eval: deploymentEval(d, job, newID(), s.now())}
-	if autoRevert(d) {
-		if v := latestStable(snap, d); v != nil {
-			a.revert = v
-			a.desc = fmt.Sprintf("%s - rolling back to job version %d", a.desc, v.Version)
-		}
-	}
+	a.planRevert(snap, job)
 	if err := s.applyDeploymentAction(snap, a); err != nil {
 		return "", 0, err
 	}

@@ -202,7 +202,7 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if err != nil {
 		return badRequest(err)
 	}
-	if job.Scheduler != "" && slices.Contains(e.Plugin.Info().Types, sdk.JobTypeCore) {
+	if types := e.Plugin.Info().Types; job.Scheduler != "" && slices.Contains(types, sdk.JobTypeCore) && !slices.Contains(types, job.Type) {
 		// Its every eval of the job would fail: it takes only the agent's
 		// own garbage-collection evals.
 		return badRequest(fmt.Errorf("job %q names scheduler %q, which schedules the agent's core (garbage collection) evaluations, not jobs",

@@ -866,7 +866,8 @@ func countOf(xs []string, x string) int {
 
 // TestLifecycle_Blocked_To_Canceled_DuplicateReaped: a job keeps one
 // blocked eval; an older duplicate, or a blocked eval made moot by a later
-// eval that placed everything, is canceled by the leader's reaper.
+// eval that completed without placement failures, is canceled by the
+// leader's reaper.
 func TestLifecycle_Blocked_To_Canceled_DuplicateReaped(t *testing.T) {
 	t.Run("duplicate", func(t *testing.T) {
 		s := rig(t, placer)

@@ -207,9 +207,8 @@ func (p *periodicLauncher) run(ctx context.Context) {
 		id := j.NamespacedID()
 		if l := snap.PeriodicLaunch(j.Namespace, j.ID); l != nil {
 			if missed, err := NextLaunch(j.Periodic, time.Unix(0, l.Launch)); err == nil && !missed.IsZero() && missed.Before(now) {
-				// prohibit_overlap holds for a made-up launch too (Nomad's
-				// new leader launches it regardless): the previous child
-				// may still run.
+				// prohibit_overlap holds for a made-up launch too, as in
+				// Nomad's leader: the previous child may still run.
 				s.log.Info().Str("job_id", j.ID).Time("missed", missed).Msg("launching a periodic job whose launch was missed")
 				p.launch(id, now, true)
 			}

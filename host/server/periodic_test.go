@@ -101,8 +101,8 @@ func TestPeriodic_MissedLaunchMadeUpByNewLeader(t *testing.T) {
 
 // TestPeriodic_MissedLaunchKeepsProhibitOverlap: the launch a new leader
 // makes up is skipped while the previous child of a prohibit_overlap job
-// still runs, as a launch on schedule would be (Nomad's new leader
-// launches it regardless).
+// still runs, as a launch on schedule would be, and as Nomad's new leader
+// skips it.
 func TestPeriodic_MissedLaunchKeepsProhibitOverlap(t *testing.T) {
 	dir := t.TempDir()
 	s := startDurable(t, dir, placer)
