@@ -87,25 +87,7 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"agent", "-dev", "-dev-nodes", fmt.Sprint(want), "-http-addr", addr, "-log-level", "warn"}, extra...)
-	cmd := exec.Command(bin, args...)
-	logs := &testlog.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("agent output:\n%s", logs.String())
-		}
-	})
+	_, exited := runAgent(t, bin, nil, args...)
 	base := "http://" + addr
 	// Coming up means compiling the plugins when the compilation cache is
 	// cold: a few seconds on a quiet machine, over 30 on one at load 10
@@ -115,7 +97,7 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			t.Fatalf("agent exited before it came up (%v)", cmd.ProcessState) // Cleanup prints its output
+			t.Fatal("agent exited before it came up") // Cleanup prints its output
 		default:
 		}
 		if resp, err := probe.Get(base + "/v1/nodes"); err == nil {
@@ -130,6 +112,34 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 	}
 	t.Fatalf("agent did not come up at %s", base) // Cleanup prints its output
 	return ""
+}
+
+// runAgent starts `drover ARGS` (an agent) with env (nil: this process's),
+// its output in logs, and stops it when the test ends, printing its
+// output if the test failed. exited closes when the process ends.
+func runAgent(t *testing.T, bin string, env []string, args ...string) (logs *testlog.Buffer, exited <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	logs = &testlog.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("agent output:\n%s", logs.String())
+		}
+	})
+	return logs, done
 }
 
 // drover runs the CLI against addr and returns its exit code and output.
@@ -301,32 +311,15 @@ func TestE2E_InitTaskFitsBesideItsMainTask(t *testing.T) {
 // stderr is not a terminal (a file, a pipe, a test's buffer) carries no
 // ANSI escape codes, which would litter a log file.
 func TestE2E_AgentLogToAFileHasNoColours(t *testing.T) {
-	bin := droverBin(t)
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "agent", "-dev", "-dev-nodes", "1", "-http-addr", addr, "-log-level", "info")
 	// NO_COLOR, often set in CI, would pass the test whatever the agent
 	// does about terminals.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
-	logs := &testlog.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}()
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
+	logs, exited := runAgent(t, droverBin(t), env, "agent", "-dev", "-dev-nodes", "1", "-http-addr", freeAddr(t), "-log-level", "info")
 	deadline := time.Now().Add(90 * time.Second)
 	for !strings.Contains(logs.String(), "INF") {
 		select {
 		case <-exited:
-			t.Fatalf("agent exited: %s", logs.String())
+			t.Fatal("agent exited") // Cleanup prints its output
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -54,6 +54,21 @@ func alive(pid int) bool {
 	return len(fields) > 2 && fields[2] != "Z"
 }
 
+// waitDead fails t unless process pid (what, for the message) is gone or
+// a zombie within a few seconds; one still running is killed, so that it
+// does not outlive the test.
+func waitDead(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%s %d still runs", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestGoPlugin_NoOrphanWhenTheAgentIsKilled(t *testing.T) {
 	path := goplugintest.Build(t, "./plugins/service")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -81,14 +96,7 @@ func TestGoPlugin_NoOrphanWhenTheAgentIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("plugin process %d outlived its agent", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDead(t, pid, "the plugin process, after its agent's SIGKILL,")
 }
 
 func TestGoPlugin_CloseStopsTheProcess(t *testing.T) {
@@ -105,11 +113,5 @@ func TestGoPlugin_CloseStopsTheProcess(t *testing.T) {
 	if err := inst.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin process %d still runs after Close", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDead(t, pid, "the plugin process, after Close,")
 }

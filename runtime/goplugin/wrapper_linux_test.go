@@ -46,13 +46,7 @@ func waitGone(t *testing.T, pidFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the plugin's child %d outlived it", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDead(t, pid, "the plugin's child")
 }
 
 // TestGoPlugin_AChildHoldingTheOutputDoesNotHoldTheLoad: a plugin
