@@ -444,6 +444,14 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(c.run(0, "job", "stop", "-yes", "web"), `finished with status "complete"`)
 		// A stopped job says so, as in Nomad's CLI.
 		c.contains(c.run(0, "job", "status", "web"), "Status        = dead (stopped)")
+		// Its stopped allocations are still listed, by job status and job
+		// allocs alike, as in Nomad's CLI.
+		stopped := regexp.MustCompile(`(?m) stop +\w+ +web\.`)
+		for _, cmd := range [][]string{{"job", "status", "web"}, {"job", "allocs", "web"}} {
+			if out := c.run(0, cmd...); !stopped.MatchString(out) {
+				t.Fatalf("%s does not list the stopped allocations:\n%s", strings.Join(cmd, " "), out)
+			}
+		}
 		if !regexp.MustCompile(`(?m)^web +service +\d+ +dead \(stopped\) `).MatchString(c.run(0, "job", "status")) {
 			t.Fatalf("job status lists web as not stopped:\n%s", c.run(0, "job", "status"))
 		}

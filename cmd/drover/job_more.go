@@ -17,16 +17,15 @@ func (c *jobAllocsCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: drover job allocs [options] <job>
 
-  Lists the allocations of a job (its ID or a unique prefix): those that
-  run or are meant to, and with -all the stopped ones too, and those of
-  earlier instances of the job (purged and registered again), as Nomad's
-  -all lists.
+  Lists the allocations of a job (its ID or a unique prefix), stopped ones
+  included, as Nomad's does; with -all also those of earlier instances of
+  the job (purged and registered again).
 ` + apiOptions + `
 
 Allocs options:
 ` + jsonOption + `
-  -all             List stopped allocations too, and those of earlier
-                   instances of the job.`)
+  -all             Also list the allocations of earlier instances of the
+                   job.`)
 }
 
 func (c *jobAllocsCommand) Run(args []string) int {
@@ -43,7 +42,6 @@ func (c *jobAllocsCommand) Run(args []string) int {
 	if _, err := cl.Get(bg, "/v1/job/"+url.PathEscape(job.ID)+"/allocations"+allParam(*all), &allocs); err != nil {
 		return c.errorf("reading the job's allocations: %v", err)
 	}
-	allocs = shownAllocs(allocs, *all)
 	if c.json {
 		return c.printJSON(allocs)
 	}
@@ -61,18 +59,6 @@ func allParam(all bool) string {
 		return "?all=true"
 	}
 	return ""
-}
-
-// shownAllocs keeps the allocations a listing shows: all of them, or those
-// that run or are meant to.
-func shownAllocs(allocs []*sdk.AllocationListStub, all bool) []*sdk.AllocationListStub {
-	var out []*sdk.AllocationListStub
-	for _, a := range allocs {
-		if all || a.DesiredStatus == sdk.AllocDesiredStatusRun || !isTerminalClient(a.ClientStatus) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // allocRows tabulates allocations by name, showing IDs with id.

@@ -34,8 +34,8 @@ Usage: drover job status [options] [job]
 Status options:
 ` + jsonOption + `
   -evals           Also list the job's evaluations.
-  -all-allocs      List stopped allocations too, and those of earlier
-                   instances of the job (purged and registered again).
+  -all-allocs      Also list the allocations of earlier instances of the
+                   job (purged and registered again), as Nomad's does.
   -short           Show the job's details alone.
   -verbose         Show full IDs.`)
 }
@@ -120,7 +120,7 @@ func (c *jobStatusCommand) Run(args []string) int {
 	if c.json {
 		return c.printJSON(&st)
 	}
-	c.printStatus(&st, *evals, *allAllocs, *short)
+	c.printStatus(&st, *evals, *short)
 	return exitOK
 }
 
@@ -133,7 +133,7 @@ func statusString(status string, stop bool) string {
 	return status
 }
 
-func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs, short bool) {
+func (c *jobStatusCommand) printStatus(st *JobStatus, evals, short bool) {
 	j := st.Job
 	info := []string{"ID", j.ID, "Name", j.Name, "Submit Date", formatTime(j.SubmitTime), "Type", j.Type,
 		"Priority", fmt.Sprint(j.Priority), "Datacenters", strings.Join(j.Datacenters, ","),
@@ -196,12 +196,11 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, allAllocs, short bo
 	}
 
 	c.ui.Output("\nAllocations")
-	allocs := shownAllocs(st.Allocations, allAllocs)
-	if len(allocs) == 0 {
+	if len(st.Allocations) == 0 {
 		c.ui.Output("No allocations placed")
 		return
 	}
-	c.table(allocRows(allocs, c.id))
+	c.table(allocRows(st.Allocations, c.id))
 }
 
 // launcher reports whether a job runs only through the jobs it launches:
@@ -251,12 +250,4 @@ func (c *jobStatusCommand) printChildren(st *JobStatus) {
 		rows = append(rows, []string{child.ID, child.Status, formatTime(child.SubmitTime)})
 	}
 	c.table(rows)
-}
-
-func isTerminalClient(status string) bool {
-	switch status {
-	case sdk.AllocClientStatusComplete, sdk.AllocClientStatusFailed, sdk.AllocClientStatusLost:
-		return true
-	}
-	return false
 }
