@@ -178,20 +178,14 @@ func (a *Agent) closePlugins() {
 	}
 }
 
-// Self is the body of /v1/agent/self.
-type Self struct {
-	Config map[string]any
-	Member map[string]any
-	Stats  map[string]map[string]string
-}
-
-func (a *Agent) self() any {
+// self is the agent's part of /v1/agent/self: its configuration and
+// statistics (the API adds the version and this server as a member).
+func (a *Agent) self() *httpapi.AgentSelf {
 	b := a.srv.Broker().Stats()
 	bl := a.srv.Blocked().Stats()
-	return &Self{
-		Config: map[string]any{"Version": Version, "Dev": a.cfg.Dev, "Region": a.cfg.Server.Region,
+	return &httpapi.AgentSelf{
+		Config: map[string]any{"Dev": a.cfg.Dev, "Region": a.cfg.Server.Region,
 			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers},
-		Member: map[string]any{"Name": a.cfg.Server.NodeName, "Status": "alive"},
 		Stats: map[string]map[string]string{
 			"drover": {"leader": fmt.Sprint(a.srv.IsLeader()), "leader_addr": a.srv.Leader(), "rpc_addr": a.srv.RPCAddr(),
 				"uptime": time.Since(a.started).Round(time.Second).String()},

@@ -25,9 +25,7 @@ func clusterAPIs(t *testing.T) ([]*server.Server, []*httptest.Server, *server.Se
 	apis := make([]*httptest.Server, len(cfgs))
 	for i, cfg := range cfgs {
 		s := servertest.StartMember(t, cfg, nil)
-		name := cfg.NodeName
-		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-			func() any { return map[string]string{"Name": name} })
+		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), nil)
 		s.SetForwardedHandler(api.Handler())
 		apis[i] = httptest.NewServer(api.Handler())
 		t.Cleanup(apis[i].Close)

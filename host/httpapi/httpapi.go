@@ -45,7 +45,7 @@ type API struct {
 	mux *http.ServeMux
 	// pools serves /v1/node/pool/ (poolRoutes).
 	pools *http.ServeMux
-	self  func() any
+	self  func() *AgentSelf
 	// routes maps each path pattern to its handler per method.
 	routes map[string]map[string]handler
 	// closing ends long-lived responses (event streams) when the agent
@@ -62,8 +62,9 @@ type API struct {
 	forwardTransport *http.Transport
 }
 
-// New returns the API of srv. self answers /v1/agent/self.
-func New(srv *server.Server, log zerolog.Logger, self func() any) *API {
+// New returns the API of srv. self gives the agent's part of
+// /v1/agent/self (its configuration and statistics); nil gives none.
+func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
 	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
 	a.closing, a.close = context.WithCancel(context.Background())
 	if srv.Clustered() {

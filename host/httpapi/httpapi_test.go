@@ -27,7 +27,7 @@ func newAPI(t *testing.T, n int) (*httptest.Server, *server.Server) {
 			t.Fatal(err)
 		}
 	}
-	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), func() any { return map[string]string{} }).Handler())
+	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), nil).Handler())
 	t.Cleanup(ts.Close)
 	return ts, s
 }

@@ -89,6 +89,20 @@ type JobRevertRequest struct {
 	WriteRequest
 }
 
+// JobStabilityRequest is the body of PUT /v1/job/:id/stable. JobID, when
+// set, must be the path's.
+type JobStabilityRequest struct {
+	JobID      string
+	JobVersion uint64
+	Stable     bool
+	WriteRequest
+}
+
+// JobStabilityResponse answers PUT /v1/job/:id/stable.
+type JobStabilityResponse struct {
+	Index uint64
+}
+
 // PeriodicForceResponse answers PUT /v1/job/:id/periodic/force.
 type PeriodicForceResponse struct {
 	EvalID          string
@@ -315,7 +329,10 @@ func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	resp := &JobValidateResponse{}
+	// DriverConfigValidated is true as from Nomad's servers, whose drivers'
+	// configurations are checked by the node that runs the task: Nomad's
+	// CLI reads false as "no agent reachable" and says so.
+	resp := &JobValidateResponse{DriverConfigValidated: true}
 	job, err := submittedJob(r, req.Job, req.WriteRequest)
 	if err == nil {
 		err = a.srv.ValidateJob(job)
@@ -435,6 +452,31 @@ func (a *API) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
 		resp.JobModifyIndex = j.JobModifyIndex
 	}
 	return resp, nil
+}
+
+func (a *API) jobStability(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req JobStabilityRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.JobID != "" && req.JobID != id {
+		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	}
+	index, err := a.srv.SetJobStability(requestNamespace(r), id, req.JobVersion, req.Stable)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &JobStabilityResponse{Index: index}, nil
+}
+
+// unserved answers a path Nomad serves and Drover does not, so that it is
+// not read as a job ID with a slash in it.
+func unserved(what string) handler {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		return nil, errorf(http.StatusNotFound, "%s (%s) is not served by Drover", what, r.URL.Path)
+	}
 }
 
 func (a *API) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -582,6 +624,9 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/dispatch", map[string]handler{"PUT": a.jobDispatch, "POST": a.jobDispatch}},
 		{"/revert", map[string]handler{"PUT": a.jobRevert, "POST": a.jobRevert}},
 		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},
+		{"/stable", map[string]handler{"PUT": a.jobStability, "POST": a.jobStability}},
+		{"/submission", map[string]handler{"GET": unserved("the job's submitted source")}},
+		{"/services", map[string]handler{"GET": unserved("service registrations")}},
 	}
 	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}
 	for _, s := range subs {

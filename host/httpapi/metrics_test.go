@@ -42,7 +42,7 @@ func TestAPI_Metrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := httptest.NewServer(httpapi.New(s, zerolog.Nop(), func() any { return nil }).Handler())
+	ts := httptest.NewServer(httpapi.New(s, zerolog.Nop(), nil).Handler())
 	t.Cleanup(ts.Close)
 	evalID, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeService, 2, 100, 128))
 	if err != nil {

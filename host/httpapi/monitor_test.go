@@ -19,7 +19,7 @@ func TestNomadClient_Monitor(t *testing.T) {
 	s := servertest.New(t, nil, nil)
 	hub := logmon.NewHub()
 	log := zerolog.New(hub).With().Timestamp().Logger()
-	a := httpapi.New(s, zerolog.Nop(), func() any { return nil })
+	a := httpapi.New(s, zerolog.Nop(), nil)
 	a.SetLogs(hub)
 	ts := httptest.NewServer(a.Handler())
 	t.Cleanup(ts.Close)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"time"
 
@@ -25,6 +26,8 @@ type NodeListStub struct {
 	Status                string
 	StatusDescription     string
 	Drivers               map[string]*sdk.DriverInfo
+	HostVolumes           map[string]sdk.Opaque
+	LastDrain             sdk.Opaque
 	NodeResources         *sdk.NodeResources         `json:",omitempty"`
 	ReservedResources     *sdk.NodeReservedResources `json:",omitempty"`
 	CreateIndex           uint64
@@ -84,11 +87,17 @@ type NodeEligibilityResponse struct {
 	Index           uint64
 }
 
+// nodeStub is Nomad's Node.Stub: its Address is the host of the node's
+// HTTP address.
 func nodeStub(n *sdk.Node, resources, os bool) *NodeListStub {
-	s := &NodeListStub{Address: n.HTTPAddr, ID: n.ID, Datacenter: n.Datacenter, Name: n.Name,
+	addr, _, err := net.SplitHostPort(n.HTTPAddr)
+	if err != nil {
+		addr = n.HTTPAddr
+	}
+	s := &NodeListStub{Address: addr, ID: n.ID, Datacenter: n.Datacenter, Name: n.Name,
 		NodeClass: n.NodeClass, NodePool: n.NodePool, Version: n.Attributes["nomad.version"], Drain: n.DrainStrategy != nil,
 		SchedulingEligibility: n.SchedulingEligibility, Status: n.Status, StatusDescription: n.StatusDescription,
-		Drivers: n.Drivers, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
+		Drivers: n.Drivers, HostVolumes: n.HostVolumes, LastDrain: n.LastDrain, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
 	if resources {
 		s.NodeResources, s.ReservedResources = n.NodeResources, n.ReservedResources
 	}

@@ -866,3 +866,88 @@ func TestNomadClient_ReregisteredJobLeavesOutThePurgedInstance(t *testing.T) {
 		t.Fatalf("all=maybe: %d %s", resp.StatusCode, out)
 	}
 }
+
+// What Nomad's client and CLI expect of a few answers: stopping a job that
+// is not there succeeds without an eval, validation says the server
+// checked the job, node stubs give the node's host and last drain, a
+// version is marked stable or not, and a job sub-path Drover does not
+// serve is not read as a job ID with a slash.
+func TestNomadClient_NomadShapedAnswers(t *testing.T) {
+	ts, srv := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+
+	resp, _, err := c.Jobs().Deregister("nope", true, nil)
+	if err != nil || resp != "" {
+		t.Fatalf("deregistering a missing job: %q %v, want no eval and no error", resp, err)
+	}
+
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr, _, err := c.Jobs().Validate(job, nil)
+	if err != nil || !vr.DriverConfigValidated || len(vr.ValidationErrors) != 0 {
+		t.Fatalf("validate: %v %+v", err, vr)
+	}
+
+	n := servertest.Node(2, 4000, 8192)
+	n.HTTPAddr = "10.1.2.3:4646"
+	if _, _, err := srv.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	byID := &api.QueryOptions{Filter: `ID == "` + n.ID + `"`}
+	nodes, _, err := c.Nodes().List(byID)
+	if err != nil || len(nodes) != 1 || nodes[0].Address != "10.1.2.3" {
+		t.Fatalf("node stubs %v %+v, want the address 10.1.2.3, as Nomad's", err, nodes)
+	}
+	if _, err := c.Nodes().UpdateDrain(n.ID, &api.DrainSpec{Deadline: time.Minute}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nodes, _, err = c.Nodes().List(byID)
+		if err != nil || len(nodes) != 1 {
+			t.Fatalf("nodes: %v %d", err, len(nodes))
+		}
+		if nodes[0].LastDrain != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drained node's stub has no LastDrain: %+v", nodes[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if nodes[0].LastDrain.Status != api.DrainStatusComplete {
+		t.Fatalf("last drain %+v", nodes[0].LastDrain)
+	}
+
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, reg.EvalID)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = ptr(300)
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Stable("web", 0, true, nil); err != nil {
+		t.Fatalf("stable: %v", err)
+	}
+	versions, _, _, err := c.Jobs().Versions("web", false, nil)
+	if err != nil || len(versions) != 2 || *versions[1].Version != 0 || !*versions[1].Stable || *versions[0].Stable {
+		t.Fatalf("versions after marking 0 stable: %v %+v", err, versions)
+	}
+	if _, _, err := c.Jobs().Stable("web", 0, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := srv.Store().Snapshot().JobVersion("default", "web", 0); v.Stable {
+		t.Fatal("version 0 still stable")
+	}
+	if _, _, err := c.Jobs().Stable("web", 7, true, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a version that is not kept: %v", err)
+	}
+	_, _, err = c.Jobs().Submission("web", 0, nil)
+	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "not served") {
+		t.Fatalf("submission: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
@@ -179,25 +180,38 @@ const memberProbeTimeout = 2 * time.Second
 // API address; clustered servers list the raft configuration at their RPC
 // addresses, each "alive" if it answered just now and "failed" if not
 // (Drover has no gossip: this is the liveness a member list can show).
+// member is a server as a member of Nomad's gossip pool: id is its name,
+// addr its RPC address (or, alone, its API address).
+func (a *API) member(id, addr, status string) (*AgentMember, error) {
+	c := a.srv.Config()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, errorf(http.StatusNotImplemented, "no address known for server %s", id)
+	}
+	p, _ := strconv.ParseUint(port, 10, 16)
+	return &AgentMember{
+		Name: id + "." + c.Region, Addr: host, Port: uint16(p), Status: status,
+		Tags: map[string]string{"role": "nomad", "region": c.Region, "dc": c.Datacenter, "build": server.Version,
+			"port": port, "raft_vsn": "3", "id": id, "expect": strconv.Itoa(max(c.BootstrapExpect, 1))},
+		ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
+	}, nil
+}
+
+// localMember is this server as /v1/agent/members lists it.
+func (a *API) localMember() (*AgentMember, error) {
+	c := a.srv.Config()
+	if a.srv.Clustered() {
+		return a.member(c.NodeName, a.srv.RPCAddr(), "alive")
+	}
+	return a.member(c.NodeName, a.advertise, "alive")
+}
+
 func (a *API) members(_ http.ResponseWriter, r *http.Request) (any, error) {
 	c := a.srv.Config()
 	name := c.NodeName + "." + c.Region
 	out := &ServerMembers{ServerName: name, ServerRegion: c.Region, ServerDC: c.Datacenter}
-	member := func(id, addr, status string) (*AgentMember, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, errorf(http.StatusNotImplemented, "no address known for server %s", id)
-		}
-		p, _ := strconv.ParseUint(port, 10, 16)
-		return &AgentMember{
-			Name: id + "." + c.Region, Addr: host, Port: uint16(p), Status: status,
-			Tags: map[string]string{"role": "nomad", "region": c.Region, "dc": c.Datacenter, "build": server.Version,
-				"port": port, "raft_vsn": "3", "id": id, "expect": strconv.Itoa(max(c.BootstrapExpect, 1))},
-			ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
-		}, nil
-	}
 	if !a.srv.Clustered() {
-		m, err := member(c.NodeName, a.advertise, "alive")
+		m, err := a.localMember()
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +227,7 @@ func (a *API) members(_ http.ResponseWriter, r *http.Request) (any, error) {
 		if sv.Alive {
 			status = "alive"
 		}
-		m, err := member(sv.ID, sv.Address, status)
+		m, err := a.member(sv.ID, sv.Address, status)
 		if err != nil {
 			return nil, err
 		}
@@ -383,4 +397,44 @@ func (a *API) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, erro
 		return nil, err
 	}
 	return struct{}{}, nil
+}
+
+// AgentSelf is the body of GET /v1/agent/self, in the shape of Nomad's:
+// the agent's configuration (Version as Nomad's version object), this
+// server as a member, and statistics by subsystem.
+type AgentSelf struct {
+	Config map[string]any
+	Member *AgentMember
+	Stats  map[string]map[string]string
+}
+
+// VersionInfo is Nomad's version object, as in /v1/agent/self's Config.
+type VersionInfo struct {
+	Revision          string
+	Version           string
+	VersionMetadata   string
+	VersionPrerelease string
+}
+
+// Version is Drover's version as Nomad's version object: "0.1.0-dev" is
+// Version "0.1.0", VersionPrerelease "dev".
+func Version() VersionInfo {
+	v, pre, _ := strings.Cut(server.Version, "-")
+	return VersionInfo{Version: v, VersionPrerelease: pre}
+}
+
+func (a *API) agentSelf(http.ResponseWriter, *http.Request) (any, error) {
+	out := &AgentSelf{}
+	if a.self != nil {
+		if s := a.self(); s != nil {
+			*out = *s
+		}
+	}
+	if out.Config == nil {
+		out.Config = map[string]any{}
+	}
+	out.Config["Version"] = Version()
+	// An agent alone with no known API address has no member to show.
+	out.Member, _ = a.localMember()
+	return out, nil
 }

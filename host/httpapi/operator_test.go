@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/nomad/api"
@@ -20,7 +21,7 @@ import (
 // one server, its tags, and the leader's address matching the member's.
 func TestNomadClient_MembersAndRaftPeers(t *testing.T) {
 	s := servertest.New(t, nil, nil)
-	a := httpapi.New(s, zerolog.Nop(), func() any { return nil })
+	a := httpapi.New(s, zerolog.Nop(), nil)
 	ts := httptest.NewServer(a.Handler())
 	t.Cleanup(ts.Close)
 	a.SetAdvertise(ts.Listener.Addr().String())
@@ -48,6 +49,20 @@ func TestNomadClient_MembersAndRaftPeers(t *testing.T) {
 	}
 	if len(cfg.Servers) != 1 || !cfg.Servers[0].Leader || !cfg.Servers[0].Voter || cfg.Servers[0].ID == "" {
 		t.Fatalf("raft configuration: %+v", cfg.Servers)
+	}
+	// agent self: the same member, and the version as Nomad's object.
+	self, err := c.Agent().Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self.Member.Name != me.Name || self.Member.Addr != me.Addr || self.Member.Port != me.Port ||
+		self.Member.Tags["build"] != me.Tags["build"] {
+		t.Fatalf("agent self member %+v, members list %+v", self.Member, me)
+	}
+	v, pre, _ := strings.Cut(server.Version, "-")
+	version, ok := self.Config["Version"].(map[string]any)
+	if !ok || version["Version"] != v || version["VersionPrerelease"] != pre {
+		t.Fatalf("agent self version %#v, want Nomad's version object", self.Config["Version"])
 	}
 }
 

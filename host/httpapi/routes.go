@@ -76,7 +76,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/metrics", a.metrics)
 	a.on(http.MethodGet, "/v1/agent/monitor", a.monitor)
 	a.on(http.MethodGet, "/v1/event/stream", a.eventStream)
-	a.on(http.MethodGet, "/v1/agent/self", func(http.ResponseWriter, *http.Request) (any, error) { return a.self(), nil })
+	a.on(http.MethodGet, "/v1/agent/self", a.agentSelf)
 }
 
 // poolRoutes are the paths under /v1/node/pool/, served by a mux of their

@@ -259,14 +259,17 @@ type DeregisterOptions struct {
 	EvalPriority int
 }
 
-// DeregisterJobOpts stops (or purges) a job and evaluates it.
+// DeregisterJobOpts stops (or purges) a job and evaluates it. A job that
+// is not there gives no eval, index 0 and no error.
 func (s *Server) DeregisterJobOpts(namespace, id string, opts DeregisterOptions) (evalID string, index uint64, err error) {
 	if err := checkEvalPriority(opts.EvalPriority); err != nil {
 		return "", 0, err
 	}
 	job := s.store.Snapshot().Job(namespace, id)
 	if job == nil {
-		return "", 0, fmt.Errorf("%w: job %q", ErrNotFound, id)
+		// As Nomad's: stopping a job that is not there is done already, so
+		// that a teardown can be retried.
+		return "", 0, nil
 	}
 	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: opts.Purge}
 	if !job.IsPeriodic() && !job.IsParameterized() {

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -36,4 +37,19 @@ func (s *Server) RevertJob(namespace, jobID string, version uint64, enforcePrior
 		opts.EnforceIndex, opts.JobModifyIndex = true, cur.JobModifyIndex
 	}
 	return s.RegisterJobOpts(revertTo(v.Copy(), s.now().UnixNano()), opts)
+}
+
+// SetJobStability marks a kept version of a job stable or not, as Nomad's
+// PUT /v1/job/:id/stable: a stable version is what a failed deployment
+// with auto_revert goes back to.
+func (s *Server) SetJobStability(namespace, jobID string, version uint64, stable bool) (uint64, error) {
+	snap := s.store.Snapshot()
+	if snap.Job(namespace, jobID) == nil {
+		return 0, fmt.Errorf("%w: job %q", ErrNotFound, jobID)
+	}
+	if snap.JobVersion(namespace, jobID, version) == nil {
+		return 0, fmt.Errorf("%w: version %d of job %q", ErrNotFound, version, jobID)
+	}
+	return s.Apply(fsm.JobStabilityRequestType, &fsm.JobStabilityRequest{Namespace: namespace, JobID: jobID,
+		Version: version, Stable: stable})
 }
