@@ -94,7 +94,8 @@ func (d *Deployment) CountPlacement(a *Allocation, now time.Time) bool {
 // CountHealth records in d (which the caller owns) that an allocation of
 // the deployment went from health before to health after (as reported in
 // AllocDeploymentStatus); a newly healthy allocation pushes the progress
-// deadline out from now. It reports whether d changed.
+// deadline out from now; a healthy allocation found unhealthy later counts
+// as unhealthy only, as in Nomad. It reports whether d changed.
 func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentStatus, now time.Time) bool {
 	s := d.TaskGroups[a.TaskGroup]
 	if s == nil || a.DeploymentID != d.ID {
@@ -109,6 +110,9 @@ func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentSt
 		changed = true
 	}
 	if !before.IsUnhealthy() && after.IsUnhealthy() {
+		if before.IsHealthy() {
+			s.HealthyAllocs--
+		}
 		s.UnhealthyAllocs++
 		changed = true
 	}

@@ -198,7 +198,7 @@ func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 // judged it, it is unhealthy too, as a node's health watcher reports it.
 func simFailed(a *sdk.Allocation, why string, now time.Time) server.AllocUpdate {
 	u := server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed, ClientDescription: why}
-	if a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() {
+	if a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() && !manualHealth(a) {
 		healthy := false
 		u.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}
 	}
@@ -253,7 +253,8 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 // has run for its group's min_healthy_time, as a node's health watcher
 // does (simulated tasks have no checks that could fail).
 func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
-	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || a.Job == nil {
+	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || a.Job == nil ||
+		manualHealth(a) {
 		return server.AllocUpdate{}, false
 	}
 	var minHealthy time.Duration
@@ -266,4 +267,15 @@ func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 	healthy := true
 	return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running",
 		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}}, true
+}
+
+// manualHealth reports whether a's group has health_check = "manual": as
+// on Nomad's nodes, nothing reports its health but an operator
+// (PUT /v1/deployment/allocation-health/:id).
+func manualHealth(a *sdk.Allocation) bool {
+	if a.Job == nil {
+		return false
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	return tg != nil && tg.Update != nil && tg.Update.HealthCheck == "manual"
 }

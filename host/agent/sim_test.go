@@ -11,27 +11,35 @@ func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 	now := time.Unix(1000, 0)
 	job := &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
 		Update: &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second}}}}
+	manual := &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
+		Update: &sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "manual", MinHealthyTime: 10 * time.Second}}}}
 	healthy := true
 	cases := []struct {
 		name        string
 		alloc       sdk.Allocation
+		manual      bool
 		wantUpdate  bool
 		wantHealthy bool
 	}{
-		{"pending starts running", sdk.Allocation{ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d"}, true, false},
+		{"pending starts running", sdk.Allocation{ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d"}, false, true, false},
 		{"running too briefly", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			ModifyTime: now.Add(-5 * time.Second).UnixNano()}, false, false},
+			ModifyTime: now.Add(-5 * time.Second).UnixNano()}, false, false, false},
 		{"running long enough", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			ModifyTime: now.Add(-11 * time.Second).UnixNano()}, true, true},
+			ModifyTime: now.Add(-11 * time.Second).UnixNano()}, false, true, true},
 		{"already healthy", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}, ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false},
+			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}, ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false, false},
 		{"not part of a deployment", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
-			ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false},
+			ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false, false},
+		{"manual health: left to the operator", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			ModifyTime: now.Add(-time.Hour).UnixNano()}, true, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.alloc
 			a.ID, a.Job, a.TaskGroup, a.DesiredStatus = "a1", job, "g", sdk.AllocDesiredStatusRun
+			if tc.manual {
+				a.Job = manual
+			}
 			u, ok := simNext(&a, now)
 			if ok != tc.wantUpdate || u.DeploymentStatus.IsHealthy() != tc.wantHealthy {
 				t.Fatalf("update %v %+v, want update %v healthy %v", ok, u, tc.wantUpdate, tc.wantHealthy)

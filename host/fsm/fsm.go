@@ -504,8 +504,12 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 			continue // GC'd meanwhile: nothing to update
 		}
 		a := *old
-		a.ClientStatus = u.ClientStatus
-		a.ClientDescription = u.ClientDescription
+		// An update without a client status sets health only (an
+		// operator's, SetAllocHealth): what the node reported stays.
+		if u.ClientStatus != "" {
+			a.ClientStatus = u.ClientStatus
+			a.ClientDescription = u.ClientDescription
+		}
 		if a.ClientStatus == sdk.AllocClientStatusUnknown && old.ClientStatus != sdk.AllocClientStatusUnknown {
 			// Its lost_after counts from here, not from an earlier mark.
 			a.AllocStates = old.MarkedUnknown(time.Unix(0, req.UpdatedAt), u.ClientDescription).AllocStates

@@ -111,7 +111,8 @@ type EvalDeleteRequest struct {
 
 // AllocClientUpdateRequest carries what nodes report about allocations
 // (ID, ClientStatus, ClientDescription, TaskStates, DeploymentStatus), and
-// the evals that reports cause.
+// the evals that reports cause. An allocation without a ClientStatus sets
+// its deployment health only (an operator's, as Nomad's SetAllocHealth).
 type AllocClientUpdateRequest struct {
 	Allocs    []*sdk.Allocation
 	Evals     []*sdk.Evaluation

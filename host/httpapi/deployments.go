@@ -29,6 +29,15 @@ type DeploymentFailRequest struct {
 	WriteRequest
 }
 
+// DeploymentAllocHealthRequest is the body of PUT
+// /v1/deployment/allocation-health/:id.
+type DeploymentAllocHealthRequest struct {
+	DeploymentID           string
+	HealthyAllocationIDs   []string
+	UnhealthyAllocationIDs []string
+	WriteRequest
+}
+
 // DeploymentUpdateResponse answers a deployment change (Nomad's shape).
 type DeploymentUpdateResponse struct {
 	EvalID                string
@@ -78,6 +87,25 @@ func (a *API) deploymentFail(w http.ResponseWriter, r *http.Request) (any, error
 	}
 	setIndex(w, index)
 	return &DeploymentUpdateResponse{EvalID: evalID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+}
+
+// deploymentAllocHealth sets allocations' health; the deployment watcher
+// makes the evals (and any failure and revert) that follow, so the answer
+// carries no eval.
+func (a *API) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req DeploymentAllocHealthRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	if err := a.checkDeploymentID(r, req.DeploymentID); err != nil {
+		return nil, err
+	}
+	index, err := a.srv.SetAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &DeploymentUpdateResponse{DeploymentModifyIndex: index, Index: index}, nil
 }
 
 func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, error) {

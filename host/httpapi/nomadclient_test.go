@@ -951,3 +951,81 @@ func TestNomadClient_NomadShapedAnswers(t *testing.T) {
 		t.Fatalf("submission: %v", err)
 	}
 }
+
+// A group with health_check = "manual" waits for the operator: health set
+// through Nomad's SetAllocHealth keeps what the node reported, counts in
+// the deployment, and an unhealthy allocation fails the deployment.
+func TestNomadClient_SetAllocHealth(t *testing.T) {
+	ts, srv := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(2), HealthCheck: ptr("manual"),
+		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Minute), ProgressDeadline: ptr(time.Hour)}
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, reg.EvalID)
+	d, _, err := c.Jobs().LatestDeployment("web", nil)
+	if err != nil || d == nil {
+		t.Fatalf("deployment: %v %+v", err, d)
+	}
+	allocs, _, err := c.Deployments().Allocations(d.ID, nil)
+	if err != nil || len(allocs) != 2 {
+		t.Fatalf("deployment allocations: %v %d", err, len(allocs))
+	}
+	first, second := allocs[0].ID, allocs[1].ID
+	if _, err := srv.UpdateAllocsFromClient([]server.AllocUpdate{{ID: first, ClientStatus: "running"},
+		{ID: second, ClientStatus: "running"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range []struct {
+		name               string
+		healthy, unhealthy []string
+		code               string
+	}{
+		{"no allocations", nil, nil, "400"},
+		{"an allocation that is not there", []string{"no-such-alloc"}, nil, "404"},
+		{"one allocation listed twice", []string{first}, []string{first}, "400"},
+	} {
+		if _, _, err := c.Deployments().SetAllocHealth(d.ID, bad.healthy, bad.unhealthy, nil); err == nil ||
+			!strings.Contains(err.Error(), bad.code) {
+			t.Fatalf("%s: %v, want %s", bad.name, err, bad.code)
+		}
+	}
+
+	if _, _, err := c.Deployments().SetAllocHealth(d.ID, []string{first}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := c.Allocations().Info(first, nil)
+	if err != nil || a.ClientStatus != "running" || a.DeploymentStatus == nil || !*a.DeploymentStatus.Healthy {
+		t.Fatalf("allocation after SetAllocHealth: %v %+v", err, a)
+	}
+	if d, _, err = c.Deployments().Info(d.ID, nil); err != nil || d.TaskGroups["frontend"].HealthyAllocs != 1 {
+		t.Fatalf("deployment after one healthy allocation: %v %+v", err, d.TaskGroups["frontend"])
+	}
+
+	if _, _, err := c.Deployments().SetAllocHealth(d.ID, nil, []string{second}, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Status != "failed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s with an unhealthy allocation: %s %q", d.ID, d.Status, d.StatusDescription)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if d, _, err = c.Deployments().Info(d.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.StatusDescription != sdk.DeploymentDescriptionFailedAllocations {
+		t.Fatalf("failed deployment: %q", d.StatusDescription)
+	}
+	if _, _, err := c.Deployments().SetAllocHealth(d.ID, []string{second}, nil, nil); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("health of a failed deployment's allocation: %v", err)
+	}
+}

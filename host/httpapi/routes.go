@@ -43,6 +43,7 @@ func (a *API) register() {
 	write("/v1/deployment/promote/{id}", a.deploymentPromote)
 	write("/v1/deployment/fail/{id}", a.deploymentFail)
 	write("/v1/deployment/pause/{id}", a.deploymentPause)
+	write("/v1/deployment/allocation-health/{id}", a.deploymentAllocHealth)
 
 	write("/v1/system/gc", a.systemGC)
 	write("/v1/system/reconcile/summaries", a.reconcileSummaries)

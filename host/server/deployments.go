@@ -375,3 +375,45 @@ func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) 
 	index, err := s.Apply(fsm.DeploymentStatusUpdateRequestType, req)
 	return evalID, index, err
 }
+
+// SetAllocHealth sets the deployment health of allocations of an active
+// deployment, as Nomad's PUT /v1/deployment/allocation-health/:id: what
+// an operator reports for a group with health_check = "manual", whose
+// nodes report none. The deployment watcher acts on it as on health nodes
+// report: healthy allocations let the rollout go on, an unhealthy one
+// fails the deployment (and reverts it where auto_revert is set).
+func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (uint64, error) {
+	snap := s.store.Snapshot()
+	d, _, err := activeDeployment(snap, id)
+	if err != nil {
+		return 0, err
+	}
+	if len(healthy)+len(unhealthy) == 0 {
+		return 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
+	}
+	now := s.now()
+	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano()}
+	seen := map[string]bool{}
+	for _, set := range []struct {
+		ids     []string
+		healthy bool
+	}{{healthy, true}, {unhealthy, false}} {
+		for _, allocID := range set.ids {
+			if seen[allocID] {
+				return 0, badRequest(fmt.Errorf("allocation %s is listed twice", allocID))
+			}
+			seen[allocID] = true
+			a := snap.Alloc(allocID)
+			if a == nil {
+				return 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
+			}
+			if a.DeploymentID != d.ID {
+				return 0, badRequest(fmt.Errorf("allocation %s is not part of deployment %s", allocID, d.ID))
+			}
+			h := set.healthy
+			req.Allocs = append(req.Allocs, &sdk.Allocation{ID: allocID,
+				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &h, Timestamp: now}})
+		}
+	}
+	return s.Apply(fsm.AllocClientUpdateRequestType, req)
+}
