@@ -266,6 +266,10 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 	// Compiling a module takes up to seconds without the cache: load the
 	// plugins in parallel, then register them in path order, so that an
 	// error names the same plugin whatever finished first.
+	// Say so first: a new build's compilation is seconds of silence.
+	start := time.Now()
+	l.log.Info().Int("plugins", len(specs)).Str("dir", l.dir).Str("wasm_cache", l.cacheDir()).
+		Msg("loading scheduler plugins (a new wasm build is compiled once, then cached)")
 	entries := make([]*rt.Entry, len(specs))
 	digests := make([]digest, len(specs))
 	errs := make([]error, len(specs))
@@ -288,6 +292,7 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	l.log.Info().Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("scheduler plugins loaded")
 	closeFrom := func(i int) {
 		for _, e := range entries[i:] {
 			if e != nil {
