@@ -380,8 +380,23 @@ func applyScalingEvent(tx *state.Txn, req *ScalingEventRequest) error {
 	return tx.AddScalingEvent(req.Namespace, req.JobID, req.TaskGroup, &e)
 }
 
+// applyNodeRegister writes a node as its agent registers it. What the
+// servers own is kept from the node as stored, as in Nomad: its drain,
+// eligibility, last drain and events (a node registering for the first
+// time gets a "Node registered" event).
 func applyNodeRegister(tx *state.Txn, req *NodeRegisterRequest, fx *effects) error {
 	n := req.Node
+	if old := tx.Node(n.ID); old != nil {
+		n.DrainStrategy, n.SchedulingEligibility, n.LastDrain = old.DrainStrategy, old.SchedulingEligibility, old.LastDrain
+		n.Events = old.Events
+		if old.Status == sdk.NodeStatusDown && n.Status != sdk.NodeStatusDown {
+			n.Events = appendEvent(n.Events, &sdk.NodeEvent{Message: "Node re-registered", Subsystem: "Cluster",
+				Timestamp: time.Unix(n.StatusUpdatedAt, 0)}, tx.Index())
+		}
+	} else {
+		n.Events = appendEvent(nil, &sdk.NodeEvent{Message: "Node registered", Subsystem: "Cluster",
+			Timestamp: time.Unix(n.StatusUpdatedAt, 0)}, tx.Index())
+	}
 	if err := tx.UpsertNode(n); err != nil {
 		return err
 	}

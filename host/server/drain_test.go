@@ -434,3 +434,32 @@ func TestScaleJob_SysBatch(t *testing.T) {
 		t.Fatalf("scaling a system job: %v", err)
 	}
 }
+
+// A node agent that registers again (restarted, or back after a lost
+// connection) sends its node without what the servers own: the drain, the
+// eligibility, the last drain and the events are kept, as Nomad keeps
+// them, and the first registration is an event.
+func TestRegisterNode_KeepsWhatTheServersOwn(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	n := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Store().Snapshot().Node(n.ID)
+	if len(first.Events) != 1 || first.Events[0].Message != "Node registered" || first.Events[0].Subsystem != "Cluster" {
+		t.Fatalf("events of a new node: %+v", first.Events)
+	}
+	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	drained := s.Store().Snapshot().Node(n.ID)
+	again := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(again); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Store().Snapshot().Node(n.ID)
+	if got.DrainStrategy == nil || got.SchedulingEligibility != sdk.NodeSchedulingIneligible ||
+		len(got.Events) != len(drained.Events) || got.Events[len(got.Events)-1].Message != "Node drain strategy set" {
+		t.Fatalf("registered again: drain %+v eligibility %s events %+v", got.DrainStrategy, got.SchedulingEligibility, got.Events)
+	}
+}

@@ -115,8 +115,12 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	}
 	n.StatusUpdatedAt = s.now().Unix()
 	req := &fsm.NodeRegisterRequest{Node: n}
-	if old == nil || old.Status != n.Status || old.SchedulingEligibility != n.SchedulingEligibility {
+	if old == nil || old.Status != n.Status {
 		probe := *n
+		if old != nil {
+			// The servers own these; the FSM keeps them (applyNodeRegister).
+			probe.SchedulingEligibility, probe.DrainStrategy = old.SchedulingEligibility, old.DrainStrategy
+		}
 		probe.ComputeClass()
 		req.Evals = s.nodeEvals(snap, &probe, sdk.EvalTriggerNodeUpdate)
 	}
