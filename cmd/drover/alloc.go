@@ -78,6 +78,12 @@ func (c *allocStatusCommand) Run(args []string) int {
 			rows = append(rows, []string{t, fmt.Sprint(orDash(s["State"])), fmt.Sprint(orDash(s["Failed"])), fmt.Sprint(orDash(s["Restarts"]))})
 		}
 		c.table(rows)
+		for _, t := range sortedKeys(a.TaskStates) {
+			if rows := eventRows(a.TaskStates[t]); len(rows) > 1 {
+				c.ui.Output(fmt.Sprintf("\nTask %q is %q\nRecent Events:", t, fmt.Sprint(orDash(a.TaskStates[t]["State"]))))
+				c.table(rows)
+			}
+		}
 	}
 	if *verbose && a.Metrics != nil {
 		m := a.Metrics
@@ -113,6 +119,25 @@ func scoreRows(top []*sdk.NodeScoreMeta) [][]string {
 			row = append(row, fmt.Sprintf("%.3g", v))
 		}
 		rows = append(rows, append(row, fmt.Sprintf("%.3g", s.NormScore)))
+	}
+	return rows
+}
+
+// eventRows tabulates a task state's events as Nomad's alloc status does:
+// newest first, with the time, type and description.
+func eventRows(st sdk.Opaque) [][]string {
+	events, _ := st["Events"].([]any)
+	rows := [][]string{{"Time", "Type", "Description"}}
+	for i := len(events) - 1; i >= 0; i-- {
+		e, ok := events[i].(map[string]any)
+		if !ok {
+			continue
+		}
+		at := "-"
+		if ns, ok := e["Time"].(float64); ok {
+			at = formatTime(int64(ns))
+		}
+		rows = append(rows, []string{at, fmt.Sprint(orDash(e["Type"])), fmt.Sprint(orDash(e["DisplayMessage"]))})
 	}
 	return rows
 }

@@ -253,7 +253,8 @@ func TestE2E_CLICommands(t *testing.T) {
 
 	t.Run("alloc status and stop", func(t *testing.T) {
 		c.t = t
-		c.contains(c.run(0, "alloc", "status", alloc.ID[:8]), "Job ID              = web", "Allocated Resources", "nginx")
+		c.contains(c.run(0, "alloc", "status", alloc.ID[:8]), "Job ID              = web", "Allocated Resources", "nginx",
+			`Task "nginx" is "running"`, "Recent Events:", "Task started by client")
 		c.contains(c.run(0, "alloc", "status", "-verbose", alloc.ID), alloc.ID, "Placement Metrics", "binpack", "job-anti-affinity", "final score")
 		var a sdk.Allocation
 		if err := json.Unmarshal([]byte(c.run(0, "alloc", "status", "-json", alloc.ID)), &a); err != nil || a.ID != alloc.ID {

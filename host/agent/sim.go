@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -67,6 +68,8 @@ func devNode(i int) *sdk.Node {
 			Cpu:    sdk.NodeCpuResources{CpuShares: cpus[i%3], TotalCpuCores: uint16(cpus[i%3] / 1000)},
 			Memory: sdk.NodeMemoryResources{MemoryMB: mems[(i/3)%3]},
 			Disk:   sdk.NodeDiskResources{DiskMB: 100 * 1024},
+			// Nomad's client default range of dynamic ports.
+			MinDynamicPort: 20000, MaxDynamicPort: 32000,
 		},
 		ReservedResources:     &sdk.NodeReservedResources{},
 		Drivers:               drivers,
@@ -161,8 +164,18 @@ func (s *simulator) runAllocs(ctx context.Context) {
 	}
 }
 
-// simNext is what a simulated node reports next about an allocation.
+// simNext is what a simulated node reports next about an allocation: its
+// client status, its tasks' states as they change with it, and its
+// deployment health.
 func simNext(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
+	u, ok := simStatus(a, now)
+	if ok {
+		u.TaskStates = simTaskStates(a, u, now)
+	}
+	return u, ok
+}
+
+func simStatus(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 	if a.ClientTerminalStatus() {
 		return server.AllocUpdate{}, false
 	}
@@ -229,21 +242,31 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 		return b
 	}
 	for _, t := range tg.Tasks {
-		if t.Driver != "mock_driver" {
-			continue
+		tb := taskBehaviour(t)
+		b.startError = cmp.Or(b.startError, tb.startError)
+		b.runFor = max(b.runFor, tb.runFor)
+		b.exitCode = cmp.Or(b.exitCode, tb.exitCode)
+	}
+	return b
+}
+
+// taskBehaviour is what a dev node's mock_driver does with one task.
+func taskBehaviour(t *sdk.Task) simBehaviour {
+	var b simBehaviour
+	if t.Driver != "mock_driver" {
+		return b
+	}
+	if v, ok := t.Config["start_error"]; ok {
+		b.startError = fmt.Sprint(v)
+	}
+	if v, ok := t.Config["run_for"]; ok {
+		if d, err := time.ParseDuration(fmt.Sprint(v)); err == nil {
+			b.runFor = d
 		}
-		if v, ok := t.Config["start_error"]; ok && b.startError == "" {
-			b.startError = fmt.Sprint(v)
-		}
-		if v, ok := t.Config["run_for"]; ok {
-			if d, err := time.ParseDuration(fmt.Sprint(v)); err == nil && d > b.runFor {
-				b.runFor = d
-			}
-		}
-		if v, ok := t.Config["exit_code"]; ok && b.exitCode == 0 {
-			if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
-				b.exitCode = n
-			}
+	}
+	if v, ok := t.Config["exit_code"]; ok {
+		if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
+			b.exitCode = n
 		}
 	}
 	return b
@@ -278,4 +301,86 @@ func manualHealth(a *sdk.Allocation) bool {
 	}
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
 	return tg != nil && tg.Update != nil && tg.Update.HealthCheck == "manual"
+}
+
+// simMaxEvents is how many events a task state keeps, as Nomad's nodes.
+const simMaxEvents = 10
+
+// simTaskStates is what a node reports of a's tasks with update u, in the
+// shape of Nomad's TaskState (State, Failed, Restarts, StartedAt,
+// FinishedAt, Events), each task's events appended to those reported
+// before. A task that ends has its own exit code; when one fails to
+// start, the others are killed as its siblings. A report that leaves the
+// client status as it was (health) gives none: the tasks stay as they are.
+func simTaskStates(a *sdk.Allocation, u server.AllocUpdate, now time.Time) map[string]sdk.Opaque {
+	if u.ClientStatus == a.ClientStatus || a.Job == nil {
+		return nil
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return nil
+	}
+	// Events are plain maps, as the raft log's codec encodes them.
+	event := func(typ, msg string, extra map[string]any) map[string]any {
+		e := map[string]any{"Type": typ, "Time": now.UnixNano(), "DisplayMessage": msg, "Details": map[string]any{}}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return e
+	}
+	received := []map[string]any{event("Received", "Task received by client", nil),
+		event("Task Setup", "Building Task Directory", nil)}
+	failedToStart := ""
+	for _, t := range tg.Tasks {
+		if taskBehaviour(t).startError != "" {
+			failedToStart = t.Name
+			break
+		}
+	}
+	out := make(map[string]sdk.Opaque, len(tg.Tasks))
+	for _, t := range tg.Tasks {
+		b := taskBehaviour(t)
+		state, failed := "dead", false
+		var events []map[string]any
+		switch {
+		case u.ClientStatus == sdk.AllocClientStatusRunning:
+			state = "running"
+			events = append(received, event("Started", "Task started by client", nil))
+		case a.DesiredStatus != sdk.AllocDesiredStatusRun:
+			events = []map[string]any{event("Killing", "Sent interrupt. Waiting 5s before force killing", nil),
+				event("Killed", "Task successfully killed", nil)}
+		case a.ClientStatus != sdk.AllocClientStatusRunning && b.startError != "":
+			failed = true
+			events = append(received, event("Driver Failure", b.startError,
+				map[string]any{"DriverError": b.startError, "FailsTask": true}))
+		case a.ClientStatus != sdk.AllocClientStatusRunning:
+			events = append(received, event("Sibling Task Failed", fmt.Sprintf("Task's sibling %q failed", failedToStart), nil),
+				event("Killed", "Task successfully killed", nil))
+		default:
+			failed = b.exitCode != 0
+			events = []map[string]any{event("Terminated", fmt.Sprintf("Exit Code: %d", b.exitCode),
+				map[string]any{"ExitCode": b.exitCode})}
+		}
+		prev := a.TaskStates[t.Name]
+		st := sdk.Opaque{"State": state, "Failed": failed, "Restarts": 0,
+			"StartedAt": time.Time{}, "FinishedAt": time.Time{}, "LastRestart": time.Time{}}
+		if at, ok := prev["StartedAt"]; ok {
+			st["StartedAt"] = at
+		}
+		if state == "running" {
+			st["StartedAt"] = now.UTC()
+		} else {
+			st["FinishedAt"] = now.UTC()
+		}
+		var all []any
+		if old, ok := prev["Events"].([]any); ok {
+			all = append(all, old...)
+		}
+		for _, e := range events {
+			all = append(all, e)
+		}
+		st["Events"] = all[max(0, len(all)-simMaxEvents):]
+		out[t.Name] = st
+	}
+	return out
 }

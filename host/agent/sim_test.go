@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -93,4 +95,105 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSimTaskStates: each transition a dev node reports gives every task a
+// Nomad-shaped state whose events follow those reported before, through
+// the raft log's codec; a task ends with its own exit code, and a task's
+// failure to start kills its siblings.
+func TestSimTaskStates(t *testing.T) {
+	now := time.Unix(1000, 0)
+	task := func(name string, config sdk.Opaque) *sdk.Task {
+		return &sdk.Task{Name: name, Driver: "mock_driver", Config: config}
+	}
+	job := func(tasks ...*sdk.Task) *sdk.Job {
+		return &sdk.Job{Type: sdk.JobTypeBatch, TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: tasks}}}
+	}
+	// roundTrip stores a's update as the FSM would, through msgpack.
+	roundTrip := func(t *testing.T, a *sdk.Allocation, u server.AllocUpdate) *sdk.Allocation {
+		t.Helper()
+		c := *a
+		c.ClientStatus, c.TaskStates = u.ClientStatus, u.TaskStates
+		b, err := c.MarshalMsg(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back sdk.Allocation
+		if _, err := back.UnmarshalMsg(b); err != nil {
+			t.Fatal(err)
+		}
+		return &back
+	}
+	types := func(st sdk.Opaque) []string {
+		var out []string
+		for _, e := range st["Events"].([]any) {
+			out = append(out, e.(map[string]any)["Type"].(string))
+		}
+		return out
+	}
+	check := func(t *testing.T, a *sdk.Allocation, name, state string, failed bool, events ...string) {
+		t.Helper()
+		st := a.TaskStates[name]
+		if st["State"] != state || st["Failed"] != failed || !slices.Equal(types(st), events) {
+			t.Fatalf("task %s: %s failed %v events %v, want %s %v %v", name, st["State"], st["Failed"], types(st), state, failed, events)
+		}
+	}
+
+	t.Run("run then exit with each task's code", func(t *testing.T) {
+		a := &sdk.Allocation{ID: "a", TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+			CreateTime: now.UnixNano(), Job: job(task("ok", sdk.Opaque{"run_for": "2s"}), task("bad", sdk.Opaque{"run_for": "3s", "exit_code": "3"}))}
+		u, ok := simNext(a, now)
+		if !ok || u.ClientStatus != sdk.AllocClientStatusRunning {
+			t.Fatalf("start: %v %+v", ok, u)
+		}
+		a = roundTrip(t, a, u)
+		check(t, a, "ok", "running", false, "Received", "Task Setup", "Started")
+		u, ok = simNext(a, now.Add(3*time.Second))
+		if !ok || u.ClientStatus != sdk.AllocClientStatusFailed {
+			t.Fatalf("exit: %v %+v", ok, u)
+		}
+		a = roundTrip(t, a, u)
+		check(t, a, "ok", "dead", false, "Received", "Task Setup", "Started", "Terminated")
+		check(t, a, "bad", "dead", true, "Received", "Task Setup", "Started", "Terminated")
+		if _, started := a.TaskStates["bad"]["StartedAt"].(time.Time); !started {
+			t.Fatalf("started at %#v", a.TaskStates["bad"]["StartedAt"])
+		}
+	})
+	t.Run("a failed start kills the siblings", func(t *testing.T) {
+		a := &sdk.Allocation{ID: "a", TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusPending,
+			Job: job(task("main", nil), task("broken", sdk.Opaque{"start_error": "no image"}))}
+		u, _ := simNext(a, now)
+		a = roundTrip(t, a, u)
+		check(t, a, "broken", "dead", true, "Received", "Task Setup", "Driver Failure")
+		check(t, a, "main", "dead", false, "Received", "Task Setup", "Sibling Task Failed", "Killed")
+	})
+	t.Run("stopped by the server", func(t *testing.T) {
+		a := &sdk.Allocation{ID: "a", TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusStop, ClientStatus: sdk.AllocClientStatusRunning,
+			Job: job(task("main", nil))}
+		u, _ := simNext(a, now)
+		a = roundTrip(t, a, u)
+		check(t, a, "main", "dead", false, "Killing", "Killed")
+	})
+	t.Run("health leaves the tasks as they are", func(t *testing.T) {
+		j := job(task("main", nil))
+		j.Type = sdk.JobTypeService
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1}
+		a := &sdk.Allocation{ID: "a", TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning,
+			DeploymentID: "d", Job: j}
+		if u, ok := simNext(a, now); !ok || u.DeploymentStatus == nil || u.TaskStates != nil {
+			t.Fatalf("health report %v %+v", ok, u)
+		}
+	})
+	t.Run("at most ten events", func(t *testing.T) {
+		var old []any
+		for i := 0; i < 12; i++ {
+			old = append(old, map[string]any{"Type": "Old"})
+		}
+		a := &sdk.Allocation{ID: "a", TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusStop, ClientStatus: sdk.AllocClientStatusRunning,
+			Job: job(task("main", nil)), TaskStates: map[string]sdk.Opaque{"main": {"Events": old}}}
+		u, _ := simNext(a, now)
+		if ev := u.TaskStates["main"]["Events"].([]any); len(ev) != simMaxEvents || ev[len(ev)-1].(map[string]any)["Type"] != "Killed" {
+			t.Fatalf("events %v", ev)
+		}
+	})
 }
