@@ -529,6 +529,14 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 				lostUnreplaced[id] = a
 			}
 		}
+		// So is one stopped as lost by an earlier pass whose replacement
+		// could not be placed: replacing it is not the rollout a failed
+		// or paused deployment holds back. Nomad v1.6.1 replaces only
+		// what this pass finds lost, and a job whose deployment failed
+		// after that stays short.
+		for id, a := range r.lostAwaitingReplacement(all, untainted) {
+			lostUnreplaced[id] = a
+		}
 		replace := disconnecting.difference(rescheduleNow)
 		if isCanarying {
 			replace = replace.difference(canaries) // see cancelUnneededCanaries
@@ -853,6 +861,27 @@ func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 		return nil
 	}
 	return next
+}
+
+// lostAwaitingReplacement returns the allocations of all (a group of the
+// current job) that an earlier pass stopped as lost and that have no
+// replacement yet: not linked to one, and no later allocation of theirs
+// running under their name in untainted.
+func (r *reconciler) lostAwaitingReplacement(all, untainted set) set {
+	out := set{}
+	for id, a := range all {
+		if a.DesiredStatus != sdk.AllocDesiredStatusStop || a.ClientStatus != sdk.AllocClientStatusLost ||
+			a.DesiredDescription != AllocLost || a.NextAllocation != "" {
+			continue
+		}
+		if a.Job != nil && a.Job.CreateIndex != r.job.CreateIndex {
+			continue // an earlier instance of the job, purged and registered again
+		}
+		if namesake(untainted, a) == nil {
+			out[id] = a
+		}
+	}
+	return out
 }
 
 // liveAncestor returns the first allocation up a's chain of

@@ -2612,3 +2612,43 @@ func TestService_NewVersionReschedulesTheCancelledDeploymentsFailures(t *testing
 		}
 	}
 }
+
+// Allocations lost while the group could not be replaced (no room) are
+// replaced once there is room, even when the job's deployment has failed
+// meanwhile: a failed deployment stops the rollout, not the replacement of
+// what was lost. (A QA pass found a job stuck at 0 of 2: the deployment
+// failed at its progress deadline after its node was lost.)
+func TestService_LostReplacedAfterTheDeploymentFailed(t *testing.T) {
+	h := schedtest.New(t)
+	first := schedtest.Node("big-1")
+	h.UpsertNodes(first)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 2, MinHealthyTime: time.Second, HealthyDeadline: time.Minute,
+		ProgressDeadline: 10 * time.Minute}
+	h.Process(service, h.RegisterJob(job))
+	placed := schedtest.Placed(h.LastPlan())
+	if len(placed) != 2 || placed[0].DeploymentID == "" {
+		t.Fatalf("first placement: %d allocations", len(placed))
+	}
+	deploymentID := placed[0].DeploymentID
+	h.SetClientStatus(sdk.AllocClientStatusRunning, placed...)
+
+	first.Status = sdk.NodeStatusDown
+	h.UpsertNodes(first)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	if p := h.LastPlan(); len(schedtest.Stopped(p)) != 2 || len(schedtest.Placed(p)) != 0 {
+		t.Fatalf("node down: %d stopped, %d placed", len(schedtest.Stopped(p)), len(schedtest.Placed(p)))
+	}
+	if e := h.LastEval(); e.BlockedEval == "" {
+		t.Fatalf("nowhere to replace the lost allocations, and no blocked eval: %+v", e)
+	}
+
+	d := *h.Deployment(deploymentID)
+	d.Status, d.StatusDescription = sdk.DeploymentStatusFailed, sdk.DeploymentDescriptionProgressDeadline
+	h.UpsertDeployment(&d)
+	h.UpsertNodes(schedtest.Node("big-2"))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerQueuedAllocs))
+	if got := schedtest.Placed(h.LastPlan()); len(got) != 2 {
+		t.Fatalf("after the deployment failed, %d of the 2 lost allocations replaced", len(got))
+	}
+}
