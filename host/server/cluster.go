@@ -29,6 +29,10 @@ import (
 // there is none (an election is under way, or the cluster has not formed).
 var ErrNoLeader = errors.New("server: no cluster leader")
 
+// errDuplicateServer refuses a join under the name of a member that still
+// runs elsewhere.
+var errDuplicateServer = errors.New("a server of that name is in the cluster")
+
 // Paths of the cluster's internal endpoints, served on the RPC address
 // only.
 const (
@@ -161,7 +165,12 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.addVoter(r.Context(), req); err != nil {
-		http.Error(w, "join: "+err.Error(), http.StatusInternalServerError)
+		code := http.StatusInternalServerError
+		if errors.Is(err, errDuplicateServer) {
+			code = http.StatusConflict
+			s.log.Warn().Str("server", req.ID).Str("address", req.Address).Err(err).Msg("refused a server joining under a member's name")
+		}
+		http.Error(w, "join: "+err.Error(), code)
 		return
 	}
 	s.log.Info().Str("server", req.ID).Str("address", req.Address).Msg("server joined the cluster")
@@ -192,6 +201,15 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 		switch {
 		case string(sv.ID) == req.ID && string(sv.Address) == req.Address && sv.Suffrage == raft.Voter:
 			return nil
+		case string(sv.ID) == req.ID:
+			// A member restarted at another address, or a second server
+			// under a member's name: the member must not answer at its
+			// address any more. Taking its place would cut it off while
+			// it runs.
+			if old, err := fetchPeerInfo(ctx, &http.Client{Transport: tr}, string(sv.Address)); err == nil && old.ID == req.ID {
+				return fmt.Errorf("%w: %s already runs at %s; server names must be unique (or stop it before it moves)",
+					errDuplicateServer, req.ID, sv.Address)
+			}
 		case string(sv.ID) != req.ID && string(sv.Address) == req.Address:
 			if err := s.raftLayer.raft.RemoveServer(sv.ID, 0, s.cfg.RaftApplyTimeout).Error(); err != nil {
 				return fmt.Errorf("remove %s, replaced by %s at %s: %w", sv.ID, req.ID, req.Address, err)
@@ -317,6 +335,10 @@ func (s *Server) joinCluster(ctx context.Context) {
 	defer client.CloseIdleConnections()
 	for {
 		if s.inCluster() {
+			// Its data dir holds the cluster's state from now on.
+			if err := s.markDataDirInitialized(); err != nil {
+				s.log.Error().Err(err).Msg("could not mark the data dir initialized")
+			}
 			return
 		}
 		if err := s.joinRound(ctx, client); err != nil {

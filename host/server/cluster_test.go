@@ -217,6 +217,37 @@ func TestCluster_WaitingServerListsItself(t *testing.T) {
 	}
 }
 
+// A server stopped while it waits for the others (a first rollout under a
+// supervisor, a mistyped bootstrap_expect) has no state yet: it starts
+// again on its data dir, and then forms the cluster with the others.
+func TestCluster_WaitingServerStartsAgain(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 2)
+	first := servertest.StartMember(t, cfgs[0], nil)
+	time.Sleep(5 * cfgs[0].RetryInterval)
+	if err := first.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	again := servertest.StartMember(t, cfgs[0], nil)
+	other := servertest.StartMember(t, cfgs[1], nil)
+	servertest.WaitForClusterLeader(t, []*server.Server{again, other})
+}
+
+// A data dir is its server's: started under another name it is refused,
+// as raft knows servers by name.
+func TestCluster_DataDirOfAnotherServerIsRefused(t *testing.T) {
+	cfg := servertest.ClusterConfigs(t, 1)[0]
+	s := servertest.StartMember(t, cfg, nil)
+	servertest.WaitForClusterLeader(t, []*server.Server{s})
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NodeName = "server-9"
+	_, err := server.New(cfg, servertest.NativeBuiltins(t, 1), zerolog.Nop())
+	if !errors.Is(err, server.ErrDataDirUnusable) || !strings.Contains(err.Error(), `belongs to server "server-1"`) {
+		t.Fatalf("another server's data dir: %v", err)
+	}
+}
+
 // neverLeads checks, over several join rounds, that none of servers leads
 // or is in a raft configuration: they formed no cluster.
 func neverLeads(t *testing.T, what string, servers ...*server.Server) {
@@ -314,6 +345,30 @@ func TestCluster_MembersMoveAndAreReplaced(t *testing.T) {
 		return len(ids) == 3 && slices.Contains(ids, "server-9") && !slices.Contains(ids, moved.NodeName)
 	})
 	servertest.WaitFor(t, "the replacement to get the state", func() bool { return liveAllocs(nine, "web") == 1 })
+}
+
+// A second server under the name of a member that still runs is refused:
+// taking the member's place in the configuration would cut it off.
+func TestCluster_DuplicateNameIsRefused(t *testing.T) {
+	cfgs, servers, leader := startCluster(t, 3)
+	f := (slices.Index(servers, leader) + 1) % 3
+	dup := servertest.ClusterConfigs(t, 1)[0]
+	dup.NodeName, dup.BootstrapExpect, dup.RetryJoin = cfgs[f].NodeName, 0, []string{leader.RPCAddr()}
+	servertest.StartMember(t, dup, nil)
+	time.Sleep(10 * dup.RetryInterval)
+	confs, _, err := leader.RaftConfiguration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sv := range confs {
+		if sv.ID == cfgs[f].NodeName && sv.Address != cfgs[f].RPCAddr {
+			t.Fatalf("the duplicate took %s's place: %+v", sv.ID, confs)
+		}
+	}
+	servertest.WaitForEval(t, leader, registerJob(t, leader, servertest.Job("web", "service", 0, 100, 64)))
+	servertest.WaitFor(t, "the member to follow still", func() bool {
+		return servers[f].Store().Snapshot().Job("default", "web") != nil
+	})
 }
 
 // Three failovers in a row, each old leader restarted as a follower:

@@ -80,11 +80,18 @@ func (d *dataDir) metaPath() string { return filepath.Join(d.path, dataDirMetaFi
 // the metadata is readable, the raft log opens, every snapshot is listed,
 // the log follows on from the newest snapshot and every entry after it
 // decodes.
-func openDataDir(path string, logger hclog.Logger) (_ *dataDir, err error) {
+func openDataDir(path, nodeName string, logger hclog.Logger) (_ *dataDir, err error) {
 	d := &dataDir{path: path}
 	meta, err := inspectDataDir(path, true)
 	if err != nil {
 		return nil, err
+	}
+	if meta != nil && meta.NodeName != "" && meta.NodeName != nodeName {
+		// Raft knows servers by name: under another name this server would
+		// take over its cluster's state as a stranger, or pass for a member
+		// it is not.
+		return nil, fmt.Errorf("%w: %s belongs to server %q, not %q: start that server with -node %s, or give this one its own data dir",
+			ErrDataDirUnusable, path, meta.NodeName, nodeName, meta.NodeName)
 	}
 	dbPath := filepath.Join(d.raftDir(), raftDBName)
 	if err := os.MkdirAll(d.raftDir(), 0o700); err != nil {
@@ -304,7 +311,8 @@ func (d *dataDir) checkLog(newest *raft.SnapshotMeta) (has bool, err error) {
 }
 
 // markInitialized writes the metadata that makes the directory a Drover
-// data dir, once raft state exists in it.
+// data dir, once raft state exists in it: a server that waits to join or
+// form a cluster has none, and may be stopped and started again meanwhile.
 func (d *dataDir) markInitialized(nodeName string, now time.Time) error {
 	if d.initialized {
 		return nil

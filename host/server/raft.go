@@ -75,7 +75,7 @@ func (s *Server) setupRaft() (err error) {
 		st := raft.NewInmemStore()
 		logs, stable, snaps = st, st, raft.NewInmemSnapshotStore()
 	} else {
-		dir, err := openDataDir(s.cfg.DataDir, rc.Logger)
+		dir, err := openDataDir(s.cfg.DataDir, s.cfg.NodeName, rc.Logger)
 		if err != nil {
 			return err
 		}
@@ -98,6 +98,7 @@ func (s *Server) setupRaft() (err error) {
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, cfg); err != nil {
 			return fmt.Errorf("server: bootstrap raft: %w", err)
 		}
+		has = true
 	}
 	r, err := newRaft(rc, s.fsm, logs, stable, snaps, trans)
 	if err != nil {
@@ -110,11 +111,20 @@ func (s *Server) setupRaft() (err error) {
 		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}
 	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout, s.raftLayer.snaps = r, trans, s.cfg.RaftApplyTimeout, snaps
-	if d := s.raftLayer.dir; d != nil {
-		if err := d.markInitialized(s.cfg.NodeName, s.now()); err != nil {
+	if has {
+		if err := s.markDataDirInitialized(); err != nil {
 			_ = r.Shutdown().Error()
 			return err
 		}
+	}
+	return nil
+}
+
+// markDataDirInitialized records that the data dir holds raft state (see
+// dataDir.markInitialized); nothing in dev mode.
+func (s *Server) markDataDirInitialized() error {
+	if d := s.raftLayer.dir; d != nil {
+		return d.markInitialized(s.cfg.NodeName, s.now())
 	}
 	return nil
 }
