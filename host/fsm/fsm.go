@@ -53,8 +53,15 @@ type FSM struct {
 	store   *state.Store
 	notify  Notifier
 	publish Publisher
+	// cluster hears the cluster's identity when an entry or a snapshot
+	// brings it.
+	cluster func(*state.ClusterMeta)
 	log     zerolog.Logger
 }
+
+// SetClusterHook sets who hears the cluster's identity when an entry or a
+// snapshot brings it; set it before raft starts.
+func (f *FSM) SetClusterHook(h func(*state.ClusterMeta)) { f.cluster = h }
 
 // Publisher hears about every commit, for the event stream: the event type
 // of the entry's message ("" when it makes no events), the state just after
@@ -157,6 +164,11 @@ func (f *FSM) commit(index uint64, msg msgp.Unmarshaler) error {
 	if err := f.store.Write(index, func(tx *state.Txn) error { return safeApply(tx, msg, fx) }); err != nil {
 		return err
 	}
+	if _, ok := msg.(*ClusterMetaRequest); ok && f.cluster != nil {
+		if m := f.store.Snapshot().ClusterMeta(); m != nil {
+			f.cluster(m)
+		}
+	}
 	if f.publish != nil {
 		typ := eventType(msg)
 		var changes []state.Change
@@ -241,6 +253,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &NodeUpdateDrainRequest{}
 	case ScalingEventRequestType:
 		msg = &ScalingEventRequest{}
+	case ClusterMetaRequestType:
+		msg = &ClusterMetaRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -318,6 +332,8 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyDeploymentPromote(tx, req, fx)
 	case *NodeUpdateDrainRequest:
 		return applyNodeDrain(tx, req, fx)
+	case *ClusterMetaRequest:
+		return tx.SetClusterMeta(&state.ClusterMeta{ClusterID: req.ClusterID, CreateTime: req.CreateTime})
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
@@ -812,8 +828,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := restore(f.store, rc); err != nil {
 		return err
 	}
+	snap := f.store.Snapshot()
 	if f.publish != nil {
-		f.publish.Reset(f.store.Snapshot())
+		f.publish.Reset(snap)
+	}
+	if m := snap.ClusterMeta(); m != nil && f.cluster != nil {
+		f.cluster(m)
 	}
 	return nil
 }

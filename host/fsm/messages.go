@@ -30,6 +30,7 @@ const (
 	DeploymentPromoteRequestType
 	NodeUpdateDrainRequestType
 	ScalingEventRequestType
+	ClusterMetaRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -160,6 +161,13 @@ type DeploymentStatusUpdateRequest struct {
 	Job       *sdk.Job
 	Eval      *sdk.Evaluation
 	UpdatedAt int64
+}
+
+// ClusterMetaRequest records the cluster's identity (state.ClusterMeta):
+// the first leader writes it, and a later one stays.
+type ClusterMetaRequest struct {
+	ClusterID  string
+	CreateTime int64
 }
 
 // JobStabilityRequest marks a job version stable.

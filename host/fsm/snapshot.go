@@ -33,6 +33,7 @@ const (
 	recAllocJob
 	recPeriodicLaunch
 	recScalingEvents
+	recClusterMeta
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -155,6 +156,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		rw.put(recScalingEvents, e)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
+	if m := snap.ClusterMeta(); m != nil {
+		rw.put(recClusterMeta, m)
+	}
 	if rw.err != nil {
 		return rw.err
 	}
@@ -327,6 +331,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.SetSchedulerConfig(&c)
+	case recClusterMeta:
+		var m state.ClusterMeta
+		if err := un(&m); err != nil {
+			return err
+		}
+		return tx.SetClusterMeta(&m)
 	}
 	return fmt.Errorf("%w: unknown record kind %d", ErrCorruptSnapshot, kind)
 }

@@ -40,6 +40,9 @@ func TestSnapshot_RoundTripKeepsEverything(t *testing.T) {
 		return tx.UpsertEval(&sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Status: "complete"})
 	})
 	write(6, func(tx *state.Txn) error {
+		if err := tx.SetClusterMeta(&state.ClusterMeta{ClusterID: "c-1", CreateTime: 5}); err != nil {
+			return err
+		}
 		return tx.SetSchedulerConfig(&sdk.SchedulerConfiguration{SchedulerAlgorithm: "spread"})
 	})
 
@@ -70,6 +73,9 @@ func TestSnapshot_RoundTripKeepsEverything(t *testing.T) {
 	}
 	if snap.SchedulerConfig().SchedulerAlgorithm != "spread" {
 		t.Error("scheduler config lost")
+	}
+	if m := snap.ClusterMeta(); m == nil || m.ClusterID != "c-1" || m.CreateTime != 5 {
+		t.Errorf("cluster ID lost: %+v", m)
 	}
 	if snap.TableIndex(state.TableJobs) != 4 {
 		t.Errorf("jobs table index = %d, want 4", snap.TableIndex(state.TableJobs))

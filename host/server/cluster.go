@@ -29,9 +29,12 @@ import (
 // there is none (an election is under way, or the cluster has not formed).
 var ErrNoLeader = errors.New("server: no cluster leader")
 
-// errDuplicateServer refuses a join under the name of a member that still
-// runs elsewhere.
-var errDuplicateServer = errors.New("a server of that name is in the cluster")
+// Joins the leader refuses: under the name of a member that still runs
+// elsewhere, or from a server of another cluster.
+var (
+	errDuplicateServer = errors.New("a server of that name is in the cluster")
+	errOtherCluster    = errors.New("a server of another cluster")
+)
 
 // Paths of the cluster's internal endpoints, served on the RPC address
 // only.
@@ -56,6 +59,8 @@ type PeerInfo struct {
 	// Leader is the RPC address of the leader it follows ("" if none).
 	Leader          string
 	BootstrapExpect int
+	// ClusterID is the cluster it belongs to ("" until it knows one).
+	ClusterID string `json:",omitempty"`
 }
 
 // JoinRequest asks the leader to add a server as a voter.
@@ -140,7 +145,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func (s *Server) peerInfo() PeerInfo {
 	info := PeerInfo{ID: s.cfg.NodeName, Address: s.RPCAddr(), Region: s.cfg.Region,
-		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect}
+		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect, ClusterID: s.ClusterID()}
 	if f := s.raftLayer.raft.GetConfiguration(); f.Error() == nil {
 		info.Servers = len(f.Configuration().Servers)
 	}
@@ -166,9 +171,9 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.addVoter(r.Context(), req); err != nil {
 		code := http.StatusInternalServerError
-		if errors.Is(err, errDuplicateServer) {
+		if errors.Is(err, errDuplicateServer) || errors.Is(err, errOtherCluster) {
 			code = http.StatusConflict
-			s.log.Warn().Str("server", req.ID).Str("address", req.Address).Err(err).Msg("refused a server joining under a member's name")
+			s.log.Warn().Str("server", req.ID).Str("address", req.Address).Err(err).Msg("refused a server's join")
 		}
 		http.Error(w, "join: "+err.Error(), code)
 		return
@@ -192,6 +197,10 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 	}
 	if info.ID != req.ID {
 		return fmt.Errorf("the server at %s is %s, not %s", req.Address, info.ID, req.ID)
+	}
+	if mine := s.ClusterID(); !sameCluster(mine, info.ClusterID) {
+		return fmt.Errorf("%w: server %s belongs to cluster %s, this is cluster %s (its data dir is another cluster's)",
+			errOtherCluster, req.ID, info.ClusterID, mine)
 	}
 	f := s.raftLayer.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -377,6 +386,10 @@ func (s *Server) joinRound(ctx context.Context, client *http.Client) error {
 			continue
 		case info.Region != self.Region:
 			errs = append(errs, fmt.Errorf("server %s at %s is in region %q, not %q", info.ID, addr, info.Region, self.Region))
+			continue
+		case !sameCluster(self.ClusterID, info.ClusterID):
+			errs = append(errs, fmt.Errorf("server %s at %s belongs to cluster %s, this server to %s: one of their data dirs is another cluster's",
+				info.ID, addr, info.ClusterID, self.ClusterID))
 			continue
 		case info.Servers > 0:
 			clustered = true

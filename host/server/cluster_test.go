@@ -371,6 +371,82 @@ func TestCluster_DuplicateNameIsRefused(t *testing.T) {
 	})
 }
 
+// clusterIDs waits until each server knows its cluster's ID, the same for
+// all, and returns it.
+func clusterID(t *testing.T, servers []*server.Server) string {
+	t.Helper()
+	var id string
+	servertest.WaitFor(t, "every server to know the cluster ID", func() bool {
+		id = servers[0].ClusterID()
+		for _, s := range servers {
+			if s.ClusterID() == "" || s.ClusterID() != id {
+				return false
+			}
+		}
+		return true
+	})
+	return id
+}
+
+// A data dir left over from another cluster, started under a member's
+// name at its address, takes no part in the cluster: its raft connections
+// are refused both ways, so even with a higher term it cannot lead with
+// its stranger's state, and the two real members elect a leader that has
+// the cluster's own state. (A QA pass saw such a server lead, the
+// cluster's jobs gone from the leader's view.)
+func TestCluster_ADataDirOfAnotherClusterTakesNoPart(t *testing.T) {
+	cfgs, servers, leader := startCluster(t, 3)
+	placeService(t, leader, "ours", 0)
+	ours := clusterID(t, servers)
+	for _, s := range servers {
+		if err := s.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Another cluster, on the same names and addresses, whose term ends
+	// higher.
+	others := make([]server.Config, 3)
+	var theirs []*server.Server
+	for i, cfg := range cfgs {
+		cfg.DataDir = t.TempDir()
+		others[i] = cfg
+		theirs = append(theirs, servertest.StartMember(t, cfg, nil))
+	}
+	other := servertest.WaitForClusterLeader(t, theirs)
+	placeService(t, other, "theirs", 0)
+	if id := clusterID(t, theirs); id == ours {
+		t.Fatal("two clusters share an ID")
+	}
+	for range 3 {
+		if err := servertest.WaitForClusterLeader(t, theirs).TransferLeadership(""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range theirs {
+		if err := s.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	back := []*server.Server{servertest.StartMember(t, cfgs[0], nil), servertest.StartMember(t, cfgs[1], nil)}
+	stranger := servertest.StartMember(t, others[2], nil)
+	leader = servertest.WaitForClusterLeader(t, back)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if stranger.IsLeader() {
+			t.Fatal("the data dir of another cluster leads")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if servertest.WaitForClusterLeader(t, back).Store().Snapshot().Job("default", "ours") == nil {
+		t.Fatal("the leader lost the cluster's state")
+	}
+	if stranger.Store().Snapshot().Job("default", "ours") != nil || stranger.ClusterID() == ours {
+		t.Fatal("the stranger took the cluster's state")
+	}
+}
+
 // Three failovers in a row, each old leader restarted as a follower:
 // every job registered along the way is placed, and in the end every
 // replica holds exactly the leader's state.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -58,6 +59,9 @@ type dataDirMeta struct {
 	Format    int
 	NodeName  string
 	CreatedAt time.Time
+	// ClusterID is the cluster this server belongs to, once it knows it
+	// (see clusterid.go); empty in a data dir older than cluster IDs.
+	ClusterID string `json:",omitempty"`
 }
 
 // dataDir is an opened, locked data dir and its raft stores.
@@ -70,6 +74,11 @@ type dataDir struct {
 	initialized bool
 	// snapErr is why raft could not open the snapshot to restore.
 	snapErr error
+	// metaMu guards meta and initialized once the server runs (the FSM
+	// learns the cluster ID while the server joins its cluster).
+	metaMu sync.Mutex
+	// meta is what the metadata file holds (written or to write).
+	meta dataDirMeta
 }
 
 func (d *dataDir) raftDir() string  { return filepath.Join(d.path, raftDirName) }
@@ -123,6 +132,9 @@ func openDataDir(path, nodeName string, logger hclog.Logger) (_ *dataDir, err er
 			ErrDataDirMissingState, path, dbPath)
 	}
 	d.initialized = meta != nil
+	if meta != nil {
+		d.meta = *meta
+	}
 	return d, nil
 }
 
@@ -314,10 +326,37 @@ func (d *dataDir) checkLog(newest *raft.SnapshotMeta) (has bool, err error) {
 // data dir, once raft state exists in it: a server that waits to join or
 // form a cluster has none, and may be stopped and started again meanwhile.
 func (d *dataDir) markInitialized(nodeName string, now time.Time) error {
+	d.metaMu.Lock()
+	defer d.metaMu.Unlock()
 	if d.initialized {
 		return nil
 	}
-	b, err := json.MarshalIndent(&dataDirMeta{Format: dataDirFormat, NodeName: nodeName, CreatedAt: now.UTC()}, "", "  ")
+	d.meta.Format, d.meta.NodeName, d.meta.CreatedAt = dataDirFormat, nodeName, now.UTC()
+	if err := d.writeMeta(); err != nil {
+		return err
+	}
+	d.initialized = true
+	return nil
+}
+
+// setClusterID keeps the cluster's ID in the metadata (written at once
+// when the data dir is initialized, else when it is).
+func (d *dataDir) setClusterID(id string) error {
+	d.metaMu.Lock()
+	defer d.metaMu.Unlock()
+	if d.meta.ClusterID == id {
+		return nil
+	}
+	d.meta.ClusterID = id
+	if !d.initialized {
+		return nil
+	}
+	return d.writeMeta()
+}
+
+// writeMeta replaces the metadata file atomically.
+func (d *dataDir) writeMeta() error {
+	b, err := json.MarshalIndent(&d.meta, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -342,7 +381,6 @@ func (d *dataDir) markInitialized(nodeName string, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("%w: write %s: %v", ErrDataDirUnusable, d.metaPath(), err)
 	}
-	d.initialized = true
 	return nil
 }
 

@@ -72,6 +72,9 @@ func (s *Server) establishLeadership() error {
 	run(s.drainer)
 	run(s.watchDeployments)
 	run(s.periodic.run)
+	if !s.cfg.Dev {
+		run(s.ensureClusterID)
+	}
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		run(w.run)

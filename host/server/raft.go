@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -51,6 +52,14 @@ func (s *Server) setupRaft() (err error) {
 		stable raft.StableStore
 		snaps  raft.SnapshotStore
 	)
+	if !s.cfg.Dev {
+		// Known before the RPC address listens, as it decides which raft
+		// connections are let in (clusterid.go); openDataDir reports a bad
+		// metadata file.
+		if meta, err := readDataDirMeta(filepath.Join(s.cfg.DataDir, dataDirMetaFile)); err == nil && meta != nil {
+			s.cluster.id = meta.ClusterID
+		}
+	}
 	var trans raft.Transport
 	if s.cfg.RPCAddr == "" {
 		_, trans = raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeName))
@@ -59,9 +68,9 @@ func (s *Server) setupRaft() (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		s.rpc = newRPCMux(ln, advertise)
+		s.rpc = newRPCMux(ln, advertise, s.ClusterID, s.log)
 		nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: raftStream{s.rpc.raft}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+			Stream: raftStream{s.rpc.raft, s.ClusterID}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
 		defer func() {
 			if err != nil {
 				_ = nt.Close()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rs/zerolog"
 )
 
 // The first byte of a connection to a server's RPC address says what
@@ -23,18 +25,32 @@ const (
 const rpcHandshakeTimeout = 5 * time.Second
 
 // rpcMux splits the connections of the RPC listener by their first byte.
+// A raft connection then says which cluster its server belongs to (a byte
+// of length, then the cluster ID; see clusterid.go): one from another
+// cluster is refused.
 type rpcMux struct {
 	ln        net.Listener
 	advertise net.Addr
 	raft      *connListener
 	http      *connListener
+	clusterID func() string
+	log       zerolog.Logger
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup
+
+	// refusedMu guards refused: when each foreign cluster was last logged.
+	refusedMu sync.Mutex
+	refused   map[string]time.Time
 }
 
-func newRPCMux(ln net.Listener, advertise net.Addr) *rpcMux {
-	m := &rpcMux{ln: ln, advertise: advertise, done: make(chan struct{})}
+// refusedLogInterval spaces the warnings about one foreign cluster, whose
+// servers retry many times a second.
+const refusedLogInterval = time.Minute
+
+func newRPCMux(ln net.Listener, advertise net.Addr, clusterID func() string, log zerolog.Logger) *rpcMux {
+	m := &rpcMux{ln: ln, advertise: advertise, clusterID: clusterID, log: log, done: make(chan struct{}),
+		refused: map[string]time.Time{}}
 	m.raft = newConnListener(advertise, m.done)
 	m.http = newConnListener(advertise, m.done)
 	m.wg.Add(1)
@@ -76,10 +92,18 @@ func (m *rpcMux) route(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	var to *connListener
 	switch b[0] {
 	case rpcRaft:
+		theirs, err := readClusterID(c)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		if mine := m.clusterID(); !sameCluster(mine, theirs) {
+			m.refuse(c, mine, theirs)
+			return
+		}
 		to = m.raft
 	case rpcHTTP:
 		to = m.http
@@ -87,11 +111,42 @@ func (m *rpcMux) route(c net.Conn) {
 		_ = c.Close()
 		return
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	select {
 	case to.conns <- c:
 	case <-m.done:
 		_ = c.Close()
 	}
+}
+
+// refuse closes a raft connection from a server of another cluster, and
+// says so now and then.
+func (m *rpcMux) refuse(c net.Conn, mine, theirs string) {
+	_ = c.Close()
+	m.refusedMu.Lock()
+	last, now := m.refused[theirs], time.Now()
+	log := now.Sub(last) >= refusedLogInterval
+	if log {
+		m.refused[theirs] = now
+	}
+	m.refusedMu.Unlock()
+	if log {
+		m.log.Warn().Str("from", c.RemoteAddr().String()).Str("their_cluster", theirs).Str("cluster", mine).
+			Msg("refused raft from a server of another cluster (a data dir of another cluster under a member's name or address?)")
+	}
+}
+
+// readClusterID reads what a raft connection says of its cluster.
+func readClusterID(r io.Reader) (string, error) {
+	var n [1]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return "", err
+	}
+	id := make([]byte, n[0])
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", err
+	}
+	return string(id), nil
 }
 
 func (m *rpcMux) close() {
@@ -144,15 +199,28 @@ func dialRPC(ctx context.Context, addr string, kind byte) (net.Conn, error) {
 	return c, nil
 }
 
-// raftStream is raft's stream layer over the mux.
-type raftStream struct{ *connListener }
+// raftStream is raft's stream layer over the mux; its connections say
+// which cluster this server belongs to.
+type raftStream struct {
+	*connListener
+	clusterID func() string
+}
 
 var _ raft.StreamLayer = raftStream{}
 
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialRPC(ctx, string(addr), rpcRaft)
+	c, err := dialRPC(ctx, string(addr), rpcRaft)
+	if err != nil {
+		return nil, err
+	}
+	id := s.clusterID()
+	if _, err := c.Write(append([]byte{byte(len(id))}, id...)); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // tcpAddr is an advertised address given as a string.

@@ -81,6 +81,8 @@ type Server struct {
 	dispatchMu sync.Mutex
 	// restoreMu serialises operator snapshot restores.
 	restoreMu sync.Mutex
+	// cluster is the ID of the cluster this server belongs to (clusterid.go).
+	cluster clusterIdentity
 }
 
 // New creates a server and starts raft; in durable mode it opens the data
@@ -116,6 +118,7 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	s.broker = b
 	s.blocked = blocked.New(b)
 	s.fsm = fsm.New(store, s, log)
+	s.fsm.SetClusterHook(s.learnClusterID)
 	if cfg.EventBufferSize > 0 {
 		s.events = events.New(cfg.EventBufferSize)
 		s.fsm.SetPublisher(s.events)

@@ -289,6 +289,12 @@ func (r reader) SchedulerConfig() *sdk.SchedulerConfiguration {
 	return sdk.DefaultSchedulerConfiguration()
 }
 
+// ClusterMeta returns the cluster's identity, nil until its first leader
+// wrote it.
+func (r reader) ClusterMeta() *ClusterMeta {
+	return first[ClusterMeta](r, TableCluster, "id", "cluster")
+}
+
 func jobKey(ns, id string) string { return ns + "\x00" + id }
 
 func splitJobKey(k string) (string, string) {

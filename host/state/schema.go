@@ -19,6 +19,7 @@ const (
 	TableSchedConfig = "scheduler_config"
 	TablePeriodic    = "periodic_launch"
 	TableScaling     = "scaling_event"
+	TableCluster     = "cluster"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
@@ -70,6 +71,18 @@ type ScalingEvent struct {
 	// EvalID is the evaluation a count change created.
 	EvalID      *string
 	CreateIndex uint64
+}
+
+// ClusterMeta identifies the cluster this state is the state of. Its first
+// leader writes it once; servers refuse raft connections from servers of
+// another cluster (a data dir left over from another cluster under a
+// member's name would otherwise take part in its elections).
+type ClusterMeta struct {
+	// Key is always "cluster": the table holds one row.
+	Key       string
+	ClusterID string
+	// CreateTime is when it was written, in Unix nanoseconds.
+	CreateTime int64
 }
 
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
@@ -158,6 +171,7 @@ var (
 	deploymentJobID     = field("JobID", func(d *sdk.Deployment) string { return d.JobID })
 
 	schedConfigID = field("ID", func(c *SchedulerConfigEntry) string { return c.ID })
+	clusterKey    = field("Key", func(m *ClusterMeta) string { return m.Key })
 
 	periodicNamespace = field("Namespace", func(l *PeriodicLaunch) string { return l.Namespace })
 	periodicID        = field("ID", func(l *PeriodicLaunch) string { return l.ID })
@@ -250,6 +264,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TableSchedConfig: {Name: TableSchedConfig, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex(schedConfigID),
+		}},
+		TableCluster: {Name: TableCluster, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(clusterKey),
 		}},
 		TablePeriodic: {Name: TablePeriodic, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", periodicNamespace, periodicID, true),

@@ -24,6 +24,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableEvals:       {"id": str("ID"), "job": nsID("JobID")},
 		TableDeployments: {"id": str("ID"), "job": nsID("JobID")},
 		TableSchedConfig: {"id": str("ID")},
+		TableCluster:     {"id": str("Key")},
 		TablePeriodic:    {"id": nsID("ID")},
 		TableScaling:     {"id": nsID("JobID")},
 	}
@@ -61,6 +62,7 @@ func indexedObjects() map[string][]any {
 			&sdk.Deployment{ID: id, Namespace: "default"},
 		},
 		TableSchedConfig: {&SchedulerConfigEntry{ID: "config"}, &SchedulerConfigEntry{}},
+		TableCluster:     {&ClusterMeta{Key: "cluster", ClusterID: "c1"}, &ClusterMeta{}},
 		TablePeriodic: {
 			&PeriodicLaunch{Namespace: "default", ID: "cron"}, &PeriodicLaunch{},
 			&PeriodicLaunch{ID: "cron"}, &PeriodicLaunch{Namespace: "default"},

@@ -357,6 +357,17 @@ func (t *Txn) SetSchedulerConfig(c *sdk.SchedulerConfiguration) error {
 	return t.insert(TableSchedConfig, &SchedulerConfigEntry{ID: "config", Config: c})
 }
 
+// SetClusterMeta records the cluster's identity; the first one written
+// stays (a second leader racing the first writes nothing).
+func (t *Txn) SetClusterMeta(m *ClusterMeta) error {
+	if t.ClusterMeta() != nil {
+		return nil
+	}
+	c := *m
+	c.Key = "cluster"
+	return t.insert(TableCluster, &c)
+}
+
 // finish recomputes the status of every job the transaction touched.
 func (t *Txn) finish() error {
 	for id := range t.touched {
