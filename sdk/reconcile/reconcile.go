@@ -531,10 +531,13 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 		}
 		// So is one stopped as lost by an earlier pass whose replacement
 		// could not be placed: replacing it is not the rollout a failed
-		// or paused deployment holds back. Nomad v1.6.1 replaces only
-		// what this pass finds lost, and a job whose deployment failed
-		// after that stays short.
-		for id, a := range r.lostAwaitingReplacement(all, untainted) {
+		// or paused deployment holds back, and its replacement takes its
+		// name (no new allocation does). Nomad v1.6.1 replaces only what
+		// this pass finds lost, and a job whose deployment failed after
+		// that stays short.
+		awaiting := r.lostAwaitingReplacement(all, untainted)
+		names.set(awaiting)
+		for id, a := range awaiting {
 			lostUnreplaced[id] = a
 		}
 		replace := disconnecting.difference(rescheduleNow)

@@ -2648,7 +2648,31 @@ func TestService_LostReplacedAfterTheDeploymentFailed(t *testing.T) {
 	h.UpsertDeployment(&d)
 	h.UpsertNodes(schedtest.Node("big-2"))
 	h.Process(service, h.NewEval(job, sdk.EvalTriggerQueuedAllocs))
-	if got := schedtest.Placed(h.LastPlan()); len(got) != 2 {
+	got := schedtest.Placed(h.LastPlan())
+	if len(got) != 2 {
 		t.Fatalf("after the deployment failed, %d of the 2 lost allocations replaced", len(got))
+	}
+	if n := names(got); !slices.Equal(n, []string{"web.web[0]", "web.web[1]"}) {
+		t.Fatalf("replacements named %v: each takes the name of the allocation it replaces", n)
+	}
+
+	// With the deployment running, a lost allocation whose replacement
+	// could not be placed is replaced under its own name too, beside a new
+	// allocation of a raised count (no two share a name).
+	h2 := schedtest.New(t)
+	n1 := schedtest.Node("n1")
+	h2.UpsertNodes(n1)
+	job2 := schedtest.ServiceJob("api", 2)
+	h2.Process(service, h2.RegisterJob(job2))
+	h2.SetClientStatus(sdk.AllocClientStatusRunning, schedtest.Placed(h2.LastPlan())...)
+	n1.Status = sdk.NodeStatusDown
+	h2.UpsertNodes(n1)
+	h2.Process(service, h2.NewEval(job2, sdk.EvalTriggerNodeUpdate))
+	h2.UpsertNodes(schedtest.Node("n2"))
+	bigger := h2.Job(job2.Namespace, job2.ID).Copy()
+	bigger.TaskGroups[0].Count = 3
+	h2.Process(service, h2.RegisterJob(bigger))
+	if n := names(schedtest.Placed(h2.LastPlan())); !slices.Equal(n, []string{"api.web[0]", "api.web[1]", "api.web[2]"}) {
+		t.Fatalf("placements named %v", n)
 	}
 }
