@@ -72,31 +72,41 @@ type Agent struct {
 // New starts an agent.
 func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	cfg.Server.Dev = cfg.Dev
+	// A bad configuration, data dir or HTTP address is refused before the
+	// plugins load (seconds, on a new build) and before raft writes into
+	// the data dir.
+	if err := cfg.Server.Validate(); err != nil {
+		return nil, err
+	}
 	if !cfg.Dev {
-		// Refuse a bad data dir before loading anything into it.
 		if err := server.CheckDataDir(cfg.Server.DataDir); err != nil {
 			return nil, err
 		}
 	}
-	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now()}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("agent: listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now(), listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	fail := func(err error) (*Agent, error) {
+		a.closePlugins()
+		cancel()
+		_ = ln.Close()
+		return nil, err
+	}
 	loader, err := newPluginLoader(cfg, log, a.plugins)
 	if err != nil {
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	a.loader = loader
 	if err := loader.loadAll(ctx); err != nil {
-		a.closePlugins()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	srv, err := server.New(cfg.Server, a.plugins, log)
 	if err != nil {
-		a.closePlugins()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	a.srv = srv
 	srv.Telemetry().SetGlobal() // raft's metrics, beside the server's
@@ -112,12 +122,6 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 			return nil, fmt.Errorf("agent: no leadership: %w", err)
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		_ = a.Shutdown(context.Background())
-		return nil, fmt.Errorf("agent: listen on %s: %w", cfg.HTTPAddr, err)
-	}
-	a.listener = ln
 	api := httpapi.New(srv, log, a.self)
 	if cfg.Logs != nil {
 		api.SetLogs(cfg.Logs)
@@ -162,6 +166,8 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		if err := a.http.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	} else if a.listener != nil {
+		_ = a.listener.Close() // bound at start, never served
 	}
 	if a.srv != nil {
 		if err := a.srv.Shutdown(); err != nil {

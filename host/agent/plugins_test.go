@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -436,5 +437,41 @@ func TestAgent_ReplacementThatRefusesItsConfigurationIsRefused(t *testing.T) {
 	getJSON(t, a.Addr()+"/v1/plugin/scheduler/reload", &stub)
 	if stub.PluginVersion != "1" || !strings.Contains(stub.ReloadError, reason) {
 		t.Fatalf("plugin = %+v, want version 1 with the refusal", stub)
+	}
+}
+
+// What can be refused at once is, before the plugins load (seconds on a
+// new build) and before anything is written into the data dir: a server
+// configuration that cannot work, an HTTP address in use.
+func TestAgent_RefusesBeforeLoadingOrWriting(t *testing.T) {
+	empty := t.TempDir() // no plugins: loading them would fail otherwise
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tc := range []struct {
+		name   string
+		modify func(*agent.Config)
+		want   string
+	}{
+		{"bootstrap_expect 1 that also joins", func(c *agent.Config) {
+			c.Server.RPCAddr, c.Server.BootstrapExpect, c.Server.RetryJoin = "127.0.0.1:0", 1, []string{"10.0.0.9:4647"}
+		}, "bootstrap_expect"},
+		{"HTTP address in use", func(c *agent.Config) { c.HTTPAddr = taken.Addr().String() }, "listen on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := filepath.Join(t.TempDir(), "data")
+			cfg := agent.DefaultConfig()
+			cfg.HTTPAddr, cfg.PluginDir, cfg.Server.DataDir = "127.0.0.1:0", empty, dataDir
+			tc.modify(&cfg)
+			_, err := agent.New(cfg, zerolog.Nop())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the data dir was written: %v", err)
+			}
+		})
 	}
 }

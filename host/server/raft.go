@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -23,7 +22,7 @@ type raftLayer struct {
 func (s *Server) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(s.cfg.NodeName)
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: s.log})
+	rc.Logger = raftLogger(s.log, s.cfg.RPCAddr != "")
 	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
 	rc.SnapshotInterval = s.cfg.SnapshotInterval
 	rc.TrailingLogs = s.cfg.RaftTrailingLogs
