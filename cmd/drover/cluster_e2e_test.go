@@ -164,4 +164,9 @@ server {
 	if code != 0 || strings.Contains(out, dead) || strings.Count(out, "server-") != 4 || strings.Count(out, "leader") != 1 {
 		t.Fatalf("list-peers after removing %s (%d):\n%s", dead, code, out)
 	}
+	// -stale answers from the follower's own view (what is left when the
+	// cluster has no leader).
+	if code, out := drover(t, bin, follower, "operator", "raft", "list-peers", "-stale"); code != 0 || strings.Count(out, "leader") != 1 {
+		t.Fatalf("list-peers -stale (%d):\n%s", code, out)
+	}
 }

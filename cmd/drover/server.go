@@ -65,11 +65,17 @@ Usage: drover operator raft list-peers [options]
   Lists the servers of the raft configuration (GET
   /v1/operator/raft/configuration): ID, address, state and whether each
   votes.
+
+Options:
+
+  -stale   Answer from the server asked, not the leader: what to use
+           when the cluster has lost its leader or its quorum.
 ` + apiOptions + jsonOption)
 }
 
 func (c *raftListPeersCommand) Run(args []string) int {
 	fs := c.flags("operator raft list-peers", true)
+	stale := fs.Bool("stale", false, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
 		return exitError
 	}
@@ -77,8 +83,12 @@ func (c *raftListPeersCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	path := "/v1/operator/raft/configuration"
+	if *stale {
+		path += "?stale"
+	}
 	var conf httpapi.RaftConfigurationResponse
-	if _, err := cl.Get(bg, "/v1/operator/raft/configuration", &conf); err != nil {
+	if _, err := cl.Get(bg, path, &conf); err != nil {
 		return c.errorf("reading the raft configuration: %v", err)
 	}
 	if c.json {
