@@ -273,7 +273,11 @@ func (s *Server) transferLeadership() {
 		s.log.Warn().Err(err).Msg("could not hand the lead over before stopping")
 		return
 	}
-	s.log.Info().Str("leader", s.Leader()).Msg("handed the lead over before stopping")
+	ev := s.log.Info()
+	if leader := s.Leader(); leader != "" {
+		ev = ev.Str("leader", leader)
+	}
+	ev.Msg("handed the lead over before stopping")
 }
 
 // TransferLeadership hands the lead to the server with the given ID (any
