@@ -131,3 +131,52 @@ func TestObjects_LeaveOutAndClearZeroFields(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecode decodes objects the guest receives in every eval: the
+// benchmark's batch job (Nomad's mock job, as bench builds it) and one of
+// its constraints. It runs natively and, with a wasm runner as -exec, in
+// the guest's runtime, which is how the cost of the same Go code in and
+// out of the sandbox is compared (docs/benchmarks.md, "twenty-fifth
+// session"):
+//
+//	go test -run '^$' -bench Decode ./sdk
+//	go build -o /tmp/wazero github.com/tetratelabs/wazero/cmd/wazero
+//	GOOS=wasip1 GOARCH=wasm go test -exec '/tmp/wazero run' -run '^$' -bench Decode ./sdk
+func BenchmarkDecode(b *testing.B) {
+	job := &Job{Region: "global", Namespace: DefaultNamespace, ID: "batch-00000012", Name: "batch-00000012",
+		Type: JobTypeBatch, Priority: JobDefaultPriority, Datacenters: []string{"dc1"}, NodePool: DefaultNodePool,
+		Constraints: []*Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
+		Meta:        map[string]string{"owner": "armon"},
+		TaskGroups: []*TaskGroup{{Name: "web", Count: 100, EphemeralDisk: &EphemeralDisk{SizeMB: 150},
+			RestartPolicy: &RestartPolicy{Attempts: 3, Interval: 10 * time.Minute, Delay: time.Minute, Mode: "delay"},
+			ReschedulePolicy: &ReschedulePolicy{Attempts: 2, Interval: 10 * time.Minute, Delay: 5 * time.Second,
+				DelayFunction: "constant"},
+			Migrate: &MigrateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second,
+				HealthyDeadline: 5 * time.Minute},
+			Tasks: []*Task{{Name: "web", Driver: "mock_driver", Config: Opaque{"command": "/bin/date"},
+				Env: map[string]string{"FOO": "bar"}, Meta: map[string]string{"foo": "bar"},
+				Resources: &Resources{CPU: 100, MemoryMB: 128}}}}},
+	}
+	cases := []struct {
+		name  string
+		obj   interface{ MarshalMsg([]byte) ([]byte, error) }
+		fresh func() interface{ UnmarshalMsg([]byte) ([]byte, error) }
+	}{
+		{"job", job, func() interface{ UnmarshalMsg([]byte) ([]byte, error) } { return &Job{} }},
+		{"constraint", job.Constraints[0], func() interface{ UnmarshalMsg([]byte) ([]byte, error) } { return &Constraint{} }},
+	}
+	for _, c := range cases {
+		buf, err := c.obj.MarshalMsg(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.fresh().UnmarshalMsg(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(buf)), "bytes")
+		})
+	}
+}
