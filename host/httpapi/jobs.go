@@ -404,14 +404,24 @@ func (a *API) jobEvaluate(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
+// pathJobID is the path's job ID; a body that names a job (JobID, when
+// set) must name that one.
+func pathJobID(r *http.Request, body string) (string, error) {
+	id := r.PathValue("id")
+	if body != "" && body != id {
+		return "", errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", body, id)
+	}
+	return id, nil
+}
+
 func (a *API) jobDispatch(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req JobDispatchRequest
 	if _, err := decodeOptional(w, r, &req); err != nil {
 		return nil, err
 	}
-	id := r.PathValue("id")
-	if req.JobID != "" && req.JobID != id {
-		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	id, err := pathJobID(r, req.JobID)
+	if err != nil {
+		return nil, err
 	}
 	if q := r.URL.Query().Get("idempotency_token"); q != "" {
 		if req.IdempotencyToken != "" && req.IdempotencyToken != q {
@@ -438,9 +448,9 @@ func (a *API) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	id := r.PathValue("id")
-	if req.JobID != "" && req.JobID != id {
-		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	id, err := pathJobID(r, req.JobID)
+	if err != nil {
+		return nil, err
 	}
 	evalID, index, err := a.srv.RevertJob(requestNamespace(r), id, req.JobVersion, req.EnforcePriorVersion)
 	if err != nil {
@@ -459,9 +469,9 @@ func (a *API) jobStability(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	id := r.PathValue("id")
-	if req.JobID != "" && req.JobID != id {
-		return nil, errorf(http.StatusBadRequest, "the body's JobID %q is not the path's %q", req.JobID, id)
+	id, err := pathJobID(r, req.JobID)
+	if err != nil {
+		return nil, err
 	}
 	index, err := a.srv.SetJobStability(requestNamespace(r), id, req.JobVersion, req.Stable)
 	if err != nil {
