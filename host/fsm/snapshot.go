@@ -340,3 +340,77 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 	}
 	return fmt.Errorf("%w: unknown record kind %d", ErrCorruptSnapshot, kind)
 }
+
+// ClusterMetaRecordSize is how many bytes m's record takes in a snapshot
+// (0 for none).
+func ClusterMetaRecordSize(m *state.ClusterMeta) int64 {
+	if m == nil {
+		return 0
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	body, _ := clusterRecord(m).MarshalMsg(nil)
+	return int64(1 + binary.PutUvarint(hdr[:], uint64(len(body))) + len(body))
+}
+
+// ReplaceClusterMeta copies a snapshot (what Persist writes) from r to w
+// with m as the cluster's identity in place of the one it holds, if any:
+// a state restored into a cluster stays that cluster's (servers refuse
+// raft from another cluster, so a restore must not change its ID). The
+// copy is ClusterMetaRecordSize(m) - ClusterMetaRecordSize(old) bytes
+// longer than the original. Records are copied, not decoded.
+func ReplaceClusterMeta(w io.Writer, r io.Reader, m *state.ClusterMeta) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapshotMagic {
+		return fmt.Errorf("%w: bad header", ErrCorruptSnapshot)
+	}
+	if _, err := bw.Write(magic); err != nil {
+		return err
+	}
+	var hdr [1 + binary.MaxVarintLen64]byte
+	for {
+		kind, err := br.ReadByte()
+		if err != nil {
+			return fmt.Errorf("%w: truncated: %v", ErrCorruptSnapshot, err)
+		}
+		if kind == recEnd {
+			rw := &recWriter{w: bw}
+			if m != nil {
+				rw.put(recClusterMeta, clusterRecord(m))
+			}
+			if rw.err != nil {
+				return rw.err
+			}
+			if err := bw.WriteByte(recEnd); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil || n > 1<<30 {
+			return fmt.Errorf("%w: bad record length", ErrCorruptSnapshot)
+		}
+		if kind == recClusterMeta {
+			if _, err := br.Discard(int(n)); err != nil {
+				return fmt.Errorf("%w: truncated record: %v", ErrCorruptSnapshot, err)
+			}
+			continue
+		}
+		hdr[0] = kind
+		h := 1 + binary.PutUvarint(hdr[1:], n)
+		if _, err := bw.Write(hdr[:h]); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(bw, br, int64(n)); err != nil {
+			return fmt.Errorf("%w: truncated record: %v", ErrCorruptSnapshot, err)
+		}
+	}
+}
+
+// clusterRecord is m as the state stores it (and a snapshot writes it).
+func clusterRecord(m *state.ClusterMeta) *state.ClusterMeta {
+	c := *m
+	c.Key = state.ClusterMetaKey
+	return &c
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -325,5 +326,65 @@ func TestSnapshot_RestoreKeepsPurgedVersionsApart(t *testing.T) {
 	// purged instance's, after a restore as before.
 	if got := dst.Snapshot().AllocsByJobInstance("default", "web"); len(got) != 1 || got[0].ID != "a2" {
 		t.Errorf("restored, the job's own allocations are %d, want a2 alone", len(got))
+	}
+}
+
+// A snapshot restored into a cluster takes that cluster's ID: the record
+// is replaced (or added, or left out for none), everything else is
+// unchanged, and the size is what ClusterMetaRecordSize says.
+func TestReplaceClusterMeta(t *testing.T) {
+	src, _ := state.NewStore()
+	write := func(i uint64, fn func(*state.Txn) error) {
+		if err := src.Write(i, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1, func(tx *state.Txn) error {
+		return tx.UpsertNode(&sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"})
+	})
+	var without bytes.Buffer
+	if err := writeSnapshot(&without, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &state.ClusterMeta{ClusterID: "theirs-0000", CreateTime: 1}
+	write(2, func(tx *state.Txn) error { return tx.SetClusterMeta(theirs) })
+	var with bytes.Buffer
+	if err := writeSnapshot(&with, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	ours := &state.ClusterMeta{ClusterID: "ours-00000000000000", CreateTime: 7}
+	for _, tc := range []struct {
+		name     string
+		in       []byte
+		old, new *state.ClusterMeta
+	}{
+		{"replaced", with.Bytes(), theirs, ours},
+		{"added", without.Bytes(), nil, ours},
+		{"removed", with.Bytes(), theirs, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := ReplaceClusterMeta(&out, bytes.NewReader(tc.in), tc.new); err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(len(tc.in)) - ClusterMetaRecordSize(tc.old) + ClusterMetaRecordSize(tc.new); int64(out.Len()) != want {
+				t.Fatalf("size %d, want %d", out.Len(), want)
+			}
+			dst, err := ReadSnapshot(bytes.NewReader(out.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := dst.Snapshot()
+			got := snap.ClusterMeta()
+			if (tc.new == nil) != (got == nil) || got != nil && (got.ClusterID != tc.new.ClusterID || got.CreateTime != tc.new.CreateTime) {
+				t.Fatalf("cluster meta %+v, want %+v", got, tc.new)
+			}
+			if snap.Node("n1") == nil {
+				t.Fatal("the rest of the state was lost")
+			}
+		})
+	}
+	if err := ReplaceClusterMeta(io.Discard, bytes.NewReader(with.Bytes()[:with.Len()-3]), ours); !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("truncated: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -444,6 +445,53 @@ func TestCluster_ADataDirOfAnotherClusterTakesNoPart(t *testing.T) {
 	}
 	if stranger.Store().Snapshot().Job("default", "ours") != nil || stranger.ClusterID() == ours {
 		t.Fatal("the stranger took the cluster's state")
+	}
+}
+
+// An operator restores another cluster's snapshot (a backup restored into
+// a cluster built anew) while a follower is down: the cluster keeps its
+// own ID, so its servers keep talking to each other, and every one of
+// them, the one that was down too, gets the restored state.
+func TestCluster_RestoringAnotherClustersSnapshotKeepsTheClusterWhole(t *testing.T) {
+	_, theirs, other := startCluster(t, 3)
+	placeService(t, other, "theirs", 0)
+	theirID := clusterID(t, theirs)
+	snap, err := other.SaveSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := snap.Write(&archive); err != nil {
+		t.Fatal(err)
+	}
+	snap.Close()
+
+	cfgs, servers, leader := startCluster(t, 3)
+	ours := clusterID(t, servers)
+	f := (slices.Index(servers, leader) + 1) % 3
+	if err := servers[f].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RestoreSnapshot(bytes.NewReader(archive.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	servers[f] = servertest.StartMember(t, cfgs[f], nil)
+	servertest.WaitFor(t, "every server to hold the restored state", func() bool {
+		for _, s := range servers {
+			if s.Store().Snapshot().Job("default", "theirs") == nil {
+				return false
+			}
+		}
+		return true
+	})
+	servertest.WaitForClusterLeader(t, servers)
+	for _, s := range servers {
+		if id := s.ClusterID(); id != ours || id == theirID {
+			t.Fatalf("%s knows cluster %s after the restore, want its own %s", s.Config().NodeName, id, ours)
+		}
+		if m := s.Store().Snapshot().ClusterMeta(); m == nil || m.ClusterID != ours {
+			t.Fatalf("%s's state names cluster %+v", s.Config().NodeName, m)
+		}
 	}
 }
 

@@ -216,10 +216,12 @@ func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 		return nil, err
 	}
 	id := s.clusterID()
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := c.Write(append([]byte{byte(len(id))}, id...)); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
+	_ = c.SetWriteDeadline(time.Time{})
 	return c, nil
 }
 

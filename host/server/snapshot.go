@@ -103,11 +103,23 @@ func (s *Server) RestoreSnapshot(r io.Reader) error {
 	if _, err := arc.State.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
+	// The restored state keeps this cluster's ID, whatever the snapshot
+	// says: the servers refuse raft from another cluster, and a restore
+	// reaches the followers over raft (clusterid.go).
+	var body io.Reader = arc.State
+	size := arc.Meta.Size
+	if ours := s.store.Snapshot().ClusterMeta(); ours != nil {
+		size += fsm.ClusterMetaRecordSize(ours) - fsm.ClusterMetaRecordSize(st.Snapshot().ClusterMeta())
+		pr, pw := io.Pipe()
+		defer pr.Close()
+		go func() { pw.CloseWithError(fsm.ReplaceClusterMeta(pw, arc.State, ours)) }()
+		body = pr
+	}
 	s.revokeLeadership()
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, ID: arc.Meta.ID, Index: arc.Meta.Index, Term: arc.Meta.Term, Size: arc.Meta.Size}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, ID: arc.Meta.ID, Index: arc.Meta.Index, Term: arc.Meta.Term, Size: size}
 	// No timeout: one would also bound the entry raft writes after
 	// restoring, and report a restore that succeeded slowly as failed.
-	rerr := s.raftLayer.raft.Restore(meta, arc.State, 0)
+	rerr := s.raftLayer.raft.Restore(meta, body, 0)
 	if rerr != nil {
 		rerr = fmt.Errorf("server: restore snapshot: %w", rerr)
 	}

@@ -292,7 +292,7 @@ func (r reader) SchedulerConfig() *sdk.SchedulerConfiguration {
 // ClusterMeta returns the cluster's identity, nil until its first leader
 // wrote it.
 func (r reader) ClusterMeta() *ClusterMeta {
-	return first[ClusterMeta](r, TableCluster, "id", "cluster")
+	return first[ClusterMeta](r, TableCluster, "id", ClusterMetaKey)
 }
 
 func jobKey(ns, id string) string { return ns + "\x00" + id }

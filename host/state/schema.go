@@ -78,12 +78,15 @@ type ScalingEvent struct {
 // another cluster (a data dir left over from another cluster under a
 // member's name would otherwise take part in its elections).
 type ClusterMeta struct {
-	// Key is always "cluster": the table holds one row.
+	// Key is always ClusterMetaKey: the table holds one row.
 	Key       string
 	ClusterID string
 	// CreateTime is when it was written, in Unix nanoseconds.
 	CreateTime int64
 }
+
+// ClusterMetaKey is the key of the one ClusterMeta row.
+const ClusterMetaKey = "cluster"
 
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
 type SchedulerConfigEntry struct {

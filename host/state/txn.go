@@ -364,7 +364,7 @@ func (t *Txn) SetClusterMeta(m *ClusterMeta) error {
 		return nil
 	}
 	c := *m
-	c.Key = "cluster"
+	c.Key = ClusterMetaKey
 	return t.insert(TableCluster, &c)
 }
 
