@@ -94,8 +94,9 @@ func (d *Deployment) CountPlacement(a *Allocation, now time.Time) bool {
 // CountHealth records in d (which the caller owns) that an allocation of
 // the deployment went from health before to health after (as reported in
 // AllocDeploymentStatus); a newly healthy allocation pushes the progress
-// deadline out from now; a healthy allocation found unhealthy later counts
-// as unhealthy only, as in Nomad. It reports whether d changed.
+// deadline out from now. An allocation counts in one of the two at most: a
+// healthy one found unhealthy later (as in Nomad), or an unhealthy one an
+// operator then marks healthy, moves over. It reports whether d changed.
 func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentStatus, now time.Time) bool {
 	s := d.TaskGroups[a.TaskGroup]
 	if s == nil || a.DeploymentID != d.ID {
@@ -103,6 +104,9 @@ func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentSt
 	}
 	changed := false
 	if !before.IsHealthy() && after.IsHealthy() {
+		if before.IsUnhealthy() {
+			s.UnhealthyAllocs--
+		}
 		s.HealthyAllocs++
 		if s.ProgressDeadline > 0 {
 			s.RequireProgressBy = now.Add(s.ProgressDeadline)

@@ -21,7 +21,7 @@ func TestDeployment_CountHealth(t *testing.T) {
 		{"healthy to unhealthy", healthy, unhealthy, true, 0, 1, false},
 		{"healthy again", healthy, healthy, false, 1, 0, false},
 		{"unhealthy again", unhealthy, unhealthy, false, 0, 1, false},
-		{"unhealthy to healthy", unhealthy, healthy, true, 1, 1, true},
+		{"unhealthy to healthy", unhealthy, healthy, true, 1, 0, true},
 		{"status without health", nil, &AllocDeploymentStatus{Canary: true}, false, 0, 0, false},
 	}
 	for _, c := range cases {

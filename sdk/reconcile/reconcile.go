@@ -877,8 +877,11 @@ func (r *reconciler) lostAwaitingReplacement(all, untainted set) set {
 			a.DesiredDescription != AllocLost || a.NextAllocation != "" {
 			continue
 		}
-		if a.Job != nil && a.Job.CreateIndex != r.job.CreateIndex {
-			continue // an earlier instance of the job, purged and registered again
+		// Not of an earlier instance of the job (purged and registered
+		// again). Canaries never come here: cancelUnneededCanaries took
+		// them out of all.
+		if a.Job == nil || a.Job.CreateIndex != r.job.CreateIndex {
+			continue
 		}
 		if namesake(untainted, a) == nil {
 			out[id] = a
