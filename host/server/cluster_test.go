@@ -448,6 +448,33 @@ func TestCluster_ADataDirOfAnotherClusterTakesNoPart(t *testing.T) {
 	}
 }
 
+// A new server started at the address of a member that is gone, under
+// its own name, takes no raft meant for that member: a cluster that has
+// lost its quorum does not get it back from a server that holds none of
+// its log (raft grants a vote when it knows no configuration). It waits
+// for its members, or an operator, instead.
+func TestCluster_ANewServerAtAGoneMembersAddressDoesNotVoteForIt(t *testing.T) {
+	cfgs, servers, leader := startCluster(t, 3)
+	placeService(t, leader, "web", 0)
+	for _, s := range servers {
+		if err := s.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivor := servertest.StartMember(t, cfgs[0], nil)
+	fresh := servertest.ClusterConfigs(t, 1)[0]
+	fresh.NodeName, fresh.RPCAddr = "new-1", cfgs[1].RPCAddr
+	fresh.BootstrapExpect, fresh.RetryJoin = 0, []string{cfgs[0].RPCAddr}
+	newcomer := servertest.StartMember(t, fresh, nil)
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if survivor.IsLeader() || newcomer.IsLeader() {
+			t.Fatalf("a cluster of one of three servers got a leader with the vote of a server at a gone member's address")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // An operator restores another cluster's snapshot (a backup restored into
 // a cluster built anew) while a follower is down: the cluster keeps its
 // own ID, so its servers keep talking to each other, and every one of

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -12,7 +13,10 @@ import (
 
 // raftLayer is the raft instance and what it owns.
 type raftLayer struct {
-	raft    *raft.Raft
+	raft *raft.Raft
+	// started is raft once it runs, for the transport's goroutines
+	// (raftAddrs).
+	started atomic.Pointer[raft.Raft]
 	snaps   raft.SnapshotStore
 	dir     *dataDir // nil in dev
 	trans   raft.Transport
@@ -67,9 +71,10 @@ func (s *Server) setupRaft() (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		s.rpc = newRPCMux(ln, advertise, s.ClusterID, s.log)
+		s.rpc = newRPCMux(ln, advertise, s.cfg.NodeName, s.ClusterID, s.log)
 		nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: raftStream{s.rpc.raft, s.ClusterID}, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+			Stream: raftStream{s.rpc.raft, s.ClusterID}, ServerAddressProvider: raftAddrs{&s.raftLayer.started},
+			MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
 		defer func() {
 			if err != nil {
 				_ = nt.Close()
@@ -77,7 +82,7 @@ func (s *Server) setupRaft() (err error) {
 				s.rpc = nil
 			}
 		}()
-		trans = nt
+		trans = raftTransport{nt}
 	}
 	if s.cfg.Dev {
 		st := raft.NewInmemStore()
@@ -119,6 +124,7 @@ func (s *Server) setupRaft() (err error) {
 		return fmt.Errorf("%w: restore state from %s: %v", ErrDataDirCorrupt, s.cfg.DataDir, err)
 	}
 	s.raftLayer.raft, s.raftLayer.trans, s.raftLayer.timeout, s.raftLayer.snaps = r, trans, s.cfg.RaftApplyTimeout, snaps
+	s.raftLayer.started.Store(r)
 	if has {
 		if err := s.markDataDirInitialized(); err != nil {
 			_ = r.Shutdown().Error()

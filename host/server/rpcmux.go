@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,15 +27,19 @@ const (
 const rpcHandshakeTimeout = 5 * time.Second
 
 // rpcMux splits the connections of the RPC listener by their first byte.
-// A raft connection then says which cluster its server belongs to (a byte
-// of length, then the cluster ID; see clusterid.go): one from another
-// cluster is refused.
+// A raft connection then says which cluster its server belongs to and
+// which server it is meant for (each a byte of length, then the string;
+// see clusterid.go): one from another cluster, or meant for another
+// server (this one took a departed member's address), is refused.
 type rpcMux struct {
 	ln        net.Listener
 	advertise net.Addr
 	raft      *connListener
 	http      *connListener
 	clusterID func() string
+	// name is this server's: raft connections meant for another are
+	// refused.
+	name      string
 	log       zerolog.Logger
 	closeOnce sync.Once
 	done      chan struct{}
@@ -48,8 +54,8 @@ type rpcMux struct {
 // servers retry many times a second.
 const refusedLogInterval = time.Minute
 
-func newRPCMux(ln net.Listener, advertise net.Addr, clusterID func() string, log zerolog.Logger) *rpcMux {
-	m := &rpcMux{ln: ln, advertise: advertise, clusterID: clusterID, log: log, done: make(chan struct{}),
+func newRPCMux(ln net.Listener, advertise net.Addr, name string, clusterID func() string, log zerolog.Logger) *rpcMux {
+	m := &rpcMux{ln: ln, advertise: advertise, name: name, clusterID: clusterID, log: log, done: make(chan struct{}),
 		refused: map[string]time.Time{}}
 	m.raft = newConnListener(advertise, m.done)
 	m.http = newConnListener(advertise, m.done)
@@ -95,13 +101,24 @@ func (m *rpcMux) route(c net.Conn) {
 	var to *connListener
 	switch b[0] {
 	case rpcRaft:
-		theirs, err := readClusterID(c)
+		theirs, err := readHello(c)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		target, err := readHello(c)
 		if err != nil {
 			_ = c.Close()
 			return
 		}
 		if mine := m.clusterID(); !sameCluster(mine, theirs) {
-			m.refuse(c, mine, theirs)
+			m.refuse(c, "their_cluster", theirs, "cluster", mine,
+				"refused raft from a server of another cluster (a data dir of another cluster under a member's name or address?)")
+			return
+		}
+		if target != "" && target != m.name {
+			m.refuse(c, "meant_for", target, "server", m.name,
+				"refused raft meant for another server (this one took the address of a member that is gone?)")
 			return
 		}
 		to = m.raft
@@ -119,25 +136,27 @@ func (m *rpcMux) route(c net.Conn) {
 	}
 }
 
-// refuse closes a raft connection from a server of another cluster, and
-// says so now and then.
-func (m *rpcMux) refuse(c net.Conn, mine, theirs string) {
+// refuse closes a raft connection this server must not take, and says so
+// now and then: at most once a refusalLogInterval per (key, value).
+func (m *rpcMux) refuse(c net.Conn, key, value, ourKey, ours, msg string) {
 	_ = c.Close()
 	m.refusedMu.Lock()
-	last, now := m.refused[theirs], time.Now()
+	k := key + "=" + value
+	last, now := m.refused[k], time.Now()
 	log := now.Sub(last) >= refusedLogInterval
 	if log {
-		m.refused[theirs] = now
+		m.refused[k] = now
 	}
 	m.refusedMu.Unlock()
 	if log {
-		m.log.Warn().Str("from", c.RemoteAddr().String()).Str("their_cluster", theirs).Str("cluster", mine).
-			Msg("refused raft from a server of another cluster (a data dir of another cluster under a member's name or address?)")
+		m.log.Warn().Str("from", c.RemoteAddr().String()).Str(key, value).Str(ourKey, ours).Msg(msg)
 	}
 }
 
-// readClusterID reads what a raft connection says of its cluster.
-func readClusterID(r io.Reader) (string, error) {
+// readHello reads one of a raft connection's opening strings (a
+// length byte, then the string): its cluster's ID, then the server it is
+// meant for.
+func readHello(r io.Reader) (string, error) {
 	var n [1]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return "", err
@@ -211,13 +230,16 @@ var _ raft.StreamLayer = raftStream{}
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := dialRPC(ctx, string(addr), rpcRaft)
+	host, target, _ := strings.Cut(string(addr), targetSep)
+	c, err := dialRPC(ctx, host, rpcRaft)
 	if err != nil {
 		return nil, err
 	}
 	id := s.clusterID()
+	hello := append([]byte{byte(len(id))}, id...)
+	hello = append(append(hello, byte(len(target))), target...)
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write(append([]byte{byte(len(id))}, id...)); err != nil {
+	if _, err := c.Write(hello); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -257,4 +279,42 @@ func listenRPC(bind, advertise string) (net.Listener, net.Addr, error) {
 		return nil, nil, fmt.Errorf("server: RPC advertise address %q: %w", advertise, err)
 	}
 	return ln, tcpAddr(advertise), nil
+}
+
+// targetSep joins a server's address and name in the address raft dials
+// (raftAddrs), so that the connection can say which server it is for.
+const targetSep = "\x00"
+
+// raftAddrs tells raft's transport, for a server it dials by ID, its
+// address from the raft configuration with its name attached (the
+// Dial above splits them). An ID not in the configuration gets an error,
+// and raft dials the address it has, without a name.
+type raftAddrs struct{ raft *atomic.Pointer[raft.Raft] }
+
+func (a raftAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	r := a.raft.Load()
+	if r == nil {
+		return "", errors.New("raft not started")
+	}
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return "", err
+	}
+	for _, sv := range f.Configuration().Servers {
+		if sv.ID == id && len(id) <= 255 {
+			return sv.Address + targetSep + raft.ServerAddress(id), nil
+		}
+	}
+	return "", fmt.Errorf("server %s is not in the raft configuration", id)
+}
+
+// raftTransport is raft's network transport, except that a server's
+// address in what raft sends (RPC headers, a candidate's address) stays
+// the address alone: the transport's EncodePeer would otherwise put
+// raftAddrs' dialing form (address and name) on the wire.
+type raftTransport struct{ *raft.NetworkTransport }
+
+// EncodePeer implements raft.Transport.
+func (t raftTransport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte {
+	return []byte(addr)
 }
