@@ -154,6 +154,9 @@ type pluginLoader struct {
 	log zerolog.Logger
 	reg *rt.Registry
 	dir string
+	// cacheDir is where compiled wasm modules are cached, found once
+	// (findCacheDir) for the first load and every reload.
+	cacheDir func() string
 
 	mu     sync.Mutex
 	stamps map[string]fileStamp // by path, as last seen
@@ -168,6 +171,7 @@ type pluginLoader struct {
 
 func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginLoader, error) {
 	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}, served: map[string]digest{}}
+	l.cacheDir = sync.OnceValue(l.findCacheDir)
 	if l.dir == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -394,12 +398,12 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) 
 		Config: conf, Timeout: timeout, MemoryMB: memMB, EnforceDeadline: enforce}, nil
 }
 
-// cacheDir is where compiled wasm modules are cached: under the data dir,
+// findCacheDir is where compiled wasm modules are cached: under the data dir,
 // or in dev mode (no data dir) under the user's cache directory, so that a
 // dev agent starts in milliseconds rather than seconds after the first
 // run. The cache holds compiled code keyed by the module's hash and
 // wazero's version, never state. Empty when there is no such place.
-func (l *pluginLoader) cacheDir() string {
+func (l *pluginLoader) findCacheDir() string {
 	if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
 		return filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
 	}

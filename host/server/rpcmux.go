@@ -296,12 +296,15 @@ func (a raftAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	if r == nil {
 		return "", errors.New("raft not started")
 	}
+	if len(id) > 255 {
+		return "", fmt.Errorf("server name %.20s... is too long to name in a connection", id)
+	}
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return "", err
 	}
 	for _, sv := range f.Configuration().Servers {
-		if sv.ID == id && len(id) <= 255 {
+		if sv.ID == id {
 			return sv.Address + targetSep + raft.ServerAddress(id), nil
 		}
 	}
