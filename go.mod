@@ -3,6 +3,7 @@ module github.com/drover-sched/drover
 go 1.26.8
 
 require (
+	github.com/dustin/go-humanize v1.1.0
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/cli v1.1.7
 	github.com/hashicorp/cronexpr v1.1.3

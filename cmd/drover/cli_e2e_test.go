@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -179,7 +180,8 @@ func TestE2E_CLICommands(t *testing.T) {
 			t.Fatalf("the plan of a new job shows more than its groups and tasks:\n%s", out)
 		}
 		c.contains(c.run(1, "job", "plan", "-verbose", web), `+ Driver: "docker"`, `+ image: "nginx:1.27"`)
-		out = c.run(0, "job", "run", "-check-index", "0", web)
+		vars := writeFile(t, dir, "vars.hcl", "replicas = 2\n")
+		out = c.run(0, "job", "run", "-check-index", "0", "-var-file", vars, web)
 		c.contains(out, `Monitoring evaluation`, `Evaluation triggered by job "web"`,
 			`Evaluation status changed: "pending" -> "complete"`, `finished with status "complete": 2 placed, 0 queued`)
 		if regexp.MustCompile(`Allocation "[0-9a-f]{8}" created`).FindAllString(out, -1) == nil {
@@ -190,6 +192,18 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(out, `+/- Job: "web"`, `+/- Count: "2" => "3"`, "1 create")
 		c.contains(c.run(0, "job", "plan", web), "All tasks successfully allocated")
 		c.contains(c.run(0, "job", "run", "-var", "replicas=3", web), "1 placed")
+		// Each version keeps the source it was run from, with its variables.
+		for v, want := range []state.JobSubmission{
+			{Source: cliWebJob, Format: "hcl2", VariableFlags: map[string]string{}, Variables: "replicas = 2\n\n", Version: 0},
+			{Source: cliWebJob, Format: "hcl2", VariableFlags: map[string]string{"replicas": "3"}, Version: 1},
+		} {
+			var got state.JobSubmission
+			getJSON(t, fmt.Sprintf("%s/v1/job/web/submission?version=%d", c.addr, v), &got)
+			got.Namespace, got.JobID, got.JobModifyIndex = "", "", 0
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("version %d's submission:\n%+v\nwant\n%+v", v, got, want)
+			}
+		}
 	})
 
 	t.Run("job status, inspect and history", func(t *testing.T) {

@@ -72,14 +72,21 @@ func (c *jobRunCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	req := &httpapi.JobRegisterRequest{Job: p.Job, PreserveCounts: *preserveCounts, PreserveResources: *preserveResources,
-		EvalPriority: *evalPriority}
+	sub, err := jf.submission()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	req := &httpapi.JobRegisterRequest{Job: p.Job, Submission: sub, PreserveCounts: *preserveCounts,
+		PreserveResources: *preserveResources, EvalPriority: *evalPriority}
 	if *checkIndex >= 0 {
 		req.EnforceIndex, req.JobModifyIndex = true, uint64(*checkIndex)
 	}
 	resp, err := register(cl, req)
 	if err != nil {
 		return c.errorf("submitting job %q: %v", job.ID, err)
+	}
+	if resp.Warnings != "" {
+		c.ui.Warn("Job Warnings:\n" + resp.Warnings + "\n")
 	}
 	if resp.EvalID == "" {
 		kind := "periodic"

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/nomad/api"
 )
 
 // stringList is a repeatable string flag.
@@ -27,6 +29,8 @@ type jobFile struct {
 	vars     stringList
 	varFiles stringList
 	apiJSON  bool
+	// source is the jobspec as load read it.
+	source []byte
 }
 
 // jobFileOptions documents the flags of jobFile.
@@ -60,6 +64,7 @@ func (m *meta) load(path string, f *jobFile) (p *jobspec.Parsed, job *sdk.Job, o
 		m.errorf("reading the jobspec: %v", err)
 		return nil, nil, false
 	}
+	f.source = src
 	var diags hcl.Diagnostics
 	if f.apiJSON {
 		p = &jobspec.Parsed{Sources: map[string][]byte{path: src}}
@@ -83,6 +88,37 @@ func (m *meta) load(path string, f *jobFile) (p *jobspec.Parsed, job *sdk.Job, o
 		return p, nil, false
 	}
 	return p, job, true
+}
+
+// submission is what the server keeps with the job version a run
+// registers, as Nomad's CLI sends it: the jobspec as load read it, the
+// -var arguments, and the -var-file contents one after the other.
+func (f *jobFile) submission() (*api.JobSubmission, error) {
+	format := jobspec.SourceFormat(f.source)
+	if f.apiJSON {
+		format = "json"
+	}
+	sub := &api.JobSubmission{Source: string(f.source), Format: format}
+	if format == "json" {
+		return sub, nil
+	}
+	sub.VariableFlags = make(map[string]string, len(f.vars))
+	for _, v := range f.vars {
+		if name, value, ok := strings.Cut(v, "="); ok {
+			sub.VariableFlags[name] = value
+		}
+	}
+	var b strings.Builder
+	for _, path := range f.varFiles {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the variable file: %w", err)
+		}
+		b.Write(content)
+		b.WriteString("\n")
+	}
+	sub.Variables = b.String()
+	return sub, nil
 }
 
 // resolve finds the full ID of an object from a prefix, through the

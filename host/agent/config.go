@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -116,6 +118,7 @@ type ServerBlock struct {
 	RaftSnapshotInterval  string `hcl:"raft_snapshot_interval,optional"`
 	RaftTrailingLogs      *int   `hcl:"raft_trailing_logs,optional"`
 	PlanMaxAllocs         *int   `hcl:"plan_max_allocs,optional"`
+	JobMaxSourceSize      string `hcl:"job_max_source_size,optional"`
 
 	EnableEventBroker *bool `hcl:"enable_event_broker,optional"`
 	EventBufferSize   *int  `hcl:"event_buffer_size,optional"`
@@ -387,6 +390,14 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	dur("raft_snapshot_interval", b.RaftSnapshotInterval, &sc.SnapshotInterval)
 	count("raft_trailing_logs", b.RaftTrailingLogs, 0, func(n int) { sc.RaftTrailingLogs = uint64(n) })
 	count("plan_max_allocs", b.PlanMaxAllocs, 1, func(n int) { sc.PlanLimits.MaxAllocs = n })
+	if v := b.JobMaxSourceSize; v != "" {
+		// As Nomad reads it: "1M" and "1MB" are 10^6 bytes, "1MiB" 2^20.
+		if n, err := humanize.ParseBytes(v); err != nil || n > math.MaxInt32 {
+			errs = append(errs, &valueError{"server.job_max_source_size", fmt.Sprintf("%q is not a size (e.g. \"1M\" or \"512KiB\")", v)})
+		} else {
+			sc.JobMaxSourceSize = int(n)
+		}
+	}
 	count("event_buffer_size", b.EventBufferSize, 1, func(n int) { sc.EventBufferSize = n })
 	if b.EnableEventBroker != nil && !*b.EnableEventBroker {
 		sc.EventBufferSize = 0

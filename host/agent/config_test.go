@@ -47,6 +47,7 @@ server {
   raft_snapshot_interval               = "30s"
   raft_trailing_logs                   = 500
   plan_max_allocs                      = 2000
+  job_max_source_size                  = "2MiB"
   event_buffer_size                    = 250
   bootstrap_expect                     = 3
 
@@ -107,6 +108,7 @@ telemetry {
 		{"raft_snapshot_interval", s.SnapshotInterval, 30 * time.Second},
 		{"raft_trailing_logs", s.RaftTrailingLogs, uint64(500)},
 		{"plan_max_allocs", s.PlanLimits.MaxAllocs, 2000},
+		{"job_max_source_size", s.JobMaxSourceSize, 2 << 20},
 		{"event_buffer_size", s.EventBufferSize, 250},
 		{"rpc_addr", s.RPCAddr, "0.0.0.0:4647"},
 		{"advertise.rpc", s.RPCAdvertise, "10.0.0.1:4647"},
@@ -198,6 +200,9 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"zero heartbeat rate", `server { max_heartbeats_per_second = 0 }`, "max_heartbeats_per_second"},
 		{"two server blocks", "server {}\nserver {}", "Duplicate server block"},
 		{"zero event buffer", `server { event_buffer_size = 0 }`, "event_buffer_size = 0 must be at least 1"},
+		{"bad source size", "server {\n  job_max_source_size = \"lots\"\n}",
+			`agent.hcl:2:25: error: Invalid value; server.job_max_source_size = "lots" is not a size`},
+		{"negative source size", `server { job_max_source_size = "-1M" }`, "server.job_max_source_size"},
 		{"zero bootstrap expect", `server { bootstrap_expect = 0 }`, "bootstrap_expect = 0 must be at least 1"},
 		{"retry join not a list", "server {\n  server_join {\n    retry_join = \"a:1\"\n  }\n}", "agent.hcl:3"},
 		{"bad retry interval", "server {\n  server_join {\n    retry_interval = \"often\"\n  }\n}", "agent.hcl:3:22: error: Invalid value; server.server_join.retry_interval"},

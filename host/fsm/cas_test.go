@@ -70,9 +70,9 @@ func TestDeploymentFailure_RevertsOnlyTheVersionItRolledOut(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			apply(1, &JobRegisterRequest{Job: casJob(100)}) // version 0, stable below
+			apply(1, &JobRegisterRequest{Job: casJob(100), Submission: &state.JobSubmission{Source: "cpu = 100"}}) // version 0, stable below
 			apply(2, &JobStabilityRequest{Namespace: "default", JobID: "web", Version: 0, Stable: true})
-			apply(3, &JobRegisterRequest{Job: casJob(200)}) // version 1, rolled out by d1
+			apply(3, &JobRegisterRequest{Job: casJob(200), Submission: &state.JobSubmission{Source: "cpu = 200"}}) // version 1, rolled out by d1
 			d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: 1, JobCreateIndex: 1,
 				Status: sdk.DeploymentStatusRunning, TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
 			apply(4, &ApplyPlanResultsRequest{Job: store.Snapshot().Job("default", "web"), EvalID: "e1", Deployment: d})
@@ -92,6 +92,12 @@ func TestDeploymentFailure_RevertsOnlyTheVersionItRolledOut(t *testing.T) {
 			}
 			if got, rolled := snap.Deployment("d1").StatusDescription, !tc.newer; strings.Contains(got, "rolling back") != rolled {
 				t.Fatalf("description %q for a rollback that %s", got, map[bool]string{true: "happened", false: "did not happen"}[rolled])
+			}
+			// The version the rollback makes (2) keeps version 0's source.
+			sub := snap.JobSubmission("default", "web", 2)
+			if rolled := !tc.newer; rolled != (sub != nil) || rolled && (sub.Source != "cpu = 100" || sub.JobModifyIndex != 6) {
+				t.Fatalf("version 2's submission after a rollback that %s: %+v",
+					map[bool]string{true: "happened", false: "did not happen"}[rolled], sub)
 			}
 		})
 	}

@@ -362,6 +362,11 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 	if err := tx.UpsertJob(j); err != nil {
 		return err
 	}
+	if req.Submission != nil {
+		if err := tx.UpsertJobSubmission(j.Namespace, j.ID, req.Submission); err != nil {
+			return err
+		}
+	}
 	fx.job(j.Namespace, j.ID)
 	// A periodic job's registration counts as its first launch, so a new
 	// leader can tell whether a launch was missed since.
@@ -761,8 +766,16 @@ func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx
 		return err
 	}
 	if revert {
-		if err := tx.UpsertJob(req.Job); err != nil {
+		// The version reverted to keeps its source for the new version.
+		j := req.Job
+		sub := tx.JobSubmission(j.Namespace, j.ID, j.Version)
+		if err := tx.UpsertJob(j); err != nil {
 			return err
+		}
+		if sub != nil {
+			if err := tx.UpsertJobSubmission(j.Namespace, j.ID, sub); err != nil {
+				return err
+			}
 		}
 	}
 	if req.Eval != nil {

@@ -78,6 +78,9 @@ type JobRegisterRequest struct {
 	// same version only one is applied.
 	EnforceIndex   bool   `msg:",omitempty"`
 	JobModifyIndex uint64 `msg:",omitempty"`
+	// Submission is the source the job was registered from, kept with the
+	// version the registration makes current.
+	Submission *state.JobSubmission `msg:",omitempty"`
 }
 
 // ScalingEventRequest records a scaling event of a job's task group: alone

@@ -1544,8 +1544,8 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(7)
+	var zb0001Mask uint8 /* 7 bits */
 	_ = zb0001Mask
 	if z.Scaling == nil {
 		zb0001Len--
@@ -1558,6 +1558,10 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.JobModifyIndex == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.Submission == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1611,6 +1615,19 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "JobModifyIndex"
 			o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.JobModifyIndex)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "Submission"
+			o = append(o, 0xaa, 0x53, 0x75, 0x62, 0x6d, 0x69, 0x73, 0x73, 0x69, 0x6f, 0x6e)
+			if z.Submission == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Submission.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Submission")
+					return
+				}
+			}
 		}
 	}
 	return
@@ -1703,6 +1720,23 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "JobModifyIndex")
 				return
 			}
+		case "Submission":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Submission = nil
+			} else {
+				if z.Submission == nil {
+					z.Submission = new(state.JobSubmission)
+				}
+				bts, err = z.Submission.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Submission")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1735,7 +1769,12 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Scaling.Msgsize()
 	}
-	s += 13 + msgp.BoolSize + 15 + msgp.Uint64Size
+	s += 13 + msgp.BoolSize + 15 + msgp.Uint64Size + 11
+	if z.Submission == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Submission.Msgsize()
+	}
 	return
 }
 

@@ -34,6 +34,7 @@ const (
 	recPeriodicLaunch
 	recScalingEvents
 	recClusterMeta
+	recJobSubmission
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -104,7 +105,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	rw := &recWriter{w: w}
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
-		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic} {
+		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -115,6 +116,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		for _, v := range snap.JobVersions(j.Namespace, j.ID) {
 			rw.put(recJobVersion, v)
 		}
+	}
+	for _, sub := range snap.JobSubmissions() {
+		rw.put(recJobSubmission, sub)
 	}
 	// Allocations are written without their job; restore links them to
 	// the job version they name. Versions no longer kept in the version
@@ -279,6 +283,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertJobVersion(&j)
+	case recJobSubmission:
+		var sub state.JobSubmission
+		if err := un(&sub); err != nil {
+			return err
+		}
+		return tx.RestoreJobSubmission(&sub)
 	case recAllocJob:
 		var j sdk.Job
 		if err := un(&j); err != nil {

@@ -121,11 +121,21 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 						return &sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Type: "service",
 							Priority: 10 + r.IntN(80), TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: r.IntN(5)}}}
 					}
-					switch r.IntN(8) {
+					switch r.IntN(9) {
 					case 0:
 						return tx.UpsertNode(&sdk.Node{ID: fmt.Sprintf("n%d", r.IntN(5)), Status: "ready", Datacenter: "dc1"})
 					case 1:
-						return tx.UpsertJob(job())
+						j := job()
+						if err := tx.UpsertJob(j); err != nil || r.IntN(3) == 0 {
+							return err
+						}
+						return tx.UpsertJobSubmission(j.Namespace, j.ID, &state.JobSubmission{Source: fmt.Sprintf("job %d", i),
+							Format: "hcl2", VariableFlags: map[string]string{"n": fmt.Sprint(i)}, Variables: "n = 1\n"})
+					case 8:
+						if j := tx.Job("default", fmt.Sprintf("j%d", r.IntN(4))); j != nil && r.IntN(4) == 0 {
+							return tx.DeleteJob(j.Namespace, j.ID)
+						}
+						return nil
 					case 2:
 						j := tx.Job("default", fmt.Sprintf("j%d", r.IntN(4)))
 						if j == nil {
@@ -174,7 +184,8 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 			if a.Index() != b.Index() {
 				t.Fatalf("index %d vs %d", a.Index(), b.Index())
 			}
-			for _, table := range []string{state.TableNodes, state.TableJobs, state.TableAllocs, state.TableEvals, state.TableDeployments, state.TablePeriodic} {
+			for _, table := range []string{state.TableNodes, state.TableJobs, state.TableAllocs, state.TableEvals, state.TableDeployments,
+				state.TablePeriodic, state.TableSubmissions} {
 				if a.TableIndex(table) != b.TableIndex(table) {
 					t.Errorf("table %s index %d vs %d", table, a.TableIndex(table), b.TableIndex(table))
 				}
@@ -232,6 +243,9 @@ func compare(a, b *state.Snapshot) string {
 		}
 		for _, e := range s.AllScalingEvents() {
 			out["scaling/"+e.JobID] = norm(e)
+		}
+		for _, sub := range s.JobSubmissions() {
+			out[fmt.Sprintf("submission/%s/%d", sub.JobID, sub.Version)] = norm(sub)
 		}
 		return out
 	}

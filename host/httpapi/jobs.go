@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,8 @@ type WriteRequest struct {
 // JobRegisterRequest is the body of PUT /v1/jobs and PUT /v1/job/:id.
 type JobRegisterRequest struct {
 	Job *jobspec.Job
-	// Submission is the jobspec's source; accepted and not kept.
+	// Submission is the jobspec's source, kept with the job version the
+	// registration makes current (GET /v1/job/:id/submission).
 	Submission *api.JobSubmission `json:",omitempty"`
 	// EnforceIndex and JobModifyIndex implement check-and-set
 	// registration: 0 registers only a new job.
@@ -283,14 +285,15 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	sub, warning := a.srv.AdmitSubmission(submission(req.Submission))
 	evalID, index, err := a.srv.RegisterJobOpts(job, server.RegisterOptions{EnforceIndex: req.EnforceIndex,
 		JobModifyIndex: req.JobModifyIndex, PreserveCounts: req.PreserveCounts, PreserveResources: req.PreserveResources,
-		EvalPriority: req.EvalPriority})
+		EvalPriority: req.EvalPriority, Submission: sub})
 	if err != nil {
 		return nil, err
 	}
 	setIndex(w, index)
-	resp := &JobRegisterResponse{EvalID: evalID, JobModifyIndex: index, Index: index}
+	resp := &JobRegisterResponse{EvalID: evalID, JobModifyIndex: index, Warnings: warning, Index: index}
 	if evalID != "" {
 		resp.EvalCreateIndex = index
 	}
@@ -298,6 +301,30 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 		resp.JobModifyIndex = j.JobModifyIndex
 	}
 	return resp, nil
+}
+
+// submission is what the server keeps of a registration's submission.
+func submission(s *api.JobSubmission) *state.JobSubmission {
+	if s == nil {
+		return nil
+	}
+	return &state.JobSubmission{Source: s.Source, Format: s.Format, VariableFlags: s.VariableFlags, Variables: s.Variables}
+}
+
+// jobSubmission answers GET /v1/job/:id/submission?version=N, as Nomad's:
+// the source the version was registered from, 404 when it came with none.
+func (a *API) jobSubmission(w http.ResponseWriter, r *http.Request) (any, error) {
+	version, err := strconv.ParseUint(r.URL.Query().Get("version"), 10, 64)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "Unable to parse job submission version parameter")
+	}
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		sub := snap.JobSubmission(requestNamespace(r), r.PathValue("id"), version)
+		if sub == nil {
+			return nil, snap.TableIndex(state.TableSubmissions), errorf(http.StatusNotFound, "job source not found")
+		}
+		return sub, sub.JobModifyIndex, nil
+	})
 }
 
 func (a *API) jobParse(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -635,7 +662,7 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/revert", map[string]handler{"PUT": a.jobRevert, "POST": a.jobRevert}},
 		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},
 		{"/stable", map[string]handler{"PUT": a.jobStability, "POST": a.jobStability}},
-		{"/submission", map[string]handler{"GET": unserved("the job's submitted source")}},
+		{"/submission", map[string]handler{"GET": a.jobSubmission}},
 		{"/services", map[string]handler{"GET": unserved("service registrations")}},
 	}
 	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}

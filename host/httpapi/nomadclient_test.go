@@ -1,17 +1,21 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/nomad/api"
+	"github.com/rs/zerolog"
 )
 
 // nomadClient returns Nomad's official Go client pointed at a test API.
@@ -946,9 +950,79 @@ func TestNomadClient_NomadShapedAnswers(t *testing.T) {
 	if _, _, err := c.Jobs().Stable("web", 7, true, nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("a version that is not kept: %v", err)
 	}
-	_, _, err = c.Jobs().Submission("web", 0, nil)
-	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "not served") {
-		t.Fatalf("submission: %v", err)
+}
+
+// A job's source, sent with its registration as Nomad's CLI sends it, is
+// kept with the version it registered and read back through Nomad's
+// client; a version registered without one has none, and a source over
+// job_max_source_size is dropped with Nomad's warning while the job still
+// registers.
+func TestNomadClient_JobSubmission(t *testing.T) {
+	s := servertest.New(t, nil, func(c *server.Config) { c.JobMaxSourceSize = 2000 })
+	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), nil).Handler())
+	t.Cleanup(ts.Close)
+	c := nomadClient(t, ts.URL)
+
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := &api.JobSubmission{Source: webHCL, Format: "hcl2", VariableFlags: map[string]string{"replicas": "2"},
+		Variables: "replicas = 2\n"}
+	reg, _, err := c.Jobs().RegisterOpts(job, &api.RegisterOptions{Submission: sent}, nil)
+	if err != nil || reg.Warnings != "" {
+		t.Fatalf("register: %v %q", err, reg.Warnings)
+	}
+	got, meta, err := c.Jobs().Submission("web", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Source != sent.Source || got.Format != "hcl2" || !maps.Equal(got.VariableFlags, sent.VariableFlags) ||
+		got.Variables != sent.Variables || meta.LastIndex != reg.JobModifyIndex {
+		t.Fatalf("submission %+v (index %d), want what was sent, at job modify index %d", got, meta.LastIndex, reg.JobModifyIndex)
+	}
+	// The fields Nomad's server adds, which its client leaves out.
+	_, body := do(t, "GET", ts.URL+"/v1/job/web/submission?version=0", "")
+	var named struct {
+		Namespace, JobID        string
+		Version, JobModifyIndex uint64
+	}
+	if err := json.Unmarshal(body, &named); err != nil || named.Namespace != "default" || named.JobID != "web" ||
+		named.Version != 0 || named.JobModifyIndex != reg.JobModifyIndex {
+		t.Fatalf("submission's names: %v %s", err, body)
+	}
+
+	// Version 1, registered without a source.
+	job.TaskGroups[0].Tasks[0].Resources.CPU = ptr(300)
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Submission("web", 1, nil); err == nil || !strings.Contains(err.Error(), "job source not found") {
+		t.Fatalf("version 1's submission: %v", err)
+	}
+	// Version 2, with a source over the limit.
+	job.TaskGroups[0].Tasks[0].Resources.CPU = ptr(400)
+	big := &api.JobSubmission{Source: strings.Repeat("#", 2100), Format: "hcl2", VariableFlags: map[string]string{"replicas": "2"}}
+	reg, _, err = c.Jobs().RegisterOpts(job, &api.RegisterOptions{Submission: big}, nil)
+	if err != nil || reg.Warnings != "job source size of 2.1 kB exceeds maximum of 2.0 kB and will be discarded" {
+		t.Fatalf("register with a large source: %v %q", err, reg.Warnings)
+	}
+	if j, _, err := c.Jobs().Info("web", nil); err != nil || *j.Version != 2 {
+		t.Fatalf("the job with a dropped source did not register: %v", err)
+	}
+	if _, _, err := c.Jobs().Submission("web", 2, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a dropped source was kept: %v", err)
+	}
+	resp, body := do(t, "GET", ts.URL+"/v1/job/web/submission?version=x", "")
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "version parameter") {
+		t.Fatalf("a bad version: %d %s", resp.StatusCode, body)
+	}
+	// A purge takes the sources with the job.
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Submission("web", 0, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a purged job's source: %v", err)
 	}
 }
 

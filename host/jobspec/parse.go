@@ -155,6 +155,16 @@ func parseSource(path string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	return hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})
 }
 
+// SourceFormat names the format of a jobspec's source as Nomad's job
+// submissions do: "json" for Nomad's API JSON, "hcl2" otherwise (HCL, or
+// HCL's JSON syntax).
+func SourceFormat(src []byte) string {
+	if isAPIJSON(src) {
+		return "json"
+	}
+	return "hcl2"
+}
+
 // isAPIJSON reports whether src is Nomad's API JSON rather than a jobspec
 // in HCL's JSON syntax: a JSON object with "Job", "ID" or "TaskGroups" and
 // none of the jobspec's top-level blocks.

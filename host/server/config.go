@@ -93,6 +93,10 @@ type Config struct {
 	// cluster asks them every RetryInterval until it is.
 	RetryJoin     []string
 	RetryInterval time.Duration
+	// JobMaxSourceSize is the largest job submission (its source and
+	// variables) kept with a job version, in bytes; a larger one is
+	// dropped with a warning and the job still registered, as in Nomad.
+	JobMaxSourceSize int
 }
 
 // DefaultConfig returns Nomad's defaults.
@@ -128,6 +132,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:           2 * time.Minute,
 		RaftTrailingLogs:           10240,
 		RetryInterval:              5 * time.Second,
+		JobMaxSourceSize:           1_000_000,
 	}
 }
 
@@ -165,6 +170,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: raft apply timeout must be positive")
 	case c.SnapshotThreshold == 0 || c.SnapshotInterval <= 0:
 		return fmt.Errorf("server: raft snapshot threshold and interval must be positive")
+	case c.JobMaxSourceSize < 0:
+		return fmt.Errorf("server: job_max_source_size must not be negative")
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("server: bootstrap_expect must not be negative, got %d", c.BootstrapExpect)
 	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):

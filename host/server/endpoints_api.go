@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/dustin/go-humanize"
 )
 
 // ErrConflict is returned by writes whose check-and-set index does not
@@ -29,12 +30,30 @@ type RegisterOptions struct {
 	// EvalPriority overrides the job's priority for the registration's eval
 	// (1 to 100; 0: the job's priority).
 	EvalPriority int
+	// Submission is the source the job was registered from, kept with the
+	// version the registration makes current (see AdmitSubmission).
+	Submission *state.JobSubmission
 	// trigger is the eval's TriggeredBy (job-register unless set; scaling
 	// sets job-scaling).
 	trigger string
 	// scaling is the scaling event a count change records with the
 	// registration, naming its eval.
 	scaling *fsm.ScalingEventRequest
+}
+
+// AdmitSubmission returns the submission to keep with a registration, and
+// a warning for the registration's answer when it is larger than
+// job_max_source_size allows: then, as in Nomad, it is dropped and the job
+// registered without it.
+func (s *Server) AdmitSubmission(sub *state.JobSubmission) (*state.JobSubmission, string) {
+	if sub == nil {
+		return nil, ""
+	}
+	if n, max := sub.Size(), s.cfg.JobMaxSourceSize; n > max {
+		return nil, fmt.Sprintf("job source size of %s exceeds maximum of %s and will be discarded",
+			humanize.Bytes(uint64(n)), humanize.Bytes(uint64(max)))
+	}
+	return sub, ""
 }
 
 // registerAttempts bounds how often a registration is built again when
@@ -132,7 +151,7 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 		return "", 0, err
 	}
 	job.SubmitTime = s.now().UnixNano()
-	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have}
+	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have, Submission: opts.Submission}
 	if !job.IsPeriodic() && !job.IsParameterized() {
 		trigger := opts.trigger
 		if trigger == "" {

@@ -32,7 +32,8 @@ func (s *Server) RevertJob(namespace, jobID string, version uint64, enforcePrior
 		return "", 0, fmt.Errorf("%w: version %d of job %q (kept versions: %v)", ErrNotFound, version, jobID, kept)
 	}
 	// The prior version is enforced when the revert applies, not only here.
-	opts := RegisterOptions{trigger: sdk.EvalTriggerJobRegister}
+	// It keeps that version's source, as Nomad's revert does.
+	opts := RegisterOptions{trigger: sdk.EvalTriggerJobRegister, Submission: snap.JobSubmission(namespace, jobID, version)}
 	if enforcePrior != nil {
 		opts.EnforceIndex, opts.JobModifyIndex = true, cur.JobModifyIndex
 	}

@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -15,10 +17,14 @@ import (
 func TestRevertJob(t *testing.T) {
 	s := rig(t, placer)
 	registerNode(t, s, 0, 100_000)
-	v0 := servertest.Job("web", sdk.JobTypeService, 2, 100, 64)
-	servertest.WaitForEval(t, s, registerJob(t, s, v0))
-	v1 := servertest.Job("web", sdk.JobTypeService, 4, 100, 64)
-	servertest.WaitForEval(t, s, registerJob(t, s, v1))
+	for i, count := range []int{2, 4} { // versions 0 and 1, each with its source
+		id, _, err := s.RegisterJobOpts(servertest.Job("web", sdk.JobTypeService, count, 100, 64),
+			server.RegisterOptions{Submission: &state.JobSubmission{Source: fmt.Sprintf("v%d", i), Format: "hcl2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, id)
+	}
 
 	prior := uint64(0)
 	if _, _, err := s.RevertJob("default", "web", 0, &prior); !errors.Is(err, server.ErrConflict) {
@@ -45,5 +51,9 @@ func TestRevertJob(t *testing.T) {
 	j := s.Store().Snapshot().Job("default", "web")
 	if j.Version != 2 || j.TaskGroups[0].Count != 2 || j.Stop {
 		t.Fatalf("reverted job: version %d count %d stop %v", j.Version, j.TaskGroups[0].Count, j.Stop)
+	}
+	// The new version keeps the source of the version it reverted to.
+	if sub := s.Store().Snapshot().JobSubmission("default", "web", 2); sub == nil || sub.Source != "v0" || sub.JobModifyIndex != j.JobModifyIndex {
+		t.Fatalf("reverted version's submission: %+v", sub)
 	}
 }

@@ -88,6 +88,17 @@ func (r reader) JobVersion(ns, id string, v uint64) *sdk.Job {
 	return first[sdk.Job](r, TableJobVersions, "id", ns, id, v)
 }
 
+// JobSubmission returns the source a kept job version was registered
+// from (nil when it came with none).
+func (r reader) JobSubmission(ns, id string, v uint64) *JobSubmission {
+	return first[JobSubmission](r, TableSubmissions, "id", ns, id, v)
+}
+
+// JobSubmissions returns every kept submission.
+func (r reader) JobSubmissions() []*JobSubmission {
+	return all[JobSubmission](r, TableSubmissions, "id")
+}
+
 // Alloc returns an allocation by ID.
 func (r reader) Alloc(id string) *sdk.Allocation {
 	return first[sdk.Allocation](r, TableAllocs, "id", id)

@@ -20,6 +20,7 @@ const (
 	TablePeriodic    = "periodic_launch"
 	TableScaling     = "scaling_event"
 	TableCluster     = "cluster"
+	TableSubmissions = "job_submission"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
@@ -71,6 +72,36 @@ type ScalingEvent struct {
 	// EvalID is the evaluation a count change created.
 	EvalID      *string
 	CreateIndex uint64
+}
+
+// JobSubmission is the source a job version was registered from (Nomad's
+// JobSubmission): the jobspec as submitted and the variables given with
+// it. A submission is kept for as long as its job version is.
+type JobSubmission struct {
+	// Source is the jobspec as submitted, in Format: "hcl2" or "json".
+	Source string
+	Format string
+	// VariableFlags are the -var arguments, and Variables the -var-file
+	// contents, the jobspec was parsed with.
+	VariableFlags map[string]string
+	Variables     string
+	// Namespace, JobID and Version name the job version, and
+	// JobModifyIndex is its JobModifyIndex; the server sets them.
+	Namespace      string
+	JobID          string
+	Version        uint64
+	JobModifyIndex uint64
+}
+
+// Size is the submission's size as Nomad counts it against
+// job_max_source_size: the source, the variables, and the variable flags'
+// names and values.
+func (s *JobSubmission) Size() int {
+	n := len(s.Source) + len(s.Variables)
+	for k, v := range s.VariableFlags {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // ClusterMeta identifies the cluster this state is the state of. Its first
@@ -196,20 +227,24 @@ func idIndex[T any](id stringField[T]) *memdb.IndexSchema {
 	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: id}
 }
 
-// versionIndexer indexes a job version by namespace, ID and version.
-type versionIndexer struct{}
-
-func (versionIndexer) FromObject(obj any) (bool, []byte, error) {
-	j, ok := obj.(*sdk.Job)
-	if !ok {
-		return false, nil, fmt.Errorf("state: job_version holds %T", obj)
-	}
-	return true, versionKey(j.Namespace, j.ID, j.Version), nil
+// versionIndexer indexes what belongs to a job version (the version
+// itself, its submission) by namespace, job ID and version.
+type versionIndexer[T any] struct {
+	table string
+	get   func(*T) (ns, id string, v uint64)
 }
 
-func (versionIndexer) FromArgs(args ...any) ([]byte, error) {
+func (x versionIndexer[T]) FromObject(obj any) (bool, []byte, error) {
+	o, ok := obj.(*T)
+	if !ok {
+		return false, nil, fmt.Errorf("state: %s holds %T", x.table, obj)
+	}
+	return true, versionKey(x.get(o)), nil
+}
+
+func (x versionIndexer[T]) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 3 {
-		return nil, fmt.Errorf("state: job_version index takes namespace, id, version")
+		return nil, fmt.Errorf("state: %s index takes namespace, id, version", x.table)
 	}
 	ns, _ := args[0].(string)
 	id, _ := args[1].(string)
@@ -217,9 +252,9 @@ func (versionIndexer) FromArgs(args ...any) ([]byte, error) {
 	return versionKey(ns, id, v), nil
 }
 
-func (versionIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+func (x versionIndexer[T]) PrefixFromArgs(args ...any) ([]byte, error) {
 	if len(args) != 2 {
-		return nil, fmt.Errorf("state: job_version prefix takes namespace, id")
+		return nil, fmt.Errorf("state: %s prefix takes namespace, id", x.table)
 	}
 	ns, _ := args[0].(string)
 	id, _ := args[1].(string)
@@ -246,7 +281,12 @@ func schema() *memdb.DBSchema {
 			"id": nsIDIndex("id", jobNamespace, jobID, true),
 		}},
 		TableJobVersions: {Name: TableJobVersions, Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: versionIndexer{}},
+			"id": {Name: "id", Unique: true, Indexer: versionIndexer[sdk.Job]{TableJobVersions,
+				func(j *sdk.Job) (string, string, uint64) { return j.Namespace, j.ID, j.Version }}},
+		}},
+		TableSubmissions: {Name: TableSubmissions, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: versionIndexer[JobSubmission]{TableSubmissions,
+				func(s *JobSubmission) (string, string, uint64) { return s.Namespace, s.JobID, s.Version }}},
 		}},
 		// Every index is one more radix-tree insert per allocation a plan
 		// commits: allocations by eval or deployment are found among their

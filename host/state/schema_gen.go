@@ -293,6 +293,154 @@ func (z *JobScalingEvents) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *JobSubmission) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 8
+	// string "Source"
+	o = append(o, 0x88, 0xa6, 0x53, 0x6f, 0x75, 0x72, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Source)
+	// string "Format"
+	o = append(o, 0xa6, 0x46, 0x6f, 0x72, 0x6d, 0x61, 0x74)
+	o = msgp.AppendString(o, z.Format)
+	// string "VariableFlags"
+	o = append(o, 0xad, 0x56, 0x61, 0x72, 0x69, 0x61, 0x62, 0x6c, 0x65, 0x46, 0x6c, 0x61, 0x67, 0x73)
+	o = msgp.AppendMapHeader(o, uint32(len(z.VariableFlags)))
+	for za0001, za0002 := range z.VariableFlags {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendString(o, za0002)
+	}
+	// string "Variables"
+	o = append(o, 0xa9, 0x56, 0x61, 0x72, 0x69, 0x61, 0x62, 0x6c, 0x65, 0x73)
+	o = msgp.AppendString(o, z.Variables)
+	// string "Namespace"
+	o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Namespace)
+	// string "JobID"
+	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+	o = msgp.AppendString(o, z.JobID)
+	// string "Version"
+	o = append(o, 0xa7, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendUint64(o, z.Version)
+	// string "JobModifyIndex"
+	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.JobModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *JobSubmission) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Source":
+			z.Source, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Source")
+				return
+			}
+		case "Format":
+			z.Format, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Format")
+				return
+			}
+		case "VariableFlags":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "VariableFlags")
+				return
+			}
+			if z.VariableFlags == nil {
+				z.VariableFlags = make(map[string]string, zb0002)
+			} else if len(z.VariableFlags) > 0 {
+				clear(z.VariableFlags)
+			}
+			for zb0002 > 0 {
+				var za0002 string
+				zb0002--
+				var za0001 string
+				za0001, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "VariableFlags")
+					return
+				}
+				za0002, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "VariableFlags", za0001)
+					return
+				}
+				z.VariableFlags[za0001] = za0002
+			}
+		case "Variables":
+			z.Variables, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Variables")
+				return
+			}
+		case "Namespace":
+			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+		case "JobID":
+			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobID")
+				return
+			}
+		case "Version":
+			z.Version, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "JobModifyIndex":
+			z.JobModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *JobSubmission) Msgsize() (s int) {
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.Source) + 7 + msgp.StringPrefixSize + len(z.Format) + 14 + msgp.MapHeaderSize
+	if z.VariableFlags != nil {
+		for za0001, za0002 := range z.VariableFlags {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
+		}
+	}
+	s += 10 + msgp.StringPrefixSize + len(z.Variables) + 10 + msgp.StringPrefixSize + len(z.Namespace) + 6 + msgp.StringPrefixSize + len(z.JobID) + 8 + msgp.Uint64Size + 15 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *PeriodicLaunch) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 5

@@ -172,11 +172,36 @@ func (t *Txn) upsertJobVersion(j *sdk.Job) error {
 		if err := t.delete(TableJobVersions, old); err != nil {
 			return err
 		}
+		if sub := t.JobSubmission(old.Namespace, old.ID, old.Version); sub != nil {
+			if err := t.delete(TableSubmissions, sub); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// DeleteJob purges a job and its versions (its allocations and evals stay
+// UpsertJobSubmission keeps sub as the source job ns/id's current version
+// was registered from. As in Nomad, a version's first submission stays: a
+// registration that changes nothing of the spec (so no new version) does
+// not replace it.
+func (t *Txn) UpsertJobSubmission(ns, id string, sub *JobSubmission) error {
+	j := t.Job(ns, id)
+	if j == nil {
+		return fmt.Errorf("%w: job %s/%s", ErrNotFound, ns, id)
+	}
+	if t.JobSubmission(ns, id, j.Version) != nil {
+		return nil
+	}
+	c := *sub
+	c.Namespace, c.JobID, c.Version, c.JobModifyIndex = ns, id, j.Version, j.JobModifyIndex
+	return t.insert(TableSubmissions, &c)
+}
+
+// RestoreJobSubmission inserts a kept submission (restore only).
+func (t *Txn) RestoreJobSubmission(sub *JobSubmission) error { return t.insert(TableSubmissions, sub) }
+
+// DeleteJob purges a job, its versions and their submissions (its allocations and evals stay
 // until garbage collection).
 func (t *Txn) DeleteJob(ns, id string) error {
 	old := t.Job(ns, id)
@@ -185,6 +210,11 @@ func (t *Txn) DeleteJob(ns, id string) error {
 	}
 	for _, v := range t.JobVersions(ns, id) {
 		if err := t.delete(TableJobVersions, v); err != nil {
+			return err
+		}
+	}
+	for _, sub := range all[JobSubmission](t.reader, TableSubmissions, "id_prefix", ns, id) {
+		if err := t.delete(TableSubmissions, sub); err != nil {
 			return err
 		}
 	}
