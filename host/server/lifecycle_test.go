@@ -986,6 +986,52 @@ func withCPU(job *sdk.Job, cpu int64) *sdk.AllocatedResources {
 	return res
 }
 
+// Nor can a lineage: a plugin whose every eval creates three more of its
+// job (each generation within the per-delivery bound) is held to the job's
+// budget, and its evals fail saying why, while the agent keeps its state
+// small. Without the budget the evals multiply, thousands a second.
+func TestLifecycle_CreatedEvalLineagesAreBounded(t *testing.T) {
+	refused := make(chan error, 1)
+	s := rig(t, func(ctx *sdk.Context, e *sdk.Evaluation) error {
+		for range 3 {
+			err := ctx.Planner.CreateEval(&sdk.Evaluation{ID: ctx.NewID(), Namespace: e.Namespace, JobID: e.JobID,
+				TriggeredBy: sdk.EvalTriggerRollingUpdate, Status: sdk.EvalStatusPending, PreviousEval: e.ID})
+			if err != nil {
+				select {
+				case refused <- err:
+				default:
+				}
+				return err
+			}
+		}
+		c := e.Copy()
+		c.Status = sdk.EvalStatusComplete
+		return ctx.Planner.UpdateEval(c)
+	})
+	start := time.Now()
+	registerJob(t, s, servertest.Job("web", "service", 1, 100, 64))
+	select {
+	case err := <-refused:
+		if !errors.Is(err, sdk.ErrInvalidEval) || !strings.Contains(err.Error(), `the plugins of job "web" created evals faster than 1000`) {
+			t.Fatalf("refused with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no eval refused; %d evals", len(s.Store().Snapshot().Evals()))
+	}
+	time.Sleep(time.Second)
+	// The plugin created the budget's burst and what it allowed since.
+	// (The failed evals add a failed-follow-up each, created by the host.)
+	created := 0
+	for _, e := range s.Store().Snapshot().Evals() {
+		if e.TriggeredBy == sdk.EvalTriggerRollingUpdate {
+			created++
+		}
+	}
+	if most := verify.MaxCreatedEvals + int(time.Since(start).Seconds()+1); created > most {
+		t.Fatalf("the plugin created %d evals, more than the %d the budget allows", created, most)
+	}
+}
+
 // A plugin cannot flood the state with evals: one delivery of an eval
 // creates at most verify.MaxCreatedEvals; the next is refused, and the
 // scheduler sees why.

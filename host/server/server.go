@@ -83,6 +83,8 @@ type Server struct {
 	restoreMu sync.Mutex
 	// cluster is the ID of the cluster this server belongs to (clusterid.go).
 	cluster clusterIdentity
+	// evalBudget bounds how fast each job's plugins create evals.
+	evalBudget *evalBudget
 }
 
 // New creates a server and starts raft; in durable mode it opens the data
@@ -109,7 +111,8 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	s := &Server{
 		cfg: cfg, log: log, plugins: plugins, now: time.Now, store: store,
 		plans: plan.NewQueue(), phases: newPhaseTracker(), telemetry: tel, metrics: tel.Metrics(),
-		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		rng:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		evalBudget: newEvalBudget(),
 	}
 	b, err := broker.New(cfg.Broker, nil, phaseObserver{s})
 	if err != nil {

@@ -282,6 +282,9 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 		p.created[e.ID] = e.Status
 		return nil
 	}
+	if err := p.s.evalBudget.take(sdk.NamespacedID{Namespace: c.Namespace, ID: c.JobID}, p.s.now()); err != nil {
+		return err
+	}
 	if err := p.apply(ctx, c); err != nil {
 		return err
 	}
