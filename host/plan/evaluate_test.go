@@ -75,6 +75,11 @@ func res(cpu int64) *sdk.AllocatedResources {
 		Memory: sdk.AllocatedMemoryResources{MemoryMB: 10}}}}
 }
 
+func withDescription(a *sdk.Allocation, desc string) *sdk.Allocation {
+	a.DesiredDescription = desc
+	return a
+}
+
 func withPrev(a *sdk.Allocation, prev string) *sdk.Allocation { a.PreviousAllocation = prev; return a }
 func withName(a *sdk.Allocation, name string) *sdk.Allocation { a.Name = name; return a }
 
@@ -322,6 +327,10 @@ func TestValidate_RejectsWholePlan(t *testing.T) {
 		{"stop on the wrong node", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n0": {{ID: "busy"}}}}, 0, "runs on n1"},
 		{"stop that runs", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", DesiredStatus: "run"}}}}, 0, "desired status"},
 		{"stop that claims running", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", ClientStatus: "running"}}}}, 0, "client status"},
+		{"giant placement", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {withDescription(place("a", "n0", 1), strings.Repeat("x", verify.MaxAllocBytes))}}}, 0, "over the limit of 65536"},
+		{"giant stop", &sdk.Plan{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy",
+			DesiredDescription: strings.Repeat("x", verify.MaxAllocBytes)}}}}, 0, "over the limit of 65536"},
 		{"duplicate IDs", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {place("a", "n0", 1), place("a", "n0", 1)}}}, 0, "appears twice"},
 		{"ID already used", &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("busy", "n0", 1)}}}, 0, "already used"},

@@ -124,12 +124,21 @@ func Reblock(proc, stored, e *sdk.Evaluation) (*sdk.Evaluation, error) {
 	return c, nil
 }
 
+// sameJob checks that e is for proc's job, and not over MaxEvalBytes.
 func sameJob(proc, e *sdk.Evaluation) error {
 	if e.Namespace != proc.Namespace || e.JobID != proc.JobID {
 		return invalidEval("eval %s is for job %s/%s, not %s/%s", e.ID, e.Namespace, e.JobID, proc.Namespace, proc.JobID)
 	}
+	if n := e.Msgsize(); n > MaxEvalBytes {
+		return invalidEval("eval %s takes %d bytes, over the limit of %d", e.ID, n, MaxEvalBytes)
+	}
 	return nil
 }
+
+// MaxEvalBytes bounds the size of an eval a plugin writes (its
+// description, failed groups' metrics, queued counts, class eligibility):
+// far above what a job's groups need, far below what would flood the state.
+const MaxEvalBytes = 4 << 20
 
 // outcome returns proc with what a plugin may set of it taken from e.
 func outcome(proc, e *sdk.Evaluation) *sdk.Evaluation {

@@ -34,6 +34,25 @@ type Limits struct {
 // DefaultLimits are generous enough for a system job on a large cluster.
 func DefaultLimits() Limits { return Limits{MaxAllocs: 100_000} }
 
+// MaxAllocBytes bounds the size of one allocation of a plan as the plugin
+// wrote it (without its job, which the state holds): its descriptions,
+// names and metrics. Allocations are a few kilobytes; the bound keeps a
+// plugin from writing megabytes into the state through one, or through a
+// template many placements share (abi.PlanRequest.Shared).
+const MaxAllocBytes = 64 << 10
+
+// allocSize refuses an allocation over MaxAllocBytes.
+func allocSize(a *sdk.Allocation) error {
+	job := a.Job
+	a.Job = nil
+	n := a.Msgsize()
+	a.Job = job
+	if n > MaxAllocBytes {
+		return invalid("allocation %s takes %d bytes without its job, over the limit of %d", a.ID, n, MaxAllocBytes)
+	}
+	return nil
+}
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sdk.ErrPlanInvalid, fmt.Sprintf(format, args...))
 }
@@ -86,15 +105,15 @@ func Plan(snap State, p *sdk.Plan, lim Limits) error {
 		return invalid("placements without a job")
 	}
 	seen := map[string]bool{}
-	dup := func(id string) error {
-		if id == "" {
+	dup := func(a *sdk.Allocation) error {
+		if a.ID == "" {
 			return invalid("allocation without an ID")
 		}
-		if seen[id] {
-			return invalid("allocation %s appears twice", id)
+		if seen[a.ID] {
+			return invalid("allocation %s appears twice", a.ID)
 		}
-		seen[id] = true
-		return nil
+		seen[a.ID] = true
+		return allocSize(a)
 	}
 	for node, allocs := range p.NodeAllocation {
 		if snap.Node(node) == nil && !onlyAnnotatesFinished(snap, node, allocs) {
@@ -114,7 +133,7 @@ func Plan(snap State, p *sdk.Plan, lim Limits) error {
 			if s == nil {
 				return invalid("a stop on node %s is missing (null)", node)
 			}
-			if err := dup(s.ID); err != nil {
+			if err := dup(s); err != nil {
 				return err
 			}
 			old := snap.Alloc(s.ID)
@@ -151,7 +170,7 @@ func Plan(snap State, p *sdk.Plan, lim Limits) error {
 			if s == nil {
 				return invalid("a preemption on node %s is missing (null)", node)
 			}
-			if err := dup(s.ID); err != nil {
+			if err := dup(s); err != nil {
 				return err
 			}
 			old := snap.Alloc(s.ID)
@@ -212,8 +231,8 @@ func Plan(snap State, p *sdk.Plan, lim Limits) error {
 
 // checkPlacement validates one placement (or in-place update) on node and
 // stamps it with the plan's eval.
-func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup func(string) error) error {
-	if err := dup(a.ID); err != nil {
+func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup func(*sdk.Allocation) error) error {
+	if err := dup(a); err != nil {
 		return err
 	}
 	if a.NodeID != node {
