@@ -190,13 +190,21 @@ func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginL
 	return l, nil
 }
 
+// missingPlugin is a plugin block whose file is not there.
+type missingPlugin struct {
+	path string
+	err  error
+}
+
 // specs lists the plugin files: every *.wasm module and executable file in
-// the plugin directory, and every file a plugin block names.
-func (l *pluginLoader) specs() ([]pluginSpec, error) {
+// the plugin directory, and every file a plugin block names; missing lists
+// the blocks whose file is not there (at start an error, while running
+// their own plugin's refusal, not the others').
+func (l *pluginLoader) specs() (_ []pluginSpec, missing []missingPlugin, _ error) {
 	byPath := map[string]*pluginSpec{}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(l.cfg.Plugins) > 0) {
-		return nil, fmt.Errorf("agent: plugin dir %s: %w", l.dir, err)
+		return nil, nil, fmt.Errorf("agent: plugin dir %s: %w", l.dir, err)
 	}
 	for _, e := range entries {
 		p := filepath.Join(l.dir, e.Name())
@@ -215,10 +223,18 @@ func (l *pluginLoader) specs() ([]pluginSpec, error) {
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return nil, fmt.Errorf("agent: plugin %q: %w", b.Name, err)
+			return nil, nil, fmt.Errorf("agent: plugin %q: %w", b.Name, err)
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return nil, fmt.Errorf("agent: plugin %q: %w", b.Name, err)
+			if b.Path == "" {
+				err = fmt.Errorf("no file %s.wasm or %s in %s: %w", b.Name, b.Name, l.dir, fs.ErrNotExist)
+				// Refused under the file it serves from, if it does.
+				if e, ok := l.reg.Lookup(b.Name); ok && e.Path != "" {
+					abs = e.Path
+				}
+			}
+			missing = append(missing, missingPlugin{abs, fmt.Errorf("agent: plugin %q: %w", b.Name, err)})
+			continue
 		}
 		sp := byPath[abs]
 		if sp == nil {
@@ -239,7 +255,7 @@ func (l *pluginLoader) specs() ([]pluginSpec, error) {
 		out = append(out, *sp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
-	return out, nil
+	return out, missing, nil
 }
 
 // runtimeOf says how a file in the plugin directory runs: wasm for a
@@ -260,9 +276,12 @@ func runtimeOf(path string) string {
 
 // loadAll loads every plugin; any failure fails the agent's start.
 func (l *pluginLoader) loadAll(ctx context.Context) error {
-	specs, err := l.specs()
+	specs, missing, err := l.specs()
 	if err != nil {
 		return err
+	}
+	if len(missing) > 0 {
+		return missing[0].err
 	}
 	if len(specs) == 0 {
 		return fmt.Errorf("agent: no scheduler plugins in %s; build them with `make build` or point -plugin-dir at them", l.dir)
@@ -446,12 +465,24 @@ func (l *pluginLoader) watch(ctx context.Context, interval time.Duration) {
 // close afterwards. A file that fails to load leaves the running plugin
 // in place.
 func (l *pluginLoader) reload(ctx context.Context) {
-	specs, err := l.specs()
+	specs, missing, err := l.specs()
 	if err != nil {
 		l.log.Warn().Err(err).Msg("plugin reload: cannot list plugins")
 		return
 	}
-	present := make(map[string]bool, len(specs))
+	present := make(map[string]bool, len(specs)+len(missing))
+	for _, m := range missing {
+		// Its plugin keeps serving, if it was; the others reload as ever.
+		// Put back, the file is read again (and its refusal cleared).
+		present[m.path] = true
+		l.mu.Lock()
+		delete(l.stamps, m.path)
+		l.mu.Unlock()
+		if f, refused := l.reg.Refusal(m.path); !refused || f.Error != m.err.Error() {
+			l.reg.Refuse(m.path, m.err, time.Now())
+			l.log.Warn().Err(m.err).Msg("plugin file missing; the running version, if any, stays")
+		}
+	}
 	for _, sp := range specs {
 		present[sp.path] = true
 		stamp, err := stampOf(sp.path)
@@ -495,7 +526,7 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec, content []byte, 
 	log := l.log.With().Str("path", sp.path).Logger()
 	start := time.Now()
 	e, err := l.load(ctx, sp, content)
-	log = log.With().Dur("load", time.Since(start)).Logger()
+	log = log.With().Stringer("load", time.Since(start).Round(time.Millisecond)).Logger()
 	if err != nil {
 		l.reg.Refuse(sp.path, err, time.Now())
 		log.Error().Err(err).Msg("plugin reload failed; the running version stays")

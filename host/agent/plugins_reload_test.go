@@ -3,9 +3,11 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,8 +91,54 @@ func TestPluginLoader_Reload_LoadsOnlyFilesWhoseContentChanged(t *testing.T) {
 	if len(replaced) != 1 || replaced[0]["plugin"] != "reload" {
 		t.Fatalf("plugin replaced log lines = %v, want one, for reload", replaced)
 	}
-	if ms, ok := replaced[0]["load"].(float64); !ok || ms <= 0 {
-		t.Fatalf("plugin replaced log line %v does not report the load time", replaced[0])
+	if d, err := time.ParseDuration(fmt.Sprint(replaced[0]["load"])); err != nil || d <= 0 {
+		t.Fatalf("plugin replaced log line %v does not report the load time as a duration", replaced[0])
+	}
+}
+
+// The file of a configured plugin gone missing is that plugin's refusal
+// (it keeps serving), not a stop of every reload: a new file beside it is
+// still loaded, and the file put back clears the refusal.
+func TestPluginLoader_Reload_AMissingFileStopsOnlyItsOwnPlugin(t *testing.T) {
+	dir := t.TempDir()
+	v1 := wasmtest.Build(t, "./host/agent/testdata/reload/v1")
+	path := filepath.Join(dir, "reload.wasm")
+	copyFile(t, v1, path)
+	cfg := DefaultConfig()
+	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers = true, dir, 1
+	cfg.Plugins = []PluginConfig{{Name: "reload"}}
+	logs := &testlog.Buffer{}
+	l, err := newPluginLoader(cfg, zerolog.New(logs), rt.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.loadAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.close)
+	before := lookup(t, l, "reload")
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(dir, "service.wasm"))
+	l.reload(context.Background())
+	l.reload(context.Background())
+	lookup(t, l, "service")
+	if f, ok := l.reg.Refusal(path); !ok || !strings.Contains(f.Error, "no file reload.wasm or reload in") {
+		t.Fatalf("the missing file is not refused: %+v", f)
+	}
+	if n := len(logs.Entries(t, "plugin file missing; the running version, if any, stays")); n != 1 {
+		t.Fatalf("the missing file was reported %d times over two passes, want once", n)
+	}
+	if lookup(t, l, "reload") != before {
+		t.Fatal("the plugin whose file went missing stopped serving")
+	}
+
+	copyFile(t, v1, path)
+	l.reload(context.Background())
+	if _, ok := l.reg.Refusal(path); ok {
+		t.Fatal("the refusal stayed after the file was put back")
 	}
 }
 
