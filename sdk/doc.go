@@ -26,5 +26,6 @@
 // mirror brought up to date first (see package sdk/abi).
 //
 // Objects returned by State are shared with the state mirror: never modify
-// them; copy first (every type has a Copy method).
+// them; copy first (Job, Node, Allocation, Evaluation and Deployment have
+// a Copy method that copies deeply; copy what else you change yourself).
 package sdk

@@ -178,7 +178,8 @@ func TestContainment_UnknownABIMajorIsRefusedAtLoad(t *testing.T) {
 
 func TestContainment_StdoutBeforeHandshakeIsRefusedAtLoad(t *testing.T) {
 	_, err := goplugin.Load(context.Background(), goplugintest.Build(t, testdata+"stdoutnoise"), goplugin.DefaultConfig())
-	if !errors.Is(err, goplugin.ErrInvalidPlugin) || !strings.Contains(err.Error(), "Unrecognized remote plugin message: hello from a chatty plugin") {
+	if !errors.Is(err, goplugin.ErrInvalidPlugin) || !strings.Contains(err.Error(), "Unrecognized remote plugin message: hello from a chatty plugin") ||
+		!strings.Contains(err.Error(), "write nothing to stdout before plugin.Serve") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,6 +291,13 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 		theirs.Close() // the process has its copy, or failed to start
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+			// go-plugin's guess (another architecture, missing libraries)
+			// is seldom it for a plugin built with the SDK: a print in init
+			// comes before the handshake line, which must be first.
+			err = fmt.Errorf("%v\n(the first line a plugin writes to stdout must be go-plugin's handshake: "+
+				"write nothing to stdout before plugin.Serve, for example in init; stderr is free)", err)
+		}
 		return fail(fmt.Errorf("%w: start %s: %v", ErrInvalidPlugin, f.path, err))
 	}
 	raw, err := rpc.Dispense(grpcwire.PluginName)

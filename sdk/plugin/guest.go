@@ -1,9 +1,13 @@
 // Package plugin runs an sdk.Scheduler behind Drover's plugin ABI.
 //
-// A plugin's main package registers its scheduler in init and calls Serve:
+// A plugin's main package registers its scheduler in init and calls Serve
+// (examples/plugins/zones):
 //
 //	func init() {
-//		plugin.Register(plugin.Info{Name: "zones", Types: []string{"service"}}, zones.New())
+//		// No Types: jobs select it with scheduler = "zones". A type that
+//		// a built-in already serves (service, batch, ...) is refused by
+//		// the agent, unless the built-in's plugin is left out.
+//		plugin.Register(plugin.Info{Name: "zones", Version: "1.0.0"}, zones.Scheduler{})
 //	}
 //
 //	func main() { plugin.Serve() }

@@ -13,6 +13,8 @@ type dispatch struct {
 	index uint64   // the plugin mirror's index
 	info  abi.Info // the plugin's
 	core  bool     // the eval is a core eval: garbage collection is offered
+	// concluded is set once the plugin updated or reblocked its eval.
+	concluded bool
 }
 
 func answer(m msgp.Marshaler) ([]byte, error) { return m.MarshalMsg(nil) }
@@ -51,6 +53,7 @@ func (d *dispatch) call(op abi.Op, msg []byte) ([]byte, error) {
 		if err != nil {
 			return answer(&abi.Status{Code: abi.CodeOf(err), Message: err.Error()})
 		}
+		d.concluded = d.concluded || op != abi.OpCreateEval
 		return answer(&abi.Status{})
 	case abi.OpGarbageCollect:
 		if !d.core {

@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -815,6 +816,19 @@ func (p *Plugin) Process(eval *sdk.Evaluation) error {
 		if err := h.UpdateEval(resp.UpdateEval); err != nil {
 			return err
 		}
+		d.concluded = true
 	}
-	return abi.Err(resp.Code, resp.Message)
+	if err := abi.Err(resp.Code, resp.Message); err != nil {
+		return err
+	}
+	if !d.concluded {
+		// The host nacks such an eval, and it fails after its deliveries.
+		return fmt.Errorf("%w: eval %s", ErrNotConcluded, eval.ID)
+	}
+	return nil
 }
+
+// ErrNotConcluded is Process's error for a scheduler that returned without
+// updating or reblocking its eval: the host nacks such an eval, and after
+// its delivery limit it fails.
+var ErrNotConcluded = errors.New("sdktest: the scheduler returned without updating or reblocking its eval")

@@ -505,3 +505,28 @@ func TestHarness_BoundsTheEvalsADeliveryCreates(t *testing.T) {
 		t.Fatalf("delivered again: %v", err)
 	}
 }
+
+// TestHarness_AnEvalNotConcludedFails: as on the host, which nacks it, a
+// scheduler that returns without updating or reblocking its eval fails,
+// even if it created evals; one that concludes passes.
+func TestHarness_AnEvalNotConcludedFails(t *testing.T) {
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	e := h.RegisterEval(job)
+	silent := sdk.SchedulerFunc(func(ctx *sdk.Context, eval *sdk.Evaluation) error {
+		return ctx.Planner.CreateEval(&sdk.Evaluation{ID: ctx.NewID(), Namespace: eval.Namespace, JobID: eval.JobID,
+			Status: sdk.EvalStatusPending, TriggeredBy: sdk.EvalTriggerRollingUpdate, PreviousEval: eval.ID})
+	})
+	if err := h.Process(silent, e); !errors.Is(err, sdktest.ErrNotConcluded) {
+		t.Fatalf("a scheduler that did not conclude: err = %v", err)
+	}
+	concludes := sdk.SchedulerFunc(func(ctx *sdk.Context, eval *sdk.Evaluation) error {
+		c := eval.Copy()
+		c.Status = sdk.EvalStatusComplete
+		return ctx.Planner.UpdateEval(c)
+	})
+	if err := h.Process(concludes, e); err != nil {
+		t.Fatalf("a scheduler that concluded: %v", err)
+	}
+}
