@@ -77,6 +77,13 @@ func (c *Capture) Reset() {
 	c.mu.Unlock()
 }
 
+// Contains reports whether what was kept holds s.
+func (c *Capture) Contains(s string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Contains(c.buf, []byte(s))
+}
+
 // Explain adds what was kept, if anything, to an error.
 func (c *Capture) Explain(err error) error {
 	c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/broker"
@@ -149,6 +150,23 @@ func (s *Server) revokeLeadership() {
 	s.leaderDone.Wait()
 }
 
+// maxSummary bounds a failure's summary in an eval's description.
+const maxSummary = 500
+
+// summary is the first line of a failure, as an eval's description says
+// it: one line, as Nomad's, while the whole (a plugin's panic and its
+// stack, a trap and the plugin's stderr) is in the log of each nack.
+func summary(why string) string {
+	line, _, cut := strings.Cut(why, "\n")
+	if len(line) > maxSummary {
+		line, cut = line[:maxSummary], true
+	}
+	if cut {
+		line = strings.ToValidUTF8(line, "") + " (more in the agent's log)"
+	}
+	return line
+}
+
 // reapFailedEvals drains the broker's failed queue: each eval there used up
 // its deliveries; it becomes failed and, unless it is a core eval, gets a
 // failed-follow-up eval after baseline + random jitter (seed 002:
@@ -164,7 +182,7 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 		failed.Status = sdk.EvalStatusFailed
 		failed.StatusDescription = "evaluation reached delivery limit (" + strconv.Itoa(s.cfg.Broker.DeliveryLimit) + ")"
 		if why := s.phases.lastFailure(e.ID); why != "" {
-			failed.StatusDescription += "; last failure: " + why
+			failed.StatusDescription += "; last failure: " + summary(why)
 		}
 		failed.ModifyTime = now.UnixNano()
 		evals := []*sdk.Evaluation{failed}

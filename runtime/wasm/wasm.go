@@ -398,7 +398,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		return nil, tail.Explain(fmt.Errorf("wasm: instantiate: %w", err))
 	}
 	return &instance{mod: mod, buffer: mod.ExportedFunction(ExportBuffer), process: mod.ExportedFunction(ExportProcess),
-		stderr: tail, lastSize: &m.lastSize}, nil
+		stderr: tail, lastSize: &m.lastSize, limitPages: m.cfg.MemoryLimitPages}, nil
 }
 
 // Close implements runtime.Factory.
@@ -419,6 +419,21 @@ type instance struct {
 	stderr *runtime.Capture
 	// lastSize is its module's record of the last closed instance's size.
 	lastSize *atomic.Uint64
+	// limitPages is its memory limit, in 64 KiB pages.
+	limitPages uint32
+}
+
+// trapped explains a trap of the export name: a Go guest out of memory
+// says so on stderr before it traps, and the trap is then its memory
+// limit's, said as a go-plugin's is; otherwise what it wrote to stderr.
+func (i *instance) trapped(name string, err error) error {
+	if i.stderr.Contains("out of memory") {
+		err = fmt.Errorf("wasm: %s: memory limit of %d MiB exceeded (linear memory %d MiB): %w",
+			name, i.limitPages/16, i.mod.Memory().Size()>>20, err)
+	} else {
+		err = fmt.Errorf("wasm: %s: %w", name, err)
+	}
+	return i.stderr.Explain(err)
 }
 
 func (i *instance) read(packed uint64) ([]byte, error) {
@@ -454,7 +469,7 @@ func (i *instance) call(ctx context.Context, fn api.Function, name string, req [
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("wasm: %s: stopped at the deadline: %w", name, ctx.Err())
 		}
-		return nil, i.stderr.Explain(fmt.Errorf("wasm: %s: %w", name, err))
+		return nil, i.trapped(name, err)
 	}
 	return i.read(res[0])
 }
@@ -468,7 +483,7 @@ type idlingInstance struct {
 // Idle implements runtime.Idler.
 func (i idlingInstance) Idle(ctx context.Context) error {
 	if _, err := i.idle.Call(ctx); err != nil {
-		return i.stderr.Explain(fmt.Errorf("wasm: %s: %w", ExportIdle, err))
+		return i.trapped(ExportIdle, err)
 	}
 	return nil
 }
