@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/drover-sched/drover/internal/hclogzero"
 	"github.com/hashicorp/go-hclog"
 	"github.com/rs/zerolog"
 )
@@ -41,7 +42,7 @@ func TestRaftLogger(t *testing.T) {
 			t.Errorf("entry %d: %v, want %+v", i, g, w)
 		}
 	}
-	if hclogLevel(zerolog.New(nil).Level(zerolog.WarnLevel)) != hclog.Warn {
+	if hclogzero.Level(zerolog.New(nil).Level(zerolog.WarnLevel)) != hclog.Warn {
 		t.Error("level not mapped")
 	}
 	buf.Reset()

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-sched/drover/internal/hclogzero"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/sdk/abi"
 	"github.com/drover-sched/drover/sdk/plugin"
@@ -276,8 +277,9 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 		SyncStdout:       stdout,
 		SyncStderr:       stderr,
 		GRPCDialOptions:  grpcwire.DialOptions(),
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "go-plugin", Level: hclog.Error,
-			Output: runtime.OutputLog(f.cfg.Log, name, "go-plugin")}),
+		// go-plugin's own errors (a process that exited, a handshake
+		// refused) at error level, tagged with the plugin.
+		Logger: hclogzero.New(f.cfg.Log.With().Str("plugin", name).Logger(), "go-plugin", hclog.Error),
 	})
 	fail := func(err error) (*instance, error) {
 		stop(client, cmd, true, f.cfg.Log)

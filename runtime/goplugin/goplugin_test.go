@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/goplugin/goplugintest"
@@ -67,7 +68,14 @@ func (s started) NewInstance(ctx context.Context) (runtime.Instance, error) {
 // A plugin process killed while idle is replaced before the next eval,
 // which succeeds on a new process instead of failing on the dead one.
 func TestGoPlugin_ProcessKilledBetweenEvalsIsReplaced(t *testing.T) {
-	f := started{load(t, "./plugins/service"), make(chan runtime.Instance, 4)}
+	logs := &testlog.Buffer{}
+	cfg := goplugin.DefaultConfig()
+	cfg.Log = zerolog.New(logs)
+	gp, err := goplugin.Load(context.Background(), goplugintest.Build(t, "./plugins/service"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := started{gp, make(chan runtime.Instance, 4)}
 	p := runtime.NewPlugin(f, runtime.DefaultPoolConfig(1), zerolog.Nop())
 	defer p.Close(context.Background())
 	h := sdktest.New()
@@ -98,6 +106,11 @@ func TestGoPlugin_ProcessKilledBetweenEvalsIsReplaced(t *testing.T) {
 	}
 	if got := p.Stats().Failures.Load(); got != 0 {
 		t.Fatalf("%d evals failed", got)
+	}
+	// go-plugin's own report, at its level and tagged with the plugin.
+	exited := logs.Entries(t, "plugin process exited")
+	if len(exited) == 0 || exited[0]["level"] != "error" || !strings.HasSuffix(fmt.Sprint(exited[0]["plugin"]), "plugins_service") || exited[0]["module"] != "go-plugin" {
+		t.Fatalf("go-plugin's report of the killed process: %v", exited)
 	}
 }
 
