@@ -183,6 +183,7 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		m.stderr = runtime.OutputLog(cfg.Log, "(loading)", "stderr")
 	}
 	closeOnDone := false
+	var uninstrumented error // why interrupt checks could not be added
 	if threaded, err := threadJumps(wasm); err == nil {
 		wasm = threaded
 	} else {
@@ -191,8 +192,7 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if cfg.EnforceDeadline {
 		checked, err := addInterruptChecks(wasm)
 		if err != nil {
-			cfg.Log.Warn().Err(err).Msg("wasm: deadlines enforced by wazero's slower WithCloseOnContextDone")
-			closeOnDone = true
+			uninstrumented, closeOnDone = err, true
 		} else {
 			wasm = checked
 		}
@@ -233,6 +233,11 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
+	}
+	if uninstrumented != nil {
+		// Said once the module compiled: a file that is no module is
+		// refused for that, not warned about.
+		cfg.Log.Warn().Err(uninstrumented).Msg("wasm: deadlines enforced by wazero's slower WithCloseOnContextDone")
 	}
 	m.compiled = compiled
 	exports := compiled.ExportedFunctions()

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-sched/drover/internal/testlog"
 	"github.com/drover-sched/drover/runtime/wasm"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
+	"github.com/rs/zerolog"
 )
 
 func TestLoad_BuiltinService(t *testing.T) {
@@ -141,5 +143,28 @@ func TestLoad_NotAModuleSaysWhatItIs(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalidModule saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A truncated module is refused as not a module, without first a warning
+// that its deadlines will be enforced the slower way: that is said only of
+// a module that loads.
+func TestLoad_TruncatedModuleIsRefusedWithoutADeadlineWarning(t *testing.T) {
+	b, err := os.ReadFile(wasmtest.Build(t, "./plugins/service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "truncated.wasm")
+	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &testlog.Buffer{}
+	cfg := wasm.DefaultConfig()
+	cfg.Log = zerolog.New(logs)
+	if _, err := wasm.LoadFile(context.Background(), path, cfg); !errors.Is(err, wasm.ErrInvalidModule) {
+		t.Fatalf("err = %v, want ErrInvalidModule", err)
+	}
+	if n := len(logs.Entries(t, "wasm: deadlines enforced by wazero's slower WithCloseOnContextDone")); n != 0 {
+		t.Fatalf("%d deadline warnings for a module refused", n)
 	}
 }
