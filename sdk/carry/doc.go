@@ -8,6 +8,10 @@
 // what could not be placed (Out). Then it submits the plan, creating the
 // follow-up evals its stops name first (Pass.Submit).
 //
+// A policy that only chooses among the nodes where a placement fits needs
+// no more than Scheduler: a ChooseFunc, and the SDK does the rest, the
+// pass below included.
+//
 // Only the choice of a node is the scheduler's own: a PickFunc, called for
 // each placement Out tries, in turn. The built-in generic scheduler picks with the
 // stack's ranking (stack.Stack.Select, whose signature a PickFunc shares);

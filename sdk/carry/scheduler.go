@@ -1,0 +1,127 @@
+package carry
+
+import (
+	"slices"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/conclude"
+	"github.com/drover-sched/drover/sdk/feasible"
+	"github.com/drover-sched/drover/sdk/reconcile"
+	"github.com/drover-sched/drover/sdk/stack"
+)
+
+// Candidate is a node a placement may go to: ready, in the job's
+// datacenters and node pool, passing every check of the placement's group
+// (constraints, drivers, volumes, distinct hosts and properties, ...), and
+// with room for it beside what the plan already puts there.
+type Candidate struct {
+	Node *sdk.Node
+	// Used is what the node holds with the plan so far, without the
+	// placement; Capacity is what it offers.
+	Used, Capacity sdk.Usage
+	// JobCount and GroupCount are how many allocations of the job, and of
+	// the placement's group, the node holds with the plan so far (what a
+	// policy that spreads or packs a job reads).
+	JobCount, GroupCount int
+}
+
+// ChooseFunc is a placement policy: it returns the index of the candidate
+// a placement goes to, or -1 to leave it unplaced. Candidates come in the
+// state's node order, and there is at least one. It must not keep the
+// slice, which is reused.
+type ChooseFunc func(pl Placement, candidates []Candidate) int
+
+// Scheduler is a whole service and batch scheduler whose only policy of
+// its own is Choose, the choice of a node among the candidates: the
+// reconciler decides what to stop, replace, update in place or place, with
+// deployments, canaries, rescheduling and lost allocations; the SDK checks
+// feasibility and room, gives the allocation its ports, reserved cores and
+// devices on the node chosen (a node where they are taken is dropped and
+// Choose asked again), explains every placement (Metrics) and failure, and
+// ends the eval as the built-in schedulers do, with a blocked eval for
+// what found no node.
+//
+// It neither ranks with the stack nor preempts: a policy that needs those
+// writes a PickFunc and the pass around it (see the package example).
+type Scheduler struct {
+	Choose ChooseFunc
+}
+
+var _ sdk.Scheduler = Scheduler{}
+
+// Process implements sdk.Scheduler.
+func (s Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	st, ns, id := ctx.State, eval.Namespace, eval.JobID
+	var pass *Pass
+	var elig *feasible.Eligibility
+	var blocked *sdk.Evaluation
+	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
+		job, allocs := st.Job(ns, id), st.AllocsByJob(ns, id)
+		plan := stack.NewPlan(st, eval, job)
+		elig = feasible.NewEligibility(job)
+		in := reconcile.Input{Job: job, Namespace: ns, JobID: id, Allocs: allocs, Tainted: reconcile.TaintedNodes(st, allocs),
+			EvalID: eval.ID, EvalPriority: eval.Priority, Now: ctx.Now, NewID: ctx.NewID}
+		for _, a := range reconcile.StillRunningOnDownNodes(in.Tainted, allocs) {
+			plan.Stop(a, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
+		}
+		if in.Batch = job != nil && job.Type == sdk.JobTypeBatch; !in.Batch {
+			in.Deployment = st.LatestDeployment(ns, id) // batch jobs roll out without deployments
+		}
+		var pick PickFunc
+		if !job.Stopped() {
+			stk := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig()))
+			in.Update = stk.UpdateFunc(eval.ID)
+			ready, _, _ := stack.ReadyNodes(st, job)
+			pick = s.picker(plan, stk, elig, ready)
+		}
+		pass = Out(Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in), Deployment: in.Deployment, Pick: pick})
+		var err error
+		if blocked, err = pass.Block(elig, blocked); err != nil {
+			return false, false, err
+		}
+		return pass.Submit()
+	})
+	return pass.Conclude(err, conclude.MaxServiceAttempts, blocked, elig, pass.DeploymentID)
+}
+
+// picker is the PickFunc that offers Choose the candidates among ready.
+func (s Scheduler) picker(plan *stack.Plan, stk *stack.Stack, elig *feasible.Eligibility, ready []*sdk.Node) PickFunc {
+	checker := feasible.NewChecker()
+	var cands []Candidate
+	return func(pl Placement) (*stack.Option, *sdk.AllocMetric) {
+		m := &sdk.AllocMetric{}
+		checks := feasible.NewGroupChecks(pl.Job, pl.Group)
+		need := sdk.GroupUsage(pl.Group)
+		cands = cands[:0]
+		for _, n := range ready {
+			m.NodesEvaluated++
+			if why := elig.Check(checker, checks, n); why != "" {
+				m.FilterNode(n, why)
+				continue
+			}
+			used, capacity := plan.Used(n.ID), n.Capacity()
+			with := used
+			with.Add(need)
+			if ok, dim := with.Fits(capacity); !ok {
+				m.ExhaustedNode(n, dim)
+				continue
+			}
+			cands = append(cands, Candidate{Node: n, Used: used, Capacity: capacity,
+				JobCount: plan.JobCount(n.ID), GroupCount: plan.GroupCount(pl.Group.Name, n.ID)})
+		}
+		for len(cands) > 0 {
+			i := s.Choose(pl, cands)
+			if i < 0 || i >= len(cands) {
+				return nil, m
+			}
+			n := cands[i].Node
+			held, dim := stk.Assign(pl.Group, n)
+			if held != nil {
+				return &stack.Option{Node: n, Resources: held}, m
+			}
+			m.ExhaustedNode(n, dim)
+			cands = slices.Delete(cands, i, i+1)
+		}
+		return nil, m
+	}
+}
