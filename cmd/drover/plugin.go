@@ -71,6 +71,7 @@ func (c *pluginListCommand) Run(args []string) int {
 		for _, f := range refused {
 			c.ui.Output(fmt.Sprintf("  %s (%s): %s", f.Path, f.Time.UTC().Format(time.RFC3339), f.Error))
 		}
+		c.ui.Output("The agent would not start again with these files as they are: fix, put back or remove them first.")
 	}
 	return exitOK
 }
@@ -141,7 +142,8 @@ func (c *pluginInspectCommand) Run(args []string) int {
 		rows = append(rows, []string{"Config " + k, p.Config[k]})
 	}
 	if p.ReloadError != "" {
-		rows = append(rows, []string{"Reload refused", p.ReloadError + " (this version still runs)"})
+		rows = append(rows, []string{"Reload refused", p.ReloadError +
+			" (this version still runs, but the agent would not start again with the file as it is)"})
 	}
 	c.table(rows)
 	return exitOK

@@ -107,9 +107,10 @@ func TestPluginListAndInspect_ShowRefusedReplacement(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"plugin", "list", "-address", a.Addr()}, []string{"Refused plugin files", path, "not a valid Drover plugin module"}},
+		{[]string{"plugin", "list", "-address", a.Addr()}, []string{"Refused plugin files", path, "not a valid Drover plugin module",
+			"would not start again with these files"}},
 		{[]string{"plugin", "inspect", "-address", a.Addr(), "reload"}, []string{"Version", "1", "Reload refused",
-			"not a valid Drover plugin module", "this version still runs"}},
+			"not a valid Drover plugin module", "this version still runs", "would not start again with the file"}},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(tc.args, &out, &errOut)
