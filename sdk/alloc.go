@@ -203,6 +203,27 @@ type DesiredTransition struct {
 // ShouldMigrate reports whether the allocation is marked to migrate.
 func (d DesiredTransition) ShouldMigrate() bool { return d.Migrate != nil && *d.Migrate }
 
+// Merge sets in d what o sets (its non-nil marks), as Nomad's does.
+func (d *DesiredTransition) Merge(o DesiredTransition) {
+	if o.Migrate != nil {
+		d.Migrate = o.Migrate
+	}
+	if o.Reschedule != nil {
+		d.Reschedule = o.Reschedule
+	}
+	if o.ForceReschedule != nil {
+		d.ForceReschedule = o.ForceReschedule
+	}
+	if o.NoShutdownDelay != nil {
+		d.NoShutdownDelay = o.NoShutdownDelay
+	}
+}
+
+// ShouldReschedule reports whether the allocation is marked to be
+// rescheduled although its deployment is active (its deployment watcher
+// allows its replacement).
+func (d DesiredTransition) ShouldReschedule() bool { return d.Reschedule != nil && *d.Reschedule }
+
 // ShouldForceReschedule reports whether a reschedule was forced.
 func (d DesiredTransition) ShouldForceReschedule() bool {
 	return d.ForceReschedule != nil && *d.ForceReschedule

@@ -138,11 +138,15 @@ variable "start_error" {
 job "flaky" {
   datacenters = ["*"]
 
+  # No progress deadline: the first unhealthy allocation fails the
+  # deployment, as in Nomad (with one, an allocation with reschedules left
+  # is replaced, and the deployment fails only at the deadline).
   update {
-    max_parallel     = 1
-    min_healthy_time = "1s"
-    healthy_deadline = "1m"
-    auto_revert      = true
+    max_parallel      = 1
+    min_healthy_time  = "1s"
+    healthy_deadline  = "1m"
+    progress_deadline = "0"
+    auto_revert       = true
   }
 
   group "g" {

@@ -309,7 +309,7 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 				continue
 			}
 			c := *old
-			c.DesiredTransition = *dt
+			c.DesiredTransition.Merge(*dt) // one mark does not clear another, as in Nomad
 			if err := tx.UpsertAlloc(&c); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/reconcile"
 )
 
 // The deployment watcher runs on the leader and moves rolling updates
@@ -18,8 +19,13 @@ import (
 //   - when allocations of an active deployment become healthy, it creates a
 //     deployment-watcher eval so the scheduler places the next batch (and,
 //     once everything is healthy, marks the deployment successful);
-//   - an unhealthy allocation, or a progress deadline passed before the
-//     deployment completed, fails the deployment and, for groups with
+//   - an unhealthy allocation of a group with a progress deadline and
+//     reschedule attempts left is marked for rescheduling (Nomad's
+//     DesiredTransition.Reschedule), with a deployment-watcher eval, so
+//     the scheduler replaces it within the deployment;
+//   - an unhealthy allocation of a group without a progress deadline or
+//     out of reschedule attempts, or a progress deadline passed before
+//     the deployment completed, fails the deployment and, for groups with
 //     auto_revert, re-registers the job's latest stable version;
 //   - canaries of groups with auto_promote are promoted once all of them
 //     are healthy;
@@ -53,6 +59,7 @@ const (
 	actionFail
 	actionPromote
 	actionStable
+	actionReschedule
 )
 
 // deploymentAction is one decision of the watcher.
@@ -65,6 +72,9 @@ type deploymentAction struct {
 	revert *sdk.Job
 	// eval is the deployment-watcher eval that goes with the action.
 	eval *sdk.Evaluation
+	// reschedule are the unhealthy allocations a reschedule action allows
+	// to be replaced.
+	reschedule []string
 }
 
 // deploymentWatch remembers, per deployment, the healthy allocations it
@@ -94,11 +104,20 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 			continue
 		}
 		eval := func() *sdk.Evaluation { return deploymentEval(d, job, newID(), now) }
-		if desc, failed := failure(d, now); failed {
+		fail, reschedule := unhealthy(snap, d, now)
+		desc, failed := failure(d, now)
+		if fail {
+			desc, failed = sdk.DeploymentDescriptionFailedAllocations, true
+		}
+		if failed {
 			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
 			a.planRevert(snap, job)
 			out = append(out, a)
 			delete(w.healthy, d.ID)
+			continue
+		}
+		if len(reschedule) > 0 {
+			out = append(out, deploymentAction{kind: actionReschedule, deployment: d, eval: eval(), reschedule: reschedule})
 			continue
 		}
 		if canAutoPromote(snap, d) {
@@ -134,14 +153,36 @@ func deploymentEval(d *sdk.Deployment, job *sdk.Job, id string, now time.Time) *
 		DeploymentID: d.ID, Status: sdk.EvalStatusPending, CreateTime: t, ModifyTime: t}
 }
 
-// failure reports whether d failed: an allocation is unhealthy, or a
-// group's progress deadline passed before the group completed.
-func failure(d *sdk.Deployment, now time.Time) (string, bool) {
-	for _, name := range sortedGroups(d) {
-		if d.TaskGroups[name].UnhealthyAllocs > 0 {
-			return sdk.DeploymentDescriptionFailedAllocations, true
+// unhealthy looks at d's unhealthy allocations, as Nomad's watcher does:
+// one fails d at once (fail) when its group has no progress deadline, or
+// when its reschedule policy has no attempt left at now; otherwise d waits
+// for its replacement, and reschedule lists those not yet marked for it.
+func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (fail bool, reschedule []string) {
+	any := false
+	for _, s := range d.TaskGroups {
+		any = any || s.UnhealthyAllocs > 0
+	}
+	if !any {
+		return false, nil
+	}
+	for _, a := range snap.AllocsByDeployment(d.ID) {
+		s := d.TaskGroups[a.TaskGroup]
+		if s == nil || !a.DeploymentStatus.IsUnhealthy() {
+			continue
+		}
+		if s.ProgressDeadline == 0 || !reconcile.RescheduleEligible(a, now) {
+			return true, nil
+		}
+		if !a.DesiredTransition.ShouldReschedule() {
+			reschedule = append(reschedule, a.ID)
 		}
 	}
+	return false, reschedule
+}
+
+// failure reports whether a group of d passed its progress deadline before
+// it completed.
+func failure(d *sdk.Deployment, now time.Time) (string, bool) {
 	for _, name := range sortedGroups(d) {
 		s := d.TaskGroups[name]
 		complete := s.HealthyAllocs >= max(s.DesiredTotal, s.DesiredCanaries) && (s.DesiredCanaries == 0 || s.Promoted)
@@ -276,6 +317,13 @@ func (s *Server) applyDeploymentAction(snap *state.Snapshot, a deploymentAction)
 	case actionStable:
 		_, err = s.Apply(fsm.JobStabilityRequestType, &fsm.JobStabilityRequest{Namespace: d.Namespace, JobID: d.JobID,
 			Version: d.JobVersion, Stable: true})
+	case actionReschedule:
+		yes := true
+		req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}, Evals: []*sdk.Evaluation{a.eval}}
+		for _, id := range a.reschedule {
+			req.Allocs[id] = &sdk.DesiredTransition{Reschedule: &yes}
+		}
+		_, err = s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
 	}
 	return err
 }
@@ -384,7 +432,7 @@ func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) 
 // fails the deployment (and reverts it where auto_revert is set).
 func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (uint64, error) {
 	snap := s.store.Snapshot()
-	d, _, err := activeDeployment(snap, id)
+	d, job, err := activeDeployment(snap, id)
 	if err != nil {
 		return 0, err
 	}
@@ -415,5 +463,17 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (uint64,
 				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &h, Timestamp: now}})
 		}
 	}
-	return s.Apply(fsm.AllocClientUpdateRequestType, req)
+	index, err := s.Apply(fsm.AllocClientUpdateRequestType, req)
+	if err != nil || len(unhealthy) == 0 || job == nil {
+		return index, err
+	}
+	// As in Nomad, an operator's unhealthy fails the deployment at once
+	// (and reverts it where asked), whatever reschedules are left.
+	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations,
+		eval: deploymentEval(d, job, newID(), now)}
+	a.planRevert(snap, job)
+	if err := s.applyDeploymentAction(snap, a); err != nil {
+		return index, err
+	}
+	return s.store.Snapshot().Index(), nil
 }

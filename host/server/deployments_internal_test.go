@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -16,7 +17,6 @@ func TestDeploymentFailure(t *testing.T) {
 	}{
 		{"healthy and on time", sdk.DeploymentState{DesiredTotal: 2, HealthyAllocs: 1, ProgressDeadline: time.Minute,
 			RequireProgressBy: now.Add(time.Second)}, ""},
-		{"unhealthy allocation", sdk.DeploymentState{DesiredTotal: 2, UnhealthyAllocs: 1}, sdk.DeploymentDescriptionFailedAllocations},
 		{"progress deadline passed", sdk.DeploymentState{DesiredTotal: 2, HealthyAllocs: 1, ProgressDeadline: time.Minute,
 			RequireProgressBy: now.Add(-time.Second)}, sdk.DeploymentDescriptionProgressDeadline},
 		{"deadline passed but complete", sdk.DeploymentState{DesiredTotal: 2, HealthyAllocs: 2, ProgressDeadline: time.Minute,
@@ -32,6 +32,71 @@ func TestDeploymentFailure(t *testing.T) {
 			desc, failed := failure(d, now)
 			if desc != tc.want || failed != (tc.want != "") {
 				t.Fatalf("failure = %q %v, want %q", desc, failed, tc.want)
+			}
+		})
+	}
+}
+
+// An unhealthy allocation fails its deployment at once without a progress
+// deadline or with no reschedule left (Nomad's shouldFailEarly); otherwise
+// it is to be replaced, once.
+func TestDeploymentWatch_Unhealthy(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	yes, no := true, false
+	cases := []struct {
+		name       string
+		deadline   time.Duration
+		policy     sdk.ReschedulePolicy
+		events     int
+		marked     bool
+		healthy    bool
+		fail       bool
+		reschedule bool
+	}{
+		{"no progress deadline", 0, sdk.ReschedulePolicy{Unlimited: true}, 0, false, false, true, false},
+		{"unlimited", time.Minute, sdk.ReschedulePolicy{Unlimited: true}, 5, false, false, false, true},
+		{"attempts left", time.Minute, sdk.ReschedulePolicy{Attempts: 2, Interval: time.Hour}, 1, false, false, false, true},
+		{"attempts used", time.Minute, sdk.ReschedulePolicy{Attempts: 2, Interval: time.Hour}, 2, false, false, true, false},
+		{"rescheduling off", time.Minute, sdk.ReschedulePolicy{}, 0, false, false, true, false},
+		{"already marked", time.Minute, sdk.ReschedulePolicy{Unlimited: true}, 0, true, false, false, false},
+		{"healthy", 0, sdk.ReschedulePolicy{}, 0, false, true, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store, _ := state.NewStore()
+			job := &sdk.Job{Namespace: "default", ID: "web", Type: sdk.JobTypeService,
+				TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, ReschedulePolicy: &tc.policy}}}
+			d := &sdk.Deployment{ID: "d", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+				TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1, ProgressDeadline: tc.deadline, UnhealthyAllocs: 1}}}
+			a := &sdk.Allocation{ID: "a", Namespace: "default", JobID: "web", TaskGroup: "g", DeploymentID: "d", NodeID: "n1",
+				ClientStatus: sdk.AllocClientStatusFailed, DesiredStatus: sdk.AllocDesiredStatusRun,
+				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &no}, RescheduleTracker: &sdk.RescheduleTracker{}}
+			if tc.healthy {
+				a.DeploymentStatus.Healthy = &yes
+			}
+			if tc.marked {
+				a.DesiredTransition.Reschedule = &yes
+			}
+			for i := range tc.events {
+				a.RescheduleTracker.Events = append(a.RescheduleTracker.Events,
+					&sdk.RescheduleEvent{RescheduleTime: now.Add(-time.Duration(i+1) * time.Minute).UnixNano()})
+			}
+			err := store.Write(1, func(tx *state.Txn) error {
+				if err := tx.UpsertJob(job); err != nil {
+					return err
+				}
+				a.Job = tx.Job("default", "web")
+				if err := tx.UpsertDeployment(d); err != nil {
+					return err
+				}
+				return tx.UpsertAlloc(a)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fail, reschedule := unhealthy(store.Snapshot(), d, now)
+			if fail != tc.fail || (len(reschedule) == 1) != tc.reschedule {
+				t.Fatalf("unhealthy = %v %v, want fail %v, reschedule %v", fail, reschedule, tc.fail, tc.reschedule)
 			}
 		})
 	}

@@ -11,10 +11,14 @@ import (
 
 // rollingJob is a service job of count tasks rolled out max_parallel 1,
 // with canaries and auto promote/revert as asked; version makes its task
-// config (a destructive change) differ between versions.
+// config (a destructive change) differ between versions. It does not
+// reschedule: an unhealthy allocation fails its deployment at once, as
+// in Nomad (with reschedules left, the deployment waits for a
+// replacement: TestDeployments_UnhealthyAllocationIsReplacedWithinTheDeployment).
 func rollingJob(count, canary int, autoPromote, autoRevert bool, version string) *sdk.Job {
 	j := servertest.Job("web", sdk.JobTypeService, count, 100, 64)
 	tg := j.TaskGroups[0]
+	tg.ReschedulePolicy = &sdk.ReschedulePolicy{}
 	tg.Tasks[0].Config = sdk.Opaque{"image": "web:" + version}
 	tg.Update = &sdk.UpdateStrategy{MaxParallel: 1, Canary: canary, AutoPromote: autoPromote, AutoRevert: autoRevert,
 		HealthCheck: "checks", Stagger: 30 * time.Second,
@@ -265,5 +269,56 @@ func TestDeployment_LostAllocWhileCanaryingKeepsTheDeployedVersion(t *testing.T)
 	}
 	if got := liveVersions(s); got[0] != 3 || got[1] != 1 {
 		t.Fatalf("after the replacement: versions %v, want three v0 and a v1 canary", got)
+	}
+}
+
+// An allocation that fails unhealthy in a deployment with a progress
+// deadline and reschedule attempts left does not fail the deployment, as
+// in Nomad: the watcher marks it for rescheduling and the scheduler
+// replaces it within the deployment. The replacement failing with no
+// attempt left fails the deployment.
+func TestDeployments_UnhealthyAllocationIsReplacedWithinTheDeployment(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	job := rollingJob(1, 0, false, false, "v0")
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 1, Interval: time.Hour, Delay: 5 * time.Second,
+		DelayFunction: sdk.DelayFunctionConstant}
+	evalID, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	fail := func(a *sdk.Allocation) {
+		t.Helper()
+		f := false
+		if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed,
+			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &f, Timestamp: time.Now()}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := s.Store().Snapshot().AllocsByJob("default", "web")[0]
+	fail(first)
+	var next *sdk.Allocation
+	waitFor(t, "the failed allocation's replacement", func() bool {
+		for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+			if a.PreviousAllocation == first.ID {
+				next = a
+			}
+		}
+		return next != nil
+	})
+	snap := s.Store().Snapshot()
+	d := snap.Deployment(first.DeploymentID)
+	if d.Status != sdk.DeploymentStatusRunning || next.DeploymentID != d.ID || !snap.Alloc(first.ID).DesiredTransition.ShouldReschedule() {
+		t.Fatalf("deployment %s, replacement in %q, marked %+v", d.Status, next.DeploymentID, snap.Alloc(first.ID).DesiredTransition)
+	}
+	fail(next)
+	waitFor(t, "the deployment to fail", func() bool {
+		return s.Store().Snapshot().Deployment(d.ID).Status == sdk.DeploymentStatusFailed
+	})
+	if got := s.Store().Snapshot().Deployment(d.ID).StatusDescription; got != sdk.DeploymentDescriptionFailedAllocations {
+		t.Fatalf("failed deployment says %q", got)
 	}
 }

@@ -1053,8 +1053,7 @@ func (r *reconciler) rescheduleTiming(a *sdk.Allocation, disconnecting bool) (no
 	// The deployment this pass keeps: one a new job version cancelled no
 	// longer holds back its failed allocations, as in Nomad.
 	d := r.deployment
-	shouldReschedule := a.DesiredTransition.Reschedule != nil && *a.DesiredTransition.Reschedule
-	if d != nil && a.DeploymentID == d.ID && d.Active() && !shouldReschedule {
+	if d != nil && a.DeploymentID == d.ID && d.Active() && !a.DesiredTransition.ShouldReschedule() {
 		return false, false, time.Time{}
 	}
 	if a.DesiredTransition.ShouldForceReschedule() {

@@ -113,13 +113,38 @@ func rescheduleEligible(a *sdk.Allocation, p *sdk.ReschedulePolicy, failTime tim
 	if a.RescheduleTracker == nil || len(a.RescheduleTracker.Events) == 0 {
 		return true
 	}
-	attempted := 0
-	for _, e := range a.RescheduleTracker.Events {
-		if failTime.UnixNano()-e.RescheduleTime < p.Interval.Nanoseconds() {
-			attempted++
+	return attempted(a, p, failTime) < p.Attempts && delay < p.Interval
+}
+
+// attempted counts the reschedules of a's tracker within p's interval
+// before failTime.
+func attempted(a *sdk.Allocation, p *sdk.ReschedulePolicy, failTime time.Time) int {
+	n := 0
+	if a.RescheduleTracker != nil {
+		for _, e := range a.RescheduleTracker.Events {
+			if failTime.UnixNano()-e.RescheduleTime < p.Interval.Nanoseconds() {
+				n++
+			}
 		}
 	}
-	return attempted < p.Attempts && delay < p.Interval
+	return n
+}
+
+// RescheduleEligible reports whether allocation a, failed at failTime, may
+// be rescheduled once more under its group's policy, as Nomad's
+// RescheduleTracker.RescheduleEligible has it: the policy is unlimited, or
+// fewer reschedules than its attempts fall within its interval. (What a
+// deployment watcher asks of an unhealthy allocation: whether to wait for
+// its replacement or fail the deployment now.)
+func RescheduleEligible(a *sdk.Allocation, failTime time.Time) bool {
+	p := ReschedulePolicy(a)
+	if p == nil {
+		return false
+	}
+	if p.Unlimited {
+		return true
+	}
+	return p.Attempts > 0 && attempted(a, p, failTime) < p.Attempts
 }
 
 // NextRescheduleTime is when a failed allocation may be rescheduled, and
