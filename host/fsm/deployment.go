@@ -62,8 +62,9 @@ func updateDeployments(tx *state.Txn, allocs []*sdk.Allocation, count func(*sdk.
 // reportedHealth is the deployment status a node's report leaves: its
 // health, and the canary mark the scheduler set (nodes report health, not
 // canary status).
-func reportedHealth(old, reported *sdk.AllocDeploymentStatus) *sdk.AllocDeploymentStatus {
+func reportedHealth(old, reported *sdk.AllocDeploymentStatus, index uint64) *sdk.AllocDeploymentStatus {
 	c := *reported
+	c.ModifyIndex = index // when the health was written, as Nomad keeps it
 	if old != nil && old.Canary {
 		c.Canary = true
 	}

@@ -49,8 +49,8 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 	if s.HealthyAllocs != 1 || s.UnhealthyAllocs != 0 || !s.RequireProgressBy.Equal(later.Add(time.Minute)) {
 		t.Fatalf("after health: %+v", s)
 	}
-	if a := snap.Alloc("a1"); !a.DeploymentStatus.IsHealthy() || !a.DeploymentStatus.Canary {
-		t.Fatalf("health report dropped the canary mark: %+v", a.DeploymentStatus)
+	if a := snap.Alloc("a1"); !a.DeploymentStatus.IsHealthy() || !a.DeploymentStatus.Canary || a.DeploymentStatus.ModifyIndex != 4 {
+		t.Fatalf("health report dropped the canary mark or is not stamped with its index (4): %+v", a.DeploymentStatus)
 	}
 	// A repeated report does not count twice.
 	apply(5, &AllocClientUpdateRequest{UpdatedAt: later.UnixNano(), Allocs: []*sdk.Allocation{

@@ -554,7 +554,7 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 			a.TaskStates = u.TaskStates
 		}
 		if u.DeploymentStatus != nil {
-			a.DeploymentStatus = reportedHealth(old.DeploymentStatus, u.DeploymentStatus)
+			a.DeploymentStatus = reportedHealth(old.DeploymentStatus, u.DeploymentStatus, tx.Index())
 		}
 		a.ModifyTime = req.UpdatedAt
 		if err := tx.UpsertAlloc(&a); err != nil {

@@ -463,3 +463,33 @@ func TestRegisterNode_KeepsWhatTheServersOwn(t *testing.T) {
 		t.Fatalf("registered again: drain %+v eligibility %s events %+v", got.DrainStrategy, got.SchedulingEligibility, got.Events)
 	}
 }
+
+// As Nomad's: marking a node ineligible creates no eval (it keeps what it
+// runs); marking it eligible again evaluates its system jobs, unless it
+// drains.
+func TestUpdateNodeEligibility_EvaluatesOnlyANodeTurningEligible(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	n := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("sys", sdk.JobTypeSystem, 1, 100, 64)))
+	for _, tc := range []struct {
+		eligibility string
+		evals       bool
+	}{{sdk.NodeSchedulingIneligible, false}, {sdk.NodeSchedulingIneligible, false}, {sdk.NodeSchedulingEligible, true}} {
+		w, err := s.UpdateNodeEligibility(n.ID, tc.eligibility)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(w.EvalIDs) > 0) != tc.evals {
+			t.Fatalf("marked %s: evals %v", tc.eligibility, w.EvalIDs)
+		}
+	}
+	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.UpdateNodeEligibility(n.ID, sdk.NodeSchedulingEligible); err == nil && len(w.EvalIDs) > 0 {
+		t.Fatalf("a draining node marked eligible: evals %v", w.EvalIDs)
+	}
+}

@@ -196,7 +196,10 @@ func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (NodeWrite, e
 		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	req := &fsm.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: s.now().Unix()}
-	if n.SchedulingEligibility != eligibility {
+	// As Nomad's: a node turning eligible (and not draining) may take
+	// system jobs' allocations, so they are evaluated; one turning
+	// ineligible keeps what it runs, and nothing needs evaluating.
+	if n.SchedulingEligibility == sdk.NodeSchedulingIneligible && eligibility == sdk.NodeSchedulingEligible && n.DrainStrategy == nil {
 		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}
 	return s.applyNodeWrite(fsm.NodeUpdateEligibilityRequestType, req, req.Evals)
