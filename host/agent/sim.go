@@ -194,7 +194,8 @@ func simStatus(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 			if b.exitCode != 0 {
 				return simFailed(a, fmt.Sprintf("Task exited with exit code %d", b.exitCode), now), true
 			}
-			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
+			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed",
+				DeploymentStatus: simEndedUnhealthy(a, now)}, true
 		}
 		batch := a.Job != nil && (a.Job.Type == sdk.JobTypeBatch || a.Job.Type == sdk.JobTypeSysBatch)
 		if batch && b.runFor == 0 && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
@@ -208,14 +209,22 @@ func simStatus(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 }
 
 // simFailed reports an allocation failed; in a deployment that had not yet
-// judged it, it is unhealthy too, as a node's health watcher reports it.
+// judged it, it is unhealthy too (simEndedUnhealthy).
 func simFailed(a *sdk.Allocation, why string, now time.Time) server.AllocUpdate {
-	u := server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed, ClientDescription: why}
-	if a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() && !manualHealth(a) {
-		healthy := false
-		u.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}
+	return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed, ClientDescription: why,
+		DeploymentStatus: simEndedUnhealthy(a, now)}
+}
+
+// simEndedUnhealthy is the health a node reports of an allocation of a
+// deployment whose tasks ended (failed, or finished) before it was judged:
+// unhealthy, as Nomad's health tracker reports a task that finished before
+// min_healthy_time. Nil when there is nothing to report.
+func simEndedUnhealthy(a *sdk.Allocation, now time.Time) *sdk.AllocDeploymentStatus {
+	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || manualHealth(a) {
+		return nil
 	}
-	return u
+	healthy := false
+	return &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}
 }
 
 // simBehaviour is what a dev node's mock_driver does with an allocation's

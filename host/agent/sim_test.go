@@ -79,6 +79,10 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 			true, sdk.AllocClientStatusFailed, "Task exited with exit code 1", true},
 		{"exits cleanly after run_for", job("mock_driver", sdk.Opaque{"run_for": "5s"}), sdk.AllocClientStatusRunning, "",
 			true, sdk.AllocClientStatusComplete, "All tasks have completed", false},
+		// As Nomad's health tracker: a task that finished before it was
+		// judged healthy is unhealthy.
+		{"exits cleanly in a deployment before it is healthy", job("mock_driver", sdk.Opaque{"run_for": "5s"}), sdk.AllocClientStatusRunning, "d",
+			true, sdk.AllocClientStatusComplete, "All tasks have completed", true},
 		{"still running", job("mock_driver", sdk.Opaque{"run_for": "1m", "exit_code": 1}), sdk.AllocClientStatusRunning, "",
 			false, "", "", false},
 		{"other drivers ignore the options", job("docker", sdk.Opaque{"start_error": "x", "run_for": "1s", "exit_code": 1}),
