@@ -100,12 +100,16 @@ func (a *API) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any
 	if err := a.checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, err
 	}
-	index, err := a.srv.SetAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
+	evalID, index, err := a.srv.SetAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
 	if err != nil {
 		return nil, err
 	}
 	setIndex(w, index)
-	return &DeploymentUpdateResponse{DeploymentModifyIndex: index, Index: index}, nil
+	resp := &DeploymentUpdateResponse{EvalID: evalID, DeploymentModifyIndex: index, Index: index}
+	if evalID != "" {
+		resp.EvalCreateIndex = index
+	}
+	return resp, nil
 }
 
 func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, error) {

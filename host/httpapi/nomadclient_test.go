@@ -1072,9 +1072,19 @@ func TestNomadClient_SetAllocHealth(t *testing.T) {
 		}
 	}
 
-	if _, _, err := c.Deployments().SetAllocHealth(d.ID, []string{first}, nil, nil); err != nil {
-		t.Fatal(err)
+	// Each answer names its eval, as Nomad's does.
+	setHealth := func(healthy, unhealthy []string) {
+		t.Helper()
+		resp, _, err := c.Deployments().SetAllocHealth(d.ID, healthy, unhealthy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, _, err := c.Evaluations().Info(resp.EvalID, nil); err != nil || e.TriggeredBy != "deployment-watcher" ||
+			e.DeploymentID != d.ID || resp.EvalCreateIndex == 0 {
+			t.Fatalf("SetAllocHealth's eval %q: %v %+v", resp.EvalID, err, e)
+		}
 	}
+	setHealth([]string{first}, nil)
 	a, _, err := c.Allocations().Info(first, nil)
 	if err != nil || a.ClientStatus != "running" || a.DeploymentStatus == nil || !*a.DeploymentStatus.Healthy {
 		t.Fatalf("allocation after SetAllocHealth: %v %+v", err, a)
@@ -1083,9 +1093,7 @@ func TestNomadClient_SetAllocHealth(t *testing.T) {
 		t.Fatalf("deployment after one healthy allocation: %v %+v", err, d.TaskGroups["frontend"])
 	}
 
-	if _, _, err := c.Deployments().SetAllocHealth(d.ID, nil, []string{second}, nil); err != nil {
-		t.Fatal(err)
-	}
+	setHealth(nil, []string{second})
 	deadline := time.Now().Add(10 * time.Second)
 	for d.Status != "failed" {
 		if time.Now().After(deadline) {

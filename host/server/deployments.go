@@ -427,17 +427,18 @@ func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) 
 // SetAllocHealth sets the deployment health of allocations of an active
 // deployment, as Nomad's PUT /v1/deployment/allocation-health/:id: what
 // an operator reports for a group with health_check = "manual", whose
-// nodes report none. The deployment watcher acts on it as on health nodes
-// report: healthy allocations let the rollout go on, an unhealthy one
-// fails the deployment (and reverts it where auto_revert is set).
-func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (uint64, error) {
+// nodes report none. As Nomad's, healthy allocations let the rollout go on
+// with a deployment-watcher eval written with them, and an unhealthy one
+// fails the deployment at once (and reverts it where auto_revert is set),
+// with that failure's eval. It returns the eval.
+func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID string, index uint64, err error) {
 	snap := s.store.Snapshot()
 	d, job, err := activeDeployment(snap, id)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	if len(healthy)+len(unhealthy) == 0 {
-		return 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
+		return "", 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
 	}
 	now := s.now()
 	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano()}
@@ -448,32 +449,41 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (uint64,
 	}{{healthy, true}, {unhealthy, false}} {
 		for _, allocID := range set.ids {
 			if seen[allocID] {
-				return 0, badRequest(fmt.Errorf("allocation %s is listed twice", allocID))
+				return "", 0, badRequest(fmt.Errorf("allocation %s is listed twice", allocID))
 			}
 			seen[allocID] = true
 			a := snap.Alloc(allocID)
 			if a == nil {
-				return 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
+				return "", 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
 			}
 			if a.DeploymentID != d.ID {
-				return 0, badRequest(fmt.Errorf("allocation %s is not part of deployment %s", allocID, d.ID))
+				return "", 0, badRequest(fmt.Errorf("allocation %s is not part of deployment %s", allocID, d.ID))
 			}
 			h := set.healthy
 			req.Allocs = append(req.Allocs, &sdk.Allocation{ID: allocID,
 				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &h, Timestamp: now}})
 		}
 	}
-	index, err := s.Apply(fsm.AllocClientUpdateRequestType, req)
-	if err != nil || len(unhealthy) == 0 || job == nil {
-		return index, err
+	var eval *sdk.Evaluation
+	if job != nil {
+		eval = deploymentEval(d, job, newID(), now)
 	}
-	// As in Nomad, an operator's unhealthy fails the deployment at once
-	// (and reverts it where asked), whatever reschedules are left.
-	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations,
-		eval: deploymentEval(d, job, newID(), now)}
-	a.planRevert(snap, job)
-	if err := s.applyDeploymentAction(snap, a); err != nil {
-		return index, err
+	if eval != nil && len(unhealthy) == 0 {
+		req.Evals = []*sdk.Evaluation{eval}
 	}
-	return s.store.Snapshot().Index(), nil
+	index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
+	if err != nil || eval == nil {
+		return "", index, err
+	}
+	if len(unhealthy) > 0 {
+		// An operator's unhealthy fails the deployment at once (and
+		// reverts it where asked), whatever reschedules are left.
+		a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations, eval: eval}
+		a.planRevert(snap, job)
+		if err := s.applyDeploymentAction(snap, a); err != nil {
+			return "", index, err
+		}
+		index = s.store.Snapshot().Index()
+	}
+	return eval.ID, index, nil
 }
