@@ -676,6 +676,7 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		} else {
 			a.CreateTime = now
 			a.AllocStates = nil // the servers' record, which a new allocation has none of yet
+			a.TaskStates = nil  // its node's report, none yet
 			if a.DeploymentID != "" {
 				fresh = append(fresh, &a)
 			}
@@ -748,6 +749,16 @@ func updateDeploymentStatus(tx *state.Txn, u *sdk.DeploymentStatusUpdate, now in
 }
 
 func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx *effects) error {
+	// Decided on an active deployment: one that ended since (the watcher
+	// and an operator racing) is not changed again.
+	if d := tx.Deployment(req.Update.DeploymentID); d != nil && !d.Active() {
+		return fmt.Errorf("%w: deployment %s is %s", ErrConflict, d.ID, d.Status)
+	}
+	if req.Health != nil {
+		if err := applyAllocClientUpdate(tx, req.Health, fx); err != nil {
+			return err
+		}
+	}
 	// The auto-revert applies only over the version the deployment rolled
 	// out: a job registered again since is the operator's, not the
 	// failure's to undo, and the deployment's description says so.

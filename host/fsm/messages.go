@@ -164,6 +164,10 @@ type DeploymentStatusUpdateRequest struct {
 	Job       *sdk.Job
 	Eval      *sdk.Evaluation
 	UpdatedAt int64
+	// Health is the allocation health that makes the change (an
+	// operator's unhealthy mark), applied in the same entry, as Nomad's
+	// ApplyDeploymentAllocHealthRequest.
+	Health *AllocClientUpdateRequest `msg:",omitempty"`
 }
 
 // ClusterMetaRequest records the cluster's identity (state.ClusterMeta):

@@ -901,43 +901,69 @@ func (z *DeploymentPromoteRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *DeploymentStatusUpdateRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "Update"
-	o = append(o, 0x84, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
-	if z.Update == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Update.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Update")
-			return
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Health == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Update"
+		o = append(o, 0xa6, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+		if z.Update == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Update.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Update")
+				return
+			}
+		}
+		// string "Job"
+		o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
+		if z.Job == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Job.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Job")
+				return
+			}
+		}
+		// string "Eval"
+		o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
+		if z.Eval == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Eval.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Eval")
+				return
+			}
+		}
+		// string "UpdatedAt"
+		o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+		o = msgp.AppendInt64(o, z.UpdatedAt)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Health"
+			o = append(o, 0xa6, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68)
+			if z.Health == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Health.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Health")
+					return
+				}
+			}
 		}
 	}
-	// string "Job"
-	o = append(o, 0xa3, 0x4a, 0x6f, 0x62)
-	if z.Job == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Job.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Job")
-			return
-		}
-	}
-	// string "Eval"
-	o = append(o, 0xa4, 0x45, 0x76, 0x61, 0x6c)
-	if z.Eval == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Eval.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Eval")
-			return
-		}
-	}
-	// string "UpdatedAt"
-	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
-	o = msgp.AppendInt64(o, z.UpdatedAt)
 	return
 }
 
@@ -1016,6 +1042,23 @@ func (z *DeploymentStatusUpdateRequest) UnmarshalMsg(bts []byte) (o []byte, err 
 				err = msgp.WrapError(err, "UpdatedAt")
 				return
 			}
+		case "Health":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Health = nil
+			} else {
+				if z.Health == nil {
+					z.Health = new(AllocClientUpdateRequest)
+				}
+				bts, err = z.Health.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Health")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1048,7 +1091,12 @@ func (z *DeploymentStatusUpdateRequest) Msgsize() (s int) {
 	} else {
 		s += z.Eval.Msgsize()
 	}
-	s += 10 + msgp.Int64Size
+	s += 10 + msgp.Int64Size + 7
+	if z.Health == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Health.Msgsize()
+	}
 	return
 }
 

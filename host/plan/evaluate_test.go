@@ -408,6 +408,9 @@ func TestValidate_AnnotationOfAFailedAllocation(t *testing.T) {
 	s, job := fixture(t)
 	crashed := failed(place("crashed", "n2", 100))
 	crashed.Job = job
+	// Long task histories, which the plugin's copy carries: the size bound
+	// leaves them out, as the host keeps the stored ones.
+	crashed.TaskStates = map[string]sdk.Opaque{"t": {"Events": strings.Repeat("x", 2*verify.MaxAllocBytes)}}
 	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertAlloc(crashed) }); err != nil {
 		t.Fatal(err)
 	}

@@ -104,14 +104,14 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 			continue
 		}
 		eval := func() *sdk.Evaluation { return deploymentEval(d, job, newID(), now) }
-		fail, reschedule := unhealthy(snap, d, now)
-		desc, failed := failure(d, now)
-		if fail {
-			desc, failed = sdk.DeploymentDescriptionFailedAllocations, true
+		failGroup, reschedule := unhealthy(snap, d, now)
+		desc, failed := sdk.DeploymentDescriptionProgressDeadline, lateGroups(d, now)
+		if failGroup != "" {
+			desc, failed = sdk.DeploymentDescriptionFailedAllocations, []string{failGroup}
 		}
-		if failed {
+		if len(failed) > 0 {
 			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
-			a.planRevert(snap, job)
+			a.planRevert(snap, job, failed)
 			out = append(out, a)
 			delete(w.healthy, d.ID)
 			continue
@@ -154,16 +154,17 @@ func deploymentEval(d *sdk.Deployment, job *sdk.Job, id string, now time.Time) *
 }
 
 // unhealthy looks at d's unhealthy allocations, as Nomad's watcher does:
-// one fails d at once (fail) when its group has no progress deadline, or
-// when its reschedule policy has no attempt left at now; otherwise d waits
-// for its replacement, and reschedule lists those not yet marked for it.
-func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (fail bool, reschedule []string) {
+// one fails d at once (failGroup, its group) when its group has no
+// progress deadline, or when its reschedule policy has no attempt left at
+// now; otherwise d waits for its replacement, and reschedule lists those
+// not yet marked for it.
+func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (failGroup string, reschedule []string) {
 	any := false
 	for _, s := range d.TaskGroups {
 		any = any || s.UnhealthyAllocs > 0
 	}
 	if !any {
-		return false, nil
+		return "", nil
 	}
 	for _, a := range snap.AllocsByDeployment(d.ID) {
 		s := d.TaskGroups[a.TaskGroup]
@@ -171,26 +172,27 @@ func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (fail boo
 			continue
 		}
 		if s.ProgressDeadline == 0 || !reconcile.RescheduleEligible(a, now) {
-			return true, nil
+			return a.TaskGroup, nil
 		}
 		if !a.DesiredTransition.ShouldReschedule() {
 			reschedule = append(reschedule, a.ID)
 		}
 	}
-	return false, reschedule
+	return "", reschedule
 }
 
-// failure reports whether a group of d passed its progress deadline before
-// it completed.
-func failure(d *sdk.Deployment, now time.Time) (string, bool) {
+// lateGroups are the groups of d that passed their progress deadline
+// before they completed (d then fails).
+func lateGroups(d *sdk.Deployment, now time.Time) []string {
+	var out []string
 	for _, name := range sortedGroups(d) {
 		s := d.TaskGroups[name]
 		complete := s.HealthyAllocs >= max(s.DesiredTotal, s.DesiredCanaries) && (s.DesiredCanaries == 0 || s.Promoted)
 		if s.ProgressDeadline > 0 && !s.RequireProgressBy.IsZero() && now.After(s.RequireProgressBy) && !complete {
-			return sdk.DeploymentDescriptionProgressDeadline, true
+			out = append(out, name)
 		}
 	}
-	return "", false
+	return out
 }
 
 func sortedGroups(d *sdk.Deployment) []string {
@@ -202,9 +204,12 @@ func sortedGroups(d *sdk.Deployment) []string {
 	return out
 }
 
-func autoRevert(d *sdk.Deployment) bool {
-	for _, s := range d.TaskGroups {
-		if s.AutoRevert {
+// autoRevert reports whether one of groups of d (any group when groups is
+// nil) has auto_revert: as in Nomad, a failure reverts when a group it
+// concerns asks for it, and an operator's fail when any group does.
+func autoRevert(d *sdk.Deployment, groups []string) bool {
+	for name, s := range d.TaskGroups {
+		if s.AutoRevert && (groups == nil || slices.Contains(groups, name)) {
 			return true
 		}
 	}
@@ -216,9 +221,9 @@ func autoRevert(d *sdk.Deployment) bool {
 // one deployed, named in the description. As Nomad's watcher, it reverts
 // nothing when that version has the deployed one's spec, which would
 // change nothing, and says so. job is the job as it is now.
-func (a *deploymentAction) planRevert(snap *state.Snapshot, job *sdk.Job) {
+func (a *deploymentAction) planRevert(snap *state.Snapshot, job *sdk.Job, groups []string) {
 	d := a.deployment
-	if !autoRevert(d) {
+	if !autoRevert(d, groups) {
 		return
 	}
 	v := latestStable(snap, d)
@@ -306,12 +311,7 @@ func (s *Server) applyDeploymentAction(snap *state.Snapshot, a deploymentAction)
 	case actionEval:
 		_, err = s.Apply(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: []*sdk.Evaluation{a.eval}})
 	case actionFail:
-		req := &fsm.DeploymentStatusUpdateRequest{UpdatedAt: now, Eval: a.eval,
-			Update: &sdk.DeploymentStatusUpdate{DeploymentID: d.ID, Status: sdk.DeploymentStatusFailed, StatusDescription: a.desc}}
-		if a.revert != nil {
-			req.Job = revertTo(a.revert, now)
-		}
-		_, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, req)
+		_, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, a.failRequest(now, nil))
 	case actionPromote:
 		_, err = s.Apply(fsm.DeploymentPromoteRequestType, &fsm.DeploymentPromoteRequest{DeploymentID: d.ID, Eval: a.eval, UpdatedAt: now})
 	case actionStable:
@@ -326,6 +326,18 @@ func (s *Server) applyDeploymentAction(snap *state.Snapshot, a deploymentAction)
 		_, err = s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
 	}
 	return err
+}
+
+// failRequest is the entry that fails a's deployment at now (Unix
+// nanoseconds), with its eval and revert, and with health when an
+// operator's mark is what fails it.
+func (a *deploymentAction) failRequest(now int64, health *fsm.AllocClientUpdateRequest) *fsm.DeploymentStatusUpdateRequest {
+	req := &fsm.DeploymentStatusUpdateRequest{UpdatedAt: now, Eval: a.eval, Health: health,
+		Update: &sdk.DeploymentStatusUpdate{DeploymentID: a.deployment.ID, Status: sdk.DeploymentStatusFailed, StatusDescription: a.desc}}
+	if a.revert != nil {
+		req.Job = revertTo(a.revert, now)
+	}
+	return req
 }
 
 // revertTo returns a copy of a stable job version to register again.
@@ -395,7 +407,7 @@ func (s *Server) FailDeployment(id string) (string, uint64, error) {
 	}
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedByUser,
 		eval: deploymentEval(d, job, newID(), s.now())}
-	a.planRevert(snap, job)
+	a.planRevert(snap, job, nil)
 	if err := s.applyDeploymentAction(snap, a); err != nil {
 		return "", 0, err
 	}
@@ -443,6 +455,7 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 	now := s.now()
 	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano()}
 	seen := map[string]bool{}
+	var unhealthyGroups []string
 	for _, set := range []struct {
 		ids     []string
 		healthy bool
@@ -462,28 +475,26 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 			h := set.healthy
 			req.Allocs = append(req.Allocs, &sdk.Allocation{ID: allocID,
 				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &h, Timestamp: now}})
+			if !h && !slices.Contains(unhealthyGroups, a.TaskGroup) {
+				unhealthyGroups = append(unhealthyGroups, a.TaskGroup)
+			}
 		}
 	}
-	var eval *sdk.Evaluation
-	if job != nil {
-		eval = deploymentEval(d, job, newID(), now)
-	}
-	if eval != nil && len(unhealthy) == 0 {
-		req.Evals = []*sdk.Evaluation{eval}
-	}
-	index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
-	if err != nil || eval == nil {
+	if job == nil {
+		index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
 		return "", index, err
 	}
-	if len(unhealthy) > 0 {
-		// An operator's unhealthy fails the deployment at once (and
-		// reverts it where asked), whatever reschedules are left.
-		a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations, eval: eval}
-		a.planRevert(snap, job)
-		if err := s.applyDeploymentAction(snap, a); err != nil {
-			return "", index, err
-		}
-		index = s.store.Snapshot().Index()
+	eval := deploymentEval(d, job, newID(), now)
+	if len(unhealthy) == 0 {
+		req.Evals = []*sdk.Evaluation{eval}
+		index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
+		return eval.ID, index, err
 	}
-	return eval.ID, index, nil
+	// An operator's unhealthy fails the deployment at once (and reverts it
+	// where asked), whatever reschedules are left: with the health, in one
+	// entry.
+	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations, eval: eval}
+	a.planRevert(snap, job, unhealthyGroups) // as Nomad's: the groups of the unhealthy allocations
+	index, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, a.failRequest(now.UnixNano(), req))
+	return eval.ID, index, err
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-func TestDeploymentFailure(t *testing.T) {
+func TestDeploymentLateGroups(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cases := []struct {
 		name  string
@@ -29,9 +29,8 @@ func TestDeploymentFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.state
 			d := &sdk.Deployment{ID: "d", Status: sdk.DeploymentStatusRunning, TaskGroups: map[string]*sdk.DeploymentState{"g": &st}}
-			desc, failed := failure(d, now)
-			if desc != tc.want || failed != (tc.want != "") {
-				t.Fatalf("failure = %q %v, want %q", desc, failed, tc.want)
+			if late := lateGroups(d, now); (len(late) == 1) != (tc.want != "") {
+				t.Fatalf("late groups = %v, want a failure %q", late, tc.want)
 			}
 		})
 	}
@@ -94,10 +93,24 @@ func TestDeploymentWatch_Unhealthy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fail, reschedule := unhealthy(store.Snapshot(), d, now)
-			if fail != tc.fail || (len(reschedule) == 1) != tc.reschedule {
-				t.Fatalf("unhealthy = %v %v, want fail %v, reschedule %v", fail, reschedule, tc.fail, tc.reschedule)
+			failGroup, reschedule := unhealthy(store.Snapshot(), d, now)
+			if (failGroup == "g") != tc.fail || (len(reschedule) == 1) != tc.reschedule {
+				t.Fatalf("unhealthy = %q %v, want fail %v, reschedule %v", failGroup, reschedule, tc.fail, tc.reschedule)
 			}
 		})
+	}
+}
+
+// As Nomad's: a failure reverts when a group it concerns has auto_revert;
+// an operator's fail (no groups named) when any group has it.
+func TestAutoRevert_ByTheGroupsAFailureConcerns(t *testing.T) {
+	d := &sdk.Deployment{TaskGroups: map[string]*sdk.DeploymentState{"api": {AutoRevert: true}, "web": {}}}
+	for _, tc := range []struct {
+		groups []string
+		want   bool
+	}{{nil, true}, {[]string{"api"}, true}, {[]string{"web"}, false}, {[]string{"web", "api"}, true}} {
+		if got := autoRevert(d, tc.groups); got != tc.want {
+			t.Errorf("autoRevert(%v) = %v, want %v", tc.groups, got, tc.want)
+		}
 	}
 }

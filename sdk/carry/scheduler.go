@@ -70,9 +70,10 @@ func (s Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		var pick PickFunc
 		if !job.Stopped() {
 			stk := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig()))
+			elig = stk.Eligibility() // what the picker's checks record, for the blocked eval
 			in.Update = stk.UpdateFunc(eval.ID)
 			ready, _, _ := stack.ReadyNodes(st, job)
-			pick = s.picker(plan, stk, elig, ready)
+			pick = s.picker(plan, stk, ready)
 		}
 		pass = Out(Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in), Deployment: in.Deployment, Pick: pick})
 		var err error
@@ -85,17 +86,15 @@ func (s Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 }
 
 // picker is the PickFunc that offers Choose the candidates among ready.
-func (s Scheduler) picker(plan *stack.Plan, stk *stack.Stack, elig *feasible.Eligibility, ready []*sdk.Node) PickFunc {
-	checker := feasible.NewChecker()
+func (s Scheduler) picker(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) PickFunc {
 	var cands []Candidate
 	return func(pl Placement) (*stack.Option, *sdk.AllocMetric) {
 		m := &sdk.AllocMetric{}
-		checks := feasible.NewGroupChecks(pl.Job, pl.Group)
 		need := sdk.GroupUsage(pl.Group)
 		cands = cands[:0]
 		for _, n := range ready {
 			m.NodesEvaluated++
-			if why := elig.Check(checker, checks, n); why != "" {
+			if why := stk.Feasible(pl.Job, pl.Group, n); why != "" {
 				m.FilterNode(n, why)
 				continue
 			}

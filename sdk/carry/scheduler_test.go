@@ -87,3 +87,38 @@ func TestScheduler_ChoosesAmongFeasibleNodesAndIsAskedAgain(t *testing.T) {
 		t.Fatalf("eval %s failed groups %+v", got.ID, m)
 	}
 }
+
+// distinct_hosts and distinct_property hold whatever Choose prefers: a
+// node that already holds what they allow is not offered.
+func TestScheduler_DistinctConstraintsHold(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		constraint *sdk.Constraint
+		want       string
+	}{
+		{"distinct_hosts", &sdk.Constraint{Operand: sdk.ConstraintDistinctHosts}, "map[a:1 b:1 c:1]"},
+		{"distinct_property", &sdk.Constraint{Operand: sdk.ConstraintDistinctProperty, LTarget: "${meta.rack}", RTarget: "2"},
+			"map[a:2 c:1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sdktest.New()
+			a, b, c := sdktest.Node("a", 4000, 8192), sdktest.Node("b", 4000, 8192), sdktest.Node("c", 4000, 8192)
+			a.Meta, b.Meta, c.Meta = map[string]string{"rack": "r1"}, map[string]string{"rack": "r1"}, map[string]string{"rack": "r2"}
+			h.UpsertNode(a, b, c)
+			job := sdktest.Job("web", 3)
+			job.TaskGroups[0].Constraints = []*sdk.Constraint{tc.constraint}
+			h.UpsertJob(job)
+			first := carry.Scheduler{Choose: func(carry.Placement, []carry.Candidate) int { return 0 }}
+			if err := h.Process(first, h.RegisterEval(job)); err != nil {
+				t.Fatal(err)
+			}
+			byNode := map[string]int{}
+			for _, al := range h.AllocsByJob("default", "web") {
+				byNode[al.NodeID]++
+			}
+			if fmt.Sprint(byNode) != tc.want {
+				t.Fatalf("placed %v, want %s", byNode, tc.want)
+			}
+		})
+	}
+}

@@ -713,6 +713,27 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 	return ch.settle(seen, limit, &s.options)
 }
 
+// Feasible returns why node n cannot take an allocation of group tg of job
+// with the plan so far, or "" when it can: what Select filters a node for
+// (the group's checks, recorded in the stack's class eligibility,
+// distinct_hosts and distinct_property), for a scheduler that chooses
+// among nodes its own way. Room is not checked: see Plan.Used and Assign.
+func (s *Stack) Feasible(job *sdk.Job, tg *sdk.TaskGroup, n *sdk.Node) string {
+	g := s.group(job, tg)
+	if reason := g.elig.Check(s.checker, g.checks, n); reason != "" {
+		return reason
+	}
+	if (g.jobDistinctHosts && s.plan.JobCount(n.ID) > 0) || (g.groupDistinctHosts && s.plan.GroupCount(tg.Name, n.ID) > 0) {
+		return feasible.FilterDistinctHosts
+	}
+	for _, d := range g.distinct {
+		if reason := d.Check(n); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
+
 // feasible runs the node checks, tallying a filtered node.
 func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, chg *nodeChange) bool {
 	var nc nodeCheck

@@ -35,20 +35,21 @@ type Limits struct {
 func DefaultLimits() Limits { return Limits{MaxAllocs: 100_000} }
 
 // MaxAllocBytes bounds the size of one allocation of a plan as the plugin
-// wrote it (without its job, which the state holds): its descriptions,
-// names and metrics. Allocations are a few kilobytes; the bound keeps a
-// plugin from writing megabytes into the state through one, or through a
-// template many placements share (abi.PlanRequest.Shared).
+// wrote it: its descriptions, names, resources and metrics, without what
+// the host takes from the state instead (its job, and, for one that
+// exists, its task states and allocation states, which a plugin's copy
+// carries). Allocations are a few kilobytes; the bound keeps a plugin from
+// writing megabytes into the state through one, or through a template
+// many placements share (abi.PlanRequest.Shared).
 const MaxAllocBytes = 64 << 10
 
 // allocSize refuses an allocation over MaxAllocBytes.
 func allocSize(a *sdk.Allocation) error {
-	job := a.Job
-	a.Job = nil
-	n := a.Msgsize()
-	a.Job = job
-	if n > MaxAllocBytes {
-		return invalid("allocation %s takes %d bytes without its job, over the limit of %d", a.ID, n, MaxAllocBytes)
+	c := *a
+	c.Job, c.TaskStates, c.AllocStates = nil, nil, nil
+	if n := c.Msgsize(); n > MaxAllocBytes {
+		return invalid("allocation %s takes %d bytes (without its job, task states and allocation states), over the limit of %d",
+			a.ID, n, MaxAllocBytes)
 	}
 	return nil
 }
