@@ -84,6 +84,13 @@ func (c *Capture) Contains(s string) bool {
 	return bytes.Contains(c.buf, []byte(s))
 }
 
+// HasPrefix reports whether what was kept starts with s.
+func (c *Capture) HasPrefix(s string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.HasPrefix(c.buf, []byte(s))
+}
+
 // Explain adds what was kept, if anything, to an error.
 func (c *Capture) Explain(err error) error {
 	c.mu.Lock()

@@ -72,11 +72,7 @@ func (c *jobRunCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	sub, err := jf.submission()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
-	req := &httpapi.JobRegisterRequest{Job: p.Job, Submission: sub, PreserveCounts: *preserveCounts,
+	req := &httpapi.JobRegisterRequest{Job: p.Job, Submission: jf.submission(p), PreserveCounts: *preserveCounts,
 		PreserveResources: *preserveResources, EvalPriority: *evalPriority}
 	if *checkIndex >= 0 {
 		req.EnforceIndex, req.JobModifyIndex = true, uint64(*checkIndex)

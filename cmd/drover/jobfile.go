@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -92,33 +91,29 @@ func (m *meta) load(path string, f *jobFile) (p *jobspec.Parsed, job *sdk.Job, o
 
 // submission is what the server keeps with the job version a run
 // registers, as Nomad's CLI sends it: the jobspec as load read it, the
-// -var arguments, and the -var-file contents one after the other.
-func (f *jobFile) submission() (*api.JobSubmission, error) {
+// -var arguments (a name without "=" with an empty value), and the
+// -var-file contents the parse read, one after the other.
+func (f *jobFile) submission(p *jobspec.Parsed) *api.JobSubmission {
 	format := jobspec.SourceFormat(f.source)
 	if f.apiJSON {
 		format = "json"
 	}
 	sub := &api.JobSubmission{Source: string(f.source), Format: format}
 	if format == "json" {
-		return sub, nil
+		return sub
 	}
 	sub.VariableFlags = make(map[string]string, len(f.vars))
 	for _, v := range f.vars {
-		if name, value, ok := strings.Cut(v, "="); ok {
-			sub.VariableFlags[name] = value
-		}
+		name, value, _ := strings.Cut(v, "=")
+		sub.VariableFlags[name] = value
 	}
 	var b strings.Builder
 	for _, path := range f.varFiles {
-		content, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading the variable file: %w", err)
-		}
-		b.Write(content)
+		b.Write(p.Sources[path])
 		b.WriteString("\n")
 	}
 	sub.Variables = b.String()
-	return sub, nil
+	return sub
 }
 
 // resolve finds the full ID of an object from a prefix, through the

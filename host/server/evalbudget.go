@@ -15,11 +15,13 @@ import (
 // That bounds one generation, not a lineage: a plugin whose every eval
 // creates evals of its job grows without end, a thousand-fold per
 // generation, or by hundreds a second even one eval at a time. So each
-// job's plugins also draw on a budget: createdEvalBurst evals at once, then
-// createdEvalRate a second. Legitimate lineages stay far below: a
-// staggered update creates one eval per stagger, a reconciler one
-// follow-up per time window of its reschedules, a blocked eval is one per
-// eval.
+// job's plugins also draw on a budget for the pending evals they create:
+// createdEvalBurst at once, then createdEvalRate a second. Legitimate
+// lineages stay far below: a staggered update creates one eval per
+// stagger, a reconciler one follow-up per time window of its reschedules.
+// Blocked evals are not charged (one per job is kept, the others
+// canceled). A draw for an eval whose write then fails is not given back:
+// the budget errs on the side of the state.
 const (
 	createdEvalBurst = verify.MaxCreatedEvals
 	createdEvalRate  = rate.Limit(1)
@@ -47,6 +49,7 @@ func (b *evalBudget) take(job sdk.NamespacedID, now time.Time) error {
 	l := b.jobs[job]
 	if l == nil {
 		if len(b.jobs) >= evalBudgetSweep {
+			// O(jobs tracked), once per new job past the sweep size.
 			for id, o := range b.jobs {
 				if o.TokensAt(now) >= createdEvalBurst {
 					delete(b.jobs, id)

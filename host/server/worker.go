@@ -282,8 +282,12 @@ func (p *evalPlanner) CreateEval(ctx context.Context, e *sdk.Evaluation) error {
 		p.created[e.ID] = e.Status
 		return nil
 	}
-	if err := p.s.evalBudget.take(sdk.NamespacedID{Namespace: c.Namespace, ID: c.JobID}, p.s.now()); err != nil {
-		return err
+	// A blocked eval is not charged: the blocked-evals tracker keeps one
+	// per job and cancels the others, so blocked evals cannot multiply.
+	if c.Status != sdk.EvalStatusBlocked {
+		if err := p.s.evalBudget.take(sdk.NamespacedID{Namespace: c.Namespace, ID: c.JobID}, p.s.now()); err != nil {
+			return err
+		}
 	}
 	if err := p.apply(ctx, c); err != nil {
 		return err

@@ -55,8 +55,10 @@ func TestJobSubmission_KeptWithItsVersion(t *testing.T) {
 	if got := sources(); len(got) != 1 || got[0] != "count = 1" {
 		t.Fatalf("after the same spec again: %v", got)
 	}
-	// A version registered without a source has none.
+	// A version registered without a source has none, and does not get
+	// one from a registration of the same spec that made no new version.
 	register(2, "")
+	register(2, "count = 2")
 	if s.Snapshot().JobSubmission("default", "web", 1) != nil {
 		t.Fatal("version 1 has a submission it was not registered with")
 	}

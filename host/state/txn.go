@@ -182,15 +182,15 @@ func (t *Txn) upsertJobVersion(j *sdk.Job) error {
 }
 
 // UpsertJobSubmission keeps sub as the source job ns/id's current version
-// was registered from. As in Nomad, a version's first submission stays: a
-// registration that changes nothing of the spec (so no new version) does
-// not replace it.
+// was registered from, if this write made that version: a registration
+// that changes nothing of the spec (so no new version) keeps nothing, as
+// Nomad applies none.
 func (t *Txn) UpsertJobSubmission(ns, id string, sub *JobSubmission) error {
 	j := t.Job(ns, id)
 	if j == nil {
 		return fmt.Errorf("%w: job %s/%s", ErrNotFound, ns, id)
 	}
-	if t.JobSubmission(ns, id, j.Version) != nil {
+	if j.JobModifyIndex != t.index || t.JobSubmission(ns, id, j.Version) != nil {
 		return nil
 	}
 	c := *sub

@@ -17,7 +17,7 @@ import (
 // New returns an hclog logger named name that writes to log, passing
 // level and above.
 func New(log zerolog.Logger, name string, level hclog.Level) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: name, Level: level, JSONFormat: true, Output: writer{log: log}})
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: level, JSONFormat: true, Output: writer{log: log, name: name}})
 }
 
 // Level is the hclog level that passes what log passes.
@@ -36,8 +36,12 @@ func Level(log zerolog.Logger) hclog.Level {
 	}
 }
 
-// writer writes hclog's JSON lines to a zerolog logger.
-type writer struct{ log zerolog.Logger }
+// writer writes hclog's JSON lines to a zerolog logger; name is the
+// module of a line that is not hclog's JSON.
+type writer struct {
+	log  zerolog.Logger
+	name string
+}
 
 func (w writer) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(p, []byte{'\n'}) {
@@ -51,7 +55,7 @@ func (w writer) Write(p []byte) (int, error) {
 func (w writer) entry(line []byte) {
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
-		w.log.Info().Msg(strings.TrimSpace(string(line)))
+		w.log.Info().Str("module", w.name).Msg(strings.TrimSpace(string(line)))
 		return
 	}
 	level := zerolog.InfoLevel

@@ -432,7 +432,11 @@ type instance struct {
 // says so on stderr before it traps, and the trap is then its memory
 // limit's, said as a go-plugin's is; otherwise what it wrote to stderr.
 func (i *instance) trapped(name string, err error) error {
-	if i.stderr.Contains("out of memory") {
+	// The Go runtime's own words, at the start of a line of its fatal
+	// error: a plugin that logs about memory is not mistaken for one out
+	// of it.
+	if i.stderr.Contains("\nfatal error: out of memory") || i.stderr.HasPrefix("fatal error: out of memory") ||
+		i.stderr.Contains("runtime: out of memory:") {
 		err = fmt.Errorf("wasm: %s: memory limit of %d MiB exceeded (linear memory %d MiB): %w",
 			name, i.limitPages/16, i.mod.Memory().Size()>>20, err)
 	} else {
