@@ -20,11 +20,12 @@ import (
 // The loader's reload is driven here one pass at a time, as the watcher's
 // ticker drives it, so that what one tick does is checked without timing.
 
-// newTestLoader loads the plugin files of dir as an agent's start does.
-func newTestLoader(t *testing.T, dir string, logs *testlog.Buffer) *pluginLoader {
+// newTestLoader loads the plugin files of dir, and those plugin blocks
+// name, as an agent's start does.
+func newTestLoader(t *testing.T, dir string, logs *testlog.Buffer, blocks ...PluginConfig) *pluginLoader {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers = true, dir, 1
+	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers, cfg.Plugins = true, dir, 1, blocks
 	l, err := newPluginLoader(cfg, zerolog.New(logs), rt.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -104,18 +105,8 @@ func TestPluginLoader_Reload_AMissingFileStopsOnlyItsOwnPlugin(t *testing.T) {
 	v1 := wasmtest.Build(t, "./host/agent/testdata/reload/v1")
 	path := filepath.Join(dir, "reload.wasm")
 	copyFile(t, v1, path)
-	cfg := DefaultConfig()
-	cfg.Dev, cfg.PluginDir, cfg.Server.NumWorkers = true, dir, 1
-	cfg.Plugins = []PluginConfig{{Name: "reload"}}
 	logs := &testlog.Buffer{}
-	l, err := newPluginLoader(cfg, zerolog.New(logs), rt.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.loadAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.close)
+	l := newTestLoader(t, dir, logs, PluginConfig{Name: "reload"})
 	before := lookup(t, l, "reload")
 
 	if err := os.Remove(path); err != nil {

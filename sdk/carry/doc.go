@@ -16,7 +16,8 @@
 // each placement Out tries, in turn. The built-in generic scheduler picks with the
 // stack's ranking (stack.Stack.Select, whose signature a PickFunc shares);
 // examples/plugins/zones picks by zone balance. A plugin with its own
-// placement policy writes the PickFunc and reuses the rest:
+// placement policy writes the PickFunc and reuses the rest with Process;
+// what Process does, for a plugin that would change more of it:
 //
 //	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
 //		plan := stack.NewPlan(ctx.State, eval, job)

@@ -5,9 +5,6 @@ import (
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/carry"
-	"github.com/drover-sched/drover/sdk/conclude"
-	"github.com/drover-sched/drover/sdk/feasible"
-	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/drover-sched/drover/sdk/sdktest"
 	"github.com/drover-sched/drover/sdk/stack"
 )
@@ -15,71 +12,43 @@ import (
 // leastLoaded is a whole service and batch scheduler whose only policy of
 // its own is its PickFunc: each allocation goes to the feasible node left
 // with the most free memory. What to stop, replace, update in place or
-// place, deployments, canaries, follow-up evals and failures are the SDK's.
+// place, deployments, canaries, follow-up evals and failures are the SDK's
+// (carry.Process). (carry.Scheduler is shorter still for a policy that
+// only chooses among the nodes where a placement fits; a PickFunc may rank
+// with the stack, preempt, or explain its choice its own way.)
 type leastLoaded struct{}
 
 func (leastLoaded) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
-	st, ns, id := ctx.State, eval.Namespace, eval.JobID
-	var pass *carry.Pass
-	var elig *feasible.Eligibility
-	var blocked *sdk.Evaluation
-	err := conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {
-		job, allocs := st.Job(ns, id), st.AllocsByJob(ns, id)
-		plan := stack.NewPlan(st, eval, job)
-		elig = feasible.NewEligibility(job)
-		in := reconcile.Input{Job: job, Namespace: ns, JobID: id, Allocs: allocs, Tainted: reconcile.TaintedNodes(st, allocs),
-			EvalID: eval.ID, EvalPriority: eval.Priority, Now: ctx.Now, NewID: ctx.NewID}
-		for _, a := range reconcile.StillRunningOnDownNodes(in.Tainted, allocs) {
-			plan.Stop(a, reconcile.AllocLost, sdk.AllocClientStatusLost, "")
-		}
-		if in.Batch = job != nil && job.Type == sdk.JobTypeBatch; !in.Batch {
-			in.Deployment = st.LatestDeployment(ns, id) // batch jobs roll out without deployments
-		}
-		var pick carry.PickFunc
-		if !job.Stopped() {
-			stk := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig()))
-			in.Update = stk.UpdateFunc(eval.ID) // in-place updates as the built-in schedulers decide them
-			ready, _, _ := stack.ReadyNodes(st, job)
-			checker := feasible.NewChecker()
-			pick = func(pl carry.Placement) (*stack.Option, *sdk.AllocMetric) {
-				m := &sdk.AllocMetric{}
-				checks := feasible.NewGroupChecks(pl.Job, pl.Group)
-				var best *stack.Option
-				var bestFree int64 = -1
-				for _, n := range ready {
-					m.NodesEvaluated++
-					if why := elig.Check(checker, checks, n); why != "" {
-						m.FilterNode(n, why)
-						continue
-					}
-					used, capacity := plan.Used(n.ID), n.Capacity()
-					used.Add(sdk.GroupUsage(pl.Group))
-					if ok, dim := used.Fits(capacity); !ok {
-						m.ExhaustedNode(n, dim)
-						continue
-					}
-					if capacity.MemoryMB-used.MemoryMB <= bestFree {
-						continue
-					}
-					held, dim := stk.Assign(pl.Group, n) // ports, reserved cores, devices
-					if held == nil {
-						m.ExhaustedNode(n, dim)
-						continue
-					}
-					best, bestFree = &stack.Option{Node: n, Resources: held}, capacity.MemoryMB-used.MemoryMB
+	return carry.Process(ctx, eval, func(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) carry.PickFunc {
+		return func(pl carry.Placement) (*stack.Option, *sdk.AllocMetric) {
+			m := &sdk.AllocMetric{}
+			var best *stack.Option
+			var bestFree int64 = -1
+			for _, n := range ready {
+				m.NodesEvaluated++
+				if why := stk.Feasible(pl.Job, pl.Group, n); why != "" {
+					m.FilterNode(n, why)
+					continue
 				}
-				return best, m
+				used, capacity := plan.Used(n.ID), n.Capacity()
+				used.Add(sdk.GroupUsage(pl.Group))
+				if ok, dim := used.Fits(capacity); !ok {
+					m.ExhaustedNode(n, dim)
+					continue
+				}
+				if capacity.MemoryMB-used.MemoryMB <= bestFree {
+					continue
+				}
+				held, dim := stk.Assign(pl.Group, n) // ports, reserved cores, devices
+				if held == nil {
+					m.ExhaustedNode(n, dim)
+					continue
+				}
+				best, bestFree = &stack.Option{Node: n, Resources: held}, capacity.MemoryMB-used.MemoryMB
 			}
+			return best, m
 		}
-		pass = carry.Out(carry.Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in),
-			Deployment: in.Deployment, Pick: pick})
-		var err error
-		if blocked, err = pass.Block(elig, blocked); err != nil {
-			return false, false, err
-		}
-		return pass.Submit()
 	})
-	return pass.Conclude(err, conclude.MaxServiceAttempts, blocked, elig, pass.DeploymentID)
 }
 
 // A scheduler with a placement policy of its own gets the job's lifecycle

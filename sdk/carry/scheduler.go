@@ -51,6 +51,20 @@ var _ sdk.Scheduler = Scheduler{}
 
 // Process implements sdk.Scheduler.
 func (s Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
+	return Process(ctx, eval, s.picker)
+}
+
+// NewPickFunc returns the PickFunc of one attempt at an eval: its plan, its
+// stack (whose Feasible, Assign and Eligibility a PickFunc may use), and
+// the ready nodes of the job's datacenters and node pool.
+type NewPickFunc func(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) PickFunc
+
+// Process is a whole service or batch eval carried out as the built-in
+// generic scheduler carries it out (the reconciler, lost allocations,
+// Out, blocked evals, Submit with retries, Conclude), with the placement
+// policy of the PickFunc newPick returns for each attempt. Scheduler is
+// Process with a PickFunc built from a ChooseFunc.
+func Process(ctx *sdk.Context, eval *sdk.Evaluation, newPick NewPickFunc) error {
 	st, ns, id := ctx.State, eval.Namespace, eval.JobID
 	var pass *Pass
 	var elig *feasible.Eligibility
@@ -73,7 +87,7 @@ func (s Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 			elig = stk.Eligibility() // what the picker's checks record, for the blocked eval
 			in.Update = stk.UpdateFunc(eval.ID)
 			ready, _, _ := stack.ReadyNodes(st, job)
-			pick = s.picker(plan, stk, ready)
+			pick = newPick(plan, stk, ready)
 		}
 		pass = Out(Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in), Deployment: in.Deployment, Pick: pick})
 		var err error
