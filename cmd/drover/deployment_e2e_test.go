@@ -185,6 +185,14 @@ job "crashing" {
       delay_function = "constant"
     }
 
+    # Restarted once on its node before the allocation fails.
+    restart {
+      attempts = 1
+      delay    = "1s"
+      interval = "1m"
+      mode     = "fail"
+    }
+
     task "t" {
       driver = "mock_driver"
       config {
@@ -203,7 +211,8 @@ job "crashing" {
 // A version whose allocations fail to start fails its deployment, which
 // auto-reverts to the last stable version: the job ends on a new version
 // with the old spec, its deployment successful, every eval complete. A
-// failing batch allocation is rescheduled after its delay, once.
+// failing batch allocation is restarted on its node as its restart block
+// says, then rescheduled after its delay, once.
 func TestE2E_FailedDeploymentRevertsAndFailedAllocationsReschedule(t *testing.T) {
 	bin := droverBin(t)
 	c := &cliRun{t: t, bin: bin, addr: startDevAgent(t, bin, 3)}

@@ -190,7 +190,7 @@ func simStatus(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 		}
 		return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running"}, true
 	case sdk.AllocClientStatusRunning:
-		if b.runFor > 0 && now.Sub(time.Unix(0, a.CreateTime)) >= b.runFor {
+		if _, ended := b.ended(now.Sub(time.Unix(0, a.CreateTime))); ended {
 			if b.exitCode != 0 {
 				return simFailed(a, fmt.Sprintf("Task exited with exit code %d", b.exitCode), now), true
 			}
@@ -231,14 +231,39 @@ func simEndedUnhealthy(a *sdk.Allocation, now time.Time) *sdk.AllocDeploymentSta
 // tasks, from Nomad's mock_driver options in their config: start_error
 // fails the allocation as it starts; run_for (a duration) is how long the
 // tasks run before they exit with exit_code (0: complete, otherwise
-// failed). Across tasks, the first start_error and the first non-zero
-// exit code count, and the longest run_for. Without run_for a service
-// allocation runs until stopped and a batch one for simBatchRuntime. Other
-// drivers' tasks always run fine.
+// failed). A task that fails is restarted as its restart block says
+// (restarts attempts after delay each, in mode "fail"; for as long as it
+// runs in mode "delay"), and fails the allocation once none is left.
+// Across tasks, the first start_error and the first non-zero exit code
+// count (with that task's restarts), and the longest run_for. Without
+// run_for a service allocation runs until stopped and a batch one for
+// simBatchRuntime. Other drivers' tasks always run fine.
 type simBehaviour struct {
 	startError string
 	runFor     time.Duration
 	exitCode   int
+	// restarts is how many restarts a failing task gets (-1: no end),
+	// each after delay.
+	restarts int
+	delay    time.Duration
+}
+
+// ended reports, elapsed after the allocation started, how often its
+// failing task restarted so far and whether its tasks have ended for
+// good: run_for passed, and the exit is a success or one with no restart
+// left.
+func (b simBehaviour) ended(elapsed time.Duration) (restarts int, ended bool) {
+	if b.runFor <= 0 || elapsed < b.runFor {
+		return 0, false
+	}
+	if b.exitCode == 0 || b.restarts == 0 {
+		return 0, true
+	}
+	exits := int((elapsed-b.runFor)/(b.runFor+b.delay)) + 1
+	if b.restarts < 0 || exits <= b.restarts {
+		return exits, false
+	}
+	return b.restarts, true
 }
 
 func simBehaviourOf(a *sdk.Allocation) simBehaviour {
@@ -251,19 +276,28 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 		return b
 	}
 	for _, t := range tg.Tasks {
-		tb := taskBehaviour(t)
+		tb := taskBehaviour(tg, t)
 		b.startError = cmp.Or(b.startError, tb.startError)
 		b.runFor = max(b.runFor, tb.runFor)
-		b.exitCode = cmp.Or(b.exitCode, tb.exitCode)
+		if b.exitCode == 0 && tb.exitCode != 0 {
+			b.exitCode, b.restarts, b.delay = tb.exitCode, tb.restarts, tb.delay
+		}
 	}
 	return b
 }
 
-// taskBehaviour is what a dev node's mock_driver does with one task.
-func taskBehaviour(t *sdk.Task) simBehaviour {
+// taskBehaviour is what a dev node's mock_driver does with task t of
+// group tg.
+func taskBehaviour(tg *sdk.TaskGroup, t *sdk.Task) simBehaviour {
 	var b simBehaviour
 	if t.Driver != "mock_driver" {
 		return b
+	}
+	if p := cmp.Or(t.RestartPolicy, tg.RestartPolicy); p != nil {
+		b.restarts, b.delay = p.Attempts, p.Delay
+		if p.Mode == "delay" {
+			b.restarts = -1
+		}
 	}
 	if v, ok := t.Config["start_error"]; ok {
 		b.startError = fmt.Sprint(v)
@@ -292,6 +326,11 @@ func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 	var minHealthy time.Duration
 	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
 		minHealthy = tg.Update.MinHealthyTime
+	}
+	if b := simBehaviourOf(a); b.exitCode != 0 && b.runFor > 0 && b.runFor < minHealthy {
+		// A task that fails and restarts sooner than min_healthy_time
+		// never runs long enough to be healthy.
+		return server.AllocUpdate{}, false
 	}
 	if now.Sub(time.Unix(0, a.ModifyTime)) < minHealthy {
 		return server.AllocUpdate{}, false
@@ -341,15 +380,15 @@ func simTaskStates(a *sdk.Allocation, u server.AllocUpdate, now time.Time) map[s
 		event("Task Setup", "Building Task Directory", nil)}
 	failedToStart := ""
 	for _, t := range tg.Tasks {
-		if taskBehaviour(t).startError != "" {
+		if taskBehaviour(tg, t).startError != "" {
 			failedToStart = t.Name
 			break
 		}
 	}
 	out := make(map[string]sdk.Opaque, len(tg.Tasks))
 	for _, t := range tg.Tasks {
-		b := taskBehaviour(t)
-		state, failed := "dead", false
+		b := taskBehaviour(tg, t)
+		state, failed, restarts := "dead", false, 0
 		var events []map[string]any
 		switch {
 		case u.ClientStatus == sdk.AllocClientStatusRunning:
@@ -367,11 +406,22 @@ func simTaskStates(a *sdk.Allocation, u server.AllocUpdate, now time.Time) map[s
 				event("Killed", "Task successfully killed", nil))
 		default:
 			failed = b.exitCode != 0
-			events = []map[string]any{event("Terminated", fmt.Sprintf("Exit Code: %d", b.exitCode),
-				map[string]any{"ExitCode": b.exitCode})}
+			terminated := event("Terminated", fmt.Sprintf("Exit Code: %d", b.exitCode), map[string]any{"ExitCode": b.exitCode})
+			// The restarts the task had before it ended, as Nomad's task
+			// runner reports them.
+			restarts, _ = b.ended(now.Sub(time.Unix(0, a.CreateTime)))
+			for range restarts {
+				events = append(events, terminated, event("Restarting", "Restart within policy",
+					map[string]any{"StartDelay": b.delay.Nanoseconds()}))
+			}
+			events = append(events, terminated)
+			if restarts > 0 {
+				events = append(events, event("Not Restarting",
+					fmt.Sprintf("Exceeded allowed attempts %d in interval and mode is \"fail\"", restarts), nil))
+			}
 		}
 		prev := a.TaskStates[t.Name]
-		st := sdk.Opaque{"State": state, "Failed": failed, "Restarts": 0,
+		st := sdk.Opaque{"State": state, "Failed": failed, "Restarts": restarts,
 			"StartedAt": time.Time{}, "FinishedAt": time.Time{}, "LastRestart": time.Time{}}
 		if at, ok := prev["StartedAt"]; ok {
 			st["StartedAt"] = at

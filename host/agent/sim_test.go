@@ -201,3 +201,48 @@ func TestSimTaskStates(t *testing.T) {
 		}
 	})
 }
+
+// A failing mock_driver task restarts as its restart block says before it
+// fails its allocation, as Nomad's task runner does: in mode "fail" after
+// its attempts (its task state counting them), in mode "delay" never.
+func TestSimRestarts(t *testing.T) {
+	start := time.Unix(1000, 0)
+	job := func(mode string) *sdk.Job {
+		return &sdk.Job{Type: sdk.JobTypeBatch, TaskGroups: []*sdk.TaskGroup{{Name: "g",
+			RestartPolicy: &sdk.RestartPolicy{Attempts: 2, Delay: time.Second, Interval: time.Hour, Mode: mode},
+			Tasks:         []*sdk.Task{{Name: "t", Driver: "mock_driver", Config: sdk.Opaque{"run_for": "5s", "exit_code": 3}}}}}}
+	}
+	alloc := func(j *sdk.Job) *sdk.Allocation {
+		return &sdk.Allocation{ID: "a1", Job: j, TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun,
+			ClientStatus: sdk.AllocClientStatusRunning, CreateTime: start.UnixNano(), ModifyTime: start.UnixNano()}
+	}
+	// Runs end at 5s, 11s and 17s (5s runs, 1s apart): the third exit,
+	// after two restarts, fails the allocation.
+	for _, tc := range []struct {
+		mode    string
+		after   time.Duration
+		failed  bool
+		restart int
+	}{
+		{"fail", 4 * time.Second, false, 0},
+		{"fail", 6 * time.Second, false, 0},
+		{"fail", 16 * time.Second, false, 0},
+		{"fail", 17 * time.Second, true, 2},
+		{"delay", time.Hour, false, 0},
+	} {
+		a := alloc(job(tc.mode))
+		u, ok := simNext(a, start.Add(tc.after))
+		if ok != tc.failed || (ok && u.ClientStatus != sdk.AllocClientStatusFailed) {
+			t.Fatalf("mode %s after %s: update %v %+v", tc.mode, tc.after, ok, u)
+		}
+		if !ok {
+			continue
+		}
+		st := u.TaskStates["t"]
+		events, _ := st["Events"].([]any)
+		last, _ := events[len(events)-1].(map[string]any)
+		if st["Restarts"] != tc.restart || last["Type"] != "Not Restarting" || len(events) != 2*tc.restart+2 {
+			t.Fatalf("mode %s: task state %+v", tc.mode, st)
+		}
+	}
+}
