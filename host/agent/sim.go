@@ -201,7 +201,7 @@ func simStatus(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 		if batch && b.runFor == 0 && now.Sub(time.Unix(0, a.ModifyTime)) >= simBatchRuntime {
 			return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete, ClientDescription: "All tasks have completed"}, true
 		}
-		if u, ok := simHealth(a, now); ok {
+		if u, ok := simHealth(a, b, now); ok {
 			return u, true
 		}
 	}
@@ -220,7 +220,7 @@ func simFailed(a *sdk.Allocation, why string, now time.Time) server.AllocUpdate 
 // unhealthy, as Nomad's health tracker reports a task that finished before
 // min_healthy_time. Nil when there is nothing to report.
 func simEndedUnhealthy(a *sdk.Allocation, now time.Time) *sdk.AllocDeploymentStatus {
-	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || manualHealth(a) {
+	if !awaitsHealth(a) {
 		return nil
 	}
 	healthy := false
@@ -318,16 +318,15 @@ func taskBehaviour(tg *sdk.TaskGroup, t *sdk.Task) simBehaviour {
 // simHealth reports a running allocation of a deployment healthy once it
 // has run for its group's min_healthy_time, as a node's health watcher
 // does (simulated tasks have no checks that could fail).
-func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
-	if a.DeploymentID == "" || a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.IsUnhealthy() || a.Job == nil ||
-		manualHealth(a) {
+func simHealth(a *sdk.Allocation, b simBehaviour, now time.Time) (server.AllocUpdate, bool) {
+	if !awaitsHealth(a) || a.Job == nil {
 		return server.AllocUpdate{}, false
 	}
 	var minHealthy time.Duration
 	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
 		minHealthy = tg.Update.MinHealthyTime
 	}
-	if b := simBehaviourOf(a); b.exitCode != 0 && b.runFor > 0 && b.runFor < minHealthy {
+	if b.exitCode != 0 && b.runFor > 0 && b.runFor < minHealthy {
 		// A task that fails and restarts sooner than min_healthy_time
 		// never runs long enough to be healthy.
 		return server.AllocUpdate{}, false
@@ -338,6 +337,13 @@ func simHealth(a *sdk.Allocation, now time.Time) (server.AllocUpdate, bool) {
 	healthy := true
 	return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running",
 		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}}, true
+}
+
+// awaitsHealth reports whether a dev node is to judge a's health: it is
+// in a deployment that has not had it judged, and not left to an operator
+// (manualHealth).
+func awaitsHealth(a *sdk.Allocation) bool {
+	return a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() && !manualHealth(a)
 }
 
 // manualHealth reports whether a's group has health_check = "manual": as

@@ -129,3 +129,43 @@ func TestApply_ConflictIsNotLoggedAsAnError(t *testing.T) {
 		t.Fatalf("an undecodable entry was not logged as an error: %q", logs.String())
 	}
 }
+
+// A failure decided on an active deployment is refused once the deployment
+// ended meanwhile (the watcher and an operator racing), health included:
+// the entry changes nothing.
+func TestDeploymentFailure_OfAnEndedDeploymentIsRefused(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	if err := f.ApplyDecoded(1, &JobRegisterRequest{Job: casJob(100)}); err != nil {
+		t.Fatal(err)
+	}
+	d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusSuccessful,
+		StatusDescription: "Deployment completed successfully", TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
+	a := &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DeploymentID: "d1",
+		DesiredStatus: "run", ClientStatus: "running"}
+	if err := store.Write(2, func(tx *state.Txn) error {
+		a.Job = tx.Job("default", "web")
+		if err := tx.UpsertDeployment(d); err != nil {
+			return err
+		}
+		return tx.UpsertAlloc(a)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	err := f.ApplyDecoded(3, &DeploymentStatusUpdateRequest{UpdatedAt: 1,
+		Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed,
+			StatusDescription: sdk.DeploymentDescriptionFailedAllocations},
+		Health: &AllocClientUpdateRequest{UpdatedAt: 1, Allocs: []*sdk.Allocation{{ID: "a1",
+			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &no}}}}})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	snap := store.Snapshot()
+	if got := snap.Deployment("d1").Status; got != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("deployment %s, want it left successful", got)
+	}
+	if snap.Alloc("a1").DeploymentStatus != nil {
+		t.Fatalf("health applied: %+v", snap.Alloc("a1").DeploymentStatus)
+	}
+}
