@@ -240,6 +240,10 @@ type AllocDeploymentStatus struct {
 // IsHealthy reports whether the allocation was marked healthy.
 func (s *AllocDeploymentStatus) IsHealthy() bool { return s != nil && s.Healthy != nil && *s.Healthy }
 
+// HasHealth reports whether the allocation's health was reported, healthy
+// or not.
+func (s *AllocDeploymentStatus) HasHealth() bool { return s != nil && s.Healthy != nil }
+
 // IsUnhealthy reports whether the allocation was marked unhealthy.
 func (s *AllocDeploymentStatus) IsUnhealthy() bool {
 	return s != nil && s.Healthy != nil && !*s.Healthy

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
@@ -215,12 +216,12 @@ func simFailed(a *sdk.Allocation, why string, now time.Time) server.AllocUpdate 
 		DeploymentStatus: simEndedUnhealthy(a, now)}
 }
 
-// simEndedUnhealthy is the health a node reports of an allocation of a
-// deployment whose tasks ended (failed, or finished) before it was judged:
+// simEndedUnhealthy is the health a node reports of a service allocation
+// whose tasks ended (failed, or finished) before it was judged:
 // unhealthy, as Nomad's health tracker reports a task that finished before
 // min_healthy_time. Nil when there is nothing to report.
 func simEndedUnhealthy(a *sdk.Allocation, now time.Time) *sdk.AllocDeploymentStatus {
-	if !awaitsHealth(a) {
+	if _, ok := awaitsHealth(a); !ok {
 		return nil
 	}
 	healthy := false
@@ -315,46 +316,65 @@ func taskBehaviour(tg *sdk.TaskGroup, t *sdk.Task) simBehaviour {
 	return b
 }
 
-// simHealth reports a running allocation of a deployment healthy once it
-// has run for its group's min_healthy_time, as a node's health watcher
-// does (simulated tasks have no checks that could fail).
+// simHealth reports a running service allocation healthy once it has run
+// for min_healthy_time, or unhealthy once healthy_deadline passed without
+// that, as a node's health watcher does (simulated tasks have no checks
+// that could fail; a task that restarts sooner than min_healthy_time never
+// runs long enough).
 func simHealth(a *sdk.Allocation, b simBehaviour, now time.Time) (server.AllocUpdate, bool) {
-	if !awaitsHealth(a) || a.Job == nil {
+	hp, ok := awaitsHealth(a)
+	if !ok {
 		return server.AllocUpdate{}, false
 	}
-	var minHealthy time.Duration
-	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
-		minHealthy = tg.Update.MinHealthyTime
-	}
-	if b.exitCode != 0 && b.runFor > 0 && b.runFor < minHealthy {
-		// A task that fails and restarts sooner than min_healthy_time
-		// never runs long enough to be healthy.
+	var healthy bool
+	switch {
+	case !b.restartsTooSoon(hp) && now.Sub(time.Unix(0, a.ModifyTime)) >= hp.minHealthy:
+		healthy = true
+	case hp.deadline > 0 && now.Sub(time.Unix(0, a.CreateTime)) >= hp.deadline:
+	default:
 		return server.AllocUpdate{}, false
 	}
-	if now.Sub(time.Unix(0, a.ModifyTime)) < minHealthy {
-		return server.AllocUpdate{}, false
-	}
-	healthy := true
 	return server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning, ClientDescription: "Tasks are running",
 		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy, Timestamp: now}}, true
 }
 
-// awaitsHealth reports whether a dev node is to judge a's health: it is
-// in a deployment that has not had it judged, and not left to an operator
-// (manualHealth).
-func awaitsHealth(a *sdk.Allocation) bool {
-	return a.DeploymentID != "" && !a.DeploymentStatus.IsHealthy() && !a.DeploymentStatus.IsUnhealthy() && !manualHealth(a)
+// restartsTooSoon reports whether a failing task restarts sooner than
+// min_healthy_time, so it never runs long enough to be healthy.
+func (b simBehaviour) restartsTooSoon(hp healthParams) bool {
+	return b.exitCode != 0 && b.runFor > 0 && b.runFor < hp.minHealthy
 }
 
-// manualHealth reports whether a's group has health_check = "manual": as
-// on Nomad's nodes, nothing reports its health but an operator
-// (PUT /v1/deployment/allocation-health/:id).
-func manualHealth(a *sdk.Allocation) bool {
-	if a.Job == nil {
-		return false
+// healthParams are how a node judges an allocation's health.
+type healthParams struct {
+	minHealthy, deadline time.Duration
+}
+
+// awaitsHealth reports whether a dev node is to judge a's health, and
+// how. As Nomad's health watcher, it judges service allocations only,
+// once: within a deployment by the group's update block (unless that
+// leaves health to an operator, manual, through PUT
+// /v1/deployment/allocation-health/:id), outside one by its migrate block,
+// whose health a drain waits for.
+func awaitsHealth(a *sdk.Allocation) (healthParams, bool) {
+	if a.Job == nil || a.Job.Type != sdk.JobTypeService || a.DeploymentStatus.HasHealth() {
+		return healthParams{}, false
 	}
 	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	return tg != nil && tg.Update != nil && tg.Update.HealthCheck == "manual"
+	if tg == nil {
+		return healthParams{}, false
+	}
+	if a.DeploymentID != "" {
+		u := tg.Update
+		if u == nil || u.HealthCheck == "manual" {
+			return healthParams{}, false
+		}
+		return healthParams{u.MinHealthyTime, u.HealthyDeadline}, true
+	}
+	m := jobspec.DefaultMigrate()
+	if tg.Migrate != nil {
+		m = *tg.Migrate
+	}
+	return healthParams{m.MinHealthyTime, m.HealthyDeadline}, true
 }
 
 // simMaxEvents is how many events a task state keeps, as Nomad's nodes.

@@ -9,57 +9,84 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
+// TestSimNext_ReportsHealthAfterMinHealthyTime: as Nomad's health
+// watcher, a dev node judges a service allocation healthy once it has run
+// for min_healthy_time, unhealthy once healthy_deadline passed without
+// that: by the group's update block within a deployment, by its migrate
+// block (Nomad's defaults without one) outside one.
 func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 	now := time.Unix(1000, 0)
-	job := &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
-		Update: &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second}}}}
-	manual := &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
-		Update: &sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "manual", MinHealthyTime: 10 * time.Second}}}}
+	group := func(u *sdk.UpdateStrategy, m *sdk.MigrateStrategy) *sdk.Job {
+		return &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g", Update: u, Migrate: m}}}
+	}
+	job := group(&sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}, nil)
+	manual := group(&sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "manual", MinHealthyTime: 10 * time.Second}, nil)
+	migrate := group(nil, &sdk.MigrateStrategy{MaxParallel: 1, MinHealthyTime: 30 * time.Second, HealthyDeadline: 2 * time.Minute})
+	batch := &sdk.Job{Type: sdk.JobTypeBatch, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	ago := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
 	healthy := true
 	cases := []struct {
-		name        string
-		alloc       sdk.Allocation
-		manual      bool
-		wantUpdate  bool
-		wantHealthy bool
+		name          string
+		job           *sdk.Job
+		alloc         sdk.Allocation
+		wantUpdate    bool
+		wantHealthy   bool
+		wantUnhealthy bool
 	}{
-		{"pending starts running", sdk.Allocation{ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d"}, false, true, false},
-		{"running too briefly", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			ModifyTime: now.Add(-5 * time.Second).UnixNano()}, false, false, false},
-		{"running long enough", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			ModifyTime: now.Add(-11 * time.Second).UnixNano()}, false, true, true},
-		{"already healthy", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}, ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false, false},
-		{"not part of a deployment", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
-			ModifyTime: now.Add(-time.Hour).UnixNano()}, false, false, false},
-		{"manual health: left to the operator", sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
-			ModifyTime: now.Add(-time.Hour).UnixNano()}, true, false, false},
+		{"pending starts running", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusPending, DeploymentID: "d"}, true, false, false},
+		{"running too briefly", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			ModifyTime: ago(5 * time.Second)}, false, false, false},
+		{"running long enough", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			ModifyTime: ago(11 * time.Second)}, true, true, false},
+		{"not healthy by healthy_deadline", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			CreateTime: ago(2 * time.Minute), ModifyTime: ago(5 * time.Second)}, true, false, true},
+		{"already healthy", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}, ModifyTime: ago(time.Hour)}, false, false, false},
+		{"manual health: left to the operator", manual, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			ModifyTime: ago(time.Hour)}, false, false, false},
+		{"outside a deployment, by Nomad's default migrate block", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
+			ModifyTime: ago(11 * time.Second)}, true, true, false},
+		{"outside a deployment, running too briefly for the migrate block", migrate, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
+			ModifyTime: ago(20 * time.Second)}, false, false, false},
+		{"outside a deployment, running long enough for the migrate block", migrate, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
+			ModifyTime: ago(31 * time.Second)}, true, true, false},
+		{"outside a deployment, not healthy by the migrate block's healthy_deadline", migrate, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
+			CreateTime: ago(3 * time.Minute), ModifyTime: ago(20 * time.Second)}, true, false, true},
+		{"a batch allocation's health is not judged", batch, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
+			CreateTime: ago(time.Second), ModifyTime: ago(time.Second)}, false, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.alloc
-			a.ID, a.Job, a.TaskGroup, a.DesiredStatus = "a1", job, "g", sdk.AllocDesiredStatusRun
-			if tc.manual {
-				a.Job = manual
+			a.ID, a.Job, a.TaskGroup, a.DesiredStatus = "a1", tc.job, "g", sdk.AllocDesiredStatusRun
+			if a.CreateTime == 0 {
+				a.CreateTime = a.ModifyTime
 			}
 			u, ok := simNext(&a, now)
-			if ok != tc.wantUpdate || u.DeploymentStatus.IsHealthy() != tc.wantHealthy {
-				t.Fatalf("update %v %+v, want update %v healthy %v", ok, u, tc.wantUpdate, tc.wantHealthy)
+			if ok != tc.wantUpdate || u.DeploymentStatus.IsHealthy() != tc.wantHealthy || u.DeploymentStatus.IsUnhealthy() != tc.wantUnhealthy {
+				t.Fatalf("update %v %+v (%+v), want update %v healthy %v unhealthy %v", ok, u, u.DeploymentStatus,
+					tc.wantUpdate, tc.wantHealthy, tc.wantUnhealthy)
 			}
 		})
 	}
 }
 
 // TestSimNext_MockDriverOptions: mock_driver tasks fail to start with
-// start_error, and exit after run_for with exit_code (failed, and
-// unhealthy in a deployment that had not judged them) or 0 (complete);
-// other drivers ignore those options.
+// start_error, and exit after run_for with exit_code (failed) or 0
+// (complete), unhealthy if their health was not judged yet (a service
+// allocation, in a deployment or not); other drivers ignore those
+// options.
 func TestSimNext_MockDriverOptions(t *testing.T) {
 	now := time.Unix(1000, 0)
 	job := func(driver string, config sdk.Opaque) *sdk.Job {
+		// Nothing runs long enough to be judged healthy.
 		return &sdk.Job{Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{Name: "g",
-			Tasks: []*sdk.Task{{Name: "ok", Driver: "mock_driver"}, {Name: "t", Driver: driver, Config: config}}}}}
+			Update:  &sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: time.Minute, HealthyDeadline: 5 * time.Minute},
+			Migrate: &sdk.MigrateStrategy{MaxParallel: 1, MinHealthyTime: time.Minute, HealthyDeadline: 5 * time.Minute},
+			Tasks:   []*sdk.Task{{Name: "ok", Driver: "mock_driver"}, {Name: "t", Driver: driver, Config: config}}}}}
 	}
+	batch := job("mock_driver", sdk.Opaque{"run_for": "5s", "exit_code": 3})
+	batch.Type = sdk.JobTypeBatch
 	created := now.Add(-10 * time.Second).UnixNano()
 	cases := []struct {
 		name         string
@@ -74,11 +101,13 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 		{"start error", job("mock_driver", sdk.Opaque{"start_error": "no image"}), sdk.AllocClientStatusPending, "d",
 			true, sdk.AllocClientStatusFailed, "Failed to start tasks: no image", true},
 		{"exits with a code after run_for", job("mock_driver", sdk.Opaque{"run_for": "5s", "exit_code": 3}), sdk.AllocClientStatusRunning, "",
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 3", true},
+		{"a batch allocation has no health", batch, sdk.AllocClientStatusRunning, "",
 			true, sdk.AllocClientStatusFailed, "Task exited with exit code 3", false},
 		{"exit code as HCL numbers decode", job("mock_driver", sdk.Opaque{"run_for": "5s", "exit_code": float64(1)}), sdk.AllocClientStatusRunning, "d",
 			true, sdk.AllocClientStatusFailed, "Task exited with exit code 1", true},
 		{"exits cleanly after run_for", job("mock_driver", sdk.Opaque{"run_for": "5s"}), sdk.AllocClientStatusRunning, "",
-			true, sdk.AllocClientStatusComplete, "All tasks have completed", false},
+			true, sdk.AllocClientStatusComplete, "All tasks have completed", true},
 		// As Nomad's health tracker: a task that finished before it was
 		// judged healthy is unhealthy.
 		{"exits cleanly in a deployment before it is healthy", job("mock_driver", sdk.Opaque{"run_for": "5s"}), sdk.AllocClientStatusRunning, "d",

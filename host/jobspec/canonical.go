@@ -20,6 +20,10 @@ var (
 		HealthyDeadline: 5 * time.Minute}
 )
 
+// DefaultMigrate is the migrate block of a service group that has none,
+// as Nomad's.
+func DefaultMigrate() sdk.MigrateStrategy { return defaultMigrate }
+
 // Default task and group values.
 const (
 	DefaultCPU          = 100

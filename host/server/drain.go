@@ -284,7 +284,7 @@ func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]
 		if o.TaskGroup != a.TaskGroup || o.DesiredTransition.ShouldMigrate() || marked[o.ID] {
 			continue
 		}
-		if migrationHealthy(snap, o) {
+		if migrationHealthy(o) {
 			healthy++
 		}
 	}
@@ -292,23 +292,13 @@ func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]
 }
 
 // migrationHealthy reports whether an allocation counts as healthy for a
-// drain: it runs and, when it belongs to an active deployment, its node
-// has reported its health (Nomad's drainer counts an allocation whose
-// health was reported, healthy or not). Nodes report health within a
-// deployment; outside one an allocation counts once it runs: the migrate
-// block's health_check and min_healthy_time are not applied.
-func migrationHealthy(snap *state.Snapshot, a *sdk.Allocation) bool {
-	if a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
-		return false
-	}
-	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
-		return true
-	}
-	if a.DeploymentID == "" {
-		return true
-	}
-	d := snap.Deployment(a.DeploymentID)
-	return d == nil || !d.Active()
+// drain, as in Nomad's drainer: it is not terminal and its node reported
+// its health, healthy or not (a replacement that never gets healthy does
+// not hold a drain up for ever). Nodes judge a service allocation's health
+// within a deployment by its group's update block, outside one by its
+// migrate block (health_check, min_healthy_time, healthy_deadline).
+func migrationHealthy(a *sdk.Allocation) bool {
+	return !a.TerminalStatus() && a.DeploymentStatus.HasHealth()
 }
 
 // liveMigrations counts, per task group, the allocations of this node
@@ -327,7 +317,7 @@ func liveMigrations(snap *state.Snapshot, n *sdk.Node) map[groupKey]int {
 			out[k]++
 		case a.NextAllocation != "":
 			next := snap.Alloc(a.NextAllocation)
-			if next != nil && !next.TerminalStatus() && !migrationHealthy(snap, next) {
+			if next != nil && !next.TerminalStatus() && !migrationHealthy(next) {
 				out[k]++
 			}
 		}

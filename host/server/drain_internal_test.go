@@ -99,10 +99,13 @@ func drainJob(id, typ string, count, maxParallel int) *sdk.Job {
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: count, Migrate: &sdk.MigrateStrategy{MaxParallel: maxParallel}}}}
 }
 
-// drainAlloc is a running allocation of j's group on node, changed by mut.
+// drainAlloc is a running allocation of j's group on node, its health
+// reported healthy, changed by mut.
 func drainAlloc(id string, j *sdk.Job, node string, mut ...func(*sdk.Allocation)) *sdk.Allocation {
+	healthy := true
 	a := &sdk.Allocation{ID: id, Namespace: "default", JobID: j.ID, Job: j, TaskGroup: "g", NodeID: node,
-		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning}
+		DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning,
+		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}
 	for _, m := range mut {
 		m(a)
 	}
@@ -116,6 +119,14 @@ func migrating(a *sdk.Allocation) {
 }
 
 func stopped(a *sdk.Allocation) { a.DesiredStatus = sdk.AllocDesiredStatusStop }
+
+// pending is a drainAlloc change: not running yet, so without health.
+func pending(a *sdk.Allocation) {
+	a.ClientStatus, a.DeploymentStatus = sdk.AllocClientStatusPending, nil
+}
+
+// unjudged is a drainAlloc change: running, its health not reported yet.
+func unjudged(a *sdk.Allocation) { a.DeploymentStatus = nil }
 
 func TestDecideDrain(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
@@ -138,13 +149,13 @@ func TestDecideDrain(t *testing.T) {
 		{name: "moves in flight count against max_parallel",
 			allocs: []*sdk.Allocation{alloc("w1", web, migrating), alloc("w2", web), alloc("w3", web)},
 			want:   []string{"w2"}},
-		{name: "a move is in flight until its replacement runs",
+		{name: "a move is in flight until its replacement's health is reported",
 			allocs: []*sdk.Allocation{alloc("w1", web, migrating, stopped, func(a *sdk.Allocation) { a.NextAllocation = "r1" }),
 				alloc("w2", web, migrating, stopped, func(a *sdk.Allocation) { a.NextAllocation = "r2" }),
-				alloc("w3", web),
-				{ID: "r1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", ClientStatus: "pending"},
-				{ID: "r2", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", ClientStatus: "running"}},
-			want: []string{"w3"}},
+				alloc("w3", web, migrating, stopped, func(a *sdk.Allocation) { a.NextAllocation = "r3" }),
+				alloc("w4", web),
+				drainAlloc("r1", web, "n1", pending), drainAlloc("r2", web, "n1", unjudged), drainAlloc("r3", web, "n1")},
+			want: []string{"w4"}},
 		{name: "batch allocations run to completion",
 			allocs: []*sdk.Allocation{alloc("b1", batch)}},
 		{name: "batch allocations move at the deadline",
@@ -195,17 +206,18 @@ func TestDecideDrain(t *testing.T) {
 // drain at once.
 func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	healthy := true
 	// web and api: six allocations each, web one move at a time, api two.
 	web, api := drainJob("web", sdk.JobTypeService, 6, 1), drainJob("api", sdk.JobTypeService, 6, 2)
 	// The stored versions of web in the cases below are of web's own
 	// instance, which decide creates at index 1.
 	web.CreateIndex = 1
 	alloc := drainAlloc
-	pending := func(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusPending }
 	next := func(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
 	inDeployment := func(a *sdk.Allocation) { a.DeploymentID = "d1" }
-	reported := func(a *sdk.Allocation) { a.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &healthy} }
+	unhealthy := func(a *sdk.Allocation) {
+		no := false
+		a.DeploymentStatus = &sdk.AllocDeploymentStatus{Healthy: &no}
+	}
 	// spread places two allocations of j on each node, named after the
 	// node's letter: a0, a1 on n0, b0, b1 on n1, and so on.
 	spread := func(j *sdk.Job, nodes ...string) []*sdk.Allocation {
@@ -287,7 +299,7 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 			w: drainWorld{strategies: draining("n0", "n1"),
 				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", pending))},
 			want: nil},
-		{name: "once the replacement runs, the next move starts, on either node",
+		{name: "once the replacement's health is reported, the next move starts, on either node",
 			w: drainWorld{strategies: draining("n0", "n1"),
 				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2"))},
 			want: []string{"wa1"}},
@@ -306,16 +318,23 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 		{name: "the current job's max_parallel applies",
 			w:    drainWorld{strategies: draining("n0", "n1"), jobs: []*sdk.Job{drainJob("web", sdk.JobTypeService, 6, 3)}, allocs: webs},
 			want: []string{"wa0", "wa1", "wb0"}},
-		{name: "in an active deployment, a running replacement counts once its health is reported",
-			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{active},
-				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment))},
+		{name: "a running replacement whose health is not reported yet holds the budget",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", unjudged))},
+			want: nil},
+		{name: "a replacement reported unhealthy counts, as in Nomad",
+			w: drainWorld{strategies: draining("n0", "n1"),
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", unhealthy))},
+			want: []string{"wa1"}},
+		{name: "a running allocation not on a draining node, its health not reported, holds the budget",
+			w:    drainWorld{strategies: draining("n0", "n1"), allocs: with(webs, alloc("wc1", web, "n2", unjudged))},
+			want: nil},
+		{name: "health counts, not whether a deployment is over",
+			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{finished},
+				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment, unjudged))},
 			want: nil},
 		{name: "in an active deployment, a replacement reported healthy counts",
 			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{active},
-				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment, reported))},
-			want: []string{"wa1"}},
-		{name: "after its deployment, a running allocation counts",
-			w: drainWorld{strategies: draining("n0", "n1"), deployments: []*sdk.Deployment{finished},
 				allocs: with(webs, alloc("wa0", web, "n0", migrating, stopped, next("r")), alloc("r", web, "n2", inDeployment))},
 			want: []string{"wa1"}},
 		{name: "a purged instance's allocations do not add to the budget",

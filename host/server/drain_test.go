@@ -15,8 +15,11 @@ import (
 )
 
 // runClients plays the node agents: allocations placed become running,
-// stopped ones complete.
+// stopped ones complete, and a running service allocation is reported
+// healthy (as by a migrate block with no min_healthy_time) on the next
+// round.
 func runClients(ctx context.Context, s *server.Server) {
+	healthy := true
 	for ctx.Err() == nil {
 		var updates []server.AllocUpdate
 		for _, a := range s.Store().Snapshot().Allocs() {
@@ -26,6 +29,9 @@ func runClients(ctx context.Context, s *server.Server) {
 				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete})
 			case a.ClientStatus != sdk.AllocClientStatusRunning:
 				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning})
+			case a.Job != nil && a.Job.Type == sdk.JobTypeService && !a.DeploymentStatus.HasHealth():
+				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning,
+					DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}})
 			}
 		}
 		if len(updates) > 0 {
@@ -72,7 +78,8 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 }
 
 // migratingNow counts the allocations of a job's group that are migrating:
-// marked for migration and not yet replaced by a running allocation.
+// marked for migration and not yet replaced by a running allocation whose
+// health was reported.
 func migratingNow(snap *state.Snapshot, ns, jobID string) int {
 	n := 0
 	for _, a := range snap.AllocsByJob(ns, jobID) {
@@ -83,7 +90,8 @@ func migratingNow(snap *state.Snapshot, ns, jobID string) int {
 			n++
 			continue
 		}
-		if next := snap.Alloc(a.NextAllocation); next == nil || next.ClientStatus != sdk.AllocClientStatusRunning {
+		if next := snap.Alloc(a.NextAllocation); next == nil || next.ClientStatus != sdk.AllocClientStatusRunning ||
+			!next.DeploymentStatus.HasHealth() {
 			n++
 		}
 	}
