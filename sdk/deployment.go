@@ -74,8 +74,11 @@ func (d *Deployment) Copy() *Deployment {
 }
 
 // CountPlacement records in d (which the caller owns) a new allocation of
-// the deployment: one more placed, a canary listed, and the progress
-// deadline pushed out from now. It reports whether d changed.
+// the deployment: one more placed, a canary listed, and, for the group's
+// first, the progress deadline started from now. As in Nomad, later
+// placements (replacements of failed allocations among them) do not push
+// it out: only healthy allocations do (CountHealth). It reports whether d
+// changed.
 func (d *Deployment) CountPlacement(a *Allocation, now time.Time) bool {
 	s := d.TaskGroups[a.TaskGroup]
 	if s == nil || a.DeploymentID != d.ID {
@@ -85,7 +88,7 @@ func (d *Deployment) CountPlacement(a *Allocation, now time.Time) bool {
 	if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
 		s.PlacedCanaries = append(s.PlacedCanaries, a.ID)
 	}
-	if s.ProgressDeadline > 0 {
+	if s.ProgressDeadline > 0 && s.RequireProgressBy.IsZero() {
 		s.RequireProgressBy = now.Add(s.ProgressDeadline)
 	}
 	return true
@@ -94,7 +97,8 @@ func (d *Deployment) CountPlacement(a *Allocation, now time.Time) bool {
 // CountHealth records in d (which the caller owns) that an allocation of
 // the deployment went from health before to health after (as reported in
 // AllocDeploymentStatus); a newly healthy allocation pushes the progress
-// deadline out from now. An allocation counts in one of the two at most: a
+// deadline out to now plus the group's progress_deadline, if that is
+// later. An allocation counts in one of the two at most: a
 // healthy one found unhealthy later (as in Nomad), or an unhealthy one an
 // operator then marks healthy, moves over. It reports whether d changed.
 func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentStatus, now time.Time) bool {
@@ -108,8 +112,8 @@ func (d *Deployment) CountHealth(a *Allocation, before, after *AllocDeploymentSt
 			s.UnhealthyAllocs--
 		}
 		s.HealthyAllocs++
-		if s.ProgressDeadline > 0 {
-			s.RequireProgressBy = now.Add(s.ProgressDeadline)
+		if by := now.Add(s.ProgressDeadline); s.ProgressDeadline > 0 && by.After(s.RequireProgressBy) {
+			s.RequireProgressBy = by
 		}
 		changed = true
 	}

@@ -48,3 +48,41 @@ func TestDeployment_CountHealth(t *testing.T) {
 		})
 	}
 }
+
+// TestDeployment_ProgressDeadline: as in Nomad's state store, a group's
+// progress deadline starts with its first placement; later placements
+// (replacements of failed allocations too) leave it, and a healthy
+// allocation pushes it out, never in.
+func TestDeployment_ProgressDeadline(t *testing.T) {
+	yes := true
+	healthy := &AllocDeploymentStatus{Healthy: &yes}
+	t0 := time.Unix(100, 0)
+	s := &DeploymentState{ProgressDeadline: time.Minute}
+	d := &Deployment{ID: "d1", TaskGroups: map[string]*DeploymentState{"web": s}}
+	alloc := func(id string) *Allocation { return &Allocation{ID: id, DeploymentID: "d1", TaskGroup: "web"} }
+	steps := []struct {
+		name string
+		do   func()
+		want time.Time
+	}{
+		{"the first placement starts it", func() { d.CountPlacement(alloc("a1"), t0) }, t0.Add(time.Minute)},
+		{"a later placement leaves it", func() { d.CountPlacement(alloc("a2"), t0.Add(30*time.Second)) }, t0.Add(time.Minute)},
+		{"a healthy allocation pushes it out", func() { d.CountHealth(alloc("a1"), nil, healthy, t0.Add(40*time.Second)) },
+			t0.Add(100 * time.Second)},
+		{"a replacement placed after that leaves it", func() { d.CountPlacement(alloc("a3"), t0.Add(90*time.Second)) },
+			t0.Add(100 * time.Second)},
+		{"health written with an earlier time does not pull it in", func() { d.CountHealth(alloc("a2"), nil, healthy, t0.Add(20*time.Second)) },
+			t0.Add(100 * time.Second)},
+	}
+	for _, st := range steps {
+		st.do()
+		if !s.RequireProgressBy.Equal(st.want) {
+			t.Fatalf("%s: progress deadline %v, want %v", st.name, s.RequireProgressBy, st.want)
+		}
+	}
+	none := &DeploymentState{}
+	(&Deployment{ID: "d1", TaskGroups: map[string]*DeploymentState{"web": none}}).CountPlacement(alloc("a1"), t0)
+	if !none.RequireProgressBy.IsZero() {
+		t.Fatalf("a group without a progress deadline got one: %v", none.RequireProgressBy)
+	}
+}

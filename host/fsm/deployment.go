@@ -82,6 +82,10 @@ func applyDeploymentPromote(tx *state.Txn, req *DeploymentPromoteRequest, fx *ef
 			if s.DesiredCanaries > 0 {
 				s.Promoted = true
 			}
+			// As Nomad's: the rollout that follows has its own deadline.
+			if s.ProgressDeadline > 0 && !s.RequireProgressBy.IsZero() {
+				s.RequireProgressBy = time.Unix(0, req.UpdatedAt).Add(s.ProgressDeadline)
+			}
 		}
 	}
 	d.StatusDescription = sdk.DeploymentDescriptionRunning

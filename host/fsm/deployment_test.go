@@ -85,10 +85,15 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 
 	ev := &sdk.Evaluation{ID: "e2", Namespace: "default", JobID: "web", Status: sdk.EvalStatusPending,
 		TriggeredBy: sdk.EvalTriggerDeploymentWatcher}
-	apply(8, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev})
+	promoted := later.Add(30 * time.Second)
+	apply(8, &DeploymentPromoteRequest{DeploymentID: "d1", Eval: ev, UpdatedAt: promoted.UnixNano()})
 	snap = store.Snapshot()
 	if !snap.Deployment("d1").TaskGroups["g"].Promoted || snap.Eval("e2") == nil {
 		t.Fatalf("promotion not applied")
+	}
+	// As Nomad's, a promotion gives the rollout after it a new deadline.
+	if got := snap.Deployment("d1").TaskGroups["g"].RequireProgressBy; !got.Equal(promoted.Add(time.Minute)) {
+		t.Fatalf("progress deadline after the promotion %v, want %v", got, promoted.Add(time.Minute))
 	}
 }
 

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -321,4 +322,84 @@ func TestDeployments_UnhealthyAllocationIsReplacedWithinTheDeployment(t *testing
 	if got := s.Store().Snapshot().Deployment(d.ID).StatusDescription; got != sdk.DeploymentDescriptionFailedAllocations {
 		t.Fatalf("failed deployment says %q", got)
 	}
+}
+
+// TestDeployments_FailingReplacementsDoNotPostponeTheProgressDeadline: as
+// in Nomad, a group's progress deadline starts with its first placement and
+// only healthy allocations push it out. A rollout whose allocations keep
+// failing, each replaced within the deployment (reschedules without end),
+// fails at its deadline and auto-reverts; it used to run on, each
+// replacement's placement pushing the deadline out again.
+func TestDeployments_FailingReplacementsDoNotPostponeTheProgressDeadline(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 4000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	// A replacement every 5 s (the shortest reschedule delay there is):
+	// one or two within the deadline.
+	const deadline = 8 * time.Second
+	job := func(version string) *sdk.Job {
+		j := rollingJob(1, 0, false, true, version)
+		tg := j.TaskGroups[0]
+		tg.Update.ProgressDeadline, tg.Update.HealthyDeadline = deadline, 2*time.Second
+		tg.Tasks[0].KillTimeout = time.Second
+		tg.ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second,
+			DelayFunction: sdk.DelayFunctionConstant}
+		return j
+	}
+	evalID, _, err := s.RegisterJob(job("v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	if d := rollOut(t, s, true); d.Status != sdk.DeploymentStatusSuccessful {
+		t.Fatalf("v0's deployment %s", d.Status)
+	}
+	evalID, _, err = s.RegisterJob(job("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	v1 := s.Store().Snapshot().LatestDeployment("default", "web").ID
+	// Every allocation of v1 fails as it starts: unhealthy, so the
+	// watcher has it replaced within the deployment.
+	var d *sdk.Deployment
+	waitFor(t, "v1's deployment to fail", func() bool {
+		snap := s.Store().Snapshot()
+		var updates []server.AllocUpdate
+		for _, a := range snap.AllocsByDeployment(v1) {
+			if !a.TerminalStatus() && !a.DeploymentStatus.HasHealth() {
+				no := false
+				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed,
+					DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &no, Timestamp: time.Now()}})
+			}
+		}
+		if len(updates) > 0 {
+			if _, err := s.UpdateAllocsFromClient(updates); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d = snap.Deployment(v1)
+		return d.Status == sdk.DeploymentStatusFailed
+	})
+	if !strings.HasPrefix(d.StatusDescription, sdk.DeploymentDescriptionProgressDeadline) {
+		t.Fatalf("v1's deployment failed with %q", d.StatusDescription)
+	}
+	s1 := d.TaskGroups["g"]
+	if s1.PlacedAllocs < 2 {
+		t.Fatalf("v1's deployment placed %d allocations: no replacement was placed within it", s1.PlacedAllocs)
+	}
+	var first int64
+	for _, a := range s.Store().Snapshot().AllocsByDeployment(d.ID) {
+		if first == 0 || a.CreateTime < first {
+			first = a.CreateTime
+		}
+	}
+	if want := time.Unix(0, first).Add(deadline); !s1.RequireProgressBy.Equal(want) {
+		t.Fatalf("progress deadline %v, want the first placement's plus %s (%v)", s1.RequireProgressBy, deadline, want)
+	}
+	waitFor(t, "the revert to v0", func() bool {
+		j := s.Store().Snapshot().Job("default", "web")
+		return j.Version == 2 && j.TaskGroups[0].Tasks[0].Config["image"] == "web:v0"
+	})
 }
