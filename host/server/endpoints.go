@@ -3,12 +3,15 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/feasible"
 	"github.com/drover-sched/drover/sdk/reconcile"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -48,7 +51,10 @@ func (s *Server) EvaluateJob(namespace, id string) (string, uint64, error) {
 }
 
 // nodeEvals returns a node-update eval for every job with a live
-// allocation on the node and every system job that could run on it.
+// allocation on the node and every system job that could run on it (its
+// node pool and datacenters take the node), as Nomad's createNodeEvals:
+// sysbatch jobs run on the nodes there are when they are evaluated, not
+// on nodes that come later.
 func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string) []*sdk.Evaluation {
 	seen := map[sdk.NamespacedID]bool{}
 	var out []*sdk.Evaluation
@@ -73,11 +79,29 @@ func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string)
 		}
 	}
 	for _, job := range snap.Jobs("") {
-		if (job.Type == sdk.JobTypeSystem || job.Type == sdk.JobTypeSysBatch) && !job.Stop {
+		if job.Type == sdk.JobTypeSystem && !job.Stop && feasible.PoolMatches(job.NodePool, node.NodePool) &&
+			feasible.DatacenterMatches(job.Datacenters, node.Datacenter) {
 			add(job)
 		}
 	}
 	return out
+}
+
+// feasibilityChanged reports whether a node registered again changed what
+// feasibility checks read (Nomad's shouldCreateNodeEval): its datacenter,
+// name, class, attributes, meta, drivers, host volumes or devices. Its
+// resources are left to blocked evals.
+func feasibilityChanged(old, n *sdk.Node) bool {
+	devices := func(n *sdk.Node) any {
+		if n.NodeResources == nil {
+			return nil
+		}
+		return n.NodeResources.Devices
+	}
+	return old.Datacenter != n.Datacenter || old.Name != n.Name || old.NodeClass != n.NodeClass ||
+		!maps.Equal(old.Attributes, n.Attributes) || !maps.Equal(old.Meta, n.Meta) ||
+		!reflect.DeepEqual(old.Drivers, n.Drivers) || !reflect.DeepEqual(old.HostVolumes, n.HostVolumes) ||
+		!reflect.DeepEqual(devices(old), devices(n))
 }
 
 // RegisterNode registers or updates a node. It answers with the node's
@@ -115,7 +139,7 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	}
 	n.StatusUpdatedAt = s.now().Unix()
 	req := &fsm.NodeRegisterRequest{Node: n}
-	if old == nil || old.Status != n.Status {
+	if old == nil || old.Status != n.Status || feasibilityChanged(old, n) {
 		probe := *n
 		if old != nil {
 			// The servers own these; the FSM keeps them (applyNodeRegister).

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere: as Nomad's
+// createNodeEvals and shouldCreateNodeEval, a node registering evaluates
+// the system jobs whose node pool and datacenters take it (not sysbatch
+// jobs, which run on the nodes there were when they were evaluated), and a
+// node registering again does so when what feasibility reads changed
+// (meta, attributes, drivers, class, datacenter, name, host volumes,
+// devices), not when only its resources or nothing changed.
+func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	job := func(id, typ string, mut func(*sdk.Job)) {
+		t.Helper()
+		j := servertest.Job(id, typ, 1, 100, 64)
+		if mut != nil {
+			mut(j)
+		}
+		evalID, _, err := s.RegisterJob(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, evalID)
+	}
+	job("sys", sdk.JobTypeSystem, nil)
+	job("sys-glob", sdk.JobTypeSystem, func(j *sdk.Job) { j.Datacenters = []string{"dc*"} })
+	job("sys-dc2", sdk.JobTypeSystem, func(j *sdk.Job) { j.Datacenters = []string{"dc2"} })
+	job("sys-all-pools", sdk.JobTypeSystem, func(j *sdk.Job) { j.NodePool = sdk.AllNodePool })
+	job("sys-gpu-pool", sdk.JobTypeSystem, func(j *sdk.Job) { j.NodePool = "gpu" })
+	job("sysbatch", sdk.JobTypeSysBatch, nil)
+	job("service", sdk.JobTypeService, nil)
+
+	evaluated := func(w server.NodeWrite) []string {
+		var out []string
+		for _, id := range w.EvalIDs {
+			e := s.Store().Snapshot().Eval(id)
+			if e.TriggeredBy != sdk.EvalTriggerNodeUpdate {
+				t.Fatalf("eval %s triggered by %s", e.JobID, e.TriggeredBy)
+			}
+			out = append(out, e.JobID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	node := servertest.Node(1, 8000, 8192)
+	_, w, err := s.RegisterNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := evaluated(w), []string{"sys", "sys-all-pools", "sys-glob"}; !slices.Equal(got, want) {
+		t.Fatalf("a new node in dc1 evaluated %v, want %v", got, want)
+	}
+
+	cases := []struct {
+		name      string
+		change    func(*sdk.Node)
+		evaluates bool
+	}{
+		{"nothing changed", func(*sdk.Node) {}, false},
+		{"more memory", func(n *sdk.Node) { n.NodeResources.Memory.MemoryMB *= 2 }, false},
+		{"meta", func(n *sdk.Node) { n.Meta["role"] = "edge" }, true},
+		{"an attribute", func(n *sdk.Node) { n.Attributes["driver.exec"] = "1" }, true},
+		{"a driver", func(n *sdk.Node) { n.Drivers = map[string]*sdk.DriverInfo{"exec": {Detected: true, Healthy: true}} }, true},
+		{"a driver turning unhealthy", func(n *sdk.Node) { n.Drivers = map[string]*sdk.DriverInfo{"exec": {Detected: true}} }, true},
+		{"the class", func(n *sdk.Node) { n.NodeClass = "edge" }, true},
+		{"the name", func(n *sdk.Node) { n.Name = "renamed" }, true},
+		{"a host volume", func(n *sdk.Node) { n.HostVolumes = map[string]sdk.Opaque{"data": {"Path": "/data"}} }, true},
+		{"a device", func(n *sdk.Node) {
+			n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4"}}
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Store().Snapshot().Node(node.ID)
+			again := before.Copy()
+			tc.change(again)
+			_, w, err := s.RegisterNode(again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := evaluated(w); (len(got) > 0) != tc.evaluates {
+				t.Fatalf("registering again evaluated %v, want evals: %v", got, tc.evaluates)
+			}
+		})
+	}
+}
