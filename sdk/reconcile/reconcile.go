@@ -438,10 +438,14 @@ func (r *reconciler) computeGroup(name string, all set) bool {
 	untainted, migrate, lost, disconnecting, reconnecting, ignore := r.filterByTainted(all)
 	desired.Ignore += uint64(len(ignore)) + uint64(len(reconnecting))
 	waiting := ignore.union(reconnecting) // unknown: their node is away, or back but not yet reporting
-	if extra := reconnected(r.job, tg, untainted, group); len(extra) > 0 {
-		r.markStop(extra, "", AllocReconnected)
-		desired.Stop += uint64(len(extra))
-		untainted = untainted.difference(extra)
+	if originals, replacements := reconnected(r.job, tg, untainted, group); len(originals)+len(replacements) > 0 {
+		// As Nomad words it: an original that comes back to be stopped is
+		// not needed; a replacement that goes is not needed because the
+		// original reconnected.
+		r.markStop(originals, "", AllocNotNeeded)
+		r.markStop(replacements, "", AllocReconnected)
+		desired.Stop += uint64(len(originals) + len(replacements))
+		untainted = untainted.difference(originals).difference(replacements)
 	}
 	if failed := failedWhileAway(untainted); len(failed) > 0 {
 		r.markStop(failed, sdk.AllocClientStatusFailed, AllocRescheduled)
@@ -796,11 +800,11 @@ func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, resche
 // longest_running (the original has run longer) and best_score (the
 // default; plugins do not see placement scores, so the original, which was
 // placed by score first, is kept) stop the replacement.
-func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) set {
+func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (originals, replacements set) {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
-	out := set{}
+	originals, replacements = set{}, set{}
 	for _, a := range untainted.sorted() {
-		if out[a.ID] != nil || a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+		if originals[a.ID] != nil || replacements[a.ID] != nil || a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
 			continue
 		}
 		orig, repl := a, liveReplacement(a, group, untainted)
@@ -810,12 +814,12 @@ func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) set {
 			}
 		}
 		if keepReplacement || olderThan(orig, job) {
-			out[orig.ID] = orig
+			originals[orig.ID] = orig
 		} else {
-			out[repl.ID] = repl
+			replacements[repl.ID] = repl
 		}
 	}
-	return out
+	return originals, replacements
 }
 
 // olderThan reports whether a runs an older version of job, or a version

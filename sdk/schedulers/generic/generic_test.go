@@ -1715,12 +1715,14 @@ func TestService_DisconnectedClient(t *testing.T) {
 			repl := replacementOf(h, orig)
 			reconnect(h, job, orig, sdk.AllocClientStatusRunning)
 			stopped := schedtest.Stopped(h.LastPlan())
-			want := repl.ID
+			// As Nomad words it: the replacement goes as not needed since
+			// the original reconnected, the original as not needed.
+			want, desc := repl.ID, reconcile.AllocReconnected
 			if !tc.keepOriginal {
-				want = orig.ID
+				want, desc = orig.ID, reconcile.AllocNotNeeded
 			}
-			if len(stopped) != 1 || stopped[0].ID != want || stopped[0].DesiredDescription != reconcile.AllocReconnected {
-				t.Fatalf("stopped %+v, want only %s (%s)", stopped, want, reconcile.AllocReconnected)
+			if len(stopped) != 1 || stopped[0].ID != want || stopped[0].DesiredDescription != desc {
+				t.Fatalf("stopped %+v, want only %s (%s)", stopped, want, desc)
 			}
 			if len(schedtest.Placed(h.LastPlan())) != 0 {
 				t.Fatalf("placed on reconnect: %+v", schedtest.Placed(h.LastPlan()))
@@ -2164,12 +2166,12 @@ func reconnectPastAReplacementStillAway(t *testing.T, policy string) {
 		}
 	}
 	back(orig)
-	stopped := last
+	stopped, desc := last, reconcile.AllocReconnected
 	if policy == sdk.ReconcileKeepReplacement {
-		stopped = orig
+		stopped, desc = orig, reconcile.AllocNotNeeded
 	}
-	if s := h.State().Alloc(stopped.ID); s.DesiredDescription != reconcile.AllocReconnected {
-		t.Fatalf("%s was stopped as %q, want %q", stopped.ID, s.DesiredDescription, reconcile.AllocReconnected)
+	if s := h.State().Alloc(stopped.ID); s.DesiredDescription != desc {
+		t.Fatalf("%s was stopped as %q, want %q", stopped.ID, s.DesiredDescription, desc)
 	}
 	back(away)
 }
@@ -2519,8 +2521,9 @@ func TestService_FailedCanaryIsRescheduled(t *testing.T) {
 
 // TestService_ReconnectedOriginalOfAnOlderVersionIsStopped: an allocation
 // that comes back from a disconnect running an older version of the job
-// than its replacement is stopped, and nothing else changes, as in Nomad
-// (its keep-the-original default applies only between equal versions).
+// than its replacement is stopped as not needed, and nothing else changes,
+// as in Nomad (its keep-the-original default applies only between equal
+// versions).
 func TestService_ReconnectedOriginalOfAnOlderVersionIsStopped(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 4)...)
@@ -2557,6 +2560,10 @@ func TestService_ReconnectedOriginalOfAnOlderVersionIsStopped(t *testing.T) {
 	stopped, placed := schedtest.Stopped(h.LastPlan()), schedtest.Placed(h.LastPlan())
 	if len(stopped) != 1 || stopped[0].ID != orig.ID || len(placed) != 0 {
 		t.Fatalf("stopped %v, placed %d; want only the reconnected original %s stopped", names(stopped), len(placed), orig.ID)
+	}
+	// Nomad's words for an original that comes back to be stopped.
+	if got := stopped[0].DesiredDescription; got != reconcile.AllocNotNeeded {
+		t.Fatalf("the reconnected original was stopped as %q, want %q", got, reconcile.AllocNotNeeded)
 	}
 	job := h.State().Job("default", "web")
 	for _, a := range h.Live("default", "web") {
