@@ -421,7 +421,7 @@ func TestE2E_CLICommands(t *testing.T) {
 		out := c.run(1, "job", "plan", huge)
 		c.contains(out, "WARNING: Failed to place all allocations", `Dimension "memory" exhausted`, "blocked evaluation")
 		out = c.run(2, "job", "run", huge)
-		c.contains(out, "Failed to place all allocations", `Task Group "g" (failed to place 1 allocation(s))`,
+		c.contains(out, "Failed to place all allocations", `Task Group "g" (failed to place 1 allocation):`,
 			`Dimension "memory" exhausted`, "waiting for additional capacity")
 		c.contains(c.run(0, "job", "status", "huge"), "Placement Failure", "waits for capacity")
 		c.run(0, "job", "stop", "-purge", "huge")

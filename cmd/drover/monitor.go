@@ -169,7 +169,11 @@ func placementFailures(failed map[string]*sdk.AllocMetric, indent string) string
 			b.WriteString("\n")
 		}
 		mt := failed[g]
-		fmt.Fprintf(&b, "%sTask Group %q (failed to place %d allocation(s)):", indent, g, mt.CoalescedFailures+1)
+		noun := "allocation"
+		if mt.CoalescedFailures > 0 {
+			noun += "s"
+		}
+		fmt.Fprintf(&b, "%sTask Group %q (failed to place %d %s):", indent, g, mt.CoalescedFailures+1, noun)
 		for _, line := range explainMetric(mt) {
 			fmt.Fprintf(&b, "\n%s  %s", indent, line)
 		}

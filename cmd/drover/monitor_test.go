@@ -81,3 +81,17 @@ func TestMonitor_StatusChangesFromTheHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacementFailures_Wording: as Nomad's CLI, the group line counts
+// one allocation or several.
+func TestPlacementFailures_Wording(t *testing.T) {
+	got := placementFailures(map[string]*sdk.AllocMetric{
+		"one":   {NodesEvaluated: 1, NodesExhausted: 1},
+		"three": {NodesEvaluated: 1, NodesExhausted: 1, CoalescedFailures: 2},
+	}, "")
+	for _, want := range []string{`Task Group "one" (failed to place 1 allocation):`, `Task Group "three" (failed to place 3 allocations):`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}

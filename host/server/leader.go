@@ -256,7 +256,7 @@ func (s *Server) reapCancelableEvals(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			s.cancelEvals(batch, "canceled after a more recent evaluation was processed")
+			s.cancelEvals(batch, "canceled after more recent eval was processed")
 		}
 	}
 }
