@@ -35,6 +35,7 @@ const (
 	recScalingEvents
 	recClusterMeta
 	recJobSubmission
+	recJobSummaryKept
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -105,7 +106,8 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	rw := &recWriter{w: w}
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
-		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions} {
+		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
+		state.TableSummaries} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -119,6 +121,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, sub := range snap.JobSubmissions() {
 		rw.put(recJobSubmission, sub)
+	}
+	for _, k := range snap.JobSummariesKept() {
+		rw.put(recJobSummaryKept, k)
 	}
 	// Allocations are written without their job; restore links them to
 	// the job version they name. Versions no longer kept in the version
@@ -289,6 +294,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.RestoreJobSubmission(&sub)
+	case recJobSummaryKept:
+		var k state.JobSummaryKept
+		if err := un(&k); err != nil {
+			return err
+		}
+		return tx.RestoreJobSummaryKept(&k)
 	case recAllocJob:
 		var j sdk.Job
 		if err := un(&j); err != nil {

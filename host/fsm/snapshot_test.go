@@ -111,6 +111,12 @@ func TestSnapshot_CorruptIsRefused(t *testing.T) {
 // checks that a snapshot restored into an empty store holds exactly what
 // the source holds, object by object, with the same table indexes.
 func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
+	queued, collected := 0, 0 // kept summaries seen, so the property covers them
+	defer func() {
+		if queued == 0 || collected == 0 {
+			t.Errorf("the random states kept %d queued counts and %d collected counts: summaries untested", queued, collected)
+		}
+	}()
 	for seed := uint64(1); seed <= 10; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 3))
@@ -142,11 +148,18 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 							return nil
 						}
 						return tx.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("a%d", r.IntN(30)), Namespace: "default", JobID: j.ID,
-							Job: j, NodeID: fmt.Sprintf("n%d", r.IntN(5)), DesiredStatus: "run", ClientStatus: "running"})
+							Job: j, TaskGroup: "g", NodeID: fmt.Sprintf("n%d", r.IntN(5)), DesiredStatus: "run",
+							ClientStatus: []string{"running", "complete", "failed", "lost"}[r.IntN(4)]})
 					case 3:
-						return tx.UpsertEval(&sdk.Evaluation{ID: fmt.Sprintf("e%d", r.IntN(30)), Namespace: "default",
+						// Evals with a queued count and collected terminal
+						// allocations (default) make kept job summaries.
+						e := &sdk.Evaluation{ID: fmt.Sprintf("e%d", r.IntN(30)), Namespace: "default",
 							JobID: fmt.Sprintf("j%d", r.IntN(4)), Status: []string{"pending", "blocked", "complete"}[r.IntN(3)],
-							WaitUntil: time.Unix(int64(r.IntN(1000)), 0).UTC()})
+							WaitUntil: time.Unix(int64(r.IntN(1000)), 0).UTC()}
+						if r.IntN(2) == 0 {
+							e.QueuedAllocations = map[string]int{"g": r.IntN(3)}
+						}
+						return tx.UpsertEval(e)
 					case 4:
 						return tx.UpsertDeployment(&sdk.Deployment{ID: fmt.Sprintf("d%d", r.IntN(3)), Namespace: "default", JobID: "j0", Status: "running"})
 					case 5:
@@ -185,13 +198,21 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 				t.Fatalf("index %d vs %d", a.Index(), b.Index())
 			}
 			for _, table := range []string{state.TableNodes, state.TableJobs, state.TableAllocs, state.TableEvals, state.TableDeployments,
-				state.TablePeriodic, state.TableSubmissions} {
+				state.TablePeriodic, state.TableSubmissions, state.TableSummaries} {
 				if a.TableIndex(table) != b.TableIndex(table) {
 					t.Errorf("table %s index %d vs %d", table, a.TableIndex(table), b.TableIndex(table))
 				}
 			}
 			if d := compare(a, b); d != "" {
 				t.Fatal(d)
+			}
+			for _, k := range a.JobSummariesKept() {
+				if k.Queued != nil {
+					queued++
+				}
+				if len(k.Collected) > 0 {
+					collected++
+				}
 			}
 		})
 	}
@@ -246,6 +267,9 @@ func compare(a, b *state.Snapshot) string {
 		}
 		for _, sub := range s.JobSubmissions() {
 			out[fmt.Sprintf("submission/%s/%d", sub.JobID, sub.Version)] = norm(sub)
+		}
+		for _, k := range s.JobSummariesKept() {
+			out["summary/"+k.JobID] = norm(k)
 		}
 		return out
 	}

@@ -346,7 +346,9 @@ func (s *Server) SetSchedulerConfigCAS(c *sdk.SchedulerConfiguration, cas uint64
 // JobSummary counts a job's allocations per group and client status, and
 // the allocations its latest evaluation could not place. Only the job's
 // own count: after a purge and a new registration, the summary starts
-// from zero, as Nomad's, whatever the purged instance left.
+// from zero, as Nomad's, whatever the purged instance left. As Nomad's
+// running totals, it keeps what garbage collection took: the collected
+// allocations' statuses and the last queued count (state.JobSummaryKept).
 func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 	sum := &Summary{JobID: job.ID, Namespace: job.Namespace, Summary: map[string]*TaskGroupSummary{},
 		CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex}
@@ -376,6 +378,20 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			g.Unknown++
 		}
 	}
+	kept := snap.JobSummaryKept(job.Namespace, job.ID)
+	if kept != nil && kept.JobCreateIndex != job.CreateIndex {
+		kept = nil // an earlier instance's, purged meanwhile
+	}
+	if kept != nil {
+		for name, c := range kept.Collected {
+			if g := sum.Summary[name]; g != nil {
+				g.Complete += c.Complete
+				g.Failed += c.Failed
+				g.Lost += c.Lost
+			}
+		}
+		sum.ModifyIndex = max(sum.ModifyIndex, kept.ModifyIndex)
+	}
 	if job.IsPeriodic() || job.IsParameterized() {
 		sum.Children = &ChildrenSummary{}
 		for _, child := range snap.Jobs(job.Namespace) {
@@ -394,8 +410,21 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			}
 		}
 	}
-	// Queued comes from the evaluation a scheduler wrote last. One last
-	// written before the job was registered counted the queued
+	if job.Stop {
+		return sum
+	}
+	// Queued comes from the evaluation written last with a count, which
+	// the state keeps (its eval may be collected). A state written before
+	// it kept them has the evaluations to read.
+	if kept != nil && kept.Queued != nil {
+		for name, n := range kept.Queued {
+			if g := sum.Summary[name]; g != nil {
+				g.Queued = n
+			}
+		}
+		return sum
+	}
+	// One last written before the job was registered counted the queued
 	// allocations of an earlier instance; a canceled one was last written
 	// by its cancellation (a blocked eval that a later eval of the job
 	// superseded), and what it counted is no longer so, as in Nomad's
@@ -409,7 +438,7 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			latest = e
 		}
 	}
-	if latest != nil && !job.Stop {
+	if latest != nil {
 		for name, n := range latest.QueuedAllocations {
 			if g := sum.Summary[name]; g != nil {
 				g.Queued = n

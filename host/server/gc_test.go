@@ -131,3 +131,48 @@ func TestGC_LiveObjectsAreNotCollected(t *testing.T) {
 		t.Fatalf("%d allocations left, want 2", n)
 	}
 }
+
+// TestGC_JobSummaryKeepsWhatWasCollected: as Nomad's summary, which keeps
+// running totals, a job's summary still counts the terminal allocations
+// garbage collection took (QA saw Complete, Failed and Lost go back to 0,
+// and the summary's index go back).
+func TestGC_JobSummaryKeepsWhatWasCollected(t *testing.T) {
+	s, _ := gcServer(t, false)
+	j := servertest.Job("b", sdk.JobTypeBatch, 3, 100, 64)
+	j.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 0}
+	evalID, _, err := s.RegisterJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	allocs := s.Store().Snapshot().AllocsByJob("default", "b")
+	if len(allocs) != 3 {
+		t.Fatalf("placed %d, want 3", len(allocs))
+	}
+	if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: allocs[0].ID, ClientStatus: sdk.AllocClientStatusFailed},
+		{ID: allocs[1].ID, ClientStatus: sdk.AllocClientStatusComplete}, {ID: allocs[2].ID, ClientStatus: sdk.AllocClientStatusComplete}}); err != nil {
+		t.Fatal(err)
+	}
+	summary := func() *server.Summary {
+		snap := s.Store().Snapshot()
+		return server.JobSummary(snap, snap.Job("default", "b"))
+	}
+	want := server.TaskGroupSummary{Failed: 1, Complete: 2}
+	before := summary()
+	if got := *before.Summary["g"]; got != want {
+		t.Fatalf("summary before GC %+v, want %+v", got, want)
+	}
+
+	servertest.ForceGC(t, s, sdk.EvalStatusComplete)
+	snap := s.Store().Snapshot()
+	if n := len(snap.AllocsByJob("default", "b")); n != 0 || snap.Eval(evalID) != nil {
+		t.Fatalf("%d allocations and the eval (%v) left after GC, want none", n, snap.Eval(evalID) != nil)
+	}
+	after := summary()
+	if got := *after.Summary["g"]; got != want {
+		t.Fatalf("summary after GC %+v, want %+v as before", got, want)
+	}
+	if after.ModifyIndex < before.ModifyIndex {
+		t.Fatalf("summary index went back from %d to %d", before.ModifyIndex, after.ModifyIndex)
+	}
+}

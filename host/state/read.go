@@ -280,6 +280,17 @@ func (r reader) ScalingEvents(ns, jobID string) *JobScalingEvents {
 	return first[JobScalingEvents](r, TableScaling, "id", ns, jobID)
 }
 
+// JobSummaryKept returns what job ns/jobID's summary keeps across garbage
+// collection, nil if nothing yet.
+func (r reader) JobSummaryKept(ns, jobID string) *JobSummaryKept {
+	return first[JobSummaryKept](r, TableSummaries, "id", ns, jobID)
+}
+
+// JobSummariesKept returns every job's kept summary.
+func (r reader) JobSummariesKept() []*JobSummaryKept {
+	return all[JobSummaryKept](r, TableSummaries, "id")
+}
+
 // AllScalingEvents returns every job's scaling events.
 func (r reader) AllScalingEvents() []*JobScalingEvents {
 	return all[JobScalingEvents](r, TableScaling, "id")

@@ -21,6 +21,7 @@ const (
 	TableScaling     = "scaling_event"
 	TableCluster     = "cluster"
 	TableSubmissions = "job_submission"
+	TableSummaries   = "job_summary"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
@@ -102,6 +103,29 @@ func (s *JobSubmission) Size() int {
 		n += len(k) + len(v)
 	}
 	return n
+}
+
+// JobSummaryKept is what a job's summary keeps that its allocations and
+// evaluations would lose to garbage collection (Nomad keeps the whole
+// summary as running totals): the allocations each group had queued when
+// an evaluation last counted them, and the terminal allocations collected
+// so far, by client status. It lives as long as the job (instance).
+type JobSummaryKept struct {
+	Namespace string
+	JobID     string
+	// JobCreateIndex is the job instance's create index.
+	JobCreateIndex uint64
+	// Queued is the QueuedAllocations of the evaluation written last
+	// with them (nil before the first).
+	Queued    map[string]int
+	Collected map[string]CollectedAllocs
+	// ModifyIndex is the index of the last change.
+	ModifyIndex uint64
+}
+
+// CollectedAllocs counts a group's collected allocations by client status.
+type CollectedAllocs struct {
+	Complete, Failed, Lost int
 }
 
 // ClusterMeta identifies the cluster this state is the state of. Its first
@@ -212,6 +236,9 @@ var (
 
 	scalingNamespace = field("Namespace", func(e *JobScalingEvents) string { return e.Namespace })
 	scalingJobID     = field("JobID", func(e *JobScalingEvents) string { return e.JobID })
+
+	summaryNamespace = field("Namespace", func(k *JobSummaryKept) string { return k.Namespace })
+	summaryJobID     = field("JobID", func(k *JobSummaryKept) string { return k.JobID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -316,6 +343,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TableScaling: {Name: TableScaling, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", scalingNamespace, scalingJobID, true),
+		}},
+		TableSummaries: {Name: TableSummaries, Indexes: map[string]*memdb.IndexSchema{
+			"id": nsIDIndex("id", summaryNamespace, summaryJobID, true),
 		}},
 	}}
 }

@@ -78,6 +78,76 @@ func (z ClusterMeta) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z CollectedAllocs) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "Complete"
+	o = append(o, 0x83, 0xa8, 0x43, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65)
+	o = msgp.AppendInt(o, z.Complete)
+	// string "Failed"
+	o = append(o, 0xa6, 0x46, 0x61, 0x69, 0x6c, 0x65, 0x64)
+	o = msgp.AppendInt(o, z.Failed)
+	// string "Lost"
+	o = append(o, 0xa4, 0x4c, 0x6f, 0x73, 0x74)
+	o = msgp.AppendInt(o, z.Lost)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CollectedAllocs) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Complete":
+			z.Complete, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Complete")
+				return
+			}
+		case "Failed":
+			z.Failed, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Failed")
+				return
+			}
+		case "Lost":
+			z.Lost, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Lost")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z CollectedAllocs) Msgsize() (s int) {
+	s = 1 + 9 + msgp.IntSize + 7 + msgp.IntSize + 5 + msgp.IntSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z IndexEntry) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 2
@@ -437,6 +507,213 @@ func (z *JobSubmission) Msgsize() (s int) {
 		}
 	}
 	s += 10 + msgp.StringPrefixSize + len(z.Variables) + 10 + msgp.StringPrefixSize + len(z.Namespace) + 6 + msgp.StringPrefixSize + len(z.JobID) + 8 + msgp.Uint64Size + 15 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *JobSummaryKept) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 6
+	// string "Namespace"
+	o = append(o, 0x86, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Namespace)
+	// string "JobID"
+	o = append(o, 0xa5, 0x4a, 0x6f, 0x62, 0x49, 0x44)
+	o = msgp.AppendString(o, z.JobID)
+	// string "JobCreateIndex"
+	o = append(o, 0xae, 0x4a, 0x6f, 0x62, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.JobCreateIndex)
+	// string "Queued"
+	o = append(o, 0xa6, 0x51, 0x75, 0x65, 0x75, 0x65, 0x64)
+	o = msgp.AppendMapHeader(o, uint32(len(z.Queued)))
+	for za0001, za0002 := range z.Queued {
+		o = msgp.AppendString(o, za0001)
+		o = msgp.AppendInt(o, za0002)
+	}
+	// string "Collected"
+	o = append(o, 0xa9, 0x43, 0x6f, 0x6c, 0x6c, 0x65, 0x63, 0x74, 0x65, 0x64)
+	o = msgp.AppendMapHeader(o, uint32(len(z.Collected)))
+	for za0003, za0004 := range z.Collected {
+		o = msgp.AppendString(o, za0003)
+		// map header, size 3
+		// string "Complete"
+		o = append(o, 0x83, 0xa8, 0x43, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65)
+		o = msgp.AppendInt(o, za0004.Complete)
+		// string "Failed"
+		o = append(o, 0xa6, 0x46, 0x61, 0x69, 0x6c, 0x65, 0x64)
+		o = msgp.AppendInt(o, za0004.Failed)
+		// string "Lost"
+		o = append(o, 0xa4, 0x4c, 0x6f, 0x73, 0x74)
+		o = msgp.AppendInt(o, za0004.Lost)
+	}
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *JobSummaryKept) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Namespace":
+			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+		case "JobID":
+			z.JobID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobID")
+				return
+			}
+		case "JobCreateIndex":
+			z.JobCreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JobCreateIndex")
+				return
+			}
+		case "Queued":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Queued")
+				return
+			}
+			if z.Queued == nil {
+				z.Queued = make(map[string]int, zb0002)
+			} else if len(z.Queued) > 0 {
+				clear(z.Queued)
+			}
+			for zb0002 > 0 {
+				var za0002 int
+				zb0002--
+				var za0001 string
+				za0001, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Queued")
+					return
+				}
+				za0002, bts, err = msgp.ReadIntBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Queued", za0001)
+					return
+				}
+				z.Queued[za0001] = za0002
+			}
+		case "Collected":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Collected")
+				return
+			}
+			if z.Collected == nil {
+				z.Collected = make(map[string]CollectedAllocs, zb0003)
+			} else if len(z.Collected) > 0 {
+				clear(z.Collected)
+			}
+			for zb0003 > 0 {
+				var za0004 CollectedAllocs
+				zb0003--
+				var za0003 string
+				za0003, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Collected")
+					return
+				}
+				var zb0004 uint32
+				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Collected", za0003)
+					return
+				}
+				for zb0004 > 0 {
+					zb0004--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Collected", za0003)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "Complete":
+						za0004.Complete, bts, err = msgp.ReadIntBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Collected", za0003, "Complete")
+							return
+						}
+					case "Failed":
+						za0004.Failed, bts, err = msgp.ReadIntBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Collected", za0003, "Failed")
+							return
+						}
+					case "Lost":
+						za0004.Lost, bts, err = msgp.ReadIntBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Collected", za0003, "Lost")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Collected", za0003)
+							return
+						}
+					}
+				}
+				z.Collected[za0003] = za0004
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *JobSummaryKept) Msgsize() (s int) {
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 6 + msgp.StringPrefixSize + len(z.JobID) + 15 + msgp.Uint64Size + 7 + msgp.MapHeaderSize
+	if z.Queued != nil {
+		for za0001, za0002 := range z.Queued {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.IntSize
+		}
+	}
+	s += 10 + msgp.MapHeaderSize
+	if z.Collected != nil {
+		for za0003, za0004 := range z.Collected {
+			_ = za0004
+			s += msgp.StringPrefixSize + len(za0003) + 1 + 9 + msgp.IntSize + 7 + msgp.IntSize + 5 + msgp.IntSize
+		}
+	}
+	s += 12 + msgp.Uint64Size
 	return
 }
 

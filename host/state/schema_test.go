@@ -27,6 +27,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableCluster:     {"id": str("Key")},
 		TablePeriodic:    {"id": nsID("ID")},
 		TableScaling:     {"id": nsID("JobID")},
+		TableSummaries:   {"id": nsID("JobID")},
 	}
 }
 
@@ -70,6 +71,10 @@ func indexedObjects() map[string][]any {
 		TableScaling: {
 			&JobScalingEvents{Namespace: "default", JobID: "web"}, &JobScalingEvents{},
 			&JobScalingEvents{JobID: "web"}, &JobScalingEvents{Namespace: "default"},
+		},
+		TableSummaries: {
+			&JobSummaryKept{Namespace: "default", JobID: "web"}, &JobSummaryKept{},
+			&JobSummaryKept{JobID: "web"}, &JobSummaryKept{Namespace: "default"},
 		},
 	}
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 
 	"github.com/drover-sched/drover/sdk"
@@ -226,6 +227,11 @@ func (t *Txn) DeleteJob(ns, id string) error {
 			return err
 		}
 	}
+	if old := t.JobSummaryKept(ns, id); old != nil {
+		if err := t.delete(TableSummaries, old); err != nil {
+			return err
+		}
+	}
 	t.record(KindJob, jobKey(ns, id))
 	return t.delete(TableJobs, old)
 }
@@ -241,10 +247,40 @@ func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
 		}
 		e.ModifyIndex = t.index
 		t.touch(e.Namespace, e.JobID)
+		// The job's summary keeps what an eval counted queued, as Nomad's
+		// does; a canceled eval's count is no longer so.
+		if e.QueuedAllocations != nil && e.Status != sdk.EvalStatusCanceled {
+			if err := t.keepSummary(e.Namespace, e.JobID, func(k *JobSummaryKept) {
+				k.Queued = maps.Clone(e.QueuedAllocations)
+			}); err != nil {
+				return err
+			}
+		}
 	}
 	t.record(KindEval, e.ID)
 	return t.insert(TableEvals, e)
 }
+
+// keepSummary applies change to what job ns/jobID's summary keeps, if the
+// job is there: a new record for a new job instance.
+func (t *Txn) keepSummary(ns, jobID string, change func(*JobSummaryKept)) error {
+	job := t.Job(ns, jobID)
+	if job == nil {
+		return nil
+	}
+	k := &JobSummaryKept{Namespace: ns, JobID: jobID, JobCreateIndex: job.CreateIndex}
+	if old := t.JobSummaryKept(ns, jobID); old != nil && old.JobCreateIndex == job.CreateIndex {
+		c := *old
+		c.Collected = maps.Clone(old.Collected)
+		k = &c
+	}
+	change(k)
+	k.ModifyIndex = t.index
+	return t.insert(TableSummaries, k)
+}
+
+// RestoreJobSummaryKept inserts a kept summary (restore only).
+func (t *Txn) RestoreJobSummaryKept(k *JobSummaryKept) error { return t.insert(TableSummaries, k) }
 
 // DeleteEval removes an evaluation.
 func (t *Txn) DeleteEval(id string) error {
@@ -305,7 +341,33 @@ func (t *Txn) DeleteAlloc(id string) error {
 		return nil
 	}
 	t.record(KindAlloc, id)
-	return t.delete(TableAllocs, old)
+	if err := t.delete(TableAllocs, old); err != nil {
+		return err
+	}
+	// A terminal allocation of the job's instance collected leaves its
+	// count in the job's summary, as Nomad's running totals keep it.
+	if job := t.Job(old.Namespace, old.JobID); job != nil && ofInstance(job, old) {
+		var count func(*CollectedAllocs)
+		switch old.ClientStatus {
+		case sdk.AllocClientStatusComplete:
+			count = func(c *CollectedAllocs) { c.Complete++ }
+		case sdk.AllocClientStatusFailed:
+			count = func(c *CollectedAllocs) { c.Failed++ }
+		case sdk.AllocClientStatusLost:
+			count = func(c *CollectedAllocs) { c.Lost++ }
+		}
+		if count != nil {
+			return t.keepSummary(old.Namespace, old.JobID, func(k *JobSummaryKept) {
+				if k.Collected == nil {
+					k.Collected = map[string]CollectedAllocs{}
+				}
+				c := k.Collected[old.TaskGroup]
+				count(&c)
+				k.Collected[old.TaskGroup] = c
+			})
+		}
+	}
+	return nil
 }
 
 // UpsertDeployment inserts or replaces a deployment.
