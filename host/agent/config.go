@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/drover-sched/drover/sdk"
 	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -37,6 +38,13 @@ var ErrConfig = errors.New("agent: invalid configuration")
 //	  min_heartbeat_ttl                    = "10s"
 //	  job_gc_interval                      = "5m"
 //	  eval_gc_threshold                    = "1h"
+//
+//	  default_scheduler_config {
+//	    scheduler_algorithm = "spread"
+//	    preemption_config {
+//	      service_scheduler_enabled = true
+//	    }
+//	  }
 //	}
 //
 //	telemetry {
@@ -125,6 +133,29 @@ type ServerBlock struct {
 
 	BootstrapExpect *int             `hcl:"bootstrap_expect,optional"`
 	ServerJoin      *ServerJoinBlock `hcl:"server_join,block"`
+
+	DefaultSchedulerConfig *SchedulerConfigBlock `hcl:"default_scheduler_config,block"`
+}
+
+// SchedulerConfigBlock is the server block's default_scheduler_config: the
+// scheduler configuration a new cluster starts with, as Nomad's (later
+// changes go through the API: the first leader writes this one once).
+type SchedulerConfigBlock struct {
+	SchedulerAlgorithm            string                 `hcl:"scheduler_algorithm,optional"`
+	MemoryOversubscriptionEnabled bool                   `hcl:"memory_oversubscription_enabled,optional"`
+	RejectJobRegistration         bool                   `hcl:"reject_job_registration,optional"`
+	PauseEvalBroker               bool                   `hcl:"pause_eval_broker,optional"`
+	Preemption                    *PreemptionConfigBlock `hcl:"preemption_config,block"`
+}
+
+// PreemptionConfigBlock is default_scheduler_config's preemption_config;
+// an attribute left out keeps Nomad's default (system jobs preempt, the
+// others do not).
+type PreemptionConfigBlock struct {
+	System   *bool `hcl:"system_scheduler_enabled,optional"`
+	SysBatch *bool `hcl:"sysbatch_scheduler_enabled,optional"`
+	Batch    *bool `hcl:"batch_scheduler_enabled,optional"`
+	Service  *bool `hcl:"service_scheduler_enabled,optional"`
 }
 
 // ServerJoinBlock is the server block's server_join: the other servers'
@@ -406,6 +437,31 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 	if j := b.ServerJoin; j != nil {
 		sc.RetryJoin = j.RetryJoin
 		dur("server_join.retry_interval", j.RetryInterval, &sc.RetryInterval)
+	}
+	if d := b.DefaultSchedulerConfig; d != nil {
+		c := sdk.DefaultSchedulerConfiguration()
+		switch d.SchedulerAlgorithm {
+		case "":
+		case sdk.SchedulerAlgorithmBinpack, sdk.SchedulerAlgorithmSpread:
+			c.SchedulerAlgorithm = d.SchedulerAlgorithm
+		default:
+			errs = append(errs, &valueError{"server.default_scheduler_config.scheduler_algorithm",
+				fmt.Sprintf("%q is not binpack or spread", d.SchedulerAlgorithm)})
+		}
+		c.MemoryOversubscriptionEnabled, c.RejectJobRegistration, c.PauseEvalBroker =
+			d.MemoryOversubscriptionEnabled, d.RejectJobRegistration, d.PauseEvalBroker
+		if p := d.Preemption; p != nil {
+			for _, f := range []struct {
+				set *bool
+				to  *bool
+			}{{p.System, &c.PreemptionConfig.SystemSchedulerEnabled}, {p.SysBatch, &c.PreemptionConfig.SysBatchSchedulerEnabled},
+				{p.Batch, &c.PreemptionConfig.BatchSchedulerEnabled}, {p.Service, &c.PreemptionConfig.ServiceSchedulerEnabled}} {
+				if f.set != nil {
+					*f.to = *f.set
+				}
+			}
+		}
+		sc.DefaultSchedulerConfig = c
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"github.com/drover-sched/drover/sdk"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,17 @@ server {
   server_join {
     retry_join     = ["10.0.0.2:4647", "10.0.0.3:4647"]
     retry_interval = "20s"
+  }
+
+  default_scheduler_config {
+    scheduler_algorithm             = "spread"
+    memory_oversubscription_enabled = true
+    reject_job_registration         = true
+    pause_eval_broker               = true
+    preemption_config {
+      system_scheduler_enabled  = false
+      service_scheduler_enabled = true
+    }
   }
 }
 
@@ -115,6 +127,10 @@ telemetry {
 		{"bootstrap_expect", s.BootstrapExpect, 3},
 		{"server_join.retry_join", strings.Join(s.RetryJoin, ","), "10.0.0.2:4647,10.0.0.3:4647"},
 		{"server_join.retry_interval", s.RetryInterval, 20 * time.Second},
+		{"default_scheduler_config", *s.DefaultSchedulerConfig, sdk.SchedulerConfiguration{SchedulerAlgorithm: "spread",
+			MemoryOversubscriptionEnabled: true, RejectJobRegistration: true, PauseEvalBroker: true,
+			// Left out: sysbatch and batch keep Nomad's default (off).
+			PreemptionConfig: sdk.PreemptionConfig{ServiceSchedulerEnabled: true}}},
 		{"telemetry.collection_interval", s.Telemetry.CollectionInterval, 5 * time.Second},
 		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
 		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
@@ -207,6 +223,9 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"retry join not a list", "server {\n  server_join {\n    retry_join = \"a:1\"\n  }\n}", "agent.hcl:3"},
 		{"bad retry interval", "server {\n  server_join {\n    retry_interval = \"often\"\n  }\n}", "agent.hcl:3:22: error: Invalid value; server.server_join.retry_interval"},
 		{"unknown advertise", "advertise {\n  serf = \"a:1\"\n}", "agent.hcl:2"},
+		{"bad scheduler algorithm", "server {\n  default_scheduler_config {\n    scheduler_algorithm = \"random\"\n  }\n}",
+			`agent.hcl:3:27: error: Invalid value; server.default_scheduler_config.scheduler_algorithm = "random" is not binpack or spread`},
+		{"unknown scheduler setting", "server {\n  default_scheduler_config {\n    algorithm = \"spread\"\n  }\n}", "agent.hcl:3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

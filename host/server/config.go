@@ -97,6 +97,9 @@ type Config struct {
 	// variables) kept with a job version, in bytes; a larger one is
 	// dropped with a warning and the job still registered, as in Nomad.
 	JobMaxSourceSize int
+	// DefaultSchedulerConfig is the scheduler configuration a cluster
+	// starts with (nil: Nomad's default); the first leader writes it.
+	DefaultSchedulerConfig *sdk.SchedulerConfiguration
 }
 
 // DefaultConfig returns Nomad's defaults.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -347,6 +348,25 @@ func (s *Server) StopAlloc(allocID string) (string, uint64, error) {
 // SetSchedulerConfig replaces the scheduler configuration.
 func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, error) {
 	return s.setSchedulerConfig(&fsm.SchedulerConfigRequest{Config: c})
+}
+
+// ensureSchedulerConfig writes the scheduler configuration a cluster starts
+// with (server.default_scheduler_config, else Nomad's default) when the
+// state holds none yet, as Nomad's leader does, so that the configuration
+// read back has its indexes. A configuration an operator set first stays.
+func (s *Server) ensureSchedulerConfig(ctx context.Context) {
+	if s.store.Snapshot().SchedulerConfigSet() {
+		return
+	}
+	c := sdk.DefaultSchedulerConfiguration()
+	if d := s.cfg.DefaultSchedulerConfig; d != nil {
+		cp := *d
+		c = &cp
+	}
+	_, err := s.setSchedulerConfig(&fsm.SchedulerConfigRequest{Config: c, CAS: true})
+	if err != nil && !errors.Is(err, fsm.ErrConflict) && ctx.Err() == nil {
+		s.log.Warn().Err(err).Msg("could not write the default scheduler configuration; the next leader will")
+	}
 }
 
 func (s *Server) setSchedulerConfig(req *fsm.SchedulerConfigRequest) (uint64, error) {

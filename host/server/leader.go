@@ -76,6 +76,7 @@ func (s *Server) establishLeadership() error {
 	if !s.cfg.Dev {
 		run(s.ensureClusterID)
 	}
+	run(s.ensureSchedulerConfig)
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		run(w.run)

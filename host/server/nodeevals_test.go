@@ -3,6 +3,7 @@ package server_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -93,5 +94,35 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 				t.Fatalf("registering again evaluated %v, want evals: %v", got, tc.evaluates)
 			}
 		})
+	}
+}
+
+// TestLeader_WritesTheDefaultSchedulerConfig: as Nomad's leader, the first
+// one writes the scheduler configuration the cluster starts with (the
+// server's default_scheduler_config), so it reads back with its indexes
+// and a check-and-set against them works.
+func TestLeader_WritesTheDefaultSchedulerConfig(t *testing.T) {
+	start := sdk.DefaultSchedulerConfiguration()
+	start.SchedulerAlgorithm = sdk.SchedulerAlgorithmSpread
+	s := servertest.New(t, nil, func(c *server.Config) { c.DefaultSchedulerConfig = start })
+	var c *sdk.SchedulerConfiguration
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if snap := s.Store().Snapshot(); snap.SchedulerConfigSet() {
+			c = snap.SchedulerConfig()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no scheduler configuration written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.SchedulerAlgorithm != sdk.SchedulerAlgorithmSpread || c.CreateIndex == 0 || c.ModifyIndex != c.CreateIndex {
+		t.Fatalf("written %+v, want spread with its indexes", c)
+	}
+	c2 := *c
+	c2.SchedulerAlgorithm = sdk.SchedulerAlgorithmBinpack
+	if ok, _, err := s.SetSchedulerConfigCAS(&c2, c.ModifyIndex); err != nil || !ok {
+		t.Fatalf("check-and-set at the written index: %v %v", ok, err)
 	}
 }

@@ -311,6 +311,12 @@ func (r reader) SchedulerConfig() *sdk.SchedulerConfiguration {
 	return sdk.DefaultSchedulerConfiguration()
 }
 
+// SchedulerConfigSet reports whether a scheduler configuration was written
+// (SchedulerConfig answers the default until one is).
+func (r reader) SchedulerConfigSet() bool {
+	return first[SchedulerConfigEntry](r, TableSchedConfig, "id", "config") != nil
+}
+
 // ClusterMeta returns the cluster's identity, nil until its first leader
 // wrote it.
 func (r reader) ClusterMeta() *ClusterMeta {
