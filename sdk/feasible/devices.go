@@ -2,7 +2,6 @@ package feasible
 
 import (
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/sdk"
@@ -26,29 +25,31 @@ func DeviceNameMatches(d *sdk.NodeDeviceResource, name string) bool {
 }
 
 // resolveDeviceTarget resolves "${device.vendor}", "${device.type}",
-// "${device.model}", "${device.attr.X}" or a literal against a device group.
-func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, bool) {
+// "${device.model}" (strings), "${device.attr.X}" or a literal against a
+// device group, as Nomad does: an attribute or a literal is read as a
+// number with its unit where it is one (parseAttribute).
+func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, attribute, bool) {
 	if !strings.HasPrefix(target, "${") {
-		return target, true
+		return target, parseAttribute(target), true
 	}
 	switch target {
 	case "${device.vendor}":
-		return d.Vendor, true
+		return d.Vendor, attribute{s: d.Vendor}, true
 	case "${device.type}":
-		return d.Type, true
+		return d.Type, attribute{s: d.Type}, true
 	case "${device.model}":
-		return d.Name, true
+		return d.Name, attribute{s: d.Name}, true
 	}
 	if key, ok := strings.CutPrefix(target, "${device.attr."); ok {
 		v, ok := d.Attributes[strings.TrimSuffix(key, "}")]
-		return v, ok
+		return v, parseAttribute(v), ok
 	}
-	return "", false
+	return "", attribute{}, false
 }
 
 // DeviceMatches reports whether a device group satisfies a request's name
-// and constraints. Attribute values with the same unit ("11 GiB" against
-// "8 GiB") compare by number.
+// and constraints. Comparisons read attributes as Nomad does: "11 GiB" is
+// more than "9000 MiB" (deviceCompare).
 func DeviceMatches(ch *Checker, d *sdk.NodeDeviceResource, req *sdk.RequestedDevice) bool {
 	if !DeviceNameMatches(d, req.Name) {
 		return false
@@ -61,28 +62,42 @@ func DeviceMatches(ch *Checker, d *sdk.NodeDeviceResource, req *sdk.RequestedDev
 	return true
 }
 
+// deviceCompare checks a device constraint or affinity against a device
+// group as Nomad's checkAttributeConstraint does: equality and order
+// compare typed attributes (numbers after their units, and only with
+// values of the same kind); the other operators compare strings, as for
+// node attributes.
 func (ch *Checker) deviceCompare(op, lt, rt string, d *sdk.NodeDeviceResource) bool {
-	l, lok := resolveDeviceTarget(lt, d)
-	r, rok := resolveDeviceTarget(rt, d)
-	l, r = sameUnitNumbers(l, r)
+	l, la, lok := resolveDeviceTarget(lt, d)
+	r, ra, rok := resolveDeviceTarget(rt, d)
+	switch op {
+	case sdk.ConstraintNotEqual, "not":
+		if !lok || !rok {
+			return lok != rok
+		}
+		v, ok := la.compare(ra)
+		return ok && v != 0
+	case sdk.ConstraintEqual, "==", "is", sdk.ConstraintLess, sdk.ConstraintLessEqual, sdk.ConstraintGreater, sdk.ConstraintGreaterEqual:
+		if !lok || !rok {
+			return false
+		}
+		v, ok := la.compare(ra)
+		if !ok {
+			return false
+		}
+		switch op {
+		case sdk.ConstraintLess:
+			return v == -1
+		case sdk.ConstraintLessEqual:
+			return v != 1
+		case sdk.ConstraintGreater:
+			return v == 1
+		case sdk.ConstraintGreaterEqual:
+			return v != -1
+		}
+		return v == 0
+	}
 	return ch.Compare(op, l, r, lok, rok)
-}
-
-// sameUnitNumbers strips a common unit from "N unit" values so that they
-// compare as numbers.
-func sameUnitNumbers(l, r string) (string, string) {
-	ln, lu, lok := strings.Cut(strings.TrimSpace(l), " ")
-	rn, ru, rok := strings.Cut(strings.TrimSpace(r), " ")
-	if !lok || !rok || lu != ru {
-		return l, r
-	}
-	if _, err := strconv.ParseFloat(ln, 64); err != nil {
-		return l, r
-	}
-	if _, err := strconv.ParseFloat(rn, 64); err != nil {
-		return l, r
-	}
-	return ln, rn
 }
 
 // healthyInstances counts a device group's healthy instances.

@@ -52,3 +52,27 @@ func FuzzChecker(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAttributeCompare: any two values parse without a panic, and
+// comparing is symmetric: a against b is the opposite of b against a, and
+// comparable either both ways or neither (bools aside, which Nomad orders
+// only by equality).
+func FuzzAttributeCompare(f *testing.F) {
+	f.Add("11 GiB", "9000 MiB")
+	f.Add("1.5 GHz", "1400MHz")
+	f.Add("250 W", "300000 mW")
+	f.Add("42", "41.5")
+	f.Add("true", "false")
+	f.Add("pascal", "volta")
+	f.Fuzz(func(t *testing.T, l, r string) {
+		a, b := parseAttribute(l), parseAttribute(r)
+		ab, okab := a.compare(b)
+		ba, okba := b.compare(a)
+		if okab != okba {
+			t.Fatalf("%q vs %q comparable %v one way, %v the other", l, r, okab, okba)
+		}
+		if okab && a.kind != attrBool && ab != -ba {
+			t.Fatalf("%q vs %q: %d one way, %d the other", l, r, ab, ba)
+		}
+	})
+}
