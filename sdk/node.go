@@ -108,18 +108,44 @@ func (n *Node) Capacity() Usage {
 		u.CPU = r.Cpu.CpuShares
 		u.MemoryMB = r.Memory.MemoryMB
 		u.DiskMB = r.Disk.DiskMB
-		u.Cores = int64(r.Cpu.TotalCpuCores)
-		if len(r.Cpu.ReservableCpuCores) > 0 {
-			u.Cores = int64(len(r.Cpu.ReservableCpuCores))
-		}
+		n.EachReservableCore(func(uint16) { u.Cores++ })
 	}
 	if r := n.ReservedResources; r != nil {
 		u.CPU -= r.Cpu.CpuShares
 		u.MemoryMB -= r.Memory.MemoryMB
 		u.DiskMB -= r.Disk.DiskMB
-		u.Cores -= int64(len(r.Cpu.ReservedCores))
 	}
 	return u
+}
+
+// EachReservableCore calls fn with each core a task may reserve on the
+// node, in order: its reservable cores (all of them, 0 to TotalCpuCores-1,
+// when it lists none) but the reserved ones. As in Nomad, reserved cores
+// are taken out as a set: a node's client may already leave them out of
+// its reservable cores.
+func (n *Node) EachReservableCore(fn func(uint16)) {
+	if n.NodeResources == nil {
+		return
+	}
+	var reserved []uint16
+	if n.ReservedResources != nil {
+		reserved = n.ReservedResources.Cpu.ReservedCores
+	}
+	cpu := n.NodeResources.Cpu
+	each := func(c uint16) {
+		if !slices.Contains(reserved, c) {
+			fn(c)
+		}
+	}
+	if len(cpu.ReservableCpuCores) > 0 {
+		for _, c := range cpu.ReservableCpuCores {
+			each(c)
+		}
+		return
+	}
+	for c := range cpu.TotalCpuCores {
+		each(c)
+	}
 }
 
 // HasDriver reports whether the node runs the task driver: detected and

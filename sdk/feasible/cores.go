@@ -1,8 +1,6 @@
 package feasible
 
 import (
-	"slices"
-
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -10,26 +8,8 @@ import (
 // its reservable cores (or 0..TotalCpuCores-1 when it lists none), less the
 // cores the node keeps for itself.
 func ReservableCores(n *sdk.Node) []uint16 {
-	if n.NodeResources == nil {
-		return nil
-	}
-	cpu := n.NodeResources.Cpu
-	cores := cpu.ReservableCpuCores
-	if len(cores) == 0 {
-		cores = make([]uint16, cpu.TotalCpuCores)
-		for i := range cores {
-			cores[i] = uint16(i)
-		}
-	}
-	if n.ReservedResources == nil || len(n.ReservedResources.Cpu.ReservedCores) == 0 {
-		return cores
-	}
-	out := make([]uint16, 0, len(cores))
-	for _, c := range cores {
-		if !slices.Contains(n.ReservedResources.Cpu.ReservedCores, c) {
-			out = append(out, c)
-		}
-	}
+	var out []uint16
+	n.EachReservableCore(func(c uint16) { out = append(out, c) })
 	return out
 }
 
