@@ -3,6 +3,7 @@ package feasible
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -458,6 +459,10 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 	if !task && mappings == nil {
 		mappings = make([]sdk.PortMapping, 0, len(ask.ReservedPorts)+len(ask.DynamicPorts))
 	}
+	// As Nomad's AssignPorts, a dynamic port is none the allocation was
+	// already given, on whatever address.
+	var inOffer [8]int
+	offered := inOffer[:0]
 	for _, p := range offer.ReservedPorts {
 		ip, set := addr(p)
 		if p.IgnoreCollision {
@@ -471,6 +476,7 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 		} else {
 			used.journal = append(used.journal, journalEntry{set, p.Value})
 		}
+		offered = append(offered, p.Value)
 		if !task {
 			mappings = append(mappings, sdk.PortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: ip})
 		}
@@ -478,11 +484,12 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 	lo, hi := dynamicRange(n)
 	for i := range offer.DynamicPorts {
 		ip, set := addr(offer.DynamicPorts[i])
-		p := pickDynamic(&used.reserved, set, lo, hi, rng)
+		p := pickDynamic(&used.reserved, set, offered, lo, hi, rng)
 		if p == 0 {
 			undo()
 			return mappings[:0], "network: dynamic port selection failed"
 		}
+		offered = append(offered, p)
 		used.journal = append(used.journal, journalEntry{set, p})
 		offer.DynamicPorts[i].Value = p
 		to := offer.DynamicPorts[i].To
@@ -498,17 +505,18 @@ func assignPorts(n *sdk.Node, used *PortIndex, ask *sdk.NetworkResource, rng *ra
 }
 
 // pickDynamic takes and returns a port in lo..hi that neither reserved nor
-// used holds, or returns 0.
-func pickDynamic(reserved, used *PortSet, lo, hi int, rng *rand.Rand) int {
+// used holds, nor offered (the ports the allocation was given so far, on
+// any address), or returns 0.
+func pickDynamic(reserved, used *PortSet, offered []int, lo, hi int, rng *rand.Rand) int {
+	free := func(p int) bool { return !reserved.Has(p) && !slices.Contains(offered, p) && !used.Add(p) }
 	span := hi - lo + 1
 	for i := 0; i < randomPortAttempts; i++ {
-		p := lo + rng.IntN(span)
-		if !reserved.Has(p) && !used.Add(p) {
+		if p := lo + rng.IntN(span); free(p) {
 			return p
 		}
 	}
 	for p := lo; p <= hi; p++ {
-		if !reserved.Has(p) && !used.Add(p) {
+		if free(p) {
 			return p
 		}
 	}

@@ -2,6 +2,7 @@ package feasible
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -120,9 +121,20 @@ func TestAssignPorts_PerAddress(t *testing.T) {
 		{"dynamic range full on its address",
 			[]*sdk.Allocation{portOn("a", 30000, def), portOn("b", 30001, def)},
 			nil, []sdk.Port{dynamic("http", "default")}, "network: dynamic port selection failed", nil},
-		{"the dynamic range on each address", nil,
-			nil, []sdk.Port{dynamic("a", "default"), dynamic("b", "default"), dynamic("c", "public"), dynamic("d", "public")}, "",
-			map[string]string{"a": def, "b": def, "c": pub, "d": pub}},
+		// As Nomad's AssignPorts (portsInOffer): an allocation's dynamic
+		// ports are distinct from every port it was given, whatever the
+		// address, so the two-port range gives two in all, not two per
+		// address (this case expected four until a differential run
+		// against Nomad found the difference).
+		{"an allocation's dynamic ports differ across addresses", nil,
+			nil, []sdk.Port{dynamic("a", "default"), dynamic("c", "public")}, "",
+			map[string]string{"a": def, "c": pub}},
+		{"no more dynamic ports than the range, across addresses", nil,
+			nil, []sdk.Port{dynamic("a", "default"), dynamic("b", "default"), dynamic("c", "public")},
+			"network: dynamic port selection failed", nil},
+		{"a dynamic port is not a static port of the allocation on another address", nil,
+			[]sdk.Port{static("s", 30000, "public")}, []sdk.Port{dynamic("a", "default"), dynamic("b", "default")},
+			"network: dynamic port selection failed", nil},
 		{"more dynamic ports than an address has", nil,
 			nil, []sdk.Port{dynamic("a", "public"), dynamic("b", "default"), dynamic("c", "public"), dynamic("d", "public")},
 			"network: dynamic port selection failed", nil},
@@ -154,7 +166,12 @@ func TestAssignPorts_PerAddress(t *testing.T) {
 			if len(mappings) != len(tc.want) {
 				t.Fatalf("mappings %+v, want %v", mappings, tc.want)
 			}
+			values := map[int]string{}
 			for _, m := range mappings {
+				if other, ok := values[m.Value]; ok && isDynamic(tc.dynamic, m.Label) {
+					t.Fatalf("dynamic port %s=%d repeats %s's", m.Label, m.Value, other)
+				}
+				values[m.Value] = m.Label
 				if tc.want[m.Label] != m.HostIP {
 					t.Fatalf("%s on %q, want %q (mappings %+v)", m.Label, m.HostIP, tc.want[m.Label], mappings)
 				}
@@ -243,4 +260,8 @@ func TestPortIndex_ResetKeepsNothing(t *testing.T) {
 	if allocs := testing.AllocsPerRun(10, func() { x.Reset(); fill() }); allocs != 0 {
 		t.Fatalf("refilling a reset index allocates %v times", allocs)
 	}
+}
+
+func isDynamic(ports []sdk.Port, label string) bool {
+	return slices.ContainsFunc(ports, func(p sdk.Port) bool { return p.Label == label })
 }
