@@ -159,8 +159,10 @@ func TestEligibility_CachesPerClass(t *testing.T) {
 func TestEligibility_HostVolumesAndNetworks(t *testing.T) {
 	job := &sdk.Job{TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}},
 		Volumes: map[string]sdk.Opaque{"data": {"Type": "host", "Source": "data"}},
-		Networks: []*sdk.NetworkResource{{Mode: "host", DynamicPorts: []sdk.Port{
-			{Label: "http", HostNetwork: "public"}, {Label: "admin", HostNetwork: "default"}}}}}}}
+		// A static port on the network too: the reason names the dynamic
+		// one, as Nomad's NetworkChecker lists dynamic ports first.
+		Networks: []*sdk.NetworkResource{{Mode: "host", ReservedPorts: []sdk.Port{{Label: "dns", Value: 53, HostNetwork: "public"}},
+			DynamicPorts: []sdk.Port{{Label: "http", HostNetwork: "public"}, {Label: "admin", HostNetwork: "default"}}}}}}}
 	node := func(id string, volume, network bool) *sdk.Node {
 		n := &sdk.Node{ID: id, Attributes: map[string]string{"driver.exec": "1"}}
 		if volume {

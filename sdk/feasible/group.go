@@ -73,7 +73,9 @@ func NewGroupChecks(job *sdk.Job, tg *sdk.TaskGroup) *GroupChecks {
 		}
 	}
 	for _, nw := range tg.Networks {
-		for _, ports := range [][]sdk.Port{nw.ReservedPorts, nw.DynamicPorts} {
+		// Dynamic ports first, as Nomad's NetworkChecker lists them: the
+		// first port on a missing host network is the one the reason names.
+		for _, ports := range [][]sdk.Port{nw.DynamicPorts, nw.ReservedPorts} {
 			for _, p := range ports {
 				if p.HostNetwork != "" && p.HostNetwork != "default" {
 					g.hostNetworks = append(g.hostNetworks, namedPort{p.HostNetwork, p.Label})
