@@ -128,6 +128,18 @@ type CollectedAllocs struct {
 	Complete, Failed, Lost int
 }
 
+// add counts one allocation of a terminal client status.
+func (c *CollectedAllocs) add(status string) {
+	switch status {
+	case sdk.AllocClientStatusComplete:
+		c.Complete++
+	case sdk.AllocClientStatusFailed:
+		c.Failed++
+	case sdk.AllocClientStatusLost:
+		c.Lost++
+	}
+}
+
 // ClusterMeta identifies the cluster this state is the state of. Its first
 // leader writes it once; servers refuse raft connections from servers of
 // another cluster (a data dir left over from another cluster under a

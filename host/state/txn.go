@@ -346,26 +346,15 @@ func (t *Txn) DeleteAlloc(id string) error {
 	}
 	// A terminal allocation of the job's instance collected leaves its
 	// count in the job's summary, as Nomad's running totals keep it.
-	if job := t.Job(old.Namespace, old.JobID); job != nil && ofInstance(job, old) {
-		var count func(*CollectedAllocs)
-		switch old.ClientStatus {
-		case sdk.AllocClientStatusComplete:
-			count = func(c *CollectedAllocs) { c.Complete++ }
-		case sdk.AllocClientStatusFailed:
-			count = func(c *CollectedAllocs) { c.Failed++ }
-		case sdk.AllocClientStatusLost:
-			count = func(c *CollectedAllocs) { c.Lost++ }
-		}
-		if count != nil {
-			return t.keepSummary(old.Namespace, old.JobID, func(k *JobSummaryKept) {
-				if k.Collected == nil {
-					k.Collected = map[string]CollectedAllocs{}
-				}
-				c := k.Collected[old.TaskGroup]
-				count(&c)
-				k.Collected[old.TaskGroup] = c
-			})
-		}
+	if job := t.Job(old.Namespace, old.JobID); job != nil && ofInstance(job, old) && old.ClientTerminalStatus() {
+		return t.keepSummary(old.Namespace, old.JobID, func(k *JobSummaryKept) {
+			if k.Collected == nil {
+				k.Collected = map[string]CollectedAllocs{}
+			}
+			c := k.Collected[old.TaskGroup]
+			c.add(old.ClientStatus)
+			k.Collected[old.TaskGroup] = c
+		})
 	}
 	return nil
 }
