@@ -108,7 +108,14 @@ func (n *Node) Capacity() Usage {
 		u.CPU = r.Cpu.CpuShares
 		u.MemoryMB = r.Memory.MemoryMB
 		u.DiskMB = r.Disk.DiskMB
-		n.EachReservableCore(func(uint16) { u.Cores++ })
+		switch {
+		case n.ReservedResources != nil && len(n.ReservedResources.Cpu.ReservedCores) > 0:
+			n.EachReservableCore(func(uint16) { u.Cores++ })
+		case len(r.Cpu.ReservableCpuCores) > 0:
+			u.Cores = int64(len(r.Cpu.ReservableCpuCores))
+		default:
+			u.Cores = int64(r.Cpu.TotalCpuCores)
+		}
 	}
 	if r := n.ReservedResources; r != nil {
 		u.CPU -= r.Cpu.CpuShares
