@@ -317,10 +317,10 @@ func taskBehaviour(tg *sdk.TaskGroup, t *sdk.Task) simBehaviour {
 }
 
 // simHealth reports a running service allocation healthy once it has run
-// for min_healthy_time, or unhealthy once healthy_deadline passed without
-// that, as a node's health watcher does (simulated tasks have no checks
-// that could fail; a task that restarts sooner than min_healthy_time never
-// runs long enough).
+// for min_healthy_time, as a node's health watcher does (simulated tasks
+// have no checks that could fail), or, when a task restarts sooner than
+// that and so never runs long enough, unhealthy once healthy_deadline
+// passed.
 func simHealth(a *sdk.Allocation, b simBehaviour, now time.Time) (server.AllocUpdate, bool) {
 	hp, ok := awaitsHealth(a)
 	if !ok {
@@ -328,9 +328,19 @@ func simHealth(a *sdk.Allocation, b simBehaviour, now time.Time) (server.AllocUp
 	}
 	var healthy bool
 	switch {
-	case !b.restartsTooSoon(hp) && now.Sub(time.Unix(0, a.ModifyTime)) >= hp.minHealthy:
+	case b.restartsTooSoon(hp):
+		// Never healthy: unhealthy at the deadline, counted from its
+		// creation (a node's tracker counts from when it started
+		// watching, which an update in place restarts; the simulation
+		// keeps no such time, and such a task fails in any version).
+		if hp.deadline <= 0 || now.Sub(time.Unix(0, a.CreateTime)) < hp.deadline {
+			return server.AllocUpdate{}, false
+		}
+	case now.Sub(time.Unix(0, a.ModifyTime)) >= hp.minHealthy:
+		// Tasks that run: healthy min_healthy_time after the
+		// allocation's last change (an update in place restarts the
+		// count), always within healthy_deadline, which must be longer.
 		healthy = true
-	case hp.deadline > 0 && now.Sub(time.Unix(0, a.CreateTime)) >= hp.deadline:
 	default:
 		return server.AllocUpdate{}, false
 	}

@@ -23,6 +23,15 @@ func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 	manual := group(&sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "manual", MinHealthyTime: 10 * time.Second}, nil)
 	migrate := group(nil, &sdk.MigrateStrategy{MaxParallel: 1, MinHealthyTime: 30 * time.Second, HealthyDeadline: 2 * time.Minute})
 	batch := &sdk.Job{Type: sdk.JobTypeBatch, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+	// A task that fails every 2 s and restarts: never up for
+	// min_healthy_time.
+	flap := func(j *sdk.Job) *sdk.Job {
+		j.TaskGroups[0].Tasks = []*sdk.Task{{Name: "t", Driver: "mock_driver", Config: sdk.Opaque{"run_for": "2s", "exit_code": 1},
+			RestartPolicy: &sdk.RestartPolicy{Mode: "delay", Delay: time.Second}}}
+		return j
+	}
+	flapping := flap(group(&sdk.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}, nil))
+	flappingMigrate := flap(group(nil, &sdk.MigrateStrategy{MaxParallel: 1, MinHealthyTime: 30 * time.Second, HealthyDeadline: 2 * time.Minute}))
 	ago := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
 	healthy := true
 	cases := []struct {
@@ -38,7 +47,16 @@ func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 			ModifyTime: ago(5 * time.Second)}, false, false, false},
 		{"running long enough", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
 			ModifyTime: ago(11 * time.Second)}, true, true, false},
-		{"not healthy by healthy_deadline", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+		// QA found allocations updated in place (a scale-up, a revert)
+		// reported unhealthy at once: the deadline was counted from their
+		// creation. A task that runs is judged from its last change.
+		{"updated in place long after it was created", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			CreateTime: ago(time.Hour), ModifyTime: ago(5 * time.Second)}, false, false, false},
+		{"updated in place, then running long enough", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			CreateTime: ago(time.Hour), ModifyTime: ago(11 * time.Second)}, true, true, false},
+		{"restarting too often, before healthy_deadline", flapping, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
+			CreateTime: ago(30 * time.Second), ModifyTime: ago(20 * time.Second)}, false, false, false},
+		{"restarting too often, past healthy_deadline", flapping, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
 			CreateTime: ago(2 * time.Minute), ModifyTime: ago(5 * time.Second)}, true, false, true},
 		{"already healthy", job, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning, DeploymentID: "d",
 			DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}, ModifyTime: ago(time.Hour)}, false, false, false},
@@ -50,8 +68,8 @@ func TestSimNext_ReportsHealthAfterMinHealthyTime(t *testing.T) {
 			ModifyTime: ago(20 * time.Second)}, false, false, false},
 		{"outside a deployment, running long enough for the migrate block", migrate, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
 			ModifyTime: ago(31 * time.Second)}, true, true, false},
-		{"outside a deployment, not healthy by the migrate block's healthy_deadline", migrate, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
-			CreateTime: ago(3 * time.Minute), ModifyTime: ago(20 * time.Second)}, true, false, true},
+		{"outside a deployment, restarting too often past the migrate block's healthy_deadline", flappingMigrate, sdk.Allocation{
+			ClientStatus: sdk.AllocClientStatusRunning, CreateTime: ago(3 * time.Minute), ModifyTime: ago(20 * time.Second)}, true, false, true},
 		{"a batch allocation's health is not judged", batch, sdk.Allocation{ClientStatus: sdk.AllocClientStatusRunning,
 			CreateTime: ago(time.Second), ModifyTime: ago(time.Second)}, false, false, false},
 	}
