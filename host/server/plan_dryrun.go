@@ -76,10 +76,13 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 		job.Status = sdk.JobStatusPending
 	}
 	if job.IsPeriodic() || job.IsParameterized() {
-		// Templates are not evaluated until launched or dispatched.
+		// Templates are not evaluated until launched or dispatched: their
+		// groups change nothing now (annotations are always there, as
+		// Nomad's CLI reads them without a check).
 		if job.IsPeriodic() {
 			res.NextPeriodicLaunch, _ = NextLaunch(job.Periodic, s.now())
 		}
+		res.Annotations = annotate(snap, job, nil)
 		return res, nil
 	}
 	eval := s.newEval(job, sdk.EvalTriggerJobRegister)

@@ -260,3 +260,27 @@ func TestPlanJob_PreemptionsCountOnlyNewPlacements(t *testing.T) {
 		t.Fatalf("preempted %d allocations, want the 2 of low2", n)
 	}
 }
+
+// TestPlanJob_TemplatesAreAnnotated: a periodic or parameterized job is
+// not evaluated when registered, and its plan says so with annotations
+// that change nothing, never none (Nomad's CLI reads them unchecked: QA
+// saw 'nomad job plan' panic on every template).
+func TestPlanJob_TemplatesAreAnnotated(t *testing.T) {
+	s := oneInstance(t, 1, 4000)
+	periodic := servertest.Job("cron", sdk.JobTypeBatch, 2, 100, 64)
+	periodic.Periodic = &sdk.PeriodicConfig{Enabled: true, SpecType: "cron", Spec: "*/5 * * * *"}
+	dispatch := servertest.Job("report", sdk.JobTypeBatch, 1, 100, 64)
+	dispatch.ParameterizedJob = &sdk.ParameterizedJobConfig{Payload: "optional"}
+	for _, j := range []*sdk.Job{periodic, dispatch} {
+		res, err := s.PlanJob(context.Background(), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Annotations == nil || res.Annotations.DesiredTGUpdates["g"] == nil {
+			t.Fatalf("%s: annotations %+v, want the group's", j.ID, res.Annotations)
+		}
+		if u := *res.Annotations.DesiredTGUpdates["g"]; u != (sdk.DesiredUpdates{}) {
+			t.Fatalf("%s: a template's plan changes %+v", j.ID, u)
+		}
+	}
+}
