@@ -77,7 +77,7 @@ func (a *API) allocRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		if al == nil {
 			return nil, snap.TableIndex(state.TableAllocs), errorf(http.StatusNotFound, "allocation %q not found", r.PathValue("id"))
 		}
-		return al, al.ModifyIndex, nil
+		return withLegacyAlloc(al), al.ModifyIndex, nil
 	})
 }
 

@@ -139,15 +139,13 @@ func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		if n == nil {
 			return nil, snap.TableIndex(state.TableNodes), errorf(http.StatusNotFound, "node %q not found", r.PathValue("id"))
 		}
-		return n, n.ModifyIndex, nil
+		return withLegacyNode(n), n.ModifyIndex, nil
 	})
 }
 
 func (a *API) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		out := []*sdk.Allocation{}
-		out = append(out, snap.AllocsByNode(r.PathValue("id"))...)
-		return out, snap.TableIndex(state.TableAllocs), nil
+		return withLegacyAllocs(snap.AllocsByNode(r.PathValue("id"))), snap.TableIndex(state.TableAllocs), nil
 	})
 }
 

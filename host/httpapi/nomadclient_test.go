@@ -390,6 +390,33 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	if err != nil || len(nodeAllocs) == 0 {
 		t.Fatalf("node allocations: %v %d", err, len(nodeAllocs))
 	}
+	// The legacy resource fields Nomad 1.6 still serves, which its CLI
+	// dereferences unchecked ('nomad node status' panicked on Drover's
+	// nodes, QA found): the node's totals and reservations, each
+	// allocation's totals, and each task's.
+	if r, res := node.Resources, node.Reserved; r == nil || res == nil || r.CPU == nil || *r.CPU != int(node.NodeResources.Cpu.CpuShares) ||
+		r.MemoryMB == nil || *r.MemoryMB != int(node.NodeResources.Memory.MemoryMB) || r.DiskMB == nil || res.CPU == nil ||
+		res.MemoryMB == nil || res.DiskMB == nil {
+		t.Fatalf("node's legacy resources %+v, reserved %+v", r, res)
+	}
+	for _, a := range nodeAllocs {
+		ar := a.AllocatedResources
+		if a.Resources == nil || a.Resources.CPU == nil || a.Resources.MemoryMB == nil || a.Resources.DiskMB == nil ||
+			int64(*a.Resources.DiskMB) != ar.Shared.DiskMB {
+			t.Fatalf("allocation %s's legacy resources %+v", a.ID, a.Resources)
+		}
+		cpu := 0
+		for task, tr := range ar.Tasks {
+			old := a.TaskResources[task]
+			if old == nil || old.CPU == nil || int64(*old.CPU) != tr.Cpu.CpuShares || old.MemoryMB == nil || int64(*old.MemoryMB) != tr.Memory.MemoryMB {
+				t.Fatalf("allocation %s's task %s: legacy resources %+v, allocated %+v", a.ID, task, old, tr)
+			}
+			cpu += *old.CPU
+		}
+		if *a.Resources.CPU != cpu {
+			t.Fatalf("allocation %s: legacy CPU %d, its tasks' %d", a.ID, *a.Resources.CPU, cpu)
+		}
+	}
 
 	conf, _, err := c.Operator().SchedulerGetConfiguration(nil)
 	if err != nil || conf.SchedulerConfig.SchedulerAlgorithm != "binpack" {
