@@ -21,7 +21,7 @@ type SearchResponse struct {
 // searchContexts are the contexts Drover has objects for. Nomad's others
 // (plugins, volumes, variables, scaling policies, ...) are accepted and
 // match nothing.
-var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployments", "namespaces", "node_pools"}
+var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployment", "namespaces", "node_pools"}
 
 // search serves PUT/POST /v1/search (Nomad's prefix search, which Nomad's
 // CLI uses to find what an ID prefix names): {"Prefix", "Context"} with
@@ -80,7 +80,7 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 			for _, n := range snap.NodesByPrefix(req.Prefix) {
 				ids = append(ids, n.ID)
 			}
-		case "deployments":
+		case "deployment":
 			for _, d := range snap.Deployments() {
 				if inNS(d.Namespace) && strings.HasPrefix(d.ID, req.Prefix) {
 					ids = append(ids, d.ID)

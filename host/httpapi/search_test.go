@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
@@ -21,7 +22,10 @@ func TestNomadClient_PrefixSearch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eval, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+	web := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+	web.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", Stagger: 30 * time.Second, MinHealthyTime: time.Second, HealthyDeadline: time.Minute,
+		ProgressDeadline: 10 * time.Minute}
+	eval, _, err := s.RegisterJob(web)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +55,16 @@ func TestNomadClient_PrefixSearch(t *testing.T) {
 	}
 	if _, ok := res.Matches[contexts.Nodes]; !ok {
 		t.Fatalf("context all lacks nodes: %+v", res.Matches)
+	}
+	// Nomad's deployment context is singular ("deployment"), which its
+	// CLI uses to resolve 'nomad status <deployment prefix>'.
+	dep := s.Store().Snapshot().LatestDeployment("default", "web")
+	if dep == nil {
+		t.Fatal("web has no deployment")
+	}
+	res, _, err = c.Search().PrefixSearch(dep.ID[:6], contexts.Deployments, nil)
+	if err != nil || len(res.Matches[contexts.Deployments]) != 1 || res.Matches[contexts.Deployments][0] != dep.ID {
+		t.Fatalf("deployments with the prefix %s: %+v %v", dep.ID[:6], res, err)
 	}
 	res, _, err = c.Search().PrefixSearch("", contexts.Plugins, &api.QueryOptions{Namespace: "*"})
 	if err != nil || len(res.Matches) != 0 {
