@@ -113,8 +113,15 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 		have = cur.JobModifyIndex
 	}
 	if opts.EnforceIndex && have != opts.JobModifyIndex {
-		return "", 0, fmt.Errorf("%w: enforcing job modify index %d: job %q exists with job modify index %d",
-			ErrConflict, opts.JobModifyIndex, job.ID, have)
+		// Nomad's words (its CLI recognizes them).
+		why := fmt.Sprintf("job exists with conflicting job modify index: %d", have)
+		switch {
+		case cur == nil:
+			why = "job does not exist"
+		case opts.JobModifyIndex == 0:
+			why = "job already exists"
+		}
+		return "", 0, fmt.Errorf("%w: Enforcing job modify index %d: %s", ErrConflict, opts.JobModifyIndex, why)
 	}
 	if cur != nil && (opts.PreserveCounts || opts.PreserveResources) {
 		for _, tg := range job.TaskGroups {

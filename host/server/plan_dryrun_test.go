@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,9 +172,21 @@ func TestRegisterJobOpts(t *testing.T) {
 	}
 	servertest.WaitForEval(t, s, first)
 	jmi := s.Store().Snapshot().Job("default", "web").JobModifyIndex
-	if _, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 3, 500, 256),
-		server.RegisterOptions{EnforceIndex: true, JobModifyIndex: jmi + 1}); err == nil {
-		t.Fatal("registered with a stale check-and-set index")
+	// Refusals in Nomad's words (its CLI recognizes "Enforcing job modify
+	// index"), as a conflict.
+	for _, tc := range []struct {
+		id   string
+		jmi  uint64
+		want string
+	}{
+		{"web", jmi + 1, fmt.Sprintf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", jmi+1, jmi)},
+		{"web", 0, "Enforcing job modify index 0: job already exists"},
+		{"nope", 7, "Enforcing job modify index 7: job does not exist"},
+	} {
+		_, _, err := s.RegisterJobOpts(servertest.Job(tc.id, "service", 3, 500, 256), server.RegisterOptions{EnforceIndex: true, JobModifyIndex: tc.jmi})
+		if !errors.Is(err, server.ErrConflict) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s at index %d: %v, want a conflict saying %q", tc.id, tc.jmi, err, tc.want)
+		}
 	}
 	evalID, _, err := s.RegisterJobOpts(servertest.Job("web", "service", 4, 600, 256),
 		server.RegisterOptions{EnforceIndex: true, JobModifyIndex: jmi, PreserveCounts: true})
