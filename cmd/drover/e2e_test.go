@@ -220,6 +220,17 @@ func TestE2E_JobRunPlacesWebOnDevAgent(t *testing.T) {
 	if !found {
 		t.Fatalf("service plugin with runtime wasm not listed: %s", out)
 	}
+
+	// The agent's statistics in Nomad's sections and lower-case keys
+	// (scripts read .stats.nomad.leader).
+	var self struct {
+		Stats map[string]map[string]string `json:"stats"`
+	}
+	getJSON(t, addr+"/v1/agent/self", &self)
+	if st := self.Stats; st["nomad"]["leader"] != "true" || st["nomad"]["server"] != "true" || st["raft"]["state"] != "Leader" ||
+		st["runtime"]["arch"] == "" || st["broker"]["total_ready"] == "" {
+		t.Fatalf("agent self stats %v", st)
+	}
 }
 
 func TestE2E_BrokenJobspecExitsWithLocation(t *testing.T) {

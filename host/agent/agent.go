@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	goruntime "runtime"
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -192,9 +193,16 @@ func (a *Agent) self() *httpapi.AgentSelf {
 	return &httpapi.AgentSelf{
 		Config: map[string]any{"Dev": a.cfg.Dev, "Region": a.cfg.Server.Region,
 			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers},
+		// Nomad's sections (nomad, raft, runtime), with Drover's own
+		// additions (rpc_addr, uptime; broker, blocked_evals).
 		Stats: map[string]map[string]string{
-			"drover": {"leader": fmt.Sprint(a.srv.IsLeader()), "leader_addr": a.srv.Leader(), "rpc_addr": a.srv.RPCAddr(),
-				"uptime": time.Since(a.started).Round(time.Second).String()},
+			"nomad": {"server": "true", "leader": fmt.Sprint(a.srv.IsLeader()), "leader_addr": a.srv.Leader(),
+				"bootstrap": fmt.Sprint(a.cfg.Server.BootstrapExpect == 1 || a.cfg.Dev), "known_regions": a.cfg.Server.Region,
+				"rpc_addr": a.srv.RPCAddr(), "uptime": time.Since(a.started).Round(time.Second).String()},
+			"raft": a.srv.RaftStats(),
+			"runtime": {"arch": goruntime.GOARCH, "os": goruntime.GOOS, "version": goruntime.Version(),
+				"max_procs": fmt.Sprint(goruntime.GOMAXPROCS(0)), "goroutines": fmt.Sprint(goruntime.NumGoroutine()),
+				"cpu_count": fmt.Sprint(goruntime.NumCPU()), "kernel.name": goruntime.GOOS},
 			"broker": {"total_ready": fmt.Sprint(b.TotalReady), "total_unacked": fmt.Sprint(b.TotalUnacked),
 				"total_pending": fmt.Sprint(b.TotalPending), "total_waiting": fmt.Sprint(b.TotalWaiting),
 				"total_cancelable": fmt.Sprint(b.TotalCancelable), "total_failed": fmt.Sprint(b.TotalFailed),

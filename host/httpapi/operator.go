@@ -403,9 +403,9 @@ func (a *API) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, erro
 // the agent's configuration (Version as Nomad's version object), this
 // server as a member, and statistics by subsystem.
 type AgentSelf struct {
-	Config map[string]any
-	Member *AgentMember
-	Stats  map[string]map[string]string
+	Config map[string]any               `json:"config"`
+	Member *AgentMember                 `json:"member"`
+	Stats  map[string]map[string]string `json:"stats"`
 }
 
 // VersionInfo is Nomad's version object, as in /v1/agent/self's Config.

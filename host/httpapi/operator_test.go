@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http/httptest"
@@ -58,6 +59,18 @@ func TestNomadClient_MembersAndRaftPeers(t *testing.T) {
 	if self.Member.Name != me.Name || self.Member.Addr != me.Addr || self.Member.Port != me.Port ||
 		self.Member.Tags["build"] != me.Tags["build"] {
 		t.Fatalf("agent self member %+v, members list %+v", self.Member, me)
+	}
+	// Nomad's lower-case keys, which scripts read (jq .stats.nomad.leader;
+	// the agent fills the stats): the api package decodes any key case, so
+	// the raw answer is checked.
+	_, raw := do(t, "GET", ts.URL+"/v1/agent/self", "")
+	var keys struct {
+		Config map[string]any               `json:"config"`
+		Member map[string]any               `json:"member"`
+		Stats  map[string]map[string]string `json:"stats"`
+	}
+	if err := json.Unmarshal(raw, &keys); err != nil || keys.Config == nil || keys.Member == nil {
+		t.Fatalf("agent self, raw: %v %s", err, raw)
 	}
 	v, pre, _ := strings.Cut(server.Version, "-")
 	version, ok := self.Config["Version"].(map[string]any)

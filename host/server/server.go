@@ -188,6 +188,10 @@ func (s *Server) Config() Config { return s.cfg }
 // IsLeader reports whether this server leads.
 func (s *Server) IsLeader() bool { return s.raftLayer.raft.State() == raft.Leader }
 
+// RaftStats returns raft's own statistics (state, term, indexes, peers),
+// as Nomad's /v1/agent/self shows them.
+func (s *Server) RaftStats() map[string]string { return s.raftLayer.raft.Stats() }
+
 // Leader returns the leader's address, or "" while there is none.
 func (s *Server) Leader() string {
 	addr, _ := s.raftLayer.raft.LeaderWithID()
