@@ -72,10 +72,9 @@ type Pass struct {
 	Queued map[string]int
 
 	in Input
-	// deployed caches, per task group, the newest-version allocation
-	// deployedVersion's scan of the job's allocations finds (nil: none):
-	// the state does not change during a pass.
-	deployed map[string]*sdk.Allocation
+	// deployed caches, per task group, what deployedVersion finds among
+	// the job's deployments: the state does not change during a pass.
+	deployed map[string]deployed
 }
 
 // Out carries out in.Result in in.Plan, in Nomad's generic scheduler's
@@ -145,12 +144,8 @@ func (p *Pass) place(pl Placement, stop string) {
 	pl.Job, pl.Group = job, tg
 	deploymentID := p.DeploymentID
 	if pl.DowngradeNonCanary {
-		if d := p.deployedVersion(pl.Placement); d != nil {
-			pl.Job, pl.Group = d.Job, d.Job.LookupTaskGroup(tg.Name)
-			deploymentID = ""
-			if dep := ctx.State.Deployment(d.DeploymentID); dep != nil {
-				deploymentID = dep.ID
-			}
+		if d, ok := p.deployedVersion(pl.Placement); ok {
+			pl.Job, pl.Group, deploymentID = d.job, d.job.LookupTaskGroup(tg.Name), d.deploymentID
 		}
 	}
 	option, metric := p.in.Pick(pl)
@@ -184,45 +179,70 @@ func (p *Pass) place(pl Placement, stop string) {
 	p.Placed = append(p.Placed, a)
 }
 
+// deployed is a job version deployed to a task group, and the deployment
+// that did it ("" for a version without an update block).
+type deployed struct {
+	job          *sdk.Job
+	deploymentID string
+}
+
 // deployedVersion returns, for a non-canary placement while canaries of
-// the job's new version await promotion, an allocation running the version
-// to place instead (as Nomad's downgraded placements): the newest version
-// that a live non-canary allocation of the group, or the allocation
-// replaced, runs, no older than the placement's minimum and still having
-// the group. It returns nil when there is none: the placement then runs
-// the job's new version.
-//
-// The scan of the job's allocations is done once per group and pass: the
-// newest version it finds is the answer for every placement whose minimum
-// it meets, and no other version it found can meet a minimum that one
-// does not.
-func (p *Pass) deployedVersion(pl reconcile.Placement) *sdk.Allocation {
-	job, group := p.in.Plan.Job, pl.TaskGroup.Name
-	eligible := func(a *sdk.Allocation) bool {
-		j := a.Job
-		return j != nil && j.JobModifyIndex != job.JobModifyIndex && j.LookupTaskGroup(group) != nil &&
-			(a.DeploymentStatus == nil || !a.DeploymentStatus.Canary)
-	}
-	newest, ok := p.deployed[group]
+// the job's new version await promotion, the version to place instead and
+// the deployment it joins, as Nomad's downgradedJobForPlacement: the
+// version of the job's newest deployment in which the group was promoted
+// or had no canaries (allocations updated in place to a version whose
+// canaries were never promoted do not make it deployed), else the
+// placement's minimum version if it had no update block. It reports false
+// when there is none, or it is older than the placement's minimum or
+// lacks the group: the placement then runs the job's new version.
+func (p *Pass) deployedVersion(pl reconcile.Placement) (deployed, bool) {
+	state, job, group := p.in.Ctx.State, p.in.Plan.Job, pl.TaskGroup.Name
+	d, ok := p.deployed[group]
 	if !ok {
-		for _, a := range p.in.Ctx.State.AllocsByJob(job.Namespace, job.ID) {
-			if a.TaskGroup == group && !a.TerminalStatus() && eligible(a) &&
-				(newest == nil || a.Job.Version > newest.Job.Version) {
-				newest = a
+		d = newestDeployed(state, job, group)
+		if p.deployed == nil {
+			p.deployed = map[string]deployed{}
+		}
+		p.deployed[group] = d
+	}
+	if d.job == nil {
+		if j := state.JobVersion(job.Namespace, job.ID, pl.MinJobVersion); j != nil && j.JobModifyIndex != job.JobModifyIndex {
+			if tg := j.LookupTaskGroup(group); tg != nil && (tg.Update == nil || tg.Update.MaxParallel == 0) {
+				d = deployed{job: j}
 			}
 		}
-		if p.deployed == nil {
-			p.deployed = map[string]*sdk.Allocation{}
+	}
+	if d.job == nil || d.job.Version < pl.MinJobVersion || d.job.LookupTaskGroup(group) == nil {
+		return deployed{}, false
+	}
+	return d, true
+}
+
+// newestDeployed finds, among the deployments of the job's instance that
+// its allocations or its latest deployment name, the newest version whose
+// deployment promoted the group or gave it no canaries.
+func newestDeployed(state sdk.State, job *sdk.Job, group string) deployed {
+	var best *sdk.Deployment
+	consider := func(d *sdk.Deployment) {
+		if d == nil || d.JobCreateIndex != job.CreateIndex || (best != nil && d.JobVersion <= best.JobVersion) {
+			return
 		}
-		p.deployed[group] = newest
+		if s := d.TaskGroups[group]; s != nil && (s.Promoted || s.DesiredCanaries == 0) {
+			best = d
+		}
 	}
-	switch {
-	case newest != nil && newest.Job.Version >= pl.MinJobVersion:
-		return newest
-	case pl.Previous != nil && eligible(pl.Previous) && pl.Previous.Job.Version >= pl.MinJobVersion:
-		return pl.Previous
+	consider(state.LatestDeployment(job.Namespace, job.ID))
+	seen := map[string]bool{}
+	for _, a := range state.AllocsByJob(job.Namespace, job.ID) {
+		if id := a.DeploymentID; id != "" && !seen[id] {
+			seen[id] = true
+			consider(state.Deployment(id))
+		}
 	}
-	return nil
+	if best == nil {
+		return deployed{}
+	}
+	return deployed{job: state.JobVersion(job.Namespace, job.ID, best.JobVersion), deploymentID: best.ID}
 }
 
 // Submit submits the plan, first creating the result's follow-up evals

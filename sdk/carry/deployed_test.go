@@ -2,7 +2,6 @@ package carry
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -13,85 +12,94 @@ import (
 	"github.com/drover-sched/drover/sdk/stack"
 )
 
-// scanDeployedVersion is deployedVersion as it was before its scan was
-// cached per group: every allocation of the job, for every placement.
-func scanDeployedVersion(state sdk.State, job *sdk.Job, pl reconcile.Placement) *sdk.Allocation {
-	var best *sdk.Allocation
-	consider := func(a *sdk.Allocation) {
-		j := a.Job
-		if j == nil || j.JobModifyIndex == job.JobModifyIndex || j.Version < pl.MinJobVersion ||
-			j.LookupTaskGroup(pl.TaskGroup.Name) == nil || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
-			return
-		}
-		if best == nil || j.Version > best.Job.Version {
-			best = a
-		}
+// TestDeployedVersion: a non-canary placement while canaries await
+// promotion runs the version of the job's newest deployment in which its
+// group was promoted or had no canaries, in that deployment, as Nomad's
+// downgradedJobForPlacement; allocations updated in place to a version
+// whose canaries were never promoted do not make that version deployed (a
+// differential QA run found Drover placing such a version, which it took
+// from the newest live allocation). With no such deployment, a minimum
+// version without an update block is taken; otherwise nothing.
+func TestDeployedVersion(t *testing.T) {
+	update := &sdk.UpdateStrategy{MaxParallel: 3, Canary: 1}
+	type dep struct {
+		version           uint64
+		canaries          int
+		promoted, earlier bool // earlier: of a purged instance of the job
 	}
-	for _, a := range state.AllocsByJob(job.Namespace, job.ID) {
-		if a.TaskGroup == pl.TaskGroup.Name && !a.TerminalStatus() {
-			consider(a)
-		}
+	cases := []struct {
+		name        string
+		noUpdate    bool // versions without an update block
+		deps        []dep
+		min         uint64
+		wantVersion int // -1: no downgrade
+		wantDep     int // index in deps; -1: none
+	}{
+		{"the newest deployment without canaries", false, []dep{{0, 0, false, false}, {1, 1, false, false}, {2, 1, false, false}}, 0, 0, 0},
+		{"a promoted one is deployed", false, []dep{{0, 0, false, false}, {1, 1, true, false}, {2, 1, false, false}}, 0, 1, 1},
+		{"older than the placement's minimum", false, []dep{{0, 0, false, false}, {1, 1, false, false}, {2, 1, false, false}}, 1, -1, -1},
+		{"an earlier instance's deployment does not count", false, []dep{{0, 0, false, true}, {1, 1, false, false}}, 0, -1, -1},
+		{"no deployment: the minimum if it had no update block", true, []dep{{2, 1, false, false}}, 1, 1, -1},
+		{"no deployment, and the minimum had an update block", false, []dep{{2, 1, false, false}}, 1, -1, -1},
 	}
-	if best == nil && pl.Previous != nil {
-		consider(pl.Previous)
-	}
-	return best
-}
-
-// The per-group cache answers every placement of a pass as the full scan
-// does: random versions (some without a group), canaries, finished and
-// stopped allocations, minimum versions and replaced allocations.
-func TestDeployedVersion_EqualsTheScan(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for round := range 200 {
-		h := sdktest.New()
-		h.UpsertNode(sdktest.Node("n1", 64000, 64000))
-		var versions []*sdk.Job
-		for v := range 1 + rng.IntN(5) {
-			job := sdktest.Job("web", 3)
-			if v%2 == 1 { // odd versions have a second group
-				api := *job.TaskGroups[0]
-				api.Name = "api"
-				job.TaskGroups = append(job.TaskGroups, &api)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := sdktest.New()
+			h.UpsertNode(sdktest.Node("n1", 64000, 64000))
+			var versions []*sdk.Job
+			for v := range 3 {
+				j := sdktest.Job("web", 3)
+				j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": fmt.Sprintf("/bin/v%d", v)}
+				if !tc.noUpdate || v == 2 {
+					j.TaskGroups[0].Update = update
+				}
+				if v > 0 {
+					j.CreateIndex = versions[0].CreateIndex // one instance
+				}
+				h.UpsertJob(j)
+				versions = append(versions, j)
 			}
-			h.UpsertJob(job)
-			versions = append(versions, job)
-		}
-		for i := range rng.IntN(12) {
-			j := versions[rng.IntN(len(versions))]
-			a := &sdk.Allocation{ID: fmt.Sprintf("a%02d", i), Namespace: "default", JobID: "web",
-				TaskGroup: []string{"web", "api"}[rng.IntN(2)], NodeID: "n1", Job: j, DesiredStatus: sdk.AllocDesiredStatusRun,
-				ClientStatus: sdk.AllocClientStatusRunning}
-			a.Name = sdk.AllocName("web", a.TaskGroup, i)
-			switch rng.IntN(5) {
-			case 0:
-				a.DeploymentStatus = &sdk.AllocDeploymentStatus{Canary: true}
-			case 1:
-				a.ClientStatus = sdk.AllocClientStatusComplete
-			case 2:
-				a.DesiredStatus = sdk.AllocDesiredStatusStop
+			job := versions[2]
+			var ids []string
+			for i, d := range tc.deps {
+				id := fmt.Sprintf("d%d", i)
+				ids = append(ids, id)
+				created := job.CreateIndex
+				if d.earlier {
+					created--
+				}
+				h.UpsertDeployment(&sdk.Deployment{ID: id, Namespace: "default", JobID: "web", JobVersion: d.version, JobCreateIndex: created,
+					Status: sdk.DeploymentStatusRunning, TaskGroups: map[string]*sdk.DeploymentState{
+						"web": {DesiredTotal: 3, DesiredCanaries: d.canaries, Promoted: d.promoted}}})
+				// An allocation of each version names its deployment.
+				h.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("a%d", i), Namespace: "default", JobID: "web", TaskGroup: "web",
+					Name: sdk.AllocName("web", "web", i), NodeID: "n1", Job: versions[d.version], DeploymentID: id,
+					DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
 			}
-			h.UpsertAlloc(a)
-		}
-		state := mirror.New()
-		if err := state.Apply(h.FullSync(false)); err != nil {
-			t.Fatal(err)
-		}
-		job := state.Job("default", "web")
-		eval := h.RegisterEval(job)
-		p := &Pass{in: Input{Ctx: sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID), Plan: stack.NewPlan(state, eval, job)}}
-		allocs := state.AllocsByJob("default", "web")
-		for range 10 {
-			group := job.TaskGroups[rng.IntN(len(job.TaskGroups))]
-			pl := reconcile.Placement{TaskGroup: group, MinJobVersion: uint64(rng.IntN(len(versions) + 1))}
-			if len(allocs) > 0 && rng.IntN(2) == 0 {
-				pl.Previous = allocs[rng.IntN(len(allocs))]
+			// Allocations of every version run, most in place on version 1.
+			for v, j := range versions {
+				h.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("live%d", v), Namespace: "default", JobID: "web", TaskGroup: "web",
+					Name: sdk.AllocName("web", "web", 5+v), NodeID: "n1", Job: j,
+					DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
 			}
-			want := scanDeployedVersion(state, job, pl)
-			if got := p.deployedVersion(pl); got != want {
-				t.Fatalf("round %d, group %s, minimum %d, previous %v: got %v, want %v", round, group.Name,
-					pl.MinJobVersion, pl.Previous, got, want)
+			state := mirror.New()
+			if err := state.Apply(h.FullSync(false)); err != nil {
+				t.Fatal(err)
 			}
-		}
+			cur := state.Job("default", "web")
+			eval := h.RegisterEval(cur)
+			p := &Pass{in: Input{Ctx: sdk.NewContext(state, nil, nil, time.Unix(0, 0), nil, eval.ID), Plan: stack.NewPlan(state, eval, cur)}}
+			got, ok := p.deployedVersion(reconcile.Placement{TaskGroup: cur.TaskGroups[0], MinJobVersion: tc.min})
+			switch {
+			case tc.wantVersion < 0:
+				if ok {
+					t.Fatalf("downgraded to version %d in %q, want none", got.job.Version, got.deploymentID)
+				}
+			case !ok || got.job.Version != uint64(tc.wantVersion):
+				t.Fatalf("got %v %+v, want version %d", ok, got, tc.wantVersion)
+			case tc.wantDep < 0 && got.deploymentID != "", tc.wantDep >= 0 && got.deploymentID != ids[tc.wantDep]:
+				t.Fatalf("deployment %q, want %d", got.deploymentID, tc.wantDep)
+			}
+		})
 	}
 }

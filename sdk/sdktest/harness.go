@@ -127,16 +127,22 @@ func (h *Harness) DeleteNode(id string) {
 	h.bump(change{kind: kindNode, key: id})
 }
 
-// UpsertJob adds or replaces a job; its Version rises when it replaces one.
+// UpsertJob adds or replaces a job; its Version rises when it replaces one,
+// and it keeps the replaced one's CreateIndex (unless it sets its own).
 func (h *Harness) UpsertJob(j *sdk.Job) {
 	if j.Namespace == "" {
 		j.Namespace = "default"
 	}
-	if old := h.jobs[j.NamespacedID()]; old != nil && old != j {
+	old := h.jobs[j.NamespacedID()]
+	if old != nil && old != j {
 		j.Version = old.Version + 1
 	}
 	idx := h.bump(change{kind: kindJob, key: j.ID, ns: j.Namespace})
-	if j.CreateIndex == 0 {
+	switch {
+	case j.CreateIndex != 0:
+	case old != nil:
+		j.CreateIndex = old.CreateIndex // a new version of the same job, as the host keeps it
+	default:
 		j.CreateIndex = idx
 	}
 	j.ModifyIndex, j.JobModifyIndex = idx, idx

@@ -1070,6 +1070,15 @@ func TestService_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
 	v0.TaskGroups[0].Update = update
 	before := running(h, v0, nodes, 3)
 	v0 = h.State().Job("default", "web")
+	// The deployment v0's registration made (no canaries: it is the
+	// first), which makes v0 the deployed version (Nomad's rule).
+	h.UpsertDeployment(&sdk.Deployment{ID: "d0", Namespace: "default", JobID: "web", JobVersion: v0.Version,
+		JobCreateIndex: v0.CreateIndex, Status: sdk.DeploymentStatusSuccessful,
+		TaskGroups: map[string]*sdk.DeploymentState{"web": {DesiredTotal: 3, PlacedAllocs: 3, HealthyAllocs: 3}}})
+	for _, a := range before {
+		a.DeploymentID = "d0"
+	}
+	h.UpsertAllocs(before...)
 
 	v1 := schedtest.ServiceJob("web", 3)
 	v1.TaskGroups[0].Update = update
@@ -1094,8 +1103,9 @@ func TestService_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
 		t.Fatalf("replacement of the lost allocation: placed %+v", placed)
 	}
 	repl := h.State().Alloc(placed[0].ID)
+	// As in Nomad, it joins the deployment that deployed its version.
 	if repl.JobVersion != v0.Version || repl.Job == nil || repl.Job.JobModifyIndex != v0.JobModifyIndex ||
-		repl.DeploymentStatus != nil || repl.DeploymentID == canaryDeployment.ID {
+		repl.DeploymentStatus != nil || repl.DeploymentID != "d0" || repl.DeploymentID == canaryDeployment.ID {
 		t.Fatalf("replacement runs version %d (job %+v, deployment %q), want the deployed version %d",
 			repl.JobVersion, repl.Job, repl.DeploymentID, v0.Version)
 	}
