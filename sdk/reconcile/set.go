@@ -198,9 +198,12 @@ func (n *nameIndex) next(k int) []string {
 	return out
 }
 
-// nextCanaries returns k names for canaries: the names of allocations being
-// replaced first (a canary takes the place of what it will replace), then
-// free indexes, then any index, never a name an existing canary has.
+// nextCanaries returns k names for canaries, as Nomad's NextCanaries: the
+// names (below count) of allocations being replaced first (a canary takes
+// the place of what it will replace), then free indexes below count, then
+// indexes from count up, so that extra canaries do not take the names of
+// allocations that stay (those are the ones stopped once they are
+// promoted); never a name an existing canary has.
 func (n *nameIndex) nextCanaries(k int, canaries, destructive set) []string {
 	taken := canaries.nameSet()
 	var out []string
@@ -208,7 +211,7 @@ func (n *nameIndex) nextCanaries(k int, canaries, destructive set) []string {
 		if len(out) == k {
 			return out
 		}
-		if !taken[a.Name] {
+		if i := a.Index(); i >= 0 && i < n.count && !taken[a.Name] {
 			out = append(out, a.Name)
 			taken[a.Name] = true
 		}
@@ -219,7 +222,7 @@ func (n *nameIndex) nextCanaries(k int, canaries, destructive set) []string {
 			taken[name] = true
 		}
 	}
-	for i := 0; len(out) < k; i++ {
+	for i := n.count; len(out) < k; i++ {
 		if name := n.name(i); !taken[name] {
 			out = append(out, name)
 			taken[name] = true
