@@ -66,7 +66,7 @@ type Pass struct {
 	// Failed explains, per task group, the placements no node was picked
 	// for (the eval's FailedTGAllocs); nil when every one found one.
 	Failed map[string]*sdk.AllocMetric
-	// Queued counts, per task group of a job that runs, the placements not
+	// Queued counts, per task group of the job, the placements not
 	// yet committed: all of them until Submit, which takes off those the
 	// plan committed (the eval's QueuedAllocations).
 	Queued map[string]int
@@ -109,12 +109,17 @@ func Out(in Input) *Pass {
 	for _, a := range res.Annotate {
 		plan.Annotate(a)
 	}
+	// Every group queues nothing yet, a stopped job's too (as Nomad's
+	// QueuedAllocations, {"g": 0} on a deregistration; a purged job has no
+	// groups left to name).
 	job := plan.Job
+	if job != nil {
+		for _, tg := range job.TaskGroups {
+			p.Queued[tg.Name] = 0
+		}
+	}
 	if job.Stopped() {
 		return p
-	}
-	for _, tg := range job.TaskGroups {
-		p.Queued[tg.Name] = 0
 	}
 	for _, d := range res.Destructive {
 		p.place(Placement{Placement: d.Placement(), Destructive: true}, d.StopDescription)
