@@ -197,7 +197,7 @@ func (a *Agent) self() *httpapi.AgentSelf {
 		// additions (rpc_addr, uptime; broker, blocked_evals).
 		Stats: map[string]map[string]string{
 			"nomad": {"server": "true", "leader": fmt.Sprint(a.srv.IsLeader()), "leader_addr": a.srv.Leader(),
-				"bootstrap": fmt.Sprint(a.cfg.Server.BootstrapExpect == 1 || a.cfg.Dev), "known_regions": a.cfg.Server.Region,
+				"bootstrap": fmt.Sprint(a.cfg.Server.BootstrapExpect == 1 || a.cfg.Dev), "known_regions": "1",
 				"rpc_addr": a.srv.RPCAddr(), "uptime": time.Since(a.started).Round(time.Second).String()},
 			"raft": a.srv.RaftStats(),
 			"runtime": {"arch": goruntime.GOARCH, "os": goruntime.GOOS, "version": goruntime.Version(),

@@ -375,7 +375,7 @@ func awaitsHealth(a *sdk.Allocation) (healthParams, bool) {
 	}
 	if a.DeploymentID != "" {
 		u := tg.Update
-		if u == nil || u.HealthCheck == "manual" {
+		if u == nil || u.MaxParallel == 0 || u.HealthCheck == "manual" { // Nomad's IsEmpty, or an operator's
 			return healthParams{}, false
 		}
 		return healthParams{u.MinHealthyTime, u.HealthyDeadline}, true

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -56,7 +59,8 @@ func withLegacyAlloc(a *sdk.Allocation) *legacyAlloc {
 		return out
 	}
 	total := out.Resources
-	for name, t := range r.Tasks {
+	for _, name := range slices.Sorted(maps.Keys(r.Tasks)) {
+		t := r.Tasks[name]
 		tr := &LegacyResources{CPU: t.Cpu.CpuShares, Cores: len(t.Cpu.ReservedCores), MemoryMB: t.Memory.MemoryMB,
 			MemoryMaxMB: t.Memory.MemoryMaxMB, Networks: t.Networks}
 		out.TaskResources[name] = tr

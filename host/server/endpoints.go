@@ -93,16 +93,27 @@ func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string)
 // name, class, attributes, meta, drivers, host volumes or devices. Its
 // resources are left to blocked evals.
 func feasibilityChanged(old, n *sdk.Node) bool {
-	devices := func(n *sdk.Node) any {
+	devices := func(n *sdk.Node) []*sdk.NodeDeviceResource {
 		if n.NodeResources == nil {
 			return nil
 		}
 		return n.NodeResources.Devices
 	}
+	// A driver's UpdateTime is not compared: feasibility does not read it,
+	// and the same instant read from JSON and from the state differs in
+	// its location.
+	sameDriver := func(a, b *sdk.DriverInfo) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return a.Detected == b.Detected && a.Healthy == b.Healthy && a.HealthDescription == b.HealthDescription &&
+			maps.Equal(a.Attributes, b.Attributes)
+	}
+	od, nd := devices(old), devices(n)
 	return old.Datacenter != n.Datacenter || old.Name != n.Name || old.NodeClass != n.NodeClass ||
 		!maps.Equal(old.Attributes, n.Attributes) || !maps.Equal(old.Meta, n.Meta) ||
-		!reflect.DeepEqual(old.Drivers, n.Drivers) || !reflect.DeepEqual(old.HostVolumes, n.HostVolumes) ||
-		!reflect.DeepEqual(devices(old), devices(n))
+		!maps.EqualFunc(old.Drivers, n.Drivers, sameDriver) || !reflect.DeepEqual(old.HostVolumes, n.HostVolumes) ||
+		(len(od) > 0 || len(nd) > 0) && !reflect.DeepEqual(od, nd)
 }
 
 // RegisterNode registers or updates a node. It answers with the node's

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 		return out
 	}
 	node := servertest.Node(1, 8000, 8192)
+	node.Drivers = map[string]*sdk.DriverInfo{"docker": {Detected: true, Healthy: true, UpdateTime: time.Unix(1_700_000_000, 0).UTC()}}
 	_, w, err := s.RegisterNode(node)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +71,18 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 		evaluates bool
 	}{
 		{"nothing changed", func(*sdk.Node) {}, false},
+		{"nothing changed, sent as JSON (as PUT /v1/nodes)", func(n *sdk.Node) {
+			b, err := json.Marshal(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back sdk.Node
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			*n = back
+		}, false},
+		{"no devices, listed empty", func(n *sdk.Node) { n.NodeResources.Devices = []*sdk.NodeDeviceResource{} }, false},
 		{"more memory", func(n *sdk.Node) { n.NodeResources.Memory.MemoryMB *= 2 }, false},
 		{"meta", func(n *sdk.Node) { n.Meta["role"] = "edge" }, true},
 		{"an attribute", func(n *sdk.Node) { n.Attributes["driver.exec"] = "1" }, true},

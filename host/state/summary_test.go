@@ -7,8 +7,9 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// TestJobSummaryKept: a job's kept summary takes the queued count of the
-// eval written last with one (not a canceled one's), keeps it when that
+// TestJobSummaryKept: a job's kept summary takes, group by group, the
+// queued count of the eval written last with one (not a canceled one's),
+// keeps it when that
 // eval is deleted, counts the terminal allocations of the job's instance
 // deleted, by client status (not a running one's, nor an earlier
 // instance's), and goes with the job when it is purged.
@@ -79,13 +80,15 @@ func TestJobSummaryKept(t *testing.T) {
 	check("a later count, then a canceled eval's", "queued map[g:0] collected map[]")
 	collect("e3")
 	check("the eval that counted collected", "queued map[g:0] collected map[]")
+	eval("e4", sdk.EvalStatusComplete, map[string]int{"h": 3})
+	check("an eval naming another group leaves g's", "queued map[g:0 h:3] collected map[]")
 
 	alloc("a1", sdk.AllocClientStatusComplete)
 	alloc("a2", sdk.AllocClientStatusFailed)
 	alloc("a3", sdk.AllocClientStatusLost)
 	alloc("a4", sdk.AllocClientStatusRunning)
 	collect("a1", "a2", "a3", "a4")
-	check("allocations collected", "queued map[g:0] collected map[g:{1 1 1}]")
+	check("allocations collected", "queued map[g:0 h:3] collected map[g:{1 1 1}]")
 
 	write(func(tx *Txn) error { return tx.DeleteJob("default", "web") })
 	check("purged", "none")

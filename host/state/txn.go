@@ -247,11 +247,15 @@ func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
 		}
 		e.ModifyIndex = t.index
 		t.touch(e.Namespace, e.JobID)
-		// The job's summary keeps what an eval counted queued, as Nomad's
-		// does; a canceled eval's count is no longer so.
+		// The job's summary keeps what an eval counted queued, group by
+		// group, as Nomad's does (a group the eval does not name keeps its
+		// count); a canceled eval's count is no longer so.
 		if e.QueuedAllocations != nil && e.Status != sdk.EvalStatusCanceled {
 			if err := t.keepSummary(e.Namespace, e.JobID, func(k *JobSummaryKept) {
-				k.Queued = maps.Clone(e.QueuedAllocations)
+				if k.Queued == nil {
+					k.Queued = make(map[string]int, len(e.QueuedAllocations))
+				}
+				maps.Copy(k.Queued, e.QueuedAllocations)
 			}); err != nil {
 				return err
 			}
@@ -271,7 +275,7 @@ func (t *Txn) keepSummary(ns, jobID string, change func(*JobSummaryKept)) error 
 	k := &JobSummaryKept{Namespace: ns, JobID: jobID, JobCreateIndex: job.CreateIndex}
 	if old := t.JobSummaryKept(ns, jobID); old != nil && old.JobCreateIndex == job.CreateIndex {
 		c := *old
-		c.Collected = maps.Clone(old.Collected)
+		c.Queued, c.Collected = maps.Clone(old.Queued), maps.Clone(old.Collected)
 		k = &c
 	}
 	change(k)

@@ -196,8 +196,9 @@ type deployed struct {
 // the deployment it joins, as Nomad's downgradedJobForPlacement: the
 // version of the job's newest deployment in which the group was promoted
 // or had no canaries (allocations updated in place to a version whose
-// canaries were never promoted do not make it deployed), else the
-// placement's minimum version if it had no update block. It reports false
+// canaries were never promoted do not make it deployed), else, when no
+// deployment did, the placement's minimum version if it had no update
+// block. It reports false
 // when there is none, or it is older than the placement's minimum or
 // lacks the group: the placement then runs the job's new version.
 func (p *Pass) deployedVersion(pl reconcile.Placement) (deployed, bool) {
@@ -210,7 +211,7 @@ func (p *Pass) deployedVersion(pl reconcile.Placement) (deployed, bool) {
 		}
 		p.deployed[group] = d
 	}
-	if d.job == nil {
+	if d.deploymentID == "" {
 		if j := state.JobVersion(job.Namespace, job.ID, pl.MinJobVersion); j != nil && j.JobModifyIndex != job.JobModifyIndex {
 			if tg := j.LookupTaskGroup(group); tg != nil && (tg.Update == nil || tg.Update.MaxParallel == 0) {
 				d = deployed{job: j}

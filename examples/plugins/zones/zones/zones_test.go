@@ -391,9 +391,14 @@ func TestZones_NonCanaryPlacementsKeepTheDeployedVersion(t *testing.T) {
 	v0.TaskGroups[0].Update = update
 	h.UpsertJob(v0)
 	v0 = h.Job("default", "web")
+	// The deployment v0's registration made (the first: no canaries),
+	// which makes v0 the deployed version, as in Nomad.
+	h.UpsertDeployment(&sdk.Deployment{ID: "d0", Namespace: "default", JobID: "web", JobVersion: v0.Version,
+		JobCreateIndex: v0.CreateIndex, Status: sdk.DeploymentStatusSuccessful,
+		TaskGroups: map[string]*sdk.DeploymentState{"web": {DesiredTotal: 2, PlacedAllocs: 2, HealthyAllocs: 2}}})
 	for i, node := range []string{"a-0", "b-0"} {
 		h.UpsertAlloc(&sdk.Allocation{ID: fmt.Sprintf("old%d", i), Namespace: "default", JobID: "web", TaskGroup: "web",
-			Name: sdk.AllocName("web", "web", i), NodeID: node, JobVersion: v0.Version,
+			Name: sdk.AllocName("web", "web", i), NodeID: node, JobVersion: v0.Version, DeploymentID: "d0",
 			AllocatedResources: sdk.RequestedResources(v0.TaskGroups[0]),
 			DesiredStatus:      sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
 	}
