@@ -419,7 +419,8 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	}
 
 	conf, _, err := c.Operator().SchedulerGetConfiguration(nil)
-	if err != nil || conf.SchedulerConfig.SchedulerAlgorithm != "binpack" {
+	// The body carries Nomad's query metadata (the CLI's -json prints it).
+	if err != nil || conf.SchedulerConfig.SchedulerAlgorithm != "binpack" || !conf.KnownLeader {
 		t.Fatalf("scheduler config: %v %+v", err, conf)
 	}
 	conf.SchedulerConfig.SchedulerAlgorithm = "spread"

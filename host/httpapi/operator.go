@@ -21,7 +21,12 @@ import (
 // /v1/operator/scheduler/configuration.
 type SchedulerConfigurationResponse struct {
 	SchedulerConfig *sdk.SchedulerConfiguration
-	Index           uint64
+	// Index, KnownLeader and LastContact are Nomad's query metadata, which
+	// its answer carries in the body too ('nomad operator scheduler
+	// get-config -json' prints them).
+	Index       uint64
+	KnownLeader bool
+	LastContact time.Duration
 }
 
 // SchedulerSetConfigurationResponse answers a configuration change;
@@ -34,7 +39,8 @@ type SchedulerSetConfigurationResponse struct {
 func (a *API) schedulerConfig(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		c := snap.SchedulerConfig()
-		return &SchedulerConfigurationResponse{SchedulerConfig: c, Index: c.ModifyIndex}, c.ModifyIndex, nil
+		return &SchedulerConfigurationResponse{SchedulerConfig: c, Index: c.ModifyIndex, KnownLeader: a.srv.Leader() != "",
+			LastContact: a.srv.LastContact()}, c.ModifyIndex, nil
 	})
 }
 
