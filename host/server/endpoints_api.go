@@ -421,21 +421,30 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 		return sum
 	}
 	// Queued comes from the evaluation written last with a count, which
-	// the state keeps (its eval may be collected). A state written before
-	// it kept them has the evaluations to read.
+	// the state keeps (its eval may be collected); a state written before
+	// it kept them has the evaluations to read (latestQueued).
+	var queued map[string]int
 	if kept != nil && kept.Queued != nil {
-		for name, n := range kept.Queued {
-			if g := sum.Summary[name]; g != nil {
-				g.Queued = n
-			}
-		}
-		return sum
+		queued = kept.Queued
+	} else if e := latestQueued(snap, job); e != nil {
+		queued = e.QueuedAllocations
+		sum.ModifyIndex = max(sum.ModifyIndex, e.ModifyIndex)
 	}
-	// One last written before the job was registered counted the queued
-	// allocations of an earlier instance; a canceled one was last written
-	// by its cancellation (a blocked eval that a later eval of the job
-	// superseded), and what it counted is no longer so, as in Nomad's
-	// summary, which canceling leaves alone.
+	for name, n := range queued {
+		if g := sum.Summary[name]; g != nil {
+			g.Queued = n
+		}
+	}
+	return sum
+}
+
+// latestQueued returns the job's evaluation written last with queued
+// counts, nil if none. One last written before the job was registered counted
+// the queued allocations of an earlier instance; a canceled one was last
+// written by its cancellation (a blocked eval that a later eval of the job
+// superseded), and what it counted is no longer so, as in Nomad's summary,
+// which canceling leaves alone.
+func latestQueued(snap *state.Snapshot, job *sdk.Job) *sdk.Evaluation {
 	var latest *sdk.Evaluation
 	for _, e := range snap.EvalsByJob(job.Namespace, job.ID) {
 		if e.Status == sdk.EvalStatusCanceled {
@@ -445,15 +454,7 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 			latest = e
 		}
 	}
-	if latest != nil {
-		for name, n := range latest.QueuedAllocations {
-			if g := sum.Summary[name]; g != nil {
-				g.Queued = n
-			}
-		}
-		sum.ModifyIndex = max(sum.ModifyIndex, latest.ModifyIndex)
-	}
-	return sum
+	return latest
 }
 
 // Summary is Nomad's job summary: allocations per group and status.

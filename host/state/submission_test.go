@@ -12,14 +12,7 @@ import (
 // with the job when it is purged.
 func TestJobSubmission_KeptWithItsVersion(t *testing.T) {
 	s, _ := NewStore()
-	index := uint64(0)
-	write := func(fn func(tx *Txn) error) {
-		t.Helper()
-		index++
-		if err := s.Write(index, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writer(t, s)
 	register := func(count int, source string) {
 		t.Helper()
 		write(func(tx *Txn) error {
@@ -76,7 +69,7 @@ func TestJobSubmission_KeptWithItsVersion(t *testing.T) {
 	if got := sources(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("kept sources %v, want %v", got, want)
 	}
-	if s.Snapshot().TableIndex(TableSubmissions) != index {
+	if index := s.LatestIndex(); s.Snapshot().TableIndex(TableSubmissions) != index {
 		t.Fatalf("submission table index %d, want %d", s.Snapshot().TableIndex(TableSubmissions), index)
 	}
 
@@ -85,9 +78,22 @@ func TestJobSubmission_KeptWithItsVersion(t *testing.T) {
 		t.Fatalf("after the purge: %v", got)
 	}
 	// A submission needs its job.
-	if err := s.Write(index+1, func(tx *Txn) error {
+	if err := s.Write(s.LatestIndex()+1, func(tx *Txn) error {
 		return tx.UpsertJobSubmission("default", "web", &JobSubmission{Source: "x"})
 	}); err == nil {
 		t.Fatal("a submission for a missing job was kept")
+	}
+}
+
+// writer returns a function that writes fn to s at the next index,
+// failing the test on an error.
+func writer(t *testing.T, s *Store) func(fn func(tx *Txn) error) {
+	index := s.LatestIndex()
+	return func(fn func(tx *Txn) error) {
+		t.Helper()
+		index++
+		if err := s.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

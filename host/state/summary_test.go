@@ -15,14 +15,7 @@ import (
 // instance's), and goes with the job when it is purged.
 func TestJobSummaryKept(t *testing.T) {
 	s, _ := NewStore()
-	index := uint64(0)
-	write := func(fn func(tx *Txn) error) {
-		t.Helper()
-		index++
-		if err := s.Write(index, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writer(t, s)
 	register := func() {
 		write(func(tx *Txn) error {
 			return tx.UpsertJob(&sdk.Job{Namespace: "default", ID: "web", Type: "batch", TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 4}}})

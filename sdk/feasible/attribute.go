@@ -39,29 +39,32 @@ type unit struct {
 	inverse    bool // the value is divided by multiplier (mW)
 }
 
+// unitTable is Nomad's (plugins/shared/structs/units.go).
+var unitTable = []unit{
+	{"KiB", "byte", 1 << 10, false}, {"MiB", "byte", 1 << 20, false}, {"GiB", "byte", 1 << 30, false},
+	{"TiB", "byte", 1 << 40, false}, {"PiB", "byte", 1 << 50, false}, {"EiB", "byte", 1 << 60, false},
+	{"kB", "byte", 1e3, false}, {"KB", "byte", 1e3, false}, {"MB", "byte", 1e6, false}, {"GB", "byte", 1e9, false},
+	{"TB", "byte", 1e12, false}, {"PB", "byte", 1e15, false}, {"EB", "byte", 1e18, false},
+	{"KiB/s", "byte/s", 1 << 10, false}, {"MiB/s", "byte/s", 1 << 20, false}, {"GiB/s", "byte/s", 1 << 30, false},
+	{"TiB/s", "byte/s", 1 << 40, false}, {"PiB/s", "byte/s", 1 << 50, false}, {"EiB/s", "byte/s", 1 << 60, false},
+	{"kB/s", "byte/s", 1e3, false}, {"KB/s", "byte/s", 1e3, false}, {"MB/s", "byte/s", 1e6, false},
+	{"GB/s", "byte/s", 1e9, false}, {"TB/s", "byte/s", 1e12, false},
+	{"PB/s", "byte/s", 1e15, false}, {"EB/s", "byte/s", 1e18, false},
+	{"MHz", "hertz", 1e6, false}, {"GHz", "hertz", 1e9, false},
+	{"mW", "watt", 1e3, true}, {"W", "watt", 1, false}, {"kW", "watt", 1e3, false}, {"MW", "watt", 1e6, false},
+	{"GW", "watt", 1e9, false},
+}
+
 var (
 	units       = map[string]*unit{}
 	unitsByName []string // longest first, as ParseAttribute matches suffixes
 )
 
 func init() {
-	add := func(base string, inverse bool, pairs ...any) {
-		for i := 0; i < len(pairs); i += 2 {
-			u := &unit{name: pairs[i].(string), base: base, multiplier: pairs[i+1].(int64), inverse: inverse}
-			units[u.name] = u
-			unitsByName = append(unitsByName, u.name)
-		}
+	for i := range unitTable {
+		u := &unitTable[i]
+		units[u.name], unitsByName = u, append(unitsByName, u.name)
 	}
-	k := int64(1000)
-	add("byte", false, "KiB", int64(1)<<10, "MiB", int64(1)<<20, "GiB", int64(1)<<30, "TiB", int64(1)<<40,
-		"PiB", int64(1)<<50, "EiB", int64(1)<<60,
-		"kB", k, "KB", k, "MB", k*k, "GB", k*k*k, "TB", k*k*k*k, "PB", k*k*k*k*k, "EB", k*k*k*k*k*k)
-	add("byte/s", false, "KiB/s", int64(1)<<10, "MiB/s", int64(1)<<20, "GiB/s", int64(1)<<30, "TiB/s", int64(1)<<40,
-		"PiB/s", int64(1)<<50, "EiB/s", int64(1)<<60,
-		"kB/s", k, "KB/s", k, "MB/s", k*k, "GB/s", k*k*k, "TB/s", k*k*k*k, "PB/s", k*k*k*k*k, "EB/s", k*k*k*k*k*k)
-	add("hertz", false, "MHz", k*k, "GHz", k*k*k)
-	add("watt", true, "mW", k)
-	add("watt", false, "W", int64(1), "kW", k, "MW", k*k, "GW", k*k*k)
 	sort.SliceStable(unitsByName, func(i, j int) bool { return len(unitsByName[i]) > len(unitsByName[j]) })
 }
 
