@@ -627,8 +627,9 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 		}
 	}
 	for _, p := range req.AllocsPreempted {
+		// One stopped since the plan was evaluated keeps why it stops.
 		old := tx.Alloc(p.ID)
-		if old == nil {
+		if old == nil || old.TerminalStatus() {
 			continue
 		}
 		a := *old

@@ -192,3 +192,35 @@ func TestNodeChanges_UnblockWhereTheNodeCanTakePlacements(t *testing.T) {
 		}
 	})
 }
+
+// A preemption of an allocation already told to stop (since its plan was
+// evaluated) leaves it as it is: it keeps why it stops.
+func TestApplyPlanResults_PreemptionLeavesAnAllocationAlreadyStopping(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "exec"}}}}}
+	alloc := func(desired, why string) *sdk.Allocation {
+		return &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1",
+			DesiredStatus: desired, DesiredDescription: why, ClientStatus: sdk.AllocClientStatusRunning}
+	}
+	preempted := alloc("", "Preempted by alloc ID p1")
+	preempted.PreemptedByAllocation = "p1"
+	steps := []entry{
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc(sdk.AllocDesiredStatusRun, "")}},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e2", AllocsStopped: []*sdk.Allocation{alloc(sdk.AllocDesiredStatusStop, "alloc not needed due to job update")}},
+		&ApplyPlanResultsRequest{EvalID: "e3", AllocsPreempted: []*sdk.Allocation{preempted}},
+	}
+	for i, msg := range steps {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := store.Snapshot().Alloc("a1")
+	if a.DesiredStatus != sdk.AllocDesiredStatusStop || a.DesiredDescription != "alloc not needed due to job update" ||
+		a.PreemptedByAllocation != "" || a.ModifyIndex != 4 {
+		t.Fatalf("allocation %+v: the preemption marked it again", a)
+	}
+}

@@ -51,7 +51,7 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 	for _, n := range planNodes(p) {
 		req.AllocsStopped = append(req.AllocsStopped, result.NodeUpdate[n]...)
 		req.AllocsUpdated = append(req.AllocsUpdated, result.NodeAllocation[n]...)
-		req.AllocsPreempted = append(req.AllocsPreempted, result.NodePreemptions[n]...)
+		req.AllocsPreempted = append(req.AllocsPreempted, stillLive(snap, result.NodePreemptions[n])...)
 	}
 	req.PreemptionEvals = preemptionEvals(snap, req.AllocsPreempted, now, newID)
 	if len(req.AllocsStopped)+len(req.AllocsUpdated)+len(req.AllocsPreempted) == 0 &&
@@ -59,6 +59,21 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 		return result, nil
 	}
 	return result, req
+}
+
+// stillLive returns the preempted allocations that snap does not already
+// stop or evict. Schedulers may preempt one whose node still runs it (it
+// holds its room until then): that changes nothing, so it is not marked
+// again, keeping why it stops, and its job gets no preemption eval, as
+// Nomad's plan applier drops such preemptions.
+func stillLive(snap verify.State, preempted []*sdk.Allocation) []*sdk.Allocation {
+	out := preempted[:0:0]
+	for _, p := range preempted {
+		if a := snap.Alloc(p.ID); a == nil || !a.TerminalStatus() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // planNodes returns the nodes a plan touches, sorted.

@@ -187,6 +187,44 @@ func TestEvaluate_PreemptionFreesRoomAndCreatesUnchainedEval(t *testing.T) {
 	}
 }
 
+// A plan may preempt an allocation that is already stopping (its node
+// still runs it, so schedulers count its room): the plan commits, but the
+// allocation is not marked again and its job gets no preemption eval, as
+// Nomad's plan applier drops such preemptions.
+func TestEvaluate_PreemptingAnAllocationAlreadyStoppingLeavesIt(t *testing.T) {
+	s, _ := fixture(t)
+	vip := *s.Snapshot().Job("default", "web")
+	vip.Priority = 70
+	err := s.Write(2, func(tx *state.Txn) error {
+		if err := tx.UpsertJob(&vip); err != nil {
+			return err
+		}
+		busy := *tx.Alloc("busy")
+		busy.DesiredStatus, busy.DesiredDescription = sdk.AllocDesiredStatusStop, "alloc not needed due to job update"
+		return tx.UpsertAlloc(&busy)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	p := &sdk.Plan{EvalID: "e1", Job: snap.Job("default", "web"),
+		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1", PreemptedByAllocation: "p1"}}},
+		NodeAllocation:  map[string][]*sdk.Allocation{"n1": {place("p1", "n1", 900)}}}
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	res, req := Evaluate(snap, p, 42, NewID)
+	if len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 {
+		t.Fatalf("plan not committed: %+v", res)
+	}
+	if len(res.NodePreemptions["n1"]) != 1 {
+		t.Fatalf("the result should answer the plan's preemption: %+v", res.NodePreemptions)
+	}
+	if len(req.AllocsPreempted) != 0 || len(req.PreemptionEvals) != 0 {
+		t.Fatalf("preempted %v with evals %v: the allocation was already stopping", req.AllocsPreempted, req.PreemptionEvals)
+	}
+}
+
 func TestNodeFits(t *testing.T) {
 	s, job := fixture(t)
 	// n3: ineligible, running "live" of web; n4: disconnected, running

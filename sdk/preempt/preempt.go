@@ -40,11 +40,15 @@ func Priority(a *sdk.Allocation) int {
 }
 
 // Candidates returns the allocations of proposed that a job of priority
-// prio may preempt: live, of another job, at least MinPriorityDelta lower.
+// prio may preempt: of another job, at least MinPriorityDelta lower, and
+// not finished on their node. That includes one already told to stop or
+// evict whose node still runs it: it holds its room until the node
+// reports it finished, and preempting it again costs nothing (the host
+// leaves it as it is), as Nomad's preemptor takes it again.
 func Candidates(prio int, job sdk.NamespacedID, proposed []*sdk.Allocation) []*sdk.Allocation {
 	var out []*sdk.Allocation
 	for _, a := range proposed {
-		if a.TerminalStatus() || (a.JobID == job.ID && a.Namespace == job.Namespace) {
+		if a.ClientTerminalStatus() || (a.JobID == job.ID && a.Namespace == job.Namespace) {
 			continue
 		}
 		if prio-Priority(a) >= MinPriorityDelta {
@@ -71,7 +75,10 @@ const MaxParallelPenalty = 50.0
 // Select returns the allocations to evict from candidates so that used (what
 // the node would hold with the new placement) fits capacity, or nil when no
 // choice makes it fit. candidates must already satisfy the priority rule
-// (see Candidates); the result is ordered by priority, lowest first.
+// (see Candidates). Those already stopping are taken first, whatever their
+// priority: evicting them disturbs nothing that still would run (Nomad's
+// preemptor may pass over them for a running allocation). The result is
+// ordered so: those already stopping, then by priority, lowest first.
 // planned, if not nil, says how many allocations of a group the plan
 // preempts already: with those chosen here, they weigh against taking
 // more of a group than its migrate max_parallel (MaxParallelPenalty).
@@ -80,19 +87,19 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func
 		return nil
 	}
 	pool := slices.Clone(candidates)
-	slices.SortStableFunc(pool, func(a, b *sdk.Allocation) int { return Priority(a) - Priority(b) })
+	slices.SortStableFunc(pool, func(a, b *sdk.Allocation) int { return order(a) - order(b) })
 	var chosen []*sdk.Allocation
 	taken := map[Group]int{}
 	for len(pool) > 0 {
 		if ok, _ := used.Fits(capacity); ok {
 			break
 		}
-		// Take, among the lowest priority left, the allocation closest to
-		// what is missing.
-		prio := Priority(pool[0])
+		// Take, among the first left in that order (the same priority, and
+		// stopping or not), the allocation closest to what is missing.
+		first := order(pool[0])
 		best, bestDist := -1, math.Inf(1)
 		for i, a := range pool {
-			if Priority(a) != prio {
+			if order(a) != first {
 				break
 			}
 			d := distance(shortfall(used, capacity), a.Usage())
@@ -129,6 +136,15 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func
 		}
 	}
 	return chosen
+}
+
+// order is a's place among Select's candidates: those already stopping
+// (told to stop or evict) first, then by priority.
+func order(a *sdk.Allocation) int {
+	if a.TerminalStatus() {
+		return math.MinInt32 + Priority(a)
+	}
+	return Priority(a)
 }
 
 // maxParallel is the migrate max_parallel of a's group (0: none known).

@@ -36,6 +36,31 @@ func TestCandidatesAndSelect(t *testing.T) {
 	}
 }
 
+// An allocation already told to stop or evict, that its node still runs,
+// holds its room and may be preempted again; Select takes it before any
+// allocation that would otherwise keep running, whatever their
+// priorities. One its node reports finished holds nothing and is no
+// candidate.
+func TestCandidatesAndSelect_AlreadyStopping(t *testing.T) {
+	stopping := victim("stopping", 30, 1000, 100)
+	stopping.DesiredStatus = sdk.AllocDesiredStatusEvict
+	finished := victim("finished", 10, 1000, 100)
+	finished.DesiredStatus, finished.ClientStatus = sdk.AllocDesiredStatusStop, sdk.AllocClientStatusComplete
+	running := victim("running", 10, 1000, 100)
+	cands := Candidates(50, sdk.NamespacedID{ID: "self"}, []*sdk.Allocation{running, stopping, finished})
+	if got := ids(cands); !slices.Equal(got, []string{"running", "stopping"}) {
+		t.Fatalf("candidates %v, want running and stopping", got)
+	}
+	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
+	if got := ids(Select(capacity, sdk.Usage{CPU: 4500, MemoryMB: 400}, cands, nil)); !slices.Equal(got, []string{"stopping"}) {
+		t.Fatalf("victims %v, want only the one already stopping", got)
+	}
+	// Short of more than it holds: both, the stopping one first.
+	if got := ids(Select(capacity, sdk.Usage{CPU: 5500, MemoryMB: 400}, cands, nil)); !slices.Equal(got, []string{"stopping", "running"}) {
+		t.Fatalf("victims %v, want stopping then running", got)
+	}
+}
+
 // A group's evictions beyond its migrate max_parallel weigh against it
 // (Nomad's max_parallel penalty): with max_parallel 1 and one of its
 // allocations already preempted by the plan, the other group's

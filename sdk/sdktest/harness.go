@@ -568,9 +568,12 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			h.deploys[d.ID] = d
 		}
 	}
-	for _, m := range []map[string][]*sdk.Allocation{res.NodeUpdate, res.NodePreemptions} {
+	for i, m := range []map[string][]*sdk.Allocation{res.NodeUpdate, res.NodePreemptions} {
 		for _, stops := range m {
 			for _, s := range stops {
+				if i == 1 && h.allocs[s.ID].TerminalStatus() {
+					continue // preempted while already stopping: the host leaves it so
+				}
 				c := *h.allocs[s.ID]
 				old := &c
 				old.DesiredStatus, old.DesiredDescription = s.DesiredStatus, s.DesiredDescription

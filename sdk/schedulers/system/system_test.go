@@ -165,6 +165,51 @@ func TestSystem_Preemption(t *testing.T) {
 	}
 }
 
+// While the allocation a system job preempted still runs on its node
+// (evicted, its node not yet reporting it finished), it holds its room;
+// an update of the system job, in place or destructive, preempts it
+// again rather than finding the node full, as Nomad's preemptor does. The
+// harness, as the host, leaves the evicted allocation as it was.
+func TestSystem_UpdateWhileThePreemptedAllocationStillRuns(t *testing.T) {
+	for _, destructive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("destructive=%v", destructive), func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Node("n1"))
+			low := schedtest.ServiceJob("low", 1)
+			low.Priority = 20
+			h.UpsertJob(low)
+			victim := schedtest.Alloc(low, 0, "n1")
+			victim.AllocatedResources.Tasks["web"].Cpu.CpuShares = 3800
+			h.UpsertAllocs(victim)
+			job := schedtest.SystemJob("agent") // priority 100
+			job.TaskGroups[0].Tasks[0].Resources.CPU = 500
+			h.Process(sched, h.RegisterJob(job))
+			if pre := schedtest.Preempted(h.LastPlan()); len(pre) != 1 || pre[0].ID != victim.ID {
+				t.Fatalf("preempted %v, want the low-priority allocation", pre)
+			}
+			evicted := *h.State().Alloc(victim.ID)
+
+			v2 := h.Job("default", "agent").Copy()
+			if destructive {
+				v2.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/v2"}
+			} else {
+				v2.Datacenters = []string{"dc1", "dc2"}
+			}
+			h.Process(sched, h.RegisterJob(v2))
+			if e := h.LastEval(); len(e.FailedTGAllocs) != 0 || len(h.Created) != 0 {
+				t.Fatalf("failed %v, created %v: the node is full only of an allocation on its way out", e.FailedTGAllocs, h.Created)
+			}
+			live := h.Live("default", "agent")
+			if len(live) != 1 || live[0].JobVersion != v2.Version {
+				t.Fatalf("live %v, want one allocation of version %d", live, v2.Version)
+			}
+			if a := h.State().Alloc(victim.ID); a.ModifyIndex != evicted.ModifyIndex || a.PreemptedByAllocation != evicted.PreemptedByAllocation {
+				t.Fatalf("the evicted allocation was marked again: %+v, was %+v", a, evicted)
+			}
+		})
+	}
+}
+
 // A system placement that preempts is scored on its fit alone, as Nomad's
 // system stack scores it: no "preemption" score (the node is the only
 // choice), and the normalized score is the fit.
