@@ -225,7 +225,11 @@ func deficitBoost(desired float64, used int) float64 {
 // values are even and else (max-min)/min. The last is not bounded by 1: with
 // counts 3 and 1 the least used value scores 2, above an unused value, until
 // it reaches half the most used one's count. Kept as Nomad has it, so that
-// spreads weigh against the other scores as they do there.
+// spreads weigh against the other scores as they do there. The counts are
+// the allocations that stay: unlike Nomad v1.6.1, a value whose
+// allocations the plan all stops counts as unused (Nomad keeps it at 0
+// and scores every node -1), and a value's replacement counts once
+// (Nomad's proposed counts can add a stopped one back).
 func (a *spreadAttr) even(id int32) float64 {
 	if a.used == 0 {
 		return 0
