@@ -4,8 +4,9 @@
 // Only allocations of other jobs whose priority is at least MinPriorityDelta
 // below the placing job's are candidates (the host's plan applier enforces
 // the same rule). Among them, the lowest priorities go first; within a
-// priority, allocations whose resources best match what is still missing
-// go first, so that few allocations are evicted, and a group already
+// priority, allocations whose resources best match what the placement asks
+// for, less what the victims chosen so far free, go first (Nomad's
+// choice), so that few allocations are evicted, and a group already
 // losing as many allocations as its migrate max_parallel is passed over
 // while another will do (MaxParallelPenalty); finally any allocation the
 // placement turns out not to need is given back. A placement that asks for
@@ -13,7 +14,7 @@
 // (ForPorts), and one that asks for devices evicts holders of matching
 // instances (ForDevices), before any is chosen for resources.
 //
-//	victims := preempt.Select(capacity, usedWithPlacement, preempt.Candidates(prio, job, proposed), plan.PreemptedOf)
+//	victims := preempt.Select(capacity, usedWithPlacement, ask, preempt.Candidates(prio, job, proposed), plan.PreemptedOf)
 //	if victims == nil {
 //		// even evicting every candidate would not make room
 //	}
@@ -73,8 +74,12 @@ func GroupOf(a *sdk.Allocation) Group { return Group{a.Namespace, a.JobID, a.Tas
 const MaxParallelPenalty = 50.0
 
 // Select returns the allocations to evict from candidates so that used (what
-// the node would hold with the new placement) fits capacity, or nil when no
-// choice makes it fit. candidates must already satisfy the priority rule
+// the node would hold with the new placement, which asks for ask) fits
+// capacity, or nil when no choice makes it fit. Each victim is the one
+// closest to what the placement asks for less what the victims before it
+// free, as Nomad's preemptor measures it: not to what the node lacks,
+// which would take several small allocations where one the placement's
+// size does. candidates must already satisfy the priority rule
 // (see Candidates). Those already stopping are taken first, whatever their
 // priority: evicting them disturbs nothing that still would run (Nomad's
 // preemptor may pass over them for a running allocation). The result is
@@ -82,7 +87,7 @@ const MaxParallelPenalty = 50.0
 // planned, if not nil, says how many allocations of a group the plan
 // preempts already: with those chosen here, they weigh against taking
 // more of a group than its migrate max_parallel (MaxParallelPenalty).
-func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func(Group) int) []*sdk.Allocation {
+func Select(capacity, used, ask sdk.Usage, candidates []*sdk.Allocation, planned func(Group) int) []*sdk.Allocation {
 	if ok, _ := used.Fits(capacity); ok {
 		return nil
 	}
@@ -102,7 +107,7 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func
 			if order(a) != first {
 				break
 			}
-			d := distance(shortfall(used, capacity), a.Usage())
+			d := distance(ask, a.Usage())
 			if mp := maxParallel(a); mp > 0 {
 				g := GroupOf(a)
 				n := taken[g]
@@ -122,11 +127,14 @@ func Select(capacity, used sdk.Usage, candidates []*sdk.Allocation, planned func
 		chosen = append(chosen, a)
 		taken[GroupOf(a)]++
 		used.Sub(a.Usage())
+		ask.Sub(a.Usage())
 	}
 	if ok, _ := used.Fits(capacity); !ok {
 		return nil
 	}
-	// Give back what is not needed, highest priority first.
+	// Give back what is not needed, highest priority first (where Nomad
+	// keeps the shortest run of its choice, farthest from the ask first,
+	// that makes room, which may keep one that is not needed).
 	for i := len(chosen) - 1; i >= 0; i-- {
 		u := used
 		u.Add(chosen[i].Usage())
@@ -316,18 +324,9 @@ func deviceVictims(ch *feasible.Checker, node *sdk.Node, req *sdk.RequestedDevic
 	return best
 }
 
-// shortfall is how much of each dimension is missing (0 where it fits).
-func shortfall(used, capacity sdk.Usage) sdk.Usage {
-	return sdk.Usage{
-		CPU:      max(0, used.CPU-capacity.CPU),
-		MemoryMB: max(0, used.MemoryMB-capacity.MemoryMB),
-		DiskMB:   max(0, used.DiskMB-capacity.DiskMB),
-		Cores:    max(0, used.Cores-capacity.Cores),
-	}
-}
-
-// distance is how far an allocation's resources are from what is missing,
-// each dimension relative to the need (Nomad's basic resource distance).
+// distance is how far an allocation's resources are from what is still
+// asked for, each dimension relative to the need, those no longer needed
+// left out (Nomad's basic resource distance, with reserved cores).
 func distance(need, have sdk.Usage) float64 {
 	d := 0.0
 	add := func(n, h int64) {

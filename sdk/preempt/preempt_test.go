@@ -14,6 +14,27 @@ func victim(id string, prio int, cpu, mem int64) *sdk.Allocation {
 			Cpu: sdk.AllocatedCpuResources{CpuShares: cpu}, Memory: sdk.AllocatedMemoryResources{MemoryMB: mem}}}}}
 }
 
+// Within a priority, the victim is the allocation closest to what the
+// placement asks for, less what earlier victims free (Nomad's preemptor),
+// not to what the node lacks: a 1000 MHz / 2048 MB placement on a node
+// 400 MHz short takes one 1000 MHz allocation, not two of 200 MHz.
+func TestSelect_ClosestToTheAsk(t *testing.T) {
+	small0, small1 := victim("small0", 45, 200, 128), victim("small1", 45, 200, 128)
+	big := victim("big", 45, 1000, 1024)
+	capacity := sdk.Usage{CPU: 4000, MemoryMB: 8192}
+	// The node holds 2 x 200 + 3 x 1000 MHz; with the placement, 400 over.
+	used := sdk.Usage{CPU: 3400 + 1000, MemoryMB: 3328 + 2048}
+	got := Select(capacity, used, sdk.Usage{CPU: 1000, MemoryMB: 2048}, []*sdk.Allocation{small0, small1, big}, nil)
+	if !slices.Equal(ids(got), []string{"big"}) {
+		t.Fatalf("victims %v, want big alone", ids(got))
+	}
+	// Asked for less than a small one holds, the small one is the closer.
+	got = Select(capacity, sdk.Usage{CPU: 4100, MemoryMB: 3428}, sdk.Usage{CPU: 100, MemoryMB: 100}, []*sdk.Allocation{big, small0}, nil)
+	if !slices.Equal(ids(got), []string{"small0"}) {
+		t.Fatalf("victims %v, want small0", ids(got))
+	}
+}
+
 func TestCandidatesAndSelect(t *testing.T) {
 	allocs := []*sdk.Allocation{victim("low-big", 10, 2000, 100), victim("low-small", 10, 500, 100),
 		victim("mid", 30, 1000, 100), victim("close", 45, 4000, 100), victim("self", 10, 100, 10)}
@@ -24,11 +45,12 @@ func TestCandidatesAndSelect(t *testing.T) {
 	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
 	// The node holds 3500 + the 1000 MHz placement: 500 over.
 	used := sdk.Usage{CPU: 4500, MemoryMB: 400}
-	got := Select(capacity, used, cands, nil)
+	ask := sdk.Usage{CPU: 1000, MemoryMB: 100}
+	got := Select(capacity, used, ask, cands, nil)
 	if len(got) != 1 || got[0].ID != "low-small" {
 		t.Fatalf("victims %v, want only low-small (lowest priority, closest to the 500 missing)", ids(got))
 	}
-	if Select(capacity, sdk.Usage{CPU: 9000}, cands, nil) != nil {
+	if Select(capacity, sdk.Usage{CPU: 9000}, ask, cands, nil) != nil {
 		t.Fatal("chose victims that cannot make room")
 	}
 	if Score(got) <= Score([]*sdk.Allocation{victim("x", 90, 1, 1), victim("y", 90, 1, 1)}) {
@@ -51,12 +73,12 @@ func TestCandidatesAndSelect_AlreadyStopping(t *testing.T) {
 	if got := ids(cands); !slices.Equal(got, []string{"running", "stopping"}) {
 		t.Fatalf("candidates %v, want running and stopping", got)
 	}
-	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
-	if got := ids(Select(capacity, sdk.Usage{CPU: 4500, MemoryMB: 400}, cands, nil)); !slices.Equal(got, []string{"stopping"}) {
+	capacity, ask := sdk.Usage{CPU: 4000, MemoryMB: 1000}, sdk.Usage{CPU: 1000, MemoryMB: 100}
+	if got := ids(Select(capacity, sdk.Usage{CPU: 4500, MemoryMB: 400}, ask, cands, nil)); !slices.Equal(got, []string{"stopping"}) {
 		t.Fatalf("victims %v, want only the one already stopping", got)
 	}
 	// Short of more than it holds: both, the stopping one first.
-	if got := ids(Select(capacity, sdk.Usage{CPU: 5500, MemoryMB: 400}, cands, nil)); !slices.Equal(got, []string{"stopping", "running"}) {
+	if got := ids(Select(capacity, sdk.Usage{CPU: 5500, MemoryMB: 400}, ask, cands, nil)); !slices.Equal(got, []string{"stopping", "running"}) {
 		t.Fatalf("victims %v, want stopping then running", got)
 	}
 }
@@ -78,6 +100,7 @@ func TestSelect_MaxParallelPenalty(t *testing.T) {
 	}
 	capacity := sdk.Usage{CPU: 4000, MemoryMB: 1000}
 	used := sdk.Usage{CPU: 4500, MemoryMB: 400} // 500 MHz short
+	ask := sdk.Usage{CPU: 600, MemoryMB: 100}   // a-fit is the closer to it
 	onePlanned := func(g Group) int {
 		if g.JobID == "a" {
 			return 1
@@ -97,7 +120,7 @@ func TestSelect_MaxParallelPenalty(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cands := []*sdk.Allocation{inGroup("a-fit", "a", 500, tc.maxParallel), inGroup("b-worse", "b", 1500, 1)}
-			if got := ids(Select(capacity, used, cands, tc.planned)); len(got) != 1 || got[0] != tc.want {
+			if got := ids(Select(capacity, used, ask, cands, tc.planned)); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("victims %v, want %s", got, tc.want)
 			}
 		})

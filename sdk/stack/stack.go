@@ -836,11 +836,16 @@ func (s *Stack) rank(g *group, n *sdk.Node, pos int, cached bool, info *nodeInfo
 			return s.drop(c)
 		}
 		used, capacity := s.needOn(g, n, info)
+		// What the placement asks of the node: all it adds to what the
+		// node holds as the plan leaves it.
+		ask := used
+		ask.Sub(info.used)
+		ask.Sub(info.change.delta)
 		for _, v := range heldVictims {
 			used.Sub(v.Usage())
 		}
 		candidates := preempt.Candidates(g.prio, g.job.NamespacedID(), without(without(s.plan.Proposed(n.ID), s.plan.NodePreemptions[n.ID]), heldVictims))
-		victims := preempt.Select(capacity, used, candidates, s.plan.PreemptedOf)
+		victims := preempt.Select(capacity, used, ask, candidates, s.plan.PreemptedOf)
 		if victims == nil {
 			s.tally.exhausted(n, fc.dim)
 			return s.drop(c)

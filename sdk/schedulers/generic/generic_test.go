@@ -1057,6 +1057,41 @@ func TestService_Preemption(t *testing.T) {
 	}
 }
 
+// A service placement that must preempt evicts, within a priority, the
+// allocation closest to its ask, as Nomad's preemptor does: on a node
+// 400 MHz short of a 1000 MHz / 2048 MB placement, one 1000 MHz allocation
+// rather than two of 200 MHz.
+func TestService_PreemptsTheAllocationClosestToTheAsk(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Node("n1"))
+	cfg := sdk.DefaultSchedulerConfiguration()
+	cfg.PreemptionConfig.ServiceSchedulerEnabled = true
+	h.SetSchedulerConfig(cfg)
+	low := schedtest.ServiceJob("low", 2)
+	low.Priority = 45
+	low.TaskGroups[0].Name = "small"
+	low.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 200, MemoryMB: 128}
+	big := schedtest.ServiceJob("low", 3).TaskGroups[0]
+	big.Name = "big"
+	big.Tasks[0].Resources = &sdk.Resources{CPU: 1000, MemoryMB: 1024}
+	low.TaskGroups = append(low.TaskGroups, big)
+	h.Process(service, h.RegisterJob(low))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "low")...)
+
+	high := schedtest.ServiceJob("high", 1)
+	high.Priority = 60
+	high.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 1000, MemoryMB: 2048}
+	h.Process(service, h.RegisterJob(high))
+	pre := schedtest.Preempted(h.LastPlan())
+	if len(pre) != 1 || h.Alloc(pre[0].ID).TaskGroup != "big" {
+		var names []string
+		for _, a := range pre {
+			names = append(names, h.Alloc(a.ID).Name)
+		}
+		t.Fatalf("preempted %v, want one allocation of group big", names)
+	}
+}
+
 // While a canary of version 1 awaits promotion, an allocation of version
 // 0 lost with its node is replaced by version 0, not by the canaried
 // version (Nomad's downgraded non-canary placements), and so is a
