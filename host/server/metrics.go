@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/drover-sched/drover/host/blocked"
+	"github.com/drover-sched/drover/sdk"
 	metrics "github.com/hashicorp/go-metrics/compat"
 )
 
@@ -16,6 +18,7 @@ func (s *Server) emitStats(ctx context.Context) {
 	defer s.done.Done()
 	t := time.NewTicker(s.telemetry.Interval())
 	defer t.Stop()
+	var shown blockedGauges
 	for {
 		select {
 		case <-ctx.Done():
@@ -25,6 +28,7 @@ func (s *Server) emitStats(ctx context.Context) {
 		s.metrics.EmitRuntimeStats()
 		s.emitPluginStats()
 		if !s.IsLeader() {
+			shown.set(s.metrics, blocked.Stats{})
 			continue
 		}
 		m := s.metrics
@@ -45,19 +49,56 @@ func (s *Server) emitStats(ctx context.Context) {
 		gauge(bl.TotalEscaped, "blocked_evals", "total_escaped")
 		gauge(bl.TotalCaptured, "blocked_evals", "total_captured")
 		gauge(bl.TotalDuplicates, "blocked_evals", "total_duplicates")
-		for k, v := range bl.ByJob {
-			labels := []metrics.Label{{Name: "namespace", Value: k.Namespace}, {Name: "job", Value: k.ID}}
-			m.SetGaugeWithLabels([]string{"blocked_evals", "job", "cpu"}, float32(v.CPU), labels)
-			m.SetGaugeWithLabels([]string{"blocked_evals", "job", "memory"}, float32(v.MemoryMB), labels)
-		}
-		for k, v := range bl.ByClassInDC {
-			labels := []metrics.Label{{Name: "datacenter", Value: k.Datacenter}, {Name: "node_class", Value: k.Class}}
-			m.SetGaugeWithLabels([]string{"blocked_evals", "cpu"}, float32(v.CPU), labels)
-			m.SetGaugeWithLabels([]string{"blocked_evals", "memory"}, float32(v.MemoryMB), labels)
-		}
+		shown.set(m, bl)
 		gauge(s.plans.Len(), "plan", "queue_depth")
 		gauge(s.heartbeats.count(), "heartbeat", "active")
 	}
+}
+
+// blockedGauges are the per-job and per-class gauges of blocked
+// resources last set: a job or class is reported while it has blocked
+// evals, and once more, at 0, when it no longer has (or the server no
+// longer leads), so that a statsd sink, which keeps a gauge's last value,
+// does not report blocked resources that are gone.
+type blockedGauges struct {
+	jobs    map[sdk.NamespacedID]bool
+	classes map[blocked.ClassInDC]bool
+}
+
+func (g *blockedGauges) set(m *metrics.Metrics, st blocked.Stats) {
+	jobs := make(map[sdk.NamespacedID]bool, len(st.ByJob))
+	for k, v := range st.ByJob {
+		setBlockedJob(m, k, v)
+		jobs[k] = true
+	}
+	for k := range g.jobs {
+		if !jobs[k] {
+			setBlockedJob(m, k, blocked.Resources{})
+		}
+	}
+	classes := make(map[blocked.ClassInDC]bool, len(st.ByClassInDC))
+	for k, v := range st.ByClassInDC {
+		setBlockedClass(m, k, v)
+		classes[k] = true
+	}
+	for k := range g.classes {
+		if !classes[k] {
+			setBlockedClass(m, k, blocked.Resources{})
+		}
+	}
+	g.jobs, g.classes = jobs, classes
+}
+
+func setBlockedJob(m *metrics.Metrics, k sdk.NamespacedID, v blocked.Resources) {
+	labels := []metrics.Label{{Name: "namespace", Value: k.Namespace}, {Name: "job", Value: k.ID}}
+	m.SetGaugeWithLabels([]string{"blocked_evals", "job", "cpu"}, float32(v.CPU), labels)
+	m.SetGaugeWithLabels([]string{"blocked_evals", "job", "memory"}, float32(v.MemoryMB), labels)
+}
+
+func setBlockedClass(m *metrics.Metrics, k blocked.ClassInDC, v blocked.Resources) {
+	labels := []metrics.Label{{Name: "datacenter", Value: k.Datacenter}, {Name: "node_class", Value: k.Class}}
+	m.SetGaugeWithLabels([]string{"blocked_evals", "cpu"}, float32(v.CPU), labels)
+	m.SetGaugeWithLabels([]string{"blocked_evals", "memory"}, float32(v.MemoryMB), labels)
 }
 
 // schedulerLabels name the scheduler type and plugin of an eval's metrics.
