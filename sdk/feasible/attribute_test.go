@@ -11,7 +11,8 @@ import (
 // Attribute.Compare). QA found "11 GiB" > "9000 MiB" refused: a GPU job
 // asking in MiB for memory a node reports in GiB did not place.
 func TestDeviceCompare(t *testing.T) {
-	d := &sdk.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "1080ti", Attributes: map[string]string{
+	d := &sdk.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "1080ti", Instances: []*sdk.NodeDevice{
+		{ID: "a0", Healthy: true}, {ID: "a1"}}, Attributes: map[string]string{
 		"memory": "11 GiB", "bandwidth": "484 GB/s", "clock": "1.5 GHz", "power": "250 W", "cores": "3584",
 		"ratio": "0.5", "ecc": "true", "arch": "pascal",
 	}}
@@ -46,6 +47,11 @@ func TestDeviceCompare(t *testing.T) {
 		{"${device.attr.missing}", "!=", "1 GiB", true},
 		{"${device.attr.arch}", "regexp", "^pas", true},
 		{"${device.attr.memory}", "is_set", "", true},
+		{"${device.ids}", "=", "a0,a1", true},
+		{"${device.ids}", "set_contains", "a1", true}, // unhealthy instances too, as Nomad
+		{"${device.ids}", "set_contains_any", "b0,a0", true},
+		{"${device.ids}", "set_contains", "b0", false},
+		{"${device.attr.cores}", "regexp", "^35", true}, // as written; Nomad matches only strings
 	}
 	for _, c := range cases {
 		if got := ch.deviceCompare(c.op, c.l, c.r, d); got != c.want {

@@ -25,14 +25,22 @@ func DeviceNameMatches(d *sdk.NodeDeviceResource, name string) bool {
 }
 
 // resolveDeviceTarget resolves "${device.vendor}", "${device.type}",
-// "${device.model}" (strings), "${device.attr.X}" or a literal against a
-// device group, as Nomad does: an attribute or a literal is read as a
-// number with its unit where it is one (parseAttribute).
+// "${device.model}", "${device.ids}" (strings; the group's instance IDs,
+// healthy or not, joined by commas), "${device.attr.X}" or a literal
+// against a device group, as Nomad does: an attribute or a literal is read
+// as a number with its unit where it is one (parseAttribute).
 func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, attribute, bool) {
 	if !strings.HasPrefix(target, "${") {
 		return target, parseAttribute(target), true
 	}
 	switch target {
+	case deviceIDs:
+		ids := make([]string, len(d.Instances))
+		for i, inst := range d.Instances {
+			ids[i] = inst.ID
+		}
+		s := strings.Join(ids, ",")
+		return s, attribute{s: s}, true
 	case "${device.vendor}":
 		return d.Vendor, attribute{s: d.Vendor}, true
 	case "${device.type}":
@@ -45,6 +53,25 @@ func resolveDeviceTarget(target string, d *sdk.NodeDeviceResource) (string, attr
 		return v, parseAttribute(v), ok
 	}
 	return "", attribute{}, false
+}
+
+// deviceIDs names a device group's instance IDs in a device constraint.
+const deviceIDs = "${device.ids}"
+
+// DevicesEscape reports whether a device request's constraints depend on
+// more than a node's computed class: instance IDs, which
+// sdk.Node.ComputeClass leaves out (Nomad caches such a check per class
+// all the same, and so may pass or fail every node of a class on the
+// first one's instances).
+func DevicesEscape(reqs []*sdk.RequestedDevice) bool {
+	for _, r := range reqs {
+		for _, c := range r.Constraints {
+			if c.LTarget == deviceIDs || c.RTarget == deviceIDs {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DeviceMatches reports whether a device group satisfies a request's name
@@ -65,8 +92,11 @@ func DeviceMatches(ch *Checker, d *sdk.NodeDeviceResource, req *sdk.RequestedDev
 // deviceCompare checks a device constraint or affinity against a device
 // group as Nomad's checkAttributeConstraint does: equality and order
 // compare typed attributes (numbers after their units, and only with
-// values of the same kind); the other operators compare strings, as for
-// node attributes.
+// values of the same kind). The other operators compare the values as
+// written, as for node attributes, where Nomad's match only strings:
+// there `${device.attr.cuda_cores} regexp "^35"` or
+// `${device.attr.driver} version ">= 12.0"` never match, the values
+// being numbers (docs/api.md, "Differences from Nomad").
 func (ch *Checker) deviceCompare(op, lt, rt string, d *sdk.NodeDeviceResource) bool {
 	l, la, lok := resolveDeviceTarget(lt, d)
 	r, ra, rok := resolveDeviceTarget(rt, d)

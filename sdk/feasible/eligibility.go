@@ -102,7 +102,7 @@ func NewEligibility(job *sdk.Job) *Eligibility {
 	for _, tg := range job.TaskGroups {
 		escaped := EscapedConstraints(tg.Constraints)
 		for _, t := range tg.Tasks {
-			escaped = escaped || EscapedConstraints(t.Constraints)
+			escaped = escaped || EscapedConstraints(t.Constraints) || (t.Resources != nil && DevicesEscape(t.Resources.Devices))
 		}
 		e.group(tg.Name).escaped = escaped
 	}

@@ -127,7 +127,38 @@ func resourcesEqual(a, b *sdk.Resources) bool {
 		return a == b
 	}
 	return a.CPU == b.CPU && a.Cores == b.Cores && a.MemoryMB == b.MemoryMB && a.MemoryMaxMB == b.MemoryMaxMB &&
-		networksEqual(a.Networks, b.Networks) && reflect.DeepEqual(a.Devices, b.Devices)
+		networksEqual(a.Networks, b.Networks) && sameMembers(a.Devices, b.Devices, devicesEqual)
+}
+
+// devicesEqual compares two device requests as Nomad does: their
+// constraints and affinities in any order.
+func devicesEqual(x, y *sdk.RequestedDevice) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return x.Name == y.Name && x.Count == y.Count &&
+		sameMembers(x.Constraints, y.Constraints, func(a, b *sdk.Constraint) bool { return reflect.DeepEqual(a, b) }) &&
+		sameMembers(x.Affinities, y.Affinities, func(a, b *sdk.Affinity) bool { return reflect.DeepEqual(a, b) })
+}
+
+// sameMembers reports whether a and b hold the same elements, each as
+// often, in any order (nil and empty alike), eq being an equivalence.
+func sameMembers[T any](a, b []T, eq func(T, T) bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	taken := make([]bool, len(b))
+next:
+	for _, x := range a {
+		for j, y := range b {
+			if !taken[j] && eq(x, y) {
+				taken[j] = true
+				continue next
+			}
+		}
+		return false
+	}
+	return true
 }
 
 func affinities(j *sdk.Job, tg *sdk.TaskGroup) []*sdk.Affinity {

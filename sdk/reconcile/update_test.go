@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -59,6 +60,18 @@ func TestTasksUpdated_Table(t *testing.T) {
 		{"lifecycle", func(j *sdk.Job) {
 			j.TaskGroups[0].Tasks[0].Lifecycle = &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPoststart}
 		}, "task lifecycle"},
+		{"device requests reordered", func(j *sdk.Job) { slices.Reverse(j.TaskGroups[0].Tasks[0].Resources.Devices) }, ""},
+		{"a device request's constraints reordered", func(j *sdk.Job) {
+			slices.Reverse(j.TaskGroups[0].Tasks[0].Resources.Devices[0].Constraints)
+		}, ""},
+		{"a device request's count", func(j *sdk.Job) { j.TaskGroups[0].Tasks[0].Resources.Devices[1].Count = 2 }, "task resources"},
+		{"a device request's constraint", func(j *sdk.Job) {
+			j.TaskGroups[0].Tasks[0].Resources.Devices[0].Constraints[1].RTarget = "8 GiB"
+		}, "task resources"},
+		{"a second request for the same device", func(j *sdk.Job) {
+			r := j.TaskGroups[0].Tasks[0].Resources
+			r.Devices = append(r.Devices, &sdk.RequestedDevice{Name: "nvidia/gpu", Count: 1})
+		}, "task resources"},
 		{"group names the job's namespace", func(j *sdk.Job) {
 			j.ConsulNamespace, j.TaskGroups[0].Consul = "", sdk.Opaque{"Namespace": "ns"}
 		}, ""},
@@ -66,6 +79,11 @@ func TestTasksUpdated_Table(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := sdktest.Job("web", 1)
 			base.ConsulNamespace = "ns"
+			base.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{
+				{Name: "nvidia/gpu", Count: 1, Constraints: []*sdk.Constraint{
+					{LTarget: "${device.model}", RTarget: "1080ti", Operand: "="},
+					{LTarget: "${device.attr.memory}", RTarget: "4 GiB", Operand: ">="}}},
+				{Name: "fpga", Count: 1}}
 			next := base.Copy()
 			tc.change(next)
 			for _, pair := range [][2]*sdk.Job{{base, next}, {next, base}} {

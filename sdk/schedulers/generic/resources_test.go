@@ -58,6 +58,30 @@ func TestService_DevicesAreOfTheComputedClass(t *testing.T) {
 	}
 }
 
+// A constraint on ${device.ids} (a group's instance IDs, joined by
+// commas) is checked node by node: instance IDs are not in the computed
+// class, so many nodes of one class must not share the first one's
+// answer (Nomad caches it per class, and fails them all).
+func TestService_DeviceIDsConstraintIsCheckedOnEachNode(t *testing.T) {
+	h := schedtest.New(t)
+	var nodes []*sdk.Node
+	for i := range 10 {
+		nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i), "1080ti", 11, 2))
+	}
+	h.UpsertNodes(nodes...)
+	if nodes[0].ComputedClass != nodes[9].ComputedClass {
+		t.Fatal("the nodes should share a computed class")
+	}
+	h.Process(service, h.RegisterJob(gpuJob("web", 1, &sdk.RequestedDevice{Name: "nvidia/gpu", Count: 1,
+		Constraints: []*sdk.Constraint{{LTarget: "${device.ids}", RTarget: "n7-gpu-1", Operand: sdk.ConstraintSetContains}}})))
+	if e := h.LastEval(); len(e.FailedTGAllocs) != 0 {
+		t.Fatalf("failed: %+v", e.FailedTGAllocs["web"])
+	}
+	if placed := schedtest.Placed(h.LastPlan()); len(placed) != 1 || placed[0].NodeID != "n7" {
+		t.Fatalf("placed %+v, want one allocation on n7", placed)
+	}
+}
+
 // Device affinities score a node by the weight the devices chosen there
 // meet over the weight of all of them (Nomad's "devices" scorer), averaged
 // into the node's score like any other scorer.
