@@ -100,7 +100,7 @@ func Select(capacity, used, ask sdk.Usage, candidates []*sdk.Allocation, planned
 			break
 		}
 		// Take, among the first left in that order (the same priority, and
-		// stopping or not), the allocation closest to what is missing.
+		// stopping or not), the allocation closest to what is still asked.
 		first := order(pool[0])
 		best, bestDist := -1, math.Inf(1)
 		for i, a := range pool {
