@@ -25,6 +25,16 @@ type Deployment struct {
 // Active reports whether the deployment is still rolling.
 func (d *Deployment) Active() bool { return DeploymentStatusActive(d.Status) }
 
+// RequiresPromotion reports whether a group has canaries not yet promoted.
+func (d *Deployment) RequiresPromotion() bool {
+	for _, s := range d.TaskGroups {
+		if s.DesiredCanaries > 0 && !s.Promoted {
+			return true
+		}
+	}
+	return false
+}
+
 // DeploymentStatusActive reports whether a deployment in status is still
 // rolling.
 func DeploymentStatusActive(status string) bool {

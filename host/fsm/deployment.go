@@ -88,10 +88,36 @@ func applyDeploymentPromote(tx *state.Txn, req *DeploymentPromoteRequest, fx *ef
 			}
 		}
 	}
-	d.StatusDescription = sdk.DeploymentDescriptionRunning
+	// The description says the deployment runs once nothing awaits
+	// promotion (a paused one stays paused), as Nomad's.
+	if d.Status == sdk.DeploymentStatusRunning && !d.RequiresPromotion() {
+		d.StatusDescription = sdk.DeploymentDescriptionRunning
+	}
 	d.ModifyTime = req.UpdatedAt
 	if err := tx.UpsertDeployment(d); err != nil {
 		return err
+	}
+	// Promoted canaries are canaries no more: a replacement of one is
+	// placed as any allocation of the group, as Nomad's state store
+	// clears the mark of each healthy canary it promotes.
+	for name, s := range d.TaskGroups {
+		if !s.Promoted || cur.TaskGroups[name].Promoted {
+			continue
+		}
+		for _, id := range s.PlacedCanaries {
+			old := tx.Alloc(id)
+			if old == nil || old.TerminalStatus() || !old.DeploymentStatus.IsHealthy() || !old.DeploymentStatus.Canary {
+				continue
+			}
+			a := *old
+			ds := *old.DeploymentStatus
+			ds.Canary, ds.ModifyIndex = false, tx.Index()
+			a.DeploymentStatus = &ds
+			a.AllocModifyIndex = tx.Index()
+			if err := tx.UpsertAllocOver(&a, old); err != nil {
+				return err
+			}
+		}
 	}
 	if req.Eval != nil {
 		return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)

@@ -95,6 +95,59 @@ func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
 	if got := snap.Deployment("d1").TaskGroups["g"].RequireProgressBy; !got.Equal(promoted.Add(time.Minute)) {
 		t.Fatalf("progress deadline after the promotion %v, want %v", got, promoted.Add(time.Minute))
 	}
+	// The promoted canary is one no more (a replacement of it is placed
+	// as any allocation), as Nomad's state store writes it.
+	if a := snap.Alloc("a1"); a.DeploymentStatus.Canary || a.DeploymentStatus.ModifyIndex != 8 || a.AllocModifyIndex != 8 ||
+		!a.DeploymentStatus.IsHealthy() {
+		t.Fatalf("promoted canary: %+v (alloc modify index %d)", a.DeploymentStatus, a.AllocModifyIndex)
+	}
+	if got := snap.Deployment("d1").TaskGroups["g"].PlacedCanaries; len(got) != 1 {
+		t.Fatalf("placed canaries %v: the deployment still lists them", got)
+	}
+}
+
+// A promotion sets the description to "running" only once no group awaits
+// promotion, and a paused deployment stays described as paused; resumed,
+// it has its progress deadline again (a paused deployment's does not run).
+func TestDeploymentPromotion_DescriptionAndResume(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	apply := func(i uint64, msg entry) {
+		t.Helper()
+		if err := f.ApplyDecoded(i, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "a", Count: 1}, {Name: "b", Count: 1}}}
+	apply(1, &JobRegisterRequest{Job: job})
+	start := time.Unix(1000, 0)
+	canaries := func() map[string]*sdk.DeploymentState {
+		return map[string]*sdk.DeploymentState{
+			"a": {DesiredTotal: 1, DesiredCanaries: 1, ProgressDeadline: time.Minute, RequireProgressBy: start.Add(time.Minute)},
+			"b": {DesiredTotal: 1, DesiredCanaries: 1, ProgressDeadline: time.Minute, RequireProgressBy: start.Add(time.Minute)}}
+	}
+	apply(2, &ApplyPlanResultsRequest{Job: job, EvalID: "e1", UpdatedAt: start.UnixNano(), Deployment: &sdk.Deployment{ID: "d1",
+		Namespace: "default", JobID: "web", Status: sdk.DeploymentStatusRunning,
+		StatusDescription: sdk.DeploymentDescriptionRunningNeedsPromotion, TaskGroups: canaries()}})
+	apply(3, &DeploymentPromoteRequest{DeploymentID: "d1", Groups: []string{"a"}, UpdatedAt: start.UnixNano()})
+	if d := store.Snapshot().Deployment("d1"); d.StatusDescription != sdk.DeploymentDescriptionRunningNeedsPromotion {
+		t.Fatalf("after promoting a alone: %q, want it to still need promotion", d.StatusDescription)
+	}
+	apply(4, &DeploymentStatusUpdateRequest{UpdatedAt: start.UnixNano(), Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1",
+		Status: sdk.DeploymentStatusPaused, StatusDescription: sdk.DeploymentDescriptionPaused}})
+	apply(5, &DeploymentPromoteRequest{DeploymentID: "d1", Groups: []string{"b"}, UpdatedAt: start.UnixNano()})
+	if d := store.Snapshot().Deployment("d1"); d.StatusDescription != sdk.DeploymentDescriptionPaused {
+		t.Fatalf("after promoting b while paused: %q, want it still paused", d.StatusDescription)
+	}
+	resumed := start.Add(time.Hour)
+	apply(6, &DeploymentStatusUpdateRequest{UpdatedAt: resumed.UnixNano(), Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1",
+		Status: sdk.DeploymentStatusRunning, StatusDescription: sdk.DeploymentDescriptionRunning}})
+	for name, s := range store.Snapshot().Deployment("d1").TaskGroups {
+		if !s.RequireProgressBy.Equal(resumed.Add(time.Minute)) {
+			t.Fatalf("group %s: progress deadline %v after the resume, want %v", name, s.RequireProgressBy, resumed.Add(time.Minute))
+		}
+	}
 }
 
 // TestDeploymentSuccess_MarksTheJobVersionStable: the plan that marks a

@@ -731,11 +731,21 @@ func updateDeploymentStatus(tx *state.Txn, u *sdk.DeploymentStatusUpdate, now in
 	if old == nil {
 		return nil
 	}
-	d := *old
+	d := old.Copy()
 	d.Status = u.Status
 	d.StatusDescription = u.StatusDescription
 	d.ModifyTime = now
-	if err := tx.UpsertDeployment(&d); err != nil {
+	// A paused deployment's deadline does not run: resumed, it has its
+	// progress_deadline again (as Nomad does since hashicorp/nomad#27804;
+	// 1.6 failed a paused deployment at its deadline).
+	if old.Status == sdk.DeploymentStatusPaused && d.Status == sdk.DeploymentStatusRunning {
+		for _, s := range d.TaskGroups {
+			if s.ProgressDeadline > 0 && !s.RequireProgressBy.IsZero() {
+				s.RequireProgressBy = time.Unix(0, now).Add(s.ProgressDeadline)
+			}
+		}
+	}
+	if err := tx.UpsertDeployment(d); err != nil {
 		return err
 	}
 	// A successful deployment makes its job version stable in the same

@@ -77,14 +77,19 @@ type deploymentAction struct {
 	reschedule []string
 }
 
-// deploymentWatch remembers, per deployment, the healthy allocations it
-// already created an eval for. It is the leader's and starts empty on each
-// new leadership (a few extra evals then, no missed ones).
+// deploymentWatch remembers, per deployment, when it last created an eval
+// for allocations that became healthy: it creates at most one per
+// deploymentEvalBatch, as Nomad's watcher batches them, so that
+// allocations becoming healthy one after the other make one eval. It is
+// the leader's and starts empty on each new leadership.
 type deploymentWatch struct {
-	healthy map[string]int
+	lastEval map[string]time.Time
 }
 
-func newDeploymentWatch() *deploymentWatch { return &deploymentWatch{healthy: map[string]int{}} }
+// deploymentEvalBatch is Nomad's perJobEvalBatchPeriod.
+const deploymentEvalBatch = time.Second
+
+func newDeploymentWatch() *deploymentWatch { return &deploymentWatch{lastEval: map[string]time.Time{}} }
 
 // decide returns what to do about the deployments of snap at now. newID
 // makes eval IDs. It records the healthy counts it acts on.
@@ -100,21 +105,24 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 			}
 			continue
 		}
-		if d.Status != sdk.DeploymentStatusRunning || job == nil {
+		if !d.Active() || job == nil {
 			continue
 		}
 		eval := func() *sdk.Evaluation { return deploymentEval(d, job, newID(), now) }
-		failGroup, reschedule := unhealthy(snap, d, now)
-		desc, failed := sdk.DeploymentDescriptionProgressDeadline, lateGroups(d, now)
-		if failGroup != "" {
-			desc, failed = sdk.DeploymentDescriptionFailedAllocations, []string{failGroup}
+		failGroups, reschedule := unhealthy(snap, d, now)
+		desc := sdk.DeploymentDescriptionFailedAllocations
+		if failGroups == nil && d.Status == sdk.DeploymentStatusRunning {
+			desc, failGroups = sdk.DeploymentDescriptionProgressDeadline, lateGroups(d, now)
 		}
-		if len(failed) > 0 {
+		if len(failGroups) > 0 {
 			a := deploymentAction{kind: actionFail, deployment: d, desc: desc, eval: eval()}
-			a.planRevert(snap, job, failed)
+			a.planRevert(snap, job, failGroups, true)
 			out = append(out, a)
-			delete(w.healthy, d.ID)
+			delete(w.lastEval, d.ID)
 			continue
+		}
+		if d.Status != sdk.DeploymentStatusRunning {
+			continue // paused: only an unhealthy allocation fails it
 		}
 		if len(reschedule) > 0 {
 			out = append(out, deploymentAction{kind: actionReschedule, deployment: d, eval: eval(), reschedule: reschedule})
@@ -124,21 +132,42 @@ func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func
 			out = append(out, deploymentAction{kind: actionPromote, deployment: d, eval: eval()})
 			continue
 		}
-		healthy := 0
-		for _, s := range d.TaskGroups {
-			healthy += s.HealthyAllocs
-		}
-		if healthy > w.healthy[d.ID] {
-			w.healthy[d.ID] = healthy
+		if newlyHealthy(snap, d) && now.Sub(w.lastEval[d.ID]) >= deploymentEvalBatch {
+			w.lastEval[d.ID] = now
 			out = append(out, deploymentAction{kind: actionEval, deployment: d, eval: eval()})
 		}
 	}
-	for id := range w.healthy {
+	for id := range w.lastEval {
 		if !seen[id] {
-			delete(w.healthy, id)
+			delete(w.lastEval, id)
 		}
 	}
 	return out
+}
+
+// newlyHealthy reports whether an allocation of d became healthy after
+// the state the job's latest eval saw (its snapshot, or its creation if
+// not yet processed; cancelled evals saw nothing), as Nomad's watcher
+// decides to create an eval: health written with an eval (an operator's
+// mark) needs no other.
+func newlyHealthy(snap *state.Snapshot, d *sdk.Deployment) bool {
+	var seen uint64
+	for _, e := range snap.EvalsByJob(d.Namespace, d.JobID) {
+		if e.Status == sdk.EvalStatusCanceled {
+			continue
+		}
+		if e.SnapshotIndex != 0 {
+			seen = max(seen, e.SnapshotIndex)
+		} else {
+			seen = max(seen, e.CreateIndex)
+		}
+	}
+	for _, a := range snap.AllocsByDeployment(d.ID) {
+		if a.DeploymentStatus.IsHealthy() && a.DeploymentStatus.ModifyIndex > seen {
+			return true
+		}
+	}
+	return false
 }
 
 // deploymentEval is a deployment-watcher eval for d's job.
@@ -154,17 +183,17 @@ func deploymentEval(d *sdk.Deployment, job *sdk.Job, id string, now time.Time) *
 }
 
 // unhealthy looks at d's unhealthy allocations, as Nomad's watcher does:
-// one fails d at once (failGroup, its group) when its group has no
-// progress deadline, or when its reschedule policy has no attempt left at
-// now; otherwise d waits for its replacement, and reschedule lists those
-// not yet marked for it.
-func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (failGroup string, reschedule []string) {
+// one fails d at once when its group has no progress deadline, or when
+// its reschedule policy has no attempt left at now (failGroups lists
+// those allocations' groups, which decide the revert); otherwise d waits
+// for its replacement, and reschedule lists those not yet marked for it.
+func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (failGroups, reschedule []string) {
 	any := false
 	for _, s := range d.TaskGroups {
 		any = any || s.UnhealthyAllocs > 0
 	}
 	if !any {
-		return "", nil
+		return nil, nil
 	}
 	for _, a := range snap.AllocsByDeployment(d.ID) {
 		s := d.TaskGroups[a.TaskGroup]
@@ -172,23 +201,52 @@ func unhealthy(snap *state.Snapshot, d *sdk.Deployment, now time.Time) (failGrou
 			continue
 		}
 		if s.ProgressDeadline == 0 || !reconcile.RescheduleEligible(a, now) {
-			return a.TaskGroup, nil
+			if !slices.Contains(failGroups, a.TaskGroup) {
+				failGroups = append(failGroups, a.TaskGroup)
+			}
+			continue
 		}
 		if !a.DesiredTransition.ShouldReschedule() {
 			reschedule = append(reschedule, a.ID)
 		}
 	}
-	return "", reschedule
+	if failGroups != nil {
+		slices.Sort(failGroups)
+		return failGroups, nil
+	}
+	return nil, reschedule
 }
 
-// lateGroups are the groups of d that passed their progress deadline
-// before they completed (d then fails).
+// lateGroups returns the groups that fail d at its progress deadline, as
+// Nomad's watcher judges it: once the earliest deadline of a group still
+// in progress (not all healthy, or canaries awaiting promotion) has
+// passed, every group that falls short fails the deployment. A group with
+// unpromoted canaries falls short only while they are not all healthy:
+// with all of them healthy it waits for its operator's promotion, however
+// long. Any other group falls short until all its allocations are
+// healthy.
 func lateGroups(d *sdk.Deployment, now time.Time) []string {
+	var cutoff time.Time
+	for _, s := range d.TaskGroups {
+		done := (s.DesiredCanaries == 0 || s.Promoted) && s.HealthyAllocs >= s.DesiredTotal
+		if done || s.ProgressDeadline == 0 || s.RequireProgressBy.IsZero() {
+			continue
+		}
+		if cutoff.IsZero() || s.RequireProgressBy.Before(cutoff) {
+			cutoff = s.RequireProgressBy
+		}
+	}
+	if cutoff.IsZero() || !now.After(cutoff) {
+		return nil
+	}
 	var out []string
 	for _, name := range sortedGroups(d) {
 		s := d.TaskGroups[name]
-		complete := s.HealthyAllocs >= max(s.DesiredTotal, s.DesiredCanaries) && (s.DesiredCanaries == 0 || s.Promoted)
-		if s.ProgressDeadline > 0 && !s.RequireProgressBy.IsZero() && now.After(s.RequireProgressBy) && !complete {
+		need := s.DesiredTotal
+		if s.DesiredCanaries > 0 && !s.Promoted {
+			need = s.DesiredCanaries
+		}
+		if s.HealthyAllocs < need {
 			out = append(out, name)
 		}
 	}
@@ -220,14 +278,19 @@ func autoRevert(d *sdk.Deployment, groups []string) bool {
 // deployment asks for one: to the latest stable version older than the
 // one deployed, named in the description. As Nomad's watcher, it reverts
 // nothing when that version has the deployed one's spec, which would
-// change nothing, and says so. job is the job as it is now.
-func (a *deploymentAction) planRevert(snap *state.Snapshot, job *sdk.Job, groups []string) {
+// change nothing, and says so; when there is no stable version, it says
+// so if sayNone (Nomad's watcher and fail endpoint do, its health
+// endpoint does not). job is the job as it is now.
+func (a *deploymentAction) planRevert(snap *state.Snapshot, job *sdk.Job, groups []string, sayNone bool) {
 	d := a.deployment
 	if !autoRevert(d, groups) {
 		return
 	}
 	v := latestStable(snap, d)
 	if v == nil {
+		if sayNone {
+			a.desc += " - no stable job version to auto revert to"
+		}
 		return
 	}
 	deployed := snap.JobVersion(d.Namespace, d.JobID, d.JobVersion)
@@ -253,18 +316,19 @@ func latestStable(snap *state.Snapshot, d *sdk.Deployment) *sdk.Job {
 	return nil
 }
 
-// canAutoPromote reports whether d waits for promotion, every group that
-// has canaries auto-promotes, and all their canaries are placed and healthy.
+// canAutoPromote reports whether d is to be promoted now, as Nomad's
+// watcher decides: a group still awaits promotion, and every group with
+// canaries (promoted or not) auto-promotes and has them all healthy.
 func canAutoPromote(snap *state.Snapshot, d *sdk.Deployment) bool {
 	waiting := false
 	for _, s := range d.TaskGroups {
-		if s.DesiredCanaries == 0 || s.Promoted {
+		if s.DesiredCanaries == 0 {
 			continue
 		}
 		if !s.AutoPromote || healthyCanaries(snap, s) < s.DesiredCanaries {
 			return false
 		}
-		waiting = true
+		waiting = waiting || !s.Promoted
 	}
 	return waiting
 }
@@ -381,7 +445,7 @@ func (s *Server) PromoteDeployment(id string, groups []string) (string, uint64, 
 			continue
 		}
 		if h := healthyCanaries(snap, st); h < st.DesiredCanaries {
-			return "", 0, badRequest(fmt.Errorf("task group %q has %d/%d healthy canaries", name, h, st.DesiredCanaries))
+			return "", 0, badRequest(fmt.Errorf("Task group %q has %d/%d healthy allocations", name, h, st.DesiredCanaries))
 		}
 		promoting++
 	}
@@ -407,7 +471,7 @@ func (s *Server) FailDeployment(id string) (string, uint64, error) {
 	}
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedByUser,
 		eval: deploymentEval(d, job, newID(), s.now())}
-	a.planRevert(snap, job, nil)
+	a.planRevert(snap, job, nil, true)
 	if err := s.applyDeploymentAction(snap, a); err != nil {
 		return "", 0, err
 	}
@@ -494,7 +558,7 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 	// where asked), whatever reschedules are left: with the health, in one
 	// entry.
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations, eval: eval}
-	a.planRevert(snap, job, unhealthyGroups) // as Nomad's: the groups of the unhealthy allocations
+	a.planRevert(snap, job, unhealthyGroups, false) // as Nomad's: the groups of the unhealthy allocations
 	index, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, a.failRequest(now.UnixNano(), req))
 	return eval.ID, index, err
 }
