@@ -76,8 +76,17 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 // Stopped reports whether the job was stopped (or is nil).
 func (j *Job) Stopped() bool { return j == nil || j.Stop }
 
-// IsPeriodic reports whether the job is a periodic template.
-func (j *Job) IsPeriodic() bool { return j != nil && j.Periodic != nil && j.Periodic.Enabled }
+// IsPeriodic reports whether the job has a periodic block, enabled or not,
+// as Nomad's: such a job is a template, never evaluated itself, and stays
+// periodic until it is purged. IsPeriodicActive says whether it launches.
+func (j *Job) IsPeriodic() bool { return j != nil && j.Periodic != nil }
+
+// IsPeriodicActive reports whether the job launches children on its
+// schedule: periodic, enabled, not stopped, and not a parameterized
+// template (whose dispatched jobs are the ones launched), as Nomad's.
+func (j *Job) IsPeriodicActive() bool {
+	return j.IsPeriodic() && j.Periodic.Enabled && !j.Stop && !j.IsParameterized()
+}
 
 // IsParameterized reports whether the job is a parameterized template that is
 // dispatched, not run.

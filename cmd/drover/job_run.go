@@ -91,6 +91,9 @@ func (c *jobRunCommand) Run(args []string) int {
 		}
 		c.ui.Output(fmt.Sprintf("Job registration successful\nJob %q is %s: it is launched by its %s, not evaluated now.",
 			job.ID, kind, map[string]string{"periodic": "schedule", "parameterized": "dispatches"}[kind]))
+		if job.IsPeriodic() && !job.Periodic.Enabled {
+			c.ui.Output("Its periodic launches are disabled (periodic { enabled = false }).")
+		}
 		return exitOK
 	}
 	if *detach {

@@ -140,7 +140,9 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, short bool) {
 		"Namespace", j.Namespace, "Node Pool", j.NodePool, "Scheduler", j.SchedulerName(),
 		"Status", statusString(j.Status, j.Stop), "Version", fmt.Sprint(j.Version), "Periodic", fmt.Sprint(j.IsPeriodic()),
 		"Parameterized", fmt.Sprint(j.IsParameterized())}
-	if j.IsPeriodic() {
+	if j.IsPeriodic() && !j.IsParameterized() {
+		// A periodic parameterized job launches nothing: its dispatched
+		// jobs do, each on the schedule (Nomad's job status shows none).
 		info = append(info, "Next Periodic Launch", nextPeriodicLaunch(j, c.clock()))
 	}
 	c.kv(info...)
@@ -204,13 +206,18 @@ func (c *jobStatusCommand) printStatus(st *JobStatus, evals, short bool) {
 }
 
 // launcher reports whether a job runs only through the jobs it launches:
-// a periodic or parameterized job (not one of its children).
+// a periodic job (enabled or not, and a job dispatched from a periodic
+// parameterized job) or a parameterized one, not a launched child.
 func launcher(j *sdk.Job) bool { return j.IsPeriodic() || j.IsParameterized() }
 
 // nextPeriodicLaunch describes when a periodic job launches next.
 func nextPeriodicLaunch(j *sdk.Job, now time.Time) string {
-	if j.Stop {
+	switch {
+	case j.Stop:
 		return "none (job stopped)"
+	case !j.Periodic.Enabled:
+		// Nomad's CLI shows the schedule's next time, which never comes.
+		return "none (launches disabled)"
 	}
 	at, err := server.NextLaunch(j.Periodic, now)
 	switch {

@@ -22,6 +22,7 @@ func TestNextPeriodicLaunch(t *testing.T) {
 		{"the earliest of several specs", &sdk.Job{Periodic: &sdk.PeriodicConfig{Enabled: true, SpecType: "cron",
 			Specs: []string{"0 4 * * *", "0 3 * * *"}, TimeZone: "UTC"}}, "(in 30s)"},
 		{"stopped", &sdk.Job{Stop: true, Periodic: cron("0 3 * * *")}, "none (job stopped)"},
+		{"disabled", &sdk.Job{Periodic: &sdk.PeriodicConfig{SpecType: "cron", Specs: []string{"0 3 * * *"}}}, "none (launches disabled)"},
 		{"no further launch", &sdk.Job{Periodic: cron("0 0 1 1 * 2020")}, "none (no further launch)"},
 		{"a broken spec", &sdk.Job{Periodic: cron("every day")}, "unknown: "},
 	} {

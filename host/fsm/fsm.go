@@ -368,9 +368,10 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 		}
 	}
 	fx.job(j.Namespace, j.ID)
-	// A periodic job's registration counts as its first launch, so a new
-	// leader can tell whether a launch was missed since.
-	if j.IsPeriodic() && tx.PeriodicLaunch(j.Namespace, j.ID) == nil {
+	// An active periodic job's registration counts as its first launch, so
+	// a new leader can tell whether a launch was missed since. (Enabling a
+	// disabled job later counts then, as in Nomad.)
+	if j.IsPeriodicActive() && tx.PeriodicLaunch(j.Namespace, j.ID) == nil {
 		if err := tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: j.Namespace, ID: j.ID, Launch: j.SubmitTime}); err != nil {
 			return err
 		}

@@ -210,7 +210,7 @@ type JobListStub struct {
 func jobStub(snap *state.Snapshot, j *sdk.Job, meta bool) *JobListStub {
 	s := &JobListStub{ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: j.Namespace,
 		Datacenters: j.Datacenters, NodePool: j.NodePool, Type: j.Type, Priority: j.Priority,
-		Periodic: j.Periodic != nil, ParameterizedJob: j.IsParameterized(), Stop: j.Stop,
+		Periodic: j.IsPeriodic(), ParameterizedJob: j.IsParameterized(), Stop: j.Stop,
 		Status: j.Status, StatusDescription: j.StatusDescription, Scheduler: j.SchedulerName(),
 		JobSummary: server.JobSummary(snap, j), Version: j.Version,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime}

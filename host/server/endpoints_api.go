@@ -237,7 +237,9 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 	if err := s.validateCounts(job); err != nil {
 		return err
 	}
-	if job.IsPeriodic() {
+	if job.IsPeriodic() && job.Periodic.Enabled {
+		// As jobspec.Validate, a disabled schedule is not checked (Nomad's
+		// PeriodicConfig.Validate).
 		if _, err := NextLaunch(job.Periodic, s.now()); err != nil {
 			return badRequest(err)
 		}

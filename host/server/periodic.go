@@ -63,9 +63,10 @@ func NextLaunch(p *sdk.PeriodicConfig, after time.Time) (time.Time, error) {
 	return best, nil
 }
 
-// periodicActive reports whether a job launches children: periodic and
-// not stopped.
-func periodicActive(j *sdk.Job) bool { return j != nil && j.IsPeriodic() && !j.Stop }
+// periodicActive reports whether a job launches children (the launcher
+// tracks it): see sdk.Job.IsPeriodicActive. A job dispatched from a
+// periodic parameterized job is one.
+func periodicActive(j *sdk.Job) bool { return j != nil && j.IsPeriodicActive() }
 
 // launchSchedule orders tracked periodic jobs by their next launch. It is
 // pure: the launcher feeds it times.

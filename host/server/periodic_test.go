@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -134,5 +135,84 @@ func TestPeriodic_MissedLaunchKeepsProhibitOverlap(t *testing.T) {
 	servertest.WaitFor(t, "the missed launch of the other job", func() bool { return len(children(s, "later")) == 1 })
 	if n := len(children(s, "hourly")); n != 1 {
 		t.Fatalf("%d children, want only the one still running", n)
+	}
+}
+
+// TestPeriodic_DisabledJobIsATemplateThatDoesNotLaunch: a job whose
+// periodic block is disabled is still periodic, as in Nomad: its
+// registration creates no eval, it is "running" (a template), and it is
+// neither launched on schedule nor forced.
+func TestPeriodic_DisabledJobIsATemplateThatDoesNotLaunch(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	j := periodicJob("paused", "* * * * * * *", false)
+	j.Periodic.Enabled = false
+	if id := registerJob(t, s, j); id != "" {
+		t.Fatalf("a disabled periodic job got an eval %s", id)
+	}
+	snap := s.Store().Snapshot()
+	if evals := snap.EvalsByJob("default", "paused"); len(evals) != 0 {
+		t.Fatalf("evals %+v", evals)
+	}
+	if got := snap.Job("default", "paused"); got.Status != sdk.JobStatusRunning || !got.IsPeriodic() {
+		t.Fatalf("job status %q, periodic %v; want running, periodic", got.Status, got.IsPeriodic())
+	}
+	if _, _, err := s.ForcePeriodicRun("default", "paused"); !errors.Is(err, server.ErrNotPeriodic) {
+		t.Fatalf("force run: %v, want ErrNotPeriodic", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(children(s, "paused")); n != 0 {
+		t.Fatalf("%d launches of a disabled periodic job", n)
+	}
+	if s.Store().Snapshot().PeriodicLaunch("default", "paused") != nil {
+		t.Fatal("a disabled periodic job's registration was recorded as a launch")
+	}
+}
+
+// TestPeriodic_DisablingPausesLaunches: registering an active periodic job
+// again with enabled = false (Nomad's way to pause it) is an update like
+// any other: launches stop, and enabling it again resumes them.
+func TestPeriodic_DisablingPausesLaunches(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	registerJob(t, s, periodicJob("tick", "* * * * * * *", false))
+	servertest.WaitFor(t, "a launch", func() bool { return len(children(s, "tick")) >= 1 })
+
+	j := periodicJob("tick", "* * * * * * *", false)
+	j.Periodic.Enabled = false
+	if id := registerJob(t, s, j); id != "" {
+		t.Fatalf("disabling got an eval %s", id)
+	}
+	n := len(children(s, "tick"))
+	time.Sleep(2500 * time.Millisecond)
+	if got := len(children(s, "tick")); got > n+1 { // one may have been under way
+		t.Fatalf("%d launches after the job was disabled (had %d)", got, n)
+	}
+	if st := s.Store().Snapshot().Job("default", "tick").Status; st != sdk.JobStatusRunning {
+		t.Fatalf("disabled job is %s, want running", st)
+	}
+
+	n = len(children(s, "tick"))
+	registerJob(t, s, periodicJob("tick", "* * * * * * *", false))
+	servertest.WaitFor(t, "launches again", func() bool { return len(children(s, "tick")) >= n+2 })
+}
+
+// TestPeriodic_ParameterizedTemplateNeverLaunches: a job both periodic and
+// parameterized is a template of templates: it is not launched (nor can
+// it be forced); its dispatched jobs are.
+func TestPeriodic_ParameterizedTemplateNeverLaunches(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	j := periodicJob("pp", "* * * * * * *", false)
+	j.ParameterizedJob = &sdk.ParameterizedJobConfig{Payload: sdk.DispatchPayloadOptional}
+	if id := registerJob(t, s, j); id != "" {
+		t.Fatalf("the template got an eval %s", id)
+	}
+	if _, _, err := s.ForcePeriodicRun("default", "pp"); !errors.Is(err, server.ErrNotPeriodic) {
+		t.Fatalf("force run: %v, want ErrNotPeriodic", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(children(s, "pp")); n != 0 {
+		t.Fatalf("%d launches of a periodic parameterized template", n)
 	}
 }

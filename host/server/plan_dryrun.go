@@ -79,7 +79,8 @@ func (s *Server) PlanJob(ctx context.Context, job *sdk.Job) (*PlanResult, error)
 		// Templates are not evaluated until launched or dispatched: their
 		// groups change nothing now (annotations are always there, as
 		// Nomad's CLI reads them without a check).
-		if job.IsPeriodic() {
+		if job.IsPeriodic() && job.Periodic.Enabled {
+			// As Nomad's Job.Plan: a disabled schedule has no launch.
 			res.NextPeriodicLaunch, _ = NextLaunch(job.Periodic, s.now())
 		}
 		res.Annotations = annotate(snap, job, nil)
