@@ -80,7 +80,11 @@ func (c *jobDispatchCommand) Run(args []string) int {
 		return c.errorf("dispatching job %q: %v", job.ID, err)
 	}
 	evalID := shortID(resp.EvalID)
-	if evalID == "" {
+	switch {
+	case evalID != "":
+	case job.IsPeriodic():
+		evalID = "none (the dispatched job is periodic: it is launched on its schedule)"
+	default:
 		evalID = "none (a job dispatched with this idempotency token exists)"
 	}
 	c.kv("Dispatched Job ID", resp.DispatchedJobID, "Evaluation ID", evalID)

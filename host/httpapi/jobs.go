@@ -70,8 +70,10 @@ type JobDispatchRequest struct {
 	IdempotencyToken string
 }
 
-// JobDispatchResponse answers a dispatch. EvalID is empty when an
-// idempotency token matched an earlier dispatch, whose job is returned.
+// JobDispatchResponse answers a dispatch. EvalID (and EvalCreateIndex) is
+// empty when the dispatched job is periodic (launched on its schedule, not
+// evaluated, as Nomad's), or when an idempotency token matched an earlier
+// dispatch, whose job is returned.
 type JobDispatchResponse struct {
 	DispatchedJobID string
 	EvalID          string

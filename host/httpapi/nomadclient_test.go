@@ -556,6 +556,32 @@ job "nightly" {
 	if _, _, err := c.Jobs().PeriodicForce("report", nil); err == nil {
 		t.Fatal("forced a launch of a job that is not periodic")
 	}
+
+	// A periodic parameterized job's dispatch is a periodic job: answered
+	// without an eval, as Nomad's.
+	pp, err := c.Jobs().ParseHCL(`
+job "pp" {
+  type = "batch"
+  periodic {
+    crons = ["0 3 * * *"]
+  }
+  parameterized {}
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(pp, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err = c.Jobs().Dispatch("pp", nil, nil, "", nil)
+	if err != nil || resp.EvalID != "" || resp.EvalCreateIndex != 0 || resp.JobCreateIndex == 0 {
+		t.Fatalf("periodic dispatch: %v %+v", err, resp)
+	}
 }
 
 // TestNomadClient_NamespacesAndNodePools: Drover's implicit namespaces and

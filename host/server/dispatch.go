@@ -40,7 +40,9 @@ type DispatchRequest struct {
 // DispatchResult names the dispatched job and its eval.
 type DispatchResult struct {
 	DispatchedJobID string
-	EvalID          string
+	// EvalID is empty for a dispatched job that is periodic (it is
+	// launched, not evaluated) and for a repeated idempotency token.
+	EvalID string
 	// Index is the raft index of the dispatch (or of the existing job's
 	// last change, for a repeated idempotency token).
 	Index uint64
@@ -49,7 +51,9 @@ type DispatchResult struct {
 }
 
 // DispatchJob launches a child of a parameterized job with the request's
-// payload and metadata (merged over the parent's) and evaluates it.
+// payload and metadata (merged over the parent's) and evaluates it. The
+// child of a periodic parameterized job is a periodic job, as in Nomad:
+// it gets no eval, and the periodic launcher launches it on its schedule.
 func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (DispatchResult, error) {
 	// Dispatches run one at a time so that two retries with the same
 	// idempotency token cannot both miss the other's job.
@@ -82,12 +86,19 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 	now := s.now()
 	child := dispatchChild(parent, req, now.Unix(), newID()[:8])
 	child.SubmitTime = now.UnixNano()
-	eval := s.newEval(child, sdk.EvalTriggerJobRegister)
-	index, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: child, Eval: eval})
+	reg := &fsm.JobRegisterRequest{Job: child}
+	if !child.IsPeriodic() {
+		reg.Eval = s.newEval(child, sdk.EvalTriggerJobRegister)
+	}
+	index, err := s.Apply(fsm.JobRegisterRequestType, reg)
 	if err != nil {
 		return DispatchResult{}, err
 	}
-	return DispatchResult{DispatchedJobID: child.ID, EvalID: eval.ID, Index: index, JobCreateIndex: index}, nil
+	res := DispatchResult{DispatchedJobID: child.ID, Index: index, JobCreateIndex: index}
+	if reg.Eval != nil {
+		res.EvalID = reg.Eval.ID
+	}
+	return res, nil
 }
 
 // checkDispatch checks a dispatch against the parameterized block: the

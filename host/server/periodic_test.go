@@ -216,3 +216,62 @@ func TestPeriodic_ParameterizedTemplateNeverLaunches(t *testing.T) {
 		t.Fatalf("%d launches of a periodic parameterized template", n)
 	}
 }
+
+// TestPeriodic_DispatchedChildIsLaunchedOnSchedule: dispatching a periodic
+// parameterized job registers a periodic job, as Nomad's Job.Dispatch: no
+// eval (the dispatched job itself never runs), and the launcher launches
+// it on the schedule, each launch carrying the dispatch's payload.
+func TestPeriodic_DispatchedChildIsLaunchedOnSchedule(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	j := periodicJob("pp", "* * * * * * *", false)
+	j.ParameterizedJob = &sdk.ParameterizedJobConfig{Payload: sdk.DispatchPayloadOptional}
+	registerJob(t, s, j)
+	res, err := s.DispatchJob("default", "pp", server.DispatchRequest{Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EvalID != "" || res.Index == 0 || res.JobCreateIndex != res.Index {
+		t.Fatalf("dispatch result %+v, want no eval", res)
+	}
+	child := s.Store().Snapshot().Job("default", res.DispatchedJobID)
+	if !child.IsPeriodicActive() || child.Status != sdk.JobStatusRunning {
+		t.Fatalf("dispatched job %+v is not an active periodic job", child)
+	}
+
+	servertest.WaitFor(t, "two launches of the dispatched job", func() bool { return len(children(s, child.ID)) >= 2 })
+	snap := s.Store().Snapshot()
+	for _, c := range children(s, child.ID) {
+		if c.Periodic != nil || !c.Dispatched || string(c.Payload) != "x" {
+			t.Fatalf("launch %+v", c)
+		}
+		if evals := snap.EvalsByJob("default", c.ID); len(evals) != 1 || evals[0].TriggeredBy != sdk.EvalTriggerPeriodicJob {
+			t.Fatalf("launch %s evals %+v", c.ID, evals)
+		}
+	}
+	if evals := snap.EvalsByJob("default", child.ID); len(evals) != 0 {
+		t.Fatalf("the dispatched periodic job was evaluated: %+v", evals)
+	}
+	if snap.PeriodicLaunch("default", child.ID) == nil {
+		t.Fatal("the dispatched job's launches are not recorded")
+	}
+	if n := len(children(s, "pp")); n != 0 {
+		t.Fatalf("%d launches of the template", n)
+	}
+
+	// A dispatched job can be forced, as a periodic job can (hourly: no
+	// launch on schedule the same second).
+	hourly := periodicJob("pph", "0 * * * *", false)
+	hourly.ParameterizedJob = &sdk.ParameterizedJobConfig{Payload: sdk.DispatchPayloadOptional}
+	registerJob(t, s, hourly)
+	res, err = s.DispatchJob("default", "pph", server.DispatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evalID, _, err := s.ForcePeriodicRun("default", res.DispatchedJobID); err != nil || evalID == "" {
+		t.Fatalf("force run of the dispatched job: %q, %v", evalID, err)
+	}
+	if n := len(children(s, res.DispatchedJobID)); n != 1 {
+		t.Fatalf("%d launches of the forced dispatched job, want 1", n)
+	}
+}
