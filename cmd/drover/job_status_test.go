@@ -25,6 +25,7 @@ func TestNextPeriodicLaunch(t *testing.T) {
 		{"disabled", &sdk.Job{Periodic: &sdk.PeriodicConfig{SpecType: "cron", Specs: []string{"0 3 * * *"}}}, "none (launches disabled)"},
 		{"no further launch", &sdk.Job{Periodic: cron("0 0 1 1 * 2020")}, "none (no further launch)"},
 		{"a broken spec", &sdk.Job{Periodic: cron("every day")}, "unknown: "},
+		{"a spec cronexpr panics on", &sdk.Job{Periodic: cron("0 0 * DEC-JAN *")}, "unknown: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := nextPeriodicLaunch(tc.job, now); !strings.Contains(got, tc.want) {

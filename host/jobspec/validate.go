@@ -752,15 +752,36 @@ func (c *checker) periodic(p Path, jobType string, pc *sdk.PeriodicConfig) {
 	}
 }
 
-// parseCron parses a cron expression; cronexpr panics on some inputs.
+// parseCron parses a cron expression and evaluates it once, from
+// cronProbeTime: cronexpr panics on some inputs in Parse, and in Next on
+// some it parses (a month range written backwards, DEC-JAN or 10-1,
+// leaves no month), which would fail every launch.
 func parseCron(s string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	_, err = cronexpr.Parse(s)
-	return err
+	e, err := cronexpr.Parse(s)
+	if err != nil {
+		return err
+	}
+	return probeCron(e)
+}
+
+// cronProbeTime is the first year cronexpr knows: every year a spec names
+// is ahead of it, so a spec that panics from some time panics from it (a
+// spec whose years are all past would never launch anyway).
+var cronProbeTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func probeCron(e *cronexpr.Expression) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = errors.New("a field matches no value (a range written backwards, such as DEC-JAN or 10-1?)")
+		}
+	}()
+	e.Next(cronProbeTime)
+	return nil
 }
 
 func (c *checker) parameterized(p Path, jobType string, pc *sdk.ParameterizedJobConfig) {

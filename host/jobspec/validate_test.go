@@ -63,6 +63,10 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 			j.Type = sdk.JobTypeBatch
 			j.Periodic = &sdk.PeriodicConfig{Enabled: true, Spec: "not cron"}
 		}, "periodic: cron", "is not a cron expression"},
+		{"reversed month range", func(j *sdk.Job) {
+			j.Type = sdk.JobTypeBatch
+			j.Periodic = &sdk.PeriodicConfig{Enabled: true, Specs: []string{"0 0 * * *", "0 0 * DEC-JAN *"}}
+		}, "periodic: cron", `"0 0 * DEC-JAN *" is not a cron expression: a field matches no value`},
 		{"priority", func(j *sdk.Job) { j.Priority = 101 }, "priority", "between 1 and 100"},
 		{"no groups", func(j *sdk.Job) { j.TaskGroups = nil }, "job", "at least one group"},
 		{"bad type", func(j *sdk.Job) { j.Type = "cron" }, "type", "is not a job type"},

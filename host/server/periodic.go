@@ -56,11 +56,29 @@ func NextLaunch(p *sdk.PeriodicConfig, after time.Time) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("periodic cron spec %q: %w", spec, err)
 		}
-		if n := e.Next(after.In(loc)); !n.IsZero() && (best.IsZero() || n.Before(best)) {
+		n, err := cronNext(e, spec, after.In(loc))
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !n.IsZero() && (best.IsZero() || n.Before(best)) {
 			best = n
 		}
 	}
 	return best, nil
+}
+
+// cronNext is e.Next with its panics turned into an error, as Nomad's
+// CronParseNext: cronexpr panics on some specs it parses (a month range
+// written backwards, DEC-JAN or 10-1, leaves no month; so can a minute or
+// second range, from some times), and the launcher and the CLI must not
+// crash on a job stored before validation refused them.
+func cronNext(e *cronexpr.Expression, spec string, after time.Time) (next time.Time, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			next, err = time.Time{}, fmt.Errorf("periodic cron spec %q cannot be evaluated (does a field match no value, as a range written backwards such as DEC-JAN?): %v", spec, r)
+		}
+	}()
+	return e.Next(after), nil
 }
 
 // periodicActive reports whether a job launches children (the launcher

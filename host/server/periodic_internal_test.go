@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,10 @@ func TestNextLaunch(t *testing.T) {
 		{"unknown type", &sdk.PeriodicConfig{Spec: "x", SpecType: "test"}, time.Time{}, "not supported"},
 		{"unknown zone", &sdk.PeriodicConfig{Spec: "* * * * *", TimeZone: "Mars/Olympus"}, time.Time{}, "time zone"},
 		{"no spec", &sdk.PeriodicConfig{}, time.Time{}, "no cron spec"},
+		// cronexpr parses these and panics in Next.
+		{"reversed month range", &sdk.PeriodicConfig{Spec: "0 0 * DEC-JAN *"}, time.Time{}, `"0 0 * DEC-JAN *" cannot be evaluated`},
+		{"reversed month range among several specs", &sdk.PeriodicConfig{Spec: "0 0 * * *", Specs: []string{"0 0 * 10-1 *"}},
+			time.Time{}, `"0 0 * 10-1 *" cannot be evaluated`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,6 +47,23 @@ func TestNextLaunch(t *testing.T) {
 				t.Fatalf("NextLaunch = %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNextLaunch_ReversedMonthRangesAreErrors: every month range written
+// backwards, which cronexpr parses and panics on in Next, is an error, not
+// a panic (the launcher and the CLI call NextLaunch on stored jobs).
+func TestNextLaunch_ReversedMonthRangesAreErrors(t *testing.T) {
+	after := time.Date(2026, 3, 10, 12, 30, 0, 0, time.UTC)
+	months := []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}
+	for hi := 1; hi <= 12; hi++ {
+		for lo := 1; lo < hi; lo++ {
+			for _, spec := range []string{fmt.Sprintf("0 0 * %d-%d *", hi, lo), fmt.Sprintf("0 0 * %s-%s *", months[hi-1], months[lo-1])} {
+				if _, err := NextLaunch(&sdk.PeriodicConfig{Spec: spec}, after); err == nil {
+					t.Errorf("%q: no error", spec)
+				}
+			}
+		}
 	}
 }
 

@@ -275,3 +275,26 @@ func TestPeriodic_DispatchedChildIsLaunchedOnSchedule(t *testing.T) {
 		t.Fatalf("%d launches of the forced dispatched job, want 1", n)
 	}
 }
+
+// TestPeriodic_ReversedMonthRange: a spec that cronexpr parses but panics
+// on (a month range written backwards) is refused at registration, and a
+// job stored with one before does not crash the leader's launcher: it is
+// not scheduled, and other jobs still launch.
+func TestPeriodic_ReversedMonthRange(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	if _, _, err := s.RegisterJob(periodicJob("yearend", "0 0 * DEC-JAN *", false)); !errors.Is(err, server.ErrInvalid) {
+		t.Fatalf("registration: %v, want ErrInvalid", err)
+	}
+
+	stored := periodicJob("stored", "0 0 * 10-1 *", false)
+	stored.Namespace, stored.Priority, stored.SubmitTime = "default", 50, time.Now().UnixNano()
+	if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: stored}); err != nil {
+		t.Fatal(err)
+	}
+	registerJob(t, s, periodicJob("tick", "* * * * * * *", false))
+	servertest.WaitFor(t, "a launch of the other job", func() bool { return len(children(s, "tick")) >= 1 })
+	if n := len(children(s, "stored")); n != 0 {
+		t.Fatalf("%d launches of the job with a reversed month range", n)
+	}
+}
