@@ -37,7 +37,8 @@ type Config struct {
 	// to the failed queue.
 	DeliveryLimit int
 	// InitialNackDelay is the wait before the redelivery that follows the
-	// first nack; SubsequentNackDelay before later ones.
+	// first nack; after the n-th (n >= 2), (n-1) x SubsequentNackDelay, a
+	// delay that grows as Nomad's does.
 	InitialNackDelay    time.Duration
 	SubsequentNackDelay time.Duration
 }
@@ -478,8 +479,8 @@ func (b *Broker) ResumeNackTimeout(evalID, token string) error {
 }
 
 // Ack acknowledges a delivery: the eval is done. Of the job's evals that
-// waited behind it, the newest is enqueued and the others become
-// cancelable; a reblocked eval unblocked during the delivery is enqueued.
+// waited behind it, the one of highest priority (the newest among equals)
+// is enqueued and the others become cancelable; a reblocked eval unblocked during the delivery is enqueued.
 func (b *Broker) Ack(evalID, token string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -544,7 +545,7 @@ func (b *Broker) nackLocked(u *unackEval) {
 	}
 	n := b.evals[u.eval.ID]
 	if n < b.cfg.DeliveryLimit {
-		delay := b.cfg.SubsequentNackDelay
+		delay := time.Duration(n-1) * b.cfg.SubsequentNackDelay
 		if n <= 1 {
 			delay = b.cfg.InitialNackDelay
 		}

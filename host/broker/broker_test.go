@@ -233,6 +233,24 @@ func TestBroker_OneEvalPerJobInFlight_NewestSupersedes(t *testing.T) {
 	}
 }
 
+// Of a job's waiting evals the one of highest priority runs, the newest
+// among equals, as Nomad's PendingEvaluations orders them: an operator's
+// EvalPriority is not thrown away by a later eval of default priority.
+func TestBroker_OneEvalPerJobInFlight_HighestPriorityFirst(t *testing.T) {
+	b, _, _ := newTestBroker(t)
+	b.Enqueue(eval("a", "web", 50, 1))
+	tok := mustDequeue(t, b, "a")
+	b.Enqueue(eval("hi", "web", 90, 5))
+	b.Enqueue(eval("lo", "web", 50, 7))
+	if err := b.Ack("a", tok); err != nil {
+		t.Fatal(err)
+	}
+	mustDequeue(t, b, "hi")
+	if c := b.Cancelable(10); len(c) != 1 || c[0].ID != "lo" {
+		t.Fatalf("cancelable = %v, want [lo]", c)
+	}
+}
+
 func TestBroker_Cancelable_Batches(t *testing.T) {
 	b, _, _ := newTestBroker(t)
 	b.Enqueue(eval("first", "web", 50, 1))
@@ -252,6 +270,7 @@ func TestBroker_Cancelable_Batches(t *testing.T) {
 
 func TestBroker_Nack_Delays(t *testing.T) {
 	b, clock, obs := newTestBroker(t)
+	b.cfg.DeliveryLimit = 5 // room for a third nack that is not the last
 	b.Enqueue(eval("e1", "web", 50, 1))
 	b.Enqueue(eval("e2", "web", 50, 2)) // waits behind e1 throughout
 	tok := mustDequeue(t, b, "e1")
@@ -270,7 +289,8 @@ func TestBroker_Nack_Delays(t *testing.T) {
 	if err := b.Nack("e1", tok); err != nil {
 		t.Fatal(err)
 	}
-	// Later redeliveries after the subsequent delay.
+	// Later redeliveries after the subsequent delay, compounding as
+	// Nomad's: after the n-th nack, (n-1) times it.
 	clock.advance(b.cfg.SubsequentNackDelay - time.Millisecond)
 	b.Tick()
 	if e, _ := dequeueNow(t, b); e != nil {
@@ -278,9 +298,21 @@ func TestBroker_Nack_Delays(t *testing.T) {
 	}
 	clock.advance(time.Millisecond)
 	b.Tick()
+	tok = mustDequeue(t, b, "e1")
+	if err := b.Nack("e1", tok); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(2*b.cfg.SubsequentNackDelay - time.Millisecond)
+	b.Tick()
+	if e, _ := dequeueNow(t, b); e != nil {
+		t.Fatalf("redelivered %s before twice the subsequent nack delay, after the third nack", e.ID)
+	}
+	clock.advance(time.Millisecond)
+	b.Tick()
 	mustDequeue(t, b, "e1")
 	want := []string{sdk.EvalPhaseQueued, sdk.EvalPhaseScheduling, sdk.EvalPhaseDelayed, sdk.EvalPhaseQueued,
-		sdk.EvalPhaseScheduling, sdk.EvalPhaseDelayed, sdk.EvalPhaseQueued, sdk.EvalPhaseScheduling}
+		sdk.EvalPhaseScheduling, sdk.EvalPhaseDelayed, sdk.EvalPhaseQueued, sdk.EvalPhaseScheduling,
+		sdk.EvalPhaseDelayed, sdk.EvalPhaseQueued, sdk.EvalPhaseScheduling}
 	if got := obs.of("e1"); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}

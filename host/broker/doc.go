@@ -9,7 +9,8 @@
 // leader's reaper drains (the eval becomes failed and gets a
 // failed-follow-up eval). Only one eval per job is in flight: later ones
 // wait in the job's pending heap, and when the in-flight one is acked the
-// newest of them is enqueued and the rest are superseded ("cancelable"),
+// one of highest priority (the newest among equals, as Nomad's) is
+// enqueued and the rest are superseded ("cancelable"),
 // canceled in batches through raft by the leader. Evals with WaitUntil (or
 // Wait) sit in a delay heap until due. A reblocked eval that is unblocked
 // while its worker still holds it is enqueued when that delivery is acked.

@@ -35,13 +35,18 @@ func (h *evalHeap) Pop() any {
 	return e
 }
 
-// pendingHeap orders a job's waiting evals newest first (by modify index,
-// then create index): the newest supersedes the rest.
+// pendingHeap orders a job's waiting evals by priority, highest first,
+// then newest first (by modify index, then create index), as Nomad's: the
+// first supersedes the rest, so a later eval of default priority does not
+// throw away the urgency an operator asked for (EvalPriority).
 type pendingHeap []*sdk.Evaluation
 
 func (h pendingHeap) Len() int { return len(h) }
 func (h pendingHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
 	if a.ModifyIndex != b.ModifyIndex {
 		return a.ModifyIndex > b.ModifyIndex
 	}
