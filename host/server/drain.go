@@ -84,33 +84,37 @@ func (s *Server) drainer(ctx context.Context) {
 	}
 }
 
-// drainStep applies one node's drain decision.
+// drainStep applies one node's drain decision: its marks, then, when it
+// is done, the end of its drain, in the same step as Nomad's drainer
+// (handleMigratedAllocs marks a drained node's system allocations and
+// completes its drain at once).
 func (s *Server) drainStep(snap *state.Snapshot, d drainDecision, now time.Time) error {
 	n := d.node
-	if d.done {
-		_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
-			NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(),
-			Event: &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}})
-		return err
+	if len(d.migrate) > 0 {
+		yes := true
+		req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}}
+		for _, id := range d.migrate {
+			req.Allocs[id] = &sdk.DesiredTransition{Migrate: &yes}
+		}
+		for _, jk := range d.jobs {
+			job := snap.Job(jk.Namespace, jk.ID)
+			if job == nil {
+				continue
+			}
+			e := s.newEval(job, sdk.EvalTriggerNodeDrain)
+			e.NodeID, e.NodeModifyIndex, e.JobModifyIndex = n.ID, n.ModifyIndex, job.JobModifyIndex
+			req.Evals = append(req.Evals, e)
+		}
+		if _, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req); err != nil {
+			return err
+		}
 	}
-	if len(d.migrate) == 0 {
+	if !d.done {
 		return nil
 	}
-	yes := true
-	req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}}
-	for _, id := range d.migrate {
-		req.Allocs[id] = &sdk.DesiredTransition{Migrate: &yes}
-	}
-	for _, jk := range d.jobs {
-		job := snap.Job(jk.Namespace, jk.ID)
-		if job == nil {
-			continue
-		}
-		e := s.newEval(job, sdk.EvalTriggerNodeDrain)
-		e.NodeID, e.NodeModifyIndex, e.JobModifyIndex = n.ID, n.ModifyIndex, job.JobModifyIndex
-		req.Evals = append(req.Evals, e)
-	}
-	_, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
+	_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
+		NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(),
+		Event: &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}})
 	return err
 }
 
@@ -121,7 +125,8 @@ type drainDecision struct {
 	migrate []string
 	// jobs get a node-drain eval.
 	jobs []sdk.NamespacedID
-	// done ends the drain: nothing is left to migrate.
+	// done ends the drain, once the marks are applied: the node has
+	// stopped every allocation but its system ones (nodeVacated).
 	done bool
 }
 
@@ -142,7 +147,15 @@ func (d *drainDecision) mark(a *sdk.Allocation) {
 // allocations may be marked as it has healthy ones beyond count -
 // max_parallel (migrationBudget). A node whose deadline passed marks
 // everything left at once; those marks count against the budget of the
-// other nodes as well.
+// other nodes as well. Batch allocations run until they finish, or until
+// the deadline.
+//
+// A drain ends, as in Nomad's (draining_node.go IsDone), once the node
+// has reported every allocation but its system ones stopped
+// (nodeVacated): whether the replacements are healthy yet only bounds how
+// many allocations move at a time, not when the node is drained. The
+// node's system allocations (unless ignored) are marked in that same step,
+// and the drain does not wait for them to stop.
 func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 	var out []drainDecision
 	// waiting are the service allocations of nodes still within their
@@ -159,7 +172,6 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 		d := drainDecision{node: n}
 		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
 		service, batch, system := drainable(snap, n)
-		migrating := liveMigrations(snap, n)
 		switch {
 		case forced && len(service)+len(batch)+len(system) > 0:
 			for _, set := range [][]*sdk.Allocation{service, batch, system} {
@@ -168,20 +180,18 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 					marked[a.ID] = true
 				}
 			}
-		case len(service) > 0:
+		case nodeVacated(snap, n):
+			for _, a := range system {
+				d.mark(a)
+			}
+			d.done = true
+		default:
+			// Service allocations wait for the budget, batch ones for
+			// completion, system ones for the rest.
 			for _, a := range service {
 				at[a.ID] = len(out)
 			}
 			waiting = append(waiting, service...)
-		case len(batch) > 0:
-			// Batch allocations run to completion (or to the deadline).
-		case len(system) > 0 && len(migrating) == 0:
-			// System allocations go last, once the rest has moved.
-			for _, a := range system {
-				d.mark(a)
-			}
-		case len(migrating) == 0:
-			d.done = true
 		}
 		out = append(out, d)
 	}
@@ -215,18 +225,42 @@ func drainable(snap *state.Snapshot, n *sdk.Node) (service, batch, system []*sdk
 		if a.TerminalStatus() || a.DesiredTransition.ShouldMigrate() {
 			continue
 		}
-		switch jobType(a) {
-		case sdk.JobTypeSystem, sdk.JobTypeSysBatch:
+		switch {
+		case systemKind(a):
 			if !n.DrainStrategy.IgnoreSystemJobs {
 				system = append(system, a)
 			}
-		case sdk.JobTypeBatch:
+		case jobType(a) == sdk.JobTypeBatch:
 			batch = append(batch, a)
 		default:
 			service = append(service, a)
 		}
 	}
 	return service, batch, system
+}
+
+// nodeVacated reports whether a draining node has stopped all its
+// allocations but its system ones: its node reported each stopped
+// (ClientTerminalStatus), not only the server told it to stop, as
+// Nomad's draining_node.go IsDone. Anyone who shuts a node down once its
+// drain completes can rely on that.
+func nodeVacated(snap *state.Snapshot, n *sdk.Node) bool {
+	for _, a := range snap.AllocsByNode(n.ID) {
+		if !systemKind(a) && !a.ClientTerminalStatus() {
+			return false
+		}
+	}
+	return true
+}
+
+// systemKind reports whether a runs on every node, to be stopped last:
+// system and, unlike in Nomad's drainer, sysbatch allocations (Nomad's
+// waits for a sysbatch allocation to finish before it completes a drain,
+// which a sysbatch job that never finishes holds up for ever, and marks it
+// at the deadline even when the drain ignores system jobs).
+func systemKind(a *sdk.Allocation) bool {
+	t := jobType(a)
+	return t == sdk.JobTypeSystem || t == sdk.JobTypeSysBatch
 }
 
 type groupKey struct{ ns, job, group string }
@@ -299,28 +333,4 @@ func migrationBudget(snap *state.Snapshot, a *sdk.Allocation, marked map[string]
 // migrate block (health_check, min_healthy_time, healthy_deadline).
 func migrationHealthy(a *sdk.Allocation) bool {
 	return !a.TerminalStatus() && a.DeploymentStatus.HasHealth()
-}
-
-// liveMigrations counts, per task group, the allocations of this node
-// that were marked for migration and whose move has not finished: still
-// running here, or replaced by an allocation that is not healthy yet
-// (migrationHealthy).
-func liveMigrations(snap *state.Snapshot, n *sdk.Node) map[groupKey]int {
-	out := map[groupKey]int{}
-	for _, a := range snap.AllocsByNode(n.ID) {
-		if !a.DesiredTransition.ShouldMigrate() {
-			continue
-		}
-		k := groupKey{a.Namespace, a.JobID, a.TaskGroup}
-		switch {
-		case !a.TerminalStatus():
-			out[k]++
-		case a.NextAllocation != "":
-			next := snap.Alloc(a.NextAllocation)
-			if next != nil && !next.TerminalStatus() && !migrationHealthy(next) {
-				out[k]++
-			}
-		}
-	}
-	return out
 }

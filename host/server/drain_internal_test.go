@@ -128,6 +128,12 @@ func pending(a *sdk.Allocation) {
 // unjudged is a drainAlloc change: running, its health not reported yet.
 func unjudged(a *sdk.Allocation) { a.DeploymentStatus = nil }
 
+// complete is a drainAlloc change: its node reported it stopped.
+func complete(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusComplete }
+
+// next is a drainAlloc change: replaced by the allocation id.
+func next(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
+
 func TestDecideDrain(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	alloc := func(id string, j *sdk.Job, mut ...func(*sdk.Allocation)) *sdk.Allocation {
@@ -135,6 +141,10 @@ func TestDecideDrain(t *testing.T) {
 	}
 	web, web1 := drainJob("web", sdk.JobTypeService, 3, 2), drainJob("web1", sdk.JobTypeService, 2, 0)
 	batch, sys := drainJob("batch", sdk.JobTypeBatch, 1, 1), drainJob("sys", sdk.JobTypeSystem, 1, 1)
+	sysbatch := drainJob("sysbatch", sdk.JobTypeSysBatch, 1, 1)
+	moved := func(id, replacement string) *sdk.Allocation {
+		return alloc(id, web, migrating, stopped, complete, next(replacement))
+	}
 
 	cases := []struct {
 		name     string
@@ -165,16 +175,37 @@ func TestDecideDrain(t *testing.T) {
 		{name: "system allocations wait for the rest",
 			allocs: []*sdk.Allocation{alloc("w1", web), alloc("w2", web), alloc("w3", web), alloc("s1", sys)},
 			want:   []string{"w1", "w2"}},
-		{name: "system allocations go last",
-			allocs: []*sdk.Allocation{alloc("w1", web, stopped), alloc("s1", sys)},
-			want:   []string{"s1"}},
+		{name: "system allocations wait for the node to stop the rest",
+			allocs: []*sdk.Allocation{alloc("w1", web, stopped), alloc("s1", sys)}},
+		{name: "system allocations go last, and the drain ends in the same step",
+			allocs: []*sdk.Allocation{alloc("w1", web, stopped, complete), alloc("s1", sys)},
+			want:   []string{"s1"}, done: true},
+		{name: "sysbatch allocations go with the system ones",
+			allocs: []*sdk.Allocation{moved("w1", "r1"), drainAlloc("r1", web, "n1", pending), alloc("s1", sysbatch)},
+			want:   []string{"s1"}, done: true},
+		{name: "a marked system allocation still running does not hold the drain",
+			allocs: []*sdk.Allocation{alloc("w1", web, stopped, complete), alloc("s1", sys, migrating)},
+			done:   true},
+		{name: "the drain ends once the node stopped its allocations, whatever the replacements' health",
+			allocs: []*sdk.Allocation{moved("w1", "r1"), moved("w2", "r2"), moved("w3", "r3"),
+				drainAlloc("r1", web, "n1", pending), drainAlloc("r2", web, "n1", unjudged), drainAlloc("r3", web, "n1")},
+			done: true},
+		{name: "an allocation lost with its node counts as stopped",
+			allocs: []*sdk.Allocation{alloc("w1", web, func(a *sdk.Allocation) { a.ClientStatus = sdk.AllocClientStatusLost })},
+			done:   true},
+		{name: "not drained while the node still runs an allocation told to stop",
+			allocs: []*sdk.Allocation{alloc("w1", web, migrating, stopped, next("r1")), drainAlloc("r1", web, "n1")}},
+		{name: "ignored sysbatch allocations stay",
+			allocs:   []*sdk.Allocation{alloc("s1", sysbatch)},
+			strategy: sdk.DrainStrategy{IgnoreSystemJobs: true},
+			done:     true},
 		{name: "ignored system allocations stay",
 			allocs:   []*sdk.Allocation{alloc("s1", sys)},
 			strategy: sdk.DrainStrategy{IgnoreSystemJobs: true},
 			done:     true},
 		{name: "an empty node is drained", done: true},
 		{name: "past the deadline, a node whose allocations all moved is drained",
-			allocs:   []*sdk.Allocation{alloc("b1", batch, migrating, stopped), alloc("w1", web, func(a *sdk.Allocation) { a.ClientStatus = "complete" })},
+			allocs:   []*sdk.Allocation{alloc("b1", batch, migrating, stopped, complete), alloc("w1", web, complete)},
 			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
 			done:     true},
 		{name: "past the deadline, a move in flight is waited for",
@@ -212,7 +243,6 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 	// instance, which decide creates at index 1.
 	web.CreateIndex = 1
 	alloc := drainAlloc
-	next := func(id string) func(*sdk.Allocation) { return func(a *sdk.Allocation) { a.NextAllocation = id } }
 	inDeployment := func(a *sdk.Allocation) { a.DeploymentID = "d1" }
 	unhealthy := func(a *sdk.Allocation) {
 		no := false

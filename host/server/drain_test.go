@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +19,14 @@ import (
 // stopped ones complete, and a running service allocation is reported
 // healthy (as by a migrate block with no min_healthy_time) on the next
 // round.
-func runClients(ctx context.Context, s *server.Server) {
+func runClients(ctx context.Context, s *server.Server) { (&fakeClients{}).run(ctx, s) }
+
+// fakeClients plays the node agents as runClients does, except that while
+// holdStops is set they keep running the allocations told to stop (a
+// slow shutdown).
+type fakeClients struct{ holdStops atomic.Bool }
+
+func (c *fakeClients) run(ctx context.Context, s *server.Server) {
 	healthy := true
 	for ctx.Err() == nil {
 		var updates []server.AllocUpdate
@@ -26,7 +34,9 @@ func runClients(ctx context.Context, s *server.Server) {
 			switch {
 			case a.ClientTerminalStatus():
 			case a.DesiredStatus != sdk.AllocDesiredStatusRun:
-				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete})
+				if !c.holdStops.Load() {
+					updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusComplete})
+				}
 			case a.ClientStatus != sdk.AllocClientStatusRunning:
 				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning})
 			case a.Job != nil && a.Job.Type == sdk.JobTypeService && !a.DeploymentStatus.HasHealth():
@@ -75,6 +85,58 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	checkDrained(t, s.Store().Snapshot(), []string{node0}, 4, 4)
+}
+
+// TestDrain_CompletesOnceTheNodeStoppedItsAllocations: as in Nomad, a
+// drain is complete once the node reported its allocations stopped, not
+// once the server told it to stop them: whoever shuts a node down when its
+// drain completes must not kill what still runs there.
+func TestDrain_CompletesOnceTheNodeStoppedItsAllocations(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var clients fakeClients
+	go clients.run(ctx, s)
+	node0 := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(node0); err != nil {
+		t.Fatal(err)
+	}
+	registerMigrating(t, s, 1)
+	waitFor(t, "the allocation's health", func() bool {
+		as := s.Store().Snapshot().AllocsByNode(node0.ID)
+		return len(as) == 1 && as[0].DeploymentStatus.HasHealth()
+	})
+	if _, _, err := s.RegisterNode(servertest.Node(1, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	clients.holdStops.Store(true)
+	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{}, false); err != nil {
+		t.Fatal(err)
+	}
+	var old *sdk.Allocation
+	waitFor(t, "the allocation to be told to stop", func() bool {
+		old = s.Store().Snapshot().AllocsByNode(node0.ID)[0]
+		return old.DesiredStatus == sdk.AllocDesiredStatusStop
+	})
+	waitFor(t, "the replacement's health", func() bool {
+		r := s.Store().Snapshot().Alloc(old.NextAllocation)
+		return r != nil && r.DeploymentStatus.HasHealth()
+	})
+	// A few drainer rounds while the node still runs it, with nothing else
+	// to wait for.
+	time.Sleep(1500 * time.Millisecond)
+	if n := s.Store().Snapshot().Node(node0.ID); n.DrainStrategy == nil {
+		t.Fatalf("the drain ended (%v) while the node still runs %s", n.LastDrain, old.ID)
+	}
+	clients.holdStops.Store(false)
+	waitFor(t, "the drain to complete", func() bool { return s.Store().Snapshot().Node(node0.ID).DrainStrategy == nil })
+	snap := s.Store().Snapshot()
+	if a := snap.Alloc(old.ID); !a.ClientTerminalStatus() {
+		t.Fatalf("drain complete, and %s is %s on its node", a.ID, a.ClientStatus)
+	}
+	if n := snap.Node(node0.ID); n.LastDrain["Status"] != "complete" {
+		t.Fatalf("drain ended as %v", n.LastDrain)
+	}
 }
 
 // migratingNow counts the allocations of a job's group that are migrating:
