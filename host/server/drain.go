@@ -112,9 +112,12 @@ func (s *Server) drainStep(snap *state.Snapshot, d drainDecision, now time.Time)
 	if !d.done {
 		return nil
 	}
+	ev := &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}
+	if d.deadlineReached {
+		ev.Details = map[string]string{"deadline_reached": "true"}
+	}
 	_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
-		NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(),
-		Event: &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}})
+		NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(), Event: ev})
 	return err
 }
 
@@ -126,8 +129,10 @@ type drainDecision struct {
 	// jobs get a node-drain eval.
 	jobs []sdk.NamespacedID
 	// done ends the drain, once the marks are applied: the node has
-	// stopped every allocation but its system ones (nodeVacated).
-	done bool
+	// stopped every allocation but its system ones (nodeVacated), or its
+	// deadline passed (deadlineReached).
+	done            bool
+	deadlineReached bool
 }
 
 // mark marks a for migration, with an eval for its job.
@@ -146,9 +151,10 @@ func (d *drainDecision) mark(a *sdk.Allocation) {
 // migrate.max_parallel of its allocations unhealthy, so as many of its
 // allocations may be marked as it has healthy ones beyond count -
 // max_parallel (migrationBudget). A node whose deadline passed marks
-// everything left at once; those marks count against the budget of the
-// other nodes as well. Batch allocations run until they finish, or until
-// the deadline.
+// everything left at once, and its drain ends in that step, as in Nomad's
+// (handleDeadlinedNodes), however its moves are doing; those marks count
+// against the budget of the other nodes as well. Batch allocations run
+// until they finish, or until the deadline.
 //
 // A drain ends, as in Nomad's (draining_node.go IsDone), once the node
 // has reported every allocation but its system ones stopped
@@ -173,13 +179,16 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
 		service, batch, system := drainable(snap, n)
 		switch {
-		case forced && len(service)+len(batch)+len(system) > 0:
+		case forced:
+			// As Nomad's handleDeadlinedNodes: whatever is still moving,
+			// the deadline ends the drain.
 			for _, set := range [][]*sdk.Allocation{service, batch, system} {
 				for _, a := range set {
 					d.mark(a)
 					marked[a.ID] = true
 				}
 			}
+			d.done, d.deadlineReached = true, true
 		case nodeVacated(snap, n):
 			for _, a := range system {
 				d.mark(a)

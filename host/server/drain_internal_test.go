@@ -152,6 +152,7 @@ func TestDecideDrain(t *testing.T) {
 		strategy sdk.DrainStrategy
 		want     []string
 		done     bool
+		deadline bool
 	}{
 		{name: "max_parallel bounds each group",
 			allocs: []*sdk.Allocation{alloc("w1", web), alloc("w2", web), alloc("w3", web), alloc("x1", web1), alloc("x2", web1)},
@@ -171,7 +172,7 @@ func TestDecideDrain(t *testing.T) {
 		{name: "batch allocations move at the deadline",
 			allocs:   []*sdk.Allocation{alloc("b1", batch)},
 			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
-			want:     []string{"b1"}},
+			want:     []string{"b1"}, done: true, deadline: true},
 		{name: "system allocations wait for the rest",
 			allocs: []*sdk.Allocation{alloc("w1", web), alloc("w2", web), alloc("w3", web), alloc("s1", sys)},
 			want:   []string{"w1", "w2"}},
@@ -207,11 +208,29 @@ func TestDecideDrain(t *testing.T) {
 		{name: "past the deadline, a node whose allocations all moved is drained",
 			allocs:   []*sdk.Allocation{alloc("b1", batch, migrating, stopped, complete), alloc("w1", web, complete)},
 			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
-			done:     true},
-		{name: "past the deadline, a move in flight is waited for",
-			allocs: []*sdk.Allocation{alloc("w1", web, migrating, stopped, func(a *sdk.Allocation) { a.NextAllocation = "r1" }),
+			done:     true, deadline: true},
+		{name: "the deadline ends the drain with a move in flight",
+			allocs: []*sdk.Allocation{alloc("w1", web, migrating, stopped, next("r1")),
 				{ID: "r1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", ClientStatus: "pending"}},
-			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)}},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			done:     true, deadline: true},
+		{name: "the deadline ends the drain with replacements whose health is not reported",
+			allocs: []*sdk.Allocation{moved("w1", "r1"), alloc("w2", web), alloc("w3", web),
+				drainAlloc("r1", web, "n1", unjudged)},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			want:     []string{"w2", "w3"}, done: true, deadline: true},
+		{name: "the deadline marks system allocations with the rest, and ends the drain",
+			allocs:   []*sdk.Allocation{alloc("w1", web), alloc("b1", batch), alloc("s1", sys), alloc("s2", sysbatch)},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			want:     []string{"b1", "s1", "s2", "w1"}, done: true, deadline: true},
+		{name: "the deadline leaves ignored system allocations",
+			allocs:   []*sdk.Allocation{alloc("w1", web), alloc("s1", sys), alloc("s2", sysbatch)},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second), IgnoreSystemJobs: true},
+			want:     []string{"w1"}, done: true, deadline: true},
+		{name: "the deadline ends the drain of a move the scheduler could not place",
+			allocs:   []*sdk.Allocation{alloc("w1", web, migrating)},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			done:     true, deadline: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,8 +243,9 @@ func TestDecideDrain(t *testing.T) {
 			}
 			d := ds[0]
 			slices.Sort(d.migrate)
-			if fmt.Sprint(d.migrate) != fmt.Sprint(tc.want) || d.done != tc.done {
-				t.Fatalf("migrate %v done %v, want %v done %v", d.migrate, d.done, tc.want, tc.done)
+			if fmt.Sprint(d.migrate) != fmt.Sprint(tc.want) || d.done != tc.done || d.deadlineReached != tc.deadline {
+				t.Fatalf("migrate %v done %v (deadline %v), want %v done %v (deadline %v)",
+					d.migrate, d.done, d.deadlineReached, tc.want, tc.done, tc.deadline)
 			}
 		})
 	}
@@ -384,7 +404,7 @@ func TestDecideDrains_BudgetAcrossNodes(t *testing.T) {
 				t.Fatalf("marked %v, want %v", got, tc.want)
 			}
 			for _, d := range ds {
-				if d.done {
+				if d.done && !d.deadlineReached {
 					t.Fatalf("node %s is done with allocations left", d.node.ID)
 				}
 			}

@@ -23,8 +23,8 @@ func runClients(ctx context.Context, s *server.Server) { (&fakeClients{}).run(ct
 
 // fakeClients plays the node agents as runClients does, except that while
 // holdStops is set they keep running the allocations told to stop (a
-// slow shutdown).
-type fakeClients struct{ holdStops atomic.Bool }
+// slow shutdown), and while noHealth is set they report no health.
+type fakeClients struct{ holdStops, noHealth atomic.Bool }
 
 func (c *fakeClients) run(ctx context.Context, s *server.Server) {
 	healthy := true
@@ -39,7 +39,8 @@ func (c *fakeClients) run(ctx context.Context, s *server.Server) {
 				}
 			case a.ClientStatus != sdk.AllocClientStatusRunning:
 				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning})
-			case a.Job != nil && a.Job.Type == sdk.JobTypeService && !a.DeploymentStatus.HasHealth():
+			case a.Job != nil && a.Job.Type == sdk.JobTypeService && !a.DeploymentStatus.HasHealth() &&
+				!c.noHealth.Load():
 				updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning,
 					DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}})
 			}
@@ -136,6 +137,51 @@ func TestDrain_CompletesOnceTheNodeStoppedItsAllocations(t *testing.T) {
 	}
 	if n := snap.Node(node0.ID); n.LastDrain["Status"] != "complete" {
 		t.Fatalf("drain ended as %v", n.LastDrain)
+	}
+}
+
+// TestDrain_DeadlineEndsTheDrain: as in Nomad, the deadline marks what is
+// left and completes the drain, with the node event's detail
+// deadline_reached, even when replacements never report their health
+// (which holds the group's next moves until then).
+func TestDrain_DeadlineEndsTheDrain(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var clients fakeClients
+	go clients.run(ctx, s)
+	node0 := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(node0); err != nil {
+		t.Fatal(err)
+	}
+	registerMigrating(t, s, 2)
+	waitFor(t, "the allocations' health", func() bool {
+		as := s.Store().Snapshot().AllocsByNode(node0.ID)
+		return len(as) == 2 && as[0].DeploymentStatus.HasHealth() && as[1].DeploymentStatus.HasHealth()
+	})
+	clients.noHealth.Store(true)
+	if _, _, err := s.RegisterNode(servertest.Node(1, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	const deadline = 1500 * time.Millisecond
+	start := time.Now()
+	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{Deadline: deadline}, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drain to end", func() bool { return s.Store().Snapshot().Node(node0.ID).DrainStrategy == nil })
+	if took := time.Since(start); took < deadline {
+		t.Fatalf("the drain ended after %v, before its deadline", took)
+	}
+	snap := s.Store().Snapshot()
+	n := snap.Node(node0.ID)
+	last := n.Events[len(n.Events)-1]
+	if last.Message != "Node drain complete" || last.Details["deadline_reached"] != "true" || n.LastDrain["Status"] != "complete" {
+		t.Fatalf("drain ended with event %+v, LastDrain %v", last, n.LastDrain)
+	}
+	for _, a := range snap.AllocsByNode(node0.ID) {
+		if !a.DesiredTransition.ShouldMigrate() {
+			t.Errorf("allocation %s left unmarked at the deadline", a.ID)
+		}
 	}
 }
 
