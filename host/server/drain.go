@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -296,13 +297,15 @@ func migrateGroup(snap *state.Snapshot, a *sdk.Allocation) *sdk.TaskGroup {
 	return nil
 }
 
-// maxParallel is the migrate block's max_parallel of a group (1 when
-// unset).
+// maxParallel is the migrate block's max_parallel of a group, as written:
+// 0 is valid, as in Nomad, and moves nothing before the deadline. A group
+// without a migrate block (canonicalisation gives every service group
+// one) has the default block's.
 func maxParallel(tg *sdk.TaskGroup) int {
-	if tg != nil && tg.Migrate != nil && tg.Migrate.MaxParallel > 0 {
+	if tg != nil && tg.Migrate != nil {
 		return tg.Migrate.MaxParallel
 	}
-	return 1
+	return jobspec.DefaultMigrate().MaxParallel
 }
 
 // migrationBudget is how many more allocations of a's task group may be

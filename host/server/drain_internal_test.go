@@ -142,6 +142,8 @@ func TestDecideDrain(t *testing.T) {
 	web, web1 := drainJob("web", sdk.JobTypeService, 3, 2), drainJob("web1", sdk.JobTypeService, 2, 0)
 	batch, sys := drainJob("batch", sdk.JobTypeBatch, 1, 1), drainJob("sys", sdk.JobTypeSystem, 1, 1)
 	sysbatch := drainJob("sysbatch", sdk.JobTypeSysBatch, 1, 1)
+	bare := drainJob("bare", sdk.JobTypeService, 3, 0)
+	bare.TaskGroups[0].Migrate = nil
 	moved := func(id, replacement string) *sdk.Allocation {
 		return alloc(id, web, migrating, stopped, complete, next(replacement))
 	}
@@ -156,7 +158,16 @@ func TestDecideDrain(t *testing.T) {
 	}{
 		{name: "max_parallel bounds each group",
 			allocs: []*sdk.Allocation{alloc("w1", web), alloc("w2", web), alloc("w3", web), alloc("x1", web1), alloc("x2", web1)},
-			want:   []string{"w1", "w2", "x1"}},
+			want:   []string{"w1", "w2"}},
+		{name: "max_parallel 0 moves nothing before the deadline",
+			allocs: []*sdk.Allocation{alloc("x1", web1), alloc("x2", web1)}},
+		{name: "max_parallel 0 moves everything at the deadline",
+			allocs:   []*sdk.Allocation{alloc("x1", web1), alloc("x2", web1)},
+			strategy: sdk.DrainStrategy{ForceDeadline: now.Add(-time.Second)},
+			want:     []string{"x1", "x2"}, done: true, deadline: true},
+		{name: "a group without a migrate block moves one at a time",
+			allocs: []*sdk.Allocation{alloc("n1", bare), alloc("n2", bare), alloc("n3", bare)},
+			want:   []string{"n1"}},
 		{name: "moves in flight count against max_parallel",
 			allocs: []*sdk.Allocation{alloc("w1", web, migrating), alloc("w2", web), alloc("w3", web)},
 			want:   []string{"w2"}},
