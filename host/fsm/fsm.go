@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -486,18 +487,11 @@ func applyNodeDrain(tx *state.Txn, req *NodeUpdateDrainRequest, fx *effects) err
 	n.Drain = req.DrainStrategy != nil
 	if n.Drain {
 		n.SchedulingEligibility = sdk.NodeSchedulingIneligible
-	} else {
-		if old.DrainStrategy != nil {
-			status := "canceled"
-			if req.Complete {
-				status = "complete"
-			}
-			n.LastDrain = sdk.Opaque{"Status": status, "StartedAt": old.DrainStrategy.StartedAt,
-				"UpdatedAt": time.Unix(0, req.UpdatedAt).UTC()}
-		}
-		if req.MarkEligible {
-			n.SchedulingEligibility = sdk.NodeSchedulingEligible
-		}
+	} else if req.MarkEligible {
+		n.SchedulingEligibility = sdk.NodeSchedulingEligible
+	}
+	if old.DrainStrategy != nil || req.DrainStrategy != nil {
+		n.LastDrain = lastDrain(old, req)
 	}
 	if req.Event != nil {
 		n.Events = appendEvent(old.Events, req.Event, tx.Index())
@@ -509,6 +503,45 @@ func applyNodeDrain(tx *state.Txn, req *NodeUpdateDrainRequest, fx *effects) err
 		fx.unblock(n.ComputedClass)
 	}
 	return upsertEvals(tx, req.Evals, fx)
+}
+
+// lastDrain is a node's LastDrain after req, as Nomad's
+// updateNodeDrainImpl keeps it: a drain starting gets a new one
+// ("draining", StartedAt), each change of it refreshes UpdatedAt and the
+// status ("draining", "complete" or "canceled"), and the operator's Meta
+// stays until a request gives some. AccessorID is Nomad's ACL token
+// accessor, always empty here (no ACLs).
+func lastDrain(old *sdk.Node, req *NodeUpdateDrainRequest) sdk.Opaque {
+	at := time.Unix(0, req.UpdatedAt).UTC()
+	var ld sdk.Opaque
+	switch {
+	case old.DrainStrategy == nil:
+		ld = sdk.Opaque{"StartedAt": at, "AccessorID": ""}
+	case old.LastDrain["Status"] == "draining":
+		ld = maps.Clone(old.LastDrain)
+	default:
+		// A drain started before LastDrain was recorded at the start: what
+		// the node has is the previous drain's.
+		ld = sdk.Opaque{"StartedAt": old.DrainStrategy.StartedAt, "AccessorID": ""}
+	}
+	ld["UpdatedAt"] = at
+	if len(req.Meta) > 0 {
+		// As a snapshot restores it, whatever the request's map type.
+		meta := make(map[string]any, len(req.Meta))
+		for k, v := range req.Meta {
+			meta[k] = v
+		}
+		ld["Meta"] = meta
+	}
+	switch {
+	case req.DrainStrategy != nil:
+		ld["Status"] = "draining"
+	case req.Complete:
+		ld["Status"] = "complete"
+	default:
+		ld["Status"] = "canceled"
+	}
+	return ld
 }
 
 func applyJobDeregister(tx *state.Txn, req *JobDeregisterRequest, fx *effects) error {

@@ -205,9 +205,9 @@ type DeploymentPromoteRequest struct {
 	UpdatedAt    int64
 }
 
-// NodeUpdateDrainRequest starts (DrainStrategy set) or ends (nil) a node's
-// drain. Ending it records LastDrain; MarkEligible makes the node eligible
-// again. Evals are the node-drain evals the change causes.
+// NodeUpdateDrainRequest starts or updates (DrainStrategy set) or ends
+// (nil) a node's drain, recording it in LastDrain; MarkEligible makes the
+// node eligible again. Evals are the node-drain evals the change causes.
 type NodeUpdateDrainRequest struct {
 	NodeID        string
 	DrainStrategy *sdk.DrainStrategy
@@ -218,4 +218,7 @@ type NodeUpdateDrainRequest struct {
 	UpdatedAt int64
 	Event     *sdk.NodeEvent
 	Evals     []*sdk.Evaluation
+	// Meta is the operator's metadata of the drain (Nomad's drain request
+	// Meta), kept in LastDrain; none keeps what it has.
+	Meta map[string]string `msg:",omitempty"`
 }

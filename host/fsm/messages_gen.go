@@ -2187,52 +2187,74 @@ func (z *NodeRegisterRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeUpdateDrainRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 7
-	// string "NodeID"
-	o = append(o, 0x87, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
-	o = msgp.AppendString(o, z.NodeID)
-	// string "DrainStrategy"
-	o = append(o, 0xad, 0x44, 0x72, 0x61, 0x69, 0x6e, 0x53, 0x74, 0x72, 0x61, 0x74, 0x65, 0x67, 0x79)
-	if z.DrainStrategy == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.DrainStrategy.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "DrainStrategy")
-			return
-		}
+	// check for omitted fields
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
+	_ = zb0001Mask
+	if z.Meta == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "MarkEligible"
-	o = append(o, 0xac, 0x4d, 0x61, 0x72, 0x6b, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x6c, 0x65)
-	o = msgp.AppendBool(o, z.MarkEligible)
-	// string "Complete"
-	o = append(o, 0xa8, 0x43, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65)
-	o = msgp.AppendBool(o, z.Complete)
-	// string "UpdatedAt"
-	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
-	o = msgp.AppendInt64(o, z.UpdatedAt)
-	// string "Event"
-	o = append(o, 0xa5, 0x45, 0x76, 0x65, 0x6e, 0x74)
-	if z.Event == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Event.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Event")
-			return
-		}
-	}
-	// string "Evals"
-	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
-	for za0001 := range z.Evals {
-		if z.Evals[za0001] == nil {
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "NodeID"
+		o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+		o = msgp.AppendString(o, z.NodeID)
+		// string "DrainStrategy"
+		o = append(o, 0xad, 0x44, 0x72, 0x61, 0x69, 0x6e, 0x53, 0x74, 0x72, 0x61, 0x74, 0x65, 0x67, 0x79)
+		if z.DrainStrategy == nil {
 			o = msgp.AppendNil(o)
 		} else {
-			o, err = z.Evals[za0001].MarshalMsg(o)
+			o, err = z.DrainStrategy.MarshalMsg(o)
 			if err != nil {
-				err = msgp.WrapError(err, "Evals", za0001)
+				err = msgp.WrapError(err, "DrainStrategy")
 				return
+			}
+		}
+		// string "MarkEligible"
+		o = append(o, 0xac, 0x4d, 0x61, 0x72, 0x6b, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x6c, 0x65)
+		o = msgp.AppendBool(o, z.MarkEligible)
+		// string "Complete"
+		o = append(o, 0xa8, 0x43, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65)
+		o = msgp.AppendBool(o, z.Complete)
+		// string "UpdatedAt"
+		o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+		o = msgp.AppendInt64(o, z.UpdatedAt)
+		// string "Event"
+		o = append(o, 0xa5, 0x45, 0x76, 0x65, 0x6e, 0x74)
+		if z.Event == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Event.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Event")
+				return
+			}
+		}
+		// string "Evals"
+		o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+		for za0001 := range z.Evals {
+			if z.Evals[za0001] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Evals[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Evals", za0001)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "Meta"
+			o = append(o, 0xa4, 0x4d, 0x65, 0x74, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Meta)))
+			for za0002, za0003 := range z.Meta {
+				o = msgp.AppendString(o, za0002)
+				o = msgp.AppendString(o, za0003)
 			}
 		}
 	}
@@ -2345,6 +2367,34 @@ func (z *NodeUpdateDrainRequest) UnmarshalMsg(bts []byte) (o []byte, err error) 
 					}
 				}
 			}
+		case "Meta":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Meta")
+				return
+			}
+			if z.Meta == nil {
+				z.Meta = make(map[string]string, zb0003)
+			} else if len(z.Meta) > 0 {
+				clear(z.Meta)
+			}
+			for zb0003 > 0 {
+				var za0003 string
+				zb0003--
+				var za0002 string
+				za0002, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Meta")
+					return
+				}
+				za0003, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Meta", za0002)
+					return
+				}
+				z.Meta[za0002] = za0003
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2377,6 +2427,13 @@ func (z *NodeUpdateDrainRequest) Msgsize() (s int) {
 			s += msgp.NilSize
 		} else {
 			s += z.Evals[za0001].Msgsize()
+		}
+	}
+	s += 5 + msgp.MapHeaderSize
+	if z.Meta != nil {
+		for za0002, za0003 := range z.Meta {
+			_ = za0003
+			s += msgp.StringPrefixSize + len(za0002) + msgp.StringPrefixSize + len(za0003)
 		}
 	}
 	return

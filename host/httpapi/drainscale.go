@@ -46,7 +46,7 @@ func (a *API) nodeDrain(w http.ResponseWriter, r *http.Request) (any, error) {
 	if d := req.DrainSpec; d != nil {
 		spec = &server.DrainSpec{Deadline: d.Deadline, IgnoreSystemJobs: d.IgnoreSystemJobs}
 	}
-	nw, err := a.srv.UpdateNodeDrain(r.PathValue("id"), spec, req.MarkEligible)
+	nw, err := a.srv.UpdateNodeDrain(r.PathValue("id"), spec, req.MarkEligible, req.Meta)
 	if err != nil {
 		return nil, err
 	}

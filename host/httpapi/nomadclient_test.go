@@ -958,7 +958,10 @@ func TestNomadClient_NomadShapedAnswers(t *testing.T) {
 	if err != nil || len(nodes) != 1 || nodes[0].Address != "10.1.2.3" {
 		t.Fatalf("node stubs %v %+v, want the address 10.1.2.3, as Nomad's", err, nodes)
 	}
-	if _, err := c.Nodes().UpdateDrain(n.ID, &api.DrainSpec{Deadline: time.Minute}, false, nil); err != nil {
+	// LastDrain is set as the drain starts, with the request's Meta, and
+	// kept, Meta and all, when it completes, as Nomad's.
+	meta := map[string]string{"message": "kernel upgrade"}
+	if _, err := c.Nodes().UpdateDrainOpts(n.ID, &api.DrainOptions{DrainSpec: &api.DrainSpec{Deadline: time.Minute}, Meta: meta}, nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -967,16 +970,16 @@ func TestNomadClient_NomadShapedAnswers(t *testing.T) {
 		if err != nil || len(nodes) != 1 {
 			t.Fatalf("nodes: %v %d", err, len(nodes))
 		}
-		if nodes[0].LastDrain != nil {
+		if nodes[0].LastDrain == nil || nodes[0].LastDrain.StartedAt.IsZero() || !maps.Equal(nodes[0].LastDrain.Meta, meta) {
+			t.Fatalf("the drained node's stub has LastDrain %+v, want one started with meta %v", nodes[0].LastDrain, meta)
+		}
+		if nodes[0].LastDrain.Status == api.DrainStatusComplete {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the drained node's stub has no LastDrain: %+v", nodes[0])
+		if nodes[0].LastDrain.Status != api.DrainStatusDraining || time.Now().After(deadline) {
+			t.Fatalf("last drain %+v, want it draining, then complete", nodes[0].LastDrain)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if nodes[0].LastDrain.Status != api.DrainStatusComplete {
-		t.Fatalf("last drain %+v", nodes[0].LastDrain)
 	}
 
 	reg, _, err := c.Jobs().Register(job, nil)

@@ -32,14 +32,17 @@ type DrainSpec struct {
 // at the deadline, system ones last. MarkEligible makes the node eligible
 // again when a drain is canceled, with node-update evals, as an
 // eligibility change has: the system jobs the drain moved off come back.
-func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bool) (NodeWrite, error) {
+//
+// meta is the operator's metadata of the drain, kept in the node's
+// LastDrain (none keeps what it has), as Nomad's drain request Meta.
+func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bool, meta map[string]string) (NodeWrite, error) {
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
 	if n == nil {
 		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	now := s.now()
-	req := &fsm.NodeUpdateDrainRequest{NodeID: nodeID, MarkEligible: markEligible, UpdatedAt: now.UnixNano()}
+	req := &fsm.NodeUpdateDrainRequest{NodeID: nodeID, MarkEligible: markEligible, UpdatedAt: now.UnixNano(), Meta: meta}
 	if spec != nil {
 		ds := &sdk.DrainStrategy{Deadline: spec.Deadline, IgnoreSystemJobs: spec.IgnoreSystemJobs, StartedAt: now}
 		switch {

@@ -67,7 +67,7 @@ func TestDrain_MigratesEverythingThenCompletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.UpdateNodeDrain(node0, &server.DrainSpec{}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(node0, &server.DrainSpec{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,7 +111,7 @@ func TestDrain_CompletesOnceTheNodeStoppedItsAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	clients.holdStops.Store(true)
-	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	var old *sdk.Allocation
@@ -165,7 +165,7 @@ func TestDrain_DeadlineEndsTheDrain(t *testing.T) {
 	}
 	const deadline = 1500 * time.Millisecond
 	start := time.Now()
-	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{Deadline: deadline}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(node0.ID, &server.DrainSpec{Deadline: deadline}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the drain to end", func() bool { return s.Store().Snapshot().Node(node0.ID).DrainStrategy == nil })
@@ -259,7 +259,7 @@ func TestDrain_MaxParallelAcrossNodes(t *testing.T) {
 		}
 	}()
 	for _, id := range drained {
-		if _, err := s.UpdateNodeDrain(id, &server.DrainSpec{}, false); err != nil {
+		if _, err := s.UpdateNodeDrain(id, &server.DrainSpec{}, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -417,7 +417,7 @@ func TestDrain_CancelMarkingEligibleBringsSystemJobsBack(t *testing.T) {
 	if running() != 1 {
 		t.Fatalf("%d system allocations on the node before the drain, want 1", running())
 	}
-	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the forced drain to complete", func() bool {
@@ -425,7 +425,7 @@ func TestDrain_CancelMarkingEligibleBringsSystemJobsBack(t *testing.T) {
 		return n.DrainStrategy == nil && running() == 0
 	})
 
-	w, err := s.UpdateNodeDrain(node.ID, nil, true)
+	w, err := s.UpdateNodeDrain(node.ID, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestRegisterNode_KeepsWhatTheServersOwn(t *testing.T) {
 	if len(first.Events) != 1 || first.Events[0].Message != "Node registered" || first.Events[0].Subsystem != "Cluster" {
 		t.Fatalf("events of a new node: %+v", first.Events)
 	}
-	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	drained := s.Store().Snapshot().Node(n.ID)
@@ -602,7 +602,7 @@ func TestUpdateNodeEligibility_EvaluatesOnlyANodeTurningEligible(t *testing.T) {
 			t.Fatalf("marked %s: evals %v", tc.eligibility, w.EvalIDs)
 		}
 	}
-	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false); err != nil {
+	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w, err := s.UpdateNodeEligibility(n.ID, sdk.NodeSchedulingEligible); err == nil && len(w.EvalIDs) > 0 {

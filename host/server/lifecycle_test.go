@@ -240,7 +240,7 @@ func TestLifecycle_Event_To_Pending(t *testing.T) {
 			// A drain at once: web is short of its count (its evals are
 			// held) and its allocation never ran, so, as in Nomad, only
 			// the deadline moves it.
-			if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false); err != nil {
+			if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false, nil); err != nil {
 				return "", err
 			}
 			// The leader's drainer marks the node's allocations and

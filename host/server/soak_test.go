@@ -238,12 +238,12 @@ func (w *soak) step() string {
 			return "no node to drain"
 		}
 		if node.DrainStrategy != nil {
-			if _, err := s.UpdateNodeDrain(node.ID, nil, true); err != nil {
+			if _, err := s.UpdateNodeDrain(node.ID, nil, true, nil); err != nil {
 				t.Fatalf("undrain %s: %v", node.ID, err)
 			}
 			return "cancel the drain of " + node.ID
 		}
-		if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false); err != nil {
+		if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false, nil); err != nil {
 			t.Fatalf("drain %s: %v", node.ID, err)
 		}
 		return "drain " + node.ID
