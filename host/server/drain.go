@@ -25,11 +25,12 @@ type DrainSpec struct {
 	IgnoreSystemJobs bool
 }
 
-// UpdateNodeDrain starts a node's drain (spec set) or cancels it (nil). A
-// draining node takes no new allocations; the leader's drainer then marks
-// its allocations for migration, at most migrate.max_parallel per task
-// group at a time across all the draining nodes, batch allocations only
-// at the deadline, system ones last. MarkEligible makes the node eligible
+// UpdateNodeDrain starts or updates a node's drain (spec set) or cancels
+// it (nil; a no-op on a node that does not drain). A draining node takes
+// no new allocations; the leader's drainer then marks its allocations for
+// migration, at most migrate.max_parallel per task group at a time across
+// all the draining nodes, batch allocations only at the deadline, system
+// ones last. MarkEligible makes the node eligible
 // again when a drain is canceled, with node-update evals, as an
 // eligibility change has: the system jobs the drain moved off come back.
 //
@@ -44,23 +45,32 @@ func (s *Server) UpdateNodeDrain(nodeID string, spec *DrainSpec, markEligible bo
 	now := s.now()
 	req := &fsm.NodeUpdateDrainRequest{NodeID: nodeID, MarkEligible: markEligible, UpdatedAt: now.UnixNano(), Meta: meta}
 	if spec != nil {
+		// As Nomad's Node.UpdateDrain: an update keeps the drain's start,
+		// and a negative deadline (at once) stores no ForceDeadline.
 		ds := &sdk.DrainStrategy{Deadline: spec.Deadline, IgnoreSystemJobs: spec.IgnoreSystemJobs, StartedAt: now}
-		switch {
-		case spec.Deadline < 0:
-			ds.ForceDeadline = now
-		case spec.Deadline > 0:
+		if n.DrainStrategy != nil {
+			ds.StartedAt = n.DrainStrategy.StartedAt
+		}
+		if spec.Deadline > 0 {
 			ds.ForceDeadline = now.Add(spec.Deadline)
 		}
 		req.DrainStrategy = ds
-		req.Event = &sdk.NodeEvent{Message: "Node drain strategy set", Subsystem: "Drain", Timestamp: now}
-	} else {
-		if n.DrainStrategy == nil && !markEligible {
-			return NodeWrite{}, badRequest(fmt.Errorf("node %q is not draining", nodeID))
-		}
-		req.Event = &sdk.NodeEvent{Message: "Node drain strategy removed", Subsystem: "Drain", Timestamp: now}
-		if markEligible && n.SchedulingEligibility != sdk.NodeSchedulingEligible {
-			req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
-		}
+	}
+	event := func(msg string) *sdk.NodeEvent {
+		return &sdk.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
+	}
+	switch {
+	case n.DrainStrategy == nil && spec != nil:
+		req.Event = event("Node drain strategy set")
+	case n.DrainStrategy != nil && spec != nil:
+		req.Event = event("Node drain strategy updated")
+	case n.DrainStrategy != nil:
+		req.Event = event("Node drain disabled")
+	}
+	// Canceling a drain of a node that does not drain is no error, as in
+	// Nomad: MarkEligible still makes it eligible.
+	if spec == nil && markEligible && n.SchedulingEligibility != sdk.NodeSchedulingEligible {
+		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}
 	return s.applyNodeWrite(fsm.NodeUpdateDrainRequestType, req, req.Evals)
 }
@@ -180,7 +190,7 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 			continue
 		}
 		d := drainDecision{node: n}
-		forced := !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
+		forced := deadlineReached(ds, now)
 		service, batch, system := drainable(snap, n)
 		switch {
 		case forced:
@@ -228,6 +238,16 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 		})
 	}
 	return out
+}
+
+// deadlineReached reports whether a drain's deadline has passed at now:
+// at once for a negative Deadline, as Nomad's DrainStrategy.DeadlineTime,
+// never without a ForceDeadline otherwise.
+func deadlineReached(ds *sdk.DrainStrategy, now time.Time) bool {
+	if ds.Deadline < 0 {
+		return true
+	}
+	return !ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline)
 }
 
 // drainable returns the allocations of a draining node that are left to

@@ -185,6 +185,76 @@ func TestDrain_DeadlineEndsTheDrain(t *testing.T) {
 	}
 }
 
+// TestUpdateNodeDrain_AsNomadsEndpoint: the drain endpoint's bookkeeping,
+// as Nomad's Node.UpdateDrain: an update keeps the drain's start and says
+// so, a cancel says "Node drain disabled", a cancel of a node that does
+// not drain is a no-op (no event) that MarkEligible still makes eligible,
+// and a drain at once stores no ForceDeadline.
+func TestUpdateNodeDrain_AsNomadsEndpoint(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	node := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(node); err != nil {
+		t.Fatal(err)
+	}
+	// An allocation that does not move before the deadline keeps the node
+	// draining (nobody plays its node: it stays pending).
+	job := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+	job.TaskGroups[0].Migrate = &sdk.MigrateStrategy{MaxParallel: 0, HealthCheck: "checks"}
+	servertest.WaitForEval(t, s, registerJob(t, s, job))
+	nodeNow := func() *sdk.Node { return s.Store().Snapshot().Node(node.ID) }
+	lastEvent := func() string { ev := nodeNow().Events; return ev[len(ev)-1].Message }
+
+	events := len(nodeNow().Events)
+	if _, err := s.UpdateNodeDrain(node.ID, nil, false, nil); err != nil {
+		t.Fatalf("canceling the drain of a node that does not drain: %v", err)
+	}
+	if n := nodeNow(); len(n.Events) != events || n.LastDrain != nil {
+		t.Fatalf("a no-op cancel recorded events %+v, LastDrain %v", n.Events[events:], n.LastDrain)
+	}
+
+	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	started := nodeNow().DrainStrategy.StartedAt
+	if lastEvent() != "Node drain strategy set" {
+		t.Fatalf("drain started with event %q", lastEvent())
+	}
+	time.Sleep(10 * time.Millisecond)
+	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: 2 * time.Hour}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ds := nodeNow().DrainStrategy; !ds.StartedAt.Equal(started) || ds.ForceDeadline.Sub(ds.StartedAt) < 2*time.Hour ||
+		lastEvent() != "Node drain strategy updated" {
+		t.Fatalf("updated drain %+v (started %v), event %q", ds, started, lastEvent())
+	}
+
+	if _, err := s.UpdateNodeDrain(node.ID, nil, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeNow(); n.DrainStrategy != nil || lastEvent() != "Node drain disabled" ||
+		n.SchedulingEligibility != sdk.NodeSchedulingIneligible {
+		t.Fatalf("canceled: drain %+v, event %q, eligibility %s", n.DrainStrategy, lastEvent(), n.SchedulingEligibility)
+	}
+	events = len(nodeNow().Events)
+	if _, err := s.UpdateNodeDrain(node.ID, nil, true, nil); err != nil {
+		t.Fatalf("marking eligible a node that does not drain: %v", err)
+	}
+	if n := nodeNow(); len(n.Events) != events || n.SchedulingEligibility != sdk.NodeSchedulingEligible {
+		t.Fatalf("marked eligible: events %+v, eligibility %s", n.Events[events:], n.SchedulingEligibility)
+	}
+
+	if _, err := s.UpdateNodeDrain(node.ID, &server.DrainSpec{Deadline: -1}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ds := nodeNow().DrainStrategy; ds != nil && !ds.ForceDeadline.IsZero() {
+		t.Fatalf("drain at once stored ForceDeadline %v", ds.ForceDeadline)
+	}
+	waitFor(t, "the drain at once to complete", func() bool { return nodeNow().DrainStrategy == nil })
+	if ev := nodeNow().Events[len(nodeNow().Events)-1]; ev.Message != "Node drain complete" || ev.Details["deadline_reached"] != "true" {
+		t.Fatalf("drain at once ended with %+v", ev)
+	}
+}
+
 // migratingNow counts the allocations of a job's group that are migrating:
 // marked for migration and not yet replaced by a running allocation whose
 // health was reported.
