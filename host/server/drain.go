@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -90,49 +91,78 @@ func (s *Server) drainer(ctx context.Context) {
 		// group's migration budget is shared by every node it runs on.
 		snap := s.store.Snapshot()
 		now := s.now()
-		for _, d := range decideDrains(snap, now) {
-			if err := s.drainStep(snap, d, now); err != nil && ctx.Err() == nil {
-				s.log.Error().Err(err).Str("node_id", d.node.ID).Msg("drain step failed")
-			}
+		if err := s.drainStep(snap, decideDrains(snap, now), now); err != nil && ctx.Err() == nil {
+			s.log.Error().Err(err).Msg("drain step failed")
 		}
 	}
 }
 
-// drainStep applies one node's drain decision: its marks, then, when it
-// is done, the end of its drain, in the same step as Nomad's drainer
-// (handleMigratedAllocs marks a drained node's system allocations and
-// completes its drain at once).
-func (s *Server) drainStep(snap *state.Snapshot, d drainDecision, now time.Time) error {
-	n := d.node
-	if len(d.migrate) > 0 {
-		yes := true
-		req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}}
+// drainStep applies the drain decisions of one round: the marks of every
+// node in one write, with one node-drain eval per job (not per node: the
+// eval is the job's, as Nomad's drainer batches them, without a NodeID),
+// then the end of the drains that are done, in the same round as Nomad's
+// drainer (handleMigratedAllocs marks a drained node's system allocations
+// and completes its drain at once). A drain whose marks failed is not
+// ended.
+func (s *Server) drainStep(snap *state.Snapshot, ds []drainDecision, now time.Time) error {
+	yes := true
+	req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}}
+	for _, d := range ds {
 		for _, id := range d.migrate {
 			req.Allocs[id] = &sdk.DesiredTransition{Migrate: &yes}
 		}
-		for _, jk := range d.jobs {
+	}
+	if len(req.Allocs) > 0 {
+		for _, jk := range drainJobs(snap, ds) {
 			job := snap.Job(jk.Namespace, jk.ID)
 			if job == nil {
 				continue
 			}
 			e := s.newEval(job, sdk.EvalTriggerNodeDrain)
-			e.NodeID, e.NodeModifyIndex, e.JobModifyIndex = n.ID, n.ModifyIndex, job.JobModifyIndex
+			e.JobModifyIndex = job.JobModifyIndex
 			req.Evals = append(req.Evals, e)
 		}
 		if _, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req); err != nil {
-			return err
+			return fmt.Errorf("marking allocations for migration: %w", err)
 		}
 	}
-	if !d.done {
-		return nil
+	var errs []error
+	for _, d := range ds {
+		if !d.done {
+			continue
+		}
+		ev := &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}
+		if d.deadlineReached {
+			ev.Details = map[string]string{"deadline_reached": "true"}
+		}
+		_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
+			NodeID: d.node.ID, Complete: true, UpdatedAt: now.UnixNano(), Event: ev})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("completing the drain of node %s: %w", d.node.ID, err))
+		}
 	}
-	ev := &sdk.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}
-	if d.deadlineReached {
-		ev.Details = map[string]string{"deadline_reached": "true"}
+	return errors.Join(errs...)
+}
+
+// drainJobs are the jobs of the allocations the decisions mark, sorted:
+// each gets one node-drain eval.
+func drainJobs(snap *state.Snapshot, ds []drainDecision) []sdk.NamespacedID {
+	var out []sdk.NamespacedID
+	for _, d := range ds {
+		for _, id := range d.migrate {
+			a := snap.Alloc(id)
+			if jk := (sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}); !slices.Contains(out, jk) {
+				out = append(out, jk)
+			}
+		}
 	}
-	_, err := s.Apply(fsm.NodeUpdateDrainRequestType, &fsm.NodeUpdateDrainRequest{
-		NodeID: n.ID, Complete: true, UpdatedAt: now.UnixNano(), Event: ev})
-	return err
+	slices.SortFunc(out, func(a, b sdk.NamespacedID) int {
+		if a.Namespace != b.Namespace {
+			return strings.Compare(a.Namespace, b.Namespace)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
 }
 
 // drainDecision is what the drainer does next on one node.
@@ -140,8 +170,6 @@ type drainDecision struct {
 	node *sdk.Node
 	// migrate are the allocations to mark for migration now.
 	migrate []string
-	// jobs get a node-drain eval.
-	jobs []sdk.NamespacedID
 	// done ends the drain, once the marks are applied: the node has
 	// stopped every allocation but its system ones (nodeVacated), or its
 	// deadline passed (deadlineReached).
@@ -149,13 +177,8 @@ type drainDecision struct {
 	deadlineReached bool
 }
 
-// mark marks a for migration, with an eval for its job.
-func (d *drainDecision) mark(a *sdk.Allocation) {
-	d.migrate = append(d.migrate, a.ID)
-	if jk := (sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}); !slices.Contains(d.jobs, jk) {
-		d.jobs = append(d.jobs, jk)
-	}
-}
+// mark marks a for migration.
+func (d *drainDecision) mark(a *sdk.Allocation) { d.migrate = append(d.migrate, a.ID) }
 
 // decideDrains decides, from the state alone, the next step of the drain
 // of every draining node at time now, in node order.
@@ -228,14 +251,6 @@ func decideDrains(snap *state.Snapshot, now time.Time) []drainDecision {
 			budget[k]--
 			out[at[a.ID]].mark(a)
 		}
-	}
-	for i := range out {
-		slices.SortFunc(out[i].jobs, func(a, b sdk.NamespacedID) int {
-			if a.Namespace != b.Namespace {
-				return strings.Compare(a.Namespace, b.Namespace)
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
 	}
 	return out
 }

@@ -25,6 +25,14 @@ type drainWorld struct {
 // each with an eval for its job.
 func (w drainWorld) decide(t *testing.T, now time.Time) []drainDecision {
 	t.Helper()
+	ds, _ := w.decideJobs(t, now)
+	return ds
+}
+
+// decideJobs is decide, also returning the jobs that get a node-drain
+// eval.
+func (w drainWorld) decideJobs(t *testing.T, now time.Time) ([]drainDecision, []sdk.NamespacedID) {
+	t.Helper()
 	store, _ := state.NewStore()
 	err := store.Write(1, func(tx *state.Txn) error {
 		nodes := map[string]bool{}
@@ -68,18 +76,43 @@ func (w drainWorld) decide(t *testing.T, now time.Time) []drainDecision {
 	if len(ds) != len(w.strategies) {
 		t.Fatalf("%d decisions for %d draining nodes", len(ds), len(w.strategies))
 	}
+	jobs := drainJobs(snap, ds)
+	want := map[sdk.NamespacedID]bool{}
 	for _, d := range ds {
 		for _, id := range d.migrate {
 			a := snap.Alloc(id)
 			if a.NodeID != d.node.ID {
 				t.Fatalf("node %s marked %s, which is on %s", d.node.ID, id, a.NodeID)
 			}
-			if !slices.Contains(d.jobs, sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}) {
-				t.Fatalf("node %s marked %s without an eval for its job", d.node.ID, id)
-			}
+			want[sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}] = true
 		}
 	}
-	return ds
+	if len(jobs) != len(want) {
+		t.Fatalf("evals for jobs %v, want one for each of %v", jobs, want)
+	}
+	for _, jk := range jobs {
+		if !want[jk] {
+			t.Fatalf("evals for jobs %v, want one for each of %v", jobs, want)
+		}
+	}
+	return ds, jobs
+}
+
+// TestDrainJobs_OneEvalPerJobAcrossNodes: as Nomad's drainer, a round's
+// marks get one node-drain eval per job, however many nodes they are on.
+func TestDrainJobs_OneEvalPerJobAcrossNodes(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	web, api := drainJob("web", sdk.JobTypeService, 4, 4), drainJob("api", sdk.JobTypeService, 2, 2)
+	w := drainWorld{strategies: map[string]sdk.DrainStrategy{"n1": {}, "n2": {}},
+		allocs: []*sdk.Allocation{drainAlloc("a1", web, "n1"), drainAlloc("a2", web, "n2"),
+			drainAlloc("a3", web, "n1"), drainAlloc("a4", web, "n2"), drainAlloc("b1", api, "n1"), drainAlloc("b2", api, "n2")}}
+	ds, jobs := w.decideJobs(t, now)
+	if got := marked(ds); fmt.Sprint(got) != "[a1 a2 a3 a4 b1 b2]" {
+		t.Fatalf("marked %v, want all", got)
+	}
+	if fmt.Sprint(jobs) != "[default/api default/web]" {
+		t.Fatalf("evals for %v, want one for api and one for web", jobs)
+	}
 }
 
 // marked is every allocation the decisions mark, sorted.

@@ -532,6 +532,10 @@ func checkDrained(t *testing.T, snap *state.Snapshot, drained []string, wantLive
 	for _, e := range snap.EvalsByJob("default", "web") {
 		if e.TriggeredBy == sdk.EvalTriggerNodeDrain {
 			drains++
+			// As Nomad's: the job's eval, for all the nodes of the round.
+			if e.NodeID != "" {
+				t.Errorf("node-drain eval %s names node %s", e.ID, e.NodeID)
+			}
 		}
 	}
 	if drains != wantDrainEvals {
