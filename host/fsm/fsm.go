@@ -360,15 +360,23 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 			return fmt.Errorf("%w: job %q is at job modify index %d, not %d", ErrConflict, j.ID, have, req.JobModifyIndex)
 		}
 	}
-	if err := tx.UpsertJob(j); err != nil {
-		return err
-	}
-	if req.Submission != nil {
-		if err := tx.UpsertJobSubmission(j.Namespace, j.ID, req.Submission); err != nil {
+	if cur := tx.Job(j.Namespace, j.ID); cur != nil && !state.SpecChanged(cur, j) {
+		// A registration that changes nothing of the spec leaves the job
+		// as it is (its indexes, submit time and kept version), as Nomad's
+		// Job.Register writes only the eval then: the rest of the entry
+		// (scaling event, eval) still applies, against the job's version.
+		j = cur
+	} else {
+		if err := tx.UpsertJob(j); err != nil {
 			return err
 		}
+		if req.Submission != nil {
+			if err := tx.UpsertJobSubmission(j.Namespace, j.ID, req.Submission); err != nil {
+				return err
+			}
+		}
+		fx.job(j.Namespace, j.ID)
 	}
-	fx.job(j.Namespace, j.ID)
 	// An active periodic job's registration counts as its first launch, so
 	// a new leader can tell whether a launch was missed since. (Enabling a
 	// disabled job later counts then, as in Nomad.)
@@ -390,7 +398,7 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 	if req.Eval == nil {
 		return nil
 	}
-	req.Eval.JobModifyIndex = req.Job.JobModifyIndex
+	req.Eval.JobModifyIndex = j.JobModifyIndex
 	return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
 }
 

@@ -1,0 +1,54 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+)
+
+// TestRegisterJob_UnchangedSpecWritesOnlyTheEval: registering a spec the
+// job already has leaves the job as it was (version, indexes, submit time,
+// the kept version and its source), as Nomad's Job.Register, which then
+// writes only the eval; the eval evaluates the job's current version.
+func TestRegisterJob_UnchangedSpecWritesOnlyTheEval(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	first, _, err := s.RegisterJobOpts(servertest.Job("web", sdk.JobTypeService, 2, 100, 64),
+		server.RegisterOptions{Submission: &state.JobSubmission{Source: "first", Format: "hcl2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, first)
+	snap := s.Store().Snapshot()
+	before, kept := snap.Job("default", "web"), snap.JobVersion("default", "web", 0)
+	jobsIndex := snap.TableIndex(state.TableJobs)
+
+	again, _, err := s.RegisterJobOpts(servertest.Job("web", sdk.JobTypeService, 2, 100, 64),
+		server.RegisterOptions{Submission: &state.JobSubmission{Source: "again", Format: "hcl2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := servertest.WaitForEval(t, s, again)
+	if e.TriggeredBy != sdk.EvalTriggerJobRegister || e.JobModifyIndex != before.JobModifyIndex {
+		t.Errorf("eval: triggered by %s at job modify index %d, want job-register at %d", e.TriggeredBy, e.JobModifyIndex, before.JobModifyIndex)
+	}
+	snap = s.Store().Snapshot()
+	after := snap.Job("default", "web")
+	if after.Version != 0 || after.ModifyIndex != before.ModifyIndex || after.JobModifyIndex != before.JobModifyIndex ||
+		after.SubmitTime != before.SubmitTime {
+		t.Errorf("job rewritten: version %d, modify index %d→%d, job modify index %d→%d, submit time %d→%d", after.Version,
+			before.ModifyIndex, after.ModifyIndex, before.JobModifyIndex, after.JobModifyIndex, before.SubmitTime, after.SubmitTime)
+	}
+	if v := snap.JobVersion("default", "web", 0); v.SubmitTime != kept.SubmitTime || v.ModifyIndex != kept.ModifyIndex {
+		t.Errorf("version 0 rewritten: submit time %d→%d", kept.SubmitTime, v.SubmitTime)
+	}
+	if got := snap.TableIndex(state.TableJobs); got != jobsIndex {
+		t.Errorf("jobs table index %d→%d: blocking queries on jobs woke for nothing", jobsIndex, got)
+	}
+	if sub := snap.JobSubmission("default", "web", 0); sub == nil || sub.Source != "first" {
+		t.Errorf("version 0's source: %+v, want the one it was registered from", sub)
+	}
+}
