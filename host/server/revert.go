@@ -37,7 +37,20 @@ func (s *Server) RevertJob(namespace, jobID string, version uint64, enforcePrior
 	if enforcePrior != nil {
 		opts.EnforceIndex, opts.JobModifyIndex = true, cur.JobModifyIndex
 	}
-	return s.RegisterJobOpts(revertTo(v.Copy(), s.now().UnixNano()), opts)
+	return s.RegisterJobOpts(manualRevert(v), opts)
+}
+
+// manualRevert returns the job a revert to kept version v registers: the
+// version as it was, Stop included, as Nomad's Job.Revert copies it (a
+// revert to a stopped version stops the job). Unlike an auto-revert
+// (revertTo), which goes back to a version that ran, a revert is the
+// user's choice of spec, and Stop is part of it. Stable is not copied:
+// the new version is not stable until its own deployment succeeds, as
+// for an auto-revert (docs/api.md, "Differences from Nomad").
+func manualRevert(v *sdk.Job) *sdk.Job {
+	j := v.Copy()
+	j.Stable = false
+	return j
 }
 
 // SetJobStability marks a kept version of a job stable or not, as Nomad's

@@ -57,3 +57,40 @@ func TestRevertJob(t *testing.T) {
 		t.Fatalf("reverted version's submission: %+v", sub)
 	}
 }
+
+// TestRevertJob_ToAStoppedVersionStopsTheJob: a revert registers the
+// version as it was, Stop included, as Nomad's Job.Revert does (it used to
+// clear Stop, as an auto-revert does, and so started a job the user had
+// reverted to stopped). Stable is not copied: the new version is not
+// stable until its own deployment succeeds.
+func TestRevertJob_ToAStoppedVersionStopsTheJob(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	// Version 0 runs, version 1 stops it, version 2 runs it again.
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 2, 100, 64)))
+	stopID, _, err := s.DeregisterJob("default", "web", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, stopID)
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 2, 100, 64)))
+	if _, err := s.SetJobStability("default", "web", 1, true); err != nil {
+		t.Fatal(err)
+	}
+
+	evalID, _, err := s.RevertJob("default", "web", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	snap := s.Store().Snapshot()
+	j := snap.Job("default", "web")
+	if j.Version != 3 || !j.Stop || j.Stable {
+		t.Fatalf("reverted to stopped version 1: version %d stop %v stable %v, want version 3 stopped, not stable", j.Version, j.Stop, j.Stable)
+	}
+	for _, a := range snap.AllocsByJob("default", "web") {
+		if a.DesiredStatus == sdk.AllocDesiredStatusRun {
+			t.Errorf("allocation %s still runs after the revert to a stopped version", a.Name)
+		}
+	}
+}
