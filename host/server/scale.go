@@ -92,8 +92,11 @@ func (s *Server) scaleJob(req ScaleRequest) (ScaleResult, error) {
 	if cur.Stop {
 		return ScaleResult{}, badRequest(fmt.Errorf("job %q is stopped and cannot be scaled", req.JobID))
 	}
-	if p := tg.Scaling; p != nil && p.Enabled {
-		if count < p.Min || (p.Max > 0 && count > p.Max) {
+	// The scaling block bounds the count whether or not it is enabled
+	// (enabled is for the autoscaler), as Nomad's Job.Scale has it; max is
+	// required, so a max of 0 allows no more than 0.
+	if p := tg.Scaling; p != nil {
+		if count < p.Min || count > p.Max {
 			return ScaleResult{}, badRequest(fmt.Errorf("group %q: count %d is outside the scaling policy's range [%d, %d]", req.Group, count, p.Min, p.Max))
 		}
 	}
