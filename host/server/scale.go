@@ -113,5 +113,14 @@ func (s *Server) scaleJob(req ScaleRequest) (ScaleResult, error) {
 	if err != nil {
 		return ScaleResult{}, err
 	}
-	return ScaleResult{EvalID: evalID, Index: index, JobModifyIndex: index}, nil
+	// The job's JobModifyIndex after the write: the entry's index if it
+	// made a new version. A count the group has already changes no spec,
+	// and such a registration leaves the job as it is (applyJobRegister);
+	// the index enforced above says the job was still cur's version then.
+	// (Nomad's Job.Scale makes a new, identical, version even so.)
+	jmi := index
+	if !state.SpecChanged(cur, job) {
+		jmi = cur.JobModifyIndex
+	}
+	return ScaleResult{EvalID: evalID, Index: index, JobModifyIndex: jmi}, nil
 }

@@ -57,3 +57,36 @@ func TestScaleJob_ScalingBlockBoundsTheCount(t *testing.T) {
 		})
 	}
 }
+
+// TestScaleJob_ToTheSameCountAnswersTheJobsModifyIndex: scaling a group to
+// the count it has makes no new version (the spec is unchanged); the
+// JobModifyIndex answered is the job's, so a registration enforcing it
+// applies. It used to answer the entry's index, which the job never had
+// (a 409 for the registration). Nomad makes a new, identical, version.
+func TestScaleJob_ToTheSameCountAnswersTheJobsModifyIndex(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.RegisterJob(servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	before := s.Store().Snapshot().Job("default", "web")
+	same := int64(1)
+	res, err := s.ScaleJob(server.ScaleRequest{Namespace: "default", JobID: "web", Group: "g", Count: &same})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := servertest.WaitForEval(t, s, res.EvalID)
+	after := s.Store().Snapshot().Job("default", "web")
+	if after.Version != before.Version || res.JobModifyIndex != after.JobModifyIndex || e.JobModifyIndex != after.JobModifyIndex {
+		t.Fatalf("answered job modify index %d (eval's %d), the job's is %d (version %d→%d)", res.JobModifyIndex,
+			e.JobModifyIndex, after.JobModifyIndex, before.Version, after.Version)
+	}
+	if _, _, err := s.RegisterJobOpts(servertest.Job("web", sdk.JobTypeService, 2, 100, 64),
+		server.RegisterOptions{EnforceIndex: true, JobModifyIndex: res.JobModifyIndex}); err != nil {
+		t.Fatalf("registration enforcing the answered index: %v", err)
+	}
+}
