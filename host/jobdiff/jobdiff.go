@@ -85,7 +85,7 @@ type ObjectDiff struct {
 
 // Fields the server sets, which are not part of what a user changes.
 var (
-	skipJob   = set("ID", "TaskGroups", "Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex", "VersionTag", "Payload", "NomadTokenID", "ParentID", "Dispatched", "DispatchIdempotencyToken", "Stop")
+	skipJob   = set("ID", "TaskGroups", "Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex", "VersionTag", "Payload", "NomadTokenID", "ParentID", "Dispatched", "DispatchIdempotencyToken")
 	skipGroup = set("Name", "Tasks")
 	skipTask  = set("Name")
 )

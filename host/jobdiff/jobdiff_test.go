@@ -150,6 +150,35 @@ func TestDiff_Edits(t *testing.T) {
 	}
 }
 
+// Stop is part of the spec a diff shows, as in Nomad's Job.Diff (which does
+// not filter it): the diff from a version to its stop is an edit of Stop,
+// and so is a plan that stops the job. It used to be left out, so that a
+// stop showed as no change.
+func TestDiff_Stop(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, new bool
+		want     string // the diff's type
+		field    *jobdiff.FieldDiff
+	}{
+		{"stopped", false, true, jobdiff.TypeEdited, &jobdiff.FieldDiff{Type: jobdiff.TypeEdited, Name: "Stop", Old: "false", New: "true"}},
+		{"started again", true, false, jobdiff.TypeEdited, &jobdiff.FieldDiff{Type: jobdiff.TypeEdited, Name: "Stop", Old: "true", New: "false"}},
+		{"still stopped", true, true, jobdiff.TypeNone, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := job(), job()
+			a.Stop, b.Stop = tc.old, tc.new
+			for _, contextual := range []bool{false, true} {
+				d := jobdiff.Diff(a, b, contextual)
+				f := field(d.Fields, "Stop")
+				if d.Type != tc.want || (f == nil) != (tc.field == nil) || (f != nil && (f.Type != tc.field.Type || f.Old != tc.field.Old || f.New != tc.field.New)) {
+					t.Errorf("contextual %v: diff %s with Stop field %+v, want %s with %+v", contextual, d.Type, f, tc.want, tc.field)
+				}
+			}
+		})
+	}
+}
+
 // A contextual diff (job plan's) shows unchanged groups and the unchanged
 // fields of a changed nested object, but, as Nomad's, not the job's own
 // unchanged fields: Nomad's CLI prints every field of the diff, and would
