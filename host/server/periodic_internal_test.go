@@ -111,8 +111,8 @@ func TestRunningChild(t *testing.T) {
 	s, _ := state.NewStore()
 	parent := &sdk.Job{Namespace: "default", ID: "p", Type: "batch", TaskGroups: []*sdk.TaskGroup{{Name: "g"}},
 		Periodic: &sdk.PeriodicConfig{Enabled: true, Spec: "@daily"}}
-	// A child's status is derived on write: a stopped child with nothing
-	// left is dead, a new one pending.
+	// A child's status is derived on write: a stopped child whose eval is
+	// complete is dead, a new one pending.
 	child := func(id string, stopped bool) *sdk.Job {
 		return &sdk.Job{Namespace: "default", ID: id, ParentID: "p", Type: "batch", Stop: stopped, TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
 	}
@@ -131,6 +131,12 @@ func TestRunningChild(t *testing.T) {
 		}
 	}
 	write(parent, child("p/periodic-1", true), child("px/periodic-2", false))
+	err := s.Write(s.LatestIndex()+1, func(tx *state.Txn) error {
+		return tx.UpsertEval(&sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "p/periodic-1", Status: sdk.EvalStatusComplete})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if runningChild(s.Snapshot(), parent) {
 		t.Fatal("a dead child, or another job's, counts as running")
 	}

@@ -52,3 +52,26 @@ func TestRegisterJob_UnchangedSpecWritesOnlyTheEval(t *testing.T) {
 		t.Errorf("version 0's source: %+v, want the one it was registered from", sub)
 	}
 }
+
+// TestDeleteEvals_LeavesAJobWithNothingElseDead: deleting the evals of a
+// job that could not be placed (its registration's eval and the blocked
+// one) leaves it dead, as Nomad's DeleteEval does (setJobStatuses with
+// evalDelete); it used to stay pending, waiting for evals that were gone.
+func TestDeleteEvals_LeavesAJobWithNothingElseDead(t *testing.T) {
+	s := rig(t, placer) // no node: the job's eval blocks
+	evalID := registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+	e := servertest.WaitForEval(t, s, evalID)
+	servertest.WaitForEval(t, s, e.BlockedEval, sdk.EvalStatusBlocked)
+	if st := s.Store().Snapshot().Job("default", "web").Status; st != sdk.JobStatusPending {
+		t.Fatalf("setup: job %s, want pending (a blocked eval)", st)
+	}
+	if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{PauseEvalBroker: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteEvals([]string{evalID, e.BlockedEval}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Store().Snapshot().Job("default", "web").Status; st != sdk.JobStatusDead {
+		t.Fatalf("job %s after its evals were deleted, want dead", st)
+	}
+}

@@ -24,6 +24,9 @@ type Txn struct {
 	restore bool
 	// touched jobs get their status recomputed before commit.
 	touched map[sdk.NamespacedID]bool
+	// evalsDeleted are the touched jobs some of whose evals this
+	// transaction deleted (jobStatus).
+	evalsDeleted map[sdk.NamespacedID]bool
 	// keptFor and kept cache UpsertAlloc's last job version lookup: a
 	// plan's allocations all name the same job. Any write to the job
 	// versions table clears it.
@@ -286,11 +289,19 @@ func (t *Txn) keepSummary(ns, jobID string, change func(*JobSummaryKept)) error 
 // RestoreJobSummaryKept inserts a kept summary (restore only).
 func (t *Txn) RestoreJobSummaryKept(k *JobSummaryKept) error { return t.insert(TableSummaries, k) }
 
-// DeleteEval removes an evaluation.
+// DeleteEval removes an evaluation, and has its job's status recomputed
+// as one whose evals were deleted (jobStatus), as Nomad's DeleteEval does.
 func (t *Txn) DeleteEval(id string) error {
 	old := t.Eval(id)
 	if old == nil {
 		return nil
+	}
+	if !t.restore {
+		t.touch(old.Namespace, old.JobID)
+		if t.evalsDeleted == nil {
+			t.evalsDeleted = map[sdk.NamespacedID]bool{}
+		}
+		t.evalsDeleted[sdk.NamespacedID{Namespace: old.Namespace, ID: old.JobID}] = true
 	}
 	t.record(KindEval, id)
 	return t.delete(TableEvals, old)
@@ -338,7 +349,10 @@ func (t *Txn) UpsertAllocOver(a, old *sdk.Allocation) error {
 	return t.insert(TableAllocs, a)
 }
 
-// DeleteAlloc removes an allocation.
+// DeleteAlloc removes an allocation. It leaves its job's status alone, as
+// Nomad's DeleteEval does for the allocations it deletes: only terminal
+// allocations are collected, and a job left with neither evals nor
+// allocations would otherwise go back to pending (jobStatus).
 func (t *Txn) DeleteAlloc(id string) error {
 	old := t.Alloc(id)
 	if old == nil {
@@ -460,7 +474,7 @@ func (t *Txn) finish() error {
 		if job == nil {
 			continue
 		}
-		status := t.jobStatus(job)
+		status := t.jobStatus(job, t.evalsDeleted[id])
 		if status == job.Status {
 			continue
 		}
@@ -475,9 +489,14 @@ func (t *Txn) finish() error {
 	return nil
 }
 
-// jobStatus derives a job's status as Nomad does: running while any
-// allocation is live, pending while evaluations are outstanding, dead after.
-func (t *Txn) jobStatus(job *sdk.Job) string {
+// jobStatus derives a job's status as Nomad's getJobStatus does: running
+// while any allocation is live, pending while evaluations are outstanding,
+// dead after, or when its evals were deleted (evalsDeleted: collected, or
+// deleted by DELETE /v1/evaluations), which leaves nothing to wait for. A
+// job with neither evals nor allocations otherwise is pending, stopped or
+// not, as in Nomad: it is about to get an eval (every registration and
+// stop of such a job comes with one).
+func (t *Txn) jobStatus(job *sdk.Job, evalsDeleted bool) string {
 	if job.Type == sdk.JobTypeSystem || job.IsPeriodic() || job.IsParameterized() {
 		if job.Stop {
 			return sdk.JobStatusDead
@@ -503,7 +522,7 @@ func (t *Txn) jobStatus(job *sdk.Job) string {
 	if open {
 		return sdk.JobStatusPending
 	}
-	if hasEval || hasAlloc || job.Stop {
+	if evalsDeleted || hasEval || hasAlloc {
 		return sdk.JobStatusDead
 	}
 	return sdk.JobStatusPending
