@@ -333,13 +333,37 @@ func (s *Server) EvaluateJobOpts(namespace, id string, opts EvaluateOptions) (st
 	}
 	yes := true
 	req := &fsm.AllocUpdateDesiredTransitionRequest{Allocs: map[string]*sdk.DesiredTransition{}, Evals: []*sdk.Evaluation{e}}
-	for _, a := range snap.AllocsByJobInstance(namespace, id) {
-		if a.ClientStatus == sdk.AllocClientStatusFailed && a.NextAllocation == "" && !a.DesiredTransition.ShouldForceReschedule() {
-			req.Allocs[a.ID] = &sdk.DesiredTransition{ForceReschedule: &yes}
-		}
+	for _, a := range forceReschedulable(job, snap.AllocsByJobInstance(namespace, id)) {
+		req.Allocs[a.ID] = &sdk.DesiredTransition{ForceReschedule: &yes}
 	}
 	index, err := s.Apply(fsm.AllocUpdateDesiredTransitionRequestType, req)
 	return e.ID, index, err
+}
+
+// forceReschedulable returns the allocations of job that a forced
+// reschedule marks, as Nomad's Job.Evaluate picks them: failed, not
+// replaced yet, not marked already, and of a group the job still has
+// whose rescheduling is enabled (a forced reschedule overrides a policy's
+// exhausted attempts and its delay, not a policy that reschedules
+// nothing).
+func forceReschedulable(job *sdk.Job, allocs []*sdk.Allocation) []*sdk.Allocation {
+	var out []*sdk.Allocation
+	for _, a := range allocs {
+		tg := job.LookupTaskGroup(a.TaskGroup)
+		if tg == nil || !rescheduleEnabled(tg.ReschedulePolicy) {
+			continue
+		}
+		if a.ClientStatus == sdk.AllocClientStatusFailed && a.NextAllocation == "" && !a.DesiredTransition.ShouldForceReschedule() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rescheduleEnabled says whether a reschedule policy reschedules at all,
+// as Nomad's ReschedulePolicy.Enabled: some attempts, or unlimited.
+func rescheduleEnabled(p *sdk.ReschedulePolicy) bool {
+	return p != nil && (p.Attempts > 0 || p.Unlimited)
 }
 
 // SetSchedulerConfigCAS replaces the scheduler configuration if its

@@ -75,3 +75,40 @@ func TestDeleteEvals_LeavesAJobWithNothingElseDead(t *testing.T) {
 		t.Fatalf("job %s after its evals were deleted, want dead", st)
 	}
 }
+
+// TestEvaluateJob_ForceRescheduleSkipsGroupsThatDoNotReschedule: a forced
+// reschedule marks the failed allocations of groups that reschedule, not
+// those of a group whose rescheduling is disabled, as Nomad's
+// Job.Evaluate (it used to mark them all).
+func TestEvaluateJob_ForceRescheduleSkipsGroupsThatDoNotReschedule(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	job := servertest.Job("web", sdk.JobTypeBatch, 1, 100, 64)
+	off := servertest.Job("web", sdk.JobTypeBatch, 1, 100, 64).TaskGroups[0]
+	off.Name = "off"
+	off.ReschedulePolicy = &sdk.ReschedulePolicy{Attempts: 0, Unlimited: false}
+	job.TaskGroups = append(job.TaskGroups, off)
+	servertest.WaitForEval(t, s, registerJob(t, s, job))
+	var failed []server.AllocUpdate
+	group := map[string]string{}
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		failed = append(failed, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusFailed})
+		group[a.ID] = a.TaskGroup
+	}
+	if len(failed) != 2 {
+		t.Fatalf("setup: %d allocations, want one per group", len(failed))
+	}
+	if _, err := s.UpdateAllocsFromClient(failed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.EvaluateJobOpts("default", "web", server.EvaluateOptions{ForceReschedule: true}); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Store().Snapshot()
+	for id, g := range group {
+		marked := snap.Alloc(id).DesiredTransition.ShouldForceReschedule()
+		if marked != (g == "g") {
+			t.Errorf("group %s's failed allocation marked for a forced reschedule: %v", g, marked)
+		}
+	}
+}
