@@ -383,8 +383,10 @@ func (s *Server) SetSchedulerConfigCAS(c *sdk.SchedulerConfiguration, cas uint64
 // running totals, it keeps what garbage collection took: the collected
 // allocations' statuses and the last queued count (state.JobSummaryKept).
 func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
+	// Children is zero, not null, for a job that launches none, as Nomad's
+	// JobSummary has it.
 	sum := &Summary{JobID: job.ID, Namespace: job.Namespace, Summary: map[string]*TaskGroupSummary{},
-		CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex}
+		Children: &ChildrenSummary{}, CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex}
 	for _, tg := range job.TaskGroups {
 		sum.Summary[tg.Name] = &TaskGroupSummary{}
 	}
@@ -426,7 +428,6 @@ func JobSummary(snap *state.Snapshot, job *sdk.Job) *Summary {
 		sum.ModifyIndex = max(sum.ModifyIndex, kept.ModifyIndex)
 	}
 	if job.IsPeriodic() || job.IsParameterized() {
-		sum.Children = &ChildrenSummary{}
 		for _, child := range snap.Jobs(job.Namespace) {
 			// Children launched before the job was registered are an
 			// earlier instance's.

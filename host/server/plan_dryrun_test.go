@@ -224,6 +224,11 @@ func TestJobSummary_CountsByStatus(t *testing.T) {
 	if g.Starting+g.Running != 2 || g.Queued != 1 {
 		t.Fatalf("summary = %+v", g)
 	}
+	// As Nomad's, a job that launches no children counts none: zeros,
+	// not null.
+	if sum.Children == nil || *sum.Children != (server.ChildrenSummary{}) {
+		t.Fatalf("children = %+v, want zeros", sum.Children)
+	}
 }
 
 // A system job's allocations that preempted when they were placed keep
