@@ -113,7 +113,9 @@ type EvalState interface {
 // templates when stopped; other jobs when dead and stopped, or dead batch
 // and sysbatch jobs, which end on their own.
 func JobGCEligible(j *Job) bool {
-	if j.IsPeriodic() || j.IsParameterized() {
+	// As jobIsGCable, a periodic block counts only when enabled (a job
+	// with a disabled one is running, as any periodic job, until stopped).
+	if (j.IsPeriodic() && j.Periodic.Enabled) || j.IsParameterized() {
 		return j.Stop
 	}
 	return j.Status == JobStatusDead && (j.Stop || j.Type == JobTypeBatch || j.Type == JobTypeSysBatch)
