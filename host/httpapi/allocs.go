@@ -46,11 +46,17 @@ func (a *API) allocList(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		var stubs []*sdk.AllocationListStub
+		var allocs []*sdk.Allocation
 		for _, al := range snap.AllocsByPrefix(o.prefix) {
-			if !namespaced(r, al.Namespace) {
-				continue
+			if namespaced(r, al.Namespace) {
+				allocs = append(allocs, al)
 			}
+		}
+		slices.SortFunc(allocs, func(x, y *sdk.Allocation) int {
+			return strings.Compare(indexToken(x.CreateIndex, x.ID), indexToken(y.CreateIndex, y.ID))
+		})
+		pg, next, err := page(o, allocs, func(al *sdk.Allocation) string { return indexToken(al.CreateIndex, al.ID) })
+		out := stubsOf(pg, func(al *sdk.Allocation) *sdk.AllocationListStub {
 			s := al.Stub()
 			if !resources {
 				s.AllocatedResources = nil
@@ -58,15 +64,8 @@ func (a *API) allocList(w http.ResponseWriter, r *http.Request) (any, error) {
 			if !taskStates {
 				s.TaskStates = nil
 			}
-			stubs = append(stubs, s)
-		}
-		slices.SortFunc(stubs, func(x, y *sdk.AllocationListStub) int {
-			return strings.Compare(indexToken(x.CreateIndex, x.ID), indexToken(y.CreateIndex, y.ID))
+			return s
 		})
-		out, next, err := page(o, stubs, func(s *sdk.AllocationListStub) string { return indexToken(s.CreateIndex, s.ID) })
-		if out == nil {
-			out = []*sdk.AllocationListStub{}
-		}
 		return &listed{out, next}, snap.TableIndex(state.TableAllocs), err
 	})
 }

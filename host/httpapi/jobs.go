@@ -237,14 +237,14 @@ func (a *API) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		var stubs []*JobListStub
+		var jobs []*sdk.Job
 		for _, j := range snap.Jobs("") {
 			if namespaced(r, j.Namespace) && strings.HasPrefix(j.ID, o.prefix) {
-				stubs = append(stubs, jobStub(snap, j, meta))
+				jobs = append(jobs, j)
 			}
 		}
-		out, next, err := page(o, stubs, func(s *JobListStub) string { return s.Namespace + "." + s.ID })
-		return &listed{out, next}, jobsIndex(snap), err
+		out, next, err := page(o, jobs, func(j *sdk.Job) string { return j.Namespace + "." + j.ID })
+		return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, jobsIndex(snap), err
 	})
 }
 

@@ -107,6 +107,20 @@ func nodeStub(n *sdk.Node, resources, os bool) *NodeListStub {
 	return s
 }
 
+// filterable returns copies of nodes without their secrets, for a list's
+// filter to read: Nomad's filter reads a node's SecretID too, behind an ACL
+// that Drover does not have, and a filter such as `SecretID matches "^a"`
+// would give the secret away.
+func filterable(nodes []*sdk.Node) []*sdk.Node {
+	out := make([]*sdk.Node, len(nodes))
+	for i, n := range nodes {
+		c := *n
+		c.SecretID = ""
+		out[i] = &c
+	}
+	return out
+}
+
 func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 	o, err := listParams(r)
 	if err != nil {
@@ -121,15 +135,9 @@ func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		var stubs []*NodeListStub
-		for _, n := range snap.NodesByPrefix(o.prefix) {
-			stubs = append(stubs, nodeStub(n, resources, os))
-		}
-		out, next, err := page(o, stubs, func(s *NodeListStub) string { return s.ID })
-		if out == nil {
-			out = []*NodeListStub{}
-		}
-		return &listed{out, next}, snap.TableIndex(state.TableNodes), err
+		out, next, err := page(o, filterable(snap.NodesByPrefix(o.prefix)), func(n *sdk.Node) string { return n.ID })
+		return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next},
+			snap.TableIndex(state.TableNodes), err
 	})
 }
 

@@ -147,10 +147,14 @@ func listParams(r *http.Request) (*listOptions, error) {
 	return o, nil
 }
 
-// page filters items (sorted by token, ascending), orders them and cuts
-// out one page: the items from next_token on, per_page of them. When more
-// remain, next is the token of the next page's first item (for the
+// page filters items (in the list's order, ascending), orders them and
+// cuts out one page: the items from next_token on, per_page of them. When
+// more remain, next is the token of the next page's first item (for the
 // X-Nomad-NextToken header).
+//
+// As in Nomad's paginator, the filter reads the stored objects themselves
+// (a job, not its list stub): callers page those and build the stubs of
+// the page afterwards. token gives an item's paging token.
 func page[T any](o *listOptions, items []T, token func(T) string) (out []T, next string, err error) {
 	out = make([]T, 0, len(items))
 	for _, it := range items {
@@ -185,6 +189,15 @@ func page[T any](o *listOptions, items []T, token func(T) string) (out []T, next
 		out = out[:o.perPage]
 	}
 	return out, next, nil
+}
+
+// stubsOf maps a page of stored objects to their list stubs.
+func stubsOf[T, S any](items []T, stub func(T) S) []S {
+	out := make([]S, 0, len(items))
+	for _, it := range items {
+		out = append(out, stub(it))
+	}
+	return out
 }
 
 // listed is a page of a list and the token of the next page.

@@ -1,0 +1,78 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/drover-sched/drover/host/server/servertest"
+)
+
+// getList GETs a list and decodes it into a slice of T, failing on any
+// status but want.
+func getList[T any](t *testing.T, u string, want int) ([]T, *http.Response) {
+	t.Helper()
+	resp, out := do(t, "GET", u, "")
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: status %d, want %d: %s", u, resp.StatusCode, want, out)
+	}
+	var got []T
+	if want == http.StatusOK {
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("GET %s: %v: %s", u, err, out)
+		}
+	}
+	return got, resp
+}
+
+// ids returns the IDs of a list's items.
+func ids[T any](items []T, id func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, id(it))
+	}
+	return out
+}
+
+// A list's filter reads the stored objects, as Nomad's paginator does,
+// not the stubs listed: a job's Meta, a node's Attributes and an
+// allocation's Job are selectable though the stubs leave them out.
+func TestAPI_ListFiltersReadTheObjects(t *testing.T) {
+	ts, s := newAPI(t, 2)
+	web := servertest.Job("web", "service", 1, 100, 64)
+	web.Meta = map[string]string{"team": "frontend"}
+	servertest.WaitForEval(t, s, mustRegister(t, s, web))
+	servertest.WaitForEval(t, s, mustRegister(t, s, servertest.Job("db", "service", 1, 100, 64)))
+	secret := servertest.Node(2, 4000, 8192)
+	secret.SecretID, secret.Meta = "s3cr3t", nil
+	if _, _, err := s.RegisterNode(secret); err != nil {
+		t.Fatal(err)
+	}
+
+	type stub struct{ ID string }
+	id := func(s stub) string { return s.ID }
+	cases := []struct {
+		name, path, filter string
+		want               int // how many match
+	}{
+		{"job meta", "/v1/jobs", `Meta.team == "frontend"`, 1},
+		{"job task groups", "/v1/jobs", `TaskGroups is not empty`, 2},
+		{"job status, a stub field too", "/v1/jobs", `Status == "running"`, 2},
+		{"node attributes", "/v1/nodes", `Attributes["kernel.name"] == "linux"`, 3},
+		{"node meta", "/v1/nodes", `Meta.rack == "r1"`, 1},
+		{"node secret, which a filter does not see", "/v1/nodes", `SecretID != ""`, 0},
+		{"allocation job meta", "/v1/allocations", `Job.Meta.team == "frontend"`, 1},
+		{"allocation client status", "/v1/allocations", `ClientStatus == "pending"`, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := getList[stub](t, ts.URL+tc.path+"?filter="+url.QueryEscape(tc.filter), http.StatusOK)
+			if len(got) != tc.want {
+				t.Fatalf("%d match (%v), want %d", len(got), ids(got, id), tc.want)
+			}
+		})
+	}
+	// What only the stubs have is an error, as in Nomad.
+	getList[stub](t, ts.URL+"/v1/jobs?filter="+url.QueryEscape(`JobSummary.Summary.g.Running == 1`), http.StatusBadRequest)
+}
