@@ -55,7 +55,7 @@ func (a *API) allocList(w http.ResponseWriter, r *http.Request) (any, error) {
 		slices.SortFunc(allocs, func(x, y *sdk.Allocation) int {
 			return strings.Compare(indexToken(x.CreateIndex, x.ID), indexToken(y.CreateIndex, y.ID))
 		})
-		pg, next, err := page(o, allocs, func(al *sdk.Allocation) string { return indexToken(al.CreateIndex, al.ID) })
+		pg, next, err := page(o, allocs, func(al *sdk.Allocation) string { return indexToken(al.CreateIndex, al.ID) }, nil)
 		out := stubsOf(pg, func(al *sdk.Allocation) *sdk.AllocationListStub {
 			s := al.Stub()
 			if !resources {

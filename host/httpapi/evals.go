@@ -51,7 +51,7 @@ func (a *API) evalList(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		out, next, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string {
 			return indexToken(e.CreateIndex, e.ID)
-		})
+		}, nil)
 		if out == nil {
 			out = []*sdk.Evaluation{}
 		}
@@ -66,7 +66,7 @@ func (a *API) evalCount(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	o.perPage, o.nextToken = 0, ""
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		out, _, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string { return e.ID })
+		out, _, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string { return e.ID }, nil)
 		index := snap.TableIndex(state.TableEvals)
 		return &EvalCountResponse{Count: len(out), Index: index}, index, err
 	})
@@ -158,7 +158,7 @@ func (a *API) evalDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", req.Filter, err)
 		}
 		snap := a.srv.Store().Snapshot()
-		matched, _, err := page(&listOptions{filter: ev}, evalsMatching(r, snap, ""), func(e *sdk.Evaluation) string { return e.ID })
+		matched, _, err := page(&listOptions{filter: ev}, evalsMatching(r, snap, ""), func(e *sdk.Evaluation) string { return e.ID }, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -243,7 +243,8 @@ func (a *API) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 				jobs = append(jobs, j)
 			}
 		}
-		out, next, err := page(o, jobs, func(j *sdk.Job) string { return j.Namespace + "." + j.ID })
+		out, next, err := page(o, jobs, func(j *sdk.Job) string { return nsIDToken(j.Namespace, j.ID) },
+			func(j *sdk.Job, token string) int { return nsIDSeek(j.Namespace, j.ID, token) })
 		return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, jobsIndex(snap), err
 	})
 }

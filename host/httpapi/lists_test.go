@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -75,4 +76,46 @@ func TestAPI_ListFiltersReadTheObjects(t *testing.T) {
 	}
 	// What only the stubs have is an error, as in Nomad.
 	getList[stub](t, ts.URL+"/v1/jobs?filter="+url.QueryEscape(`JobSummary.Summary.g.Running == 1`), http.StatusBadRequest)
+}
+
+// Paging the jobs of every namespace goes through each once, in the
+// list's order, both ways, when one namespace is a prefix of another
+// followed by a character that sorts before the token's '.' ("a" and
+// "a-b"), or holds a '.' itself.
+func TestAPI_JobListPagesAcrossNamespaces(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	var want []string
+	for _, ns := range []string{"a", "a-b", "a.c"} {
+		for _, id := range []string{"x", "y"} {
+			j := servertest.Job(id, "batch", 1, 10, 16)
+			j.Namespace = ns
+			mustRegister(t, s, j)
+			want = append(want, ns+"/"+id)
+		}
+	}
+	type stub struct{ Namespace, ID string }
+	for _, reverse := range []bool{false, true} {
+		var got []string
+		token := ""
+		for pages := 0; pages < 2*len(want); pages++ {
+			u := ts.URL + "/v1/jobs?namespace=*&per_page=1&next_token=" + url.QueryEscape(token)
+			if reverse {
+				u += "&reverse=true"
+			}
+			pg, resp := getList[stub](t, u, http.StatusOK)
+			for _, j := range pg {
+				got = append(got, j.Namespace+"/"+j.ID)
+			}
+			if token = resp.Header.Get("X-Nomad-NextToken"); token == "" {
+				break
+			}
+		}
+		w := slices.Clone(want)
+		if reverse {
+			slices.Reverse(w)
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("reverse=%v: pages gave %v, want %v", reverse, got, w)
+		}
+	}
 }

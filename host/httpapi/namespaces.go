@@ -92,7 +92,7 @@ func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table str
 			}
 		}
 		slices.SortFunc(in, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
-		out, next, err := page(o, in, name)
+		out, next, err := page(o, in, name, nil)
 		return &listed{out, next}, snap.TableIndex(table), err
 	})
 }

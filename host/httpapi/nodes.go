@@ -135,7 +135,7 @@ func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		out, next, err := page(o, filterable(snap.NodesByPrefix(o.prefix)), func(n *sdk.Node) string { return n.ID })
+		out, next, err := page(o, filterable(snap.NodesByPrefix(o.prefix)), func(n *sdk.Node) string { return n.ID }, nil)
 		return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next},
 			snap.TableIndex(state.TableNodes), err
 	})

@@ -289,7 +289,7 @@ func (a *API) deploymentList(w http.ResponseWriter, r *http.Request) (any, error
 				ds = append(ds, d)
 			}
 		}
-		out, next, err := page(o, ds, func(d *sdk.Deployment) string { return d.ID })
+		out, next, err := page(o, ds, func(d *sdk.Deployment) string { return d.ID }, nil)
 		if out == nil {
 			out = []*sdk.Deployment{}
 		}

@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/state"
@@ -154,8 +157,13 @@ func listParams(r *http.Request) (*listOptions, error) {
 //
 // As in Nomad's paginator, the filter reads the stored objects themselves
 // (a job, not its list stub): callers page those and build the stubs of
-// the page afterwards. token gives an item's paging token.
-func page[T any](o *listOptions, items []T, token func(T) string) (out []T, next string, err error) {
+// the page afterwards. token gives an item's paging token; seek compares
+// an item with a next_token in the list's order. A nil seek compares the
+// tokens as strings, for tokens that sort as the list does.
+func page[T any](o *listOptions, items []T, token func(T) string, seek func(it T, token string) int) (out []T, next string, err error) {
+	if seek == nil {
+		seek = func(it T, tok string) int { return strings.Compare(token(it), tok) }
+	}
 	out = make([]T, 0, len(items))
 	for _, it := range items {
 		if o.filter != nil {
@@ -175,9 +183,9 @@ func page[T any](o *listOptions, items []T, token func(T) string) (out []T, next
 	if o.nextToken != "" {
 		i := slices.IndexFunc(out, func(it T) bool {
 			if o.reverse {
-				return token(it) <= o.nextToken
+				return seek(it, o.nextToken) <= 0
 			}
-			return token(it) >= o.nextToken
+			return seek(it, o.nextToken) >= 0
 		})
 		if i < 0 {
 			i = len(out)
@@ -224,6 +232,29 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, fn func(snap *state.S
 // create index (zero-padded so tokens sort as numbers) and the ID.
 func indexToken(createIndex uint64, id string) string {
 	return fmt.Sprintf("%020d.%s", createIndex, id)
+}
+
+// Objects listed by namespace and ID (jobs) have the token "ns.id", as
+// Nomad's, but do not seek by comparing tokens as strings: the list is
+// ordered by namespace, then ID, and with namespaces "a" and "a-b" the
+// string "a-b.x" sorts before "a.y" ('-' < '.'), so paging would go back
+// to namespace "a" forever. nsIDSeek compares the token's namespace and
+// ID in the list's order instead; a '.' (and '%') in the namespace is
+// escaped so that the token splits at its first '.'.
+
+// nsIDToken is the paging token of an object listed by namespace and ID.
+func nsIDToken(ns, id string) string {
+	return strings.NewReplacer("%", "%25", ".", "%2E").Replace(ns) + "." + id
+}
+
+// nsIDSeek compares an object's namespace and ID with a token's, in the
+// list's order (an unreadable token reads as a namespace alone).
+func nsIDSeek(ns, id, token string) int {
+	tokNS, tokID, _ := strings.Cut(token, ".")
+	if unescaped, err := url.PathUnescape(tokNS); err == nil {
+		tokNS = unescaped
+	}
+	return cmp.Or(strings.Compare(ns, tokNS), strings.Compare(id, tokID))
 }
 
 // namespaced reports whether an object in namespace ns is in the
