@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
 )
 
 // getList GETs a list and decodes it into a slice of T, failing on any
@@ -117,5 +118,61 @@ func TestAPI_JobListPagesAcrossNamespaces(t *testing.T) {
 		if !slices.Equal(got, w) {
 			t.Errorf("reverse=%v: pages gave %v, want %v", reverse, got, w)
 		}
+	}
+}
+
+// A node pool's nodes and jobs are lists as /v1/nodes and /v1/jobs are,
+// as Nomad's NodePool.ListNodes and ListJobs: paged, filtered on the
+// objects, with the node list's os and resources; a malformed filter is
+// a 400, and so is a prefix (Nomad refuses it there as ambiguous).
+func TestAPI_NodePoolListsPageAndFilter(t *testing.T) {
+	ts, s := newAPI(t, 2)
+	gpu := servertest.Node(2, 4000, 8192)
+	gpu.NodePool = "gpu"
+	if _, _, err := s.RegisterNode(gpu); err != nil {
+		t.Fatal(err)
+	}
+	web := servertest.Job("web", "service", 1, 100, 64)
+	web.Meta = map[string]string{"team": "frontend"}
+	mustRegister(t, s, web)
+	mustRegister(t, s, servertest.Job("db", "service", 1, 100, 64))
+
+	type node struct {
+		ID            string
+		Attributes    map[string]string
+		NodeResources *sdk.NodeResources
+	}
+	nodes, resp := getList[node](t, ts.URL+"/v1/node/pool/all/nodes?per_page=2", http.StatusOK)
+	token := resp.Header.Get("X-Nomad-NextToken")
+	if len(nodes) != 2 || token != "node-0002" {
+		t.Fatalf("first page %v, next token %q", nodes, token)
+	}
+	if nodes, _ = getList[node](t, ts.URL+"/v1/node/pool/all/nodes?per_page=2&next_token="+token, http.StatusOK); len(nodes) != 1 || nodes[0].ID != "node-0002" {
+		t.Fatalf("second page %v", nodes)
+	}
+	nodes, _ = getList[node](t, ts.URL+"/v1/node/pool/all/nodes?os=true&resources=true&filter="+url.QueryEscape(`Meta.rack == "r1"`), http.StatusOK)
+	if len(nodes) != 1 || nodes[0].ID != "node-0001" || nodes[0].Attributes == nil || nodes[0].NodeResources == nil {
+		t.Fatalf("filtered with os and resources: %+v", nodes)
+	}
+	if nodes, _ = getList[node](t, ts.URL+"/v1/node/pool/gpu/nodes?filter="+url.QueryEscape(`Attributes["kernel.name"] == "linux"`), http.StatusOK); len(nodes) != 1 {
+		t.Fatalf("gpu pool: %+v", nodes)
+	}
+
+	type job struct {
+		ID   string
+		Meta map[string]string
+	}
+	jobs, resp := getList[job](t, ts.URL+"/v1/node/pool/default/jobs?per_page=1", http.StatusOK)
+	if len(jobs) != 1 || jobs[0].ID != "db" || resp.Header.Get("X-Nomad-NextToken") != "default.web" {
+		t.Fatalf("first page %v, next token %q", jobs, resp.Header.Get("X-Nomad-NextToken"))
+	}
+	jobs, _ = getList[job](t, ts.URL+"/v1/node/pool/default/jobs?meta=true&filter="+url.QueryEscape(`Meta.team == "frontend"`), http.StatusOK)
+	if len(jobs) != 1 || jobs[0].ID != "web" || jobs[0].Meta["team"] != "frontend" {
+		t.Fatalf("filtered with meta: %+v", jobs)
+	}
+
+	for _, path := range []string{"/v1/node/pool/all/nodes", "/v1/node/pool/default/jobs"} {
+		getList[job](t, ts.URL+path+"?filter="+url.QueryEscape(`Status ==`), http.StatusBadRequest)
+		getList[job](t, ts.URL+path+"?prefix=node", http.StatusBadRequest)
 	}
 }

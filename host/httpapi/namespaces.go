@@ -125,38 +125,73 @@ func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) 
 	})
 }
 
-// nodePoolNodes lists the nodes of a pool (every node for all).
+// poolListParams reads the list parameters of a pool's nodes or jobs:
+// those of any list, without prefix, which Nomad refuses there as
+// ambiguous (the pool's name, or the IDs listed?).
+func poolListParams(r *http.Request) (*listOptions, error) {
+	o, err := listParams(r)
+	if err != nil {
+		return nil, err
+	}
+	if o.prefix != "" {
+		return nil, errorf(http.StatusBadRequest, "prefix argument not allowed")
+	}
+	return o, nil
+}
+
+// nodePoolNodes lists the nodes of a pool (every node for all), paged and
+// filtered as /v1/nodes, as Nomad's NodePool.ListNodes.
 func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error) {
-	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		name := r.PathValue("name")
+	o, err := poolListParams(r)
+	if err != nil {
+		return nil, err
+	}
+	resources, os, err := nodeStubFields(r)
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
+		name, index := r.PathValue("name"), snap.TableIndex(state.TableNodes)
 		if _, err := nodePool(snap, name); err != nil {
-			return nil, 0, err
+			return nil, index, err
 		}
-		out := []*NodeListStub{}
+		var nodes []*sdk.Node
 		for _, n := range snap.Nodes() {
 			if name == nodePoolAll || n.NodePool == name {
-				out = append(out, nodeStub(n, false, false))
+				nodes = append(nodes, n)
 			}
 		}
-		return out, snap.TableIndex(state.TableNodes), nil
+		out, next, err := page(o, filterable(nodes), func(n *sdk.Node) string { return n.ID }, nil)
+		return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next}, index, err
 	})
 }
 
 // nodePoolJobs lists the jobs that run in a pool, in the request's
-// namespace (every job for all).
+// namespace (every job for all), paged and filtered as /v1/jobs, as
+// Nomad's NodePool.ListJobs.
 func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
-	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+	o, err := poolListParams(r)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := boolParam(r, "meta")
+	if err != nil {
+		return nil, err
+	}
+	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		name := r.PathValue("name")
 		if _, err := nodePool(snap, name); err != nil {
-			return nil, 0, err
+			return nil, snap.TableIndex(state.TableNodes), err
 		}
-		out := []*JobListStub{}
+		var jobs []*sdk.Job
 		for _, j := range snap.Jobs("*") {
 			if namespaced(r, j.Namespace) && (name == nodePoolAll || j.NodePool == name) {
-				out = append(out, jobStub(snap, j, false))
+				jobs = append(jobs, j)
 			}
 		}
-		return out, snap.TableIndex(state.TableJobs), nil
+		out, next, err := page(o, jobs, func(j *sdk.Job) string { return nsIDToken(j.Namespace, j.ID) },
+			func(j *sdk.Job, token string) int { return nsIDSeek(j.Namespace, j.ID, token) })
+		return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, jobsIndex(snap), err
 	})
 }
 

@@ -107,6 +107,16 @@ func nodeStub(n *sdk.Node, resources, os bool) *NodeListStub {
 	return s
 }
 
+// nodeStubFields reads what a node list adds to its stubs: ?resources
+// (NodeResources and ReservedResources) and ?os (the OS attributes).
+func nodeStubFields(r *http.Request) (resources, os bool, err error) {
+	if resources, err = boolParam(r, "resources"); err != nil {
+		return false, false, err
+	}
+	os, err = boolParam(r, "os")
+	return resources, os, err
+}
+
 // filterable returns copies of nodes without their secrets, for a list's
 // filter to read: Nomad's filter reads a node's SecretID too, behind an ACL
 // that Drover does not have, and a filter such as `SecretID matches "^a"`
@@ -126,11 +136,7 @@ func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resources, err := boolParam(r, "resources")
-	if err != nil {
-		return nil, err
-	}
-	os, err := boolParam(r, "os")
+	resources, os, err := nodeStubFields(r)
 	if err != nil {
 		return nil, err
 	}
