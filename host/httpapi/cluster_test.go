@@ -85,6 +85,25 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 	if resp.Header.Get("X-Nomad-KnownLeader") != "true" || resp.Header.Get("X-Nomad-LastContact") == "" {
 		t.Fatalf("a follower's stale read: KnownLeader %q, LastContact %q", resp.Header.Get("X-Nomad-KnownLeader"), resp.Header.Get("X-Nomad-LastContact"))
 	}
+	// ?stale is a boolean, as in Nomad: false asks for a consistent read,
+	// which the leader answers; anything else is a 400 from the server
+	// asked.
+	for _, tc := range []struct {
+		stale, by string
+		code      int
+	}{
+		{"stale=true", servers[f].Config().NodeName, 200},
+		{"stale=1", servers[f].Config().NodeName, 200},
+		{"stale=", servers[f].Config().NodeName, 200},
+		{"stale=false", leader.Config().NodeName, 200},
+		{"stale=0", leader.Config().NodeName, 200},
+		{"stale=maybe", servers[f].Config().NodeName, 400},
+	} {
+		resp, out := do(t, "GET", follower.URL+"/v1/job/web/allocations?"+tc.stale, "")
+		if resp.StatusCode != tc.code || resp.Header.Get(httpapi.ServerHeader) != tc.by {
+			t.Errorf("%s: %d from %s, want %d from %s: %s", tc.stale, resp.StatusCode, resp.Header.Get(httpapi.ServerHeader), tc.code, tc.by, out)
+		}
+	}
 	// A client cannot pass for a server: the forwarding mark is the
 	// address a request came in on, not a header.
 	req, _ := http.NewRequest("GET", follower.URL+"/v1/evaluation/"+reg.EvalID, nil)

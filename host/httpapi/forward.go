@@ -85,9 +85,12 @@ func (a *API) forward(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // answersLocally reports whether any server answers r from its own state.
+// ?stale is a boolean, as Nomad's parseConsistency reads it: present
+// without a value or true allows a stale answer, false asks for a
+// consistent one (ServeHTTP refuses any other value).
 func answersLocally(r *http.Request) bool {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if _, stale := r.URL.Query()["stale"]; stale {
+		if stale, err := boolParam(r, "stale"); err == nil && stale {
 			return true
 		}
 	}

@@ -105,6 +105,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
 	}()
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		// A malformed ?stale is refused by whichever server is asked, as
+		// Nomad's, before it decides where the read goes.
+		if _, err := boolParam(r, "stale"); err != nil {
+			a.answeredHere(w)
+			writeError(w, toError(err))
+			return
+		}
+	}
 	if a.forward(w, r) {
 		return
 	}
