@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
@@ -174,5 +175,38 @@ func TestAPI_NodePoolListsPageAndFilter(t *testing.T) {
 	for _, path := range []string{"/v1/node/pool/all/nodes", "/v1/node/pool/default/jobs"} {
 		getList[job](t, ts.URL+path+"?filter="+url.QueryEscape(`Status ==`), http.StatusBadRequest)
 		getList[job](t, ts.URL+path+"?prefix=node", http.StatusBadRequest)
+	}
+}
+
+// A read of an object that does not exist answers 404 with the index of
+// its table, as Nomad's (setMeta before the 404), and a blocking read of a
+// missing deployment waits on the deployments table, not on every write.
+func TestAPI_MissingObjectsAnswerTheirTablesIndex(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	for _, path := range []string{"/v1/job/nope", "/v1/node/nope", "/v1/allocation/nope", "/v1/evaluation/nope",
+		"/v1/deployment/nope", "/v1/namespace/nope"} {
+		if resp, out := do(t, "GET", ts.URL+path, ""); resp.StatusCode != 404 || resp.Header.Get("X-Nomad-Index") == "" {
+			t.Errorf("%s: %d, X-Nomad-Index %q: %s", path, resp.StatusCode, resp.Header.Get("X-Nomad-Index"), out)
+		}
+	}
+
+	_, resp := getList[struct{ ID string }](t, ts.URL+"/v1/deployments", http.StatusOK)
+	index := resp.Header.Get("X-Nomad-Index")
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		resp, _ := do(t, "GET", ts.URL+"/v1/deployment/nope?index="+index+"&wait=400ms", "")
+		if resp.StatusCode != 404 || resp.Header.Get("X-Nomad-Index") != index {
+			t.Errorf("blocking read of a missing deployment: %d, X-Nomad-Index %q, want 404, %s",
+				resp.StatusCode, resp.Header.Get("X-Nomad-Index"), index)
+		}
+		done <- time.Since(start)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, _, err := s.RegisterNode(servertest.Node(1, 4000, 8192)); err != nil { // a write elsewhere
+		t.Fatal(err)
+	}
+	if waited := <-done; waited < 350*time.Millisecond {
+		t.Fatalf("the blocking read of a missing deployment answered after %s, on a write to nodes", waited)
 	}
 }

@@ -102,7 +102,7 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 		if ns := namespaces(snap)[r.PathValue("name")]; ns != nil {
 			return ns, snap.TableIndex(state.TableJobs), nil
 		}
-		return nil, 0, errorf(http.StatusNotFound, "namespace %q not found (Drover's namespaces are those its jobs use)", r.PathValue("name"))
+		return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "namespace %q not found (Drover's namespaces are those its jobs use)", r.PathValue("name"))
 	})
 }
 

@@ -301,7 +301,7 @@ func (a *API) deploymentRead(w http.ResponseWriter, r *http.Request) (any, error
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		d := snap.Deployment(r.PathValue("id"))
 		if d == nil {
-			return nil, 0, errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
+			return nil, snap.TableIndex(state.TableDeployments), errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
 		}
 		return d, d.ModifyIndex, nil
 	})

@@ -55,16 +55,13 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 		out, index, err := fn(snap)
 		if err != nil {
 			// As in Nomad, a blocking read of what does not exist waits
-			// until its table passes the index asked for (a read that
-			// names no table index: the whole state), or the wait runs
-			// out, and then answers 404.
-			if minIndex == 0 || ctx.Err() != nil || toError(err).Code != http.StatusNotFound {
+			// until its table passes the index asked for (a table never
+			// written has index 0), or the wait runs out, and then
+			// answers 404 with that index.
+			if toError(err).Code != http.StatusNotFound {
 				return nil, err
 			}
-			if index == 0 {
-				index = snap.Index()
-			}
-			if index > minIndex {
+			if minIndex == 0 || index > minIndex || ctx.Err() != nil {
 				setIndex(w, index)
 				return nil, err
 			}
