@@ -578,7 +578,9 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 		if len(versions) == 0 {
 			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
-		resp := &JobVersionsResponse{Versions: versions, Index: snap.TableIndex(state.TableJobs)}
+		// The latest version's index, as Nomad's: a blocking read wakes
+		// when this job changes, not on any job's write.
+		resp := &JobVersionsResponse{Versions: versions, Index: versions[0].ModifyIndex}
 		if diffs {
 			for i := 0; i+1 < len(versions); i++ {
 				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], false))

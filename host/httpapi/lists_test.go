@@ -210,3 +210,62 @@ func TestAPI_MissingObjectsAnswerTheirTablesIndex(t *testing.T) {
 		t.Fatalf("the blocking read of a missing deployment answered after %s, on a write to nodes", waited)
 	}
 }
+
+// A node's allocations block on the highest ModifyIndex of its
+// allocations, and a job's versions on its latest version's, as Nomad's
+// Node.GetAllocs and Job.GetJobVersions: a write to another node's
+// allocations or another job does not wake them; one to theirs does.
+func TestAPI_NodeAllocationsAndJobVersionsBlockOnTheirOwn(t *testing.T) {
+	ts, s := newAPI(t, 2)
+	on := func(id, node string, count int) *sdk.Job {
+		j := servertest.Job(id, "service", count, 100, 64)
+		j.Constraints = []*sdk.Constraint{{LTarget: "${node.unique.id}", Operand: "=", RTarget: node}}
+		return j
+	}
+	servertest.WaitForEval(t, s, mustRegister(t, s, on("web", "node-0000", 1)))
+	paths := []string{"/v1/node/node-0000/allocations", "/v1/job/web/versions"}
+	indexes := map[string]string{}
+	for _, p := range paths {
+		resp, out := do(t, "GET", ts.URL+p, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", p, resp.StatusCode, out)
+		}
+		indexes[p] = resp.Header.Get("X-Nomad-Index")
+	}
+	// block reads each path at its index, in parallel, and returns how
+	// long each took.
+	block := func(wait string, write func()) map[string]time.Duration {
+		type took struct {
+			path string
+			d    time.Duration
+		}
+		done := make(chan took, len(paths))
+		start := time.Now()
+		for _, p := range paths {
+			go func() {
+				do(t, "GET", ts.URL+p+"?index="+indexes[p]+"&wait="+wait, "")
+				done <- took{p, time.Since(start)}
+			}()
+		}
+		time.Sleep(50 * time.Millisecond)
+		write()
+		out := map[string]time.Duration{}
+		for range paths {
+			tk := <-done
+			out[tk.path] = tk.d
+		}
+		return out
+	}
+	other := block("400ms", func() { servertest.WaitForEval(t, s, mustRegister(t, s, on("db", "node-0001", 1))) })
+	for p, d := range other {
+		if d < 350*time.Millisecond {
+			t.Errorf("%s woke after %s on a write to another node's allocations and another job", p, d)
+		}
+	}
+	own := block("10s", func() { mustRegister(t, s, on("web", "node-0000", 2)) })
+	for p, d := range own {
+		if d > 5*time.Second {
+			t.Errorf("%s did not wake on a write to its own (%s)", p, d)
+		}
+	}
+}

@@ -159,7 +159,19 @@ func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 
 func (a *API) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		return withLegacyAllocs(snap.AllocsByNode(r.PathValue("id"))), snap.TableIndex(state.TableAllocs), nil
+		allocs := snap.AllocsByNode(r.PathValue("id"))
+		// As Nomad's Node.GetAllocs: the highest ModifyIndex of the
+		// node's allocations, so that a blocking read (a node agent's)
+		// wakes when one of them changes, not on every allocation write;
+		// the allocations table's index when the node has none.
+		var index uint64
+		for _, al := range allocs {
+			index = max(index, al.ModifyIndex)
+		}
+		if len(allocs) == 0 {
+			index = snap.TableIndex(state.TableAllocs)
+		}
+		return withLegacyAllocs(allocs), index, nil
 	})
 }
 
