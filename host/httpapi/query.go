@@ -18,10 +18,12 @@ import (
 	"github.com/hashicorp/go-bexpr"
 )
 
-// Blocking query limits, as Nomad's.
+// Blocking query limits, as Nomad's (structs.DefaultBlockingRPCQueryTime
+// and MaxBlockingRPCQueryTime). Nomad adds up to 1/16 of random jitter to
+// a wait; Drover does not.
 const (
 	defaultWait = 5 * time.Minute
-	maxWait     = 10 * time.Minute
+	maxWait     = 5 * time.Minute
 )
 
 // readFn computes an answer from one snapshot, with the index the answer
@@ -29,7 +31,7 @@ const (
 type readFn func(snap *state.Snapshot) (out any, index uint64, err error)
 
 // read answers a blocking query: with ?index=N it waits (at most ?wait=,
-// 5 minutes by default, 10 at most) until the answer's index passes N,
+// 5 minutes by default and at most) until the answer's index passes N,
 // then answers from one snapshot. Without index it answers at once.
 func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, error) {
 	q := r.URL.Query()
@@ -47,7 +49,7 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 			return nil, errorf(http.StatusBadRequest, "invalid wait %q: %v", raw, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), min(wait, maxWait))
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	store := a.srv.Store()
 	for {
@@ -79,8 +81,8 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 }
 
 // parseWait reads a wait: a Go duration ("10s", "500ms") or milliseconds.
-// As in Nomad, a wait of zero or less is the default one; read caps a
-// long one at maxWait.
+// As in Nomad, a wait of zero or less is the default one, and a longer one
+// than maxWait is maxWait.
 func parseWait(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -93,7 +95,7 @@ func parseWait(s string) (time.Duration, error) {
 	if d <= 0 {
 		d = defaultWait
 	}
-	return d, nil
+	return min(d, maxWait), nil
 }
 
 // listOptions are a list query's parameters.
