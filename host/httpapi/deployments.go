@@ -128,11 +128,10 @@ func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, erro
 	return &DeploymentUpdateResponse{EvalID: evalID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
 }
 
+// deploymentAllocations lists a deployment's allocations; as Nomad's, it
+// does not look the deployment up: one that does not exist has none.
 func (a *API) deploymentAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		if snap.Deployment(r.PathValue("id")) == nil {
-			return nil, snap.TableIndex(state.TableDeployments), errorf(http.StatusNotFound, "deployment %q not found", r.PathValue("id"))
-		}
 		out := []*sdk.AllocationListStub{}
 		for _, al := range snap.AllocsByDeployment(r.PathValue("id")) {
 			out = append(out, al.Stub())

@@ -48,6 +48,10 @@ func (a *API) evalList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q := r.URL.Query(); o.filter != nil && (q.Get("job") != "" || q.Get("status") != "") {
+		// Nomad's message (structs.ErrIncompatibleFiltering).
+		return nil, errorf(http.StatusBadRequest, "Filter expression cannot be used with other filter parameters")
+	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		out, next, err := page(o, evalsMatching(r, snap, o.prefix), func(e *sdk.Evaluation) string {
 			return indexToken(e.CreateIndex, e.ID)

@@ -255,7 +255,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, h handler) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
-	if _, ok := r.URL.Query()["pretty"]; ok {
+	// As Nomad's: ?pretty, with any value but 0.
+	if v, ok := r.URL.Query()["pretty"]; ok && (len(v) == 0 || v[0] != "0") {
 		enc.SetIndent("", "    ")
 	}
 	if err := enc.Encode(out); err != nil {

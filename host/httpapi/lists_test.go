@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,6 +267,28 @@ func TestAPI_NodeAllocationsAndJobVersionsBlockOnTheirOwn(t *testing.T) {
 	for p, d := range own {
 		if d > 5*time.Second {
 			t.Errorf("%s did not wake on a write to its own (%s)", p, d)
+		}
+	}
+}
+
+// Smaller query semantics of Nomad's: an evaluation list's filter does not
+// go with its job and status parameters, a deployment's allocations are
+// listed without looking the deployment up, and ?pretty=0 does not indent.
+func TestAPI_SmallQuerySemanticsAsNomad(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	for _, q := range []string{"job=web", "status=complete"} {
+		resp, out := do(t, "GET", ts.URL+"/v1/evaluations?"+q+"&filter="+url.QueryEscape(`Type == "service"`), "")
+		if resp.StatusCode != 400 || !strings.Contains(string(out), "Filter expression cannot be used with other filter parameters") {
+			t.Errorf("%s with a filter: %d %s", q, resp.StatusCode, out)
+		}
+	}
+	if resp, out := do(t, "GET", ts.URL+"/v1/deployment/allocations/nope", ""); resp.StatusCode != 200 || string(out) != "[]\n" {
+		t.Errorf("allocations of a deployment that does not exist: %d %s", resp.StatusCode, out)
+	}
+	for q, indented := range map[string]bool{"pretty": true, "pretty=1": true, "pretty=true": true, "pretty=0": false} {
+		_, out := do(t, "GET", ts.URL+"/v1/nodes?"+q, "")
+		if strings.Contains(string(out), "\n    ") != indented {
+			t.Errorf("?%s: indented %v, want %v: %s", q, !indented, indented, out)
 		}
 	}
 }
