@@ -614,10 +614,21 @@ func (w *soak) check(at string) {
 		if j.Type == sdk.JobTypeSystem || j.Type == sdk.JobTypeSysBatch {
 			key = func(a *sdk.Allocation) string { return a.NodeID + "/" + a.TaskGroup }
 		}
+		// A canary takes the name of an allocation it may replace, and
+		// keeps it once promoted (when, as in Nomad, it is marked a canary
+		// no more) until that allocation is replaced or stopped.
+		canaries := map[string]bool{}
+		for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
+			for _, s := range d.TaskGroups {
+				for _, id := range s.PlacedCanaries {
+					canaries[id] = true
+				}
+			}
+		}
 		seen := map[string]string{}
 		for _, a := range live {
-			if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
-				continue // a canary takes the name of an allocation it may replace
+			if canaries[a.ID] || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
+				continue
 			}
 			if other, dup := seen[key(a)]; dup {
 				fail("job %s: allocations %s and %s are both live as %s%s", j.ID, other, describe(a), key(a), history(snap, j)+w.changes(j.ID))
