@@ -469,13 +469,28 @@ func appendEvent(events []*sdk.NodeEvent, e *sdk.NodeEvent, index uint64) []*sdk
 	return out
 }
 
+// ErrNodeDraining refuses an entry that makes a draining node eligible,
+// as Nomad's state store does: a drain keeps its node ineligible until it
+// ends.
+var ErrNodeDraining = errors.New("fsm: can not set node's scheduling eligibility to eligible while it is draining")
+
+// applyNodeEligibility sets a node's eligibility, with the request's event.
+// It leaves StatusUpdatedAt alone (Nomad's sets it): the heartbeats count a
+// disconnected node's window from it, and garbage collection a down node's
+// age.
 func applyNodeEligibility(tx *state.Txn, req *NodeUpdateEligibilityRequest, fx *effects) error {
 	old := tx.Node(req.NodeID)
 	if old == nil {
 		return fmt.Errorf("%w: node %s", state.ErrNotFound, req.NodeID)
 	}
+	if old.DrainStrategy != nil && req.Eligibility == sdk.NodeSchedulingEligible {
+		return fmt.Errorf("%w: node %s", ErrNodeDraining, req.NodeID)
+	}
 	n := *old
 	n.SchedulingEligibility = req.Eligibility
+	if req.Event != nil {
+		n.Events = appendEvent(old.Events, req.Event, tx.Index())
+	}
 	if err := tx.UpsertNode(&n); err != nil {
 		return err
 	}

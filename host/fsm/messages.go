@@ -55,11 +55,14 @@ type NodeUpdateStatusRequest struct {
 	Evals     []*sdk.Evaluation
 }
 
-// NodeUpdateEligibilityRequest changes a node's scheduling eligibility.
+// NodeUpdateEligibilityRequest changes a node's scheduling eligibility,
+// with the node event that says so. It is refused for a draining node
+// made eligible (ErrNodeDraining).
 type NodeUpdateEligibilityRequest struct {
 	NodeID      string
 	Eligibility string
 	UpdatedAt   int64
+	Event       *sdk.NodeEvent
 	Evals       []*sdk.Evaluation
 }
 

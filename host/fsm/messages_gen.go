@@ -2442,9 +2442,9 @@ func (z *NodeUpdateDrainRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *NodeUpdateEligibilityRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
+	// map header, size 5
 	// string "NodeID"
-	o = append(o, 0x84, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+	o = append(o, 0x85, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
 	o = msgp.AppendString(o, z.NodeID)
 	// string "Eligibility"
 	o = append(o, 0xab, 0x45, 0x6c, 0x69, 0x67, 0x69, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x79)
@@ -2452,6 +2452,17 @@ func (z *NodeUpdateEligibilityRequest) MarshalMsg(b []byte) (o []byte, err error
 	// string "UpdatedAt"
 	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
 	o = msgp.AppendInt64(o, z.UpdatedAt)
+	// string "Event"
+	o = append(o, 0xa5, 0x45, 0x76, 0x65, 0x6e, 0x74)
+	if z.Event == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Event.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Event")
+			return
+		}
+	}
 	// string "Evals"
 	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
 	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
@@ -2505,6 +2516,23 @@ func (z *NodeUpdateEligibilityRequest) UnmarshalMsg(bts []byte) (o []byte, err e
 				err = msgp.WrapError(err, "UpdatedAt")
 				return
 			}
+		case "Event":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Event = nil
+			} else {
+				if z.Event == nil {
+					z.Event = new(sdk.NodeEvent)
+				}
+				bts, err = z.Event.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Event")
+					return
+				}
+			}
 		case "Evals":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -2549,7 +2577,13 @@ func (z *NodeUpdateEligibilityRequest) UnmarshalMsg(bts []byte) (o []byte, err e
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *NodeUpdateEligibilityRequest) Msgsize() (s int) {
-	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 12 + msgp.StringPrefixSize + len(z.Eligibility) + 10 + msgp.Int64Size + 6 + msgp.ArrayHeaderSize
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.NodeID) + 12 + msgp.StringPrefixSize + len(z.Eligibility) + 10 + msgp.Int64Size + 6
+	if z.Event == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Event.Msgsize()
+	}
+	s += 6 + msgp.ArrayHeaderSize
 	for za0001 := range z.Evals {
 		if z.Evals[za0001] == nil {
 			s += msgp.NilSize

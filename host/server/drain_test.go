@@ -655,8 +655,8 @@ func TestRegisterNode_KeepsWhatTheServersOwn(t *testing.T) {
 }
 
 // As Nomad's: marking a node ineligible creates no eval (it keeps what it
-// runs); marking it eligible again evaluates its system jobs, unless it
-// drains.
+// runs); marking it eligible again evaluates its system jobs. A draining
+// node cannot be marked eligible.
 func TestUpdateNodeEligibility_EvaluatesOnlyANodeTurningEligible(t *testing.T) {
 	s := servertest.New(t, nil, nil)
 	n := servertest.Node(0, 8000, 8192)
@@ -679,7 +679,7 @@ func TestUpdateNodeEligibility_EvaluatesOnlyANodeTurningEligible(t *testing.T) {
 	if _, err := s.UpdateNodeDrain(n.ID, &server.DrainSpec{Deadline: time.Hour}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := s.UpdateNodeEligibility(n.ID, sdk.NodeSchedulingEligible); err == nil && len(w.EvalIDs) > 0 {
-		t.Fatalf("a draining node marked eligible: evals %v", w.EvalIDs)
+	if w, err := s.UpdateNodeEligibility(n.ID, sdk.NodeSchedulingEligible); err == nil || len(w.EvalIDs) > 0 {
+		t.Fatalf("a draining node marked eligible: evals %v, %v (want refused)", w.EvalIDs, err)
 	}
 }

@@ -221,7 +221,9 @@ func (s *Server) UpdateNodeStatus(nodeID, status, why string) (NodeWrite, error)
 	return s.applyNodeWrite(fsm.NodeUpdateStatusRequestType, req, req.Evals)
 }
 
-// UpdateNodeEligibility marks a node eligible or ineligible.
+// UpdateNodeEligibility marks a node eligible or ineligible, with a node
+// event. A draining node cannot be made eligible, and the eligibility the
+// node has already is a no-op (a zero NodeWrite), as in Nomad.
 func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (NodeWrite, error) {
 	if eligibility != sdk.NodeSchedulingEligible && eligibility != sdk.NodeSchedulingIneligible {
 		return NodeWrite{}, badRequest(fmt.Errorf("eligibility must be %q or %q", sdk.NodeSchedulingEligible, sdk.NodeSchedulingIneligible))
@@ -231,14 +233,33 @@ func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (NodeWrite, e
 	if n == nil {
 		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
-	req := &fsm.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: s.now().Unix()}
-	// As Nomad's: a node turning eligible (and not draining) may take
-	// system jobs' allocations, so they are evaluated; one turning
-	// ineligible keeps what it runs, and nothing needs evaluating.
-	if n.SchedulingEligibility == sdk.NodeSchedulingIneligible && eligibility == sdk.NodeSchedulingEligible && n.DrainStrategy == nil {
+	// As Nomad's: a drain keeps its node ineligible (the FSM refuses it
+	// too, should a drain start in between), and the eligibility the node
+	// has already writes nothing (a zero NodeWrite).
+	if n.DrainStrategy != nil && eligibility == sdk.NodeSchedulingEligible {
+		return NodeWrite{}, badRequest(fmt.Errorf("node %s: can not set node's scheduling eligibility to eligible while it is draining", nodeID))
+	}
+	if n.SchedulingEligibility == eligibility {
+		return NodeWrite{}, nil
+	}
+	now := s.now()
+	msg := "Node marked as ineligible for scheduling"
+	if eligibility == sdk.NodeSchedulingEligible {
+		msg = "Node marked as eligible for scheduling"
+	}
+	req := &fsm.NodeUpdateEligibilityRequest{NodeID: nodeID, Eligibility: eligibility, UpdatedAt: now.Unix(),
+		Event: &sdk.NodeEvent{Message: msg, Subsystem: "Cluster", Timestamp: now}}
+	// As Nomad's: a node turning eligible may take system jobs'
+	// allocations, so they are evaluated; one turning ineligible keeps
+	// what it runs, and nothing needs evaluating.
+	if eligibility == sdk.NodeSchedulingEligible {
 		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}
-	return s.applyNodeWrite(fsm.NodeUpdateEligibilityRequestType, req, req.Evals)
+	w, err := s.applyNodeWrite(fsm.NodeUpdateEligibilityRequestType, req, req.Evals)
+	if errors.Is(err, fsm.ErrNodeDraining) {
+		err = badRequest(err)
+	}
+	return w, err
 }
 
 // DeregisterNode removes a node (purge).
