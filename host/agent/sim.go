@@ -91,9 +91,15 @@ func (s *simulator) start(ctx context.Context) error {
 	var ttl time.Duration
 	for i := 0; i < s.n; i++ {
 		n := devNode(i)
-		t, _, err := s.srv.RegisterNode(n)
-		if err != nil {
+		if _, _, err := s.srv.RegisterNode(n); err != nil {
 			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
+		}
+		// As Nomad's client: registration keeps the status a node already
+		// has (down, say, in a state kept across a restart), and the first
+		// heartbeat makes it ready.
+		t, _, err := s.srv.NodeHeartbeat(n.ID)
+		if err != nil {
+			return fmt.Errorf("agent: heartbeat dev node %s: %w", n.Name, err)
 		}
 		s.nodes[n.ID] = i
 		ttl = t
@@ -122,7 +128,9 @@ func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
 			if errors.Is(err, server.ErrNotFound) {
 				// Purged: a running node agent registers again, as
 				// Nomad's client does.
-				_, _, err = s.srv.RegisterNode(devNode(i))
+				if _, _, err = s.srv.RegisterNode(devNode(i)); err == nil {
+					_, _, err = s.srv.NodeHeartbeat(id)
+				}
 			}
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn().Err(err).Str("node_id", id).Msg("dev node heartbeat failed")

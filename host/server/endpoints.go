@@ -149,9 +149,16 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	if old != nil && old.SecretID != "" && n.SecretID != old.SecretID {
 		return 0, NodeWrite{}, badRequest(errors.New("node secret ID does not match"))
 	}
+	if old != nil {
+		// As Nomad's Register: only a status update (here a heartbeat, or
+		// the leader's heartbeat timers) changes an existing node's
+		// status. A restarted agent registers as initializing, and a node
+		// cannot take itself down (its allocations lost) by registering.
+		n.Status = old.Status
+	}
 	n.StatusUpdatedAt = s.now().Unix()
 	req := &fsm.NodeRegisterRequest{Node: n}
-	if old == nil || old.Status != n.Status || feasibilityChanged(old, n) {
+	if old == nil || feasibilityChanged(old, n) {
 		probe := *n
 		if old != nil {
 			// The servers own these; the FSM keeps them (applyNodeRegister).
@@ -187,25 +194,32 @@ func (s *Server) applyNodeWrite(t fsm.MessageType, msg msgp.Marshaler, evals []*
 	return w, nil
 }
 
-// NodeHeartbeat records a node's heartbeat; a node that was down comes back
-// (with node-update evals). A heartbeat that changes nothing returns a zero
-// NodeWrite.
+// NodeHeartbeat records a node's heartbeat, Nomad's UpdateStatus to ready:
+// a node that was initializing, down or disconnected is ready (with
+// node-update evals, as a transition to ready makes). A heartbeat that
+// changes nothing returns a zero NodeWrite.
 func (s *Server) NodeHeartbeat(nodeID string) (time.Duration, NodeWrite, error) {
 	n := s.store.Snapshot().Node(nodeID)
 	if n == nil {
 		return 0, NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	var w NodeWrite
-	if n.Status == sdk.NodeStatusDown || n.Status == sdk.NodeStatusDisconnected {
+	why := ""
+	switch n.Status {
+	case sdk.NodeStatusDown, sdk.NodeStatusDisconnected:
+		why = "node heartbeat resumed"
+		fallthrough
+	case sdk.NodeStatusInit:
 		var err error
-		if w, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, "node heartbeat resumed"); err != nil {
+		if w, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, why); err != nil {
 			return 0, NodeWrite{}, err
 		}
 	}
 	return s.heartbeats.reset(nodeID), w, nil
 }
 
-// UpdateNodeStatus changes a node's status, with node-update evals.
+// UpdateNodeStatus changes a node's status, with node-update evals, and
+// the node event why (none when empty).
 func (s *Server) UpdateNodeStatus(nodeID, status, why string) (NodeWrite, error) {
 	snap := s.store.Snapshot()
 	n := snap.Node(nodeID)
@@ -213,8 +227,10 @@ func (s *Server) UpdateNodeStatus(nodeID, status, why string) (NodeWrite, error)
 		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
 	}
 	now := s.now()
-	req := &fsm.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: now.Unix(),
-		Event: &sdk.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}}
+	req := &fsm.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: now.Unix()}
+	if why != "" {
+		req.Event = &sdk.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}
+	}
 	if n.Status != status {
 		req.Evals = s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
 	}

@@ -80,3 +80,58 @@ func TestUpdateNodeEligibility_AsNomad(t *testing.T) {
 		t.Fatalf("a draining node made ineligible: index %d, %v", w.Index, err)
 	}
 }
+
+// As Nomad's Node.Register: registering again keeps the status the servers
+// hold (a node re-registering "down" loses nothing; a restarted agent
+// registering "initializing" stays ready), and only a heartbeat, Nomad's
+// UpdateStatus, moves a node on: an initializing one becomes ready with
+// the evals a transition to ready makes.
+func TestRegisterNode_KeepsTheStatusTheServersHold(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	n := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 1, 100, 64)))
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("sys", sdk.JobTypeSystem, 1, 100, 64)))
+	setRunning(t, s, s.Store().Snapshot().AllocsByNode(n.ID)...)
+
+	for _, status := range []string{sdk.NodeStatusDown, sdk.NodeStatusInit, sdk.NodeStatusDisconnected} {
+		again := servertest.Node(0, 8000, 8192)
+		again.Status = status
+		_, w, err := s.RegisterNode(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nodeStatus(s, n.ID); got != sdk.NodeStatusReady || len(w.EvalIDs) > 0 {
+			t.Fatalf("registered again as %s: node %s, evals %v", status, got, w.EvalIDs)
+		}
+	}
+	for _, a := range s.Store().Snapshot().AllocsByNode(n.ID) {
+		if a.TerminalStatus() || a.ClientStatus != sdk.AllocClientStatusRunning {
+			t.Fatalf("allocation %s of %s: desired %s, client %s", a.ID, a.JobID, a.DesiredStatus, a.ClientStatus)
+		}
+	}
+
+	fresh := servertest.Node(1, 8000, 8192)
+	fresh.Status = sdk.NodeStatusInit
+	if _, _, err := s.RegisterNode(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeStatus(s, fresh.ID); got != sdk.NodeStatusInit {
+		t.Fatalf("a new node registered initializing is %s", got)
+	}
+	_, w, err := s.NodeHeartbeat(fresh.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeStatus(s, fresh.ID); got != sdk.NodeStatusReady || len(w.EvalIDs) != 1 || w.Index == 0 {
+		t.Fatalf("an initializing node's heartbeat: node %s, evals %v at %d (want ready, the system job's eval)", got, w.EvalIDs, w.Index)
+	}
+	if e := s.Store().Snapshot().Eval(w.EvalIDs[0]); e.JobID != "sys" || e.TriggeredBy != sdk.EvalTriggerNodeUpdate || e.NodeID != fresh.ID {
+		t.Fatalf("eval %+v", e)
+	}
+	if _, w, err := s.NodeHeartbeat(fresh.ID); err != nil || w.Index != 0 {
+		t.Fatalf("a ready node's heartbeat wrote at %d: %v", w.Index, err)
+	}
+}
