@@ -155,20 +155,24 @@ func (s *simulator) runAllocs(ctx context.Context) {
 			snap = s.srv.Store().Snapshot()
 		}
 		index = snap.Index()
-		var updates []server.AllocUpdate
 		now := time.Now()
+		// Each node reports its own allocations, as Nomad's clients do:
+		// the servers refuse the report of a node they hold down or
+		// disconnected until it heartbeats again, and that must not hold
+		// the other nodes' reports.
 		for id := range s.nodes {
+			var updates []server.AllocUpdate
 			for _, a := range snap.AllocsByNode(id) {
 				if u, ok := simNext(a, now); ok {
 					updates = append(updates, u)
 				}
 			}
-		}
-		if len(updates) == 0 {
-			continue
-		}
-		if _, err := s.srv.UpdateAllocsFromClient(updates); err != nil && ctx.Err() == nil {
-			s.log.Warn().Err(err).Msg("dev node allocation update failed")
+			if len(updates) == 0 {
+				continue
+			}
+			if _, err := s.srv.UpdateAllocsFromClient(updates); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("node_id", id).Msg("dev node allocation update failed")
+			}
 		}
 	}
 }

@@ -22,9 +22,15 @@ import (
 var (
 	ErrInvalid  = errors.New("invalid request")
 	ErrNotFound = state.ErrNotFound
+	// ErrForbidden refuses a node agent's request the node may not make:
+	// a report about its allocations while the servers hold it down or
+	// disconnected.
+	ErrForbidden = errors.New("forbidden")
 )
 
 func badRequest(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+
+func forbidden(err error) error { return fmt.Errorf("%w: %w", ErrForbidden, err) }
 
 func (s *Server) newEval(job *sdk.Job, trigger string) *sdk.Evaluation {
 	now := s.now().UnixNano()
@@ -306,7 +312,11 @@ type AllocUpdate struct {
 // failed allocation gets an alloc-failure eval for its job so it can be
 // rescheduled. Reports of allocations the server no longer has (garbage
 // collected) are skipped, so a node that keeps reporting one does not lose
-// its other reports.
+// its other reports. As Nomad's UpdateAlloc, a report about an allocation
+// whose node is down or disconnected is refused (ErrForbidden): the node
+// must heartbeat first, which makes it ready; otherwise a lost allocation
+// would run again on a down node, and an unknown one would reconnect
+// without its node.
 func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 	snap := s.store.Snapshot()
 	now := s.now()
@@ -322,6 +332,9 @@ func (s *Server) UpdateAllocsFromClient(updates []AllocUpdate) (uint64, error) {
 		a := snap.Alloc(u.ID)
 		if a == nil {
 			continue
+		}
+		if n := snap.Node(a.NodeID); n != nil && (n.Status == sdk.NodeStatusDown || n.Status == sdk.NodeStatusDisconnected) {
+			return 0, forbidden(fmt.Errorf("node %s is not allowed to update allocs while in status %s", n.ID, n.Status))
 		}
 		req.Allocs = append(req.Allocs, &sdk.Allocation{ID: u.ID, ClientStatus: u.ClientStatus,
 			ClientDescription: u.ClientDescription, DeploymentStatus: u.DeploymentStatus, TaskStates: u.TaskStates})

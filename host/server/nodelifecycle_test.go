@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,55 @@ func TestRegisterNode_KeepsTheStatusTheServersHold(t *testing.T) {
 	}
 	if _, w, err := s.NodeHeartbeat(fresh.ID); err != nil || w.Index != 0 {
 		t.Fatalf("a ready node's heartbeat wrote at %d: %v", w.Index, err)
+	}
+}
+
+// As Nomad's Node.UpdateAlloc: a node the servers hold down or
+// disconnected may not report its allocations until it heartbeats. A
+// disconnected node's report would otherwise reconnect its unknown
+// allocation (which the scheduler marks unknown again, restarting its
+// lost_after window), and a down node's would run a lost allocation on a
+// down node.
+func TestUpdateAllocsFromClient_RefusedFromAnUnresponsiveNode(t *testing.T) {
+	s := disconnectRig(t, time.Minute)
+	snap := s.Store().Snapshot()
+	unknown := snap.AllocsByJob("default", "tolerant")[0]
+	for _, a := range snap.AllocsByJob("default", "tolerant") {
+		if a.NodeID == "node-0000" {
+			unknown = a
+		}
+	}
+	lost := snap.AllocsByJob("default", "plain")[0]
+	for _, a := range snap.AllocsByJob("default", "plain") {
+		if a.NodeID == "node-0001" {
+			lost = a
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		alloc  *sdk.Allocation
+		status string
+	}{
+		{"disconnected", unknown, sdk.AllocClientStatusUnknown},
+		{"down", lost, sdk.AllocClientStatusLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evals := len(s.Store().Snapshot().Evals())
+			_, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: tc.alloc.ID, ClientStatus: sdk.AllocClientStatusRunning}})
+			if !errors.Is(err, server.ErrForbidden) || !strings.Contains(err.Error(), "not allowed to update allocs while in status "+nodeStatus(s, tc.alloc.NodeID)) {
+				t.Fatalf("report from a %s node: %v, want ErrForbidden", tc.name, err)
+			}
+			after := s.Store().Snapshot()
+			if got := after.Alloc(tc.alloc.ID); got.ClientStatus != tc.status || len(after.Evals()) != evals {
+				t.Fatalf("after the refused report: client status %s (want %s), %d evals (want %d)", got.ClientStatus, tc.status, len(after.Evals()), evals)
+			}
+		})
+	}
+	// Once it heartbeats, the node is ready and reports again.
+	if _, _, err := s.NodeHeartbeat("node-0000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: unknown.ID, ClientStatus: sdk.AllocClientStatusRunning}}); err != nil {
+		t.Fatalf("report after the heartbeat: %v", err)
 	}
 }

@@ -261,7 +261,12 @@ func (w *soak) step() string {
 		}
 		return "make " + node.ID + " " + elig
 	case n < 90:
-		a := w.pickAlloc(snap)
+		// Only a ready node reports: the servers refuse the reports of a
+		// down or disconnected one until it heartbeats, as Nomad's.
+		a := w.pickAlloc(snap, func(a *sdk.Allocation) bool {
+			n := snap.Node(a.NodeID)
+			return n != nil && n.Status == sdk.NodeStatusReady
+		})
 		if a == nil {
 			return "no allocation to fail"
 		}
@@ -271,7 +276,7 @@ func (w *soak) step() string {
 		}
 		return "fail " + a.Name
 	case n < 94:
-		a := w.pickAlloc(snap)
+		a := w.pickAlloc(snap, nil)
 		if a == nil {
 			return "no allocation to stop"
 		}
@@ -424,10 +429,11 @@ func (w *soak) pickNode(snap *state.Snapshot, ok func(*sdk.Node) bool) *sdk.Node
 	return nodes[w.r.IntN(len(nodes))]
 }
 
-func (w *soak) pickAlloc(snap *state.Snapshot) *sdk.Allocation {
+// pickAlloc picks a running allocation (one ok takes, when ok is set).
+func (w *soak) pickAlloc(snap *state.Snapshot, ok func(*sdk.Allocation) bool) *sdk.Allocation {
 	var live []*sdk.Allocation
 	for _, a := range snap.Allocs() {
-		if a.ClientStatus == sdk.AllocClientStatusRunning && !a.TerminalStatus() {
+		if a.ClientStatus == sdk.AllocClientStatusRunning && !a.TerminalStatus() && (ok == nil || ok(a)) {
 			live = append(live, a)
 		}
 	}
