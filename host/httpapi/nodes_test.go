@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,34 @@ func TestAPI_AllocStatusRefusedFromADownNode(t *testing.T) {
 	}
 	if resp, out := do(t, "PUT", ts.URL+"/v1/allocations/status", string(b)); resp.StatusCode != 200 {
 		t.Fatalf("report after the heartbeat: %d %s", resp.StatusCode, out)
+	}
+}
+
+// Registration refusals, as Nomad's: node pool "all" and a pool name
+// Nomad refuses are a 400 naming the pool, and another secret than the
+// node's a 403, as for its heartbeats and reports.
+func TestAPI_NodeRegisterRefusals(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	reg := func(id, secret, pool string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"Node": map[string]any{"ID": id, "Name": id, "SecretID": secret, "NodePool": pool,
+			"Attributes": map[string]string{"kernel.name": "linux"}}})
+		resp, out := do(t, "PUT", ts.URL+"/v1/nodes", string(b))
+		return resp.StatusCode, string(out)
+	}
+	for _, tc := range []struct {
+		pool string
+		code int
+		says string
+	}{
+		{"all", 400, `node is not allowed to register in node pool \"all\"`},
+		{"bad pool!", 400, `invalid node pool: invalid name \"bad pool!\"`},
+		{"good-pool", 200, ""},
+	} {
+		if code, out := reg("n-"+tc.pool, "s3cret", tc.pool); code != tc.code || !strings.Contains(out, tc.says) {
+			t.Errorf("pool %q: %d %s, want %d %s", tc.pool, code, out, tc.code, tc.says)
+		}
+	}
+	if code, out := reg("n-good-pool", "wrong", "good-pool"); code != 403 {
+		t.Errorf("registered again with another secret: %d %s, want 403", code, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,8 +24,8 @@ var (
 	ErrInvalid  = errors.New("invalid request")
 	ErrNotFound = state.ErrNotFound
 	// ErrForbidden refuses a node agent's request the node may not make:
-	// a report about its allocations while the servers hold it down or
-	// disconnected.
+	// a registration with another secret than the node's, a report about
+	// its allocations while the servers hold it down or disconnected.
 	ErrForbidden = errors.New("forbidden")
 )
 
@@ -122,8 +123,13 @@ func feasibilityChanged(old, n *sdk.Node) bool {
 		(len(od) > 0 || len(nd) > 0) && !reflect.DeepEqual(od, nd)
 }
 
+// validNodePoolName is what a node pool's name may be, as Nomad's
+// ValidateNodePoolName.
+var validNodePoolName = regexp.MustCompile("^[a-zA-Z0-9-_]{1,128}$")
+
 // RegisterNode registers or updates a node. It answers with the node's
-// heartbeat TTL.
+// heartbeat TTL. A node registering again must present the secret it
+// registered with (ErrForbidden otherwise).
 func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	if n.ID == "" {
 		return 0, NodeWrite{}, badRequest(errors.New("node ID is required"))
@@ -139,6 +145,13 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	if n.NodePool == "" {
 		n.NodePool = sdk.DefaultNodePool
 	}
+	if !validNodePoolName.MatchString(n.NodePool) {
+		return 0, NodeWrite{}, badRequest(fmt.Errorf("invalid node pool: invalid name %q, must match regex %s", n.NodePool, validNodePoolName))
+	}
+	if n.NodePool == sdk.AllNodePool {
+		// "all" is the pool that lists every node, not one to be in.
+		return 0, NodeWrite{}, badRequest(fmt.Errorf("node is not allowed to register in node pool %q", sdk.AllNodePool))
+	}
 	if n.Status == "" {
 		n.Status = sdk.NodeStatusReady
 	}
@@ -153,7 +166,7 @@ func (s *Server) RegisterNode(n *sdk.Node) (time.Duration, NodeWrite, error) {
 	snap := s.store.Snapshot()
 	old := snap.Node(n.ID)
 	if old != nil && old.SecretID != "" && n.SecretID != old.SecretID {
-		return 0, NodeWrite{}, badRequest(errors.New("node secret ID does not match"))
+		return 0, NodeWrite{}, forbidden(fmt.Errorf("node %s: secret ID does not match, not registering the node", n.ID))
 	}
 	if old != nil {
 		// As Nomad's Register: only a status update (here a heartbeat, or

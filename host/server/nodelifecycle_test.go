@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,42 @@ func TestUpdateAllocsFromClient_RefusedFromAnUnresponsiveNode(t *testing.T) {
 	}
 	if _, err := s.UpdateAllocsFromClient([]server.AllocUpdate{{ID: unknown.ID, ClientStatus: sdk.AllocClientStatusRunning}}); err != nil {
 		t.Fatalf("report after the heartbeat: %v", err)
+	}
+}
+
+// As Nomad's Node.Register: a node may not register in node pool "all"
+// (the pool of every node) nor in a pool whose name Nomad refuses, and
+// re-registering with another secret is forbidden.
+func TestRegisterNode_RefusesBadPoolsAndAnotherSecret(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for _, tc := range []struct {
+		name, pool string
+		want       error
+	}{
+		{"all", "all", server.ErrInvalid},
+		{"a space and a bang", "bad pool!", server.ErrInvalid},
+		{"too long", strings.Repeat("p", 129), server.ErrInvalid},
+		{"a dot", "a.b", server.ErrInvalid},
+		{"valid", "gpu_pool-2", nil},
+		{"empty is default", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := servertest.Node(0, 8000, 8192)
+			n.NodePool = tc.pool
+			_, _, err := s.RegisterNode(n)
+			if !errors.Is(err, tc.want) || err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.pool)) {
+				t.Fatalf("pool %q: %v, want %v naming the pool", tc.pool, err, tc.want)
+			}
+		})
+	}
+	n := servertest.Node(1, 8000, 8192)
+	n.SecretID = "s3cret"
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	again := servertest.Node(1, 8000, 8192)
+	again.SecretID = "wrong"
+	if _, _, err := s.RegisterNode(again); !errors.Is(err, server.ErrForbidden) {
+		t.Fatalf("registered again with another secret: %v, want ErrForbidden", err)
 	}
 }
