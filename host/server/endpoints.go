@@ -225,10 +225,12 @@ func (s *Server) NodeHeartbeat(nodeID string) (time.Duration, NodeWrite, error) 
 	var w NodeWrite
 	why := ""
 	switch n.Status {
-	case sdk.NodeStatusDown, sdk.NodeStatusDisconnected:
-		why = "node heartbeat resumed"
+	case sdk.NodeStatusDown:
+		// Nomad's event (NodeHeartbeatEventReregistered); it adds none
+		// for a node back from initializing or disconnected.
+		why = "Node reregistered by heartbeat"
 		fallthrough
-	case sdk.NodeStatusInit:
+	case sdk.NodeStatusInit, sdk.NodeStatusDisconnected:
 		var err error
 		if w, err = s.UpdateNodeStatus(nodeID, sdk.NodeStatusReady, why); err != nil {
 			return 0, NodeWrite{}, err

@@ -125,7 +125,7 @@ func (h *heartbeats) expire(nodeID string) {
 		return
 	}
 	h.s.log.Warn().Str("node_id", nodeID).Str("status", status).Msg("node missed its heartbeat")
-	if _, err := h.s.UpdateNodeStatus(nodeID, status, "node heartbeat missed"); err != nil {
+	if _, err := h.s.UpdateNodeStatus(nodeID, status, "Node heartbeat missed"); err != nil {
 		h.s.log.Error().Err(err).Str("node_id", nodeID).Str("status", status).Msg("failed to update the node's status")
 	}
 }

@@ -224,3 +224,30 @@ func TestRegisterNode_RefusesBadPoolsAndAnotherSecret(t *testing.T) {
 		t.Fatalf("registered again with another secret: %v, want ErrForbidden", err)
 	}
 }
+
+// The node events of the heartbeats are Nomad's: "Node heartbeat missed"
+// when a node goes down or disconnected, "Node reregistered by heartbeat"
+// when a down node heartbeats again, and none when a disconnected one does.
+func TestHeartbeats_NodeEventsAsNomad(t *testing.T) {
+	s := disconnectRig(t, time.Minute)
+	for _, id := range []string{"node-0000", "node-0001"} {
+		if e := lastNodeEvent(s, id); e.Message != "Node heartbeat missed" || e.Subsystem != "Cluster" {
+			t.Fatalf("%s (%s): last event %+v", id, nodeStatus(s, id), e)
+		}
+	}
+	disconnected := len(s.Store().Snapshot().Node("node-0000").Events)
+	for _, id := range []string{"node-0000", "node-0001"} {
+		if _, _, err := s.NodeHeartbeat(id); err != nil {
+			t.Fatal(err)
+		}
+		if st := nodeStatus(s, id); st != sdk.NodeStatusReady {
+			t.Fatalf("%s after its heartbeat: %s", id, st)
+		}
+	}
+	if e := lastNodeEvent(s, "node-0001"); e.Message != "Node reregistered by heartbeat" || e.Subsystem != "Cluster" {
+		t.Fatalf("the down node's heartbeat: last event %+v", e)
+	}
+	if n := s.Store().Snapshot().Node("node-0000"); len(n.Events) != disconnected {
+		t.Fatalf("the disconnected node's heartbeat added an event: %+v", n.Events[len(n.Events)-1])
+	}
+}
