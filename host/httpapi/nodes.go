@@ -56,7 +56,8 @@ type RegisteredNode struct {
 	CSINodePlugins       json.RawMessage `json:",omitempty"`
 }
 
-// NodeUpdateResponse answers node registrations, heartbeats and purges.
+// NodeUpdateResponse answers node registrations, heartbeats, purges and
+// forced evaluations.
 type NodeUpdateResponse struct {
 	// HeartbeatTTL is how long the server waits for the next heartbeat, in
 	// nanoseconds (Nomad's time.Duration).
@@ -238,6 +239,19 @@ func (a *API) nodeEligibility(w http.ResponseWriter, r *http.Request) (any, erro
 	setIndex(w, nw.Index)
 	return &NodeEligibilityResponse{EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw), NodeModifyIndex: nw.Index,
 		Index: nw.Index}, nil
+}
+
+// nodeEvaluate forces the evaluation of a node's jobs, as Nomad's
+// Node.Evaluate: the answer is Nomad's NodeUpdateResponse, whose Index is
+// the evals' (0 without any) and NodeModifyIndex 0 (the node is not
+// written).
+func (a *API) nodeEvaluate(w http.ResponseWriter, r *http.Request) (any, error) {
+	nw, err := a.srv.EvaluateNode(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, nw.Index)
+	return &NodeUpdateResponse{EvalIDs: nw.EvalIDs, EvalCreateIndex: evalCreateIndex(nw), Index: nw.Index}, nil
 }
 
 func (a *API) nodePurge(w http.ResponseWriter, r *http.Request) (any, error) {

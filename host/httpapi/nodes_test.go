@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,39 @@ func TestAPI_NodeRegisterRefusals(t *testing.T) {
 	}
 	if code, out := reg("n-good-pool", "wrong", "good-pool"); code != 403 {
 		t.Errorf("registered again with another secret: %d %s, want 403", code, out)
+	}
+}
+
+// PUT /v1/node/:id/evaluate forces node-update evaluations of the node's
+// jobs, as Nomad's Node.Evaluate, answered in Nomad's NodeUpdateResponse
+// shape; Nomad's Go client (Nodes().ForceEvaluate) calls it.
+func TestAPI_NodeEvaluate(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	nodeID := s.Store().Snapshot().Nodes()[0].ID
+	resp, out := do(t, "PUT", ts.URL+"/v1/node/"+nodeID+"/evaluate", "")
+	var none httpapi.NodeUpdateResponse
+	if err := json.Unmarshal(out, &none); err != nil || resp.StatusCode != 200 || len(none.EvalIDs) != 0 || none.Index != 0 {
+		t.Fatalf("a node without jobs: %d %s", resp.StatusCode, out)
+	}
+	sys := `{"Job":{"ID":"sys","Type":"system","Datacenters":["dc1"],"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Driver":"docker","Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	if resp, out := do(t, "PUT", ts.URL+"/v1/jobs", sys); resp.StatusCode != 200 {
+		t.Fatalf("register system job: %d %s", resp.StatusCode, out)
+	}
+	resp, out = do(t, "POST", ts.URL+"/v1/node/"+nodeID+"/evaluate", "")
+	var got httpapi.NodeUpdateResponse
+	if err := json.Unmarshal(out, &got); err != nil || resp.StatusCode != 200 || len(got.EvalIDs) != 1 ||
+		got.EvalCreateIndex == 0 || got.Index != got.EvalCreateIndex || got.NodeModifyIndex != 0 ||
+		resp.Header.Get("X-Nomad-Index") != fmt.Sprint(got.Index) {
+		t.Fatalf("a node with a system job: %d %s (index header %s)", resp.StatusCode, out, resp.Header.Get("X-Nomad-Index"))
+	}
+	e := s.Store().Snapshot().Eval(got.EvalIDs[0])
+	if e == nil || e.JobID != "sys" || e.NodeID != nodeID || e.TriggeredBy != sdk.EvalTriggerNodeUpdate {
+		t.Fatalf("eval %+v", e)
+	}
+	if resp, out := do(t, "PUT", ts.URL+"/v1/node/nope/evaluate", ""); resp.StatusCode != 404 {
+		t.Fatalf("an unknown node: %d %s", resp.StatusCode, out)
+	}
+	if _, _, err := nomadClient(t, ts.URL).Nodes().ForceEvaluate(nodeID, nil); err != nil {
+		t.Fatalf("Nomad's client: %v", err)
 	}
 }

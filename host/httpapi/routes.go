@@ -35,6 +35,7 @@ func (a *API) register() {
 	a.on(http.MethodPut, "/v1/node/{id}/heartbeat", a.nodeHeartbeat)
 	write("/v1/node/{id}/eligibility", a.nodeEligibility)
 	write("/v1/node/{id}/purge", a.nodePurge)
+	write("/v1/node/{id}/evaluate", a.nodeEvaluate)
 	write("/v1/node/{id}/drain", a.nodeDrain)
 
 	a.on(http.MethodGet, "/v1/deployments", a.deploymentList)

@@ -299,6 +299,23 @@ func (s *Server) UpdateNodeEligibility(nodeID, eligibility string) (NodeWrite, e
 	return w, err
 }
 
+// EvaluateNode forces node-update evaluations of the jobs that run, or as
+// system jobs could run, on a node (Nomad's Node.Evaluate). With no such
+// job it writes nothing and returns a zero NodeWrite, as Nomad's answers
+// index 0.
+func (s *Server) EvaluateNode(nodeID string) (NodeWrite, error) {
+	snap := s.store.Snapshot()
+	n := snap.Node(nodeID)
+	if n == nil {
+		return NodeWrite{}, fmt.Errorf("%w: node %q", ErrNotFound, nodeID)
+	}
+	evals := s.nodeEvals(snap, n, sdk.EvalTriggerNodeUpdate)
+	if len(evals) == 0 {
+		return NodeWrite{}, nil
+	}
+	return s.applyNodeWrite(fsm.EvalUpdateRequestType, &fsm.EvalUpdateRequest{Evals: evals}, evals)
+}
+
 // DeregisterNode removes a node (purge).
 func (s *Server) DeregisterNode(nodeID string) (NodeWrite, error) {
 	snap := s.store.Snapshot()

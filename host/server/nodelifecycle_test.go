@@ -251,3 +251,37 @@ func TestHeartbeats_NodeEventsAsNomad(t *testing.T) {
 		t.Fatalf("the disconnected node's heartbeat added an event: %+v", n.Events[len(n.Events)-1])
 	}
 }
+
+// EvaluateNode (Nomad's Node.Evaluate) writes node-update evals for the
+// jobs with live allocations on the node and the system jobs that could
+// run there, and nothing for a node without any.
+func TestEvaluateNode_EvaluatesTheNodesJobs(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	n := servertest.Node(0, 8000, 8192)
+	if _, _, err := s.RegisterNode(n); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := s.EvaluateNode(n.ID); err != nil || w.Index != 0 || len(w.EvalIDs) != 0 {
+		t.Fatalf("a node without jobs: %+v, %v", w, err)
+	}
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 1, 100, 64)))
+	servertest.WaitForEval(t, s, registerJob(t, s, servertest.Job("sys", sdk.JobTypeSystem, 1, 100, 64)))
+	w, err := s.EvaluateNode(n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]bool{}
+	for _, id := range w.EvalIDs {
+		e := s.Store().Snapshot().Eval(id)
+		if e.NodeID != n.ID || e.TriggeredBy != sdk.EvalTriggerNodeUpdate || e.CreateIndex != w.Index {
+			t.Fatalf("eval %+v (write at %d)", e, w.Index)
+		}
+		jobs[e.JobID] = true
+	}
+	if len(w.EvalIDs) != 2 || !jobs["web"] || !jobs["sys"] {
+		t.Fatalf("evals of jobs %v", jobs)
+	}
+	if _, err := s.EvaluateNode("nope"); !errors.Is(err, server.ErrNotFound) {
+		t.Fatalf("an unknown node: %v", err)
+	}
+}
