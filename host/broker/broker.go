@@ -480,7 +480,8 @@ func (b *Broker) ResumeNackTimeout(evalID, token string) error {
 
 // Ack acknowledges a delivery: the eval is done. Of the job's evals that
 // waited behind it, the one of highest priority (the newest among equals)
-// is enqueued and the others become cancelable; a reblocked eval unblocked during the delivery is enqueued.
+// is enqueued and the others become cancelable; a reblocked eval
+// unblocked during the delivery is enqueued.
 func (b *Broker) Ack(evalID, token string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

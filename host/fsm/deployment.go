@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -100,7 +101,8 @@ func applyDeploymentPromote(tx *state.Txn, req *DeploymentPromoteRequest, fx *ef
 	// Promoted canaries are canaries no more: a replacement of one is
 	// placed as any allocation of the group, as Nomad's state store
 	// clears the mark of each healthy canary it promotes.
-	for name, s := range d.TaskGroups {
+	for _, name := range slices.Sorted(maps.Keys(d.TaskGroups)) { // the same order on every server
+		s := d.TaskGroups[name]
 		if !s.Promoted || cur.TaskGroups[name].Promoted {
 			continue
 		}

@@ -102,3 +102,23 @@ func TestNodeDrain_LastDrainOfADrainStartedBeforeItWasRecorded(t *testing.T) {
 		t.Fatalf("LastDrain %v, want complete, started at %v, no meta", ld, started)
 	}
 }
+
+// An update of a drain keeps the drain's start as the state has it, even
+// when the request, decided from an older snapshot, names another.
+func TestNodeDrain_AnUpdateKeepsTheStart(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	start, later := time.Unix(1_700_000_000, 0).UTC(), time.Unix(1_700_000_100, 0).UTC()
+	for i, msg := range []entry{
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{Deadline: time.Hour, StartedAt: start}, UpdatedAt: start.UnixNano()},
+		&NodeUpdateDrainRequest{NodeID: "n1", DrainStrategy: &sdk.DrainStrategy{Deadline: 2 * time.Hour, StartedAt: later}, UpdatedAt: later.UnixNano()},
+	} {
+		if err := f.ApplyDecoded(uint64(i+1), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ds := store.Snapshot().Node("n1").DrainStrategy; !ds.StartedAt.Equal(start) || ds.Deadline != 2*time.Hour {
+		t.Fatalf("drain strategy %+v, want the update's deadline from the first start", ds)
+	}
+}

@@ -507,6 +507,14 @@ func applyNodeDrain(tx *state.Txn, req *NodeUpdateDrainRequest, fx *effects) err
 	}
 	n := *old
 	n.DrainStrategy = req.DrainStrategy
+	if ds := req.DrainStrategy; ds != nil && old.DrainStrategy != nil && !ds.StartedAt.Equal(old.DrainStrategy.StartedAt) {
+		// An update of a drain keeps its start, as the state has it now
+		// (the server decided from a snapshot, and the drain may have
+		// ended and started since).
+		c := *ds
+		c.StartedAt = old.DrainStrategy.StartedAt
+		n.DrainStrategy = &c
+	}
 	n.Drain = req.DrainStrategy != nil
 	if n.Drain {
 		n.SchedulingEligibility = sdk.NodeSchedulingIneligible

@@ -92,7 +92,10 @@ const deploymentEvalBatch = time.Second
 func newDeploymentWatch() *deploymentWatch { return &deploymentWatch{lastEval: map[string]time.Time{}} }
 
 // decide returns what to do about the deployments of snap at now. newID
-// makes eval IDs. It records the healthy counts it acts on.
+// makes eval IDs. It records when it creates an eval for newly healthy
+// allocations (newlyHealthy reads every eval of the job and allocation of
+// the deployment, for each active deployment on each pass: cheap beside
+// the scheduling the eval asks for).
 func (w *deploymentWatch) decide(snap *state.Snapshot, now time.Time, newID func() string) []deploymentAction {
 	var out []deploymentAction
 	seen := map[string]bool{}

@@ -150,7 +150,10 @@ func drainJobs(snap *state.Snapshot, ds []drainDecision) []sdk.NamespacedID {
 	var out []sdk.NamespacedID
 	for _, d := range ds {
 		for _, id := range d.migrate {
-			a := snap.Alloc(id)
+			a := snap.Alloc(id) // the decisions' snapshot: there
+			if a == nil {
+				continue
+			}
 			if jk := (sdk.NamespacedID{Namespace: a.Namespace, ID: a.JobID}); !slices.Contains(out, jk) {
 				out = append(out, jk)
 			}

@@ -159,7 +159,7 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 	}
 	job.SubmitTime = s.now().UnixNano()
 	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have, Submission: opts.Submission}
-	if !job.IsPeriodic() && !job.IsParameterized() {
+	if (!job.IsPeriodic() && !job.IsParameterized()) || hasLiveAllocs(snap, job) {
 		trigger := opts.trigger
 		if trigger == "" {
 			trigger = sdk.EvalTriggerJobRegister
@@ -293,14 +293,19 @@ func (s *Server) DeregisterJobOpts(namespace, id string, opts DeregisterOptions)
 	if err := checkEvalPriority(opts.EvalPriority); err != nil {
 		return "", 0, err
 	}
-	job := s.store.Snapshot().Job(namespace, id)
+	snap := s.store.Snapshot()
+	job := snap.Job(namespace, id)
 	if job == nil {
 		// As Nomad's: stopping a job that is not there is done already, so
 		// that a teardown can be retried.
 		return "", 0, nil
 	}
 	req := &fsm.JobDeregisterRequest{Namespace: namespace, JobID: id, Purge: opts.Purge}
-	if !job.IsPeriodic() && !job.IsParameterized() {
+	// A template (periodic, parameterized) runs nothing itself and gets no
+	// eval, as in Nomad, unless it still has allocations: a job with a
+	// disabled periodic block ran as any job before Drover read it as
+	// periodic, and stopping it must stop what it runs.
+	if (!job.IsPeriodic() && !job.IsParameterized()) || hasLiveAllocs(snap, job) {
 		req.Eval = s.jobEval(job, sdk.EvalTriggerJobDeregister, opts.EvalPriority)
 		evalID = req.Eval.ID
 	}
@@ -512,4 +517,14 @@ type ChildrenSummary struct {
 	Pending int64
 	Running int64
 	Dead    int64
+}
+
+// hasLiveAllocs reports whether the job has allocations not yet terminal.
+func hasLiveAllocs(snap *state.Snapshot, j *sdk.Job) bool {
+	for _, a := range snap.AllocsByJob(j.Namespace, j.ID) {
+		if !a.TerminalStatus() {
+			return true
+		}
+	}
+	return false
 }

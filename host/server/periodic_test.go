@@ -298,3 +298,30 @@ func TestPeriodic_ReversedMonthRange(t *testing.T) {
 		t.Fatalf("%d launches of the job with a reversed month range", n)
 	}
 }
+
+// A job with a disabled periodic block that ran as an ordinary job (before
+// Drover read such a block as periodic, as Nomad does) still has
+// allocations: stopping it evaluates it, so that they stop.
+func TestPeriodic_StoppingADisabledJobThatRanStopsItsAllocations(t *testing.T) {
+	s := rig(t, placer)
+	registerNode(t, s, 0, 100_000)
+	j := servertest.Job("old", sdk.JobTypeBatch, 1, 100, 64)
+	servertest.WaitForEval(t, s, registerJob(t, s, j))
+	// As a state written by an earlier version: the same job, its
+	// periodic block disabled, registered without validation.
+	stored := s.Store().Snapshot().Job("default", "old").Copy()
+	stored.Periodic = &sdk.PeriodicConfig{Spec: "@hourly"}
+	if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: stored}); err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.DeregisterJobOpts("default", "old", server.DeregisterOptions{})
+	if err != nil || evalID == "" {
+		t.Fatalf("deregister: eval %q, %v; want an eval for the allocation it runs", evalID, err)
+	}
+	servertest.WaitForEval(t, s, evalID)
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "old") {
+		if !a.TerminalStatus() {
+			t.Fatalf("allocation %s still %s/%s", a.ID, a.DesiredStatus, a.ClientStatus)
+		}
+	}
+}

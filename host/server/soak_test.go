@@ -622,18 +622,24 @@ func (w *soak) check(at string) {
 		}
 		// A canary takes the name of an allocation it may replace, and
 		// keeps it once promoted (when, as in Nomad, it is marked a canary
-		// no more) until that allocation is replaced or stopped.
+		// no more) while an allocation of an older version holds that name.
 		canaries := map[string]bool{}
-		for _, d := range snap.DeploymentsByJob(j.Namespace, j.ID) {
+		if d != nil {
 			for _, s := range d.TaskGroups {
 				for _, id := range s.PlacedCanaries {
 					canaries[id] = true
 				}
 			}
 		}
+		older := map[string]bool{}
+		for _, a := range live {
+			if a.Job != nil && a.Job.Version < j.Version {
+				older[a.Name] = true
+			}
+		}
 		seen := map[string]string{}
 		for _, a := range live {
-			if canaries[a.ID] || (a.DeploymentStatus != nil && a.DeploymentStatus.Canary) {
+			if a.DeploymentStatus != nil && a.DeploymentStatus.Canary || canaries[a.ID] && older[a.Name] {
 				continue
 			}
 			if other, dup := seen[key(a)]; dup {
