@@ -163,7 +163,12 @@ func keptPlansEqualTheStore(t *testing.T, sc Scenario, verify bool) {
 	if st.KeptPlans.Load() == 0 {
 		t.Fatalf("no sync left out a kept plan (%d delta syncs)", st.DeltaSyncs.Load())
 	}
-	if st.JobStatuses.Load() == 0 {
+	// A job's status changes alone when its first allocations run (pending
+	// to running). A system job is running from its registration, and the
+	// halved count of its new version above is still 1: that registration
+	// changes nothing and, as in Nomad, leaves the job as it is (it used
+	// to rewrite it, which this check counted).
+	if st.JobStatuses.Load() == 0 && sc.Type != sdk.JobTypeSystem {
 		t.Fatal("no sync sent a job as its status alone (ABI 1.3)")
 	}
 	if st.FullSyncs.Load() != 1 {
