@@ -766,7 +766,34 @@ func parseCron(s string) (err error) {
 	if err != nil {
 		return err
 	}
+	if r := backwardRange(s); r != "" {
+		// Before the probe: cronexpr accepts such a range and its Next
+		// then scans every day to 2099 (seconds for 10-5 in the seconds
+		// field) or panics (a month range).
+		return fmt.Errorf("a field matches no value (the range %s is written backwards)", r)
+	}
 	return probeCron(e)
+}
+
+// backwardRange returns the first numeric range of spec written backwards
+// ("10-5", also with a step, "10-5/2"), or "". Such a range matches
+// nothing.
+func backwardRange(spec string) string {
+	for _, field := range strings.Fields(spec) {
+		for _, part := range strings.Split(field, ",") {
+			r, _, _ := strings.Cut(part, "/")
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				continue
+			}
+			a, errA := strconv.Atoi(lo)
+			b, errB := strconv.Atoi(hi)
+			if errA == nil && errB == nil && a > b {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // cronProbeTime is the first year cronexpr knows: every year a spec names

@@ -67,6 +67,12 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 			j.Type = sdk.JobTypeBatch
 			j.Periodic = &sdk.PeriodicConfig{Enabled: true, Specs: []string{"0 0 * * *", "0 0 * DEC-JAN *"}}
 		}, "periodic: cron", `"0 0 * DEC-JAN *" is not a cron expression: a field matches no value`},
+		// cronexpr takes 10-5 in the seconds field, and its Next then
+		// scans every day to 2099 (11 s): refused before it is run.
+		{"reversed seconds range", func(j *sdk.Job) {
+			j.Type = sdk.JobTypeBatch
+			j.Periodic = &sdk.PeriodicConfig{Enabled: true, Spec: "10-5/2 * * * * * *"}
+		}, "periodic: cron", "the range 10-5 is written backwards"},
 		{"priority", func(j *sdk.Job) { j.Priority = 101 }, "priority", "between 1 and 100"},
 		{"no groups", func(j *sdk.Job) { j.TaskGroups = nil }, "job", "at least one group"},
 		{"bad type", func(j *sdk.Job) { j.Type = "cron" }, "type", "is not a job type"},
