@@ -243,10 +243,16 @@ func (a *API) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 				jobs = append(jobs, j)
 			}
 		}
-		out, next, err := page(o, jobs, func(j *sdk.Job) string { return nsIDToken(j.Namespace, j.ID) },
-			func(j *sdk.Job, token string) int { return nsIDSeek(j.Namespace, j.ID, token) })
-		return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, jobsIndex(snap), err
+		l, err := pageJobs(o, snap, jobs, meta)
+		return l, jobsIndex(snap), err
 	})
+}
+
+// pageJobs is a page of jobs as their list stubs, by namespace and ID.
+func pageJobs(o *listOptions, snap *state.Snapshot, jobs []*sdk.Job, meta bool) (*listed, error) {
+	out, next, err := page(o, jobs, func(j *sdk.Job) string { return nsIDToken(j.Namespace, j.ID) },
+		func(j *sdk.Job, token string) int { return nsIDSeek(j.Namespace, j.ID, token) })
+	return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, err
 }
 
 // submittedJob converts a submitted job to the server's model; the job's

@@ -161,8 +161,8 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 				nodes = append(nodes, n)
 			}
 		}
-		out, next, err := page(o, filterable(nodes), func(n *sdk.Node) string { return n.ID }, nil)
-		return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next}, index, err
+		l, err := pageNodes(o, nodes, resources, os)
+		return l, index, err
 	})
 }
 
@@ -189,9 +189,8 @@ func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) 
 				jobs = append(jobs, j)
 			}
 		}
-		out, next, err := page(o, jobs, func(j *sdk.Job) string { return nsIDToken(j.Namespace, j.ID) },
-			func(j *sdk.Job, token string) int { return nsIDSeek(j.Namespace, j.ID, token) })
-		return &listed{stubsOf(out, func(j *sdk.Job) *JobListStub { return jobStub(snap, j, meta) }), next}, jobsIndex(snap), err
+		l, err := pageJobs(o, snap, jobs, meta)
+		return l, jobsIndex(snap), err
 	})
 }
 

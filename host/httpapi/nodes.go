@@ -122,7 +122,10 @@ func nodeStubFields(r *http.Request) (resources, os bool, err error) {
 // filter to read: Nomad's filter reads a node's SecretID too, behind an ACL
 // that Drover does not have, and a filter such as `SecretID matches "^a"`
 // would give the secret away.
-func filterable(nodes []*sdk.Node) []*sdk.Node {
+func filterable(o *listOptions, nodes []*sdk.Node) []*sdk.Node {
+	if o.filter == nil {
+		return nodes // nothing reads the secrets: the stubs leave them out
+	}
 	out := make([]*sdk.Node, len(nodes))
 	for i, n := range nodes {
 		c := *n
@@ -142,10 +145,16 @@ func (a *API) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
-		out, next, err := page(o, filterable(snap.NodesByPrefix(o.prefix)), func(n *sdk.Node) string { return n.ID }, nil)
-		return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next},
-			snap.TableIndex(state.TableNodes), err
+		l, err := pageNodes(o, snap.NodesByPrefix(o.prefix), resources, os)
+		return l, snap.TableIndex(state.TableNodes), err
 	})
+}
+
+// pageNodes is a page of nodes as their list stubs, filtered without
+// their secrets.
+func pageNodes(o *listOptions, nodes []*sdk.Node, resources, os bool) (*listed, error) {
+	out, next, err := page(o, filterable(o, nodes), func(n *sdk.Node) string { return n.ID }, nil)
+	return &listed{stubsOf(out, func(n *sdk.Node) *NodeListStub { return nodeStub(n, resources, os) }), next}, err
 }
 
 func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
