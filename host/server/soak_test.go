@@ -537,14 +537,18 @@ func (w *soak) check(at string) {
 		t.Fatalf("after %s: %s", at, fmt.Sprintf(format, args...))
 	}
 	blocked := map[string][]string{}
-	delayed := map[string]bool{} // jobs with an eval waiting for its time (a delayed reschedule)
+	// Jobs with an eval waiting for its time (a delayed reschedule, a
+	// disconnect timeout). settle returned once every due pending eval was
+	// done, so a pending eval here is one that waited: its time may have
+	// come since, and its worker not yet written anything.
+	delayed := map[string]bool{}
 	for _, e := range snap.Evals() {
 		if e.TriggeredBy == sdk.EvalTriggerMaxPlans {
 			w.maxPlans[e.ID] = true
 		}
 	}
 	for _, e := range snap.Evals() {
-		if e.Status == sdk.EvalStatusPending && (e.WaitUntil.After(time.Now()) || e.Wait > 0) {
+		if e.Status == sdk.EvalStatusPending {
 			delayed[e.JobID] = true
 		}
 		switch e.Status {
