@@ -1,7 +1,9 @@
 package feasible
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/drover-sched/drover/sdk"
@@ -142,27 +144,73 @@ func healthyInstances(d *sdk.NodeDeviceResource) int {
 }
 
 // HasDevices reports whether node has, for every request, a matching device
-// group with enough healthy instances, counting each group once across
-// requests. It ignores what other allocations hold (see DeviceAllocator).
+// group with enough healthy instances, a group giving each of its
+// instances to one request at most. It ignores what other allocations hold
+// (see DeviceAllocator). Unlike Nomad's first fit, it tries the other
+// groups of earlier requests before it answers no (chooseGroups).
 func HasDevices(ch *Checker, n *sdk.Node, reqs []*sdk.RequestedDevice) bool {
 	if n.NodeResources == nil {
 		return len(reqs) == 0
 	}
-	avail := make([]int, len(n.NodeResources.Devices))
-	for i, d := range n.NodeResources.Devices {
+	devices := n.NodeResources.Devices
+	avail := make([]int, len(devices))
+	for i, d := range devices {
 		avail[i] = healthyInstances(d)
 	}
-next:
-	for _, req := range reqs {
-		for i, d := range n.NodeResources.Devices {
+	cands := make([][]int, len(reqs))
+	for r, req := range reqs {
+		for i, d := range devices {
 			if uint64(avail[i]) >= req.Count && DeviceMatches(ch, d, req) {
-				avail[i] -= int(req.Count)
-				continue next
+				cands[r] = append(cands[r], i)
+			}
+		}
+	}
+	return chooseGroups(reqs, cands, avail) != nil
+}
+
+// maxDeviceSearch bounds chooseGroups' backtracking: tasks ask for a few
+// devices of a few groups, so it is never reached in practice, and a node
+// it would take longer on is treated as without room.
+const maxDeviceSearch = 10_000
+
+// chooseGroups gives each request one of its candidate device groups
+// (cands[r], indexes into free, most preferred first) such that no group
+// gives more instances than it has free: the first such choice in order of
+// preference, found by backtracking. Where taking each request's most
+// preferred group that still has room fits (Nomad's greedy choice), that
+// is the answer; where it does not, an earlier request takes its next
+// group, so a node whose groups fit the requests only in another order is
+// not refused. It returns nil when no choice fits; free is left as it was.
+func chooseGroups(reqs []*sdk.RequestedDevice, cands [][]int, free []int) []int {
+	choice := make([]int, len(reqs))
+	steps := 0
+	var fit func(r int) bool
+	fit = func(r int) bool {
+		if r == len(reqs) {
+			return true
+		}
+		n := int(reqs[r].Count)
+		for _, g := range cands[r] {
+			if steps++; steps > maxDeviceSearch {
+				return false
+			}
+			if free[g] < n {
+				continue
+			}
+			free[g] -= n
+			choice[r] = g
+			ok := fit(r + 1)
+			free[g] += n
+			if ok {
+				return true
 			}
 		}
 		return false
 	}
-	return true
+	if !fit(0) {
+		return nil
+	}
+	return choice
 }
 
 // DimNoDevices is the exhausted dimension of a node where no device group
@@ -208,49 +256,83 @@ func (a *DeviceAllocator) AddAlloc(al *sdk.Allocation) {
 // the request has no affinities). It returns nil when no group has enough
 // free instances.
 func (a *DeviceAllocator) Assign(req *sdk.RequestedDevice) (*sdk.AllocatedDeviceResource, float64) {
-	if a.node.NodeResources == nil {
+	out, scores := a.AssignAll([]*sdk.RequestedDevice{req})
+	if out == nil {
 		return nil, 0
 	}
-	var best *sdk.NodeDeviceResource
-	bestScore := math.Inf(-1)
-	totalWeight := 0.0
-	for _, af := range req.Affinities {
-		totalWeight += math.Abs(float64(af.Weight))
-	}
-	for _, d := range a.node.NodeResources.Devices {
-		if !DeviceMatches(a.ch, d, req) || a.free(d) < int(req.Count) {
-			continue
+	return out[0], scores[0]
+}
+
+// AssignAll assigns instances to every request, in order, as Assign would
+// one after the other, except that a request that finds no group with room
+// left makes an earlier one take its next best group (chooseGroups). Nomad
+// assigns greedily, and so finds no room on a node whose groups fit the
+// requests only in another order. It returns nil, having marked nothing
+// used, when no assignment fits.
+func (a *DeviceAllocator) AssignAll(reqs []*sdk.RequestedDevice) ([]*sdk.AllocatedDeviceResource, []float64) {
+	if a.node.NodeResources == nil {
+		if len(reqs) == 0 {
+			return []*sdk.AllocatedDeviceResource{}, nil
 		}
-		score := 0.0
-		for _, af := range req.Affinities {
-			if a.ch.deviceCompare(af.Operand, af.LTarget, af.RTarget, d) {
-				score += float64(af.Weight)
+		return nil, nil
+	}
+	devices := a.node.NodeResources.Devices
+	free := make([]int, len(devices))
+	for i, d := range devices {
+		free[i] = a.free(d)
+	}
+	// Each request's groups, best affinity score first (the first of
+	// equals in the node's order, as Assign always took).
+	cands := make([][]int, len(reqs))
+	score := make([][]float64, len(reqs)) // by group, for the candidates
+	for r, req := range reqs {
+		score[r] = make([]float64, len(devices))
+		for i, d := range devices {
+			if free[i] >= int(req.Count) && DeviceMatches(a.ch, d, req) {
+				cands[r] = append(cands[r], i)
+				score[r][i] = a.affinity(d, req)
 			}
 		}
-		if totalWeight > 0 {
-			score /= totalWeight
+		sc := score[r]
+		slices.SortStableFunc(cands[r], func(x, y int) int { return cmp.Compare(sc[y], sc[x]) })
+	}
+	choice := chooseGroups(reqs, cands, free)
+	if choice == nil {
+		return nil, nil
+	}
+	out := make([]*sdk.AllocatedDeviceResource, len(reqs))
+	scores := make([]float64, len(reqs))
+	for r, req := range reqs {
+		d := devices[choice[r]]
+		got := &sdk.AllocatedDeviceResource{Vendor: d.Vendor, Type: d.Type, Name: d.Name}
+		for _, inst := range d.Instances {
+			if uint64(len(got.DeviceIDs)) == req.Count {
+				break
+			}
+			if inst.Healthy && !a.used[inst.ID] {
+				got.DeviceIDs = append(got.DeviceIDs, inst.ID)
+				a.used[inst.ID] = true
+			}
 		}
-		if score > bestScore {
-			best, bestScore = d, score
+		out[r], scores[r] = got, score[r][choice[r]]
+	}
+	return out, scores
+}
+
+// affinity is how well device group d meets req's affinities: the weight
+// of those it meets over their total weight (0 without affinities).
+func (a *DeviceAllocator) affinity(d *sdk.NodeDeviceResource, req *sdk.RequestedDevice) float64 {
+	total, matched := 0.0, 0.0
+	for _, af := range req.Affinities {
+		total += math.Abs(float64(af.Weight))
+		if a.ch.deviceCompare(af.Operand, af.LTarget, af.RTarget, d) {
+			matched += float64(af.Weight)
 		}
 	}
-	if best == nil {
-		return nil, 0
+	if total == 0 {
+		return 0
 	}
-	out := &sdk.AllocatedDeviceResource{Vendor: best.Vendor, Type: best.Type, Name: best.Name}
-	for _, inst := range best.Instances {
-		if uint64(len(out.DeviceIDs)) == req.Count {
-			break
-		}
-		if inst.Healthy && !a.used[inst.ID] {
-			out.DeviceIDs = append(out.DeviceIDs, inst.ID)
-			a.used[inst.ID] = true
-		}
-	}
-	if totalWeight == 0 {
-		bestScore = 0
-	}
-	return out, bestScore
+	return matched / total
 }
 
 // Free is how many healthy instances of the device group are not used.

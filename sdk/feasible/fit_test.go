@@ -1,6 +1,7 @@
 package feasible
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -169,5 +170,136 @@ func TestDevicesAndCores(t *testing.T) {
 	}
 	if got := AssignCores(n, used, 2); got != nil {
 		t.Fatalf("assigned %v with one core free", got)
+	}
+}
+
+// A node with one A100 and one T4: the first request, for any GPU,
+// prefers the A100 by its affinity; the second asks for the A100 itself.
+// Taken greedily in order (as Nomad does) the second finds no room; taken
+// together, the first takes the T4.
+func TestDeviceAllocator_AssignAllTriesOtherGroups(t *testing.T) {
+	n := fitNode()
+	n.NodeResources.Devices = []*sdk.NodeDeviceResource{
+		{Vendor: "nvidia", Type: "gpu", Name: "a100", Instances: []*sdk.NodeDevice{{ID: "a0", Healthy: true}}},
+		{Vendor: "nvidia", Type: "gpu", Name: "t4", Instances: []*sdk.NodeDevice{{ID: "t0", Healthy: true}, {ID: "t1", Healthy: false}}},
+	}
+	ch := NewChecker()
+	anyGPU := &sdk.RequestedDevice{Name: "gpu", Count: 1,
+		Affinities: []*sdk.Affinity{{LTarget: "${device.model}", RTarget: "a100", Operand: "=", Weight: 50}}}
+	a100 := &sdk.RequestedDevice{Name: "nvidia/gpu/a100", Count: 1}
+	for _, tc := range []struct {
+		name   string
+		reqs   []*sdk.RequestedDevice
+		want   []string // instance per request; nil: no room
+		scores []float64
+	}{
+		{"the preferred group when it leaves room", []*sdk.RequestedDevice{anyGPU}, []string{"a0"}, []float64{1}},
+		{"the next group when a later request needs the preferred one", []*sdk.RequestedDevice{anyGPU, a100}, []string{"t0", "a0"}, []float64{0, 0}},
+		{"the same in the other order", []*sdk.RequestedDevice{a100, anyGPU}, []string{"a0", "t0"}, []float64{0, 0}},
+		{"no room for a third (the T4's other instance is unhealthy)", []*sdk.RequestedDevice{anyGPU, a100, {Name: "gpu", Count: 1}}, nil, nil},
+		{"no room for two of one group", []*sdk.RequestedDevice{{Name: "nvidia/gpu/t4", Count: 2}}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HasDevices(ch, n, tc.reqs); got != (tc.want != nil) {
+				t.Errorf("HasDevices = %v", got)
+			}
+			da := NewDeviceAllocator(ch, n, nil)
+			out, scores := da.AssignAll(tc.reqs)
+			if tc.want == nil {
+				if out != nil {
+					t.Fatalf("assigned %+v, want no room", out)
+				}
+				if got, _ := da.Assign(anyGPU); got == nil || got.DeviceIDs[0] != "a0" {
+					t.Fatalf("a failed AssignAll marked instances used: then %+v", got)
+				}
+				return
+			}
+			if len(out) != len(tc.want) {
+				t.Fatalf("assigned %d requests, want %d", len(out), len(tc.want))
+			}
+			for i, d := range out {
+				if len(d.DeviceIDs) != 1 || d.DeviceIDs[0] != tc.want[i] || scores[i] != tc.scores[i] {
+					t.Errorf("request %d: %+v score %v, want %s score %v", i, d, scores[i], tc.want[i], tc.scores[i])
+				}
+			}
+			if got, _ := da.Assign(&sdk.RequestedDevice{Name: "gpu", Count: uint64(3 - len(out))}); got != nil {
+				t.Errorf("instances given out are still free: %+v", got)
+			}
+		})
+	}
+}
+
+// Over random nodes and requests, AssignAll fits exactly when some choice
+// of a group per request does (found by trying every choice), HasDevices
+// agrees with it on a node with nothing in use, and what it hands out are
+// distinct healthy instances of a group matching each request.
+func TestDeviceAllocator_AssignAllFitsWhenAnyChoiceFits(t *testing.T) {
+	names := []string{"gpu", "nvidia/gpu", "nvidia/gpu/a100", "nvidia/gpu/t4", "amd/gpu", "fpga"}
+	models := []struct{ vendor, typ, name string }{{"nvidia", "gpu", "a100"}, {"nvidia", "gpu", "t4"}, {"amd", "gpu", "mi50"}, {"xilinx", "fpga", "u50"}}
+	ch := NewChecker()
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < 2000; i++ {
+		n := fitNode()
+		n.NodeResources.Devices = nil
+		for g := range 1 + r.IntN(3) {
+			m := models[r.IntN(len(models))]
+			d := &sdk.NodeDeviceResource{Vendor: m.vendor, Type: m.typ, Name: m.name}
+			for k := range 1 + r.IntN(3) {
+				d.Instances = append(d.Instances, &sdk.NodeDevice{ID: fmt.Sprintf("d%d-%d", g, k), Healthy: r.IntN(4) > 0})
+			}
+			n.NodeResources.Devices = append(n.NodeResources.Devices, d)
+		}
+		var reqs []*sdk.RequestedDevice
+		for range 1 + r.IntN(3) {
+			reqs = append(reqs, &sdk.RequestedDevice{Name: names[r.IntN(len(names))], Count: uint64(1 + r.IntN(2))})
+		}
+		// Try every choice of a group per request.
+		devices := n.NodeResources.Devices
+		var any func(k int, free []int) bool
+		any = func(k int, free []int) bool {
+			if k == len(reqs) {
+				return true
+			}
+			for g, d := range devices {
+				if c := int(reqs[k].Count); free[g] >= c && DeviceMatches(ch, d, reqs[k]) {
+					free[g] -= c
+					ok := any(k+1, free)
+					free[g] += c
+					if ok {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		free := make([]int, len(devices))
+		for g, d := range devices {
+			free[g] = healthyInstances(d)
+		}
+		want := any(0, free)
+		out, _ := NewDeviceAllocator(ch, n, nil).AssignAll(reqs)
+		if (out != nil) != want || HasDevices(ch, n, reqs) != want {
+			t.Fatalf("case %d: AssignAll %v, HasDevices %v, want %v: devices %+v requests %+v", i, out != nil, HasDevices(ch, n, reqs), want, devices, reqs)
+		}
+		seen := map[string]bool{}
+		for k, d := range out {
+			if uint64(len(d.DeviceIDs)) != reqs[k].Count {
+				t.Fatalf("case %d: request %d got %v", i, k, d.DeviceIDs)
+			}
+			for _, id := range d.DeviceIDs {
+				var group *sdk.NodeDeviceResource
+				for _, g := range devices {
+					for _, inst := range g.Instances {
+						if inst.ID == id && inst.Healthy {
+							group = g
+						}
+					}
+				}
+				if seen[id] || group == nil || !DeviceMatches(ch, group, reqs[k]) {
+					t.Fatalf("case %d: request %d (%s) got %s: given twice, unhealthy or of another kind", i, k, reqs[k].Name, id)
+				}
+				seen[id] = true
+			}
+		}
 	}
 }

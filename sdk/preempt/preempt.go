@@ -196,10 +196,11 @@ func ForPorts(ports []HostPort, candidates []*sdk.Allocation) []*sdk.Allocation 
 	return out
 }
 
-// ForDevices returns the candidates to evict from node so that each device
-// request of reqs, in order, finds enough free instances, given the
-// allocations proposed there (the candidates among them). For a request
-// short of instances it considers each matching device group and the
+// ForDevices returns the candidates to evict from node so that the device
+// requests of reqs find enough free instances together (as
+// feasible.DeviceAllocator.AssignAll gives them), given the allocations
+// proposed there (the candidates among them). For the first request short
+// of instances, in order, it considers each matching device group and the
 // candidates holding its instances, lowest priority first (then most
 // instances first), until enough are free; it takes the group whose
 // victims have the lowest sum of distinct priorities (Nomad's device
@@ -217,6 +218,9 @@ retry:
 			if !evicted[a.ID] {
 				devs.AddAlloc(a)
 			}
+		}
+		if got, _ := devs.AssignAll(reqs); got != nil {
+			return victims // the requests fit together without more victims
 		}
 		for _, req := range reqs {
 			if d, _ := devs.Assign(req); d != nil {

@@ -1035,7 +1035,9 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 			r.Shared.Networks, r.Shared.Ports = []*sdk.NetworkResource{offer}, mappings
 		}
 	}
-	var devs *feasible.DeviceAllocator
+	var devs []*sdk.AllocatedDeviceResource // assigned to the requests of this task and the next
+	var scores []float64
+	assigned := false
 	var cores map[uint16]bool
 	for i, t := range tg.Tasks {
 		var tr *sdk.AllocatedTaskResources
@@ -1062,13 +1064,22 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 			tr.Networks = append(tr.Networks, offer)
 		}
 		for _, req := range res.Devices {
-			if devs == nil {
-				devs = feasible.NewDeviceAllocator(s.checker, n, proposed)
+			if !assigned {
+				// The requests of all tasks at once, so that one
+				// finding no room can send an earlier one elsewhere.
+				assigned = true
+				var reqs []*sdk.RequestedDevice
+				for _, t := range tg.Tasks[i:] {
+					if t.Resources != nil {
+						reqs = append(reqs, t.Resources.Devices...)
+					}
+				}
+				if devs, scores = feasible.NewDeviceAllocator(s.checker, n, proposed).AssignAll(reqs); devs == nil {
+					return nil, feasible.DimNoDevices
+				}
 			}
-			d, score := devs.Assign(req)
-			if d == nil {
-				return nil, feasible.DimNoDevices
-			}
+			d, score := devs[0], scores[0]
+			devs, scores = devs[1:], scores[1:]
 			tr.Devices = append(tr.Devices, d)
 			w := 0.0
 			for _, af := range req.Affinities {

@@ -144,6 +144,72 @@ func TestService_DevicesExhausted(t *testing.T) {
 	}
 }
 
+// A node whose device groups fit a group's requests only in another order
+// than the greedy one (Nomad's, which exhausts the node) takes the
+// allocation, across tasks too: the request for any GPU, which prefers the
+// A100, gets the T4, because the later request asks for the A100 itself.
+func TestService_DeviceRequestsFitTogether(t *testing.T) {
+	anyGPU := func() *sdk.RequestedDevice {
+		return &sdk.RequestedDevice{Name: "gpu", Count: 1,
+			Affinities: []*sdk.Affinity{{LTarget: "${device.model}", RTarget: "a100", Operand: "=", Weight: 50}}}
+	}
+	a100 := func() *sdk.RequestedDevice { return &sdk.RequestedDevice{Name: "nvidia/gpu/a100", Count: 1} }
+	for _, tc := range []struct {
+		name     string
+		sidecar  bool // the A100 request in a second task
+		wantMain []string
+	}{
+		{"one task", false, []string{"n-t4-0", "n-a100-0"}},
+		{"two tasks", true, []string{"n-t4-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			n := gpuNode("n", "a100", 80, 1)
+			n.NodeResources.Devices[0].Instances[0].ID = "n-a100-0"
+			t4 := gpuNode("n", "t4", 16, 1).NodeResources.Devices[0]
+			t4.Instances[0].ID = "n-t4-0"
+			n.NodeResources.Devices = append(n.NodeResources.Devices, t4)
+			h.UpsertNodes(n)
+			job := gpuJob("web", 1, anyGPU())
+			tg := job.TaskGroups[0]
+			if tc.sidecar {
+				side := *tg.Tasks[0]
+				side.Name = "side"
+				res := *side.Resources
+				res.Devices = []*sdk.RequestedDevice{a100()}
+				side.Resources = &res
+				tg.Tasks = append(tg.Tasks, &side)
+			} else {
+				tg.Tasks[0].Resources.Devices = append(tg.Tasks[0].Resources.Devices, a100())
+			}
+			h.Process(service, h.RegisterJob(job))
+			if m := h.LastEval().FailedTGAllocs["web"]; m != nil {
+				t.Fatalf("failed: %+v", m)
+			}
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != 1 {
+				t.Fatalf("placed %d, want 1", len(placed))
+			}
+			ids := func(task string) []string {
+				var out []string
+				for _, d := range placed[0].AllocatedResources.Tasks[task].Devices {
+					out = append(out, d.DeviceIDs...)
+				}
+				return out
+			}
+			if got := ids(tg.Tasks[0].Name); fmt.Sprint(got) != fmt.Sprint(tc.wantMain) {
+				t.Fatalf("main task holds %v, want %v", got, tc.wantMain)
+			}
+			if !tc.sidecar {
+				return
+			}
+			if got := ids("side"); fmt.Sprint(got) != "[n-a100-0]" {
+				t.Fatalf("side task holds %v, want [n-a100-0]", got)
+			}
+		})
+	}
+}
+
 // With preemption enabled for service jobs, a placement takes a static
 // port from a lower-priority allocation holding it; without, it is
 // blocked on the port.
