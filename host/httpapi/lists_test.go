@@ -126,7 +126,8 @@ func TestAPI_JobListPagesAcrossNamespaces(t *testing.T) {
 // A node pool's nodes and jobs are lists as /v1/nodes and /v1/jobs are,
 // as Nomad's NodePool.ListNodes and ListJobs: paged, filtered on the
 // objects, with the node list's os and resources; a malformed filter is
-// a 400, and so is a prefix (Nomad refuses it there as ambiguous).
+// a 400, and so is a prefix (Nomad refuses it there as ambiguous). A pool
+// no node is in lists no nodes and the jobs that name it.
 func TestAPI_NodePoolListsPageAndFilter(t *testing.T) {
 	ts, s := newAPI(t, 2)
 	gpu := servertest.Node(2, 4000, 8192)
@@ -171,6 +172,18 @@ func TestAPI_NodePoolListsPageAndFilter(t *testing.T) {
 	jobs, _ = getList[job](t, ts.URL+"/v1/node/pool/default/jobs?meta=true&filter="+url.QueryEscape(`Meta.team == "frontend"`), http.StatusOK)
 	if len(jobs) != 1 || jobs[0].ID != "web" || jobs[0].Meta["team"] != "frontend" {
 		t.Fatalf("filtered with meta: %+v", jobs)
+	}
+
+	// A pool no node is in: no nodes, and the jobs that name it (a 404
+	// before, though the jobs were there).
+	batch := servertest.Job("train", "batch", 1, 100, 64)
+	batch.NodePool = "tpu"
+	mustRegister(t, s, batch)
+	if nodes, _ = getList[node](t, ts.URL+"/v1/node/pool/tpu/nodes", http.StatusOK); len(nodes) != 0 {
+		t.Fatalf("nodes of a pool without nodes: %+v", nodes)
+	}
+	if jobs, _ = getList[job](t, ts.URL+"/v1/node/pool/tpu/jobs", http.StatusOK); len(jobs) != 1 || jobs[0].ID != "train" {
+		t.Fatalf("jobs of a pool without nodes: %+v", jobs)
 	}
 
 	for _, path := range []string{"/v1/node/pool/all/nodes", "/v1/node/pool/default/jobs"} {

@@ -140,7 +140,9 @@ func poolListParams(r *http.Request) (*listOptions, error) {
 }
 
 // nodePoolNodes lists the nodes of a pool (every node for all), paged and
-// filtered as /v1/nodes, as Nomad's NodePool.ListNodes.
+// filtered as /v1/nodes, as Nomad's NodePool.ListNodes. A pool no node is
+// in lists none, as Nomad's lists of a pool that does not exist: a
+// blocking query waits for the pool's first node.
 func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error) {
 	o, err := poolListParams(r)
 	if err != nil {
@@ -152,9 +154,6 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		name, index := r.PathValue("name"), snap.TableIndex(state.TableNodes)
-		if _, err := nodePool(snap, name); err != nil {
-			return nil, index, err
-		}
 		var nodes []*sdk.Node
 		for _, n := range snap.Nodes() {
 			if name == nodePoolAll || n.NodePool == name {
@@ -168,7 +167,8 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 
 // nodePoolJobs lists the jobs that run in a pool, in the request's
 // namespace (every job for all), paged and filtered as /v1/jobs, as
-// Nomad's NodePool.ListJobs.
+// Nomad's NodePool.ListJobs. Jobs may name a pool no node is in yet (one
+// Drover's implicit pools do not list): they are listed all the same.
 func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
 	o, err := poolListParams(r)
 	if err != nil {
@@ -180,9 +180,6 @@ func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		name := r.PathValue("name")
-		if _, err := nodePool(snap, name); err != nil {
-			return nil, snap.TableIndex(state.TableNodes), err
-		}
 		var jobs []*sdk.Job
 		for _, j := range snap.Jobs("*") {
 			if namespaced(r, j.Namespace) && (name == nodePoolAll || j.NodePool == name) {
