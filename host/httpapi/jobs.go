@@ -589,7 +589,9 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 		resp := &JobVersionsResponse{Versions: versions, Index: versions[0].ModifyIndex}
 		if diffs {
 			for i := 0; i+1 < len(versions); i++ {
-				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], false))
+				// Contextual, as Nomad's, and without the plan's
+				// annotations of what the scheduler would do.
+				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], true).WithoutAnnotations())
 			}
 		}
 		return resp, resp.Index, nil

@@ -327,6 +327,16 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 	if err != nil || len(versions) != 2 || len(diffs) != 1 || diffs[0].Type != "Edited" {
 		t.Fatalf("versions: %v, %d versions, diffs %+v", err, len(versions), diffs)
 	}
+	// The history's diffs are contextual, as Nomad's: the group whose count
+	// changed shows its unchanged tasks, without a plan's annotations.
+	if tgs := diffs[0].TaskGroups; len(tgs) != 1 || tgs[0].Type != "Edited" || len(tgs[0].Tasks) == 0 {
+		t.Fatalf("version diff groups: %+v", tgs)
+	}
+	for _, td := range diffs[0].TaskGroups[0].Tasks {
+		if td.Type != "None" || len(td.Annotations) != 0 {
+			t.Fatalf("version diff task %s: %s, annotations %q", td.Name, td.Type, td.Annotations)
+		}
+	}
 
 	count, _, err := c.Evaluations().Count(&api.QueryOptions{Filter: `TriggeredBy == "job-register"`})
 	if err != nil || count.Count != 2 {

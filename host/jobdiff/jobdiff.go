@@ -143,6 +143,18 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	return d
 }
 
+// WithoutAnnotations drops what the scheduler would do with each task
+// (Diff's task annotations), which only a plan shows: a job's history
+// diffs versions, as Nomad's, without them. It returns d.
+func (d *JobDiff) WithoutAnnotations() *JobDiff {
+	for _, tg := range d.TaskGroups {
+		for _, t := range tg.Tasks {
+			t.Annotations = nil
+		}
+	}
+	return d
+}
+
 // Updates fills each group's Updates from a plan's per-group counts.
 func (d *JobDiff) Updates(desired map[string]*sdk.DesiredUpdates) {
 	for _, tg := range d.TaskGroups {
