@@ -76,10 +76,14 @@ func stillLive(snap verify.State, preempted []*sdk.Allocation) []*sdk.Allocation
 	return out
 }
 
-// planNodes returns the nodes a plan touches, sorted.
+// planNodes returns the nodes a plan stops or places allocations on,
+// sorted. A preemption makes room for a placement on its node: on a node
+// where the plan places and stops nothing it has no reason, and is
+// dropped, as Nomad's applier, which evaluates only these nodes, drops it
+// (otherwise a plan could evict any allocation of lower priority).
 func planNodes(p *sdk.Plan) []string {
 	var ids []string
-	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation, p.NodePreemptions} {
+	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation} {
 		for n := range m {
 			ids = append(ids, n)
 		}

@@ -88,6 +88,11 @@ func unknown(a *sdk.Allocation) *sdk.Allocation {
 	return a
 }
 
+func complete(a *sdk.Allocation) *sdk.Allocation {
+	a.ClientStatus = sdk.AllocClientStatusComplete
+	return a
+}
+
 func failed(a *sdk.Allocation) *sdk.Allocation {
 	a.ClientStatus = sdk.AllocClientStatusFailed
 	return a
@@ -225,6 +230,33 @@ func TestEvaluate_PreemptingAnAllocationAlreadyStoppingLeavesIt(t *testing.T) {
 	}
 }
 
+// A preemption on a node where the plan places and stops nothing has no
+// placement to make room for: it is dropped, not committed, and gets no
+// eval, as Nomad's applier (which evaluates only the nodes a plan places
+// or stops on) drops it.
+func TestEvaluate_PreemptionWithoutAPlacementOnItsNodeIsDropped(t *testing.T) {
+	s, job := fixture(t)
+	vip := *job
+	vip.Priority = 70
+	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertJob(&vip) }); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	p := &sdk.Plan{EvalID: "e1", Job: snap.Job("default", "web"),
+		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
+		NodeAllocation:  map[string][]*sdk.Allocation{"n0": {place("p1", "n0", 900)}}}
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	res, req := Evaluate(snap, p, 42, NewID)
+	if len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 {
+		t.Fatalf("the placement on n0 should commit: %+v", res)
+	}
+	if len(res.NodePreemptions) != 0 || len(req.AllocsPreempted) != 0 || len(req.PreemptionEvals) != 0 {
+		t.Fatalf("preempted %v (result %v) with evals %v: nothing is placed on n1", req.AllocsPreempted, res.NodePreemptions, req.PreemptionEvals)
+	}
+}
+
 func TestNodeFits(t *testing.T) {
 	s, job := fixture(t)
 	// n3: ineligible, running "live" of web; n4: disconnected, running
@@ -237,7 +269,14 @@ func TestNodeFits(t *testing.T) {
 				return err
 			}
 		}
-		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100),
+		// n5 (500 MHz) registered again smaller than what it runs.
+		small := &sdk.Node{ID: "n5", Status: "ready", SchedulingEligibility: "eligible",
+			NodeResources: &sdk.NodeResources{Cpu: sdk.NodeCpuResources{CpuShares: 500}, Memory: sdk.NodeMemoryResources{MemoryMB: 1000}}}
+		if err := tx.UpsertNode(small); err != nil {
+			return err
+		}
+		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100), place("run0", "n0", 100),
+			place("x1", "n5", 100), place("x2", "n5", 800),
 			failed(place("crashed-down", "n2", 100)), failed(place("crashed-full", "n1", 100)), failed(place("crashed-ineligible", "n3", 100))} {
 			a.Job = job
 			if err := tx.UpsertAlloc(a); err != nil {
@@ -271,6 +310,12 @@ func TestNodeFits(t *testing.T) {
 		{"annotating a failed allocation on a full node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("crashed-full", "n1", 900)}}}, "n1", true, ""},
 		{"annotating a failed allocation on an ineligible node", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n3": {failed(place("crashed-ineligible", "n3", 100))}}}, "n3", true, ""},
 		{"an annotation does not carry a placement", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("crashed-full", "n1", 100), place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
+		{"an update calling its running allocation finished still holds its room",
+			&sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n0": {complete(place("run0", "n0", 900)), place("a", "n0", 400)}}}, "n0", false, "cpu exhausted"},
+		{"an update on a node already over, holding what it held", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 100)}}}, "n5", true, ""},
+		{"an update on a node already over, holding less", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 50)}}}, "n5", true, ""},
+		{"an update on a node already over, growing", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 101)}}}, "n5", false, "cpu exhausted"},
+		{"a placement on a node already over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 100), place("a", "n5", 1)}}}, "n5", false, "cpu exhausted"},
 		{"exactly full", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 200)}}}, "n1", true, ""},
 		{"one over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
 	}

@@ -533,27 +533,27 @@ func deviceAsks(tg *sdk.TaskGroup) map[string][]deviceAsk {
 // sameDevices reports whether b holds, task by task, the devices a holds
 // (nil and empty alike).
 func sameDevices(a, b *sdk.AllocatedResources) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	devices := func(r *sdk.AllocatedResources, task string) []*sdk.AllocatedDeviceResource {
-		if tr := r.Tasks[task]; tr != nil {
-			return tr.Devices
+	return a != nil && b != nil && samePerTask(a, b, func(x, y *sdk.AllocatedTaskResources) bool {
+		return slices.EqualFunc(x.Devices, y.Devices, func(p, q *sdk.AllocatedDeviceResource) bool { return reflect.DeepEqual(p, q) })
+	})
+}
+
+// samePerTask reports whether same holds for each task of a or b, a task
+// missing on one side being compared as empty resources.
+func samePerTask(a, b *sdk.AllocatedResources, same func(x, y *sdk.AllocatedTaskResources) bool) bool {
+	task := func(r *sdk.AllocatedResources, name string) *sdk.AllocatedTaskResources {
+		if tr := r.Tasks[name]; tr != nil {
+			return tr
 		}
-		return nil
+		return &sdk.AllocatedTaskResources{}
 	}
-	same := func(task string) bool {
-		return slices.EqualFunc(devices(a, task), devices(b, task), func(x, y *sdk.AllocatedDeviceResource) bool {
-			return reflect.DeepEqual(x, y)
-		})
-	}
-	for task := range a.Tasks {
-		if !same(task) {
+	for name := range a.Tasks {
+		if !same(task(a, name), task(b, name)) {
 			return false
 		}
 	}
-	for task := range b.Tasks {
-		if !same(task) {
+	for name := range b.Tasks {
+		if !same(task(a, name), task(b, name)) {
 			return false
 		}
 	}
@@ -667,7 +667,17 @@ func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 			proposed = append(proposed, a)
 		}
 	}
-	proposed = append(proposed, placements...)
+	for _, a := range placements {
+		if live[a.ID] && a.ClientTerminalStatus() {
+			// The FSM keeps the node's view of an allocation updated in
+			// place: a plan that calls a running allocation finished does
+			// not free its room (AllocsFit would leave it out).
+			c := *a
+			c.ClientStatus = snap.Alloc(a.ID).ClientStatus
+			a = &c
+		}
+		proposed = append(proposed, a)
+	}
 	// Ports are counted per address (feasible.PortIndex): a port held on
 	// an address the node does not have would collide with nothing. An
 	// update that keeps its networks claims nothing new, and keeps the
@@ -683,9 +693,43 @@ func NodeFits(snap State, p *sdk.Plan, nodeID string) (bool, string) {
 		}
 	}
 	if ok, dim := feasible.AllocsFit(node, proposed); !ok {
+		if onlyUpdates && claimNothingNew(snap, placements) {
+			// The node was over before this plan (it registered again,
+			// smaller): updates that hold no more than the allocations
+			// they update add nothing to that, and refusing them would
+			// fail their eval at every attempt.
+			return true, ""
+		}
 		return false, dim + " exhausted"
 	}
 	return true, ""
+}
+
+// claimNothingNew reports whether each of the in-place updates holds no
+// more of any resource than the stored allocation it updates, and the same
+// ports, reserved cores and device instances.
+func claimNothingNew(snap State, updates []*sdk.Allocation) bool {
+	for _, a := range updates {
+		old := snap.Alloc(a.ID)
+		if old == nil {
+			return false
+		}
+		if ok, _ := a.Usage().Fits(old.Usage()); !ok {
+			return false
+		}
+		if !sameNetworks(old.AllocatedResources, a.AllocatedResources) || !sameDevices(old.AllocatedResources, a.AllocatedResources) ||
+			!sameCores(old.AllocatedResources, a.AllocatedResources) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameCores reports whether a and b reserve the same cores for each task.
+func sameCores(a, b *sdk.AllocatedResources) bool {
+	return a != nil && b != nil && samePerTask(a, b, func(x, y *sdk.AllocatedTaskResources) bool {
+		return slices.Equal(x.Cpu.ReservedCores, y.Cpu.ReservedCores)
+	})
 }
 
 // portOffNode returns a port r holds, and its address, where the address
