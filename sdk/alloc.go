@@ -164,6 +164,21 @@ func KeepsVersion(old, update *Allocation) bool {
 	return update.JobVersion == v && update.JobModifyIndex == mod
 }
 
+// OfInstance reports whether the allocation belongs to job's instance
+// (a job purged and registered again is another instance, whose versions
+// count from 0 again): whether the job version it runs has job's create
+// index, as Nomad compares them. Without the version, its JobModifyIndex
+// tells: each version of an instance has one at or above the instance's
+// create index, while a purged instance's versions all have one below the
+// purge, hence below any later instance's create index. An allocation
+// that names no version at all is taken to be the job's.
+func (a *Allocation) OfInstance(job *Job) bool {
+	if a.Job != nil {
+		return a.Job.CreateIndex == job.CreateIndex
+	}
+	return a.JobModifyIndex == 0 || a.JobModifyIndex >= job.CreateIndex
+}
+
 // Usage is what the allocation holds on its node while not terminal.
 func (a *Allocation) Usage() Usage { return a.AllocatedResources.Usage() }
 

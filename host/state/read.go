@@ -130,21 +130,7 @@ func (r reader) AllocsByJobInstance(ns, jobID string) []*sdk.Allocation {
 	if job == nil {
 		return r.AllocsByJob(ns, jobID)
 	}
-	return r.jobAllocsWhere(ns, jobID, func(a *sdk.Allocation) bool { return ofInstance(job, a) })
-}
-
-// ofInstance reports whether allocation a belongs to job's instance:
-// whether the job version it runs has job's create index, as Nomad
-// compares them. Without the version, its JobModifyIndex tells: each
-// version of an instance has one at or above the instance's create index,
-// while a purged instance's versions all have one below the purge, hence
-// below any later instance's create index. An allocation that names no
-// version at all is taken to be the job's.
-func ofInstance(job *sdk.Job, a *sdk.Allocation) bool {
-	if a.Job != nil {
-		return a.Job.CreateIndex == job.CreateIndex
-	}
-	return a.JobModifyIndex == 0 || a.JobModifyIndex >= job.CreateIndex
+	return r.jobAllocsWhere(ns, jobID, func(a *sdk.Allocation) bool { return a.OfInstance(job) })
 }
 
 // AllocsByNode returns a node's allocations.

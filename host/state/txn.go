@@ -364,7 +364,7 @@ func (t *Txn) DeleteAlloc(id string) error {
 	}
 	// A terminal allocation of the job's instance collected leaves its
 	// count in the job's summary, as Nomad's running totals keep it.
-	if job := t.Job(old.Namespace, old.JobID); job != nil && ofInstance(job, old) && old.ClientTerminalStatus() {
+	if job := t.Job(old.Namespace, old.JobID); job != nil && old.OfInstance(job) && old.ClientTerminalStatus() {
 		return t.keepSummary(old.Namespace, old.JobID, func(k *JobSummaryKept) {
 			if k.Collected == nil {
 				k.Collected = map[string]CollectedAllocs{}

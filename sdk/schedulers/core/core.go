@@ -257,7 +257,7 @@ func (c *collector) evalThreshold(typ string) time.Duration {
 // allocations may, as Nomad's core scheduler does: an eval of a batch or
 // sysbatch job that is not dead keeps its allocations (or the scheduler
 // would run them again; Nomad v1.6 protects only batch), except terminal
-// ones of older versions, and goes when those are all it has (or it has
+// ones of older versions or of an earlier instance of the job, and goes when those are all it has (or it has
 // none); any other eval goes when all its allocations may go.
 // allowBatch lets a dead, not stopped (sys)batch job's evals go (job
 // collection does).
@@ -276,7 +276,11 @@ func (c *collector) gcAllocs(allocs []*sdk.Allocation, typ string, job *sdk.Job,
 		if !collect {
 			var older []string
 			for _, a := range allocs {
-				if a.JobVersion < job.Version && a.TerminalStatus() && c.old(a.ModifyTime, threshold) && a.ClientStatus != sdk.AllocClientStatusRunning {
+				// Of an older version, or of an earlier instance of the
+				// job (purged and registered again, counting versions
+				// from 0 again): Nomad tells both apart by index.
+				before := a.JobVersion < job.Version || !a.OfInstance(job)
+				if before && a.TerminalStatus() && c.old(a.ModifyTime, threshold) && a.ClientStatus != sdk.AllocClientStatusRunning {
 					older = append(older, a.ID)
 				}
 			}

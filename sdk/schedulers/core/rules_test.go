@@ -46,6 +46,42 @@ func alloc(id, job, evalID string, version uint64, desired, client string, age t
 		DesiredStatus: desired, ClientStatus: client, ModifyTime: ago(age)}
 }
 
+// TestCollect_EvalGC_EarlierInstanceOfARunningBatchJob: a batch job
+// purged and registered again counts its versions from 0 again; the
+// finished allocations the earlier instance left, and their evals, are
+// collected while the new instance runs, as Nomad's (which compares
+// indexes), whether or not the earlier instance's version is still known.
+func TestCollect_EvalGC_EarlierInstanceOfARunningBatchJob(t *testing.T) {
+	for _, typ := range []string{sdk.JobTypeBatch, sdk.JobTypeSysBatch} {
+		t.Run(typ, func(t *testing.T) {
+			job := &sdk.Job{Namespace: "default", ID: "j", Type: typ, Status: sdk.JobStatusRunning, Version: 0,
+				CreateIndex: 500, JobModifyIndex: 500, SubmitTime: ago(10 * time.Hour), TaskGroups: []*sdk.TaskGroup{{Name: "g"}}}
+			earlier := *job
+			earlier.CreateIndex, earlier.JobModifyIndex, earlier.Version = 100, 120, 2
+			cur := alloc("a-new", "j", "e-new", 0, "run", "running", 50*time.Hour)
+			cur.JobModifyIndex = 500
+			old0 := alloc("a-old-v0", "j", "e-old", 0, "stop", "complete", 49*time.Hour)
+			old0.JobModifyIndex = 100 // its version is gone with the purge
+			old2 := alloc("a-old-v2", "j", "e-old", 2, "run", "complete", 49*time.Hour)
+			old2.JobModifyIndex = 120 // its version is still known
+			sync := &abi.StateSync{
+				Nodes:       []*sdk.Node{{ID: "n", Status: sdk.NodeStatusReady}},
+				Jobs:        []*sdk.Job{job},
+				JobVersions: []*sdk.Job{&earlier},
+				Evals:       []*sdk.Evaluation{eval("e-old", "j", typ, 50*time.Hour), eval("e-new", "j", typ, 50*time.Hour)},
+				Allocs:      []*sdk.Allocation{cur, old0, old2},
+			}
+			req := collectFrom(t, sync, sdk.CoreJobEvalGC, th)
+			if got, want := sorted(req.Evals), []string{"e-old"}; !slices.Equal(got, want) {
+				t.Errorf("evals = %v, want %v", got, want)
+			}
+			if got, want := sorted(req.Allocs), []string{"a-old-v0", "a-old-v2"}; !slices.Equal(got, want) {
+				t.Errorf("allocs = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestCollect_EvalGC_LiveBatchJob: a batch job that still runs keeps the
 // allocations of its current version, or the scheduler would run them
 // again; but an eval whose allocations are all collectable terminal ones
