@@ -261,7 +261,8 @@ func addRanges(spec string, s *PortSet) error {
 
 // AddAlloc adds the host ports an allocation holds (none once its node
 // reports it finished), each on its address, and reports the first port
-// that was already taken there (0 if none). Static ports of networks that
+// that was already taken there, or is no port (outside 1-65535; 0 is
+// one not assigned, skipped), 0 if none. Static ports of networks that
 // ignore collisions are not added.
 func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 	if a.ClientTerminalStatus() || a.AllocatedResources == nil {
@@ -272,7 +273,7 @@ func (x *PortIndex) AddAlloc(a *sdk.Allocation) (collision int) {
 		var set *PortSet
 		addr := ""
 		for _, pm := range r.Shared.Ports {
-			if pm.Value <= 0 || ignoresCollision(r.Shared.Networks, pm) {
+			if pm.Value == 0 || ignoresCollision(r.Shared.Networks, pm) { // 0: none assigned
 				continue
 			}
 			if set == nil || pm.HostIP != addr {
@@ -320,12 +321,12 @@ func (x *PortIndex) addNetwork(nw *sdk.NetworkResource, collision *int) {
 	}
 	set := x.on(nw.IP)
 	for _, p := range nw.ReservedPorts {
-		if p.Value > 0 && !p.IgnoreCollision && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
+		if p.Value != 0 && !p.IgnoreCollision && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
 			*collision = p.Value
 		}
 	}
 	for _, p := range nw.DynamicPorts {
-		if p.Value > 0 && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
+		if p.Value != 0 && (x.reserved.Has(p.Value) || set.Add(p.Value)) && *collision == 0 {
 			*collision = p.Value
 		}
 	}

@@ -71,6 +71,12 @@ func TestAllocsFit_PortsPerAddress(t *testing.T) {
 		{"a task network and a mapping on one address", []*sdk.Allocation{taskNet("a", 9000, "10.0.0.5"), portOn("b", 9000, "10.0.0.5")}, DimPortCollision},
 		{"networks without mappings on two addresses", []*sdk.Allocation{sharedNet("a", 30000, "10.0.0.5"), sharedNet("b", 30000, "203.0.113.5")}, ""},
 		{"networks without mappings on one address", []*sdk.Allocation{sharedNet("a", 30000, "10.0.0.5"), sharedNet("b", 30000, "10.0.0.5")}, DimPortCollision},
+		// Not ports at all: they never fit (a negative one was skipped as
+		// unassigned, so a plan holding one passed).
+		{"a negative port mapping", []*sdk.Allocation{portOn("a", -5, "10.0.0.5")}, DimPortCollision},
+		{"a port mapping over 65535", []*sdk.Allocation{portOn("a", 70000, "10.0.0.5")}, DimPortCollision},
+		{"a negative task network port", []*sdk.Allocation{taskNet("a", -5, "10.0.0.5")}, DimPortCollision},
+		{"a negative network port without mappings", []*sdk.Allocation{sharedNet("a", -5, "10.0.0.5")}, DimPortCollision},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
