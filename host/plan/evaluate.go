@@ -31,7 +31,7 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 		if as := p.NodeAllocation[n]; len(as) > 0 {
 			result.NodeAllocation[n] = as
 		}
-		if ps := p.NodePreemptions[n]; len(ps) > 0 {
+		if ps := p.NodePreemptions[n]; len(ps) > 0 && placesOn(snap, p, n) {
 			result.NodePreemptions[n] = ps
 		}
 	}
@@ -76,11 +76,24 @@ func stillLive(snap verify.State, preempted []*sdk.Allocation) []*sdk.Allocation
 	return out
 }
 
+// placesOn reports whether p places an allocation on node n, new or
+// updated, one that is not just the annotation of an allocation the node
+// reports finished. A preemption makes room for such a placement: on a
+// node without one it has no reason, and is dropped (otherwise a plan
+// could evict any allocation of lower priority). Nomad's applier drops
+// those on a node where the plan neither places nor stops anything, and
+// keeps those beside stops alone.
+func placesOn(snap verify.State, p *sdk.Plan, n string) bool {
+	for _, a := range p.NodeAllocation[n] {
+		if old := snap.Alloc(a.ID); old == nil || !old.ClientTerminalStatus() {
+			return true
+		}
+	}
+	return false
+}
+
 // planNodes returns the nodes a plan stops or places allocations on,
-// sorted. A preemption makes room for a placement on its node: on a node
-// where the plan places and stops nothing it has no reason, and is
-// dropped, as Nomad's applier, which evaluates only these nodes, drops it
-// (otherwise a plan could evict any allocation of lower priority).
+// sorted: those its preemptions may be on (placesOn).
 func planNodes(p *sdk.Plan) []string {
 	var ids []string
 	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodeAllocation} {

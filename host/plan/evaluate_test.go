@@ -88,6 +88,11 @@ func unknown(a *sdk.Allocation) *sdk.Allocation {
 	return a
 }
 
+func claim(a *sdk.Allocation, f func(*sdk.AllocatedResources)) *sdk.Allocation {
+	f(a.AllocatedResources)
+	return a
+}
+
 func complete(a *sdk.Allocation) *sdk.Allocation {
 	a.ClientStatus = sdk.AllocClientStatusComplete
 	return a
@@ -230,30 +235,60 @@ func TestEvaluate_PreemptingAnAllocationAlreadyStoppingLeavesIt(t *testing.T) {
 	}
 }
 
-// A preemption on a node where the plan places and stops nothing has no
+// A preemption on a node where the plan places nothing (nothing at all,
+// only stops, or only the annotation of a finished allocation) has no
 // placement to make room for: it is dropped, not committed, and gets no
-// eval, as Nomad's applier (which evaluates only the nodes a plan places
-// or stops on) drops it.
+// eval. Nomad's applier drops it in the first case and keeps it in the
+// others.
 func TestEvaluate_PreemptionWithoutAPlacementOnItsNodeIsDropped(t *testing.T) {
 	s, job := fixture(t)
 	vip := *job
 	vip.Priority = 70
-	if err := s.Write(2, func(tx *state.Txn) error { return tx.UpsertJob(&vip) }); err != nil {
+	err := s.Write(2, func(tx *state.Txn) error {
+		if err := tx.UpsertJob(&vip); err != nil {
+			return err
+		}
+		done := failed(place("done", "n1", 100))
+		done.Job = &vip
+		return tx.UpsertAlloc(done)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	snap := s.Snapshot()
-	p := &sdk.Plan{EvalID: "e1", Job: snap.Job("default", "web"),
-		NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
-		NodeAllocation:  map[string][]*sdk.Allocation{"n0": {place("p1", "n0", 900)}}}
-	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
-		t.Fatal(err)
-	}
-	res, req := Evaluate(snap, p, 42, NewID)
-	if len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) != 1 {
-		t.Fatalf("the placement on n0 should commit: %+v", res)
-	}
-	if len(res.NodePreemptions) != 0 || len(req.AllocsPreempted) != 0 || len(req.PreemptionEvals) != 0 {
-		t.Fatalf("preempted %v (result %v) with evals %v: nothing is placed on n1", req.AllocsPreempted, res.NodePreemptions, req.PreemptionEvals)
+	job = snap.Job("default", "web")
+	for _, tc := range []struct {
+		name string
+		on   func(p *sdk.Plan)
+	}{
+		{"nothing else on the node", func(*sdk.Plan) {}},
+		{"only a stop on the node", func(p *sdk.Plan) {
+			stop := *snap.Alloc("done")
+			stop.DesiredStatus = sdk.AllocDesiredStatusStop
+			p.NodeUpdate = map[string][]*sdk.Allocation{"n1": {&stop}}
+		}},
+		{"only an annotation of a finished allocation", func(p *sdk.Plan) {
+			ann := *snap.Alloc("done")
+			ann.Job, ann.FollowupEvalID = nil, "later"
+			p.NodeAllocation["n1"] = []*sdk.Allocation{&ann}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &sdk.Plan{EvalID: "e1", Job: job,
+				NodePreemptions: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}},
+				NodeAllocation:  map[string][]*sdk.Allocation{"n0": {place("p1", "n0", 900)}}}
+			tc.on(p)
+			if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
+				t.Fatal(err)
+			}
+			res, req := Evaluate(snap, p, 42, NewID)
+			if len(res.RejectedNodes) != 0 || req == nil || len(req.AllocsUpdated) == 0 {
+				t.Fatalf("the placement on n0 should commit: %+v", res)
+			}
+			if len(res.NodePreemptions) != 0 || len(req.AllocsPreempted) != 0 || len(req.PreemptionEvals) != 0 {
+				t.Fatalf("preempted %v (result %v) with evals %v: nothing is placed on n1", req.AllocsPreempted, res.NodePreemptions, req.PreemptionEvals)
+			}
+		})
 	}
 }
 
@@ -276,7 +311,9 @@ func TestNodeFits(t *testing.T) {
 			return err
 		}
 		for _, a := range []*sdk.Allocation{place("live", "n3", 100), place("away", "n4", 100), place("run0", "n0", 100),
-			place("x1", "n5", 100), place("x2", "n5", 800),
+			place("x1", "n5", 100), place("x2", "n5", 800), claim(place("x3", "n5", 0), func(r *sdk.AllocatedResources) {
+				r.Tasks["t"].Cpu.ReservedCores = []uint16{0}
+			}),
 			failed(place("crashed-down", "n2", 100)), failed(place("crashed-full", "n1", 100)), failed(place("crashed-ineligible", "n3", 100))} {
 			a.Job = job
 			if err := tx.UpsertAlloc(a); err != nil {
@@ -316,6 +353,19 @@ func TestNodeFits(t *testing.T) {
 		{"an update on a node already over, holding less", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 50)}}}, "n5", true, ""},
 		{"an update on a node already over, growing", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 101)}}}, "n5", false, "cpu exhausted"},
 		{"a placement on a node already over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 100), place("a", "n5", 1)}}}, "n5", false, "cpu exhausted"},
+		{"updates of all the allocations of a node already over, holding what they held",
+			&sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 100), place("x2", "n5", 800)}}}, "n5", true, ""},
+		{"an update on a node already over, growing beside a stop that leaves it over",
+			&sdk.Plan{NodeUpdate: map[string][]*sdk.Allocation{"n5": {{ID: "x2"}}}, NodeAllocation: map[string][]*sdk.Allocation{"n5": {place("x1", "n5", 600)}}}, "n5", false, "cpu exhausted"},
+		{"an update on a node already over, taking a port", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {claim(place("x1", "n5", 100), func(r *sdk.AllocatedResources) {
+			r.Shared.Ports = []sdk.PortMapping{{Label: "http", Value: 8080}}
+		})}}}, "n5", false, "exhausted"},
+		{"an update on a node already over, taking another core", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {claim(place("x3", "n5", 0), func(r *sdk.AllocatedResources) {
+			r.Tasks["t"].Cpu.ReservedCores = []uint16{1}
+		})}}}, "n5", false, "exhausted"},
+		{"an update on a node already over, taking a device", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n5": {claim(place("x1", "n5", 50), func(r *sdk.AllocatedResources) {
+			r.Tasks["t"].Devices = []*sdk.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4", DeviceIDs: []string{"g0"}}}
+		})}}}, "n5", false, "exhausted"},
 		{"exactly full", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 200)}}}, "n1", true, ""},
 		{"one over", &sdk.Plan{NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("a", "n1", 201)}}}, "n1", false, "cpu exhausted"},
 	}
