@@ -381,8 +381,9 @@ func RequestedResources(tg *TaskGroup) *AllocatedResources {
 }
 
 // CheckCovers returns an error unless ar can stand for an allocation of tg:
-// nothing negative or missing (null); for each task at least what
-// RequestedResources(tg) holds in each dimension, and the group's disk;
+// nothing negative or missing (null), no port outside 0-65535; for each
+// task at least what RequestedResources(tg) holds in each dimension, and
+// the group's disk;
 // the group's lifecycles or none (every task then counts as a main task,
 // which never uses less); and every port the group's network and its
 // tasks' networks ask for, static ones at their value. The host checks
@@ -424,6 +425,9 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 	if err := ar.checkIgnoredPorts(tg); err != nil {
 		return err
 	}
+	if err := ar.checkPortValues(); err != nil {
+		return err
+	}
 	for i, pm := range ar.Shared.Ports {
 		for _, prev := range ar.Shared.Ports[:i] {
 			if prev.Label == pm.Label {
@@ -451,6 +455,33 @@ func (ar *AllocatedResources) CheckCovers(tg *TaskGroup) error {
 		}
 		if err := checkPorts(t.Resources.Networks, held); err != nil {
 			return fmt.Errorf("%v, which its task %q asks for", err, t.Name)
+		}
+	}
+	return nil
+}
+
+// checkPortValues refuses a held port outside 0-65535 (0: not assigned).
+// The fit check also never fits one (feasible.PortIndex), but as capacity,
+// node by node, so a plan holding one would be retried until its eval
+// failed; it is an invalid plan.
+func (ar *AllocatedResources) checkPortValues() error {
+	bad := func(v int) bool { return v < 0 || v > 65535 }
+	for _, pm := range ar.Shared.Ports {
+		if bad(pm.Value) {
+			return fmt.Errorf("it maps port %q to %d, not a port", pm.Label, pm.Value)
+		}
+	}
+	networks := slices.Clone(ar.Shared.Networks)
+	for _, tr := range ar.Tasks {
+		networks = append(networks, tr.Networks...)
+	}
+	for _, nw := range networks {
+		for _, ports := range [2][]Port{nw.ReservedPorts, nw.DynamicPorts} {
+			for _, p := range ports {
+				if bad(p.Value) {
+					return fmt.Errorf("it holds port %q as %d, not a port", p.Label, p.Value)
+				}
+			}
 		}
 	}
 	return nil

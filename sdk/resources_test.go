@@ -194,6 +194,17 @@ func TestCheckCovers_IgnoreCollisionOnlyWhereAsked(t *testing.T) {
 		{"a flagged port mapped twice", true, func(ar *AllocatedResources) {
 			ar.Shared.Ports = append([]PortMapping{{Label: "metrics", Value: 443, HostIP: ip}}, ar.Shared.Ports...)
 		}, `maps port "metrics" twice`},
+		// Values that are not ports: the fit check never fits them, but
+		// they make the plan invalid, not the node full.
+		{"an extra mapping to a negative port", false, func(ar *AllocatedResources) {
+			ar.Shared.Ports = append(ar.Shared.Ports, PortMapping{Label: "extra", Value: -5, HostIP: ip})
+		}, `maps port "extra" to -5, not a port`},
+		{"a flagged port negative", true, func(ar *AllocatedResources) {
+			ar.Shared.Networks[0].ReservedPorts = append(ar.Shared.Networks[0].ReservedPorts, Port{Label: "x", Value: -1, IgnoreCollision: true})
+		}, `port x = -1 ignores collisions`},
+		{"a task's extra port over 65535", false, func(ar *AllocatedResources) {
+			ar.Tasks["t"].Networks[0].DynamicPorts = []Port{{Label: "big", Value: 70000}}
+		}, `holds port "big" as 70000, not a port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := group(tc.ignore)

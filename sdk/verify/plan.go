@@ -734,7 +734,9 @@ func sameCores(a, b *sdk.AllocatedResources) bool {
 
 // portOffNode returns a port r holds, and its address, where the address
 // is not one of node's (see nodeHasAddress); port 0 if there is none. It
-// reads the ports as feasible.PortIndex.AddAlloc counts them.
+// reads the ports as feasible.PortIndex.AddAlloc counts them, skipping
+// those not assigned (0); values that are not ports were refused before
+// (sdk.AllocatedResources.CheckCovers).
 func portOffNode(node *sdk.Node, r *sdk.AllocatedResources) (addr string, port int) {
 	if r == nil {
 		return "", 0
