@@ -589,9 +589,9 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 		resp := &JobVersionsResponse{Versions: versions, Index: versions[0].ModifyIndex}
 		if diffs {
 			for i := 0; i+1 < len(versions); i++ {
-				// Contextual, as Nomad's, and without the plan's
-				// annotations of what the scheduler would do.
-				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], true).WithoutAnnotations())
+				// Contextual, as Nomad's; only a plan's diff says
+				// what the scheduler would do (Annotate).
+				resp.Diffs = append(resp.Diffs, jobdiff.Diff(versions[i+1], versions[i], true))
 			}
 		}
 		return resp, resp.Index, nil
@@ -614,7 +614,7 @@ func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	resp := &JobPlanResponse{JobModifyIndex: res.JobModifyIndex, CreatedEvals: res.CreatedEvals,
 		Annotations: res.Annotations, FailedTGAllocs: res.FailedTGAllocs}
 	if req.Diff {
-		resp.Diff = jobdiff.Diff(res.Current, res.Job, true)
+		resp.Diff = jobdiff.Diff(res.Current, res.Job, true).Annotate(res.Current, res.Job)
 		if res.Annotations != nil {
 			resp.Diff.Updates(res.Annotations.DesiredTGUpdates)
 		}

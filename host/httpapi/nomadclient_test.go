@@ -328,7 +328,7 @@ func TestNomadClient_MoreEndpoints(t *testing.T) {
 		t.Fatalf("versions: %v, %d versions, diffs %+v", err, len(versions), diffs)
 	}
 	// The history's diffs are contextual, as Nomad's: the group whose count
-	// changed shows its unchanged tasks, without a plan's annotations.
+	// changed shows its unchanged tasks.
 	if tgs := diffs[0].TaskGroups; len(tgs) != 1 || tgs[0].Type != "Edited" || len(tgs[0].Tasks) == 0 {
 		t.Fatalf("version diff groups: %+v", tgs)
 	}
@@ -794,6 +794,11 @@ func TestNomadClient_PlanAndVersionDiffsOfTaskBlocks(t *testing.T) {
 		_, diffs, _, err := c.Jobs().Versions("web", true, nil)
 		if err != nil || len(diffs) == 0 {
 			t.Fatalf("versions with diffs: %v, %d diffs", err, len(diffs))
+		}
+		// The history's diff shows the edit, without the plan's
+		// annotation of what the scheduler would do, as Nomad's.
+		if td := taskDiff(diffs[0]); td.Type != "Edited" || len(td.Annotations) != 0 {
+			t.Fatalf("version diff task: %s, annotations %q", td.Type, td.Annotations)
 		}
 		os = objects(taskDiff(diffs[0]))
 		added := []string{"Service"}

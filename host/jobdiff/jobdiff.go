@@ -3,7 +3,7 @@
 // groups and tasks matched by name. Its types have the JSON shape of
 // Nomad's JobDiff, so Nomad's clients read them.
 //
-//	d := jobdiff.Diff(current, proposed, false)
+//	d := jobdiff.Diff(current, proposed, false) // .Annotate(current, proposed) for a plan
 //	for _, tg := range d.TaskGroups { ... tg.Type, tg.Fields, tg.Tasks ... }
 package jobdiff
 
@@ -132,7 +132,7 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	groupName := func(tg *sdk.TaskGroup) string { return tg.Name }
 	for _, name := range names(oldGroups, newGroups, groupName) {
 		og, ng := lookup(oldGroups, name, groupName), lookup(newGroups, name, groupName)
-		tgd := dc.groupDiff(name, old, new, og, ng)
+		tgd := dc.groupDiff(name, og, ng)
 		if tgd.Type != TypeNone || contextual {
 			d.TaskGroups = append(d.TaskGroups, tgd)
 		}
@@ -143,13 +143,32 @@ func Diff(old, new *sdk.Job, contextual bool) *JobDiff {
 	return d
 }
 
-// WithoutAnnotations drops what the scheduler would do with each task
-// (Diff's task annotations), which only a plan shows: a job's history
-// diffs versions, as Nomad's, without them. It returns d.
-func (d *JobDiff) WithoutAnnotations() *JobDiff {
-	for _, tg := range d.TaskGroups {
-		for _, t := range tg.Tasks {
-			t.Annotations = nil
+// Annotate marks each task of d, a diff of old against new, with what the
+// change makes the scheduler do (taskAnnotation), as Nomad's plan
+// annotates its diff; a job's history shows its diffs without. It returns
+// d.
+func (d *JobDiff) Annotate(old, new *sdk.Job) *JobDiff {
+	groups := func(j *sdk.Job) []*sdk.TaskGroup {
+		if j == nil {
+			return nil
+		}
+		return j.TaskGroups
+	}
+	tasks := func(tg *sdk.TaskGroup) []*sdk.Task {
+		if tg == nil {
+			return nil
+		}
+		return tg.Tasks
+	}
+	groupName := func(tg *sdk.TaskGroup) string { return tg.Name }
+	taskName := func(t *sdk.Task) string { return t.Name }
+	for _, tgd := range d.TaskGroups {
+		og, ng := lookup(groups(old), tgd.Name, groupName), lookup(groups(new), tgd.Name, groupName)
+		for _, td := range tgd.Tasks {
+			ot, nt := lookup(tasks(og), td.Name, taskName), lookup(tasks(ng), td.Name, taskName)
+			if a := taskAnnotation(td.Type, old, og, ng, ot, nt); a != "" {
+				td.Annotations = []string{a}
+			}
 		}
 	}
 	return d
@@ -212,7 +231,7 @@ func changed(tgs []*TaskGroupDiff) bool {
 
 type differ struct{ contextual bool }
 
-func (dc differ) groupDiff(name string, old, new *sdk.Job, og, ng *sdk.TaskGroup) *TaskGroupDiff {
+func (dc differ) groupDiff(name string, og, ng *sdk.TaskGroup) *TaskGroupDiff {
 	d := &TaskGroupDiff{Name: name}
 	var ov, nv reflect.Value
 	if og != nil {
@@ -244,9 +263,6 @@ func (dc differ) groupDiff(name string, old, new *sdk.Job, og, ng *sdk.TaskGroup
 		td.Fields, td.Objects = dc.structDiff(otv, ntv, skipTask)
 		td.Fields = changedOnly(td.Fields)
 		td.Type = kind(ot != nil, nt != nil, hasChange(td.Fields, td.Objects))
-		if a := taskAnnotation(td.Type, old, og, ng, ot, nt); a != "" {
-			td.Annotations = []string{a}
-		}
 		if td.Type != TypeNone || dc.contextual {
 			d.Tasks = append(d.Tasks, td)
 		}

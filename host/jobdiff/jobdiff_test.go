@@ -101,7 +101,7 @@ func TestDiff_Edits(t *testing.T) {
 	b.TaskGroups[0].Count = 3
 	b.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"image": "nginx:2", "args": []any{"-x"}}
 	b.TaskGroups = append(b.TaskGroups, &sdk.TaskGroup{Name: "new", Tasks: []*sdk.Task{{Name: "n", Driver: "exec"}}})
-	d := jobdiff.Diff(job(), b, false)
+	d := jobdiff.Diff(job(), b, false).Annotate(job(), b)
 	if d.Type != jobdiff.TypeEdited {
 		t.Fatalf("type = %s", d.Type)
 	}
@@ -462,7 +462,10 @@ func TestDiff_EditedTaskAnnotations(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := job()
 			c.edit(b)
-			d := jobdiff.Diff(job(), b, true)
+			if a := jobdiff.Diff(job(), b, true).TaskGroups[0].Tasks[0].Annotations; a != nil {
+				t.Fatalf("Diff annotated %q: only Annotate does, for a plan", a)
+			}
+			d := jobdiff.Diff(job(), b, true).Annotate(job(), b)
 			td := d.TaskGroups[0].Tasks[0]
 			if td.Type != jobdiff.TypeEdited || !reflect.DeepEqual(td.Annotations, []string{c.want}) {
 				t.Fatalf("task %s, annotations %q, want edited, %q", td.Type, td.Annotations, c.want)
@@ -481,7 +484,7 @@ func TestDiff_EditedTaskAnnotations(t *testing.T) {
 	b.TaskGroups[0].Tasks = append(b.TaskGroups[0].Tasks, &sdk.Task{Name: "u", Driver: "raw_exec"})
 	b.TaskGroups[0].Networks = []*sdk.NetworkResource{{Mode: "bridge"}}
 	task(b).KillTimeout = time.Second
-	d := jobdiff.Diff(a, b, false)
+	d := jobdiff.Diff(a, b, false).Annotate(a, b)
 	got := map[string][]string{}
 	for _, td := range d.TaskGroups[0].Tasks {
 		got[td.Name] = td.Annotations
@@ -500,7 +503,7 @@ func TestDiff_AddedAndDeletedTaskAnnotations(t *testing.T) {
 	b.TaskGroups = append(b.TaskGroups, &sdk.TaskGroup{Name: "new", Tasks: []*sdk.Task{{Name: "y", Driver: "exec"}}})
 	a.TaskGroups[0].Tasks = append(a.TaskGroups[0].Tasks, &sdk.Task{Name: "old", Driver: "exec"})
 	b.TaskGroups[0].Tasks = append(b.TaskGroups[0].Tasks, &sdk.Task{Name: "added", Driver: "exec"})
-	d := jobdiff.Diff(a, b, true)
+	d := jobdiff.Diff(a, b, true).Annotate(a, b)
 	got := map[string]string{}
 	for _, tg := range d.TaskGroups {
 		for _, td := range tg.Tasks {

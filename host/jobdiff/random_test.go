@@ -232,7 +232,7 @@ func TestDiff_RandomTaskChangesAnnotatedAsTheSchedulerDecides(t *testing.T) {
 		b.TaskGroups[0].Tasks[0].Name = "t"
 		b = b.Copy()
 
-		d := jobdiff.Diff(a, b, seed%2 == 0)
+		d := jobdiff.Diff(a, b, seed%2 == 0).Annotate(a, b)
 		destructive, why := reconcile.TasksUpdated(a, b, "g")
 		var td *jobdiff.TaskDiff
 		for _, tg := range d.TaskGroups {
