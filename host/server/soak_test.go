@@ -168,6 +168,8 @@ type soak struct {
 	// garbage collection may take one once it is over, and the failed
 	// eval that left it behind may stay.
 	maxPlans map[string]bool
+	// settledAt is when settle last looked and found nothing due.
+	settledAt time.Time
 }
 
 var soakJobs = []string{"web", "api", "cache", "etl", "agent", "logs"}
@@ -495,13 +497,14 @@ func (w *soak) settle(after string) {
 				after, w.s.Broker().Stats(), dups)
 		}
 		time.Sleep(3 * time.Millisecond)
+		look := time.Now()
 		st := w.s.Broker().Stats()
 		idx := w.s.Store().LatestIndex()
 		busy := st.TotalReady+st.TotalUnacked+st.TotalPending+st.TotalCancelable > 0 || idx != last
 		blocked := map[sdk.NamespacedID]int{}
 		dups = dups[:0]
 		for _, e := range w.s.Store().Snapshot().Evals() {
-			if e.Status == sdk.EvalStatusPending && !e.WaitUntil.After(time.Now()) && e.Wait == 0 {
+			if e.Status == sdk.EvalStatusPending && !e.WaitUntil.After(look) && e.Wait == 0 {
 				if _, out := w.s.Broker().Outstanding(e.ID); !out {
 					busy = true // written, not yet enqueued or acked
 				}
@@ -524,6 +527,7 @@ func (w *soak) settle(after string) {
 		} else {
 			quiet++
 		}
+		w.settledAt = look
 	}
 }
 
@@ -538,9 +542,9 @@ func (w *soak) check(at string) {
 	}
 	blocked := map[string][]string{}
 	// Jobs with an eval waiting for its time (a delayed reschedule, a
-	// disconnect timeout). settle returned once every due pending eval was
-	// done, so a pending eval here is one that waited: its time may have
-	// come since, and its worker not yet written anything.
+	// disconnect timeout), when settle last looked: it may have come since,
+	// and the eval's worker not yet written anything (check reads the state
+	// a little later than settle).
 	delayed := map[string]bool{}
 	for _, e := range snap.Evals() {
 		if e.TriggeredBy == sdk.EvalTriggerMaxPlans {
@@ -548,7 +552,7 @@ func (w *soak) check(at string) {
 		}
 	}
 	for _, e := range snap.Evals() {
-		if e.Status == sdk.EvalStatusPending {
+		if e.Status == sdk.EvalStatusPending && (e.WaitUntil.After(w.settledAt) || e.Wait > 0) {
 			delayed[e.JobID] = true
 		}
 		switch e.Status {

@@ -169,8 +169,10 @@ func HasDevices(ch *Checker, n *sdk.Node, reqs []*sdk.RequestedDevice) bool {
 }
 
 // maxDeviceSearch bounds chooseGroups' backtracking: tasks ask for a few
-// devices of a few groups, so it is never reached in practice, and a node
-// it would take longer on is treated as without room.
+// devices of a few groups, so it is reached only where some requests
+// between them ask more of their groups than those have (the search then
+// tries every choice of the others), and a node it would take longer on
+// is treated as without room.
 const maxDeviceSearch = 10_000
 
 // chooseGroups gives each request one of its candidate device groups
@@ -182,6 +184,20 @@ const maxDeviceSearch = 10_000
 // group, so a node whose groups fit the requests only in another order is
 // not refused. It returns nil when no choice fits; free is left as it was.
 func chooseGroups(reqs []*sdk.RequestedDevice, cands [][]int, free []int) []int {
+	// More asked than the groups any request could take from have: no
+	// choice fits, and the search would try them all.
+	need, have, counted := 0, 0, make([]bool, len(free))
+	for r, req := range reqs {
+		need += int(req.Count)
+		for _, g := range cands[r] {
+			if !counted[g] {
+				counted[g], have = true, have+free[g]
+			}
+		}
+	}
+	if need > have {
+		return nil
+	}
 	choice := make([]int, len(reqs))
 	steps := 0
 	var fit func(r int) bool

@@ -3,6 +3,7 @@ package feasible
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
@@ -251,7 +252,12 @@ func TestDeviceAllocator_AssignAllFitsWhenAnyChoiceFits(t *testing.T) {
 		}
 		var reqs []*sdk.RequestedDevice
 		for range 1 + r.IntN(3) {
-			reqs = append(reqs, &sdk.RequestedDevice{Name: names[r.IntN(len(names))], Count: uint64(1 + r.IntN(2))})
+			req := &sdk.RequestedDevice{Name: names[r.IntN(len(names))], Count: uint64(1 + r.IntN(2))}
+			for range r.IntN(3) {
+				m := models[r.IntN(len(models))]
+				req.Affinities = append(req.Affinities, &sdk.Affinity{LTarget: "${device.model}", RTarget: m.name, Operand: "=", Weight: int8(r.IntN(201) - 100)})
+			}
+			reqs = append(reqs, req)
 		}
 		// Try every choice of a group per request.
 		devices := n.NodeResources.Devices
@@ -277,9 +283,35 @@ func TestDeviceAllocator_AssignAllFitsWhenAnyChoiceFits(t *testing.T) {
 			free[g] = healthyInstances(d)
 		}
 		want := any(0, free)
-		out, _ := NewDeviceAllocator(ch, n, nil).AssignAll(reqs)
+		da := NewDeviceAllocator(ch, n, nil)
+		out, scores := da.AssignAll(reqs)
 		if (out != nil) != want || HasDevices(ch, n, reqs) != want {
 			t.Fatalf("case %d: AssignAll %v, HasDevices %v, want %v: devices %+v requests %+v", i, out != nil, HasDevices(ch, n, reqs), want, devices, reqs)
+		}
+		// Where the greedy choice (each request its best group with room
+		// left, the first of equals) fits, it is the answer.
+		greedy := make([]int, len(reqs))
+		for g := range free {
+			free[g] = healthyInstances(devices[g])
+		}
+		for k, req := range reqs {
+			greedy[k] = -1
+			for g, d := range devices {
+				if free[g] >= int(req.Count) && DeviceMatches(ch, d, req) && (greedy[k] < 0 || da.affinity(d, req) > da.affinity(devices[greedy[k]], req)) {
+					greedy[k] = g
+				}
+			}
+			if greedy[k] < 0 {
+				greedy = nil
+				break
+			}
+			free[greedy[k]] -= int(req.Count)
+		}
+		for k := range greedy {
+			if g := devices[greedy[k]]; out[k].Name != g.Name || out[k].Vendor != g.Vendor || scores[k] != da.affinity(g, reqs[k]) {
+				t.Fatalf("case %d: request %d got %s/%s (score %v), the greedy choice is %s/%s: devices %+v requests %+v",
+					i, k, out[k].Vendor, out[k].Name, scores[k], g.Vendor, g.Name, devices, reqs)
+			}
 		}
 		seen := map[string]bool{}
 		for k, d := range out {
@@ -301,5 +333,46 @@ func TestDeviceAllocator_AssignAllFitsWhenAnyChoiceFits(t *testing.T) {
 				seen[id] = true
 			}
 		}
+	}
+}
+
+// The search is bounded (maxDeviceSearch): six requests any GPU serves,
+// then two for the node's one A100 group, which has two instances. Taken in
+// this order, the first requests all prefer the A100 (the first group),
+// and the search tries nearly every choice of them before it moves both
+// away: it gives up, and the node is taken as without room. In the other
+// order the first choice fits. Where no choice fits, the search is just as
+// bounded.
+func TestDeviceAllocator_AssignAllStopsSearching(t *testing.T) {
+	n := fitNode()
+	n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "a100",
+		Instances: []*sdk.NodeDevice{{ID: "a0", Healthy: true}, {ID: "a1", Healthy: true}}}}
+	for g := range 7 {
+		n.NodeResources.Devices = append(n.NodeResources.Devices, &sdk.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "t4",
+			Instances: []*sdk.NodeDevice{{ID: fmt.Sprintf("t%d", g), Healthy: true}}})
+	}
+	var anyGPU, a100 []*sdk.RequestedDevice
+	for range 6 {
+		anyGPU = append(anyGPU, &sdk.RequestedDevice{Name: "gpu", Count: 1})
+	}
+	for range 2 {
+		a100 = append(a100, &sdk.RequestedDevice{Name: "nvidia/gpu/a100", Count: 1})
+	}
+	ch := NewChecker()
+	for _, tc := range []struct {
+		name string
+		reqs []*sdk.RequestedDevice
+		fits bool
+	}{
+		{"the A100's own requests last", slices.Concat(anyGPU, a100), false},
+		{"the A100's own requests first", slices.Concat(a100, anyGPU), true},
+		{"one more for the A100 than it has", slices.Concat(anyGPU[1:], a100, a100[:1]), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := NewDeviceAllocator(ch, n, nil).AssignAll(tc.reqs)
+			if (out != nil) != tc.fits || HasDevices(ch, n, tc.reqs) != tc.fits {
+				t.Fatalf("assigned %v, want fits %v", out, tc.fits)
+			}
+		})
 	}
 }

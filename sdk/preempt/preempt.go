@@ -199,12 +199,16 @@ func ForPorts(ports []HostPort, candidates []*sdk.Allocation) []*sdk.Allocation 
 // ForDevices returns the candidates to evict from node so that the device
 // requests of reqs find enough free instances together (as
 // feasible.DeviceAllocator.AssignAll gives them), given the allocations
-// proposed there (the candidates among them). For the first request short
-// of instances, in order, it considers each matching device group and the
-// candidates holding its instances, lowest priority first (then most
-// instances first), until enough are free; it takes the group whose
-// victims have the lowest sum of distinct priorities (Nomad's device
-// preemption). It returns nil when nothing need be or can be evicted.
+// proposed there (the candidates among them). It stops as soon as they
+// fit; until then it takes the requests greedily, in order, as Nomad's
+// device preemption does: for the first one short of instances it
+// considers each matching device group and the candidates holding its
+// instances, lowest priority first (then most instances first), until
+// enough are free, and takes the group whose victims have the lowest sum
+// of distinct priorities. So, unlike placement, it does not send an
+// earlier request to another group to make room for a later one: requests
+// that would fit together only that way may find no victims. It returns
+// nil when nothing need be or can be evicted.
 func ForDevices(ch *feasible.Checker, node *sdk.Node, reqs []*sdk.RequestedDevice, proposed, candidates []*sdk.Allocation) []*sdk.Allocation {
 	if node.NodeResources == nil {
 		return nil

@@ -1035,9 +1035,11 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 			r.Shared.Networks, r.Shared.Ports = []*sdk.NetworkResource{offer}, mappings
 		}
 	}
-	var devs []*sdk.AllocatedDeviceResource // assigned to the requests of this task and the next
+	// The devices of all tasks are assigned at once (g.devices, in task
+	// order), when the first task asking for some comes, so that a request
+	// finding no room can send an earlier one to another group.
+	var devs []*sdk.AllocatedDeviceResource // those of this task and the next
 	var scores []float64
-	assigned := false
 	var cores map[uint16]bool
 	for i, t := range tg.Tasks {
 		var tr *sdk.AllocatedTaskResources
@@ -1064,17 +1066,8 @@ func (s *Stack) assign(g *group, n *sdk.Node, proposed []*sdk.Allocation, dev *d
 			tr.Networks = append(tr.Networks, offer)
 		}
 		for _, req := range res.Devices {
-			if !assigned {
-				// The requests of all tasks at once, so that one
-				// finding no room can send an earlier one elsewhere.
-				assigned = true
-				var reqs []*sdk.RequestedDevice
-				for _, t := range tg.Tasks[i:] {
-					if t.Resources != nil {
-						reqs = append(reqs, t.Resources.Devices...)
-					}
-				}
-				if devs, scores = feasible.NewDeviceAllocator(s.checker, n, proposed).AssignAll(reqs); devs == nil {
+			if devs == nil {
+				if devs, scores = feasible.NewDeviceAllocator(s.checker, n, proposed).AssignAll(g.devices); devs == nil {
 					return nil, feasible.DimNoDevices
 				}
 			}

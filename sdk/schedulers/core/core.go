@@ -257,8 +257,9 @@ func (c *collector) evalThreshold(typ string) time.Duration {
 // allocations may, as Nomad's core scheduler does: an eval of a batch or
 // sysbatch job that is not dead keeps its allocations (or the scheduler
 // would run them again; Nomad v1.6 protects only batch), except terminal
-// ones of older versions or of an earlier instance of the job, and goes when those are all it has (or it has
-// none); any other eval goes when all its allocations may go.
+// ones of older versions or of an earlier instance of the job, and goes
+// when those are all it has (or it has none); any other eval goes when all
+// its allocations may go.
 // allowBatch lets a dead, not stopped (sys)batch job's evals go (job
 // collection does).
 func (c *collector) gcEval(e *sdk.Evaluation, threshold time.Duration, allowBatch bool) (bool, []string) {
