@@ -615,6 +615,16 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 			// Its lost_after counts from here, not from an earlier mark.
 			a.AllocStates = old.MarkedUnknown(time.Unix(0, req.UpdatedAt), u.ClientDescription).AllocStates
 		}
+		if old.ClientStatus == sdk.AllocClientStatusUnknown && a.ClientStatus != sdk.AllocClientStatusUnknown {
+			// Reported again, it is no longer waiting for its disconnect
+			// timeout: the eval that would declare it lost no longer
+			// stands for it. Kept, it would stand in for the reschedule
+			// follow-up of an allocation that failed while away, which
+			// would then wait for that timeout instead of its policy's
+			// delay (as in Nomad, whose reconciler replaces such an
+			// allocation at the reconnect).
+			a.FollowupEvalID = ""
+		}
 		if u.TaskStates != nil {
 			a.TaskStates = u.TaskStates
 		}

@@ -218,3 +218,34 @@ func TestAllocClientUpdate_UnknownIsRecordedInAllocStates(t *testing.T) {
 		t.Fatalf("last unknown %v with %d marks, want %v and 2", a.LastUnknown(), len(a.AllocStates), at)
 	}
 }
+
+// An unknown allocation its node reports again (back from a disconnect)
+// drops the follow-up eval of its disconnect timeout: failed, it is
+// rescheduled by its policy's follow-up, not that eval. A follow-up of an
+// allocation that was not unknown stays.
+func TestAllocClientUpdate_ReportedAgainDropsTheDisconnectFollowup(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	alloc := func(id, status string) *sdk.Allocation {
+		return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1",
+			DesiredStatus: "run", ClientStatus: status, FollowupEvalID: "f-" + id}
+	}
+	applyAll(t, f,
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", ""), alloc("a2", "")}},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown}}, UpdatedAt: 1},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{
+			{ID: "a1", ClientStatus: sdk.AllocClientStatusFailed},
+			{ID: "a2", ClientStatus: sdk.AllocClientStatusFailed}}, UpdatedAt: 2},
+	)
+	snap := store.Snapshot()
+	if got := snap.Alloc("a1").FollowupEvalID; got != "" {
+		t.Errorf("a1, back from unknown: follow-up %q kept", got)
+	}
+	if got := snap.Alloc("a2").FollowupEvalID; got != "f-a2" {
+		t.Errorf("a2, never unknown: follow-up %q, want f-a2", got)
+	}
+}

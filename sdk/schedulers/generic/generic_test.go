@@ -1579,6 +1579,99 @@ func oneOfTwoDisconnected(t *testing.T) (*schedtest.Harness, *sdk.Job) {
 	return h, job
 }
 
+// An allocation whose node disconnected, whose replacement found no room,
+// and whose node comes back reporting it failed is rescheduled by its
+// group's policy: by a follow-up eval at its delay when the delay has not
+// passed, at once when it has, never by the disconnect timeout's eval
+// (which came an hour later); out of attempts it is not replaced. Nomad
+// v1.6.1 stops it and places a new allocation at the reconnect, whatever
+// the policy says.
+func TestService_FailedReconnectWithoutReplacementFollowsItsReschedulePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policy   sdk.ReschedulePolicy
+		failedAt time.Duration // before the reconnect
+		want     string        // "later", "now" or "never"
+	}{
+		{"delay to come", sdk.ReschedulePolicy{Attempts: 2, Interval: time.Hour, Delay: 30 * time.Second, DelayFunction: sdk.DelayFunctionConstant}, 0, "later"},
+		{"delay passed", sdk.ReschedulePolicy{Attempts: 2, Interval: time.Hour, Delay: 30 * time.Second, DelayFunction: sdk.DelayFunctionConstant}, time.Minute, "now"},
+		{"no attempts", sdk.ReschedulePolicy{Attempts: 0, Interval: time.Hour, Delay: 30 * time.Second, DelayFunction: sdk.DelayFunctionConstant}, 0, "never"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.Now = time.Unix(1_700_000_000, 0).UTC()
+			h.UpsertNodes(schedtest.Nodes("n", 2)...)
+			job := schedtest.ServiceJob("web", 2)
+			job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+			policy := tc.policy
+			job.TaskGroups[0].ReschedulePolicy = &policy
+			h.Process(service, h.RegisterJob(job))
+			h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+			setNodeStatus(h, "n-000", sdk.NodeStatusDisconnected)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+			var orig *sdk.Allocation
+			for _, a := range h.State().AllocsByJob("default", "web") {
+				if a.ClientStatus == sdk.AllocClientStatusUnknown {
+					orig = a
+				}
+			}
+			if orig == nil || orig.NextAllocation != "" || orig.FollowupEvalID == "" {
+				t.Fatalf("want an unknown allocation, unreplaced, waiting for its disconnect timeout: %+v", orig)
+			}
+
+			h.Now = h.Now.Add(2 * time.Minute)
+			setNodeStatus(h, "n-000", sdk.NodeStatusReady)
+			h.Now = h.Now.Add(-tc.failedAt) // when the node saw it fail
+			h.SetClientStatus(sdk.AllocClientStatusFailed, orig)
+			h.Now = h.Now.Add(tc.failedAt)
+			created := len(h.Created)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+
+			var followups []*sdk.Evaluation
+			for _, e := range h.Created[created:] {
+				if e.TriggeredBy == sdk.EvalTriggerRetryFailedAlloc {
+					followups = append(followups, e)
+				}
+			}
+			got := h.State().Alloc(orig.ID)
+			switch tc.want {
+			case "later":
+				at := h.Now.Add(30 * time.Second)
+				if len(followups) != 1 || !followups[0].WaitUntil.Equal(at) || got.FollowupEvalID != followups[0].ID {
+					t.Fatalf("follow-ups %+v (alloc's %q), want one at %v named by the allocation", followups, got.FollowupEvalID, at)
+				}
+				// An unrelated eval before then does not add another.
+				h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+				if n := len(h.Created) - created; n != 1 {
+					t.Fatalf("%d evals created, want the one follow-up", n)
+				}
+				h.Now = at
+				h.Process(service, followups[0])
+			case "never":
+				if len(followups) != 0 || got.DesiredStatus != sdk.AllocDesiredStatusRun {
+					t.Fatalf("out of attempts: follow-ups %+v, allocation %s/%s", followups, got.DesiredStatus, got.ClientStatus)
+				}
+				if live := h.Live("default", "web"); len(live) != 1 {
+					t.Fatalf("out of attempts, replaced: %v", liveNames(live))
+				}
+				return
+			}
+			got = h.State().Alloc(orig.ID)
+			if got.DesiredStatus != sdk.AllocDesiredStatusStop || got.DesiredDescription != reconcile.AllocRescheduled || got.NextAllocation == "" {
+				t.Fatalf("failed allocation %s (%q), next %q: want stopped as rescheduled", got.DesiredStatus, got.DesiredDescription, got.NextAllocation)
+			}
+			repl := h.State().Alloc(got.NextAllocation)
+			if repl.Name != orig.Name || repl.PreviousAllocation != orig.ID || repl.RescheduleTracker == nil || len(repl.RescheduleTracker.Events) != 1 {
+				t.Fatalf("replacement %+v", repl)
+			}
+			if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
+				t.Fatalf("after the reschedule: %v", liveNames(live))
+			}
+		})
+	}
+}
+
 // reconnectAndCheck has node n-000's client report its unknown
 // allocations running again and runs the reconnect eval: two allocations
 // of web stay, under two names.

@@ -102,11 +102,16 @@ func (h *Harness) Live(ns, jobID string) []*sdk.Allocation {
 }
 
 // SetClientStatus reports allocations in a client status, as their node
-// would (their ModifyTime becomes Now).
+// would (their ModifyTime becomes Now). An unknown allocation reported
+// again drops its follow-up eval (its disconnect timeout's), as the host's
+// FSM does.
 func (h *Harness) SetClientStatus(status string, allocs ...*sdk.Allocation) {
 	var out []*sdk.Allocation
 	for _, a := range allocs {
 		c := *h.Alloc(a.ID)
+		if c.ClientStatus == sdk.AllocClientStatusUnknown && status != sdk.AllocClientStatusUnknown {
+			c.FollowupEvalID = ""
+		}
 		c.ClientStatus = status
 		c.ModifyTime = h.Now.UnixNano()
 		out = append(out, &c)
