@@ -882,9 +882,17 @@ func (r *reconciler) lostAwaitingReplacement(all, untainted set) set {
 			continue
 		}
 		// Not of an earlier instance of the job (purged and registered
-		// again). Canaries never come here: cancelUnneededCanaries took
-		// them out of all.
+		// again).
 		if a.Job == nil || a.Job.CreateIndex != r.job.CreateIndex {
+			continue
+		}
+		// Nor a canary: cancelUnneededCanaries stops a lost one (it stays
+		// in all, stopped) without a linked replacement, and a new canary
+		// takes its place while the deployment needs one (once promoted,
+		// the group's count fills it). Taken for one awaiting replacement,
+		// its replacement would be a second canary under the new one's
+		// name, placed before, and in place of, what the group is short of.
+		if isCanary(a) {
 			continue
 		}
 		if namesake(untainted, a) == nil {

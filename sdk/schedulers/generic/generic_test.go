@@ -2043,6 +2043,70 @@ func TestService_DisconnectedCanaryWaitsForItsNode(t *testing.T) {
 	}
 }
 
+// A canary lost to a down node is replaced by a new canary; when the node
+// of the old version's allocation then disconnects, that allocation is
+// replaced (on the version deployed) and the lost canary is not replaced
+// again: it was, by the new canary under its name. Before, the lost canary
+// was taken for a lost allocation still awaiting its replacement (the new
+// canary was not looked for among the canaries), placed again as a second
+// canary under the same name, and that placement used up the group's
+// count, leaving the unknown allocation unreplaced.
+func TestService_LostCanaryIsNotReplacedAgainWhenAnotherAllocationDisconnects(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 5)...)
+	mk := func(cmd string) *sdk.Job {
+		j := schedtest.ServiceJob("web", 1)
+		j.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 3, Canary: 2, MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+		j.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+		j.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": cmd}
+		return j
+	}
+	deployHealthy(h, mk("/bin/v0"))
+	old := h.Live("default", "web")[0]
+	h.Process(service, h.RegisterJob(mk("/bin/v1")))
+	job := h.State().Job("default", "web")
+	var lostCanary *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if isCanary(a) {
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+			if a.Name == "web.web[1]" {
+				lostCanary = a
+			}
+		}
+	}
+	if lostCanary == nil || lostCanary.NodeID == old.NodeID {
+		t.Fatalf("canaries: %v", liveNames(h.Live("default", "web")))
+	}
+	setNodeStatus(h, lostCanary.NodeID, sdk.NodeStatusDown)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	canaries := 0
+	for _, a := range h.Live("default", "web") {
+		if isCanary(a) {
+			canaries++
+			h.SetClientStatus(sdk.AllocClientStatusRunning, a)
+		}
+	}
+	if canaries != 2 {
+		t.Fatalf("the lost canary was not replaced by a canary: %v", liveNames(h.Live("default", "web")))
+	}
+
+	setNodeStatus(h, old.NodeID, sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	placed := schedtest.Placed(h.LastPlan())
+	var fresh []*sdk.Allocation
+	for _, a := range placed {
+		if a.ID != old.ID { // old is in the plan, marked unknown
+			fresh = append(fresh, a)
+		}
+	}
+	if len(fresh) != 1 || isCanary(fresh[0]) || fresh[0].PreviousAllocation != old.ID || h.State().Alloc(fresh[0].ID).Job.Version != old.Job.Version {
+		t.Fatalf("placed %v, want one replacement of %s on its version", liveNames(fresh), old.Name)
+	}
+	if live := h.Live("default", "web"); len(live) != 4 {
+		t.Fatalf("live: %v, want the unknown allocation, its replacement and two canaries", liveNames(live))
+	}
+}
+
 // deployHealthy registers job "web" in the default namespace, has its
 // allocations run and report healthy, and runs the deployment watcher's
 // eval, which completes the deployment.
