@@ -799,7 +799,13 @@ func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, resche
 // goes: keep_replacement stops the original; keep_original,
 // longest_running (the original has run longer) and best_score (the
 // default; plugins do not see placement scores, so the original, which was
-// placed by score first, is kept) stop the replacement.
+// placed by score first, is kept) stop the replacement. An original whose
+// chain ends in a replacement that failed while it was away (and is still
+// meant to run: not yet rescheduled) is kept whatever the version or
+// disconnect.reconcile, and that replacement stopped: nothing of it runs
+// to keep. (Nomad v1.6.1 pairs them too, keeping the failed replacement
+// only when it runs a newer version; Drover keeps an older original
+// without a live replacement and updates it through the rollout.)
 func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (originals, replacements set) {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
 	originals, replacements = set{}, set{}
@@ -809,6 +815,10 @@ func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (origina
 		}
 		orig, repl := a, liveReplacement(a, group, untainted)
 		if repl == nil || untainted[repl.ID] == nil {
+			if failed := failedReplacement(a, group, untainted); failed != nil {
+				replacements[failed.ID] = failed
+				continue
+			}
 			if orig, repl = liveAncestor(a, group, untainted), a; orig == nil {
 				continue
 			}
@@ -865,6 +875,21 @@ func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 		next = namesake(untainted, a)
 	}
 	if next == nil || next.TerminalStatus() {
+		return nil
+	}
+	return next
+}
+
+// failedReplacement returns the end of a's chain of replacements (NextAllocation
+// links among group) when it is in untainted, failed and still meant to
+// run (not yet rescheduled, which would have linked it onward), or nil.
+func failedReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
+	next := group[a.NextAllocation]
+	for hops := 0; next != nil && next.NextAllocation != "" && hops < len(group); hops++ {
+		next = group[next.NextAllocation]
+	}
+	if next == nil || untainted[next.ID] == nil || next.DesiredStatus != sdk.AllocDesiredStatusRun ||
+		next.ClientStatus != sdk.AllocClientStatusFailed {
 		return nil
 	}
 	return next

@@ -1672,6 +1672,64 @@ func TestService_FailedReconnectWithoutReplacementFollowsItsReschedulePolicy(t *
 	}
 }
 
+// An allocation that comes back running while its replacement failed
+// (awaiting a delayed reschedule) is kept, and the failed replacement is
+// stopped as not needed since the original reconnected, as in Nomad.
+// Before, the two were not paired (the failed replacement is no live
+// one), and the group over its count stopped its highest-indexed failed
+// allocation as not needed due to a job update: here web[1], which failed
+// on its own, while the failed replacement stayed, to be rescheduled
+// beside the original.
+func TestService_ReconnectStopsAFailedReplacement(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(schedtest.Nodes("n", 3)...)
+	job := schedtest.ServiceJob("web", 2)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
+	h.Process(service, h.RegisterJob(job))
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
+	var orig, other *sdk.Allocation
+	for _, a := range h.Live("default", "web") {
+		if a.Name == "web.web[0]" {
+			orig = a
+		} else {
+			other = a
+		}
+	}
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusDisconnected)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+	repl := h.State().Alloc(h.State().Alloc(orig.ID).NextAllocation)
+	if repl == nil {
+		t.Fatalf("the disconnected allocation was not replaced: %v", liveNames(h.Live("default", "web")))
+	}
+	h.SetClientStatus(sdk.AllocClientStatusFailed, repl, other)
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+	for _, a := range []*sdk.Allocation{repl, other} {
+		if got := h.State().Alloc(a.ID); got.DesiredStatus != sdk.AllocDesiredStatusRun || got.FollowupEvalID == "" {
+			t.Fatalf("%s did not wait for its delay: %s, follow-up %q", a.Name, got.DesiredStatus, got.FollowupEvalID)
+		}
+	}
+
+	setNodeStatus(h, orig.NodeID, sdk.NodeStatusReady)
+	h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(orig.ID))
+	h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+	stopped := schedtest.Stopped(h.LastPlan())
+	if len(stopped) != 1 || stopped[0].ID != repl.ID || stopped[0].DesiredDescription != reconcile.AllocReconnected {
+		var got []string
+		for _, a := range stopped {
+			got = append(got, a.Name+" "+a.ClientStatus+" "+a.DesiredDescription)
+		}
+		t.Fatalf("stopped %v, want only the failed replacement of %s (%s)", got, orig.Name, reconcile.AllocReconnected)
+	}
+	if len(schedtest.Placed(h.LastPlan())) != 0 {
+		t.Fatalf("placed on reconnect: %v", liveNames(schedtest.Placed(h.LastPlan())))
+	}
+	if got := h.State().Alloc(other.ID); got.DesiredStatus != sdk.AllocDesiredStatusRun || got.FollowupEvalID == "" {
+		t.Fatalf("%s, failed on its own: %s, follow-up %q; want it still awaiting its reschedule", other.Name, got.DesiredStatus, got.FollowupEvalID)
+	}
+}
+
 // reconnectAndCheck has node n-000's client report its unknown
 // allocations running again and runs the reconnect eval: two allocations
 // of web stay, under two names.
