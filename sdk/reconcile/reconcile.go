@@ -650,7 +650,7 @@ func (r *reconciler) filterOldTerminal(all set) (set, set) {
 	}
 	keep, ignore := set{}, set{}
 	for id, a := range all {
-		older := a.Job != nil && (a.Job.Version < r.job.Version || a.Job.CreateIndex < r.job.CreateIndex)
+		older := !a.OfInstance(r.job) || a.Job != nil && a.Job.Version < r.job.Version
 		if older && a.TerminalStatus() {
 			ignore[id] = a
 		} else {
@@ -835,7 +835,7 @@ func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (origina
 // olderThan reports whether a runs an older version of job, or a version
 // of an earlier registration of it (purged and registered again).
 func olderThan(a *sdk.Allocation, job *sdk.Job) bool {
-	if a.Job != nil && a.Job.CreateIndex < job.CreateIndex {
+	if !a.OfInstance(job) {
 		return true
 	}
 	return a.JobVersion < job.Version
@@ -908,7 +908,7 @@ func (r *reconciler) lostAwaitingReplacement(all, untainted set) set {
 		}
 		// Not of an earlier instance of the job (purged and registered
 		// again).
-		if a.Job == nil || a.Job.CreateIndex != r.job.CreateIndex {
+		if !a.OfInstance(r.job) {
 			continue
 		}
 		// Nor a canary: cancelUnneededCanaries stops a lost one (it stays
@@ -1467,7 +1467,7 @@ func (r *reconciler) createDeployment(tg *sdk.TaskGroup, existing bool, dstate *
 	updatingSpec := len(destructive) != 0 || len(r.res.InPlace) != 0
 	hadRunning := false
 	for _, a := range all {
-		if a.Job != nil && a.Job.Version == r.job.Version && a.Job.CreateIndex == r.job.CreateIndex {
+		if a.Job != nil && a.Job.Version == r.job.Version && a.OfInstance(r.job) {
 			hadRunning = true
 			break
 		}

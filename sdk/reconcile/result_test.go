@@ -97,3 +97,23 @@ func ExamplePlacement_Fill() {
 	// web.web[0] in deployment id-1
 	// web.web[1] in deployment id-1
 }
+
+// A batch job purged and registered again counts its versions from 0
+// again: a finished allocation of the earlier instance is ignored, not
+// rescheduled, even when its job version is no longer known (Job nil; its
+// JobModifyIndex, below the new instance's create index, tells).
+func TestCompute_BatchIgnoresAnEarlierInstancesFinishedAllocations(t *testing.T) {
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	job := &sdk.Job{Namespace: "default", ID: "b", Type: sdk.JobTypeBatch, CreateIndex: 100, JobModifyIndex: 100,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t"}},
+			ReschedulePolicy: &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}}}}
+	earlier := &sdk.Allocation{ID: "old", Namespace: "default", JobID: "b", TaskGroup: "g", Name: "b.g[0]", NodeID: "n1",
+		JobModifyIndex: 40, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusFailed,
+		ModifyTime: now.Add(-time.Hour).UnixNano()}
+	n := 0
+	res := reconcile.Compute(reconcile.Input{Job: job, Batch: true, Allocs: []*sdk.Allocation{earlier}, Now: now,
+		NewID: func() string { n++; return fmt.Sprint("id-", n) }})
+	if len(res.Place) != 1 || res.Place[0].Previous != nil || len(res.Stop) != 0 {
+		t.Fatalf("placed %+v, stopped %+v; want one new allocation, the earlier instance's left alone", res.Place, res.Stop)
+	}
+}
