@@ -621,8 +621,8 @@ func applyAllocClientUpdate(tx *state.Txn, req *AllocClientUpdateRequest, fx *ef
 			// stands for it. Kept, it would stand in for the reschedule
 			// follow-up of an allocation that failed while away, which
 			// would then wait for that timeout instead of its policy's
-			// delay (as in Nomad, whose reconciler replaces such an
-			// allocation at the reconnect).
+			// delay. Nomad keeps the ID; its reconciler replaces such an
+			// allocation at the reconnect instead, whatever its policy.
 			a.FollowupEvalID = ""
 		}
 		if u.TaskStates != nil {

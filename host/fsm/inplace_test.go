@@ -235,11 +235,17 @@ func TestAllocClientUpdate_ReportedAgainDropsTheDisconnectFollowup(t *testing.T)
 	applyAll(t, f,
 		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
 		&JobRegisterRequest{Job: job},
-		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", ""), alloc("a2", "")}},
-		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown}}, UpdatedAt: 1},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{alloc("a1", ""), alloc("a2", ""), alloc("a3", "")}},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{
+			{ID: "a1", ClientStatus: sdk.AllocClientStatusUnknown},
+			{ID: "a3", ClientStatus: sdk.AllocClientStatusUnknown}}, UpdatedAt: 1},
+		// a3 is reported unknown again, then only its health changes
+		// (no client status): it still waits for its disconnect timeout.
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a3", ClientStatus: sdk.AllocClientStatusUnknown}}, UpdatedAt: 2},
+		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a3", DeploymentStatus: &sdk.AllocDeploymentStatus{}}}, UpdatedAt: 3},
 		&AllocClientUpdateRequest{Allocs: []*sdk.Allocation{
 			{ID: "a1", ClientStatus: sdk.AllocClientStatusFailed},
-			{ID: "a2", ClientStatus: sdk.AllocClientStatusFailed}}, UpdatedAt: 2},
+			{ID: "a2", ClientStatus: sdk.AllocClientStatusFailed}}, UpdatedAt: 4},
 	)
 	snap := store.Snapshot()
 	if got := snap.Alloc("a1").FollowupEvalID; got != "" {
@@ -247,5 +253,8 @@ func TestAllocClientUpdate_ReportedAgainDropsTheDisconnectFollowup(t *testing.T)
 	}
 	if got := snap.Alloc("a2").FollowupEvalID; got != "f-a2" {
 		t.Errorf("a2, never unknown: follow-up %q, want f-a2", got)
+	}
+	if a3 := snap.Alloc("a3"); a3.FollowupEvalID != "f-a3" || a3.ClientStatus != sdk.AllocClientStatusUnknown {
+		t.Errorf("a3, still unknown: %s, follow-up %q, want f-a3", a3.ClientStatus, a3.FollowupEvalID)
 	}
 }

@@ -650,8 +650,7 @@ func (r *reconciler) filterOldTerminal(all set) (set, set) {
 	}
 	keep, ignore := set{}, set{}
 	for id, a := range all {
-		older := !a.OfInstance(r.job) || a.Job != nil && a.Job.Version < r.job.Version
-		if older && a.TerminalStatus() {
+		if olderThan(a, r.job) && a.TerminalStatus() {
 			ignore[id] = a
 		} else {
 			keep[id] = a
@@ -803,9 +802,11 @@ func (r *reconciler) surplusFailed(tg *sdk.TaskGroup, untainted, migrate, resche
 // chain ends in a replacement that failed while it was away (and is still
 // meant to run: not yet rescheduled) is kept whatever the version or
 // disconnect.reconcile, and that replacement stopped: nothing of it runs
-// to keep. (Nomad v1.6.1 pairs them too, keeping the failed replacement
-// only when it runs a newer version; Drover keeps an older original
-// without a live replacement and updates it through the rollout.)
+// to keep. (Nomad v1.6.1 stops such a replacement too, unless the
+// original runs an older version than the job's: then it stops the
+// original, and the failed replacement is rescheduled; Drover keeps an
+// older original without a live replacement and updates it through the
+// rollout.)
 func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (originals, replacements set) {
 	keepReplacement := tg.Disconnect != nil && tg.Disconnect.Reconcile == sdk.ReconcileKeepReplacement
 	originals, replacements = set{}, set{}
@@ -814,11 +815,17 @@ func reconnected(job *sdk.Job, tg *sdk.TaskGroup, untainted, group set) (origina
 			continue
 		}
 		orig, repl := a, liveReplacement(a, group, untainted)
-		if repl == nil || untainted[repl.ID] == nil {
-			if failed := failedReplacement(a, group, untainted); failed != nil {
-				replacements[failed.ID] = failed
+		live := repl != nil && untainted[repl.ID] != nil
+		// A failed end of a's chain is stopped whether or not a live
+		// link comes before it (a replaced X, then C replaced a when a's
+		// node went away in turn, and C failed): X and a are paired below.
+		if failed := failedReplacement(a, group, untainted); failed != nil {
+			replacements[failed.ID] = failed
+			if !live {
 				continue
 			}
+		}
+		if !live {
 			if orig, repl = liveAncestor(a, group, untainted), a; orig == nil {
 				continue
 			}
@@ -880,9 +887,12 @@ func liveReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 	return next
 }
 
-// failedReplacement returns the end of a's chain of replacements (NextAllocation
-// links among group) when it is in untainted, failed and still meant to
-// run (not yet rescheduled, which would have linked it onward), or nil.
+// failedReplacement returns the end of a's chain of replacements
+// (NextAllocation links among group) when it is in untainted, failed and
+// still meant to run (not yet rescheduled, which would have linked it
+// onward), or nil. A link to an allocation no longer in group (collected)
+// ends the chain there, so a failed end beyond it is not found: that
+// replacement is then left to its reschedule.
 func failedReplacement(a *sdk.Allocation, group, untainted set) *sdk.Allocation {
 	next := group[a.NextAllocation]
 	for hops := 0; next != nil && next.NextAllocation != "" && hops < len(group); hops++ {
@@ -913,10 +923,13 @@ func (r *reconciler) lostAwaitingReplacement(all, untainted set) set {
 		}
 		// Nor a canary: cancelUnneededCanaries stops a lost one (it stays
 		// in all, stopped) without a linked replacement, and a new canary
-		// takes its place while the deployment needs one (once promoted,
-		// the group's count fills it). Taken for one awaiting replacement,
-		// its replacement would be a second canary under the new one's
-		// name, placed before, and in place of, what the group is short of.
+		// takes its place while the deployment needs one. Taken for one
+		// awaiting replacement, its replacement would be a second canary
+		// under the new one's name, placed before, and in place of, what
+		// the group is short of. The mark is left only on canaries lost
+		// before their deployment's promotion: promotion clears it on the
+		// canaries it keeps (host/fsm, as Nomad's state store does), so a
+		// promoted allocation lost afterwards is replaced as any other.
 		if isCanary(a) {
 			continue
 		}

@@ -113,7 +113,26 @@ func TestCompute_BatchIgnoresAnEarlierInstancesFinishedAllocations(t *testing.T)
 	n := 0
 	res := reconcile.Compute(reconcile.Input{Job: job, Batch: true, Allocs: []*sdk.Allocation{earlier}, Now: now,
 		NewID: func() string { n++; return fmt.Sprint("id-", n) }})
-	if len(res.Place) != 1 || res.Place[0].Previous != nil || len(res.Stop) != 0 {
-		t.Fatalf("placed %+v, stopped %+v; want one new allocation, the earlier instance's left alone", res.Place, res.Stop)
+	if len(res.Place) != 1 || res.Place[0].Previous != nil || len(res.Stop) != 0 || len(res.Destructive) != 0 {
+		t.Fatalf("placed %+v, stopped %+v, updated %+v; want one new allocation, the earlier instance's left alone", res.Place, res.Stop, res.Destructive)
+	}
+}
+
+// A finished allocation of an older version of the same instance is
+// ignored, not rescheduled, even when its job version is no longer known
+// (Job nil): its JobVersion tells.
+func TestCompute_BatchIgnoresAnOlderVersionsFinishedAllocationsWithoutTheirJob(t *testing.T) {
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	job := &sdk.Job{Namespace: "default", ID: "b", Type: sdk.JobTypeBatch, Version: 2, CreateIndex: 100, JobModifyIndex: 300,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t"}},
+			ReschedulePolicy: &sdk.ReschedulePolicy{Unlimited: true, DelayFunction: sdk.DelayFunctionConstant}}}}
+	older := &sdk.Allocation{ID: "old", Namespace: "default", JobID: "b", TaskGroup: "g", Name: "b.g[0]", NodeID: "n1",
+		JobVersion: 1, JobModifyIndex: 150, DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusFailed,
+		ModifyTime: now.Add(-time.Hour).UnixNano()}
+	n := 0
+	res := reconcile.Compute(reconcile.Input{Job: job, Batch: true, Allocs: []*sdk.Allocation{older}, Now: now,
+		NewID: func() string { n++; return fmt.Sprint("id-", n) }})
+	if len(res.Place) != 1 || res.Place[0].Previous != nil || len(res.Stop) != 0 || len(res.Destructive) != 0 {
+		t.Fatalf("placed %+v, stopped %+v, updated %+v; want one new allocation, the older version's left alone", res.Place, res.Stop, res.Destructive)
 	}
 }

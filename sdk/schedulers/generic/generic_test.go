@@ -1730,6 +1730,68 @@ func TestService_ReconnectStopsAFailedReplacement(t *testing.T) {
 	}
 }
 
+// A chain of replacements whose end failed while the two before it were
+// away (X on one node, replaced by a when that node disconnected; a
+// replaced by C when a's node disconnected in turn; C failed): when both
+// nodes come back at once, X and a are paired and the failed C is stopped
+// as reconnected, whichever of X and a the reconciler meets first, and an
+// allocation that failed on its own is left to its reschedule.
+func TestService_ReconnectOfAChainStopsItsFailedEnd(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(schedtest.Nodes("n", 4)...)
+			job := schedtest.ServiceJob(fmt.Sprintf("web%d", i), 2)
+			job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
+			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+			job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
+			for range i {
+				h.NewEval(job, "") // other eval IDs: other allocation IDs, so another order of X and a
+			}
+			h.Process(service, h.RegisterJob(job))
+			h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", job.ID)...)
+			var x, other *sdk.Allocation
+			for _, a := range h.Live("default", job.ID) {
+				if a.Name == job.ID+".web[0]" {
+					x = a
+				} else {
+					other = a
+				}
+			}
+			away := func(a *sdk.Allocation) *sdk.Allocation {
+				setNodeStatus(h, a.NodeID, sdk.NodeStatusDisconnected)
+				h.Process(service, h.NewEval(job, sdk.EvalTriggerNodeUpdate))
+				next := h.State().Alloc(h.State().Alloc(a.ID).NextAllocation)
+				if next == nil {
+					t.Fatalf("%s was not replaced while away: %v", a.Name, liveNames(h.Live("default", job.ID)))
+				}
+				h.SetClientStatus(sdk.AllocClientStatusRunning, next)
+				return next
+			}
+			a := away(x)
+			c := away(a)
+			h.SetClientStatus(sdk.AllocClientStatusFailed, c, other)
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerRetryFailedAlloc))
+
+			for _, back := range []*sdk.Allocation{x, a} {
+				setNodeStatus(h, back.NodeID, sdk.NodeStatusReady)
+			}
+			h.SetClientStatus(sdk.AllocClientStatusRunning, h.State().Alloc(x.ID), h.State().Alloc(a.ID))
+			h.Process(service, h.NewEval(job, sdk.EvalTriggerReconnect))
+			stopped := map[string]string{}
+			for _, s := range schedtest.Stopped(h.LastPlan()) {
+				stopped[s.ID] = s.DesiredDescription
+			}
+			if stopped[c.ID] != reconcile.AllocReconnected || stopped[other.ID] != "" || len(stopped) != 2 {
+				t.Fatalf("stopped %v; want the failed end %s and one of %s and %s as reconnected, not %s", stopped, c.ID, x.ID, a.ID, other.ID)
+			}
+			if got := h.State().Alloc(other.ID); got.DesiredStatus != sdk.AllocDesiredStatusRun || got.FollowupEvalID == "" {
+				t.Fatalf("%s, failed on its own: %s, follow-up %q; want it still awaiting its reschedule", other.Name, got.DesiredStatus, got.FollowupEvalID)
+			}
+		})
+	}
+}
+
 // reconnectAndCheck has node n-000's client report its unknown
 // allocations running again and runs the reconnect eval: two allocations
 // of web stay, under two names.
