@@ -205,14 +205,54 @@ func ForPorts(ports []HostPort, candidates []*sdk.Allocation) []*sdk.Allocation 
 // considers each matching device group and the candidates holding its
 // instances, lowest priority first (then most instances first), until
 // enough are free, and takes the group whose victims have the lowest sum
-// of distinct priorities. So, unlike placement, it does not send an
-// earlier request to another group to make room for a later one: requests
-// that would fit together only that way may find no victims. It returns
-// nil when nothing need be or can be evicted.
+// of distinct priorities. Where that order finds no victims (an earlier
+// request took the group a later one needs, and another group it could
+// have taken is held by candidates), it tries the requests' other orders,
+// up to maxDeviceOrders requests, and answers with the first that does.
+// It returns nil when nothing need be or can be evicted.
 func ForDevices(ch *feasible.Checker, node *sdk.Node, reqs []*sdk.RequestedDevice, proposed, candidates []*sdk.Allocation) []*sdk.Allocation {
 	if node.NodeResources == nil {
 		return nil
 	}
+	victims := devicesInOrder(ch, node, reqs, proposed, candidates)
+	if victims != nil || len(reqs) < 2 || len(reqs) > maxDeviceOrders {
+		return victims
+	}
+	order, given := slices.Clone(reqs), true
+	permute(order, 0, func() bool {
+		if given { // the first order is the one just tried
+			given = false
+			return true
+		}
+		victims = devicesInOrder(ch, node, order, proposed, candidates)
+		return victims == nil
+	})
+	return victims
+}
+
+// maxDeviceOrders bounds the requests whose other orders ForDevices tries
+// (4! = 24 orders): a group asks for a few devices at most.
+const maxDeviceOrders = 4
+
+// permute calls try on each order of s[k:] (s itself first) while it
+// returns true; it reports whether try kept returning true.
+func permute(s []*sdk.RequestedDevice, k int, try func() bool) bool {
+	if k == len(s) {
+		return try()
+	}
+	for i := k; i < len(s); i++ {
+		s[k], s[i] = s[i], s[k]
+		more := permute(s, k+1, try)
+		s[k], s[i] = s[i], s[k]
+		if !more {
+			return false
+		}
+	}
+	return true
+}
+
+// devicesInOrder is ForDevices for the requests in the order given.
+func devicesInOrder(ch *feasible.Checker, node *sdk.Node, reqs []*sdk.RequestedDevice, proposed, candidates []*sdk.Allocation) []*sdk.Allocation {
 	var victims []*sdk.Allocation
 	evicted := map[string]bool{}
 retry:

@@ -180,3 +180,34 @@ func TestForPorts(t *testing.T) {
 		}
 	}
 }
+
+// permute visits every order of the requests once, the given one first,
+// leaves them as they were, and stops when asked.
+func TestPermute(t *testing.T) {
+	reqs := []*sdk.RequestedDevice{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
+	key := func() string {
+		k := ""
+		for _, r := range reqs {
+			k += r.Name
+		}
+		return k
+	}
+	seen := map[string]bool{}
+	var first string
+	if !permute(reqs, 0, func() bool {
+		if first == "" {
+			first = key()
+		}
+		seen[key()] = true
+		return true
+	}) {
+		t.Fatal("permute stopped though never asked to")
+	}
+	if len(seen) != 24 || first != "abcd" || key() != "abcd" {
+		t.Fatalf("%d orders, first %s, left as %s", len(seen), first, key())
+	}
+	n := 0
+	if permute(reqs, 0, func() bool { n++; return n < 5 }) || n != 5 || key() != "abcd" {
+		t.Fatalf("asked to stop at the 5th order: tried %d, left as %s", n, key())
+	}
+}

@@ -407,7 +407,8 @@ func TestSystem_PreemptsForDevices(t *testing.T) {
 		devices   []*sdk.NodeDeviceResource
 		allocs    func(h *schedtest.Harness) []*sdk.Allocation
 		count     uint64
-		preempted []string // alloc IDs, sorted; nil: not placed
+		reqs      []*sdk.RequestedDevice // instead of count of nvidia/gpu
+		preempted []string               // alloc IDs, sorted; nil: not placed
 	}{
 		{name: "a lower priority holds the only instance",
 			devices: []*sdk.NodeDeviceResource{group("1080ti", 1)},
@@ -440,6 +441,18 @@ func TestSystem_PreemptsForDevices(t *testing.T) {
 					holding(h, "mid", 30, "1080ti", "1080ti-1", "1080ti-2")}
 			},
 			count: 2, preempted: []string{"mid-alloc-000"}},
+		// Taken in order, the request for any GPU takes the free A100 (it
+		// prefers it) and the A100's own request finds no holder to
+		// evict; the other order evicts the T4's holder.
+		{name: "another order of the requests",
+			devices: []*sdk.NodeDeviceResource{group("a100", 1), group("t4", 1)},
+			allocs: func(h *schedtest.Harness) []*sdk.Allocation {
+				return []*sdk.Allocation{holding(h, "low", 20, "t4", "t4-0")}
+			},
+			reqs: []*sdk.RequestedDevice{
+				{Name: "gpu", Count: 1, Affinities: []*sdk.Affinity{{LTarget: "${device.model}", RTarget: "a100", Operand: "=", Weight: 50}}},
+				{Name: "nvidia/gpu/a100", Count: 1}},
+			preempted: []string{"low-alloc-000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := schedtest.New(t)
@@ -448,15 +461,24 @@ func TestSystem_PreemptsForDevices(t *testing.T) {
 			h.UpsertNodes(n)
 			h.UpsertAllocs(tc.allocs(h)...)
 			job := schedtest.SystemJob("agent")
-			job.TaskGroups[0].Tasks[0].Resources.Devices = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: tc.count}}
+			reqs := tc.reqs
+			if reqs == nil {
+				reqs = []*sdk.RequestedDevice{{Name: "nvidia/gpu", Count: tc.count}}
+			}
+			job.TaskGroups[0].Tasks[0].Resources.Devices = reqs
 			h.Process(sched, h.RegisterJob(job))
 			placed := preemptingPlacement(t, h, "devices: no devices match request", tc.preempted)
 			if placed == nil {
 				return
 			}
 			devs := placed.AllocatedResources.Tasks["agent"].Devices
-			if len(devs) != 1 || uint64(len(devs[0].DeviceIDs)) != tc.count {
-				t.Fatalf("devices %+v, want %d instances", devs, tc.count)
+			if len(devs) != len(reqs) {
+				t.Fatalf("devices %+v, want %d", devs, len(reqs))
+			}
+			for i, d := range devs {
+				if uint64(len(d.DeviceIDs)) != reqs[i].Count {
+					t.Fatalf("devices %+v, want %d instances for request %d", devs, reqs[i].Count, i)
+				}
 			}
 		})
 	}
