@@ -421,22 +421,33 @@ func (l *pluginLoader) load(ctx context.Context, sp pluginSpec, content []byte) 
 // or in dev mode (no data dir) under the user's cache directory, so that a
 // dev agent starts in milliseconds rather than seconds after the first
 // run. The cache holds compiled code keyed by the module's hash and
-// wazero's version, never state. Empty when there is no such place.
+// wazero's version, never state. Empty when there is no such place. It is
+// pruned to maxWasmCache once, when first wanted: every rebuilt plugin
+// adds an entry.
 func (l *pluginLoader) findCacheDir() string {
+	dir := ""
 	if !l.cfg.Dev && l.cfg.Server.DataDir != "" {
-		return filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
+		dir = filepath.Join(l.cfg.Server.DataDir, "wasm-cache")
+	} else {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(d, "drover", "wasm-cache")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			l.log.Debug().Err(err).Msg("no wasm compilation cache in dev mode")
+			return ""
+		}
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	dir := filepath.Join(d, "drover", "wasm-cache")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		l.log.Debug().Err(err).Msg("no wasm compilation cache in dev mode")
-		return ""
+	if err := wasm.PruneCompilationCache(dir, maxWasmCache); err != nil {
+		l.log.Warn().Err(err).Str("dir", dir).Msg("could not prune the wasm compilation cache")
 	}
 	return dir
 }
+
+// maxWasmCache bounds the wasm compilation cache: about forty compiled
+// plugins of the built-ins' size.
+const maxWasmCache = 1 << 30
 
 // watch reloads replaced plugin files every interval until ctx ends.
 func (l *pluginLoader) watch(ctx context.Context, interval time.Duration) {

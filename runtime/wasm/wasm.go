@@ -148,6 +148,45 @@ func emptyCompilationCache(dir string) error {
 	return nil
 }
 
+// PruneCompilationCache removes the oldest files (by modification time) of
+// wazero's compilation caches in dir until what is left takes at most max
+// bytes. Each build of a plugin compiles to a new entry (some tens of MB),
+// and wazero never removes one, so a cache that is never pruned grows by
+// one entry per rebuilt plugin until the disk is full. An entry removed
+// that is still wanted is compiled again, once.
+func PruneCompilationCache(dir string, max int64) error {
+	files, err := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var entries []entry
+	var total int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		entries = append(entries, entry{f, st.Size(), st.ModTime()})
+		total += st.Size()
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return a.mod.Compare(b.mod) })
+	for _, e := range entries {
+		if total <= max {
+			break
+		}
+		if err := os.Remove(e.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		total -= e.size
+	}
+	return nil
+}
+
 // checkMagic refuses what is not a WebAssembly binary before anything
 // parses it, naming the likely mistake: a go-plugin executable loaded as
 // wasm (a file named *.wasm, or runtime = "wasm" in a plugin block).
