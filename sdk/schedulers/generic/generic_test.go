@@ -1569,9 +1569,7 @@ func TestService_FailedAllocationBesideCanariesIsRescheduled(t *testing.T) {
 func oneOfTwoDisconnected(t *testing.T) (*schedtest.Harness, *sdk.Job) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 2)...)
-	job := schedtest.ServiceJob("web", 2)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	job := disconnectJob("web", 2, time.Hour)
 	h.Process(service, h.RegisterJob(job))
 	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
 	setNodeStatus(h, "n-000", sdk.NodeStatusDisconnected)
@@ -1601,9 +1599,7 @@ func TestService_FailedReconnectWithoutReplacementFollowsItsReschedulePolicy(t *
 			h := schedtest.New(t)
 			h.Now = time.Unix(1_700_000_000, 0).UTC()
 			h.UpsertNodes(schedtest.Nodes("n", 2)...)
-			job := schedtest.ServiceJob("web", 2)
-			job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+			job := disconnectJob("web", 2, time.Hour)
 			policy := tc.policy
 			job.TaskGroups[0].ReschedulePolicy = &policy
 			h.Process(service, h.RegisterJob(job))
@@ -1683,9 +1679,7 @@ func TestService_FailedReconnectWithoutReplacementFollowsItsReschedulePolicy(t *
 func TestService_ReconnectStopsAFailedReplacement(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 3)...)
-	job := schedtest.ServiceJob("web", 2)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+	job := disconnectJob("web", 2, time.Hour)
 	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
 	h.Process(service, h.RegisterJob(job))
 	h.SetClientStatus(sdk.AllocClientStatusRunning, h.Live("default", "web")...)
@@ -1741,9 +1735,7 @@ func TestService_ReconnectOfAChainStopsItsFailedEnd(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			h := schedtest.New(t)
 			h.UpsertNodes(schedtest.Nodes("n", 4)...)
-			job := schedtest.ServiceJob(fmt.Sprintf("web%d", i), 2)
-			job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-			job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour}
+			job := disconnectJob(fmt.Sprintf("web%d", i), 2, time.Hour)
 			job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
 			for range i {
 				h.NewEval(job, "") // other eval IDs: other allocation IDs, so another order of X and a
@@ -1806,6 +1798,16 @@ func reconnectAndCheck(t *testing.T, h *schedtest.Harness, job *sdk.Job) {
 	if live := h.Live("default", "web"); len(live) != 2 || !uniqueNames(live) {
 		t.Fatalf("after the reconnect: %v", liveNames(live))
 	}
+}
+
+// disconnectJob is a service job of count allocations, one per node of
+// the harness's (each takes 3,000 MHz), whose group tolerates a node's
+// disconnect for lostAfter.
+func disconnectJob(id string, count int, lostAfter time.Duration) *sdk.Job {
+	job := schedtest.ServiceJob(id, count)
+	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000
+	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: lostAfter}
+	return job
 }
 
 func setNodeStatus(h *schedtest.Harness, id, status string) {
@@ -2289,9 +2291,7 @@ func TestService_FailedAndLostBesideCanariesAreEachReplacedOnce(t *testing.T) {
 func TestService_LostAfterItsWindowAnAllocationAlreadyReplacedIsOnlyStopped(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 4)...)
-	job := schedtest.ServiceJob("web", 3)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+	job := disconnectJob("web", 3, time.Minute)
 	h.Process(service, h.RegisterJob(job))
 	live := h.Live("default", "web")
 	h.SetClientStatus(sdk.AllocClientStatusRunning, live...)
@@ -2378,9 +2378,7 @@ func TestService_ReplacementBesideAPromotedCanaryTakesAFreeName(t *testing.T) {
 func TestService_LostWhoseReplacementAwaitsRescheduleIsOnlyStopped(t *testing.T) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 4)...)
-	job := schedtest.ServiceJob("web", 3)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Minute}
+	job := disconnectJob("web", 3, time.Minute)
 	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: 5 * time.Minute, DelayFunction: sdk.DelayFunctionConstant}
 	h.Process(service, h.RegisterJob(job))
 	live := h.Live("default", "web")
@@ -2428,9 +2426,8 @@ func TestService_ReconnectPastAReplacementStillAway(t *testing.T) {
 func reconnectPastAReplacementStillAway(t *testing.T, policy string) {
 	h := schedtest.New(t)
 	h.UpsertNodes(schedtest.Nodes("n", 5)...)
-	job := schedtest.ServiceJob("web", 2)
-	job.TaskGroups[0].Tasks[0].Resources.CPU = 3000 // one per node
-	job.TaskGroups[0].Disconnect = &sdk.DisconnectStrategy{LostAfter: time.Hour, Reconcile: policy}
+	job := disconnectJob("web", 2, time.Hour)
+	job.TaskGroups[0].Disconnect.Reconcile = policy
 	job.TaskGroups[0].ReschedulePolicy = &sdk.ReschedulePolicy{Unlimited: true, Delay: time.Hour, DelayFunction: sdk.DelayFunctionConstant}
 	h.Process(service, h.RegisterJob(job))
 	live := h.Live("default", "web")
