@@ -107,7 +107,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
-		state.TableSummaries} {
+		state.TableSummaries, state.TableScalingPolicies} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {

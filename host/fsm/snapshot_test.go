@@ -124,8 +124,12 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 			for i := uint64(1); i <= 200; i++ {
 				err := src.Write(i, func(tx *state.Txn) error {
 					job := func() *sdk.Job {
-						return &sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Type: "service",
+						j := &sdk.Job{Namespace: "default", ID: fmt.Sprintf("j%d", r.IntN(4)), Type: "service",
 							Priority: 10 + r.IntN(80), TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: r.IntN(5)}}}
+						if r.IntN(2) == 0 { // a scaling policy, whose identity and index the store keeps
+							j.TaskGroups[0].Scaling = &sdk.ScalingPolicy{Type: "horizontal", Max: int64(5 + r.IntN(2)), Enabled: true}
+						}
+						return j
 					}
 					switch r.IntN(9) {
 					case 0:
@@ -198,7 +202,10 @@ func TestSnapshot_Property_RestoreEqualsSource(t *testing.T) {
 				t.Fatalf("index %d vs %d", a.Index(), b.Index())
 			}
 			for _, table := range []string{state.TableNodes, state.TableJobs, state.TableAllocs, state.TableEvals, state.TableDeployments,
-				state.TablePeriodic, state.TableSubmissions, state.TableSummaries} {
+				state.TablePeriodic, state.TableSubmissions, state.TableSummaries, state.TableScalingPolicies} {
+				if a.TableIndex(table) == 0 && table == state.TableScalingPolicies {
+					t.Errorf("no write changed a scaling policy")
+				}
 				if a.TableIndex(table) != b.TableIndex(table) {
 					t.Errorf("table %s index %d vs %d", table, a.TableIndex(table), b.TableIndex(table))
 				}

@@ -88,6 +88,11 @@ var (
 	skipJob   = set("ID", "TaskGroups", "Status", "StatusDescription", "Stable", "Version", "SubmitTime", "CreateIndex", "ModifyIndex", "JobModifyIndex", "VersionTag", "Payload", "NomadTokenID", "ParentID", "Dispatched", "DispatchIdempotencyToken")
 	skipGroup = set("Name", "Tasks")
 	skipTask  = set("Name")
+	// skipBlock: in nested blocks, by type. A scaling policy's identity
+	// is the server's (host/state sets it when the job is written).
+	skipBlock = map[reflect.Type]map[string]bool{
+		reflect.TypeFor[sdk.ScalingPolicy](): set("ID", "Target", "CreateIndex", "ModifyIndex"),
+	}
 )
 
 func set(names ...string) map[string]bool {
@@ -390,15 +395,34 @@ func (dc differ) object(name string, ov, nv reflect.Value) *ObjectDiff {
 	if !ov.IsValid() && !nv.IsValid() {
 		return nil
 	}
-	fields, objects := dc.structDiff(ov, nv, nil)
+	var skip map[string]bool
+	if ov.IsValid() {
+		skip = skipBlock[ov.Type()]
+	} else {
+		skip = skipBlock[nv.Type()]
+	}
+	fields, objects := dc.structDiff(ov, nv, skip)
 	typ := kind(ov.IsValid(), nv.IsValid(), hasChange(fields, objects))
-	if typ == TypeNone && !same(ov, nv) {
+	if typ == TypeNone && !same(without(ov, skip), without(nv, skip)) {
 		typ = TypeEdited // a change in something the diff does not render
 	}
 	if typ == TypeNone {
 		return nil
 	}
 	return &ObjectDiff{Type: typ, Name: name, Fields: fields, Objects: objects}
+}
+
+// without returns a copy of the struct v with the fields skip names zeroed.
+func without(v reflect.Value, skip map[string]bool) reflect.Value {
+	if !v.IsValid() || len(skip) == 0 {
+		return v
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	for name := range skip {
+		c.FieldByName(name).SetZero()
+	}
+	return c
 }
 
 // element compares two elements of a list or a map (either may be the

@@ -521,3 +521,32 @@ func TestDiff_AddedAndDeletedTaskAnnotations(t *testing.T) {
 		t.Fatalf("tasks %q, want %q", got, want)
 	}
 }
+
+// A scaling policy's ID, target and indexes are the server's: a job read
+// back has them, a resubmitted one does not, and neither shows as a
+// change (a policy's own settings still do).
+func TestDiff_ScalingPolicyIdentityIsNoChange(t *testing.T) {
+	stored, sent := job(), job()
+	stored.TaskGroups[0].Scaling = &sdk.ScalingPolicy{ID: "9f1c", Type: "horizontal", Min: 1, Max: 3, Enabled: true, CreateIndex: 5, ModifyIndex: 7,
+		Target: map[string]string{"Namespace": "default", "Job": "web", "Group": "g"}}
+	sent.TaskGroups[0].Scaling = &sdk.ScalingPolicy{Type: "horizontal", Min: 1, Max: 3, Enabled: true}
+	if d := jobdiff.Diff(stored, sent, false); d.Type != jobdiff.TypeNone || len(d.TaskGroups) != 0 {
+		t.Fatalf("diff of a policy's identity alone = %+v", d)
+	}
+	sent.TaskGroups[0].Scaling.Max = 5
+	d := jobdiff.Diff(stored, sent, false)
+	s := object(d.TaskGroups[0].Objects, "Scaling")
+	if s == nil || s.Type != jobdiff.TypeEdited || len(s.Fields) != 1 || s.Fields[0].Name != "Max" {
+		t.Fatalf("a changed max = %+v", s)
+	}
+	d = jobdiff.Diff(stored, sent, true)
+	s = object(d.TaskGroups[0].Objects, "Scaling")
+	if s == nil || s.Type != jobdiff.TypeEdited || field(s.Fields, "Min") == nil {
+		t.Fatalf("contextual diff's Scaling = %+v", s)
+	}
+	for _, f := range s.Fields {
+		if f.Name == "ID" || f.Name == "CreateIndex" || f.Name == "ModifyIndex" || strings.HasPrefix(f.Name, "Target") {
+			t.Errorf("contextual diff shows the server's %s: %+v", f.Name, f)
+		}
+	}
+}

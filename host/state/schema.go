@@ -22,6 +22,10 @@ const (
 	TableCluster     = "cluster"
 	TableSubmissions = "job_submission"
 	TableSummaries   = "job_summary"
+	// TableScalingPolicies has no rows: scaling policies live in their
+	// jobs (ScalingPolicies). Its index is the last write that added,
+	// changed or removed one, for blocking queries on them.
+	TableScalingPolicies = "scaling_policy"
 )
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false

@@ -106,7 +106,9 @@ func (t *Txn) DeleteNode(id string) error {
 func (t *Txn) UpsertJob(j *sdk.Job) error {
 	if !t.restore {
 		j.ModifyIndex = t.index
-		if old := t.Job(j.Namespace, j.ID); old != nil {
+		old := t.Job(j.Namespace, j.ID)
+		t.identifyScalingPolicies(old, j)
+		if old != nil {
 			j.CreateIndex = old.CreateIndex
 			if SpecChanged(old, j) {
 				j.Version = old.Version + 1
@@ -234,6 +236,9 @@ func (t *Txn) DeleteJob(ns, id string) error {
 		if err := t.delete(TableSummaries, old); err != nil {
 			return err
 		}
+	}
+	if hasScalingPolicy(old) {
+		t.tables[TableScalingPolicies] = true
 	}
 	t.record(KindJob, jobKey(ns, id))
 	return t.delete(TableJobs, old)
@@ -529,11 +534,16 @@ func (t *Txn) jobStatus(job *sdk.Job, evalsDeleted bool) string {
 }
 
 // SpecChanged reports whether the user-facing specification of a job
-// differs between two versions, ignoring what the server sets.
+// differs between two versions, ignoring what the server sets: the fields
+// a job status carries (specOf) and its scaling policies' identity, which
+// a client's copy of the job may lack or have stale. That identity changes
+// only with the policy, so with the JobModifyIndex, as the rest of the
+// specification.
 func SpecChanged(a, b *sdk.Job) bool {
-	return !reflect.DeepEqual(specOf(a), specOf(b))
+	return !reflect.DeepEqual(withoutPolicyIdentity(specOf(a)), withoutPolicyIdentity(specOf(b)))
 }
 
+// specOf returns j without the fields a job status carries (abi.JobStatus).
 func specOf(j *sdk.Job) sdk.Job {
 	c := *j
 	c.Status, c.StatusDescription = "", ""
