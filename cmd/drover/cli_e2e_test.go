@@ -391,6 +391,24 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(c.run(0, "node", "eligibility", "-enable", target), "eligible for scheduling")
 	})
 
+	t.Run("scaling policy list and info", func(t *testing.T) {
+		c.t = t
+		c.contains(c.run(0, "scaling", "policy", "list"), "No policies found")
+		scaled := strings.Replace(cliWebJob, `job "web" {`, `job "scaled" {`, 1)
+		scaled = strings.Replace(scaled, "count = var.replicas", "count = 1\n    scaling {\n      max = 3\n      policy { cooldown = \"2m\" }\n    }", 1)
+		c.run(0, "job", "run", "-detach", writeFile(t, dir, "scaled.hcl", scaled))
+		out := c.run(0, "scaling", "policy", "list", "-job", "scaled")
+		c.contains(out, "ID", "Enabled", "true", "horizontal", "Namespace:default,Job:scaled,Group:frontend")
+		var ps []httpapi.ScalingPolicyListStub
+		if err := json.Unmarshal([]byte(c.run(0, "scaling", "policy", "list", "-json")), &ps); err != nil || len(ps) != 1 {
+			t.Fatalf("policy list -json: %v %+v", err, ps)
+		}
+		c.contains(c.run(0, "scaling", "policy", "info", ps[0].ID[:6]), "Min     = 1", "Max     = 3", `"cooldown": "2m"`)
+		c.contains(c.run(1, "scaling", "policy", "info", "zzzz"), "zzzz")
+		c.run(0, "job", "stop", "-purge", "-detach", "scaled")
+		c.contains(c.run(0, "scaling", "policy", "list"), "No policies found")
+	})
+
 	t.Run("operator scheduler configuration", func(t *testing.T) {
 		c.t = t
 		c.contains(c.run(0, "operator", "scheduler", "get-config"), "Scheduler Algorithm", "binpack")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -301,4 +302,140 @@ func (c *jobScalingEventsCommand) Run(args []string) int {
 	}
 	c.table(rows)
 	return exitOK
+}
+
+type scalingPolicyListCommand struct{ *meta }
+
+func (c *scalingPolicyListCommand) Synopsis() string { return "List the scaling policies" }
+
+func (c *scalingPolicyListCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover scaling policy list [options]
+
+  Lists the scaling policies of the namespace's jobs: their task groups'
+  scaling blocks, which an autoscaler reads.
+` + apiOptions + `
+
+Policy list options:
+` + jsonOption + `
+  -job <id>        Only the policies of this job.
+  -type <type>     Only the policies whose type starts with this.
+  -verbose         Show full IDs.`)
+}
+
+func (c *scalingPolicyListCommand) Run(args []string) int {
+	fs := c.flags("scaling policy list", true)
+	job := fs.String("job", "", "")
+	typ := fs.String("type", "", "")
+	verbose := fs.Bool("verbose", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	q := url.Values{}
+	if *job != "" {
+		q.Set("job", *job)
+	}
+	if *typ != "" {
+		q.Set("type", *typ)
+	}
+	var ps []*httpapi.ScalingPolicyListStub
+	if _, err := cl.Get(bg, "/v1/scaling/policies?"+q.Encode(), &ps); err != nil {
+		return c.errorf("listing scaling policies: %v", err)
+	}
+	if c.json {
+		return c.printJSON(ps)
+	}
+	if len(ps) == 0 {
+		c.ui.Output("No policies found")
+		return exitOK
+	}
+	short := shortID
+	if *verbose {
+		short = func(s string) string { return s }
+	}
+	sort.SliceStable(ps, func(i, k int) bool { return policyTarget(ps[i].Target) < policyTarget(ps[k].Target) })
+	rows := [][]string{{"ID", "Enabled", "Type", "Target"}}
+	for _, p := range ps {
+		rows = append(rows, []string{short(p.ID), fmt.Sprint(p.Enabled), p.Type, policyTarget(p.Target)})
+	}
+	c.table(rows)
+	return exitOK
+}
+
+type scalingPolicyInfoCommand struct{ *meta }
+
+func (c *scalingPolicyInfoCommand) Synopsis() string { return "Display a scaling policy" }
+
+func (c *scalingPolicyInfoCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover scaling policy info [options] <policy-id>
+
+  Shows a scaling policy, found by its ID or a prefix of it: its target,
+  bounds and policy document.
+` + apiOptions + `
+
+Policy info options:
+` + jsonOption + `
+  -verbose         Show the full ID.`)
+}
+
+func (c *scalingPolicyInfoCommand) Run(args []string) int {
+	fs := c.flags("scaling policy info", true)
+	verbose := fs.Bool("verbose", false, "")
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <policy-id>") {
+		return exitError
+	}
+	cl, err := c.client()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	id, err := resolve(cl, "/v1/scaling/policies", fs.Arg(0))
+	if err != nil {
+		return c.errorf("finding scaling policy %q: %v", fs.Arg(0), err)
+	}
+	var p sdk.ScalingPolicy
+	if _, err := cl.Get(bg, "/v1/scaling/policy/"+url.PathEscape(id), &p); err != nil {
+		return c.errorf("reading scaling policy: %v", err)
+	}
+	if c.json {
+		return c.printJSON(&p)
+	}
+	if !*verbose {
+		id = shortID(id)
+	}
+	c.kv("ID", id, "Enabled", fmt.Sprint(p.Enabled), "Target", policyTarget(p.Target),
+		"Min", fmt.Sprint(p.Min), "Max", fmt.Sprint(p.Max))
+	doc := "<empty>"
+	if len(p.Policy) > 0 {
+		b, err := json.MarshalIndent(p.Policy, "", "    ")
+		if err != nil {
+			return c.errorf("encode the policy: %v", err)
+		}
+		doc = string(b)
+	}
+	c.ui.Output("\nPolicy:\n" + doc)
+	return exitOK
+}
+
+// policyTarget prints a policy's target as Nomad's CLI does:
+// "Namespace:default,Job:web,Group:frontend", then any other keys.
+func policyTarget(t map[string]string) string {
+	var out []string
+	for _, k := range []string{"Namespace", "Job", "Group"} {
+		if v, ok := t[k]; ok {
+			out = append(out, k+":"+v)
+		}
+	}
+	var other []string
+	for k, v := range t {
+		if k != "Namespace" && k != "Job" && k != "Group" {
+			other = append(other, k+":"+v)
+		}
+	}
+	sort.Strings(other)
+	return strings.Join(append(out, other...), ",")
 }

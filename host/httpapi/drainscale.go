@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
@@ -147,5 +149,58 @@ func (a *API) jobScaleStatus(w http.ResponseWriter, r *http.Request) (any, error
 		}
 		return resp, max(snap.TableIndex(state.TableJobs), snap.TableIndex(state.TableAllocs), snap.TableIndex(state.TableDeployments),
 			snap.TableIndex(state.TableScaling)), nil
+	})
+}
+
+// ScalingPolicyListStub is a scaling policy in GET /v1/scaling/policies
+// (Nomad's ScalingPolicyListStub).
+type ScalingPolicyListStub struct {
+	ID          string
+	Enabled     bool
+	Type        string
+	Target      map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// scalingPolicyList serves GET /v1/scaling/policies: the group scaling
+// policies of the request's namespace ("*" for all, ordered by ID as
+// Nomad's), narrowed by job (its ID), type (a prefix: "vertical" is both
+// vertical types) and prefix (of the policy ID). Nomad applies only one of
+// the three in a namespace and ignores job across namespaces; Drover
+// applies all that are given.
+func (a *API) scalingPolicyList(w http.ResponseWriter, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	job, typ, prefix := q.Get("job"), q.Get("type"), q.Get("prefix")
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		ns := requestNamespace(r)
+		ps := snap.ScalingPolicies(ns)
+		if ns == "*" {
+			slices.SortFunc(ps, func(a, b *sdk.ScalingPolicy) int { return strings.Compare(a.ID, b.ID) })
+		}
+		out := []*ScalingPolicyListStub{}
+		// A store restored from a snapshot older than the policies'
+		// index has the policies' own.
+		index := max(1, snap.TableIndex(state.TableScalingPolicies))
+		for _, p := range ps {
+			index = max(index, p.ModifyIndex)
+			if (job == "" || p.Target["Job"] == job) && strings.HasPrefix(p.Type, typ) && strings.HasPrefix(p.ID, prefix) {
+				out = append(out, &ScalingPolicyListStub{ID: p.ID, Enabled: p.Enabled, Type: p.Type, Target: p.Target,
+					CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
+			}
+		}
+		return out, index, nil
+	})
+}
+
+// scalingPolicyRead serves GET /v1/scaling/policy/:id, in any namespace,
+// as Nomad's.
+func (a *API) scalingPolicyRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		p := snap.ScalingPolicy(r.PathValue("id"))
+		if p == nil {
+			return nil, max(1, snap.TableIndex(state.TableScalingPolicies)), errorf(http.StatusNotFound, "policy not found")
+		}
+		return p, p.ModifyIndex, nil
 	})
 }

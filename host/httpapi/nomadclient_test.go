@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -1181,5 +1182,139 @@ func TestNomadClient_SetAllocHealth(t *testing.T) {
 	}
 	if _, _, err := c.Deployments().SetAllocHealth(d.ID, []string{second}, nil, nil); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("health of a failed deployment's allocation: %v", err)
+	}
+}
+
+// TestNomadClient_ScalingPolicies: what Nomad's autoscaler reads. A
+// group's scaling block is listed and read by ID with its target and
+// policy; the ID and CreateIndex last while the job keeps the policy,
+// ModifyIndex moves only when it changes (a job registered again as it
+// was, as `job run` does, makes no new version); a blocking list wakes on
+// a change; a purge removes it.
+func TestNomadClient_ScalingPolicies(t *testing.T) {
+	ts, _ := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	const hcl = `
+job "web" {
+  group "frontend" {
+    count = 2
+    scaling {
+      min = 1
+      max = %d
+      policy {
+        cooldown = "1m"
+        check "cpu" {
+          source = "prometheus"
+          query  = "avg(cpu)"
+          strategy "target-value" { target = 70 }
+        }
+      }
+    }
+    task "nginx" {
+      driver = "docker"
+      config { image = "nginx:1.27" }
+      resources { cpu = 100 }
+    }
+  }
+  group "worker" {
+    task "w" {
+      driver = "docker"
+      config { image = "busybox" }
+      resources { cpu = 100 }
+    }
+  }
+}`
+	register := func(max int) {
+		t.Helper()
+		job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: fmt.Sprintf(hcl, max), Canonicalize: true})
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		if _, _, err := c.Jobs().Register(job, nil); err != nil {
+			t.Fatalf("register: %v", err)
+		}
+	}
+	register(5)
+
+	list, meta, err := c.Scaling().ListPolicies(nil)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	stub := list[0]
+	want := map[string]string{"Namespace": "default", "Job": "web", "Group": "frontend"}
+	if stub.Type != "horizontal" || !stub.Enabled || !maps.Equal(stub.Target, want) || stub.CreateIndex == 0 ||
+		stub.ModifyIndex != stub.CreateIndex || meta.LastIndex == 0 {
+		t.Fatalf("listed %+v (index %d)", stub, meta.LastIndex)
+	}
+	p, _, err := c.Scaling().GetPolicy(stub.ID, nil)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	checks, _ := p.Policy["check"].([]any)
+	if *p.Min != 1 || *p.Max != 5 || p.Policy["cooldown"] != "1m" || len(checks) != 1 || p.ID != stub.ID {
+		t.Fatalf("policy %+v", p)
+	}
+	job, _, err := c.Jobs().Info("web", nil)
+	if err != nil || job.TaskGroups[0].Scaling == nil || job.TaskGroups[0].Scaling.ID != stub.ID {
+		t.Fatalf("the job does not carry the policy's ID: %v %+v", err, job.TaskGroups[0].Scaling)
+	}
+
+	// The same job again: no new version, the same policy.
+	register(5)
+	if job, _, err = c.Jobs().Info("web", nil); err != nil || *job.Version != 0 {
+		t.Fatalf("registered unchanged: %v version %v", err, *job.Version)
+	}
+	if again, _, err := c.Scaling().GetPolicy(stub.ID, nil); err != nil || again.ModifyIndex != stub.ModifyIndex {
+		t.Fatalf("unchanged policy: %v %+v", err, again)
+	}
+
+	// A blocking list wakes when the policy changes; ID and CreateIndex stay.
+	changed := make(chan []*api.ScalingPolicyListStub, 1)
+	go func() {
+		l, _, err := c.Scaling().ListPolicies(&api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		changed <- l
+	}()
+	time.Sleep(50 * time.Millisecond)
+	register(9)
+	l := <-changed
+	if len(l) != 1 || l[0].ID != stub.ID || l[0].CreateIndex != stub.CreateIndex || l[0].ModifyIndex <= stub.ModifyIndex {
+		t.Fatalf("after the change: %+v, was %+v", l, stub)
+	}
+	if p, _, err = c.Scaling().GetPolicy(stub.ID, nil); err != nil || *p.Max != 9 {
+		t.Fatalf("changed policy: %v %+v", err, p)
+	}
+
+	// Filters: job, type (a prefix), ID prefix, namespace.
+	for _, tc := range []struct {
+		q    map[string]string
+		want int
+	}{
+		{map[string]string{"job": "web"}, 1},
+		{map[string]string{"job": "we"}, 0},
+		{map[string]string{"type": "horiz"}, 1},
+		{map[string]string{"type": "vertical"}, 0},
+		{map[string]string{"prefix": stub.ID[:4]}, 1},
+		{map[string]string{"prefix": "zzzz"}, 0},
+		{map[string]string{"namespace": "*"}, 1},
+		{map[string]string{"namespace": "other"}, 0},
+	} {
+		got, _, err := c.Scaling().ListPolicies(&api.QueryOptions{Params: tc.q})
+		if err != nil || len(got) != tc.want {
+			t.Errorf("list %v: %v, %d policies, want %d", tc.q, err, len(got), tc.want)
+		}
+	}
+
+	// A purge removes the policy.
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if l, _, err := c.Scaling().ListPolicies(nil); err != nil || len(l) != 0 {
+		t.Fatalf("after the purge: %v %+v", err, l)
+	}
+	if _, _, err := c.Scaling().GetPolicy(stub.ID, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a purged job's policy: %v", err)
 	}
 }

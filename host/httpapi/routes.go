@@ -46,6 +46,9 @@ func (a *API) register() {
 	write("/v1/deployment/pause/{id}", a.deploymentPause)
 	write("/v1/deployment/allocation-health/{id}", a.deploymentAllocHealth)
 
+	a.on(http.MethodGet, "/v1/scaling/policies", a.scalingPolicyList)
+	a.on(http.MethodGet, "/v1/scaling/policy/{id}", a.scalingPolicyRead)
+
 	write("/v1/system/gc", a.systemGC)
 	write("/v1/system/reconcile/summaries", a.reconcileSummaries)
 

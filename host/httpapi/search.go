@@ -19,9 +19,8 @@ type SearchResponse struct {
 }
 
 // searchContexts are the contexts Drover has objects for. Nomad's others
-// (plugins, volumes, variables, scaling policies, ...) are accepted and
-// match nothing.
-var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployment", "namespaces", "node_pools"}
+// (plugins, volumes, variables, ...) are accepted and match nothing.
+var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployment", "namespaces", "node_pools", "scaling_policy"}
 
 // search serves PUT/POST /v1/search (Nomad's prefix search, which Nomad's
 // CLI uses to find what an ID prefix names): {"Prefix", "Context"} with
@@ -96,6 +95,12 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 			for name := range nodePools(snap) {
 				if strings.HasPrefix(name, req.Prefix) {
 					ids = append(ids, name)
+				}
+			}
+		case "scaling_policy":
+			for _, p := range snap.ScalingPolicies(ns) {
+				if strings.HasPrefix(p.ID, req.Prefix) {
+					ids = append(ids, p.ID)
 				}
 			}
 		}

@@ -66,6 +66,17 @@ func TestNomadClient_PrefixSearch(t *testing.T) {
 	if err != nil || len(res.Matches[contexts.Deployments]) != 1 || res.Matches[contexts.Deployments][0] != dep.ID {
 		t.Fatalf("deployments with the prefix %s: %+v %v", dep.ID[:6], res, err)
 	}
+	// A group's scaling policy, by its ID's prefix.
+	scaled := servertest.Job("scaled", sdk.JobTypeService, 1, 100, 64)
+	scaled.TaskGroups[0].Scaling = &sdk.ScalingPolicy{Type: "horizontal", Max: 3, Enabled: true}
+	if _, _, err := s.RegisterJob(scaled); err != nil {
+		t.Fatal(err)
+	}
+	policy := s.Store().Snapshot().Job("default", "scaled").TaskGroups[0].Scaling
+	res, _, err = c.Search().PrefixSearch(policy.ID[:6], contexts.ScalingPolicies, nil)
+	if err != nil || len(res.Matches[contexts.ScalingPolicies]) != 1 || res.Matches[contexts.ScalingPolicies][0] != policy.ID {
+		t.Fatalf("scaling policies with the prefix %s: %+v %v", policy.ID[:6], res, err)
+	}
 	res, _, err = c.Search().PrefixSearch("", contexts.Plugins, &api.QueryOptions{Namespace: "*"})
 	if err != nil || len(res.Matches) != 0 {
 		t.Fatalf("plugins (none here): %+v %v", res, err)
