@@ -62,6 +62,16 @@ func disconnectRig(t *testing.T, lostAfter time.Duration) *server.Server {
 		}
 		return unknown == 1 && live == 1
 	})
+	// The down node's allocation is lost by the plain job's own eval,
+	// which may still run when the tolerant job's replacement is placed.
+	waitFor(t, "the down node's allocation to be lost", func() bool {
+		for _, a := range s.Store().Snapshot().AllocsByJob("default", "plain") {
+			if a.NodeID == "node-0001" {
+				return a.ClientStatus == sdk.AllocClientStatusLost
+			}
+		}
+		return false
+	})
 	return s
 }
 
