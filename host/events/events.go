@@ -148,8 +148,9 @@ func (b *Broker) Reset(snap *state.Snapshot) {
 type Request struct {
 	// Topics maps a topic (or "*") to the keys wanted ("*" or none: all).
 	Topics map[string][]string
-	// Index: events at this index and later; 0 starts with what is
-	// published next. Older than the buffer starts at its oldest entry.
+	// Index: events at this index and later. Older than the buffer, or 0,
+	// starts at its oldest entry, as Nomad's (a subscriber that wants only
+	// what comes next asks for the state's index + 1).
 	Index uint64
 	// Namespace filters namespaced events ("*": every namespace). Node
 	// events have none and always pass.
@@ -169,9 +170,9 @@ func (b *Broker) Subscribe(req Request) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case req.Index == 0 && b.prev != nil:
-		// After a restore the state's index may be below what was
-		// dropped: start past both.
+	case req.Index == 0 && len(b.buf) == 0 && b.prev != nil:
+		// Nothing buffered: what comes next. After a restore the state's
+		// index may be below what was dropped: start past both.
 		s.next = max(b.prev.Index(), b.dropped) + 1
 	case req.Index <= b.dropped:
 		s.next = b.dropped + 1 // the oldest the buffer has

@@ -131,8 +131,8 @@ func TestBroker_SubscriptionsFilter(t *testing.T) {
 
 func TestBroker_PurgedJobCarriesItsLastState(t *testing.T) {
 	c := newCluster(t, 10)
-	c.register("default", "web")
-	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Namespace: "default"})
+	reg := c.register("default", "web")
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Index: reg + 1, Namespace: "default"})
 	idx := c.write(TypeJobDeregistered, func(tx *state.Txn) error { return tx.DeleteJob("default", "web") })
 	b := next(t, s)
 	if b.Index != idx || b.Events[0].Type != TypeJobDeregistered || b.Events[0].Payload["Job"].(*sdk.Job).ID != "web" {
@@ -155,12 +155,18 @@ func TestBroker_IndexAndFallingBehind(t *testing.T) {
 	if b := next(t, c.b.Subscribe(Request{Topics: topics, Index: 1, Namespace: "default"})); b.Index != idx[2] {
 		t.Fatalf("from index 1: %+v, want the oldest buffered (%d)", b, idx[2])
 	}
-	// From now: only what comes next.
+	// From 0 (no index): all the buffer has, then what comes next, as
+	// Nomad's stream starts at its buffer's head.
 	fresh := c.b.Subscribe(Request{Topics: topics, Namespace: "default"})
+	for _, want := range idx[2:] {
+		if b := next(t, fresh); b.Index != want {
+			t.Fatalf("from 0: %+v, want the buffered %d", b, want)
+		}
+	}
 	none(t, fresh)
 	f := c.register("default", "f")
 	if b := next(t, fresh); b.Index != f {
-		t.Fatalf("from now: %+v, want %d", b, f)
+		t.Fatalf("from 0, after the buffer: %+v, want %d", b, f)
 	}
 	// A subscriber that read one batch, then fell three writes behind.
 	slow := c.b.Subscribe(Request{Topics: topics, Index: f, Namespace: "default"})

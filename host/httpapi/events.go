@@ -27,7 +27,8 @@ var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.Topic
 //
 // Query: topic=Topic:Key (repeatable; Key "*" or left out: every key; no
 // topic: everything), index=N (events at N and later, as far back as the
-// buffer goes), namespace (default "default", "*" for all).
+// buffer goes; 0, the default, all it has, as Nomad's), namespace (default
+// "default", "*" for all).
 func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	b := a.srv.Events()
 	if b == nil {
