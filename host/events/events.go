@@ -249,6 +249,13 @@ func (s *Subscription) wants(ev *Event) bool {
 	return false
 }
 
+// nodeWrite holds the event types of node writes. Drover writes the
+// evaluations a node change causes with it; Nomad writes them in an
+// entry of their own just after (its createNodeEvals), so their events
+// are EvaluationUpdated ones, which is what a subscriber watching
+// evaluations expects.
+var nodeWrite = map[string]bool{TypeNodeRegistration: true, TypeNodeDeregistration: true, TypeNodeEvent: true, TypeNodeDrain: true}
+
 // build makes the entry's events (once).
 func (e *entry) build() []Event {
 	e.once.Do(func() {
@@ -260,6 +267,9 @@ func (e *entry) build() []Event {
 			seen[c] = true
 			if ev, ok := e.event(c); ok {
 				ev.Index, ev.Type = e.index, e.typ
+				if ev.Topic == TopicEvaluation && nodeWrite[e.typ] {
+					ev.Type = TypeEvalUpdated
+				}
 				e.events = append(e.events, ev)
 			}
 		}

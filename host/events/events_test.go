@@ -129,6 +129,34 @@ func TestBroker_SubscriptionsFilter(t *testing.T) {
 	}
 }
 
+// The evaluations a node write creates are EvaluationUpdated events, as
+// Nomad writes them in an EvalUpdate entry after the node's.
+func TestBroker_NodeWriteEvalsAreEvaluationUpdated(t *testing.T) {
+	c := newCluster(t, 10)
+	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicAll: nil}, Namespace: "*"})
+	for _, typ := range []string{TypeNodeRegistration, TypeNodeEvent, TypeNodeDrain, TypeNodeDeregistration} {
+		idx := c.write(typ, func(tx *state.Txn) error {
+			if typ == TypeNodeDeregistration {
+				if err := tx.DeleteNode("n1"); err != nil {
+					return err
+				}
+			} else if err := tx.UpsertNode(&sdk.Node{ID: "n1", Status: sdk.NodeStatusReady}); err != nil {
+				return err
+			}
+			return tx.UpsertEval(&sdk.Evaluation{ID: "eval-" + typ, Namespace: "default", JobID: "sys", NodeID: "n1",
+				TriggeredBy: sdk.EvalTriggerNodeUpdate, Status: sdk.EvalStatusPending})
+		})
+		b := next(t, s)
+		if b.Index != idx || len(b.Events) != 2 {
+			t.Fatalf("%s: %+v, want the node and its eval at %d", typ, b, idx)
+		}
+		if node, eval := b.Events[0], b.Events[1]; node.Topic != TopicNode || node.Type != typ ||
+			eval.Topic != TopicEvaluation || eval.Type != TypeEvalUpdated {
+			t.Fatalf("%s: node event %s %s, eval event %s %s; want %s and %s", typ, node.Topic, node.Type, eval.Topic, eval.Type, typ, TypeEvalUpdated)
+		}
+	}
+}
+
 func TestBroker_PurgedJobCarriesItsLastState(t *testing.T) {
 	c := newCluster(t, 10)
 	reg := c.register("default", "web")
