@@ -61,8 +61,9 @@ type Event struct {
 	Key       string
 	Namespace string
 	// FilterKeys are the other keys a subscription may name to get the
-	// event: the job and deployment of an evaluation or allocation, the
-	// job of a deployment.
+	// event: the job and deployment of an evaluation or allocation (the
+	// deployment "" without one: Nomad's always has both), the job of a
+	// deployment.
 	FilterKeys []string
 	Index      uint64
 	// Payload holds the object under its kind's name: {"Job": ...},
@@ -299,7 +300,7 @@ func (e *entry) event(c state.Change) (Event, bool) {
 			return Event{}, false
 		}
 		return Event{Topic: TopicEvaluation, Key: ev.ID, Namespace: ev.Namespace,
-			FilterKeys: filterKeys(ev.JobID, ev.DeploymentID), Payload: map[string]any{"Evaluation": ev}}, true
+			FilterKeys: []string{ev.JobID, ev.DeploymentID}, Payload: map[string]any{"Evaluation": ev}}, true
 	case state.KindAlloc:
 		a := e.snap.Alloc(c.Key)
 		if a == nil {
@@ -308,14 +309,14 @@ func (e *entry) event(c state.Change) (Event, bool) {
 		c := *a
 		c.Job = nil // as Nomad's: the job is its own topic
 		return Event{Topic: TopicAllocation, Key: a.ID, Namespace: a.Namespace,
-			FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": &c}}, true
+			FilterKeys: []string{a.JobID, a.DeploymentID}, Payload: map[string]any{"Allocation": &c}}, true
 	case state.KindDeployment:
 		d := e.snap.Deployment(c.Key)
 		if d == nil {
 			return Event{}, false
 		}
 		return Event{Topic: TopicDeployment, Key: d.ID, Namespace: d.Namespace,
-			FilterKeys: filterKeys(d.JobID), Payload: map[string]any{"Deployment": d}}, true
+			FilterKeys: []string{d.JobID}, Payload: map[string]any{"Deployment": d}}, true
 	case state.KindNode:
 		n := e.snap.Node(c.Key)
 		if n == nil && e.prev != nil {
@@ -327,14 +328,4 @@ func (e *entry) event(c state.Change) (Event, bool) {
 		return Event{Topic: TopicNode, Key: n.ID, Payload: map[string]any{"Node": n}}, true
 	}
 	return Event{}, false
-}
-
-func filterKeys(keys ...string) []string {
-	var out []string
-	for _, k := range keys {
-		if k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
 }

@@ -85,8 +85,9 @@ func TestBroker_EventsOfAWrite(t *testing.T) {
 		job.Payload["Job"].(*sdk.Job).ID != "web" {
 		t.Fatalf("job event: %+v", job)
 	}
-	if eval.Topic != TopicEvaluation || eval.Type != TypeJobRegistered || eval.Key != "eval-web" || eval.FilterKeys[0] != "web" {
-		t.Fatalf("eval event: %+v", eval)
+	if eval.Topic != TopicEvaluation || eval.Type != TypeJobRegistered || eval.Key != "eval-web" ||
+		len(eval.FilterKeys) != 2 || eval.FilterKeys[0] != "web" || eval.FilterKeys[1] != "" {
+		t.Fatalf("eval event: %+v, want FilterKeys [web \"\"] (its job and no deployment, as Nomad's)", eval)
 	}
 	alloc := next(t, all).Events[0]
 	a := alloc.Payload["Allocation"].(*sdk.Allocation)
