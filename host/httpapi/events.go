@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/events"
+	"github.com/drover-sched/drover/sdk"
 )
 
 // EventHeartbeat is how often an idle event stream sends "{}", as Nomad's.
@@ -65,6 +66,7 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		var out any = batch
 		switch {
 		case err == nil:
+			withLegacyResources(batch)
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			out = struct{}{} // heartbeat
 		case ctx.Err() != nil:
@@ -75,6 +77,22 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 		if !send(out) {
 			return streamed, nil // the client is gone
+		}
+	}
+}
+
+// withLegacyResources gives a batch's nodes and allocations Nomad's legacy
+// resource fields, as the API's other answers have them and as Nomad's
+// events do (its state store keeps them). The batch is the subscription's
+// own, but its payloads are shared with other subscribers: they are
+// replaced, not changed.
+func withLegacyResources(b *events.Batch) {
+	for i := range b.Events {
+		switch p := b.Events[i].Payload; {
+		case p["Node"] != nil:
+			b.Events[i].Payload = map[string]any{"Node": withLegacyNode(p["Node"].(*sdk.Node))}
+		case p["Allocation"] != nil:
+			b.Events[i].Payload = map[string]any{"Allocation": withLegacyAlloc(p["Allocation"].(*sdk.Allocation))}
 		}
 	}
 }

@@ -60,7 +60,9 @@ func TestNomadClient_EventStream(t *testing.T) {
 				}
 			case e.Topic == api.TopicAllocation:
 				a, err := e.Allocation()
-				if err != nil || a.JobID != "web" || a.NodeID == "" || e.Type != "PlanResult" || a.Job != nil {
+				// Nomad's legacy Resources, as GET /v1/allocation/:id has them.
+				if err != nil || a.JobID != "web" || a.NodeID == "" || e.Type != "PlanResult" || a.Job != nil ||
+					a.Resources == nil || a.Resources.CPU == nil || *a.Resources.CPU == 0 {
 					t.Fatalf("allocation event %+v: %+v %v", e, a, err)
 				}
 				placed++
@@ -83,6 +85,37 @@ func TestNomadClient_EventStream(t *testing.T) {
 	}
 	if evs := <-again; evs.Err != nil || evs.Index != registered || evs.Events[0].Key != "web" {
 		t.Fatalf("replay from %d: %+v", registered, evs)
+	}
+}
+
+// A node event's payload is the node as GET /v1/node/:id answers it:
+// with Nomad's legacy Resources and Reserved, which Nomad's nodes report
+// and its events carry, and without the node's secret.
+func TestNomadClient_NodeEventsHaveLegacyResources(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicNode: nil}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs *api.Events
+	select {
+	case evs = <-stream: // the registration, from the buffer
+	case <-ctx.Done():
+		t.Fatal("no node event")
+	}
+	if evs.Err != nil {
+		t.Fatal(evs.Err)
+	}
+	n, err := evs.Events[0].Node()
+	if err != nil || evs.Events[0].Type != "NodeRegistration" || n.Resources == nil || n.Reserved == nil ||
+		n.Resources.CPU == nil || *n.Resources.CPU != 4000 {
+		t.Fatalf("node event %+v: node %+v (Resources %+v), %v", evs.Events[0], n, n.Resources, err)
+	}
+	if _, ok := evs.Events[0].Payload["Node"].(map[string]any)["SecretID"]; ok {
+		t.Fatalf("the node event gives the node's secret away: %+v", evs.Events[0].Payload)
 	}
 }
 
