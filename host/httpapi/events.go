@@ -13,8 +13,9 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// EventHeartbeat is how often an idle event stream sends "{}", as Nomad's.
-const EventHeartbeat = 10 * time.Second
+// EventHeartbeat is how often an idle event stream sends "{}", as Nomad's
+// (which sends one at the start too).
+const EventHeartbeat = 30 * time.Second
 
 var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll,
 	// Nomad's other topics: Drover has no such objects (services live in
@@ -24,7 +25,8 @@ var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.Topic
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
 // JSON, one {"Index": N, "Events": [...]} per committed write with events
-// the request wants, and {} every EventHeartbeat while idle.
+// the request wants, and {} at the start and every EventHeartbeat while
+// idle.
 //
 // Query: topic=Topic:Key (repeatable; Key "*" or left out: every key; no
 // topic: everything), index=N (events at N and later, as far back as the
@@ -59,6 +61,9 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	sub := b.Subscribe(req)
 	ctx, stop, send := a.startStream(w, r)
 	defer stop()
+	if !send(struct{}{}) {
+		return streamed, nil
+	}
 	for {
 		wait, cancel := context.WithTimeout(ctx, EventHeartbeat)
 		batch, err := sub.Next(wait)

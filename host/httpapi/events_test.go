@@ -1,12 +1,14 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/hashicorp/nomad/api"
@@ -116,6 +118,27 @@ func TestNomadClient_NodeEventsHaveLegacyResources(t *testing.T) {
 	}
 	if _, ok := evs.Events[0].Payload["Node"].(map[string]any)["SecretID"]; ok {
 		t.Fatalf("the node event gives the node's secret away: %+v", evs.Events[0].Payload)
+	}
+}
+
+// As Nomad's, a stream starts with a heartbeat ({}), before any event,
+// and then sends one every 30 s while idle.
+func TestAPI_EventStreamStartsWithAHeartbeat(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/event/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "{}\n" {
+		t.Fatalf("first line %q, %v: want the heartbeat {}", line, err)
+	}
+	if httpapi.EventHeartbeat != 30*time.Second {
+		t.Fatalf("heartbeat every %v, want Nomad's 30s", httpapi.EventHeartbeat)
 	}
 }
 

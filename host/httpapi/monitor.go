@@ -17,6 +17,10 @@ type StreamFrame struct {
 	Data   []byte `json:",omitempty"`
 }
 
+// monitorHeartbeat is how often a quiet monitor stream sends an empty
+// frame.
+const monitorHeartbeat = 10 * time.Second
+
 // SetLogs makes /v1/agent/monitor stream the agent's log from hub.
 func (a *API) SetLogs(hub *logmon.Hub) { a.logs = hub }
 
@@ -46,7 +50,7 @@ func (a *API) monitor(w http.ResponseWriter, r *http.Request) (any, error) {
 	defer stop()
 	var text bytes.Buffer
 	console := zerolog.ConsoleWriter{Out: &text, NoColor: true, TimeFormat: time.RFC3339}
-	heartbeat := time.NewTicker(EventHeartbeat)
+	heartbeat := time.NewTicker(monitorHeartbeat)
 	defer heartbeat.Stop()
 	var offset int64
 	if !send(StreamFrame{}) {
