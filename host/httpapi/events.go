@@ -40,6 +40,9 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	req := events.Request{Topics: map[string][]string{}, Namespace: requestNamespace(r)}
 	for _, t := range r.URL.Query()["topic"] {
 		topic, key, _ := strings.Cut(t, ":")
+		if strings.Contains(key, ":") { // as Nomad's: no key has one
+			return nil, errorf(http.StatusBadRequest, "invalid key value pair for topic, topic: %s", t)
+		}
 		if !slices.Contains(eventTopics, topic) {
 			return nil, errorf(http.StatusBadRequest, "unknown event topic %q in topic=%q (topics: %s)", topic, t, strings.Join(eventTopics, ", "))
 		}

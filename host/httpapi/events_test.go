@@ -155,6 +155,14 @@ func TestAPI_EventStreamErrors(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	twoKeys, stopTwoKeys := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stopTwoKeys()
+	req, _ = http.NewRequestWithContext(twoKeys, "GET", ts.URL+"/v1/event/stream?topic=Job:web:v2", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("a topic with two keys: %v %v, want Nomad's 400", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if resp, out := do(t, "GET", ts.URL+"/v1/event/stream?index=soon", ""); resp.StatusCode != 400 {
 		t.Fatalf("bad index: %d %s", resp.StatusCode, out)
 	}
