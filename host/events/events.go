@@ -52,6 +52,7 @@ const (
 	TypePlanResult                    = "PlanResult"
 	TypeDeploymentUpdate              = "DeploymentStatusUpdate"
 	TypeDeploymentPromotion           = "DeploymentPromotion"
+	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
 )
 
 // Event is one object's change, in Nomad's shape.

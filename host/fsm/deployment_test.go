@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
 )
 
 func TestDeploymentAccounting_PlacementsHealthAndPromotion(t *testing.T) {
@@ -176,5 +178,33 @@ func TestDeploymentSuccess_MarksTheJobVersionStable(t *testing.T) {
 	snap := store.Snapshot()
 	if !snap.JobVersion("default", "web", 0).Stable || !snap.Job("default", "web").Stable {
 		t.Fatalf("the successful deployment left version 0 unstable: %+v", snap.JobVersion("default", "web", 0))
+	}
+}
+
+// An operator's allocation health (SetAllocHealth: an update without a
+// client status, or the failure an unhealthy mark makes) is a
+// DeploymentAllocHealth write, as Nomad's DeploymentAllocHealthRequest;
+// a node's report stays AllocationUpdated, a watcher's failure
+// DeploymentStatusUpdate.
+func TestEventType_OperatorAllocHealth(t *testing.T) {
+	healthy := true
+	health := &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1",
+		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}}
+	report := &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusRunning,
+		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}}
+	fail := &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed}
+	for _, c := range []struct {
+		name string
+		msg  msgp.Unmarshaler
+		want string
+	}{
+		{"an operator's healthy", health, events.TypeDeploymentAllocHealth},
+		{"an operator's unhealthy, failing the deployment", &DeploymentStatusUpdateRequest{Update: fail, Health: health}, events.TypeDeploymentAllocHealth},
+		{"a node's report", report, events.TypeAllocationUpdated},
+		{"the watcher's failure", &DeploymentStatusUpdateRequest{Update: fail}, events.TypeDeploymentUpdate},
+	} {
+		if got := eventType(c.msg); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -952,7 +952,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // maps its messages; "" for those that make no events (garbage collection,
 // scheduler configuration, job stability and scaling records).
 func eventType(msg msgp.Unmarshaler) string {
-	switch msg.(type) {
+	switch m := msg.(type) {
 	case *NodeRegisterRequest:
 		return events.TypeNodeRegistration
 	case *NodeDeregisterRequest:
@@ -968,12 +968,21 @@ func eventType(msg msgp.Unmarshaler) string {
 	case *EvalUpdateRequest:
 		return events.TypeEvalUpdated
 	case *AllocClientUpdateRequest:
+		if len(m.Allocs) > 0 && m.Allocs[0].ClientStatus == "" {
+			// Health only: an operator's (SetAllocHealth), as Nomad's
+			// PUT /v1/deployment/allocation-health/:id; a node's report
+			// always has a client status.
+			return events.TypeDeploymentAllocHealth
+		}
 		return events.TypeAllocationUpdated
 	case *AllocUpdateDesiredTransitionRequest:
 		return events.TypeAllocationUpdateDesiredStatus
 	case *ApplyPlanResultsRequest:
 		return events.TypePlanResult
 	case *DeploymentStatusUpdateRequest:
+		if m.Health != nil { // an operator's unhealthy mark fails it
+			return events.TypeDeploymentAllocHealth
+		}
 		return events.TypeDeploymentUpdate
 	case *DeploymentPromoteRequest:
 		return events.TypeDeploymentPromotion
