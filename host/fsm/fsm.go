@@ -798,6 +798,11 @@ func applyPlanResults(tx *state.Txn, req *ApplyPlanResultsRequest, fx *effects) 
 			return err
 		}
 	}
+	// The plan's eval shows that its plan was committed (its ModifyIndex;
+	// a PlanResult event), as in Nomad.
+	if err := tx.TouchEval(req.EvalID); err != nil {
+		return err
+	}
 	return upsertEvals(tx, req.PreemptionEvals, fx)
 }
 

@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
@@ -256,5 +258,37 @@ func TestAllocClientUpdate_ReportedAgainDropsTheDisconnectFollowup(t *testing.T)
 	}
 	if a3 := snap.Alloc("a3"); a3.FollowupEvalID != "f-a3" || a3.ClientStatus != sdk.AllocClientStatusUnknown {
 		t.Errorf("a3, still unknown: %s, follow-up %q, want f-a3", a3.ClientStatus, a3.FollowupEvalID)
+	}
+}
+
+// Committing a plan touches its eval, as Nomad's UpsertPlanResults does:
+// the eval's ModifyIndex is the plan's, and the plan's events include the
+// eval's (PlanResult), status unchanged.
+func TestApplyPlanResults_TouchesThePlansEval(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	b := events.New(10)
+	f.SetPublisher(b)
+	sub := b.Subscribe(events.Request{Topics: map[string][]string{events.TopicEvaluation: nil}, Index: 3, Namespace: "*"})
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 50,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1, Tasks: []*sdk.Task{{Name: "t", Driver: "docker"}}}}}
+	applyAll(t, f,
+		&NodeRegisterRequest{Node: &sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}},
+		&JobRegisterRequest{Job: job, Eval: &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web",
+			Type: "service", TriggeredBy: sdk.EvalTriggerJobRegister, Status: sdk.EvalStatusPending}},
+		&ApplyPlanResultsRequest{Job: job, EvalID: "e1", AllocsUpdated: []*sdk.Allocation{{ID: "a1", Namespace: "default",
+			JobID: "web", TaskGroup: "g", NodeID: "n1", DesiredStatus: "run", EvalID: "e1"}}},
+	)
+	if e := store.Snapshot().Eval("e1"); e.ModifyIndex != 3 || e.CreateIndex != 2 || e.Status != sdk.EvalStatusPending {
+		t.Fatalf("the plan's eval: create %d, modify %d, %s; want 2, 3 (the plan's), pending", e.CreateIndex, e.ModifyIndex, e.Status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	batch, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatalf("no eval event at the plan's index: %v", err)
+	}
+	if ev := batch.Events[0]; batch.Index != 3 || len(batch.Events) != 1 || ev.Key != "e1" || ev.Type != events.TypePlanResult {
+		t.Fatalf("the plan's eval events: %+v", batch)
 	}
 }

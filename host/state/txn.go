@@ -244,6 +244,20 @@ func (t *Txn) DeleteJob(ns, id string) error {
 	return t.delete(TableJobs, old)
 }
 
+// TouchEval sets an evaluation's ModifyIndex to the transaction's and
+// changes nothing else, as Nomad's plan applier does to the eval whose
+// plan it commits. A missing eval is left alone.
+func (t *Txn) TouchEval(id string) error {
+	old := t.Eval(id)
+	if old == nil {
+		return nil
+	}
+	c := *old
+	c.ModifyIndex = t.index
+	t.record(KindEval, id)
+	return t.insert(TableEvals, &c)
+}
+
 // UpsertEval inserts or replaces an evaluation.
 func (t *Txn) UpsertEval(e *sdk.Evaluation) error {
 	if !t.restore {
