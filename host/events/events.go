@@ -67,7 +67,8 @@ type Event struct {
 	// deployment.
 	FilterKeys []string
 	Index      uint64
-	// Payload holds the object under its kind's name: {"Job": ...},
+	// Payload holds the object under its kind's name: {"Job": ...}
+	// (with "Deleted": true for a purged job),
 	// {"Evaluation": ...}, {"Allocation": ...} (without its job),
 	// {"Deployment": ...}, {"Node": ...}.
 	Payload map[string]any
@@ -287,14 +288,18 @@ func (e *entry) event(c state.Change) (Event, bool) {
 	switch c.Kind {
 	case state.KindJob:
 		ns, id, _ := strings.Cut(c.Key, "\x00")
+		payload := map[string]any{}
 		j := e.snap.Job(ns, id)
 		if j == nil && e.prev != nil {
-			j = e.prev.Job(ns, id)
+			// Purged: later Nomad versions say so with "Deleted", which
+			// Nomad's client reads (Event.DeregisteredJob).
+			j, payload["Deleted"] = e.prev.Job(ns, id), true
 		}
 		if j == nil {
 			return Event{}, false
 		}
-		return Event{Topic: TopicJob, Key: j.ID, Namespace: j.Namespace, Payload: map[string]any{"Job": j}}, true
+		payload["Job"] = j
+		return Event{Topic: TopicJob, Key: j.ID, Namespace: j.Namespace, Payload: payload}, true
 	case state.KindEval:
 		ev := e.snap.Eval(c.Key)
 		if ev == nil {

@@ -164,7 +164,8 @@ func TestBroker_PurgedJobCarriesItsLastState(t *testing.T) {
 	s := c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Index: reg + 1, Namespace: "default"})
 	idx := c.write(TypeJobDeregistered, func(tx *state.Txn) error { return tx.DeleteJob("default", "web") })
 	b := next(t, s)
-	if b.Index != idx || b.Events[0].Type != TypeJobDeregistered || b.Events[0].Payload["Job"].(*sdk.Job).ID != "web" {
+	if b.Index != idx || b.Events[0].Type != TypeJobDeregistered || b.Events[0].Payload["Job"].(*sdk.Job).ID != "web" ||
+		b.Events[0].Payload["Deleted"] != true {
 		t.Fatalf("purge: %+v", b)
 	}
 }

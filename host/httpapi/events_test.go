@@ -88,6 +88,39 @@ func TestNomadClient_EventStream(t *testing.T) {
 	if evs := <-again; evs.Err != nil || evs.Index != registered || evs.Events[0].Key != "web" {
 		t.Fatalf("replay from %d: %+v", registered, evs)
 	}
+
+	// A stop and a purge are both JobDeregistered; only the purge's job
+	// is deleted (DeregisteredJob reads the payload's "Deleted").
+	if _, _, err := c.Jobs().Deregister("web", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Deregister("web", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	var deleted []bool
+	for len(deleted) < 2 {
+		var evs *api.Events
+		select {
+		case evs = <-again:
+		case <-ctx.Done():
+			t.Fatalf("deregistrations seen: %v", deleted)
+		}
+		if evs.Err != nil {
+			t.Fatal(evs.Err)
+		}
+		for _, e := range evs.Events {
+			if e.Type == "JobDeregistered" {
+				j, del, err := e.DeregisteredJob()
+				if err != nil || *j.ID != "web" {
+					t.Fatalf("deregistration %+v: %v", e, err)
+				}
+				deleted = append(deleted, del)
+			}
+		}
+	}
+	if deleted[0] || !deleted[1] {
+		t.Fatalf("deleted: stop %v, purge %v; want false, true", deleted[0], deleted[1])
+	}
 }
 
 // A node event's payload is the node as GET /v1/node/:id answers it:
