@@ -34,10 +34,11 @@ func policyTarget(j *sdk.Job, tg *sdk.TaskGroup) map[string]string {
 
 // identifyScalingPolicies gives j's group policies their target, ID and
 // indexes, from old (the job j replaces, nil for a new one), and stamps
-// TableScalingPolicies when one is added, changed or removed. An ID a client sent is ignored, as in Nomad. A new ID is derived
-// from the index and the policy's place, so every server applying the
-// entry makes the same one. Groups are copied before they change: j may
-// share them with the stored job.
+// TableScalingPolicies when one is added, changed or removed. An ID a
+// client sent is ignored, as in Nomad. A new ID is derived from the index
+// and the policy's place, so every server applying the entry makes the
+// same one. Groups are copied before they change: j may share them with
+// the stored job.
 func (t *Txn) identifyScalingPolicies(old, j *sdk.Job) {
 	index := t.index
 	had := map[string]*sdk.ScalingPolicy{}
@@ -113,6 +114,8 @@ func withoutPolicyIdentity(j sdk.Job) sdk.Job {
 	return j
 }
 
+// policySpec is p without its identity (host/jobdiff leaves the same
+// fields out of a diff).
 func policySpec(p *sdk.ScalingPolicy) sdk.ScalingPolicy {
 	c := *p
 	c.ID, c.Target, c.CreateIndex, c.ModifyIndex = "", nil, 0, 0
