@@ -200,3 +200,34 @@ func TestCluster_FollowersForwardToTheLeader(t *testing.T) {
 		t.Fatalf("health without a leader: %d %s", resp.StatusCode, out)
 	}
 }
+
+// Nomad's client (RaftTransferLeadershipByAddress, what later versions'
+// `operator raft transfer-leadership -peer-address` call) hands the lead
+// to the server at that raft address, through any server; an address in
+// no server's configuration is a 404, not a transfer to any server.
+func TestCluster_TransferLeadershipByAddress(t *testing.T) {
+	servers, apis, leader := clusterAPIs(t)
+	// Each server in turn, through another server.
+	for i, to := range servers {
+		if to == leader {
+			continue
+		}
+		c := nomadClient(t, apis[(i+1)%3].URL)
+		if err := c.Operator().RaftTransferLeadershipByAddress(to.RPCAddr(), nil); err != nil {
+			t.Fatalf("transfer to %s: %v", to.RPCAddr(), err)
+		}
+		servertest.WaitFor(t, to.Config().NodeName+" to lead", func() bool { return servertest.WaitForClusterLeader(t, servers) == to })
+		leader = to
+	}
+	resp, out := do(t, "PUT", apis[0].URL+"/v1/operator/raft/transfer-leadership?address=127.0.0.1:1", "")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("transfer to an unknown address: %d %s", resp.StatusCode, out)
+	}
+	resp, out = do(t, "PUT", apis[0].URL+"/v1/operator/raft/transfer-leadership?id=a&address=127.0.0.1:1", "")
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("transfer with both id and address: %d %s", resp.StatusCode, out)
+	}
+	if l := servertest.WaitForClusterLeader(t, servers); l != leader {
+		t.Fatalf("the refused transfers moved the lead to %s", l.Config().NodeName)
+	}
+}

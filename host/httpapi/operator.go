@@ -243,9 +243,16 @@ func (a *API) members(_ http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // raftTransferLeadership answers PUT /v1/operator/raft/transfer-leadership
-// (?id=NAME, or any other voter without it), on the leader.
+// (?id=NAME or ?address=HOST:PORT, as later Nomad versions and their
+// client's RaftTransferLeadershipByID and ByAddress; any other voter
+// without either), on the leader.
 func (a *API) raftTransferLeadership(_ http.ResponseWriter, r *http.Request) (any, error) {
-	return nil, a.srv.TransferLeadership(r.URL.Query().Get("id"))
+	q := r.URL.Query()
+	id, addr := q.Get("id"), q.Get("address")
+	if id != "" && addr != "" {
+		return nil, errorf(http.StatusBadRequest, "give one of id and address")
+	}
+	return nil, a.srv.TransferLeadership(id, addr)
 }
 
 // raftRemovePeer answers DELETE /v1/operator/raft/peer?id=|address=

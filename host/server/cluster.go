@@ -280,28 +280,31 @@ func (s *Server) transferLeadership() {
 	ev.Msg("handed the lead over before stopping")
 }
 
-// TransferLeadership hands the lead to the server with the given ID (any
-// other voter if id is empty); only the leader can.
-func (s *Server) TransferLeadership(id string) error {
+// TransferLeadership hands the lead to the server with the given ID, or
+// else at the given raft address (any other voter if both are empty); only
+// the leader can.
+func (s *Server) TransferLeadership(id, address string) error {
 	if !s.IsLeader() {
 		return ErrNotLeader
 	}
 	var f raft.Future
-	if id == "" {
+	if id == "" && address == "" {
 		f = s.raftLayer.raft.LeadershipTransfer()
 	} else {
 		servers, _, err := s.RaftConfiguration()
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(servers, func(sv RaftServer) bool { return sv.ID == id })
+		i := slices.IndexFunc(servers, func(sv RaftServer) bool {
+			return (id != "" && sv.ID == id) || (id == "" && sv.Address == address)
+		})
 		if i < 0 {
-			return fmt.Errorf("%w: no server %q in the raft configuration", ErrNotFound, id)
+			return fmt.Errorf("%w: no server %q in the raft configuration", ErrNotFound, id+address)
 		}
-		if id == s.cfg.NodeName {
+		if servers[i].ID == s.cfg.NodeName {
 			return nil
 		}
-		f = s.raftLayer.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(servers[i].Address))
+		f = s.raftLayer.raft.LeadershipTransferToServer(raft.ServerID(servers[i].ID), raft.ServerAddress(servers[i].Address))
 	}
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("server: leadership transfer: %w", err)

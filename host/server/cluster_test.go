@@ -37,7 +37,7 @@ func handLead(t *testing.T, servers []*server.Server, i int) *server.Server {
 	t.Helper()
 	to := servers[i].Config().NodeName
 	if leader := servertest.WaitForClusterLeader(t, servers); leader != servers[i] {
-		if err := leader.TransferLeadership(to); err != nil {
+		if err := leader.TransferLeadership(to, ""); err != nil {
 			t.Fatalf("hand the lead to %s: %v", to, err)
 		}
 	}
@@ -420,7 +420,7 @@ func TestCluster_ADataDirOfAnotherClusterTakesNoPart(t *testing.T) {
 		t.Fatal("two clusters share an ID")
 	}
 	for range 3 {
-		if err := servertest.WaitForClusterLeader(t, theirs).TransferLeadership(""); err != nil {
+		if err := servertest.WaitForClusterLeader(t, theirs).TransferLeadership("", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
