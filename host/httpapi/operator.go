@@ -49,7 +49,10 @@ func (a *API) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, e
 	if err := decode(w, r, &c); err != nil {
 		return nil, err
 	}
-	if raw := r.URL.Query().Get("cas"); raw != "" {
+	// A cas given empty is refused, as by Nomad, rather than taken for no
+	// check at all.
+	if _, ok := r.URL.Query()["cas"]; ok {
+		raw := r.URL.Query().Get("cas")
 		cas, err := strconv.ParseUint(raw, 10, 64)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "invalid cas %q: not an unsigned integer", raw)

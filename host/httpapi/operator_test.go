@@ -172,3 +172,17 @@ func TestNomadClient_OperatorSnapshot(t *testing.T) {
 		t.Fatal("the restored snapshot lacks the job purged after it was saved")
 	}
 }
+
+// A check-and-set index given empty (?cas=) is a 400, as in Nomad, not a
+// write without the check.
+func TestSchedulerSetConfig_EmptyCASIsRefused(t *testing.T) {
+	ts, s := newAPI(t, 0)
+	before := s.Store().Snapshot().SchedulerConfig()
+	resp, out := do(t, "PUT", ts.URL+"/v1/operator/scheduler/configuration?cas=", `{"SchedulerAlgorithm": "spread"}`)
+	if resp.StatusCode != 400 {
+		t.Fatalf("?cas=: %d %s", resp.StatusCode, out)
+	}
+	if after := s.Store().Snapshot().SchedulerConfig(); after.ModifyIndex != before.ModifyIndex || after.SchedulerAlgorithm != before.SchedulerAlgorithm {
+		t.Fatalf("the refused write changed the configuration: %+v", after)
+	}
+}
