@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -184,5 +186,36 @@ func TestSchedulerSetConfig_EmptyCASIsRefused(t *testing.T) {
 	}
 	if after := s.Store().Snapshot().SchedulerConfig(); after.ModifyIndex != before.ModifyIndex || after.SchedulerAlgorithm != before.SchedulerAlgorithm {
 		t.Fatalf("the refused write changed the configuration: %+v", after)
+	}
+}
+
+// While the scheduler configuration rejects job registrations, Nomad
+// answers a registration, a dispatch or a scaling request with a 403 and
+// its message; stopping a job goes through.
+func TestNomadClient_RejectJobRegistrationIs403(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{RejectJobRegistration: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]error{}
+	_, _, refused["register"] = c.Jobs().Register(job, nil)
+	_, _, refused["scale"] = c.Jobs().Scale("web", "frontend", ptr(3), "", false, nil, nil)
+	for what, err := range refused {
+		var e api.UnexpectedResponseError
+		if !errors.As(err, &e) || e.StatusCode() != http.StatusForbidden ||
+			!strings.Contains(strings.ToLower(e.Body()), "job registration, dispatch, and scale are disabled by the scheduler configuration") {
+			t.Errorf("%s: %v, want a 403", what, err)
+		}
+	}
+	if _, _, err := c.Jobs().Deregister("web", false, nil); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 }

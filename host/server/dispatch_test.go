@@ -211,7 +211,7 @@ func TestRejectJobRegistration_RefusesEveryNewVersionAndChild(t *testing.T) {
 	}
 	for _, r := range refused {
 		t.Run(r.name, func(t *testing.T) {
-			if err := r.do(); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "disabled by the scheduler configuration") {
+			if err := r.do(); !errors.Is(err, server.ErrForbidden) || !strings.Contains(err.Error(), "disabled by the scheduler configuration") {
 				t.Fatalf("err = %v, want the registration refused", err)
 			}
 		})

@@ -25,7 +25,8 @@ var (
 	ErrNotFound = state.ErrNotFound
 	// ErrForbidden refuses a node agent's request the node may not make:
 	// a registration with another secret than the node's, a report about
-	// its allocations while the servers hold it down or disconnected.
+	// its allocations while the servers hold it down or disconnected; and
+	// a job registration while the scheduler configuration rejects them.
 	ErrForbidden = errors.New("forbidden")
 )
 

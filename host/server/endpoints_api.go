@@ -184,11 +184,12 @@ var errRegistrationDisabled = errors.New("job registration, dispatch, and scale 
 
 // registrationsAllowed refuses, as Nomad's Job.Register, Job.Dispatch and
 // Job.Scale do, whatever would add a job version or a job while
-// RejectJobRegistration is set. (Nomad lets a management token through;
-// Drover has no ACLs, as Nomad without ACLs lets none through.)
+// RejectJobRegistration is set: a 403, as Nomad answers it. (Nomad lets a
+// management token through; Drover has no ACLs, as Nomad without ACLs
+// lets none through.)
 func registrationsAllowed(snap *state.Snapshot) error {
 	if snap.SchedulerConfig().RejectJobRegistration {
-		return badRequest(errRegistrationDisabled)
+		return forbidden(errRegistrationDisabled)
 	}
 	return nil
 }
