@@ -186,6 +186,12 @@ func Read(r io.Reader, dir string) (*Archive, error) {
 		}
 		sums[hdr.Name] = hex.EncodeToString(h.Sum(nil))
 	}
+	// The tar ends before the gzip stream does: reading that to its end
+	// checks the stream's own checksum and length, so that a file cut in
+	// its last bytes, or with bytes after it, is refused as damaged.
+	if _, err := io.Copy(io.Discard, gz); err != nil {
+		return fail("reading the archive: %v", err)
+	}
 	for _, name := range []string{metaFile, stateFile, sumsFile} {
 		if _, ok := sums[name]; !ok {
 			return fail("%s is missing", name)

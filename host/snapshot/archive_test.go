@@ -75,6 +75,13 @@ func TestArchive_RefusesDamage(t *testing.T) {
 	}{
 		{"not gzip", []byte("state"), "not gzip"},
 		{"truncated", good[:len(good)/2], "reading"},
+		{"cut in the gzip trailer", good[:len(good)-1], "reading the archive"},
+		{"gzip checksum altered", func() []byte {
+			b := bytes.Clone(good)
+			b[len(b)-8] ^= 0xff // the trailer's CRC-32
+			return b
+		}(), "reading the archive"},
+		{"bytes after the archive", append(bytes.Clone(good), "more"...), "reading the archive"},
 		{"altered state", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) {
 			if n == stateFile {
 				b = []byte("the stale")
