@@ -475,7 +475,13 @@ func (s *Server) setSchedulerConfig(req *fsm.SchedulerConfigRequest) (uint64, er
 	}
 	index, err := s.Apply(fsm.SchedulerConfigRequestType, req)
 	if err == nil {
-		s.broker.SetPaused(c.PauseEvalBroker)
+		// The broker follows the configuration stored now, not this
+		// request's: of two writes that commit in one order and return in
+		// the other, the last committed wins. s.mu orders this with a
+		// leadership change, which sets it from the state too.
+		s.mu.Lock()
+		s.broker.SetPaused(s.store.Snapshot().SchedulerConfig().PauseEvalBroker)
+		s.mu.Unlock()
 	}
 	return index, err
 }

@@ -447,3 +447,28 @@ func TestJobSummary_LeavesOutAPurgedInstance(t *testing.T) {
 		t.Errorf("report's children %+v, want %+v", got, want)
 	}
 }
+
+// Concurrent scheduler configuration writes leave the broker paused as the
+// configuration stored last says, whatever order their answers come back
+// in.
+func TestServer_BrokerPauseFollowsTheLastConfigurationWritten(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for round := 0; round < 20; round++ {
+		const writers = 16
+		done := make(chan struct{}, writers)
+		for i := 0; i < writers; i++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{PauseEvalBroker: i%2 == 0}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		for i := 0; i < writers; i++ {
+			<-done
+		}
+		if want := s.Store().Snapshot().SchedulerConfig().PauseEvalBroker; s.Broker().Paused() != want {
+			t.Fatalf("round %d: the configuration says PauseEvalBroker %v, the broker is paused: %v", round, want, s.Broker().Paused())
+		}
+	}
+}
