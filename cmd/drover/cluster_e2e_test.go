@@ -169,4 +169,16 @@ server {
 	if code, out := drover(t, bin, follower, "operator", "raft", "list-peers", "-stale"); code != 0 || strings.Count(out, "leader") != 1 {
 		t.Fatalf("list-peers -stale (%d):\n%s", code, out)
 	}
+	// The operator hands the lead to the other server, by its raft address
+	// (an address no server has is refused).
+	if code, out := drover(t, bin, follower, "operator", "raft", "transfer-leadership", "-peer-address", "127.0.0.1:1"); code != 1 || !strings.Contains(out, "no server") {
+		t.Fatalf("transfer-leadership to an unknown address (%d):\n%s", code, out)
+	}
+	other := 3 - li - next
+	if code, out := drover(t, bin, follower, "operator", "raft", "transfer-leadership", "-peer-address", rpc[other]); code != 0 {
+		t.Fatalf("transfer-leadership to %s (%d):\n%s", rpc[other], code, out)
+	}
+	if got := leaderOf([]*agentProc{agents[next], agents[other]}); got != other {
+		t.Fatalf("after transfer-leadership to server-%d, server-%d leads", other+1, got+1)
+	}
 }

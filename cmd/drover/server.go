@@ -162,31 +162,43 @@ func (c *raftTransferCommand) Synopsis() string { return "Hand the cluster's lea
 
 func (c *raftTransferCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: drover operator raft transfer-leadership [options] [-peer-id=ID]
+Usage: drover operator raft transfer-leadership [options] [-peer-id=ID | -peer-address=HOST:PORT]
 
   Asks the leader to hand the lead over (PUT
-  /v1/operator/raft/transfer-leadership): to the server -peer-id names, or
-  to any other voter. The new leader rebuilds the broker and the blocked
-  evals from the state, as after any election.
+  /v1/operator/raft/transfer-leadership): to the server -peer-id or
+  -peer-address names, or to any other voter. The new leader rebuilds the
+  broker and the blocked evals from the state, as after any election.
 ` + apiOptions + `
 
 Transfer-leadership options:
 
-  -peer-id=ID  The server to lead (its name).
+  -peer-id=ID              The server to lead (its name).
+  -peer-address=HOST:PORT  The server to lead, by its raft address.
 `)
 }
 
 func (c *raftTransferCommand) Run(args []string) int {
 	fs := c.flags("operator raft transfer-leadership", false)
 	id := fs.String("peer-id", "", "")
+	addr := fs.String("peer-address", "", "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
 		return exitError
+	}
+	if *id != "" && *addr != "" {
+		return c.errorf("give at most one of -peer-id and -peer-address")
 	}
 	cl, err := c.client()
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	if _, err := cl.Put(bg, "/v1/operator/raft/transfer-leadership?"+url.Values{"id": {*id}}.Encode(), nil, nil); err != nil {
+	q := url.Values{}
+	if *id != "" {
+		q.Set("id", *id)
+	}
+	if *addr != "" {
+		q.Set("address", *addr)
+	}
+	if _, err := cl.Put(bg, "/v1/operator/raft/transfer-leadership?"+q.Encode(), nil, nil); err != nil {
 		return c.errorf("transferring the lead: %v", err)
 	}
 	c.ui.Output("Leadership transferred")
