@@ -338,8 +338,9 @@ func checkResources(a, old *sdk.Allocation, tg *sdk.TaskGroup) error {
 	return nil
 }
 
-// sameNetworks reports whether b holds the networks and ports a holds,
-// shared and per task (nil and empty alike).
+// sameNetworks reports whether a and b hold the same networks and ports,
+// shared and per task (nil and empty alike; a task missing on one side
+// holds none).
 func sameNetworks(a, b *sdk.AllocatedResources) bool {
 	if a == nil || b == nil {
 		return false
@@ -347,22 +348,8 @@ func sameNetworks(a, b *sdk.AllocatedResources) bool {
 	nets := func(x, y []*sdk.NetworkResource) bool {
 		return slices.EqualFunc(x, y, func(p, q *sdk.NetworkResource) bool { return reflect.DeepEqual(p, q) })
 	}
-	if !nets(a.Shared.Networks, b.Shared.Networks) || !slices.Equal(a.Shared.Ports, b.Shared.Ports) {
-		return false
-	}
-	for name, tb := range b.Tasks {
-		var x, y []*sdk.NetworkResource
-		if ta := a.Tasks[name]; ta != nil {
-			x = ta.Networks
-		}
-		if tb != nil {
-			y = tb.Networks
-		}
-		if !nets(x, y) {
-			return false
-		}
-	}
-	return true
+	return nets(a.Shared.Networks, b.Shared.Networks) && slices.Equal(a.Shared.Ports, b.Shared.Ports) &&
+		samePerTask(a, b, func(x, y *sdk.AllocatedTaskResources) bool { return nets(x.Networks, y.Networks) })
 }
 
 // networkAsks returns the ports tg's network (the first, the one assigned)

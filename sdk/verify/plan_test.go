@@ -392,3 +392,27 @@ func TestNodeFits_PortsPerAddress(t *testing.T) {
 		})
 	}
 }
+
+// sameNetworks compares both sides' tasks: a task's networks that only one
+// side has make them differ, whichever side it is.
+func TestSameNetworks_BothSides(t *testing.T) {
+	withTask := func() *sdk.AllocatedResources {
+		return &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
+			"t": {Networks: []*sdk.NetworkResource{{Mode: "host", IP: "10.0.0.1", ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}}}}
+	}
+	without := func() *sdk.AllocatedResources { return &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}} }
+	for _, tc := range []struct {
+		name string
+		a, b *sdk.AllocatedResources
+		want bool
+	}{
+		{"same", withTask(), withTask(), true},
+		{"neither", without(), without(), true},
+		{"the task only in the first", withTask(), without(), false},
+		{"the task only in the second", without(), withTask(), false},
+	} {
+		if got := sameNetworks(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
