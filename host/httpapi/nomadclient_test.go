@@ -1259,7 +1259,15 @@ job "web" {
 		t.Fatalf("the job does not carry the policy's ID: %v %+v", err, job.TaskGroups[0].Scaling)
 	}
 
-	// The same job again: no new version, the same policy.
+	// The same job planned, then registered again: no change, no new
+	// version, the same policy.
+	parsed, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: fmt.Sprintf(hcl, 5), Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, _, err := c.Jobs().Plan(parsed, true, nil); err != nil || plan.Diff.Type != "None" {
+		t.Fatalf("plan of the job as registered: %v %+v", err, plan.Diff)
+	}
 	register(5)
 	if job, _, err = c.Jobs().Info("web", nil); err != nil || *job.Version != 0 {
 		t.Fatalf("registered unchanged: %v version %v", err, *job.Version)
