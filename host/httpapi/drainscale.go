@@ -179,8 +179,8 @@ func (a *API) scalingPolicyList(w http.ResponseWriter, r *http.Request) (any, er
 			slices.SortFunc(ps, func(a, b *sdk.ScalingPolicy) int { return strings.Compare(a.ID, b.ID) })
 		}
 		out := []*ScalingPolicyListStub{}
-		// A store restored from a snapshot older than the policies'
-		// index has the policies' own.
+		// A store restored from a snapshot written before policies had
+		// an index gave them their jobs' (state.restoreScalingPolicies).
 		index := max(1, snap.TableIndex(state.TableScalingPolicies))
 		for _, p := range ps {
 			index = max(index, p.ModifyIndex)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -18,6 +19,10 @@ import (
 // last write that changed it. Nomad's open-source server keeps group
 // (horizontal) policies only; so does Drover. Task-level (vertical) blocks
 // stay in the job as written.
+//
+// A dispatched or periodic child's groups are copies of its parent's, the
+// parent's policy included, as in Nomad: the policy is the parent's, and
+// the child's copy is neither given an identity of its own nor listed.
 
 // policyKey is what names a policy within its job, as Nomad's JobKey: its
 // type and target group (and task, for the vertical policies a job may
@@ -34,12 +39,14 @@ func policyTarget(j *sdk.Job, tg *sdk.TaskGroup) map[string]string {
 
 // identifyScalingPolicies gives j's group policies their target, ID and
 // indexes, from old (the job j replaces, nil for a new one), and stamps
-// TableScalingPolicies when one is added, changed or removed. An ID a
-// client sent is ignored, as in Nomad. A new ID is derived from the index
-// and the policy's place, so every server applying the entry makes the
-// same one. Groups are copied before they change: j may share them with
-// the stored job.
+// TableScalingPolicies when one is added, changed or removed. j's
+// CreateIndex must be set. An ID a client sent is ignored, as in Nomad.
+// Groups are copied before they change: j may share them with the stored
+// job.
 func (t *Txn) identifyScalingPolicies(old, j *sdk.Job) {
+	if j.ParentID != "" {
+		return
+	}
 	index := t.index
 	had := map[string]*sdk.ScalingPolicy{}
 	if old != nil {
@@ -64,8 +71,7 @@ func (t *Txn) identifyScalingPolicies(old, j *sdk.Job) {
 				p.ModifyIndex = index
 			}
 		} else {
-			p.ID = uuid.NewSHA1(uuid.Nil, []byte(strconv.FormatUint(index, 10)+"\x00"+j.Namespace+"\x00"+j.ID+"\x00"+policyKey(&p))).String()
-			p.CreateIndex, p.ModifyIndex = index, index
+			p.ID, p.CreateIndex, p.ModifyIndex = policyID(j, &p), index, index
 		}
 		if p.ModifyIndex == index {
 			t.tables[TableScalingPolicies] = true
@@ -85,10 +91,35 @@ func (t *Txn) identifyScalingPolicies(old, j *sdk.Job) {
 	}
 }
 
-// hasScalingPolicy reports whether any of j's groups has an identified
-// scaling policy.
+// policyID is a policy's ID: derived from the job's namespace, ID and
+// CreateIndex and the policy's place in it, so every server makes the same
+// one however it came by the job (applying its registration, or restoring
+// a snapshot written before policies had IDs), and a job purged and
+// registered again gets new ones.
+func policyID(j *sdk.Job, p *sdk.ScalingPolicy) string {
+	key := j.Namespace + "\x00" + j.ID + "\x00" + strconv.FormatUint(j.CreateIndex, 10) + "\x00" + policyKey(p)
+	return uuid.NewSHA1(uuid.Nil, []byte(key)).String()
+}
+
+// restoreScalingPolicies gives the policies of a job restored from a
+// snapshot written before policies had an identity one: the ID every
+// server derives, and the job's JobModifyIndex as their indexes (the write
+// that added each is not known).
+func restoreScalingPolicies(j *sdk.Job) {
+	if j.ParentID != "" {
+		return
+	}
+	for _, tg := range j.TaskGroups {
+		if p := tg.Scaling; p != nil && p.ID == "" {
+			p.Target = policyTarget(j, tg)
+			p.ID, p.CreateIndex, p.ModifyIndex = policyID(j, p), j.JobModifyIndex, j.JobModifyIndex
+		}
+	}
+}
+
+// hasScalingPolicy reports whether j lists a scaling policy.
 func hasScalingPolicy(j *sdk.Job) bool {
-	return slices.ContainsFunc(j.TaskGroups, func(tg *sdk.TaskGroup) bool { return tg.Scaling != nil && tg.Scaling.ID != "" })
+	return j.ParentID == "" && slices.ContainsFunc(j.TaskGroups, func(tg *sdk.TaskGroup) bool { return tg.Scaling != nil && tg.Scaling.ID != "" })
 }
 
 // samePolicy reports whether two policies say the same, whatever their
@@ -128,6 +159,9 @@ func policySpec(p *sdk.ScalingPolicy) sdk.ScalingPolicy {
 func (r reader) ScalingPolicies(ns string) []*sdk.ScalingPolicy {
 	var out []*sdk.ScalingPolicy
 	for _, j := range r.Jobs(ns) {
+		if !hasScalingPolicy(j) {
+			continue
+		}
 		from := len(out)
 		for _, tg := range j.TaskGroups {
 			if tg.Scaling != nil && tg.Scaling.ID != "" {
@@ -141,10 +175,41 @@ func (r reader) ScalingPolicies(ns string) []*sdk.ScalingPolicy {
 
 // ScalingPolicy returns the policy with ID id, nil when no job has it.
 func (r reader) ScalingPolicy(id string) *sdk.ScalingPolicy {
-	for _, p := range r.ScalingPolicies("*") {
-		if p.ID == id {
-			return p
+	if j := first[sdk.Job](r, TableJobs, "scaling_policy", id); j != nil {
+		for _, tg := range j.TaskGroups {
+			if tg.Scaling != nil && tg.Scaling.ID == id {
+				return tg.Scaling
+			}
 		}
 	}
 	return nil
+}
+
+// policyIndexer indexes jobs by the IDs of the scaling policies they list.
+type policyIndexer struct{}
+
+func (policyIndexer) FromObject(obj any) (bool, [][]byte, error) {
+	j, ok := obj.(*sdk.Job)
+	if !ok {
+		return false, nil, fmt.Errorf("state: %s holds %T", TableJobs, obj)
+	}
+	if !hasScalingPolicy(j) {
+		return false, nil, nil
+	}
+	var ids [][]byte
+	for _, tg := range j.TaskGroups {
+		if tg.Scaling != nil && tg.Scaling.ID != "" {
+			ids = append(ids, append([]byte(tg.Scaling.ID), 0))
+		}
+	}
+	return true, ids, nil
+}
+
+func (policyIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) == 1 {
+		if id, ok := args[0].(string); ok {
+			return append([]byte(id), 0), nil
+		}
+	}
+	return nil, fmt.Errorf("state: the scaling_policy index takes a policy ID")
 }

@@ -44,7 +44,7 @@ func TestScalingPolicyIdentity(t *testing.T) {
 		{"count changes, policy does not", mk(3, policy(5)), want{sameID: "register", create: 10, modify: 10, version: 1, listedCount: 1, tableIndex: 10}},
 		{"policy changes", mk(3, policy(8)), want{sameID: "register", create: 10, modify: 50, version: 2, listedCount: 1, tableIndex: 50}},
 		{"policy removed", mk(3, nil), want{version: 3, listedCount: 0, tableIndex: 60}},
-		{"policy added again", mk(3, policy(8)), want{create: 70, modify: 70, version: 4, listedCount: 1, tableIndex: 70}},
+		{"policy added again", mk(3, policy(8)), want{sameID: "register", create: 70, modify: 70, version: 4, listedCount: 1, tableIndex: 70}},
 		{"purged", nil, want{listedCount: 0, tableIndex: 80}},
 		{"registered after the purge", mk(3, policy(8)), want{create: 90, modify: 90, version: 0, listedCount: 1, tableIndex: 90}},
 	}
@@ -131,5 +131,67 @@ func TestScalingPolicyIdentity_StopKeepsThePolicy(t *testing.T) {
 	}
 	if p := before.TaskGroups[0].Scaling; p.ModifyIndex != stored.ModifyIndex || p.ID != stored.ID {
 		t.Fatalf("the stored policy changed in place: %+v", p)
+	}
+}
+
+// A server that restores a snapshot written before policies had an
+// identity gives them the ID a server applying the job's registration
+// gives: the replicas agree whichever way they came by the job.
+func TestScalingPolicyIdentity_RestoredFromAnOlderSnapshot(t *testing.T) {
+	mk := func() *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: "web", Type: "service", TaskGroups: []*sdk.TaskGroup{
+			{Name: "g", Count: 1, Scaling: &sdk.ScalingPolicy{Type: "horizontal", Max: 3, Enabled: true}}}}
+	}
+	applied, _ := NewStore()
+	if err := applied.Write(900, func(tx *Txn) error { return tx.UpsertJob(mk()) }); err != nil {
+		t.Fatal(err)
+	}
+	old := mk() // as an older server stored it: indexes, no policy identity
+	old.CreateIndex, old.ModifyIndex, old.JobModifyIndex = 900, 900, 900
+	restored, _ := NewStore()
+	if err := restored.Restore(900, func(tx *Txn) error { return tx.UpsertJob(old) }); err != nil {
+		t.Fatal(err)
+	}
+	a, b := applied.Snapshot().ScalingPolicies("default"), restored.Snapshot().ScalingPolicies("default")
+	if len(a) != 1 || len(b) != 1 || !reflect.DeepEqual(a[0], b[0]) {
+		t.Fatalf("applied %+v, restored %+v", a, b)
+	}
+	if got := restored.Snapshot().ScalingPolicy(a[0].ID); got == nil {
+		t.Fatalf("the restored policy is not found by its ID %s", a[0].ID)
+	}
+}
+
+// A dispatched or periodic child carries its parent's policy, as Nomad's
+// children do: it gets no identity of its own and is not listed, and its
+// writes leave the policies' index alone.
+func TestScalingPolicyIdentity_ChildrenCarryTheParents(t *testing.T) {
+	s, _ := NewStore()
+	parent := &sdk.Job{Namespace: "default", ID: "report", Type: "batch", TaskGroups: []*sdk.TaskGroup{
+		{Name: "g", Count: 1, Scaling: &sdk.ScalingPolicy{Type: "horizontal", Max: 3, Enabled: true}}}}
+	if err := s.Write(10, func(tx *Txn) error { return tx.UpsertJob(parent) }); err != nil {
+		t.Fatal(err)
+	}
+	stored := s.Snapshot().Job("default", "report")
+	child := *stored
+	child.ID, child.ParentID = "report/dispatch-1", "report"
+	if err := s.Write(11, func(tx *Txn) error { return tx.UpsertJob(&child) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(12, func(tx *Txn) error { return tx.DeleteJob("default", child.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(13, func(tx *Txn) error { return tx.UpsertJob(&child) }); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	ps := snap.ScalingPolicies("*")
+	if len(ps) != 1 || ps[0].Target["Job"] != "report" || snap.TableIndex(TableScalingPolicies) != 10 {
+		t.Fatalf("policies %+v, index %d; want the parent's alone, at 10", ps, snap.TableIndex(TableScalingPolicies))
+	}
+	if got := snap.Job("default", child.ID).TaskGroups[0].Scaling; !reflect.DeepEqual(got, stored.TaskGroups[0].Scaling) {
+		t.Fatalf("the child's policy %+v, want the parent's %+v", got, stored.TaskGroups[0].Scaling)
+	}
+	if got := snap.ScalingPolicy(ps[0].ID); got != stored.TaskGroups[0].Scaling {
+		t.Fatalf("ScalingPolicy(%s) = %+v, want the parent's", ps[0].ID, got)
 	}
 }

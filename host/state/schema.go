@@ -30,7 +30,7 @@ const (
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
 
-//msgp:ignore versionIndexer stringField
+//msgp:ignore versionIndexer stringField policyIndexer
 
 // IndexEntry records the last index at which a table changed.
 type IndexEntry struct {
@@ -321,7 +321,8 @@ func schema() *memdb.DBSchema {
 			"id": idIndex(nodeID),
 		}},
 		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
-			"id": nsIDIndex("id", jobNamespace, jobID, true),
+			"id":             nsIDIndex("id", jobNamespace, jobID, true),
+			"scaling_policy": {Name: "scaling_policy", AllowMissing: true, Indexer: policyIndexer{}},
 		}},
 		TableJobVersions: {Name: TableJobVersions, Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: versionIndexer[sdk.Job]{TableJobVersions,

@@ -103,7 +103,7 @@ func TestSchema_TypedIndexersMatchStringFieldIndex(t *testing.T) {
 			want, ok := ref[table][name]
 			if !ok {
 				switch got.(type) {
-				case versionIndexer[sdk.Job], versionIndexer[JobSubmission]:
+				case versionIndexer[sdk.Job], versionIndexer[JobSubmission], policyIndexer: // new, not replacements
 				default:
 					t.Errorf("%s.%s: no reference indexer", table, name)
 				}

@@ -104,12 +104,17 @@ func (t *Txn) DeleteNode(id string) error {
 // UpsertJob registers a job or a new version of it. The version number
 // rises only when the specification changed.
 func (t *Txn) UpsertJob(j *sdk.Job) error {
-	if !t.restore {
+	if t.restore {
+		restoreScalingPolicies(j)
+	} else {
 		j.ModifyIndex = t.index
 		old := t.Job(j.Namespace, j.ID)
-		t.identifyScalingPolicies(old, j)
+		j.CreateIndex = t.index
 		if old != nil {
 			j.CreateIndex = old.CreateIndex
+		}
+		t.identifyScalingPolicies(old, j)
+		if old != nil {
 			if SpecChanged(old, j) {
 				j.Version = old.Version + 1
 				j.JobModifyIndex = t.index
@@ -123,7 +128,6 @@ func (t *Txn) UpsertJob(j *sdk.Job) error {
 				j.Status = old.Status
 			}
 		} else {
-			j.CreateIndex = t.index
 			j.JobModifyIndex = t.index
 			j.Version = 0
 		}
