@@ -12,6 +12,7 @@ package snapshot
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -131,10 +132,14 @@ func CheckRoom(dir string, size int64) error {
 // present once, the sizes and checksums as recorded. The returned state
 // file is positioned at its start.
 func Read(r io.Reader, dir string) (*Archive, error) {
-	gz, err := gzip.NewReader(r)
+	// gzip reads a bufio.Reader byte by byte, without reading ahead, so
+	// what is left in br after the gzip stream is what followed it.
+	br := bufio.NewReader(r)
+	gz, err := gzip.NewReader(br)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not gzip-compressed: %v", ErrInvalid, err)
 	}
+	gz.Multistream(false)
 	state, err := os.CreateTemp(dir, "drover-snapshot-*.bin")
 	if err != nil {
 		return nil, err
@@ -188,8 +193,18 @@ func Read(r io.Reader, dir string) (*Archive, error) {
 	}
 	// The tar ends before the gzip stream does: reading that to its end
 	// checks the stream's own checksum and length, so that a file cut in
-	// its last bytes, or with bytes after it, is refused as damaged.
-	if _, err := io.Copy(io.Discard, gz); err != nil {
+	// its last bytes is refused as damaged, as is anything after the tar,
+	// compressed or not (another gzip stream, say), as Nomad's restore
+	// refuses it. Nothing after the tar is decompressed beyond one byte.
+	var rest [1]byte
+	if n, err := io.ReadFull(gz, rest[:]); n > 0 {
+		return fail("reading the archive: data after its end")
+	} else if !errors.Is(err, io.EOF) {
+		return fail("reading the archive: %v", err)
+	}
+	if _, err := br.Peek(1); err == nil {
+		return fail("reading the archive: bytes after its gzip stream")
+	} else if !errors.Is(err, io.EOF) {
 		return fail("reading the archive: %v", err)
 	}
 	for _, name := range []string{metaFile, stateFile, sumsFile} {

@@ -82,6 +82,18 @@ func TestArchive_RefusesDamage(t *testing.T) {
 			return b
 		}(), "reading the archive"},
 		{"bytes after the archive", append(bytes.Clone(good), "more"...), "reading the archive"},
+		{"a second gzip stream after the archive", append(bytes.Clone(good), archive(t, "another state")...), "bytes after its gzip stream"},
+		{"data after the tar, in the gzip stream", func() []byte {
+			raw, err := io.ReadAll(must(gzip.NewReader(bytes.NewReader(good))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			zw := gzip.NewWriter(&out)
+			zw.Write(append(raw, "more"...))
+			zw.Close()
+			return out.Bytes()
+		}(), "data after its end"},
 		{"altered state", rewrite(t, good, func(n string, b []byte) (string, []byte, bool) {
 			if n == stateFile {
 				b = []byte("the stale")
@@ -154,4 +166,11 @@ func TestArchive_RefusesAStateLargerThanTheRoomLeft(t *testing.T) {
 	if err := CheckRoom(dir, 1<<20); err != nil {
 		t.Fatalf("a megabyte: %v", err)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
