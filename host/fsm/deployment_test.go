@@ -181,14 +181,14 @@ func TestDeploymentSuccess_MarksTheJobVersionStable(t *testing.T) {
 	}
 }
 
-// An operator's allocation health (SetAllocHealth: an update without a
-// client status, or the failure an unhealthy mark makes) is a
+// An operator's allocation health (SetAllocHealth: an update marked
+// Operator, or the failure an unhealthy mark makes) is a
 // DeploymentAllocHealth write, as Nomad's DeploymentAllocHealthRequest;
 // a node's report stays AllocationUpdated, a watcher's failure
 // DeploymentStatusUpdate.
 func TestEventType_OperatorAllocHealth(t *testing.T) {
 	healthy := true
-	health := &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1",
+	health := &AllocClientUpdateRequest{Operator: true, Allocs: []*sdk.Allocation{{ID: "a1",
 		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}}
 	report := &AllocClientUpdateRequest{Allocs: []*sdk.Allocation{{ID: "a1", ClientStatus: sdk.AllocClientStatusRunning,
 		DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}}}

@@ -973,10 +973,7 @@ func eventType(msg msgp.Unmarshaler) string {
 	case *EvalUpdateRequest:
 		return events.TypeEvalUpdated
 	case *AllocClientUpdateRequest:
-		if len(m.Allocs) > 0 && m.Allocs[0].ClientStatus == "" {
-			// Health only: an operator's (SetAllocHealth), as Nomad's
-			// PUT /v1/deployment/allocation-health/:id; a node's report
-			// always has a client status.
+		if m.Operator { // as Nomad's PUT /v1/deployment/allocation-health/:id
 			return events.TypeDeploymentAllocHealth
 		}
 		return events.TypeAllocationUpdated
@@ -985,7 +982,7 @@ func eventType(msg msgp.Unmarshaler) string {
 	case *ApplyPlanResultsRequest:
 		return events.TypePlanResult
 	case *DeploymentStatusUpdateRequest:
-		if m.Health != nil { // an operator's unhealthy mark fails it
+		if m.Health != nil { // an operator's unhealthy mark fails it (SetAllocHealth)
 			return events.TypeDeploymentAllocHealth
 		}
 		return events.TypeDeploymentUpdate

@@ -124,6 +124,10 @@ type AllocClientUpdateRequest struct {
 	Allocs    []*sdk.Allocation
 	Evals     []*sdk.Evaluation
 	UpdatedAt int64
+	// Operator marks an operator's health update (PUT
+	// /v1/deployment/allocation-health/:id), not a node's report: it is a
+	// DeploymentAllocHealth write on the event stream, as in Nomad.
+	Operator bool `msg:",omitempty"`
 }
 
 // AllocUpdateDesiredTransitionRequest marks allocations to migrate or

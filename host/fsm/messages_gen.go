@@ -11,38 +11,56 @@ import (
 // MarshalMsg implements msgp.Marshaler
 func (z *AllocClientUpdateRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 3
-	// string "Allocs"
-	o = append(o, 0x83, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
-	for za0001 := range z.Allocs {
-		if z.Allocs[za0001] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Allocs[za0001].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Allocs", za0001)
-				return
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Operator == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Allocs"
+		o = append(o, 0xa6, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Allocs)))
+		for za0001 := range z.Allocs {
+			if z.Allocs[za0001] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Allocs[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Allocs", za0001)
+					return
+				}
 			}
 		}
-	}
-	// string "Evals"
-	o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
-	for za0002 := range z.Evals {
-		if z.Evals[za0002] == nil {
-			o = msgp.AppendNil(o)
-		} else {
-			o, err = z.Evals[za0002].MarshalMsg(o)
-			if err != nil {
-				err = msgp.WrapError(err, "Evals", za0002)
-				return
+		// string "Evals"
+		o = append(o, 0xa5, 0x45, 0x76, 0x61, 0x6c, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Evals)))
+		for za0002 := range z.Evals {
+			if z.Evals[za0002] == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Evals[za0002].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Evals", za0002)
+					return
+				}
 			}
 		}
+		// string "UpdatedAt"
+		o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
+		o = msgp.AppendInt64(o, z.UpdatedAt)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Operator"
+			o = append(o, 0xa8, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x6f, 0x72)
+			o = msgp.AppendBool(o, z.Operator)
+		}
 	}
-	// string "UpdatedAt"
-	o = append(o, 0xa9, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x64, 0x41, 0x74)
-	o = msgp.AppendInt64(o, z.UpdatedAt)
 	return
 }
 
@@ -130,6 +148,12 @@ func (z *AllocClientUpdateRequest) UnmarshalMsg(bts []byte) (o []byte, err error
 				err = msgp.WrapError(err, "UpdatedAt")
 				return
 			}
+		case "Operator":
+			z.Operator, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Operator")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -160,7 +184,7 @@ func (z *AllocClientUpdateRequest) Msgsize() (s int) {
 			s += z.Evals[za0002].Msgsize()
 		}
 	}
-	s += 10 + msgp.Int64Size
+	s += 10 + msgp.Int64Size + 9 + msgp.BoolSize
 	return
 }
 

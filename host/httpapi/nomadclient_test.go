@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -1157,7 +1158,23 @@ func TestNomadClient_SetAllocHealth(t *testing.T) {
 			t.Fatalf("SetAllocHealth's eval %q: %v %+v", resp.EvalID, err, e)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicAllocation: {first}}, srv.Store().Snapshot().Index()+1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	setHealth([]string{first}, nil)
+	// On the event stream, an operator's health is Nomad's
+	// DeploymentAllocHealth, not a node's AllocationUpdated.
+	select {
+	case evs := <-stream:
+		if evs.Err != nil || len(evs.Events) == 0 || evs.Events[0].Type != "DeploymentAllocHealth" {
+			t.Fatalf("the health's allocation events: %+v", evs)
+		}
+	case <-ctx.Done():
+		t.Fatal("no allocation event for the health")
+	}
 	a, _, err := c.Allocations().Info(first, nil)
 	if err != nil || a.ClientStatus != "running" || a.DeploymentStatus == nil || !*a.DeploymentStatus.Healthy {
 		t.Fatalf("allocation after SetAllocHealth: %v %+v", err, a)

@@ -520,7 +520,7 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 		return "", 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
 	}
 	now := s.now()
-	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano()}
+	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano(), Operator: true}
 	seen := map[string]bool{}
 	var unhealthyGroups []string
 	for _, set := range []struct {
