@@ -202,12 +202,30 @@ func TestNomadClient_RejectJobRegistrationIs403(t *testing.T) {
 	if _, _, err := c.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
+	param, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{Canonicalize: true, JobHCL: `
+job "report" {
+  type = "batch"
+  parameterized {}
+  group "g" {
+    task "t" {
+      driver = "exec"
+      resources { cpu = 100 }
+    }
+  }
+}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(param, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{RejectJobRegistration: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	refused := map[string]error{}
 	_, _, refused["register"] = c.Jobs().Register(job, nil)
 	_, _, refused["scale"] = c.Jobs().Scale("web", "frontend", ptr(3), "", false, nil, nil)
+	_, _, refused["dispatch"] = c.Jobs().Dispatch("report", nil, nil, "", nil)
 	for what, err := range refused {
 		var e api.UnexpectedResponseError
 		if !errors.As(err, &e) || e.StatusCode() != http.StatusForbidden ||
