@@ -107,6 +107,19 @@ type Broker struct {
 	dropped uint64   // the newest index dropped from buf
 	prev    *state.Snapshot
 	publish chan struct{} // closed and replaced at every publish
+	// present shapes each event once, when its entry's events are built
+	// (SetPresenter).
+	present func(*Event)
+}
+
+// SetPresenter has every event built from now on passed to fn once, before
+// any subscriber gets it: the API gives payloads its answers' shape there,
+// once for all subscribers. fn may replace an event's Payload, not change
+// the objects in it (they are the state's).
+func (b *Broker) SetPresenter(fn func(*Event)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.present = fn
 }
 
 // New returns a broker keeping the last size entries (DefaultSize if 0).
@@ -200,8 +213,11 @@ func (s *Subscription) Next(ctx context.Context) (*Batch, error) {
 			}
 		}
 		s.next = e.index + 1
+		s.b.mu.Lock()
+		present := s.b.present
+		s.b.mu.Unlock()
 		var out []Event
-		for _, ev := range e.build() {
+		for _, ev := range e.build(present) {
 			if s.wants(&ev) {
 				out = append(out, ev)
 			}
@@ -259,8 +275,8 @@ func (s *Subscription) wants(ev *Event) bool {
 // evaluations expects.
 var nodeWrite = map[string]bool{TypeNodeRegistration: true, TypeNodeDeregistration: true, TypeNodeEvent: true, TypeNodeDrain: true}
 
-// build makes the entry's events (once).
-func (e *entry) build() []Event {
+// build makes the entry's events (once), each passed to present (if set).
+func (e *entry) build(present func(*Event)) []Event {
 	e.once.Do(func() {
 		seen := make(map[state.Change]bool, len(e.changes))
 		for _, c := range e.changes {
@@ -272,6 +288,9 @@ func (e *entry) build() []Event {
 				ev.Index, ev.Type = e.index, e.typ
 				if ev.Topic == TopicEvaluation && nodeWrite[e.typ] {
 					ev.Type = TypeEvalUpdated
+				}
+				if present != nil {
+					present(&ev)
 				}
 				e.events = append(e.events, ev)
 			}

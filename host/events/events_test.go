@@ -255,3 +255,23 @@ func TestBroker_SubscribeAfterARestore(t *testing.T) {
 		t.Fatalf("after a restore: %+v, want the write at %d", b, idx)
 	}
 }
+
+// A presenter shapes each event once, however many subscribers read it.
+func TestBroker_PresenterRunsOncePerEvent(t *testing.T) {
+	c := newCluster(t, 10)
+	calls := 0
+	c.b.SetPresenter(func(ev *Event) {
+		calls++
+		ev.Payload = map[string]any{"Shaped": true}
+	})
+	idx := c.register("default", "web")
+	for i := 0; i < 3; i++ {
+		b := next(t, c.b.Subscribe(Request{Topics: map[string][]string{TopicJob: nil}, Index: idx, Namespace: "default"}))
+		if b.Events[0].Payload["Shaped"] != true {
+			t.Fatalf("subscriber %d: %+v", i, b.Events[0])
+		}
+	}
+	if calls != 2 { // the job's event and its evaluation's
+		t.Fatalf("the presenter ran %d times for the write's two events", calls)
+	}
+}

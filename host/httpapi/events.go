@@ -74,7 +74,6 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		var out any = batch
 		switch {
 		case err == nil:
-			withLegacyResources(batch)
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			out = struct{}{} // heartbeat
 		case ctx.Err() != nil:
@@ -89,18 +88,16 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 }
 
-// withLegacyResources gives a batch's nodes and allocations Nomad's legacy
+// withLegacyResources gives an event's node or allocation Nomad's legacy
 // resource fields, as the API's other answers have them and as Nomad's
-// events do (its state store keeps them). The batch is the subscription's
-// own, but its payloads are shared with other subscribers: they are
-// replaced, not changed.
-func withLegacyResources(b *events.Batch) {
-	for i := range b.Events {
-		switch p := b.Events[i].Payload; {
-		case p["Node"] != nil:
-			b.Events[i].Payload = map[string]any{"Node": withLegacyNode(p["Node"].(*sdk.Node))}
-		case p["Allocation"] != nil:
-			b.Events[i].Payload = map[string]any{"Allocation": withLegacyAlloc(p["Allocation"].(*sdk.Allocation))}
-		}
+// events do (its state store keeps them). The broker calls it once per
+// event (events.Broker.SetPresenter); the objects are the state's, so the
+// payload is replaced, not changed.
+func withLegacyResources(ev *events.Event) {
+	switch p := ev.Payload; {
+	case p["Node"] != nil:
+		ev.Payload = map[string]any{"Node": withLegacyNode(p["Node"].(*sdk.Node))}
+	case p["Allocation"] != nil:
+		ev.Payload = map[string]any{"Allocation": withLegacyAlloc(p["Allocation"].(*sdk.Allocation))}
 	}
 }

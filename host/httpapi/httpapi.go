@@ -70,6 +70,9 @@ func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
 	if srv.Clustered() {
 		a.forwarder = a.newForwarder()
 	}
+	if b := srv.Events(); b != nil {
+		b.SetPresenter(withLegacyResources)
+	}
 	a.register()
 	a.pools = a.poolRoutes()
 	for pattern, byMethod := range a.routes {
