@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +71,61 @@ func TestNameIndex(t *testing.T) {
 	n = newNameIndex("j", "g", 4, in)
 	if got := n.highest(2); !got["j.g[5]"] || !got["j.g[2]"] || len(got) != 2 {
 		t.Fatalf("highest = %v", got)
+	}
+}
+
+// TestFollowupEvals_Windows pins the reschedule timing windows at their
+// boundaries, as Nomad v1.6.1's reconciler has them (checked against it):
+// a failed allocation due within RescheduleWindow (inclusive) is
+// rescheduled now; later ones share a follow-up eval, dated at the first
+// of them, while due less than BatchWindow after it.
+func TestFollowupEvals_Windows(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0).UTC()
+	due := []time.Duration{time.Second, time.Second + 1, 6 * time.Second, 6*time.Second + 1, 11 * time.Second, 11*time.Second + 1}
+	delay := 10 * time.Second
+	job := &sdk.Job{Namespace: "default", ID: "job", Type: sdk.JobTypeService, TaskGroups: []*sdk.TaskGroup{{
+		Name: "web", Count: len(due), Tasks: []*sdk.Task{{Name: "web"}},
+		ReschedulePolicy: &sdk.ReschedulePolicy{Attempts: 3, Interval: time.Hour, Delay: delay, DelayFunction: sdk.DelayFunctionConstant},
+	}}}
+	var allocs []*sdk.Allocation
+	for i, d := range due {
+		allocs = append(allocs, &sdk.Allocation{
+			ID: fmt.Sprintf("a%d", i), Namespace: "default", JobID: "job", Job: job, TaskGroup: "web", NodeID: "n1",
+			Name: sdk.AllocName("job", "web", i), DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusFailed,
+			TaskStates: map[string]sdk.Opaque{"web": {"State": "dead", "Failed": true, "FinishedAt": now.Add(d - delay)}},
+			ModifyTime: now.UnixNano(),
+		})
+	}
+	n := 0
+	res := Compute(Input{Job: job, Allocs: allocs, Tainted: map[string]*sdk.Node{}, EvalID: "eval", Now: now,
+		NewID: func() string { n++; return fmt.Sprint("ev", n) }})
+
+	var nowIDs []string
+	for _, p := range res.Place {
+		if p.Previous != nil && p.Reschedule {
+			nowIDs = append(nowIDs, p.Previous.ID)
+		}
+	}
+	if !slices.Equal(nowIDs, []string{"a0"}) {
+		t.Fatalf("rescheduled now: %v, want [a0] (due exactly RescheduleWindow ahead)", nowIDs)
+	}
+	waits := map[string]time.Duration{}
+	var got []time.Duration
+	for _, ev := range res.FollowupEvals {
+		waits[ev.ID] = ev.WaitUntil.Sub(now)
+		got = append(got, ev.WaitUntil.Sub(now))
+	}
+	if want := []time.Duration{time.Second + 1, 6*time.Second + 1, 11*time.Second + 1}; !slices.Equal(got, want) {
+		t.Fatalf("follow-up evals at %v, want %v", got, want)
+	}
+	wantEval := map[string]time.Duration{"a1": time.Second + 1, "a2": time.Second + 1, "a3": 6*time.Second + 1, "a4": 6*time.Second + 1, "a5": 11*time.Second + 1}
+	for _, a := range res.Annotate {
+		if w, ok := wantEval[a.ID]; !ok || waits[a.FollowupEvalID] != w {
+			t.Errorf("%s: follow-up at %v, want %v", a.ID, waits[a.FollowupEvalID], w)
+		}
+		delete(wantEval, a.ID)
+	}
+	if len(wantEval) != 0 {
+		t.Errorf("no follow-up eval for %v", wantEval)
 	}
 }
