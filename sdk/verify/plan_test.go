@@ -400,7 +400,9 @@ func TestSameNetworks_BothSides(t *testing.T) {
 		return &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{
 			"t": {Networks: []*sdk.NetworkResource{{Mode: "host", IP: "10.0.0.1", ReservedPorts: []sdk.Port{{Label: "http", Value: 8080}}}}}}}
 	}
-	without := func() *sdk.AllocatedResources { return &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}} }
+	without := func() *sdk.AllocatedResources {
+		return &sdk.AllocatedResources{Tasks: map[string]*sdk.AllocatedTaskResources{}}
+	}
 	for _, tc := range []struct {
 		name string
 		a, b *sdk.AllocatedResources
