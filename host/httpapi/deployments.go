@@ -81,17 +81,18 @@ func (a *API) deploymentFail(w http.ResponseWriter, r *http.Request) (any, error
 	if err := a.checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, err
 	}
-	evalID, index, err := a.srv.FailDeployment(r.PathValue("id"))
+	evalID, reverted, index, err := a.srv.FailDeployment(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
 	setIndex(w, index)
-	return &DeploymentUpdateResponse{EvalID: evalID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+	return &DeploymentUpdateResponse{EvalID: evalID, EvalCreateIndex: index, DeploymentModifyIndex: index,
+		RevertedJobVersion: reverted, Index: index}, nil
 }
 
-// deploymentAllocHealth sets allocations' health; the deployment watcher
-// makes the evals (and any failure and revert) that follow, so the answer
-// carries no eval.
+// deploymentAllocHealth sets allocations' health; the answer names the
+// eval written with it and, when an unhealthy mark failed the deployment
+// with an auto-revert, the version reverted to.
 func (a *API) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req DeploymentAllocHealthRequest
 	if err := decode(w, r, &req); err != nil {
@@ -100,16 +101,12 @@ func (a *API) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) (any
 	if err := a.checkDeploymentID(r, req.DeploymentID); err != nil {
 		return nil, err
 	}
-	evalID, index, err := a.srv.SetAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
+	evalID, reverted, index, err := a.srv.SetAllocHealth(r.PathValue("id"), req.HealthyAllocationIDs, req.UnhealthyAllocationIDs)
 	if err != nil {
 		return nil, err
 	}
 	setIndex(w, index)
-	resp := &DeploymentUpdateResponse{EvalID: evalID, DeploymentModifyIndex: index, Index: index}
-	if evalID != "" {
-		resp.EvalCreateIndex = index
-	}
-	return resp, nil
+	return deploymentUpdated(evalID, reverted, index), nil
 }
 
 func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -125,7 +122,18 @@ func (a *API) deploymentPause(w http.ResponseWriter, r *http.Request) (any, erro
 		return nil, err
 	}
 	setIndex(w, index)
-	return &DeploymentUpdateResponse{EvalID: evalID, EvalCreateIndex: index, DeploymentModifyIndex: index, Index: index}, nil
+	return deploymentUpdated(evalID, nil, index), nil
+}
+
+// deploymentUpdated is the answer to a change written at index, with its
+// eval if it made one (as Nomad's, EvalCreateIndex is set only then: a
+// pause makes none) and the job version an auto-revert went back to.
+func deploymentUpdated(evalID string, reverted *uint64, index uint64) *DeploymentUpdateResponse {
+	resp := &DeploymentUpdateResponse{EvalID: evalID, DeploymentModifyIndex: index, RevertedJobVersion: reverted, Index: index}
+	if evalID != "" {
+		resp.EvalCreateIndex = index
+	}
+	return resp
 }
 
 // deploymentAllocations lists a deployment's allocations; as Nomad's, it

@@ -1343,3 +1343,61 @@ job "web" {
 		t.Fatalf("a purged job's policy: %v", err)
 	}
 }
+
+// TestNomadClient_DeploymentUpdateAnswers: the answers of deployment
+// changes carry what Nomad's do. A fail or an operator's unhealthy mark
+// that auto-reverts names the version reverted to in RevertedJobVersion
+// (what `nomad deployment fail` prints), and a pause, which makes no
+// eval, has no EvalCreateIndex.
+func TestNomadClient_DeploymentUpdateAnswers(t *testing.T) {
+	ts, _ := newAPI(t, 2)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCL(webHCL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(1), HealthCheck: ptr("manual"), AutoRevert: ptr(true),
+		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Minute), ProgressDeadline: ptr(time.Hour)}
+	register := func(image string) *api.Deployment {
+		t.Helper()
+		job.TaskGroups[0].Tasks[0].Config["image"] = image
+		reg, _, err := c.Jobs().Register(job, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEval(t, c, reg.EvalID)
+		d, _, err := c.Jobs().LatestDeployment("web", nil)
+		if err != nil || d == nil {
+			t.Fatalf("deployment: %v %+v", err, d)
+		}
+		return d
+	}
+	register("nginx:1.26")
+	if _, _, err := c.Jobs().Stable("web", 0, true, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	d := register("nginx:1.27") // version 1
+	paused, _, err := c.Deployments().Pause(d.ID, true, nil)
+	if err != nil || paused.EvalID != "" || paused.EvalCreateIndex != 0 || paused.DeploymentModifyIndex == 0 {
+		t.Fatalf("pause: %v %+v", err, paused)
+	}
+	resumed, _, err := c.Deployments().Pause(d.ID, false, nil)
+	if err != nil || resumed.EvalID == "" || resumed.EvalCreateIndex == 0 {
+		t.Fatalf("resume: %v %+v", err, resumed)
+	}
+	failed, _, err := c.Deployments().Fail(d.ID, nil)
+	if err != nil || failed.EvalID == "" || failed.RevertedJobVersion == nil || *failed.RevertedJobVersion != 0 {
+		t.Fatalf("fail with an auto-revert: %v %+v", err, failed)
+	}
+
+	d = register("nginx:1.28") // version 3, after the revert's version 2
+	allocs, _, err := c.Deployments().Allocations(d.ID, nil)
+	if err != nil || len(allocs) == 0 {
+		t.Fatalf("allocations of deployment %s: %v %d", d.ID, err, len(allocs))
+	}
+	unhealthy, _, err := c.Deployments().SetAllocHealth(d.ID, nil, []string{allocs[0].ID}, nil)
+	if err != nil || unhealthy.RevertedJobVersion == nil || *unhealthy.RevertedJobVersion != 0 {
+		t.Fatalf("an unhealthy mark with an auto-revert: %v %+v", err, unhealthy)
+	}
+}

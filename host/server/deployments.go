@@ -462,23 +462,34 @@ func (s *Server) PromoteDeployment(id string, groups []string) (string, uint64, 
 }
 
 // FailDeployment marks an active deployment failed (rolling back to the
-// latest stable job version when a group has auto_revert).
-func (s *Server) FailDeployment(id string) (string, uint64, error) {
+// latest stable job version when a group has auto_revert). It returns the
+// eval and, when it rolled back, the version it went back to (Nomad's
+// RevertedJobVersion).
+func (s *Server) FailDeployment(id string) (evalID string, reverted *uint64, index uint64, err error) {
 	snap := s.store.Snapshot()
 	d, job, err := activeDeployment(snap, id)
 	if err != nil {
-		return "", 0, err
+		return "", nil, 0, err
 	}
 	if job == nil {
-		return "", 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
+		return "", nil, 0, fmt.Errorf("%w: job %q of deployment %s", ErrNotFound, d.JobID, id)
 	}
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedByUser,
 		eval: deploymentEval(d, job, newID(), s.now())}
 	a.planRevert(snap, job, nil, true)
 	if err := s.applyDeploymentAction(snap, a); err != nil {
-		return "", 0, err
+		return "", nil, 0, err
 	}
-	return a.eval.ID, s.store.LatestIndex(), nil
+	return a.eval.ID, a.revertedVersion(), s.store.LatestIndex(), nil
+}
+
+// revertedVersion is the version a's revert goes back to, or nil.
+func (a *deploymentAction) revertedVersion() *uint64 {
+	if a.revert == nil {
+		return nil
+	}
+	v := a.revert.Version
+	return &v
 }
 
 // PauseDeployment pauses an active deployment (no further placements) or
@@ -509,15 +520,16 @@ func (s *Server) PauseDeployment(id string, pause bool) (string, uint64, error) 
 // nodes report none. As Nomad's, healthy allocations let the rollout go on
 // with a deployment-watcher eval written with them, and an unhealthy one
 // fails the deployment at once (and reverts it where auto_revert is set),
-// with that failure's eval. It returns the eval.
-func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID string, index uint64, err error) {
+// with that failure's eval. It returns the eval and, when it rolled the
+// job back, the version it went back to.
+func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID string, reverted *uint64, index uint64, err error) {
 	snap := s.store.Snapshot()
 	d, job, err := activeDeployment(snap, id)
 	if err != nil {
-		return "", 0, err
+		return "", nil, 0, err
 	}
 	if len(healthy)+len(unhealthy) == 0 {
-		return "", 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
+		return "", nil, 0, badRequest(errors.New("no allocations: give HealthyAllocationIDs or UnhealthyAllocationIDs"))
 	}
 	now := s.now()
 	req := &fsm.AllocClientUpdateRequest{UpdatedAt: now.UnixNano(), Operator: true}
@@ -529,15 +541,15 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 	}{{healthy, true}, {unhealthy, false}} {
 		for _, allocID := range set.ids {
 			if seen[allocID] {
-				return "", 0, badRequest(fmt.Errorf("allocation %s is listed twice", allocID))
+				return "", nil, 0, badRequest(fmt.Errorf("allocation %s is listed twice", allocID))
 			}
 			seen[allocID] = true
 			a := snap.Alloc(allocID)
 			if a == nil {
-				return "", 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
+				return "", nil, 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
 			}
 			if a.DeploymentID != d.ID {
-				return "", 0, badRequest(fmt.Errorf("allocation %s is not part of deployment %s", allocID, d.ID))
+				return "", nil, 0, badRequest(fmt.Errorf("allocation %s is not part of deployment %s", allocID, d.ID))
 			}
 			h := set.healthy
 			req.Allocs = append(req.Allocs, &sdk.Allocation{ID: allocID,
@@ -549,13 +561,13 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 	}
 	if job == nil {
 		index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
-		return "", index, err
+		return "", nil, index, err
 	}
 	eval := deploymentEval(d, job, newID(), now)
 	if len(unhealthy) == 0 {
 		req.Evals = []*sdk.Evaluation{eval}
 		index, err = s.Apply(fsm.AllocClientUpdateRequestType, req)
-		return eval.ID, index, err
+		return eval.ID, nil, index, err
 	}
 	// An operator's unhealthy fails the deployment at once (and reverts it
 	// where asked), whatever reschedules are left: with the health, in one
@@ -563,5 +575,8 @@ func (s *Server) SetAllocHealth(id string, healthy, unhealthy []string) (evalID 
 	a := deploymentAction{kind: actionFail, deployment: d, desc: sdk.DeploymentDescriptionFailedAllocations, eval: eval}
 	a.planRevert(snap, job, unhealthyGroups, false) // as Nomad's: the groups of the unhealthy allocations
 	index, err = s.Apply(fsm.DeploymentStatusUpdateRequestType, a.failRequest(now.UnixNano(), req))
-	return eval.ID, index, err
+	if err != nil {
+		return "", nil, 0, err
+	}
+	return eval.ID, a.revertedVersion(), index, nil
 }
