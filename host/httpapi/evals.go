@@ -161,8 +161,11 @@ func (a *API) evalDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "invalid filter %q: %v", req.Filter, err)
 		}
+		// As Nomad's, a filter reads the evals of every namespace: its
+		// eval delete takes no namespace (its client sends the one it is
+		// configured with, which is ignored).
 		snap := a.srv.Store().Snapshot()
-		matched, _, err := page(&listOptions{filter: ev}, evalsMatching(r, snap, ""), func(e *sdk.Evaluation) string { return e.ID }, nil)
+		matched, _, err := page(&listOptions{filter: ev}, snap.EvalsByPrefix(""), func(e *sdk.Evaluation) string { return e.ID }, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -237,3 +237,40 @@ job "report" {
 		t.Fatalf("stop: %v", err)
 	}
 }
+
+// nomad eval delete -filter: as Nomad's, the filter reads the evaluations
+// of every namespace, whatever namespace the client is configured with
+// (the command takes none).
+func TestNomadClient_EvalDeleteByFilterSpansNamespaces(t *testing.T) {
+	ts, s := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	evals := map[string]string{}
+	for _, ns := range []string{"default", "team-a", "team-b"} {
+		job := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
+		job.Namespace = ns
+		e, _, err := s.RegisterJob(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servertest.WaitForEval(t, s, e)
+		evals[ns] = e
+	}
+	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{PauseEvalBroker: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := c.Evaluations().DeleteOpts(&api.EvalDeleteRequest{Filter: `Namespace != "team-b"`}, nil)
+	if err != nil || resp.Count != 2 {
+		t.Fatalf("delete by filter: %+v %v", resp, err)
+	}
+	// A client configured with a namespace deletes in every one too.
+	resp, _, err = c.Evaluations().DeleteOpts(&api.EvalDeleteRequest{Filter: `JobID == "web"`}, &api.WriteOptions{Namespace: "team-a"})
+	if err != nil || resp.Count != 1 {
+		t.Fatalf("delete by filter from namespace team-a: %+v %v", resp, err)
+	}
+	snap := s.Store().Snapshot()
+	for ns, id := range evals {
+		if snap.Eval(id) != nil {
+			t.Errorf("the eval of namespace %s is still there", ns)
+		}
+	}
+}
