@@ -88,7 +88,8 @@ func (a *API) evalRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 		if related {
 			e = e.Copy()
-			e.RelatedEvals = relatedEvals(snap, e)
+			// As Nomad's, an eval without related ones has `[]`.
+			e.RelatedEvals = append([]*sdk.EvaluationStub{}, relatedEvals(snap, e)...)
 		}
 		return &EvalResponse{Evaluation: e, History: a.srv.EvalHistory(e.ID)}, e.ModifyIndex, nil
 	})

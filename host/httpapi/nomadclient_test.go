@@ -1401,3 +1401,29 @@ func TestNomadClient_DeploymentUpdateAnswers(t *testing.T) {
 		t.Fatalf("an unhealthy mark with an auto-revert: %v %+v", err, unhealthy)
 	}
 }
+
+// TestNomadClient_RelatedEvals: `?related=true` (nomad eval status
+// -verbose) lists the evals of the chain, and, as Nomad's, `[]` for an
+// eval that has none; without it, RelatedEvals is null.
+func TestNomadClient_RelatedEvals(t *testing.T) {
+	ts, srv := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	alone := mustRegister(t, srv, servertest.Job("small", sdk.JobTypeService, 1, 100, 64))
+	servertest.WaitForEval(t, srv, alone)
+	first := mustRegister(t, srv, servertest.Job("big", sdk.JobTypeService, 1, 100_000, 64))
+	blocked := servertest.WaitForEval(t, srv, first).BlockedEval
+	if blocked == "" {
+		t.Fatal("no blocked eval")
+	}
+	for id, want := range map[string]string{first: blocked, blocked: first} {
+		e, _, err := c.Evaluations().Info(id, &api.QueryOptions{Params: map[string]string{"related": "true"}})
+		if err != nil || len(e.RelatedEvals) != 1 || e.RelatedEvals[0].ID != want {
+			t.Fatalf("eval %s's related evals: %v %+v, want %s", id, err, e, want)
+		}
+	}
+	for q, want := range map[string]string{"?related=true": `"RelatedEvals":[]`, "": `"RelatedEvals":null`} {
+		if resp, out := do(t, "GET", ts.URL+"/v1/evaluation/"+alone+q, ""); resp.StatusCode != 200 || !strings.Contains(string(out), want) {
+			t.Errorf("eval%s: %d, want %s in %s", q, resp.StatusCode, want, out)
+		}
+	}
+}
