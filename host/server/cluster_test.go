@@ -277,17 +277,23 @@ func TestCluster_FormationNeverSplits(t *testing.T) {
 	t.Run("a cluster without a leader", func(t *testing.T) {
 		cfgs, servers, leader := startCluster(t, 3)
 		var survivor server.Config
+		var left *server.Server
 		for i, s := range servers {
 			if s == leader {
 				continue
 			}
 			if survivor.NodeName == "" {
-				survivor = cfgs[i]
+				survivor, left = cfgs[i], s
 				continue
 			}
 			_ = s.Shutdown()
 		}
 		_ = leader.Shutdown() // the survivor is left without a quorum
+		// The leader hands its lead over as it shuts down: the survivor
+		// may lead until it finds it has no quorum. New servers that
+		// joined it then would join the cluster, not form one, which is
+		// not the case under test.
+		servertest.WaitFor(t, "the survivor to be without a leader", func() bool { return !left.IsLeader() && left.Leader() == "" })
 		fresh := servertest.ClusterConfigs(t, 3)
 		var started []*server.Server
 		for i := range fresh {
