@@ -1100,6 +1100,27 @@ func TestNomadClient_JobSubmission(t *testing.T) {
 	}
 }
 
+// manualUpdate is an update block whose health the operator sets.
+func manualUpdate(maxParallel int, autoRevert bool) *api.UpdateStrategy {
+	return &api.UpdateStrategy{MaxParallel: ptr(maxParallel), HealthCheck: ptr("manual"), AutoRevert: ptr(autoRevert),
+		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Minute), ProgressDeadline: ptr(time.Hour)}
+}
+
+// deploy registers job, waits for its eval and returns its deployment.
+func deploy(t *testing.T, c *api.Client, job *api.Job) *api.Deployment {
+	t.Helper()
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, reg.EvalID)
+	d, _, err := c.Jobs().LatestDeployment(*job.ID, nil)
+	if err != nil || d == nil {
+		t.Fatalf("deployment: %v %+v", err, d)
+	}
+	return d
+}
+
 // A group with health_check = "manual" waits for the operator: health set
 // through Nomad's SetAllocHealth keeps what the node reported, counts in
 // the deployment, and an unhealthy allocation fails the deployment.
@@ -1110,17 +1131,8 @@ func TestNomadClient_SetAllocHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(2), HealthCheck: ptr("manual"),
-		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Minute), ProgressDeadline: ptr(time.Hour)}
-	reg, _, err := c.Jobs().Register(job, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitEval(t, c, reg.EvalID)
-	d, _, err := c.Jobs().LatestDeployment("web", nil)
-	if err != nil || d == nil {
-		t.Fatalf("deployment: %v %+v", err, d)
-	}
+	job.TaskGroups[0].Update = manualUpdate(2, false)
+	d := deploy(t, c, job)
 	allocs, _, err := c.Deployments().Allocations(d.ID, nil)
 	if err != nil || len(allocs) != 2 {
 		t.Fatalf("deployment allocations: %v %d", err, len(allocs))
@@ -1356,21 +1368,11 @@ func TestNomadClient_DeploymentUpdateAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(1), HealthCheck: ptr("manual"), AutoRevert: ptr(true),
-		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Minute), ProgressDeadline: ptr(time.Hour)}
+	job.TaskGroups[0].Update = manualUpdate(1, true)
 	register := func(image string) *api.Deployment {
 		t.Helper()
 		job.TaskGroups[0].Tasks[0].Config["image"] = image
-		reg, _, err := c.Jobs().Register(job, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitEval(t, c, reg.EvalID)
-		d, _, err := c.Jobs().LatestDeployment("web", nil)
-		if err != nil || d == nil {
-			t.Fatalf("deployment: %v %+v", err, d)
-		}
-		return d
+		return deploy(t, c, job)
 	}
 	register("nginx:1.26")
 	if _, _, err := c.Jobs().Stable("web", 0, true, nil); err != nil {
