@@ -417,7 +417,9 @@ func mayReschedule(a *sdk.Allocation, job *sdk.Job, now time.Time) bool {
 }
 
 // StopAlloc asks for an allocation to be stopped and rescheduled
-// (`alloc stop`), with an alloc-stop eval.
+// (`alloc stop`), with an alloc-stop eval. The allocation of a purged job
+// is stopped too, as by Nomad: its eval is made from the allocation's copy
+// of the job, and the scheduler, finding no job, stops what is left of it.
 func (s *Server) StopAlloc(allocID string) (string, uint64, error) {
 	snap := s.store.Snapshot()
 	a := snap.Alloc(allocID)
@@ -425,6 +427,9 @@ func (s *Server) StopAlloc(allocID string) (string, uint64, error) {
 		return "", 0, fmt.Errorf("%w: allocation %q", ErrNotFound, allocID)
 	}
 	job := snap.Job(a.Namespace, a.JobID)
+	if job == nil {
+		job = a.Job
+	}
 	if job == nil {
 		return "", 0, fmt.Errorf("%w: job %q of allocation %s", ErrNotFound, a.JobID, allocID)
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/drover-sched/drover/host/server"
@@ -110,5 +111,56 @@ func TestEvaluateJob_ForceRescheduleSkipsGroupsThatDoNotReschedule(t *testing.T)
 		if marked != (g == "g") {
 			t.Errorf("group %s's failed allocation marked for a forced reschedule: %v", g, marked)
 		}
+	}
+}
+
+// TestStopAlloc_PurgedJob: an allocation of a purged job can still be
+// stopped, as in Nomad, whose Alloc.Stop makes the eval from the
+// allocation's copy of the job: it used to be a 404 ("job not found").
+// The eval finds no job and stops what is left of it.
+func TestStopAlloc_PurgedJob(t *testing.T) {
+	s := coreServer(t)
+	job := servertest.Job("web", sdk.JobTypeService, 2, 100, 64)
+	job.Priority = 70
+	servertest.WaitForEval(t, s, registerJob(t, s, job))
+	allocs := s.Store().Snapshot().AllocsByJob("default", "web")
+	if len(allocs) != 2 {
+		t.Fatalf("%d allocations placed, want 2", len(allocs))
+	}
+	// Paused, the purge's eval does not run: the allocations stay live.
+	if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{PauseEvalBroker: true}); err != nil {
+		t.Fatal(err)
+	}
+	purge, _, err := s.DeregisterJob("default", "web", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Store().Snapshot().Job("default", "web") != nil {
+		t.Fatal("the job survived its purge")
+	}
+	stop, _, err := s.StopAlloc(allocs[0].ID)
+	if err != nil {
+		t.Fatalf("stopping an allocation of a purged job: %v", err)
+	}
+	e := eval(s, stop)
+	if e == nil || e.TriggeredBy != sdk.EvalTriggerAllocStop || e.JobID != "web" || e.Type != sdk.JobTypeService ||
+		e.Priority != 70 || e.JobModifyIndex != allocs[0].Job.JobModifyIndex {
+		t.Fatalf("eval = %+v, want alloc-stop for web's copy (service, priority 70, job modify index %d)", e, allocs[0].Job.JobModifyIndex)
+	}
+	if a := s.Store().Snapshot().Alloc(allocs[0].ID); a.DesiredTransition.Migrate == nil || !*a.DesiredTransition.Migrate {
+		t.Errorf("allocation not marked for migration: %+v", a.DesiredTransition)
+	}
+	if _, err := s.SetSchedulerConfig(&sdk.SchedulerConfiguration{}); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitForEval(t, s, purge)
+	servertest.WaitForEval(t, s, stop)
+	for _, a := range s.Store().Snapshot().AllocsByJob("default", "web") {
+		if a.DesiredStatus != sdk.AllocDesiredStatusStop {
+			t.Errorf("allocation %s of the purged job is %s, want stop", a.ID, a.DesiredStatus)
+		}
+	}
+	if _, _, err := s.StopAlloc("no-such-alloc"); !errors.Is(err, server.ErrNotFound) {
+		t.Errorf("stopping a missing allocation: %v, want not found", err)
 	}
 }
