@@ -14,6 +14,10 @@ job "web" {
     team = "frontend"
   }
 
+  spread {
+    attribute = "${node.datacenter}"
+  }
+
   group "frontend" {
     count = 3
 
