@@ -40,9 +40,9 @@ Options:
                        block (num_schedulers, broker, heartbeat, GC and raft
                        settings, bootstrap_expect, server_join), advertise,
                        telemetry, and plugin "NAME" blocks (runtime, path,
-                       config, limits { memory_mb, timeout,
-                       enforce_deadline }) that add or configure scheduler
-                       plugins. Flags override it.
+                       config, env, real_clock, limits { memory_mb,
+                       timeout, enforce_deadline }) that add or configure
+                       scheduler plugins. Flags override it.
   -dev                 Run in dev mode: in-memory state, simulated nodes.
   -dev-nodes=N         Number of simulated nodes in dev mode (default 10).
   -http-addr=HOST:PORT Address of the HTTP API (default 127.0.0.1:4646).

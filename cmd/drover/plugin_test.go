@@ -51,10 +51,10 @@ func TestPluginValidate(t *testing.T) {
 // TestAgentHelp_NamesEveryConfigSetting: the agent's help is where an
 // operator learns what its configuration file holds; it names every
 // top-level setting and block the file accepts, the plugin blocks among
-// them.
+// them, and every setting of a plugin block.
 func TestAgentHelp_NamesEveryConfigSetting(t *testing.T) {
 	help := (&agentCommand{}).Help()
-	names := []string{agent.PluginBlockSchema.Type}
+	names := append([]string{agent.PluginBlockSchema.Type}, agent.PluginBlockSettings()...)
 	ft := reflect.TypeOf(agent.File{})
 	for i := 0; i < ft.NumField(); i++ {
 		name, _, _ := strings.Cut(ft.Field(i).Tag.Get("hcl"), ",")

@@ -97,3 +97,19 @@ func DecodePluginBlocks(body hcl.Body) ([]PluginConfig, hcl.Diagnostics) {
 	}
 	return out, diags
 }
+
+// PluginBlockSettings names what a plugin block takes: its attributes and
+// blocks, then those of its limits block. The agent's help lists them.
+func PluginBlockSettings() []string {
+	var names []string
+	for _, v := range []any{&pluginBlock{}, &limitsBlock{}} {
+		schema, _ := gohcl.ImpliedBodySchema(v)
+		for _, a := range schema.Attributes {
+			names = append(names, a.Name)
+		}
+		for _, b := range schema.Blocks {
+			names = append(names, b.Type)
+		}
+	}
+	return names
+}
