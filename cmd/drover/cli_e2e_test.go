@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/state"
@@ -555,7 +556,8 @@ func TestE2E_CLICommands(t *testing.T) {
 }
 
 // TestCLI_EveryCommandHasHelp checks that every command documents itself:
-// a synopsis, and help that starts with its usage line.
+// a synopsis, help that starts with its usage line and fits 80 columns
+// and, where it takes -address, says where its default comes from.
 func TestCLI_EveryCommandHasHelp(t *testing.T) {
 	for name, factory := range commands(&meta{}) {
 		cmd, err := factory()
@@ -567,6 +569,16 @@ func TestCLI_EveryCommandHasHelp(t *testing.T) {
 		}
 		if !strings.HasPrefix(cmd.Help(), "Usage: drover "+name) {
 			t.Errorf("%s: help does not start with its usage:\n%s", name, cmd.Help())
+		}
+		// Help fits an 80-column terminal (the usage line aside).
+		for i, line := range strings.Split(cmd.Help(), "\n") {
+			if i > 0 && utf8.RuneCountInString(line) > 80 {
+				t.Errorf("%s: help line wider than 80 columns: %q", name, line)
+			}
+		}
+		// -address defaults to $DROVER_ADDR wherever it is taken.
+		if strings.Contains(cmd.Help(), "-address") && !strings.Contains(cmd.Help(), "$"+envAddress) {
+			t.Errorf("%s: help does not say that -address defaults to $%s:\n%s", name, envAddress, cmd.Help())
 		}
 	}
 }

@@ -152,7 +152,8 @@ Promote options:
 	return strings.TrimSpace(fmt.Sprintf(`
 Usage: drover deployment %s [options] <deployment-id>
 
-  %s, and monitor the evaluation that follows, if any.
+  %s,
+  and monitor the evaluation that follows, if any.
 `, c.action, c.Synopsis()) + apiOptions + `
   -detach          Return after submitting, printing the evaluation ID.` + extra)
 }

@@ -22,8 +22,9 @@ Usage: drover job plan [options] <path>
   without committing anything, and shows what registering the jobspec at
   path would do: the difference from the running version, what each group
   would place, update, stop or ignore, which allocations of lower-priority
-  jobs it would preempt, and what could not be placed and why. It prints the job modify index to pass to job run -check-index, so
-  the run happens only if nobody changed the job since.
+  jobs it would preempt, and what could not be placed and why. It prints
+  the job modify index to pass to job run -check-index, so the run
+  happens only if nobody changed the job since.
 
   Exit codes, as Nomad's job plan: 0 when no allocations would be created
   or destroyed, 1 when some would, 255 on error.

@@ -30,13 +30,14 @@ Usage: drover plugin list [options]
   serves, its runtime (wasm, goplugin, native) and its ABI version. Then
   the plugin files the agent refused (they failed to load, their plugin
   refused its configuration, or they declare a name or job type another
-  file serves), and why: a refused replacement
-  leaves the running version of its plugin in place. With -json, the
-  plugins only (the refused files: GET /v1/plugins/refused).
+  file serves), and why: a refused replacement leaves the running version
+  of its plugin in place. With -json, the plugins only (the refused
+  files: GET /v1/plugins/refused).
 
 Options:
 
-  -address=ADDR  Agent address.
+  -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
+                 http://127.0.0.1:4646).
   -json          Print the API's JSON.
 `)
 }
@@ -90,7 +91,8 @@ Usage: drover plugin inspect [options] NAME
 
 Options:
 
-  -address=ADDR  Agent address.
+  -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
+                 http://127.0.0.1:4646).
   -json          Print the API's JSON.
 `)
 }
