@@ -85,7 +85,10 @@ func (c *agentCommand) Run(args []string) int {
 	cfg := agent.DefaultConfig()
 	var flagCfg agent.Config
 	var configPath string
-	fs := c.flags("agent", false)
+	// Not c.flags: the agent takes none of the API commands' -address,
+	// -namespace and -json, and must not take "-address" for -http-addr.
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&configPath, "config", "", "")
 	fs.BoolVar(&flagCfg.Dev, "dev", false, "")
 	fs.IntVar(&flagCfg.DevNodes, "dev-nodes", cfg.DevNodes, "")

@@ -70,6 +70,20 @@ func TestAgentHelp_NamesEveryConfigSetting(t *testing.T) {
 	}
 }
 
+// TestAgent_RefusesTheAPICommandsFlags: drover agent listens on
+// -http-addr; -address, -namespace and -json, which the API commands
+// take, are refused rather than ignored (an agent started with -address
+// would listen elsewhere than asked).
+func TestAgent_RefusesTheAPICommandsFlags(t *testing.T) {
+	for _, flag := range []string{"-address=http://127.0.0.1:4646", "-namespace=team", "-json"} {
+		var out, errOut bytes.Buffer
+		code := run([]string{"agent", flag}, &out, &errOut)
+		if code != exitError || !strings.Contains(errOut.String(), "flag provided but not defined") {
+			t.Errorf("drover agent %s: exit %d, output:\n%s%s\nwant exit %d and the flag refused", flag, code, out.String(), errOut.String(), exitError)
+		}
+	}
+}
+
 // TestPluginListAndInspect_ShowRefusedReplacement: a plugin file replaced
 // by one that does not load shows in plugin list (the file and why) and
 // in plugin inspect (the version that still runs, and the refusal).
