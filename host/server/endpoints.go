@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -453,7 +452,12 @@ func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, erro
 // with (server.default_scheduler_config, else Nomad's default) when the
 // state holds none yet, as Nomad's leader does, so that the configuration
 // read back has its indexes. A configuration an operator set first stays.
-func (s *Server) ensureSchedulerConfig(ctx context.Context) {
+// The leader calls it, holding s.mu, before its broker hands out an eval
+// (as Nomad's leader writes it before it enables its workers): an eval
+// scheduled before the write would have had Nomad's default rather than
+// default_scheduler_config. Where the write fails, the leader goes on
+// with Nomad's default, as Nomad's does, and the next leader writes it.
+func (s *Server) ensureSchedulerConfig() {
 	if s.store.Snapshot().SchedulerConfigSet() {
 		return
 	}
@@ -462,21 +466,32 @@ func (s *Server) ensureSchedulerConfig(ctx context.Context) {
 		cp := *d
 		c = &cp
 	}
-	_, err := s.setSchedulerConfig(&fsm.SchedulerConfigRequest{Config: c, CAS: true})
-	if err != nil && !errors.Is(err, fsm.ErrConflict) && ctx.Err() == nil {
+	err := normalizeSchedulerConfig(c)
+	if err == nil {
+		_, err = s.Apply(fsm.SchedulerConfigRequestType, &fsm.SchedulerConfigRequest{Config: c, CAS: true})
+	}
+	if err != nil && !errors.Is(err, fsm.ErrConflict) {
 		s.log.Warn().Err(err).Msg("could not write the default scheduler configuration; the next leader will")
 	}
 }
 
-func (s *Server) setSchedulerConfig(req *fsm.SchedulerConfigRequest) (uint64, error) {
-	c := req.Config
+// normalizeSchedulerConfig refuses an unknown scheduler algorithm and
+// gives an empty one its default, binpack.
+func normalizeSchedulerConfig(c *sdk.SchedulerConfiguration) error {
 	switch c.SchedulerAlgorithm {
 	case "", sdk.SchedulerAlgorithmBinpack, sdk.SchedulerAlgorithmSpread:
 	default:
-		return 0, badRequest(fmt.Errorf("scheduler algorithm %q is not binpack or spread", c.SchedulerAlgorithm))
+		return badRequest(fmt.Errorf("scheduler algorithm %q is not binpack or spread", c.SchedulerAlgorithm))
 	}
 	if c.SchedulerAlgorithm == "" {
 		c.SchedulerAlgorithm = sdk.SchedulerAlgorithmBinpack
+	}
+	return nil
+}
+
+func (s *Server) setSchedulerConfig(req *fsm.SchedulerConfigRequest) (uint64, error) {
+	if err := normalizeSchedulerConfig(req.Config); err != nil {
+		return 0, err
 	}
 	index, err := s.Apply(fsm.SchedulerConfigRequestType, req)
 	if err == nil {

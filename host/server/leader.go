@@ -24,13 +24,14 @@ const (
 
 // establishLeadership turns on the leader's machinery and rebuilds its
 // contents from the state before any worker runs: after a raft barrier (so
-// every committed entry is applied), it enables the broker, the blocked
-// tracker and the plan queue; re-enqueues pending evals (those with a
-// WaitUntil go back on the delay heap), re-blocks blocked ones (after
-// restoring the unblock index of each node class from the state, so an
-// eval blocked on a view older than a capacity change is retried), restores
-// the broker's pause; then starts the eval batcher, the plan applier, the
-// reapers, the timers and finally the workers.
+// every committed entry is applied) and writing the scheduler
+// configuration the cluster starts with if the state has none, it enables
+// the broker, the blocked tracker and the plan queue; re-enqueues pending
+// evals (those with a WaitUntil go back on the delay heap), re-blocks
+// blocked ones (after restoring the unblock index of each node class from
+// the state, so an eval blocked on a view older than a capacity change is
+// retried), restores the broker's pause; then starts the eval batcher, the
+// plan applier, the reapers, the timers and finally the workers.
 func (s *Server) establishLeadership() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,6 +41,7 @@ func (s *Server) establishLeadership() error {
 	if err := s.raftLayer.raft.Barrier(s.cfg.RaftApplyTimeout).Error(); err != nil {
 		return err
 	}
+	s.ensureSchedulerConfig()
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	s.plans.SetEnabled(true)
@@ -76,7 +78,6 @@ func (s *Server) establishLeadership() error {
 	if !s.cfg.Dev {
 		run(s.ensureClusterID)
 	}
-	run(s.ensureSchedulerConfig)
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)
 		run(w.run)

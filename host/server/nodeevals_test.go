@@ -114,22 +114,35 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 // TestLeader_WritesTheDefaultSchedulerConfig: as Nomad's leader, the first
 // one writes the scheduler configuration the cluster starts with (the
 // server's default_scheduler_config), so it reads back with its indexes
-// and a check-and-set against them works.
+// and a check-and-set against them works. It writes it before anything
+// schedules: the first eval is scheduled under it, not under Nomad's
+// default (the write used to run beside the workers, and a job registered
+// in a new cluster's first moments could be placed by binpack).
 func TestLeader_WritesTheDefaultSchedulerConfig(t *testing.T) {
 	start := sdk.DefaultSchedulerConfiguration()
 	start.SchedulerAlgorithm = sdk.SchedulerAlgorithmSpread
-	s := servertest.New(t, nil, func(c *server.Config) { c.DefaultSchedulerConfig = start })
-	var c *sdk.SchedulerConfiguration
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if snap := s.Store().Snapshot(); snap.SchedulerConfigSet() {
-			c = snap.SchedulerConfig()
-			break
+	seen := make(chan string, 1)
+	s := servertest.New(t, servertest.Func(t, 1, func(ctx *sdk.Context, e *sdk.Evaluation) error {
+		select {
+		case seen <- ctx.State.SchedulerConfig().SchedulerAlgorithm:
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no scheduler configuration written")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return placer(ctx, e)
+	}), func(c *server.Config) {
+		// Durable: raft's log on disk leaves the window the write ran in.
+		c.Dev, c.DataDir = false, t.TempDir()
+		c.DefaultSchedulerConfig = start
+	})
+	// Written once the server leads, before it returns from New.
+	snap := s.Store().Snapshot()
+	if !snap.SchedulerConfigSet() {
+		t.Fatal("the server leads and no scheduler configuration is written")
+	}
+	c := snap.SchedulerConfig()
+	evalID := registerJob(t, s, servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+	servertest.WaitForEval(t, s, evalID)
+	if got := <-seen; got != sdk.SchedulerAlgorithmSpread {
+		t.Errorf("the first eval was scheduled with %q, want spread", got)
 	}
 	if c.SchedulerAlgorithm != sdk.SchedulerAlgorithmSpread || c.CreateIndex == 0 || c.ModifyIndex != c.CreateIndex {
 		t.Fatalf("written %+v, want spread with its indexes", c)
