@@ -247,10 +247,13 @@ func simEndedUnhealthy(a *sdk.Allocation, now time.Time) *sdk.AllocDeploymentSta
 // failed). A task that fails is restarted as its restart block says
 // (restarts attempts after delay each, in mode "fail"; for as long as it
 // runs in mode "delay"), and fails the allocation once none is left.
-// Across tasks, the first start_error and the first non-zero exit code
-// count (with that task's restarts), and the longest run_for. Without
-// run_for a service allocation runs until stopped and a batch one for
-// simBatchRuntime. Other drivers' tasks always run fine.
+// Across tasks, the first start_error counts, and the first non-zero exit
+// code (with that task's restarts) at that task's run_for; otherwise the
+// tasks end at the longest run_for of the main tasks (those without a
+// lifecycle hook: a prestart, poststart or poststop task does not end the
+// allocation). Without run_for a service allocation runs until stopped
+// and a batch one for simBatchRuntime. Other drivers' tasks always run
+// fine.
 type simBehaviour struct {
 	startError string
 	runFor     time.Duration
@@ -288,12 +291,29 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 	if tg == nil {
 		return b
 	}
+	var failing simBehaviour
 	for _, t := range tg.Tasks {
 		tb := taskBehaviour(tg, t)
 		b.startError = cmp.Or(b.startError, tb.startError)
-		b.runFor = max(b.runFor, tb.runFor)
-		if b.exitCode == 0 && tb.exitCode != 0 {
-			b.exitCode, b.restarts, b.delay = tb.exitCode, tb.restarts, tb.delay
+		if failing.exitCode == 0 && tb.exitCode != 0 {
+			failing = tb
+		}
+		// The tasks end with the main ones, as on Nomad's clients: a
+		// prestart or poststart task that exits leaves them running, and
+		// a sidecar is stopped with them.
+		if t.Lifecycle == nil || t.Lifecycle.Hook == "" {
+			b.runFor = max(b.runFor, tb.runFor)
+		}
+	}
+	if failing.exitCode != 0 {
+		b.exitCode, b.restarts, b.delay = failing.exitCode, failing.restarts, failing.delay
+		// A failing task fails the allocation when it exits, unless the
+		// main tasks have ended before.
+		switch {
+		case failing.runFor > 0 && (b.runFor == 0 || failing.runFor <= b.runFor):
+			b.runFor = failing.runFor
+		case failing.runFor > b.runFor:
+			b.exitCode, b.restarts, b.delay = 0, 0, 0
 		}
 	}
 	return b

@@ -148,6 +148,64 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 	}
 }
 
+// TestSimNext_LifecycleTasks: as on Nomad's clients, an allocation's
+// tasks end with its main tasks: a prestart or poststart task that exits
+// leaves a service running (it is not replaced over and over), and one
+// that would fail after the main tasks ended does not fail it.
+func TestSimNext_LifecycleTasks(t *testing.T) {
+	now := time.Unix(1000, 0)
+	created := now.Add(-10 * time.Second).UnixNano()
+	mock := func(name, hook string, sidecar bool, config sdk.Opaque) *sdk.Task {
+		t := &sdk.Task{Name: name, Driver: "mock_driver", Config: config,
+			RestartPolicy: &sdk.RestartPolicy{Mode: "fail"}}
+		if hook != "" {
+			t.Lifecycle = &sdk.TaskLifecycle{Hook: hook, Sidecar: sidecar}
+		}
+		return t
+	}
+	docker := &sdk.Task{Name: "main", Driver: "docker"}
+	healthy := true
+	cases := []struct {
+		name       string
+		typ        string
+		tasks      []*sdk.Task
+		wantUpdate bool
+		wantStatus string
+		wantDesc   string
+	}{
+		{"a prestart task that exits leaves the service running", sdk.JobTypeService,
+			[]*sdk.Task{mock("init", sdk.TaskLifecycleHookPrestart, false, sdk.Opaque{"run_for": "1s"}), docker}, false, "", ""},
+		{"a poststart sidecar that exits leaves the service running", sdk.JobTypeService,
+			[]*sdk.Task{docker, mock("side", sdk.TaskLifecycleHookPoststart, true, sdk.Opaque{"run_for": "2s"})}, false, "", ""},
+		{"a prestart task runs no longer than the batch's main task", sdk.JobTypeBatch,
+			[]*sdk.Task{mock("init", sdk.TaskLifecycleHookPrestart, false, sdk.Opaque{"run_for": "1s"}),
+				mock("main", "", false, sdk.Opaque{"run_for": "30s"})}, false, "", ""},
+		{"the main task's end ends the allocation, its sidecar with it", sdk.JobTypeService,
+			[]*sdk.Task{mock("side", sdk.TaskLifecycleHookPrestart, true, nil), mock("main", "", false, sdk.Opaque{"run_for": "5s"})},
+			true, sdk.AllocClientStatusComplete, "All tasks have completed"},
+		{"a prestart task that fails fails the allocation", sdk.JobTypeService,
+			[]*sdk.Task{mock("init", sdk.TaskLifecycleHookPrestart, false, sdk.Opaque{"run_for": "2s", "exit_code": 1}), docker},
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 1"},
+		{"a sidecar that would fail after the main task ended does not", sdk.JobTypeService,
+			[]*sdk.Task{mock("main", "", false, sdk.Opaque{"run_for": "3s"}),
+				mock("side", sdk.TaskLifecycleHookPoststart, true, sdk.Opaque{"run_for": "20s", "exit_code": 1})},
+			true, sdk.AllocClientStatusComplete, "All tasks have completed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &sdk.Job{Type: tc.typ, TaskGroups: []*sdk.TaskGroup{{Name: "g", Tasks: tc.tasks}}}
+			// Judged healthy already: the only report left is its end.
+			a := sdk.Allocation{ID: "a1", Job: job, TaskGroup: "g", DesiredStatus: sdk.AllocDesiredStatusRun,
+				ClientStatus: sdk.AllocClientStatusRunning, CreateTime: created, ModifyTime: created,
+				DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}
+			u, ok := simNext(&a, now)
+			if ok != tc.wantUpdate || u.ClientStatus != tc.wantStatus || u.ClientDescription != tc.wantDesc {
+				t.Fatalf("update %v %+v, want %v %q %q", ok, u, tc.wantUpdate, tc.wantStatus, tc.wantDesc)
+			}
+		})
+	}
+}
+
 // TestSimTaskStates: each transition a dev node reports gives every task a
 // Nomad-shaped state whose events follow those reported before, through
 // the raft log's codec; a task ends with its own exit code, and a task's
