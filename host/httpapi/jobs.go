@@ -406,11 +406,14 @@ func (a *API) jobDeregister(w http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, unsupported := range []string{"global", "no_shutdown_delay"} {
-		if on, err := boolParam(r, unsupported); err != nil {
+	for _, unsupported := range []struct{ param, why string }{
+		{"global", "Drover has one region"},
+		{"no_shutdown_delay", "Drover has no shutdown delays to skip"},
+	} {
+		if on, err := boolParam(r, unsupported.param); err != nil {
 			return nil, err
 		} else if on {
-			return nil, errorf(http.StatusBadRequest, "%s is not supported: Drover has one region and no shutdown delays to skip", unsupported)
+			return nil, errorf(http.StatusBadRequest, "%s is not supported: %s", unsupported.param, unsupported.why)
 		}
 	}
 	evalID, index, err := a.srv.DeregisterJobOpts(requestNamespace(r), r.PathValue("id"),

@@ -237,6 +237,42 @@ func TestNomadClient_JobLifecycle(t *testing.T) {
 	}
 }
 
+// TestNomadClient_StopOptionsNotServed: nomad job stop -global and
+// -no-shutdown-delay are refused (docs/api.md), each for its own reason,
+// and the job keeps running.
+func TestNomadClient_StopOptionsNotServed(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Variables: "replicas = 1", Canonicalize: true})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	cases := []struct {
+		name          string
+		opts          api.DeregisterOptions
+		want, notWant string
+	}{
+		{"global", api.DeregisterOptions{Global: true}, "global is not supported: Drover has one region", "shutdown"},
+		{"no shutdown delay", api.DeregisterOptions{NoShutdownDelay: true},
+			"no_shutdown_delay is not supported: Drover has no shutdown delays to skip", "region"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := c.Jobs().DeregisterOpts("web", &tc.opts, nil)
+			if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), tc.want) ||
+				strings.Contains(err.Error(), tc.notWant) {
+				t.Fatalf("stop: %v, want a 400 saying %q", err, tc.want)
+			}
+		})
+	}
+	if got, _, err := c.Jobs().Info("web", nil); err != nil || *got.Stop {
+		t.Fatalf("job after the refused stops: %v, stopped %v", err, got != nil && *got.Stop)
+	}
+}
+
 // TestNomadClient_MoreEndpoints covers the rest of what the CLI and
 // Nomad's tooling use: plan, validate, summary, versions, eval count,
 // allocation info and stop, node info and eligibility, scheduler
