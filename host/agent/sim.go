@@ -52,8 +52,11 @@ func devNode(i int) *sdk.Node {
 		"cpu.arch": arch, "cpu.numcores": fmt.Sprint(cpus[i%3] / 1000), "nomad.version": Version,
 		"unique.hostname": fmt.Sprintf("dev-%02d", i), "unique.network.ip-address": fmt.Sprintf("10.0.0.%d", i+10),
 	}
+	// As a Nomad client's fingerprint, each driver says when its health
+	// was last checked (nomad node status -verbose shows it).
+	now := time.Now().UTC()
 	for _, d := range []string{"raw_exec", "exec", "docker", "mock_driver"} {
-		drivers[d] = &sdk.DriverInfo{Detected: true, Healthy: true, HealthDescription: "Healthy"}
+		drivers[d] = &sdk.DriverInfo{Detected: true, Healthy: true, HealthDescription: "Healthy", UpdateTime: now}
 		attrs["driver."+d] = "1"
 	}
 	return &sdk.Node{

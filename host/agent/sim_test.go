@@ -148,6 +148,22 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 	}
 }
 
+// TestDevNode_DriversSayWhenFingerprinted: a dev node's drivers carry the
+// time of their fingerprint, as a Nomad client's do, which nomad node
+// status -verbose shows.
+func TestDevNode_DriversSayWhenFingerprinted(t *testing.T) {
+	before := time.Now()
+	n := devNode(0)
+	if len(n.Drivers) == 0 {
+		t.Fatal("no drivers")
+	}
+	for name, d := range n.Drivers {
+		if d.UpdateTime.Before(before.Truncate(time.Second)) || d.UpdateTime.After(time.Now()) {
+			t.Errorf("driver %s: UpdateTime %v", name, d.UpdateTime)
+		}
+	}
+}
+
 // TestSimNext_LifecycleTasks: as on Nomad's clients, an allocation's
 // tasks end with its main tasks: a prestart or poststart task that exits
 // leaves a service running (it is not replaced over and over), and one
