@@ -534,6 +534,48 @@ func TestValidate_TakesJobAndPriorityFromState(t *testing.T) {
 	}
 }
 
+// An annotation (a follow-up eval, say) leaves an allocation the eval that
+// placed it, as in Nomad, where nomad alloc status shows that eval and the
+// eval's allocations list it; an in-place update to a new job version is
+// the updating eval's.
+func TestValidate_AnnotationKeepsItsEval(t *testing.T) {
+	s, v0 := fixture(t)
+	crashed, running := failed(place("crashed", "n0", 100)), place("running", "n0", 100)
+	for _, a := range []*sdk.Allocation{crashed, running} {
+		a.Job, a.EvalID = v0, "done"
+		a.JobVersion, a.JobModifyIndex = v0.Version, v0.JobModifyIndex
+	}
+	v1 := v0.Copy()
+	v1.Meta = map[string]string{"team": "web"}
+	if err := s.Write(2, func(tx *state.Txn) error {
+		if err := tx.UpsertAlloc(crashed); err != nil {
+			return err
+		}
+		if err := tx.UpsertAlloc(running); err != nil {
+			return err
+		}
+		return tx.UpsertJob(v1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	cur := snap.Job("default", "web")
+	if cur.Version == v0.Version {
+		t.Fatal("no new job version")
+	}
+	note := *crashed
+	note.Job, note.EvalID, note.FollowupEvalID = nil, "", "later"
+	inPlace := *running
+	inPlace.Job, inPlace.JobVersion, inPlace.JobModifyIndex = nil, cur.Version, cur.JobModifyIndex
+	p := &sdk.Plan{EvalID: "e1", Job: cur, NodeAllocation: map[string][]*sdk.Allocation{"n0": {&note, &inPlace}}}
+	if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
+		t.Fatalf("plan refused: %v", err)
+	}
+	if note.EvalID != "done" || inPlace.EvalID != "e1" {
+		t.Fatalf("annotation's eval %q (want done), in-place update's %q (want e1)", note.EvalID, inPlace.EvalID)
+	}
+}
+
 // A scheduler annotates an allocation its node reports failed (the
 // follow-up eval of a delayed reschedule) by updating it in place: the
 // plan is valid and commits on a node that could not take a placement.

@@ -230,8 +230,8 @@ func Plan(snap State, p *sdk.Plan, lim Limits) error {
 	return nil
 }
 
-// checkPlacement validates one placement (or in-place update) on node and
-// stamps it with the plan's eval.
+// checkPlacement validates one placement (or in-place update, or
+// annotation) on node and stamps it with its eval.
 func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup func(*sdk.Allocation) error) error {
 	if err := dup(a); err != nil {
 		return err
@@ -289,7 +289,13 @@ func checkPlacement(snap State, p *sdk.Plan, node string, a *sdk.Allocation, dup
 	default:
 		return invalid("placement %s with desired status %q", a.ID, a.DesiredStatus)
 	}
+	// A placement or an in-place update is the plan's eval's; an
+	// annotation (a follow-up eval, a status marked unknown) leaves the
+	// allocation the eval that placed it, as in Nomad.
 	a.EvalID = p.EvalID
+	if old != nil && sdk.KeepsVersion(old, a) {
+		a.EvalID = old.EvalID
+	}
 	a.Job = nil
 	return nil
 }
