@@ -273,6 +273,33 @@ func TestNomadClient_StopOptionsNotServed(t *testing.T) {
 	}
 }
 
+// TestNomadClient_VariablesNotServed: every variables call fails with an
+// error that says variables are not served; none reads as a variable that
+// does not exist (a 404 from /v1/var/:path, which nomad var get reports as
+// "Variable not found" and Variables().Peek as no variable and no error).
+func TestNomadClient_VariablesNotServed(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	vars := nomadClient(t, ts.URL).Variables()
+	calls := map[string]func() error{
+		"read": func() error { _, _, err := vars.Read("app/config", nil); return err },
+		"peek": func() error { _, _, err := vars.Peek("app/config", nil); return err },
+		"list": func() error { _, _, err := vars.List(nil); return err },
+		"update": func() error {
+			_, _, err := vars.Update(&api.Variable{Path: "app/config", Items: api.VariableItems{"k": "v"}}, nil)
+			return err
+		},
+		"delete": func() error { _, err := vars.Delete("app/config", nil); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			if err == nil || !strings.Contains(err.Error(), "501") || !strings.Contains(err.Error(), "variables are not served") {
+				t.Fatalf("err = %v, want a 501 saying variables are not served", err)
+			}
+		})
+	}
+}
+
 // TestNomadClient_MoreEndpoints covers the rest of what the CLI and
 // Nomad's tooling use: plan, validate, summary, versions, eval count,
 // allocation info and stop, node info and eligibility, scheduler
