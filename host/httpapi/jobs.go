@@ -302,7 +302,11 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setIndex(w, index)
-	resp := &JobRegisterResponse{EvalID: evalID, JobModifyIndex: index, Warnings: warning, Index: index}
+	warnings := a.srv.JobWarnings(job)
+	if warning != "" {
+		warnings = append(warnings, warning)
+	}
+	resp := &JobRegisterResponse{EvalID: evalID, JobModifyIndex: index, Warnings: jobspec.FormatWarnings(warnings), Index: index}
 	if evalID != "" {
 		resp.EvalCreateIndex = index
 	}
@@ -383,6 +387,8 @@ func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
 			resp.ValidationErrors = []string{err.Error()}
 		}
 		resp.Error = err.Error()
+	} else {
+		resp.Warnings = jobspec.FormatWarnings(a.srv.JobWarnings(job))
 	}
 	return resp, nil
 }
@@ -615,7 +621,7 @@ func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	resp := &JobPlanResponse{JobModifyIndex: res.JobModifyIndex, CreatedEvals: res.CreatedEvals,
-		Annotations: res.Annotations, FailedTGAllocs: res.FailedTGAllocs}
+		Annotations: res.Annotations, FailedTGAllocs: res.FailedTGAllocs, Warnings: jobspec.FormatWarnings(a.srv.JobWarnings(job))}
 	if req.Diff {
 		resp.Diff = jobdiff.Diff(res.Current, res.Job, true).Annotate(res.Current, res.Job)
 		if res.Annotations != nil {

@@ -300,6 +300,60 @@ func TestNomadClient_VariablesNotServed(t *testing.T) {
 	}
 }
 
+// TestNomadClient_JobWarnings: registering, planning and validating a
+// job answer the warnings Nomad's servers give (what nomad job run, plan
+// and validate print as "Job Warnings"): a memory_max ignored while memory
+// oversubscription is off, and a dubious update block; none once
+// oversubscription is on and the block fixed.
+func TestNomadClient_JobWarnings(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Variables: "replicas = 2", Canonicalize: true})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	job.TaskGroups[0].Tasks[0].Resources.MemoryMaxMB = ptr(256)
+	job.TaskGroups[0].Update = &api.UpdateStrategy{MaxParallel: ptr(3)}
+	want := `2 warnings:
+
+* Group "frontend" has warnings: 1 error occurred:
+	* Update max parallel count is greater than task group count (3 > 2). A destructive change would result in the simultaneous replacement of all allocations.
+* Memory oversubscription is not enabled; Task "frontend.nginx" memory_max value will be ignored. Update the Scheduler Configuration to allow oversubscription.`
+	warnings := func() map[string]string {
+		got := map[string]string{}
+		if v, _, err := c.Jobs().Validate(job, nil); err != nil {
+			t.Fatalf("validate: %v", err)
+		} else {
+			got["validate"] = v.Warnings
+		}
+		if p, _, err := c.Jobs().Plan(job, false, nil); err != nil {
+			t.Fatalf("plan: %v", err)
+		} else {
+			got["plan"] = p.Warnings
+		}
+		if r, _, err := c.Jobs().Register(job, nil); err != nil {
+			t.Fatalf("register: %v", err)
+		} else {
+			got["register"] = r.Warnings
+		}
+		return got
+	}
+	for call, got := range warnings() {
+		if got != want {
+			t.Errorf("%s: warnings %q, want %q", call, got, want)
+		}
+	}
+	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{MemoryOversubscriptionEnabled: true}, nil); err != nil {
+		t.Fatalf("scheduler configuration: %v", err)
+	}
+	job.TaskGroups[0].Update.MaxParallel = ptr(1)
+	for call, got := range warnings() {
+		if got != "" {
+			t.Errorf("%s: warnings %q, want none", call, got)
+		}
+	}
+}
+
 // TestNomadClient_MoreEndpoints covers the rest of what the CLI and
 // Nomad's tooling use: plan, validate, summary, versions, eval count,
 // allocation info and stop, node info and eligibility, scheduler
@@ -1141,7 +1195,8 @@ func TestNomadClient_JobSubmission(t *testing.T) {
 	job.TaskGroups[0].Tasks[0].Resources.CPU = ptr(400)
 	big := &api.JobSubmission{Source: strings.Repeat("#", 2100), Format: "hcl2", VariableFlags: map[string]string{"replicas": "2"}}
 	reg, _, err = c.Jobs().RegisterOpts(job, &api.RegisterOptions{Submission: big}, nil)
-	if err != nil || reg.Warnings != "job source size of 2.1 kB exceeds maximum of 2.0 kB and will be discarded" {
+	// As Nomad words its answer's warnings (helper.MergeMultierrorWarnings).
+	if err != nil || reg.Warnings != "1 warning:\n\n* job source size of 2.1 kB exceeds maximum of 2.0 kB and will be discarded" {
 		t.Fatalf("register with a large source: %v %q", err, reg.Warnings)
 	}
 	if j, _, err := c.Jobs().Info("web", nil); err != nil || *j.Version != 2 {

@@ -56,6 +56,29 @@ func (s *Server) AdmitSubmission(sub *state.JobSubmission) (*state.JobSubmission
 	return sub, ""
 }
 
+// JobWarnings is what a registration, plan or validation of job warns
+// about, as Nomad's servers: its dubious settings and deprecated fields
+// (jobspec.Warnings), then each task's memory_max while memory
+// oversubscription is off, which placements then ignore. The job is not
+// changed.
+func (s *Server) JobWarnings(job *sdk.Job) []string {
+	j := job.Copy()
+	jobspec.Canonicalize(j)
+	ws := jobspec.Warnings(j)
+	if s.store.Snapshot().SchedulerConfig().MemoryOversubscriptionEnabled {
+		return ws
+	}
+	for _, tg := range j.TaskGroups {
+		for _, t := range tg.Tasks {
+			if t.Resources != nil && t.Resources.MemoryMaxMB != 0 {
+				ws = append(ws, fmt.Sprintf("Memory oversubscription is not enabled; Task \"%v.%v\" memory_max value will be ignored. "+
+					"Update the Scheduler Configuration to allow oversubscription.", tg.Name, t.Name))
+			}
+		}
+	}
+	return ws
+}
+
 // registerAttempts bounds how often a registration is built again when
 // the version of the job it was built on was replaced before it applied.
 const registerAttempts = 10
