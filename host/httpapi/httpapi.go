@@ -108,6 +108,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
 	}()
+	if err := a.checkRegion(r); err != nil {
+		a.answeredHere(w)
+		writeError(w, err)
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		// A malformed ?stale is refused by whichever server is asked, as
 		// Nomad's, before it decides where the read goes.
@@ -135,6 +140,25 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // answeredHere says in the answer that this server gave it (a forwarded
 // answer carries the leader's name instead).
+// checkRegion refuses a request for another region (?region=, which
+// Nomad's CLI sends with -region, NOMAD_REGION or a job's region): the
+// cluster is one region, and Nomad's servers answer such a request "No
+// path to region" rather than from their own. "global" is taken as this
+// region, as Nomad's agents take it for a job (jobs without a region are
+// "global", and nomad job run sends a job's region). The endpoints every
+// agent answers from itself whatever the region, in Nomad too, take any.
+func (a *API) checkRegion(r *http.Request) *Error {
+	region := r.URL.Query().Get("region")
+	if region == "" || region == a.srv.Config().Region || region == jobspec.DefaultGlobalRegion {
+		return nil
+	}
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/v1/agent/"), p == "/v1/regions", p == "/v1/metrics", p == "/v1/jobs/parse":
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "No path to region %q: this cluster is region %q", region, a.srv.Config().Region)
+}
+
 func (a *API) answeredHere(w http.ResponseWriter) {
 	w.Header().Set(ServerHeader, a.srv.Config().NodeName)
 }

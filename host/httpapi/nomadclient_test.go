@@ -354,6 +354,55 @@ func TestNomadClient_JobWarnings(t *testing.T) {
 	}
 }
 
+// TestNomadClient_OtherRegion: a request for another region (nomad
+// -region, NOMAD_REGION, or nomad job run of a job whose region is
+// another) is refused, as Nomad's servers refuse a region they have no
+// path to, rather than answered from this one; its own region, "global"
+// (what a job without a region is in, as Nomad's agents take it) and the
+// agent's own endpoints answer.
+func TestNomadClient_OtherRegion(t *testing.T) {
+	s := servertest.New(t, nil, func(c *server.Config) { c.Region = "eu" })
+	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), nil).Handler())
+	t.Cleanup(ts.Close)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	job.Region = ptr("us")
+	c.SetRegion("us")
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `No path to region \"us\"`) {
+			t.Errorf("%s: %v, want a 400 with no path to region us", what, err)
+		}
+	}
+	_, _, err = c.Jobs().Register(job, nil)
+	refused("register", err)
+	_, _, err = c.Jobs().List(nil)
+	refused("job list", err)
+	_, _, err = c.Nodes().List(nil)
+	refused("node list", err)
+	if _, err := c.Agent().Self(); err != nil {
+		t.Errorf("agent self in another region: %v", err)
+	}
+	if _, err := c.Regions().List(); err != nil {
+		t.Errorf("regions in another region: %v", err)
+	}
+
+	for _, region := range []string{"eu", "global"} {
+		c.SetRegion(region)
+		if jobs, _, err := c.Jobs().List(nil); err != nil || len(jobs) != 0 {
+			t.Fatalf("jobs in region %s: %v %d (the refused registration must not have registered)", region, err, len(jobs))
+		}
+	}
+	job.Region = ptr("eu")
+	c.SetRegion("eu")
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register in this region: %v", err)
+	}
+}
+
 // TestNomadClient_MoreEndpoints covers the rest of what the CLI and
 // Nomad's tooling use: plan, validate, summary, versions, eval count,
 // allocation info and stop, node info and eligibility, scheduler
