@@ -294,32 +294,57 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 	if tg == nil {
 		return b
 	}
-	var failing simBehaviour
 	for _, t := range tg.Tasks {
 		tb := taskBehaviour(tg, t)
 		b.startError = cmp.Or(b.startError, tb.startError)
-		if failing.exitCode == 0 && tb.exitCode != 0 {
-			failing = tb
-		}
 		// The tasks end with the main ones, as on Nomad's clients: a
 		// prestart or poststart task that exits leaves them running, and
 		// a sidecar is stopped with them.
-		if t.Lifecycle == nil || t.Lifecycle.Hook == "" {
+		if mainTask(t) {
 			b.runFor = max(b.runFor, tb.runFor)
+		}
+	}
+	// The allocation fails with the failing task that exits first: a main
+	// task, or a lifecycle task whose last exit (after its restarts) comes
+	// no later than the main tasks' end.
+	var failing simBehaviour
+	first := time.Duration(-1)
+	for _, t := range tg.Tasks {
+		tb := taskBehaviour(tg, t)
+		if tb.exitCode == 0 {
+			continue
+		}
+		if !mainTask(t) {
+			last := tb.lastExit()
+			if last == 0 || (b.runFor > 0 && last > b.runFor) {
+				continue
+			}
+		}
+		at := cmp.Or(tb.runFor, b.runFor)
+		if first < 0 || at < first {
+			failing, first = tb, at
 		}
 	}
 	if failing.exitCode != 0 {
 		b.exitCode, b.restarts, b.delay = failing.exitCode, failing.restarts, failing.delay
-		// A failing task fails the allocation when it exits, unless the
-		// main tasks have ended before.
-		switch {
-		case failing.runFor > 0 && (b.runFor == 0 || failing.runFor <= b.runFor):
+		if failing.runFor > 0 {
 			b.runFor = failing.runFor
-		case failing.runFor > b.runFor:
-			b.exitCode, b.restarts, b.delay = 0, 0, 0
 		}
 	}
 	return b
+}
+
+// mainTask reports whether t is one of its group's main tasks (no
+// lifecycle hook), whose end ends the allocation.
+func mainTask(t *sdk.Task) bool { return t.Lifecycle == nil || t.Lifecycle.Hook == "" }
+
+// lastExit is, after the allocation started, when a task that runs for
+// runFor and gets restarts restarts exits for the last time (0: never).
+func (b simBehaviour) lastExit() time.Duration {
+	if b.runFor <= 0 || b.restarts < 0 {
+		return 0
+	}
+	return b.runFor + time.Duration(b.restarts)*(b.runFor+b.delay)
 }
 
 // taskBehaviour is what a dev node's mock_driver does with task t of

@@ -206,6 +206,27 @@ func TestSimNext_LifecycleTasks(t *testing.T) {
 			[]*sdk.Task{mock("main", "", false, sdk.Opaque{"run_for": "3s"}),
 				mock("side", sdk.TaskLifecycleHookPoststart, true, sdk.Opaque{"run_for": "20s", "exit_code": 1})},
 			true, sdk.AllocClientStatusComplete, "All tasks have completed"},
+		// Whichever comes first in the group, a main task's failure counts.
+		{"a main task fails the allocation, after a sidecar that would fail later", sdk.JobTypeService,
+			[]*sdk.Task{mock("side", sdk.TaskLifecycleHookPoststart, true, sdk.Opaque{"run_for": "20s", "exit_code": 1}),
+				mock("main", "", false, sdk.Opaque{"run_for": "3s", "exit_code": 2})},
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 2"},
+		{"a main task fails the allocation, before a sidecar that would fail later", sdk.JobTypeService,
+			[]*sdk.Task{mock("main", "", false, sdk.Opaque{"run_for": "3s", "exit_code": 2}),
+				mock("side", sdk.TaskLifecycleHookPoststart, true, sdk.Opaque{"run_for": "20s", "exit_code": 1})},
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 2"},
+		{"the first of two failing tasks gives the exit code", sdk.JobTypeService,
+			[]*sdk.Task{mock("main", "", false, sdk.Opaque{"run_for": "8s", "exit_code": 2}),
+				mock("init", sdk.TaskLifecycleHookPrestart, false, sdk.Opaque{"run_for": "2s", "exit_code": 3})},
+			true, sdk.AllocClientStatusFailed, "Task exited with exit code 3"},
+		// Restarted, a prestart task's last exit (2s, 2s of delay, 2s
+		// again: 6s) comes after the main task's end (5s).
+		{"a prestart task whose restarts outlast the main task does not fail it", sdk.JobTypeService,
+			[]*sdk.Task{{Name: "init", Driver: "mock_driver", Config: sdk.Opaque{"run_for": "2s", "exit_code": 1},
+				Lifecycle:     &sdk.TaskLifecycle{Hook: sdk.TaskLifecycleHookPrestart},
+				RestartPolicy: &sdk.RestartPolicy{Mode: "fail", Attempts: 1, Delay: 2 * time.Second}},
+				mock("main", "", false, sdk.Opaque{"run_for": "5s"})},
+			true, sdk.AllocClientStatusComplete, "All tasks have completed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
