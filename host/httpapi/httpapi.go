@@ -138,27 +138,32 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mux.ServeHTTP(w, r)
 }
 
-// answeredHere says in the answer that this server gave it (a forwarded
-// answer carries the leader's name instead).
 // checkRegion refuses a request for another region (?region=, which
 // Nomad's CLI sends with -region, NOMAD_REGION or a job's region): the
 // cluster is one region, and Nomad's servers answer such a request "No
-// path to region" rather than from their own. "global" is taken as this
-// region, as Nomad's agents take it for a job (jobs without a region are
-// "global", and nomad job run sends a job's region). The endpoints every
-// agent answers from itself whatever the region, in Nomad too, take any.
+// path to region" rather than from their own. The endpoints every agent
+// answers from itself whatever the region, in Nomad too, take any.
 func (a *API) checkRegion(r *http.Request) *Error {
-	region := r.URL.Query().Get("region")
-	if region == "" || region == a.srv.Config().Region || region == jobspec.DefaultGlobalRegion {
-		return nil
-	}
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, "/v1/agent/"), p == "/v1/regions", p == "/v1/metrics", p == "/v1/jobs/parse":
 		return nil
 	}
-	return errorf(http.StatusBadRequest, "No path to region %q: this cluster is region %q", region, a.srv.Config().Region)
+	return a.regionError(r.URL.Query().Get("region"))
 }
 
+// regionError refuses region unless it is this cluster's: its own name,
+// "global" (as Nomad's agents take it for a job: jobs without a region are
+// "global", and nomad job run sends a job's region) or none.
+func (a *API) regionError(region string) *Error {
+	own := a.srv.Config().Region
+	if region == "" || region == own || region == jobspec.DefaultGlobalRegion {
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "No path to region %q: this cluster is region %q", region, own)
+}
+
+// answeredHere says in the answer that this server gave it (a forwarded
+// answer carries the leader's name instead).
 func (a *API) answeredHere(w http.ResponseWriter) {
 	w.Header().Set(ServerHeader, a.srv.Config().NodeName)
 }

@@ -256,11 +256,22 @@ func pageJobs(o *listOptions, snap *state.Snapshot, jobs []*sdk.Job, meta bool) 
 }
 
 // submittedJob converts a submitted job to the server's model; the job's
-// namespace defaults to the request's.
-func submittedJob(r *http.Request, job *jobspec.Job, wr WriteRequest) (*sdk.Job, error) {
+// namespace defaults to the request's. Its region is the request's (the
+// body's, else ?region=), else its own, as Nomad's agents take it
+// (regionForJob): "global" or none is this cluster's region, and another
+// is refused, there being no path to it.
+func (a *API) submittedJob(r *http.Request, job *jobspec.Job, wr WriteRequest) (*sdk.Job, error) {
 	if job == nil {
 		return nil, errorf(http.StatusBadRequest, "the request has no Job")
 	}
+	region := cmp.Or(wr.Region, r.URL.Query().Get("region"), deref(job.Region))
+	if err := a.regionError(region); err != nil {
+		return nil, err
+	}
+	if own := a.srv.Config().Region; region == "" || region == jobspec.DefaultGlobalRegion {
+		region = own
+	}
+	job.Region = &region
 	if job.Namespace == nil || *job.Namespace == "" {
 		ns := wr.Namespace
 		if ns == "" {
@@ -290,10 +301,13 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	job, err := a.submittedJob(r, req.Job, req.WriteRequest)
 	if err != nil {
 		return nil, err
 	}
+	// Warned about as submitted, before preserved counts and resources
+	// change it, as by Nomad.
+	warnings := a.srv.JobWarnings(job)
 	sub, warning := a.srv.AdmitSubmission(submission(req.Submission))
 	evalID, index, err := a.srv.RegisterJobOpts(job, server.RegisterOptions{EnforceIndex: req.EnforceIndex,
 		JobModifyIndex: req.JobModifyIndex, PreserveCounts: req.PreserveCounts, PreserveResources: req.PreserveResources,
@@ -302,7 +316,6 @@ func (a *API) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setIndex(w, index)
-	warnings := a.srv.JobWarnings(job)
 	if warning != "" {
 		warnings = append(warnings, warning)
 	}
@@ -373,8 +386,10 @@ func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
 	// configurations are checked by the node that runs the task: Nomad's
 	// CLI reads false as "no agent reachable" and says so.
 	resp := &JobValidateResponse{DriverConfigValidated: true}
-	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	job, err := a.submittedJob(r, req.Job, req.WriteRequest)
 	if err == nil {
+		// Alongside any validation errors, as Nomad's answer has them.
+		resp.Warnings = jobspec.FormatWarnings(a.srv.JobWarnings(job))
 		err = a.srv.ValidateJob(job)
 	}
 	if err != nil {
@@ -387,8 +402,6 @@ func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
 			resp.ValidationErrors = []string{err.Error()}
 		}
 		resp.Error = err.Error()
-	} else {
-		resp.Warnings = jobspec.FormatWarnings(a.srv.JobWarnings(job))
 	}
 	return resp, nil
 }
@@ -612,7 +625,7 @@ func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(w, r, &req); err != nil {
 		return nil, err
 	}
-	job, err := submittedJob(r, req.Job, req.WriteRequest)
+	job, err := a.submittedJob(r, req.Job, req.WriteRequest)
 	if err != nil {
 		return nil, err
 	}

@@ -343,6 +343,23 @@ func TestNomadClient_JobWarnings(t *testing.T) {
 			t.Errorf("%s: warnings %q, want %q", call, got, want)
 		}
 	}
+	// As submitted, as Nomad warns before it preserves the counts: the
+	// stored count (1, which max_parallel's warning does not take) would
+	// have hidden it.
+	job.TaskGroups[0].Count = ptr(1)
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register with a count of 1: %v", err)
+	}
+	job.TaskGroups[0].Count = ptr(2)
+	if r, _, err := c.Jobs().RegisterOpts(job, &api.RegisterOptions{PreserveCounts: true}, nil); err != nil || r.Warnings != want {
+		t.Errorf("register preserving counts: %v, warnings %q, want %q", err, r.Warnings, want)
+	}
+	// Alongside validation errors, as in Nomad's answer.
+	bad := *job
+	bad.Type = ptr("nonsense")
+	if v, _, err := c.Jobs().Validate(&bad, nil); err != nil || len(v.ValidationErrors) == 0 || v.Warnings != want {
+		t.Errorf("validate of an invalid job: %v, errors %q, warnings %q, want both", err, v.ValidationErrors, v.Warnings)
+	}
 	if _, _, err := c.Operator().SchedulerSetConfiguration(&api.SchedulerConfiguration{MemoryOversubscriptionEnabled: true}, nil); err != nil {
 		t.Fatalf("scheduler configuration: %v", err)
 	}
@@ -400,6 +417,28 @@ func TestNomadClient_OtherRegion(t *testing.T) {
 	c.SetRegion("eu")
 	if _, _, err := c.Jobs().Register(job, nil); err != nil {
 		t.Fatalf("register in this region: %v", err)
+	}
+
+	// Without ?region=, a job's own region is where it goes, as Nomad's
+	// agents send it (regionForJob): another is refused.
+	c.SetRegion("")
+	job.Region = ptr("us")
+	_, _, err = c.Jobs().Register(job, nil)
+	refused("register of a job in region us", err)
+	_, _, err = c.Jobs().Plan(job, false, nil)
+	refused("plan of a job in region us", err)
+	// The request's region is the job's, as in Nomad; "global" (a job
+	// without one) is this cluster's.
+	for _, tc := range []struct{ query, job string }{{"eu", "us"}, {"", "global"}, {"global", ""}} {
+		job.Region = ptr(tc.job)
+		c.SetRegion(tc.query)
+		if _, _, err := c.Jobs().Register(job, nil); err != nil {
+			t.Fatalf("register of a job in region %q at ?region=%q: %v", tc.job, tc.query, err)
+		}
+		c.SetRegion("")
+		if j, _, err := c.Jobs().Info(*job.ID, nil); err != nil || *j.Region != "eu" {
+			t.Fatalf("a job in region %q registered at ?region=%q: %v, stored in %+v, want eu", tc.job, tc.query, err, j)
+		}
 	}
 }
 
