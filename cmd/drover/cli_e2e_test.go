@@ -168,6 +168,11 @@ func TestE2E_CLICommands(t *testing.T) {
 		c.contains(c.run(1, "job", "validate", "-var", "replicas=many", web), "does not match its type")
 		wrongPlugin := writeFile(t, dir, "plugin.hcl", strings.Replace(cliWebJob, `datacenters = ["*"]`, `scheduler = "nope"`, 1))
 		c.contains(c.run(1, "job", "validate", wrongPlugin), "nope")
+		// The server's job warnings, as Nomad's CLI prints them.
+		maxMem := writeFile(t, dir, "maxmem.hcl", strings.Replace(cliWebJob, "memory = 64", "memory = 64\n        memory_max = 128", 1))
+		ignored := `Task "frontend.nginx" memory_max value will be ignored`
+		c.contains(c.run(0, "job", "validate", maxMem), "Job Warnings:", ignored, "Job validation successful")
+		c.contains(c.run(1, "job", "plan", maxMem), "All tasks successfully allocated", "Job Warnings:", ignored)
 	})
 
 	t.Run("job plan and run", func(t *testing.T) {

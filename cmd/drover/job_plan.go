@@ -81,6 +81,9 @@ func (c *jobPlanCommand) Run(args []string) int {
 	default:
 		c.ui.Output("- All tasks successfully allocated.")
 	}
+	if resp.Warnings != "" {
+		c.ui.Warn("\nJob Warnings:\n" + resp.Warnings + "\n")
+	}
 	if resp.Annotations != nil && len(resp.Annotations.PreemptedAllocs) > 0 {
 		c.ui.Output("\nPreemptions:\n")
 		c.table(preemptionRows(resp.Annotations.PreemptedAllocs, *verbose))

@@ -57,6 +57,9 @@ func (c *jobValidateCommand) Run(args []string) int {
 		}
 		return exitError
 	}
+	if resp.Warnings != "" {
+		c.ui.Warn("Job Warnings:\n" + resp.Warnings + "\n")
+	}
 	c.ui.Output("Job validation successful")
 	return exitOK
 }
