@@ -68,7 +68,8 @@ func invalid(format string, args ...any) error {
 //
 // Plan also makes the plan trustworthy for what follows: it replaces
 // the plan's job with the stored version, takes the plan's priority from the
-// eval and stamps the placements with the eval and their desired status.
+// eval and stamps the placements with the eval (an update that keeps its
+// job version keeps its own, as in Nomad) and their desired status.
 func Plan(snap State, p *sdk.Plan, lim Limits) error {
 	if p.EvalID == "" {
 		return invalid("no eval ID")
