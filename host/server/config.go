@@ -148,6 +148,11 @@ func (c Config) Validate() error {
 	if err := c.Broker.Validate(); err != nil {
 		return err
 	}
+	if d := c.DefaultSchedulerConfig; d != nil {
+		if err := normalizeSchedulerConfig(new(*d)); err != nil {
+			return fmt.Errorf("server: default scheduler configuration: %w", err)
+		}
+	}
 	switch {
 	case !c.Dev && c.DataDir == "":
 		return fmt.Errorf("server: a data dir is required outside dev mode")

@@ -456,23 +456,27 @@ func (s *Server) SetSchedulerConfig(c *sdk.SchedulerConfiguration) (uint64, erro
 // (as Nomad's leader writes it before it enables its workers): an eval
 // scheduled before the write would have had Nomad's default rather than
 // default_scheduler_config. Where the write fails, the leader goes on
-// with Nomad's default, as Nomad's does, and the next leader writes it.
+// under Nomad's default, as Nomad's does, and the next leader writes it.
 func (s *Server) ensureSchedulerConfig() {
 	if s.store.Snapshot().SchedulerConfigSet() {
 		return
 	}
+	_, err := s.Apply(fsm.SchedulerConfigRequestType, &fsm.SchedulerConfigRequest{Config: s.startingSchedulerConfig(), CAS: true})
+	if err != nil && !errors.Is(err, fsm.ErrConflict) && !errors.Is(err, ErrNotLeader) {
+		s.log.Warn().Err(err).Msg("could not write the default scheduler configuration; evals are scheduled under Nomad's default until a leader does")
+	}
+}
+
+// startingSchedulerConfig is the configuration a cluster starts with:
+// server.default_scheduler_config (checked by Config.Validate), else
+// Nomad's default.
+func (s *Server) startingSchedulerConfig() *sdk.SchedulerConfiguration {
 	c := sdk.DefaultSchedulerConfiguration()
 	if d := s.cfg.DefaultSchedulerConfig; d != nil {
-		cp := *d
-		c = &cp
+		c = new(*d)
 	}
-	err := normalizeSchedulerConfig(c)
-	if err == nil {
-		_, err = s.Apply(fsm.SchedulerConfigRequestType, &fsm.SchedulerConfigRequest{Config: c, CAS: true})
-	}
-	if err != nil && !errors.Is(err, fsm.ErrConflict) {
-		s.log.Warn().Err(err).Msg("could not write the default scheduler configuration; the next leader will")
-	}
+	_ = normalizeSchedulerConfig(c)
+	return c
 }
 
 // normalizeSchedulerConfig refuses an unknown scheduler algorithm and

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,20 @@ func TestLeader_WritesTheDefaultSchedulerConfig(t *testing.T) {
 	c2.SchedulerAlgorithm = sdk.SchedulerAlgorithmBinpack
 	if ok, _, err := s.SetSchedulerConfigCAS(&c2, c.ModifyIndex); err != nil || !ok {
 		t.Fatalf("check-and-set at the written index: %v %v", ok, err)
+	}
+}
+
+// TestConfig_RefusesABadDefaultSchedulerConfig: a default configuration
+// the leader could not write is refused when the server starts, not
+// logged at every leadership.
+func TestConfig_RefusesABadDefaultSchedulerConfig(t *testing.T) {
+	cfg := servertest.Config()
+	cfg.DefaultSchedulerConfig = &sdk.SchedulerConfiguration{SchedulerAlgorithm: "fastest"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `"fastest" is not binpack or spread`) {
+		t.Fatalf("validate: %v, want the algorithm refused", err)
+	}
+	cfg.DefaultSchedulerConfig.SchedulerAlgorithm = ""
+	if err := cfg.Validate(); err != nil || cfg.DefaultSchedulerConfig.SchedulerAlgorithm != "" {
+		t.Fatalf("validate of an empty algorithm: %v, %q (the configuration must not change)", err, cfg.DefaultSchedulerConfig.SchedulerAlgorithm)
 	}
 }
