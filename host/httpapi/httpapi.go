@@ -21,6 +21,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
+	pathpkg "path"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -108,6 +110,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Code: http.StatusInternalServerError, Message: "internal error"})
 		}
 	}()
+	if a.redirectToCanonical(w, r) {
+		return
+	}
 	if err := a.checkRegion(r); err != nil {
 		a.answeredHere(w)
 		writeError(w, err)
@@ -136,6 +141,49 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// redirectToCanonical answers a request whose path is not in its
+// canonical form (repeated slashes, "." or ".." segments, or a subtree's
+// root without its slash: /v1/job) with a 301 to that form, as Nomad's
+// ServeMux (Go 1.20) does, and reports whether it did. Go's ServeMux now
+// answers these with a 307, which keeps the method and body: a client's
+// empty job ID, PUT /v1/job//scale, would become PUT /v1/job/scale, a
+// write of job "scale", where Nomad's clients follow the 301 with a GET
+// and are told that there is no such job.
+func (a *API) redirectToCanonical(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodConnect {
+		return false
+	}
+	path := r.URL.EscapedPath()
+	target := cleanPath(path)
+	if target == path {
+		if _, pattern := a.mux.Handler(r); pattern == "" || pattern != path+"/" {
+			return false
+		}
+		target = path + "/"
+	}
+	a.answeredHere(w)
+	u := &url.URL{Path: target, RawQuery: r.URL.RawQuery}
+	http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+	return true
+}
+
+// cleanPath is path with its "." and ".." segments resolved and its
+// repeated slashes folded, keeping a trailing slash, as Go's ServeMux
+// cleans a request's path.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := pathpkg.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // checkRegion refuses a request for another region (?region=, which

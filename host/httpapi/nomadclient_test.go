@@ -1635,3 +1635,46 @@ func TestNomadClient_RelatedEvals(t *testing.T) {
 		}
 	}
 }
+
+// TestNomadClient_EmptyJobIDInAWritePath: a write whose path has an empty
+// job ID (PUT /v1/job//scale, Scale("", ...)) is redirected to the clean
+// path with a 301, as Nomad's ServeMux does, so the client follows it
+// with a GET and is told there is no such job: with a 307 it would send
+// its PUT and body to /v1/job/scale, a write of a job named "scale".
+func TestNomadClient_EmptyJobIDInAWritePath(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	one := 1
+	for _, group := range []string{"", "frontend"} {
+		_, _, err := c.Jobs().Scale("", group, &one, "reason", false, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), "404") {
+			t.Fatalf("scale of job \"\" group %q: %v, want a 404", group, err)
+		}
+	}
+	if _, _, err := c.Jobs().Revert("", 0, nil, nil, "", ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("revert of job \"\": %v, want a 404", err)
+	}
+	if jobs, _, err := c.Jobs().List(nil); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs after the writes: %v, %d jobs, want none", err, len(jobs))
+	}
+
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ method, path, location string }{
+		{http.MethodPut, "/v1/job//scale?region=global", "/v1/job/scale?region=global"},
+		{http.MethodPost, "/v1/job/web/../plan", "/v1/job/plan"},
+		{http.MethodGet, "/v1/job", "/v1/job/"},
+	} {
+		req, err := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader(`{"Count": 1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%s %s: %d to %q, want a 301 to %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.location)
+		}
+	}
+}
