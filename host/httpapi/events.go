@@ -41,7 +41,7 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	for _, t := range r.URL.Query()["topic"] {
 		topic, key, _ := strings.Cut(t, ":")
 		if strings.Contains(key, ":") { // as Nomad's: no key has one
-			return nil, errorf(http.StatusBadRequest, "invalid key value pair for topic, topic: %s", t)
+			return nil, errorf(http.StatusBadRequest, "Invalid key value pair for topic, topic: %s", t) // Nomad's words
 		}
 		if !slices.Contains(eventTopics, topic) {
 			return nil, errorf(http.StatusBadRequest, "unknown event topic %q in topic=%q (topics: %s)", topic, t, strings.Join(eventTopics, ", "))

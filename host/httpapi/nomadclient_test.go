@@ -1678,3 +1678,17 @@ func TestNomadClient_EmptyJobIDInAWritePath(t *testing.T) {
 		}
 	}
 }
+
+// TestNomadClient_EventStreamKeyWithAColon: a topic whose key has a colon
+// is refused in Nomad's words, which its clients and tests look for.
+func TestNomadClient_EventStreamKeyWithAColon(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicEvaluation: {"::*"}}, 0, nil)
+	if err == nil || !strings.Contains(err.Error(), "400") ||
+		!strings.Contains(err.Error(), "Invalid key value pair for topic, topic: Evaluation:::*") {
+		t.Fatalf("stream of topic Evaluation:::*: %v, want Nomad's 400 %q", err, "Invalid key value pair")
+	}
+}
