@@ -137,7 +137,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 		}
 	}()
 	if cfg.Dev && cfg.DevNodes > 0 {
-		a.sim = newSimulator(srv, cfg.DevNodes, log)
+		a.sim = newSimulator(srv, cfg.DevNodes, ln.Addr().String(), log)
 		if err := a.sim.start(ctx); err != nil {
 			_ = a.Shutdown(context.Background())
 			return nil, err

@@ -475,3 +475,38 @@ func TestAgent_RefusesBeforeLoadingOrWriting(t *testing.T) {
 		})
 	}
 }
+
+// TestAgent_DevNodesGiveTheAgentsAddress: every dev node's HTTPAddr is
+// the agent's own, as a Nomad dev agent's client gives it: Nomad's
+// clients (nomad alloc logs, fs, exec, the Go client's AllocFS) dial a
+// node's address first, and must reach the agent there rather than an
+// address where nothing answers.
+func TestAgent_DevNodesGiveTheAgentsAddress(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	a := startAgent(t, dir, nil)
+	get := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(a.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	var nodes []struct{ ID string }
+	get("/v1/nodes", &nodes)
+	if len(nodes) != 3 {
+		t.Fatalf("%d nodes, want 3", len(nodes))
+	}
+	want := strings.TrimPrefix(a.Addr(), "http://")
+	for _, n := range nodes {
+		var node struct{ HTTPAddr string }
+		get("/v1/node/"+n.ID, &node)
+		if node.HTTPAddr != want {
+			t.Errorf("node %s: HTTPAddr %q, want the agent's %q", n.ID, node.HTTPAddr, want)
+		}
+	}
+}

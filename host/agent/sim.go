@@ -26,20 +26,26 @@ const simBatchRuntime = 5 * time.Second
 // mock_driver tasks fail or finish as their config says, see
 // simBehaviour).
 type simulator struct {
-	srv   *server.Server
-	n     int
-	log   zerolog.Logger
-	nodes map[string]int // node ID: its number, for devNode
-	wg    sync.WaitGroup
+	srv *server.Server
+	n   int
+	// httpAddr is the agent's HTTP address, which every dev node gives as
+	// its own, as a Nomad dev agent's client does.
+	httpAddr string
+	log      zerolog.Logger
+	nodes    map[string]int // node ID: its number, for devNode
+	wg       sync.WaitGroup
 }
 
-func newSimulator(srv *server.Server, n int, log zerolog.Logger) *simulator {
-	return &simulator{srv: srv, n: n, log: log, nodes: map[string]int{}}
+func newSimulator(srv *server.Server, n int, httpAddr string, log zerolog.Logger) *simulator {
+	return &simulator{srv: srv, n: n, httpAddr: httpAddr, log: log, nodes: map[string]int{}}
 }
 
 // devNode returns simulated node i: varied sizes, two datacenters, four
-// racks, the attributes and drivers ordinary jobspecs expect.
-func devNode(i int) *sdk.Node {
+// racks, the attributes and drivers ordinary jobspecs expect. Its
+// HTTPAddr is httpAddr, the agent's: Nomad's clients (nomad alloc logs,
+// fs, exec) dial a node's address first, and find there the agent that
+// answers for the node, not an address where nothing listens.
+func devNode(i int, httpAddr string) *sdk.Node {
 	cpus := []int64{4000, 8000, 16000}
 	mems := []int64{8192, 16384, 32768}
 	arch := "amd64"
@@ -65,7 +71,7 @@ func devNode(i int) *sdk.Node {
 		Datacenter: fmt.Sprintf("dc%d", i%2+1),
 		NodePool:   sdk.DefaultNodePool,
 		NodeClass:  "dev",
-		HTTPAddr:   fmt.Sprintf("10.0.0.%d:4646", i+10),
+		HTTPAddr:   httpAddr,
 		Attributes: attrs,
 		Meta:       map[string]string{"rack": fmt.Sprintf("r%d", i%4)},
 		NodeResources: &sdk.NodeResources{
@@ -93,7 +99,7 @@ func devNodeID(i int) string {
 func (s *simulator) start(ctx context.Context) error {
 	var ttl time.Duration
 	for i := 0; i < s.n; i++ {
-		n := devNode(i)
+		n := devNode(i, s.httpAddr)
 		if _, _, err := s.srv.RegisterNode(n); err != nil {
 			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
 		}
@@ -131,7 +137,7 @@ func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
 			if errors.Is(err, server.ErrNotFound) {
 				// Purged: a running node agent registers again, as
 				// Nomad's client does.
-				if _, _, err = s.srv.RegisterNode(devNode(i)); err == nil {
+				if _, _, err = s.srv.RegisterNode(devNode(i, s.httpAddr)); err == nil {
 					_, _, err = s.srv.NodeHeartbeat(id)
 				}
 			}

@@ -153,7 +153,7 @@ func TestSimNext_MockDriverOptions(t *testing.T) {
 // status -verbose shows.
 func TestDevNode_DriversSayWhenFingerprinted(t *testing.T) {
 	before := time.Now()
-	n := devNode(0)
+	n := devNode(0, "127.0.0.1:4646")
 	if len(n.Drivers) == 0 {
 		t.Fatal("no drivers")
 	}
