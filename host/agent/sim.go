@@ -300,8 +300,10 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 	if tg == nil {
 		return b
 	}
-	for _, t := range tg.Tasks {
+	tbs := make([]simBehaviour, len(tg.Tasks))
+	for i, t := range tg.Tasks {
 		tb := taskBehaviour(tg, t)
+		tbs[i] = tb
 		b.startError = cmp.Or(b.startError, tb.startError)
 		// The tasks end with the main ones, as on Nomad's clients: a
 		// prestart or poststart task that exits leaves them running, and
@@ -315,8 +317,8 @@ func simBehaviourOf(a *sdk.Allocation) simBehaviour {
 	// no later than the main tasks' end.
 	var failing simBehaviour
 	first := time.Duration(-1)
-	for _, t := range tg.Tasks {
-		tb := taskBehaviour(tg, t)
+	for i, t := range tg.Tasks {
+		tb := tbs[i]
 		if tb.exitCode == 0 {
 			continue
 		}
