@@ -148,13 +148,7 @@ func TestNomadClient_EvalDelete(t *testing.T) {
 func TestNomadClient_OperatorSnapshot(t *testing.T) {
 	ts, s := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)
-	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Jobs().Register(job, nil); err != nil {
-		t.Fatal(err)
-	}
+	registerWeb(t, c)
 	rc, err := c.Operator().Snapshot(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -195,13 +189,7 @@ func TestSchedulerSetConfig_EmptyCASIsRefused(t *testing.T) {
 func TestNomadClient_RejectJobRegistrationIs403(t *testing.T) {
 	ts, _ := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)
-	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Jobs().Register(job, nil); err != nil {
-		t.Fatal(err)
-	}
+	job := registerWeb(t, c)
 	param, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{Canonicalize: true, JobHCL: `
 job "report" {
   type = "batch"
@@ -273,4 +261,17 @@ func TestNomadClient_EvalDeleteByFilterSpansNamespaces(t *testing.T) {
 			t.Errorf("the eval of namespace %s is still there", ns)
 		}
 	}
+}
+
+// registerWeb registers webHCL's job through Nomad's client and returns it.
+func registerWeb(t *testing.T, c *api.Client) *api.Job {
+	t.Helper()
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	return job
 }
