@@ -86,8 +86,8 @@ func Process(ctx *sdk.Context, eval *sdk.Evaluation, newPick NewPickFunc) error 
 			stk := stack.New(ctx, plan, job, stack.ConfigFor(job.Type, st.SchedulerConfig()))
 			elig = stk.Eligibility() // what the picker's checks record, for the blocked eval
 			in.Update = stk.UpdateFunc(eval.ID)
-			ready, _, _ := stack.ReadyNodes(st, job)
-			pick = newPick(plan, stk, ready)
+			ready, _, byDC := stack.ReadyNodes(st, job)
+			pick = poolExplained(newPick(plan, stk, ready), job, len(ready), byDC)
 		}
 		pass = Out(Input{Ctx: ctx, Eval: eval, Plan: plan, Result: reconcile.Compute(in), Deployment: in.Deployment, Pick: pick})
 		var err error
@@ -97,6 +97,26 @@ func Process(ctx *sdk.Context, eval *sdk.Evaluation, newPick NewPickFunc) error 
 		return pass.Submit()
 	})
 	return pass.Conclude(err, conclude.MaxServiceAttempts, blocked, elig, pass.DeploymentID)
+}
+
+// poolExplained returns pick with the node pool its placements were chosen
+// from set on each metric pick returns without it (NodePool, NodesInPool,
+// NodesAvailable), as the stack's selections set it: the blocked-eval
+// metrics per datacenter and the "no nodes are available" of `job run`
+// read NodesAvailable, and a policy of the plugin's own should not have to
+// know that.
+func poolExplained(pick PickFunc, job *sdk.Job, inPool int, byDC map[string]int) PickFunc {
+	pool := job.NodePool
+	if pool == "" {
+		pool = sdk.DefaultNodePool
+	}
+	return func(pl Placement) (*stack.Option, *sdk.AllocMetric) {
+		o, m := pick(pl)
+		if m != nil && m.NodePool == "" {
+			m.NodePool, m.NodesInPool, m.NodesAvailable = pool, inPool, byDC
+		}
+		return o, m
+	}
 }
 
 // picker is the PickFunc that offers Choose the candidates among ready.

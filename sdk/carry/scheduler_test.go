@@ -7,6 +7,7 @@ import (
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/carry"
 	"github.com/drover-sched/drover/sdk/sdktest"
+	"github.com/drover-sched/drover/sdk/stack"
 )
 
 // A scheduler whose whole policy is one choice: of the nodes where an
@@ -119,6 +120,60 @@ func TestScheduler_DistinctConstraintsHold(t *testing.T) {
 			if fmt.Sprint(byNode) != tc.want {
 				t.Fatalf("placed %v, want %s", byNode, tc.want)
 			}
+		})
+	}
+}
+
+// Every metric says which pool the placement was chosen from, as the
+// stack's selections do: the blocked-eval metrics per datacenter and the
+// CLI's "no nodes are available" read NodesAvailable, and a placement's
+// NodesInPool of 0 beside 3 nodes evaluated misled. A PickFunc of the
+// plugin's own that leaves them out gets them too.
+func TestScheduler_MetricsNameThePool(t *testing.T) {
+	first := carry.Scheduler{Choose: func(carry.Placement, []carry.Candidate) int { return 0 }}
+	bare := sdk.SchedulerFunc(func(ctx *sdk.Context, eval *sdk.Evaluation) error {
+		return carry.Process(ctx, eval, func(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) carry.PickFunc {
+			return func(pl carry.Placement) (*stack.Option, *sdk.AllocMetric) {
+				for _, n := range ready {
+					with := plan.Used(n.ID)
+					with.Add(sdk.GroupUsage(pl.Group))
+					if ok, _ := with.Fits(n.Capacity()); ok {
+						held, _ := stk.Assign(pl.Group, n)
+						return &stack.Option{Node: n, Resources: held}, &sdk.AllocMetric{NodesEvaluated: 1}
+					}
+				}
+				return nil, &sdk.AllocMetric{NodesEvaluated: len(ready)}
+			}
+		})
+	})
+	for name, s := range map[string]sdk.Scheduler{"Choose": first, "PickFunc": bare} {
+		t.Run(name, func(t *testing.T) {
+			h := sdktest.New()
+			other := sdktest.Node("other", 4000, 8192)
+			other.Datacenter = "dc2" // not the job's
+			h.UpsertNode(sdktest.Node("a", 4000, 600), sdktest.Node("small", 4000, 100), other)
+			job := sdktest.Job("web", 3) // 256 MB each: two fit on a
+			h.UpsertJob(job)
+			if err := h.Process(s, h.RegisterEval(job)); err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, m *sdk.AllocMetric) {
+				t.Helper()
+				if m == nil || m.NodePool != sdk.DefaultNodePool || m.NodesInPool != 2 || fmt.Sprint(m.NodesAvailable) != "map[dc1:2]" {
+					t.Fatalf("%s metric %+v, want pool default, 2 nodes in it, map[dc1:2] available", what, m)
+				}
+			}
+			placed := 0
+			for _, allocs := range h.Plans[0].NodeAllocation {
+				for _, a := range allocs {
+					check("placement "+a.Name, a.Metrics)
+					placed++
+				}
+			}
+			if placed != 2 {
+				t.Fatalf("placed %d, want 2", placed)
+			}
+			check("failed group", h.Updated[len(h.Updated)-1].FailedTGAllocs["web"])
 		})
 	}
 }
