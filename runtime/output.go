@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"bytes"
-	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -91,12 +91,32 @@ func (c *Capture) HasPrefix(s string) bool {
 	return bytes.HasPrefix(c.buf, []byte(s))
 }
 
-// Explain adds what was kept, if anything, to an error.
+// Explain adds what was kept, if anything, to an error: after its first
+// line, since an eval's description keeps only that line and a trap's
+// error goes on with wazero's stack trace, which says less about the
+// failure than the plugin's own "panic: ..." or "fatal error: ...".
 func (c *Capture) Explain(err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := bytes.TrimSpace(c.buf); len(s) > 0 {
-		return fmt.Errorf("%w (plugin stderr: %s)", err, s)
+		return &explained{err: err, stderr: string(s)}
 	}
 	return err
 }
+
+// explained is an error with the start of the plugin's stderr quoted.
+type explained struct {
+	err    error
+	stderr string
+}
+
+func (e *explained) Error() string {
+	first, rest, multiline := strings.Cut(e.err.Error(), "\n")
+	msg := first + " (plugin stderr: " + e.stderr + ")"
+	if multiline {
+		msg += "\n" + rest
+	}
+	return msg
+}
+
+func (e *explained) Unwrap() error { return e.err }
