@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/abi"
@@ -208,10 +209,55 @@ func (d *dispatcher) logRecord(msg []byte) {
 		ev = d.call.Log.Debug()
 	}
 	ev = ev.Str("plugin", d.info.Name)
-	for i := 0; i+1 < len(rec.Attrs); i += 2 {
-		ev = ev.Str(rec.Attrs[i], rec.Attrs[i+1])
+	budget := maxOutputLine
+	text, cut := bounded(rec.Message, &budget)
+	tags := d.hostTags()
+	for i := 0; i+1 < len(rec.Attrs) && !cut; i += 2 {
+		key, value := rec.Attrs[i], rec.Attrs[i+1]
+		if host, taken := tags[key]; taken {
+			if host != "" && host == value {
+				continue // the Go SDK tags every record with its eval's ID
+			}
+			key = "attr." + key
+		}
+		if key, cut = bounded(key, &budget); cut {
+			break
+		}
+		value, cut = bounded(value, &budget)
+		ev = ev.Str(key, value)
 	}
-	ev.Msg(rec.Message)
+	if cut {
+		ev = ev.Bool("truncated", true)
+	}
+	ev.Msg(text)
+}
+
+// hostTags are the keys the host's fields take in a plugin's log entries,
+// each with the value the host gives it there ("" for one it does not
+// know here, such as the worker). A plugin's attribute of the same key is
+// renamed "attr.KEY", or left out when it repeats the host's value: JSON
+// readers keep the last of duplicate keys, and a plugin must not pass its
+// entries off as another plugin's, another eval's or of another level.
+func (d *dispatcher) hostTags() map[string]string {
+	return map[string]string{
+		zerolog.LevelFieldName: "", zerolog.TimestampFieldName: "", zerolog.MessageFieldName: "",
+		zerolog.ErrorFieldName: "", zerolog.CallerFieldName: "", "truncated": "",
+		"plugin": d.info.Name, "eval_id": d.call.Eval.ID, "job_id": d.call.Eval.JobID,
+		"triggered_by": d.call.Eval.TriggeredBy, "worker": "", "dry_run": "", "stream": "",
+	}
+}
+
+// bounded cuts s to what is left of budget, which it charges, and
+// reports whether it cut: one log record takes at most maxOutputLine
+// bytes of the agent's log, as one line of a plugin's output does.
+func bounded(s string, budget *int) (string, bool) {
+	if len(s) <= *budget {
+		*budget -= len(s)
+		return s, false
+	}
+	s = strings.ToValidUTF8(s[:*budget], "")
+	*budget = 0
+	return s, true
 }
 
 // IsPluginFailure reports whether err means the plugin (not the host) failed.
