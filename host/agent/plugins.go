@@ -166,11 +166,15 @@ type pluginLoader struct {
 	// or not) is not loaded again: loading is seconds of compilation,
 	// and the reloads run one after another.
 	served map[string]digest
-	wg     sync.WaitGroup // retiring plugins and the watcher
+	// conflicts is, by path, the file that served the plugin's name when
+	// the file at path was refused for declaring that name too.
+	conflicts map[string]string
+	wg        sync.WaitGroup // retiring plugins and the watcher
 }
 
 func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginLoader, error) {
-	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}, served: map[string]digest{}}
+	l := &pluginLoader{cfg: cfg, log: log, reg: reg, dir: cfg.PluginDir, stamps: map[string]fileStamp{}, served: map[string]digest{},
+		conflicts: map[string]string{}}
 	l.cacheDir = sync.OnceValue(l.findCacheDir)
 	if l.dir == "" {
 		exe, err := os.Executable()
@@ -481,6 +485,7 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		l.log.Warn().Err(err).Msg("plugin reload: cannot list plugins")
 		return
 	}
+	l.retryConflicts()
 	present := make(map[string]bool, len(specs)+len(missing))
 	for _, m := range missing {
 		// Its plugin keeps serving, if it was; the others reload as ever.
@@ -528,6 +533,29 @@ func (l *pluginLoader) reload(ctx context.Context) {
 			l.reg.ClearRefusal(f.Path) // removed: nothing to refuse any more
 		}
 	}
+	l.mu.Lock()
+	for path := range l.conflicts {
+		if !present[path] {
+			delete(l.conflicts, path)
+		}
+	}
+	l.mu.Unlock()
+}
+
+// retryConflicts has the files refused for declaring the name another
+// file served read again once that other file is gone: their refusal
+// told the operator to remove one of the two, and the one left is to
+// take over, as a renamed file does, rather than stay refused in the
+// name of a file that is no longer there.
+func (l *pluginLoader) retryConflicts() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for path, servedFrom := range l.conflicts {
+		if _, err := os.Stat(servedFrom); err != nil {
+			delete(l.stamps, path)
+			delete(l.conflicts, path)
+		}
+	}
 }
 
 // swap loads sp, read as content with digest d, and registers it,
@@ -551,6 +579,9 @@ func (l *pluginLoader) swap(ctx context.Context, sp pluginSpec, content []byte, 
 		// in the directory takes over from its old name.)
 		if _, err := os.Stat(cur.Path); err == nil {
 			_ = e.Plugin.Close(ctx)
+			l.mu.Lock()
+			l.conflicts[sp.path] = cur.Path
+			l.mu.Unlock()
 			l.reg.Refuse(sp.path, fmt.Errorf("agent: plugin %q is already served from %s; remove one of the files", name, cur.Path), time.Now())
 			log.Error().Str("plugin", name).Str("served_from", cur.Path).
 				Msg("plugin refused: another file already serves this name; remove one of them")

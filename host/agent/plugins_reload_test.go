@@ -208,3 +208,31 @@ func TestPluginLoader_Reload_SeesAReplacementThatKeepsSizeAndModTime(t *testing.
 		t.Fatalf("%d plugin replaced log lines, want 1", n)
 	}
 }
+
+// A file refused because another file served its plugin's name is loaded
+// again once that other file is removed, as its refusal ("remove one of
+// the files") asks: it takes over, rather than staying refused in the
+// name of a file that is gone while the plugin runs from that gone file.
+func TestPluginLoader_Reload_SecondFileTakesOverWhenTheFirstIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "reload.wasm"), filepath.Join(dir, "reload-copy.wasm")
+	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v1"), first)
+	l := newTestLoader(t, dir, &testlog.Buffer{})
+
+	copyFile(t, wasmtest.Build(t, "./host/agent/testdata/reload/v2"), second)
+	l.reload(context.Background())
+	if _, ok := l.reg.Refusal(second); !ok {
+		t.Fatal("a second file for the plugin's name was not refused")
+	}
+
+	if err := os.Remove(first); err != nil {
+		t.Fatal(err)
+	}
+	l.reload(context.Background())
+	if e := lookup(t, l, "reload"); e.Path != second || e.Plugin.Info().PluginVersion != "2" {
+		t.Fatalf("reload runs version %s from %s, want version 2 from %s", e.Plugin.Info().PluginVersion, e.Path, second)
+	}
+	if f, ok := l.reg.Refusal(second); ok {
+		t.Fatalf("%s is still refused: %s", second, f.Error)
+	}
+}
