@@ -1,6 +1,7 @@
 package carry
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/drover-sched/drover/sdk"
@@ -63,9 +64,15 @@ type NewPickFunc func(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) Pic
 // generic scheduler carries it out (the reconciler, lost allocations,
 // Out, blocked evals, Submit with retries, Conclude), with the placement
 // policy of the PickFunc newPick returns for each attempt. Scheduler is
-// Process with a PickFunc built from a ChooseFunc.
+// Process with a PickFunc built from a ChooseFunc. The eval of a job of
+// another type (system, sysbatch), which may name the plugin all the
+// same, fails, saying so, unless the job is stopped.
 func Process(ctx *sdk.Context, eval *sdk.Evaluation, newPick NewPickFunc) error {
 	st, ns, id := ctx.State, eval.Namespace, eval.JobID
+	if job := st.Job(ns, id); !job.Stopped() && !carries(job.Type) {
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
+			Description: fmt.Sprintf("carry schedules service and batch jobs, not %s job %q: name a scheduler of %s jobs", job.Type, job.ID, job.Type)})
+	}
 	var pass *Pass
 	var elig *feasible.Eligibility
 	var blocked *sdk.Evaluation
@@ -117,6 +124,15 @@ func poolExplained(pick PickFunc, job *sdk.Job, inPool int, byDC map[string]int)
 		}
 		return o, m
 	}
+}
+
+// carries reports whether Process schedules jobs of type typ. A job may
+// name any plugin, whatever its type; a system job carried as a service
+// job would get one allocation per group rather than one per node. A
+// stopped or purged job of any type is still stopped: that is the same
+// for every type.
+func carries(typ string) bool {
+	return typ == sdk.JobTypeService || typ == sdk.JobTypeBatch
 }
 
 // picker is the PickFunc that offers Choose the candidates among ready.
