@@ -105,6 +105,13 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		// load: the eval fails, saying what is wrong with it.
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: "zones: config " + err.Error()})
 	}
+	if job := ctx.State.Job(eval.Namespace, eval.JobID); !job.Stopped() &&
+		job.Type != sdk.JobTypeService && job.Type != sdk.JobTypeBatch {
+		// Any job may name the plugin; a system job reconciled as a
+		// service job would get one allocation, not one per node.
+		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
+			Description: fmt.Sprintf("zones: schedules service and batch jobs, not %s job %q", job.Type, job.ID)})
+	}
 	p := &pass{ctx: ctx, eval: eval, attr: attr}
 	var blocked *sdk.Evaluation
 	err = conclude.Retry(conclude.MaxServiceAttempts, func() (bool, bool, error) {

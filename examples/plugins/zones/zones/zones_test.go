@@ -515,3 +515,22 @@ func TestZones_DelayedRescheduleWaitsInsteadOfBlocking(t *testing.T) {
 			followups, blocked, e)
 	}
 }
+
+// zones balances a service or batch job's allocations; a system job that
+// names it (any job may name any plugin) would get one allocation per
+// group, not one per node. Its eval fails, saying why.
+func TestZones_RefusesSystemJobs(t *testing.T) {
+	h := cluster(map[string]int{"a": 2, "b": 2}, 4000)
+	job := sdktest.Job("web", 1)
+	job.Type = sdk.JobTypeSystem
+	h.UpsertJob(job)
+	if err := h.Process(zones.Scheduler{}, h.RegisterEval(job)); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Plans) != 0 {
+		t.Fatalf("%d plans for a system job, want none", len(h.Plans))
+	}
+	if got := h.Updated[0]; got.Status != sdk.EvalStatusFailed || !strings.Contains(got.StatusDescription, "system job") {
+		t.Fatalf("eval %s: %q, want failed, naming the job's type", got.Status, got.StatusDescription)
+	}
+}
