@@ -250,6 +250,24 @@ func (f *Factory) CheckConfig(ctx context.Context, req []byte) ([]byte, error) {
 // instances' Close.
 func (f *Factory) Close(context.Context) error { return nil }
 
+// handshakeHint adds to go-plugin's failed handshake what a plugin built
+// with the SDK most likely did: go-plugin's guess (another architecture,
+// missing libraries) is seldom it. A plugin that wrote a line to stdout
+// before its handshake printed in init, and the handshake line must come
+// first; one that wrote nothing exited (or closed stdout) before it.
+func handshakeHint(err error) error {
+	msg := err.Error()
+	switch {
+	case !strings.Contains(msg, "Unrecognized remote plugin message"):
+		return err
+	case strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
+		return fmt.Errorf("%v\n(the plugin wrote nothing to stdout: it exited before its handshake, "+
+			"as a panic in init does; its stderr says why)", err)
+	}
+	return fmt.Errorf("%v\n(the first line a plugin writes to stdout must be go-plugin's handshake: "+
+		"write nothing to stdout before plugin.Serve, for example in init; stderr is free)", err)
+}
+
 func (f *Factory) start(ctx context.Context) (*instance, error) {
 	name := f.info.Name
 	cmd := exec.Command(f.path)
@@ -293,14 +311,10 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 		theirs.Close() // the process has its copy, or failed to start
 	}
 	if err != nil {
-		if strings.Contains(err.Error(), "Unrecognized remote plugin message") {
-			// go-plugin's guess (another architecture, missing libraries)
-			// is seldom it for a plugin built with the SDK: a print in init
-			// comes before the handshake line, which must be first.
-			err = fmt.Errorf("%v\n(the first line a plugin writes to stdout must be go-plugin's handshake: "+
-				"write nothing to stdout before plugin.Serve, for example in init; stderr is free)", err)
-		}
-		return fail(fmt.Errorf("%w: start %s: %v", ErrInvalidPlugin, f.path, err))
+		_, err = fail(fmt.Errorf("%w: start %s: %v", ErrInvalidPlugin, f.path, handshakeHint(err)))
+		// Stopped, the process's stderr is read to its end: a plugin that
+		// exited before its handshake (a panic in init) says why there.
+		return nil, tail.Explain(err)
 	}
 	raw, err := rpc.Dispense(grpcwire.PluginName)
 	if err != nil {
