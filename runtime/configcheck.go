@@ -64,7 +64,7 @@ func CheckConfig(ctx context.Context, f Factory, config map[string]string) (aske
 		if st.Message == "" {
 			st.Message = "no reason given"
 		}
-		return true, fmt.Errorf("%w: plugin[%s]: %s", ErrConfigRefused, info.Name, st.Message)
+		return true, fmt.Errorf("%w: plugin[%s]: %s", ErrConfigRefused, info.Name, quoted(st.Message))
 	}
-	return true, fmt.Errorf("%w: plugin[%s]: checking its configuration: %w", ErrPluginFailed, info.Name, abi.Err(st.Code, st.Message))
+	return true, fmt.Errorf("%w: plugin[%s]: checking its configuration: %w", ErrPluginFailed, info.Name, abi.Err(st.Code, quoted(st.Message)))
 }

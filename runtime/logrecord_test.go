@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,5 +63,24 @@ func TestDispatch_PluginLogRecordsKeepTheHostsTagsAndAreBounded(t *testing.T) {
 	}
 	if n := len(lines[1]); n > 17<<10 || second["truncated"] != true {
 		t.Fatalf("a record of 2 MiB logged as %d bytes, truncated %v", n, second["truncated"])
+	}
+}
+
+// A plugin's failure message is quoted in the eval's error, which the
+// agent logs with every delivery: it is bounded as a record of its log is,
+// not 64 MiB a line because the plugin said so.
+func TestPlugin_FailureMessageIsBounded(t *testing.T) {
+	s := sdk.SchedulerFunc(func(*sdk.Context, *sdk.Evaluation) error {
+		return errors.New("boom: " + strings.Repeat("z", 1<<20))
+	})
+	p := runtime.NewPlugin(native.New(plugin.Info{Name: "big"}, func() sdk.Scheduler { return s }),
+		runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	err := p.Process(context.Background(), runtimetest.Call(h, h.RegisterEval(job)))
+	if err == nil || !strings.Contains(err.Error(), "boom: zzz") || len(err.Error()) > 17<<10 {
+		t.Fatalf("err of %d bytes, want the start of the plugin's message, at most about 16 KiB", len(fmt.Sprint(err)))
 	}
 }

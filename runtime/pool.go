@@ -305,7 +305,7 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 	case abi.CodeOutOfSync:
 		if full {
 			p.recycle(ctx, s, "out of sync after a full sync")
-			return fmt.Errorf("%w: plugin[%s]: out of sync after a full sync: %s", ErrPluginFailed, p.info.Name, resp.Message)
+			return fmt.Errorf("%w: plugin[%s]: out of sync after a full sync: %s", ErrPluginFailed, p.info.Name, quoted(resp.Message))
 		}
 		return p.run(ctx, s, call, true)
 	}
@@ -313,7 +313,19 @@ func (p *Plugin) run(ctx context.Context, s *slot, call *Call, full bool) error 
 		// The host side failed a planner call; that is the root cause.
 		return fmt.Errorf("plugin[%s] eval[%s]: %w", p.info.Name, call.Eval.ID, d.err)
 	}
-	return fmt.Errorf("%w: plugin[%s] eval[%s]: %w", ErrPluginFailed, p.info.Name, call.Eval.ID, abi.Err(resp.Code, resp.Message))
+	return fmt.Errorf("%w: plugin[%s] eval[%s]: %w", ErrPluginFailed, p.info.Name, call.Eval.ID, abi.Err(resp.Code, quoted(resp.Message)))
+}
+
+// quoted bounds a plugin's own message where the host quotes it in an
+// error: the agent logs that error with every delivery of the eval, and
+// the message's size is the plugin's to choose (64 MiB made as many
+// bytes of log a line). Cut as one of its log records is.
+func quoted(msg string) string {
+	budget := maxOutputLine
+	if cut, ok := bounded(msg, &budget); ok {
+		return fmt.Sprintf("%s... (%d bytes more)", cut, len(msg)-len(cut))
+	}
+	return msg
 }
 
 // Close waits for the evals in flight, then closes every instance and the
