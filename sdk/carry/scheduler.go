@@ -27,7 +27,8 @@ type Candidate struct {
 }
 
 // ChooseFunc is a placement policy: it returns the index of the candidate
-// a placement goes to, or -1 to leave it unplaced. Candidates come in the
+// a placement goes to, or -1 to leave it unplaced; any other index fails
+// the eval. Candidates come in the
 // state's node order, and there is at least one. It must not keep the
 // slice, which is reused.
 type ChooseFunc func(pl Placement, candidates []Candidate) int
@@ -160,8 +161,14 @@ func (s Scheduler) picker(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node)
 		}
 		for len(cands) > 0 {
 			i := s.Choose(pl, cands)
-			if i < 0 || i >= len(cands) {
+			if i == -1 {
 				return nil, m
+			}
+			if i < 0 || i >= len(cands) {
+				// A bug in the policy: leaving the placement unplaced
+				// would read as a cluster without room. The SDK turns
+				// the panic into the eval's failure.
+				panic(fmt.Sprintf("carry: Choose returned %d for %d candidates: want the index of one, or -1 for none", i, len(cands)))
 			}
 			n := cands[i].Node
 			held, dim := stk.Assign(pl.Group, n)

@@ -219,3 +219,21 @@ func TestScheduler_RefusesJobsOfOtherTypes(t *testing.T) {
 		})
 	}
 }
+
+// A Choose that answers an index no candidate has is a bug in the policy:
+// the eval fails, saying so, rather than leaving the placement unplaced
+// as -1 does, which looked like a cluster without room.
+func TestScheduler_ChooseOutOfRangeFailsTheEval(t *testing.T) {
+	h := sdktest.New()
+	h.UpsertNode(sdktest.Node("a", 4000, 8192), sdktest.Node("b", 4000, 8192))
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	offByOne := carry.Scheduler{Choose: func(_ carry.Placement, cands []carry.Candidate) int { return len(cands) }}
+	err := h.Process(offByOne, h.RegisterEval(job))
+	if err == nil || !strings.Contains(err.Error(), "Choose returned 2 for 2 candidates") {
+		t.Fatalf("err = %v, want the eval failed, naming the bad index", err)
+	}
+	if len(h.Created) != 0 {
+		t.Fatalf("created %+v, want no blocked eval", h.Created)
+	}
+}
