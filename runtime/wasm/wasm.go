@@ -270,6 +270,10 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		}
 		compiled, err = m.rt.CompileModule(ctx, wasm)
 	}
+	if err != nil && overMemoryLimit(err) {
+		return fail(fmt.Errorf("wasm: the module starts with more memory than the plugin's memory limit of %d MiB (limits.memory_mb) allows: %v",
+			cfg.MemoryLimitPages/16, err))
+	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrInvalidModule, err))
 	}
@@ -537,6 +541,17 @@ func (i idlingInstance) Idle(ctx context.Context) error {
 }
 
 // MemoryBytes implements runtime.Sizer.
+// overMemoryLimit reports whether a compilation failed because the
+// module's memory section asks for more than the limit: a sound module
+// under too low a limit, not an invalid one, whose refusal is to name the
+// limit to raise (wazero's words give both in Gi, rounded down: "min
+// 19261 pages (1 Gi) over limit of 16384 pages (1 Gi)"). wazero says so
+// only in its error's text.
+func overMemoryLimit(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "section memory:") && strings.Contains(msg, "over limit of")
+}
+
 func (i *instance) MemoryBytes() uint64 { return uint64(i.mod.Memory().Size()) }
 
 // Close implements runtime.Instance.

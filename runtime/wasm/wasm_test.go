@@ -168,3 +168,17 @@ func TestLoad_TruncatedModuleIsRefusedWithoutADeadlineWarning(t *testing.T) {
 		t.Fatalf("%d deadline warnings for a module refused", n)
 	}
 }
+
+// A module whose initial memory is over the plugin's memory limit is a
+// good module under too low a limit: the refusal says which limit to
+// raise, in MiB, rather than "not a valid Drover plugin module: ... min
+// 19261 pages (1 Gi) over limit of 16384 pages (1 Gi)".
+func TestLoad_InitialMemoryOverTheLimitNamesTheLimit(t *testing.T) {
+	cfg := wasm.DefaultConfig()
+	cfg.MemoryLimitPages = 16 // 1 MiB: less than any Go module starts with
+	_, err := wasm.LoadFile(context.Background(), wasmtest.Build(t, "./plugins/service"), cfg)
+	if err == nil || errors.Is(err, wasm.ErrInvalidModule) ||
+		!strings.Contains(err.Error(), "memory limit of 1 MiB (limits.memory_mb)") {
+		t.Fatalf("err = %v, want the plugin's memory limit named", err)
+	}
+}
