@@ -60,7 +60,8 @@ type Config struct {
 	// Env is the plugin's environment; the agent's is never inherited.
 	Env []string
 	// MemoryLimitBytes kills a process whose resident memory passes it
-	// during an eval (0: no limit). It is checked every MemoryCheckEvery.
+	// (0: no limit). It is checked every MemoryCheckEvery during a call,
+	// and every idleMemoryCheckEvery between calls.
 	MemoryLimitBytes uint64
 	MemoryCheckEvery time.Duration
 	// EvalsOverGRPC sends evals over gRPC even to plugins that take the
@@ -324,7 +325,7 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	if !ok {
 		return fail(fmt.Errorf("%w: dispensed %T", ErrInvalidPlugin, raw))
 	}
-	inst := &instance{f: f, client: client, cmd: cmd, conn: conn, evals: evals, stderr: tail}
+	inst := &instance{f: f, client: client, cmd: cmd, conn: conn, evals: evals, stderr: tail, done: make(chan struct{})}
 	id := conn.Broker.NextId()
 	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(grpcwire.ServerOptions(opts)...)
@@ -335,6 +336,9 @@ func (f *Factory) start(ctx context.Context) (*instance, error) {
 	defer cancel()
 	if err := conn.Scheduler.Attach(actx, id); err != nil {
 		return fail(fmt.Errorf("%w: attach %s: %v", ErrInvalidPlugin, f.path, err))
+	}
+	if limit := f.cfg.MemoryLimitBytes; limit > 0 {
+		go inst.watchIdleMemory(limit)
 	}
 	return inst, nil
 }
@@ -351,7 +355,21 @@ type instance struct {
 	current atomic.Pointer[plugin.HostFunc]
 	// stderr keeps the start of the process's stderr to explain a crash.
 	stderr *runtime.Capture
+	// busy is set during a call, whose own watcher then checks memory;
+	// idleOver is the resident size at which the watcher between calls
+	// killed the process, if it did.
+	busy     atomic.Bool
+	idleOver atomic.Uint64
+	// done is closed once the process is stopped.
+	done     chan struct{}
+	doneOnce sync.Once
 }
+
+// idleMemoryCheckEvery is how often a process's memory is checked between
+// calls: less often than during one (MemoryCheckEvery), as nothing waits
+// on it there, but often enough that a leak is stopped within a few
+// hundred MiB.
+const idleMemoryCheckEvery = 250 * time.Millisecond
 
 var (
 	_ runtime.Sizer  = (*instance)(nil)
@@ -398,6 +416,8 @@ func (i *instance) Process(ctx context.Context, req []byte, host plugin.HostFunc
 // by the start of its stderr. what, unless empty, names the call in the
 // error (an eval's goes unnamed).
 func (i *instance) guard(ctx context.Context, what string, call func() ([]byte, error)) (out []byte, crashed bool, err error) {
+	i.busy.Store(true)
+	defer i.busy.Store(false)
 	i.stderr.Reset()
 	var overLimit atomic.Uint64
 	if limit := i.f.cfg.MemoryLimitBytes; limit > 0 {
@@ -414,7 +434,7 @@ func (i *instance) guard(ctx context.Context, what string, call func() ([]byte, 
 	if what != "" {
 		who += ": " + what
 	}
-	if rss := overLimit.Load(); rss > 0 {
+	if rss := max(overLimit.Load(), i.idleOver.Load()); rss > 0 {
 		return nil, false, fmt.Errorf("goplugin: %s: memory limit of %d MiB exceeded (resident %d MiB); process killed",
 			who, i.f.cfg.MemoryLimitBytes>>20, rss>>20)
 	}
@@ -443,6 +463,37 @@ func (i *instance) watchMemory(limit uint64, stop <-chan struct{}, over *atomic.
 	}
 }
 
+// watchIdleMemory kills the process once its resident memory passes
+// limit between calls, where no call's watcher looks: a goroutine the
+// plugin left running after its eval may go on allocating, and nothing
+// else would stop it before the next eval, if one ever came. The process
+// is then replaced before the next eval (Alive). It returns once the
+// process is stopped or has exited.
+func (i *instance) watchIdleMemory(limit uint64) {
+	t := time.NewTicker(idleMemoryCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-i.done:
+			return
+		case <-t.C:
+			if i.client.Exited() {
+				return
+			}
+			if i.busy.Load() {
+				continue
+			}
+			if rss, ok := residentBytes(i.Pid()); ok && rss > limit {
+				i.idleOver.Store(rss)
+				i.f.cfg.Log.Warn().Str("plugin", i.f.info.Name).Uint64("resident_mib", rss>>20).
+					Uint64("limit_mib", limit>>20).Msg("plugin process over its memory limit between evals; killed")
+				i.kill()
+				return
+			}
+		}
+	}
+}
+
 // MemoryBytes implements runtime.Sizer: the process's resident memory, so
 // that the pool recycles a process past its high-water mark.
 func (i *instance) MemoryBytes() uint64 {
@@ -463,12 +514,14 @@ func (i *instance) Pid() int {
 func (i *instance) kill() {
 	stop(i.client, i.cmd, true, i.f.cfg.Log)
 	i.closeEvals()
+	i.doneOnce.Do(func() { close(i.done) })
 }
 
 // Close implements runtime.Instance.
 func (i *instance) Close(context.Context) error {
 	stop(i.client, i.cmd, false, i.f.cfg.Log)
 	i.closeEvals()
+	i.doneOnce.Do(func() { close(i.done) })
 	return nil
 }
 

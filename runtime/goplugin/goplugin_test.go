@@ -153,3 +153,51 @@ func TestGoPlugin_CrashedProcessIsRestartedWithBackoff(t *testing.T) {
 		t.Fatalf("%d failures, want 3", got)
 	}
 }
+
+// A process's memory limit holds between evals too: a goroutine a plugin
+// leaves allocating after its eval returned grew the process without
+// bound (2 GiB in seconds under a 256 MiB limit on a dev agent), as the
+// limit was checked only during an eval. The process is killed, said in
+// the log, and replaced before the next eval.
+func TestGoPlugin_MemoryLimitHoldsBetweenEvals(t *testing.T) {
+	logs := &testlog.Buffer{}
+	cfg := goplugin.DefaultConfig()
+	cfg.MemoryLimitBytes = 128 << 20
+	cfg.Log = zerolog.New(logs)
+	f, err := goplugin.Load(context.Background(), goplugintest.Build(t, "./runtime/goplugin/testdata/idleleak"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := f.NewInstance(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	h := sdktest.New()
+	job := sdktest.Job("web", 1)
+	h.UpsertJob(job)
+	call := runtimetest.Call(h, h.RegisterEval(job))
+	p := runtime.NewPlugin(singleInstance{f, inst}, runtime.DefaultPoolConfig(1), zerolog.Nop())
+	defer p.Close(context.Background())
+	if err := p.Process(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	prober := inst.(runtime.Prober)
+	for deadline := time.Now().Add(10 * time.Second); prober.Alive(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the process is alive with %d MiB resident, over its limit of 128 MiB",
+				inst.(runtime.Sizer).MemoryBytes()>>20)
+		}
+	}
+	if n := len(logs.Entries(t, "plugin process over its memory limit between evals; killed")); n != 1 {
+		t.Fatalf("%d log entries for the kill, want 1", n)
+	}
+}
+
+// singleInstance is a factory whose one instance is inst.
+type singleInstance struct {
+	runtime.Factory
+	inst runtime.Instance
+}
+
+func (s singleInstance) NewInstance(context.Context) (runtime.Instance, error) { return s.inst, nil }
