@@ -69,11 +69,10 @@ type NewPickFunc func(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node) Pic
 // another type (system, sysbatch), which may name the plugin all the
 // same, fails, saying so, unless the job is stopped.
 func Process(ctx *sdk.Context, eval *sdk.Evaluation, newPick NewPickFunc) error {
-	st, ns, id := ctx.State, eval.Namespace, eval.JobID
-	if job := st.Job(ns, id); !job.Stopped() && !carries(job.Type) {
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: fmt.Sprintf("carry schedules service and batch jobs, not %s job %q: name a scheduler of %s jobs", job.Type, job.ID, job.Type)})
+	if refused, err := conclude.OtherType(ctx, eval, sdk.JobTypeService, sdk.JobTypeBatch); refused || err != nil {
+		return err
 	}
+	st, ns, id := ctx.State, eval.Namespace, eval.JobID
 	var pass *Pass
 	var elig *feasible.Eligibility
 	var blocked *sdk.Evaluation
@@ -125,15 +124,6 @@ func poolExplained(pick PickFunc, job *sdk.Job, inPool int, byDC map[string]int)
 		}
 		return o, m
 	}
-}
-
-// carries reports whether Process schedules jobs of type typ. A job may
-// name any plugin, whatever its type; a system job carried as a service
-// job would get one allocation per group rather than one per node. A
-// stopped or purged job of any type is still stopped: that is the same
-// for every type.
-func carries(typ string) bool {
-	return typ == sdk.JobTypeService || typ == sdk.JobTypeBatch
 }
 
 // picker is the PickFunc that offers Choose the candidates among ready.

@@ -18,6 +18,8 @@ package conclude
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/feasible"
@@ -154,6 +156,23 @@ func Reblock(ctx *sdk.Context, eval *sdk.Evaluation, elig *feasible.Eligibility,
 		return fmt.Errorf("conclude: reblock eval: %w", err)
 	}
 	return nil
+}
+
+// OtherType fails eval, saying why, when its job is of none of types, the
+// job types the scheduler schedules, and reports whether it did. Any job
+// may name any plugin (scheduler = "NAME"), whatever its type: a system
+// job scheduled as a service job would get one allocation, not one per
+// node, and a batch job scheduled as a service job would have its
+// finished allocations replaced. A stopped or purged job is not refused:
+// stopping what it runs is the same for every type.
+func OtherType(ctx *sdk.Context, eval *sdk.Evaluation, types ...string) (bool, error) {
+	job := ctx.State.Job(eval.Namespace, eval.JobID)
+	if job.Stopped() || slices.Contains(types, job.Type) {
+		return false, nil
+	}
+	return true, SetStatus(ctx, eval, Outcome{Status: sdk.EvalStatusFailed,
+		Description: fmt.Sprintf("scheduler schedules %s jobs, not %s job %q: name one that schedules %s jobs, or none for the agent's default",
+			strings.Join(types, " and "), job.Type, job.ID, job.Type)})
 }
 
 // Unhandled fails an eval whose trigger the scheduler does not know.

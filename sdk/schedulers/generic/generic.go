@@ -56,9 +56,12 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	if !handles[eval.TriggeredBy] {
 		return conclude.Unhandled(ctx, eval)
 	}
-	limit := conclude.MaxServiceAttempts
+	typ, limit := sdk.JobTypeService, conclude.MaxServiceAttempts
 	if s.Batch {
-		limit = conclude.MaxBatchAttempts
+		typ, limit = sdk.JobTypeBatch, conclude.MaxBatchAttempts
+	}
+	if refused, err := conclude.OtherType(ctx, eval, typ); refused || err != nil {
+		return err
 	}
 	var p *pass
 	var blocked *sdk.Evaluation

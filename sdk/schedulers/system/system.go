@@ -59,6 +59,9 @@ func (s *Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 	if !handles(sysbatch, eval.TriggeredBy) {
 		return conclude.Unhandled(ctx, eval)
 	}
+	if refused, err := conclude.OtherType(ctx, eval, sdk.JobTypeSystem, sdk.JobTypeSysBatch); refused || err != nil {
+		return err
+	}
 	limit := conclude.MaxSystemAttempts
 	if sysbatch {
 		limit = conclude.MaxSysBatchAttempts

@@ -105,12 +105,8 @@ func (Scheduler) Process(ctx *sdk.Context, eval *sdk.Evaluation) error {
 		// load: the eval fails, saying what is wrong with it.
 		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed, Description: "zones: config " + err.Error()})
 	}
-	if job := ctx.State.Job(eval.Namespace, eval.JobID); !job.Stopped() &&
-		job.Type != sdk.JobTypeService && job.Type != sdk.JobTypeBatch {
-		// Any job may name the plugin; a system job reconciled as a
-		// service job would get one allocation, not one per node.
-		return conclude.SetStatus(ctx, eval, conclude.Outcome{Status: sdk.EvalStatusFailed,
-			Description: fmt.Sprintf("zones: schedules service and batch jobs, not %s job %q", job.Type, job.ID)})
+	if refused, err := conclude.OtherType(ctx, eval, sdk.JobTypeService, sdk.JobTypeBatch); refused || err != nil {
+		return err
 	}
 	p := &pass{ctx: ctx, eval: eval, attr: attr}
 	var blocked *sdk.Evaluation
