@@ -295,7 +295,10 @@ func compare(a, b *state.Snapshot) string {
 }
 
 // FuzzRestore: no input makes the snapshot reader panic; what it refuses
-// it refuses as ErrCorruptSnapshot.
+// it refuses as ErrCorruptSnapshot, leaving the state it would have
+// replaced as it was; what it accepts, written again and read back, is
+// the same state (nothing accepted is lost or changed by the next
+// snapshot).
 func FuzzRestore(f *testing.F) {
 	src, _ := state.NewStore()
 	_ = src.Write(1, func(tx *state.Txn) error {
@@ -310,22 +313,76 @@ func FuzzRestore(f *testing.F) {
 	f.Add([]byte(snapshotMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dst, _ := state.NewStore()
-		if err := restore(dst, bytes.NewReader(b)); err != nil && !errors.Is(err, ErrCorruptSnapshot) {
-			t.Fatalf("error not ErrCorruptSnapshot: %v", err)
+		if err := restore(dst, bytes.NewReader(buf.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+		before := dst.Snapshot()
+		if err := restore(dst, bytes.NewReader(b)); err != nil {
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("error not ErrCorruptSnapshot: %v", err)
+			}
+			if diff := compare(before, dst.Snapshot()); diff != "" || dst.Snapshot().Index() != before.Index() {
+				t.Fatalf("a refused snapshot changed the state: %s", diff)
+			}
+			return
+		}
+		var again bytes.Buffer
+		if err := writeSnapshot(&again, dst.Snapshot()); err != nil {
+			t.Fatalf("an accepted snapshot cannot be written again: %v", err)
+		}
+		back, _ := state.NewStore()
+		if err := restore(back, &again); err != nil {
+			t.Fatalf("an accepted snapshot, written again, is refused: %v", err)
+		}
+		if diff := compare(dst.Snapshot(), back.Snapshot()); diff != "" {
+			t.Fatalf("an accepted snapshot does not survive being written again: %s", diff)
 		}
 	})
 }
 
-// FuzzCheck: no log entry makes the entry decoder panic.
+// FuzzCheck: no log entry makes the entry decoder panic, and an entry it
+// passes decodes to a message whose encoding is stable: encoded again,
+// it passes and decodes to the same encoding (a replica replaying the
+// log, or a leader re-encoding what it decoded, sees the same entry).
 func FuzzCheck(f *testing.F) {
 	good, _ := Encode(JobRegisterRequestType, &JobRegisterRequest{Job: &sdk.Job{ID: "j"}, Eval: &sdk.Evaluation{ID: "e"}})
 	f.Add(good)
 	f.Add([]byte{byte(ApplyPlanResultsRequestType), 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := Check(b); err != nil && !errors.Is(err, ErrBadEntry) {
-			t.Fatalf("error not ErrBadEntry: %v", err)
+		if err := Check(b); err != nil {
+			if !errors.Is(err, ErrBadEntry) {
+				t.Fatalf("error not ErrBadEntry: %v", err)
+			}
+			return
+		}
+		once := reencode(t, b)
+		if err := Check(once); err != nil {
+			t.Fatalf("%T passed, but not once encoded again: %v", decodedOf(t, b), err)
+		}
+		if twice := reencode(t, once); !bytes.Equal(once, twice) {
+			t.Fatalf("%T encodes differently each time it is decoded and encoded:\n%x\n%x", decodedOf(t, b), once, twice)
 		}
 	})
+}
+
+// decodedOf decodes an entry Check passed.
+func decodedOf(t *testing.T, b []byte) msgp.Unmarshaler {
+	t.Helper()
+	msg, err := decodeEntry(b)
+	if err != nil {
+		t.Fatalf("Check passed an entry decodeEntry refuses: %v", err)
+	}
+	return msg
+}
+
+// reencode decodes an entry Check passed and encodes it again.
+func reencode(t *testing.T, b []byte) []byte {
+	t.Helper()
+	out, err := Encode(MessageType(b[0]), decodedOf(t, b).(msgp.Marshaler))
+	if err != nil {
+		t.Fatalf("a decoded entry cannot be encoded again: %v", err)
+	}
+	return out
 }
 
 // A snapshot taken after a job was purged and registered again restores
