@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"github.com/drover-sched/drover/sdk"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -245,15 +246,22 @@ func TestParseConfig_Errors(t *testing.T) {
 	}
 }
 
-// FuzzParseConfig: no input makes the config parser panic.
+// FuzzParseConfig: no input makes the config parser panic, and every
+// problem it reports is located at a line and column of the file, as
+// ParseConfig promises.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`data_dir = "/x"` + "\nserver {\n num_schedulers = 2\n eval_nack_timeout = \"5s\"\n}\n"))
 	f.Add([]byte(`server { eval_delivery_limit = -1 }`))
+	located := regexp.MustCompile(`(?m)^fuzz\.hcl:\d+:\d+: error: `)
+	unlocated := regexp.MustCompile(`(?m)^(fuzz\.hcl: )?error: `)
 	f.Fuzz(func(t *testing.T, src []byte) {
 		cfg, err := ParseConfig("fuzz.hcl", src)
 		if err != nil {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("error not ErrConfig: %v", err)
+			}
+			if msg := err.Error(); !located.MatchString(msg) || unlocated.MatchString(msg) {
+				t.Fatalf("a problem not located at a line and column:\n%s", msg)
 			}
 			return
 		}
