@@ -92,6 +92,11 @@ func unknownField(src []byte, t reflect.Type) (string, int64, bool) {
 		case '{':
 			fields := jsonFields(t)
 			for dec.More() {
+				// Where the key starts in src, as readJSONNode finds it: its
+				// decoded form can be shorter or longer than its source
+				// (escapes, invalid UTF-8), so it cannot be counted back
+				// from the end of the token.
+				keyAt := int64(skipJSONSpace(src, int(dec.InputOffset())))
 				tok, err := dec.Token()
 				if err != nil {
 					return err
@@ -107,7 +112,7 @@ func unknownField(src []byte, t reflect.Type) (string, int64, bool) {
 						ft, ok = fields[strings.ToLower(key)]
 					}
 					if !ok {
-						found, at = key, dec.InputOffset()-int64(len(key))-2
+						found, at = key, keyAt
 						return errFound
 					}
 					next = ft

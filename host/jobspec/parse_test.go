@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -1358,6 +1359,27 @@ func TestDecodeJSON_Strict(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// An unknown field is located where its key starts, however its name is
+// spelled in the source: escapes and invalid UTF-8 decode to a name of
+// another length than the source's.
+func TestDecodeJSON_UnknownFieldLocatedAtItsKey(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want hcl.Pos
+	}{
+		{`{"ID": "x", "Bogus": 1}`, hcl.Pos{Line: 1, Column: 13, Byte: 12}},
+		{`{"ID": "x", "\u0042ogus": 1}`, hcl.Pos{Line: 1, Column: 13, Byte: 12}},
+		{"{\n  \"\xbd\": \"\"\n}", hcl.Pos{Line: 2, Column: 3, Byte: 4}},
+		{`{"ID":"x" , "Bogus":1}`, hcl.Pos{Line: 1, Column: 13, Byte: 12}},
+		{`{"ID": "x", "TaskGroups": [{"Name": "g", "Co\u006cour": 1}]}`, hcl.Pos{Line: 1, Column: 42, Byte: 41}},
+	} {
+		_, diags := jobspec.DecodeJSON("x.json", []byte(tc.src))
+		if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start != tc.want {
+			t.Errorf("%q: %v, want an error at %+v", tc.src, diags, tc.want)
+		}
 	}
 }
 
