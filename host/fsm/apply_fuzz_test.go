@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -40,7 +41,9 @@ func applyBase(t testing.TB) *FSM {
 
 // FuzzApply: no decodable entry makes applying it panic. (Apply turns a
 // panic into ErrApplyPanic so a bad entry cannot crash the host or poison
-// a durable log; this test finds the inputs that would need that net.)
+// a durable log; this test finds the inputs that would need that net.) An
+// entry refused leaves the state as it was, and applying an entry is
+// deterministic, as raft's replicas need.
 func FuzzApply(f *testing.F) {
 	seeds := []struct {
 		t   MessageType
@@ -79,8 +82,41 @@ func FuzzApply(f *testing.F) {
 			return
 		}
 		fsm := applyBase(t)
-		if err := fsm.commit(10, msg); errors.Is(err, ErrApplyPanic) {
+		before := persisted(t, fsm)
+		err = fsm.commit(10, msg)
+		if errors.Is(err, ErrApplyPanic) {
 			t.Fatalf("applying %T panicked: %v", msg, err)
 		}
+		after := persisted(t, fsm)
+		if diff := compare(before, after); err != nil && diff != "" {
+			t.Fatalf("%T was refused (%v) but changed the state: %s", msg, err, diff)
+		}
+		// Every replica applies the entry to the same state: they must
+		// end in the same state (nothing read from a clock, a random
+		// source or a map's order).
+		again, _ := decodeEntry(b)
+		other := applyBase(t)
+		err2 := other.commit(10, again)
+		if (err == nil) != (err2 == nil) {
+			t.Fatalf("%T applied twice to the same state: %v, then %v", msg, err, err2)
+		}
+		if diff := compare(after, persisted(t, other)); diff != "" {
+			t.Fatalf("%T applied twice to the same state ends differently: %s", msg, diff)
+		}
 	})
+}
+
+// persisted is a copy of the FSM's state, through a snapshot: objects
+// changed in place in the store afterwards do not change it.
+func persisted(t *testing.T, f *FSM) *state.Snapshot {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, f.store.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Snapshot()
 }
