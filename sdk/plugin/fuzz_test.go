@@ -32,7 +32,8 @@ func fuzzCluster() (*abi.StateSync, *sdk.Job) {
 
 // FuzzGuest_Process feeds a guest, after a valid full sync, any request:
 // whatever the bytes, Process must answer with a ProcessResponse and never
-// panic (the native runtime runs the guest in the host's process).
+// panic (the native runtime runs the guest in the host's process), and
+// the guest must still serve a valid request after it.
 func FuzzGuest_Process(f *testing.F) {
 	full, job := fuzzCluster()
 	eval := &sdk.Evaluation{ID: "e1", Namespace: "default", JobID: job.ID, Type: job.Type, Priority: 50,
@@ -73,6 +74,13 @@ func FuzzGuest_Process(f *testing.F) {
 		}
 		if err := abi.Decode(g.Process(req, host), &resp); err != nil {
 			t.Fatalf("undecodable response: %v", err)
+		}
+		// Whatever that request did to the guest's mirror of the state,
+		// a full sync replaces it: the guest still serves the next
+		// evaluation.
+		resp = abi.ProcessResponse{}
+		if err := abi.Decode(g.Process(fullReq, host), &resp); err != nil || resp.Code != abi.CodeOK {
+			t.Fatalf("valid request after %x: %v %+v", req, err, resp)
 		}
 	})
 }
