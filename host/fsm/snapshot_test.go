@@ -311,6 +311,11 @@ func FuzzRestore(f *testing.F) {
 	_ = writeSnapshot(&buf, src.Snapshot())
 	f.Add(buf.Bytes())
 	f.Add([]byte(snapshotMagic))
+	var rich bytes.Buffer
+	if err := writeSnapshot(&rich, richState(f).Snapshot()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rich.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dst, _ := state.NewStore()
 		if err := restore(dst, bytes.NewReader(buf.Bytes())); err != nil {
@@ -338,6 +343,62 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("an accepted snapshot does not survive being written again: %s", diff)
 		}
 	})
+}
+
+// richState holds a record of every kind a snapshot writes, so that the
+// fuzzer starts from each of them: an allocation of a version no longer
+// kept (an allocation job record), evaluations with queued counts, a
+// deployment, a periodic launch, scaling events, a submission, the
+// cluster's meta and the scheduler's configuration.
+func richState(tb testing.TB) *state.Store {
+	src, _ := state.NewStore()
+	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 70,
+		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
+			Config: sdk.Opaque{"image": "nginx"}}}}}}
+	steps := []func(tx *state.Txn) error{
+		func(tx *state.Txn) error { return tx.UpsertNode(&sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}) },
+		func(tx *state.Txn) error { return tx.UpsertJob(job) },
+		func(tx *state.Txn) error {
+			return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: tx.Job("default", "web"),
+				TaskGroup: "g", NodeID: "n1", EvalID: "e1", DesiredStatus: "run", ClientStatus: "running"})
+		},
+		func(tx *state.Txn) error { return tx.DeleteJob("default", "web") },
+		func(tx *state.Txn) error {
+			j := *job
+			j.Priority = 80
+			if err := tx.UpsertJob(&j); err != nil {
+				return err
+			}
+			return tx.UpsertJobSubmission("default", "web", &state.JobSubmission{Source: `job "web" {}`, Format: "hcl2",
+				VariableFlags: map[string]string{"n": "1"}})
+		},
+		func(tx *state.Txn) error {
+			return tx.UpsertEval(&sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Status: "complete",
+				QueuedAllocations: map[string]int{"g": 1}})
+		},
+		func(tx *state.Txn) error {
+			return tx.UpsertDeployment(&sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", Status: "running",
+				TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 2}}})
+		},
+		func(tx *state.Txn) error {
+			return tx.UpsertPeriodicLaunch(&state.PeriodicLaunch{Namespace: "default", ID: "web", Launch: 5})
+		},
+		func(tx *state.Txn) error {
+			return tx.AddScalingEvent("default", "web", "g", &state.ScalingEvent{Time: 7, Message: "scaled", Error: true})
+		},
+		func(tx *state.Txn) error {
+			if err := tx.SetClusterMeta(&state.ClusterMeta{ClusterID: "c-1", CreateTime: 5}); err != nil {
+				return err
+			}
+			return tx.SetSchedulerConfig(&sdk.SchedulerConfiguration{SchedulerAlgorithm: "spread"})
+		},
+	}
+	for i, step := range steps {
+		if err := src.Write(uint64(i+1), step); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return src
 }
 
 // FuzzCheck: no log entry makes the entry decoder panic, and an entry it
