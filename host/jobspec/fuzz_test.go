@@ -41,17 +41,23 @@ func FuzzParse(f *testing.F) {
 		if p.Job == nil {
 			t.Fatal("no errors and no job")
 		}
+		// Every part of an HCL job, down to the job block itself, is
+		// recorded, so each problem the conversion or the validator finds
+		// has somewhere to point.
+		hcl2 := jobspec.SourceFormat(src) == "hcl2"
 		job, err := p.Job.SDK()
 		if err != nil {
-			_ = jobspec.FormatDiagnostics(p.Sources, p.Locate(err))
+			located := p.Locate(err)
+			_ = jobspec.FormatDiagnostics(p.Sources, located)
+			if hcl2 {
+				requireLocated(t, "fuzz.hcl", src, located)
+			}
 			return
 		}
 		if err := jobspec.Validate(job); err != nil {
 			located := p.Locate(err)
 			_ = jobspec.FormatDiagnostics(p.Sources, located)
-			if jobspec.SourceFormat(src) == "hcl2" {
-				// Every part of an HCL job, down to the job block itself,
-				// is recorded, so each problem has somewhere to point.
+			if hcl2 {
 				requireLocated(t, "fuzz.hcl", src, located)
 			}
 		}
