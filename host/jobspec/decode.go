@@ -384,11 +384,16 @@ func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
 // It reports whether it succeeded.
 func (d *decoder) assign(expr hcl.Expression, val cty.Value, fv reflect.Value) bool {
 	if err := assign(val, fv); err != nil {
-		d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
-			Detail: sentence(err.Error()), Subject: expr.Range().Ptr(), Expression: expr, EvalContext: d.ctx})
+		d.invalidValue(expr, err)
 		return false
 	}
 	return true
+}
+
+// invalidValue reports that the value of expr cannot be used: err says why.
+func (d *decoder) invalidValue(expr hcl.Expression, err error) {
+	d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
+		Detail: sentence(err.Error()), Subject: expr.Range().Ptr(), Expression: expr, EvalContext: d.ctx})
 }
 
 // eval evaluates expr, which keeps the runtime variables it refers to as
@@ -461,7 +466,10 @@ func assign(val cty.Value, fv reflect.Value) error {
 		if err != nil {
 			return errors.New(errText(err))
 		}
-		f, _ := n.AsBigFloat().Float64()
+		f, err := finiteFloat(n.AsBigFloat())
+		if err != nil {
+			return err
+		}
 		fv.SetFloat(f)
 	case reflect.Slice:
 		if !val.CanIterateElements() || val.Type().IsMapType() || val.Type().IsObjectType() {
@@ -489,7 +497,11 @@ func assign(val cty.Value, fv reflect.Value) error {
 			}
 			elem := reflect.New(t.Elem()).Elem()
 			if t.Elem().Kind() == reflect.Interface {
-				if gv := goValue(ev); gv != nil {
+				gv, err := goValue(ev)
+				if err != nil {
+					return fmt.Errorf("%s: %w", k.AsString(), err)
+				}
+				if gv != nil {
 					elem.Set(reflect.ValueOf(gv))
 				}
 			} else if err := assign(ev, elem); err != nil {
@@ -499,7 +511,11 @@ func assign(val cty.Value, fv reflect.Value) error {
 		}
 		fv.Set(out)
 	case reflect.Interface:
-		if v := goValue(val); v != nil {
+		v, err := goValue(val)
+		if err != nil {
+			return err
+		}
+		if v != nil {
 			fv.Set(reflect.ValueOf(v))
 		}
 	default:
@@ -546,46 +562,62 @@ func durationOf(val cty.Value) (time.Duration, error) {
 
 // goValue converts a value to plain Go values as Nomad keeps them in
 // free-form maps: strings, bools, int (or int64, or float64 when not whole),
-// []any and map[string]any.
-func goValue(v cty.Value) any {
+// []any and map[string]any. A number no float64 holds is an error.
+func goValue(v cty.Value) (any, error) {
 	if v.IsNull() || !v.IsKnown() {
-		return nil
+		return nil, nil
 	}
 	t := v.Type()
 	switch {
 	case t == cty.String:
-		return v.AsString()
+		return v.AsString(), nil
 	case t == cty.Bool:
-		return v.True()
+		return v.True(), nil
 	case t == cty.Number:
 		bf := v.AsBigFloat()
-		if bf.IsInf() {
-			return math.Inf(bf.Sign())
-		}
 		if i, acc := bf.Int64(); acc == big.Exact {
 			if int64(int(i)) == i {
-				return int(i)
+				return int(i), nil
 			}
-			return i
+			return i, nil
 		}
-		f, _ := bf.Float64()
-		return f
+		return finiteFloat(bf)
 	case t.IsListType() || t.IsSetType() || t.IsTupleType():
 		out := make([]any, 0, v.LengthInt())
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			out = append(out, goValue(e))
+			ge, err := goValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", len(out), err)
+			}
+			out = append(out, ge)
 		}
-		return out
+		return out, nil
 	case t.IsMapType() || t.IsObjectType():
 		out := make(map[string]any, v.LengthInt())
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
-			out[k.AsString()] = goValue(e)
+			ge, err := goValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k.AsString(), err)
+			}
+			out[k.AsString()] = ge
 		}
-		return out
+		return out, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// finiteFloat converts n to a float64, refusing a number too large for one
+// (1e400, or the infinity of pow(10, 400)): kept as an infinity, it would
+// make the job unencodable as JSON, and so fail far from its source with
+// no line to point at.
+func finiteFloat(n *big.Float) (float64, error) {
+	f, _ := n.Float64()
+	if math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%s is out of range (a number here must fit a 64-bit float, at most about 1.8e308)", n.Text('g', 10))
+	}
+	return f, nil
 }
 
 // sentence capitalises s and ends it with a period, as HCL's diagnostics

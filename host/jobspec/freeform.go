@@ -29,9 +29,15 @@ func (d *decoder) freeform(b *hcl.Block) map[string]any {
 	for name, a := range attrs {
 		val, diags := d.eval(a.Expr)
 		d.add(diags...)
-		if !diags.HasErrors() {
-			out[name] = goValue(val)
+		if diags.HasErrors() {
+			continue
 		}
+		v, err := goValue(val)
+		if err != nil {
+			d.invalidValue(a.Expr, err)
+			continue
+		}
+		out[name] = v
 	}
 	return out
 }
@@ -67,7 +73,11 @@ func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]an
 		if diags.HasErrors() {
 			continue
 		}
-		v := goValue(val)
+		v, err := goValue(val)
+		if err != nil {
+			d.invalidValue(a.Expr, err)
+			continue
+		}
 		if _, isObject := syn.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr); isObject {
 			v = []any{v}
 		}

@@ -1383,6 +1383,33 @@ func TestDecodeJSON_UnknownFieldLocatedAtItsKey(t *testing.T) {
 	}
 }
 
+// A number in a free-form value (a task's config, a scaling policy) that
+// no float64 holds is refused where it is written: kept as an infinity, it
+// made the job unencodable, an error without a line.
+func TestParse_FreeformNumberBeyondFloat64(t *testing.T) {
+	task := func(config string) string {
+		return "job \"x\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"exec\"\n      config {\n" + config +
+			"\n      }\n    }\n  }\n}\n"
+	}
+	for _, tc := range []struct{ src, want string }{
+		{task(`        x = 1e400`), "job.hcl:6:13: error: Invalid value; 1e+400 is out of range"},
+		{task(`        x = [1, -1e400]`), "job.hcl:6:13: error: Invalid value; Element 1: -1e+400 is out of range"},
+		{task(`        x = pow(10, 400)`), "job.hcl:6:13: error: Invalid value; +Inf is out of range"},
+		{task(`        x = { y = 1e999 }`), "job.hcl:6:13: error: Invalid value; Y: 1e+999 is out of range"},
+		{`{"job": {"x": {"group": {"g": {"task": {"t": {"driver": "exec", "config": {"x": 1e400}}}}}}}}`,
+			"job.hcl:1:81: error: Invalid value; 1e+400 is out of range"},
+	} {
+		if got := parseErr(t, tc.src); !strings.Contains(got, tc.want) {
+			t.Errorf("%s:\n%s\nwant %q", tc.src, got, tc.want)
+		}
+	}
+	// The largest float64s are still numbers.
+	job := parse(t, task("        x = 1.7e308"))
+	if got := job.TaskGroups[0].Tasks[0].Config; got["x"] != 1.7e308 {
+		t.Fatalf("config = %#v", got)
+	}
+}
+
 func TestJob_SDKDoesNotPanicOnNulls(t *testing.T) {
 	for _, src := range []string{
 		`{"ID": "x", "TaskGroups": [null]}`,
