@@ -118,9 +118,9 @@ func (n *Node) Capacity() Usage {
 		}
 	}
 	if r := n.ReservedResources; r != nil {
-		u.CPU -= r.Cpu.CpuShares
-		u.MemoryMB -= r.Memory.MemoryMB
-		u.DiskMB -= r.Disk.DiskMB
+		u.CPU = subSat(u.CPU, r.Cpu.CpuShares)
+		u.MemoryMB = subSat(u.MemoryMB, r.Memory.MemoryMB)
+		u.DiskMB = subSat(u.DiskMB, r.Disk.DiskMB)
 	}
 	return u
 }

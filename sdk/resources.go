@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -221,20 +222,46 @@ type Usage struct {
 	Cores    int64
 }
 
-// Add adds o to u.
+// Add adds o to u. The sums saturate rather than wrap around (see
+// addSat).
 func (u *Usage) Add(o Usage) {
-	u.CPU += o.CPU
-	u.MemoryMB += o.MemoryMB
-	u.DiskMB += o.DiskMB
-	u.Cores += o.Cores
+	u.CPU = addSat(u.CPU, o.CPU)
+	u.MemoryMB = addSat(u.MemoryMB, o.MemoryMB)
+	u.DiskMB = addSat(u.DiskMB, o.DiskMB)
+	u.Cores = addSat(u.Cores, o.Cores)
 }
 
-// Sub subtracts o from u.
+// Sub subtracts o from u, saturating as Add does.
 func (u *Usage) Sub(o Usage) {
-	u.CPU -= o.CPU
-	u.MemoryMB -= o.MemoryMB
-	u.DiskMB -= o.DiskMB
-	u.Cores -= o.Cores
+	u.CPU = subSat(u.CPU, o.CPU)
+	u.MemoryMB = subSat(u.MemoryMB, o.MemoryMB)
+	u.DiskMB = subSat(u.DiskMB, o.DiskMB)
+	u.Cores = subSat(u.Cores, o.Cores)
+}
+
+// addSat returns a+b, or the int64 nearest to it when that is out of
+// range. Resources come from jobs and plugins' plans, which may ask for
+// anything up to the int64 maximum: a sum that wrapped around would be
+// small or negative, and fit any node (two allocations of 2^62 MHz, or
+// two such tasks of one allocation, fitted a 1,000 MHz node).
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
+}
+
+// subSat returns a-b, or the int64 nearest to it when that is out of
+// range.
+func subSat(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return addSat(addSat(a, math.MaxInt64), 1)
+	}
+	return addSat(a, -b)
 }
 
 // Fits reports whether u fits in capacity; if not it names the first
@@ -271,7 +298,7 @@ func (a *AllocatedResources) Usage() Usage {
 		}
 		u = p.Total()
 	}
-	u.DiskMB += a.Shared.DiskMB
+	u.DiskMB = addSat(u.DiskMB, a.Shared.DiskMB)
 	return u
 }
 
@@ -311,12 +338,17 @@ func (p *TaskPhases) Add(lc *TaskLifecycle, u Usage) {
 // cores are summed over every task, since each task holds cores of its
 // own.
 func (p *TaskPhases) Total() Usage {
-	return Usage{
-		CPU:      p.Sidecars.CPU + max(p.Prestart.CPU, p.Main.CPU, p.Poststop.CPU),
-		MemoryMB: p.Sidecars.MemoryMB + max(p.Prestart.MemoryMB, p.Main.MemoryMB, p.Poststop.MemoryMB),
-		DiskMB:   p.Sidecars.DiskMB + p.Prestart.DiskMB + p.Main.DiskMB + p.Poststop.DiskMB,
-		Cores:    p.Sidecars.Cores + p.Prestart.Cores + p.Main.Cores + p.Poststop.Cores,
+	u := Usage{
+		CPU:      max(p.Prestart.CPU, p.Main.CPU, p.Poststop.CPU),
+		MemoryMB: max(p.Prestart.MemoryMB, p.Main.MemoryMB, p.Poststop.MemoryMB),
 	}
+	for _, phase := range []Usage{p.Sidecars, p.Prestart, p.Main, p.Poststop} {
+		u.DiskMB = addSat(u.DiskMB, phase.DiskMB)
+		u.Cores = addSat(u.Cores, phase.Cores)
+	}
+	u.CPU = addSat(u.CPU, p.Sidecars.CPU)
+	u.MemoryMB = addSat(u.MemoryMB, p.Sidecars.MemoryMB)
+	return u
 }
 
 // GroupUsage is what one allocation of tg needs: its tasks folded by
@@ -333,7 +365,7 @@ func GroupUsage(tg *TaskGroup) Usage {
 	}
 	u := p.Total()
 	if tg.EphemeralDisk != nil {
-		u.DiskMB += int64(tg.EphemeralDisk.SizeMB)
+		u.DiskMB = addSat(u.DiskMB, int64(tg.EphemeralDisk.SizeMB))
 	}
 	return u
 }

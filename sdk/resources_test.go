@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -71,6 +72,53 @@ func TestUsage_FoldsTasksByLifecycle(t *testing.T) {
 // TestGroupUsage_IsWhatItsRequestUses checks, over random groups, that what
 // a group asks for is what the allocation RequestedResources makes of it
 // uses, and never more than the plain sum of its tasks.
+// Sums of resources saturate at the int64 limits instead of wrapping
+// around: a wrapped sum is small or negative and fits any node.
+func TestUsage_SumsSaturate(t *testing.T) {
+	const big = math.MaxInt64 - 1
+	huge := func(cpu int64) *AllocatedTaskResources {
+		return &AllocatedTaskResources{Cpu: AllocatedCpuResources{CpuShares: cpu}, Memory: AllocatedMemoryResources{MemoryMB: cpu}}
+	}
+	for _, tc := range []struct {
+		name string
+		got  Usage
+	}{
+		{"add", func() Usage {
+			u := Usage{CPU: big, MemoryMB: big, DiskMB: big, Cores: big}
+			u.Add(Usage{2, 2, 2, 2})
+			return u
+		}()},
+		{"sub", func() Usage {
+			u := Usage{CPU: big, MemoryMB: big, DiskMB: big, Cores: big}
+			u.Sub(Usage{math.MinInt64, -2, -2, -2})
+			return u
+		}()},
+		{"tasks", (&AllocatedResources{Tasks: map[string]*AllocatedTaskResources{"a": huge(big), "b": huge(2)},
+			Shared: AllocatedSharedResources{DiskMB: big}}).Usage()},
+		{"lifecycles", (&AllocatedResources{Tasks: map[string]*AllocatedTaskResources{"side": huge(big), "main": huge(2)},
+			TaskLifecycles: map[string]*TaskLifecycle{"side": lifecycle(TaskLifecycleHookPrestart, true)}}).Usage()},
+		{"group", GroupUsage(&TaskGroup{Tasks: []*Task{{Name: "a", Resources: &Resources{CPU: big, MemoryMB: big}},
+			{Name: "b", Resources: &Resources{CPU: 2, MemoryMB: 2}}}})},
+	} {
+		if tc.got.CPU != math.MaxInt64 || tc.got.MemoryMB != math.MaxInt64 {
+			t.Errorf("%s: %+v, want CPU and memory at the int64 maximum", tc.name, tc.got)
+		}
+		if ok, _ := tc.got.Fits(Usage{CPU: 1000, MemoryMB: 1000, DiskMB: 1000, Cores: 4}); ok {
+			t.Errorf("%s: %+v fits a small node", tc.name, tc.got)
+		}
+	}
+	u := Usage{CPU: math.MinInt64 + 1}
+	u.Add(Usage{CPU: -2})
+	if u.CPU != math.MinInt64 {
+		t.Errorf("negative sum: %d", u.CPU)
+	}
+	n := &Node{NodeResources: &NodeResources{Cpu: NodeCpuResources{CpuShares: 1000}},
+		ReservedResources: &NodeReservedResources{Cpu: NodeReservedCpuResources{CpuShares: math.MinInt64}}}
+	if c := n.Capacity(); c.CPU != math.MaxInt64 {
+		t.Errorf("capacity less a negative reserve: %d", c.CPU)
+	}
+}
+
 func TestGroupUsage_IsWhatItsRequestUses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	hooks := []*TaskLifecycle{nil, lifecycle(TaskLifecycleHookPrestart, false), lifecycle(TaskLifecycleHookPrestart, true),

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -113,6 +114,29 @@ func withDeployment(a *sdk.Allocation, d string) *sdk.Allocation { a.DeploymentI
 func place(id, node string, cpu int64) *sdk.Allocation {
 	return &sdk.Allocation{ID: id, Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: node,
 		DesiredStatus: "run", AllocatedResources: res(cpu)}
+}
+
+// A plugin's plan whose resources add up past the int64 maximum is
+// rejected: the sums wrapped around to negative numbers, which fit the
+// 1,000 MHz node, and the plan over-committed it.
+func TestEvaluate_ResourcesPastTheInt64MaximumDoNotFit(t *testing.T) {
+	s, job := fixture(t)
+	snap := s.Snapshot()
+	twoTasks := place("a2", "n0", math.MaxInt64)
+	twoTasks.AllocatedResources.Tasks["u"] = res(2).Tasks["t"]
+	for name, placements := range map[string][]*sdk.Allocation{
+		"two allocations": {place("a0", "n0", math.MaxInt64), place("a1", "n0", 2)},
+		"two tasks":       {twoTasks},
+	} {
+		p := &sdk.Plan{EvalID: "e1", Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n0": placements}}
+		if err := verify.Plan(snap, p, verify.DefaultLimits()); err != nil {
+			t.Fatalf("%s: verify: %v", name, err)
+		}
+		res, req := Evaluate(snap, p, 0, NewID)
+		if len(res.NodeAllocation) != 0 || req != nil || strings.Join(res.RejectedNodes, ",") != "n0" {
+			t.Errorf("%s: committed %v, rejected %v; want n0 rejected", name, res.NodeAllocation, res.RejectedNodes)
+		}
+	}
 }
 
 func TestEvaluate_PartialCommitRejectsOnlyNodesThatDoNotFit(t *testing.T) {
