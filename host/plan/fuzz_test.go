@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -14,7 +15,8 @@ import (
 // FuzzValidateEvaluate feeds the host any plan request a plugin could
 // send: decoding it, Validate, Evaluate and committing what Evaluate
 // allows through the FSM must never panic, whatever the plan says, and a
-// committed plan never over-commits a node.
+// committed plan never over-commits a node, nor holds resources whose
+// sums wrap around (which would hide an over-commit).
 func FuzzValidateEvaluate(f *testing.F) {
 	_, job := fixture(f)
 	ref := &sdk.Job{Namespace: job.Namespace, ID: job.ID, Version: job.Version, JobModifyIndex: job.JobModifyIndex}
@@ -27,6 +29,9 @@ func FuzzValidateEvaluate(f *testing.F) {
 		{EvalID: "o1", NodeUpdate: map[string][]*sdk.Allocation{"n1": {{ID: "busy", NodeID: "n1"}}}},
 		{EvalID: "l1", Job: &sdk.Job{Namespace: "default", ID: "init"}, NodeAllocation: map[string][]*sdk.Allocation{
 			"n0": {lifecyclePlacement("l1", "n0"), lifecyclePlacement("l2", "n0")}}},
+		// Resources whose sum is past the int64 maximum.
+		{EvalID: "e1", Job: ref, NodeAllocation: map[string][]*sdk.Allocation{
+			"n0": {place("a1", "n0", math.MaxInt64), place("a2", "n0", 2)}}},
 	} {
 		b, err := (&abi.PlanRequest{Plan: p}).MarshalMsg(nil)
 		if err != nil {
@@ -71,14 +76,21 @@ func FuzzValidateEvaluate(f *testing.F) {
 				if a.TerminalStatus() {
 					continue
 				}
-				used.Add(a.Usage())
+				u := a.Usage()
+				noWrap(t, "allocation "+a.ID, u, allocParts(a)...)
+				prev := used
+				used.Add(u)
+				noWrap(t, "node "+n.ID, used, prev, u)
 				if job := after.JobVersion(a.Namespace, a.JobID, a.JobVersion); job != nil {
 					if tg := job.LookupTaskGroup(a.TaskGroup); tg != nil {
 						g := sdk.GroupUsage(tg)
-						if u := a.Usage(); u.CPU < g.CPU || u.MemoryMB < g.MemoryMB || u.DiskMB < g.DiskMB || u.Cores < g.Cores {
+						noWrap(t, "group "+tg.Name, g, groupParts(tg)...)
+						if u.CPU < g.CPU || u.MemoryMB < g.MemoryMB || u.DiskMB < g.DiskMB || u.Cores < g.Cores {
 							t.Fatalf("allocation %s uses %+v, less than its group needs (%+v)", a.ID, u, g)
 						}
+						prev := need
 						need.Add(g)
+						noWrap(t, "node "+n.ID+" by its groups", need, prev, g)
 					}
 				}
 			}
@@ -88,6 +100,47 @@ func FuzzValidateEvaluate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// noWrap fails the test if sum, a sum of resources, is less than one of
+// its parts, none of which is negative (CheckCovers sees to that): such a
+// sum wrapped around past the int64 maximum, and would fit any node. The
+// over-commit check cannot see that by itself: it sums with the same
+// arithmetic.
+func noWrap(t *testing.T, what string, sum sdk.Usage, parts ...sdk.Usage) {
+	t.Helper()
+	for _, p := range parts {
+		if sum.CPU < p.CPU || sum.MemoryMB < p.MemoryMB || sum.DiskMB < p.DiskMB || sum.Cores < p.Cores {
+			t.Fatalf("%s: the sum of its resources, %+v, is less than a part, %+v", what, sum, p)
+		}
+	}
+}
+
+// allocParts is what each task of an allocation holds, and its disk.
+func allocParts(a *sdk.Allocation) []sdk.Usage {
+	r := a.AllocatedResources
+	if r == nil {
+		return nil
+	}
+	parts := []sdk.Usage{{DiskMB: r.Shared.DiskMB}}
+	for _, tr := range r.Tasks {
+		parts = append(parts, sdk.Usage{CPU: tr.Cpu.CpuShares, MemoryMB: tr.Memory.MemoryMB})
+	}
+	return parts
+}
+
+// groupParts is what each task of a group asks for, and its disk.
+func groupParts(tg *sdk.TaskGroup) []sdk.Usage {
+	var parts []sdk.Usage
+	if tg.EphemeralDisk != nil {
+		parts = append(parts, sdk.Usage{DiskMB: int64(tg.EphemeralDisk.SizeMB)})
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			parts = append(parts, sdk.Usage{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB)})
+		}
+	}
+	return parts
 }
 
 // lifecyclePlacement places an allocation of lifecycleJob on node as the
