@@ -90,6 +90,10 @@ func (c *checker) job(j *sdk.Job) {
 		c.add(root.Attr("namespace"), "a namespace is required")
 	case j.Namespace == sdk.CoreJobNamespace:
 		c.add(root.Attr("namespace"), "the namespace %q is reserved for the core scheduler's evaluations", j.Namespace)
+	case strings.Contains(j.Namespace, "\x00"):
+		// The state's indexes end each key part with a null: the jobs of
+		// namespace "a" would list those of "a\x00b" too.
+		c.add(root.Attr("namespace"), "the namespace contains a null character")
 	}
 	switch j.Type {
 	case sdk.JobTypeService, sdk.JobTypeBatch, sdk.JobTypeSystem, sdk.JobTypeSysBatch:

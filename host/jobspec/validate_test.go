@@ -77,6 +77,7 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 		{"no groups", func(j *sdk.Job) { j.TaskGroups = nil }, "job", "at least one group"},
 		{"bad type", func(j *sdk.Job) { j.Type = "cron" }, "type", "is not a job type"},
 		{"core namespace", func(j *sdk.Job) { j.Namespace = sdk.CoreJobNamespace }, "namespace", `"-" is reserved for the core scheduler's evaluations`},
+		{"null in namespace", func(j *sdk.Job) { j.Namespace = "a\x00b" }, "namespace", "contains a null character"},
 		{"affinity on system job", func(j *sdk.Job) {
 			j.Type = sdk.JobTypeSystem
 			j.Affinities = []*sdk.Affinity{{LTarget: "${node.class}", RTarget: "x", Operand: "=", Weight: 10}}
