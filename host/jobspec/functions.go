@@ -86,7 +86,7 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"reverse":         stdlib.ReverseFunc,
 		"rsadecrypt":      crypto.RsaDecryptFunc,
 		"setintersection": stdlib.SetIntersectionFunc,
-		"setproduct":      stdlib.SetProductFunc,
+		"setproduct":      boundedSetProduct(stdlib.SetProductFunc),
 		"setunion":        stdlib.SetUnionFunc,
 		"sha1":            crypto.Sha1Func,
 		"sha256":          crypto.Sha256Func,
@@ -123,4 +123,55 @@ func functions(baseDir string, allowFS bool) map[string]function.Function {
 		"fileset":    fs(filesystem.MakeFileSetFunc(baseDir)),
 		"pathexpand": fs(filesystem.PathExpandFunc),
 	}
+}
+
+// maxSetProduct bounds setproduct's result as stdlib's range bounds its
+// own: range(1000) is allowed, but setproduct(range(1000), range(1000),
+// range(1000)) asks for a billion elements, and the parse (the server's,
+// for /v1/jobs/parse) ran out of memory and took the process down.
+const maxSetProduct = 1024
+
+// boundedSetProduct is setproduct refusing, before computing it, a
+// product of more than maxSetProduct elements.
+func boundedSetProduct(f function.Function) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type:        f.ReturnTypeForValues,
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if i, ok := productTooLarge(args); ok {
+				return cty.DynamicVal, function.NewArgErrorf(i,
+					"the product would have more than %d elements; use smaller sets", maxSetProduct)
+			}
+			return f.Call(args)
+		},
+	})
+}
+
+// productTooLarge reports whether the product of the sets has more than
+// maxSetProduct elements, and the argument that takes it past that. An
+// argument setproduct refuses, or does not know yet, counts as one element
+// (setproduct says what is wrong with it); an empty one makes the product
+// empty.
+func productTooLarge(args []cty.Value) (int, bool) {
+	lens := make([]int, len(args))
+	for i, arg := range args {
+		arg, _ = arg.Unmark()
+		lens[i] = 1
+		if arg.IsKnown() && !arg.IsNull() && arg.CanIterateElements() {
+			lens[i] = arg.LengthInt()
+		}
+		if lens[i] == 0 {
+			return 0, false
+		}
+	}
+	n := 1
+	for i, l := range lens {
+		if n > maxSetProduct/l {
+			return i, true
+		}
+		n *= l
+	}
+	return 0, false
 }

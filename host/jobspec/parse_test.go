@@ -1410,6 +1410,30 @@ func TestParse_FreeformNumberBeyondFloat64(t *testing.T) {
 	}
 }
 
+// setproduct is bounded as range is: three range(1000)s asked for a
+// billion elements, and the parse ran out of memory and crashed the process
+// (the server's, for /v1/jobs/parse). Products within the bound, and empty
+// ones, are as before.
+func TestParse_SetProductIsBounded(t *testing.T) {
+	meta := func(expr string) string {
+		return "job \"x\" {\n  meta = {\n    a = " + expr + "\n  }\n  group \"g\" {\n    task \"t\" {\n      driver = \"exec\"\n    }\n  }\n}\n"
+	}
+	got := parseErr(t, meta(`length(setproduct(range(1000), range(1000), range(1000)))`))
+	if want := "job.hcl:3:40: error: Invalid function argument"; !strings.Contains(got, want) || !strings.Contains(got, "more than 1024 elements") {
+		t.Fatalf("got:\n%s\nwant %q", got, want)
+	}
+	for expr, want := range map[string]string{
+		`length(setproduct(range(32), range(32)))`:              "1024",
+		`length(setproduct([], range(1000), range(1000)))`:      "0",
+		`jsonencode(setproduct(["a", "b"], [1, 2]))`:            `[["a",1],["a",2],["b",1],["b",2]]`,
+		`length(setproduct(range(2), range(2), range(2), [1]))`: "8",
+	} {
+		if got := parse(t, meta(expr)).Meta["a"]; got != want {
+			t.Errorf("%s = %q, want %q", expr, got, want)
+		}
+	}
+}
+
 func TestJob_SDKDoesNotPanicOnNulls(t *testing.T) {
 	for _, src := range []string{
 		`{"ID": "x", "TaskGroups": [null]}`,
