@@ -27,19 +27,27 @@ func (d *decoder) freeform(b *hcl.Block) map[string]any {
 	attrs := d.anyAttributes(b.Body)
 	out := make(map[string]any, len(attrs))
 	for name, a := range attrs {
-		val, diags := d.eval(a.Expr)
-		d.add(diags...)
-		if diags.HasErrors() {
-			continue
+		if v, ok := d.freeformValue(a.Expr); ok {
+			out[name] = v
 		}
-		v, err := goValue(val)
-		if err != nil {
-			d.invalidValue(a.Expr, err)
-			continue
-		}
-		out[name] = v
 	}
 	return out
+}
+
+// freeformValue evaluates expr into the Go value a free-form block holds,
+// reporting any problem where expr is written.
+func (d *decoder) freeformValue(expr hcl.Expression) (any, bool) {
+	val, diags := d.eval(expr)
+	d.add(diags...)
+	if diags.HasErrors() {
+		return nil, false
+	}
+	v, err := goValue(val)
+	if err != nil {
+		d.invalidValue(expr, err)
+		return nil, false
+	}
+	return v, true
 }
 
 // freeformBody reads body, whose native syntax is syn. The syntax gives the
@@ -68,14 +76,8 @@ func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]an
 	}
 	out := make(map[string]any, len(content.Attributes)+len(content.Blocks))
 	for name, a := range content.Attributes {
-		val, diags := d.eval(a.Expr)
-		d.add(diags...)
-		if diags.HasErrors() {
-			continue
-		}
-		v, err := goValue(val)
-		if err != nil {
-			d.invalidValue(a.Expr, err)
+		v, ok := d.freeformValue(a.Expr)
+		if !ok {
 			continue
 		}
 		if _, isObject := syn.Attributes[name].Expr.(*hclsyntax.ObjectConsExpr); isObject {
