@@ -179,47 +179,6 @@ func TestScheduler_MetricsNameThePool(t *testing.T) {
 	}
 }
 
-// carry schedules service and batch jobs: a system or sysbatch job that
-// names a plugin built on it (any job may name any plugin) would get one
-// allocation per group, not one per node, without a word. Its eval fails
-// instead, saying why; a stopped one still stops what it runs.
-func TestScheduler_RefusesJobsOfOtherTypes(t *testing.T) {
-	for _, typ := range []string{sdk.JobTypeSystem, sdk.JobTypeSysBatch} {
-		t.Run(typ, func(t *testing.T) {
-			h := sdktest.New()
-			h.UpsertNode(sdktest.Node("a", 4000, 8192), sdktest.Node("b", 4000, 8192))
-			job := sdktest.Job("web", 1)
-			job.Type = typ
-			h.UpsertJob(job)
-			first := carry.Scheduler{Choose: func(carry.Placement, []carry.Candidate) int { return 0 }}
-			e := h.RegisterEval(job)
-			if err := h.Process(first, e); err != nil {
-				t.Fatal(err)
-			}
-			if len(h.Plans) != 0 {
-				t.Fatalf("%d plans submitted for a %s job, want none", len(h.Plans), typ)
-			}
-			got := h.Updated[len(h.Updated)-1]
-			if got.ID != e.ID || got.Status != sdk.EvalStatusFailed || !strings.Contains(got.StatusDescription, typ) {
-				t.Fatalf("eval %s %s: %q, want it failed, naming the job's type", got.ID, got.Status, got.StatusDescription)
-			}
-
-			// A job stopped is stopped, whatever its type.
-			h.UpsertAlloc(&sdk.Allocation{ID: "old", Namespace: job.Namespace, JobID: job.ID, Name: "web.web[0]",
-				TaskGroup: "web", NodeID: "a", DesiredStatus: sdk.AllocDesiredStatusRun, ClientStatus: sdk.AllocClientStatusRunning})
-			stopped := job.Copy()
-			stopped.Stop = true
-			h.UpsertJob(stopped)
-			if err := h.Process(first, h.RegisterEval(stopped)); err != nil {
-				t.Fatal(err)
-			}
-			if len(h.Plans) != 1 || len(h.Plans[0].NodeUpdate["a"]) != 1 {
-				t.Fatalf("plans %+v, want one stopping the job's allocation", h.Plans)
-			}
-		})
-	}
-}
-
 // A Choose that answers an index no candidate has is a bug in the policy:
 // the eval fails, saying so, rather than leaving the placement unplaced
 // as -1 does, which looked like a cluster without room.

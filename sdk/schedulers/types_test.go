@@ -5,19 +5,21 @@ import (
 	"testing"
 
 	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/carry"
 	"github.com/drover-sched/drover/sdk/schedulers/generic"
 	"github.com/drover-sched/drover/sdk/schedulers/system"
 	"github.com/drover-sched/drover/sdk/sdktest"
 )
 
 // TestBuiltins_RefuseOtherJobTypes: any job may name any plugin
-// (scheduler = "NAME"), so a built-in can be handed a job of a type it
-// does not schedule. The service scheduler gave a system job one
-// allocation, not one per node, and would replace a batch job's finished
-// allocations; the system scheduler gave a service job one per node. The
-// eval fails instead, naming the job's type, and submits no plan; a job
-// stopped is still stopped, whatever its type.
+// (scheduler = "NAME"), so a built-in, or a plugin built on carry, can be
+// handed a job of a type it does not schedule. The service scheduler gave
+// a system job one allocation, not one per node, and would replace a
+// batch job's finished allocations; the system scheduler gave a service
+// job one per node. The eval fails instead, naming the job's type, and
+// submits no plan; a job stopped is still stopped, whatever its type.
 func TestBuiltins_RefuseOtherJobTypes(t *testing.T) {
+	first := carry.Scheduler{Choose: func(carry.Placement, []carry.Candidate) int { return 0 }}
 	tests := []struct {
 		name  string
 		sched sdk.Scheduler
@@ -29,6 +31,8 @@ func TestBuiltins_RefuseOtherJobTypes(t *testing.T) {
 		{"batch given sysbatch", &generic.Scheduler{Batch: true}, sdk.JobTypeSysBatch},
 		{"system given service", &system.Scheduler{}, sdk.JobTypeService},
 		{"system given batch", &system.Scheduler{}, sdk.JobTypeBatch},
+		{"carry given system", first, sdk.JobTypeSystem},
+		{"carry given sysbatch", first, sdk.JobTypeSysBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
