@@ -28,9 +28,8 @@ type Candidate struct {
 
 // ChooseFunc is a placement policy: it returns the index of the candidate
 // a placement goes to, or -1 to leave it unplaced; any other index fails
-// the eval. Candidates come in the
-// state's node order, and there is at least one. It must not keep the
-// slice, which is reused.
+// the eval. Candidates come in the state's node order, and there is at
+// least one. It must not keep the slice, which is reused.
 type ChooseFunc func(pl Placement, candidates []Candidate) int
 
 // Scheduler is a whole service and batch scheduler whose only policy of
