@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	rt "github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/goplugin"
 	"github.com/drover-sched/drover/runtime/wasm"
+	"github.com/drover-sched/drover/sdk"
 	"github.com/rs/zerolog"
 )
 
@@ -169,7 +171,10 @@ type pluginLoader struct {
 	// conflicts is, by path, the file that served the plugin's name when
 	// the file at path was refused for declaring that name too.
 	conflicts map[string]string
-	wg        sync.WaitGroup // retiring plugins and the watcher
+	// unserved lists the job types no plugin served by default when
+	// loadAll or reload, which run one after another, last looked.
+	unserved string
+	wg       sync.WaitGroup // retiring plugins and the watcher
 }
 
 func newPluginLoader(cfg Config, log zerolog.Logger, reg *rt.Registry) (*pluginLoader, error) {
@@ -340,7 +345,42 @@ func (l *pluginLoader) loadAll(ctx context.Context) error {
 		l.log.Debug().Str("plugin", e.Plugin.Info().Name).Strs("types", e.Plugin.Info().Types).
 			Str("runtime", e.Runtime).Str("path", specs[i].path).Msg("plugin loaded")
 	}
+	l.warnUnserved()
 	return nil
+}
+
+// builtinTypes are the job types an agent schedules without a scheduler
+// named: the built-in plugins serve them all.
+var builtinTypes = []string{sdk.JobTypeService, sdk.JobTypeBatch, sdk.JobTypeSystem, sdk.JobTypeSysBatch, sdk.JobTypeCore}
+
+// warnUnserved warns, whenever the list changes, of the job types no
+// plugin serves by default. A plugin directory of one's own replaces the
+// built-ins: without them a job that names no scheduler is refused, and
+// without a core plugin garbage is never collected, which nothing else
+// says.
+func (l *pluginLoader) warnUnserved() {
+	served := l.reg.Types()
+	var unserved []string
+	for _, t := range builtinTypes {
+		if !slices.Contains(served, t) {
+			unserved = append(unserved, t)
+		}
+	}
+	key := strings.Join(unserved, ",")
+	if key == l.unserved {
+		return
+	}
+	l.unserved = key
+	switch {
+	case len(unserved) == 0:
+		l.log.Info().Msg("every job type has a plugin serving it again")
+	case slices.Contains(unserved, sdk.JobTypeCore):
+		l.log.Warn().Strs("types", unserved).Str("dir", l.dir).
+			Msg("no plugin serves these job types: jobs of them must name a scheduler, and without a core plugin garbage collection is off (copy the built-ins from bin/plugins)")
+	default:
+		l.log.Warn().Strs("types", unserved).Str("dir", l.dir).
+			Msg("no plugin serves these job types: jobs of them must name a scheduler (copy the built-ins from bin/plugins)")
+	}
 }
 
 // load loads one plugin file into a pool, a wasm module from content (what
@@ -540,6 +580,7 @@ func (l *pluginLoader) reload(ctx context.Context) {
 		}
 	}
 	l.mu.Unlock()
+	l.warnUnserved()
 }
 
 // retryConflicts has the files refused for declaring the name another

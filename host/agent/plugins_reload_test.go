@@ -236,3 +236,31 @@ func TestPluginLoader_Reload_SecondFileTakesOverWhenTheFirstIsRemoved(t *testing
 		t.Fatalf("%s is still refused: %s", second, f.Error)
 	}
 }
+
+// A plugin directory of one's own replaces the built-ins: the job types
+// no plugin serves are named in a warning, once, and again when the list
+// changes, with garbage collection said to be off while no core plugin is
+// loaded.
+func TestPluginLoader_WarnsOfJobTypesNoPluginServes(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, wasmtest.Build(t, "./plugins/service"), filepath.Join(dir, "service.wasm"))
+	logs := &testlog.Buffer{}
+	l := newTestLoader(t, dir, logs)
+	const gcOff = "no plugin serves these job types: jobs of them must name a scheduler, and without a core plugin garbage collection is off (copy the built-ins from bin/plugins)"
+	const typesOnly = "no plugin serves these job types: jobs of them must name a scheduler (copy the built-ins from bin/plugins)"
+	warned := logs.Entries(t, gcOff)
+	if len(warned) != 1 || fmt.Sprint(warned[0]["types"]) != "[batch system sysbatch _core]" {
+		t.Fatalf("warnings at load %v, want one naming batch, system, sysbatch and _core", warned)
+	}
+	l.reload(context.Background())
+	if n := len(logs.Entries(t, gcOff)); n != 1 {
+		t.Fatalf("warned %d times, want once while nothing changed", n)
+	}
+
+	copyFile(t, wasmtest.Build(t, "./plugins/core"), filepath.Join(dir, "core.wasm"))
+	l.reload(context.Background())
+	warned = logs.Entries(t, typesOnly)
+	if len(warned) != 1 || fmt.Sprint(warned[0]["types"]) != "[batch system sysbatch]" {
+		t.Fatalf("warnings once core is loaded %v, want one naming batch, system and sysbatch", warned)
+	}
+}
