@@ -356,7 +356,9 @@ func richState(tb testing.TB) *state.Store {
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
 			Config: sdk.Opaque{"image": "nginx"}}}}}}
 	steps := []func(tx *state.Txn) error{
-		func(tx *state.Txn) error { return tx.UpsertNode(&sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"}) },
+		func(tx *state.Txn) error {
+			return tx.UpsertNode(&sdk.Node{ID: "n1", Status: "ready", Datacenter: "dc1"})
+		},
 		func(tx *state.Txn) error { return tx.UpsertJob(job) },
 		func(tx *state.Txn) error {
 			return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: tx.Job("default", "web"),
