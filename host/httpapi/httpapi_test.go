@@ -94,6 +94,25 @@ func TestAPI_BodiesAreSizeLimited(t *testing.T) {
 	}
 }
 
+// TestAPI_ParseBoundsTheEvaluation: a jobspec of a few lines whose
+// evaluation would build billions of values (it took the agent out of
+// memory) is a 400 located where its evaluation passed the budget, and
+// the agent goes on answering.
+func TestAPI_ParseBoundsTheEvaluation(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	hcl := "locals {\n  x = [for a in range(1024) : [for b in range(1024) : [for c in range(1024) : c]]]\n}\n" +
+		"job \"j\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"exec\"\n    }\n  }\n}\n"
+	body, _ := json.Marshal(map[string]string{"JobHCL": hcl})
+	resp, out := do(t, "POST", ts.URL+"/v1/jobs/parse", string(body))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "input.hcl:2:") ||
+		!strings.Contains(string(out), "Jobspec evaluation too large") {
+		t.Fatalf("status %d: %.400s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "GET", ts.URL+"/v1/jobs", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the parse: status %d: %s", resp.StatusCode, out)
+	}
+}
+
 // TestAPI_BlockingQueryRefusesABadWait: a wait that is neither a
 // duration nor milliseconds is a 400 that says what a wait is, not a
 // parser's error; huge milliseconds are capped rather than refused.

@@ -41,10 +41,13 @@ type decoder struct {
 	ranges map[string]hcl.Range
 	specs  map[reflect.Type]*structSpec
 	diags  hcl.Diagnostics
+	// b is the parse's evaluation budget: each block decoded spends from
+	// it, as a dynamic block can make any number.
+	b *budget
 }
 
-func newDecoder(ctx *hcl.EvalContext, file *hcl.File) *decoder {
-	d := &decoder{ctx: ctx, ranges: map[string]hcl.Range{}, specs: map[reflect.Type]*structSpec{},
+func newDecoder(ctx *hcl.EvalContext, file *hcl.File, b *budget) *decoder {
+	d := &decoder{ctx: ctx, b: b, ranges: map[string]hcl.Range{}, specs: map[reflect.Type]*structSpec{},
 		syntax: map[hcl.Range]*hclsyntax.Body{}}
 	if body, ok := file.Body.(*hclsyntax.Body); ok {
 		d.native = true
@@ -167,6 +170,9 @@ type extras struct {
 // decodeStruct decodes body into the struct v (addressable) at path p. It
 // returns the content of the extra schema items for the caller's hook.
 func (d *decoder) decodeStruct(body hcl.Body, v reflect.Value, p Path, ex extras) *hcl.BodyContent {
+	if !d.b.spend(perBlock, body.MissingItemRange()) {
+		return &hcl.BodyContent{}
+	}
 	spec := d.spec(v.Type())
 	schema := &hcl.BodySchema{Attributes: ex.attrs, Blocks: ex.blocks}
 	for _, f := range spec.fields {

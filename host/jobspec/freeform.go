@@ -54,6 +54,9 @@ func (d *decoder) freeformValue(expr hcl.Expression) (any, bool) {
 // schema; the values come from body, so that inside a dynamic block's
 // content they see its iterator (`config { args = [group.value] }`).
 func (d *decoder) freeformBody(syn *hclsyntax.Body, body hcl.Body) map[string]any {
+	if !d.b.spend(perBlock, body.MissingItemRange()) {
+		return map[string]any{}
+	}
 	schema := &hcl.BodySchema{}
 	for name := range syn.Attributes {
 		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: name})

@@ -66,6 +66,16 @@ var fileSchema = &hcl.BodySchema{
 // Parse parses a jobspec. Every problem is a diagnostic located in its
 // file; the job is nil when there are errors.
 func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
+	b := newBudget(evalBudget)
+	p, diags := parse(cfg, b)
+	if diags = b.verdict(diags, hcl.Range{Filename: cfg.Path, Start: hcl.InitialPos, End: hcl.InitialPos}); diags.HasErrors() {
+		p.Job = nil
+	}
+	return p, diags
+}
+
+// parse is Parse, spending its evaluation from b.
+func parse(cfg Config, b *budget) (*Parsed, hcl.Diagnostics) {
 	p := &Parsed{Sources: map[string][]byte{cfg.Path: cfg.Body}, ranges: map[string]hcl.Range{}}
 	if isAPIJSON(cfg.Body) {
 		job, diags := DecodeJSON(cfg.Path, cfg.Body)
@@ -75,7 +85,7 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 		}
 		return p, diags
 	}
-	file, diags := parseSource(cfg.Path, cfg.Body)
+	file, diags := parseSource(cfg.Path, cfg.Body, b)
 	if diags.HasErrors() {
 		return p, diags
 	}
@@ -88,14 +98,14 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 			continue
 		}
 		p.Sources[path] = src
-		f, ds := parseSource(path, src)
+		f, ds := parseSource(path, src, b)
 		diags = append(diags, ds...)
 		varFiles = append(varFiles, f)
 	}
 	if cfg.VarContent != "" {
 		const name = "<variables>"
 		p.Sources[name] = []byte(cfg.VarContent)
-		f, ds := parseSource(name, []byte(cfg.VarContent))
+		f, ds := parseSource(name, []byte(cfg.VarContent), b)
 		diags = append(diags, ds...)
 		varFiles = append(varFiles, f)
 	}
@@ -106,20 +116,24 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 	content, ds := file.Body.Content(fileSchema)
 	diags = append(diags, ds...)
 	vars := map[string]*variable{}
-	diags = append(diags, declareVariables(content.Blocks, vars)...)
+	// Variable blocks are read as the job is (keepRuntimeVars) so that
+	// their validation conditions spend from the budget in HCL's JSON
+	// syntax too; a condition refers to nothing but its variable
+	// (checkValidationRefs), so none of its references is a runtime one.
+	diags = append(diags, declareVariables(keepRuntimeVars(content.Blocks, cfg.Body, b), vars)...)
 	undeclared := hcl.DiagError
 	if cfg.IgnoreUndeclaredVars {
 		undeclared = hcl.DiagWarning
 	}
-	diags = append(diags, setVariables(vars, cfg.Env, varFiles, cfg.Vars, undeclared)...)
+	diags = append(diags, setVariables(vars, cfg.Env, varFiles, cfg.Vars, undeclared, b)...)
 	ctx := &hcl.EvalContext{
-		Functions: functions(filepath.Dir(cfg.Path), cfg.AllowFS),
+		Functions: meteredFunctions(functions(filepath.Dir(cfg.Path), cfg.AllowFS), b),
 		Variables: map[string]cty.Value{},
 	}
 	varObj, ds := variableValues(vars, ctx)
 	diags = append(diags, ds...)
 	ctx.Variables["var"] = varObj
-	_, ds = evalLocals(keepRuntimeVars(content.Blocks.OfType("locals"), cfg.Body), ctx)
+	_, ds = evalLocals(keepRuntimeVars(content.Blocks.OfType("locals"), cfg.Body, b), ctx)
 	diags = append(diags, ds...)
 	if diags.HasErrors() {
 		return p, diags
@@ -136,8 +150,8 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 			Detail:  fmt.Sprintf("A jobspec holds one job; another was defined at %s.", jobs[0].DefRange),
 			Subject: jobs[1].DefRange.Ptr()})
 	}
-	d := newDecoder(ctx, file)
-	job := d.decodeJob(keepRuntimeVars(jobs, cfg.Body)[0])
+	d := newDecoder(ctx, file, b)
+	job := d.decodeJob(keepRuntimeVars(jobs, cfg.Body, b)[0])
 	diags = append(diags, d.diags...)
 	p.ranges = d.ranges
 	if diags.HasErrors() {
@@ -148,11 +162,17 @@ func Parse(cfg Config) (*Parsed, hcl.Diagnostics) {
 }
 
 // parseSource parses HCL or, when it starts with "{", HCL's JSON syntax.
-func parseSource(path string, src []byte) (*hcl.File, hcl.Diagnostics) {
+// The expressions of HCL's syntax tree spend from b when evaluated (those
+// of the JSON syntax do when jsonValue parses them).
+func parseSource(path string, src []byte, b *budget) (*hcl.File, hcl.Diagnostics) {
 	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
 		return hcljson.Parse(src, path)
 	}
-	return hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		b.meter(body)
+	}
+	return f, diags
 }
 
 // SourceFormat names the format of a jobspec's source as Nomad's job
@@ -268,11 +288,11 @@ func (d *decoder) hasDynamicBlocks(b *hcl.Block) bool {
 
 // keepRuntimeVars returns blocks whose expressions keep the runtime
 // variables they refer to as written (runtimeBody); src is their file.
-func keepRuntimeVars(blocks hcl.Blocks, src []byte) hcl.Blocks {
+func keepRuntimeVars(blocks hcl.Blocks, src []byte, b *budget) hcl.Blocks {
 	out := make(hcl.Blocks, len(blocks))
-	for i, b := range blocks {
-		wrapped := *b
-		wrapped.Body = runtimeBody{body: b.Body, src: src}
+	for i, blk := range blocks {
+		wrapped := *blk
+		wrapped.Body = runtimeBody{body: blk.Body, src: src, b: b}
 		out[i] = &wrapped
 	}
 	return out

@@ -39,6 +39,7 @@ import (
 type runtimeBody struct {
 	body hcl.Body
 	src  []byte
+	b    *budget
 }
 
 var _ hcl.Body = runtimeBody{}
@@ -51,7 +52,7 @@ func (b runtimeBody) Content(schema *hcl.BodySchema) (*hcl.BodyContent, hcl.Diag
 func (b runtimeBody) PartialContent(schema *hcl.BodySchema) (*hcl.BodyContent, hcl.Body, hcl.Diagnostics) {
 	c, rest, diags := b.body.PartialContent(schema)
 	if rest != nil {
-		rest = runtimeBody{body: rest, src: b.src}
+		rest = runtimeBody{body: rest, src: b.src, b: b.b}
 	}
 	return b.content(c), rest, diags
 }
@@ -70,7 +71,7 @@ func (b runtimeBody) content(c *hcl.BodyContent) *hcl.BodyContent {
 	out := &hcl.BodyContent{Attributes: b.attributes(c.Attributes), MissingItemRange: c.MissingItemRange}
 	for _, blk := range c.Blocks {
 		wrapped := *blk
-		wrapped.Body = runtimeBody{body: blk.Body, src: b.src}
+		wrapped.Body = runtimeBody{body: blk.Body, src: b.src, b: b.b}
 		out.Blocks = append(out.Blocks, &wrapped)
 	}
 	return out
@@ -83,17 +84,18 @@ func (b runtimeBody) attributes(attrs hcl.Attributes) hcl.Attributes {
 	out := make(hcl.Attributes, len(attrs))
 	for name, a := range attrs {
 		wrapped := *a
-		wrapped.Expr = runtimeExpr{Expression: a.Expr, src: b.src}
+		wrapped.Expr = runtimeExpr{Expression: a.Expr, src: b.src, b: b.b}
 		out[name] = &wrapped
 	}
 	return out
 }
 
 // runtimeExpr is an expression that keeps the runtime variables it refers
-// to as written, each by itself.
+// to as written, each by itself. Its evaluation spends from b.
 type runtimeExpr struct {
 	hcl.Expression
 	src []byte
+	b   *budget
 }
 
 // UnwrapExpression lets hcl's static analysis (hcl.AbsTraversalForExpr
@@ -110,7 +112,7 @@ func (e runtimeExpr) ExprList() []hcl.Expression {
 	}
 	out := make([]hcl.Expression, len(elems))
 	for i, elem := range elems {
-		out[i] = runtimeExpr{Expression: elem, src: e.src}
+		out[i] = runtimeExpr{Expression: elem, src: e.src, b: e.b}
 	}
 	return out
 }
@@ -120,15 +122,21 @@ func (e runtimeExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		return e.Expression.Value(nil)
 	}
 	if syntax, ok := e.Expression.(hclsyntax.Expression); ok {
-		return evalKeepingRuntimeVars(syntax, ctx, e.src, 0)
+		return evalKeepingRuntimeVars(syntax, ctx, e.src, 0, e.b)
 	}
-	return jsonValue(e.Expression, ctx)
+	return jsonValue(e.Expression, ctx, e.b)
 }
 
 // evalKeepingRuntimeVars evaluates expr in ctx after renaming the
 // references to variables ctx does not define. src holds expr's source,
-// from byte offset base of its ranges.
-func evalKeepingRuntimeVars(expr hclsyntax.Expression, ctx *hcl.EvalContext, src []byte, base int) (cty.Value, hcl.Diagnostics) {
+// from byte offset base of its ranges. The evaluation, and the value, are
+// spent from b.
+func evalKeepingRuntimeVars(expr hclsyntax.Expression, ctx *hcl.EvalContext, src []byte, base int, b *budget) (cty.Value, hcl.Diagnostics) {
+	if b.spent() {
+		b.locate(expr.Range())
+		return cty.DynamicVal, nil
+	}
+	b.meter(expr)
 	vars := map[string]cty.Value{}
 	undefined := map[hcl.Range]bool{}
 	for _, t := range expr.Variables() {
@@ -159,7 +167,11 @@ func evalKeepingRuntimeVars(expr hclsyntax.Expression, ctx *hcl.EvalContext, src
 		ctx = ctx.NewChild()
 		ctx.Variables = vars
 	}
-	return expr.Value(ctx)
+	v, diags := expr.Value(ctx)
+	if !b.spendValue(v, expr.Range()) {
+		return cty.DynamicVal, nil
+	}
+	return v, diags
 }
 
 // defines reports whether ctx, or a context it is a child of, defines the
@@ -212,13 +224,13 @@ func runtimeText(src []byte, base int, rng hcl.Range) (string, bool) {
 // except that each string keeps the runtime variables it refers to as
 // written: the strings are parsed here, from the same positions, and their
 // trees renamed.
-func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext, b *budget) (cty.Value, hcl.Diagnostics) {
 	if l, ok := expr.(interface{ ExprList() []hcl.Expression }); ok {
 		if elems := l.ExprList(); elems != nil {
 			var diags hcl.Diagnostics
 			vals := make([]cty.Value, 0, len(elems))
 			for _, e := range elems {
-				v, ds := jsonValue(e, ctx)
+				v, ds := jsonValue(e, ctx, b)
 				diags = append(diags, ds...)
 				vals = append(vals, v)
 			}
@@ -227,7 +239,7 @@ func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagno
 	}
 	if m, ok := expr.(interface{ ExprMap() []hcl.KeyValuePair }); ok {
 		if pairs := m.ExprMap(); pairs != nil {
-			return jsonObject(pairs, ctx)
+			return jsonObject(pairs, ctx, b)
 		}
 	}
 	val, diags := expr.Value(nil)
@@ -244,18 +256,18 @@ func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagno
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	return evalKeepingRuntimeVars(tmpl, ctx, src, start.Byte)
+	return evalKeepingRuntimeVars(tmpl, ctx, src, start.Byte, b)
 }
 
 // jsonObject evaluates the pairs of a JSON object, keys and values.
-func jsonObject(pairs []hcl.KeyValuePair, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+func jsonObject(pairs []hcl.KeyValuePair, ctx *hcl.EvalContext, b *budget) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	attrs := make(map[string]cty.Value, len(pairs))
 	defined := make(map[string]hcl.Range, len(pairs))
 	known := true
 	for _, pair := range pairs {
-		key, keyDiags := jsonValue(pair.Key, ctx)
-		val, valDiags := jsonValue(pair.Value, ctx)
+		key, keyDiags := jsonValue(pair.Key, ctx, b)
+		val, valDiags := jsonValue(pair.Value, ctx, b)
 		diags = append(diags, keyDiags...)
 		diags = append(diags, valDiags...)
 		if keyDiags.HasErrors() {

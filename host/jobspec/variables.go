@@ -250,7 +250,7 @@ func gohclString(a *hcl.Attribute, out *string) hcl.Diagnostics {
 // A value for a variable the jobspec does not declare is a diagnostic of
 // severity undeclared.
 func setVariables(vars map[string]*variable, env []string, files []*hcl.File, args []string,
-	undeclared hcl.DiagnosticSeverity) hcl.Diagnostics {
+	undeclared hcl.DiagnosticSeverity, b *budget) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	set := func(v *variable, val cty.Value, from string, rng hcl.Range) {
 		conv, err := convert.Convert(val, v.typ)
@@ -278,7 +278,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 				continue // the environment may hold variables for other jobs
 			}
 			from := fmt.Sprintf("the environment (%s%s)", prefix, name)
-			val, ds := v.literalValue(raw, "<"+prefix+name+">")
+			val, ds := v.literalValue(raw, "<"+prefix+name+">", b)
 			diags = append(diags, ds...)
 			if !ds.HasErrors() {
 				set(v, val, from, v.decl)
@@ -324,7 +324,7 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 				Detail: fmt.Sprintf("-var sets %q, which the jobspec does not declare; declare it with a variable block.", name)})
 			continue
 		}
-		val, ds := v.literalValue(raw, "<-var "+name+">")
+		val, ds := v.literalValue(raw, "<-var "+name+">", b)
 		diags = append(diags, ds...)
 		if !ds.HasErrors() {
 			set(v, val, "-var "+name, v.decl)
@@ -335,8 +335,9 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 
 // literalValue reads a value of v given as text (-var, environment): as a
 // string for string, number, bool and untyped variables (set later converts
-// it to v's type), and as an HCL expression for lists, maps and objects.
-func (v *variable) literalValue(raw string, filename string) (cty.Value, hcl.Diagnostics) {
+// it to v's type), and as an HCL expression for lists, maps and objects,
+// whose evaluation spends from b.
+func (v *variable) literalValue(raw string, filename string, b *budget) (cty.Value, hcl.Diagnostics) {
 	if !v.structured {
 		return cty.StringVal(raw), nil
 	}
@@ -344,6 +345,7 @@ func (v *variable) literalValue(raw string, filename string) (cty.Value, hcl.Dia
 	if diags.HasErrors() {
 		return cty.NilVal, diags
 	}
+	b.meter(expr)
 	return expr.Value(nil)
 }
 
@@ -375,8 +377,8 @@ func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.V
 		for _, vd := range v.validations {
 			res, ds := vd.condition.Value(ctx)
 			diags = append(diags, ds...)
-			if ds.HasErrors() {
-				continue
+			if ds.HasErrors() || !res.IsKnown() {
+				continue // an unknown result: the budget ran out (its error is the parse's)
 			}
 			if res.IsNull() {
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid variable validation result",
