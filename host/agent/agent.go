@@ -15,6 +15,7 @@ import (
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/tlsutil"
 	rt "github.com/drover-sched/drover/runtime"
 	"github.com/rs/zerolog"
 )
@@ -48,6 +49,9 @@ type Config struct {
 	Logs *logmon.Hub
 	// Server configures the server.
 	Server server.Config
+	// TLS configures HTTPS for the API and TLS between servers (the
+	// configuration file's tls block).
+	TLS tlsutil.Config
 }
 
 // DefaultConfig returns a dev-friendly default.
@@ -84,6 +88,11 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 			return nil, err
 		}
 	}
+	tlsc, err := tlsutil.Load(cfg.TLS, cfg.Server.Region)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	cfg.Server.TLS = tlsc
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("agent: listen on %s: %w", cfg.HTTPAddr, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/drover-sched/drover/host/tlsutil"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/hcl/v2"
@@ -85,6 +86,7 @@ type File struct {
 	Server    *ServerBlock    `hcl:"server,block"`
 	Telemetry *TelemetryBlock `hcl:"telemetry,block"`
 	Advertise *AdvertiseBlock `hcl:"advertise,block"`
+	TLS       *TLSBlock       `hcl:"tls,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -169,6 +171,69 @@ type ServerJoinBlock struct {
 // servers reach this one at, when rpc_addr is not it.
 type AdvertiseBlock struct {
 	RPC string `hcl:"rpc,optional"`
+}
+
+// TLSBlock is the file's tls block, as Nomad's:
+//
+//	tls {
+//	  http = true
+//	  rpc  = true
+//	  ca_file   = "nomad-agent-ca.pem"
+//	  cert_file = "global-server-nomad.pem"
+//	  key_file  = "global-server-nomad-key.pem"
+//	  verify_server_hostname = true
+//	  verify_https_client    = false
+//	}
+type TLSBlock struct {
+	HTTP                 *bool  `hcl:"http,optional"`
+	RPC                  *bool  `hcl:"rpc,optional"`
+	CAFile               string `hcl:"ca_file,optional"`
+	CertFile             string `hcl:"cert_file,optional"`
+	KeyFile              string `hcl:"key_file,optional"`
+	VerifyServerHostname *bool  `hcl:"verify_server_hostname,optional"`
+	VerifyHTTPSClient    *bool  `hcl:"verify_https_client,optional"`
+	RPCUpgradeMode       *bool  `hcl:"rpc_upgrade_mode,optional"`
+	TLSMinVersion        string `hcl:"tls_min_version,optional"`
+	TLSCipherSuites      string `hcl:"tls_cipher_suites,optional"`
+}
+
+// apply sets in tc what the block sets. Relative file names are read from
+// the agent's working directory, as in Nomad.
+func (b *TLSBlock) apply(tc *tlsutil.Config) error {
+	var errs []error
+	flag := func(v *bool, dst *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	flag(b.HTTP, &tc.HTTP)
+	flag(b.RPC, &tc.RPC)
+	flag(b.VerifyServerHostname, &tc.VerifyServerHostname)
+	flag(b.VerifyHTTPSClient, &tc.VerifyHTTPSClient)
+	flag(b.RPCUpgradeMode, &tc.RPCUpgradeMode)
+	for _, f := range []struct{ v, dst *string }{{&b.CAFile, &tc.CAFile}, {&b.CertFile, &tc.CertFile}, {&b.KeyFile, &tc.KeyFile}} {
+		if *f.v != "" {
+			*f.dst = *f.v
+		}
+	}
+	if b.TLSMinVersion != "" {
+		v, err := tlsutil.ParseVersion(b.TLSMinVersion)
+		if err != nil {
+			errs = append(errs, &valueError{"tls.tls_min_version", err.Error()})
+		}
+		tc.MinVersion = v
+	}
+	if b.TLSCipherSuites != "" {
+		cs, err := tlsutil.ParseCipherSuites(b.TLSCipherSuites)
+		if err != nil {
+			errs = append(errs, &valueError{"tls.tls_cipher_suites", err.Error()})
+		}
+		tc.CipherSuites = cs
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
 }
 
 // TelemetryBlock is the file's telemetry block, as Nomad's (the settings
@@ -346,6 +411,11 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.Telemetry != nil {
 		if err := f.Telemetry.apply(&cfg.Server.Telemetry); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if f.TLS != nil {
+		if err := f.TLS.apply(&cfg.TLS); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/telemetry"
+	"github.com/drover-sched/drover/host/tlsutil"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/drover-sched/drover/sdk/verify"
 )
@@ -81,6 +82,9 @@ type Config struct {
 	// servers of its cluster: raft, and the API requests they forward to
 	// the leader. Empty keeps raft in memory: a cluster of one.
 	RPCAddr string
+	// TLS, when it has RPC on, makes the RPC port speak mutual TLS (the
+	// agent's tls block): see rpcmux.go.
+	TLS *tlsutil.TLS
 	// RPCAdvertise is the address the other servers reach RPCAddr at
 	// (default: RPCAddr, which must then name an interface).
 	RPCAdvertise string
