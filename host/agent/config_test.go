@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
+
 	"github.com/drover-sched/drover/sdk"
 	"regexp"
 	"strings"
@@ -76,6 +79,19 @@ telemetry {
   prometheus_metrics  = true
   statsd_address      = "127.0.0.1:8125"
 }
+
+tls {
+  http                   = true
+  rpc                    = true
+  ca_file                = "ca.pem"
+  cert_file              = "/etc/drover/server.pem"
+  key_file               = "/etc/drover/server-key.pem"
+  verify_server_hostname = true
+  verify_https_client    = true
+  rpc_upgrade_mode       = true
+  tls_min_version        = "tls13"
+  tls_cipher_suites      = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+}
 `
 	f, err := ParseConfig("agent.hcl", []byte(src))
 	if err != nil {
@@ -136,6 +152,17 @@ telemetry {
 		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
 		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
 		{"telemetry.statsd_address", s.Telemetry.StatsdAddress, "127.0.0.1:8125"},
+		{"tls.http", cfg.TLS.HTTP, true},
+		{"tls.rpc", cfg.TLS.RPC, true},
+		{"tls.ca_file (as given, from the working directory as in Nomad)", cfg.TLS.CAFile, "ca.pem"},
+		{"tls.cert_file", cfg.TLS.CertFile, "/etc/drover/server.pem"},
+		{"tls.key_file", cfg.TLS.KeyFile, "/etc/drover/server-key.pem"},
+		{"tls.verify_server_hostname", cfg.TLS.VerifyServerHostname, true},
+		{"tls.verify_https_client", cfg.TLS.VerifyHTTPSClient, true},
+		{"tls.rpc_upgrade_mode", cfg.TLS.RPCUpgradeMode, true},
+		{"tls.tls_min_version", cfg.TLS.MinVersion, uint16(tls.VersionTLS13)},
+		{"tls.tls_cipher_suites", fmt.Sprint(cfg.TLS.CipherSuites),
+			fmt.Sprint([]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384})},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -227,6 +254,12 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"bad scheduler algorithm", "server {\n  default_scheduler_config {\n    scheduler_algorithm = \"random\"\n  }\n}",
 			`agent.hcl:3:27: error: Invalid value; server.default_scheduler_config.scheduler_algorithm = "random" is not binpack or spread`},
 		{"unknown scheduler setting", "server {\n  default_scheduler_config {\n    algorithm = \"spread\"\n  }\n}", "agent.hcl:3"},
+		{"unknown tls setting", "tls {\n  verify_incoming = true\n}", "agent.hcl:2"},
+		{"old TLS version", "tls {\n  tls_min_version = \"tls11\"\n}",
+			`agent.hcl:2:21: error: Invalid value; tls.tls_min_version = "tls11" is no longer safe`},
+		{"insecure cipher suite", `tls { tls_cipher_suites = "TLS_RSA_WITH_RC4_128_SHA" }`,
+			"agent.hcl:1:27: error: Invalid value; tls.tls_cipher_suites = \"TLS_RSA_WITH_RC4_128_SHA\" is an insecure cipher suite"},
+		{"unknown cipher suite", `tls { tls_cipher_suites = "TLS_FAST" }`, `"TLS_FAST" is not a cipher suite Go knows`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

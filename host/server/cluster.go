@@ -114,7 +114,7 @@ func (s *Server) DialLeader(ctx context.Context, addr string) (net.Conn, error) 
 	if s.rpc == nil || addr == "" {
 		return nil, ErrNoLeader
 	}
-	return dialRPC(ctx, addr, rpcHTTP)
+	return s.rpcClient().dial(ctx, addr, rpcHTTP)
 }
 
 // startRPC serves the cluster's internal endpoints and forwarded requests
@@ -189,7 +189,7 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	tr := rpcTransport()
+	tr := s.rpcTransport()
 	defer tr.CloseIdleConnections()
 	info, err := fetchPeerInfo(ctx, &http.Client{Transport: tr}, req.Address)
 	if err != nil {
@@ -231,10 +231,19 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 	return s.raftLayer.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, s.cfg.RaftApplyTimeout).Error()
 }
 
+// rpcClient says how this server connects to the others: over TLS when
+// its RPC port speaks it.
+func (s *Server) rpcClient() rpcClient {
+	return rpcClient{tls: s.cfg.TLS.RPCClient(), plaintextFallback: s.cfg.TLS.RPCUpgradeMode()}
+}
+
 // rpcTransport is an HTTP transport over connections to servers' RPC
 // addresses.
-func rpcTransport() *http.Transport {
-	return &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dialRPC(ctx, addr, rpcHTTP) }}
+func (s *Server) rpcTransport() *http.Transport {
+	rc := s.rpcClient()
+	return &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return rc.dial(ctx, addr, rpcHTTP)
+	}}
 }
 
 // RemovePeer removes a server from the raft configuration by ID or
@@ -347,7 +356,7 @@ func (s *Server) Alone() bool {
 // configuration (the servers sorted by ID), which raft allows.
 func (s *Server) joinCluster(ctx context.Context) {
 	defer s.done.Done()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: rpcTransport()}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: s.rpcTransport()}
 	defer client.CloseIdleConnections()
 	for {
 		if s.inCluster() {
@@ -502,7 +511,7 @@ func (s *Server) Members(ctx context.Context, timeout time.Duration) ([]Member, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tr := rpcTransport()
+	tr := s.rpcTransport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	out := make([]Member, len(servers))

@@ -316,7 +316,7 @@ type remoteHost struct {
 }
 
 func newRemoteHost(s *Server) remoteHost {
-	return remoteHost{s: s, client: &http.Client{Transport: rpcTransport()}}
+	return remoteHost{s: s, client: &http.Client{Transport: s.rpcTransport()}}
 }
 
 // call sends one request to the leader's /internal/eval/{op}; a non-nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +12,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-sched/drover/host/tlsutil"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
 
 // The first byte of a connection to a server's RPC address says what
-// follows, as on Nomad's RPC port: raft's own protocol, or HTTP/1.1 (the
-// cluster's internal endpoints and API requests forwarded to the leader).
+// follows, as on Nomad's RPC port: raft's own protocol, HTTP/1.1 (the
+// cluster's internal endpoints and API requests forwarded to the leader),
+// or a TLS handshake, within which a second first byte says which of the
+// two.
 const (
 	rpcRaft byte = 0x01
+	rpcTLS  byte = 0x04
 	rpcHTTP byte = 0x05
 )
 
@@ -39,7 +44,11 @@ type rpcMux struct {
 	clusterID func() string
 	// name is this server's: raft connections meant for another are
 	// refused.
-	name      string
+	name string
+	// tls, when set, is the TLS of the RPC port: plaintext connections
+	// are refused, unless upgrading (tls.rpc_upgrade_mode).
+	tls       *tls.Config
+	upgrading bool
 	log       zerolog.Logger
 	closeOnce sync.Once
 	done      chan struct{}
@@ -54,9 +63,9 @@ type rpcMux struct {
 // servers retry many times a second.
 const refusedLogInterval = time.Minute
 
-func newRPCMux(ln net.Listener, advertise net.Addr, name string, clusterID func() string, log zerolog.Logger) *rpcMux {
+func newRPCMux(ln net.Listener, advertise net.Addr, name string, clusterID func() string, tlsc *tlsutil.TLS, log zerolog.Logger) *rpcMux {
 	m := &rpcMux{ln: ln, advertise: advertise, name: name, clusterID: clusterID, log: log, done: make(chan struct{}),
-		refused: map[string]time.Time{}}
+		refused: map[string]time.Time{}, tls: tlsc.RPCServer(), upgrading: tlsc.RPCUpgradeMode()}
 	m.raft = newConnListener(advertise, m.done)
 	m.http = newConnListener(advertise, m.done)
 	m.wg.Add(1)
@@ -93,9 +102,31 @@ func (m *rpcMux) accept() {
 // route reads a connection's first byte and hands it to its listener.
 func (m *rpcMux) route(c net.Conn) {
 	var b [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(rpcHandshakeTimeout))
+	_ = c.SetDeadline(time.Now().Add(rpcHandshakeTimeout))
 	if _, err := c.Read(b[:]); err != nil {
 		_ = c.Close()
+		return
+	}
+	switch {
+	case b[0] == rpcTLS && m.tls == nil:
+		m.refuse(c, "tls", "offered", "rpc_tls", "off",
+			"refused a TLS connection on the RPC port: this server's RPC is plaintext (tls.rpc is off here, on there?)")
+		return
+	case b[0] == rpcTLS:
+		tc := tls.Server(c, m.tls)
+		if err := tc.Handshake(); err != nil {
+			m.refuse(c, "tls_error", err.Error(), "server", m.name,
+				"refused an RPC connection whose TLS handshake failed (a certificate the cluster's CA did not sign, or not a server's?)")
+			return
+		}
+		if _, err := io.ReadFull(tc, b[:]); err != nil {
+			_ = tc.Close()
+			return
+		}
+		c = tc
+	case m.tls != nil && !m.upgrading:
+		m.refuse(c, "plaintext", "refused", "rpc_tls", "on",
+			"refused a plaintext RPC connection: this server's RPC is TLS (tls.rpc; rpc_upgrade_mode takes both while a cluster moves to TLS)")
 		return
 	}
 	var to *connListener
@@ -128,7 +159,7 @@ func (m *rpcMux) route(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = c.SetDeadline(time.Time{})
 	select {
 	case to.conns <- c:
 	case <-m.done:
@@ -204,12 +235,50 @@ func (l *connListener) Addr() net.Addr { return l.addr }
 // rpcDialTimeout bounds connecting to another server.
 const rpcDialTimeout = 5 * time.Second
 
-// dialRPC connects to a server's RPC address for kind (rpcRaft, rpcHTTP).
-func dialRPC(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+// rpcClient says how this server connects to the others' RPC ports.
+type rpcClient struct {
+	// tls, when set, is the TLS to speak (tls.rpc).
+	tls *tls.Config
+	// plaintextFallback (rpc_upgrade_mode) tries a server that refuses
+	// TLS again in plaintext, so that a cluster moves to TLS one server at
+	// a time: while some servers still speak plaintext only, and then
+	// while some already take TLS only.
+	plaintextFallback bool
+}
+
+// dial connects to a server's RPC address for kind (rpcRaft, rpcHTTP).
+func (rc rpcClient) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+	c, err := dialRPC(ctx, addr, kind, rc.tls)
+	if err != nil && rc.tls != nil && rc.plaintextFallback && ctx.Err() == nil {
+		if c, perr := dialRPC(ctx, addr, kind, nil); perr == nil {
+			return c, nil
+		}
+	}
+	return c, err
+}
+
+// dialRPC connects to a server's RPC address for kind, over TLS when tlsc
+// is set.
+func dialRPC(ctx context.Context, addr string, kind byte, tlsc *tls.Config) (net.Conn, error) {
 	d := net.Dialer{Timeout: rpcDialTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tlsc != nil {
+		if _, err := c.Write([]byte{rpcTLS}); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		tc := tls.Client(c, tlsc)
+		hctx, cancel := context.WithTimeout(ctx, rpcHandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("TLS with server %s: %w", addr, err)
+		}
+		c = tc
 	}
 	if _, err := c.Write([]byte{kind}); err != nil {
 		_ = c.Close()
@@ -223,6 +292,7 @@ func dialRPC(ctx context.Context, addr string, kind byte) (net.Conn, error) {
 type raftStream struct {
 	*connListener
 	clusterID func() string
+	client    rpcClient
 }
 
 var _ raft.StreamLayer = raftStream{}
@@ -231,7 +301,7 @@ func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	host, target, _ := strings.Cut(string(addr), targetSep)
-	c, err := dialRPC(ctx, host, rpcRaft)
+	c, err := s.client.dial(ctx, host, rpcRaft)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func ParseCipherSuites(s string) ([]uint16, error) {
 		i := slices.IndexFunc(tls.CipherSuites(), func(cs *tls.CipherSuite) bool { return cs.Name == name })
 		if i < 0 {
 			if slices.ContainsFunc(tls.InsecureCipherSuites(), func(cs *tls.CipherSuite) bool { return cs.Name == name }) {
-				return nil, fmt.Errorf("cipher suite %s is insecure", name)
+				return nil, fmt.Errorf("%q is an insecure cipher suite", name)
 			}
 			return nil, fmt.Errorf("%q is not a cipher suite Go knows", name)
 		}
@@ -220,27 +220,6 @@ func (t *TLS) HTTPServer() *tls.Config {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 		c.ClientCAs = t.ca
 	}
-	return c
-}
-
-// HTTPClient is the configuration of the agent's own requests to its API
-// (the dev agent's simulated nodes): its certificate, and the CA (the
-// system's roots without one). The address is not checked: the agent
-// calls itself. Nil when the API is plain HTTP.
-func (t *TLS) HTTPClient() *tls.Config {
-	if t == nil || !t.cfg.HTTP {
-		return nil
-	}
-	c := t.base()
-	pool := t.ca
-	if pool == nil {
-		var err error
-		if pool, err = x509.SystemCertPool(); err != nil {
-			pool = x509.NewCertPool()
-		}
-	}
-	c.InsecureSkipVerify = true
-	c.VerifyConnection = func(cs tls.ConnectionState) error { return verifyChain(cs.PeerCertificates, pool) }
 	return c
 }
 
