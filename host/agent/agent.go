@@ -4,12 +4,16 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -68,7 +72,8 @@ type Agent struct {
 	loader   *pluginLoader
 	srv      *server.Server
 	http     *http.Server
-	listener net.Listener
+	listener net.Listener // the bound TCP listener (served under TLS if https)
+	https    bool         // the API is HTTPS: the tls block's http is on
 	sim      *simulator
 	cancel   context.CancelFunc
 	started  time.Time
@@ -97,7 +102,8 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now(), listener: ln}
+	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now(), listener: ln,
+		https: tlsc.HTTPServer() != nil}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	fail := func(err error) (*Agent, error) {
@@ -138,15 +144,23 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	}
 	api.SetAdvertise(ln.Addr().String())
 	srv.SetForwardedHandler(api.Handler())
-	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// ReadHeaderTimeout also bounds the TLS handshake.
+	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: stdlog.New(httpErrorLog{log}, "", 0)}
 	a.http.RegisterOnShutdown(api.Close)
+	served := ln
+	if c := tlsc.HTTPServer(); c != nil {
+		// With verify_https_client, a client without a certificate the CA
+		// signed fails the handshake, before any handler runs.
+		served = tls.NewListener(ln, c)
+	}
 	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := a.http.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("http server stopped")
 		}
 	}()
 	if cfg.Dev && cfg.DevNodes > 0 {
-		a.sim = newSimulator(srv, cfg.DevNodes, ln.Addr().String(), log)
+		a.sim = newSimulator(srv, cfg.DevNodes, ln.Addr().String(), a.https, log)
 		if err := a.sim.start(ctx); err != nil {
 			_ = a.Shutdown(context.Background())
 			return nil, err
@@ -159,8 +173,14 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	return a, nil
 }
 
-// Addr is the API's base URL.
-func (a *Agent) Addr() string { return "http://" + a.listener.Addr().String() }
+// Addr is the API's base URL: https://host:port when the tls block's
+// http is on.
+func (a *Agent) Addr() string {
+	if a.https {
+		return "https://" + a.listener.Addr().String()
+	}
+	return "http://" + a.listener.Addr().String()
+}
 
 // Server returns the agent's server.
 func (a *Agent) Server() *server.Server { return a.srv }
@@ -194,6 +214,22 @@ func (a *Agent) closePlugins() {
 	}
 }
 
+// httpErrorLog takes what net/http logs into the agent's log: at debug,
+// as Nomad logs it at trace, since it is mostly clients' faults (a TLS
+// handshake a plain-HTTP client or one without a certificate failed), but
+// a handler's panic at error.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (l httpErrorLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if bytes.Contains(p, []byte("panic")) {
+		l.log.Error().Str("component", "http").Msg(msg)
+	} else {
+		l.log.Debug().Str("component", "http").Msg(msg)
+	}
+	return len(p), nil
+}
+
 // self is the agent's part of /v1/agent/self: its configuration and
 // statistics (the API adds the version and this server as a member).
 func (a *Agent) self() *httpapi.AgentSelf {
@@ -201,7 +237,8 @@ func (a *Agent) self() *httpapi.AgentSelf {
 	bl := a.srv.Blocked().Stats()
 	return &httpapi.AgentSelf{
 		Config: map[string]any{"Dev": a.cfg.Dev, "Region": a.cfg.Server.Region,
-			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers},
+			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers,
+			"TLSConfig": tlsSelf(a.cfg.TLS)},
 		// Nomad's sections (nomad, raft, runtime), with Drover's own
 		// additions (rpc_addr, uptime; broker, blocked_evals).
 		Stats: map[string]map[string]string{
@@ -220,4 +257,23 @@ func (a *Agent) self() *httpapi.AgentSelf {
 				"total_captured": fmt.Sprint(bl.TotalCaptured)},
 		},
 	}
+}
+
+// tlsSelf is the tls block as Nomad's /v1/agent/self gives it, under
+// Nomad's names: what tells a client whether the API is HTTPS.
+func tlsSelf(c tlsutil.Config) map[string]any {
+	minVersion := ""
+	switch c.MinVersion {
+	case tls.VersionTLS12:
+		minVersion = "tls12"
+	case tls.VersionTLS13:
+		minVersion = "tls13"
+	}
+	suites := make([]string, len(c.CipherSuites))
+	for i, id := range c.CipherSuites {
+		suites[i] = tls.CipherSuiteName(id)
+	}
+	return map[string]any{"EnableHTTP": c.HTTP, "EnableRPC": c.RPC, "VerifyServerHostname": c.VerifyServerHostname,
+		"VerifyHTTPSClient": c.VerifyHTTPSClient, "RPCUpgradeMode": c.RPCUpgradeMode, "CAFile": c.CAFile,
+		"CertFile": c.CertFile, "KeyFile": c.KeyFile, "TLSMinVersion": minVersion, "TLSCipherSuites": strings.Join(suites, ",")}
 }

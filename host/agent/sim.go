@@ -31,13 +31,23 @@ type simulator struct {
 	// httpAddr is the agent's HTTP address, which every dev node gives as
 	// its own, as a Nomad dev agent's client does.
 	httpAddr string
-	log      zerolog.Logger
-	nodes    map[string]int // node ID: its number, for devNode
-	wg       sync.WaitGroup
+	// https: the agent's API is HTTPS, and its nodes say so
+	// (TLSEnabled), as a Nomad client with the tls block's http on does.
+	https bool
+	log   zerolog.Logger
+	nodes map[string]int // node ID: its number, for devNode
+	wg    sync.WaitGroup
 }
 
-func newSimulator(srv *server.Server, n int, httpAddr string, log zerolog.Logger) *simulator {
-	return &simulator{srv: srv, n: n, httpAddr: httpAddr, log: log, nodes: map[string]int{}}
+func newSimulator(srv *server.Server, n int, httpAddr string, https bool, log zerolog.Logger) *simulator {
+	return &simulator{srv: srv, n: n, httpAddr: httpAddr, https: https, log: log, nodes: map[string]int{}}
+}
+
+// node is dev node i as this simulator registers it.
+func (s *simulator) node(i int) *sdk.Node {
+	n := devNode(i, s.httpAddr)
+	n.TLSEnabled = s.https
+	return n
 }
 
 // devNode returns simulated node i: varied sizes, two datacenters, four
@@ -99,7 +109,7 @@ func devNodeID(i int) string {
 func (s *simulator) start(ctx context.Context) error {
 	var ttl time.Duration
 	for i := 0; i < s.n; i++ {
-		n := devNode(i, s.httpAddr)
+		n := s.node(i)
 		if _, _, err := s.srv.RegisterNode(n); err != nil {
 			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
 		}
@@ -137,7 +147,7 @@ func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
 			if errors.Is(err, server.ErrNotFound) {
 				// Purged: a running node agent registers again, as
 				// Nomad's client does.
-				if _, _, err = s.srv.RegisterNode(devNode(i, s.httpAddr)); err == nil {
+				if _, _, err = s.srv.RegisterNode(s.node(i)); err == nil {
 					_, _, err = s.srv.NodeHeartbeat(id)
 				}
 			}
