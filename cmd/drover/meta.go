@@ -38,12 +38,13 @@ const (
 )
 
 // meta is what every CLI command shares: the UI, the agent address, the
-// namespace and the -json switch.
+// TLS options, the namespace and the -json switch.
 type meta struct {
 	ui        cli.Ui
 	out       io.Writer
 	address   string
 	namespace string
+	tls       tlsOptions
 	json      bool
 	// now is the clock for the times commands print.
 	now func() time.Time
@@ -56,7 +57,7 @@ General options:
   -address=ADDR    Address of the Drover agent (default: $DROVER_ADDR, or
                    http://127.0.0.1:4646).
   -namespace=NS    Namespace to act in (default: $DROVER_NAMESPACE, or
-                   "default"; "*" lists every namespace).`
+                   "default"; "*" lists every namespace).` + tlsOptionsHelp
 
 // jsonOption documents -json.
 const jsonOption = `
@@ -72,6 +73,7 @@ func (m *meta) flags(name string, withJSON bool) *flag.FlagSet {
 	}
 	fs.StringVar(&m.address, "address", addr, "")
 	fs.StringVar(&m.namespace, "namespace", os.Getenv(envNamespace), "")
+	m.tls.register(fs)
 	if withJSON {
 		fs.BoolVar(&m.json, "json", false, "")
 	}
@@ -102,7 +104,11 @@ func (m *meta) args(fs *flag.FlagSet, min, max int, usage string) bool {
 }
 
 func (m *meta) client() (*client.Client, error) {
-	c, err := client.New(m.address)
+	tlsc, err := m.tls.config()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(m.address, tlsc)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestMonitor_StatusChangesFromTheHistory(t *testing.T) {
 				n++
 			}))
 			defer srv.Close()
-			cl, err := client.New(srv.URL)
+			cl, err := client.New(srv.URL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,8 +38,7 @@ Options:
 
   -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
                  http://127.0.0.1:4646).
-  -json          Print the API's JSON.
-`)
+  -json          Print the API's JSON.` + tlsOptionsHelp)
 }
 
 func (c *pluginListCommand) Run(args []string) int {
@@ -93,8 +92,7 @@ Options:
 
   -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
                  http://127.0.0.1:4646).
-  -json          Print the API's JSON.
-`)
+  -json          Print the API's JSON.` + tlsOptionsHelp)
 }
 
 func (c *pluginInspectCommand) Run(args []string) int {

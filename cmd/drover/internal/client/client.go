@@ -5,6 +5,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,17 +25,24 @@ type Client struct {
 	Namespace string
 }
 
-// New returns a client for the agent at address (http://host:port, or
-// host:port).
-func New(address string) (*Client, error) {
+// New returns a client for the agent at address (http://host:port,
+// https://host:port, or host:port for http). tlsc, if not nil, configures
+// its HTTPS connections: the CA to trust, a certificate to show.
+func New(address string, tlsc *tls.Config) (*Client, error) {
 	if !strings.Contains(address, "://") {
 		address = "http://" + address
 	}
 	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("invalid address %q", address)
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/"), http: &http.Client{Timeout: 11 * time.Minute}}, nil
+	c := &http.Client{Timeout: 11 * time.Minute}
+	if tlsc != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsc
+		c.Transport = tr
+	}
+	return &Client{base: strings.TrimRight(u.String(), "/"), http: c}, nil
 }
 
 // Address is the agent's base URL.
@@ -134,7 +143,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w", c.base, err)
+		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w%s", c.base, err, tlsHint(err))
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -194,4 +203,19 @@ func (c *Client) Resolve(ctx context.Context, list, prefix string, decode func([
 		}
 	}
 	return "", fmt.Errorf("%w: %q matches %s", ErrAmbiguous, prefix, strings.Join(ids, ", "))
+}
+
+// tlsHint says which of the CLI's TLS options fits a failed handshake.
+func tlsHint(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return " (-ca-cert names the CA that signed the agent's certificate)"
+	case errors.As(err, &hostname):
+		return " (-tls-server-name names a name the agent's certificate is valid for)"
+	}
+	return ""
 }
