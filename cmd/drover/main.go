@@ -101,6 +101,11 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"server members":                    f(&serverMembersCommand{meta: m}),
 		"system":                            group("Interact with the system", "system"),
 		"system gc":                         f(&systemGCCommand{meta: m}),
+		"tls":                               f(&groupCommand{synopsis: "Make a CA and certificates for TLS", help: tlsGroupHelp}),
+		"tls ca":                            group("Make a certificate authority", "tls ca"),
+		"tls ca create":                     f(&tlsCACreateCommand{meta: m}),
+		"tls cert":                          group("Make certificates signed by the CA", "tls cert"),
+		"tls cert create":                   f(&tlsCertCreateCommand{meta: m}),
 		"bench":                             group("Run benchmarks", "bench"),
 		"bench scheduler":                   f(&benchSchedulerCommand{meta: m}),
 	}
