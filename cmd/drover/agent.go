@@ -39,10 +39,12 @@ Options:
                        rpc_addr, plugin_dir, log_level, log_json; a server
                        block (num_schedulers, broker, heartbeat, GC and raft
                        settings, bootstrap_expect, server_join), advertise,
-                       telemetry, and plugin "NAME" blocks (runtime, path,
-                       config, env, real_clock, limits { memory_mb,
-                       timeout, enforce_deadline }) that add or configure
-                       scheduler plugins. Flags override it.
+                       telemetry, tls (HTTPS for the API, TLS between
+                       servers; drover tls makes certificates), and plugin
+                       "NAME" blocks (runtime, path, config, env,
+                       real_clock, limits { memory_mb, timeout,
+                       enforce_deadline }) that add or configure scheduler
+                       plugins. Flags override it.
   -dev                 Run in dev mode: in-memory state, simulated nodes.
   -dev-nodes=N         Number of simulated nodes in dev mode (default 10).
   -http-addr=HOST:PORT Address of the HTTP API (default 127.0.0.1:4646).
