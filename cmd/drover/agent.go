@@ -63,6 +63,14 @@ Options:
   -log-level=LEVEL     debug, info, warn or error (default info).
   -log-json            Log JSON lines instead of text.
 
+Signals:
+
+  SIGINT, SIGTERM  Stop the agent (a leader hands the lead over first).
+  SIGHUP           Read the tls block's certificate, key and CA files
+                   again: new connections use them (a file that would be
+                   refused at start keeps the previous ones, with an
+                   error in the log). Other settings need a restart.
+
 Exit codes:
 
   0  stopped by a signal
@@ -180,8 +188,16 @@ func (c *agentCommand) Run(args []string) int {
 	c.ui.Output("==> Drover agent started! Log data will stream in below:")
 	c.ui.Output("    API: " + a.Addr())
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	for s := range sig {
+		if s != syscall.SIGHUP {
+			break
+		}
+		// As Nomad's agent does on SIGHUP: read the TLS files again, so
+		// that rotated certificates serve without a restart.
+		c.ui.Output("==> Caught SIGHUP, reloading")
+		_ = a.Reload()
+	}
 	c.ui.Output("==> Caught signal, shutting down")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -119,7 +119,15 @@ func startDevAgent(t *testing.T, bin string, want int, extra ...string) string {
 // output if the test failed. exited closes when the process ends.
 func runAgent(t *testing.T, bin string, env []string, args ...string) (logs *testlog.Buffer, exited <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	_, logs, exited = runAgentProcess(t, bin, env, args...)
+	return logs, exited
+}
+
+// runAgentProcess is runAgent, also returning the agent's process (to
+// send it signals).
+func runAgentProcess(t *testing.T, bin string, env []string, args ...string) (cmd *exec.Cmd, logs *testlog.Buffer, exited <-chan struct{}) {
+	t.Helper()
+	cmd = exec.Command(bin, args...)
 	cmd.Env = env
 	logs = &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -139,7 +147,7 @@ func runAgent(t *testing.T, bin string, env []string, args ...string) (logs *tes
 			t.Logf("agent output:\n%s", logs.String())
 		}
 	})
-	return logs, done
+	return cmd, logs, done
 }
 
 // drover runs the CLI against addr and returns its exit code and output.

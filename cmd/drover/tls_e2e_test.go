@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestE2E_TLS_CLIAgainstHTTPSAgent(t *testing.T) {
 `, ca, file("global-server-nomad.pem"), file("global-server-nomad-key.pem")))
 	hostPort := freeAddr(t)
 	addr := "https://" + hostPort
-	_, exited := runAgent(t, bin, nil, "agent", "-dev", "-dev-nodes", "3", "-http-addr", hostPort, "-log-level", "warn", "-config", conf)
+	agentCmd, logs, exited := runAgentProcess(t, bin, nil, "agent", "-dev", "-dev-nodes", "3", "-http-addr", hostPort, "-log-level", "info", "-config", conf)
 	waitForHTTPS(t, addr, ca, cliCert, cliKey, exited)
 
 	// run runs the CLI with DROVER_ADDR=addr and env, none of the test's
@@ -110,6 +111,53 @@ func TestE2E_TLS_CLIAgainstHTTPSAgent(t *testing.T) {
 	snap := filepath.Join(t.TempDir(), "state.snap")
 	if code, out := run(t, env, "operator", "snapshot", "save", snap); code != 0 {
 		t.Fatalf("operator snapshot save over HTTPS: %d\n%s", code, out)
+	}
+
+	// The server's certificate rotated, as an operator does it: new files
+	// in place, then SIGHUP. New connections get the new certificate; a
+	// broken file keeps the one the agent has.
+	served := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", hostPort, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	hup := func(want string) {
+		t.Helper()
+		before := len(logs.String())
+		if err := agentCmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 10*time.Second, "the agent to reload", func() bool { return strings.Contains(logs.String()[before:], want) })
+	}
+	first := served()
+	for _, name := range []string{"global-server-nomad.pem", "global-server-nomad-key.pem"} {
+		if err := os.Remove(file(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "tls", "cert", "create", "-server")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("drover tls cert create -server: %v\n%s", err, out)
+	}
+	hup("TLS certificates read again")
+	second := served()
+	if second == first {
+		t.Fatal("the agent serves the certificate it had before SIGHUP")
+	}
+	if code, out := run(t, env, "node", "status"); code != 0 {
+		t.Fatalf("after the reload: %d\n%s", code, out)
+	}
+	if err := os.WriteFile(file("global-server-nomad.pem"), []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup("kept the previous TLS certificates")
+	if served() != second {
+		t.Fatal("a broken certificate file replaced the served certificate")
 	}
 }
 

@@ -74,6 +74,7 @@ type Agent struct {
 	http     *http.Server
 	listener net.Listener // the bound TCP listener (served under TLS if https)
 	https    bool         // the API is HTTPS: the tls block's http is on
+	tls      *tlsutil.TLS // nil without TLS
 	sim      *simulator
 	cancel   context.CancelFunc
 	started  time.Time
@@ -103,7 +104,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 		return nil, fmt.Errorf("agent: listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	a := &Agent{cfg: cfg, log: log, plugins: rt.NewRegistry(), started: time.Now(), listener: ln,
-		https: tlsc.HTTPServer() != nil}
+		https: tlsc.HTTPServer() != nil, tls: tlsc}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	fail := func(err error) (*Agent, error) {
@@ -180,6 +181,23 @@ func (a *Agent) Addr() string {
 		return "https://" + a.listener.Addr().String()
 	}
 	return "http://" + a.listener.Addr().String()
+}
+
+// Reload reads the TLS files again (SIGHUP): the API's new connections,
+// and new connections between servers, use the certificates they hold.
+// Files that would be refused at start are refused, and the previous
+// certificates kept; the log says which.
+func (a *Agent) Reload() error {
+	if a.tls == nil {
+		a.log.Info().Msg("reload: no TLS to reload")
+		return nil
+	}
+	if err := a.tls.Reload(); err != nil {
+		a.log.Error().Err(err).Msg("reload: kept the previous TLS certificates")
+		return err
+	}
+	a.log.Info().Str("cert_file", a.cfg.TLS.CertFile).Msg("reload: TLS certificates read again")
+	return nil
 }
 
 // Server returns the agent's server.

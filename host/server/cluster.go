@@ -233,9 +233,7 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 
 // rpcClient says how this server connects to the others: over TLS when
 // its RPC port speaks it.
-func (s *Server) rpcClient() rpcClient {
-	return rpcClient{tls: s.cfg.TLS.RPCClient(), plaintextFallback: s.cfg.TLS.RPCUpgradeMode()}
-}
+func (s *Server) rpcClient() rpcClient { return rpcClient{tls: s.cfg.TLS} }
 
 // rpcTransport is an HTTP transport over connections to servers' RPC
 // addresses.

@@ -235,21 +235,21 @@ func (l *connListener) Addr() net.Addr { return l.addr }
 // rpcDialTimeout bounds connecting to another server.
 const rpcDialTimeout = 5 * time.Second
 
-// rpcClient says how this server connects to the others' RPC ports.
+// rpcClient says how this server connects to the others' RPC ports:
+// over TLS when tls has RPC on (each connection with the certificates
+// current when it is made). With rpc_upgrade_mode it tries a server that
+// refuses TLS again in plaintext, so that a cluster moves to TLS one
+// server at a time: while some servers still speak plaintext only, and
+// then while some already take TLS only.
 type rpcClient struct {
-	// tls, when set, is the TLS to speak (tls.rpc).
-	tls *tls.Config
-	// plaintextFallback (rpc_upgrade_mode) tries a server that refuses
-	// TLS again in plaintext, so that a cluster moves to TLS one server at
-	// a time: while some servers still speak plaintext only, and then
-	// while some already take TLS only.
-	plaintextFallback bool
+	tls *tlsutil.TLS
 }
 
 // dial connects to a server's RPC address for kind (rpcRaft, rpcHTTP).
 func (rc rpcClient) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
-	c, err := dialRPC(ctx, addr, kind, rc.tls)
-	if err != nil && rc.tls != nil && rc.plaintextFallback && ctx.Err() == nil {
+	tlsc := rc.tls.RPCClient()
+	c, err := dialRPC(ctx, addr, kind, tlsc)
+	if err != nil && tlsc != nil && rc.tls.RPCUpgradeMode() && ctx.Err() == nil {
 		if c, perr := dialRPC(ctx, addr, kind, nil); perr == nil {
 			return c, nil
 		}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Config is an agent's tls settings (Nomad's names in the comments).
@@ -88,12 +89,19 @@ func ParseCipherSuites(s string) ([]uint16, error) {
 // verify_server_hostname: server.<region>.nomad, as in Nomad.
 func ServerName(region string) string { return "server." + region + ".nomad" }
 
-// TLS is an agent's loaded TLS material.
+// TLS is an agent's loaded TLS material. Reload reads its files again
+// (SIGHUP): the configurations it gives take the new certificates for
+// every new connection.
 type TLS struct {
 	cfg    Config
 	region string
-	cert   tls.Certificate
-	ca     *x509.CertPool
+	mat    atomic.Pointer[material]
+}
+
+// material is what the files hold.
+type material struct {
+	cert tls.Certificate
+	ca   *x509.CertPool
 }
 
 // Load checks the settings and reads the files. A problem names the
@@ -117,44 +125,63 @@ func Load(c Config, region string) (*TLS, error) {
 		return nil, errors.New("tls: rpc_upgrade_mode needs rpc = true")
 	}
 	t := &TLS{cfg: c, region: region}
+	if err := t.Reload(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Reload reads the files again, as Load does; when they hold what Load
+// would refuse, it keeps what it had and says why.
+func (t *TLS) Reload() error {
+	c := t.cfg
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("tls: cert_file %s and key_file %s: %w", c.CertFile, c.KeyFile, err)
+		return fmt.Errorf("tls: cert_file %s and key_file %s: %w", c.CertFile, c.KeyFile, err)
 	}
-	t.cert = cert
+	m := &material{cert: cert}
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls: ca_file: %w", err)
+			return fmt.Errorf("tls: ca_file: %w", err)
 		}
-		t.ca = x509.NewCertPool()
-		if !t.ca.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls: ca_file %s holds no PEM certificate", c.CAFile)
+		m.ca = x509.NewCertPool()
+		if !m.ca.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("tls: ca_file %s holds no PEM certificate", c.CAFile)
 		}
 	}
 	if c.RPC && c.VerifyServerHostname {
-		// A server that would refuse itself is refused at start.
+		// A server that would refuse itself is refused.
 		leaf, err := x509.ParseCertificate(cert.Certificate[0])
 		if err != nil {
-			return nil, fmt.Errorf("tls: cert_file %s: %w", c.CertFile, err)
+			return fmt.Errorf("tls: cert_file %s: %w", c.CertFile, err)
 		}
-		if err := leaf.VerifyHostname(ServerName(region)); err != nil {
-			return nil, fmt.Errorf("tls: cert_file %s is not a server's certificate of region %s (verify_server_hostname): %w",
-				c.CertFile, region, err)
+		if err := leaf.VerifyHostname(ServerName(t.region)); err != nil {
+			return fmt.Errorf("tls: cert_file %s is not a server's certificate of region %s (verify_server_hostname): %w",
+				c.CertFile, t.region, err)
 		}
 	}
-	return t, nil
+	t.mat.Store(m)
+	return nil
 }
 
 // Config returns the settings t was loaded from.
 func (t *TLS) Config() Config { return t.cfg }
 
-func (t *TLS) base() *tls.Config {
+// base is what every configuration shares, with the current material.
+func (t *TLS) base() (*tls.Config, *material) {
+	m := t.mat.Load()
 	minVersion := t.cfg.MinVersion
 	if minVersion == 0 {
 		minVersion = tls.VersionTLS12
 	}
-	return &tls.Config{MinVersion: minVersion, CipherSuites: t.cfg.CipherSuites, Certificates: []tls.Certificate{t.cert}}
+	return &tls.Config{MinVersion: minVersion, CipherSuites: t.cfg.CipherSuites, Certificates: []tls.Certificate{m.cert}}, m
+}
+
+// serving is a server's configuration that takes the material current
+// at each handshake (config builds it).
+func serving(config func() *tls.Config) *tls.Config {
+	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return config(), nil }}
 }
 
 // RPCServer is the configuration of the RPC port's TLS connections: the
@@ -164,9 +191,13 @@ func (t *TLS) RPCServer() *tls.Config {
 	if t == nil || !t.cfg.RPC {
 		return nil
 	}
-	c := t.base()
+	return serving(t.rpcServer)
+}
+
+func (t *TLS) rpcServer() *tls.Config {
+	c, m := t.base()
 	c.ClientAuth = tls.RequireAndVerifyClientCert
-	c.ClientCAs = t.ca
+	c.ClientCAs = m.ca
 	if t.cfg.VerifyServerHostname {
 		name := ServerName(t.region)
 		c.VerifyConnection = func(cs tls.ConnectionState) error {
@@ -182,16 +213,17 @@ func (t *TLS) RPCServer() *tls.Config {
 	return c
 }
 
-// RPCClient is the configuration of connections to other servers: the
-// server must show a certificate the CA signed, valid for
-// server.<region>.nomad with verify_server_hostname (the address is not
-// checked without it, as in Nomad). Nil when RPC is not TLS.
+// RPCClient is the configuration of a connection to another server, with
+// the material current now: the server must show a certificate the CA
+// signed, valid for server.<region>.nomad with verify_server_hostname
+// (the address is not checked without it, as in Nomad). Nil when RPC is
+// not TLS.
 func (t *TLS) RPCClient() *tls.Config {
 	if t == nil || !t.cfg.RPC {
 		return nil
 	}
-	c := t.base()
-	c.RootCAs = t.ca
+	c, m := t.base()
+	c.RootCAs = m.ca
 	if t.cfg.VerifyServerHostname {
 		c.ServerName = ServerName(t.region)
 		return c
@@ -200,7 +232,7 @@ func (t *TLS) RPCClient() *tls.Config {
 	// also check the address.
 	c.InsecureSkipVerify = true
 	c.VerifyConnection = func(cs tls.ConnectionState) error {
-		return verifyChain(cs.PeerCertificates, t.ca)
+		return verifyChain(cs.PeerCertificates, m.ca)
 	}
 	return c
 }
@@ -215,12 +247,14 @@ func (t *TLS) HTTPServer() *tls.Config {
 	if t == nil || !t.cfg.HTTP {
 		return nil
 	}
-	c := t.base()
-	if t.cfg.VerifyHTTPSClient {
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-		c.ClientCAs = t.ca
-	}
-	return c
+	return serving(func() *tls.Config {
+		c, m := t.base()
+		if t.cfg.VerifyHTTPSClient {
+			c.ClientAuth = tls.RequireAndVerifyClientCert
+			c.ClientCAs = m.ca
+		}
+		return c
+	})
 }
 
 // verifyChain checks that certs are a chain from roots, whatever names the
