@@ -250,14 +250,17 @@ func (w meterWalker) Exit(n hclsyntax.Node) hcl.Diagnostics {
 // their arguments spend what they would build before building it. It
 // returns fns, changed.
 func meteredFunctions(fns map[string]function.Function, b *budget) map[string]function.Function {
-	building := map[string]func(args []cty.Value) int64{
-		"format":        func(args []cty.Value) int64 { return padding(args[0]) },
-		"formatlist":    formatListBuilding,
-		"indent":        indentBuilding,
-		"join":          joinBuilding,
-		"replace":       replaceBuilding,
-		"regex_replace": regexReplaceBuilding,
-		"bcrypt":        bcryptBuilding,
+	plain := func(f func([]cty.Value) int64) func([]cty.Value) (int64, error) {
+		return func(args []cty.Value) (int64, error) { return f(args), nil }
+	}
+	building := map[string]func(args []cty.Value) (int64, error){
+		"format":        plain(func(args []cty.Value) int64 { return padding(args[0]) }),
+		"formatlist":    plain(formatListBuilding),
+		"indent":        plain(indentBuilding),
+		"join":          plain(joinBuilding),
+		"replace":       plain(replaceBuilding),
+		"regex_replace": plain(regexReplaceBuilding),
+		"bcrypt":        plain(bcryptBuilding),
 		"yamldecode":    yamlBuilding,
 	}
 	for name, cost := range building {
@@ -269,7 +272,11 @@ func meteredFunctions(fns map[string]function.Function, b *budget) map[string]fu
 			// Spent before the type, which for yamldecode is the type of
 			// the value built, and takes as long to find.
 			Type: func(args []cty.Value) (cty.Type, error) {
-				if !b.spendBuilding(name, cost(args)) {
+				n, err := cost(args)
+				if err != nil {
+					return cty.DynamicPseudoType, function.NewArgError(0, err)
+				}
+				if !b.spendBuilding(name, n) {
 					return cty.DynamicPseudoType, nil
 				}
 				return f.ReturnTypeForValues(args)
@@ -427,11 +434,17 @@ func bcryptBuilding(args []cty.Value) int64 {
 // stand for billions of values. It counts the value as built, each node
 // once per path to it, from the document's graph (read here by yaml's own
 // parser, which keeps aliases as links). A document that parser refuses
-// counts nothing: yamldecode refuses it too.
-func yamlBuilding(args []cty.Value) int64 {
+// counts nothing, as yamldecode refuses it too, except one nested past
+// the parser's 10,000 levels: go-cty-yaml's decoder recurses once per
+// level, and a few MiB of "[" would overflow its stack, which no recover
+// catches.
+func yamlBuilding(args []cty.Value) (int64, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(str(args[0])), &doc); err != nil {
-		return 0
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			return 0, fmt.Errorf("the document nests too deep: %w", err)
+		}
+		return 0, nil
 	}
 	sizes := map[*yaml.Node]int64{}
 	var size func(n *yaml.Node) int64
@@ -450,5 +463,5 @@ func yamlBuilding(args []cty.Value) int64 {
 		sizes[n] = s
 		return s
 	}
-	return size(&doc)
+	return size(&doc), nil
 }

@@ -161,12 +161,19 @@ func parse(cfg Config, b *budget) (*Parsed, hcl.Diagnostics) {
 	return p, diags
 }
 
-// parseSource parses HCL or, when it starts with "{", HCL's JSON syntax.
-// The expressions of HCL's syntax tree spend from b when evaluated (those
+// parseSource parses HCL or, when it starts with "{", HCL's JSON syntax,
+// once it knows the syntax does not nest too deep (nesting.go). The
+// expressions of HCL's syntax tree spend from b when evaluated (those
 // of the JSON syntax do when jsonValue parses them).
 func parseSource(path string, src []byte, b *budget) (*hcl.File, hcl.Diagnostics) {
 	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
+		if diags := checkJSONNesting(src, path); diags.HasErrors() {
+			return nil, diags
+		}
 		return hcljson.Parse(src, path)
+	}
+	if diags := checkNesting(src, path, hcl.InitialPos, hclsyntax.LexConfig); diags.HasErrors() {
+		return nil, diags
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})
 	if body, ok := f.Body.(*hclsyntax.Body); ok {

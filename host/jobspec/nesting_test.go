@@ -1,0 +1,82 @@
+package jobspec_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/host/jobspec"
+)
+
+// TestParse_DeepNestingIsRefused checks that syntax nested deep enough to
+// overflow the parser's stack (a fatal error no recover catches: before
+// the check each of these took the process down) is refused with a
+// located error instead, in every place a jobspec's parse reads HCL.
+func TestParse_DeepNestingIsRefused(t *testing.T) {
+	const n = 200000
+	job := "\njob \"j\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"exec\"\n    }\n  }\n}\n"
+	jsonJob := `"job": {"j": {"group": {"g": {"task": {"t": {"driver": "exec"}}}}}}`
+	cases := []struct {
+		name, src string
+		mod       func(*jobspec.Config)
+		want      string
+	}{
+		{name: "brackets", src: "locals { x = " + strings.Repeat("[", n) + strings.Repeat("]", n) + " }" + job,
+			want: "job.hcl:1:"},
+		{name: "negations", src: "locals { x = " + strings.Repeat("!", n) + "true }" + job, want: "job.hcl:1:"},
+		{name: "unary minus", src: "locals { x = " + strings.Repeat("- ", n) + "1 }" + job, want: "job.hcl:1:"},
+		{name: "a sum", src: "locals { x = " + strings.Repeat("1+", n) + "1 }" + job, want: "job.hcl:1:"},
+		{name: "conditionals", src: "locals { x = " + strings.Repeat("true ? 1 : ", n) + "1 }" + job, want: "job.hcl:1:"},
+		{name: "templates", src: "locals { x = " + strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n) + " }" + job,
+			want: "job.hcl:1:"},
+		{name: "JSON syntax arrays", src: `{"locals": {"x": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}, " + jsonJob + "}",
+			want: "job.hcl:1:"},
+		{name: "a template in a JSON string", src: `{"locals": {"x": "${` + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + `}"}, ` + jsonJob + "}",
+			want: "job.hcl:1:"},
+		{name: "a type in a JSON string", src: `{"variable": {"v": {"type": "` + strings.Repeat("list(", n) + "string" + strings.Repeat(")", n) + `"}}, ` + jsonJob + "}",
+			want: "job.hcl:1:"},
+		{name: "variables sent with the job", src: "variable \"v\" {\n  default = 1\n}" + job,
+			mod:  func(c *jobspec.Config) { c.VarContent = "v = " + strings.Repeat("[", n) + strings.Repeat("]", n) },
+			want: "<variables>:1:"},
+		{name: "a -var value", src: "variable \"v\" {\n  type = list(list(number))\n  default = []\n}" + job,
+			mod:  func(c *jobspec.Config) { c.Vars = []string{"v=" + strings.Repeat("[", n) + strings.Repeat("]", n)} },
+			want: "<-var v>:1:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := jobspec.Config{Path: "job.hcl", Body: []byte(c.src)}
+			if c.mod != nil {
+				c.mod(&cfg)
+			}
+			p, diags := jobspec.Parse(cfg)
+			got := jobspec.FormatDiagnostics(p.Sources, diags)
+			if p.Job != nil || !strings.HasPrefix(got, c.want) || !strings.Contains(got, "error: Nesting too deep") {
+				t.Fatalf("want the nesting error at %s..., got:\n%.600s", c.want, got)
+			}
+		})
+	}
+}
+
+// TestParse_DeepYAMLIsRefused: yamldecode of a document nested past
+// yaml's 10,000 levels fails the call (go-cty-yaml's decoder would
+// overflow its stack); a string of a million "[" is built within the
+// evaluation budget.
+func TestParse_DeepYAMLIsRefused(t *testing.T) {
+	got := parseErr(t, withTask(`locals { b = "`+strings.Repeat("[", 1024)+`" }`,
+		`length(yamldecode(join("", [for i in range(1024) : local.b])))`))
+	if !strings.HasPrefix(got, "job.hcl:7:") || !strings.Contains(got, "the document nests too deep") {
+		t.Fatalf("got:\n%.600s", got)
+	}
+}
+
+// TestParse_NestingWithinTheLimit: a jobspec nested a few hundred levels,
+// in every way the check counts, parses.
+func TestParse_NestingWithinTheLimit(t *testing.T) {
+	job := parse(t, withTask(`locals {
+  deep  = `+strings.Repeat("[", 300)+"1"+strings.Repeat("]", 300)+`
+  sum   = `+strings.Repeat("1 + ", 300)+`1
+  cond  = `+strings.Repeat("true ? ", 100)+"2"+strings.Repeat(" : 0", 100)+`
+}`, `"${local.sum}-${local.cond}-${length(flatten(local.deep))}"`))
+	if got := job.TaskGroups[0].Tasks[0].Meta["m"]; got != "301-2-1" {
+		t.Fatalf("meta m = %q", got)
+	}
+}
