@@ -115,7 +115,7 @@ func (m *rpcMux) route(c net.Conn) {
 	case b[0] == rpcTLS:
 		tc := tls.Server(c, m.tls)
 		if err := tc.Handshake(); err != nil {
-			m.refuse(c, "tls_error", err.Error(), "server", m.name,
+			m.refuse(c, "tls_error", withoutAddrs(err), "server", m.name,
 				"refused an RPC connection whose TLS handshake failed (a certificate the cluster's CA did not sign, or not a server's?)")
 			return
 		}
@@ -167,8 +167,11 @@ func (m *rpcMux) route(c net.Conn) {
 	}
 }
 
-// refuse closes a raft connection this server must not take, and says so
-// now and then: at most once a refusalLogInterval per (key, value).
+// refuse closes a connection this server must not take, and says so now
+// and then: at most once a refusedLogInterval per (key, value), as the
+// servers refused retry many times a second. The values are the other
+// side's to choose: past refusedLogKeys of them the record starts over,
+// so that they cannot grow it without bound.
 func (m *rpcMux) refuse(c net.Conn, key, value, ourKey, ours, msg string) {
 	_ = c.Close()
 	m.refusedMu.Lock()
@@ -176,12 +179,29 @@ func (m *rpcMux) refuse(c net.Conn, key, value, ourKey, ours, msg string) {
 	last, now := m.refused[k], time.Now()
 	log := now.Sub(last) >= refusedLogInterval
 	if log {
+		if len(m.refused) >= refusedLogKeys {
+			clear(m.refused)
+		}
 		m.refused[k] = now
 	}
 	m.refusedMu.Unlock()
 	if log {
 		m.log.Warn().Str("from", c.RemoteAddr().String()).Str(key, value).Str(ourKey, ours).Msg(msg)
 	}
+}
+
+// refusedLogKeys bounds what refuse remembers.
+const refusedLogKeys = 1024
+
+// withoutAddrs is err's text without the addresses a network error names
+// ("i/o timeout", not "read tcp A->B: i/o timeout"), so that one reason
+// is one key of what refuse rate limits.
+func withoutAddrs(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
 }
 
 // readHello reads one of a raft connection's opening strings (a
