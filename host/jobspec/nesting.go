@@ -17,44 +17,151 @@ import (
 // Jobspecs nest a few dozen levels.
 const maxNesting = 1000
 
-// nesting measures how deep tokens nest their syntax tree, at most: each
+// nesting measures how deep tokens nest their syntax tree, at most. Each
 // bracket, brace, parenthesis, template or quote open adds a level, and so
-// does each operator within one element of a list, of arguments or of a
-// body (an operator's operands are a level below it; commas and new lines
-// start a new element). It returns the first token past limit.
-func nesting(tokens hclsyntax.Tokens, limit int) (hclsyntax.Token, bool) {
-	// ops[i] counts the operators of the current element at open level i.
-	ops := []int{0}
-	depth := 0 // len(ops)-1 plus the sum of ops
-	for _, tok := range tokens {
-		switch tok.Type {
-		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
-			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
-			ops = append(ops, 0)
-			depth++
-		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
-			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
-			if len(ops) > 1 {
-				depth -= 1 + ops[len(ops)-1]
-				ops = ops[:len(ops)-1]
+// does each open %{if} or %{for} directive until its %{endif} or %{endfor}
+// (hcl nests the directives within it). Within one element of a level (a
+// list's, arguments', or a body's or an object's, whose elements new lines
+// end too) each operator adds a level, as its operands are a level below
+// it, and so does each step that wraps the expression before it: an index
+// ([i], [*]) or an attribute after one (hcl nests each in the last, so that
+// x[i][i][i]... and x[*][*]... nest as 1+1+1+... does). Elsewhere, within
+// parentheses, brackets or an interpolation, hcl reads an expression
+// across new lines, and so does the count. lines says whether new lines
+// end an element outside any bracket (in a file's body; not in an
+// expression or template). It returns the first token past limit.
+func nesting(tokens hclsyntax.Tokens, limit int, lines bool) (hclsyntax.Token, bool) {
+	type level struct {
+		ops int // operators and wrapping steps of the current element
+		// lines: new lines end an element here.
+		lines bool
+		// directive is an open %{if} or %{for}; opens and closes mark a
+		// %{ } that opens or closes one.
+		directive, opens, closes bool
+	}
+	levels := []level{{lines: lines}}
+	depth := 0 // len(levels)-1 plus the sum of ops
+	top := func() *level { return &levels[len(levels)-1] }
+	push := func(l level) {
+		levels = append(levels, l)
+		depth++
+	}
+	pop := func() level {
+		l := *top()
+		levels = levels[:len(levels)-1]
+		depth -= 1 + l.ops
+		return l
+	}
+	step := func() {
+		top().ops++
+		depth++
+	}
+	// prev is the last token of the current element, Newline at its start:
+	// a "[" or "." after a term is a step.
+	prev := hclsyntax.TokenNewline
+	for i, tok := range tokens {
+		typ := tok.Type
+		if typ == hclsyntax.TokenComment {
+			// A line comment takes the new line that ends it.
+			if !bytes.HasSuffix(tok.Bytes, []byte("\n")) {
+				continue
 			}
-		case hclsyntax.TokenComma, hclsyntax.TokenNewline:
-			depth -= ops[len(ops)-1]
-			ops[len(ops)-1] = 0
+			typ = hclsyntax.TokenNewline
+		}
+		switch typ {
+		case hclsyntax.TokenOBrack:
+			if endsTerm(prev) {
+				step()
+			}
+			push(level{})
+		case hclsyntax.TokenOBrace:
+			// A block's or an object's braces, unless they hold a for
+			// expression, which hcl reads across new lines.
+			push(level{lines: !startsFor(tokens[i+1:])})
+		case hclsyntax.TokenOParen, hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp:
+			push(level{})
+		case hclsyntax.TokenTemplateControl:
+			next := nextIdent(tokens[i+1:])
+			push(level{opens: next == "if" || next == "for", closes: next == "endif" || next == "endfor"})
+		case hclsyntax.TokenTemplateSeqEnd:
+			if len(levels) > 1 {
+				if l := pop(); l.opens {
+					push(level{directive: true})
+				} else if l.closes && top().directive {
+					pop()
+				}
+			}
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
+			hclsyntax.TokenCHeredoc:
+			// Directives left open end with their template.
+			for len(levels) > 1 && top().directive {
+				pop()
+			}
+			if len(levels) > 1 {
+				pop()
+			}
+		case hclsyntax.TokenComma:
+			depth -= top().ops
+			top().ops = 0
+		case hclsyntax.TokenNewline:
+			if !top().lines {
+				continue // not the end of an element: prev stays
+			}
+			depth -= top().ops
+			top().ops = 0
+		case hclsyntax.TokenDot:
+			if isClose(prev) {
+				step()
+			}
 		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
 			hclsyntax.TokenPercent, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang,
 			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan, hclsyntax.TokenLessThanEq,
 			hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq, hclsyntax.TokenQuestion, hclsyntax.TokenColon,
 			hclsyntax.TokenFatArrow, hclsyntax.TokenEllipsis:
-			ops[len(ops)-1]++
-			depth++
+			step()
 		}
+		prev = typ
 		if depth > limit {
 			return tok, true
 		}
 	}
 	return hclsyntax.Token{}, false
 }
+
+// isClose reports whether a token closes a term: an attribute after it
+// wraps the term (after an identifier or a number, it extends a traversal).
+func isClose(t hclsyntax.TokenType) bool {
+	switch t {
+	case hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCBrace, hclsyntax.TokenCQuote,
+		hclsyntax.TokenCHeredoc:
+		return true
+	}
+	return false
+}
+
+// endsTerm reports whether a token may end a term, so that a "[" after it
+// indexes the term ("in [" counts too, harmlessly).
+func endsTerm(t hclsyntax.TokenType) bool {
+	return isClose(t) || t == hclsyntax.TokenIdent || t == hclsyntax.TokenNumberLit || t == hclsyntax.TokenStar
+}
+
+// nextIdent is the identifier that tokens start with, ignoring new lines
+// and comments, or "".
+func nextIdent(tokens hclsyntax.Tokens) string {
+	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenNewline, hclsyntax.TokenComment:
+			continue
+		case hclsyntax.TokenIdent:
+			return string(t.Bytes)
+		}
+		return ""
+	}
+	return ""
+}
+
+// startsFor reports whether tokens start a for expression.
+func startsFor(tokens hclsyntax.Tokens) bool { return nextIdent(tokens) == "for" }
 
 // tooDeep is the error for syntax nesting past maxNesting at rng.
 func tooDeep(rng hcl.Range) *hcl.Diagnostic {
@@ -66,10 +173,11 @@ func tooDeep(rng hcl.Range) *hcl.Diagnostic {
 
 // checkNesting refuses HCL source (a file, or an expression or template
 // as lex reads it) that nests past maxNesting, before hcl parses it.
+// lines is set for a file, whose body new lines divide (see nesting).
 func checkNesting(src []byte, filename string, start hcl.Pos,
-	lex func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics)) hcl.Diagnostics {
+	lex func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics), lines bool) hcl.Diagnostics {
 	tokens, _ := lex(src, filename, start)
-	if tok, deep := nesting(tokens, maxNesting); deep {
+	if tok, deep := nesting(tokens, maxNesting, lines); deep {
 		return hcl.Diagnostics{tooDeep(tok.Range)}
 	}
 	return nil
@@ -77,12 +185,27 @@ func checkNesting(src []byte, filename string, start hcl.Pos,
 
 // checkJSONNesting refuses a jobspec in HCL's JSON syntax that nests past
 // maxNesting: its arrays and objects, plus, within each string, the
-// template or expression hcl may parse from it (a string is a template,
-// or an expression where a type or a traversal is expected). JSON that
-// does not decode is left for hcl to report.
+// template hcl may parse from it, or for the value of a "type" (a
+// variable's), the expression: hcl parses a string as an expression only
+// where a type is expected (a traversal, where a keyword or a dynamic
+// block's iterator is, does not nest). Other strings are not counted as
+// expressions, whose new lines do not end an element: a script's lines of
+// "--flag /usr/bin/x" would add up. JSON that does not decode is left for
+// hcl to report.
 func checkJSONNesting(src []byte, filename string) hcl.Diagnostics {
 	dec := json.NewDecoder(bytes.NewReader(src))
-	depth := 0
+	// opens holds, for each array or object open, whether it is an
+	// object whose next string is a key.
+	type open struct{ object, wantKey bool }
+	var opens []open
+	// key is the key of the value being read, in an object.
+	key := ""
+	// value notes that a value has been read.
+	value := func() {
+		if len(opens) > 0 && opens[len(opens)-1].object {
+			opens[len(opens)-1].wantKey = true
+		}
+	}
 	for {
 		before := dec.InputOffset()
 		tok, err := dec.Token()
@@ -92,24 +215,38 @@ func checkJSONNesting(src []byte, filename string) hcl.Diagnostics {
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '[' || t == '{' {
-				depth++
+				opens = append(opens, open{object: t == '{', wantKey: t == '{'})
 			} else {
-				depth--
+				opens = opens[:len(opens)-1]
+				value()
 			}
-			if depth > maxNesting {
+			if len(opens) > maxNesting {
 				return hcl.Diagnostics{tooDeep(offsetRange(src, filename, int(before)))}
 			}
 		case string:
+			isKey := len(opens) > 0 && opens[len(opens)-1].wantKey
+			isType := !isKey && len(opens) > 0 && opens[len(opens)-1].object && key == "type"
+			if isKey {
+				key = t
+				opens[len(opens)-1].wantKey = false
+			} else {
+				value()
+			}
 			if !bytes.ContainsAny([]byte(t), "[{(!-+*/%&|=<>?:") {
 				continue
 			}
-			for _, lex := range []func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics){
-				hclsyntax.LexTemplate, hclsyntax.LexExpression} {
+			lexes := []func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics){hclsyntax.LexTemplate}
+			if isType {
+				lexes = append(lexes, hclsyntax.LexExpression)
+			}
+			for _, lex := range lexes {
 				tokens, _ := lex([]byte(t), filename, hcl.InitialPos)
-				if _, deep := nesting(tokens, maxNesting-depth); deep {
+				if _, deep := nesting(tokens, maxNesting-len(opens), false); deep {
 					return hcl.Diagnostics{tooDeep(offsetRange(src, filename, int(before)))}
 				}
 			}
+		default:
+			value()
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package jobspec_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,6 +36,24 @@ func TestParse_DeepNestingIsRefused(t *testing.T) {
 			want: "job.hcl:1:"},
 		{name: "a type in a JSON string", src: `{"variable": {"v": {"type": "` + strings.Repeat("list(", n) + "string" + strings.Repeat(")", n) + `"}}, ` + jsonJob + "}",
 			want: "job.hcl:1:"},
+		{name: "new lines within parentheses", src: "locals { x = (1" + strings.Repeat("\n+ 1", n) + ") }" + job,
+			want: "job.hcl:1000:"},
+		{name: "new lines in a for expression's braces",
+			src: "locals { x = {for k in [1] : k => 1" + strings.Repeat("\n+ 1", n) + "} }" + job, want: "job.hcl:"},
+		{name: "an index chain", src: "locals { x = [0]" + strings.Repeat("[x]", n) + " }" + job, want: "job.hcl:1:"},
+		{name: "a splat chain", src: "locals { x = [0]" + strings.Repeat("[*]", n) + " }" + job, want: "job.hcl:1:"},
+		{name: "steps after indexes", src: "locals { x = [0]" + strings.Repeat("[x].a", n) + " }" + job,
+			want: "job.hcl:1:"},
+		{name: "if directives", src: `locals { x = "` + strings.Repeat("%{if true}", n) + strings.Repeat("%{endif}", n) + `" }` + job,
+			want: "job.hcl:1:"},
+		{name: "for directives in a heredoc",
+			src:  "locals {\n  x = <<EOT\n" + strings.Repeat("%{for a in [1]}", n) + strings.Repeat("%{endfor}", n) + "\nEOT\n}" + job,
+			want: "job.hcl:3:"},
+		{name: "a type in a JSON string, across new lines",
+			src: `{"variable": {"v": {"type": "` + strings.Repeat(`!\n`, n) + `string"}}, ` + jsonJob + "}", want: "job.hcl:1:"},
+		{name: "a -var value across new lines", src: "variable \"v\" {\n  type = list(number)\n  default = []\n}" + job,
+			mod:  func(c *jobspec.Config) { c.Vars = []string{"v=[1" + strings.Repeat("\n+1", n) + "]"} },
+			want: "<-var v>:"},
 		{name: "variables sent with the job", src: "variable \"v\" {\n  default = 1\n}" + job,
 			mod:  func(c *jobspec.Config) { c.VarContent = "v = " + strings.Repeat("[", n) + strings.Repeat("]", n) },
 			want: "<variables>:1:"},
@@ -75,8 +95,36 @@ func TestParse_NestingWithinTheLimit(t *testing.T) {
   deep  = `+strings.Repeat("[", 300)+"1"+strings.Repeat("]", 300)+`
   sum   = `+strings.Repeat("1 + ", 300)+`1
   cond  = `+strings.Repeat("true ? ", 100)+"2"+strings.Repeat(" : 0", 100)+`
-}`, `"${local.sum}-${local.cond}-${length(flatten(local.deep))}"`))
-	if got := job.TaskGroups[0].Tasks[0].Meta["m"]; got != "301-2-1" {
+  zero  = 0
+  index = local.deep`+strings.Repeat("[local.zero]", 299)+`[0]
+  ifs   = "`+strings.Repeat("%{if true}", 100)+"y"+strings.Repeat("%{endif}", 100)+`"
+}`, `"${local.sum}-${local.cond}-${length(flatten(local.deep))}-${local.index}-${local.ifs}"`))
+	if got := job.TaskGroups[0].Tasks[0].Meta["m"]; got != "301-2-1-1-y" {
 		t.Fatalf("meta m = %q", got)
+	}
+}
+
+// TestParse_LongBodiesAreNotNested: elements of a body, each a line, do
+// not add up, however many: neither lines that end in a comment (whose
+// token holds the new line) nor the lines of a string in HCL's JSON
+// syntax, which hcl never reads as an expression.
+func TestParse_LongBodiesAreNotNested(t *testing.T) {
+	const n = 3000
+	var locals strings.Builder
+	for i := range n {
+		fmt.Fprintf(&locals, "  l%d = -%d # minus %d\n", i, i, i)
+	}
+	parse(t, withTask("locals {\n"+locals.String()+"}", `"${local.l2999}"`))
+
+	script := strings.Repeat("exec /usr/local/bin/x --flag -v a+b\n", n)
+	src, err := json.Marshal(map[string]any{"job": map[string]any{"j": map[string]any{"group": map[string]any{"g": map[string]any{
+		"task": map[string]any{"t": map[string]any{"driver": "exec", "config": map[string]any{"command": "x"},
+			"template": map[string]any{"data": script, "destination": "local/run.sh"}}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := jobspec.Parse(jobspec.Config{Path: "job.json", Body: src})
+	if diags.HasErrors() {
+		t.Fatalf("%.600s", jobspec.FormatDiagnostics(p.Sources, diags))
 	}
 }

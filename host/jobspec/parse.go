@@ -172,7 +172,7 @@ func parseSource(path string, src []byte, b *budget) (*hcl.File, hcl.Diagnostics
 		}
 		return hcljson.Parse(src, path)
 	}
-	if diags := checkNesting(src, path, hcl.InitialPos, hclsyntax.LexConfig); diags.HasErrors() {
+	if diags := checkNesting(src, path, hcl.InitialPos, hclsyntax.LexConfig, true); diags.HasErrors() {
 		return nil, diags
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})

@@ -341,7 +341,7 @@ func (v *variable) literalValue(raw string, filename string, b *budget) (cty.Val
 	if !v.structured {
 		return cty.StringVal(raw), nil
 	}
-	if diags := checkNesting([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression); diags.HasErrors() {
+	if diags := checkNesting([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression, false); diags.HasErrors() {
 		return cty.NilVal, diags
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.Pos{Line: 1, Column: 1})
