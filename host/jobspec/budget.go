@@ -32,7 +32,8 @@ import (
 //     dynamic block copies one per element);
 //   - what a function would build beyond its arguments (format's padding,
 //     join's separators, replace's replacements, indent's spaces,
-//     bcrypt's rounds, yamldecode's aliases), before it builds it.
+//     bcrypt's rounds, yamldecode's aliases, jsondecode's copies), before
+//     it builds it.
 //
 // A value shared by several (a local used twice, the aliases of a YAML
 // anchor) is counted at each use: the count is what copying it would
@@ -262,6 +263,7 @@ func meteredFunctions(fns map[string]function.Function, b *budget) map[string]fu
 		"regex_replace": plain(regexReplaceBuilding),
 		"bcrypt":        plain(bcryptBuilding),
 		"yamldecode":    yamlBuilding,
+		"jsondecode":    jsonBuilding,
 	}
 	for name, cost := range building {
 		f := fns[name]
@@ -464,4 +466,41 @@ func yamlBuilding(args []cty.Value) (int64, error) {
 		return s
 	}
 	return size(&doc), nil
+}
+
+// maxJSONNesting bounds how deep a document jsondecode decodes may nest,
+// as encoding/json bounds its own.
+const maxJSONNesting = 10000
+
+// jsonBuilding: jsondecode copies each element of an array or object out
+// of the document (go-cty reads it as raw JSON, then decodes that), so
+// that each byte is copied once for every array or object it is within: a
+// document of a few KiB of "[" around a long string builds gigabytes, and
+// takes minutes. It counts the copies, from the brackets and braces outside
+// strings (as deep as the decoder goes, or deeper in a document that is not
+// JSON, which jsondecode refuses). A document nested past maxJSONNesting is
+// refused: the decoder recurses once per level, and a few MiB of "[" would
+// overflow its stack, which no recover catches.
+func jsonBuilding(args []cty.Value) (int64, error) {
+	doc := str(args[0])
+	var depth, total int64
+	inString := false
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case inString && c == '\\':
+			i++ // the byte escaped
+			total += depth
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			if depth++; depth > maxJSONNesting {
+				return 0, fmt.Errorf("the document nests more than %d levels deep", maxJSONNesting)
+			}
+		case c == ']' || c == '}':
+			depth = max(depth-1, 0)
+		}
+		total = min(total+depth, 1<<62)
+	}
+	return total, nil
 }

@@ -96,6 +96,9 @@ func TestParse_EvaluationIsBounded(t *testing.T) {
 		{name: "bcrypt's cost",
 			src: withTask("", `bcrypt("x", 30)`),
 			at:  "job.hcl:7:"},
+		{name: "jsondecode's copies of nested values",
+			src: withTask(mib, `length(jsondecode("${join("", [for i in range(1000) : "["])}\"${local.m}\"${join("", [for i in range(1000) : "]"])}"))`),
+			at:  "job.hcl:8:"},
 		{name: "aliases of YAML anchors",
 			src: withTask(`locals { y = "`+laughs()+`" }`, `jsonencode(yamldecode(local.y))`),
 			at:  "job.hcl:7:"},
@@ -202,6 +205,7 @@ locals {
   blob   = format("%01048576d", 0)
   twice  = "${local.blob}${local.blob}"
   config = yamldecode("a: &a [1, 2, 3]\nb: [*a, *a]\n")
+  again  = jsondecode(jsonencode(local.ports))
 }
 job "j" {
   meta {
@@ -222,7 +226,7 @@ job "j" {
             names = local.names
             grid  = length(local.grid)
             conf  = jsonencode(local.config)
-            port  = local.ports[group.key * 8 + task.key].to
+            port  = local.again[group.key * 8 + task.key].to
           }
         }
       }

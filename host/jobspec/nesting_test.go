@@ -88,6 +88,21 @@ func TestParse_DeepYAMLIsRefused(t *testing.T) {
 	}
 }
 
+// TestParse_DeepJSONIsRefused: jsondecode of a document nested past
+// encoding/json's 10,000 levels fails the call; before, 8 MiB of "[",
+// built within the evaluation budget, overflowed go-cty's decoder's stack.
+// One nested a thousand levels decodes.
+func TestParse_DeepJSONIsRefused(t *testing.T) {
+	got := parseErr(t, withTask("", `length(jsondecode(replace(format("%08388608d", 0), "0", "[")))`))
+	if !strings.HasPrefix(got, "job.hcl:7:") || !strings.Contains(got, "the document nests more than 10000 levels deep") {
+		t.Fatalf("got:\n%.600s", got)
+	}
+	job := parse(t, withTask("", `length(flatten(jsondecode("`+strings.Repeat("[", 1000)+`\"[{\"`+strings.Repeat("]", 1000)+`")))`))
+	if got := job.TaskGroups[0].Tasks[0].Meta["m"]; got != "1" {
+		t.Fatalf("meta m = %q", got)
+	}
+}
+
 // TestParse_NestingWithinTheLimit: a jobspec nested a few hundred levels,
 // in every way the check counts, parses.
 func TestParse_NestingWithinTheLimit(t *testing.T) {
