@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strings"
 
@@ -91,7 +92,21 @@ func (b *budget) spendValue(v cty.Value, rng hcl.Range) bool {
 		b.locate(rng)
 		return false
 	}
-	return b.spend(perEval+valueCost(v, b.left), rng)
+	cost, ok := valueCost(v, b.left)
+	if !ok {
+		b.refuse(tooLargeNumber(rng))
+		return false
+	}
+	return b.spend(perEval+cost, rng)
+}
+
+// refuse ends the evaluation with d, the parse's only error as the
+// budget's is: what was evaluated is refused whatever the budget.
+func (b *budget) refuse(d *hcl.Diagnostic) {
+	if b.over == nil {
+		b.over = d
+	}
+	b.left = -1
 }
 
 // spendBuilding spends n for what the function name would build beyond
@@ -144,16 +159,22 @@ func sizeText(n int64) string {
 // valueCost is what v counts: perValue for it and each value within it,
 // plus the bytes of its strings and of its keys. It stops counting once
 // past limit, so that counting costs no more than the budget it checks.
-func valueCost(v cty.Value, limit int64) int64 {
+// It reports false if v holds a number, or a string a number could be
+// read from, past maxNumberDigits (numbers.go).
+func valueCost(v cty.Value, limit int64) (int64, bool) {
 	var cost int64
+	ok := true
 	var walk func(v cty.Value)
 	walk = func(v cty.Value) {
 		cost += perValue
 		v, _ = v.Unmark()
 		switch {
 		case !v.IsKnown() || v.IsNull():
+		case v.Type() == cty.Number:
+			ok = ok && !numberTooLarge(v.AsBigFloat())
 		case v.Type() == cty.String:
 			cost += int64(len(v.AsString()))
+			ok = ok && !numberTextTooLong(v.AsString())
 		case v.CanIterateElements():
 			for it := v.ElementIterator(); cost <= limit && it.Next(); {
 				k, e := it.Element()
@@ -165,7 +186,7 @@ func valueCost(v cty.Value, limit int64) int64 {
 		}
 	}
 	walk(v)
-	return cost
+	return cost, ok
 }
 
 // metered is an expression whose value is spent from a budget each time
@@ -243,6 +264,16 @@ func (w meterWalker) Exit(n hclsyntax.Node) hcl.Diagnostics {
 		m(&e.FalseResult)
 	case *hclsyntax.SplatExpr:
 		m(&e.Source)
+	// Where hcl reads a number from a string, or writes one out.
+	case *hclsyntax.IndexExpr:
+		m(&e.Key)
+	case *hclsyntax.UnaryOpExpr:
+		m(&e.Val)
+	case *hclsyntax.ObjectConsKeyExpr:
+		// A naked traversal is a keyword, or an error hcl reports so.
+		if _, naked := e.Wrapped.(*hclsyntax.ScopeTraversalExpr); !naked {
+			m(&e.Wrapped)
+		}
 	}
 	return nil
 }
@@ -264,6 +295,7 @@ func meteredFunctions(fns map[string]function.Function, b *budget) map[string]fu
 		"bcrypt":        plain(bcryptBuilding),
 		"yamldecode":    yamlBuilding,
 		"jsondecode":    jsonBuilding,
+		"parseint":      parseIntBuilding,
 	}
 	for name, cost := range building {
 		f := fns[name]
@@ -449,6 +481,7 @@ func yamlBuilding(args []cty.Value) (int64, error) {
 		return 0, nil
 	}
 	sizes := map[*yaml.Node]int64{}
+	tooLong := false
 	var size func(n *yaml.Node) int64
 	size = func(n *yaml.Node) int64 {
 		if n == nil {
@@ -458,6 +491,7 @@ func yamlBuilding(args []cty.Value) (int64, error) {
 			return s
 		}
 		sizes[n] = 0 // an alias within its own anchor (yamldecode refuses it)
+		tooLong = tooLong || yamlNumberTooLong(n)
 		s := perValue + int64(len(n.Value)) + size(n.Alias)
 		for _, c := range n.Content {
 			s = min(s+size(c), 1<<62)
@@ -465,7 +499,25 @@ func yamlBuilding(args []cty.Value) (int64, error) {
 		sizes[n] = s
 		return s
 	}
-	return size(&doc), nil
+	s := size(&doc)
+	if tooLong {
+		return 0, fmt.Errorf("a number has more than %d digits", maxNumberDigits)
+	}
+	return s, nil
+}
+
+// parseIntBuilding: parseint reads a number of as many bits as its digits
+// stand for, and takes as long as their square to: one past
+// maxNumberDigits is refused (numbers.go).
+func parseIntBuilding(args []cty.Value) (int64, error) {
+	base := whole(args[1])
+	if base < 2 || base > 62 {
+		return 0, nil // parseint refuses it
+	}
+	if float64(len(str(args[0])))*math.Log2(float64(base)) > maxNumberBits {
+		return 0, fmt.Errorf("the number would have more than %d digits", maxNumberDigits)
+	}
+	return 0, nil
 }
 
 // maxJSONNesting bounds how deep a document jsondecode decodes may nest,
@@ -484,8 +536,15 @@ const maxJSONNesting = 10000
 func jsonBuilding(args []cty.Value) (int64, error) {
 	doc := str(args[0])
 	var depth, total int64
-	inString := false
+	inString, digits := false, 0
 	for i := 0; i < len(doc); i++ {
+		if c := doc[i]; !inString && (c >= '0' && c <= '9' || c == '.') {
+			if digits++; digits > maxNumberDigits {
+				return 0, fmt.Errorf("a number has more than %d digits", maxNumberDigits)
+			}
+		} else {
+			digits = 0
+		}
 		switch c := doc[i]; {
 		case inString && c == '\\':
 			i++ // the byte escaped

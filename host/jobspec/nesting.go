@@ -171,20 +171,22 @@ func tooDeep(rng hcl.Range) *hcl.Diagnostic {
 		Subject: rng.Ptr()}
 }
 
-// checkNesting refuses HCL source (a file, or an expression or template
-// as lex reads it) that nests past maxNesting, before hcl parses it.
-// lines is set for a file, whose body new lines divide (see nesting).
-func checkNesting(src []byte, filename string, start hcl.Pos,
+// checkSyntax refuses HCL source (a file, or an expression or template
+// as lex reads it) that nests past maxNesting, or writes a number past
+// maxNumberDigits (numbers.go), before hcl parses it. lines is set for a
+// file, whose body new lines divide (see nesting).
+func checkSyntax(src []byte, filename string, start hcl.Pos,
 	lex func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics), lines bool) hcl.Diagnostics {
 	tokens, _ := lex(src, filename, start)
 	if tok, deep := nesting(tokens, maxNesting, lines); deep {
 		return hcl.Diagnostics{tooDeep(tok.Range)}
 	}
-	return nil
+	return checkNumberTokens(tokens)
 }
 
-// checkJSONNesting refuses a jobspec in HCL's JSON syntax that nests past
-// maxNesting: its arrays and objects, plus, within each string, the
+// checkJSONSyntax refuses a jobspec in HCL's JSON syntax that writes a
+// number past maxNumberDigits, or nests past maxNesting: its arrays and
+// objects, plus, within each string, the
 // template hcl may parse from it, or for the value of a "type" (a
 // variable's), the expression: hcl parses a string as an expression only
 // where a type is expected (a traversal, where a keyword or a dynamic
@@ -192,8 +194,9 @@ func checkNesting(src []byte, filename string, start hcl.Pos,
 // expressions, whose new lines do not end an element: a script's lines of
 // "--flag /usr/bin/x" would add up. JSON that does not decode is left for
 // hcl to report.
-func checkJSONNesting(src []byte, filename string) hcl.Diagnostics {
+func checkJSONSyntax(src []byte, filename string) hcl.Diagnostics {
 	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
 	// opens holds, for each array or object open, whether it is an
 	// object whose next string is a key.
 	type open struct{ object, wantKey bool }
@@ -245,6 +248,11 @@ func checkJSONNesting(src []byte, filename string) hcl.Diagnostics {
 					return hcl.Diagnostics{tooDeep(offsetRange(src, filename, int(before)))}
 				}
 			}
+		case json.Number:
+			if numberTextTooLong(string(t)) {
+				return hcl.Diagnostics{tooLargeNumber(offsetRange(src, filename, int(before)))}
+			}
+			value()
 		default:
 			value()
 		}

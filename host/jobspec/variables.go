@@ -129,7 +129,9 @@ func declareVariables(blocks hcl.Blocks, vars map[string]*variable) hcl.Diagnost
 				def, ds := a.Expr.Value(nil)
 				diags = append(diags, ds...)
 				v.def, v.defRange = badDefault, a.Expr.Range()
-				if !ds.HasErrors() {
+				if !ds.HasErrors() && !numbersWithin(def) {
+					diags = append(diags, tooLargeNumber(a.Expr.Range()))
+				} else if !ds.HasErrors() {
 					conv, err := convert.Convert(def, v.typ)
 					if err != nil {
 						diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid default value for variable",
@@ -253,6 +255,11 @@ func setVariables(vars map[string]*variable, env []string, files []*hcl.File, ar
 	undeclared hcl.DiagnosticSeverity, b *budget) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	set := func(v *variable, val cty.Value, from string, rng hcl.Range) {
+		if !numbersWithin(val) {
+			// Read as a number by convert, a string would take minutes.
+			diags = append(diags, tooLargeNumber(rng))
+			return
+		}
 		conv, err := convert.Convert(val, v.typ)
 		if err != nil {
 			typ := "its type"
@@ -341,7 +348,7 @@ func (v *variable) literalValue(raw string, filename string, b *budget) (cty.Val
 	if !v.structured {
 		return cty.StringVal(raw), nil
 	}
-	if diags := checkNesting([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression, false); diags.HasErrors() {
+	if diags := checkSyntax([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression, false); diags.HasErrors() {
 		return cty.NilVal, diags
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.Pos{Line: 1, Column: 1})
