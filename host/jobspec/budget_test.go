@@ -243,3 +243,27 @@ job "j" {
 		t.Errorf("job meta %v, task meta %v", job.Meta, meta)
 	}
 }
+
+// TestParse_LocalsAreEvaluatedOnce: each local is evaluated once, after
+// those it refers to. Locals were evaluated again, all those pending, until
+// none progressed: a chain of 3,000 written in reverse order passed the
+// budget, and a few MiB of them took minutes.
+func TestParse_LocalsAreEvaluatedOnce(t *testing.T) {
+	var chain strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&chain, "  l%d = local.l%d + 1\n", i, i+1)
+	}
+	job := parse(t, withTask("locals {\n"+chain.String()+`  l3000 = 0
+  by_key = local["l0"] * 2
+  names  = join(",", sort([for k, v in local : k if v == 3000]))
+}`, `"${local.l0}-${local.by_key}-${local.names}"`))
+	if got := job.TaskGroups[0].Tasks[0].Meta["m"]; got != "3000-6000-l0" {
+		t.Fatalf("meta m = %q", got)
+	}
+
+	got := parseErr(t, withTask("locals {\n  a = local.b\n  b = local.a\n}", "local.a"))
+	if !strings.HasPrefix(got, "job.hcl:2:") || !strings.Contains(got, "job.hcl:3:") ||
+		!strings.Contains(got, `does not have an attribute named "b"`) {
+		t.Errorf("locals in a cycle: got:\n%s", got)
+	}
+}

@@ -417,10 +417,16 @@ func variableValues(vars map[string]*variable, funcsCtx *hcl.EvalContext) (cty.V
 }
 
 // evalLocals evaluates the locals blocks' attributes; a local may refer to
-// variables and to other locals, in any order.
+// variables and to other locals, in any order. Each is evaluated once,
+// after the locals it refers to, with those alone as its local object:
+// evaluating every pending local again until none progresses, as Nomad
+// does, made a chain of locals written in reverse order quadratic, and a
+// few MiB of them took minutes. A local that refers to local as a whole
+// (jsonencode(local), local[var.name]) sees every local that does not; a
+// local in a cycle sees none of the locals in it, and fails, as in Nomad.
 func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	var pending []*hcl.Attribute
+	var all []*hcl.Attribute
 	seen := map[string]*hcl.Attribute{}
 	for _, b := range blocks {
 		attrs, ds := b.Body.JustAttributes()
@@ -432,33 +438,104 @@ func evalLocals(blocks hcl.Blocks, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnos
 				continue
 			}
 			seen[a.Name] = a
-			pending = append(pending, a)
+			all = append(all, a)
+		}
+	}
+	// refs are the locals each refers to by name; whole, those that refer
+	// to local as a whole.
+	refs := make(map[string][]string, len(all))
+	whole := map[string]bool{}
+	for _, a := range all {
+		for _, t := range a.Expr.Variables() {
+			if t.RootName() != "local" {
+				continue
+			}
+			if name, ok := localName(t); !ok {
+				whole[a.Name] = true
+			} else if seen[name] != nil {
+				refs[a.Name] = append(refs[a.Name], name)
+			}
 		}
 	}
 	vals := map[string]cty.Value{}
-	for len(pending) > 0 {
-		ctx.Variables["local"] = cty.ObjectVal(vals)
-		var next []*hcl.Attribute
-		var lastDiags hcl.Diagnostics
-		for _, a := range pending {
-			v, ds := a.Expr.Value(ctx)
-			if ds.HasErrors() {
-				next = append(next, a)
-				lastDiags = append(lastDiags, ds...)
-				continue
-			}
+	failed := map[string]hcl.Diagnostics{}
+	eval := func(a *hcl.Attribute, local cty.Value) {
+		ctx.Variables["local"] = local
+		if v, ds := a.Expr.Value(ctx); ds.HasErrors() {
+			failed[a.Name] = ds
+		} else {
 			vals[a.Name] = v
 		}
-		if len(next) == len(pending) {
-			// No progress: the errors are real (or the locals refer to each
-			// other in a cycle).
-			diags = append(diags, lastDiags...)
-			break
+	}
+	// Depth first, without recursion (a chain may be long), each local
+	// after those it refers to; one met again on the way is in a cycle.
+	const (
+		visiting = iota + 1
+		visited
+	)
+	state := map[string]int{}
+	for _, root := range all {
+		if whole[root.Name] || state[root.Name] != 0 {
+			continue
 		}
-		pending = next
+		type frame struct {
+			a    *hcl.Attribute
+			next int // of refs[a.Name], the next to visit
+		}
+		stack := []frame{{a: root}}
+		state[root.Name] = visiting
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.next < len(refs[f.a.Name]) {
+				ref := seen[refs[f.a.Name][f.next]]
+				f.next++
+				if state[ref.Name] == 0 && !whole[ref.Name] {
+					state[ref.Name] = visiting
+					stack = append(stack, frame{a: ref})
+				}
+				continue
+			}
+			own := map[string]cty.Value{}
+			for _, name := range refs[f.a.Name] {
+				if v, ok := vals[name]; ok {
+					own[name] = v
+				}
+			}
+			eval(f.a, cty.ObjectVal(own))
+			state[f.a.Name] = visited
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(whole) > 0 {
+		local := cty.ObjectVal(vals)
+		for _, a := range all {
+			if whole[a.Name] {
+				eval(a, local)
+			}
+		}
+	}
+	for _, a := range all {
+		diags = append(diags, failed[a.Name]...)
 	}
 	ctx.Variables["local"] = cty.ObjectVal(vals)
 	return ctx.Variables["local"], diags
+}
+
+// localName is the name of the local a reference to local refers to
+// (local.name, local["name"]), or false for local as a whole.
+func localName(t hcl.Traversal) (string, bool) {
+	if len(t) < 2 {
+		return "", false
+	}
+	switch step := t[1].(type) {
+	case hcl.TraverseAttr:
+		return step.Name, true
+	case hcl.TraverseIndex:
+		if k := step.Key; k.IsKnown() && !k.IsNull() && k.Type() == cty.String {
+			return k.AsString(), true
+		}
+	}
+	return "", false
 }
 
 func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
