@@ -1,11 +1,11 @@
 package jobspec
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -15,13 +15,24 @@ import (
 // range marked. sources holds the files' content by name (Parsed.Sources).
 // A diagnostic said twice (the same problem in every copy a dynamic block
 // makes) is shown once.
+//
+// What it renders is bounded, as a jobspec sent to /v1/jobs/parse makes
+// the answer: the first maxShownDiagnostics, and of a line longer than
+// maxShownLine (a jobspec in JSON on one line), the part around the
+// range. Each file is split into lines once: a file of a million lines
+// with a million problems, split for each, took hours.
 func FormatDiagnostics(sources map[string][]byte, diags hcl.Diagnostics) string {
 	var b strings.Builder
 	shown := map[string]bool{}
-	for _, d := range diags {
+	lines := map[string][]int{} // the files' lineStarts
+	for i, d := range diags {
 		key := fmt.Sprint(d.Severity, d.Summary, d.Detail, d.Subject)
 		if shown[key] {
 			continue
+		}
+		if len(shown) == maxShownDiagnostics {
+			fmt.Fprintf(&b, "\n(%d more diagnostics not shown)", len(diags)-i)
+			break
 		}
 		if len(shown) > 0 {
 			b.WriteString("\n")
@@ -49,21 +60,66 @@ func FormatDiagnostics(sources map[string][]byte, diags hcl.Diagnostics) string 
 		if s == nil {
 			continue
 		}
-		lines := bytes.Split(sources[s.Filename], []byte("\n"))
-		if s.Start.Line < 1 || s.Start.Line > len(lines) {
-			continue
+		if _, ok := lines[s.Filename]; !ok {
+			lines[s.Filename] = lineStarts(sources[s.Filename])
 		}
-		line := strings.TrimRight(string(lines[s.Start.Line-1]), "\r")
-		fmt.Fprintf(&b, "\n  %4d | %s", s.Start.Line, line)
-		width := 1
-		if s.End.Line == s.Start.Line && s.End.Column > s.Start.Column {
-			width = s.End.Column - s.Start.Column
+		if line, mark, ok := snippet(sources[s.Filename], lines[s.Filename], s); ok {
+			fmt.Fprintf(&b, "\n  %4d | %s", s.Start.Line, line)
+			fmt.Fprintf(&b, "\n       | %s", mark)
 		}
-		pad := strings.Repeat(" ", min(max(s.Start.Column-1, 0), len(line)))
-		fmt.Fprintf(&b, "\n       | %s%s", pad, strings.Repeat("^", width))
 	}
 	return b.String()
 }
+
+// snippet returns the line of src where rng starts (starts are its
+// lineStarts), or of a long line the part around it, and under it a
+// marker of the range. The range's byte offsets place the marker when
+// they fall within the line, its columns otherwise.
+func snippet(src []byte, starts []int, rng *hcl.Range) (line, mark string, ok bool) {
+	if rng.Start.Line < 1 || rng.Start.Line > len(starts) {
+		return "", "", false
+	}
+	lineStart, lineEnd := starts[rng.Start.Line-1], len(src)
+	if rng.Start.Line < len(starts) {
+		lineEnd = starts[rng.Start.Line] - 1
+	}
+	line = strings.TrimRight(string(src[lineStart:lineEnd]), "\r")
+	col := min(max(rng.Start.Column-1, 0), len(line))
+	width := 1
+	if rng.End.Line == rng.Start.Line && rng.End.Column > rng.Start.Column {
+		width = rng.End.Column - rng.Start.Column
+	}
+	if b := rng.Start.Byte - lineStart; b >= 0 && b <= len(line) && rng.Start.Byte <= rng.End.Byte {
+		col = b
+		if rng.End.Line == rng.Start.Line {
+			width = max(min(rng.End.Byte-lineStart, len(line))-col, 1)
+		}
+	}
+	if len(line) > maxShownLine {
+		// The part of the line around the range's start.
+		from := max(col-maxShownLine/4, 0)
+		to := min(from+maxShownLine, len(line))
+		// Not within a character (a few bytes at most, in UTF-8).
+		for i := 1; i < utf8.UTFMax && from > 0 && !utf8.RuneStart(line[from]); i++ {
+			from--
+		}
+		for i := 1; i < utf8.UTFMax && to < len(line) && !utf8.RuneStart(line[to]); i++ {
+			to--
+		}
+		line, col = line[from:to], min(col-from, to-from)
+	}
+	end := min(col+width, len(line))
+	pad := utf8.RuneCountInString(line[:col])
+	width = max(utf8.RuneCountInString(line[col:end]), 1)
+	return line, strings.Repeat(" ", pad) + strings.Repeat("^", width), true
+}
+
+// maxShownDiagnostics and maxShownLine bound what FormatDiagnostics
+// renders: how many diagnostics, and how much of a line (in bytes).
+const (
+	maxShownDiagnostics = 100
+	maxShownLine        = 200
+)
 
 // Locate turns the problems of a validation error into diagnostics that
 // point at the part of the jobspec each concerns. A part the jobspec does

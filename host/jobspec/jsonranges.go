@@ -99,6 +99,7 @@ func skipJSONSpace(src []byte, i int) int {
 	return i
 }
 
+// lineStarts returns the offset of each line of src.
 func lineStarts(src []byte) []int {
 	starts := []int{0}
 	for i, b := range src {
