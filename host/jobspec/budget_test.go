@@ -40,6 +40,22 @@ func laughs() string {
 	return b.String()
 }
 
+// refused parses src, changed by mod, and returns its formatted
+// diagnostics; it fails the test if a job came out.
+func refused(t *testing.T, src string, mod func(*jobspec.Config)) string {
+	t.Helper()
+	cfg := jobspec.Config{Path: "job.hcl", Body: []byte(src)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	p, diags := jobspec.Parse(cfg)
+	got := jobspec.FormatDiagnostics(p.Sources, diags)
+	if p.Job != nil {
+		t.Fatalf("a job came out, with:\n%.600s", got)
+	}
+	return got
+}
+
 // TestParse_EvaluationIsBounded checks that jobspecs whose evaluation
 // would build without bound (each a few lines) fail with one error,
 // located where the budget ran out, having allocated a bounded amount.

@@ -63,13 +63,7 @@ func TestParse_DeepNestingIsRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := jobspec.Config{Path: "job.hcl", Body: []byte(c.src)}
-			if c.mod != nil {
-				c.mod(&cfg)
-			}
-			p, diags := jobspec.Parse(cfg)
-			got := jobspec.FormatDiagnostics(p.Sources, diags)
-			if p.Job != nil || !strings.HasPrefix(got, c.want) || !strings.Contains(got, "error: Nesting too deep") {
+			if got := refused(t, c.src, c.mod); !strings.HasPrefix(got, c.want) || !strings.Contains(got, "error: Nesting too deep") {
 				t.Fatalf("want the nesting error at %s..., got:\n%.600s", c.want, got)
 			}
 		})

@@ -45,17 +45,12 @@ func TestParse_NumbersAreBounded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := jobspec.Config{Path: "job.hcl", Body: []byte(c.src)}
-			if c.mod != nil {
-				c.mod(&cfg)
-			}
-			p, diags := jobspec.Parse(cfg)
-			got := jobspec.FormatDiagnostics(p.Sources, diags)
+			got := refused(t, c.src, c.mod)
 			want := "error: Number too large"
 			if c.want != "" {
 				want = c.want
 			}
-			if p.Job != nil || !strings.HasPrefix(got, c.at) || !strings.Contains(got, want) {
+			if !strings.HasPrefix(got, c.at) || !strings.Contains(got, want) {
 				t.Fatalf("want %q at %s..., got:\n%.600s", want, c.at, got)
 			}
 		})
