@@ -130,13 +130,12 @@ func (e runtimeExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // evalKeepingRuntimeVars evaluates expr in ctx after renaming the
 // references to variables ctx does not define. src holds expr's source,
 // from byte offset base of its ranges. The evaluation, and the value, are
-// spent from b.
+// spent from b; expr's tree is metered already (parseSource, jsonValue).
 func evalKeepingRuntimeVars(expr hclsyntax.Expression, ctx *hcl.EvalContext, src []byte, base int, b *budget) (cty.Value, hcl.Diagnostics) {
 	if b.spent() {
 		b.locate(expr.Range())
 		return cty.DynamicVal, nil
 	}
-	b.meter(expr)
 	vars := map[string]cty.Value{}
 	undefined := map[hcl.Range]bool{}
 	for _, t := range expr.Variables() {
@@ -256,6 +255,7 @@ func jsonValue(expr hcl.Expression, ctx *hcl.EvalContext, b *budget) (cty.Value,
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
+	b.meter(tmpl)
 	return evalKeepingRuntimeVars(tmpl, ctx, src, start.Byte, b)
 }
 

@@ -165,9 +165,6 @@ func (t *TLS) Reload() error {
 	return nil
 }
 
-// Config returns the settings t was loaded from.
-func (t *TLS) Config() Config { return t.cfg }
-
 // base is what every configuration shares, with the current material.
 func (t *TLS) base() (*tls.Config, *material) {
 	m := t.mat.Load()
