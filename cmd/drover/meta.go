@@ -37,15 +37,25 @@ const (
 	defaultAddr  = "http://127.0.0.1:4646"
 )
 
+// tokenEnv are the variables -token defaults to, Drover's first, as the
+// TLS options read theirs.
+var tokenEnv = []string{"DROVER_TOKEN", "NOMAD_TOKEN"}
+
 // meta is what every CLI command shares: the UI, the agent address, the
-// TLS options, the namespace and the -json switch.
+// TLS options, the ACL token, the namespace and the -json switch.
 type meta struct {
 	ui        cli.Ui
 	out       io.Writer
 	address   string
 	namespace string
 	tls       tlsOptions
-	json      bool
+	// token is the ACL token's secret ID (-token, $DROVER_TOKEN or
+	// $NOMAD_TOKEN), sent with every request.
+	token option
+	json  bool
+	// in is standard input (nil: os.Stdin), for the commands that read a
+	// file or "-".
+	in io.Reader
 	// now is the clock for the times commands print.
 	now func() time.Time
 }
@@ -57,7 +67,21 @@ General options:
   -address=ADDR    Address of the Drover agent (default: $DROVER_ADDR, or
                    http://127.0.0.1:4646).
   -namespace=NS    Namespace to act in (default: $DROVER_NAMESPACE, or
-                   "default"; "*" lists every namespace).` + tlsOptionsHelp
+                   "default"; "*" lists every namespace).` + tokenOptionHelp + tlsOptionsHelp
+
+// noNamespaceOptions documents the options of the API commands that act
+// in no namespace (acl, plugin).
+const noNamespaceOptions = `
+General options:
+
+  -address=ADDR    Address of the Drover agent (default: $DROVER_ADDR, or
+                   http://127.0.0.1:4646).` + tokenOptionHelp + tlsOptionsHelp
+
+// tokenOptionHelp documents -token.
+const tokenOptionHelp = `
+  -token=SECRET    Secret ID of the ACL token to authenticate with, sent as
+                   the X-Nomad-Token header (default: $DROVER_TOKEN, else
+                   $NOMAD_TOKEN; -token="" sends none).`
 
 // jsonOption documents -json.
 const jsonOption = `
@@ -73,6 +97,14 @@ func (m *meta) flags(name string, withJSON bool) *flag.FlagSet {
 	}
 	fs.StringVar(&m.address, "address", addr, "")
 	fs.StringVar(&m.namespace, "namespace", os.Getenv(envNamespace), "")
+	m.token = option{flag: "token"}
+	for _, env := range tokenEnv {
+		if v := os.Getenv(env); v != "" {
+			m.token.value, m.token.from = v, env
+			break
+		}
+	}
+	fs.Var(&m.token, "token", "")
 	m.tls.register(fs)
 	if withJSON {
 		fs.BoolVar(&m.json, "json", false, "")
@@ -113,7 +145,18 @@ func (m *meta) client() (*client.Client, error) {
 		return nil, err
 	}
 	c.Namespace = m.namespace
+	// A secret read from a file by the shell ($(cat f)) ends with a
+	// newline, which no header may hold.
+	c.Token = strings.TrimSpace(m.token.value)
 	return c, nil
+}
+
+// stdin is standard input.
+func (m *meta) stdin() io.Reader {
+	if m.in != nil {
+		return m.in
+	}
+	return os.Stdin
 }
 
 func (m *meta) errorf(format string, args ...any) int {

@@ -33,12 +33,8 @@ Usage: drover plugin list [options]
   file serves), and why: a refused replacement leaves the running version
   of its plugin in place. With -json, the plugins only (the refused
   files: GET /v1/plugins/refused).
-
-Options:
-
-  -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
-                 http://127.0.0.1:4646).
-  -json          Print the API's JSON.` + tlsOptionsHelp)
+` + noNamespaceOptions + `
+  -json            Print the API's JSON.`)
 }
 
 func (c *pluginListCommand) Run(args []string) int {
@@ -87,12 +83,8 @@ Usage: drover plugin inspect [options] NAME
   Shows a scheduler plugin the agent runs: its runtime, ABI version, file,
   configuration, limits, and what its pool has done (evals, failures,
   recycled instances, full and delta state syncs).
-
-Options:
-
-  -address=ADDR  Address of the Drover agent (default: $DROVER_ADDR, or
-                 http://127.0.0.1:4646).
-  -json          Print the API's JSON.` + tlsOptionsHelp)
+` + noNamespaceOptions + `
+  -json            Print the API's JSON.`)
 }
 
 func (c *pluginInspectCommand) Run(args []string) int {

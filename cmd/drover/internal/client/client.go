@@ -1,5 +1,5 @@
 // Package client is the CLI's HTTP client for the Drover API: JSON in and
-// out, Nomad's index header, and API errors as values.
+// out, Nomad's index and token headers, and API errors as values.
 package client
 
 import (
@@ -23,7 +23,13 @@ type Client struct {
 	http *http.Client
 	// Namespace is added to every request as ?namespace= when set.
 	Namespace string
+	// Token is the secret ID of the ACL token every request carries, as
+	// Nomad's X-Nomad-Token header, when set.
+	Token string
 }
+
+// TokenHeader is the header that carries the ACL token's secret ID.
+const TokenHeader = "X-Nomad-Token"
 
 // New returns a client for the agent at address (http://host:port,
 // https://host:port, or host:port for http). tlsc, if not nil, configures
@@ -52,9 +58,21 @@ func (c *Client) Address() string { return c.base }
 type APIError struct {
 	Status  int
 	Message string
+	// Hint says what the user may do about it, if anything (a 403 to a
+	// request that carried no token: give one).
+	Hint string
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("API error (%d): %s", e.Status, e.Message) }
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("API error (%d): %s", e.Status, e.Message)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// NoTokenHint is the hint a 403 gets when the request carried no token.
+const NoTokenHint = "no ACL token was given: set -token, or NOMAD_TOKEN or DROVER_TOKEN in the environment"
 
 // IsNotFound reports whether err is the API's 404.
 func IsNotFound(err error) bool {
@@ -141,6 +159,9 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	if isJSON {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.Token != "" {
+		req.Header.Set(TokenHeader, c.Token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the Drover agent at %s: %w%s", c.base, err, tlsHint(err))
@@ -155,7 +176,11 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return nil, &APIError{Status: resp.StatusCode, Message: msg}
+		apiErr := &APIError{Status: resp.StatusCode, Message: msg}
+		if resp.StatusCode == http.StatusForbidden && c.Token == "" {
+			apiErr.Hint = NoTokenHint
+		}
+		return nil, apiErr
 	}
 	return resp, nil
 }
@@ -168,6 +193,11 @@ func (c *Client) Get(ctx context.Context, path string, out any) (*Meta, error) {
 // Put is Do with PUT.
 func (c *Client) Put(ctx context.Context, path string, in, out any) (*Meta, error) {
 	return c.Do(ctx, http.MethodPut, path, in, out)
+}
+
+// Post is Do with POST.
+func (c *Client) Post(ctx context.Context, path string, in, out any) (*Meta, error) {
+	return c.Do(ctx, http.MethodPost, path, in, out)
 }
 
 // Delete is Do with DELETE.
