@@ -1,5 +1,5 @@
 // Command drover is Drover's one binary: the agent, and the CLI that talks
-// to it (job, eval, alloc, node, plugin, operator), as Nomad's does.
+// to it (job, eval, alloc, node, plugin, operator, acl), as Nomad's does.
 package main
 
 import (
@@ -39,6 +39,20 @@ func commands(m *meta) map[string]cli.CommandFactory {
 	}
 	return map[string]cli.CommandFactory{
 		"agent":                             f(&agentCommand{meta: m}),
+		"acl":                               f(&groupCommand{synopsis: "Interact with ACL policies and tokens", help: aclGroupHelp}),
+		"acl bootstrap":                     f(&aclBootstrapCommand{meta: m}),
+		"acl policy":                        f(&groupCommand{synopsis: "Interact with ACL policies", help: aclPolicyGroupHelp}),
+		"acl policy apply":                  f(&aclPolicyApplyCommand{meta: m}),
+		"acl policy list":                   f(&aclPolicyListCommand{meta: m}),
+		"acl policy info":                   f(&aclPolicyInfoCommand{meta: m}),
+		"acl policy delete":                 f(&aclPolicyDeleteCommand{meta: m}),
+		"acl token":                         f(&groupCommand{synopsis: "Interact with ACL tokens", help: aclTokenGroupHelp}),
+		"acl token create":                  f(&aclTokenCreateCommand{meta: m}),
+		"acl token list":                    f(&aclTokenListCommand{meta: m}),
+		"acl token info":                    f(&aclTokenInfoCommand{meta: m}),
+		"acl token self":                    f(&aclTokenSelfCommand{meta: m}),
+		"acl token update":                  f(&aclTokenUpdateCommand{meta: m}),
+		"acl token delete":                  f(&aclTokenDeleteCommand{meta: m}),
 		"job":                               group("Interact with jobs", "job"),
 		"job run":                           f(&jobRunCommand{meta: m}),
 		"job plan":                          f(&jobPlanCommand{meta: m}),

@@ -127,6 +127,10 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 	if err := os.WriteFile(snap, []byte("not read before it is sent"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rules := filepath.Join(dir, "rules.hcl")
+	if err := os.WriteFile(rules, []byte(`namespace "default" { policy = "read" }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return map[string][]string{
 		"job run":                           {job},
 		"job plan":                          {job},
@@ -172,6 +176,17 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"plugin inspect":                    {"binpack"},
 		"server members":                    {},
 		"system gc":                         {},
+		"acl bootstrap":                     {},
+		"acl policy apply":                  {"readonly", rules},
+		"acl policy list":                   {},
+		"acl policy info":                   {"readonly"},
+		"acl policy delete":                 {"readonly"},
+		"acl token create":                  {"-policy", "readonly"},
+		"acl token list":                    {},
+		"acl token info":                    {"acc"},
+		"acl token self":                    {},
+		"acl token update":                  {"-name", "n", "acc"},
+		"acl token delete":                  {"acc"},
 	}
 }
 
