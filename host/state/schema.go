@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/drover-sched/drover/sdk"
 	memdb "github.com/hashicorp/go-memdb"
@@ -26,7 +27,16 @@ const (
 	// jobs (ScalingPolicies). Its index is the last write that added,
 	// changed or removed one, for blocking queries on them.
 	TableScalingPolicies = "scaling_policy"
+	// TableACLPolicies holds ACL policies by name, TableACLTokens ACL
+	// tokens by accessor ID and by secret ID.
+	TableACLPolicies = "acl_policy"
+	TableACLTokens   = "acl_token"
 )
+
+// ACLBootstrapIndexKey is the index table entry that records the index
+// of the last ACL bootstrap (Nomad's "acl_token_bootstrap"): a bootstrap
+// is refused once it is set, unless it names that index as its reset index.
+const ACLBootstrapIndexKey = "acl_token_bootstrap"
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
 
@@ -159,6 +169,49 @@ type ClusterMeta struct {
 // ClusterMetaKey is the key of the one ClusterMeta row.
 const ClusterMetaKey = "cluster"
 
+// ACL token types.
+const (
+	ACLClientToken     = "client"
+	ACLManagementToken = "management"
+)
+
+// ACLPolicy is a named ACL policy (Nomad's ACLPolicy): Rules are written
+// in Nomad's ACL policy language, checked when the policy is written.
+type ACLPolicy struct {
+	Name        string
+	Description string
+	Rules       string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ACLToken is an ACL token (Nomad's ACLToken). A client token has the
+// union of its policies' rights; a management token may do everything.
+// The SecretID is what a request presents; the AccessorID names the token
+// in the API without giving it away.
+type ACLToken struct {
+	AccessorID string
+	SecretID   string
+	Name       string
+	// Type is ACLClientToken or ACLManagementToken.
+	Type     string
+	Policies []string
+	// Global is stored as given at creation (there is no replication).
+	Global bool
+	// CreateTime is when the token was created, in Unix nanoseconds.
+	CreateTime int64
+	// ExpirationTime is when it expires, in Unix nanoseconds; 0: never.
+	ExpirationTime int64
+	CreateIndex    uint64
+	ModifyIndex    uint64
+}
+
+// Expired reports whether the token has an expiration time before now, as
+// Nomad's IsExpired.
+func (t *ACLToken) Expired(now time.Time) bool {
+	return t.ExpirationTime != 0 && time.Unix(0, t.ExpirationTime).Before(now)
+}
+
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
 type SchedulerConfigEntry struct {
 	ID     string
@@ -255,6 +308,10 @@ var (
 
 	summaryNamespace = field("Namespace", func(k *JobSummaryKept) string { return k.Namespace })
 	summaryJobID     = field("JobID", func(k *JobSummaryKept) string { return k.JobID })
+
+	aclPolicyName    = field("Name", func(p *ACLPolicy) string { return p.Name })
+	aclTokenAccessor = field("AccessorID", func(t *ACLToken) string { return t.AccessorID })
+	aclTokenSecret   = field("SecretID", func(t *ACLToken) string { return t.SecretID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -363,6 +420,13 @@ func schema() *memdb.DBSchema {
 		}},
 		TableSummaries: {Name: TableSummaries, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", summaryNamespace, summaryJobID, true),
+		}},
+		TableACLPolicies: {Name: TableACLPolicies, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(aclPolicyName),
+		}},
+		TableACLTokens: {Name: TableACLTokens, Indexes: map[string]*memdb.IndexSchema{
+			"id":     idIndex(aclTokenAccessor),
+			"secret": {Name: "secret", Unique: true, Indexer: aclTokenSecret},
 		}},
 	}}
 }

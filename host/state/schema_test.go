@@ -28,6 +28,8 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TablePeriodic:    {"id": nsID("ID")},
 		TableScaling:     {"id": nsID("JobID")},
 		TableSummaries:   {"id": nsID("JobID")},
+		TableACLPolicies: {"id": str("Name")},
+		TableACLTokens:   {"id": str("AccessorID"), "secret": str("SecretID")},
 	}
 }
 
@@ -75,6 +77,11 @@ func indexedObjects() map[string][]any {
 		TableSummaries: {
 			&JobSummaryKept{Namespace: "default", JobID: "web"}, &JobSummaryKept{},
 			&JobSummaryKept{JobID: "web"}, &JobSummaryKept{Namespace: "default"},
+		},
+		TableACLPolicies: {&ACLPolicy{Name: "readonly"}, &ACLPolicy{}},
+		TableACLTokens: {
+			&ACLToken{AccessorID: id, SecretID: "s"}, &ACLToken{},
+			&ACLToken{AccessorID: id}, &ACLToken{SecretID: "s"},
 		},
 	}
 }

@@ -1,0 +1,159 @@
+package state
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ErrSecretInUse refuses a token whose secret ID another token has: the
+// secret index is unique, and a request presenting the secret must find
+// one token.
+var ErrSecretInUse = errors.New("state: ACL token secret ID is in use")
+
+// UpsertACLPolicies inserts or replaces ACL policies, keeping each one's
+// create index.
+func (t *Txn) UpsertACLPolicies(ps []*ACLPolicy) error {
+	for _, p := range ps {
+		if !t.restore {
+			p.CreateIndex = t.index
+			if old := t.ACLPolicy(p.Name); old != nil {
+				p.CreateIndex = old.CreateIndex
+			}
+			p.ModifyIndex = t.index
+		}
+		if err := t.insert(TableACLPolicies, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteACLPolicies removes ACL policies by name; an unknown name is
+// ErrNotFound and deletes none. Tokens that name a deleted policy keep
+// the name (it grants nothing until a policy of that name is written
+// again), as in Nomad.
+func (t *Txn) DeleteACLPolicies(names []string) error {
+	for _, name := range names {
+		old := t.ACLPolicy(name)
+		if old == nil {
+			return fmt.Errorf("%w: ACL policy %q", ErrNotFound, name)
+		}
+		if err := t.delete(TableACLPolicies, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpsertACLTokens inserts new ACL tokens or replaces existing ones (by
+// accessor ID). A replaced token keeps what is fixed at its creation: its
+// secret, Global, create time, expiration time and create index. A secret
+// another token has is ErrSecretInUse.
+func (t *Txn) UpsertACLTokens(ts []*ACLToken) error {
+	for _, tok := range ts {
+		if tok.AccessorID == "" || tok.SecretID == "" {
+			return fmt.Errorf("state: ACL token without accessor or secret ID")
+		}
+		if !t.restore {
+			if old := t.ACLTokenByAccessor(tok.AccessorID); old != nil {
+				tok.SecretID, tok.Global = old.SecretID, old.Global
+				tok.CreateTime, tok.ExpirationTime = old.CreateTime, old.ExpirationTime
+				tok.CreateIndex = old.CreateIndex
+			} else {
+				tok.CreateIndex = t.index
+			}
+			tok.ModifyIndex = t.index
+		}
+		if other := t.ACLTokenBySecret(tok.SecretID); other != nil && other.AccessorID != tok.AccessorID {
+			return fmt.Errorf("%w (token %s)", ErrSecretInUse, tok.AccessorID)
+		}
+		if err := t.insert(TableACLTokens, tok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteACLTokens removes ACL tokens by accessor ID; an unknown accessor
+// is ErrNotFound and deletes none.
+func (t *Txn) DeleteACLTokens(accessors []string) error {
+	for _, id := range accessors {
+		old := t.ACLTokenByAccessor(id)
+		if old == nil {
+			return fmt.Errorf("%w: ACL token %q", ErrNotFound, id)
+		}
+		if err := t.delete(TableACLTokens, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetACLBootstrap records index as the index of the ACL bootstrap
+// (ACLBootstrapIndex).
+func (t *Txn) SetACLBootstrap(index uint64) error {
+	if err := t.txn.Insert(TableIndex, &IndexEntry{Key: ACLBootstrapIndexKey, Value: index}); err != nil {
+		return fmt.Errorf("state: set the ACL bootstrap index: %w", err)
+	}
+	return nil
+}
+
+// ACLPolicy returns an ACL policy by name.
+func (r reader) ACLPolicy(name string) *ACLPolicy {
+	return first[ACLPolicy](r, TableACLPolicies, "id", name)
+}
+
+// ACLPolicies returns the ACL policies whose name starts with prefix
+// ("" for all), ordered by name.
+func (r reader) ACLPolicies(prefix string) []*ACLPolicy {
+	return all[ACLPolicy](r, TableACLPolicies, "id_prefix", prefix)
+}
+
+// ACLTokenByAccessor returns an ACL token by accessor ID.
+func (r reader) ACLTokenByAccessor(id string) *ACLToken {
+	if id == "" {
+		return nil
+	}
+	return first[ACLToken](r, TableACLTokens, "id", id)
+}
+
+// ACLTokenBySecret returns an ACL token by secret ID, expired or not
+// (ACLToken.Expired).
+func (r reader) ACLTokenBySecret(secret string) *ACLToken {
+	if secret == "" {
+		return nil
+	}
+	return first[ACLToken](r, TableACLTokens, "secret", secret)
+}
+
+// ACLTokens returns the ACL tokens whose accessor ID starts with prefix
+// ("" for all), ordered by accessor ID.
+func (r reader) ACLTokens(prefix string) []*ACLToken {
+	return all[ACLToken](r, TableACLTokens, "id_prefix", prefix)
+}
+
+// ExpiredACLTokens returns the tokens expired at now (Unix nanoseconds),
+// soonest expired first, at most limit of them (0: all).
+func (r reader) ExpiredACLTokens(now int64, limit int) []*ACLToken {
+	var out []*ACLToken
+	each(r, func(t *ACLToken) bool {
+		if t.ExpirationTime != 0 && t.ExpirationTime < now {
+			out = append(out, t)
+		}
+		return true
+	}, TableACLTokens, "id")
+	slices.SortFunc(out, func(a, b *ACLToken) int {
+		return cmp.Or(cmp.Compare(a.ExpirationTime, b.ExpirationTime), strings.Compare(a.AccessorID, b.AccessorID))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// ACLBootstrapIndex is the index the ACLs were last bootstrapped at, 0 if
+// never.
+func (r reader) ACLBootstrapIndex() uint64 { return r.TableIndex(ACLBootstrapIndexKey) }

@@ -1,0 +1,186 @@
+package state
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func aclStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Policies are kept by name with their create and modify indexes, listed
+// by name and prefix, and deleted by name; a delete naming an unknown
+// policy deletes none. The table's index follows every change (blocking
+// queries).
+func TestACLPolicies_UpsertListDelete(t *testing.T) {
+	s := aclStore(t)
+	must := func(index uint64, fn func(tx *Txn) error) {
+		t.Helper()
+		if err := s.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(5, func(tx *Txn) error {
+		return tx.UpsertACLPolicies([]*ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`},
+			{Name: "ops", Description: "operators", Rules: `operator { policy = "write" }`}})
+	})
+	must(7, func(tx *Txn) error {
+		return tx.UpsertACLPolicies([]*ACLPolicy{{Name: "readonly", Description: "changed", Rules: `node { policy = "write" }`}})
+	})
+	snap := s.Snapshot()
+	p := snap.ACLPolicy("readonly")
+	if p == nil || p.CreateIndex != 5 || p.ModifyIndex != 7 || p.Description != "changed" {
+		t.Fatalf("readonly = %+v, want created at 5, modified at 7", p)
+	}
+	if got := names(snap.ACLPolicies("")); got != "ops,readonly" {
+		t.Errorf("policies = %s, want ops,readonly (by name)", got)
+	}
+	if got := names(snap.ACLPolicies("re")); got != "readonly" {
+		t.Errorf("policies with prefix re = %s", got)
+	}
+	if snap.TableIndex(TableACLPolicies) != 7 {
+		t.Errorf("table index = %d, want 7", snap.TableIndex(TableACLPolicies))
+	}
+	err := s.Write(8, func(tx *Txn) error { return tx.DeleteACLPolicies([]string{"ops", "nope"}) })
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting an unknown policy: %v, want ErrNotFound", err)
+	}
+	if s.Snapshot().ACLPolicy("ops") == nil {
+		t.Fatal("a refused delete deleted a policy")
+	}
+	must(9, func(tx *Txn) error { return tx.DeleteACLPolicies([]string{"ops"}) })
+	snap = s.Snapshot()
+	if snap.ACLPolicy("ops") != nil || snap.TableIndex(TableACLPolicies) != 9 {
+		t.Errorf("ops not deleted, or table index %d not 9", snap.TableIndex(TableACLPolicies))
+	}
+}
+
+func names(ps []*ACLPolicy) string {
+	out := ""
+	for i, p := range ps {
+		if i > 0 {
+			out += ","
+		}
+		out += p.Name
+	}
+	return out
+}
+
+// Tokens are found by accessor and by secret; an update keeps what is
+// fixed at creation; a secret another token has is refused; a delete
+// naming an unknown accessor deletes none.
+func TestACLTokens_UpsertLookupDelete(t *testing.T) {
+	s := aclStore(t)
+	exp := time.Unix(1000, 0).UnixNano()
+	if err := s.Write(3, func(tx *Txn) error {
+		return tx.UpsertACLTokens([]*ACLToken{
+			{AccessorID: "b-acc", SecretID: "b-sec", Name: "b", Type: ACLClientToken, Policies: []string{"readonly"},
+				Global: true, CreateTime: 10, ExpirationTime: exp},
+			{AccessorID: "a-acc", SecretID: "a-sec", Name: "a", Type: ACLManagementToken, CreateTime: 11},
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// An update tries to change what is fixed at creation.
+	if err := s.Write(4, func(tx *Txn) error {
+		return tx.UpsertACLTokens([]*ACLToken{{AccessorID: "b-acc", SecretID: "other", Name: "b2", Type: ACLClientToken,
+			Policies: []string{"ops"}, CreateTime: 99, ExpirationTime: 1}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	b := snap.ACLTokenBySecret("b-sec")
+	if b == nil || b.AccessorID != "b-acc" || b.Name != "b2" || b.Policies[0] != "ops" {
+		t.Fatalf("token by secret = %+v", b)
+	}
+	if !b.Global || b.CreateTime != 10 || b.ExpirationTime != exp || b.CreateIndex != 3 || b.ModifyIndex != 4 {
+		t.Errorf("an update changed what is fixed at creation: %+v", b)
+	}
+	if snap.ACLTokenBySecret("other") != nil {
+		t.Error("the update's secret finds a token")
+	}
+	if a := snap.ACLTokenByAccessor("a-acc"); a == nil || a.SecretID != "a-sec" {
+		t.Errorf("token by accessor = %+v", a)
+	}
+	if snap.ACLTokenByAccessor("") != nil || snap.ACLTokenBySecret("") != nil {
+		t.Error("an empty ID finds a token")
+	}
+	if list := snap.ACLTokens(""); len(list) != 2 || list[0].AccessorID != "a-acc" {
+		t.Errorf("tokens not listed by accessor: %v", list)
+	}
+	if list := snap.ACLTokens("b"); len(list) != 1 || list[0].AccessorID != "b-acc" {
+		t.Errorf("tokens with prefix b: %v", list)
+	}
+	if snap.TableIndex(TableACLTokens) != 4 {
+		t.Errorf("table index = %d, want 4", snap.TableIndex(TableACLTokens))
+	}
+
+	err := s.Write(5, func(tx *Txn) error {
+		return tx.UpsertACLTokens([]*ACLToken{{AccessorID: "c-acc", SecretID: "a-sec", Type: ACLManagementToken}})
+	})
+	if !errors.Is(err, ErrSecretInUse) {
+		t.Fatalf("a second token with a's secret: %v, want ErrSecretInUse", err)
+	}
+	err = s.Write(6, func(tx *Txn) error { return tx.DeleteACLTokens([]string{"a-acc", "nope"}) })
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting an unknown token: %v, want ErrNotFound", err)
+	}
+	if err := s.Write(7, func(tx *Txn) error { return tx.DeleteACLTokens([]string{"a-acc"}) }); err != nil {
+		t.Fatal(err)
+	}
+	snap = s.Snapshot()
+	if snap.ACLTokenByAccessor("a-acc") != nil || snap.ACLTokenBySecret("a-sec") != nil {
+		t.Error("deleted token still found")
+	}
+	if snap.TableIndex(TableACLTokens) != 7 {
+		t.Errorf("table index = %d, want 7", snap.TableIndex(TableACLTokens))
+	}
+}
+
+func TestACLToken_Expiry(t *testing.T) {
+	now := time.Unix(100, 0)
+	s := aclStore(t)
+	mk := func(id string, exp int64) *ACLToken {
+		return &ACLToken{AccessorID: id, SecretID: id + "-s", Type: ACLManagementToken, ExpirationTime: exp}
+	}
+	toks := []*ACLToken{mk("never", 0), mk("later", now.Add(time.Second).UnixNano()), mk("now", now.UnixNano()),
+		mk("old", now.Add(-time.Hour).UnixNano()), mk("older", now.Add(-2*time.Hour).UnixNano()),
+		mk("just", now.Add(-time.Nanosecond).UnixNano())}
+	if err := s.Write(1, func(tx *Txn) error { return tx.UpsertACLTokens(toks) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		want := tok.AccessorID == "old" || tok.AccessorID == "older" || tok.AccessorID == "just"
+		if tok.Expired(now) != want {
+			t.Errorf("%s: Expired = %v, want %v", tok.AccessorID, !want, want)
+		}
+	}
+	got := s.Snapshot().ExpiredACLTokens(now.UnixNano(), 0)
+	if len(got) != 3 || got[0].AccessorID != "older" || got[1].AccessorID != "old" || got[2].AccessorID != "just" {
+		t.Errorf("expired tokens = %v, want older, old, just", got)
+	}
+	if got := s.Snapshot().ExpiredACLTokens(now.UnixNano(), 2); len(got) != 2 || got[1].AccessorID != "old" {
+		t.Errorf("expired tokens, at most 2 = %v", got)
+	}
+}
+
+// The bootstrap index is 0 until set, and kept in the index table.
+func TestACLBootstrapIndex(t *testing.T) {
+	s := aclStore(t)
+	if s.Snapshot().ACLBootstrapIndex() != 0 {
+		t.Fatal("a new store is bootstrapped")
+	}
+	if err := s.Write(12, func(tx *Txn) error { return tx.SetACLBootstrap(tx.Index()) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot().ACLBootstrapIndex(); got != 12 {
+		t.Fatalf("bootstrap index = %d, want 12", got)
+	}
+}
