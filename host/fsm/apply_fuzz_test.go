@@ -30,6 +30,13 @@ func applyBase(t testing.TB) *FSM {
 			TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}, Status: sdk.DeploymentStatusRunning}); err != nil {
 			return err
 		}
+		if err := tx.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`}}); err != nil {
+			return err
+		}
+		if err := tx.UpsertACLTokens([]*state.ACLToken{{AccessorID: "t1", SecretID: "s1", Type: state.ACLClientToken,
+			Policies: []string{"readonly"}, ExpirationTime: 5}}); err != nil {
+			return err
+		}
 		return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: job, TaskGroup: "g",
 			NodeID: "n1", EvalID: "e1", DeploymentID: "d1", DesiredStatus: sdk.AllocDesiredStatusRun})
 	})
@@ -68,6 +75,13 @@ func FuzzApply(f *testing.F) {
 		{ScalingEventRequestType, &ScalingEventRequest{Namespace: "default", JobID: "web", TaskGroup: "g",
 			Event: &state.ScalingEvent{Message: "policy failed", Error: true}}},
 		{ScalingEventRequestType, &ScalingEventRequest{Namespace: "default", JobID: "web", TaskGroup: "g"}},
+		{ACLPolicyUpsertRequestType, &ACLPolicyUpsertRequest{Policies: []*state.ACLPolicy{{Name: "ops", Rules: "x"}, {}}}},
+		{ACLPolicyDeleteRequestType, &ACLPolicyDeleteRequest{Names: []string{"readonly", "nope"}}},
+		{ACLTokenUpsertRequestType, &ACLTokenUpsertRequest{Tokens: []*state.ACLToken{
+			{AccessorID: "t2", SecretID: "s1", Type: state.ACLManagementToken}, {AccessorID: "t1", SecretID: "s3", CreateIndex: 1}}}},
+		{ACLTokenDeleteRequestType, &ACLTokenDeleteRequest{AccessorIDs: []string{"t1", ""}}},
+		{ACLTokenBootstrapRequestType, &ACLTokenBootstrapRequest{Token: &state.ACLToken{AccessorID: "b", SecretID: "s1",
+			Type: state.ACLManagementToken}, ResetIndex: 0}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

@@ -256,6 +256,16 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &ScalingEventRequest{}
 	case ClusterMetaRequestType:
 		msg = &ClusterMetaRequest{}
+	case ACLPolicyUpsertRequestType:
+		msg = &ACLPolicyUpsertRequest{}
+	case ACLPolicyDeleteRequestType:
+		msg = &ACLPolicyDeleteRequest{}
+	case ACLTokenUpsertRequestType:
+		msg = &ACLTokenUpsertRequest{}
+	case ACLTokenDeleteRequestType:
+		msg = &ACLTokenDeleteRequest{}
+	case ACLTokenBootstrapRequestType:
+		msg = &ACLTokenBootstrapRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -335,8 +345,56 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyNodeDrain(tx, req, fx)
 	case *ClusterMetaRequest:
 		return tx.SetClusterMeta(&state.ClusterMeta{ClusterID: req.ClusterID, CreateTime: req.CreateTime})
+	case *ACLPolicyUpsertRequest:
+		return tx.UpsertACLPolicies(req.Policies)
+	case *ACLPolicyDeleteRequest:
+		return tx.DeleteACLPolicies(req.Names)
+	case *ACLTokenUpsertRequest:
+		return applyACLTokenUpsert(tx, req)
+	case *ACLTokenDeleteRequest:
+		return tx.DeleteACLTokens(req.AccessorIDs)
+	case *ACLTokenBootstrapRequest:
+		return applyACLBootstrap(tx, req)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
+}
+
+// applyACLTokenUpsert writes tokens; an update (CreateIndex set) applies
+// only to the token it was made from.
+func applyACLTokenUpsert(tx *state.Txn, req *ACLTokenUpsertRequest) error {
+	for _, t := range req.Tokens {
+		if t.CreateIndex == 0 {
+			continue
+		}
+		if old := tx.ACLTokenByAccessor(t.AccessorID); old == nil || old.CreateIndex != t.CreateIndex {
+			return fmt.Errorf("%w: ACL token %q", state.ErrNotFound, t.AccessorID)
+		}
+	}
+	return tx.UpsertACLTokens(req.Tokens)
+}
+
+// ErrACLBootstrapped refuses an ACL bootstrap whose reset index is not the
+// state's bootstrap index: another bootstrap was applied first. It is an
+// ErrConflict too (a check-and-set that lost).
+var ErrACLBootstrapped = errors.New("ACL bootstrap already done")
+
+// applyACLBootstrap writes the bootstrap token if the bootstrap index is
+// still the request's reset index, and records this entry's index as the
+// new one.
+func applyACLBootstrap(tx *state.Txn, req *ACLTokenBootstrapRequest) error {
+	if cur := tx.ACLBootstrapIndex(); cur != req.ResetIndex {
+		return fmt.Errorf("%w: %w (reset index: %d)", ErrConflict, ErrACLBootstrapped, cur)
+	}
+	if req.Token.Type != state.ACLManagementToken {
+		return fmt.Errorf("fsm: the ACL bootstrap token must be a management token, not %q", req.Token.Type)
+	}
+	if tx.ACLTokenByAccessor(req.Token.AccessorID) != nil {
+		return fmt.Errorf("fsm: the ACL bootstrap token's accessor %s is in use", req.Token.AccessorID)
+	}
+	if err := tx.UpsertACLTokens([]*state.ACLToken{req.Token}); err != nil {
+		return err
+	}
+	return tx.SetACLBootstrap(tx.Index())
 }
 
 func upsertEvals(tx *state.Txn, evals []*sdk.Evaluation, fx *effects) error {

@@ -31,6 +31,11 @@ const (
 	NodeUpdateDrainRequestType
 	ScalingEventRequestType
 	ClusterMetaRequestType
+	ACLPolicyUpsertRequestType
+	ACLPolicyDeleteRequestType
+	ACLTokenUpsertRequestType
+	ACLTokenDeleteRequestType
+	ACLTokenBootstrapRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -228,4 +233,41 @@ type NodeUpdateDrainRequest struct {
 	// Meta is the operator's metadata of the drain (Nomad's drain request
 	// Meta), kept in LastDrain; none keeps what it has.
 	Meta map[string]string `msg:",omitempty"`
+}
+
+// ACLPolicyUpsertRequest creates or replaces ACL policies (their rules
+// checked by the server).
+type ACLPolicyUpsertRequest struct {
+	Policies []*state.ACLPolicy
+}
+
+// ACLPolicyDeleteRequest deletes ACL policies by name; an unknown name
+// refuses the entry.
+type ACLPolicyDeleteRequest struct {
+	Names []string
+}
+
+// ACLTokenUpsertRequest creates ACL tokens (CreateIndex 0) or updates
+// them (CreateIndex the stored token's: an update of a token deleted, or
+// deleted and created again, since the server read it is refused). The
+// server made their IDs and times.
+type ACLTokenUpsertRequest struct {
+	Tokens []*state.ACLToken
+}
+
+// ACLTokenDeleteRequest deletes ACL tokens by accessor ID (by an operator,
+// or expired ones by the garbage collector); an unknown accessor refuses
+// the entry.
+type ACLTokenDeleteRequest struct {
+	AccessorIDs []string
+}
+
+// ACLTokenBootstrapRequest creates the initial management token. It
+// applies only if the state's ACL bootstrap index is ResetIndex (0: never
+// bootstrapped), checked when the entry is applied, so that of two
+// bootstraps racing only one wins; it then records its own index as the
+// bootstrap index.
+type ACLTokenBootstrapRequest struct {
+	Token      *state.ACLToken
+	ResetIndex uint64
 }

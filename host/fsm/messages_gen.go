@@ -9,6 +9,422 @@ import (
 )
 
 // MarshalMsg implements msgp.Marshaler
+func (z *ACLPolicyDeleteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Names"
+	o = append(o, 0x81, 0xa5, 0x4e, 0x61, 0x6d, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Names)))
+	for za0001 := range z.Names {
+		o = msgp.AppendString(o, z.Names[za0001])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLPolicyDeleteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Names":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Names")
+				return
+			}
+			if cap(z.Names) >= int(zb0002) {
+				z.Names = (z.Names)[:zb0002]
+			} else {
+				z.Names = make([]string, zb0002)
+			}
+			for za0001 := range z.Names {
+				z.Names[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Names", za0001)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLPolicyDeleteRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Names {
+		s += msgp.StringPrefixSize + len(z.Names[za0001])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLPolicyUpsertRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Policies"
+	o = append(o, 0x81, 0xa8, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x69, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Policies)))
+	for za0001 := range z.Policies {
+		if z.Policies[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Policies[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Policies", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLPolicyUpsertRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Policies":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Policies")
+				return
+			}
+			if cap(z.Policies) >= int(zb0002) {
+				z.Policies = (z.Policies)[:zb0002]
+			} else {
+				z.Policies = make([]*state.ACLPolicy, zb0002)
+			}
+			for za0001 := range z.Policies {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Policies[za0001] = nil
+				} else {
+					if z.Policies[za0001] == nil {
+						z.Policies[za0001] = new(state.ACLPolicy)
+					}
+					bts, err = z.Policies[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Policies", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLPolicyUpsertRequest) Msgsize() (s int) {
+	s = 1 + 9 + msgp.ArrayHeaderSize
+	for za0001 := range z.Policies {
+		if z.Policies[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Policies[za0001].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLTokenBootstrapRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 2
+	// string "Token"
+	o = append(o, 0x82, 0xa5, 0x54, 0x6f, 0x6b, 0x65, 0x6e)
+	if z.Token == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Token.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Token")
+			return
+		}
+	}
+	// string "ResetIndex"
+	o = append(o, 0xaa, 0x52, 0x65, 0x73, 0x65, 0x74, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ResetIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLTokenBootstrapRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Token":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Token = nil
+			} else {
+				if z.Token == nil {
+					z.Token = new(state.ACLToken)
+				}
+				bts, err = z.Token.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Token")
+					return
+				}
+			}
+		case "ResetIndex":
+			z.ResetIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ResetIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLTokenBootstrapRequest) Msgsize() (s int) {
+	s = 1 + 6
+	if z.Token == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Token.Msgsize()
+	}
+	s += 11 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLTokenDeleteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "AccessorIDs"
+	o = append(o, 0x81, 0xab, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x6f, 0x72, 0x49, 0x44, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.AccessorIDs)))
+	for za0001 := range z.AccessorIDs {
+		o = msgp.AppendString(o, z.AccessorIDs[za0001])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLTokenDeleteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "AccessorIDs":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccessorIDs")
+				return
+			}
+			if cap(z.AccessorIDs) >= int(zb0002) {
+				z.AccessorIDs = (z.AccessorIDs)[:zb0002]
+			} else {
+				z.AccessorIDs = make([]string, zb0002)
+			}
+			for za0001 := range z.AccessorIDs {
+				z.AccessorIDs[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "AccessorIDs", za0001)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLTokenDeleteRequest) Msgsize() (s int) {
+	s = 1 + 12 + msgp.ArrayHeaderSize
+	for za0001 := range z.AccessorIDs {
+		s += msgp.StringPrefixSize + len(z.AccessorIDs[za0001])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLTokenUpsertRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Tokens"
+	o = append(o, 0x81, 0xa6, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Tokens)))
+	for za0001 := range z.Tokens {
+		if z.Tokens[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Tokens[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Tokens", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLTokenUpsertRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Tokens":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Tokens")
+				return
+			}
+			if cap(z.Tokens) >= int(zb0002) {
+				z.Tokens = (z.Tokens)[:zb0002]
+			} else {
+				z.Tokens = make([]*state.ACLToken, zb0002)
+			}
+			for za0001 := range z.Tokens {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Tokens[za0001] = nil
+				} else {
+					if z.Tokens[za0001] == nil {
+						z.Tokens[za0001] = new(state.ACLToken)
+					}
+					bts, err = z.Tokens[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Tokens", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLTokenUpsertRequest) Msgsize() (s int) {
+	s = 1 + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Tokens {
+		if z.Tokens[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Tokens[za0001].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *AllocClientUpdateRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields

@@ -145,6 +145,22 @@ func checkShape(msg msgp.Unmarshaler) error {
 			bad("Update is null")
 		}
 		job("Job", m.Job)
+	case *ACLPolicyUpsertRequest:
+		for i, p := range m.Policies {
+			if p == nil {
+				bad("Policies[%d] is null", i)
+			}
+		}
+	case *ACLTokenUpsertRequest:
+		for i, t := range m.Tokens {
+			if t == nil {
+				bad("Tokens[%d] is null", i)
+			}
+		}
+	case *ACLTokenBootstrapRequest:
+		if m.Token == nil {
+			bad("Token is null")
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %T: %s", ErrBadEntry, msg, errs[0])

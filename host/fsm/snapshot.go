@@ -36,6 +36,8 @@ const (
 	recClusterMeta
 	recJobSubmission
 	recJobSummaryKept
+	recACLPolicy
+	recACLToken
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -107,7 +109,8 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
-		state.TableSummaries, state.TableScalingPolicies} {
+		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
+		state.ACLBootstrapIndexKey} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -163,6 +166,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, e := range snap.AllScalingEvents() {
 		rw.put(recScalingEvents, e)
+	}
+	for _, p := range snap.ACLPolicies("") {
+		rw.put(recACLPolicy, p)
+	}
+	for _, t := range snap.ACLTokens("") {
+		rw.put(recACLToken, t)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if m := snap.ClusterMeta(); m != nil {
@@ -352,6 +361,18 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.SetSchedulerConfig(&c)
+	case recACLPolicy:
+		var p state.ACLPolicy
+		if err := un(&p); err != nil {
+			return err
+		}
+		return tx.UpsertACLPolicies([]*state.ACLPolicy{&p})
+	case recACLToken:
+		var t state.ACLToken
+		if err := un(&t); err != nil {
+			return err
+		}
+		return tx.UpsertACLTokens([]*state.ACLToken{&t})
 	case recClusterMeta:
 		var m state.ClusterMeta
 		if err := un(&m); err != nil {

@@ -278,6 +278,15 @@ func compare(a, b *state.Snapshot) string {
 		for _, k := range s.JobSummariesKept() {
 			out["summary/"+k.JobID] = norm(k)
 		}
+		for _, p := range s.ACLPolicies("") {
+			out["acl-policy/"+p.Name] = norm(p)
+		}
+		for _, t := range s.ACLTokens("") {
+			out["acl-token/"+t.AccessorID] = norm(t)
+		}
+		if i := s.ACLBootstrapIndex(); i != 0 {
+			out["acl-bootstrap"] = i
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -349,8 +358,13 @@ func FuzzRestore(f *testing.F) {
 // fuzzer starts from each of them: an allocation of a version no longer
 // kept (an allocation job record), evaluations with queued counts, a
 // deployment, a periodic launch, scaling events, a submission, the
-// cluster's meta and the scheduler's configuration.
-func richState(tb testing.TB) *state.Store {
+// cluster's meta, the scheduler's configuration, and ACL policies and
+// tokens after a bootstrap.
+func richState(tb testing.TB) *state.Store { return richStateOf(tb, true) }
+
+// richStateOf is richState, without its ACLs unless acls is set: a
+// state as a version without ACLs would have had.
+func richStateOf(tb testing.TB, acls bool) *state.Store {
 	src, _ := state.NewStore()
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 70,
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
@@ -394,6 +408,22 @@ func richState(tb testing.TB) *state.Store {
 			}
 			return tx.SetSchedulerConfig(&sdk.SchedulerConfiguration{SchedulerAlgorithm: "spread"})
 		},
+		func(tx *state.Txn) error {
+			if err := tx.UpsertACLTokens([]*state.ACLToken{mgmtToken("boot")}); err != nil {
+				return err
+			}
+			if err := tx.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`}}); err != nil {
+				return err
+			}
+			if err := tx.UpsertACLTokens([]*state.ACLToken{{AccessorID: "c-acc", SecretID: "c-sec", Type: state.ACLClientToken,
+				Policies: []string{"readonly"}, CreateTime: 7, ExpirationTime: 9}}); err != nil {
+				return err
+			}
+			return tx.SetACLBootstrap(tx.Index())
+		},
+	}
+	if !acls {
+		steps = steps[:len(steps)-1]
 	}
 	for i, step := range steps {
 		if err := src.Write(uint64(i+1), step); err != nil {
