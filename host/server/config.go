@@ -104,6 +104,25 @@ type Config struct {
 	// DefaultSchedulerConfig is the scheduler configuration a cluster
 	// starts with (nil: Nomad's default); the first leader writes it.
 	DefaultSchedulerConfig *sdk.SchedulerConfiguration
+
+	// ACLEnabled turns ACLs on (the agent's acl { enabled = true }): the
+	// ACL endpoints (acl.go) answer, and refuse with "ACL support
+	// disabled" otherwise, as Nomad's.
+	ACLEnabled bool
+	// ACLTokenMinExpirationTTL and ACLTokenMaxExpirationTTL bound the
+	// expiration TTL a token may be created with (Nomad's acl block's
+	// token_min_expiration_ttl and token_max_expiration_ttl: 1m and 24h).
+	ACLTokenMinExpirationTTL time.Duration
+	ACLTokenMaxExpirationTTL time.Duration
+	// ACLTokenGCInterval is how often the leader deletes expired ACL
+	// tokens (Nomad's ACLTokenExpirationGCInterval, 5m; zero: never).
+	ACLTokenGCInterval time.Duration
+	// ACLPolicyCheck checks an ACL policy's rules before it is written; an
+	// error refuses the policy (ErrInvalid). name is the policy's name.
+	// The agent sets it to the policy parser, host/acl's Parse:
+	// func(name, rules string) error { _, err := acl.Parse(name, rules); return err }.
+	// nil: rules are not checked.
+	ACLPolicyCheck func(name, rules string) error
 }
 
 // DefaultConfig returns Nomad's defaults.
@@ -140,6 +159,9 @@ func DefaultConfig() Config {
 		RaftTrailingLogs:           10240,
 		RetryInterval:              5 * time.Second,
 		JobMaxSourceSize:           1_000_000,
+		ACLTokenMinExpirationTTL:   time.Minute,
+		ACLTokenMaxExpirationTTL:   24 * time.Hour,
+		ACLTokenGCInterval:         5 * time.Minute,
 	}
 }
 
@@ -184,6 +206,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: raft snapshot threshold and interval must be positive")
 	case c.JobMaxSourceSize < 0:
 		return fmt.Errorf("server: job_max_source_size must not be negative")
+	case c.ACLTokenMinExpirationTTL < 0 || c.ACLTokenMaxExpirationTTL < 0 || c.ACLTokenGCInterval < 0:
+		return fmt.Errorf("server: ACL token expiration TTLs and GC interval must not be negative")
+	case c.ACLTokenMinExpirationTTL > c.ACLTokenMaxExpirationTTL:
+		return fmt.Errorf("server: the ACL token minimum expiration TTL (%s) is more than the maximum (%s)",
+			c.ACLTokenMinExpirationTTL, c.ACLTokenMaxExpirationTTL)
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("server: bootstrap_expect must not be negative, got %d", c.BootstrapExpect)
 	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):

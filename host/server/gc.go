@@ -30,7 +30,9 @@ func (s *Server) coreEval(jobID string) *sdk.Evaluation {
 // EvalGCInterval, job-gc every JobGCInterval (job_gc_interval), node-gc
 // every NodeGCInterval and deployment-gc every DeploymentGCInterval. A
 // kind of collection whose previous eval is still open gets no new one: a
-// slow or failing core plugin must not pile evals up.
+// slow or failing core plugin must not pile evals up. Expired ACL tokens
+// are deleted every ACLTokenGCInterval by the server itself (Nomad's core
+// scheduler's token GC): no plugin sees tokens.
 func (s *Server) scheduleCoreEvals(ctx context.Context) {
 	ticker := func(every time.Duration) <-chan time.Time {
 		if every <= 0 {
@@ -42,6 +44,10 @@ func (s *Server) scheduleCoreEvals(ctx context.Context) {
 	}
 	evalGC, jobGC := ticker(s.cfg.EvalGCInterval), ticker(s.cfg.JobGCInterval)
 	nodeGC, deploymentGC := ticker(s.cfg.NodeGCInterval), ticker(s.cfg.DeploymentGCInterval)
+	var tokenGC <-chan time.Time
+	if s.cfg.ACLEnabled {
+		tokenGC = ticker(s.cfg.ACLTokenGCInterval)
+	}
 	for {
 		var kind string
 		select {
@@ -55,6 +61,11 @@ func (s *Server) scheduleCoreEvals(ctx context.Context) {
 			kind = sdk.CoreJobNodeGC
 		case <-deploymentGC:
 			kind = sdk.CoreJobDeploymentGC
+		case <-tokenGC:
+			if _, err := s.collectExpiredACLTokens(); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("failed to delete expired ACL tokens")
+			}
+			continue
 		}
 		if !s.hasCorePlugin() || openCoreEval(s.store.Snapshot(), kind) {
 			continue
@@ -80,8 +91,12 @@ func openCoreEval(snap *state.Snapshot, kind string) bool {
 }
 
 // ForceGC asks the core scheduler to collect everything terminal now,
-// whatever its age.
+// whatever its age; expired ACL tokens are deleted first, as Nomad's
+// forced collection does.
 func (s *Server) ForceGC() (string, uint64, error) {
+	if _, err := s.collectExpiredACLTokens(); err != nil {
+		return "", 0, err
+	}
 	if !s.hasCorePlugin() {
 		return "", 0, badRequest(errors.New("no core scheduler plugin is loaded"))
 	}

@@ -1,0 +1,313 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/google/uuid"
+)
+
+// ACLs, as Nomad's: policies (rules in Nomad's policy language), client
+// and management tokens (with an optional expiration), and a bootstrap
+// that makes the first management token once. The HTTP API resolves the
+// token of each request and enforces it; these are the writes it calls.
+// Roles, auth methods, binding rules, one-time tokens and replication are
+// left out (Global is stored as given).
+
+// ACL limits, as Nomad's.
+const (
+	maxACLPolicyDescriptionLength = 256
+	maxACLTokenNameLength         = 256
+	// maxExpiredACLTokenBatch bounds the expired tokens one entry deletes
+	// (Nomad's ACLMaxExpiredBatchSize).
+	maxExpiredACLTokenBatch = 4096
+)
+
+// validACLPolicyName is what an ACL policy's name may be (Nomad's
+// ValidPolicyName).
+var validACLPolicyName = regexp.MustCompile("^[a-zA-Z0-9-]{1,128}$")
+
+// errACLDisabled refuses the ACL endpoints of a server without ACLs, as
+// Nomad's aclDisabled.
+var errACLDisabled = badRequest(errors.New("ACL support disabled"))
+
+// ACLEnabled reports whether ACLs are on (Config.ACLEnabled).
+func (s *Server) ACLEnabled() bool { return s.cfg.ACLEnabled }
+
+// BootstrapACL makes the initial management token, "Bootstrap Token"
+// (global), whose secret is secret (a UUID) or a new UUID. Once done it is
+// refused (ErrForbidden: "ACL bootstrap already done (reset index: N)"),
+// unless resetIndex is N, the index the bootstrap was done at (which the
+// API reads from the data dir's acl-bootstrap-reset file); a resetIndex
+// given before any bootstrap is ignored, as Nomad ignores it. Of two
+// bootstraps racing, one is refused when its entry applies.
+func (s *Server) BootstrapACL(resetIndex uint64, secret string) (*state.ACLToken, uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return nil, 0, errACLDisabled
+	}
+	if secret != "" && !isUUID(secret) {
+		return nil, 0, badRequest(errors.New("invalid acl token"))
+	}
+	snap := s.store.Snapshot()
+	req := &fsm.ACLTokenBootstrapRequest{}
+	if cur := snap.ACLBootstrapIndex(); cur != 0 {
+		switch resetIndex {
+		case 0:
+			return nil, 0, forbidden(fmt.Errorf("ACL bootstrap already done (reset index: %d)", cur))
+		case cur:
+			req.ResetIndex = cur
+		default:
+			return nil, 0, forbidden(fmt.Errorf("Invalid bootstrap reset index (specified %d, reset index: %d)", resetIndex, cur))
+		}
+	}
+	if secret == "" {
+		secret = newID()
+	} else if snap.ACLTokenBySecret(secret) != nil {
+		return nil, 0, badRequest(errors.New("invalid acl token: the secret is another token's"))
+	}
+	req.Token = &state.ACLToken{AccessorID: newID(), SecretID: secret, Name: "Bootstrap Token",
+		Type: state.ACLManagementToken, Global: true, CreateTime: s.now().UnixNano()}
+	index, err := s.Apply(fsm.ACLTokenBootstrapRequestType, req)
+	if errors.Is(err, fsm.ErrACLBootstrapped) {
+		// Another bootstrap applied first.
+		return nil, 0, forbidden(fmt.Errorf("ACL bootstrap already done (reset index: %d)", s.store.Snapshot().ACLBootstrapIndex()))
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.storedToken(req.Token.AccessorID, index)
+}
+
+// storedToken returns the token as the write at index stored it.
+func (s *Server) storedToken(accessor string, index uint64) (*state.ACLToken, uint64, error) {
+	t := s.store.Snapshot().ACLTokenByAccessor(accessor)
+	if t == nil {
+		// Deleted by a write that committed right after.
+		return nil, 0, fmt.Errorf("%w: ACL token %q", ErrNotFound, accessor)
+	}
+	return t, index, nil
+}
+
+// isUUID reports whether v is a UUID in its canonical, 36-character form
+// (Nomad's helper.IsUUID).
+func isUUID(v string) bool {
+	_, err := uuid.Parse(v)
+	return err == nil && len(v) == 36
+}
+
+// UpsertACLPolicies creates or replaces ACL policies. Each one's name must
+// match ^[a-zA-Z0-9-]{1,128}$, its description be at most 256 characters,
+// and its rules pass Config.ACLPolicyCheck (ErrInvalid otherwise, naming
+// the policy).
+func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return 0, errACLDisabled
+	}
+	if len(ps) == 0 {
+		return 0, badRequest(errors.New("must specify at least one policy"))
+	}
+	req := &fsm.ACLPolicyUpsertRequest{Policies: make([]*state.ACLPolicy, 0, len(ps))}
+	for i, p := range ps {
+		if p == nil {
+			return 0, badRequest(fmt.Errorf("policy %d is missing", i))
+		}
+		var errs []error
+		if !validACLPolicyName.MatchString(p.Name) {
+			errs = append(errs, fmt.Errorf("invalid name '%s'", p.Name))
+		}
+		if check := s.cfg.ACLPolicyCheck; check != nil {
+			if err := check(p.Name, p.Rules); err != nil {
+				errs = append(errs, fmt.Errorf("failed to parse rules: %w", err))
+			}
+		}
+		if len(p.Description) > maxACLPolicyDescriptionLength {
+			errs = append(errs, fmt.Errorf("description longer than %d", maxACLPolicyDescriptionLength))
+		}
+		if len(errs) > 0 {
+			return 0, badRequest(fmt.Errorf("policy %q invalid: %w", p.Name, errors.Join(errs...)))
+		}
+		req.Policies = append(req.Policies, &state.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules})
+	}
+	return s.Apply(fsm.ACLPolicyUpsertRequestType, req)
+}
+
+// DeleteACLPolicies deletes ACL policies by name; an unknown name is
+// ErrNotFound and deletes none. Tokens keep naming a deleted policy, as
+// in Nomad: it grants nothing unless a policy of that name comes back.
+func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return 0, errACLDisabled
+	}
+	if len(names) == 0 {
+		return 0, badRequest(errors.New("must specify at least one policy"))
+	}
+	snap := s.store.Snapshot()
+	for _, name := range names {
+		if snap.ACLPolicy(name) == nil {
+			return 0, fmt.Errorf("%w: ACL policy %q", ErrNotFound, name)
+		}
+	}
+	return s.Apply(fsm.ACLPolicyDeleteRequestType, &fsm.ACLPolicyDeleteRequest{Names: slices.Clone(names)})
+}
+
+// UpsertACLToken creates a token (t.AccessorID empty) or updates one.
+//
+// A new token gets new accessor and secret UUIDs (whatever t has), the
+// server's time as CreateTime, and Global as t has it. It expires ttl
+// after its creation if ttl > 0, or at t.ExpirationTime if that is set
+// (not both); either must be within the configured minimum and maximum
+// TTL.
+//
+// An update (ErrNotFound for an unknown accessor) changes Name, Type and
+// Policies; Global and the expiration are fixed at creation: an update
+// with another Global, a ttl, or another ExpirationTime is refused.
+//
+// Either way: Name is at most 256 characters; Type is "client", with at
+// least one policy, each of which exists, or "management", with none.
+// Invalid requests are ErrInvalid.
+func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration) (*state.ACLToken, uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return nil, 0, errACLDisabled
+	}
+	if t == nil {
+		return nil, 0, badRequest(errors.New("token is missing"))
+	}
+	snap := s.store.Snapshot()
+	var existing *state.ACLToken
+	if t.AccessorID != "" {
+		if existing = snap.ACLTokenByAccessor(t.AccessorID); existing == nil {
+			return nil, 0, fmt.Errorf("%w: ACL token %q", ErrNotFound, t.AccessorID)
+		}
+	}
+	var errs []error
+	if len(t.Name) > maxACLTokenNameLength {
+		errs = append(errs, errors.New("token name too long"))
+	}
+	var policies []string
+	for _, p := range t.Policies {
+		if !slices.Contains(policies, p) {
+			policies = append(policies, p)
+		}
+	}
+	switch t.Type {
+	case state.ACLClientToken:
+		if len(policies) == 0 {
+			errs = append(errs, errors.New("client token missing policies"))
+		}
+		for _, p := range policies {
+			if snap.ACLPolicy(p) == nil {
+				errs = append(errs, fmt.Errorf("cannot find policy %q", p))
+			}
+		}
+	case state.ACLManagementToken:
+		if len(policies) != 0 {
+			errs = append(errs, errors.New("management token cannot be associated with policies"))
+		}
+	default:
+		errs = append(errs, errors.New("token type must be client or management"))
+	}
+	now := s.now()
+	tok := &state.ACLToken{Name: t.Name, Type: t.Type, Policies: policies}
+	if existing == nil {
+		tok.AccessorID, tok.SecretID, tok.Global, tok.CreateTime = newID(), newID(), t.Global, now.UnixNano()
+		minTTL, maxTTL := s.cfg.ACLTokenMinExpirationTTL, s.cfg.ACLTokenMaxExpirationTTL
+		var expiresIn time.Duration
+		switch {
+		case ttl < 0:
+			errs = append(errs, fmt.Errorf("token expiration TTL '%s' should not be negative", ttl))
+		case ttl > 0 && t.ExpirationTime != 0:
+			errs = append(errs, errors.New("expiration TTL and expiration time cannot both be set"))
+		case ttl > 0:
+			expiresIn = ttl
+			tok.ExpirationTime = now.Add(ttl).UnixNano()
+		case t.ExpirationTime != 0:
+			expiresIn = time.Unix(0, t.ExpirationTime).Sub(now)
+			tok.ExpirationTime = t.ExpirationTime
+			if expiresIn < 0 {
+				errs = append(errs, errors.New("expiration time cannot be before create time"))
+			}
+		}
+		if tok.ExpirationTime != 0 && expiresIn >= 0 {
+			if expiresIn > maxTTL {
+				errs = append(errs, fmt.Errorf("expiration time cannot be more than %s in the future (was %s)", maxTTL, expiresIn))
+			} else if expiresIn < minTTL {
+				errs = append(errs, fmt.Errorf("expiration time cannot be less than %s in the future (was %s)", minTTL, expiresIn))
+			}
+		}
+	} else {
+		if t.Global != existing.Global {
+			errs = append(errs, errors.New("cannot toggle global mode"))
+		}
+		if ttl != 0 {
+			errs = append(errs, errors.New("cannot update expiration TTL"))
+		}
+		if t.ExpirationTime != 0 && t.ExpirationTime != existing.ExpirationTime {
+			errs = append(errs, errors.New("cannot update expiration time"))
+		}
+		tok.AccessorID, tok.SecretID, tok.Global = existing.AccessorID, existing.SecretID, existing.Global
+		tok.CreateTime, tok.ExpirationTime = existing.CreateTime, existing.ExpirationTime
+		// The FSM applies the update only to this token (not one deleted
+		// and made again since).
+		tok.CreateIndex = existing.CreateIndex
+	}
+	if len(errs) > 0 {
+		return nil, 0, badRequest(fmt.Errorf("token invalid: %w", errors.Join(errs...)))
+	}
+	index, err := s.Apply(fsm.ACLTokenUpsertRequestType, &fsm.ACLTokenUpsertRequest{Tokens: []*state.ACLToken{tok}})
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.storedToken(tok.AccessorID, index)
+}
+
+// DeleteACLTokens deletes tokens by accessor ID; an unknown accessor is
+// ErrNotFound and deletes none.
+func (s *Server) DeleteACLTokens(accessors []string) (uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return 0, errACLDisabled
+	}
+	if len(accessors) == 0 {
+		return 0, badRequest(errors.New("must specify at least one token"))
+	}
+	snap := s.store.Snapshot()
+	for _, id := range accessors {
+		if snap.ACLTokenByAccessor(id) == nil {
+			return 0, fmt.Errorf("%w: ACL token %q", ErrNotFound, id)
+		}
+	}
+	return s.Apply(fsm.ACLTokenDeleteRequestType, &fsm.ACLTokenDeleteRequest{AccessorIDs: slices.Clone(accessors)})
+}
+
+// collectExpiredACLTokens deletes the tokens expired by the server's clock,
+// a batch per entry, as Nomad's core GC does (with ACLs on only). It
+// returns how many it deleted.
+func (s *Server) collectExpiredACLTokens() (int, error) {
+	if !s.cfg.ACLEnabled {
+		return 0, nil
+	}
+	n := 0
+	for {
+		expired := s.store.Snapshot().ExpiredACLTokens(s.now().UnixNano(), maxExpiredACLTokenBatch)
+		if len(expired) == 0 {
+			return n, nil
+		}
+		ids := make([]string, len(expired))
+		for i, t := range expired {
+			ids[i] = t.AccessorID
+		}
+		if _, err := s.Apply(fsm.ACLTokenDeleteRequestType, &fsm.ACLTokenDeleteRequest{AccessorIDs: ids}); err != nil {
+			// An operator may have deleted one meanwhile: the next round
+			// reads the state again.
+			return n, fmt.Errorf("server: delete expired ACL tokens: %w", err)
+		}
+		n += len(ids)
+		if len(expired) < maxExpiredACLTokenBatch {
+			return n, nil
+		}
+	}
+}
