@@ -351,3 +351,22 @@ func TestDurable_ACLsSurviveRestart(t *testing.T) {
 	_, _, err = s.BootstrapACL(0, "")
 	wantErr(t, "bootstrap after restart", err, server.ErrForbidden, "ACL bootstrap already done")
 }
+
+func TestACL_ConfigDefaultsAndValidation(t *testing.T) {
+	cfg := servertest.Config()
+	if cfg.ACLEnabled || cfg.ACLTokenMinExpirationTTL != time.Minute || cfg.ACLTokenMaxExpirationTTL != 24*time.Hour ||
+		cfg.ACLTokenGCInterval != 5*time.Minute || cfg.ACLPolicyCheck != nil {
+		t.Fatalf("ACL defaults: %v %v %v %v", cfg.ACLEnabled, cfg.ACLTokenMinExpirationTTL, cfg.ACLTokenMaxExpirationTTL, cfg.ACLTokenGCInterval)
+	}
+	for name, modify := range map[string]func(*server.Config){
+		"min above max":        func(c *server.Config) { c.ACLTokenMinExpirationTTL = 25 * time.Hour },
+		"negative min":         func(c *server.Config) { c.ACLTokenMinExpirationTTL = -time.Second },
+		"negative GC interval": func(c *server.Config) { c.ACLTokenGCInterval = -time.Second },
+	} {
+		c := servertest.Config()
+		modify(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
