@@ -241,10 +241,20 @@ type Error struct {
 	Diagnostics hcl.Diagnostics
 }
 
-// Error renders each problem on a line as "file:line:col: summary; detail".
+// maxShownProblems bounds how many problems Error renders: rules of a
+// few hundred kilobytes may hold tens of thousands, each line of which
+// lists what would be valid, and the message goes back to the client.
+const maxShownProblems = 20
+
+// Error renders each problem on a line as "file:line:col: summary;
+// detail", the first maxShownProblems of them.
 func (e *Error) Error() string {
-	lines := make([]string, 0, len(e.Diagnostics))
-	for _, d := range e.Diagnostics {
+	lines := make([]string, 0, min(len(e.Diagnostics), maxShownProblems+1))
+	for i, d := range e.Diagnostics {
+		if i == maxShownProblems {
+			lines = append(lines, fmt.Sprintf("(and %d more problems)", len(e.Diagnostics)-i))
+			break
+		}
 		s := d.Summary
 		if d.Subject != nil {
 			s = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, s)
@@ -367,9 +377,7 @@ func decodePolicy(body hcl.Body) (*Policy, hcl.Diagnostics) {
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "namespace":
-			if ns := d.namespace(b); ns != nil {
-				p.Namespaces = append(p.Namespaces, ns)
-			}
+			p.Namespaces = append(p.Namespaces, d.namespace(b))
 		case "node_pool", "host_volume":
 			content, diags := b.Body.Content(ruleSchema)
 			d.diags = append(d.diags, diags...)
@@ -381,8 +389,8 @@ func decodePolicy(body hcl.Body) (*Policy, hcl.Diagnostics) {
 				p.HostVolumes = append(p.HostVolumes, &HostVolumePolicy{Name: name, Policy: policy, Capabilities: caps})
 			}
 		default:
-			// Nomad's decoder kept one of two such blocks, silently;
-			// which one the writer meant is for them to say.
+			// A second such block is refused rather than merged or
+			// dropped: which one the writer meant is for them to say.
 			if first := seen[b.Type]; first != nil {
 				d.errorf(b.DefRange, fmt.Sprintf("Duplicate %s block", b.Type),
 					"The %s block was already defined at %s.", b.Type, rangeStart(first.DefRange))

@@ -205,6 +205,16 @@ func TestParse_Invalid(t *testing.T) {
 	}
 }
 
+// Of many problems, the error shows the first 20, and says how many
+// more there are.
+func TestParse_ManyProblems(t *testing.T) {
+	_, err := acl.Parse("", `namespace "a" { capabilities = [`+strings.Repeat(`"x", `, 1000)+`] }`)
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 21 || lines[20] != "(and 980 more problems)" || len(err.(*acl.Error).Diagnostics) != 1000 {
+		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
 // Without a file name, errors name the rules "rules".
 func TestParse_DefaultName(t *testing.T) {
 	_, err := acl.Parse("", `node { policy = "all" }`)
