@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/drover-sched/drover/host/acl"
 	"regexp"
 	"slices"
 	"time"
@@ -102,8 +103,8 @@ func isUUID(v string) bool {
 
 // UpsertACLPolicies creates or replaces ACL policies. Each one's name must
 // match ^[a-zA-Z0-9-]{1,128}$, its description be at most 256 characters,
-// and its rules pass Config.ACLPolicyCheck (ErrInvalid otherwise, naming
-// the policy).
+// and its rules parse (ErrInvalid otherwise, naming the policy and where
+// its rules are wrong).
 func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
 	if !s.cfg.ACLEnabled {
 		return 0, errACLDisabled
@@ -120,10 +121,8 @@ func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
 		if !validACLPolicyName.MatchString(p.Name) {
 			errs = append(errs, fmt.Errorf("invalid name '%s'", p.Name))
 		}
-		if check := s.cfg.ACLPolicyCheck; check != nil {
-			if err := check(p.Name, p.Rules); err != nil {
-				errs = append(errs, fmt.Errorf("failed to parse rules: %w", err))
-			}
+		if _, err := acl.Parse(p.Name, p.Rules); err != nil {
+			errs = append(errs, fmt.Errorf("failed to parse rules: %w", err))
 		}
 		if len(p.Description) > maxACLPolicyDescriptionLength {
 			errs = append(errs, fmt.Errorf("description longer than %d", maxACLPolicyDescriptionLength))

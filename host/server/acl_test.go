@@ -13,23 +13,19 @@ import (
 	"github.com/drover-sched/drover/host/state"
 )
 
-// aclServer is a dev server with ACLs on, whose policy check refuses
-// rules containing "bad".
+// aclServer is a dev server with ACLs on.
 func aclServer(t *testing.T, modify func(*server.Config)) *server.Server {
 	t.Helper()
 	return servertest.New(t, nil, func(c *server.Config) {
 		c.ACLEnabled = true
-		c.ACLPolicyCheck = func(name, rules string) error {
-			if strings.Contains(rules, "bad") {
-				return fmt.Errorf("%s:1,1: bad rules", name)
-			}
-			return nil
-		}
 		if modify != nil {
 			modify(c)
 		}
 	})
 }
+
+// nodeRead is a policy's rules that parse.
+const nodeRead = `node { policy = "read" }`
 
 func wantErr(t *testing.T, what string, err, want error, text string) {
 	t.Helper()
@@ -115,7 +111,7 @@ func TestACL_DisabledRefusesWrites(t *testing.T) {
 	}
 	_, _, err := s.BootstrapACL(0, "")
 	wantErr(t, "bootstrap", err, server.ErrInvalid, "ACL support disabled")
-	_, err = s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "p", Rules: "x"}})
+	_, err = s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "p", Rules: nodeRead}})
 	wantErr(t, "policy", err, server.ErrInvalid, "ACL support disabled")
 	_, _, err = s.UpsertACLToken(&state.ACLToken{Type: state.ACLManagementToken}, 0)
 	wantErr(t, "token", err, server.ErrInvalid, "ACL support disabled")
@@ -139,19 +135,19 @@ func TestACL_PolicyValidation(t *testing.T) {
 		p    *state.ACLPolicy
 		want string
 	}{
-		{"empty name", &state.ACLPolicy{Rules: "x"}, "invalid name ''"},
-		{"underscore", &state.ACLPolicy{Name: "a_b", Rules: "x"}, "invalid name 'a_b'"},
-		{"long name", &state.ACLPolicy{Name: strings.Repeat("a", 129), Rules: "x"}, "invalid name"},
-		{"long description", &state.ACLPolicy{Name: "p", Description: strings.Repeat("d", 257), Rules: "x"}, "description longer than 256"},
-		{"rules refused", &state.ACLPolicy{Name: "p", Rules: "bad"}, `failed to parse rules: p:1,1: bad rules`},
+		{"empty name", &state.ACLPolicy{Rules: nodeRead}, "invalid name ''"},
+		{"underscore", &state.ACLPolicy{Name: "a_b", Rules: nodeRead}, "invalid name 'a_b'"},
+		{"long name", &state.ACLPolicy{Name: strings.Repeat("a", 129), Rules: nodeRead}, "invalid name"},
+		{"long description", &state.ACLPolicy{Name: "p", Description: strings.Repeat("d", 257), Rules: nodeRead}, "description longer than 256"},
+		{"rules refused", &state.ACLPolicy{Name: "p", Rules: "node {\n  policy = \"sudo\"\n}"}, `failed to parse rules: p:2:`},
 	} {
-		_, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "fine", Rules: "x"}, tc.p})
+		_, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "fine", Rules: nodeRead}, tc.p})
 		wantErr(t, tc.name, err, server.ErrInvalid, tc.want)
 	}
 	if s.Store().Snapshot().ACLPolicy("fine") != nil {
 		t.Fatal("a refused request wrote a policy")
 	}
-	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: strings.Repeat("a", 128), Description: strings.Repeat("d", 256), Rules: "x"}}); err != nil {
+	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: strings.Repeat("a", 128), Description: strings.Repeat("d", 256), Rules: nodeRead}}); err != nil {
 		t.Fatalf("longest name and description: %v", err)
 	}
 	_, err = s.UpsertACLPolicies(nil)
@@ -168,7 +164,7 @@ func TestACL_PolicyValidation(t *testing.T) {
 
 func TestACL_TokenCreateUpdateDelete(t *testing.T) {
 	s := aclServer(t, nil)
-	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: "x"}, {Name: "ops", Rules: "x"}}); err != nil {
+	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: nodeRead}, {Name: "ops", Rules: nodeRead}}); err != nil {
 		t.Fatal(err)
 	}
 	before := time.Now()
@@ -323,7 +319,7 @@ func TestDurable_ACLsSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: "x"}}); err != nil {
+	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: nodeRead}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Snapshot(); err != nil {
@@ -355,7 +351,7 @@ func TestDurable_ACLsSurviveRestart(t *testing.T) {
 func TestACL_ConfigDefaultsAndValidation(t *testing.T) {
 	cfg := servertest.Config()
 	if cfg.ACLEnabled || cfg.ACLTokenMinExpirationTTL != time.Minute || cfg.ACLTokenMaxExpirationTTL != 24*time.Hour ||
-		cfg.ACLTokenGCInterval != 5*time.Minute || cfg.ACLPolicyCheck != nil {
+		cfg.ACLTokenGCInterval != 5*time.Minute {
 		t.Fatalf("ACL defaults: %v %v %v %v", cfg.ACLEnabled, cfg.ACLTokenMinExpirationTTL, cfg.ACLTokenMaxExpirationTTL, cfg.ACLTokenGCInterval)
 	}
 	for name, modify := range map[string]func(*server.Config){

@@ -117,12 +117,6 @@ type Config struct {
 	// ACLTokenGCInterval is how often the leader deletes expired ACL
 	// tokens (Nomad's ACLTokenExpirationGCInterval, 5m; zero: never).
 	ACLTokenGCInterval time.Duration
-	// ACLPolicyCheck checks an ACL policy's rules before it is written; an
-	// error refuses the policy (ErrInvalid). name is the policy's name.
-	// The agent sets it to the policy parser, host/acl's Parse:
-	// func(name, rules string) error { _, err := acl.Parse(name, rules); return err }.
-	// nil: rules are not checked.
-	ACLPolicyCheck func(name, rules string) error
 }
 
 // DefaultConfig returns Nomad's defaults.

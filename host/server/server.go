@@ -40,7 +40,9 @@ var ErrNotLeader = errors.New("server: not the leader")
 
 // Server is a Drover server.
 type Server struct {
-	cfg     Config
+	cfg Config
+	// acls keeps the ACLs tokens resolve to (ResolveToken).
+	acls    aclCache
 	log     zerolog.Logger
 	plugins *runtime.Registry
 	now     func() time.Time

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/drover-sched/drover/host/acl"
+	"github.com/drover-sched/drover/host/state"
+)
+
+// Errors of a token that does not resolve, in Nomad's words (the API
+// answers them with a 403).
+var (
+	ErrTokenNotFound = errors.New("ACL token not found")
+	ErrTokenExpired  = errors.New("ACL token expired")
+)
+
+// AnonymousPolicy is the policy of requests made without a token, as
+// Nomad's: until an operator writes it, they may do nothing.
+const AnonymousPolicy = "anonymous"
+
+// ResolveToken returns what the token whose secret is secret may do, and
+// the token (nil for a request without one, which gets the anonymous
+// policy's ACL). With ACLs disabled every request may do everything.
+// Tokens are read from this server's state, so a follower resolves them
+// as the leader does once it has the write.
+func (s *Server) ResolveToken(secret string) (*acl.ACL, *state.ACLToken, error) {
+	if !s.cfg.ACLEnabled {
+		return acl.Management, nil, nil
+	}
+	snap := s.store.Snapshot()
+	if secret == "" {
+		return s.acls.of(snap, []string{AnonymousPolicy}), nil, nil
+	}
+	t := snap.ACLTokenBySecret(secret)
+	switch {
+	case t == nil:
+		return nil, nil, ErrTokenNotFound
+	case t.Expired(s.now()):
+		return nil, nil, ErrTokenExpired
+	case t.Type == state.ACLManagementToken:
+		return acl.Management, t, nil
+	}
+	return s.acls.of(snap, t.Policies), t, nil
+}
+
+// aclCache keeps the ACLs of the policy sets tokens hold, so that a
+// request parses no policy: an ACL is kept under its policies' names and
+// modify indexes, and a changed policy makes a new key. It is emptied when
+// it grows past maxCachedACLs (old keys are never asked for again).
+type aclCache struct {
+	mu   sync.Mutex
+	acls map[string]*acl.ACL
+}
+
+const maxCachedACLs = 1024
+
+// of returns the ACL of the named policies as snap has them. A policy
+// that does not exist (deleted since the token was made) grants nothing,
+// as in Nomad, and so does one whose rules no longer parse (written by an
+// older version).
+func (c *aclCache) of(snap *state.Snapshot, names []string) *acl.ACL {
+	var policies []*state.ACLPolicy
+	var key strings.Builder
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if p := snap.ACLPolicy(name); p != nil {
+			policies = append(policies, p)
+			key.WriteString(name + "@" + strconv.FormatUint(p.ModifyIndex, 10) + "\n")
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.acls[key.String()]; ok {
+		return a
+	}
+	var parsed []*acl.Policy
+	for _, p := range policies {
+		if pol, err := acl.Parse(p.Name, p.Rules); err == nil {
+			parsed = append(parsed, pol)
+		}
+	}
+	a := acl.New(parsed)
+	if c.acls == nil || len(c.acls) >= maxCachedACLs {
+		c.acls = map[string]*acl.ACL{}
+	}
+	c.acls[key.String()] = a
+	return a
+}
