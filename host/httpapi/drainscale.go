@@ -184,7 +184,8 @@ func (a *API) scalingPolicyList(w http.ResponseWriter, r *http.Request) (any, er
 		index := max(1, snap.TableIndex(state.TableScalingPolicies))
 		for _, p := range ps {
 			index = max(index, p.ModifyIndex)
-			if (job == "" || p.Target["Job"] == job) && strings.HasPrefix(p.Type, typ) && strings.HasPrefix(p.ID, prefix) {
+			if (job == "" || p.Target["Job"] == job) && strings.HasPrefix(p.Type, typ) && strings.HasPrefix(p.ID, prefix) &&
+				listable(r, p.Target["Namespace"]) {
 				out = append(out, &ScalingPolicyListStub{ID: p.ID, Enabled: p.Enabled, Type: p.Type, Target: p.Target,
 					CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex})
 			}

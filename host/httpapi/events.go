@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -19,8 +20,9 @@ const EventHeartbeat = 30 * time.Second
 
 var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll,
 	// Nomad's other topics: Drover has no such objects (services live in
-	// Consul, node pools are implicit, no ACLs), so they never have
-	// events; asking for them is not an error.
+	// Consul, node pools are implicit) or does not publish their changes
+	// (ACL tokens and policies), so they never have events; asking for
+	// them is not an error.
 	"NodePool", "Service", "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"}
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
@@ -54,6 +56,9 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	if len(req.Topics) == 0 {
 		req.Topics[events.TopicAll] = []string{"*"}
 	}
+	if err := eventsAllowed(r, req); err != nil {
+		return nil, err
+	}
 	if v := r.URL.Query().Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -73,6 +78,11 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		cancel()
 		var out any = batch
 		switch {
+		case !a.tokenStillValid(r):
+			// As Nomad's: a stream ends when its token is deleted or
+			// expires.
+			send(map[string]string{"Error": "ACL token expired or deleted"})
+			return streamed, nil
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			out = struct{}{} // heartbeat
@@ -86,6 +96,34 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 			return streamed, nil // the client is gone
 		}
 	}
+}
+
+// eventsAllowed checks each topic asked for against the request's token,
+// as Nomad's event stream does: every topic ("*") needs a management
+// token, node and node pool events node read, the others read-job in the
+// request's namespace (a token whose policy covers "*" for all).
+func eventsAllowed(r *http.Request, req events.Request) error {
+	z := authzOf(r)
+	if z == nil {
+		return nil
+	}
+	for topic := range req.Topics {
+		var ok bool
+		switch topic {
+		case events.TopicAll:
+			ok = z.acl.IsManagement()
+		case events.TopicNode, "NodePool":
+			ok = z.acl.AllowNodeRead()
+		case "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule":
+			ok = z.acl.IsManagement()
+		default:
+			ok = z.acl.AllowNamespaceOperation(req.Namespace, acl.NamespaceCapabilityReadJob)
+		}
+		if !ok {
+			return errPermissionDenied
+		}
+	}
+	return nil
 }
 
 // withLegacyResources gives an event's node or allocation Nomad's legacy

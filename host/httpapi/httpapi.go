@@ -48,8 +48,8 @@ type API struct {
 	// pools serves /v1/node/pool/ (poolRoutes).
 	pools *http.ServeMux
 	self  func() *AgentSelf
-	// routes maps each path pattern to its handler per method.
-	routes map[string]map[string]handler
+	// routes maps each path pattern to its route per method.
+	routes map[string]map[string]route
 	// closing ends long-lived responses (event streams) when the agent
 	// stops: http.Server.Shutdown waits for them otherwise.
 	closing context.Context
@@ -67,7 +67,7 @@ type API struct {
 // New returns the API of srv. self gives the agent's part of
 // /v1/agent/self (its configuration and statistics); nil gives none.
 func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
-	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]handler{}}
+	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]route{}}
 	a.closing, a.close = context.WithCancel(context.Background())
 	if srv.Clustered() {
 		a.forwarder = a.newForwarder()
@@ -259,19 +259,29 @@ func toError(err error) *Error {
 // handler is an endpoint: it returns the value to encode, or an error.
 type handler func(w http.ResponseWriter, r *http.Request) (any, error)
 
-// on adds an endpoint.
-func (a *API) on(method, pattern string, h handler) {
-	if a.routes[pattern] == nil {
-		a.routes[pattern] = map[string]handler{}
-	}
-	a.routes[pattern][method] = h
+// route is an endpoint and what it needs of the request's ACL token.
+type route struct {
+	access access
+	h      handler
 }
 
-// dispatch picks the handler for the request's method; an unknown method
-// is a 405 that lists the allowed ones.
-func (a *API) dispatch(byMethod map[string]handler) http.HandlerFunc {
+// on adds an endpoint.
+func (a *API) on(method, pattern string, acc access, h handler) {
+	if !acc.declared() {
+		panic("httpapi: " + method + " " + pattern + " says nothing of what it needs of an ACL token")
+	}
+	if a.routes[pattern] == nil {
+		a.routes[pattern] = map[string]route{}
+	}
+	a.routes[pattern][method] = route{acc, h}
+}
+
+// dispatch picks the route for the request's method, checks the request's
+// token against it and runs its handler; an unknown method is a 405 that
+// lists the allowed ones.
+func (a *API) dispatch(byMethod map[string]route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h, ok := byMethod[r.Method]
+		rt, ok := byMethod[r.Method]
 		if !ok {
 			allowed := make([]string, 0, len(byMethod))
 			for m := range byMethod {
@@ -283,7 +293,12 @@ func (a *API) dispatch(byMethod map[string]handler) http.HandlerFunc {
 				r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 			return
 		}
-		a.serve(w, r, h)
+		r, err := a.authorize(r, rt.access)
+		if err != nil {
+			writeError(w, toError(err))
+			return
+		}
+		a.serve(w, r, rt.h)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/jobdiff"
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
@@ -279,6 +280,11 @@ func (a *API) submittedJob(r *http.Request, job *jobspec.Job, wr WriteRequest) (
 		}
 		job.Namespace = &ns
 	}
+	// The route's capability (submit-job, read-job to validate) in the
+	// job's namespace.
+	if z := authzOf(r); z != nil && !z.acl.AllowNamespaceOperation(*job.Namespace, z.cap) {
+		return nil, errPermissionDenied
+	}
 	if id := r.PathValue("id"); id != "" && (job.ID == nil || *job.ID != id) {
 		return nil, errorf(http.StatusBadRequest, "the job's ID %q does not match the path's %q", deref(job.ID), id)
 	}
@@ -387,6 +393,9 @@ func (a *API) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
 	// CLI reads false as "no agent reachable" and says so.
 	resp := &JobValidateResponse{DriverConfigValidated: true}
 	job, err := a.submittedJob(r, req.Job, req.WriteRequest)
+	if errors.Is(err, errPermissionDenied) {
+		return nil, err
+	}
 	if err == nil {
 		// Alongside any validation errors, as Nomad's answer has them.
 		resp.Warnings = jobspec.FormatWarnings(a.srv.JobWarnings(job))
@@ -680,27 +689,37 @@ func (a *API) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, 
 // suffix, as Nomad does.
 func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	// What each route needs of the request's token, in the request's
+	// namespace (the job's, in the body, for a registration or a plan).
+	readJob, submit := inNS(acl.NamespaceCapabilityReadJob), inNS(acl.NamespaceCapabilitySubmitJob)
+	submitBody, scale := inBody(acl.NamespaceCapabilitySubmitJob), inNS(acl.NamespaceCapabilityScaleJob)
+	get := func(h handler) map[string]route { return map[string]route{"GET": {readJob, h}} }
+	write := func(acc access, h handler) map[string]route {
+		return map[string]route{"PUT": {acc, h}, "POST": {acc, h}}
+	}
 	subs := []struct {
 		suffix string
-		routes map[string]handler
+		routes map[string]route
 	}{
-		{"/allocations", map[string]handler{"GET": a.jobAllocations}},
-		{"/evaluations", map[string]handler{"GET": a.jobEvaluations}},
-		{"/evaluate", map[string]handler{"PUT": a.jobEvaluate, "POST": a.jobEvaluate}},
-		{"/plan", map[string]handler{"PUT": a.jobPlan, "POST": a.jobPlan}},
-		{"/summary", map[string]handler{"GET": a.jobSummary}},
-		{"/versions", map[string]handler{"GET": a.jobVersions}},
-		{"/deployments", map[string]handler{"GET": a.jobDeployments}},
-		{"/deployment", map[string]handler{"GET": a.jobLatestDeployment}},
-		{"/scale", map[string]handler{"GET": a.jobScaleStatus, "PUT": a.jobScale, "POST": a.jobScale}},
-		{"/dispatch", map[string]handler{"PUT": a.jobDispatch, "POST": a.jobDispatch}},
-		{"/revert", map[string]handler{"PUT": a.jobRevert, "POST": a.jobRevert}},
-		{"/periodic/force", map[string]handler{"PUT": a.jobPeriodicForce, "POST": a.jobPeriodicForce}},
-		{"/stable", map[string]handler{"PUT": a.jobStability, "POST": a.jobStability}},
-		{"/submission", map[string]handler{"GET": a.jobSubmission}},
-		{"/services", map[string]handler{"GET": unserved("service registrations")}},
+		{"/allocations", get(a.jobAllocations)},
+		{"/evaluations", get(a.jobEvaluations)},
+		{"/evaluate", write(submit, a.jobEvaluate)},
+		{"/plan", write(submitBody, a.jobPlan)},
+		{"/summary", get(a.jobSummary)},
+		{"/versions", get(a.jobVersions)},
+		{"/deployments", get(a.jobDeployments)},
+		{"/deployment", get(a.jobLatestDeployment)},
+		{"/scale", map[string]route{"GET": {inNS(acl.NamespaceCapabilityReadJobScaling), a.jobScaleStatus},
+			"PUT": {scale, a.jobScale}, "POST": {scale, a.jobScale}}},
+		{"/dispatch", write(inNS(acl.NamespaceCapabilityDispatchJob), a.jobDispatch)},
+		{"/revert", write(submit, a.jobRevert)},
+		{"/periodic/force", write(submit, a.jobPeriodicForce)},
+		{"/stable", write(submit, a.jobStability)},
+		{"/submission", get(a.jobSubmission)},
+		{"/services", get(unserved("service registrations"))},
 	}
-	routes := map[string]handler{"GET": a.jobRead, "PUT": a.jobRegister, "POST": a.jobRegister, "DELETE": a.jobDeregister}
+	routes := map[string]route{"GET": {readJob, a.jobRead}, "PUT": {submitBody, a.jobRegister},
+		"POST": {submitBody, a.jobRegister}, "DELETE": {submit, a.jobDeregister}}
 	for _, s := range subs {
 		if id, ok := strings.CutSuffix(rest, s.suffix); ok && id != "" {
 			rest, routes = id, s.routes

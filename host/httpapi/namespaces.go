@@ -73,13 +73,15 @@ func nodePools(snap *state.Snapshot) map[string]*NodePool {
 }
 
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableJobs, namespaces, func(ns *Namespace) string { return ns.Name })
+	return listByName(a, w, r, state.TableJobs, namespaces, func(ns *Namespace) string { return ns.Name },
+		func(name string) bool { return namespaceVisible(r, name) })
 }
 
 // listByName answers a list of named objects, in name order: ?prefix= on
-// the name, then the list parameters.
+// the name, then the list parameters; only those visible (to the request's
+// ACL token) are listed.
 func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table string,
-	all func(*state.Snapshot) map[string]*T, name func(*T) string) (any, error) {
+	all func(*state.Snapshot) map[string]*T, name func(*T) string, visible func(name string) bool) (any, error) {
 	o, err := listParams(r)
 	if err != nil {
 		return nil, err
@@ -87,7 +89,7 @@ func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table str
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		var in []*T
 		for n, v := range all(snap) {
-			if strings.HasPrefix(n, o.prefix) {
+			if strings.HasPrefix(n, o.prefix) && visible(n) {
 				in = append(in, v)
 			}
 		}
@@ -98,6 +100,9 @@ func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table str
 }
 
 func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !namespaceVisible(r, r.PathValue("name")) {
+		return nil, errPermissionDenied
+	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		if ns := namespaces(snap)[r.PathValue("name")]; ns != nil {
 			return ns, snap.TableIndex(state.TableJobs), nil
@@ -107,7 +112,8 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableNodes, nodePools, func(p *NodePool) string { return p.Name })
+	return listByName(a, w, r, state.TableNodes, nodePools, func(p *NodePool) string { return p.Name },
+		func(name string) bool { return poolReadable(r, name) })
 }
 
 // nodePool returns the named pool, or a 404.
@@ -119,6 +125,9 @@ func nodePool(snap *state.Snapshot, name string) (*NodePool, error) {
 }
 
 func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !poolReadable(r, r.PathValue("name")) {
+		return nil, errPermissionDenied
+	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		p, err := nodePool(snap, r.PathValue("name"))
 		return p, snap.TableIndex(state.TableNodes), err
@@ -144,6 +153,9 @@ func poolListParams(r *http.Request) (*listOptions, error) {
 // in lists none, as Nomad's lists of a pool that does not exist: a
 // blocking query waits for the pool's first node.
 func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !poolReadable(r, r.PathValue("name")) {
+		return nil, errPermissionDenied
+	}
 	o, err := poolListParams(r)
 	if err != nil {
 		return nil, err
@@ -170,6 +182,9 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 // Nomad's NodePool.ListJobs. Jobs may name a pool no node is in yet (one
 // Drover's implicit pools do not list): they are listed all the same.
 func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
+	if !poolReadable(r, r.PathValue("name")) {
+		return nil, errPermissionDenied
+	}
 	o, err := poolListParams(r)
 	if err != nil {
 		return nil, err

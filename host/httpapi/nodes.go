@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
@@ -169,7 +170,8 @@ func (a *API) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 
 func (a *API) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		allocs := snap.AllocsByNode(r.PathValue("id"))
+		allocs := slices.DeleteFunc(snap.AllocsByNode(r.PathValue("id")),
+			func(al *sdk.Allocation) bool { return !listable(r, al.Namespace) })
 		// As Nomad's Node.GetAllocs: the highest ModifyIndex of the
 		// node's allocations, so that a blocking read (a node agent's)
 		// wakes when one of them changes, not on every allocation write;

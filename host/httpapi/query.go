@@ -54,6 +54,9 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, fn readFn) (any, erro
 	store := a.srv.Store()
 	for {
 		snap := store.Snapshot()
+		if objectDenied(snap, r) {
+			return nil, errPermissionDenied
+		}
 		out, index, err := fn(snap)
 		if err != nil {
 			// As in Nomad, a blocking read of what does not exist waits
@@ -257,10 +260,12 @@ func nsIDSeek(ns, id, token string) int {
 }
 
 // namespaced reports whether an object in namespace ns is in the
-// request's namespace (?namespace=, "default" when absent, "*" for all).
+// request's namespace (?namespace=, "default" when absent, "*" for all)
+// and, with ACLs, in one where the token holds the capability the route
+// lists by.
 func namespaced(r *http.Request, ns string) bool {
 	want := requestNamespace(r)
-	return want == "*" || want == ns
+	return (want == "*" || want == ns) && listable(r, ns)
 }
 
 func requestNamespace(r *http.Request) string {

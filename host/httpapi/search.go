@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/drover-sched/drover/host/acl"
 )
 
 // searchLimit is how many matches a context lists at most, as Nomad's.
@@ -44,8 +46,10 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 	default:
 		want = nil // a context of Nomad's with no objects here
 	}
+	// Each context lists what the request's token may see of it, as
+	// Nomad's search does.
 	ns := requestNamespace(r)
-	inNS := func(n string) bool { return ns == "*" || n == ns }
+	inNS := func(n, capability string) bool { return (ns == "*" || n == ns) && allowedIn(r, n, capability) }
 	snap := a.srv.Store().Snapshot()
 	resp := &SearchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
 	for _, c := range want {
@@ -54,52 +58,57 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 		case "jobs":
 			if ns == "*" {
 				for _, j := range snap.Jobs("*") {
-					if strings.HasPrefix(j.ID, req.Prefix) {
+					if strings.HasPrefix(j.ID, req.Prefix) && inNS(j.Namespace, acl.NamespaceCapabilityListJobs) {
 						ids = append(ids, j.ID)
 					}
 				}
 			} else {
 				for _, j := range snap.JobsByIDPrefix(ns, req.Prefix) {
-					ids = append(ids, j.ID)
+					if inNS(j.Namespace, acl.NamespaceCapabilityListJobs) {
+						ids = append(ids, j.ID)
+					}
 				}
 			}
 		case "evals":
 			for _, e := range snap.EvalsByPrefix(req.Prefix) {
-				if inNS(e.Namespace) {
+				if inNS(e.Namespace, acl.NamespaceCapabilityReadJob) {
 					ids = append(ids, e.ID)
 				}
 			}
 		case "allocs":
 			for _, al := range snap.AllocsByPrefix(req.Prefix) {
-				if inNS(al.Namespace) {
+				if inNS(al.Namespace, acl.NamespaceCapabilityReadJob) {
 					ids = append(ids, al.ID)
 				}
 			}
 		case "nodes":
+			if !allowed(r, (*acl.ACL).AllowNodeRead) {
+				break
+			}
 			for _, n := range snap.NodesByPrefix(req.Prefix) {
 				ids = append(ids, n.ID)
 			}
 		case "deployment":
 			for _, d := range snap.Deployments() {
-				if inNS(d.Namespace) && strings.HasPrefix(d.ID, req.Prefix) {
+				if inNS(d.Namespace, acl.NamespaceCapabilityReadJob) && strings.HasPrefix(d.ID, req.Prefix) {
 					ids = append(ids, d.ID)
 				}
 			}
 		case "namespaces":
 			for name := range namespaces(snap) {
-				if strings.HasPrefix(name, req.Prefix) {
+				if strings.HasPrefix(name, req.Prefix) && namespaceVisible(r, name) {
 					ids = append(ids, name)
 				}
 			}
 		case "node_pools":
 			for name := range nodePools(snap) {
-				if strings.HasPrefix(name, req.Prefix) {
+				if strings.HasPrefix(name, req.Prefix) && poolReadable(r, name) {
 					ids = append(ids, name)
 				}
 			}
 		case "scaling_policy":
 			for _, p := range snap.ScalingPolicies(ns) {
-				if strings.HasPrefix(p.ID, req.Prefix) {
+				if strings.HasPrefix(p.ID, req.Prefix) && allowedIn(r, p.Target["Namespace"], acl.NamespaceCapabilityListScalingPolicies) {
 					ids = append(ids, p.ID)
 				}
 			}

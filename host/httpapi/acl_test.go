@@ -1,0 +1,369 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
+	"github.com/rs/zerolog"
+)
+
+// newACLAPI starts a dev server with ACLs enabled, n ready nodes and its
+// API, and bootstraps it: it returns the management token's secret too.
+func newACLAPI(t *testing.T, n int) (*httptest.Server, *server.Server, string) {
+	t.Helper()
+	s := servertest.New(t, nil, func(c *server.Config) { c.ACLEnabled = true })
+	for i := 0; i < n; i++ {
+		if _, _, err := s.RegisterNode(servertest.Node(i, 4000, 8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := httptest.NewServer(httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)), nil).Handler())
+	t.Cleanup(ts.Close)
+	root, _, err := nomadClient(t, ts.URL).ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	return ts, s, root.SecretID
+}
+
+// withToken is Nomad's client with token set.
+func withToken(t *testing.T, addr, token string) *api.Client {
+	c := nomadClient(t, addr)
+	c.SetSecretID(token)
+	return c
+}
+
+// doAs makes a request with token (none when empty).
+func doAs(t *testing.T, token, method, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp, []byte(b.String())
+}
+
+// makeToken writes policy name with rules and returns the secret of a new
+// client token holding it.
+func makeToken(t *testing.T, root *api.Client, name, rules string) string {
+	t.Helper()
+	if _, err := root.ACLPolicies().Upsert(&api.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
+		t.Fatalf("policy %s: %v", name, err)
+	}
+	tok, _, err := root.ACLTokens().Create(&api.ACLToken{Name: name, Type: "client", Policies: []string{name}}, nil)
+	if err != nil {
+		t.Fatalf("token %s: %v", name, err)
+	}
+	return tok.SecretID
+}
+
+// TestACL_EveryEndpointChecksTheToken drives every endpoint, naming real
+// objects of namespace default, with no token, with a token of another
+// namespace (and no node, agent or operator rights) and with the
+// management token: only the open endpoints answer the first two, and
+// lists of every namespace leave out what the token may not see.
+func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
+	ts, s, rootSecret := newACLAPI(t, 3)
+	root := withToken(t, ts.URL, rootSecret)
+	outsider := makeToken(t, root, "other-ns", `namespace "other" { policy = "write" }`)
+
+	job := servertest.Job("web", sdk.JobTypeService, 2, 100, 64)
+	job.TaskGroups[0].Scaling = &sdk.ScalingPolicy{Min: 1, Max: 5, Enabled: true}
+	job.TaskGroups[0].Update = &sdk.UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", Stagger: 30 * time.Second,
+		MinHealthyTime: time.Second, HealthyDeadline: time.Minute, ProgressDeadline: 10 * time.Minute}
+	evalID := mustRegister(t, s, job)
+	servertest.WaitFor(t, "the eval to finish", func() bool {
+		e := s.Store().Snapshot().Eval(evalID)
+		return e != nil && e.Status == sdk.EvalStatusComplete
+	})
+	snap := s.Store().Snapshot()
+	allocs := snap.AllocsByJob(sdk.DefaultNamespace, "web")
+	if len(allocs) == 0 {
+		t.Fatal("no allocations placed")
+	}
+	allocID, nodeID := allocs[0].ID, allocs[0].NodeID
+	d := snap.LatestDeploymentByJobInstance(sdk.DefaultNamespace, "web")
+	if d == nil {
+		t.Fatal("no deployment")
+	}
+	deploymentID := d.ID
+	jobJSON, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "Name": "web", "Type": "service",
+		"TaskGroups": []any{map[string]any{"Name": "g", "Count": 1, "Tasks": []any{map[string]any{"Name": "t", "Driver": "docker"}}}}}})
+
+	// denied: answered 403 to the outsider and to no token.
+	denied := []struct{ method, path, body string }{
+		{"GET", "/v1/jobs", ""},
+		{"PUT", "/v1/jobs", string(jobJSON)},
+		{"PUT", "/v1/jobs/parse", `{"JobHCL": "job \"x\" {}"}`},
+		{"PUT", "/v1/validate/job", string(jobJSON)},
+		{"GET", "/v1/job/web", ""},
+		{"PUT", "/v1/job/web", string(jobJSON)},
+		{"DELETE", "/v1/job/web", ""},
+		{"GET", "/v1/job/web/allocations", ""},
+		{"GET", "/v1/job/web/evaluations", ""},
+		{"PUT", "/v1/job/web/evaluate", "{}"},
+		{"PUT", "/v1/job/web/plan", string(jobJSON)},
+		{"GET", "/v1/job/web/summary", ""},
+		{"GET", "/v1/job/web/versions", ""},
+		{"GET", "/v1/job/web/deployments", ""},
+		{"GET", "/v1/job/web/deployment", ""},
+		{"GET", "/v1/job/web/scale", ""},
+		{"PUT", "/v1/job/web/scale", `{"Count": 3, "Target": {"Group": "g"}}`},
+		{"PUT", "/v1/job/web/dispatch", "{}"},
+		{"PUT", "/v1/job/web/revert", `{"JobVersion": 0}`},
+		{"PUT", "/v1/job/web/periodic/force", ""},
+		{"PUT", "/v1/job/web/stable", `{"JobVersion": 0, "Stable": true}`},
+		{"GET", "/v1/job/web/submission?version=0", ""},
+		{"GET", "/v1/evaluations", ""},
+		{"GET", "/v1/evaluations/count", ""},
+		{"DELETE", "/v1/evaluations", `{"EvalIDs": ["` + evalID + `"]}`},
+		{"GET", "/v1/evaluation/" + evalID, ""},
+		{"GET", "/v1/evaluation/" + evalID + "/allocations", ""},
+		{"GET", "/v1/allocations", ""},
+		{"PUT", "/v1/allocations/status", "{}"},
+		{"GET", "/v1/allocation/" + allocID, ""},
+		{"PUT", "/v1/allocation/" + allocID + "/stop", ""},
+		{"GET", "/v1/nodes", ""},
+		{"PUT", "/v1/nodes", "{}"},
+		{"GET", "/v1/node/" + nodeID, ""},
+		{"GET", "/v1/node/" + nodeID + "/allocations", ""},
+		{"PUT", "/v1/node/" + nodeID + "/heartbeat", ""},
+		{"PUT", "/v1/node/" + nodeID + "/eligibility", `{"Eligibility": "ineligible"}`},
+		{"PUT", "/v1/node/" + nodeID + "/purge", ""},
+		{"PUT", "/v1/node/" + nodeID + "/evaluate", ""},
+		{"PUT", "/v1/node/" + nodeID + "/drain", "{}"},
+		{"GET", "/v1/deployments", ""},
+		{"GET", "/v1/scaling/policies", ""},
+		{"PUT", "/v1/system/gc", ""},
+		{"PUT", "/v1/system/reconcile/summaries", ""},
+		{"GET", "/v1/namespace/default", ""},
+		{"PUT", "/v1/namespace/x", "{}"},
+		{"GET", "/v1/node/pool/default", ""},
+		{"GET", "/v1/node/pool/default/nodes", ""},
+		{"GET", "/v1/node/pool/default/jobs", ""},
+		{"GET", "/v1/operator/scheduler/configuration", ""},
+		{"PUT", "/v1/operator/scheduler/configuration", "{}"},
+		{"GET", "/v1/plugins/schedulers", ""},
+		{"GET", "/v1/plugins/refused", ""},
+		{"GET", "/v1/plugin/scheduler/service", ""},
+		{"GET", "/v1/agent/members", ""},
+		{"GET", "/v1/operator/raft/configuration", ""},
+		{"DELETE", "/v1/operator/raft/peer?id=x", ""},
+		{"PUT", "/v1/operator/raft/transfer-leadership", ""},
+		{"GET", "/v1/operator/snapshot", ""},
+		{"PUT", "/v1/operator/snapshot", ""},
+		{"GET", "/v1/agent/monitor", ""},
+		{"GET", "/v1/agent/self", ""},
+		{"GET", "/v1/event/stream?topic=Job", ""},
+		{"GET", "/v1/event/stream", ""},
+		{"GET", "/v1/acl/policy/anonymous", ""},
+		{"PUT", "/v1/acl/policy/x", `{"Name": "x", "Rules": "node { policy = \"read\" }"}`},
+		{"DELETE", "/v1/acl/policy/other-ns", ""},
+		{"GET", "/v1/acl/tokens", ""},
+		{"PUT", "/v1/acl/token", `{"Type": "management"}`},
+	}
+	for _, p := range []string{"/v1/deployment/", "/v1/deployment/allocations/"} {
+		denied = append(denied, struct{ method, path, body string }{"GET", p + deploymentID, ""})
+	}
+	for _, p := range []string{"promote", "fail", "pause", "allocation-health"} {
+		denied = append(denied, struct{ method, path, body string }{"PUT", "/v1/deployment/" + p + "/" + deploymentID,
+			`{"DeploymentID": "` + deploymentID + `"}`})
+	}
+	for _, tok := range []struct{ name, secret string }{{"no token", ""}, {"another namespace's", outsider}} {
+		for _, c := range denied {
+			resp, body := doAs(t, tok.secret, c.method, ts.URL+c.path, c.body)
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s, %s %s: %d %s, want 403", tok.name, c.method, c.path, resp.StatusCode, body)
+			}
+		}
+	}
+	// The same requests with the management token are not refused (the
+	// event streams and the monitor stream: only their status is read).
+	for _, c := range denied {
+		if strings.HasPrefix(c.path, "/v1/event/") || strings.HasPrefix(c.path, "/v1/agent/monitor") {
+			continue
+		}
+		if resp, body := doAs(t, rootSecret, c.method, ts.URL+c.path, c.body); resp.StatusCode == http.StatusForbidden {
+			t.Errorf("management, %s %s: 403 %s", c.method, c.path, body)
+		}
+	}
+
+	// Lists of every namespace leave out what the token may not see.
+	for _, path := range []string{"/v1/jobs?namespace=*", "/v1/allocations?namespace=*", "/v1/evaluations?namespace=*",
+		"/v1/deployments?namespace=*", "/v1/scaling/policies?namespace=*", "/v1/namespaces", "/v1/node/pools"} {
+		resp, body := doAs(t, outsider, "GET", ts.URL+path, "")
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
+			t.Errorf("outsider, GET %s: %d %s, want 200 []", path, resp.StatusCode, body)
+		}
+		resp, body = doAs(t, rootSecret, "GET", ts.URL+path, "")
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) == "[]" {
+			t.Errorf("management, GET %s: %d %s, want a list", path, resp.StatusCode, body)
+		}
+	}
+	resp, body := doAs(t, outsider, "PUT", ts.URL+"/v1/search?namespace=*", `{"Prefix": "", "Context": "all"}`)
+	var found httpapi.SearchResponse
+	if err := json.Unmarshal(body, &found); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("outsider search: %d %s", resp.StatusCode, body)
+	}
+	for ctx, ids := range found.Matches {
+		if len(ids) > 0 {
+			t.Errorf("outsider search finds %s %v", ctx, ids)
+		}
+	}
+
+	// The open endpoints answer anyone.
+	for _, path := range []string{"/v1/status/leader", "/v1/status/peers", "/v1/agent/health", "/v1/regions", "/v1/metrics"} {
+		if resp, body := doAs(t, "", "GET", ts.URL+path, ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("no token, GET %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	// A token that does not exist is refused in Nomad's words.
+	if resp, body := doAs(t, "00000000-0000-0000-0000-000000000000", "GET", ts.URL+"/v1/jobs", ""); resp.StatusCode != http.StatusForbidden ||
+		!strings.Contains(string(body), "ACL token not found") {
+		t.Errorf("unknown token: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestACL_NamespacePolicies: what a namespace's policy and capabilities
+// let a token do there, through Nomad's client, and the anonymous policy.
+func TestACL_NamespacePolicies(t *testing.T) {
+	ts, s, rootSecret := newACLAPI(t, 3)
+	root := withToken(t, ts.URL, rootSecret)
+	mustRegister(t, s, servertest.Job("web", sdk.JobTypeService, 1, 100, 64))
+
+	reader := withToken(t, ts.URL, makeToken(t, root, "reader", `namespace "default" { policy = "read" }`))
+	if jobs, _, err := reader.Jobs().List(nil); err != nil || len(jobs) != 1 {
+		t.Fatalf("reader lists jobs: %v %v", jobs, err)
+	}
+	if _, _, err := reader.Jobs().Deregister("web", false, nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("reader deregisters: %v", err)
+	}
+
+	// A glob, and a capability alone.
+	stopper := withToken(t, ts.URL, makeToken(t, root, "stopper", `namespace "def*" { capabilities = ["submit-job"] }`))
+	if _, _, err := stopper.Jobs().List(nil); err == nil {
+		t.Fatal("submit-job alone lists jobs")
+	}
+	if _, _, err := stopper.Jobs().Deregister("web", false, nil); err != nil {
+		t.Fatalf("submit-job deregisters: %v", err)
+	}
+
+	// Without an anonymous policy a request without a token is refused;
+	// with one, it may do what the policy says.
+	anon := nomadClient(t, ts.URL)
+	if _, _, err := anon.Jobs().List(nil); err == nil {
+		t.Fatal("anonymous lists jobs without an anonymous policy")
+	}
+	if _, err := root.ACLPolicies().Upsert(&api.ACLPolicy{Name: server.AnonymousPolicy,
+		Rules: `namespace "default" { policy = "read" }`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := anon.Jobs().List(nil); err != nil {
+		t.Fatalf("anonymous lists jobs with an anonymous policy: %v", err)
+	}
+}
+
+// TestACL_PoliciesAndTokens drives the ACL endpoints with Nomad's client:
+// bootstrap once, policies, and tokens created, read, updated, expired
+// and deleted.
+func TestACL_PoliciesAndTokens(t *testing.T) {
+	ts, _, rootSecret := newACLAPI(t, 0)
+	root := withToken(t, ts.URL, rootSecret)
+
+	if _, _, err := root.ACLTokens().Bootstrap(nil); err == nil || !strings.Contains(err.Error(), "bootstrap already done") {
+		t.Fatalf("second bootstrap: %v", err)
+	}
+	self, _, err := root.ACLTokens().Self(nil)
+	if err != nil || self.Type != "management" || self.SecretID != rootSecret {
+		t.Fatalf("root's self: %+v %v", self, err)
+	}
+
+	// A policy that does not parse is refused, naming where.
+	_, err = root.ACLPolicies().Upsert(&api.ACLPolicy{Name: "bad", Rules: "namespace \"x\" {\n  policy = \"sudo\"\n}"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "bad:2:") {
+		t.Fatalf("bad policy: %v", err)
+	}
+	rules := `node { policy = "read" }`
+	if _, err := root.ACLPolicies().Upsert(&api.ACLPolicy{Name: "nodes", Description: "read nodes", Rules: rules}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, _, err := root.ACLPolicies().Info("nodes", nil); err != nil || p.Rules != rules || p.Description != "read nodes" {
+		t.Fatalf("policy info: %+v %v", p, err)
+	}
+
+	tok, _, err := root.ACLTokens().Create(&api.ACLToken{Name: "ops", Type: "client", Policies: []string{"nodes"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AccessorID == "" || tok.SecretID == "" || tok.ExpirationTime != nil {
+		t.Fatalf("created token: %+v", tok)
+	}
+	ops := withToken(t, ts.URL, tok.SecretID)
+	if _, _, err := ops.Nodes().List(nil); err != nil {
+		t.Fatalf("ops lists nodes: %v", err)
+	}
+	// A client token reads itself and the policies it holds, nothing else.
+	if got, _, err := ops.ACLTokens().Self(nil); err != nil || got.AccessorID != tok.AccessorID {
+		t.Fatalf("ops self: %+v %v", got, err)
+	}
+	if ps, _, err := ops.ACLPolicies().List(nil); err != nil || len(ps) != 1 || ps[0].Name != "nodes" {
+		t.Fatalf("ops lists policies: %+v %v", ps, err)
+	}
+	if _, _, err := ops.ACLTokens().List(nil); err == nil {
+		t.Fatal("a client token lists tokens")
+	}
+
+	// Update: a management token now.
+	tok.Type, tok.Policies = "management", nil
+	if _, _, err := root.ACLTokens().Update(tok, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ops.ACLTokens().List(nil); err != nil {
+		t.Fatalf("updated to management, lists tokens: %v", err)
+	}
+	list, _, err := root.ACLTokens().List(nil)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("token list: %+v %v", list, err)
+	}
+
+	// Deleted, it is refused.
+	if _, err := root.ACLTokens().Delete(tok.AccessorID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ops.Nodes().List(nil); err == nil || !strings.Contains(err.Error(), "ACL token not found") {
+		t.Fatalf("deleted token: %v", err)
+	}
+
+	// A token with a TTL below the minimum is refused; one within it says
+	// when it expires.
+	if _, _, err := root.ACLTokens().Create(&api.ACLToken{Type: "client", Policies: []string{"nodes"}, ExpirationTTL: time.Second}, nil); err == nil {
+		t.Fatal("a TTL under token_min_expiration_ttl accepted")
+	}
+	exp, _, err := root.ACLTokens().Create(&api.ACLToken{Type: "client", Policies: []string{"nodes"}, ExpirationTTL: time.Hour}, nil)
+	if err != nil || exp.ExpirationTime == nil || exp.ExpirationTime.Sub(exp.CreateTime) != time.Hour {
+		t.Fatalf("token with a TTL: %+v %v", exp, err)
+	}
+}
