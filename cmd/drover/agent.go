@@ -40,7 +40,9 @@ Options:
                        block (num_schedulers, broker, heartbeat, GC and raft
                        settings, bootstrap_expect, server_join), advertise,
                        telemetry, tls (HTTPS for the API, TLS between
-                       servers; drover tls makes certificates), and plugin
+                       servers; drover tls makes certificates), acl
+                       (enabled, token_min_expiration_ttl,
+                       token_max_expiration_ttl), and plugin
                        "NAME" blocks (runtime, path, config, env,
                        real_clock, limits { memory_mb, timeout,
                        enforce_deadline }) that add or configure scheduler
@@ -58,6 +60,9 @@ Options:
                        its cluster (raft, forwarded requests). Without it
                        the server runs alone.
   -bootstrap-expect=N  How many servers form a new cluster.
+  -acl-enabled         Enforce ACLs: every API request needs a token whose
+                       policies allow it (drover acl bootstrap makes the
+                       first, management token).
   -retry-join=ADDR     Another server's RPC address, asked until this
                        server is in a cluster; repeat for each server.
   -log-level=LEVEL     debug, info, warn or error (default info).
@@ -111,6 +116,7 @@ func (c *agentCommand) Run(args []string) int {
 	fs.StringVar(&flagCfg.Server.NodeName, "node", "", "")
 	fs.StringVar(&flagCfg.Server.RPCAddr, "rpc-addr", "", "")
 	fs.IntVar(&flagCfg.Server.BootstrapExpect, "bootstrap-expect", 0, "")
+	fs.BoolVar(&flagCfg.Server.ACLEnabled, "acl-enabled", false, "")
 	fs.Func("retry-join", "", func(v string) error {
 		flagCfg.Server.RetryJoin = append(flagCfg.Server.RetryJoin, v)
 		return nil
@@ -154,6 +160,8 @@ func (c *agentCommand) Run(args []string) int {
 			cfg.Server.BootstrapExpect = flagCfg.Server.BootstrapExpect
 		case "retry-join":
 			cfg.Server.RetryJoin = flagCfg.Server.RetryJoin
+		case "acl-enabled":
+			cfg.Server.ACLEnabled = flagCfg.Server.ACLEnabled
 		}
 	})
 	lvl, err := zerolog.ParseLevel(cfg.LogLevel)

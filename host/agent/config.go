@@ -87,6 +87,7 @@ type File struct {
 	Telemetry *TelemetryBlock `hcl:"telemetry,block"`
 	Advertise *AdvertiseBlock `hcl:"advertise,block"`
 	TLS       *TLSBlock       `hcl:"tls,block"`
+	ACL       *ACLBlock       `hcl:"acl,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -229,6 +230,55 @@ func (b *TLSBlock) apply(tc *tlsutil.Config) error {
 			errs = append(errs, &valueError{"tls.tls_cipher_suites", err.Error()})
 		}
 		tc.CipherSuites = cs
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// ACLBlock is the file's acl block, as Nomad's:
+//
+//	acl {
+//	  enabled = true
+//	  token_min_expiration_ttl = "1m"
+//	  token_max_expiration_ttl = "24h"
+//	}
+//
+// Nomad's token_ttl, policy_ttl and role_ttl say how long its clients
+// cache what a token resolves to, and replication_token how its regions
+// copy tokens: Drover has neither (its servers resolve each request's
+// token from their state), so they are refused as unknown.
+type ACLBlock struct {
+	Enabled               *bool  `hcl:"enabled,optional"`
+	TokenMinExpirationTTL string `hcl:"token_min_expiration_ttl,optional"`
+	TokenMaxExpirationTTL string `hcl:"token_max_expiration_ttl,optional"`
+}
+
+// apply sets in sc what the block sets; a minimum above the maximum (one
+// may be the default) is refused by the server's Validate.
+func (b *ACLBlock) apply(sc *server.Config) error {
+	if b.Enabled != nil {
+		sc.ACLEnabled = *b.Enabled
+	}
+	var errs []error
+	for _, d := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{{"acl.token_min_expiration_ttl", b.TokenMinExpirationTTL, &sc.ACLTokenMinExpirationTTL},
+		{"acl.token_max_expiration_ttl", b.TokenMaxExpirationTTL, &sc.ACLTokenMaxExpirationTTL}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		switch {
+		case err != nil:
+			errs = append(errs, &valueError{d.name, fmt.Sprintf("%q is not a duration (e.g. \"1h\")", d.v)})
+		case v <= 0:
+			errs = append(errs, &valueError{d.name, fmt.Sprintf("%q is not positive", d.v)})
+		default:
+			*d.dst = v
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
@@ -416,6 +466,11 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.TLS != nil {
 		if err := f.TLS.apply(&cfg.TLS); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if f.ACL != nil {
+		if err := f.ACL.apply(&cfg.Server); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
 	}

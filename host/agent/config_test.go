@@ -92,6 +92,12 @@ tls {
   tls_min_version        = "tls13"
   tls_cipher_suites      = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
 }
+
+acl {
+  enabled                  = true
+  token_min_expiration_ttl = "30s"
+  token_max_expiration_ttl = "72h"
+}
 `
 	f, err := ParseConfig("agent.hcl", []byte(src))
 	if err != nil {
@@ -161,6 +167,9 @@ tls {
 		{"tls.verify_https_client", cfg.TLS.VerifyHTTPSClient, true},
 		{"tls.rpc_upgrade_mode", cfg.TLS.RPCUpgradeMode, true},
 		{"tls.tls_min_version", cfg.TLS.MinVersion, uint16(tls.VersionTLS13)},
+		{"acl.enabled", s.ACLEnabled, true},
+		{"acl.token_min_expiration_ttl", s.ACLTokenMinExpirationTTL, 30 * time.Second},
+		{"acl.token_max_expiration_ttl", s.ACLTokenMaxExpirationTTL, 72 * time.Hour},
 		{"tls.tls_cipher_suites", fmt.Sprint(cfg.TLS.CipherSuites),
 			fmt.Sprint([]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384})},
 	}
@@ -260,6 +269,9 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"insecure cipher suite", `tls { tls_cipher_suites = "TLS_RSA_WITH_RC4_128_SHA" }`,
 			"agent.hcl:1:27: error: Invalid value; tls.tls_cipher_suites = \"TLS_RSA_WITH_RC4_128_SHA\" is an insecure cipher suite"},
 		{"unknown cipher suite", `tls { tls_cipher_suites = "TLS_FAST" }`, `"TLS_FAST" is not a cipher suite Go knows`},
+		{"Nomad's client token cache", "acl {\n  token_ttl = \"30s\"\n}", "agent.hcl:2"},
+		{"bad token TTL", "acl {\n  token_max_expiration_ttl = \"a day\"\n}",
+			`agent.hcl:2:30: error: Invalid value; acl.token_max_expiration_ttl = "a day" is not a duration`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
