@@ -56,6 +56,9 @@ func (c *checker) add(p Path, format string, args ...any) {
 	c.problems = append(c.problems, &FieldError{Path: p, Err: fmt.Errorf(format, args...)})
 }
 
+// validNamespace is what a namespace's name may be, as Nomad's.
+var validNamespace = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+
 // Validate checks a canonicalized job as Nomad's server does, and returns
 // a *ValidationError listing every problem, or nil.
 func Validate(j *sdk.Job) error {
@@ -94,6 +97,10 @@ func (c *checker) job(j *sdk.Job) {
 		// The state's indexes end each key part with a null: the jobs of
 		// namespace "a" would list those of "a\x00b" too.
 		c.add(root.Attr("namespace"), "the namespace contains a null character")
+	case !validNamespace.MatchString(j.Namespace):
+		// As Nomad's namespace names: "*" (every namespace, to lists and
+		// ACL policies) or a glob is not one.
+		c.add(root.Attr("namespace"), "the namespace %q is not a namespace name (letters, digits and dashes, at most 128)", j.Namespace)
 	}
 	switch j.Type {
 	case sdk.JobTypeService, sdk.JobTypeBatch, sdk.JobTypeSystem, sdk.JobTypeSysBatch:

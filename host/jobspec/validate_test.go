@@ -78,6 +78,9 @@ func TestValidate_ProblemsNameTheirPart(t *testing.T) {
 		{"bad type", func(j *sdk.Job) { j.Type = "cron" }, "type", "is not a job type"},
 		{"core namespace", func(j *sdk.Job) { j.Namespace = sdk.CoreJobNamespace }, "namespace", `"-" is reserved for the core scheduler's evaluations`},
 		{"null in namespace", func(j *sdk.Job) { j.Namespace = "a\x00b" }, "namespace", "contains a null character"},
+		{"every namespace", func(j *sdk.Job) { j.Namespace = "*" }, "namespace", `"*" is not a namespace name`},
+		{"a glob namespace", func(j *sdk.Job) { j.Namespace = "prod-*" }, "namespace", `"prod-*" is not a namespace name`},
+		{"namespace with a dot", func(j *sdk.Job) { j.Namespace = "a.b" }, "namespace", "letters, digits and dashes"},
 		{"affinity on system job", func(j *sdk.Job) {
 			j.Type = sdk.JobTypeSystem
 			j.Affinities = []*sdk.Affinity{{LTarget: "${node.class}", RTarget: "x", Operand: "=", Weight: 10}}
