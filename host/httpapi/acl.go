@@ -234,13 +234,14 @@ func poolReadable(r *http.Request, name string) bool {
 	return allowed(r, func(a *acl.ACL) bool { return a.AllowNodePoolOperation(name, acl.NodePoolCapabilityRead) })
 }
 
-// tokenStillValid reports whether the request's token still resolves: a
-// long-lived answer (an event stream) ends once it is deleted or expires.
-func (a *API) tokenStillValid(r *http.Request) bool {
-	z := authzOf(r)
-	if z == nil || z.token == nil {
-		return true
+// currentACL resolves the request's token again, for a long-lived answer
+// (an event stream) that must follow changes to it: its ACL as the state
+// now has it (nil with ACLs disabled), and false once the token no longer
+// resolves (deleted or expired).
+func (a *API) currentACL(r *http.Request) (*acl.ACL, bool) {
+	if authzOf(r) == nil {
+		return nil, true
 	}
-	_, _, err := a.srv.ResolveToken(z.token.SecretID)
-	return err == nil
+	aclObj, _, err := a.srv.ResolveToken(requestToken(r))
+	return aclObj, err == nil
 }

@@ -56,8 +56,10 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	if len(req.Topics) == 0 {
 		req.Topics[events.TopicAll] = []string{"*"}
 	}
-	if err := eventsAllowed(r, req); err != nil {
-		return nil, err
+	if z := authzOf(r); z != nil {
+		if err := eventsAllowed(z.acl, req); err != nil {
+			return nil, err
+		}
 	}
 	if v := r.URL.Query().Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -76,13 +78,26 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		wait, cancel := context.WithTimeout(ctx, EventHeartbeat)
 		batch, err := sub.Next(wait)
 		cancel()
-		var out any = batch
-		switch {
-		case !a.tokenStillValid(r):
-			// As Nomad's: a stream ends when its token is deleted or
-			// expires.
+		// The token is resolved again for each batch: as Nomad's, a
+		// stream ends when its token is deleted or expires, or when its
+		// policies change so that it may no longer read what it asked
+		// for; and what it may read decides which events it is sent.
+		current, valid := a.currentACL(r)
+		if !valid {
 			send(map[string]string{"Error": "ACL token expired or deleted"})
 			return streamed, nil
+		}
+		if current != nil && eventsAllowed(current, req) != nil {
+			send(map[string]string{"Error": "Permission denied: the ACL token's policies changed"})
+			return streamed, nil
+		}
+		if err == nil && current != nil {
+			if batch = readableEvents(current, batch); batch == nil {
+				continue
+			}
+		}
+		var out any = batch
+		switch {
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			out = struct{}{} // heartbeat
@@ -98,26 +113,23 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 }
 
-// eventsAllowed checks each topic asked for against the request's token,
-// as Nomad's event stream does: every topic ("*") needs a management
-// token, node and node pool events node read, the others read-job in the
-// request's namespace (a token whose policy covers "*" for all).
-func eventsAllowed(r *http.Request, req events.Request) error {
-	z := authzOf(r)
-	if z == nil {
-		return nil
-	}
+// eventsAllowed checks each topic asked for against a token's ACL, as
+// Nomad's event stream does: every topic ("*") needs a management token,
+// node and node pool events node read, the others read-job in the
+// request's namespace (for "*", in some namespace: the events of the
+// others are left out, readableEvents).
+func eventsAllowed(a *acl.ACL, req events.Request) error {
 	for topic := range req.Topics {
 		var ok bool
 		switch topic {
 		case events.TopicAll:
-			ok = z.acl.IsManagement()
+			ok = a.IsManagement()
 		case events.TopicNode, "NodePool":
-			ok = z.acl.AllowNodeRead()
+			ok = a.AllowNodeRead()
 		case "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule":
-			ok = z.acl.IsManagement()
+			ok = a.IsManagement()
 		default:
-			ok = z.acl.AllowNamespaceOperation(req.Namespace, acl.NamespaceCapabilityReadJob)
+			ok = a.AllowNamespaceOperation(req.Namespace, acl.NamespaceCapabilityReadJob)
 		}
 		if !ok {
 			return errPermissionDenied
@@ -138,4 +150,26 @@ func withLegacyResources(ev *events.Event) {
 	case p["Allocation"] != nil:
 		ev.Payload = map[string]any{"Allocation": withLegacyAlloc(p["Allocation"].(*sdk.Allocation))}
 	}
+}
+
+// readableEvents is batch without the events of namespaces where a does
+// not hold read-job (nil when none is left): a stream of every namespace
+// ("*") is sent only those a token may read. Events of no namespace
+// (nodes) were allowed by their topic.
+func readableEvents(a *acl.ACL, batch *events.Batch) *events.Batch {
+	if batch == nil || a.IsManagement() {
+		return batch
+	}
+	kept := make([]events.Event, 0, len(batch.Events))
+	for _, ev := range batch.Events {
+		if ev.Namespace == "" || a.AllowNamespaceOperation(ev.Namespace, acl.NamespaceCapabilityReadJob) {
+			kept = append(kept, ev)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	out := *batch
+	out.Events = kept
+	return &out
 }
