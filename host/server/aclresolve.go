@@ -49,11 +49,23 @@ func (s *Server) ResolveToken(secret string) (*acl.ACL, *state.ACLToken, error) 
 
 // aclCache keeps the ACLs of the policy sets tokens hold, so that a
 // request parses no policy: an ACL is kept under its policies' names and
-// modify indexes, and a changed policy makes a new key. It is emptied when
-// it grows past maxCachedACLs (old keys are never asked for again).
+// modify indexes, and a changed policy makes a new key. A snapshot
+// restored from another cluster may bring a policy of the same name and
+// index with other rules, so an entry keeps the rules it was computed
+// from and is used only while they are the policies' (the same strings,
+// most often the same memory, which compares at once). The cache is
+// emptied when it grows past maxCachedACLs (old keys are never asked for
+// again).
 type aclCache struct {
 	mu   sync.Mutex
-	acls map[string]*acl.ACL
+	acls map[string]*cachedACL
+}
+
+// cachedACL is an ACL and the rules of the policies it was computed from,
+// in the order of its key.
+type cachedACL struct {
+	rules []string
+	acl   *acl.ACL
 }
 
 const maxCachedACLs = 1024
@@ -64,17 +76,19 @@ const maxCachedACLs = 1024
 // older version).
 func (c *aclCache) of(snap *state.Snapshot, names []string) *acl.ACL {
 	var policies []*state.ACLPolicy
+	var rules []string
 	var key strings.Builder
 	for _, name := range slices.Sorted(slices.Values(names)) {
 		if p := snap.ACLPolicy(name); p != nil {
 			policies = append(policies, p)
+			rules = append(rules, p.Rules)
 			key.WriteString(name + "@" + strconv.FormatUint(p.ModifyIndex, 10) + "\n")
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a, ok := c.acls[key.String()]; ok {
-		return a
+	if e, ok := c.acls[key.String()]; ok && slices.Equal(e.rules, rules) {
+		return e.acl
 	}
 	var parsed []*acl.Policy
 	for _, p := range policies {
@@ -84,8 +98,8 @@ func (c *aclCache) of(snap *state.Snapshot, names []string) *acl.ACL {
 	}
 	a := acl.New(parsed)
 	if c.acls == nil || len(c.acls) >= maxCachedACLs {
-		c.acls = map[string]*acl.ACL{}
+		c.acls = map[string]*cachedACL{}
 	}
-	c.acls[key.String()] = a
+	c.acls[key.String()] = &cachedACL{rules: rules, acl: a}
 	return a
 }
