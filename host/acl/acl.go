@@ -104,6 +104,14 @@ func (a *ACL) AllowNamespaceOperation(ns, op string) bool {
 	return a.namespaces.match(ns).allows(op)
 }
 
+// AllowNamespaceOperationIn is AllowNamespaceOperation for one namespace
+// only: ns is a namespace's name even when it is "*" (which the rules of
+// the glob "*" grant), never every namespace. A request that acts on one
+// object, which cannot filter what each namespace shows, checks this.
+func (a *ACL) AllowNamespaceOperationIn(ns, op string) bool {
+	return a != nil && (a.management || a.namespaces.match(ns).allows(op))
+}
+
 // AllowNamespace reports whether a grants any capability in namespace ns,
 // as listing namespaces needs.
 func (a *ACL) AllowNamespace(ns string) bool {

@@ -40,6 +40,28 @@ func run(t *testing.T, a *acl.ACL, checks []check) {
 	}
 }
 
+// AllowNamespaceOperationIn reads "*" as one namespace's name: only the
+// rules of the glob "*" grant there, not a grant in any namespace.
+func TestAllowNamespaceOperationIn(t *testing.T) {
+	in := func(ns, op string, want bool) check {
+		return check{"in namespace " + ns + " " + op, func(a *acl.ACL) bool { return a.AllowNamespaceOperationIn(ns, op) }, want}
+	}
+	run(t, build(t, `namespace "prod" { policy = "write" }`), []check{
+		in("prod", "submit-job", true),
+		in(acl.AllNamespaces, "read-job", false),
+		in(acl.AllNamespaces, "submit-job", false),
+		nsOp(acl.AllNamespaces, "read-job", true),
+	})
+	run(t, build(t, `namespace "*" { policy = "read" }`), []check{
+		in(acl.AllNamespaces, "read-job", true),
+		in(acl.AllNamespaces, "submit-job", false),
+		in("prod", "read-job", true),
+	})
+	run(t, acl.Management, []check{in(acl.AllNamespaces, "submit-job", true)})
+	var none *acl.ACL
+	run(t, none, []check{in("default", "read-job", false)})
+}
+
 // Policies' grants to the same namespace add up, and a deny in any of them
 // takes them all away, in whichever order the policies come.
 func TestNew_Merge(t *testing.T) {

@@ -25,9 +25,12 @@ type access struct {
 	// endpoints: status, health, metrics, regions, bootstrap).
 	open bool
 	// cap is a namespace capability the token must hold in the request's
-	// namespace (?namespace=, "default"). A list of every namespace ("*")
-	// lists only the objects in namespaces where it holds cap.
+	// namespace (?namespace=, "default").
 	cap string
+	// lists: the route lists the objects of the request's namespace, or
+	// with "*" those of every namespace where the token holds cap. Another
+	// route checks "*" as the name of one namespace.
+	lists bool
 	// object names the object whose namespace cap is checked in, instead
 	// of the request's (a route that names an allocation, an evaluation or
 	// a deployment by ID); an object that is not found is left to the
@@ -62,6 +65,10 @@ var (
 )
 
 func inNS(capability string) access { return access{cap: capability} }
+
+// listIn is inNS for a list, which with ?namespace=* lists the objects of
+// the namespaces where the token holds capability.
+func listIn(capability string) access { return access{cap: capability, lists: true} }
 
 func inBody(capability string) access { return access{cap: capability, body: true} }
 
@@ -174,8 +181,9 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 			return nil, errPermissionDenied
 		}
 	case acc.cap != "" && !acc.body:
-		// A list of every namespace is filtered instead (allowedIn).
-		if ns := requestNamespace(r); ns != "*" && !aclObj.AllowNamespaceOperation(ns, acc.cap) {
+		// A list of every namespace is filtered instead (listable); any
+		// other route needs cap in the namespace named, "*" too.
+		if ns := requestNamespace(r); (ns != "*" || !acc.lists) && !aclObj.AllowNamespaceOperationIn(ns, acc.cap) {
 			return nil, errPermissionDenied
 		}
 	}

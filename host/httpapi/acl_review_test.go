@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
 	"github.com/hashicorp/nomad/api"
@@ -116,6 +117,47 @@ func TestACL_EventStreamEndsWhenThePolicyNoLongerAllows(t *testing.T) {
 			}
 		case <-ctx.Done():
 			t.Fatal("the stream did not end")
+		}
+	}
+}
+
+// ?namespace=* names every namespace only to the lists, which filter what
+// each namespace shows: a route of one object checks the token in the
+// namespace named "*" itself (a job an older version let be registered
+// there). Any capability in any namespace let a token read, stop or
+// dispatch such a job, as "*" passed the check when any namespace did.
+func TestACL_AllNamespacesOnlyForLists(t *testing.T) {
+	ts, s, rootSecret := newACLAPI(t, 1)
+	root := withToken(t, ts.URL, rootSecret)
+	dev := makeToken(t, root, "dev", `namespace "dev" { policy = "write" }`)
+	everywhere := makeToken(t, root, "everywhere", `namespace "*" { policy = "write" }`)
+	old := jobIn("*", "old")
+	if _, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: old}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Store().Snapshot().Job("*", "old") == nil {
+		t.Fatal("no job in namespace *")
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/job/old?namespace=*", ""},
+		{"GET", "/v1/job/old/versions?namespace=*", ""},
+		{"GET", "/v1/job/old/scale?namespace=*", ""},
+		{"PUT", "/v1/job/old/evaluate?namespace=*", ""},
+		{"DELETE", "/v1/job/old?namespace=*", ""},
+	} {
+		if resp, body := doAs(t, dev, c.method, ts.URL+c.path, c.body); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("dev token, %s %s: %d %s, want 403", c.method, c.path, resp.StatusCode, body)
+		}
+		if resp, body := doAs(t, everywhere, c.method, ts.URL+c.path, c.body); resp.StatusCode == http.StatusForbidden {
+			t.Errorf("token of namespace *, %s %s: 403 %s", c.method, c.path, body)
+		}
+	}
+	// The lists of every namespace are still open to the dev token, and
+	// filtered.
+	for _, path := range []string{"/v1/jobs?namespace=*", "/v1/allocations?namespace=*", "/v1/evaluations?namespace=*",
+		"/v1/evaluations/count?namespace=*", "/v1/deployments?namespace=*", "/v1/scaling/policies?namespace=*"} {
+		if resp, body := doAs(t, dev, "GET", ts.URL+path, ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("dev token, GET %s: %d %s", path, resp.StatusCode, body)
 		}
 	}
 }

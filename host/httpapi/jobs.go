@@ -282,7 +282,7 @@ func (a *API) submittedJob(r *http.Request, job *jobspec.Job, wr WriteRequest) (
 	}
 	// The route's capability (submit-job, read-job to validate) in the
 	// job's namespace.
-	if z := authzOf(r); z != nil && !z.acl.AllowNamespaceOperation(*job.Namespace, z.cap) {
+	if z := authzOf(r); z != nil && !z.acl.AllowNamespaceOperationIn(*job.Namespace, z.cap) {
 		return nil, errPermissionDenied
 	}
 	if id := r.PathValue("id"); id != "" && (job.ID == nil || *job.ID != id) {

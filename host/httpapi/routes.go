@@ -14,20 +14,20 @@ func (a *API) register() {
 		a.on(http.MethodPost, pattern, acc, h)
 	}
 
-	a.on(http.MethodGet, "/v1/jobs", inNS(acl.NamespaceCapabilityListJobs), a.jobList)
+	a.on(http.MethodGet, "/v1/jobs", listIn(acl.NamespaceCapabilityListJobs), a.jobList)
 	write("/v1/jobs", inBody(acl.NamespaceCapabilitySubmitJob), a.jobRegister)
-	write("/v1/jobs/parse", inNS(acl.NamespaceCapabilityParseJob), a.jobParse)
+	write("/v1/jobs/parse", listIn(acl.NamespaceCapabilityParseJob), a.jobParse)
 	write("/v1/validate/job", inBody(acl.NamespaceCapabilityReadJob), a.jobValidate)
 	// /v1/job/:id and its sub-paths: see jobPaths.
 	a.mux.HandleFunc("/v1/job/", a.jobPaths)
 
-	a.on(http.MethodGet, "/v1/evaluations", inNS(acl.NamespaceCapabilityReadJob), a.evalList)
-	a.on(http.MethodGet, "/v1/evaluations/count", inNS(acl.NamespaceCapabilityReadJob), a.evalCount)
+	a.on(http.MethodGet, "/v1/evaluations", listIn(acl.NamespaceCapabilityReadJob), a.evalList)
+	a.on(http.MethodGet, "/v1/evaluations/count", listIn(acl.NamespaceCapabilityReadJob), a.evalCount)
 	a.on(http.MethodDelete, "/v1/evaluations", management, a.evalDelete)
 	a.on(http.MethodGet, "/v1/evaluation/{id}", ofEval(acl.NamespaceCapabilityReadJob), a.evalRead)
 	a.on(http.MethodGet, "/v1/evaluation/{id}/allocations", ofEval(acl.NamespaceCapabilityReadJob), a.evalAllocations)
 
-	a.on(http.MethodGet, "/v1/allocations", inNS(acl.NamespaceCapabilityReadJob), a.allocList)
+	a.on(http.MethodGet, "/v1/allocations", listIn(acl.NamespaceCapabilityReadJob), a.allocList)
 	a.on(http.MethodPut, "/v1/allocations/status", nodeWrite, a.allocsStatus)
 	a.on(http.MethodGet, "/v1/allocation/{id}", ofAlloc(acl.NamespaceCapabilityReadJob), a.allocRead)
 	write("/v1/allocation/{id}/stop", ofAlloc(acl.NamespaceCapabilityAllocLifecycle), a.allocStop)
@@ -42,7 +42,7 @@ func (a *API) register() {
 	write("/v1/node/{id}/evaluate", nodeWrite, a.nodeEvaluate)
 	write("/v1/node/{id}/drain", nodeWrite, a.nodeDrain)
 
-	a.on(http.MethodGet, "/v1/deployments", inNS(acl.NamespaceCapabilityReadJob), a.deploymentList)
+	a.on(http.MethodGet, "/v1/deployments", listIn(acl.NamespaceCapabilityReadJob), a.deploymentList)
 	a.on(http.MethodGet, "/v1/deployment/{id}", ofDeployment(acl.NamespaceCapabilityReadJob), a.deploymentRead)
 	a.on(http.MethodGet, "/v1/deployment/allocations/{id}", ofDeployment(acl.NamespaceCapabilityReadJob), a.deploymentAllocations)
 	write("/v1/deployment/promote/{id}", ofDeployment(acl.NamespaceCapabilitySubmitJob), a.deploymentPromote)
@@ -50,7 +50,7 @@ func (a *API) register() {
 	write("/v1/deployment/pause/{id}", ofDeployment(acl.NamespaceCapabilitySubmitJob), a.deploymentPause)
 	write("/v1/deployment/allocation-health/{id}", ofDeployment(acl.NamespaceCapabilitySubmitJob), a.deploymentAllocHealth)
 
-	a.on(http.MethodGet, "/v1/scaling/policies", inNS(acl.NamespaceCapabilityListScalingPolicies), a.scalingPolicyList)
+	a.on(http.MethodGet, "/v1/scaling/policies", listIn(acl.NamespaceCapabilityListScalingPolicies), a.scalingPolicyList)
 	a.on(http.MethodGet, "/v1/scaling/policy/{id}", ofScalingPolicy(acl.NamespaceCapabilityReadScalingPolicy), a.scalingPolicyRead)
 
 	write("/v1/system/gc", management, a.systemGC)
@@ -108,7 +108,7 @@ func (a *API) poolRoutes() *http.ServeMux {
 		"/v1/node/pool/{name}": {http.MethodGet: {anyToken, a.nodePoolRead}, http.MethodPut: {management, implicit("node pool")},
 			http.MethodPost: {management, implicit("node pool")}, http.MethodDelete: {management, implicit("node pool")}},
 		"/v1/node/pool/{name}/nodes": {http.MethodGet: {nodeRead, a.nodePoolNodes}},
-		"/v1/node/pool/{name}/jobs":  {http.MethodGet: {inNS(acl.NamespaceCapabilityListJobs), a.nodePoolJobs}},
+		"/v1/node/pool/{name}/jobs":  {http.MethodGet: {listIn(acl.NamespaceCapabilityListJobs), a.nodePoolJobs}},
 	}
 	for pattern, byMethod := range routes {
 		mux.HandleFunc(pattern, a.dispatch(byMethod))
