@@ -9,6 +9,7 @@ import (
 	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
 )
 
 // Access control, as Nomad's: with ACLs enabled every request is made with
@@ -37,7 +38,7 @@ type access struct {
 	// handler to answer.
 	object func(snap *state.Snapshot, r *http.Request) (ns string, ok bool)
 	// body: the handler reads the namespace from the request's body and
-	// checks cap there itself (allowIn).
+	// checks cap there itself (a submitted job's: submittedJob).
 	body bool
 	// check is a permission outside namespaces (node, agent, operator...).
 	check func(*acl.ACL) bool
@@ -80,42 +81,31 @@ func nodeReadListing(capability string) access {
 	return access{check: (*acl.ACL).AllowNodeRead, cap: capability}
 }
 
-// ofAlloc, ofEval and ofDeployment check capability in the namespace of
-// the object the path's {id} names.
-func ofAlloc(capability string) access {
+// ofObject checks capability in the namespace of the object get finds
+// by the path's {id}.
+func ofObject[T any](capability string, get func(*state.Snapshot, string) *T, namespace func(*T) string) access {
 	return access{cap: capability, object: func(snap *state.Snapshot, r *http.Request) (string, bool) {
-		if al := snap.Alloc(r.PathValue("id")); al != nil {
-			return al.Namespace, true
+		if o := get(snap, r.PathValue("id")); o != nil {
+			return namespace(o), true
 		}
 		return "", false
 	}}
+}
+
+func ofAlloc(capability string) access {
+	return ofObject(capability, (*state.Snapshot).Alloc, func(a *sdk.Allocation) string { return a.Namespace })
 }
 
 func ofEval(capability string) access {
-	return access{cap: capability, object: func(snap *state.Snapshot, r *http.Request) (string, bool) {
-		if e := snap.Eval(r.PathValue("id")); e != nil {
-			return e.Namespace, true
-		}
-		return "", false
-	}}
-}
-
-func ofScalingPolicy(capability string) access {
-	return access{cap: capability, object: func(snap *state.Snapshot, r *http.Request) (string, bool) {
-		if p := snap.ScalingPolicy(r.PathValue("id")); p != nil {
-			return p.Target["Namespace"], true
-		}
-		return "", false
-	}}
+	return ofObject(capability, (*state.Snapshot).Eval, func(e *sdk.Evaluation) string { return e.Namespace })
 }
 
 func ofDeployment(capability string) access {
-	return access{cap: capability, object: func(snap *state.Snapshot, r *http.Request) (string, bool) {
-		if d := snap.Deployment(r.PathValue("id")); d != nil {
-			return d.Namespace, true
-		}
-		return "", false
-	}}
+	return ofObject(capability, (*state.Snapshot).Deployment, func(d *sdk.Deployment) string { return d.Namespace })
+}
+
+func ofScalingPolicy(capability string) access {
+	return ofObject(capability, (*state.Snapshot).ScalingPolicy, func(p *sdk.ScalingPolicy) string { return p.Target["Namespace"] })
 }
 
 // authz is what dispatch leaves in a request's context: the token's ACL
@@ -194,22 +184,14 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 // request: its token holds there the capability the route lists by.
 func listable(r *http.Request, ns string) bool {
 	z := authzOf(r)
-	return z == nil || z.cap == "" || z.acl.AllowNamespaceOperation(ns, z.cap)
+	return z == nil || z.cap == "" || z.acl.AllowNamespaceOperationIn(ns, z.cap)
 }
 
-// allowedIn reports whether the request's token holds capability in ns
-// (always, with ACLs disabled).
+// allowedIn reports whether the request's token holds capability in
+// namespace ns, an object's (always, with ACLs disabled).
 func allowedIn(r *http.Request, ns, capability string) bool {
 	z := authzOf(r)
-	return z == nil || z.acl.AllowNamespaceOperation(ns, capability)
-}
-
-// allowIn is allowedIn as the error a handler returns.
-func allowIn(r *http.Request, ns, capability string) error {
-	if !allowedIn(r, ns, capability) {
-		return errPermissionDenied
-	}
-	return nil
+	return z == nil || z.acl.AllowNamespaceOperationIn(ns, capability)
 }
 
 // allowed reports whether the request's token passes check (always, with
@@ -227,7 +209,7 @@ func objectDenied(snap *state.Snapshot, r *http.Request) bool {
 		return false
 	}
 	ns, ok := z.object(snap, r)
-	return ok && !z.acl.AllowNamespaceOperation(ns, z.cap)
+	return ok && !z.acl.AllowNamespaceOperationIn(ns, z.cap)
 }
 
 // namespaceVisible reports whether the request's token may see namespace

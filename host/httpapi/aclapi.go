@@ -23,10 +23,7 @@ import (
 const BootstrapResetFile = "acl-bootstrap-reset"
 
 func (a *API) registerACL() {
-	write := func(pattern string, acc access, h handler) {
-		a.on(http.MethodPut, pattern, acc, h)
-		a.on(http.MethodPost, pattern, acc, h)
-	}
+	write := a.write
 	write("/v1/acl/bootstrap", open, a.aclBootstrap)
 	a.on(http.MethodGet, "/v1/acl/policies", anyToken, a.aclPolicyList)
 	a.on(http.MethodGet, "/v1/acl/policy/{name}", anyToken, a.aclPolicyRead)

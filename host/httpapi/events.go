@@ -162,7 +162,7 @@ func readableEvents(a *acl.ACL, batch *events.Batch) *events.Batch {
 	}
 	kept := make([]events.Event, 0, len(batch.Events))
 	for _, ev := range batch.Events {
-		if ev.Namespace == "" || a.AllowNamespaceOperation(ev.Namespace, acl.NamespaceCapabilityReadJob) {
+		if ev.Namespace == "" || a.AllowNamespaceOperationIn(ev.Namespace, acl.NamespaceCapabilityReadJob) {
 			kept = append(kept, ev)
 		}
 	}

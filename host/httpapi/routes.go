@@ -6,13 +6,9 @@ import (
 	"github.com/drover-sched/drover/host/acl"
 )
 
-// register adds every endpoint. PUT and POST are interchangeable for
-// writes, as in Nomad.
+// register adds every endpoint.
 func (a *API) register() {
-	write := func(pattern string, acc access, h handler) {
-		a.on(http.MethodPut, pattern, acc, h)
-		a.on(http.MethodPost, pattern, acc, h)
-	}
+	write := a.write
 
 	a.on(http.MethodGet, "/v1/jobs", listIn(acl.NamespaceCapabilityListJobs), a.jobList)
 	write("/v1/jobs", inBody(acl.NamespaceCapabilitySubmitJob), a.jobRegister)
@@ -97,6 +93,13 @@ func (a *API) register() {
 	}
 	a.mux.HandleFunc("/v1/var/", varsNotServed)
 	a.mux.HandleFunc("/v1/vars", varsNotServed)
+}
+
+// write adds a write endpoint: PUT and POST are interchangeable, as in
+// Nomad.
+func (a *API) write(pattern string, acc access, h handler) {
+	a.on(http.MethodPut, pattern, acc, h)
+	a.on(http.MethodPost, pattern, acc, h)
 }
 
 // poolRoutes are the paths under /v1/node/pool/, served by a mux of their
