@@ -3,11 +3,11 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/drover-sched/drover/host/acl"
 	"regexp"
 	"slices"
 	"time"
 
+	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/google/uuid"
