@@ -71,10 +71,12 @@ Options:
 Signals:
 
   SIGINT, SIGTERM  Stop the agent (a leader hands the lead over first).
-  SIGHUP           Read the tls block's certificate, key and CA files
-                   again: new connections use them (a file that would be
-                   refused at start keeps the previous ones, with an
-                   error in the log). Other settings need a restart.
+  SIGHUP           Read the configuration file again for its log_level
+                   (a -log-level flag still wins), and the tls block's
+                   certificate, key and CA files: new connections use
+                   them (a file that would be refused at start keeps the
+                   previous ones, with an error in the log). Other
+                   settings need a restart.
 
 Exit codes:
 
@@ -88,6 +90,27 @@ Exit codes:
 `)
 }
 
+// reloadLogLevel builds the agent's configuration again (SIGHUP) and
+// takes its log level; a configuration now refused, or a level that is
+// not one, keeps the current level, with an error in the log. Other
+// settings need a restart.
+func reloadLogLevel(configure func() (agent.Config, error), log zerolog.Logger) {
+	cfg, err := configure()
+	if err != nil {
+		log.Error().Err(err).Msg("reload: configuration refused; kept the log level")
+		return
+	}
+	lvl, err := zerolog.ParseLevel(cfg.LogLevel)
+	if err != nil || lvl == zerolog.NoLevel {
+		log.Error().Str("log_level", cfg.LogLevel).Msg("reload: not a log level; kept the log level")
+		return
+	}
+	if old := zerolog.GlobalLevel(); lvl != old {
+		zerolog.SetGlobalLevel(lvl)
+		log.WithLevel(max(lvl, zerolog.InfoLevel)).Str("from", old.String()).Str("to", lvl.String()).Msg("reload: log level changed")
+	}
+}
+
 // Agent exit codes for data dir problems.
 const (
 	exitDataDirLocked   = 3
@@ -97,7 +120,7 @@ const (
 )
 
 func (c *agentCommand) Run(args []string) int {
-	cfg := agent.DefaultConfig()
+	defaults := agent.DefaultConfig()
 	var flagCfg agent.Config
 	var configPath string
 	// Not c.flags: the agent takes none of the API commands' -address,
@@ -106,12 +129,12 @@ func (c *agentCommand) Run(args []string) int {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&configPath, "config", "", "")
 	fs.BoolVar(&flagCfg.Dev, "dev", false, "")
-	fs.IntVar(&flagCfg.DevNodes, "dev-nodes", cfg.DevNodes, "")
-	fs.StringVar(&flagCfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "")
+	fs.IntVar(&flagCfg.DevNodes, "dev-nodes", defaults.DevNodes, "")
+	fs.StringVar(&flagCfg.HTTPAddr, "http-addr", defaults.HTTPAddr, "")
 	fs.StringVar(&flagCfg.Server.DataDir, "data-dir", "", "")
 	fs.StringVar(&flagCfg.PluginDir, "plugin-dir", "", "")
 	fs.IntVar(&flagCfg.Server.NumWorkers, "workers", 0, "")
-	fs.StringVar(&flagCfg.LogLevel, "log-level", cfg.LogLevel, "")
+	fs.StringVar(&flagCfg.LogLevel, "log-level", defaults.LogLevel, "")
 	fs.BoolVar(&flagCfg.LogJSON, "log-json", false, "")
 	fs.StringVar(&flagCfg.Server.NodeName, "node", "", "")
 	fs.StringVar(&flagCfg.Server.RPCAddr, "rpc-addr", "", "")
@@ -124,60 +147,81 @@ func (c *agentCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) {
 		return exitError
 	}
-	if configPath != "" {
-		f, err := agent.LoadConfigFile(configPath)
-		if err != nil {
-			return c.errorf("%v", err)
+	// configure builds the agent's configuration: the defaults, then the
+	// file's settings, then the flags given on the command line, which
+	// win. SIGHUP builds it again.
+	configure := func() (agent.Config, error) {
+		cfg := agent.DefaultConfig()
+		if configPath != "" {
+			f, err := agent.LoadConfigFile(configPath)
+			if err != nil {
+				return cfg, err
+			}
+			if err := f.Apply(&cfg); err != nil {
+				return cfg, err
+			}
 		}
-		if err := f.Apply(&cfg); err != nil {
-			return c.errorf("%v", err)
-		}
+		// Flags given on the command line win over the file.
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "dev":
+				cfg.Dev = flagCfg.Dev
+			case "dev-nodes":
+				cfg.DevNodes = flagCfg.DevNodes
+			case "http-addr":
+				cfg.HTTPAddr = flagCfg.HTTPAddr
+			case "data-dir":
+				cfg.Server.DataDir = flagCfg.Server.DataDir
+			case "plugin-dir":
+				cfg.PluginDir = flagCfg.PluginDir
+			case "workers":
+				cfg.Server.NumWorkers = flagCfg.Server.NumWorkers
+			case "log-level":
+				cfg.LogLevel = flagCfg.LogLevel
+			case "log-json":
+				cfg.LogJSON = flagCfg.LogJSON
+			case "node":
+				cfg.Server.NodeName = flagCfg.Server.NodeName
+			case "rpc-addr":
+				cfg.Server.RPCAddr = flagCfg.Server.RPCAddr
+			case "bootstrap-expect":
+				cfg.Server.BootstrapExpect = flagCfg.Server.BootstrapExpect
+			case "retry-join":
+				cfg.Server.RetryJoin = flagCfg.Server.RetryJoin
+			case "acl-enabled":
+				cfg.Server.ACLEnabled = flagCfg.Server.ACLEnabled
+			}
+		})
+		return cfg, nil
 	}
-	// Flags given on the command line win over the file.
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "dev":
-			cfg.Dev = flagCfg.Dev
-		case "dev-nodes":
-			cfg.DevNodes = flagCfg.DevNodes
-		case "http-addr":
-			cfg.HTTPAddr = flagCfg.HTTPAddr
-		case "data-dir":
-			cfg.Server.DataDir = flagCfg.Server.DataDir
-		case "plugin-dir":
-			cfg.PluginDir = flagCfg.PluginDir
-		case "workers":
-			cfg.Server.NumWorkers = flagCfg.Server.NumWorkers
-		case "log-level":
-			cfg.LogLevel = flagCfg.LogLevel
-		case "log-json":
-			cfg.LogJSON = flagCfg.LogJSON
-		case "node":
-			cfg.Server.NodeName = flagCfg.Server.NodeName
-		case "rpc-addr":
-			cfg.Server.RPCAddr = flagCfg.Server.RPCAddr
-		case "bootstrap-expect":
-			cfg.Server.BootstrapExpect = flagCfg.Server.BootstrapExpect
-		case "retry-join":
-			cfg.Server.RetryJoin = flagCfg.Server.RetryJoin
-		case "acl-enabled":
-			cfg.Server.ACLEnabled = flagCfg.Server.ACLEnabled
-		}
-	})
+	cfg, err := configure()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
 	lvl, err := zerolog.ParseLevel(cfg.LogLevel)
 	if err != nil {
 		return c.errorf("invalid log level %q", cfg.LogLevel)
 	}
+	// The level is the process's (zerolog's global level) rather than the
+	// logger's, so that SIGHUP can change it.
+	zerolog.SetGlobalLevel(lvl)
 	// The log goes to stderr and to drover monitor (/v1/agent/monitor).
 	var out io.Writer = os.Stderr
 	if !cfg.LogJSON {
 		out = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: !colorful(os.Stderr)}
 	}
 	cfg.Logs = logmon.NewHub()
-	log := zerolog.New(zerolog.MultiLevelWriter(out, cfg.Logs)).With().Timestamp().Logger().Level(lvl)
+	log := zerolog.New(zerolog.MultiLevelWriter(out, cfg.Logs)).With().Timestamp().Logger()
 	if !cfg.Dev && cfg.Server.DataDir == "" {
 		return c.errorf("-data-dir (or data_dir in -config) is required unless -dev is set")
 	}
+	// SIGHUP is caught from before the agent serves: one sent once its
+	// API answers must not find Go's default action (exit) still in
+	// place; one caught while it starts is handled once it has. SIGINT
+	// and SIGTERM keep stopping a starting agent at once.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	defer signal.Stop(sig)
 	a, err := agent.New(cfg, log)
 	if err != nil {
 		c.ui.Error(fmt.Sprintf("Error: %v", err))
@@ -193,17 +237,18 @@ func (c *agentCommand) Run(args []string) int {
 		}
 		return exitError
 	}
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	c.ui.Output("==> Drover agent started! Log data will stream in below:")
 	c.ui.Output("    API: " + a.Addr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	for s := range sig {
 		if s != syscall.SIGHUP {
 			break
 		}
-		// As Nomad's agent does on SIGHUP: read the TLS files again, so
-		// that rotated certificates serve without a restart.
+		// As Nomad's agent does on SIGHUP: read the configuration again
+		// for its log level, and the TLS files, so that rotated
+		// certificates serve without a restart.
 		c.ui.Output("==> Caught SIGHUP, reloading")
+		reloadLogLevel(configure, log)
 		_ = a.Reload()
 	}
 	c.ui.Output("==> Caught signal, shutting down")
