@@ -13,6 +13,10 @@ import (
 // one token.
 var ErrSecretInUse = errors.New("state: ACL token secret ID is in use")
 
+// ErrRoleNameInUse refuses a role whose name another role has: roles are
+// unique by name, as in Nomad.
+var ErrRoleNameInUse = errors.New("state: ACL role name is in use")
+
 // UpsertACLPolicies inserts or replaces ACL policies, keeping each one's
 // create index.
 func (t *Txn) UpsertACLPolicies(ps []*ACLPolicy) error {
@@ -92,6 +96,55 @@ func (t *Txn) DeleteACLTokens(accessors []string) error {
 	return nil
 }
 
+// UpsertACLRoles inserts new ACL roles or replaces existing ones (by ID),
+// keeping each one's create index. A name another role has is
+// ErrRoleNameInUse, and a policy that does not exist is ErrNotFound (as
+// Nomad's state store checks both); either refuses the whole write. A
+// restore checks neither: it writes what was.
+func (t *Txn) UpsertACLRoles(rs []*ACLRole) error {
+	for _, r := range rs {
+		if r.ID == "" || r.Name == "" {
+			return fmt.Errorf("state: ACL role without ID or name")
+		}
+		if !t.restore {
+			if other := t.ACLRoleByName(r.Name); other != nil && other.ID != r.ID {
+				return fmt.Errorf("%w: %q (role %s)", ErrRoleNameInUse, r.Name, other.ID)
+			}
+			for _, name := range r.Policies {
+				if t.ACLPolicy(name) == nil {
+					return fmt.Errorf("%w: ACL policy %q (role %q)", ErrNotFound, name, r.Name)
+				}
+			}
+			r.CreateIndex = t.index
+			if old := t.ACLRoleByID(r.ID); old != nil {
+				r.CreateIndex = old.CreateIndex
+			}
+			r.ModifyIndex = t.index
+		}
+		if err := t.insert(TableACLRoles, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteACLRoles removes ACL roles by ID; an unknown ID is ErrNotFound
+// and deletes none. Tokens that hold a deleted role keep its ID; it grants
+// nothing (and the API leaves it out of the token's roles), as Nomad's
+// tokens keep the link until read.
+func (t *Txn) DeleteACLRoles(ids []string) error {
+	for _, id := range ids {
+		old := t.ACLRoleByID(id)
+		if old == nil {
+			return fmt.Errorf("%w: ACL role %q", ErrNotFound, id)
+		}
+		if err := t.delete(TableACLRoles, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SetACLBootstrap records index as the index of the ACL bootstrap
 // (ACLBootstrapIndex).
 func (t *Txn) SetACLBootstrap(index uint64) error {
@@ -110,6 +163,28 @@ func (r reader) ACLPolicy(name string) *ACLPolicy {
 // ("" for all), ordered by name.
 func (r reader) ACLPolicies(prefix string) []*ACLPolicy {
 	return all[ACLPolicy](r, TableACLPolicies, "id_prefix", prefix)
+}
+
+// ACLRoleByID returns an ACL role by ID.
+func (r reader) ACLRoleByID(id string) *ACLRole {
+	if id == "" {
+		return nil
+	}
+	return first[ACLRole](r, TableACLRoles, "id", id)
+}
+
+// ACLRoleByName returns an ACL role by name.
+func (r reader) ACLRoleByName(name string) *ACLRole {
+	if name == "" {
+		return nil
+	}
+	return first[ACLRole](r, TableACLRoles, "name", name)
+}
+
+// ACLRoles returns the ACL roles whose ID starts with prefix ("" for
+// all), ordered by ID.
+func (r reader) ACLRoles(prefix string) []*ACLRole {
+	return all[ACLRole](r, TableACLRoles, "id_prefix", prefix)
 }
 
 // ACLTokenByAccessor returns an ACL token by accessor ID.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -182,5 +183,115 @@ func TestACLBootstrapIndex(t *testing.T) {
 	}
 	if got := s.Snapshot().ACLBootstrapIndex(); got != 12 {
 		t.Fatalf("bootstrap index = %d, want 12", got)
+	}
+}
+
+// Roles are kept by ID and found by name too, listed by ID and prefix,
+// keep their create index on update, may be renamed, and are refused a
+// name another role has or a policy that does not exist (the whole write
+// is refused). A delete naming an unknown role deletes none.
+func TestACLRoles_UpsertLookupDelete(t *testing.T) {
+	s := aclStore(t)
+	must := func(index uint64, fn func(tx *Txn) error) {
+		t.Helper()
+		if err := s.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(2, func(tx *Txn) error {
+		return tx.UpsertACLPolicies([]*ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`},
+			{Name: "ops", Rules: `operator { policy = "write" }`}})
+	})
+	must(3, func(tx *Txn) error {
+		return tx.UpsertACLRoles([]*ACLRole{{ID: "b-role", Name: "readers", Policies: []string{"readonly"}},
+			{ID: "a-role", Name: "operators", Description: "ops", Policies: []string{"ops", "readonly"}}})
+	})
+	must(4, func(tx *Txn) error {
+		return tx.UpsertACLRoles([]*ACLRole{{ID: "b-role", Name: "viewers", Policies: []string{"readonly"}}})
+	})
+	snap := s.Snapshot()
+	b := snap.ACLRoleByID("b-role")
+	if b == nil || b.Name != "viewers" || b.CreateIndex != 3 || b.ModifyIndex != 4 {
+		t.Fatalf("role b = %+v, want renamed viewers, created at 3, modified at 4", b)
+	}
+	if snap.ACLRoleByName("readers") != nil {
+		t.Error("the old name still finds the renamed role")
+	}
+	if r := snap.ACLRoleByName("viewers"); r == nil || r.ID != "b-role" {
+		t.Errorf("role by name = %+v", r)
+	}
+	if snap.ACLRoleByID("") != nil || snap.ACLRoleByName("") != nil {
+		t.Error("an empty ID or name finds a role")
+	}
+	if list := snap.ACLRoles(""); len(list) != 2 || list[0].ID != "a-role" || list[1].ID != "b-role" {
+		t.Errorf("roles not listed by ID: %v", list)
+	}
+	if list := snap.ACLRoles("b"); len(list) != 1 || list[0].ID != "b-role" {
+		t.Errorf("roles with prefix b: %v", list)
+	}
+	if snap.TableIndex(TableACLRoles) != 4 {
+		t.Errorf("table index = %d, want 4", snap.TableIndex(TableACLRoles))
+	}
+
+	err := s.Write(5, func(tx *Txn) error {
+		return tx.UpsertACLRoles([]*ACLRole{{ID: "c-role", Name: "fine", Policies: []string{"ops"}},
+			{ID: "d-role", Name: "operators", Policies: []string{"ops"}}})
+	})
+	if !errors.Is(err, ErrRoleNameInUse) {
+		t.Fatalf("a second role named operators: %v, want ErrRoleNameInUse", err)
+	}
+	err = s.Write(5, func(tx *Txn) error {
+		return tx.UpsertACLRoles([]*ACLRole{{ID: "c-role", Name: "fine", Policies: []string{"ops", "nope"}}})
+	})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a role with an unknown policy: %v, want ErrNotFound", err)
+	}
+	if s.Snapshot().ACLRoleByID("c-role") != nil {
+		t.Fatal("a refused write wrote a role")
+	}
+
+	err = s.Write(6, func(tx *Txn) error { return tx.DeleteACLRoles([]string{"a-role", "nope"}) })
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting an unknown role: %v, want ErrNotFound", err)
+	}
+	if s.Snapshot().ACLRoleByID("a-role") == nil {
+		t.Fatal("a refused delete deleted a role")
+	}
+	must(7, func(tx *Txn) error { return tx.DeleteACLRoles([]string{"a-role"}) })
+	snap = s.Snapshot()
+	if snap.ACLRoleByID("a-role") != nil || snap.ACLRoleByName("operators") != nil {
+		t.Error("deleted role still found")
+	}
+	if snap.TableIndex(TableACLRoles) != 7 {
+		t.Errorf("table index = %d, want 7", snap.TableIndex(TableACLRoles))
+	}
+	// The name is free again.
+	must(8, func(tx *Txn) error {
+		return tx.UpsertACLRoles([]*ACLRole{{ID: "e-role", Name: "operators", Policies: []string{"ops"}}})
+	})
+}
+
+// A token without roles encodes as before roles existed (no Roles key), so
+// what older servers wrote and read is unchanged; one with roles keeps them.
+func TestACLToken_RolesEncoding(t *testing.T) {
+	old := &ACLToken{AccessorID: "a", SecretID: "s", Type: ACLClientToken, Policies: []string{"p"}}
+	b, err := old.MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("Roles")) {
+		t.Error("a token without roles encodes a Roles key")
+	}
+	var got ACLToken
+	if _, err := got.UnmarshalMsg(b); err != nil || got.Roles != nil || got.Policies[0] != "p" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	withRoles := &ACLToken{AccessorID: "a", SecretID: "s", Type: ACLClientToken, Roles: []string{"r1", "r2"}}
+	if b, err = withRoles.MarshalMsg(nil); err != nil {
+		t.Fatal(err)
+	}
+	got = ACLToken{}
+	if _, err := got.UnmarshalMsg(b); err != nil || len(got.Roles) != 2 || got.Roles[1] != "r2" {
+		t.Fatalf("decoded %+v, %v", got, err)
 	}
 }

@@ -28,9 +28,11 @@ const (
 	// changed or removed one, for blocking queries on them.
 	TableScalingPolicies = "scaling_policy"
 	// TableACLPolicies holds ACL policies by name, TableACLTokens ACL
-	// tokens by accessor ID and by secret ID.
+	// tokens by accessor ID and by secret ID, TableACLRoles ACL roles by
+	// ID and by (unique) name.
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
+	TableACLRoles    = "acl_roles"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -185,8 +187,21 @@ type ACLPolicy struct {
 	ModifyIndex uint64
 }
 
+// ACLRole is a named set of ACL policies (Nomad's ACLRole) that tokens
+// can hold instead of naming the policies themselves. Policies are policy
+// names; one deleted since the role was written grants nothing.
+type ACLRole struct {
+	ID          string
+	Name        string
+	Description string
+	Policies    []string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
 // ACLToken is an ACL token (Nomad's ACLToken). A client token has the
-// union of its policies' rights; a management token may do everything.
+// union of its policies' and its roles' policies' rights; a management
+// token may do everything.
 // The SecretID is what a request presents; the AccessorID names the token
 // in the API without giving it away.
 type ACLToken struct {
@@ -204,6 +219,10 @@ type ACLToken struct {
 	ExpirationTime int64
 	CreateIndex    uint64
 	ModifyIndex    uint64
+	// Roles are the IDs of the ACL roles the token holds. Omitted when
+	// empty, so entries and snapshots written before roles still decode
+	// (and tokens without roles encode as before).
+	Roles []string `msg:",omitempty"`
 }
 
 // Expired reports whether the token has an expiration time before now, as
@@ -312,6 +331,8 @@ var (
 	aclPolicyName    = field("Name", func(p *ACLPolicy) string { return p.Name })
 	aclTokenAccessor = field("AccessorID", func(t *ACLToken) string { return t.AccessorID })
 	aclTokenSecret   = field("SecretID", func(t *ACLToken) string { return t.SecretID })
+	aclRoleID        = field("ID", func(r *ACLRole) string { return r.ID })
+	aclRoleName      = field("Name", func(r *ACLRole) string { return r.Name })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -427,6 +448,10 @@ func schema() *memdb.DBSchema {
 		TableACLTokens: {Name: TableACLTokens, Indexes: map[string]*memdb.IndexSchema{
 			"id":     idIndex(aclTokenAccessor),
 			"secret": {Name: "secret", Unique: true, Indexer: aclTokenSecret},
+		}},
+		TableACLRoles: {Name: TableACLRoles, Indexes: map[string]*memdb.IndexSchema{
+			"id":   idIndex(aclRoleID),
+			"name": {Name: "name", Unique: true, Indexer: aclRoleName},
 		}},
 	}}
 }

@@ -96,42 +96,180 @@ func (z *ACLPolicy) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z *ACLToken) MarshalMsg(b []byte) (o []byte, err error) {
+func (z *ACLRole) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 10
-	// string "AccessorID"
-	o = append(o, 0x8a, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x6f, 0x72, 0x49, 0x44)
-	o = msgp.AppendString(o, z.AccessorID)
-	// string "SecretID"
-	o = append(o, 0xa8, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x49, 0x44)
-	o = msgp.AppendString(o, z.SecretID)
+	// map header, size 6
+	// string "ID"
+	o = append(o, 0x86, 0xa2, 0x49, 0x44)
+	o = msgp.AppendString(o, z.ID)
 	// string "Name"
 	o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
 	o = msgp.AppendString(o, z.Name)
-	// string "Type"
-	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, z.Type)
+	// string "Description"
+	o = append(o, 0xab, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.Description)
 	// string "Policies"
 	o = append(o, 0xa8, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x69, 0x65, 0x73)
 	o = msgp.AppendArrayHeader(o, uint32(len(z.Policies)))
 	for za0001 := range z.Policies {
 		o = msgp.AppendString(o, z.Policies[za0001])
 	}
-	// string "Global"
-	o = append(o, 0xa6, 0x47, 0x6c, 0x6f, 0x62, 0x61, 0x6c)
-	o = msgp.AppendBool(o, z.Global)
-	// string "CreateTime"
-	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.CreateTime)
-	// string "ExpirationTime"
-	o = append(o, 0xae, 0x45, 0x78, 0x70, 0x69, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.ExpirationTime)
 	// string "CreateIndex"
 	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
 	o = msgp.AppendUint64(o, z.CreateIndex)
 	// string "ModifyIndex"
 	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
 	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLRole) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "ID":
+			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+		case "Name":
+			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+		case "Description":
+			z.Description, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Description")
+				return
+			}
+		case "Policies":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Policies")
+				return
+			}
+			if cap(z.Policies) >= int(zb0002) {
+				z.Policies = (z.Policies)[:zb0002]
+			} else {
+				z.Policies = make([]string, zb0002)
+			}
+			for za0001 := range z.Policies {
+				z.Policies[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Policies", za0001)
+					return
+				}
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLRole) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 5 + msgp.StringPrefixSize + len(z.Name) + 12 + msgp.StringPrefixSize + len(z.Description) + 9 + msgp.ArrayHeaderSize
+	for za0001 := range z.Policies {
+		s += msgp.StringPrefixSize + len(z.Policies[za0001])
+	}
+	s += 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLToken) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
+	_ = zb0001Mask
+	if z.Roles == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "AccessorID"
+		o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x6f, 0x72, 0x49, 0x44)
+		o = msgp.AppendString(o, z.AccessorID)
+		// string "SecretID"
+		o = append(o, 0xa8, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x49, 0x44)
+		o = msgp.AppendString(o, z.SecretID)
+		// string "Name"
+		o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+		o = msgp.AppendString(o, z.Name)
+		// string "Type"
+		o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+		o = msgp.AppendString(o, z.Type)
+		// string "Policies"
+		o = append(o, 0xa8, 0x50, 0x6f, 0x6c, 0x69, 0x63, 0x69, 0x65, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Policies)))
+		for za0001 := range z.Policies {
+			o = msgp.AppendString(o, z.Policies[za0001])
+		}
+		// string "Global"
+		o = append(o, 0xa6, 0x47, 0x6c, 0x6f, 0x62, 0x61, 0x6c)
+		o = msgp.AppendBool(o, z.Global)
+		// string "CreateTime"
+		o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+		o = msgp.AppendInt64(o, z.CreateTime)
+		// string "ExpirationTime"
+		o = append(o, 0xae, 0x45, 0x78, 0x70, 0x69, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x54, 0x69, 0x6d, 0x65)
+		o = msgp.AppendInt64(o, z.ExpirationTime)
+		// string "CreateIndex"
+		o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.CreateIndex)
+		// string "ModifyIndex"
+		o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.ModifyIndex)
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Roles"
+			o = append(o, 0xa5, 0x52, 0x6f, 0x6c, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Roles)))
+			for za0002 := range z.Roles {
+				o = msgp.AppendString(o, z.Roles[za0002])
+			}
+		}
+	}
 	return
 }
 
@@ -226,6 +364,25 @@ func (z *ACLToken) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
+		case "Roles":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Roles")
+				return
+			}
+			if cap(z.Roles) >= int(zb0003) {
+				z.Roles = (z.Roles)[:zb0003]
+			} else {
+				z.Roles = make([]string, zb0003)
+			}
+			for za0002 := range z.Roles {
+				z.Roles[za0002], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Roles", za0002)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -244,7 +401,10 @@ func (z *ACLToken) Msgsize() (s int) {
 	for za0001 := range z.Policies {
 		s += msgp.StringPrefixSize + len(z.Policies[za0001])
 	}
-	s += 7 + msgp.BoolSize + 11 + msgp.Int64Size + 15 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	s += 7 + msgp.BoolSize + 11 + msgp.Int64Size + 15 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size + 6 + msgp.ArrayHeaderSize
+	for za0002 := range z.Roles {
+		s += msgp.StringPrefixSize + len(z.Roles[za0002])
+	}
 	return
 }
 

@@ -30,6 +30,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableSummaries:   {"id": nsID("JobID")},
 		TableACLPolicies: {"id": str("Name")},
 		TableACLTokens:   {"id": str("AccessorID"), "secret": str("SecretID")},
+		TableACLRoles:    {"id": str("ID"), "name": str("Name")},
 	}
 }
 
@@ -82,6 +83,10 @@ func indexedObjects() map[string][]any {
 		TableACLTokens: {
 			&ACLToken{AccessorID: id, SecretID: "s"}, &ACLToken{},
 			&ACLToken{AccessorID: id}, &ACLToken{SecretID: "s"},
+		},
+		TableACLRoles: {
+			&ACLRole{ID: id, Name: "ops"}, &ACLRole{},
+			&ACLRole{ID: id}, &ACLRole{Name: "ops"},
 		},
 	}
 }
