@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/drover-sched/drover/host/state"
@@ -197,7 +198,7 @@ func TestSnapshot_RoundTripKeepsACLs(t *testing.T) {
 // A snapshot written before the ACL tables existed (no ACL records, no
 // index records for them) restores, with no ACLs and not bootstrapped.
 func TestSnapshot_OldSnapshotWithoutACLsRestores(t *testing.T) {
-	src := richStateOf(t, false)
+	src := richStateOf(t, false, false)
 	var buf bytes.Buffer
 	if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
 		t.Fatal(err)
@@ -221,9 +222,17 @@ func TestSnapshot_OldSnapshotWithoutACLsRestores(t *testing.T) {
 }
 
 // withoutACLRecords rewrites a snapshot as a version without ACLs wrote
-// it: without ACL policy and token records, and without the index records
-// of the ACL tables and of the bootstrap.
+// it: without ACL policy, token and role records, and without the index
+// records of the ACL tables and of the bootstrap.
 func withoutACLRecords(t *testing.T, b []byte) []byte {
+	t.Helper()
+	return withoutRecords(t, b, []byte{recACLPolicy, recACLToken, recACLRole},
+		state.TableACLPolicies, state.TableACLTokens, state.TableACLRoles, state.ACLBootstrapIndexKey)
+}
+
+// withoutRecords rewrites a snapshot without the records of the given
+// kinds and without the index records of the given keys.
+func withoutRecords(t *testing.T, b []byte, kinds []byte, keys ...string) []byte {
 	t.Helper()
 	out := append([]byte(nil), b[:len(snapshotMagic)]...)
 	rest := b[len(snapshotMagic):]
@@ -236,7 +245,7 @@ func withoutACLRecords(t *testing.T, b []byte) []byte {
 		rec := rest[:1+w+int(n)]
 		body := rec[1+w:]
 		rest = rest[len(rec):]
-		if kind == recACLPolicy || kind == recACLToken {
+		if bytes.IndexByte(kinds, kind) >= 0 {
 			continue
 		}
 		if kind == recIndex {
@@ -244,11 +253,114 @@ func withoutACLRecords(t *testing.T, b []byte) []byte {
 			if _, err := e.UnmarshalMsg(body); err != nil {
 				t.Fatal(err)
 			}
-			switch e.Key {
-			case state.TableACLPolicies, state.TableACLTokens, state.ACLBootstrapIndexKey:
+			if slices.Contains(keys, e.Key) {
 				continue
 			}
 		}
 		out = append(out, rec...)
+	}
+}
+
+// Role entries, applied through the log: a create is refused an ID in
+// use, an update applies only to the role it was made from, the state
+// refuses a name in use or a policy that does not exist, and a delete
+// naming an unknown role is refused whole.
+func TestFSM_ACLRoleEntries(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	role := func(id, name string, createIndex uint64, policies ...string) *ACLRoleUpsertRequest {
+		return &ACLRoleUpsertRequest{Roles: []*state.ACLRole{{ID: id, Name: name, Policies: policies, CreateIndex: createIndex}}}
+	}
+	steps := []struct {
+		typ  MessageType
+		msg  msgp.Marshaler
+		want error
+	}{
+		{ACLPolicyUpsertRequestType, &ACLPolicyUpsertRequest{Policies: []*state.ACLPolicy{
+			{Name: "readonly", Rules: `node { policy = "read" }`}, {Name: "ops", Rules: `operator { policy = "write" }`}}}, nil},
+		{ACLRoleUpsertRequestType, role("r-1", "readers", 0, "readonly"), nil},
+		{ACLRoleUpsertRequestType, role("r-1", "other", 0, "readonly"), ErrConflict},         // a create with an ID in use
+		{ACLRoleUpsertRequestType, role("r-2", "readers", 0, "ops"), state.ErrRoleNameInUse}, // a name in use
+		{ACLRoleUpsertRequestType, role("r-2", "ops", 0, "ops", "nope"), state.ErrNotFound},  // a policy that does not exist
+		{ACLRoleUpsertRequestType, role("r-1", "viewers", 2, "readonly", "ops"), nil},        // an update made from index 2
+		{ACLRoleUpsertRequestType, role("r-1", "stale", 1, "readonly"), state.ErrNotFound},   // made from another role
+		{ACLRoleUpsertRequestType, role("r-9", "ghost", 3, "readonly"), state.ErrNotFound},   // an update of no role
+		{ACLRoleDeleteRequestType, &ACLRoleDeleteRequest{IDs: []string{"r-1", "nope"}}, state.ErrNotFound},
+	}
+	for i, st := range steps {
+		if err := applyEntry(t, f, uint64(i+1), st.typ, st.msg); !errors.Is(err, st.want) {
+			t.Fatalf("step %d (%T): err = %v, want %v", i+1, st.msg, err, st.want)
+		}
+	}
+	snap := store.Snapshot()
+	r := snap.ACLRoleByID("r-1")
+	if r == nil || r.Name != "viewers" || len(r.Policies) != 2 || r.CreateIndex != 2 || r.ModifyIndex != 6 {
+		t.Fatalf("role = %+v", r)
+	}
+	if snap.ACLRoleByID("r-2") != nil || snap.ACLRoleByID("r-9") != nil || snap.TableIndex(state.TableACLRoles) != 6 {
+		t.Fatalf("a refused entry wrote a role (table index %d)", snap.TableIndex(state.TableACLRoles))
+	}
+	if err := applyEntry(t, f, 20, ACLRoleDeleteRequestType, &ACLRoleDeleteRequest{IDs: []string{"r-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if snap := store.Snapshot(); snap.ACLRoleByID("r-1") != nil || snap.TableIndex(state.TableACLRoles) != 20 {
+		t.Error("role not deleted")
+	}
+}
+
+// A snapshot keeps the roles, their table index and the roles tokens
+// hold.
+func TestSnapshot_RoundTripKeepsACLRoles(t *testing.T) {
+	src := richState(t)
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := ReadSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := src.Snapshot(), dst.Snapshot()
+	if d := compare(a, b); d != "" {
+		t.Fatal(d)
+	}
+	r := b.ACLRoleByName("readers")
+	if r == nil || r.ID != "r-1" || r.Description != "read" || r.Policies[0] != "readonly" || r.CreateIndex == 0 {
+		t.Fatalf("role = %+v", r)
+	}
+	if b.TableIndex(state.TableACLRoles) == 0 || b.TableIndex(state.TableACLRoles) != a.TableIndex(state.TableACLRoles) {
+		t.Errorf("roles table index %d, want %d", b.TableIndex(state.TableACLRoles), a.TableIndex(state.TableACLRoles))
+	}
+	if tok := b.ACLTokenBySecret("r-sec"); tok == nil || len(tok.Roles) != 1 || tok.Roles[0] != "r-1" {
+		t.Errorf("token with a role = %+v", tok)
+	}
+}
+
+// A snapshot written with ACLs but before roles existed (no role records,
+// no roles table index, tokens encoded without Roles) restores, with no
+// roles.
+func TestSnapshot_OldSnapshotWithoutRolesRestores(t *testing.T) {
+	src := richStateOf(t, true, false)
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("Roles")) {
+		t.Fatal("tokens without roles encode a Roles key")
+	}
+	old := withoutRecords(t, buf.Bytes(), []byte{recACLRole}, state.TableACLRoles)
+	if len(old) >= buf.Len() {
+		t.Fatal("found no roles index record to leave out")
+	}
+	dst, err := ReadSnapshot(bytes.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := dst.Snapshot()
+	if d := compare(src.Snapshot(), snap); d != "" {
+		t.Fatal(d)
+	}
+	if len(snap.ACLRoles("")) != 0 || snap.TableIndex(state.TableACLRoles) != 0 || len(snap.ACLTokens("")) != 2 {
+		t.Error("an old snapshot restored with roles, or without its tokens")
 	}
 }

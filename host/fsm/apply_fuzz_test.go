@@ -33,8 +33,11 @@ func applyBase(t testing.TB) *FSM {
 		if err := tx.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`}}); err != nil {
 			return err
 		}
+		if err := tx.UpsertACLRoles([]*state.ACLRole{{ID: "r1", Name: "readers", Policies: []string{"readonly"}}}); err != nil {
+			return err
+		}
 		if err := tx.UpsertACLTokens([]*state.ACLToken{{AccessorID: "t1", SecretID: "s1", Type: state.ACLClientToken,
-			Policies: []string{"readonly"}, ExpirationTime: 5}}); err != nil {
+			Policies: []string{"readonly"}, Roles: []string{"r1"}, ExpirationTime: 5}}); err != nil {
 			return err
 		}
 		return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", Job: job, TaskGroup: "g",
@@ -82,6 +85,11 @@ func FuzzApply(f *testing.F) {
 		{ACLTokenDeleteRequestType, &ACLTokenDeleteRequest{AccessorIDs: []string{"t1", ""}}},
 		{ACLTokenBootstrapRequestType, &ACLTokenBootstrapRequest{Token: &state.ACLToken{AccessorID: "b", SecretID: "s1",
 			Type: state.ACLManagementToken}, ResetIndex: 0}},
+		{ACLRoleUpsertRequestType, &ACLRoleUpsertRequest{Roles: []*state.ACLRole{
+			{ID: "r2", Name: "ops", Policies: []string{"readonly"}}, {ID: "r1", Name: "ops", CreateIndex: 1}, nil}}},
+		{ACLRoleUpsertRequestType, &ACLRoleUpsertRequest{Roles: []*state.ACLRole{{ID: "r1", Name: "renamed",
+			Policies: []string{"readonly", "nope"}, CreateIndex: 1}}}},
+		{ACLRoleDeleteRequestType, &ACLRoleDeleteRequest{IDs: []string{"r1", ""}}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

@@ -266,6 +266,10 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &ACLTokenDeleteRequest{}
 	case ACLTokenBootstrapRequestType:
 		msg = &ACLTokenBootstrapRequest{}
+	case ACLRoleUpsertRequestType:
+		msg = &ACLRoleUpsertRequest{}
+	case ACLRoleDeleteRequestType:
+		msg = &ACLRoleDeleteRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -355,6 +359,10 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return tx.DeleteACLTokens(req.AccessorIDs)
 	case *ACLTokenBootstrapRequest:
 		return applyACLBootstrap(tx, req)
+	case *ACLRoleUpsertRequest:
+		return applyACLRoleUpsert(tx, req)
+	case *ACLRoleDeleteRequest:
+		return tx.DeleteACLRoles(req.IDs)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
@@ -371,6 +379,25 @@ func applyACLTokenUpsert(tx *state.Txn, req *ACLTokenUpsertRequest) error {
 		}
 	}
 	return tx.UpsertACLTokens(req.Tokens)
+}
+
+// applyACLRoleUpsert writes roles; a create (CreateIndex 0) is refused an
+// ID in use, an update (CreateIndex set) applies only to the role it was
+// made from.
+func applyACLRoleUpsert(tx *state.Txn, req *ACLRoleUpsertRequest) error {
+	for _, r := range req.Roles {
+		old := tx.ACLRoleByID(r.ID)
+		if r.CreateIndex == 0 {
+			if old != nil {
+				return fmt.Errorf("%w: ACL role ID %s is in use", ErrConflict, r.ID)
+			}
+			continue
+		}
+		if old == nil || old.CreateIndex != r.CreateIndex {
+			return fmt.Errorf("%w: ACL role %q", state.ErrNotFound, r.ID)
+		}
+	}
+	return tx.UpsertACLRoles(req.Roles)
 }
 
 // ErrACLBootstrapped refuses an ACL bootstrap whose reset index is not the

@@ -36,6 +36,8 @@ const (
 	ACLTokenUpsertRequestType
 	ACLTokenDeleteRequestType
 	ACLTokenBootstrapRequestType
+	ACLRoleUpsertRequestType
+	ACLRoleDeleteRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -270,4 +272,19 @@ type ACLTokenDeleteRequest struct {
 type ACLTokenBootstrapRequest struct {
 	Token      *state.ACLToken
 	ResetIndex uint64
+}
+
+// ACLRoleUpsertRequest creates ACL roles (CreateIndex 0) or updates them
+// (CreateIndex the stored role's: an update of a role deleted, or deleted
+// and created again, since the server read it is refused). The server
+// made their IDs and checked them; the state refuses a name another role
+// has or a policy that does not exist, checked again as the entry applies.
+type ACLRoleUpsertRequest struct {
+	Roles []*state.ACLRole
+}
+
+// ACLRoleDeleteRequest deletes ACL roles by ID; an unknown ID refuses the
+// entry.
+type ACLRoleDeleteRequest struct {
+	IDs []string
 }

@@ -157,6 +157,12 @@ func checkShape(msg msgp.Unmarshaler) error {
 				bad("Tokens[%d] is null", i)
 			}
 		}
+	case *ACLRoleUpsertRequest:
+		for i, r := range m.Roles {
+			if r == nil {
+				bad("Roles[%d] is null", i)
+			}
+		}
 	case *ACLTokenBootstrapRequest:
 		if m.Token == nil {
 			bad("Token is null")

@@ -38,6 +38,7 @@ const (
 	recJobSummaryKept
 	recACLPolicy
 	recACLToken
+	recACLRole
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -110,7 +111,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
-		state.ACLBootstrapIndexKey} {
+		state.TableACLRoles, state.ACLBootstrapIndexKey} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -172,6 +173,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, t := range snap.ACLTokens("") {
 		rw.put(recACLToken, t)
+	}
+	for _, r := range snap.ACLRoles("") {
+		rw.put(recACLRole, r)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if m := snap.ClusterMeta(); m != nil {
@@ -373,6 +377,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertACLTokens([]*state.ACLToken{&t})
+	case recACLRole:
+		var r state.ACLRole
+		if err := un(&r); err != nil {
+			return err
+		}
+		return tx.UpsertACLRoles([]*state.ACLRole{&r})
 	case recClusterMeta:
 		var m state.ClusterMeta
 		if err := un(&m); err != nil {

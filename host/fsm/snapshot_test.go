@@ -284,6 +284,9 @@ func compare(a, b *state.Snapshot) string {
 		for _, t := range s.ACLTokens("") {
 			out["acl-token/"+t.AccessorID] = norm(t)
 		}
+		for _, r := range s.ACLRoles("") {
+			out["acl-role/"+r.ID] = norm(r)
+		}
 		if i := s.ACLBootstrapIndex(); i != 0 {
 			out["acl-bootstrap"] = i
 		}
@@ -358,13 +361,14 @@ func FuzzRestore(f *testing.F) {
 // fuzzer starts from each of them: an allocation of a version no longer
 // kept (an allocation job record), evaluations with queued counts, a
 // deployment, a periodic launch, scaling events, a submission, the
-// cluster's meta, the scheduler's configuration, and ACL policies and
-// tokens after a bootstrap.
-func richState(tb testing.TB) *state.Store { return richStateOf(tb, true) }
+// cluster's meta, the scheduler's configuration, ACL policies and tokens
+// after a bootstrap, and an ACL role a token holds.
+func richState(tb testing.TB) *state.Store { return richStateOf(tb, true, true) }
 
-// richStateOf is richState, without its ACLs unless acls is set: a
-// state as a version without ACLs would have had.
-func richStateOf(tb testing.TB, acls bool) *state.Store {
+// richStateOf is richState, without its ACLs unless acls is set, and
+// without its ACL role unless roles is set: a state as a version without
+// ACLs, or with ACLs but without roles, would have had.
+func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 	src, _ := state.NewStore()
 	job := &sdk.Job{Namespace: "default", ID: "web", Type: "service", Priority: 70,
 		TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 2, Tasks: []*sdk.Task{{Name: "t", Driver: "docker",
@@ -421,6 +425,17 @@ func richStateOf(tb testing.TB, acls bool) *state.Store {
 			}
 			return tx.SetACLBootstrap(tx.Index())
 		},
+		func(tx *state.Txn) error {
+			if err := tx.UpsertACLRoles([]*state.ACLRole{{ID: "r-1", Name: "readers", Description: "read",
+				Policies: []string{"readonly"}}}); err != nil {
+				return err
+			}
+			return tx.UpsertACLTokens([]*state.ACLToken{{AccessorID: "r-acc", SecretID: "r-sec", Type: state.ACLClientToken,
+				Roles: []string{"r-1"}, CreateTime: 8}})
+		},
+	}
+	if !roles {
+		steps = steps[:len(steps)-1]
 	}
 	if !acls {
 		steps = steps[:len(steps)-1]
