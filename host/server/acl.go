@@ -13,16 +13,18 @@ import (
 	"github.com/google/uuid"
 )
 
-// ACLs, as Nomad's: policies (rules in Nomad's policy language), client
-// and management tokens (with an optional expiration), and a bootstrap
-// that makes the first management token once. The HTTP API resolves the
-// token of each request and enforces it; these are the writes it calls.
-// Roles, auth methods, binding rules, one-time tokens and replication are
-// left out (Global is stored as given).
+// ACLs, as Nomad's: policies (rules in Nomad's policy language), roles
+// (named sets of policies), client and management tokens (with an
+// optional expiration, holding policies and roles), and a bootstrap that
+// makes the first management token once. The HTTP API resolves the token
+// of each request and enforces it; these are the writes it calls. Auth
+// methods, binding rules, one-time tokens and replication are left out
+// (Global is stored as given).
 
 // ACL limits, as Nomad's.
 const (
 	maxACLPolicyDescriptionLength = 256
+	maxACLRoleDescriptionLength   = 256
 	maxACLTokenNameLength         = 256
 	// maxExpiredACLTokenBatch bounds the expired tokens one entry deletes
 	// (Nomad's ACLMaxExpiredBatchSize).
@@ -32,6 +34,10 @@ const (
 // validACLPolicyName is what an ACL policy's name may be (Nomad's
 // ValidPolicyName).
 var validACLPolicyName = regexp.MustCompile("^[a-zA-Z0-9-]{1,128}$")
+
+// validACLRoleName is what an ACL role's name may be (Nomad's
+// ValidACLRoleName).
+var validACLRoleName = regexp.MustCompile("^[a-zA-Z0-9-]{1,128}$")
 
 // errACLDisabled refuses the ACL endpoints of a server without ACLs, as
 // Nomad's aclDisabled.
@@ -154,6 +160,112 @@ func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
 	return s.Apply(fsm.ACLPolicyDeleteRequestType, &fsm.ACLPolicyDeleteRequest{Names: slices.Clone(names)})
 }
 
+// UpsertACLRoles creates roles (ID empty: each gets a new UUID) or
+// updates them (by ID; ErrInvalid "cannot find role" for an unknown one,
+// as Nomad answers). Each role's name must match ^[a-zA-Z0-9-]{1,128}$
+// and be no other role's (nor another's in the request), its description
+// be at most 256 characters, and it must name at least one policy, each
+// of which exists (duplicates are dropped). It returns the roles as
+// stored, in the request's order.
+func (s *Server) UpsertACLRoles(rs []*state.ACLRole) ([]*state.ACLRole, uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return nil, 0, errACLDisabled
+	}
+	if len(rs) == 0 {
+		return nil, 0, badRequest(errors.New("must specify at least one role"))
+	}
+	snap := s.store.Snapshot()
+	req := &fsm.ACLRoleUpsertRequest{Roles: make([]*state.ACLRole, 0, len(rs))}
+	names := map[string]string{} // name -> the ID of the role in the request that takes it
+	for i, r := range rs {
+		if r == nil {
+			return nil, 0, badRequest(fmt.Errorf("role %d is missing", i))
+		}
+		var errs []error
+		if !validACLRoleName.MatchString(r.Name) {
+			errs = append(errs, fmt.Errorf("invalid name '%s'", r.Name))
+		}
+		if len(r.Description) > maxACLRoleDescriptionLength {
+			errs = append(errs, fmt.Errorf("description longer than %d", maxACLRoleDescriptionLength))
+		}
+		if len(r.Policies) < 1 {
+			errs = append(errs, errors.New("at least one policy should be specified"))
+		}
+		if len(errs) > 0 {
+			return nil, 0, badRequest(fmt.Errorf("role %d invalid: %w", i, errors.Join(errs...)))
+		}
+		role := &state.ACLRole{ID: r.ID, Name: r.Name, Description: r.Description}
+		if r.ID == "" {
+			role.ID = newID()
+		} else {
+			existing := snap.ACLRoleByID(r.ID)
+			if existing == nil {
+				return nil, 0, badRequest(fmt.Errorf("cannot find role %s", r.ID))
+			}
+			// The FSM applies the update only to this role (not one
+			// deleted and made again since).
+			role.CreateIndex = existing.CreateIndex
+		}
+		if other := snap.ACLRoleByName(r.Name); other != nil && other.ID != role.ID {
+			return nil, 0, badRequest(fmt.Errorf("role with name %s already exists", r.Name))
+		}
+		if id, ok := names[r.Name]; ok && id != role.ID {
+			return nil, 0, badRequest(fmt.Errorf("role with name %s already exists", r.Name))
+		}
+		names[r.Name] = role.ID
+		for _, p := range r.Policies {
+			if snap.ACLPolicy(p) == nil {
+				return nil, 0, badRequest(fmt.Errorf("cannot find policy %s", p))
+			}
+			if !slices.Contains(role.Policies, p) {
+				role.Policies = append(role.Policies, p)
+			}
+		}
+		req.Roles = append(req.Roles, role)
+	}
+	index, err := s.Apply(fsm.ACLRoleUpsertRequestType, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	snap = s.store.Snapshot()
+	out := make([]*state.ACLRole, 0, len(req.Roles))
+	for _, r := range req.Roles {
+		stored := snap.ACLRoleByID(r.ID)
+		if stored == nil {
+			// Deleted by a write that committed right after.
+			return nil, 0, fmt.Errorf("%w: ACL role %q", ErrNotFound, r.ID)
+		}
+		out = append(out, stored)
+	}
+	return out, index, nil
+}
+
+// DeleteACLRoles deletes roles by ID; an unknown ID is ErrNotFound and
+// deletes none. Tokens keep holding a deleted role's ID, as Nomad's keep
+// the link: it grants nothing.
+func (s *Server) DeleteACLRoles(ids []string) (uint64, error) {
+	if !s.cfg.ACLEnabled {
+		return 0, errACLDisabled
+	}
+	if len(ids) == 0 {
+		return 0, badRequest(errors.New("must specify at least one role"))
+	}
+	snap := s.store.Snapshot()
+	for _, id := range ids {
+		if snap.ACLRoleByID(id) == nil {
+			return 0, fmt.Errorf("%w: ACL role %q", ErrNotFound, id)
+		}
+	}
+	return s.Apply(fsm.ACLRoleDeleteRequestType, &fsm.ACLRoleDeleteRequest{IDs: slices.Clone(ids)})
+}
+
+// ACLRoleLink names a role a token is to hold, by ID or, if ID is empty,
+// by name (Nomad's ACLTokenRoleLink).
+type ACLRoleLink struct {
+	ID   string
+	Name string
+}
+
 // UpsertACLToken creates a token (t.AccessorID empty) or updates one.
 //
 // A new token gets new accessor and secret UUIDs (whatever t has), the
@@ -162,14 +274,18 @@ func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
 // (not both); either must be within the configured minimum and maximum
 // TTL.
 //
-// An update (ErrNotFound for an unknown accessor) changes Name, Type and
-// Policies; Global and the expiration are fixed at creation: an update
-// with another Global, a ttl, or another ExpirationTime is refused.
+// An update (ErrNotFound for an unknown accessor) changes Name, Type,
+// Policies and roles; Global and the expiration are fixed at creation: an
+// update with another Global, a ttl, or another ExpirationTime is refused.
+//
+// The token's roles are t.Roles (role IDs) and roles (by ID or name),
+// each resolved to its ID and kept once; a role that does not exist is
+// refused ("cannot find role", as Nomad's).
 //
 // Either way: Name is at most 256 characters; Type is "client", with at
-// least one policy, each of which exists, or "management", with none.
-// Invalid requests are ErrInvalid.
-func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration) (*state.ACLToken, uint64, error) {
+// least one policy or role, each policy existing, or "management", with
+// neither. Invalid requests are ErrInvalid.
+func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration, roles ...ACLRoleLink) (*state.ACLToken, uint64, error) {
 	if !s.cfg.ACLEnabled {
 		return nil, 0, errACLDisabled
 	}
@@ -193,10 +309,32 @@ func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration) (*state.AC
 			policies = append(policies, p)
 		}
 	}
+	links := make([]ACLRoleLink, 0, len(t.Roles)+len(roles))
+	for _, id := range t.Roles {
+		links = append(links, ACLRoleLink{ID: id})
+	}
+	links = append(links, roles...)
+	var roleIDs []string
+	for _, l := range links {
+		var r *state.ACLRole
+		ident := l.ID
+		if ident != "" {
+			r = snap.ACLRoleByID(ident)
+		} else {
+			ident = l.Name
+			r = snap.ACLRoleByName(ident)
+		}
+		switch {
+		case r == nil:
+			errs = append(errs, fmt.Errorf("cannot find role %s", ident))
+		case !slices.Contains(roleIDs, r.ID):
+			roleIDs = append(roleIDs, r.ID)
+		}
+	}
 	switch t.Type {
 	case state.ACLClientToken:
-		if len(policies) == 0 {
-			errs = append(errs, errors.New("client token missing policies"))
+		if len(policies) == 0 && len(links) == 0 {
+			errs = append(errs, errors.New("client token missing policies or roles"))
 		}
 		for _, p := range policies {
 			if snap.ACLPolicy(p) == nil {
@@ -204,14 +342,14 @@ func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration) (*state.AC
 			}
 		}
 	case state.ACLManagementToken:
-		if len(policies) != 0 {
-			errs = append(errs, errors.New("management token cannot be associated with policies"))
+		if len(policies) != 0 || len(links) != 0 {
+			errs = append(errs, errors.New("management token cannot be associated with policies or roles"))
 		}
 	default:
 		errs = append(errs, errors.New("token type must be client or management"))
 	}
 	now := s.now()
-	tok := &state.ACLToken{Name: t.Name, Type: t.Type, Policies: policies}
+	tok := &state.ACLToken{Name: t.Name, Type: t.Type, Policies: policies, Roles: roleIDs}
 	if existing == nil {
 		tok.AccessorID, tok.SecretID, tok.Global, tok.CreateTime = newID(), newID(), t.Global, now.UnixNano()
 		minTTL, maxTTL := s.cfg.ACLTokenMinExpirationTTL, s.cfg.ACLTokenMaxExpirationTTL

@@ -119,6 +119,10 @@ func TestACL_DisabledRefusesWrites(t *testing.T) {
 	wantErr(t, "token delete", err, server.ErrInvalid, "ACL support disabled")
 	_, err = s.DeleteACLPolicies([]string{"x"})
 	wantErr(t, "policy delete", err, server.ErrInvalid, "ACL support disabled")
+	_, _, err = s.UpsertACLRoles([]*state.ACLRole{{Name: "r", Policies: []string{"p"}}})
+	wantErr(t, "role", err, server.ErrInvalid, "ACL support disabled")
+	_, err = s.DeleteACLRoles([]string{"x"})
+	wantErr(t, "role delete", err, server.ErrInvalid, "ACL support disabled")
 }
 
 func TestACL_PolicyValidation(t *testing.T) {
@@ -322,10 +326,19 @@ func TestDurable_ACLsSurviveRestart(t *testing.T) {
 	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: nodeRead}}); err != nil {
 		t.Fatal(err)
 	}
+	roles, _, err := s.UpsertACLRoles([]*state.ACLRole{{Name: "readers", Policies: []string{"readonly"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	client, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken, Policies: []string{"readonly"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written after the snapshot: restored from the log.
+	byRole, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken}, 0, server.ACLRoleLink{Name: "readers"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +353,15 @@ func TestDurable_ACLsSurviveRestart(t *testing.T) {
 	}
 	if got := snap.ACLTokenBySecret(client.SecretID); got == nil || got.ExpirationTime != client.ExpirationTime {
 		t.Fatalf("client token lost: %+v", got)
+	}
+	if r := snap.ACLRoleByName("readers"); r == nil || r.ID != roles[0].ID {
+		t.Fatalf("role lost: %+v", r)
+	}
+	if got := snap.ACLTokenBySecret(byRole.SecretID); got == nil || len(got.Roles) != 1 || got.Roles[0] != roles[0].ID {
+		t.Fatalf("token with a role lost: %+v", got)
+	}
+	if a, _, err := s.ResolveToken(byRole.SecretID); err != nil || !a.AllowNodeRead() {
+		t.Fatalf("token with a role after restart: %v", err)
 	}
 	if snap.ACLPolicy("readonly") == nil || snap.ACLBootstrapIndex() != bootIndex {
 		t.Fatalf("policy or bootstrap index (%d, want %d) lost", snap.ACLBootstrapIndex(), bootIndex)
@@ -364,5 +386,144 @@ func TestACL_ConfigDefaultsAndValidation(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// Roles are validated as Nomad's: name, description, at least one policy,
+// each existing; a name no other role has; an update of a role that
+// exists. A create gets a new UUID; an update keeps the ID and create
+// index; duplicated policies are kept once. A delete naming an unknown
+// role deletes none.
+func TestACL_RoleCreateUpdateDelete(t *testing.T) {
+	s := aclServer(t, nil)
+	for _, name := range []string{"readonly", "ops"} {
+		if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: name, Rules: nodeRead}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roles, index, err := s.UpsertACLRoles([]*state.ACLRole{
+		{Name: "readers", Description: "read", Policies: []string{"readonly", "readonly"}},
+		{Name: "operators", Policies: []string{"ops", "readonly"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(roles) != 2 || roles[0].Name != "readers" || roles[1].Name != "operators" {
+		t.Fatalf("roles = %+v, want in the request's order", roles)
+	}
+	r := roles[0]
+	if len(r.ID) != 36 || r.ID == roles[1].ID || r.CreateIndex != index || r.ModifyIndex != index ||
+		r.Description != "read" || len(r.Policies) != 1 || r.Policies[0] != "readonly" {
+		t.Fatalf("created role = %+v at %d", r, index)
+	}
+
+	long := strings.Repeat("d", 257)
+	for _, tc := range []struct {
+		name string
+		role *state.ACLRole
+		want string
+	}{
+		{"bad name", &state.ACLRole{Name: "a b", Policies: []string{"ops"}}, "invalid name 'a b'"},
+		{"empty name", &state.ACLRole{Policies: []string{"ops"}}, "invalid name ''"},
+		{"long name", &state.ACLRole{Name: strings.Repeat("n", 129), Policies: []string{"ops"}}, "invalid name"},
+		{"long description", &state.ACLRole{Name: "d", Description: long, Policies: []string{"ops"}}, "description longer than 256"},
+		{"no policy", &state.ACLRole{Name: "none"}, "at least one policy should be specified"},
+		{"unknown policy", &state.ACLRole{Name: "u", Policies: []string{"ops", "nope"}}, "cannot find policy nope"},
+		{"name in use", &state.ACLRole{Name: "operators", Policies: []string{"ops"}}, "role with name operators already exists"},
+		{"rename to a name in use", &state.ACLRole{ID: r.ID, Name: "operators", Policies: []string{"ops"}},
+			"role with name operators already exists"},
+		{"unknown ID", &state.ACLRole{ID: "3c1a0d2e-0000-4000-8000-000000000000", Name: "u", Policies: []string{"ops"}},
+			"cannot find role 3c1a0d2e-0000-4000-8000-000000000000"},
+	} {
+		_, _, err := s.UpsertACLRoles([]*state.ACLRole{tc.role})
+		wantErr(t, tc.name, err, server.ErrInvalid, tc.want)
+	}
+	_, _, err = s.UpsertACLRoles([]*state.ACLRole{{Name: "twice", Policies: []string{"ops"}}, {Name: "twice", Policies: []string{"ops"}}})
+	wantErr(t, "two new roles of one name", err, server.ErrInvalid, "role with name twice already exists")
+	_, _, err = s.UpsertACLRoles(nil)
+	wantErr(t, "no roles", err, server.ErrInvalid, "must specify at least one role")
+	if got := len(s.Store().Snapshot().ACLRoles("")); got != 2 {
+		t.Fatalf("refused writes wrote roles: %d roles", got)
+	}
+
+	updated, index2, err := s.UpsertACLRoles([]*state.ACLRole{{ID: r.ID, Name: "viewers", Policies: []string{"ops"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := updated[0]
+	if u.ID != r.ID || u.Name != "viewers" || u.Description != "" || u.CreateIndex != index || u.ModifyIndex != index2 ||
+		len(u.Policies) != 1 || u.Policies[0] != "ops" {
+		t.Fatalf("updated role = %+v", u)
+	}
+	if s.Store().Snapshot().ACLRoleByName("readers") != nil {
+		t.Error("the old name still finds the role")
+	}
+
+	_, err = s.DeleteACLRoles([]string{r.ID, "nope"})
+	wantErr(t, "delete an unknown role", err, server.ErrNotFound, "nope")
+	if s.Store().Snapshot().ACLRoleByID(r.ID) == nil {
+		t.Fatal("a refused delete deleted a role")
+	}
+	if _, err := s.DeleteACLRoles([]string{r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Store().Snapshot().ACLRoleByID(r.ID) != nil {
+		t.Error("role not deleted")
+	}
+	_, err = s.DeleteACLRoles(nil)
+	wantErr(t, "delete no roles", err, server.ErrInvalid, "must specify at least one role")
+}
+
+// A token takes roles by ID or by name, stored as IDs once each; a client
+// token needs a policy or a role; a management token takes neither; a role
+// that does not exist is refused. An update replaces the roles.
+func TestACL_TokenRoles(t *testing.T) {
+	s := aclServer(t, nil)
+	if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: "readonly", Rules: nodeRead}}); err != nil {
+		t.Fatal(err)
+	}
+	roles, _, err := s.UpsertACLRoles([]*state.ACLRole{{Name: "readers", Policies: []string{"readonly"}},
+		{Name: "others", Policies: []string{"readonly"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers, others := roles[0], roles[1]
+	tok, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken}, 0,
+		server.ACLRoleLink{ID: readers.ID}, server.ACLRoleLink{Name: "readers"}, server.ACLRoleLink{Name: "others"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.Policies) != 0 || len(tok.Roles) != 2 || tok.Roles[0] != readers.ID || tok.Roles[1] != others.ID {
+		t.Fatalf("token roles = %v, want %s, %s", tok.Roles, readers.ID, others.ID)
+	}
+	for _, tc := range []struct {
+		name  string
+		tok   *state.ACLToken
+		links []server.ACLRoleLink
+		want  string
+	}{
+		{"client without policies or roles", &state.ACLToken{Type: state.ACLClientToken}, nil, "client token missing policies or roles"},
+		{"management with a role", &state.ACLToken{Type: state.ACLManagementToken}, []server.ACLRoleLink{{Name: "readers"}},
+			"management token cannot be associated with policies or roles"},
+		{"unknown role name", &state.ACLToken{Type: state.ACLClientToken}, []server.ACLRoleLink{{Name: "nope"}}, "cannot find role nope"},
+		{"unknown role ID", &state.ACLToken{Type: state.ACLClientToken, Roles: []string{"missing-id"}}, nil, "cannot find role missing-id"},
+	} {
+		_, _, err := s.UpsertACLToken(tc.tok, 0, tc.links...)
+		wantErr(t, tc.name, err, server.ErrInvalid, tc.want)
+	}
+	// An update replaces the roles: here with the ones the token has (by
+	// ID, as stored) less one, and a policy.
+	up, _, err := s.UpsertACLToken(&state.ACLToken{AccessorID: tok.AccessorID, Type: state.ACLClientToken,
+		Policies: []string{"readonly"}, Roles: tok.Roles[1:]}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(up.Roles) != 1 || up.Roles[0] != others.ID || up.Policies[0] != "readonly" {
+		t.Fatalf("updated token = %+v", up)
+	}
+	up, _, err = s.UpsertACLToken(&state.ACLToken{AccessorID: tok.AccessorID, Type: state.ACLClientToken,
+		Policies: []string{"readonly"}}, 0)
+	if err != nil || up.Roles != nil {
+		t.Fatalf("an update without roles keeps %v (%v)", up.Roles, err)
 	}
 }

@@ -44,7 +44,24 @@ func (s *Server) ResolveToken(secret string) (*acl.ACL, *state.ACLToken, error) 
 	case t.Type == state.ACLManagementToken:
 		return acl.Management, t, nil
 	}
-	return s.acls.of(snap, t.Policies), t, nil
+	return s.acls.of(snap, tokenPolicies(snap, t)), t, nil
+}
+
+// tokenPolicies is the names of the policies a client token grants: its
+// own and its roles', as Nomad's. A role deleted since grants nothing.
+// Roles are flattened into policy names before the cache is asked, so its
+// key (policy names and modify indexes) changes when a role's policies do.
+func tokenPolicies(snap *state.Snapshot, t *state.ACLToken) []string {
+	if len(t.Roles) == 0 {
+		return t.Policies
+	}
+	names := slices.Clone(t.Policies)
+	for _, id := range t.Roles {
+		if r := snap.ACLRoleByID(id); r != nil {
+			names = append(names, r.Policies...)
+		}
+	}
+	return names
 }
 
 // aclCache keeps the ACLs of the policy sets tokens hold, so that a
@@ -78,7 +95,7 @@ func (c *aclCache) of(snap *state.Snapshot, names []string) *acl.ACL {
 	var policies []*state.ACLPolicy
 	var rules []string
 	var key strings.Builder
-	for _, name := range slices.Sorted(slices.Values(names)) {
+	for _, name := range slices.Compact(slices.Sorted(slices.Values(names))) {
 		if p := snap.ACLPolicy(name); p != nil {
 			policies = append(policies, p)
 			rules = append(rules, p.Rules)

@@ -94,3 +94,99 @@ func TestResolveToken_ACLsDisabled(t *testing.T) {
 		t.Fatalf("ACLs disabled: %v %v %v", a, tok, err)
 	}
 }
+
+// A token's ACL is the union of its policies and its roles' policies, as
+// they are now: a role given another policy, or a policy of a role
+// changed, changes what the token resolves to at once (roles are
+// flattened into policy names, which key the cache with their indexes); a
+// deleted role or a role's deleted policy grants nothing. Two tokens with
+// the same policies, one through a role, share the cached ACL.
+func TestResolveToken_Roles(t *testing.T) {
+	s := aclServer(t, nil)
+	writePolicy := func(name, rules string) {
+		t.Helper()
+		if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: name, Rules: rules}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolve := func(secret string) *acl.ACL {
+		t.Helper()
+		a, _, err := s.ResolveToken(secret)
+		if err != nil {
+			t.Fatalf("resolve: %v", err)
+		}
+		return a
+	}
+	submit := func(a *acl.ACL) bool { return a.AllowNamespaceOperation("default", acl.NamespaceCapabilitySubmitJob) }
+	writePolicy("nodes", `node { policy = "read" }`)
+	writePolicy("jobs", `namespace "default" { policy = "write" }`)
+	writePolicy("agent", `agent { policy = "read" }`)
+	roles, _, err := s.UpsertACLRoles([]*state.ACLRole{{Name: "jobs", Policies: []string{"jobs"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := roles[0]
+	tok, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken, Policies: []string{"nodes"}}, 0,
+		server.ACLRoleLink{Name: "jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := resolve(tok.SecretID)
+	if !a.AllowNodeRead() || !submit(a) || a.AllowAgentRead() {
+		t.Fatal("the token's ACL is not its policy and its role's")
+	}
+	same, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken, Policies: []string{"jobs", "nodes"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resolve(same.SecretID) != a {
+		t.Error("the same policies, one through a role, are computed again")
+	}
+
+	// The role gains a policy: the token's key changes.
+	if _, _, err := s.UpsertACLRoles([]*state.ACLRole{{ID: role.ID, Name: "jobs", Policies: []string{"jobs", "agent"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !resolve(tok.SecretID).AllowAgentRead() {
+		t.Fatal("a policy added to the role is not seen")
+	}
+	// A policy of the role changes.
+	writePolicy("agent", `agent { policy = "write" }`)
+	if !resolve(tok.SecretID).AllowAgentWrite() {
+		t.Fatal("a changed policy of the role is not seen")
+	}
+	// The role loses a policy.
+	if _, _, err := s.UpsertACLRoles([]*state.ACLRole{{ID: role.ID, Name: "jobs", Policies: []string{"agent"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if submit(resolve(tok.SecretID)) {
+		t.Fatal("a policy taken from the role still grants")
+	}
+	// A role's policy deleted.
+	if _, err := s.DeleteACLPolicies([]string{"agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if resolve(tok.SecretID).AllowAgentRead() {
+		t.Fatal("a deleted policy of the role still grants")
+	}
+	// The role deleted: the token keeps its own policy, nothing more.
+	writePolicy("agent", `agent { policy = "read" }`)
+	if !resolve(tok.SecretID).AllowAgentRead() {
+		t.Fatal("a policy of the role written again is not seen")
+	}
+	if _, err := s.DeleteACLRoles([]string{role.ID}); err != nil {
+		t.Fatal(err)
+	}
+	a = resolve(tok.SecretID)
+	if a.AllowAgentRead() || !a.AllowNodeRead() {
+		t.Fatal("a deleted role still grants, or the token lost its own policy")
+	}
+	// A role of the same name made again is another role: the token does
+	// not hold it.
+	if _, _, err := s.UpsertACLRoles([]*state.ACLRole{{Name: "jobs", Policies: []string{"agent"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if resolve(tok.SecretID).AllowAgentRead() {
+		t.Fatal("a new role of a deleted role's name grants to its tokens")
+	}
+}
