@@ -110,6 +110,25 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		t.Fatal("no deployment")
 	}
 	deploymentID := d.ID
+	// A role the outsider does not hold, of a policy of its own.
+	if _, err := root.ACLPolicies().Upsert(&api.ACLPolicy{Name: "role-pol", Rules: `node { policy = "read" }`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	role, _, err := root.ACLRoles().Create(&api.ACLRole{Name: "readers", Policies: []*api.ACLRolePolicyLink{{Name: "role-pol"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleBody := `{"ID": "` + role.ID + `", "Name": "readers", "Policies": [{"Name": "role-pol"}]}`
+	// The role list answers anyone, with the roles their token holds.
+	for _, tok := range []string{"", outsider} {
+		resp, body := doAs(t, tok, "GET", ts.URL+"/v1/acl/roles", "")
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
+			t.Errorf("GET /v1/acl/roles with token %q: %d %s, want 200 []", tok, resp.StatusCode, body)
+		}
+	}
+	if roles, _, err := root.ACLRoles().List(nil); err != nil || len(roles) != 1 || roles[0].ID != role.ID {
+		t.Errorf("management lists roles: %+v %v", roles, err)
+	}
 	jobJSON, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "Name": "web", "Type": "service",
 		"TaskGroups": []any{map[string]any{"Name": "g", "Count": 1, "Tasks": []any{map[string]any{"Name": "t", "Driver": "docker"}}}}}})
 
@@ -184,6 +203,14 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"DELETE", "/v1/acl/policy/other-ns", ""},
 		{"GET", "/v1/acl/tokens", ""},
 		{"PUT", "/v1/acl/token", `{"Type": "management"}`},
+		{"GET", "/v1/acl/role/" + role.ID, ""},
+		{"GET", "/v1/acl/role/name/readers", ""},
+		{"GET", "/v1/acl/role/name/nope", ""},
+		{"PUT", "/v1/acl/role", `{"Name": "more", "Policies": [{"Name": "role-pol"}]}`},
+		{"POST", "/v1/acl/role", `{"Name": "more2", "Policies": [{"Name": "role-pol"}]}`},
+		{"PUT", "/v1/acl/role/" + role.ID, roleBody},
+		{"POST", "/v1/acl/role/" + role.ID, roleBody},
+		{"DELETE", "/v1/acl/role/" + role.ID, ""},
 	}
 	for _, p := range []string{"/v1/deployment/", "/v1/deployment/allocations/"} {
 		denied = append(denied, struct{ method, path, body string }{"GET", p + deploymentID, ""})
