@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// The acl commands, as Nomad's: bootstrap, policies and tokens. They speak
+// The acl commands, as Nomad's: bootstrap, policies, roles and tokens. They speak
 // Nomad's ACL API (/v1/acl/...) and its JSON (the api package's types).
 
 const (
@@ -24,8 +24,8 @@ const (
 const aclGroupHelp = `Usage: drover acl <subcommand> [options] [args]
 
   Interacts with the ACL system (an agent with acl { enabled = true }):
-  bootstrap it, write policies in Nomad's ACL policy language and hand out
-  tokens that hold them.
+  bootstrap it, write policies in Nomad's ACL policy language, group them
+  in roles and hand out tokens that hold policies and roles.
 
   Bootstrap the ACL system and get the initial management token:
 
@@ -35,6 +35,11 @@ const aclGroupHelp = `Usage: drover acl <subcommand> [options] [args]
 
       $ drover acl policy apply -description "Read jobs" readonly ro.hcl
       $ drover acl token create -name ci -policy readonly
+
+  Or a role that holds it, and a token that holds the role:
+
+      $ drover acl role create -name readers -policy readonly
+      $ drover acl token create -name ci -role-name readers
 
   The other commands take the token's secret ID with -token, or from
   $DROVER_TOKEN or $NOMAD_TOKEN.`
@@ -52,7 +57,7 @@ const aclTokenGroupHelp = `Usage: drover acl token <subcommand> [options] [args]
 
   Creates, lists, reads, updates and deletes ACL tokens.
 
-      $ drover acl token create -name "my-token" -policy foo -policy bar
+      $ drover acl token create -name "my-token" -policy foo -role-name bar
       $ drover acl token list
       $ drover acl token info <accessor-id>
       $ drover acl token self
@@ -79,7 +84,7 @@ func (m *meta) readInput(path string) ([]byte, error) {
 }
 
 // printACLToken prints a token as Nomad's CLI does: its fields, then its
-// policies (n/a for a management token) and its roles (Drover has none).
+// policies and its roles (ID and name), n/a for a management token.
 func (m *meta) printACLToken(t *api.ACLToken) {
 	pairs := []string{
 		"Accessor ID", t.AccessorID,
@@ -99,7 +104,17 @@ func (m *meta) printACLToken(t *api.ACLToken) {
 	m.kv(append(pairs, "Policies", fmt.Sprintf("%v", t.Policies))...)
 	fmt.Fprintln(m.out)
 	fmt.Fprintln(m.out, "Roles")
-	fmt.Fprintln(m.out, "<none>")
+	if len(t.Roles) == 0 {
+		fmt.Fprintln(m.out, "<none>")
+		return
+	}
+	rows := [][]string{{"ID", "Name"}}
+	for _, r := range t.Roles {
+		if r != nil {
+			rows = append(rows, []string{r.ID, r.Name})
+		}
+	}
+	m.table(rows)
 }
 
 // formatACLTime prints a time of the ACL API, or none if it is unset.
@@ -342,6 +357,10 @@ Create options:
                    names, or management, which may do everything.
   -policy=NAME     A policy the token holds (client tokens only); repeat it
                    for several.
+  -role-id=ID      A role the token holds, by ID (client tokens only);
+                   repeat it for several.
+  -role-name=NAME  A role the token holds, by name (client tokens only);
+                   repeat it for several.
   -global          Mark the token global (Nomad replicates such tokens to
                    every region; Drover stores the mark).
   -ttl=DURATION    How long the token lives (5m, 1h...) within the agent's
@@ -355,15 +374,17 @@ func (c *aclTokenCreateCommand) Run(args []string) int {
 	typ := fs.String("type", tokenTypeClient, "")
 	global := fs.Bool("global", false, "")
 	ttl := fs.String("ttl", "", "")
-	var policies policiesFlag
+	var policies, roleIDs, roleNames policiesFlag
 	fs.Var(&policies, "policy", "")
+	fs.Var(&roleIDs, "role-id", "")
+	fs.Var(&roleNames, "role-name", "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
 		return exitError
 	}
 	if err := checkTokenType(*typ); err != nil {
 		return c.errorf("%v", err)
 	}
-	t := &api.ACLToken{Name: *name, Type: *typ, Policies: policies, Global: *global}
+	t := &api.ACLToken{Name: *name, Type: *typ, Policies: policies, Roles: roleLinks(roleIDs, roleNames), Global: *global}
 	if *ttl != "" {
 		d, err := time.ParseDuration(*ttl)
 		if err != nil {
@@ -510,17 +531,23 @@ Update options:
 
   -name=NAME       The token's new name.
   -type=TYPE       The token's new type: client or management (which
-                   drops its policies). Default: the type it has.
+                   drops its policies and roles). Default: the type it has.
   -policy=NAME     A policy the token holds from now on, in place of those
-                   it held; repeat it for several (client tokens only).`)
+                   it held; repeat it for several (client tokens only).
+  -role-id=ID      A role the token holds from now on, by ID; with
+                   -role-name, in place of the roles it held; repeat it for
+                   several (client tokens only).
+  -role-name=NAME  A role the token holds from now on, by name.`)
 }
 
 func (c *aclTokenUpdateCommand) Run(args []string) int {
 	fs := c.flags("acl token update", false)
 	name := fs.String("name", "", "")
 	typ := fs.String("type", "", "")
-	var policies policiesFlag
+	var policies, roleIDs, roleNames policiesFlag
 	fs.Var(&policies, "policy", "")
+	fs.Var(&roleIDs, "role-id", "")
+	fs.Var(&roleNames, "role-name", "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <accessor-id>") {
 		return exitError
 	}
@@ -545,11 +572,14 @@ func (c *aclTokenUpdateCommand) Run(args []string) int {
 	if *typ != "" {
 		token.Type = *typ
 		if *typ == tokenTypeManagement {
-			token.Policies = nil
+			token.Policies, token.Roles = nil, nil
 		}
 	}
 	if len(policies) > 0 {
 		token.Policies = policies
+	}
+	if len(roleIDs)+len(roleNames) > 0 {
+		token.Roles = roleLinks(roleIDs, roleNames)
 	}
 	var updated api.ACLToken
 	if _, err := cl.Post(bg, path, &token, &updated); err != nil {

@@ -132,6 +132,42 @@ node {
 		t.Fatalf("token self:\n%s", out)
 	}
 
+	// A role holding the policy, and a token holding the role (by name):
+	// it reads as the reader does, is refused a submission, and shows the
+	// role. The role renamed, the token shows the new name; deleted, it
+	// grants nothing.
+	roleOut := must(t, root, "acl", "role", "create", "-name", "readers", "-description", "read all", "-policy", "readonly")
+	rm := regexp.MustCompile(`ID\s+=\s+(\S+)`).FindStringSubmatch(roleOut)
+	if rm == nil || !strings.Contains(roleOut, "Policies     = readonly") {
+		t.Fatalf("role create:\n%s", roleOut)
+	}
+	roleID := rm[1]
+	if out := must(t, root, "acl", "role", "list"); !strings.Contains(out, roleID) || !strings.Contains(out, "readers") {
+		t.Fatalf("role list:\n%s", out)
+	}
+	if out := must(t, root, "acl", "role", "info", "-by-name", "readers"); !strings.Contains(out, roleID) {
+		t.Fatalf("role info -by-name:\n%s", out)
+	}
+	roleTok := secret(t, must(t, root, "acl", "token", "create", "-name", "by-role", "-role-name", "readers"))
+	if out := must(t, roleTok, "job", "status"); !strings.Contains(out, "batch") {
+		t.Fatalf("role token's job status:\n%s", out)
+	}
+	code, out = run(t, roleTok, "job", "run", "-detach", "examples/jobs/batch.hcl")
+	if code != 1 || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("role token's job run: exit %d\n%s", code, out)
+	}
+	if out := must(t, roleTok, "acl", "token", "self"); !strings.Contains(out, roleID+"  readers") {
+		t.Fatalf("role token's self:\n%s", out)
+	}
+	// The token reads its own role.
+	must(t, roleTok, "acl", "role", "info", roleID)
+	if out := must(t, root, "acl", "role", "update", "-name", "viewers", roleID); !strings.Contains(out, "Name         = viewers") {
+		t.Fatalf("role update:\n%s", out)
+	}
+	if out := must(t, roleTok, "acl", "token", "self"); !strings.Contains(out, roleID+"  viewers") {
+		t.Fatalf("role token's self after the rename:\n%s", out)
+	}
+
 	// After a restart from the data dir, the tokens and policy are there.
 	_ = a.cmd.Process.Signal(os.Interrupt)
 	<-a.done
@@ -143,5 +179,17 @@ node {
 	}
 	if out := must(t, root, "acl", "token", "list"); strings.Count(out, "management") != 1 || !strings.Contains(out, "ci") {
 		t.Fatalf("token list after restart:\n%s", out)
+	}
+	// The role and the token holding it survive the restart; the role
+	// deleted, the token is refused what it read.
+	must(t, roleTok, "job", "status")
+	if out := must(t, root, "acl", "role", "delete", roleID); !strings.Contains(out, "ACL role "+roleID+" successfully deleted") {
+		t.Fatalf("role delete:\n%s", out)
+	}
+	if code, out := run(t, roleTok, "job", "status"); code != 1 || !strings.Contains(out, "Permission denied") {
+		t.Fatalf("token of a deleted role: exit %d\n%s", code, out)
+	}
+	if out := must(t, root, "acl", "role", "list"); !strings.Contains(out, "No ACL roles found") {
+		t.Fatalf("role list after the delete:\n%s", out)
 	}
 }
