@@ -85,6 +85,16 @@ type Config struct {
 	// TLS, when it has RPC on, makes the RPC port speak mutual TLS (the
 	// agent's tls block): see rpcmux.go.
 	TLS *tlsutil.TLS
+	// RPCHandshakeTimeout bounds how long a new connection to the RPC
+	// port may take to send its first byte and, when that byte starts TLS,
+	// again to finish the TLS handshake and send the byte within it (the
+	// agent's limits block's rpc_handshake_timeout, Nomad's, 5s); 0: no
+	// bound.
+	RPCHandshakeTimeout time.Duration
+	// RPCMaxConnsPerClient is how many connections one IP address may
+	// hold open to the RPC port at once (rpc_max_conns_per_client, 100);
+	// one more is closed as it comes. 0: no limit.
+	RPCMaxConnsPerClient int
 	// RPCAdvertise is the address the other servers reach RPCAddr at
 	// (default: RPCAddr, which must then name an interface).
 	RPCAdvertise string
@@ -152,6 +162,8 @@ func DefaultConfig() Config {
 		SnapshotInterval:           2 * time.Minute,
 		RaftTrailingLogs:           10240,
 		RetryInterval:              5 * time.Second,
+		RPCHandshakeTimeout:        5 * time.Second,
+		RPCMaxConnsPerClient:       100,
 		JobMaxSourceSize:           1_000_000,
 		ACLTokenMinExpirationTTL:   time.Minute,
 		ACLTokenMaxExpirationTTL:   24 * time.Hour,
@@ -205,6 +217,10 @@ func (c Config) Validate() error {
 	case c.ACLTokenMinExpirationTTL > c.ACLTokenMaxExpirationTTL:
 		return fmt.Errorf("server: the ACL token minimum expiration TTL (%s) is more than the maximum (%s)",
 			c.ACLTokenMinExpirationTTL, c.ACLTokenMaxExpirationTTL)
+	case c.RPCHandshakeTimeout < 0:
+		return fmt.Errorf("server: rpc_handshake_timeout must not be negative, got %s", c.RPCHandshakeTimeout)
+	case c.RPCMaxConnsPerClient < 0:
+		return fmt.Errorf("server: rpc_max_conns_per_client must not be negative, got %d", c.RPCMaxConnsPerClient)
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("server: bootstrap_expect must not be negative, got %d", c.BootstrapExpect)
 	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):

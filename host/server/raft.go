@@ -71,7 +71,8 @@ func (s *Server) setupRaft() (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		s.rpc = newRPCMux(ln, advertise, s.cfg.NodeName, s.ClusterID, s.cfg.TLS, s.log)
+		s.rpc = newRPCMux(ln, advertise, s.cfg.NodeName, s.ClusterID, s.cfg.TLS,
+			rpcLimits{handshakeTimeout: s.cfg.RPCHandshakeTimeout, maxConnsPerClient: s.cfg.RPCMaxConnsPerClient}, s.log)
 		nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: raftStream{s.rpc.raft, s.ClusterID, s.rpcClient()}, ServerAddressProvider: raftAddrs{&s.raftLayer.started},
 			MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/drover-sched/drover/host/tlsutil"
+	"github.com/hashicorp/go-connlimit"
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 )
@@ -28,8 +30,22 @@ const (
 	rpcHTTP byte = 0x05
 )
 
-// rpcHandshakeTimeout bounds the wait for a new connection's first byte.
-const rpcHandshakeTimeout = 5 * time.Second
+// rpcDialHandshakeTimeout bounds the TLS handshake of a connection this
+// server makes to another's RPC port. The connections it takes are bound
+// by its limits (rpcLimits).
+const rpcDialHandshakeTimeout = 5 * time.Second
+
+// rpcLimits are the agent's limits block for the RPC port, as Nomad's.
+type rpcLimits struct {
+	// handshakeTimeout bounds how long a new connection may take to send
+	// its first byte; one that starts TLS then has as long again to finish
+	// the handshake, then to say which of raft or HTTP it is (and raft its
+	// opening strings). 0: no bound.
+	handshakeTimeout time.Duration
+	// maxConnsPerClient is how many connections one IP address may hold
+	// open at once; 0: no limit.
+	maxConnsPerClient int
+}
 
 // rpcMux splits the connections of the RPC listener by their first byte.
 // A raft connection then says which cluster its server belongs to and
@@ -49,6 +65,8 @@ type rpcMux struct {
 	// are refused, unless upgrading (tls.rpc_upgrade_mode).
 	tls       *tls.Config
 	upgrading bool
+	limits    rpcLimits
+	limiter   *connlimit.Limiter // nil without a connection limit
 	log       zerolog.Logger
 	closeOnce sync.Once
 	done      chan struct{}
@@ -63,9 +81,13 @@ type rpcMux struct {
 // servers retry many times a second.
 const refusedLogInterval = time.Minute
 
-func newRPCMux(ln net.Listener, advertise net.Addr, name string, clusterID func() string, tlsc *tlsutil.TLS, log zerolog.Logger) *rpcMux {
+func newRPCMux(ln net.Listener, advertise net.Addr, name string, clusterID func() string, tlsc *tlsutil.TLS, limits rpcLimits,
+	log zerolog.Logger) *rpcMux {
 	m := &rpcMux{ln: ln, advertise: advertise, name: name, clusterID: clusterID, log: log, done: make(chan struct{}),
-		refused: map[string]time.Time{}, tls: tlsc.RPCServer(), upgrading: tlsc.RPCUpgradeMode()}
+		refused: map[string]time.Time{}, tls: tlsc.RPCServer(), upgrading: tlsc.RPCUpgradeMode(), limits: limits}
+	if limits.maxConnsPerClient > 0 {
+		m.limiter = connlimit.NewLimiter(connlimit.Config{MaxConnsPerClientIP: limits.maxConnsPerClient})
+	}
 	m.raft = newConnListener(advertise, m.done)
 	m.http = newConnListener(advertise, m.done)
 	m.wg.Add(1)
@@ -95,14 +117,39 @@ func (m *rpcMux) accept() {
 			}
 			continue
 		}
+		// Counted here, before the next Accept, as Nomad does; the count
+		// goes down when whoever ends up with the connection (raft, the
+		// HTTP server, route itself) closes it.
+		if m.limiter != nil {
+			free, err := m.limiter.Accept(c)
+			if err != nil {
+				m.refuse(c, "client_ip", remoteIP(c), "rpc_max_conns_per_client", strconv.Itoa(m.limits.maxConnsPerClient),
+					"refused an RPC connection: its IP address already holds as many as the limits block's rpc_max_conns_per_client allows")
+				continue
+			}
+			c = connlimit.Wrap(c, free)
+		}
 		go m.route(c)
 	}
+}
+
+// remoteIP is the IP address a connection comes from.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
 }
 
 // route reads a connection's first byte and hands it to its listener.
 func (m *rpcMux) route(c net.Conn) {
 	var b [1]byte
-	_ = c.SetDeadline(time.Now().Add(rpcHandshakeTimeout))
+	handshake := func() {
+		if m.limits.handshakeTimeout > 0 {
+			_ = c.SetDeadline(time.Now().Add(m.limits.handshakeTimeout))
+		}
+	}
+	handshake()
 	if _, err := c.Read(b[:]); err != nil {
 		_ = c.Close()
 		return
@@ -113,6 +160,8 @@ func (m *rpcMux) route(c net.Conn) {
 			"refused a TLS connection on the RPC port: this server's RPC is plaintext (tls.rpc is off here, on there?)")
 		return
 	case b[0] == rpcTLS:
+		// The TLS handshake has its own handshake timeout, as in Nomad.
+		handshake()
 		tc := tls.Server(c, m.tls)
 		if err := tc.Handshake(); err != nil {
 			m.refuse(c, "tls_error", withoutAddrs(err), "server", m.name,
@@ -291,7 +340,7 @@ func dialRPC(ctx context.Context, addr string, kind byte, tlsc *tls.Config) (net
 			return nil, err
 		}
 		tc := tls.Client(c, tlsc)
-		hctx, cancel := context.WithTimeout(ctx, rpcHandshakeTimeout)
+		hctx, cancel := context.WithTimeout(ctx, rpcDialHandshakeTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
