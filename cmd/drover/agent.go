@@ -42,7 +42,10 @@ Options:
                        telemetry, tls (HTTPS for the API, TLS between
                        servers; drover tls makes certificates), acl
                        (enabled, token_min_expiration_ttl,
-                       token_max_expiration_ttl), and plugin
+                       token_max_expiration_ttl), limits
+                       (https_handshake_timeout,
+                       http_max_conns_per_client, rpc_handshake_timeout,
+                       rpc_max_conns_per_client), and plugin
                        "NAME" blocks (runtime, path, config, env,
                        real_clock, limits { memory_mb, timeout,
                        enforce_deadline }) that add or configure scheduler

@@ -35,6 +35,15 @@ type Config struct {
 	DevNodes int
 	// HTTPAddr is where the API listens (host:port; port 0 picks one).
 	HTTPAddr string
+	// HTTPSHandshakeTimeout bounds how long a new connection to an HTTPS
+	// API may take to finish its TLS handshake and start its first
+	// request (the limits block's https_handshake_timeout, Nomad's, 5s);
+	// 0: no bound of its own (ReadHeaderTimeout still bounds handshakes).
+	HTTPSHandshakeTimeout time.Duration
+	// HTTPMaxConnsPerClient is how many connections one IP address may
+	// hold open to the API at once (http_max_conns_per_client, 100); one
+	// more is answered 429 and closed. 0: no limit.
+	HTTPMaxConnsPerClient int
 	// PluginDir holds the scheduler plugins; default: "plugins" beside the
 	// drover binary.
 	PluginDir string
@@ -61,7 +70,7 @@ type Config struct {
 // DefaultConfig returns a dev-friendly default.
 func DefaultConfig() Config {
 	return Config{DevNodes: 10, HTTPAddr: "127.0.0.1:4646", LogLevel: "info", Server: server.DefaultConfig(),
-		PluginReloadInterval: DefaultPluginReloadInterval}
+		PluginReloadInterval: DefaultPluginReloadInterval, HTTPSHandshakeTimeout: 5 * time.Second, HTTPMaxConnsPerClient: 100}
 }
 
 // Agent is a running agent.
@@ -87,6 +96,9 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	// plugins load (seconds, on a new build) and before raft writes into
 	// the data dir.
 	if err := cfg.Server.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validateLimits(); err != nil {
 		return nil, err
 	}
 	if !cfg.Dev {
@@ -147,7 +159,7 @@ func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	srv.SetForwardedHandler(api.Handler())
 	// ReadHeaderTimeout also bounds the TLS handshake.
 	a.http = &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: stdlog.New(httpErrorLog{log}, "", 0)}
+		ErrorLog: stdlog.New(httpErrorLog{log}, "", 0), ConnState: newConnLimits(cfg, a.https, log).connState()}
 	a.http.RegisterOnShutdown(api.Close)
 	served := ln
 	if c := tlsc.HTTPServer(); c != nil {

@@ -88,6 +88,7 @@ type File struct {
 	Advertise *AdvertiseBlock `hcl:"advertise,block"`
 	TLS       *TLSBlock       `hcl:"tls,block"`
 	ACL       *ACLBlock       `hcl:"acl,block"`
+	Limits    *LimitsBlock    `hcl:"limits,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -231,6 +232,62 @@ func (b *TLSBlock) apply(tc *tlsutil.Config) error {
 		}
 		tc.CipherSuites = cs
 	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// LimitsBlock is the file's limits block, as Nomad's: what one client IP
+// address may hold of the agent's connections.
+//
+//	limits {
+//	  https_handshake_timeout   = "5s"
+//	  http_max_conns_per_client = 100
+//	  rpc_handshake_timeout     = "5s"
+//	  rpc_max_conns_per_client  = 100
+//	}
+//
+// 0 turns a limit off.
+type LimitsBlock struct {
+	HTTPSHandshakeTimeout string `hcl:"https_handshake_timeout,optional"`
+	HTTPMaxConnsPerClient *int   `hcl:"http_max_conns_per_client,optional"`
+	RPCHandshakeTimeout   string `hcl:"rpc_handshake_timeout,optional"`
+	RPCMaxConnsPerClient  *int   `hcl:"rpc_max_conns_per_client,optional"`
+}
+
+// apply sets in cfg what the block sets: the HTTP limits the agent's,
+// the RPC ones its server's.
+func (b *LimitsBlock) apply(cfg *Config) error {
+	var errs []error
+	dur := func(name, v string, dst *time.Duration) {
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, &valueError{"limits." + name, fmt.Sprintf("%q is not a duration (e.g. \"5s\"; \"0\" for none)", v)})
+		case d < 0:
+			errs = append(errs, &valueError{"limits." + name, fmt.Sprintf("%q must not be negative", v)})
+		default:
+			*dst = d
+		}
+	}
+	count := func(name string, v *int, dst *int) {
+		if v == nil {
+			return
+		}
+		if *v < 0 {
+			errs = append(errs, &valueError{"limits." + name, fmt.Sprintf("%d must not be negative (0 for no limit)", *v)})
+			return
+		}
+		*dst = *v
+	}
+	dur("https_handshake_timeout", b.HTTPSHandshakeTimeout, &cfg.HTTPSHandshakeTimeout)
+	count("http_max_conns_per_client", b.HTTPMaxConnsPerClient, &cfg.HTTPMaxConnsPerClient)
+	dur("rpc_handshake_timeout", b.RPCHandshakeTimeout, &cfg.Server.RPCHandshakeTimeout)
+	count("rpc_max_conns_per_client", b.RPCMaxConnsPerClient, &cfg.Server.RPCMaxConnsPerClient)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
@@ -471,6 +528,11 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.ACL != nil {
 		if err := f.ACL.apply(&cfg.Server); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if f.Limits != nil {
+		if err := f.Limits.apply(cfg); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
 	}

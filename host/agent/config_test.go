@@ -98,6 +98,13 @@ acl {
   token_min_expiration_ttl = "30s"
   token_max_expiration_ttl = "72h"
 }
+
+limits {
+  https_handshake_timeout   = "3s"
+  http_max_conns_per_client = 50
+  rpc_handshake_timeout     = "7s"
+  rpc_max_conns_per_client  = 0
+}
 `
 	f, err := ParseConfig("agent.hcl", []byte(src))
 	if err != nil {
@@ -170,6 +177,10 @@ acl {
 		{"acl.enabled", s.ACLEnabled, true},
 		{"acl.token_min_expiration_ttl", s.ACLTokenMinExpirationTTL, 30 * time.Second},
 		{"acl.token_max_expiration_ttl", s.ACLTokenMaxExpirationTTL, 72 * time.Hour},
+		{"limits.https_handshake_timeout", cfg.HTTPSHandshakeTimeout, 3 * time.Second},
+		{"limits.http_max_conns_per_client", cfg.HTTPMaxConnsPerClient, 50},
+		{"limits.rpc_handshake_timeout", s.RPCHandshakeTimeout, 7 * time.Second},
+		{"limits.rpc_max_conns_per_client (0: no limit)", s.RPCMaxConnsPerClient, 0},
 		{"tls.tls_cipher_suites", fmt.Sprint(cfg.TLS.CipherSuites),
 			fmt.Sprint([]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384})},
 	}
@@ -195,6 +206,30 @@ func TestParseConfig_EmptyKeepsDefaults(t *testing.T) {
 	def := DefaultConfig()
 	if cfg.Server.Broker != def.Server.Broker || cfg.HTTPAddr != def.HTTPAddr || cfg.Server.NumWorkers != def.Server.NumWorkers {
 		t.Fatalf("an empty file changed the defaults: %+v", cfg)
+	}
+	// The limits block's defaults are Nomad's.
+	if cfg.HTTPSHandshakeTimeout != 5*time.Second || cfg.HTTPMaxConnsPerClient != 100 ||
+		cfg.Server.RPCHandshakeTimeout != 5*time.Second || cfg.Server.RPCMaxConnsPerClient != 100 {
+		t.Fatalf("limits: %s %d %s %d", cfg.HTTPSHandshakeTimeout, cfg.HTTPMaxConnsPerClient,
+			cfg.Server.RPCHandshakeTimeout, cfg.Server.RPCMaxConnsPerClient)
+	}
+}
+
+// A limits block that sets one limit leaves the others at their defaults;
+// "0" turns a handshake timeout off.
+func TestParseConfig_LimitsPartial(t *testing.T) {
+	f, err := ParseConfig("agent.hcl", []byte("limits {\n  rpc_handshake_timeout = \"0\"\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.RPCHandshakeTimeout != 0 || cfg.HTTPSHandshakeTimeout != 5*time.Second ||
+		cfg.HTTPMaxConnsPerClient != 100 || cfg.Server.RPCMaxConnsPerClient != 100 {
+		t.Fatalf("limits: %s %d %s %d", cfg.HTTPSHandshakeTimeout, cfg.HTTPMaxConnsPerClient,
+			cfg.Server.RPCHandshakeTimeout, cfg.Server.RPCMaxConnsPerClient)
 	}
 }
 
@@ -272,6 +307,18 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"Nomad's client token cache", "acl {\n  token_ttl = \"30s\"\n}", "agent.hcl:2"},
 		{"bad token TTL", "acl {\n  token_max_expiration_ttl = \"a day\"\n}",
 			`agent.hcl:2:30: error: Invalid value; acl.token_max_expiration_ttl = "a day" is not a duration`},
+		{"unknown limits setting", "limits {\n  http_max_conns = 10\n}", "agent.hcl:2"},
+		{"bad handshake timeout", "limits {\n  https_handshake_timeout = \"quick\"\n}",
+			`agent.hcl:2:29: error: Invalid value; limits.https_handshake_timeout = "quick" is not a duration`},
+		{"negative handshake timeout", "limits {\n  rpc_handshake_timeout = \"-5s\"\n}",
+			`agent.hcl:2:27: error: Invalid value; limits.rpc_handshake_timeout = "-5s" must not be negative`},
+		{"negative connection limit", "limits {\n  http_max_conns_per_client = -1\n}",
+			"agent.hcl:2:31: error: Invalid value; limits.http_max_conns_per_client = -1 must not be negative"},
+		{"every bad limit", "limits {\n  rpc_max_conns_per_client = -2\n  https_handshake_timeout = \"5\"\n}",
+			"agent.hcl:3:29: error: Invalid value; limits.https_handshake_timeout"},
+		{"connection limit not a number", `limits { rpc_max_conns_per_client = "many" }`, "Unsuitable value type"},
+		{"bad limit in JSON", `{"limits": {"rpc_max_conns_per_client": -3}}`,
+			"agent.json:1:41: error: Invalid value; limits.rpc_max_conns_per_client = -3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
