@@ -72,7 +72,8 @@ func (s *Server) setupRaft() (err error) {
 			return lerr
 		}
 		s.rpc = newRPCMux(ln, advertise, s.cfg.NodeName, s.ClusterID, s.cfg.TLS,
-			rpcLimits{handshakeTimeout: s.cfg.RPCHandshakeTimeout, maxConnsPerClient: s.cfg.RPCMaxConnsPerClient}, s.log)
+			rpcLimits{handshakeTimeout: s.cfg.RPCHandshakeTimeout, maxConnsPerClient: s.cfg.RPCMaxConnsPerClient,
+				server: raftAddrs{&s.raftLayer.started}.serverIP}, s.log)
 		nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: raftStream{s.rpc.raft, s.ClusterID, s.rpcClient()}, ServerAddressProvider: raftAddrs{&s.raftLayer.started},
 			MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +203,28 @@ func TestConfig_ValidateLimits(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("0 (no limit): %v", err)
 	}
+}
+
+// The cluster's servers are not refused past the limit: a follower's
+// forwarded long polls would otherwise use it up and then refuse its raft
+// connections. Others still are.
+func TestRPCMux_MaxConnsPerClientSparesServers(t *testing.T) {
+	logs := &testlog.Buffer{}
+	var server atomic.Bool // whether 127.0.0.1 is a server's address
+	server.Store(true)
+	m, addr := startLimitedMux(t, nil, rpcLimits{maxConnsPerClient: 1, server: func(ip string) bool {
+		return ip == "127.0.0.1" && server.Load()
+	}}, logs)
+	for range 3 {
+		if _, err := dialFrom(t, "", addr, rpcHTTP); err != nil {
+			t.Fatal(err)
+		}
+		acceptHTTP(t, m)
+	}
+	server.Store(false)
+	next, err := dialFrom(t, "", addr, rpcHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClosedByServer(t, next, "a connection past the limit from an address no server has")
 }

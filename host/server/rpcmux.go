@@ -45,6 +45,12 @@ type rpcLimits struct {
 	// maxConnsPerClient is how many connections one IP address may hold
 	// open at once; 0: no limit.
 	maxConnsPerClient int
+	// server reports whether an IP address is one of the cluster's
+	// servers', which the limit does not refuse: a follower forwards each
+	// API request it cannot answer over a connection of its own, so its
+	// long polls would otherwise use up its limit at the leader and then
+	// refuse its raft connections. nil: none is.
+	server func(ip string) bool
 }
 
 // rpcMux splits the connections of the RPC listener by their first byte.
@@ -122,12 +128,16 @@ func (m *rpcMux) accept() {
 		// HTTP server, route itself) closes it.
 		if m.limiter != nil {
 			free, err := m.limiter.Accept(c)
-			if err != nil {
+			switch {
+			case err == nil:
+				c = connlimit.Wrap(c, free)
+			case m.limits.server != nil && m.limits.server(remoteIP(c)):
+				// Past the limit, but one of the cluster's servers.
+			default:
 				m.refuse(c, "client_ip", remoteIP(c), "rpc_max_conns_per_client", strconv.Itoa(m.limits.maxConnsPerClient),
 					"refused an RPC connection: its IP address already holds as many as the limits block's rpc_max_conns_per_client allows")
 				continue
 			}
-			c = connlimit.Wrap(c, free)
 		}
 		go m.route(c)
 	}
@@ -429,6 +439,25 @@ const targetSep = "\x00"
 // Dial above splits them). An ID not in the configuration gets an error,
 // and raft dials the address it has, without a name.
 type raftAddrs struct{ raft *atomic.Pointer[raft.Raft] }
+
+// serverIP reports whether ip is the host of a server's address in the
+// raft configuration (false before raft runs).
+func (a raftAddrs) serverIP(ip string) bool {
+	r := a.raft.Load()
+	if r == nil {
+		return false
+	}
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, sv := range f.Configuration().Servers {
+		if host, _, err := net.SplitHostPort(string(sv.Address)); err == nil && host == ip {
+			return true
+		}
+	}
+	return false
+}
 
 func (a raftAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	r := a.raft.Load()
