@@ -64,6 +64,8 @@ type budget struct {
 	// why is set when a function refused to build something, to be told
 	// where the call is by the expression around it.
 	why string
+	// read is what the parse has given hcl to lex and parse (size.go).
+	read syntaxRead
 }
 
 func newBudget(n int64) *budget { return &budget{left: n} }

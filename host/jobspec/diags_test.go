@@ -34,7 +34,7 @@ func TestFormatDiagnostics_IsBounded(t *testing.T) {
 		}
 	})
 	t.Run("a long line", func(t *testing.T) {
-		src := `{"job": {"j": {"meta": {"m": "` + strings.Repeat("é", 1<<19) + `"}, "bad": 1}}}`
+		src := `{"job": {"j": {"meta": {"m": "` + strings.Repeat("é", 1<<18) + `"}, "bad": 1}}}`
 		p, diags := jobspec.Parse(jobspec.Config{Path: "job.json", Body: []byte(src)})
 		got := jobspec.FormatDiagnostics(p.Sources, diags)
 		if !strings.HasPrefix(got, "job.json:1:") || len(got) > 2000 || !strings.Contains(got, `"bad": 1}}}`) {

@@ -172,14 +172,26 @@ func tooDeep(rng hcl.Range) *hcl.Diagnostic {
 }
 
 // checkSyntax refuses HCL source (a file, or an expression or template
-// as lex reads it) that nests past maxNesting, or writes a number past
-// maxNumberDigits (numbers.go), before hcl parses it. lines is set for a
-// file, whose body new lines divide (see nesting).
+// as lex reads it) that takes the parse past its bytes, tokens or
+// template joins (size.go, counted in read), nests past maxNesting, or
+// writes a number past maxNumberDigits (numbers.go), before hcl parses
+// it. lines is set for a file, whose body new lines divide (see nesting).
 func checkSyntax(src []byte, filename string, start hcl.Pos,
-	lex func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics), lines bool) hcl.Diagnostics {
+	lex func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics), lines bool, read *syntaxRead) hcl.Diagnostics {
+	if diags := read.readBytes(src, filename); diags.HasErrors() {
+		return diags
+	}
 	tokens, _ := lex(src, filename, start)
+	// Nesting first: it is what a test of a limit would most want
+	// to hear of, and it is cheap.
 	if tok, deep := nesting(tokens, maxNesting, lines); deep {
 		return hcl.Diagnostics{tooDeep(tok.Range)}
+	}
+	if diags := read.readTokens(tokens, int64(len(tokens))); diags.HasErrors() {
+		return diags
+	}
+	if diags := read.readJoins(tokens, false); diags.HasErrors() {
+		return diags
 	}
 	return checkNumberTokens(tokens)
 }
@@ -194,7 +206,15 @@ func checkSyntax(src []byte, filename string, start hcl.Pos,
 // expressions, whose new lines do not end an element: a script's lines of
 // "--flag /usr/bin/x" would add up. JSON that does not decode is left for
 // hcl to report.
-func checkJSONSyntax(src []byte, filename string) hcl.Diagnostics {
+//
+// It counts what hcl is given in read as checkSyntax does: the bytes, the
+// JSON tokens and those of the templates hcl may parse from its strings
+// (any with a new line, "$" or "%" may split into parts hcl joins), and
+// what joining their parts copies.
+func checkJSONSyntax(src []byte, filename string, read *syntaxRead) hcl.Diagnostics {
+	if diags := read.readBytes(src, filename); diags.HasErrors() {
+		return diags
+	}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
 	// opens holds, for each array or object open, whether it is an
@@ -214,6 +234,9 @@ func checkJSONSyntax(src []byte, filename string) hcl.Diagnostics {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil
+		}
+		if read.tokens++; read.tokens > maxTokens {
+			return hcl.Diagnostics{tooManyTokens(read.tokens+countJSONTokens(dec), offsetRange(src, filename, int(before)))}
 		}
 		switch t := tok.(type) {
 		case json.Delim:
@@ -235,17 +258,29 @@ func checkJSONSyntax(src []byte, filename string) hcl.Diagnostics {
 			} else {
 				value()
 			}
-			if !bytes.ContainsAny([]byte(t), "[{(!-+*/%&|=<>?:") {
+			if !bytes.ContainsAny([]byte(t), "[{(!-+*/%&|=<>?:$\n") {
 				continue
 			}
 			lexes := []func([]byte, string, hcl.Pos) (hclsyntax.Tokens, hcl.Diagnostics){hclsyntax.LexTemplate}
 			if isType {
 				lexes = append(lexes, hclsyntax.LexExpression)
 			}
-			for _, lex := range lexes {
-				tokens, _ := lex([]byte(t), filename, hcl.InitialPos)
-				if _, deep := nesting(tokens, maxNesting-len(opens), false); deep {
-					return hcl.Diagnostics{tooDeep(offsetRange(src, filename, int(before)))}
+			// Located at the string: its tokens' ranges are in it.
+			at := offsetRange(src, filename, int(before))
+			lexed := make([]hclsyntax.Tokens, len(lexes))
+			for i, lex := range lexes {
+				lexed[i], _ = lex([]byte(t), filename, hcl.InitialPos)
+				if _, deep := nesting(lexed[i], maxNesting-len(opens), false); deep {
+					return hcl.Diagnostics{tooDeep(at)}
+				}
+			}
+			for i, tokens := range lexed {
+				if read.tokens += int64(len(tokens)); read.tokens > maxTokens {
+					return hcl.Diagnostics{tooManyTokens(read.tokens+countJSONTokens(dec), at)}
+				}
+				if diags := read.readJoins(tokens, i == 0); diags.HasErrors() {
+					diags[0].Subject = at.Ptr()
+					return diags
 				}
 			}
 		case json.Number:
@@ -278,4 +313,17 @@ func offsetRange(src []byte, filename string, offset int) hcl.Range {
 	end.Byte++
 	end.Column++
 	return hcl.Range{Filename: filename, Start: pos, End: end}
+}
+
+// countJSONTokens counts the tokens dec has left, to say by how much a
+// jobspec passed maxTokens (they cost a few bytes each to count, none to
+// keep), stopping at the first error.
+func countJSONTokens(dec *json.Decoder) int64 {
+	var n int64
+	for {
+		if _, err := dec.Token(); err != nil {
+			return n
+		}
+		n++
+	}
 }

@@ -13,8 +13,10 @@ import (
 // overflow the parser's stack (a fatal error no recover catches: before
 // the check each of these took the process down) is refused with a
 // located error instead, in every place a jobspec's parse reads HCL.
+// Each nests 200,000 levels, or, where that would take the source past
+// the 1 MiB a jobspec may be (size.go), 40,000: forty times the limit.
 func TestParse_DeepNestingIsRefused(t *testing.T) {
-	const n = 200000
+	const n, m = 200000, 40000
 	job := "\njob \"j\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"exec\"\n    }\n  }\n}\n"
 	jsonJob := `"job": {"j": {"group": {"g": {"task": {"t": {"driver": "exec"}}}}}}`
 	cases := []struct {
@@ -27,14 +29,14 @@ func TestParse_DeepNestingIsRefused(t *testing.T) {
 		{name: "negations", src: "locals { x = " + strings.Repeat("!", n) + "true }" + job, want: "job.hcl:1:"},
 		{name: "unary minus", src: "locals { x = " + strings.Repeat("- ", n) + "1 }" + job, want: "job.hcl:1:"},
 		{name: "a sum", src: "locals { x = " + strings.Repeat("1+", n) + "1 }" + job, want: "job.hcl:1:"},
-		{name: "conditionals", src: "locals { x = " + strings.Repeat("true ? 1 : ", n) + "1 }" + job, want: "job.hcl:1:"},
+		{name: "conditionals", src: "locals { x = " + strings.Repeat("true ? 1 : ", m) + "1 }" + job, want: "job.hcl:1:"},
 		{name: "templates", src: "locals { x = " + strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n) + " }" + job,
 			want: "job.hcl:1:"},
 		{name: "JSON syntax arrays", src: `{"locals": {"x": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}, " + jsonJob + "}",
 			want: "job.hcl:1:"},
 		{name: "a template in a JSON string", src: `{"locals": {"x": "${` + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + `}"}, ` + jsonJob + "}",
 			want: "job.hcl:1:"},
-		{name: "a type in a JSON string", src: `{"variable": {"v": {"type": "` + strings.Repeat("list(", n) + "string" + strings.Repeat(")", n) + `"}}, ` + jsonJob + "}",
+		{name: "a type in a JSON string", src: `{"variable": {"v": {"type": "` + strings.Repeat("list(", m) + "string" + strings.Repeat(")", m) + `"}}, ` + jsonJob + "}",
 			want: "job.hcl:1:"},
 		{name: "new lines within parentheses", src: "locals { x = (1" + strings.Repeat("\n+ 1", n) + ") }" + job,
 			want: "job.hcl:1000:"},
@@ -44,10 +46,10 @@ func TestParse_DeepNestingIsRefused(t *testing.T) {
 		{name: "a splat chain", src: "locals { x = [0]" + strings.Repeat("[*]", n) + " }" + job, want: "job.hcl:1:"},
 		{name: "steps after indexes", src: "locals { x = [0]" + strings.Repeat("[x].a", n) + " }" + job,
 			want: "job.hcl:1:"},
-		{name: "if directives", src: `locals { x = "` + strings.Repeat("%{if true}", n) + strings.Repeat("%{endif}", n) + `" }` + job,
+		{name: "if directives", src: `locals { x = "` + strings.Repeat("%{if true}", m) + strings.Repeat("%{endif}", m) + `" }` + job,
 			want: "job.hcl:1:"},
 		{name: "for directives in a heredoc",
-			src:  "locals {\n  x = <<EOT\n" + strings.Repeat("%{for a in [1]}", n) + strings.Repeat("%{endfor}", n) + "\nEOT\n}" + job,
+			src:  "locals {\n  x = <<EOT\n" + strings.Repeat("%{for a in [1]}", m) + strings.Repeat("%{endfor}", m) + "\nEOT\n}" + job,
 			want: "job.hcl:3:"},
 		{name: "a type in a JSON string, across new lines",
 			src: `{"variable": {"v": {"type": "` + strings.Repeat(`!\n`, n) + `string"}}, ` + jsonJob + "}", want: "job.hcl:1:"},

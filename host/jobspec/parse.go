@@ -162,18 +162,19 @@ func parse(cfg Config, b *budget) (*Parsed, hcl.Diagnostics) {
 }
 
 // parseSource parses HCL or, when it starts with "{", HCL's JSON syntax,
-// once it knows the syntax does not nest too deep (nesting.go) nor write
-// a number too long (numbers.go). The
+// once it knows the source is not too large for hcl (size.go), nor its
+// syntax nested too deep (nesting.go), nor a number in it too long
+// (numbers.go). The
 // expressions of HCL's syntax tree spend from b when evaluated (those
 // of the JSON syntax do when jsonValue parses them).
 func parseSource(path string, src []byte, b *budget) (*hcl.File, hcl.Diagnostics) {
 	if trimmed := bytes.TrimSpace(src); len(trimmed) > 0 && trimmed[0] == '{' {
-		if diags := checkJSONSyntax(src, path); diags.HasErrors() {
+		if diags := checkJSONSyntax(src, path, &b.read); diags.HasErrors() {
 			return nil, diags
 		}
 		return hcljson.Parse(src, path)
 	}
-	if diags := checkSyntax(src, path, hcl.InitialPos, hclsyntax.LexConfig, true); diags.HasErrors() {
+	if diags := checkSyntax(src, path, hcl.InitialPos, hclsyntax.LexConfig, true, &b.read); diags.HasErrors() {
 		return nil, diags
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1})

@@ -348,7 +348,7 @@ func (v *variable) literalValue(raw string, filename string, b *budget) (cty.Val
 	if !v.structured {
 		return cty.StringVal(raw), nil
 	}
-	if diags := checkSyntax([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression, false); diags.HasErrors() {
+	if diags := checkSyntax([]byte(raw), filename, hcl.InitialPos, hclsyntax.LexExpression, false, &b.read); diags.HasErrors() {
 		return cty.NilVal, diags
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.Pos{Line: 1, Column: 1})
