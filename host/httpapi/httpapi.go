@@ -62,12 +62,15 @@ type API struct {
 	// (clustered servers only).
 	forwarder        *httputil.ReverseProxy
 	forwardTransport *http.Transport
+	// parses bounds the jobspec parses run at once (parses.go).
+	parses *parseSlots
 }
 
 // New returns the API of srv. self gives the agent's part of
 // /v1/agent/self (its configuration and statistics); nil gives none.
 func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
-	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]route{}}
+	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]route{},
+		parses: defaultParseSlots()}
 	a.closing, a.close = context.WithCancel(context.Background())
 	if srv.Clustered() {
 		a.forwarder = a.newForwarder()

@@ -367,6 +367,11 @@ func (a *API) jobParse(w http.ResponseWriter, r *http.Request) (any, error) {
 	if req.HCLv1 {
 		return nil, errorf(http.StatusBadRequest, "HCL1 jobspecs are not supported; Drover reads HCL2 jobspecs")
 	}
+	release, err := a.parses.acquire(r.Context(), w)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	// As in Nomad, Variables may set variables the jobspec does not declare.
 	p, diags := jobspec.Parse(jobspec.Config{Path: "input.hcl", Body: []byte(req.JobHCL), VarContent: req.Variables,
 		IgnoreUndeclaredVars: true})
