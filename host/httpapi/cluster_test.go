@@ -231,3 +231,59 @@ func TestCluster_TransferLeadershipByAddress(t *testing.T) {
 		t.Fatalf("the refused transfers moved the lead to %s", l.Config().NodeName)
 	}
 }
+
+// With ACLs, any server may be asked: a follower forwards the ACL writes
+// and the requests it does not answer to the leader, which checks their
+// token; it checks the token of a stale read itself, from its replica.
+func TestCluster_ACLs(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, len(cfgs))
+	apis := make([]*httptest.Server, len(cfgs))
+	for i, cfg := range cfgs {
+		cfg.ACLEnabled = true
+		s := servertest.StartMember(t, cfg, nil)
+		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), nil)
+		s.SetForwardedHandler(api.Handler())
+		apis[i] = httptest.NewServer(api.Handler())
+		t.Cleanup(apis[i].Close)
+		servers[i] = s
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	li := slices.Index(servers, leader)
+	f1, f2 := (li+1)%3, (li+2)%3
+
+	root, _, err := nomadClient(t, apis[f1].URL).ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatalf("bootstrap through a follower: %v", err)
+	}
+	admin := withToken(t, apis[f2].URL, root.SecretID)
+	writer := makeToken(t, admin, "writer", `namespace "default" { policy = "write" }`)
+	reader := makeToken(t, admin, "reader", `namespace "default" { policy = "read" }`)
+
+	job := `{"Job":{"ID":"web","Type":"batch","TaskGroups":[{"Name":"g","Count":1,"Tasks":[{"Name":"t","Driver":"exec"}]}]}}`
+	if resp, out := doAs(t, reader, "PUT", apis[f1].URL+"/v1/jobs", job); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a reader registers through a follower: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := doAs(t, writer, "PUT", apis[f1].URL+"/v1/jobs", job); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a writer registers through a follower: %d %s", resp.StatusCode, out)
+	}
+
+	// A stale read is answered by the follower, which checks the token
+	// from its replica once it has it.
+	servertest.WaitFor(t, "the follower's replica", func() bool {
+		snap := servers[f2].Store().Snapshot()
+		return snap.Job("default", "web") != nil && len(snap.ACLTokens("")) == 3
+	})
+	resp, out := doAs(t, reader, "GET", apis[f2].URL+"/v1/jobs?stale", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `"web"`) {
+		t.Fatalf("a reader's stale read: %d %s", resp.StatusCode, out)
+	}
+	if got := resp.Header.Get(httpapi.ServerHeader); got != servers[f2].Config().NodeName {
+		t.Fatalf("the stale read was answered by %s, not the follower", got)
+	}
+	for _, path := range []string{"/v1/jobs?stale", "/v1/jobs"} {
+		if resp, out := doAs(t, "", "GET", apis[f2].URL+path, ""); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("no token, GET %s through a follower: %d %s", path, resp.StatusCode, out)
+		}
+	}
+}
