@@ -38,6 +38,9 @@ const (
 	ACLTokenBootstrapRequestType
 	ACLRoleUpsertRequestType
 	ACLRoleDeleteRequestType
+
+	// LastMessageType is the newest type this version applies.
+	LastMessageType = ACLRoleDeleteRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the

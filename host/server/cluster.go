@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/hashicorp/raft"
 )
 
@@ -61,6 +62,10 @@ type PeerInfo struct {
 	BootstrapExpect int
 	// ClusterID is the cluster it belongs to ("" until it knows one).
 	ClusterID string `json:",omitempty"`
+	// Applies is the newest log entry type it applies (fsm's
+	// LastMessageType); servers of versions that do not say apply up to
+	// fsm.ClusterMetaRequestType (gate.go).
+	Applies fsm.MessageType `json:",omitempty"`
 }
 
 // JoinRequest asks the leader to add a server as a voter.
@@ -145,7 +150,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func (s *Server) peerInfo() PeerInfo {
 	info := PeerInfo{ID: s.cfg.NodeName, Address: s.RPCAddr(), Region: s.cfg.Region,
-		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect, ClusterID: s.ClusterID()}
+		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect, ClusterID: s.ClusterID(),
+		Applies: fsm.MessageType(s.applies.Load())}
 	if f := s.raftLayer.raft.GetConfiguration(); f.Error() == nil {
 		info.Servers = len(f.Configuration().Servers)
 	}

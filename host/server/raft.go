@@ -176,6 +176,11 @@ func (s *Server) Apply(t fsm.MessageType, msg msgp.Marshaler) (uint64, error) {
 // ApplyEntry commits an encoded log entry and returns its index; an entry
 // the FSM refused returns the FSM's error.
 func (s *Server) ApplyEntry(data []byte) (uint64, error) {
+	if len(data) > 0 {
+		if err := s.serversApply(fsm.MessageType(data[0])); err != nil {
+			return 0, err
+		}
+	}
 	f := s.raftLayer.raft.Apply(data, s.raftLayer.timeout)
 	if err := f.Error(); err != nil {
 		if err == raft.ErrNotLeader || err == raft.ErrLeadershipLost {

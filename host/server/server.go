@@ -42,7 +42,10 @@ var ErrNotLeader = errors.New("server: not the leader")
 type Server struct {
 	cfg Config
 	// acls keeps the ACLs tokens resolve to (ResolveToken).
-	acls    aclCache
+	acls aclCache
+	// applies is the newest log entry type this server applies, as it
+	// tells the others (fsm.LastMessageType; lower in tests of gate.go).
+	applies atomic.Uint32
 	log     zerolog.Logger
 	plugins *runtime.Registry
 	now     func() time.Time
@@ -116,6 +119,7 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 		rng:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 		evalBudget: newEvalBudget(),
 	}
+	s.applies.Store(uint32(fsm.LastMessageType))
 	b, err := broker.New(cfg.Broker, nil, phaseObserver{s})
 	if err != nil {
 		return nil, err
