@@ -268,7 +268,16 @@ func (a *Agent) self() *httpapi.AgentSelf {
 	return &httpapi.AgentSelf{
 		Config: map[string]any{"Dev": a.cfg.Dev, "Region": a.cfg.Server.Region,
 			"Datacenter": a.cfg.Server.Datacenter, "NodeName": a.cfg.Server.NodeName, "Workers": a.cfg.Server.NumWorkers,
-			"TLSConfig": tlsSelf(a.cfg.TLS)},
+			"TLSConfig": tlsSelf(a.cfg.TLS),
+			// Nomad's ACLConfig (its UI reads Enabled) and Limits, under
+			// Nomad's names and types.
+			"ACL": map[string]any{"Enabled": a.cfg.Server.ACLEnabled,
+				"TokenMinExpirationTTL": a.cfg.Server.ACLTokenMinExpirationTTL,
+				"TokenMaxExpirationTTL": a.cfg.Server.ACLTokenMaxExpirationTTL},
+			"Limits": map[string]any{"HTTPSHandshakeTimeout": a.cfg.HTTPSHandshakeTimeout.String(),
+				"HTTPMaxConnsPerClient": a.cfg.HTTPMaxConnsPerClient,
+				"RPCHandshakeTimeout":   a.cfg.Server.RPCHandshakeTimeout.String(),
+				"RPCMaxConnsPerClient":  a.cfg.Server.RPCMaxConnsPerClient}},
 		// Nomad's sections (nomad, raft, runtime), with Drover's own
 		// additions (rpc_addr, uptime; broker, blocked_evals).
 		Stats: map[string]map[string]string{

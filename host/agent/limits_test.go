@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -207,5 +208,34 @@ func TestAgent_NegativeLimitsAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// /v1/agent/self gives the limits and the ACL settings as Nomad's does
+// (Nomad's UI reads config.ACL.Enabled to show its ACL pages).
+func TestAgentSelf_LimitsAndACL(t *testing.T) {
+	a := startLimitedAgent(t, func(c *agent.Config) {
+		c.HTTPMaxConnsPerClient = 7
+		c.Server.RPCHandshakeTimeout = 3 * time.Second
+	})
+	c, resp, body := rawGet(t, a.Addr(), "/v1/agent/self")
+	_ = c.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/v1/agent/self: %d %s", resp.StatusCode, body)
+	}
+	var self struct {
+		Config struct {
+			ACL    struct{ Enabled bool }
+			Limits struct {
+				HTTPMaxConnsPerClient int
+				RPCHandshakeTimeout   string
+			}
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(body), &self); err != nil {
+		t.Fatal(err)
+	}
+	if self.Config.ACL.Enabled || self.Config.Limits.HTTPMaxConnsPerClient != 7 || self.Config.Limits.RPCHandshakeTimeout != "3s" {
+		t.Fatalf("agent self config: %+v", self.Config)
 	}
 }
