@@ -190,3 +190,26 @@ func TestResolveToken_Roles(t *testing.T) {
 		t.Fatal("a new role of a deleted role's name grants to its tokens")
 	}
 }
+
+// BenchmarkResolveToken is what checking a request's token costs once its
+// policies' ACL is cached: a state read by secret and the cache's lookup.
+func BenchmarkResolveToken(b *testing.B) {
+	s := servertest.New(b, nil, func(c *server.Config) { c.ACLEnabled = true })
+	for _, p := range []string{"nodes", "jobs"} {
+		if _, err := s.UpsertACLPolicies([]*state.ACLPolicy{{Name: p,
+			Rules: `node { policy = "read" }` + "\nnamespace \"prod-*\" { policy = \"write\" }"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tok, _, err := s.UpsertACLToken(&state.ACLToken{Type: state.ACLClientToken, Policies: []string{"nodes", "jobs"}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, _, err := s.ResolveToken(tok.SecretID)
+		if err != nil || !a.AllowNamespaceOperation("prod-web", acl.NamespaceCapabilitySubmitJob) {
+			b.Fatal("not resolved", err)
+		}
+	}
+}
