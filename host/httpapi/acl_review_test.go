@@ -161,3 +161,21 @@ func TestACL_AllNamespacesOnlyForLists(t *testing.T) {
 		}
 	}
 }
+
+// A parse is no list: ?namespace=* names no namespace it could filter, so
+// it needs parse-job in the namespace named "*", as any route of one
+// object. Anyone, with or without a token, could parse with it.
+func TestACL_ParseOfEveryNamespaceNeedsTheCapability(t *testing.T) {
+	ts, _, rootSecret := newACLAPI(t, 1)
+	root := withToken(t, ts.URL, rootSecret)
+	dev := makeToken(t, root, "dev", `namespace "dev" { policy = "read" }`)
+	body := `{"JobHCL": "job \"x\" {}"}`
+	for _, token := range []string{"", dev} {
+		if resp, out := doAs(t, token, "PUT", ts.URL+"/v1/jobs/parse?namespace=*", body); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("token %q, PUT /v1/jobs/parse?namespace=*: %d %s, want 403", token, resp.StatusCode, out)
+		}
+	}
+	if resp, out := doAs(t, dev, "PUT", ts.URL+"/v1/jobs/parse?namespace=dev", body); resp.StatusCode == http.StatusForbidden {
+		t.Errorf("dev token, PUT /v1/jobs/parse?namespace=dev: 403 %s", out)
+	}
+}
