@@ -40,6 +40,7 @@ func (s *Server) serversApply(t fsm.MessageType) error {
 	ctx, cancel := context.WithTimeout(context.Background(), peerAskTimeout)
 	defer cancel()
 	client := &http.Client{Transport: s.rpcTransport()}
+	defer client.CloseIdleConnections()
 	for _, sv := range f.Configuration().Servers {
 		if string(sv.ID) == s.cfg.NodeName {
 			continue

@@ -1,13 +1,17 @@
 package server_test
 
 import (
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
 )
 
 // During a rolling upgrade, an entry of a type a server does not apply
@@ -51,4 +55,37 @@ func TestCluster_NewEntryTypesWaitForEveryServer(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// Asking the other servers whether they apply an entry's type leaves no
+// connection open: each gated write made a transport of its own, whose
+// idle connections to every other server (and their goroutines, here and
+// there) stayed open for good, as neither side times them out.
+func TestCluster_GatedWritesLeaveNoConnectionsOpen(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, len(cfgs))
+	for i, cfg := range cfgs {
+		cfg.ACLEnabled = true
+		servers[i] = servertest.StartMember(t, cfg, nil)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	write := func(i int) {
+		t.Helper()
+		p := &state.ACLPolicy{Name: "p" + strconv.Itoa(i), Rules: `namespace "default" { policy = "read" }`}
+		if _, err := leader.UpsertACLPolicies([]*state.ACLPolicy{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Idle HTTP client connections each keep a read loop.
+	idle := func() int {
+		buf := make([]byte, 8<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "net/http.(*persistConn).readLoop")
+	}
+	write(0)
+	time.Sleep(100 * time.Millisecond)
+	before := idle()
+	for i := 1; i <= 20; i++ {
+		write(i)
+	}
+	servertest.WaitFor(t, "the gated writes' connections to close", func() bool { return idle() <= before+5 })
 }
