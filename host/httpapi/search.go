@@ -49,7 +49,7 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 	// Each context lists what the request's token may see of it, as
 	// Nomad's search does.
 	ns := requestNamespace(r)
-	inNS := func(n, capability string) bool { return (ns == "*" || n == ns) && allowedIn(r, n, capability) }
+	visibleIn := func(n, capability string) bool { return (ns == "*" || n == ns) && allowedIn(r, n, capability) }
 	snap := a.srv.Store().Snapshot()
 	resp := &SearchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
 	for _, c := range want {
@@ -58,26 +58,26 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 		case "jobs":
 			if ns == "*" {
 				for _, j := range snap.Jobs("*") {
-					if strings.HasPrefix(j.ID, req.Prefix) && inNS(j.Namespace, acl.NamespaceCapabilityListJobs) {
+					if strings.HasPrefix(j.ID, req.Prefix) && visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
 						ids = append(ids, j.ID)
 					}
 				}
 			} else {
 				for _, j := range snap.JobsByIDPrefix(ns, req.Prefix) {
-					if inNS(j.Namespace, acl.NamespaceCapabilityListJobs) {
+					if visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
 						ids = append(ids, j.ID)
 					}
 				}
 			}
 		case "evals":
 			for _, e := range snap.EvalsByPrefix(req.Prefix) {
-				if inNS(e.Namespace, acl.NamespaceCapabilityReadJob) {
+				if visibleIn(e.Namespace, acl.NamespaceCapabilityReadJob) {
 					ids = append(ids, e.ID)
 				}
 			}
 		case "allocs":
 			for _, al := range snap.AllocsByPrefix(req.Prefix) {
-				if inNS(al.Namespace, acl.NamespaceCapabilityReadJob) {
+				if visibleIn(al.Namespace, acl.NamespaceCapabilityReadJob) {
 					ids = append(ids, al.ID)
 				}
 			}
@@ -90,7 +90,7 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 			}
 		case "deployment":
 			for _, d := range snap.Deployments() {
-				if inNS(d.Namespace, acl.NamespaceCapabilityReadJob) && strings.HasPrefix(d.ID, req.Prefix) {
+				if visibleIn(d.Namespace, acl.NamespaceCapabilityReadJob) && strings.HasPrefix(d.ID, req.Prefix) {
 					ids = append(ids, d.ID)
 				}
 			}
