@@ -26,8 +26,8 @@ type access struct {
 	// endpoints: status, health, metrics, regions, bootstrap).
 	open bool
 	// cap is a namespace capability the token must hold in the request's
-	// namespace (?namespace=, "default").
-	cap string
+	// namespace (?namespace=, "default"); or, if set, also.
+	cap, also string
 	// lists: the route lists the objects of the request's namespace, or
 	// with "*" those of every namespace where the token holds cap. Another
 	// route checks "*" as the name of one namespace.
@@ -66,6 +66,9 @@ var (
 )
 
 func inNS(capability string) access { return access{cap: capability} }
+
+// inNSEither needs either capability in the request's namespace.
+func inNSEither(capability, also string) access { return access{cap: capability, also: also} }
 
 // listIn is inNS for a list, which with ?namespace=* lists the objects of
 // the namespaces where the token holds capability.
@@ -173,7 +176,9 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 	case acc.cap != "" && !acc.body:
 		// A list of every namespace is filtered instead (listable); any
 		// other route needs cap in the namespace named, "*" too.
-		if ns := requestNamespace(r); (ns != "*" || !acc.lists) && !aclObj.AllowNamespaceOperationIn(ns, acc.cap) {
+		ns := requestNamespace(r)
+		allowed := aclObj.AllowNamespaceOperationIn(ns, acc.cap) || acc.also != "" && aclObj.AllowNamespaceOperationIn(ns, acc.also)
+		if (ns != "*" || !acc.lists) && !allowed {
 			return nil, errPermissionDenied
 		}
 	}

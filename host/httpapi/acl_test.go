@@ -198,7 +198,7 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"GET", "/v1/agent/self", ""},
 		{"GET", "/v1/event/stream?topic=Job", ""},
 		{"GET", "/v1/event/stream", ""},
-		{"GET", "/v1/acl/policy/anonymous", ""},
+		{"GET", "/v1/acl/policy/nope", ""}, // a policy the token does not hold (anyone reads "anonymous")
 		{"PUT", "/v1/acl/policy/x", `{"Name": "x", "Rules": "node { policy = \"read\" }"}`},
 		{"DELETE", "/v1/acl/policy/other-ns", ""},
 		{"GET", "/v1/acl/tokens", ""},
@@ -297,6 +297,10 @@ func TestACL_NamespacePolicies(t *testing.T) {
 	if _, _, err := stopper.Jobs().Deregister("web", false, nil); err != nil {
 		t.Fatalf("submit-job deregisters: %v", err)
 	}
+	// As Nomad's: submit-job serves to parse, as parse-job does.
+	if _, err := stopper.Jobs().ParseHCL(`job "x" {}`, false); err != nil {
+		t.Fatalf("submit-job parses: %v", err)
+	}
 
 	// Without an anonymous policy a request without a token is refused;
 	// with one, it may do what the policy says.
@@ -310,6 +314,13 @@ func TestACL_NamespacePolicies(t *testing.T) {
 	}
 	if _, _, err := anon.Jobs().List(nil); err != nil {
 		t.Fatalf("anonymous lists jobs with an anonymous policy: %v", err)
+	}
+	// Anyone reads the anonymous policy, as in Nomad; not another.
+	if p, _, err := anon.ACLPolicies().Info(server.AnonymousPolicy, nil); err != nil || p.Name != server.AnonymousPolicy {
+		t.Fatalf("anonymous reads the anonymous policy: %+v %v", p, err)
+	}
+	if _, _, err := anon.ACLPolicies().Info("reader", nil); err == nil {
+		t.Fatal("anonymous reads another policy")
 	}
 }
 

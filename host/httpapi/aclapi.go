@@ -45,13 +45,11 @@ func (a *API) registerACL() {
 	a.on(http.MethodDelete, "/v1/acl/token/{accessor}", management, a.aclTokenDelete)
 }
 
-// errACLDisabled answers the ACL endpoints of a cluster without ACLs, in
-// Nomad's words.
-var errACLDisabled = errorf(http.StatusBadRequest, "ACL support disabled")
-
+// aclEnabled refuses the ACL endpoints of a cluster without ACLs with the
+// server's error (Nomad's words), as its ACL writes do.
 func (a *API) aclEnabled() error {
 	if !a.srv.ACLEnabled() {
-		return errACLDisabled
+		return server.ErrACLDisabled
 	}
 	return nil
 }
@@ -89,21 +87,25 @@ func (a *API) bootstrapResetIndex() (uint64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		a.log.Error().Err(err).Msg("read the ACL bootstrap reset file")
+		return 0, errorf(http.StatusInternalServerError, "the server could not read its %s file", BootstrapResetFile)
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
 	if err != nil {
-		return 0, errorf(http.StatusBadRequest, "%s: %q is not an index", path, strings.TrimSpace(string(raw)))
+		// The caller may have no token: the file is named in the log,
+		// not to it.
+		a.log.Error().Str("path", path).Msg("the ACL bootstrap reset file does not hold an index")
+		return 0, errorf(http.StatusBadRequest, "the server's %s file does not hold an index", BootstrapResetFile)
 	}
 	return n, nil
 }
 
 // holdsPolicy reports whether the request's token names policy, itself
 // or through one of its roles as snap has them (a management token holds
-// every one), as Nomad's.
+// every one, and every request the anonymous policy), as Nomad's.
 func holdsPolicy(snap *state.Snapshot, r *http.Request, policy string) bool {
 	z := authzOf(r)
-	if z == nil || z.acl.IsManagement() {
+	if z == nil || z.acl.IsManagement() || policy == server.AnonymousPolicy {
 		return true
 	}
 	if z.token == nil {
@@ -124,10 +126,14 @@ func holdsPolicy(snap *state.Snapshot, r *http.Request, policy string) bool {
 // (a management token holds every one).
 func holdsRole(r *http.Request, id string) bool {
 	z := authzOf(r)
-	if z == nil || z.acl.IsManagement() {
-		return true
-	}
-	return z.token != nil && slices.Contains(z.token.Roles, id)
+	return isManagement(r) || z.token != nil && slices.Contains(z.token.Roles, id)
+}
+
+// isManagement reports whether the request may do everything: its token
+// is a management token, or ACLs are disabled.
+func isManagement(r *http.Request) bool {
+	z := authzOf(r)
+	return z == nil || z.acl.IsManagement()
 }
 
 // aclPolicyList lists the policies, all of them to a management token and
@@ -383,7 +389,7 @@ func (a *API) aclRoleReadByName(w http.ResponseWriter, r *http.Request) (any, er
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		role := snap.ACLRoleByName(name)
 		if role == nil {
-			if !holdsRole(r, "") {
+			if !isManagement(r) {
 				return nil, 0, errPermissionDenied
 			}
 			return nil, snap.TableIndex(state.TableACLRoles), errorf(http.StatusNotFound, "ACL role not found")

@@ -74,8 +74,11 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 	if !send(struct{}{}) {
 		return streamed, nil
 	}
+	// The heartbeat is due EventHeartbeat after the stream last sent
+	// something, whatever came meanwhile that this token may not read.
+	last := time.Now()
 	for {
-		wait, cancel := context.WithTimeout(ctx, EventHeartbeat)
+		wait, cancel := context.WithDeadline(ctx, last.Add(a.heartbeat))
 		batch, err := sub.Next(wait)
 		cancel()
 		// The token is resolved again for each batch: as Nomad's, a
@@ -110,6 +113,7 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 		if !send(out) {
 			return streamed, nil // the client is gone
 		}
+		last = time.Now()
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/logmon"
@@ -64,13 +65,16 @@ type API struct {
 	forwardTransport *http.Transport
 	// parses bounds the jobspec parses run at once (parses.go).
 	parses *parseSlots
+	// heartbeat is how often an idle event stream sends "{}"
+	// (EventHeartbeat; shorter in tests).
+	heartbeat time.Duration
 }
 
 // New returns the API of srv. self gives the agent's part of
 // /v1/agent/self (its configuration and statistics); nil gives none.
 func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
 	a := &API{srv: srv, log: log, mux: http.NewServeMux(), self: self, routes: map[string]map[string]route{},
-		parses: defaultParseSlots()}
+		parses: defaultParseSlots(), heartbeat: EventHeartbeat}
 	a.closing, a.close = context.WithCancel(context.Background())
 	if srv.Clustered() {
 		a.forwarder = a.newForwarder()

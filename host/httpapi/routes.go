@@ -12,7 +12,8 @@ func (a *API) register() {
 
 	a.on(http.MethodGet, "/v1/jobs", listIn(acl.NamespaceCapabilityListJobs), a.jobList)
 	write("/v1/jobs", inBody(acl.NamespaceCapabilitySubmitJob), a.jobRegister)
-	write("/v1/jobs/parse", inNS(acl.NamespaceCapabilityParseJob), a.jobParse)
+	// As Nomad's: parse-job, or submit-job.
+	write("/v1/jobs/parse", inNSEither(acl.NamespaceCapabilityParseJob, acl.NamespaceCapabilitySubmitJob), a.jobParse)
 	write("/v1/validate/job", inBody(acl.NamespaceCapabilityReadJob), a.jobValidate)
 	// /v1/job/:id and its sub-paths: see jobPaths.
 	a.mux.HandleFunc("/v1/job/", a.jobPaths)

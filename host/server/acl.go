@@ -39,9 +39,9 @@ var validACLPolicyName = regexp.MustCompile("^[a-zA-Z0-9-]{1,128}$")
 // ValidACLRoleName).
 var validACLRoleName = regexp.MustCompile("^[a-zA-Z0-9-]{1,128}$")
 
-// errACLDisabled refuses the ACL endpoints of a server without ACLs, as
-// Nomad's aclDisabled.
-var errACLDisabled = badRequest(errors.New("ACL support disabled"))
+// ErrACLDisabled refuses the ACL endpoints and writes of a server without
+// ACLs, in Nomad's words (aclDisabled); it is ErrInvalid.
+var ErrACLDisabled = badRequest(errors.New("ACL support disabled"))
 
 // ACLEnabled reports whether ACLs are on (Config.ACLEnabled).
 func (s *Server) ACLEnabled() bool { return s.cfg.ACLEnabled }
@@ -55,7 +55,7 @@ func (s *Server) ACLEnabled() bool { return s.cfg.ACLEnabled }
 // bootstraps racing, one is refused when its entry applies.
 func (s *Server) BootstrapACL(resetIndex uint64, secret string) (*state.ACLToken, uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return nil, 0, errACLDisabled
+		return nil, 0, ErrACLDisabled
 	}
 	if secret != "" && !isUUID(secret) {
 		return nil, 0, badRequest(errors.New("invalid acl token"))
@@ -113,7 +113,7 @@ func isUUID(v string) bool {
 // its rules are wrong).
 func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return 0, errACLDisabled
+		return 0, ErrACLDisabled
 	}
 	if len(ps) == 0 {
 		return 0, badRequest(errors.New("must specify at least one policy"))
@@ -146,7 +146,7 @@ func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
 // in Nomad: it grants nothing unless a policy of that name comes back.
 func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return 0, errACLDisabled
+		return 0, ErrACLDisabled
 	}
 	if len(names) == 0 {
 		return 0, badRequest(errors.New("must specify at least one policy"))
@@ -169,7 +169,7 @@ func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
 // stored, in the request's order.
 func (s *Server) UpsertACLRoles(rs []*state.ACLRole) ([]*state.ACLRole, uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return nil, 0, errACLDisabled
+		return nil, 0, ErrACLDisabled
 	}
 	if len(rs) == 0 {
 		return nil, 0, badRequest(errors.New("must specify at least one role"))
@@ -245,7 +245,7 @@ func (s *Server) UpsertACLRoles(rs []*state.ACLRole) ([]*state.ACLRole, uint64, 
 // the link: it grants nothing.
 func (s *Server) DeleteACLRoles(ids []string) (uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return 0, errACLDisabled
+		return 0, ErrACLDisabled
 	}
 	if len(ids) == 0 {
 		return 0, badRequest(errors.New("must specify at least one role"))
@@ -287,7 +287,7 @@ type ACLRoleLink struct {
 // neither. Invalid requests are ErrInvalid.
 func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration, roles ...ACLRoleLink) (*state.ACLToken, uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return nil, 0, errACLDisabled
+		return nil, 0, ErrACLDisabled
 	}
 	if t == nil {
 		return nil, 0, badRequest(errors.New("token is missing"))
@@ -406,7 +406,7 @@ func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration, roles ...A
 // ErrNotFound and deletes none.
 func (s *Server) DeleteACLTokens(accessors []string) (uint64, error) {
 	if !s.cfg.ACLEnabled {
-		return 0, errACLDisabled
+		return 0, ErrACLDisabled
 	}
 	if len(accessors) == 0 {
 		return 0, badRequest(errors.New("must specify at least one token"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
@@ -25,6 +26,34 @@ const lastUngatedType = fsm.ClusterMetaRequestType
 // peerAskTimeout bounds asking a server which entry types it applies.
 const peerAskTimeout = 5 * time.Second
 
+// upToDateFor is how long a server that said it applies every type this
+// one does is not asked again: ACL writes would otherwise each wait on a
+// round trip to every server. A server downgraded meanwhile is found out
+// once that has passed.
+const upToDateFor = time.Minute
+
+// upToDatePeers remembers until when each server (by ID and address) is
+// known to apply every entry type this one does.
+type upToDatePeers struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (u *upToDatePeers) known(key string, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return now.Before(u.until[key])
+}
+
+func (u *upToDatePeers) remember(key string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.until == nil {
+		u.until = map[string]time.Time{}
+	}
+	u.until[key] = now.Add(upToDateFor)
+}
+
 // serversApply returns nil if every other server of the cluster applies
 // entries of type t; otherwise an error naming the first that does not,
 // or could not be asked (a server that is down could come back and
@@ -42,7 +71,8 @@ func (s *Server) serversApply(t fsm.MessageType) error {
 	client := &http.Client{Transport: s.rpcTransport()}
 	defer client.CloseIdleConnections()
 	for _, sv := range f.Configuration().Servers {
-		if string(sv.ID) == s.cfg.NodeName {
+		key := string(sv.ID) + "@" + string(sv.Address)
+		if string(sv.ID) == s.cfg.NodeName || s.upToDate.known(key, time.Now()) {
 			continue
 		}
 		info, err := fetchPeerInfo(ctx, client, string(sv.Address))
@@ -53,6 +83,9 @@ func (s *Server) serversApply(t fsm.MessageType) error {
 		if applies := max(info.Applies, lastUngatedType); applies < t {
 			return fmt.Errorf("server: server %s runs an older Drover (%s applies entries up to type %d; this write is of type %d): "+
 				"upgrade every server, then retry", sv.ID, sv.Address, applies, t)
+		}
+		if info.Applies >= fsm.LastMessageType {
+			s.upToDate.remember(key, time.Now())
 		}
 	}
 	return nil

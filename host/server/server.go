@@ -46,9 +46,12 @@ type Server struct {
 	// applies is the newest log entry type this server applies, as it
 	// tells the others (fsm.LastMessageType; lower in tests of gate.go).
 	applies atomic.Uint32
-	log     zerolog.Logger
-	plugins *runtime.Registry
-	now     func() time.Time
+	// upToDate remembers the servers known to apply every entry type
+	// this one does (gate.go).
+	upToDate upToDatePeers
+	log      zerolog.Logger
+	plugins  *runtime.Registry
+	now      func() time.Time
 
 	store     *state.Store
 	fsm       *fsm.FSM
