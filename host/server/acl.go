@@ -11,6 +11,7 @@ import (
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/google/uuid"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // ACLs, as Nomad's: policies (rules in Nomad's policy language), roles
@@ -145,19 +146,28 @@ func (s *Server) UpsertACLPolicies(ps []*state.ACLPolicy) (uint64, error) {
 // ErrNotFound and deletes none. Tokens keep naming a deleted policy, as
 // in Nomad: it grants nothing unless a policy of that name comes back.
 func (s *Server) DeleteACLPolicies(names []string) (uint64, error) {
+	return s.deleteACL("policy", names, func(snap *state.Snapshot, name string) bool { return snap.ACLPolicy(name) != nil },
+		fsm.ACLPolicyDeleteRequestType, &fsm.ACLPolicyDeleteRequest{Names: slices.Clone(names)})
+}
+
+// deleteACL applies msg, the entry that deletes the ACL objects (what:
+// policy, role or token) keys names, once each of them exists (ErrNotFound
+// otherwise, and none is deleted).
+func (s *Server) deleteACL(what string, keys []string, exists func(*state.Snapshot, string) bool,
+	t fsm.MessageType, msg msgp.Marshaler) (uint64, error) {
 	if !s.cfg.ACLEnabled {
 		return 0, ErrACLDisabled
 	}
-	if len(names) == 0 {
-		return 0, badRequest(errors.New("must specify at least one policy"))
+	if len(keys) == 0 {
+		return 0, badRequest(fmt.Errorf("must specify at least one %s", what))
 	}
 	snap := s.store.Snapshot()
-	for _, name := range names {
-		if snap.ACLPolicy(name) == nil {
-			return 0, fmt.Errorf("%w: ACL policy %q", ErrNotFound, name)
+	for _, key := range keys {
+		if !exists(snap, key) {
+			return 0, fmt.Errorf("%w: ACL %s %q", ErrNotFound, what, key)
 		}
 	}
-	return s.Apply(fsm.ACLPolicyDeleteRequestType, &fsm.ACLPolicyDeleteRequest{Names: slices.Clone(names)})
+	return s.Apply(t, msg)
 }
 
 // UpsertACLRoles creates roles (ID empty: each gets a new UUID) or
@@ -244,19 +254,8 @@ func (s *Server) UpsertACLRoles(rs []*state.ACLRole) ([]*state.ACLRole, uint64, 
 // deletes none. Tokens keep holding a deleted role's ID, as Nomad's keep
 // the link: it grants nothing.
 func (s *Server) DeleteACLRoles(ids []string) (uint64, error) {
-	if !s.cfg.ACLEnabled {
-		return 0, ErrACLDisabled
-	}
-	if len(ids) == 0 {
-		return 0, badRequest(errors.New("must specify at least one role"))
-	}
-	snap := s.store.Snapshot()
-	for _, id := range ids {
-		if snap.ACLRoleByID(id) == nil {
-			return 0, fmt.Errorf("%w: ACL role %q", ErrNotFound, id)
-		}
-	}
-	return s.Apply(fsm.ACLRoleDeleteRequestType, &fsm.ACLRoleDeleteRequest{IDs: slices.Clone(ids)})
+	return s.deleteACL("role", ids, func(snap *state.Snapshot, id string) bool { return snap.ACLRoleByID(id) != nil },
+		fsm.ACLRoleDeleteRequestType, &fsm.ACLRoleDeleteRequest{IDs: slices.Clone(ids)})
 }
 
 // ACLRoleLink names a role a token is to hold, by ID or, if ID is empty,
@@ -405,19 +404,8 @@ func (s *Server) UpsertACLToken(t *state.ACLToken, ttl time.Duration, roles ...A
 // DeleteACLTokens deletes tokens by accessor ID; an unknown accessor is
 // ErrNotFound and deletes none.
 func (s *Server) DeleteACLTokens(accessors []string) (uint64, error) {
-	if !s.cfg.ACLEnabled {
-		return 0, ErrACLDisabled
-	}
-	if len(accessors) == 0 {
-		return 0, badRequest(errors.New("must specify at least one token"))
-	}
-	snap := s.store.Snapshot()
-	for _, id := range accessors {
-		if snap.ACLTokenByAccessor(id) == nil {
-			return 0, fmt.Errorf("%w: ACL token %q", ErrNotFound, id)
-		}
-	}
-	return s.Apply(fsm.ACLTokenDeleteRequestType, &fsm.ACLTokenDeleteRequest{AccessorIDs: slices.Clone(accessors)})
+	return s.deleteACL("token", accessors, func(snap *state.Snapshot, id string) bool { return snap.ACLTokenByAccessor(id) != nil },
+		fsm.ACLTokenDeleteRequestType, &fsm.ACLTokenDeleteRequest{AccessorIDs: slices.Clone(accessors)})
 }
 
 // collectExpiredACLTokens deletes the tokens expired by the server's clock,
