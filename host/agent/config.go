@@ -261,18 +261,7 @@ type LimitsBlock struct {
 func (b *LimitsBlock) apply(cfg *Config) error {
 	var errs []error
 	dur := func(name, v string, dst *time.Duration) {
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			errs = append(errs, &valueError{"limits." + name, fmt.Sprintf("%q is not a duration (e.g. \"5s\"; \"0\" for none)", v)})
-		case d < 0:
-			errs = append(errs, &valueError{"limits." + name, fmt.Sprintf("%q must not be negative", v)})
-		default:
-			*dst = d
-		}
+		durationValue(&errs, "limits."+name, v, `"5s"; "0" for none`, false, dst)
 	}
 	count := func(name string, v *int, dst *int) {
 		if v == nil {
@@ -292,6 +281,26 @@ func (b *LimitsBlock) apply(cfg *Config) error {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// durationValue sets dst to a duration setting's value v ("" leaves it);
+// a value that is not a duration (example shows one), or is negative (or
+// zero, when it must be positive), is added to errs instead.
+func durationValue(errs *[]error, setting, v, example string, positive bool, dst *time.Duration) {
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		*errs = append(*errs, &valueError{setting, fmt.Sprintf("%q is not a duration (e.g. %s)", v, example)})
+	case positive && d <= 0:
+		*errs = append(*errs, &valueError{setting, fmt.Sprintf("%q is not positive", v)})
+	case d < 0:
+		*errs = append(*errs, &valueError{setting, fmt.Sprintf("%q must not be negative", v)})
+	default:
+		*dst = d
+	}
 }
 
 // ACLBlock is the file's acl block, as Nomad's:
@@ -319,24 +328,8 @@ func (b *ACLBlock) apply(sc *server.Config) error {
 		sc.ACLEnabled = *b.Enabled
 	}
 	var errs []error
-	for _, d := range []struct {
-		name, v string
-		dst     *time.Duration
-	}{{"acl.token_min_expiration_ttl", b.TokenMinExpirationTTL, &sc.ACLTokenMinExpirationTTL},
-		{"acl.token_max_expiration_ttl", b.TokenMaxExpirationTTL, &sc.ACLTokenMaxExpirationTTL}} {
-		if d.v == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.v)
-		switch {
-		case err != nil:
-			errs = append(errs, &valueError{d.name, fmt.Sprintf("%q is not a duration (e.g. \"1h\")", d.v)})
-		case v <= 0:
-			errs = append(errs, &valueError{d.name, fmt.Sprintf("%q is not positive", d.v)})
-		default:
-			*d.dst = v
-		}
-	}
+	durationValue(&errs, "acl.token_min_expiration_ttl", b.TokenMinExpirationTTL, `"1h"`, true, &sc.ACLTokenMinExpirationTTL)
+	durationValue(&errs, "acl.token_max_expiration_ttl", b.TokenMaxExpirationTTL, `"1h"`, true, &sc.ACLTokenMaxExpirationTTL)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
@@ -549,19 +542,7 @@ func (f *File) Apply(cfg *Config) error {
 func (b *ServerBlock) apply(sc *server.Config) error {
 	var errs []error
 	dur := func(name, v string, dst *time.Duration) {
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			errs = append(errs, &valueError{"server." + name, fmt.Sprintf("%q is not a duration (e.g. \"30s\")", v)})
-			return
-		case d < 0:
-			errs = append(errs, &valueError{"server." + name, fmt.Sprintf("%q must not be negative", v)})
-			return
-		}
-		*dst = d
+		durationValue(&errs, "server."+name, v, `"30s"`, false, dst)
 	}
 	count := func(name string, v *int, min int, dst func(int)) {
 		if v == nil {
