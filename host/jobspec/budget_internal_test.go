@@ -36,6 +36,14 @@ func TestBudget_WhatJobspecsSpend(t *testing.T) {
 			t.Errorf("%s spends %d KiB", p, n>>10)
 		}
 	}
+	if n := spent(t, "large.hcl", thousandTasks()); n < 12<<20 || n > 16<<20 {
+		t.Errorf("a job of a thousand tasks spends %d MiB", n>>20)
+	}
+}
+
+// thousandTasks is a jobspec of a hundred groups of ten tasks, each with
+// config, resources and env blocks (143 KB).
+func thousandTasks() []byte {
 	var b strings.Builder
 	b.WriteString("job \"j\" {\n")
 	for g := range 100 {
@@ -47,7 +55,5 @@ func TestBudget_WhatJobspecsSpend(t *testing.T) {
 		b.WriteString("}\n")
 	}
 	b.WriteString("}\n")
-	if n := spent(t, "large.hcl", []byte(b.String())); n < 12<<20 || n > 16<<20 {
-		t.Errorf("a job of a thousand tasks spends %d MiB", n>>20)
-	}
+	return []byte(b.String())
 }

@@ -55,6 +55,12 @@ import (
 //     lines of 80 bytes passes it (one of 140 KiB in lines of 37 bytes
 //     does not: TestParse_LongBodiesAreNotNested).
 //
+// BenchmarkParse_WhatHCLCosts measures the first and the costliest of
+// these with the limits in place (go test ./host/jobspec -run XXX -bench
+// WhatHCLCosts -benchtime 5x): the thousand tasks parse in 107 MiB and
+// 0.12 s, a dense MiB is refused after 584 MiB and 0.47 s, 256 KiB of
+// "$${" after 48 MiB and 0.05 s.
+//
 // With them, the costliest jobspecs are a dense MiB, which lexing alone
 // refuses after allocating 585 MiB (790 MiB when every byte is an
 // invalid character, whose diagnostics the lexer makes), in 0.8 s, and a
