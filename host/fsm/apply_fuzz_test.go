@@ -90,6 +90,11 @@ func FuzzApply(f *testing.F) {
 		{ACLRoleUpsertRequestType, &ACLRoleUpsertRequest{Roles: []*state.ACLRole{{ID: "r1", Name: "renamed",
 			Policies: []string{"readonly", "nope"}, CreateIndex: 1}}}},
 		{ACLRoleDeleteRequestType, &ACLRoleDeleteRequest{IDs: []string{"r1", ""}}},
+		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{{KeyID: "k1", State: state.RootKeyActive, Key: []byte("k")}, nil}}},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpSet, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1", Data: []byte{1}}}},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpRekey, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1"}, CheckIndex: 3}},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpDeleteCAS, Var: &state.Variable{Namespace: "default", Path: "a"}}},
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

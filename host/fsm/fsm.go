@@ -270,6 +270,12 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &ACLRoleUpsertRequest{}
 	case ACLRoleDeleteRequestType:
 		msg = &ACLRoleDeleteRequest{}
+	case VariableApplyRequestType:
+		msg = &VariableApplyRequest{}
+	case RootKeyUpsertRequestType:
+		msg = &RootKeyUpsertRequest{}
+	case RootKeyDeleteRequestType:
+		msg = &RootKeyDeleteRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -363,6 +369,12 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyACLRoleUpsert(tx, req)
 	case *ACLRoleDeleteRequest:
 		return tx.DeleteACLRoles(req.IDs)
+	case *VariableApplyRequest:
+		return applyVariable(tx, req)
+	case *RootKeyUpsertRequest:
+		return applyRootKeyUpsert(tx, req)
+	case *RootKeyDeleteRequest:
+		return applyRootKeyDelete(tx, req)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }

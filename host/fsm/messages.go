@@ -38,9 +38,12 @@ const (
 	ACLTokenBootstrapRequestType
 	ACLRoleUpsertRequestType
 	ACLRoleDeleteRequestType
+	VariableApplyRequestType
+	RootKeyUpsertRequestType
+	RootKeyDeleteRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = ACLRoleDeleteRequestType
+	LastMessageType = RootKeyDeleteRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -290,4 +293,45 @@ type ACLRoleUpsertRequest struct {
 // entry.
 type ACLRoleDeleteRequest struct {
 	IDs []string
+}
+
+// Variable operations (VariableApplyRequest.Op), as Nomad's.
+const (
+	// VarOpSet writes the variable.
+	VarOpSet = "set"
+	// VarOpCAS writes it only if its modify index is still CheckIndex (0:
+	// only if there is none).
+	VarOpCAS = "cas"
+	// VarOpDelete deletes it; one that is not there is no error.
+	VarOpDelete = "delete"
+	// VarOpDeleteCAS deletes it only if its modify index is still
+	// CheckIndex (0: only if there is none, which deletes nothing).
+	VarOpDeleteCAS = "delete-cas"
+	// VarOpRekey replaces the data of a variable still at CheckIndex with
+	// the same items encrypted with another key, its indexes and times
+	// kept (a full keyring rotation).
+	VarOpRekey = "rekey"
+)
+
+// VariableApplyRequest writes, deletes or re-encrypts one variable. Var
+// names it (Namespace, Path) and, but for deletes, carries its encrypted
+// data, its key ID and (for a write) its modify time; the server set them.
+// A check-and-set that finds another modify index refuses the entry with
+// ErrConflict, as does a write with a key the keyring does not hold.
+type VariableApplyRequest struct {
+	Op         string
+	Var        *state.Variable
+	CheckIndex uint64
+}
+
+// RootKeyUpsertRequest writes root keys of the keyring: a new key, or
+// keys whose state changes. After it at most one key may be active.
+type RootKeyUpsertRequest struct {
+	Keys []*state.RootKey
+}
+
+// RootKeyDeleteRequest deletes a root key; the entry is refused while the
+// key is active or a variable is encrypted with it.
+type RootKeyDeleteRequest struct {
+	KeyID string
 }

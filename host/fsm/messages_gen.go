@@ -3355,6 +3355,152 @@ func (z *NodeUpdateStatusRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z RootKeyDeleteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "KeyID"
+	o = append(o, 0x81, 0xa5, 0x4b, 0x65, 0x79, 0x49, 0x44)
+	o = msgp.AppendString(o, z.KeyID)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RootKeyDeleteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "KeyID":
+			z.KeyID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "KeyID")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z RootKeyDeleteRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.KeyID)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *RootKeyUpsertRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Keys"
+	o = append(o, 0x81, 0xa4, 0x4b, 0x65, 0x79, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Keys)))
+	for za0001 := range z.Keys {
+		if z.Keys[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Keys[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Keys", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RootKeyUpsertRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Keys":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Keys")
+				return
+			}
+			if cap(z.Keys) >= int(zb0002) {
+				z.Keys = (z.Keys)[:zb0002]
+			} else {
+				z.Keys = make([]*state.RootKey, zb0002)
+			}
+			for za0001 := range z.Keys {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Keys[za0001] = nil
+				} else {
+					if z.Keys[za0001] == nil {
+						z.Keys[za0001] = new(state.RootKey)
+					}
+					bts, err = z.Keys[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Keys", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *RootKeyUpsertRequest) Msgsize() (s int) {
+	s = 1 + 5 + msgp.ArrayHeaderSize
+	for za0001 := range z.Keys {
+		if z.Keys[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Keys[za0001].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *ScalingEventRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 4
@@ -3549,5 +3695,100 @@ func (z *SchedulerConfigRequest) Msgsize() (s int) {
 		s += z.Config.Msgsize()
 	}
 	s += 4 + msgp.BoolSize + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *VariableApplyRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "Op"
+	o = append(o, 0x83, 0xa2, 0x4f, 0x70)
+	o = msgp.AppendString(o, z.Op)
+	// string "Var"
+	o = append(o, 0xa3, 0x56, 0x61, 0x72)
+	if z.Var == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Var.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Var")
+			return
+		}
+	}
+	// string "CheckIndex"
+	o = append(o, 0xaa, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CheckIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *VariableApplyRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Op":
+			z.Op, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Op")
+				return
+			}
+		case "Var":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Var = nil
+			} else {
+				if z.Var == nil {
+					z.Var = new(state.Variable)
+				}
+				bts, err = z.Var.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Var")
+					return
+				}
+			}
+		case "CheckIndex":
+			z.CheckIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CheckIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *VariableApplyRequest) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.Op) + 4
+	if z.Var == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Var.Msgsize()
+	}
+	s += 11 + msgp.Uint64Size
 	return
 }

@@ -167,6 +167,16 @@ func checkShape(msg msgp.Unmarshaler) error {
 		if m.Token == nil {
 			bad("Token is null")
 		}
+	case *VariableApplyRequest:
+		if m.Var == nil {
+			bad("Var is null")
+		}
+	case *RootKeyUpsertRequest:
+		for i, k := range m.Keys {
+			if k == nil {
+				bad("Keys[%d] is null", i)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %T: %s", ErrBadEntry, msg, errs[0])

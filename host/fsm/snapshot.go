@@ -39,6 +39,8 @@ const (
 	recACLPolicy
 	recACLToken
 	recACLRole
+	recVariable
+	recRootKey
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -111,7 +113,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
-		state.TableACLRoles, state.ACLBootstrapIndexKey} {
+		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -176,6 +178,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, r := range snap.ACLRoles("") {
 		rw.put(recACLRole, r)
+	}
+	for _, k := range snap.RootKeys() {
+		rw.put(recRootKey, k)
+	}
+	for _, v := range snap.Variables("*", "") {
+		rw.put(recVariable, v)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if m := snap.ClusterMeta(); m != nil {
@@ -383,6 +391,18 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertACLRoles([]*state.ACLRole{&r})
+	case recRootKey:
+		var k state.RootKey
+		if err := un(&k); err != nil {
+			return err
+		}
+		return tx.UpsertRootKey(&k)
+	case recVariable:
+		var v state.Variable
+		if err := un(&v); err != nil {
+			return err
+		}
+		return tx.SetVariable(&v)
 	case recClusterMeta:
 		var m state.ClusterMeta
 		if err := un(&m); err != nil {

@@ -290,6 +290,12 @@ func compare(a, b *state.Snapshot) string {
 		if i := s.ACLBootstrapIndex(); i != 0 {
 			out["acl-bootstrap"] = i
 		}
+		for _, k := range s.RootKeys() {
+			out["root-key/"+k.KeyID] = norm(k)
+		}
+		for _, v := range s.Variables("*", "") {
+			out["variable/"+v.Namespace+"/"+v.Path] = norm(v)
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -433,9 +439,26 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 			return tx.UpsertACLTokens([]*state.ACLToken{{AccessorID: "r-acc", SecretID: "r-sec", Type: state.ACLClientToken,
 				Roles: []string{"r-1"}, CreateTime: 8}})
 		},
+		func(tx *state.Txn) error {
+			for _, k := range []*state.RootKey{{KeyID: "k-1", Algorithm: "aes256-gcm", CreateTime: 3, State: state.RootKeyInactive, Key: []byte("old key")},
+				{KeyID: "k-2", Algorithm: "aes256-gcm", CreateTime: 4, State: state.RootKeyActive, Key: []byte("new key")}} {
+				if err := tx.UpsertRootKey(k); err != nil {
+					return err
+				}
+			}
+			for _, v := range []*state.Variable{{Namespace: "default", Path: "app/db", CreateTime: 5, ModifyTime: 6, KeyID: "k-1", Data: []byte{1, 2}},
+				{Namespace: "prod", Path: "nomad/jobs/web", CreateTime: 7, ModifyTime: 7, KeyID: "k-2", Data: []byte{3}}} {
+				if err := tx.SetVariable(v); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}
+	// Without roles, the variables (which came after them) are left out
+	// too.
 	if !roles {
-		steps = steps[:len(steps)-1]
+		steps = steps[:len(steps)-2]
 	}
 	if !acls {
 		steps = steps[:len(steps)-1]

@@ -33,6 +33,10 @@ const (
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
 	TableACLRoles    = "acl_roles"
+	// TableVariables holds variables, encrypted, by namespace and path;
+	// TableRootKeys the keyring's root keys by key ID.
+	TableVariables = "variables"
+	TableRootKeys  = "root_keys"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -231,6 +235,42 @@ func (t *ACLToken) Expired(now time.Time) bool {
 	return t.ExpirationTime != 0 && time.Unix(0, t.ExpirationTime).Before(now)
 }
 
+// Variable is a variable as stored (Nomad's VariableEncrypted): its items,
+// encoded, encrypted with the root key KeyID (Data: the nonce, then the
+// sealed items). Times are Unix nanoseconds.
+type Variable struct {
+	Namespace   string
+	Path        string
+	CreateIndex uint64
+	CreateTime  int64
+	ModifyIndex uint64
+	ModifyTime  int64
+	KeyID       string
+	Data        []byte
+}
+
+// Root key states, as Nomad's: one key is active (new variables are
+// encrypted with it); a key being replaced by a full rotation is rekeying
+// until no variable is encrypted with it, then inactive; inactive keys
+// still decrypt what they encrypted.
+const (
+	RootKeyActive   = "active"
+	RootKeyRekeying = "rekeying"
+	RootKeyInactive = "inactive"
+)
+
+// RootKey is a root key of the variables keyring (Nomad's RootKeyMeta and
+// its key material). Key is the AES-256 key; the API never shows it.
+type RootKey struct {
+	KeyID       string
+	Algorithm   string
+	CreateTime  int64
+	CreateIndex uint64
+	ModifyIndex uint64
+	State       string
+	Key         []byte
+}
+
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
 type SchedulerConfigEntry struct {
 	ID     string
@@ -333,6 +373,10 @@ var (
 	aclTokenSecret   = field("SecretID", func(t *ACLToken) string { return t.SecretID })
 	aclRoleID        = field("ID", func(r *ACLRole) string { return r.ID })
 	aclRoleName      = field("Name", func(r *ACLRole) string { return r.Name })
+
+	variableNamespace = field("Namespace", func(v *Variable) string { return v.Namespace })
+	variablePath      = field("Path", func(v *Variable) string { return v.Path })
+	rootKeyID         = field("KeyID", func(k *RootKey) string { return k.KeyID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -452,6 +496,12 @@ func schema() *memdb.DBSchema {
 		TableACLRoles: {Name: TableACLRoles, Indexes: map[string]*memdb.IndexSchema{
 			"id":   idIndex(aclRoleID),
 			"name": {Name: "name", Unique: true, Indexer: aclRoleName},
+		}},
+		TableVariables: {Name: TableVariables, Indexes: map[string]*memdb.IndexSchema{
+			"id": nsIDIndex("id", variableNamespace, variablePath, true),
+		}},
+		TableRootKeys: {Name: TableRootKeys, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(rootKeyID),
 		}},
 	}}
 }

@@ -31,6 +31,8 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableACLPolicies: {"id": str("Name")},
 		TableACLTokens:   {"id": str("AccessorID"), "secret": str("SecretID")},
 		TableACLRoles:    {"id": str("ID"), "name": str("Name")},
+		TableVariables:   {"id": nsID("Path")},
+		TableRootKeys:    {"id": str("KeyID")},
 	}
 }
 
@@ -88,6 +90,11 @@ func indexedObjects() map[string][]any {
 			&ACLRole{ID: id, Name: "ops"}, &ACLRole{},
 			&ACLRole{ID: id}, &ACLRole{Name: "ops"},
 		},
+		TableVariables: {
+			&Variable{Namespace: "default", Path: "app/db"}, &Variable{},
+			&Variable{Path: "app/db"}, &Variable{Namespace: "default"},
+		},
+		TableRootKeys: {&RootKey{KeyID: id}, &RootKey{}},
 	}
 }
 

@@ -1,0 +1,115 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// Variable and root key entries, applied through the log: check-and-set
+// compares modify indexes as the entry applies, a write needs a key the
+// keyring holds, a rekey keeps indexes and times, one key at most is
+// active, and a key in use is not deleted.
+func TestFSM_VariableEntries(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	key := func(id, st string) *state.RootKey {
+		return &state.RootKey{KeyID: id, Algorithm: "aes256-gcm", State: st, Key: []byte(id)}
+	}
+	v := func(path, keyID string, data byte) *state.Variable {
+		return &state.Variable{Namespace: "default", Path: path, KeyID: keyID, Data: []byte{data}, CreateTime: 10, ModifyTime: int64(data)}
+	}
+	apply := func(op string, v *state.Variable, check uint64) *VariableApplyRequest {
+		return &VariableApplyRequest{Op: op, Var: v, CheckIndex: check}
+	}
+	steps := []struct {
+		typ  MessageType
+		msg  msgp.Marshaler
+		want error
+	}{
+		{VariableApplyRequestType, apply(VarOpSet, v("a", "k1", 1), 0), ErrConflict}, // 1: no such key yet
+		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", state.RootKeyActive)}}, nil},
+		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 3), 0), nil},                                                   // 3: create if absent
+		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 4), 0), ErrConflict},                                           // exists now
+		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 5), 4), ErrConflict},                                           // at 3, not 4
+		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 6), 3), nil},                                                   // 6
+		{VariableApplyRequestType, apply(VarOpSet, v("b", "k1", 7), 0), nil},                                                   // 7
+		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k2", state.RootKeyActive)}}, ErrConflict}, // two active
+		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", state.RootKeyRekeying), key("k2", state.RootKeyActive)}}, nil},
+		{VariableApplyRequestType, apply(VarOpRekey, v("a", "k2", 99), 3), ErrConflict},  // a stale rekey
+		{VariableApplyRequestType, apply(VarOpRekey, v("a", "k2", 99), 6), nil},          // 11: keeps index 6
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k2"}, ErrRootKeyInUse},  // active
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, ErrRootKeyInUse},  // b is encrypted with it
+		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("b", "", 0), 6), ErrConflict}, // at 7
+		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("b", "", 0), 7), nil},         // 15
+		{VariableApplyRequestType, apply(VarOpDelete, v("b", "", 0), 0), nil},            // gone: no error
+		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("nope", "", 0), 0), nil},      // absent, as asked
+		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", "retired")}}, ErrBadEntry},
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},           // 19
+		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrConflict}, // deleted key
+		{VariableApplyRequestType, apply("merge", v("c", "k2", 21), 0), ErrBadEntry},
+	}
+	for i, st := range steps {
+		if err := applyEntry(t, f, uint64(i+1), st.typ, st.msg); !errors.Is(err, st.want) {
+			t.Fatalf("step %d (%T): err = %v, want %v", i+1, st.msg, err, st.want)
+		}
+	}
+	snap := store.Snapshot()
+	a := snap.Variable("default", "a")
+	if a == nil || a.KeyID != "k2" || a.Data[0] != 99 || a.CreateIndex != 3 || a.ModifyIndex != 6 || a.CreateTime != 10 || a.ModifyTime != 6 {
+		t.Fatalf("variable a = %+v; want created at 3, modified at 6 (time 6), re-encrypted with k2", a)
+	}
+	if snap.Variable("default", "b") != nil || snap.Variable("default", "c") != nil {
+		t.Error("a deleted or refused variable is in the state")
+	}
+	if keys := snap.RootKeys(); len(keys) != 1 || keys[0].KeyID != "k2" || snap.ActiveRootKey() != keys[0] {
+		t.Errorf("keyring = %+v, want k2 alone and active", keys)
+	}
+	if got := snap.TableIndex(state.TableVariables); got != 15 {
+		t.Errorf("variables table index = %d, want 15 (the last delete)", got)
+	}
+}
+
+// A snapshot keeps variables and root keys with their indexes; one
+// written before variables existed restores without them.
+func TestSnapshot_Variables(t *testing.T) {
+	src := richState(t)
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.Bytes()
+	dst, err := ReadSnapshot(bytes.NewReader(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := src.Snapshot(), dst.Snapshot()
+	if d := compare(a, b); d != "" {
+		t.Fatal(d)
+	}
+	v := b.Variable("prod", "nomad/jobs/web")
+	if v == nil || v.KeyID != "k-2" || v.CreateIndex == 0 || v.CreateIndex != a.Variable("prod", "nomad/jobs/web").CreateIndex {
+		t.Fatalf("variable = %+v", v)
+	}
+	for _, table := range []string{state.TableVariables, state.TableRootKeys} {
+		if b.TableIndex(table) == 0 || b.TableIndex(table) != a.TableIndex(table) {
+			t.Errorf("%s table index %d, want %d", table, b.TableIndex(table), a.TableIndex(table))
+		}
+	}
+
+	old := withoutRecords(t, full, []byte{recVariable, recRootKey}, state.TableVariables, state.TableRootKeys)
+	if len(old) >= len(full) {
+		t.Fatal("found no variable records to leave out")
+	}
+	dst, err = ReadSnapshot(bytes.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := dst.Snapshot(); len(s.Variables("*", "")) != 0 || len(s.RootKeys()) != 0 || s.TableIndex(state.TableVariables) != 0 {
+		t.Error("a snapshot without variables restored some")
+	}
+}
