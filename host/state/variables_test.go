@@ -25,8 +25,12 @@ func TestVariables_WritesAndLists(t *testing.T) {
 		}
 		return nil
 	})
-	write(2, func(tx *Txn) error { return tx.SetVariable(&Variable{Namespace: "a", Path: "app/x", CreateTime: 2, ModifyTime: 2}) })
-	write(3, func(tx *Txn) error { return tx.RekeyVariable(&Variable{Namespace: "a", Path: "app/x", KeyID: "k", Data: []byte{1}}) })
+	write(2, func(tx *Txn) error {
+		return tx.SetVariable(&Variable{Namespace: "a", Path: "app/x", CreateTime: 2, ModifyTime: 2})
+	})
+	write(3, func(tx *Txn) error {
+		return tx.RekeyVariable(&Variable{Namespace: "a", Path: "app/x", KeyID: "k", Data: []byte{1}})
+	})
 	snap := s.Snapshot()
 	paths := func(vs []*Variable) (out []string) {
 		for _, v := range vs {
