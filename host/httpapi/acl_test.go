@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,6 +130,14 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 	if roles, _, err := root.ACLRoles().List(nil); err != nil || len(roles) != 1 || roles[0].ID != role.ID {
 		t.Errorf("management lists roles: %+v %v", roles, err)
 	}
+	// Variables: one the management token deletes below, one it lists at
+	// the end; the key their first write made.
+	for _, path := range []string{"app/db", "app/keep"} {
+		if _, _, err := root.Variables().Create(&api.Variable{Path: path, Items: api.VariableItems{"k": "v"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyID := s.Store().Snapshot().ActiveRootKey().KeyID
 	jobJSON, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "Name": "web", "Type": "service",
 		"TaskGroups": []any{map[string]any{"Name": "g", "Count": 1, "Tasks": []any{map[string]any{"Name": "t", "Driver": "docker"}}}}}})
 
@@ -211,6 +220,13 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"PUT", "/v1/acl/role/" + role.ID, roleBody},
 		{"POST", "/v1/acl/role/" + role.ID, roleBody},
 		{"DELETE", "/v1/acl/role/" + role.ID, ""},
+		{"GET", "/v1/var/app/db", ""},
+		{"PUT", "/v1/var/app/db", `{"Items": {"k": "w"}}`},
+		{"PUT", "/v1/var/app/new?cas=0", `{"Items": {"k": "w"}}`},
+		{"DELETE", "/v1/var/app/db", ""},
+		{"GET", "/v1/operator/keyring/keys", ""},
+		{"PUT", "/v1/operator/keyring/rotate", ""},
+		{"DELETE", "/v1/operator/keyring/key/" + keyID, ""},
 	}
 	for _, p := range []string{"/v1/deployment/", "/v1/deployment/allocations/"} {
 		denied = append(denied, struct{ method, path, body string }{"GET", p + deploymentID, ""})
@@ -240,7 +256,8 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 
 	// Lists of every namespace leave out what the token may not see.
 	for _, path := range []string{"/v1/jobs?namespace=*", "/v1/allocations?namespace=*", "/v1/evaluations?namespace=*",
-		"/v1/deployments?namespace=*", "/v1/scaling/policies?namespace=*", "/v1/namespaces", "/v1/node/pools"} {
+		"/v1/deployments?namespace=*", "/v1/scaling/policies?namespace=*", "/v1/namespaces", "/v1/node/pools",
+		"/v1/vars?namespace=*", "/v1/vars"} {
 		resp, body := doAs(t, outsider, "GET", ts.URL+path, "")
 		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
 			t.Errorf("outsider, GET %s: %d %s, want 200 []", path, resp.StatusCode, body)
@@ -403,5 +420,58 @@ func TestACL_PoliciesAndTokens(t *testing.T) {
 	exp, _, err := root.ACLTokens().Create(&api.ACLToken{Type: "client", Policies: []string{"nodes"}, ExpirationTTL: time.Hour}, nil)
 	if err != nil || exp.ExpirationTime == nil || exp.ExpirationTime.Sub(exp.CreateTime) != time.Hour {
 		t.Fatalf("token with a TTL: %+v %v", exp, err)
+	}
+}
+
+// TestACL_VariablePaths: a token's variables rules apply by path, as
+// Nomad's: it lists, reads, writes and destroys where its capabilities
+// say, and a check-and-set it loses shows it the items only if it may
+// read them.
+func TestACL_VariablePaths(t *testing.T) {
+	ts, _, rootSecret := newACLAPI(t, 0)
+	root := withToken(t, ts.URL, rootSecret)
+	for _, path := range []string{"app/a", "app/b", "secret/x"} {
+		if _, _, err := root.Variables().Create(&api.Variable{Path: path, Items: api.VariableItems{"k": path}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := withToken(t, ts.URL, makeToken(t, root, "app-reader", `namespace "default" {
+  variables {
+    path "app/*" { capabilities = ["read", "list"] }
+  }
+}`))
+	if list, _, err := reader.Variables().List(nil); err != nil || len(list) != 2 || list[1].Path != "app/b" {
+		t.Fatalf("reader lists = %+v, %v", list, err)
+	}
+	if v, _, err := reader.Variables().Read("app/a", nil); err != nil || v.Items["k"] != "app/a" {
+		t.Fatalf("reader reads app/a: %+v, %v", v, err)
+	}
+	if _, _, err := reader.Variables().Read("secret/x", nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("reader reads secret/x: %v", err)
+	}
+	if _, _, err := reader.Variables().Update(&api.Variable{Path: "app/a", Items: api.VariableItems{"k": "w"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("reader writes: %v", err)
+	}
+
+	writer := withToken(t, ts.URL, makeToken(t, root, "app-writer", `namespace "default" {
+  variables {
+    path "app/*" { capabilities = ["write", "destroy"] }
+    path "app/b" { capabilities = ["deny"] }
+  }
+}`))
+	_, _, err := writer.Variables().CheckedCreate(&api.Variable{Path: "app/a", Items: api.VariableItems{"k": "w"}}, nil)
+	var conflict api.ErrCASConflict
+	if !errors.As(err, &conflict) || conflict.Conflict.ModifyIndex == 0 || len(conflict.Conflict.Items) != 0 {
+		t.Fatalf("writer loses a check-and-set: err = %v (conflict %+v), want the variable without its items", err, conflict.Conflict)
+	}
+	if _, err := writer.Variables().Delete("app/b", nil); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("writer deletes a denied path: %v", err)
+	}
+	if _, err := writer.Variables().Delete("app/a", nil); err != nil {
+		t.Fatalf("writer deletes app/a: %v", err)
+	}
+	if list, _, err := writer.Variables().List(nil); err != nil || len(list) != 0 {
+		t.Fatalf("writer, without list, lists %+v, %v", list, err)
 	}
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -273,30 +274,89 @@ func TestNomadClient_StopOptionsNotServed(t *testing.T) {
 	}
 }
 
-// TestNomadClient_VariablesNotServed: every variables call fails with an
-// error that says variables are not served; none reads as a variable that
-// does not exist (a 404 from /v1/var/:path, which nomad var get reports as
-// "Variable not found" and Variables().Peek as no variable and no error).
-func TestNomadClient_VariablesNotServed(t *testing.T) {
+// TestNomadClient_Variables: Nomad's client writes, reads, lists and
+// deletes variables, with check-and-set, and manages the keyring.
+func TestNomadClient_Variables(t *testing.T) {
 	ts, _ := newAPI(t, 0)
-	vars := nomadClient(t, ts.URL).Variables()
-	calls := map[string]func() error{
-		"read": func() error { _, _, err := vars.Read("app/config", nil); return err },
-		"peek": func() error { _, _, err := vars.Peek("app/config", nil); return err },
-		"list": func() error { _, _, err := vars.List(nil); return err },
-		"update": func() error {
-			_, _, err := vars.Update(&api.Variable{Path: "app/config", Items: api.VariableItems{"k": "v"}}, nil)
-			return err
-		},
-		"delete": func() error { _, err := vars.Delete("app/config", nil); return err },
+	c := nomadClient(t, ts.URL)
+	vars := c.Variables()
+	created, _, err := vars.CheckedCreate(&api.Variable{Path: "app/config", Items: api.VariableItems{"user": "admin", "pass": "x"}}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, call := range calls {
-		t.Run(name, func(t *testing.T) {
-			err := call()
-			if err == nil || !strings.Contains(err.Error(), "501") || !strings.Contains(err.Error(), "variables are not served") {
-				t.Fatalf("err = %v, want a 501 saying variables are not served", err)
-			}
-		})
+	if created.Namespace != "default" || created.CreateIndex == 0 || created.ModifyIndex != created.CreateIndex ||
+		created.Items["pass"] != "x" || created.CreateTime == 0 {
+		t.Fatalf("created = %+v", created)
+	}
+	if _, _, err := vars.Create(&api.Variable{Path: "app/other", Items: api.VariableItems{"k": "v"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := vars.Create(&api.Variable{Path: "db/main", Items: api.VariableItems{"k": "v"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := vars.Read("app/config", nil)
+	if err != nil || got.Items["user"] != "admin" || got.ModifyIndex != created.ModifyIndex {
+		t.Fatalf("read = %+v, %v", got, err)
+	}
+	if _, _, err := vars.Read("app/nope", nil); !errors.Is(err, api.ErrVariablePathNotFound) {
+		t.Fatalf("read of no variable: err = %v, want ErrVariablePathNotFound", err)
+	}
+	if v, _, err := vars.Peek("app/nope", nil); v != nil || err != nil {
+		t.Fatalf("peek of no variable = %+v, %v", v, err)
+	}
+
+	// A check-and-set that lost names the variable as it is.
+	_, _, err = vars.CheckedCreate(&api.Variable{Path: "app/config", Items: api.VariableItems{"k": "v"}}, nil)
+	var conflict api.ErrCASConflict
+	if !errors.As(err, &conflict) || conflict.Conflict.ModifyIndex != created.ModifyIndex || conflict.Conflict.Items["user"] != "admin" {
+		t.Fatalf("create over a variable: err = %v", err)
+	}
+	got.Items["pass"] = "y"
+	updated, _, err := vars.CheckedUpdate(got, nil)
+	if err != nil || updated.ModifyIndex <= created.ModifyIndex || updated.CreateIndex != created.CreateIndex {
+		t.Fatalf("checked update = %+v, %v", updated, err)
+	}
+	if _, err := vars.CheckedDelete("app/config", created.ModifyIndex, nil); !errors.As(err, &conflict) {
+		t.Fatalf("delete at a stale index: err = %v", err)
+	}
+
+	list, _, err := vars.PrefixList("app/", nil)
+	if err != nil || len(list) != 2 || list[0].Path != "app/config" || list[1].Path != "app/other" {
+		t.Fatalf("prefix list = %+v, %v", list, err)
+	}
+	page, meta, err := vars.List(&api.QueryOptions{PerPage: 2})
+	if err != nil || len(page) != 2 || meta.NextToken == "" {
+		t.Fatalf("first page = %+v, next %q, %v", page, meta.NextToken, err)
+	}
+	rest, meta, err := vars.List(&api.QueryOptions{PerPage: 2, NextToken: meta.NextToken})
+	if err != nil || len(rest) != 1 || rest[0].Path != "db/main" || meta.NextToken != "" {
+		t.Fatalf("second page = %+v, next %q, %v", rest, meta.NextToken, err)
+	}
+	if _, err := vars.CheckedDelete("app/config", updated.ModifyIndex, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vars.Delete("app/other", nil); err != nil {
+		t.Fatal(err)
+	}
+	if list, _, _ := vars.PrefixList("app/", nil); len(list) != 0 {
+		t.Fatalf("after the deletes: %+v", list)
+	}
+
+	// The keyring: the first write made a key; a rotation makes another.
+	keys, _, err := c.Keyring().List(nil)
+	if err != nil || len(keys) != 1 || keys[0].State != api.RootKeyStateActive || keys[0].Algorithm != "aes256-gcm" {
+		t.Fatalf("keyring = %+v, %v", keys, err)
+	}
+	rotated, _, err := c.Keyring().Rotate(&api.KeyringRotateOptions{Full: true}, nil)
+	if err != nil || rotated.KeyID == keys[0].KeyID || rotated.State != api.RootKeyStateActive {
+		t.Fatalf("rotated = %+v, %v", rotated, err)
+	}
+	v, _, err := vars.Read("db/main", nil)
+	if err != nil || v.Items["k"] != "v" {
+		t.Fatalf("a variable after the rotation: %+v, %v", v, err)
+	}
+	if _, err := c.Keyring().Delete(&api.KeyringDeleteOptions{KeyID: rotated.KeyID}, nil); err == nil || !strings.Contains(err.Error(), "active key") {
+		t.Fatalf("deleting the active key: err = %v", err)
 	}
 }
 

@@ -85,15 +85,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/agent/self", agentRead, a.agentSelf)
 	a.registerACL()
 
-	// Variables are not served. Nomad's client reads a 404 from
-	// /v1/var/:path as a variable that does not exist (nomad var get says
-	// "Variable not found", Variables().Peek answers nil without an
-	// error), so every variables path answers 501 instead.
-	varsNotServed := func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(http.StatusNotImplemented, "variables are not served by Drover (%s %s)", r.Method, r.URL.Path))
-	}
-	a.mux.HandleFunc("/v1/var/", varsNotServed)
-	a.mux.HandleFunc("/v1/vars", varsNotServed)
+	a.registerVariables()
 }
 
 // write adds a write endpoint: PUT and POST are interchangeable, as in

@@ -75,6 +75,7 @@ func (s *Server) establishLeadership() error {
 	run(s.drainer)
 	run(s.watchDeployments)
 	run(s.periodic.run)
+	run(s.rekeyVariables)
 	if !s.cfg.Dev {
 		run(s.ensureClusterID)
 	}

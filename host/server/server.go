@@ -43,6 +43,11 @@ type Server struct {
 	cfg Config
 	// acls keeps the ACLs tokens resolve to (ResolveToken).
 	acls aclCache
+	// keyringMu orders the leader's root key writes (variables.go);
+	// rekeyKick wakes its re-encryption of variables after a full
+	// rotation.
+	keyringMu sync.Mutex
+	rekeyKick chan struct{}
 	// applies is the newest log entry type this server applies, as it
 	// tells the others (fsm.LastMessageType; lower in tests of gate.go).
 	applies atomic.Uint32
@@ -121,6 +126,7 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 		plans: plan.NewQueue(), phases: newPhaseTracker(), telemetry: tel, metrics: tel.Metrics(),
 		rng:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 		evalBudget: newEvalBudget(),
+		rekeyKick:  make(chan struct{}, 1),
 	}
 	s.applies.Store(uint32(fsm.LastMessageType))
 	b, err := broker.New(cfg.Broker, nil, phaseObserver{s})

@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
+)
+
+// A variable is stored encrypted (its items appear nowhere in the state's
+// bytes) and decrypts to what was written; check-and-set writes and
+// deletes compare modify indexes, and a lost one names the variable as it
+// is.
+func TestVariables_EncryptedWithCheckAndSet(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	items := map[string]string{"user": "admin", "password": "s3cret-value"}
+	v, index, err := s.SetVariable("default", "app/db", items, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.CreateIndex != index || v.ModifyIndex != index || v.CreateTime == 0 || v.KeyID == "" {
+		t.Fatalf("stored variable = %+v at %d", v, index)
+	}
+	snap := s.Store().Snapshot()
+	stored := snap.Variable("default", "app/db")
+	if bytes.Contains(stored.Data, []byte("s3cret-value")) || bytes.Contains(stored.Data, []byte("password")) {
+		t.Fatal("the variable's items are stored in the clear")
+	}
+	got, err := s.DecryptVariable(snap, stored)
+	if err != nil || !maps.Equal(got, items) {
+		t.Fatalf("decrypted = %v, %v; want %v", got, err, items)
+	}
+	// Data moved to another path does not decrypt there.
+	moved := *stored
+	moved.Path = "app/other"
+	if _, err := s.DecryptVariable(snap, &moved); err == nil {
+		t.Error("a variable's data decrypted under another path")
+	}
+	if keys := snap.RootKeys(); len(keys) != 1 || keys[0].State != state.RootKeyActive || keys[0].KeyID != v.KeyID {
+		t.Fatalf("keyring after the first write = %+v", keys)
+	}
+
+	var c *server.VariableConflict
+	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, 0)
+	if !errors.As(err, &c) || c.Current == nil || c.Current.ModifyIndex != index || !errors.Is(err, server.ErrConflict) {
+		t.Fatalf("create over an existing variable: err = %v", err)
+	}
+	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, index+100)
+	if !errors.As(err, &c) {
+		t.Fatalf("write at a stale index: err = %v", err)
+	}
+	v2, index2, err := s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, index)
+	if err != nil || v2.CreateIndex != index || v2.ModifyIndex != index2 || v2.CreateTime != v.CreateTime {
+		t.Fatalf("check-and-set at the current index: %+v, %v", v2, err)
+	}
+	if _, err := s.DeleteVariable("default", "app/db", true, index); !errors.As(err, &c) || c.Current.ModifyIndex != index2 {
+		t.Fatalf("delete at a stale index: err = %v", err)
+	}
+	if _, err := s.DeleteVariable("default", "nope", true, 3); !errors.As(err, &c) || c.Current != nil {
+		t.Fatalf("delete of no variable at index 3: err = %v", err)
+	}
+	if _, err := s.DeleteVariable("default", "app/db", true, index2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteVariable("default", "app/db", false, 0); err != nil {
+		t.Fatalf("a delete of what is not there: %v", err)
+	}
+	if s.Store().Snapshot().Variable("default", "app/db") != nil {
+		t.Fatal("deleted variable still stored")
+	}
+}
+
+// Writes are checked as Nomad checks them.
+func TestVariables_Validation(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	one := map[string]string{"k": "v"}
+	for _, c := range []struct {
+		ns, path string
+		items    map[string]string
+		want     string
+	}{
+		{"default", "", one, "variable requires path"},
+		{"default", "a b", one, "invalid path"},
+		{"default", strings.Repeat("a", 129), one, "invalid path"},
+		{"default", "nomad", one, `"nomad" is a reserved top-level directory path`},
+		{"default", "nomad/other", one, `only paths at "nomad/jobs"`},
+		{"default", "nomad/job-templates", one, `"nomad/job-templates" is a reserved directory path`},
+		{"default", "nomad/job-templates/a/b", one, `"nomad/job-templates" is a reserved directory path`},
+		{"*", "a", one, `can not target wildcard ("*") namespace`},
+		{"a.b", "a", one, "invalid namespace"},
+		{"default", "a", nil, "empty variables are invalid"},
+		{"default", "a", map[string]string{"k": strings.Repeat("v", 64<<10)}, "limited to 64KiB"},
+	} {
+		if _, _, err := s.SetVariable(c.ns, c.path, c.items, false, 0); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("SetVariable(%q, %q): err = %v, want ErrInvalid saying %q", c.ns, c.path, err, c.want)
+		}
+	}
+	for _, path := range []string{"nomad/jobs", "nomad/jobs/web/g/t", "nomad/job-templates/t", "a-b_c~d/e"} {
+		if _, _, err := s.SetVariable("default", path, one, false, 0); err != nil {
+			t.Errorf("SetVariable(%q): %v", path, err)
+		}
+	}
+}
+
+// A rotation makes a new active key and keeps the old one, which still
+// decrypts; a full one re-encrypts every variable with the new key, keeps
+// their indexes, and leaves the old key inactive, which can then be
+// removed. A key in use is not removed.
+func TestVariables_KeyringRotation(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	for _, p := range []string{"a", "b", "c"} {
+		if _, _, err := s.SetVariable("default", p, map[string]string{"k": p}, false, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := s.Store().Snapshot().ActiveRootKey()
+	k2, _, err := s.RotateRootKey("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Store().Snapshot()
+	if snap.ActiveRootKey().KeyID != k2.KeyID || snap.RootKey(first.KeyID).State != state.RootKeyInactive {
+		t.Fatalf("keyring after a rotation: %+v", snap.RootKeys())
+	}
+	if items, err := s.DecryptVariable(snap, snap.Variable("default", "a")); err != nil || items["k"] != "a" {
+		t.Fatalf("a variable of the old key: %v, %v", items, err)
+	}
+	if _, err := s.DeleteRootKey(first.KeyID); !errors.Is(err, server.ErrConflict) {
+		t.Fatalf("removing a key variables use: err = %v", err)
+	}
+	if _, err := s.DeleteRootKey(k2.KeyID); !errors.Is(err, server.ErrConflict) {
+		t.Fatalf("removing the active key: err = %v", err)
+	}
+	if _, _, err := s.RotateRootKey("xchacha20", false); !errors.Is(err, server.ErrInvalid) {
+		t.Fatalf("an unknown algorithm: err = %v", err)
+	}
+	before := snap.Variable("default", "b")
+	k3, _, err := s.RotateRootKey(server.RootKeyAlgorithm, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap = s.Store().Snapshot()
+		if len(snap.VariablesEncryptedWith(k3.KeyID, 0)) == 3 && snap.RootKey(k2.KeyID).State == state.RootKeyInactive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("variables not re-encrypted: keyring %+v", snap.RootKeys())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	after := snap.Variable("default", "b")
+	if after.ModifyIndex != before.ModifyIndex || after.ModifyTime != before.ModifyTime || bytes.Equal(after.Data, before.Data) {
+		t.Fatalf("re-encrypted variable %+v, before %+v", after, before)
+	}
+	if items, err := s.DecryptVariable(snap, after); err != nil || items["k"] != "b" {
+		t.Fatalf("re-encrypted variable decrypts to %v, %v", items, err)
+	}
+	for _, id := range []string{first.KeyID, k2.KeyID} {
+		if _, err := s.DeleteRootKey(id); err != nil {
+			t.Fatalf("removing unused key %s: %v", id, err)
+		}
+	}
+	if _, err := s.DeleteRootKey(first.KeyID); !errors.Is(err, server.ErrNotFound) {
+		t.Fatalf("removing a key twice: err = %v", err)
+	}
+}
