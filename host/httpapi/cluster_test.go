@@ -10,9 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/drover-sched/drover/host/state"
+	"github.com/hashicorp/nomad/api"
 	"github.com/rs/zerolog"
 )
 
@@ -285,5 +288,52 @@ func TestCluster_ACLs(t *testing.T) {
 		if resp, out := doAs(t, "", "GET", apis[f2].URL+path, ""); resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("no token, GET %s through a follower: %d %s", path, resp.StatusCode, out)
 		}
+	}
+}
+
+// Variables in a cluster: written through a follower, read from another
+// follower's replica (which decrypts them with the keyring it replicated),
+// and re-encrypted by a full rotation; a new leader carries on with a
+// rotation the last one left unfinished.
+func TestCluster_Variables(t *testing.T) {
+	servers, apis, leader := clusterAPIs(t)
+	li := slices.Index(servers, leader)
+	f1, f2 := (li+1)%3, (li+2)%3
+	vars := nomadClient(t, apis[f1].URL).Variables()
+	for _, p := range []string{"app/a", "app/b"} {
+		if _, _, err := vars.Create(&api.Variable{Path: p, Items: api.VariableItems{"k": p}}, nil); err != nil {
+			t.Fatalf("write %s through a follower: %v", p, err)
+		}
+	}
+	servertest.WaitFor(t, "the second follower's replica", func() bool {
+		return len(servers[f2].Store().Snapshot().Variables("default", "")) == 2
+	})
+	stale := nomadClient(t, apis[f2].URL).Variables()
+	v, _, err := stale.Read("app/b", &api.QueryOptions{AllowStale: true})
+	if err != nil || v.Items["k"] != "app/b" {
+		t.Fatalf("stale read on a follower: %+v, %v", v, err)
+	}
+
+	// A rotation left rekeying by a leader that stopped: the next leader
+	// re-encrypts what the old key still encrypts.
+	old := leader.Store().Snapshot().ActiveRootKey()
+	if _, _, err := nomadClient(t, apis[f2].URL).Keyring().Rotate(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := *old
+	c.State = state.RootKeyRekeying
+	if _, err := leader.Apply(fsm.RootKeyUpsertRequestType, &fsm.RootKeyUpsertRequest{Keys: []*state.RootKey{&c}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nomadClient(t, apis[f1].URL).Operator().RaftTransferLeadershipByAddress(servers[f1].RPCAddr(), nil); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the old key's variables re-encrypted by the new leader", func() bool {
+		snap := servers[f2].Store().Snapshot()
+		k := snap.RootKey(old.KeyID)
+		return k != nil && k.State == state.RootKeyInactive && len(snap.VariablesEncryptedWith(old.KeyID, 0)) == 0
+	})
+	if v, _, err := stale.Read("app/a", &api.QueryOptions{AllowStale: true}); err != nil || v.Items["k"] != "app/a" {
+		t.Fatalf("a re-encrypted variable read on a follower: %+v, %v", v, err)
 	}
 }
