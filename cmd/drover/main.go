@@ -1,5 +1,5 @@
 // Command drover is Drover's one binary: the agent, and the CLI that talks
-// to it (job, eval, alloc, node, plugin, operator, acl), as Nomad's does.
+// to it (job, eval, alloc, node, plugin, operator, acl, var), as Nomad's does.
 package main
 
 import (
@@ -106,6 +106,11 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"operator snapshot save":            f(&snapshotSaveCommand{meta: m}),
 		"operator snapshot restore":         f(&snapshotRestoreCommand{meta: m}),
 		"operator snapshot inspect":         f(&snapshotInspectCommand{meta: m}),
+		"operator root":                     group("Manage the cluster's root encryption keys", "operator root"),
+		"operator root keyring":             f(&groupCommand{synopsis: "Manages root encryption keys", help: keyringGroupHelp}),
+		"operator root keyring list":        f(&keyringListCommand{meta: m}),
+		"operator root keyring rotate":      f(&keyringRotateCommand{meta: m}),
+		"operator root keyring remove":      f(&keyringRemoveCommand{meta: m}),
 		"operator raft":                     group("Inspect and change the raft configuration", "operator raft"),
 		"operator raft list-peers":          f(&raftListPeersCommand{meta: m}),
 		"operator raft remove-peer":         f(&raftRemovePeerCommand{meta: m}),
@@ -121,6 +126,12 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"server members":                    f(&serverMembersCommand{meta: m}),
 		"system":                            group("Interact with the system", "system"),
 		"system gc":                         f(&systemGCCommand{meta: m}),
+		"var":                               f(&groupCommand{synopsis: "Interact with variables", help: varGroupHelp}),
+		"var list":                          f(&varListCommand{meta: m}),
+		"var get":                           f(&varGetCommand{meta: m}),
+		"var put":                           f(&varPutCommand{meta: m}),
+		"var purge":                         f(&varPurgeCommand{meta: m}),
+		"var init":                          f(&varInitCommand{meta: m}),
 		"tls":                               f(&groupCommand{synopsis: "Make a CA and certificates for TLS", help: tlsGroupHelp}),
 		"tls ca":                            group("Make a certificate authority", "tls ca"),
 		"tls ca create":                     f(&tlsCACreateCommand{meta: m}),

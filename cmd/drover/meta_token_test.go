@@ -192,6 +192,13 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"acl token self":                    {},
 		"acl token update":                  {"-name", "n", "acc"},
 		"acl token delete":                  {"acc"},
+		"var list":                          {},
+		"var get":                           {"app/db"},
+		"var put":                           {"app/db", "user=admin"},
+		"var purge":                         {"app/db"},
+		"operator root keyring list":        {},
+		"operator root keyring rotate":      {},
+		"operator root keyring remove":      {"5c7b1a2e-1111-4a4a-8b8b-000000000001"},
 	}
 }
 

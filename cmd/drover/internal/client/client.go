@@ -61,6 +61,10 @@ type APIError struct {
 	// Hint says what the user may do about it, if anything (a 403 to a
 	// request that carried no token: give one).
 	Hint string
+	// Body is the answer's body (its first MiB), for the errors that carry
+	// data: a variable's check-and-set conflict (409) holds the variable
+	// as it is.
+	Body []byte
 }
 
 func (e *APIError) Error() string {
@@ -176,7 +180,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		apiErr := &APIError{Status: resp.StatusCode, Message: msg}
+		apiErr := &APIError{Status: resp.StatusCode, Message: msg, Body: raw}
 		if resp.StatusCode == http.StatusForbidden && c.Token == "" {
 			apiErr.Hint = NoTokenHint
 		}
