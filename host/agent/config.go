@@ -139,6 +139,20 @@ type ServerBlock struct {
 	ServerJoin      *ServerJoinBlock `hcl:"server_join,block"`
 
 	DefaultSchedulerConfig *SchedulerConfigBlock `hcl:"default_scheduler_config,block"`
+
+	Search *SearchBlock `hcl:"search,block"`
+}
+
+// SearchBlock is the server block's search block, as Nomad's: what the
+// fuzzy search API (/v1/search/fuzzy) may cost a request. A setting left
+// out keeps Nomad's default (true, 20, 100, 2). Nomad turns fuzzy search
+// off for a block without fuzzy_enabled, and ignores a limit below 1:
+// here the one keeps it on, and the other is refused.
+type SearchBlock struct {
+	FuzzyEnabled  *bool `hcl:"fuzzy_enabled,optional"`
+	LimitQuery    *int  `hcl:"limit_query,optional"`
+	LimitResults  *int  `hcl:"limit_results,optional"`
+	MinTermLength *int  `hcl:"min_term_length,optional"`
 }
 
 // SchedulerConfigBlock is the server block's default_scheduler_config: the
@@ -630,6 +644,14 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 			}
 		}
 		sc.DefaultSchedulerConfig = c
+	}
+	if b := b.Search; b != nil {
+		if b.FuzzyEnabled != nil {
+			sc.Search.FuzzyEnabled = *b.FuzzyEnabled
+		}
+		count("search.limit_query", b.LimitQuery, 1, func(n int) { sc.Search.LimitQuery = n })
+		count("search.limit_results", b.LimitResults, 1, func(n int) { sc.Search.LimitResults = n })
+		count("search.min_term_length", b.MinTermLength, 1, func(n int) { sc.Search.MinTermLength = n })
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))

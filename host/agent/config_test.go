@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/sdk"
 	"regexp"
 	"strings"
@@ -70,6 +71,13 @@ server {
       system_scheduler_enabled  = false
       service_scheduler_enabled = true
     }
+  }
+
+  search {
+    fuzzy_enabled   = false
+    limit_query     = 200
+    limit_results   = 1000
+    min_term_length = 5
   }
 }
 
@@ -161,6 +169,7 @@ limits {
 			MemoryOversubscriptionEnabled: true, RejectJobRegistration: true, PauseEvalBroker: true,
 			// Left out: sysbatch and batch keep Nomad's default (off).
 			PreemptionConfig: sdk.PreemptionConfig{ServiceSchedulerEnabled: true}}},
+		{"search", s.Search, server.SearchConfig{FuzzyEnabled: false, LimitQuery: 200, LimitResults: 1000, MinTermLength: 5}},
 		{"telemetry.collection_interval", s.Telemetry.CollectionInterval, 5 * time.Second},
 		{"telemetry.disable_hostname", s.Telemetry.DisableHostname, false},
 		{"telemetry.prometheus_metrics", s.Telemetry.PrometheusMetrics, true},
@@ -212,6 +221,26 @@ func TestParseConfig_EmptyKeepsDefaults(t *testing.T) {
 		cfg.Server.RPCHandshakeTimeout != 5*time.Second || cfg.Server.RPCMaxConnsPerClient != 100 {
 		t.Fatalf("limits: %s %d %s %d", cfg.HTTPSHandshakeTimeout, cfg.HTTPMaxConnsPerClient,
 			cfg.Server.RPCHandshakeTimeout, cfg.Server.RPCMaxConnsPerClient)
+	}
+	// So are the search block's.
+	if want := (server.SearchConfig{FuzzyEnabled: true, LimitQuery: 20, LimitResults: 100, MinTermLength: 2}); cfg.Server.Search != want {
+		t.Fatalf("search: %+v, want %+v", cfg.Server.Search, want)
+	}
+}
+
+// A search block that sets one limit leaves fuzzy search on and the other
+// limits at their defaults (Nomad's agent would turn fuzzy search off).
+func TestParseConfig_SearchPartial(t *testing.T) {
+	f, err := ParseConfig("agent.hcl", []byte("server {\n  search {\n    limit_results = 10\n  }\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := (server.SearchConfig{FuzzyEnabled: true, LimitQuery: 20, LimitResults: 10, MinTermLength: 2}); cfg.Server.Search != want {
+		t.Fatalf("search: %+v, want %+v", cfg.Server.Search, want)
 	}
 }
 
@@ -317,6 +346,12 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"every bad limit", "limits {\n  rpc_max_conns_per_client = -2\n  https_handshake_timeout = \"5\"\n}",
 			"agent.hcl:3:29: error: Invalid value; limits.https_handshake_timeout"},
 		{"connection limit not a number", `limits { rpc_max_conns_per_client = "many" }`, "Unsuitable value type"},
+		{"zero search limit", "server {\n  search {\n    limit_query = 0\n  }\n}",
+			"agent.hcl:3:19: error: Invalid value; server.search.limit_query = 0 must be at least 1"},
+		{"every bad search setting", "server {\n  search {\n    limit_results   = -1\n    min_term_length = 0\n  }\n}",
+			"agent.hcl:4:23: error: Invalid value; server.search.min_term_length = 0 must be at least 1"},
+		{"unknown search setting", "server {\n  search {\n    fuzzy = true\n  }\n}", "agent.hcl:3"},
+		{"search enabled not a bool", "server {\n  search { fuzzy_enabled = \"maybe\" }\n}", "Unsuitable value type"},
 		{"bad limit in JSON", `{"limits": {"rpc_max_conns_per_client": -3}}`,
 			"agent.json:1:41: error: Invalid value; limits.rpc_max_conns_per_client = -3"},
 	}

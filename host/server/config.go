@@ -127,6 +127,29 @@ type Config struct {
 	// ACLTokenGCInterval is how often the leader deletes expired ACL
 	// tokens (Nomad's ACLTokenExpirationGCInterval, 5m; zero: never).
 	ACLTokenGCInterval time.Duration
+
+	// Search bounds the fuzzy search API (the agent's server { search {} }).
+	Search SearchConfig
+}
+
+// SearchConfig is what the fuzzy search API (/v1/search/fuzzy) may cost a
+// request, as Nomad's server search block: its defaults are Nomad's.
+type SearchConfig struct {
+	// FuzzyEnabled serves fuzzy search; without it the endpoint refuses
+	// every request, which Nomad's web UI takes as fuzzy search missing.
+	FuzzyEnabled bool
+	// LimitQuery bounds the objects examined per context (those the
+	// token may see), and LimitResults the matches answered per context;
+	// either reached marks the context truncated.
+	LimitQuery   int
+	LimitResults int
+	// MinTermLength is the shortest text searched for, in bytes.
+	MinTermLength int
+}
+
+// DefaultSearchConfig returns Nomad's defaults.
+func DefaultSearchConfig() SearchConfig {
+	return SearchConfig{FuzzyEnabled: true, LimitQuery: 20, LimitResults: 100, MinTermLength: 2}
 }
 
 // DefaultConfig returns Nomad's defaults.
@@ -168,6 +191,7 @@ func DefaultConfig() Config {
 		ACLTokenMinExpirationTTL:   time.Minute,
 		ACLTokenMaxExpirationTTL:   24 * time.Hour,
 		ACLTokenGCInterval:         5 * time.Minute,
+		Search:                     DefaultSearchConfig(),
 	}
 }
 
@@ -223,6 +247,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: rpc_max_conns_per_client must not be negative, got %d", c.RPCMaxConnsPerClient)
 	case c.BootstrapExpect < 0:
 		return fmt.Errorf("server: bootstrap_expect must not be negative, got %d", c.BootstrapExpect)
+	case c.Search.LimitQuery < 1 || c.Search.LimitResults < 1 || c.Search.MinTermLength < 1:
+		return fmt.Errorf("server: search limit_query, limit_results and min_term_length must be at least 1, got %d, %d and %d",
+			c.Search.LimitQuery, c.Search.LimitResults, c.Search.MinTermLength)
 	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):
 		return fmt.Errorf("server: joining other servers (bootstrap_expect > 1, retry_join) needs an RPC address")
 	case c.RPCAddr != "" && c.Dev:
