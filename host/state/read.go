@@ -1,6 +1,7 @@
 package state
 
 import (
+	"iter"
 	"strings"
 
 	"github.com/drover-sched/drover/sdk"
@@ -58,6 +59,12 @@ func (r reader) Node(id string) *sdk.Node { return first[sdk.Node](r, TableNodes
 // Nodes returns every node, ordered by ID.
 func (r reader) Nodes() []*sdk.Node { return all[sdk.Node](r, TableNodes, "id") }
 
+// EachNode yields every node, ordered by ID, without collecting them: for
+// a caller that may stop early.
+func (r reader) EachNode() iter.Seq[*sdk.Node] {
+	return func(yield func(*sdk.Node) bool) { each(r, yield, TableNodes, "id") }
+}
+
 // NodesByPrefix returns nodes whose ID starts with prefix.
 func (r reader) NodesByPrefix(prefix string) []*sdk.Node {
 	return all[sdk.Node](r, TableNodes, "id_prefix", prefix)
@@ -72,6 +79,17 @@ func (r reader) Jobs(ns string) []*sdk.Job {
 		return all[sdk.Job](r, TableJobs, "id")
 	}
 	return all[sdk.Job](r, TableJobs, "id_prefix", ns, "")
+}
+
+// EachJob yields the jobs Jobs(ns) returns, without collecting them.
+func (r reader) EachJob(ns string) iter.Seq[*sdk.Job] {
+	return func(yield func(*sdk.Job) bool) {
+		if ns == "" || ns == "*" {
+			each(r, yield, TableJobs, "id")
+			return
+		}
+		each(r, yield, TableJobs, "id_prefix", ns, "")
+	}
 }
 
 // JobVersions returns the kept versions of a job, newest first.
@@ -106,6 +124,12 @@ func (r reader) Alloc(id string) *sdk.Allocation {
 
 // Allocs returns every allocation, ordered by ID.
 func (r reader) Allocs() []*sdk.Allocation { return all[sdk.Allocation](r, TableAllocs, "id") }
+
+// EachAlloc yields every allocation, ordered by ID, without collecting
+// them.
+func (r reader) EachAlloc() iter.Seq[*sdk.Allocation] {
+	return func(yield func(*sdk.Allocation) bool) { each(r, yield, TableAllocs, "id") }
+}
 
 // AllocsByPrefix returns allocations whose ID starts with prefix.
 func (r reader) AllocsByPrefix(prefix string) []*sdk.Allocation {
