@@ -137,6 +137,13 @@ func (a *ACL) AllowNodePool(pool string) bool {
 	return a != nil && (a.management || a.nodePools.match(pool).allowsAny())
 }
 
+// AllowNodePoolSearch reports whether a grants anything in any node pool:
+// whether a search of node pools could find any, as Nomad's search asks
+// before it filters the pools one by one.
+func (a *ACL) AllowNodePoolSearch() bool {
+	return a != nil && (a.management || a.nodePools.any(capabilitySet.allowsAny))
+}
+
 // AllowHostVolumeOperation reports whether a grants capability op on host
 // volume vol, which is matched as namespaces are.
 func (a *ACL) AllowHostVolumeOperation(vol, op string) bool {

@@ -254,7 +254,14 @@ host_volume "secrets" { policy = "deny" }
 		vol("scratch-1", "mount-readwrite", true),
 		vol("secrets", "mount-readonly", false),
 		{"host volume secrets, any", func(a *acl.ACL) bool { return a.AllowHostVolume("secrets") }, false},
+		{"node pool search", (*acl.ACL).AllowNodePoolSearch, true},
 	})
+	// A search of node pools finds none with nothing granted in any pool.
+	for name, rules := range map[string]string{"no pool rule": `node { policy = "read" }`, "deny only": `node_pool "*" { policy = "deny" }`} {
+		if build(t, rules).AllowNodePoolSearch() {
+			t.Errorf("%s: node pool search allowed", name)
+		}
+	}
 }
 
 func TestVariables(t *testing.T) {
@@ -309,6 +316,7 @@ func TestManagementAndDenyAll(t *testing.T) {
 		{"namespace any", func(a *acl.ACL) bool { return a.AllowNamespace("x") }, true},
 		{"node pool", func(a *acl.ACL) bool { return a.AllowNodePoolOperation("x", "delete") }, true},
 		{"node pool any", func(a *acl.ACL) bool { return a.AllowNodePool("x") }, true},
+		{"node pool search", (*acl.ACL).AllowNodePoolSearch, true},
 		{"host volume", func(a *acl.ACL) bool { return a.AllowHostVolumeOperation("x", "mount-readwrite") }, true},
 		{"host volume any", func(a *acl.ACL) bool { return a.AllowHostVolume("x") }, true},
 		{"variable", func(a *acl.ACL) bool { return a.AllowVariableOperation("x", "y", "write") }, true},
