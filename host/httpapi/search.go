@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/host/acl"
+	"github.com/drover-sched/drover/host/state"
 )
 
 // searchLimit is how many matches a context lists at most, as Nomad's.
@@ -46,81 +47,85 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) (any, error) {
 	default:
 		want = nil // a context of Nomad's with no objects here
 	}
-	// Each context lists what the request's token may see of it, as
-	// Nomad's search does.
 	ns := requestNamespace(r)
-	visibleIn := func(n, capability string) bool { return (ns == "*" || n == ns) && allowedIn(r, n, capability) }
 	snap := a.srv.Store().Snapshot()
 	resp := &SearchResponse{Matches: map[string][]string{}, Truncations: map[string]bool{}}
 	for _, c := range want {
-		var ids []string
-		switch c {
-		case "jobs":
-			if ns == "*" {
-				for _, j := range snap.Jobs("*") {
-					if strings.HasPrefix(j.ID, req.Prefix) && visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
-						ids = append(ids, j.ID)
-					}
-				}
-			} else {
-				for _, j := range snap.JobsByIDPrefix(ns, req.Prefix) {
-					if visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
-						ids = append(ids, j.ID)
-					}
-				}
-			}
-		case "evals":
-			for _, e := range snap.EvalsByPrefix(req.Prefix) {
-				if visibleIn(e.Namespace, acl.NamespaceCapabilityReadJob) {
-					ids = append(ids, e.ID)
-				}
-			}
-		case "allocs":
-			for _, al := range snap.AllocsByPrefix(req.Prefix) {
-				if visibleIn(al.Namespace, acl.NamespaceCapabilityReadJob) {
-					ids = append(ids, al.ID)
-				}
-			}
-		case "nodes":
-			if !allowed(r, (*acl.ACL).AllowNodeRead) {
-				break
-			}
-			for _, n := range snap.NodesByPrefix(req.Prefix) {
-				ids = append(ids, n.ID)
-			}
-		case "deployment":
-			for _, d := range snap.Deployments() {
-				if visibleIn(d.Namespace, acl.NamespaceCapabilityReadJob) && strings.HasPrefix(d.ID, req.Prefix) {
-					ids = append(ids, d.ID)
-				}
-			}
-		case "namespaces":
-			for name := range namespaces(snap) {
-				if strings.HasPrefix(name, req.Prefix) && namespaceVisible(r, name) {
-					ids = append(ids, name)
-				}
-			}
-		case "node_pools":
-			for name := range nodePools(snap) {
-				if strings.HasPrefix(name, req.Prefix) && poolReadable(r, name) {
-					ids = append(ids, name)
-				}
-			}
-		case "scaling_policy":
-			for _, p := range snap.ScalingPolicies(ns) {
-				if strings.HasPrefix(p.ID, req.Prefix) && allowedIn(r, p.Target["Namespace"], acl.NamespaceCapabilityListScalingPolicies) {
-					ids = append(ids, p.ID)
-				}
-			}
-		}
-		sort.Strings(ids)
-		if len(ids) > searchLimit {
-			ids, resp.Truncations[c] = ids[:searchLimit], true
-		} else {
-			resp.Truncations[c] = false
-		}
-		resp.Matches[c] = ids
+		resp.Matches[c], resp.Truncations[c] = prefixMatches(r, snap, ns, c, req.Prefix)
 	}
 	setIndex(w, snap.Index())
 	return resp, nil
+}
+
+// prefixMatches are the IDs (names, for namespaces and node pools) of
+// context c that start with prefix, in namespace ns ("*": all) for
+// namespaced objects, sorted; at most searchLimit, and whether there
+// were more. Each context lists what the request's token may see of it,
+// as Nomad's search does.
+func prefixMatches(r *http.Request, snap *state.Snapshot, ns, c, prefix string) (ids []string, truncated bool) {
+	visibleIn := func(n, capability string) bool { return (ns == "*" || n == ns) && allowedIn(r, n, capability) }
+	switch c {
+	case "jobs":
+		if ns == "*" {
+			for _, j := range snap.Jobs("*") {
+				if strings.HasPrefix(j.ID, prefix) && visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
+					ids = append(ids, j.ID)
+				}
+			}
+		} else {
+			for _, j := range snap.JobsByIDPrefix(ns, prefix) {
+				if visibleIn(j.Namespace, acl.NamespaceCapabilityListJobs) {
+					ids = append(ids, j.ID)
+				}
+			}
+		}
+	case "evals":
+		for _, e := range snap.EvalsByPrefix(prefix) {
+			if visibleIn(e.Namespace, acl.NamespaceCapabilityReadJob) {
+				ids = append(ids, e.ID)
+			}
+		}
+	case "allocs":
+		for _, al := range snap.AllocsByPrefix(prefix) {
+			if visibleIn(al.Namespace, acl.NamespaceCapabilityReadJob) {
+				ids = append(ids, al.ID)
+			}
+		}
+	case "nodes":
+		if !allowed(r, (*acl.ACL).AllowNodeRead) {
+			break
+		}
+		for _, n := range snap.NodesByPrefix(prefix) {
+			ids = append(ids, n.ID)
+		}
+	case "deployment":
+		for _, d := range snap.Deployments() {
+			if visibleIn(d.Namespace, acl.NamespaceCapabilityReadJob) && strings.HasPrefix(d.ID, prefix) {
+				ids = append(ids, d.ID)
+			}
+		}
+	case "namespaces":
+		for name := range namespaces(snap) {
+			if strings.HasPrefix(name, prefix) && namespaceVisible(r, name) {
+				ids = append(ids, name)
+			}
+		}
+	case "node_pools":
+		for name := range nodePools(snap) {
+			if strings.HasPrefix(name, prefix) && poolReadable(r, name) {
+				ids = append(ids, name)
+			}
+		}
+	case "scaling_policy":
+		for _, p := range snap.ScalingPolicies(ns) {
+			if strings.HasPrefix(p.ID, prefix) && allowedIn(r, p.Target["Namespace"], acl.NamespaceCapabilityListScalingPolicies) {
+				ids = append(ids, p.ID)
+			}
+		}
+	}
+	sort.Strings(ids)
+	if len(ids) > searchLimit {
+		return ids[:searchLimit], true
+	}
+	return ids, false
 }
