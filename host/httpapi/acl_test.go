@@ -203,6 +203,9 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"PUT", "/v1/operator/raft/transfer-leadership", ""},
 		{"GET", "/v1/operator/snapshot", ""},
 		{"PUT", "/v1/operator/snapshot", ""},
+		// A context named outright, in a namespace the token may not
+		// search; with "all" or "*" it answers (below).
+		{"PUT", "/v1/search/fuzzy", `{"Text": "web", "Context": "jobs"}`},
 		{"GET", "/v1/agent/monitor", ""},
 		{"GET", "/v1/agent/self", ""},
 		{"GET", "/v1/event/stream?topic=Job", ""},
@@ -276,6 +279,20 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		if len(ids) > 0 {
 			t.Errorf("outsider search finds %s %v", ctx, ids)
 		}
+	}
+	resp, body = doAs(t, outsider, "PUT", ts.URL+"/v1/search/fuzzy?namespace=*", `{"Text": "web", "Context": "all"}`)
+	var fuzzy httpapi.FuzzySearchResponse
+	if err := json.Unmarshal(body, &fuzzy); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("outsider fuzzy search: %d %s", resp.StatusCode, body)
+	}
+	for ctx, ms := range fuzzy.Matches {
+		if len(ms) > 0 {
+			t.Errorf("outsider fuzzy search finds %s %v", ctx, ms)
+		}
+	}
+	resp, body = doAs(t, rootSecret, "PUT", ts.URL+"/v1/search/fuzzy?namespace=*", `{"Text": "web", "Context": "all"}`)
+	if fuzzy = (httpapi.FuzzySearchResponse{}); json.Unmarshal(body, &fuzzy) != nil || len(fuzzy.Matches["jobs"]) != 1 {
+		t.Errorf("management fuzzy search: %d %s, want job web", resp.StatusCode, body)
 	}
 
 	// The open endpoints answer anyone.

@@ -79,6 +79,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/operator/snapshot", management, a.snapshotSave)
 	write("/v1/operator/snapshot", management, a.snapshotRestore)
 	write("/v1/search", anyToken, a.search)
+	write("/v1/search/fuzzy", anyToken, a.fuzzySearch)
 	a.on(http.MethodGet, "/v1/metrics", open, a.metrics)
 	a.on(http.MethodGet, "/v1/agent/monitor", agentRead, a.monitor)
 	a.on(http.MethodGet, "/v1/event/stream", anyToken, a.eventStream)
