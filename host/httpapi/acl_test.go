@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -460,6 +461,18 @@ func TestACL_VariablePaths(t *testing.T) {
 	if list, _, err := reader.Variables().List(nil); err != nil || len(list) != 2 || list[1].Path != "app/b" {
 		t.Fatalf("reader lists = %+v, %v", list, err)
 	}
+	// Both searches find the paths it may list, and not the others.
+	if res, _, err := reader.Search().PrefixSearch("", "vars", nil); err != nil || !slices.Equal(res.Matches["vars"], []string{"app/a", "app/b"}) {
+		t.Fatalf("reader's prefix search of vars = %+v, %v", res, err)
+	}
+	fuzzy, _, err := reader.Search().FuzzySearch("ap", "vars", nil)
+	if err != nil || len(fuzzy.Matches["vars"]) != 2 || fuzzy.Matches["vars"][0].ID != "app/a" ||
+		!slices.Equal(fuzzy.Matches["vars"][0].Scope, []string{"default", "app/a"}) {
+		t.Fatalf("reader's fuzzy search of vars = %+v, %v", fuzzy, err)
+	}
+	if res, _, err := root.Search().FuzzySearch("t/x", "vars", nil); err != nil || len(res.Matches["vars"]) != 1 || res.Matches["vars"][0].ID != "secret/x" {
+		t.Fatalf("management's fuzzy search of vars = %+v, %v", res, err)
+	}
 	if v, _, err := reader.Variables().Read("app/a", nil); err != nil || v.Items["k"] != "app/a" {
 		t.Fatalf("reader reads app/a: %+v, %v", v, err)
 	}
@@ -477,7 +490,7 @@ func TestACL_VariablePaths(t *testing.T) {
     path "app/b" { capabilities = ["deny"] }
   }
 }`))
-	_, _, err := writer.Variables().CheckedCreate(&api.Variable{Path: "app/a", Items: api.VariableItems{"k": "w"}}, nil)
+	_, _, err = writer.Variables().CheckedCreate(&api.Variable{Path: "app/a", Items: api.VariableItems{"k": "w"}}, nil)
 	var conflict api.ErrCASConflict
 	if !errors.As(err, &conflict) || conflict.Conflict.ModifyIndex == 0 || len(conflict.Conflict.Items) != 0 {
 		t.Fatalf("writer loses a check-and-set: err = %v (conflict %+v), want the variable without its items", err, conflict.Conflict)

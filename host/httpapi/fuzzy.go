@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -34,8 +35,8 @@ type FuzzySearchResponse struct {
 }
 
 // fuzzyContexts are the contexts Nomad's fuzzy search knows, in the order
-// "all" searches them. Drover has no plugins, volumes or variables: those
-// match nothing.
+// "all" searches them. Drover has no plugins or volumes: those match
+// nothing.
 var fuzzyContexts = []string{"allocs", "jobs", "nodes", "node_pools", "evals", "deployment", "plugins", "volumes",
 	"scaling_policy", "vars", "namespaces"}
 
@@ -130,6 +131,10 @@ func (a *API) fuzzySearch(w http.ResponseWriter, r *http.Request) (any, error) {
 		case "namespaces":
 			examine(f, slices.Values(slices.Sorted(maps.Keys(namespaces(snap)))), func(name string) bool { return namespaceVisible(r, name) },
 				func(name string) { f.match(c, name) }, c)
+		case "vars":
+			examine(f, slices.Values(snap.Variables(ns, "")), func(v *state.Variable) bool {
+				return allowVariable(r, v.Namespace, v.Path, acl.VariablesCapabilityList)
+			}, func(v *state.Variable) { f.match(c, v.Path, v.Namespace, v.Path) }, c)
 		}
 	}
 	for c, matches := range f.found {
@@ -164,7 +169,7 @@ func fuzzySearchable(r *http.Request, ns, c string) bool {
 	case "plugins":
 		return allowed(r, (*acl.ACL).AllowPluginList)
 	}
-	return true // variables: none here; an unknown context is refused later
+	return true // vars: each path is checked as it is found; an unknown context is refused later
 }
 
 // fuzzyMatcher gathers one fuzzy search's matches by name, per context.

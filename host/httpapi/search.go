@@ -22,8 +22,8 @@ type SearchResponse struct {
 }
 
 // searchContexts are the contexts Drover has objects for. Nomad's others
-// (plugins, volumes, variables, ...) are accepted and match nothing.
-var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployment", "namespaces", "node_pools", "scaling_policy"}
+// (plugins, volumes, ...) are accepted and match nothing.
+var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "deployment", "namespaces", "node_pools", "scaling_policy", "vars"}
 
 // search serves PUT/POST /v1/search (Nomad's prefix search, which Nomad's
 // CLI uses to find what an ID prefix names): {"Prefix", "Context"} with
@@ -114,6 +114,14 @@ func prefixMatches(r *http.Request, snap *state.Snapshot, ns, c, prefix string) 
 		for name := range nodePools(snap) {
 			if strings.HasPrefix(name, prefix) && poolReadable(r, name) {
 				ids = append(ids, name)
+			}
+		}
+	case "vars":
+		// Each path the token may list (Nomad's lets any variables
+		// capability in the namespace find every path there).
+		for _, v := range snap.Variables(ns, prefix) {
+			if allowVariable(r, v.Namespace, v.Path, acl.VariablesCapabilityList) {
+				ids = append(ids, v.Path)
 			}
 		}
 	case "scaling_policy":
