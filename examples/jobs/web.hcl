@@ -21,11 +21,27 @@ job "web" {
   group "frontend" {
     count = 3
 
+    network {
+      port "http" {
+        to = 80
+      }
+    }
+
+    # Registered in Drover's service catalogue while each allocation runs
+    # (drover service info web).
+    service {
+      name     = "web"
+      port     = "http"
+      provider = "nomad"
+      tags     = ["frontend", "${node.datacenter}"]
+    }
+
     task "nginx" {
       driver = "docker"
 
       config {
         image = "nginx:1.27"
+        ports = ["http"]
       }
 
       resources {

@@ -553,14 +553,6 @@ func (a *API) jobStability(w http.ResponseWriter, r *http.Request) (any, error) 
 	return &JobStabilityResponse{Index: index}, nil
 }
 
-// unserved answers a path Nomad serves and Drover does not, so that it is
-// not read as a job ID with a slash in it.
-func unserved(what string) handler {
-	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
-		return nil, errorf(http.StatusNotFound, "%s (%s) is not served by Drover", what, r.URL.Path)
-	}
-}
-
 func (a *API) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
 	evalID, index, err := a.srv.ForcePeriodicRun(requestNamespace(r), r.PathValue("id"))
 	if err != nil {
@@ -721,7 +713,7 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		{"/periodic/force", write(submit, a.jobPeriodicForce)},
 		{"/stable", write(submit, a.jobStability)},
 		{"/submission", get(a.jobSubmission)},
-		{"/services", get(unserved("service registrations"))},
+		{"/services", get(a.jobServices)},
 	}
 	routes := map[string]route{"GET": {readJob, a.jobRead}, "PUT": {submitBody, a.jobRegister},
 		"POST": {submitBody, a.jobRegister}, "DELETE": {submit, a.jobDeregister}}

@@ -87,6 +87,7 @@ func (a *API) register() {
 	a.registerACL()
 
 	a.registerVariables()
+	a.registerServices()
 }
 
 // write adds a write endpoint: PUT and POST are interchangeable, as in
