@@ -75,21 +75,21 @@ func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*Servi
 	if a.ClientStatus != sdk.AllocClientStatusRunning || a.Job == nil {
 		return nil
 	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || !hasNomadService(tg) {
+		return nil
+	}
 	node := snap.Node(a.NodeID)
 	if node == nil || node.Status == sdk.NodeStatusDown {
 		return nil
 	}
-	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil {
-		return nil
-	}
 	var out []*ServiceRegistration
 	add := func(services []sdk.Opaque, task *sdk.Task, owner string) {
+		in := &serviceEnv{alloc: a, node: node, group: tg, task: task}
 		for _, svc := range services {
 			if opaqueStr(svc, "Provider") != ServiceProviderNomad {
 				continue
 			}
-			in := &serviceEnv{alloc: a, node: node, group: tg, task: task}
 			name := opaqueStr(svc, "Name")
 			if name == "" {
 				name = "${JOB}-${TASKGROUP}"
@@ -121,6 +121,21 @@ func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*Servi
 		add(t.Services, t, t.Name)
 	}
 	return out
+}
+
+// hasNomadService reports whether tg or one of its tasks has a service
+// with provider "nomad".
+func hasNomadService(tg *sdk.TaskGroup) bool {
+	nomad := func(svc sdk.Opaque) bool { return opaqueStr(svc, "Provider") == ServiceProviderNomad }
+	if slices.ContainsFunc(tg.Services, nomad) {
+		return true
+	}
+	for _, t := range tg.Tasks {
+		if slices.ContainsFunc(t.Services, nomad) {
+			return true
+		}
+	}
+	return false
 }
 
 // allocPort resolves a service's port label: a port of the allocation's
