@@ -95,6 +95,7 @@ func FuzzApply(f *testing.F) {
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpRekey, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1"}, CheckIndex: 3}},
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpDeleteCAS, Var: &state.Variable{Namespace: "default", Path: "a"}}},
 		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}},
+		{AutopilotConfigRequestType, &AutopilotConfigRequest{Config: &state.AutopilotConfig{CleanupDeadServers: true, MaxTrailingLogs: 250}, CAS: true}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

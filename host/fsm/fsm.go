@@ -276,6 +276,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &RootKeyUpsertRequest{}
 	case RootKeyDeleteRequestType:
 		msg = &RootKeyDeleteRequest{}
+	case AutopilotConfigRequestType:
+		msg = &AutopilotConfigRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -375,6 +377,16 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return applyRootKeyUpsert(tx, req)
 	case *RootKeyDeleteRequest:
 		return applyRootKeyDelete(tx, req)
+	case *AutopilotConfigRequest:
+		var cur uint64
+		if c := tx.AutopilotConfig(); c != nil {
+			cur = c.ModifyIndex
+		}
+		if req.CAS && cur != req.ModifyIndex {
+			return fmt.Errorf("%w: autopilot configuration is at modify index %d, not %d", ErrConflict, cur, req.ModifyIndex)
+		}
+		c := *req.Config
+		return tx.SetAutopilotConfig(&c)
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }

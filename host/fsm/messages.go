@@ -41,9 +41,10 @@ const (
 	VariableApplyRequestType
 	RootKeyUpsertRequestType
 	RootKeyDeleteRequestType
+	AutopilotConfigRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = RootKeyDeleteRequestType
+	LastMessageType = AutopilotConfigRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -334,4 +335,12 @@ type RootKeyUpsertRequest struct {
 // key is active or a variable is encrypted with it.
 type RootKeyDeleteRequest struct {
 	KeyID string
+}
+
+// AutopilotConfigRequest writes the autopilot configuration; with CAS, only
+// if the stored one's modify index is still ModifyIndex (0: none stored).
+type AutopilotConfigRequest struct {
+	Config      *state.AutopilotConfig
+	CAS         bool
+	ModifyIndex uint64
 }

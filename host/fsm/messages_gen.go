@@ -1319,6 +1319,101 @@ func (z *ApplyPlanResultsRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *AutopilotConfigRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "Config"
+	o = append(o, 0x83, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+	if z.Config == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Config.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Config")
+			return
+		}
+	}
+	// string "CAS"
+	o = append(o, 0xa3, 0x43, 0x41, 0x53)
+	o = msgp.AppendBool(o, z.CAS)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AutopilotConfigRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Config":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Config = nil
+			} else {
+				if z.Config == nil {
+					z.Config = new(state.AutopilotConfig)
+				}
+				bts, err = z.Config.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Config")
+					return
+				}
+			}
+		case "CAS":
+			z.CAS, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CAS")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AutopilotConfigRequest) Msgsize() (s int) {
+	s = 1 + 7
+	if z.Config == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Config.Msgsize()
+	}
+	s += 4 + msgp.BoolSize + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z ClusterMetaRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 2

@@ -171,6 +171,10 @@ func checkShape(msg msgp.Unmarshaler) error {
 		if m.Var == nil {
 			bad("Var is null")
 		}
+	case *AutopilotConfigRequest:
+		if m.Config == nil {
+			bad("Config is null")
+		}
 	case *RootKeyUpsertRequest:
 		for i, k := range m.Keys {
 			if k == nil {

@@ -41,6 +41,7 @@ const (
 	recACLRole
 	recVariable
 	recRootKey
+	recAutopilotConfig
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -113,7 +114,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
-		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys} {
+		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -184,6 +185,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, v := range snap.Variables("*", "") {
 		rw.put(recVariable, v)
+	}
+	if c := snap.AutopilotConfig(); c != nil {
+		rw.put(recAutopilotConfig, c)
 	}
 	rw.put(recSchedConfig, snap.SchedulerConfig())
 	if m := snap.ClusterMeta(); m != nil {
@@ -397,6 +401,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertRootKey(&k)
+	case recAutopilotConfig:
+		var c state.AutopilotConfig
+		if err := un(&c); err != nil {
+			return err
+		}
+		return tx.SetAutopilotConfig(&c)
 	case recVariable:
 		var v state.Variable
 		if err := un(&v); err != nil {

@@ -296,6 +296,9 @@ func compare(a, b *state.Snapshot) string {
 		for _, v := range s.Variables("*", "") {
 			out["variable/"+v.Namespace+"/"+v.Path] = norm(v)
 		}
+		if c := s.AutopilotConfig(); c != nil {
+			out["autopilot"] = norm(c)
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -452,7 +455,8 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 					return err
 				}
 			}
-			return nil
+			return tx.SetAutopilotConfig(&state.AutopilotConfig{CleanupDeadServers: true, LastContactThreshold: 2e8, MaxTrailingLogs: 250,
+				ServerStabilizationTime: 1e10, EnableRedundancyZones: true})
 		},
 	}
 	// Without roles, the variables (which came after them) are left out

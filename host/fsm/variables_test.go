@@ -113,3 +113,32 @@ func TestSnapshot_Variables(t *testing.T) {
 		t.Error("a snapshot without variables restored some")
 	}
 }
+
+// The autopilot configuration's entry: a check-and-set applies only at the
+// stored configuration's modify index (0 before any); the first write's
+// index stays its create index.
+func TestFSM_AutopilotConfigEntry(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	set := func(cas bool, index uint64, logs uint64) *AutopilotConfigRequest {
+		return &AutopilotConfigRequest{Config: &state.AutopilotConfig{MaxTrailingLogs: logs}, CAS: cas, ModifyIndex: index}
+	}
+	for i, st := range []struct {
+		msg  *AutopilotConfigRequest
+		want error
+	}{
+		{set(true, 5, 1), ErrConflict}, // nothing stored: only 0
+		{set(true, 0, 2), nil},         // 2
+		{set(true, 0, 3), ErrConflict},
+		{set(false, 0, 4), nil}, // 4
+		{set(true, 4, 5), nil},  // 5
+	} {
+		if err := applyEntry(t, f, uint64(i+1), AutopilotConfigRequestType, st.msg); !errors.Is(err, st.want) {
+			t.Fatalf("step %d: err = %v, want %v", i+1, err, st.want)
+		}
+	}
+	c := store.Snapshot().AutopilotConfig()
+	if c == nil || c.MaxTrailingLogs != 5 || c.CreateIndex != 2 || c.ModifyIndex != 5 || c.Key != state.AutopilotConfigKey {
+		t.Fatalf("autopilot configuration = %+v", c)
+	}
+}

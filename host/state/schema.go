@@ -37,6 +37,9 @@ const (
 	// TableRootKeys the keyring's root keys by key ID.
 	TableVariables = "variables"
 	TableRootKeys  = "root_keys"
+	// TableAutopilot holds the one autopilot configuration, once an
+	// operator wrote one.
+	TableAutopilot = "autopilot_config"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -271,6 +274,27 @@ type RootKey struct {
 	Key         []byte
 }
 
+// AutopilotConfigKey is the key of the one AutopilotConfig row.
+const AutopilotConfigKey = "autopilot"
+
+// AutopilotConfig is the cluster's autopilot configuration (Nomad's
+// AutopilotConfig), durations in nanoseconds. The enterprise settings
+// (redundancy zones, upgrade migrations, custom upgrades) are kept as
+// written and do nothing, as in Nomad's community edition.
+type AutopilotConfig struct {
+	Key                     string
+	CleanupDeadServers      bool
+	LastContactThreshold    int64
+	MaxTrailingLogs         uint64
+	MinQuorum               uint
+	ServerStabilizationTime int64
+	EnableRedundancyZones   bool
+	DisableUpgradeMigration bool
+	EnableCustomUpgrades    bool
+	CreateIndex             uint64
+	ModifyIndex             uint64
+}
+
 // SchedulerConfigEntry wraps the singleton scheduler configuration.
 type SchedulerConfigEntry struct {
 	ID     string
@@ -377,6 +401,7 @@ var (
 	variableNamespace = field("Namespace", func(v *Variable) string { return v.Namespace })
 	variablePath      = field("Path", func(v *Variable) string { return v.Path })
 	rootKeyID         = field("KeyID", func(k *RootKey) string { return k.KeyID })
+	autopilotKey      = field("Key", func(c *AutopilotConfig) string { return c.Key })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -502,6 +527,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TableRootKeys: {Name: TableRootKeys, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex(rootKeyID),
+		}},
+		TableAutopilot: {Name: TableAutopilot, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(autopilotKey),
 		}},
 	}}
 }

@@ -409,6 +409,148 @@ func (z *ACLToken) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *AutopilotConfig) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 11
+	// string "Key"
+	o = append(o, 0x8b, 0xa3, 0x4b, 0x65, 0x79)
+	o = msgp.AppendString(o, z.Key)
+	// string "CleanupDeadServers"
+	o = append(o, 0xb2, 0x43, 0x6c, 0x65, 0x61, 0x6e, 0x75, 0x70, 0x44, 0x65, 0x61, 0x64, 0x53, 0x65, 0x72, 0x76, 0x65, 0x72, 0x73)
+	o = msgp.AppendBool(o, z.CleanupDeadServers)
+	// string "LastContactThreshold"
+	o = append(o, 0xb4, 0x4c, 0x61, 0x73, 0x74, 0x43, 0x6f, 0x6e, 0x74, 0x61, 0x63, 0x74, 0x54, 0x68, 0x72, 0x65, 0x73, 0x68, 0x6f, 0x6c, 0x64)
+	o = msgp.AppendInt64(o, z.LastContactThreshold)
+	// string "MaxTrailingLogs"
+	o = append(o, 0xaf, 0x4d, 0x61, 0x78, 0x54, 0x72, 0x61, 0x69, 0x6c, 0x69, 0x6e, 0x67, 0x4c, 0x6f, 0x67, 0x73)
+	o = msgp.AppendUint64(o, z.MaxTrailingLogs)
+	// string "MinQuorum"
+	o = append(o, 0xa9, 0x4d, 0x69, 0x6e, 0x51, 0x75, 0x6f, 0x72, 0x75, 0x6d)
+	o = msgp.AppendUint(o, z.MinQuorum)
+	// string "ServerStabilizationTime"
+	o = append(o, 0xb7, 0x53, 0x65, 0x72, 0x76, 0x65, 0x72, 0x53, 0x74, 0x61, 0x62, 0x69, 0x6c, 0x69, 0x7a, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.ServerStabilizationTime)
+	// string "EnableRedundancyZones"
+	o = append(o, 0xb5, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x52, 0x65, 0x64, 0x75, 0x6e, 0x64, 0x61, 0x6e, 0x63, 0x79, 0x5a, 0x6f, 0x6e, 0x65, 0x73)
+	o = msgp.AppendBool(o, z.EnableRedundancyZones)
+	// string "DisableUpgradeMigration"
+	o = append(o, 0xb7, 0x44, 0x69, 0x73, 0x61, 0x62, 0x6c, 0x65, 0x55, 0x70, 0x67, 0x72, 0x61, 0x64, 0x65, 0x4d, 0x69, 0x67, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendBool(o, z.DisableUpgradeMigration)
+	// string "EnableCustomUpgrades"
+	o = append(o, 0xb4, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x43, 0x75, 0x73, 0x74, 0x6f, 0x6d, 0x55, 0x70, 0x67, 0x72, 0x61, 0x64, 0x65, 0x73)
+	o = msgp.AppendBool(o, z.EnableCustomUpgrades)
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AutopilotConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Key":
+			z.Key, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Key")
+				return
+			}
+		case "CleanupDeadServers":
+			z.CleanupDeadServers, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CleanupDeadServers")
+				return
+			}
+		case "LastContactThreshold":
+			z.LastContactThreshold, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LastContactThreshold")
+				return
+			}
+		case "MaxTrailingLogs":
+			z.MaxTrailingLogs, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MaxTrailingLogs")
+				return
+			}
+		case "MinQuorum":
+			z.MinQuorum, bts, err = msgp.ReadUintBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MinQuorum")
+				return
+			}
+		case "ServerStabilizationTime":
+			z.ServerStabilizationTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ServerStabilizationTime")
+				return
+			}
+		case "EnableRedundancyZones":
+			z.EnableRedundancyZones, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "EnableRedundancyZones")
+				return
+			}
+		case "DisableUpgradeMigration":
+			z.DisableUpgradeMigration, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DisableUpgradeMigration")
+				return
+			}
+		case "EnableCustomUpgrades":
+			z.EnableCustomUpgrades, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "EnableCustomUpgrades")
+				return
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AutopilotConfig) Msgsize() (s int) {
+	s = 1 + 4 + msgp.StringPrefixSize + len(z.Key) + 19 + msgp.BoolSize + 21 + msgp.Int64Size + 16 + msgp.Uint64Size + 10 + msgp.UintSize + 24 + msgp.Int64Size + 22 + msgp.BoolSize + 24 + msgp.BoolSize + 21 + msgp.BoolSize + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z ClusterMeta) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 3

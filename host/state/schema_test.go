@@ -33,6 +33,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableACLRoles:    {"id": str("ID"), "name": str("Name")},
 		TableVariables:   {"id": nsID("Path")},
 		TableRootKeys:    {"id": str("KeyID")},
+		TableAutopilot:   {"id": str("Key")},
 	}
 }
 
@@ -94,7 +95,8 @@ func indexedObjects() map[string][]any {
 			&Variable{Namespace: "default", Path: "app/db"}, &Variable{},
 			&Variable{Path: "app/db"}, &Variable{Namespace: "default"},
 		},
-		TableRootKeys: {&RootKey{KeyID: id}, &RootKey{}},
+		TableRootKeys:  {&RootKey{KeyID: id}, &RootKey{}},
+		TableAutopilot: {&AutopilotConfig{Key: AutopilotConfigKey}, &AutopilotConfig{}},
 	}
 }
 
