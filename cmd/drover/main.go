@@ -101,6 +101,8 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"node eligibility":                  f(&nodeEligibilityCommand{meta: m}),
 		"monitor":                           f(&logMonitorCommand{meta: m}),
 		"operator":                          group("Operate the cluster", "operator"),
+		"operator autopilot":                group("Inspect and change the Autopilot configuration", "operator autopilot"),
+		"operator autopilot get-config":     f(&autopilotGetConfigCommand{meta: m}),
 		"operator metrics":                  f(&operatorMetricsCommand{meta: m}),
 		"operator snapshot":                 group("Save and restore the cluster's state", "operator snapshot"),
 		"operator snapshot save":            f(&snapshotSaveCommand{meta: m}),

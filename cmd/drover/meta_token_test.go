@@ -164,6 +164,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"node drain":                        {"-enable", "n1"},
 		"node eligibility":                  {"-disable", "n1"},
 		"monitor":                           {},
+		"operator autopilot get-config":     {},
 		"operator metrics":                  {},
 		"operator snapshot save":            {filepath.Join(dir, "saved.tar.gz")},
 		"operator snapshot restore":         {snap},
