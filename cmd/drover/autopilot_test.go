@@ -41,3 +41,60 @@ func TestAutopilotGetConfig(t *testing.T) {
 			code: exitError, errHas: []string{"This command takes no arguments"}},
 	})
 }
+
+func TestAutopilotSetConfig(t *testing.T) {
+	const path = "/v1/operator/autopilot/configuration"
+	get := aclRequest{method: "GET", path: path}
+	put := func(body string) aclRequest { return aclRequest{method: "PUT", path: path + "?cas=7", body: body} }
+	answers := func(updated string) map[string]agentAnswer {
+		return map[string]agentAnswer{"GET " + path: {body: autopilotConf}, "PUT " + path + "?cas=7": {body: updated}}
+	}
+	// unchanged is the configuration as read, written back as it is.
+	const unchanged = `{"CleanupDeadServers": true, "LastContactThreshold": "200ms", "MaxTrailingLogs": 250, "MinQuorum": 3,
+		"ServerStabilizationTime": "10s", "EnableRedundancyZones": false, "DisableUpgradeMigration": false,
+		"EnableCustomUpgrades": false, "ModifyIndex": 7}`
+	runCLICases(t, []cliCase{
+		{name: "each option changes its setting, with check-and-set on the index read",
+			args: []string{"operator", "autopilot", "set-config", "-last-contact-threshold=1s", "-max-trailing-logs", "500",
+				"-server-stabilization-time=30s", "-enable-redundancy-zones=true", "-disable-upgrade-migration", "true",
+				"-enable-custom-upgrades=1"},
+			answers: answers("true"),
+			want: []aclRequest{get, put(`{"CleanupDeadServers": true, "LastContactThreshold": "1s", "MaxTrailingLogs": 500,
+				"MinQuorum": 3, "ServerStabilizationTime": "30s", "EnableRedundancyZones": true,
+				"DisableUpgradeMigration": true, "EnableCustomUpgrades": true, "ModifyIndex": 7}`)},
+			out: "Configuration updated!\n"},
+		{name: "an option given its zero value changes the setting to it",
+			args:    []string{"operator", "autopilot", "set-config", "-cleanup-dead-servers=false", "-min-quorum=0", "-max-trailing-logs=0"},
+			answers: answers("true"),
+			want: []aclRequest{get, put(`{"CleanupDeadServers": false, "MaxTrailingLogs": 0, "MinQuorum": 0,
+				"LastContactThreshold": "200ms", "ServerStabilizationTime": "10s"}`)},
+			out: "Configuration updated!\n"},
+		{name: "no option writes the configuration back as it is, as Nomad's does",
+			args: []string{"operator", "autopilot", "set-config"}, answers: answers("true"),
+			want: []aclRequest{get, put(unchanged)}, out: "Configuration updated!\n"},
+		{name: "check-and-set lost", args: []string{"operator", "autopilot", "set-config", "-min-quorum", "5"},
+			answers: answers("false"), want: []aclRequest{get, put(`{"MinQuorum": 5, "ModifyIndex": 7}`)},
+			code: exitError, errHas: []string{"Configuration could not be atomically updated, please try again"}},
+		{name: "write refused", args: []string{"operator", "autopilot", "set-config", "-min-quorum", "5"},
+			answers: map[string]agentAnswer{"GET " + path: {body: autopilotConf},
+				"PUT " + path + "?cas=7": {status: http.StatusBadRequest, body: `{"error": "MinQuorum must be at least 3"}`}},
+			want: []aclRequest{get, put(`{"MinQuorum": 5}`)}, code: exitError,
+			errHas: []string{"Error: writing the Autopilot configuration: API error (400): MinQuorum must be at least 3"},
+			errNot: []string{"Configuration updated!"}},
+		{name: "read refused: nothing is written", args: []string{"operator", "autopilot", "set-config", "-min-quorum", "5"},
+			answers: map[string]agentAnswer{"GET " + path: {status: http.StatusInternalServerError, body: "no leader"}},
+			want:    []aclRequest{get}, code: exitError,
+			errHas: []string{"Error: reading the Autopilot configuration: API error (500): no leader"}},
+		{name: "a duration that is none", args: []string{"operator", "autopilot", "set-config", "-last-contact-threshold=soon"},
+			code: exitError, errHas: []string{"Error parsing flags", "-last-contact-threshold", "Usage: drover operator autopilot set-config"}},
+		{name: "a negative count", args: []string{"operator", "autopilot", "set-config", "-max-trailing-logs=-1"},
+			code: exitError, errHas: []string{"Error parsing flags", "-max-trailing-logs"}},
+		{name: "a bare boolean option takes the next option as its value",
+			args: []string{"operator", "autopilot", "set-config", "-cleanup-dead-servers", "-min-quorum=3"},
+			code: exitError, errHas: []string{"Error parsing flags", "-cleanup-dead-servers"}},
+		{name: "a bare boolean option at the end", args: []string{"operator", "autopilot", "set-config", "-enable-custom-upgrades"},
+			code: exitError, errHas: []string{"flag needs an argument: -enable-custom-upgrades"}},
+		{name: "no arguments", args: []string{"operator", "autopilot", "set-config", "-min-quorum=3", "extra"},
+			code: exitError, errHas: []string{"This command takes no arguments"}},
+	})
+}

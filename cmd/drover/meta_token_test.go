@@ -165,6 +165,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"node eligibility":                  {"-disable", "n1"},
 		"monitor":                           {},
 		"operator autopilot get-config":     {},
+		"operator autopilot set-config":     {"-min-quorum", "3"},
 		"operator metrics":                  {},
 		"operator snapshot save":            {filepath.Join(dir, "saved.tar.gz")},
 		"operator snapshot restore":         {snap},
