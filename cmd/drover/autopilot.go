@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -219,4 +222,86 @@ func (c *autopilotSetConfigCommand) Run(args []string) int {
 	}
 	c.ui.Output("Configuration updated!")
 	return exitOK
+}
+
+type autopilotHealthCommand struct{ *meta }
+
+func (c *autopilotHealthCommand) Synopsis() string {
+	return "Display the current Autopilot health"
+}
+
+func (c *autopilotHealthCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover operator autopilot health [options]
+
+  Displays the servers' health as the leader's Autopilot sees it (GET
+  /v1/operator/autopilot/health): whether the cluster is healthy, how many
+  servers it can lose without losing its quorum, the leader, the voters,
+  and each server's raft state.
+
+  Exits 0 if the cluster is healthy and 1 if it is not (the report is
+  printed either way) or on error.
+
+  If ACLs are enabled, this command requires a token with the
+  'operator:read' capability.
+` + noNamespaceOptions + `
+
+Health options:
+` + jsonOption)
+}
+
+func (c *autopilotHealthCommand) Run(args []string) int {
+	fs := c.flags("operator autopilot health", true)
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+		return exitError
+	}
+	cl, err := c.autopilotClient()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	var health api.OperatorHealthReply
+	_, err = cl.Get(bg, "/v1/operator/autopilot/health", &health)
+	// The agent answers 429 Too Many Requests when a server is unhealthy,
+	// with the report still in the body: that is the answer, not an error.
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests {
+		err = json.Unmarshal(apiErr.Body, &health)
+		if err != nil {
+			return c.errorf("reading the Autopilot health: the agent's 429 holds no report: %v", err)
+		}
+	}
+	if err != nil {
+		return c.errorf("reading the Autopilot health: %v", err)
+	}
+	code := exitOK
+	if !health.Healthy {
+		code = exitError
+	}
+	if c.json {
+		return max(c.printJSON(&health), code)
+	}
+	c.printHealth(&health)
+	return code
+}
+
+// printHealth prints the report as Nomad's operator autopilot health
+// does: the cluster's health, then a table of its servers.
+func (m *meta) printHealth(h *api.OperatorHealthReply) {
+	fmt.Fprintf(m.out, "Healthy: %t\nFailureTolerance: %d\nLeader: %s\nVoters:\n", h.Healthy, h.FailureTolerance, h.Leader)
+	for _, id := range h.Voters {
+		fmt.Fprintf(m.out, "  %s\n", id)
+	}
+	fmt.Fprintln(m.out, "Servers:")
+	rows := [][]string{{"ID", "Name", "Address", "SerfStatus", "Version", "Leader", "Voter", "Healthy",
+		"LastContact", "LastTerm", "LastIndex", "StableSince"}}
+	for _, s := range h.Servers {
+		since := "-"
+		if !s.StableSince.IsZero() {
+			since = s.StableSince.Local().Format(time.RFC3339)
+		}
+		rows = append(rows, []string{s.ID, s.Name, s.Address, s.SerfStatus, s.Version,
+			strconv.FormatBool(s.Leader), strconv.FormatBool(s.Voter), strconv.FormatBool(s.Healthy),
+			s.LastContact.String(), strconv.FormatUint(s.LastTerm, 10), strconv.FormatUint(s.LastIndex, 10), since})
+	}
+	m.table(rows)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // autopilotConf is the autopilot configuration the fake agent holds, in
@@ -95,6 +97,70 @@ func TestAutopilotSetConfig(t *testing.T) {
 		{name: "a bare boolean option at the end", args: []string{"operator", "autopilot", "set-config", "-enable-custom-upgrades"},
 			code: exitError, errHas: []string{"flag needs an argument: -enable-custom-upgrades"}},
 		{name: "no arguments", args: []string{"operator", "autopilot", "set-config", "-min-quorum=3", "extra"},
+			code: exitError, errHas: []string{"This command takes no arguments"}},
+	})
+}
+
+func TestAutopilotHealth(t *testing.T) {
+	const path = "/v1/operator/autopilot/health"
+	since := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	report := func(healthy bool, tolerance int, lastContact string) string {
+		return strings.NewReplacer("HEALTHY", strconv.FormatBool(healthy), "TOLERANCE", strconv.Itoa(tolerance),
+			"CONTACT", lastContact).Replace(`{
+			"Healthy": HEALTHY, "FailureTolerance": TOLERANCE, "Leader": "s1-id", "Voters": ["s1-id", "s2-id", "s3-id"],
+			"Servers": [
+			  {"ID": "s1-id", "Name": "s1.global", "Address": "10.0.0.1:4647", "SerfStatus": "alive", "Version": "0.9.0",
+			   "Leader": true, "LastContact": "0s", "LastTerm": 3, "LastIndex": 120, "Healthy": true, "Voter": true,
+			   "StableSince": "2026-11-26T12:00:00Z"},
+			  {"ID": "s2-id", "Name": "s2.global", "Address": "10.0.0.2:4647", "SerfStatus": "alive", "Version": "0.9.0",
+			   "Leader": false, "LastContact": "12ms", "LastTerm": 3, "LastIndex": 120, "Healthy": true, "Voter": true,
+			   "StableSince": "2026-11-26T12:00:00Z"},
+			  {"ID": "s3-id", "Name": "s3.global", "Address": "10.0.0.3:4647", "SerfStatus": "failed", "Version": "0.9.0",
+			   "Leader": false, "LastContact": "CONTACT", "LastTerm": 2, "LastIndex": 97, "Healthy": HEALTHY, "Voter": true,
+			   "StableSince": "0001-01-01T00:00:00Z"}
+			]}`)
+	}
+	get := []aclRequest{{method: "GET", path: path}}
+	stable := since.Local().Format(time.RFC3339)
+	text := func(healthy bool, tolerance int, lastContact string) string {
+		h := strconv.FormatBool(healthy)
+		return strings.Join([]string{
+			"Healthy: " + h,
+			"FailureTolerance: " + strconv.Itoa(tolerance),
+			"Leader: s1-id",
+			"Voters:",
+			"  s1-id",
+			"  s2-id",
+			"  s3-id",
+			"Servers:",
+			"ID     Name       Address        SerfStatus  Version  Leader  Voter  Healthy  LastContact  LastTerm  LastIndex  StableSince",
+			"s1-id  s1.global  10.0.0.1:4647  alive       0.9.0    true    true   true     0s           3         120        " + stable,
+			"s2-id  s2.global  10.0.0.2:4647  alive       0.9.0    false   true   true     12ms         3         120        " + stable,
+			"s3-id  s3.global  10.0.0.3:4647  failed      0.9.0    false   true   " + h + strings.Repeat(" ", 9-len(h)) +
+				lastContact + strings.Repeat(" ", 13-len(lastContact)) + "2         97         -",
+			""}, "\n")
+	}
+	runCLICases(t, []cliCase{
+		{name: "healthy", args: []string{"operator", "autopilot", "health"},
+			answers: map[string]agentAnswer{"GET " + path: {body: report(true, 1, "40ms")}}, want: get,
+			out: text(true, 1, "40ms")},
+		{name: "unhealthy: the 429's report is printed and the exit code is 1", args: []string{"operator", "autopilot", "health"},
+			answers: map[string]agentAnswer{"GET " + path: {status: http.StatusTooManyRequests, body: report(false, 0, "1m30s")}},
+			want:    get, code: exitError, out: text(false, 0, "1m30s"), errNot: []string{"Error"}},
+		{name: "JSON", args: []string{"operator", "autopilot", "health", "-json"},
+			answers: map[string]agentAnswer{"GET " + path: {body: report(true, 1, "40ms")}}, want: get,
+			outHas: []string{"{\n    \"Healthy\": true,\n    \"FailureTolerance\": 1,", `"LastContact": "12ms"`, `"LastIndex": 97`,
+				`"StableSince": "2026-11-26T12:00:00Z"`, `"Voters": [`}},
+		{name: "JSON of an unhealthy cluster", args: []string{"operator", "autopilot", "health", "-json", "-namespace", "prod"},
+			answers: map[string]agentAnswer{"GET " + path: {status: http.StatusTooManyRequests, body: report(false, 0, "1m30s")}},
+			want:    get, code: exitError, outHas: []string{`"Healthy": false`, `"LastContact": "1m30s"`}, errNot: []string{"Error"}},
+		{name: "a 429 without a report", args: []string{"operator", "autopilot", "health"},
+			answers: map[string]agentAnswer{"GET " + path: {status: http.StatusTooManyRequests, body: "slow down"}},
+			want:    get, code: exitError, out: "", errHas: []string{"Error: reading the Autopilot health: the agent's 429 holds no report"}},
+		{name: "refused", args: []string{"operator", "autopilot", "health"},
+			answers: map[string]agentAnswer{"GET " + path: {status: http.StatusInternalServerError, body: `{"error": "no cluster leader"}`}},
+			want:    get, code: exitError, out: "", errHas: []string{"Error: reading the Autopilot health: API error (500): no cluster leader"}},
+		{name: "no arguments", args: []string{"operator", "autopilot", "health", "extra"},
 			code: exitError, errHas: []string{"This command takes no arguments"}},
 	})
 }

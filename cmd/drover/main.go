@@ -104,6 +104,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"operator autopilot":                group("Inspect and change the Autopilot configuration", "operator autopilot"),
 		"operator autopilot get-config":     f(&autopilotGetConfigCommand{meta: m}),
 		"operator autopilot set-config":     f(&autopilotSetConfigCommand{meta: m}),
+		"operator autopilot health":         f(&autopilotHealthCommand{meta: m}),
 		"operator metrics":                  f(&operatorMetricsCommand{meta: m}),
 		"operator snapshot":                 group("Save and restore the cluster's state", "operator snapshot"),
 		"operator snapshot save":            f(&snapshotSaveCommand{meta: m}),

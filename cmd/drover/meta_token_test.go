@@ -166,6 +166,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"monitor":                           {},
 		"operator autopilot get-config":     {},
 		"operator autopilot set-config":     {"-min-quorum", "3"},
+		"operator autopilot health":         {},
 		"operator metrics":                  {},
 		"operator snapshot save":            {filepath.Join(dir, "saved.tar.gz")},
 		"operator snapshot restore":         {snap},
