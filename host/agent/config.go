@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/host/telemetry"
 	"github.com/drover-sched/drover/host/tlsutil"
 	"github.com/drover-sched/drover/sdk"
@@ -89,6 +90,7 @@ type File struct {
 	TLS       *TLSBlock       `hcl:"tls,block"`
 	ACL       *ACLBlock       `hcl:"acl,block"`
 	Limits    *LimitsBlock    `hcl:"limits,block"`
+	Autopilot *AutopilotBlock `hcl:"autopilot,block"`
 
 	// Rest holds what the blocks above do not: the blocks other parts of
 	// the agent decode from the same file (checkRest).
@@ -291,6 +293,63 @@ func (b *LimitsBlock) apply(cfg *Config) error {
 	count("http_max_conns_per_client", b.HTTPMaxConnsPerClient, &cfg.HTTPMaxConnsPerClient)
 	dur("rpc_handshake_timeout", b.RPCHandshakeTimeout, &cfg.Server.RPCHandshakeTimeout)
 	count("rpc_max_conns_per_client", b.RPCMaxConnsPerClient, &cfg.Server.RPCMaxConnsPerClient)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// AutopilotBlock is the file's autopilot block, as Nomad's: the autopilot
+// configuration a cluster starts with, until an operator writes one
+// (drover operator autopilot set-config).
+//
+//	autopilot {
+//	  cleanup_dead_servers      = true
+//	  last_contact_threshold    = "200ms"
+//	  max_trailing_logs         = 250
+//	  min_quorum                = 0
+//	  server_stabilization_time = "10s"
+//	}
+//
+// Nomad Enterprise's enable_redundancy_zones, disable_upgrade_migration
+// and enable_custom_upgrades are kept and do nothing, as in Nomad's
+// community edition.
+type AutopilotBlock struct {
+	CleanupDeadServers      *bool   `hcl:"cleanup_dead_servers,optional"`
+	LastContactThreshold    string  `hcl:"last_contact_threshold,optional"`
+	MaxTrailingLogs         *uint64 `hcl:"max_trailing_logs,optional"`
+	MinQuorum               *uint   `hcl:"min_quorum,optional"`
+	ServerStabilizationTime string  `hcl:"server_stabilization_time,optional"`
+	EnableRedundancyZones   *bool   `hcl:"enable_redundancy_zones,optional"`
+	DisableUpgradeMigration *bool   `hcl:"disable_upgrade_migration,optional"`
+	EnableCustomUpgrades    *bool   `hcl:"enable_custom_upgrades,optional"`
+}
+
+// apply sets in c what the block sets.
+func (b *AutopilotBlock) apply(c *state.AutopilotConfig) error {
+	var errs []error
+	dur := func(name, v string, dst *int64) {
+		d := time.Duration(*dst)
+		durationValue(&errs, "autopilot."+name, v, `"200ms"`, false, &d)
+		*dst = int64(d)
+	}
+	set := func(v *bool, dst *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(b.CleanupDeadServers, &c.CleanupDeadServers)
+	dur("last_contact_threshold", b.LastContactThreshold, &c.LastContactThreshold)
+	if b.MaxTrailingLogs != nil {
+		c.MaxTrailingLogs = *b.MaxTrailingLogs
+	}
+	if b.MinQuorum != nil {
+		c.MinQuorum = *b.MinQuorum
+	}
+	dur("server_stabilization_time", b.ServerStabilizationTime, &c.ServerStabilizationTime)
+	set(b.EnableRedundancyZones, &c.EnableRedundancyZones)
+	set(b.DisableUpgradeMigration, &c.DisableUpgradeMigration)
+	set(b.EnableCustomUpgrades, &c.EnableCustomUpgrades)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
@@ -540,6 +599,11 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.Limits != nil {
 		if err := f.Limits.apply(cfg); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	if f.Autopilot != nil {
+		if err := f.Autopilot.apply(&cfg.Server.Autopilot); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
 	}

@@ -113,6 +113,15 @@ limits {
   rpc_handshake_timeout     = "7s"
   rpc_max_conns_per_client  = 0
 }
+
+autopilot {
+  cleanup_dead_servers      = false
+  last_contact_threshold    = "500ms"
+  max_trailing_logs         = 100
+  min_quorum                = 3
+  server_stabilization_time = "20s"
+  enable_redundancy_zones   = true
+}
 `
 	f, err := ParseConfig("agent.hcl", []byte(src))
 	if err != nil {
@@ -190,6 +199,12 @@ limits {
 		{"limits.http_max_conns_per_client", cfg.HTTPMaxConnsPerClient, 50},
 		{"limits.rpc_handshake_timeout", s.RPCHandshakeTimeout, 7 * time.Second},
 		{"limits.rpc_max_conns_per_client (0: no limit)", s.RPCMaxConnsPerClient, 0},
+		{"autopilot.cleanup_dead_servers", s.Autopilot.CleanupDeadServers, false},
+		{"autopilot.last_contact_threshold", s.Autopilot.LastContactThreshold, int64(500 * time.Millisecond)},
+		{"autopilot.max_trailing_logs", s.Autopilot.MaxTrailingLogs, uint64(100)},
+		{"autopilot.min_quorum", s.Autopilot.MinQuorum, uint(3)},
+		{"autopilot.server_stabilization_time", s.Autopilot.ServerStabilizationTime, int64(20 * time.Second)},
+		{"autopilot.enable_redundancy_zones", s.Autopilot.EnableRedundancyZones, true},
 		{"tls.tls_cipher_suites", fmt.Sprint(cfg.TLS.CipherSuites),
 			fmt.Sprint([]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384})},
 	}
@@ -346,6 +361,10 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"every bad limit", "limits {\n  rpc_max_conns_per_client = -2\n  https_handshake_timeout = \"5\"\n}",
 			"agent.hcl:3:29: error: Invalid value; limits.https_handshake_timeout"},
 		{"connection limit not a number", `limits { rpc_max_conns_per_client = "many" }`, "Unsuitable value type"},
+		{"bad autopilot duration", "autopilot {\n  server_stabilization_time = \"-1s\"\n}",
+			`agent.hcl:2:31: error: Invalid value; autopilot.server_stabilization_time = "-1s" must not be negative`},
+		{"unknown autopilot setting", "autopilot {\n  redundancy_zone_tag = \"zone\"\n}", "agent.hcl:2"},
+		{"negative trailing logs", "autopilot {\n  max_trailing_logs = -1\n}", "agent.hcl:2"},
 		{"zero search limit", "server {\n  search {\n    limit_query = 0\n  }\n}",
 			"agent.hcl:3:19: error: Invalid value; server.search.limit_query = 0 must be at least 1"},
 		{"every bad search setting", "server {\n  search {\n    limit_results   = -1\n    min_term_length = 0\n  }\n}",

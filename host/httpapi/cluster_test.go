@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/httpapi"
@@ -335,5 +336,44 @@ func TestCluster_Variables(t *testing.T) {
 	})
 	if v, _, err := stale.Read("app/a", &api.QueryOptions{AllowStale: true}); err != nil || v.Items["k"] != "app/a" {
 		t.Fatalf("a re-encrypted variable read on a follower: %+v, %v", v, err)
+	}
+}
+
+// The autopilot through Nomad's client, asked of a follower: its
+// configuration (the agent's until written, then through raft, with
+// check-and-set) and the servers' health.
+func TestCluster_Autopilot(t *testing.T) {
+	servers, apis, leader := clusterAPIs(t)
+	f := (slices.Index(servers, leader) + 1) % 3
+	op := nomadClient(t, apis[f].URL).Operator()
+	conf, _, err := op.AutopilotGetConfiguration(nil)
+	if err != nil || !conf.CleanupDeadServers || conf.LastContactThreshold != 200*time.Millisecond || conf.MaxTrailingLogs != 250 ||
+		conf.ServerStabilizationTime != 10*time.Second || conf.ModifyIndex != 0 {
+		t.Fatalf("default configuration = %+v, %v", conf, err)
+	}
+	conf.CleanupDeadServers, conf.MaxTrailingLogs = false, 100
+	if ok, _, err := op.AutopilotCASConfiguration(conf, nil); !ok || err != nil {
+		t.Fatalf("check-and-set at 0: %v, %v", ok, err)
+	}
+	if ok, _, err := op.AutopilotCASConfiguration(conf, nil); ok || err != nil {
+		t.Fatalf("a second check-and-set at 0: %v, %v", ok, err)
+	}
+	got, _, err := op.AutopilotGetConfiguration(nil)
+	if err != nil || got.CleanupDeadServers || got.MaxTrailingLogs != 100 || got.ModifyIndex == 0 || got.CreateIndex != got.ModifyIndex {
+		t.Fatalf("written configuration = %+v, %v", got, err)
+	}
+
+	var health *api.OperatorHealthReply
+	servertest.WaitFor(t, "a healthy cluster", func() bool {
+		health, _, err = op.AutopilotServerHealth(nil)
+		return err == nil && health.Healthy
+	})
+	if health.FailureTolerance != 1 || len(health.Servers) != 3 || len(health.Voters) != 3 || health.Leader != leader.Config().NodeName {
+		t.Fatalf("health = %+v", health)
+	}
+	for _, sv := range health.Servers {
+		if !sv.Healthy || !sv.Voter || sv.SerfStatus != "alive" || sv.LastIndex == 0 || sv.Leader != (sv.ID == leader.Config().NodeName) {
+			t.Errorf("server health = %+v", sv)
+		}
 	}
 }

@@ -88,6 +88,7 @@ func (a *API) register() {
 
 	a.registerVariables()
 	a.registerServices()
+	a.registerAutopilot()
 }
 
 // write adds a write endpoint: PUT and POST are interchangeable, as in

@@ -55,8 +55,9 @@ type PeerInfo struct {
 	Address string
 	Region  string
 	// Servers is how many servers its raft configuration holds: 0 until
-	// it is part of a cluster.
+	// it is part of a cluster; Members are their IDs.
 	Servers int
+	Members []string `json:",omitempty"`
 	// Leader is the RPC address of the leader it follows ("" if none).
 	Leader          string
 	BootstrapExpect int
@@ -66,6 +67,14 @@ type PeerInfo struct {
 	// LastMessageType); servers of versions that do not say apply up to
 	// fsm.ClusterMetaRequestType (gate.go).
 	Applies fsm.MessageType `json:",omitempty"`
+	// Version is the Drover version it runs; LastIndex and LastTerm are
+	// its raft log's last entry, LastContact how long ago it last heard
+	// from the leader (0 on the leader): what the leader's autopilot
+	// watches.
+	Version     string        `json:",omitempty"`
+	LastIndex   uint64        `json:",omitempty"`
+	LastTerm    uint64        `json:",omitempty"`
+	LastContact time.Duration `json:",omitempty"`
 }
 
 // JoinRequest asks the leader to add a server as a voter.
@@ -151,9 +160,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func (s *Server) peerInfo() PeerInfo {
 	info := PeerInfo{ID: s.cfg.NodeName, Address: s.RPCAddr(), Region: s.cfg.Region,
 		Leader: s.Leader(), BootstrapExpect: s.cfg.BootstrapExpect, ClusterID: s.ClusterID(),
-		Applies: fsm.MessageType(s.applies.Load())}
+		Applies: fsm.MessageType(s.applies.Load()), Version: Version}
+	info.LastIndex, info.LastTerm, info.LastContact = s.raftStats()
 	if f := s.raftLayer.raft.GetConfiguration(); f.Error() == nil {
 		info.Servers = len(f.Configuration().Servers)
+		for _, sv := range f.Configuration().Servers {
+			info.Members = append(info.Members, string(sv.ID))
+		}
 	}
 	return info
 }
@@ -368,6 +381,7 @@ func (s *Server) joinCluster(ctx context.Context) {
 			if err := s.markDataDirInitialized(); err != nil {
 				s.log.Error().Err(err).Msg("could not mark the data dir initialized")
 			}
+			s.watchMembership(ctx, client)
 			return
 		}
 		if err := s.joinRound(ctx, client); err != nil {
@@ -379,6 +393,63 @@ func (s *Server) joinCluster(ctx context.Context) {
 		case <-time.After(s.cfg.RetryInterval):
 		}
 	}
+}
+
+// watchMembership runs while the server is in a cluster: every
+// Config.AutopilotFailedAfter, a server that does not lead asks the leader
+// whether it is in the leader's configuration, and if it is not, to add it
+// again. The cluster may have removed it while it was away (the leader's
+// autopilot, or an operator): a server removed while down never hears of
+// it, and would wait for a leader that no longer counts it.
+func (s *Server) watchMembership(ctx context.Context, client *http.Client) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.AutopilotFailedAfter):
+		}
+		if s.IsLeader() {
+			continue
+		}
+		leader, err := s.findLeader(ctx, client)
+		switch {
+		case err != nil:
+			s.log.Warn().Err(err).Dur("last_contact", s.LastContact()).Msg("no cluster leader found")
+		case !slices.Contains(leader.Members, s.cfg.NodeName):
+			s.log.Warn().Str("leader", leader.Address).Msg("this server is not in the leader's raft configuration: asking to be added again")
+			if err := s.askToJoin(ctx, client, leader.Address); err != nil {
+				s.log.Warn().Err(err).Msg("could not rejoin the cluster")
+			}
+		}
+	}
+}
+
+// findLeader asks the leader this server follows, else the one a RetryJoin
+// server follows, who it is.
+func (s *Server) findLeader(ctx context.Context, client *http.Client) (PeerInfo, error) {
+	self := s.peerInfo()
+	tried := map[string]bool{self.Address: true}
+	ask := func(addr string) (PeerInfo, bool) {
+		if addr == "" || tried[addr] {
+			return PeerInfo{}, false
+		}
+		tried[addr] = true
+		info, err := fetchPeerInfo(ctx, client, addr)
+		if err != nil || !sameCluster(self.ClusterID, info.ClusterID) {
+			return PeerInfo{}, false
+		}
+		return info, true
+	}
+	for _, addr := range append([]string{self.Leader}, s.cfg.RetryJoin...) {
+		info, ok := ask(addr)
+		if ok && info.Leader != "" && info.Leader != info.Address {
+			info, ok = ask(info.Leader)
+		}
+		if ok && info.Leader != "" && info.Leader == info.Address {
+			return info, nil
+		}
+	}
+	return PeerInfo{}, errors.New("no server this one knows of knows a leader")
 }
 
 func (s *Server) joinRound(ctx context.Context, client *http.Client) error {

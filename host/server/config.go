@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-sched/drover/host/broker"
 	"github.com/drover-sched/drover/host/events"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/host/telemetry"
 	"github.com/drover-sched/drover/host/tlsutil"
 	"github.com/drover-sched/drover/sdk"
@@ -130,6 +131,19 @@ type Config struct {
 
 	// Search bounds the fuzzy search API (the agent's server { search {} }).
 	Search SearchConfig
+
+	// Autopilot is the autopilot configuration until an operator writes
+	// one (the agent's autopilot block; Nomad's defaults).
+	Autopilot state.AutopilotConfig
+	// AutopilotFailedAfter is how long a server of the raft configuration
+	// may not answer the leader before the autopilot takes it as failed
+	// (and, with cleanup_dead_servers, removes it); a server without a
+	// leader that long asks to join again, in case it was removed while
+	// away. Nomad learns of failures from its gossip; Drover has none.
+	AutopilotFailedAfter time.Duration
+	// AutopilotInterval is how often the autopilot looks at the servers
+	// and acts (0: raft-autopilot's defaults, 2 s and 10 s).
+	AutopilotInterval time.Duration
 }
 
 // SearchConfig is what the fuzzy search API (/v1/search/fuzzy) may cost a
@@ -192,6 +206,8 @@ func DefaultConfig() Config {
 		ACLTokenMaxExpirationTTL:   24 * time.Hour,
 		ACLTokenGCInterval:         5 * time.Minute,
 		Search:                     DefaultSearchConfig(),
+		Autopilot:                  DefaultAutopilotConfig(),
+		AutopilotFailedAfter:       30 * time.Second,
 	}
 }
 
@@ -250,6 +266,11 @@ func (c Config) Validate() error {
 	case c.Search.LimitQuery < 1 || c.Search.LimitResults < 1 || c.Search.MinTermLength < 1:
 		return fmt.Errorf("server: search limit_query, limit_results and min_term_length must be at least 1, got %d, %d and %d",
 			c.Search.LimitQuery, c.Search.LimitResults, c.Search.MinTermLength)
+	case c.AutopilotFailedAfter <= 0 || c.AutopilotInterval < 0:
+		return fmt.Errorf("server: the autopilot's failure timeout must be positive and its interval not negative, got %s and %s",
+			c.AutopilotFailedAfter, c.AutopilotInterval)
+	case c.Autopilot.LastContactThreshold < 0 || c.Autopilot.ServerStabilizationTime < 0:
+		return fmt.Errorf("server: autopilot last_contact_threshold and server_stabilization_time must not be negative")
 	case c.RPCAddr == "" && (c.BootstrapExpect > 1 || len(c.RetryJoin) > 0):
 		return fmt.Errorf("server: joining other servers (bootstrap_expect > 1, retry_join) needs an RPC address")
 	case c.RPCAddr != "" && c.Dev:

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	autopilot "github.com/hashicorp/raft-autopilot"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -48,6 +49,10 @@ type Server struct {
 	// rotation.
 	keyringMu sync.Mutex
 	rekeyKick chan struct{}
+	// autopilot runs while this server leads (autopilot.go);
+	// autopilotSeen is when each server last answered it.
+	autopilot     atomic.Pointer[autopilot.Autopilot]
+	autopilotSeen seenServers
 	// applies is the newest log entry type this server applies, as it
 	// tells the others (fsm.LastMessageType; lower in tests of gate.go).
 	applies atomic.Uint32
@@ -156,7 +161,8 @@ func New(cfg Config, plugins *runtime.Registry, log zerolog.Logger) (*Server, er
 	go s.emitStats(ctx)
 	if s.rpc != nil {
 		s.startRPC()
-		if !s.inCluster() {
+		if len(cfg.RetryJoin) > 0 || !s.inCluster() {
+			// Until it is in a cluster, then watching that it stays.
 			s.done.Add(1)
 			go s.joinCluster(ctx)
 		}

@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/server/servertest"
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+)
+
+// The leader's autopilot reports every server healthy; a server that
+// stops answering is failed after AutopilotFailedAfter and removed from
+// the raft configuration (two voters stay: a quorum); restarted from its
+// data dir, it finds itself without a leader and asks to be added again.
+func TestAutopilot_RemovesAFailedServerWhichRejoins(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, 3)
+	for i := range cfgs {
+		cfgs[i].AutopilotFailedAfter, cfgs[i].AutopilotInterval = 2*time.Second, 100*time.Millisecond
+		cfgs[i].Autopilot.ServerStabilizationTime = int64(100 * time.Millisecond)
+		servers[i] = servertest.StartMember(t, cfgs[i], nil)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	// The servers' versions are known from the second round on.
+	servertest.WaitFor(t, "a healthy cluster", func() bool {
+		st := leader.AutopilotState()
+		return st != nil && st.Healthy && st.FailureTolerance == 1 && len(st.Servers) == 3 &&
+			!slices.ContainsFunc(slices.Collect(maps.Values(st.Servers)), func(sv *autopilot.ServerState) bool { return sv.Server.Version == "" })
+	})
+	for id, sv := range leader.AutopilotState().Servers {
+		if sv.Server.NodeStatus != autopilot.NodeAlive || sv.Server.Version != server.Version || !sv.Health.Healthy {
+			t.Errorf("server %s: %+v", id, sv)
+		}
+	}
+
+	f := (slices.Index(servers, leader) + 1) % 3
+	gone := cfgs[f].NodeName
+	if err := servers[f].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the stopped server unhealthy", func() bool {
+		st := leader.AutopilotState()
+		return st != nil && !st.Healthy && st.FailureTolerance == 0
+	})
+	servertest.WaitFor(t, "the failed server removed", func() bool { return !slices.Contains(raftIDs(t, leader), gone) })
+
+	back := servertest.StartMember(t, cfgs[f], nil)
+	servertest.WaitFor(t, "the server back in the configuration, following", func() bool {
+		return slices.Contains(raftIDs(t, leader), gone) && back.Leader() == leader.RPCAddr()
+	})
+	servertest.WaitFor(t, "a healthy cluster again", func() bool {
+		st := leader.AutopilotState()
+		return st != nil && st.Healthy && len(st.Servers) == 3
+	})
+}
+
+// With cleanup_dead_servers off (an operator's configuration, through
+// raft), a failed server stays in the configuration.
+func TestAutopilot_CleanupOffKeepsAFailedServer(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, 3)
+	for i := range cfgs {
+		cfgs[i].AutopilotFailedAfter, cfgs[i].AutopilotInterval = time.Second, 100*time.Millisecond
+		servers[i] = servertest.StartMember(t, cfgs[i], nil)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	c := *leader.AutopilotConfig(leader.Store().Snapshot())
+	c.CleanupDeadServers = false
+	if ok, _, err := leader.SetAutopilotConfig(&c, true, 0); !ok || err != nil {
+		t.Fatalf("set the configuration: %v, %v", ok, err)
+	}
+	if ok, _, err := leader.SetAutopilotConfig(&c, true, 0); ok || err != nil {
+		t.Fatalf("a second check-and-set at index 0: %v, %v", ok, err)
+	}
+	f := (slices.Index(servers, leader) + 1) % 3
+	if err := servers[f].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the stopped server failed", func() bool {
+		st := leader.AutopilotState()
+		return st != nil && st.Servers != nil && st.Servers[raft.ServerID(cfgs[f].NodeName)].Server.NodeStatus == autopilot.NodeFailed
+	})
+	time.Sleep(500 * time.Millisecond) // several autopilot rounds
+	if !slices.Contains(raftIDs(t, leader), cfgs[f].NodeName) {
+		t.Fatal("a failed server was removed with cleanup_dead_servers off")
+	}
+}
