@@ -151,6 +151,26 @@ func (m *meta) client() (*client.Client, error) {
 	return c, nil
 }
 
+// errWildcardNamespace is Nomad's CLI's answer to -namespace=* from a
+// command that acts in one namespace.
+const errWildcardNamespace = `The wildcard namespace ("*") is not valid for this command.`
+
+// singleNamespaceClient is the client for a command that acts in one
+// namespace (var get, put and purge; service info and delete): it refuses
+// the wildcard namespace before anything is sent.
+func (m *meta) singleNamespaceClient() (*client.Client, bool) {
+	if m.namespace == "*" {
+		m.ui.Error(errWildcardNamespace)
+		return nil, false
+	}
+	cl, err := m.client()
+	if err != nil {
+		m.errorf("%v", err)
+		return nil, false
+	}
+	return cl, true
+}
+
 // stdin is standard input.
 func (m *meta) stdin() io.Reader {
 	if m.in != nil {

@@ -67,7 +67,6 @@ const (
 	errInvalidInFormat       = `Invalid value for "-in"; valid values are [hcl, json]`
 	errInvalidOutFormat      = `Invalid value for "-out"; valid values are [go-template, hcl, json, none, table]`
 	errInvalidListOutFormat  = `Invalid value for "-out"; valid values are [go-template, json, table, terse]`
-	errWildcardNamespace     = `The wildcard namespace ("*") is not valid for this command.`
 	msgWarnFilterPerformance = "Filter queries require a full scan of the data; use prefix searching " +
 		"where possible"
 )
@@ -313,20 +312,6 @@ func hclQuote(s string) string {
 	return b.String()
 }
 
-// varClient is the client for a var command that acts in one namespace.
-func (m *meta) varClient() (*client.Client, bool) {
-	if m.namespace == "*" {
-		m.ui.Error(errWildcardNamespace)
-		return nil, false
-	}
-	cl, err := m.client()
-	if err != nil {
-		m.errorf("%v", err)
-		return nil, false
-	}
-	return cl, true
-}
-
 type varListCommand struct{ *meta }
 
 func (c *varListCommand) Synopsis() string { return "List variable metadata" }
@@ -515,7 +500,7 @@ func (c *varGetCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return exitError
 	}
-	cl, ok := c.varClient()
+	cl, ok := c.singleNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -569,7 +554,7 @@ func (c *varPurgeCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return exitError
 	}
-	cl, ok := c.varClient()
+	cl, ok := c.singleNamespaceClient()
 	if !ok {
 		return exitError
 	}
