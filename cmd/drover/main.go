@@ -1,5 +1,6 @@
 // Command drover is Drover's one binary: the agent, and the CLI that talks
-// to it (job, eval, alloc, node, plugin, operator, acl, var), as Nomad's does.
+// to it (job, eval, alloc, node, plugin, operator, acl, var, service), as
+// Nomad's does.
 package main
 
 import (
@@ -136,6 +137,10 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"var put":                           f(&varPutCommand{meta: m}),
 		"var purge":                         f(&varPurgeCommand{meta: m}),
 		"var init":                          f(&varInitCommand{meta: m}),
+		"service":                           f(&groupCommand{synopsis: "Interact with registered services", help: serviceGroupHelp}),
+		"service list":                      f(&serviceListCommand{meta: m}),
+		"service info":                      f(&serviceInfoCommand{meta: m}),
+		"service delete":                    f(&serviceDeleteCommand{meta: m}),
 		"tls":                               f(&groupCommand{synopsis: "Make a CA and certificates for TLS", help: tlsGroupHelp}),
 		"tls ca":                            group("Make a certificate authority", "tls ca"),
 		"tls ca create":                     f(&tlsCACreateCommand{meta: m}),
