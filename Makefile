@@ -79,6 +79,7 @@ run: build
 	  for f in examples/jobs/*.hcl; do echo "==> drover job run $$f"; $(BIN)/drover job run $$f; done; \
 	  echo "==> drover job status"; $(BIN)/drover job status; \
 	  echo "==> drover job status web"; $(BIN)/drover job status web; \
+	  echo "==> drover service info web"; $(BIN)/drover service info web; \
 	  echo "==> Dev agent running at http://$(ADDR); Ctrl-C stops it."; wait $$agent || true
 
 clean:

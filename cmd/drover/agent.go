@@ -45,7 +45,10 @@ Options:
                        token_max_expiration_ttl), limits
                        (https_handshake_timeout,
                        http_max_conns_per_client, rpc_handshake_timeout,
-                       rpc_max_conns_per_client), and plugin
+                       rpc_max_conns_per_client), autopilot
+                       (cleanup_dead_servers, last_contact_threshold,
+                       max_trailing_logs, min_quorum,
+                       server_stabilization_time), and plugin
                        "NAME" blocks (runtime, path, config, env,
                        real_clock, limits { memory_mb, timeout,
                        enforce_deadline }) that add or configure scheduler

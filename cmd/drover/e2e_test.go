@@ -211,6 +211,24 @@ func TestE2E_JobRunPlacesWebOnDevAgent(t *testing.T) {
 		}
 	}
 
+	// The web service is registered once each allocation runs, at a dev
+	// node's address and the allocation's http port.
+	var regs []struct {
+		ServiceName, AllocID, Address string
+		Port                          int
+		Tags                          []string
+	}
+	waitUntil(t, 20*time.Second, "three web instances registered", func() bool {
+		code, out = drover(t, bin, addr, "service", "info", "-json", "web")
+		return code == 0 && json.Unmarshal([]byte(out), &regs) == nil && len(regs) == 3
+	})
+	for _, r := range regs {
+		if !strings.HasPrefix(r.Address, "10.0.0.") || r.Port < 20000 || len(r.Tags) != 2 || r.Tags[0] != "frontend" ||
+			!strings.HasPrefix(r.Tags[1], "dc") {
+			t.Errorf("registration %+v", r)
+		}
+	}
+
 	code, out = drover(t, bin, addr, "plugin", "list", "-json")
 	if code != 0 {
 		t.Fatalf("plugin list exited %d:\n%s", code, out)
