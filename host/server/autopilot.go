@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,9 +23,9 @@ import (
 // servers that have failed, as long as enough voters stay for a quorum
 // (and min_quorum). Nomad learns that a server failed from its gossip;
 // Drover has none, so a server is failed once it has not answered the
-// leader for Config.AutopilotFailedAfter (30 s by default), counted
-// from when the server leads at the earliest. A removed server that comes
-// back asks to join again (joinCluster).
+// leader for Config.AutopilotFailedAfter (30 s by default), counted from
+// when the leader first saw it in its configuration at the earliest. A
+// removed server that comes back asks to join again (watchMembership).
 
 // DefaultAutopilotConfig is Nomad's default autopilot configuration.
 func DefaultAutopilotConfig() state.AutopilotConfig {
@@ -70,7 +71,7 @@ func (s *Server) AutopilotState() *autopilot.State {
 
 // runAutopilot runs an autopilot while this server leads.
 func (s *Server) runAutopilot(ctx context.Context) {
-	s.autopilotSeen.reset(s.now())
+	s.autopilotSeen.reset()
 	ap := s.newAutopilot()
 	ap.Start(ctx)
 	s.autopilot.Store(ap)
@@ -87,25 +88,48 @@ func (s *Server) newAutopilot() *autopilot.Autopilot {
 	return autopilot.New(s.raftLayer.raft, autopilotDelegate{s}, opts...)
 }
 
-// seenServers remembers when each server last answered the leader, and
-// the version it said it runs.
+// seenServers remembers when each server of the raft configuration last
+// answered the leader, and the version it said it runs. A server's clock
+// starts when the leader first sees it in the configuration (as it begins
+// to lead, or once the server is added), not earlier: a server that joins,
+// or is added back, while the leader has led for long is not failed, and
+// removed, before it could answer once.
 type seenServers struct {
 	mu       sync.Mutex
-	since    time.Time // when this server began to lead
 	at       map[raft.ServerID]time.Time
 	versions map[raft.ServerID]string
 }
 
-func (ss *seenServers) reset(now time.Time) {
+func (ss *seenServers) reset() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.since, ss.at, ss.versions = now, map[raft.ServerID]time.Time{}, map[raft.ServerID]string{}
+	ss.at, ss.versions = map[raft.ServerID]time.Time{}, map[raft.ServerID]string{}
 }
 
+// track makes ids, the servers of the raft configuration at now, the
+// servers watched: one new to it is counted from now, one no longer in it
+// is forgotten (added back, it is new again).
+func (ss *seenServers) track(ids []raft.ServerID, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := ss.at[id]; !ok {
+			ss.at[id] = now
+		}
+	}
+	for id := range ss.at {
+		if !slices.Contains(ids, id) {
+			delete(ss.at, id)
+			delete(ss.versions, id)
+		}
+	}
+}
+
+// saw records that id, a server watched, answered at now.
 func (ss *seenServers) saw(id raft.ServerID, now time.Time, version string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.at != nil {
+	if _, ok := ss.at[id]; ok {
 		ss.at[id], ss.versions[id] = now, version
 	}
 }
@@ -116,16 +140,13 @@ func (ss *seenServers) version(id raft.ServerID) string {
 	return ss.versions[id]
 }
 
-// failed reports whether id has not answered for longer than after, since
-// it last did or since this server began to lead.
+// failed reports whether id, a server watched, has not answered for
+// longer than after, since it last did or since it is watched.
 func (ss *seenServers) failed(id raft.ServerID, now time.Time, after time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	last, ok := ss.at[id]
-	if !ok {
-		last = ss.since
-	}
-	return now.Sub(last) > after
+	return ok && now.Sub(last) > after
 }
 
 // autopilotDelegate is the server as raft-autopilot sees it.
@@ -156,8 +177,14 @@ func (d autopilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 	}
 	_, leader := s.raftLayer.raft.LeaderWithID()
 	now := s.now()
+	servers := f.Configuration().Servers
+	ids := make([]raft.ServerID, len(servers))
+	for i, sv := range servers {
+		ids[i] = sv.ID
+	}
+	s.autopilotSeen.track(ids, now)
 	out := map[raft.ServerID]*autopilot.Server{}
-	for _, sv := range f.Configuration().Servers {
+	for _, sv := range servers {
 		status, version := autopilot.NodeAlive, Version
 		if sv.ID != raft.ServerID(s.cfg.NodeName) {
 			version = s.autopilotSeen.version(sv.ID)

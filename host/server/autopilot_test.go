@@ -89,3 +89,43 @@ func TestAutopilot_CleanupOffKeepsAFailedServer(t *testing.T) {
 		t.Fatal("a failed server was removed with cleanup_dead_servers off")
 	}
 }
+
+// A server added while the leader has led for longer than
+// AutopilotFailedAfter is not failed (nor removed) before it could answer:
+// its clock starts when the leader sees it in the configuration.
+func TestAutopilot_JoiningServerIsNotFailed(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 4)
+	for i := range cfgs {
+		cfgs[i].AutopilotFailedAfter, cfgs[i].AutopilotInterval = time.Second, 20*time.Millisecond
+		cfgs[i].Autopilot.ServerStabilizationTime = int64(100 * time.Millisecond)
+		cfgs[i].BootstrapExpect, cfgs[i].RetryJoin = 3, cfgs[i].RetryJoin[:3]
+	}
+	servers := make([]*server.Server, 3)
+	for i := range servers {
+		servers[i] = servertest.StartMember(t, cfgs[i], nil)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	time.Sleep(2 * cfgs[0].AutopilotFailedAfter)
+
+	joiner := raft.ServerID(cfgs[3].NodeName)
+	servertest.StartMember(t, cfgs[3], nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if st := leader.AutopilotState(); st != nil && st.Servers[joiner] != nil {
+			sv := st.Servers[joiner]
+			if sv.Server.NodeStatus != autopilot.NodeAlive {
+				t.Fatalf("the joining server is %s in the autopilot's state", sv.Server.NodeStatus)
+			}
+			if sv.Health.Healthy {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the joining server is not healthy after 20 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !slices.Contains(raftIDs(t, leader), string(joiner)) {
+		t.Fatal("the joining server was removed")
+	}
+}
