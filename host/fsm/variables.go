@@ -33,7 +33,7 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 		return tx.DeleteVariable(v.Namespace, v.Path)
 	}
 	if tx.RootKey(v.KeyID) == nil {
-		return fmt.Errorf("%w: variable %q is encrypted with root key %q, which the keyring no longer holds", ErrConflict, v.Path, v.KeyID)
+		return fmt.Errorf("%w: variable %q is encrypted with root key %q", ErrUnknownRootKey, v.Path, v.KeyID)
 	}
 	if req.Op == VarOpRekey {
 		if cur == nil {
@@ -44,6 +44,12 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 	c := *v
 	return tx.SetVariable(&c)
 }
+
+// ErrUnknownRootKey refuses a variable encrypted with a root key the
+// keyring does not hold (removed since the writer read it): unlike
+// ErrConflict, it says nothing of the variable's modify index, and the
+// writer may seal the items again with the active key.
+var ErrUnknownRootKey = errors.New("fsm: root key not in the keyring")
 
 // ErrRootKeyInUse refuses to delete a root key that is active or still
 // encrypts variables.

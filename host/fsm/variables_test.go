@@ -31,7 +31,7 @@ func TestFSM_VariableEntries(t *testing.T) {
 		msg  msgp.Marshaler
 		want error
 	}{
-		{VariableApplyRequestType, apply(VarOpSet, v("a", "k1", 1), 0), ErrConflict}, // 1: no such key yet
+		{VariableApplyRequestType, apply(VarOpSet, v("a", "k1", 1), 0), ErrUnknownRootKey}, // 1: no such key yet
 		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", state.RootKeyActive)}}, nil},
 		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 3), 0), nil},                                                   // 3: create if absent
 		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 4), 0), ErrConflict},                                           // exists now
@@ -49,13 +49,19 @@ func TestFSM_VariableEntries(t *testing.T) {
 		{VariableApplyRequestType, apply(VarOpDelete, v("b", "", 0), 0), nil},            // gone: no error
 		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("nope", "", 0), 0), nil},      // absent, as asked
 		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", "retired")}}, ErrBadEntry},
-		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},           // 19
-		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrConflict}, // deleted key
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},                 // 19
+		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrUnknownRootKey}, // deleted key
 		{VariableApplyRequestType, apply("merge", v("c", "k2", 21), 0), ErrBadEntry},
 	}
 	for i, st := range steps {
-		if err := applyEntry(t, f, uint64(i+1), st.typ, st.msg); !errors.Is(err, st.want) {
+		err := applyEntry(t, f, uint64(i+1), st.typ, st.msg)
+		if !errors.Is(err, st.want) {
 			t.Fatalf("step %d (%T): err = %v, want %v", i+1, st.msg, err, st.want)
+		}
+		// The server answers ErrConflict as a lost check-and-set (a 409
+		// with the variable as it is): nothing else may look like one.
+		if st.want != ErrConflict && errors.Is(err, ErrConflict) {
+			t.Fatalf("step %d (%T): err = %v, a check-and-set conflict", i+1, st.msg, err)
 		}
 	}
 	snap := store.Snapshot()

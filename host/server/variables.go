@@ -38,6 +38,10 @@ const (
 	RootKeyAlgorithm = "aes256-gcm"
 	// rekeyBatch is how many variables a full rotation reads at a time.
 	rekeyBatch = 64
+	// sealAttempts is how many times a write seals its items, each time
+	// with the key active then, while the key it used is gone as it
+	// applies.
+	sealAttempts = 3
 )
 
 // validVariablePath is what a variable's path may be (Nomad's).
@@ -125,23 +129,31 @@ func (s *Server) SetVariable(ns, path string, items map[string]string, cas bool,
 			return nil, 0, &VariableConflict{Current: cur}
 		}
 	}
-	key, err := s.activeRootKey()
-	if err != nil {
-		return nil, 0, err
-	}
-	data, err := s.seal(key, ns, path, items)
-	if err != nil {
-		return nil, 0, err
-	}
-	now := s.now().UnixNano()
-	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: checkIndex,
-		Var: &state.Variable{Namespace: ns, Path: path, CreateTime: now, ModifyTime: now, KeyID: key.KeyID, Data: data}}
+	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: checkIndex}
 	if cas {
 		req.Op = fsm.VarOpCAS
 	}
-	index, err := s.Apply(fsm.VariableApplyRequestType, req)
-	if err != nil {
-		return nil, 0, s.variableConflict(ns, path, err)
+	var index uint64
+	// The key read may be rotated out and removed before the entry
+	// applies: then the items are sealed again with the key active now.
+	for attempt := 1; ; attempt++ {
+		key, err := s.activeRootKey()
+		if err != nil {
+			return nil, 0, err
+		}
+		data, err := s.seal(key, ns, path, items)
+		if err != nil {
+			return nil, 0, err
+		}
+		now := s.now().UnixNano()
+		req.Var = &state.Variable{Namespace: ns, Path: path, CreateTime: now, ModifyTime: now, KeyID: key.KeyID, Data: data}
+		index, err = s.Apply(fsm.VariableApplyRequestType, req)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fsm.ErrUnknownRootKey) || attempt == sealAttempts {
+			return nil, 0, s.variableConflict(ns, path, err)
+		}
 	}
 	v := s.store.Snapshot().Variable(ns, path)
 	if v == nil || v.ModifyIndex != index {
@@ -360,7 +372,8 @@ func (s *Server) DeleteRootKey(id string) (uint64, error) {
 // rekeyVariables runs on the leader: whenever a key is rekeying (after a
 // full rotation, or left so by a leader before this one), it re-encrypts
 // the variables encrypted with it with the active key, one entry each (a
-// variable changed meanwhile was written with the active key already),
+// variable changed meanwhile is read again: a writer that read the key
+// before the rotation may have sealed it with the rekeying key again),
 // then marks it inactive.
 func (s *Server) rekeyVariables(ctx context.Context) {
 	for {
@@ -414,7 +427,9 @@ func (s *Server) rekeyOnce(ctx context.Context) error {
 			}
 			_, err = s.Apply(fsm.VariableApplyRequestType, &fsm.VariableApplyRequest{Op: fsm.VarOpRekey, CheckIndex: v.ModifyIndex,
 				Var: &state.Variable{Namespace: v.Namespace, Path: v.Path, KeyID: active.KeyID, Data: data}})
-			if err != nil && !errors.Is(err, fsm.ErrConflict) && !errors.Is(err, state.ErrNotFound) {
+			// Changed, deleted, or sealed with a key removed meanwhile:
+			// the next round reads it again.
+			if err != nil && !errors.Is(err, fsm.ErrConflict) && !errors.Is(err, state.ErrNotFound) && !errors.Is(err, fsm.ErrUnknownRootKey) {
 				return err
 			}
 		}
