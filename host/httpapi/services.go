@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"crypto/sha256"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -56,24 +57,17 @@ func (a *API) serviceList(w http.ResponseWriter, r *http.Request) (any, error) {
 			}
 		}
 		out := []*api.ServiceRegistrationListStub{}
-		for _, n := range sortedKeys(tags) {
+		for _, n := range slices.Sorted(maps.Keys(tags)) {
 			stub := &api.ServiceRegistrationListStub{Namespace: n}
-			for _, name := range sortedKeys(tags[n]) {
-				stub.Services = append(stub.Services, &api.ServiceRegistrationStub{ServiceName: name, Tags: sortedKeys(tags[n][name])})
+			for _, name := range slices.Sorted(maps.Keys(tags[n])) {
+				// [] for a service without tags, as Nomad's.
+				t := append([]string{}, slices.Sorted(maps.Keys(tags[n][name]))...)
+				stub.Services = append(stub.Services, &api.ServiceRegistrationStub{ServiceName: name, Tags: t})
 			}
 			out = append(out, stub)
 		}
 		return out, snap.TableIndex(state.TableAllocs), nil
 	})
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // serviceRead serves GET /v1/service/:name: the service's instances in the
