@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -63,17 +62,6 @@ const aclTokenGroupHelp = `Usage: drover acl token <subcommand> [options] [args]
       $ drover acl token self
       $ drover acl token update -policy foo <accessor-id>
       $ drover acl token delete <accessor-id>`
-
-// aclClient is the client for the acl commands, which act in no namespace.
-func (m *meta) aclClient() (*client.Client, bool) {
-	cl, err := m.client()
-	if err != nil {
-		m.errorf("%v", err)
-		return nil, false
-	}
-	cl.Namespace = ""
-	return cl, true
-}
 
 // readInput reads a file, or standard input for "-".
 func (m *meta) readInput(path string) ([]byte, error) {
@@ -174,7 +162,7 @@ func (c *aclBootstrapCommand) Run(args []string) int {
 		}
 		secret = strings.TrimSpace(string(b))
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -218,7 +206,7 @@ func (c *aclPolicyApplyCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("reading the policy: %v", err)
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -245,10 +233,7 @@ Usage: drover acl policy list [options]
 
 func (c *aclPolicyListCommand) Run(args []string) int {
 	fs := c.flags("acl policy list", true)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
@@ -289,7 +274,7 @@ func (c *aclPolicyInfoCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <name>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -326,7 +311,7 @@ func (c *aclPolicyDeleteCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <name>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -395,7 +380,7 @@ func (c *aclTokenCreateCommand) Run(args []string) int {
 		}
 		t.ExpirationTTL = d
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -425,10 +410,7 @@ Usage: drover acl token list [options]
 
 func (c *aclTokenListCommand) Run(args []string) int {
 	fs := c.flags("acl token list", true)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
@@ -471,7 +453,7 @@ func (c *aclTokenInfoCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <accessor-id>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -498,10 +480,7 @@ Usage: drover acl token self [options]
 
 func (c *aclTokenSelfCommand) Run(args []string) int {
 	fs := c.flags("acl token self", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
@@ -556,7 +535,7 @@ func (c *aclTokenUpdateCommand) Run(args []string) int {
 			return c.errorf("%v", err)
 		}
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -607,7 +586,7 @@ func (c *aclTokenDeleteCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <accessor-id>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}

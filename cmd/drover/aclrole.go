@@ -106,7 +106,7 @@ func (c *aclRoleCreateCommand) Run(args []string) int {
 	if len(policies) == 0 {
 		return c.errorf("At least one policy name must be specified using the -policy flag")
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -137,10 +137,7 @@ Usage: drover acl role list [options]
 
 func (c *aclRoleListCommand) Run(args []string) int {
 	fs := c.flags("acl role list", true)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
@@ -188,7 +185,7 @@ func (c *aclRoleInfoCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <role-id>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -243,7 +240,7 @@ func (c *aclRoleUpdateCommand) Run(args []string) int {
 		return exitError
 	}
 	id := fs.Arg(0)
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
@@ -302,7 +299,7 @@ func (c *aclRoleDeleteCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <role-id>") {
 		return exitError
 	}
-	cl, ok := c.aclClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}

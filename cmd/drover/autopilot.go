@@ -17,15 +17,13 @@ import (
 // written.
 const autopilotConfigPath = "/v1/operator/autopilot/configuration"
 
-// autopilotClient is the client for the autopilot commands, which act in
-// no namespace.
-func (m *meta) autopilotClient() (*client.Client, error) {
-	cl, err := m.client()
-	if err != nil {
-		return nil, err
+// readAutopilotConfig reads the autopilot configuration.
+func readAutopilotConfig(cl *client.Client) (*api.AutopilotConfiguration, error) {
+	var conf api.AutopilotConfiguration
+	if _, err := cl.Get(bg, autopilotConfigPath, &conf); err != nil {
+		return nil, fmt.Errorf("reading the Autopilot configuration: %w", err)
 	}
-	cl.Namespace = ""
-	return cl, nil
+	return &conf, nil
 }
 
 type autopilotGetConfigCommand struct{ *meta }
@@ -52,19 +50,16 @@ Get-config options:
 
 func (c *autopilotGetConfigCommand) Run(args []string) int {
 	fs := c.flags("operator autopilot get-config", true)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
+	if !ok {
 		return exitError
 	}
-	cl, err := c.autopilotClient()
+	conf, err := readAutopilotConfig(cl)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	var conf api.AutopilotConfiguration
-	if _, err := cl.Get(bg, autopilotConfigPath, &conf); err != nil {
-		return c.errorf("reading the Autopilot configuration: %v", err)
-	}
 	if c.json {
-		return c.printJSON(&conf)
+		return c.printJSON(conf)
 	}
 	// Nomad's lines, unaligned, so that what greps Nomad's output greps
 	// Drover's.
@@ -187,16 +182,13 @@ func (c *autopilotSetConfigCommand) Run(args []string) int {
 		f.parse = parseUint
 		fs.Var(f, name, "")
 	}
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
+	if !ok {
 		return exitError
 	}
-	cl, err := c.autopilotClient()
+	conf, err := readAutopilotConfig(cl)
 	if err != nil {
 		return c.errorf("%v", err)
-	}
-	var conf api.AutopilotConfiguration
-	if _, err := cl.Get(bg, autopilotConfigPath, &conf); err != nil {
-		return c.errorf("reading the Autopilot configuration: %v", err)
 	}
 	cleanup.merge(&conf.CleanupDeadServers)
 	zones.merge(&conf.EnableRedundancyZones)
@@ -213,7 +205,7 @@ func (c *autopilotSetConfigCommand) Run(args []string) int {
 	// since.
 	var updated bool
 	path := autopilotConfigPath + "?cas=" + strconv.FormatUint(conf.ModifyIndex, 10)
-	if _, err := cl.Put(bg, path, &conf, &updated); err != nil {
+	if _, err := cl.Put(bg, path, conf, &updated); err != nil {
 		return c.errorf("writing the Autopilot configuration: %v", err)
 	}
 	if !updated {
@@ -252,15 +244,12 @@ Health options:
 
 func (c *autopilotHealthCommand) Run(args []string) int {
 	fs := c.flags("operator autopilot health", true)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
+	if !ok {
 		return exitError
 	}
-	cl, err := c.autopilotClient()
-	if err != nil {
-		return c.errorf("%v", err)
-	}
 	var health api.OperatorHealthReply
-	_, err = cl.Get(bg, "/v1/operator/autopilot/health", &health)
+	_, err := cl.Get(bg, "/v1/operator/autopilot/health", &health)
 	// The agent answers 429 Too Many Requests when a server is unhealthy,
 	// with the report still in the body: that is the answer, not an error.
 	var apiErr *client.APIError

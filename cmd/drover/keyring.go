@@ -43,16 +43,16 @@ type rootKeyMeta struct {
 	State string
 }
 
-// keyringClient is the client for the keyring commands, which act in no
-// namespace.
-func (m *meta) keyringClient() (*client.Client, bool) {
-	cl, err := m.client()
-	if err != nil {
-		m.errorf("%v", err)
-		return nil, false
+// rootKeys lists the keyring's root keys.
+func rootKeys(cl *client.Client) ([]*rootKeyMeta, error) {
+	keys := []*rootKeyMeta{}
+	if _, err := cl.Get(bg, "/v1/operator/keyring/keys", &keys); err != nil {
+		return nil, fmt.Errorf("listing the root keys: %w", err)
 	}
-	cl.Namespace = ""
-	return cl, true
+	if keys == nil {
+		keys = []*rootKeyMeta{}
+	}
+	return keys, nil
 }
 
 // printRootKeys prints keys as a table: their IDs short unless verbose.
@@ -89,19 +89,13 @@ Keyring options:
 func (c *keyringListCommand) Run(args []string) int {
 	fs := c.flags("operator root keyring list", true)
 	verbose := fs.Bool("verbose", false, "")
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.keyringClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
-	keys := []*rootKeyMeta{}
-	if _, err := cl.Get(bg, "/v1/operator/keyring/keys", &keys); err != nil {
-		return c.errorf("listing the root keys: %v", err)
-	}
-	if keys == nil {
-		keys = []*rootKeyMeta{}
+	keys, err := rootKeys(cl)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	if c.json {
 		return c.printJSON(keys)
@@ -135,10 +129,7 @@ func (c *keyringRotateCommand) Run(args []string) int {
 	fs := c.flags("operator root keyring rotate", false)
 	full := fs.Bool("full", false, "")
 	verbose := fs.Bool("verbose", false, "")
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 0, 0, "no arguments") {
-		return exitError
-	}
-	cl, ok := c.keyringClient()
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
 	if !ok {
 		return exitError
 	}
@@ -186,16 +177,16 @@ func (c *keyringRemoveCommand) Run(args []string) int {
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <key-id>") {
 		return exitError
 	}
-	cl, ok := c.keyringClient()
+	cl, ok := c.noNamespaceClient()
 	if !ok {
 		return exitError
 	}
 	id := fs.Arg(0)
 	if len(id) < keyIDLength {
 		// The keys API takes no prefix: the listing is small, match here.
-		var keys []*rootKeyMeta
-		if _, err := cl.Get(bg, "/v1/operator/keyring/keys", &keys); err != nil {
-			return c.errorf("listing the root keys: %v", err)
+		keys, err := rootKeys(cl)
+		if err != nil {
+			return c.errorf("%v", err)
 		}
 		var matches []string
 		for _, k := range keys {

@@ -171,6 +171,28 @@ func (m *meta) singleNamespaceClient() (*client.Client, bool) {
 	return cl, true
 }
 
+// noNamespaceClient is the client for a command that acts in no
+// namespace (the acl, keyring and autopilot commands): no namespace is
+// sent, whatever -namespace says.
+func (m *meta) noNamespaceClient() (*client.Client, bool) {
+	cl, err := m.client()
+	if err != nil {
+		m.errorf("%v", err)
+		return nil, false
+	}
+	cl.Namespace = ""
+	return cl, true
+}
+
+// noArgsNoNamespace parses the arguments of a command that takes none
+// but its options and acts in no namespace, and returns its client.
+func (m *meta) noArgsNoNamespace(fs *flag.FlagSet, args []string, help string) (*client.Client, bool) {
+	if !m.parse(fs, args, help) || !m.args(fs, 0, 0, "no arguments") {
+		return nil, false
+	}
+	return m.noNamespaceClient()
+}
+
 // stdin is standard input.
 func (m *meta) stdin() io.Reader {
 	if m.in != nil {
