@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	autopilot "github.com/hashicorp/raft-autopilot"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"github.com/google/uuid"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/rs/zerolog"
 )
 
