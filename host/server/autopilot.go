@@ -211,7 +211,9 @@ func (d autopilotDelegate) FetchServerStats(ctx context.Context, servers map[raf
 	for id, sv := range servers {
 		if id == raft.ServerID(s.cfg.NodeName) {
 			info := s.peerInfo()
+			mu.Lock() // beside the answers of servers asked already
 			out[id] = &autopilot.ServerStats{LastIndex: info.LastIndex, LastTerm: info.LastTerm, LastContact: info.LastContact}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
