@@ -32,8 +32,8 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 		}
 		return tx.DeleteVariable(v.Namespace, v.Path)
 	}
-	if tx.RootKey(v.KeyID) == nil {
-		return fmt.Errorf("%w: variable %q is encrypted with root key %q", ErrUnknownRootKey, v.Path, v.KeyID)
+	if k := tx.RootKey(v.KeyID); k == nil || k.State != state.RootKeyActive {
+		return fmt.Errorf("%w: variable %q is encrypted with root key %q", ErrInactiveRootKey, v.Path, v.KeyID)
 	}
 	if req.Op == VarOpRekey {
 		if cur == nil {
@@ -45,11 +45,12 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 	return tx.SetVariable(&c)
 }
 
-// ErrUnknownRootKey refuses a variable encrypted with a root key the
-// keyring does not hold (removed since the writer read it): unlike
-// ErrConflict, it says nothing of the variable's modify index, and the
-// writer may seal the items again with the active key.
-var ErrUnknownRootKey = errors.New("fsm: root key not in the keyring")
+// ErrInactiveRootKey refuses a variable encrypted with a root key that is
+// not the keyring's active one (a rotation, or a removal, since the writer
+// read it): so no write lands on a key a full rotation has moved every
+// variable off. Unlike ErrConflict, it says nothing of the variable's
+// modify index; the writer may seal the items again with the active key.
+var ErrInactiveRootKey = errors.New("fsm: not the keyring's active root key")
 
 // ErrRootKeyInUse refuses to delete a root key that is active or still
 // encrypts variables.

@@ -31,7 +31,7 @@ func TestFSM_VariableEntries(t *testing.T) {
 		msg  msgp.Marshaler
 		want error
 	}{
-		{VariableApplyRequestType, apply(VarOpSet, v("a", "k1", 1), 0), ErrUnknownRootKey}, // 1: no such key yet
+		{VariableApplyRequestType, apply(VarOpSet, v("a", "k1", 1), 0), ErrInactiveRootKey}, // 1: no such key yet
 		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", state.RootKeyActive)}}, nil},
 		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 3), 0), nil},                                                   // 3: create if absent
 		{VariableApplyRequestType, apply(VarOpCAS, v("a", "k1", 4), 0), ErrConflict},                                           // exists now
@@ -50,7 +50,7 @@ func TestFSM_VariableEntries(t *testing.T) {
 		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("nope", "", 0), 0), nil},      // absent, as asked
 		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", "retired")}}, ErrBadEntry},
 		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},                 // 19
-		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrUnknownRootKey}, // deleted key
+		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrInactiveRootKey}, // deleted key
 		{VariableApplyRequestType, apply("merge", v("c", "k2", 21), 0), ErrBadEntry},
 	}
 	for i, st := range steps {
@@ -146,5 +146,39 @@ func TestFSM_AutopilotConfigEntry(t *testing.T) {
 	c := store.Snapshot().AutopilotConfig()
 	if c == nil || c.MaxTrailingLogs != 5 || c.CreateIndex != 2 || c.ModifyIndex != 5 || c.Key != state.AutopilotConfigKey {
 		t.Fatalf("autopilot configuration = %+v", c)
+	}
+}
+
+// A variable is written only with the active key: one sealed with a key a
+// rotation has since retired (rekeying or inactive) is refused, so no
+// write lands on a key a full rotation is moving variables off.
+func TestFSM_VariableWritesNeedTheActiveKey(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	keys := func(st1, st2 string) *RootKeyUpsertRequest {
+		return &RootKeyUpsertRequest{Keys: []*state.RootKey{{KeyID: "k1", State: st1}, {KeyID: "k2", State: st2}}}
+	}
+	set := &VariableApplyRequest{Op: VarOpSet, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1", Data: []byte{1}}}
+	steps := []struct {
+		typ  MessageType
+		msg  msgp.Marshaler
+		want error
+	}{
+		{RootKeyUpsertRequestType, keys(state.RootKeyActive, state.RootKeyInactive), nil},
+		{VariableApplyRequestType, set, nil},
+		{RootKeyUpsertRequestType, keys(state.RootKeyRekeying, state.RootKeyActive), nil},
+		{VariableApplyRequestType, set, ErrInactiveRootKey},
+		{RootKeyUpsertRequestType, keys(state.RootKeyInactive, state.RootKeyActive), nil},
+		{VariableApplyRequestType, set, ErrInactiveRootKey},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpRekey, CheckIndex: 2,
+			Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1", Data: []byte{2}}}, ErrInactiveRootKey},
+	}
+	for i, st := range steps {
+		if err := applyEntry(t, f, uint64(i+1), st.typ, st.msg); !errors.Is(err, st.want) {
+			t.Fatalf("step %d: err = %v, want %v", i+1, err, st.want)
+		}
+	}
+	if v := store.Snapshot().Variable("default", "a"); v == nil || v.ModifyIndex != 2 {
+		t.Fatalf("variable = %+v, want the one written at 2", v)
 	}
 }

@@ -151,7 +151,7 @@ func (s *Server) SetVariable(ns, path string, items map[string]string, cas bool,
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fsm.ErrUnknownRootKey) || attempt == sealAttempts {
+		if !errors.Is(err, fsm.ErrInactiveRootKey) || attempt == sealAttempts {
 			return nil, 0, s.variableConflict(ns, path, err)
 		}
 	}
@@ -341,6 +341,11 @@ func (s *Server) RotateRootKey(algorithm string, full bool) (*state.RootKey, uin
 		req.Keys = append(req.Keys, &c)
 	}
 	index, err := s.Apply(fsm.RootKeyUpsertRequestType, req)
+	if errors.Is(err, fsm.ErrConflict) {
+		// Another key became active since the snapshot (a rotation on a
+		// leader just before this one).
+		return nil, 0, fmt.Errorf("%w: the keyring changed meanwhile; rotate again: %w", ErrConflict, err)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -429,7 +434,7 @@ func (s *Server) rekeyOnce(ctx context.Context) error {
 				Var: &state.Variable{Namespace: v.Namespace, Path: v.Path, KeyID: active.KeyID, Data: data}})
 			// Changed, deleted, or sealed with a key removed meanwhile:
 			// the next round reads it again.
-			if err != nil && !errors.Is(err, fsm.ErrConflict) && !errors.Is(err, state.ErrNotFound) && !errors.Is(err, fsm.ErrUnknownRootKey) {
+			if err != nil && !errors.Is(err, fsm.ErrConflict) && !errors.Is(err, state.ErrNotFound) && !errors.Is(err, fsm.ErrInactiveRootKey) {
 				return err
 			}
 		}
