@@ -49,7 +49,7 @@ func TestFSM_VariableEntries(t *testing.T) {
 		{VariableApplyRequestType, apply(VarOpDelete, v("b", "", 0), 0), nil},            // gone: no error
 		{VariableApplyRequestType, apply(VarOpDeleteCAS, v("nope", "", 0), 0), nil},      // absent, as asked
 		{RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{key("k1", "retired")}}, ErrBadEntry},
-		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},                 // 19
+		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}, nil},                  // 19
 		{VariableApplyRequestType, apply(VarOpSet, v("c", "k1", 20), 0), ErrInactiveRootKey}, // deleted key
 		{VariableApplyRequestType, apply("merge", v("c", "k2", 21), 0), ErrBadEntry},
 	}
