@@ -10,14 +10,14 @@ import (
 	"strings"
 
 	"github.com/drover-sched/drover/host/acl"
-	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/services"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/hashicorp/nomad/api"
 )
 
 // Nomad's service discovery endpoints: /v1/services, /v1/service/:name,
 // a job's and an allocation's services. Registrations are those of the
-// running allocations (server.AllocServiceRegistrations); their JSON is
+// running allocations (services.OfAlloc); their JSON is
 // Nomad's ServiceRegistration. A blocking query's index is the
 // allocations table's.
 
@@ -29,7 +29,7 @@ func (a *API) registerServices() {
 	a.on(http.MethodGet, "/v1/allocation/{id}/services", ofAlloc(acl.NamespaceCapabilityReadJob), a.allocServices)
 }
 
-func registrationOut(r *server.ServiceRegistration) *api.ServiceRegistration {
+func registrationOut(r *services.Registration) *api.ServiceRegistration {
 	return &api.ServiceRegistration{ID: r.ID, ServiceName: r.ServiceName, Namespace: r.Namespace, NodeID: r.NodeID,
 		Datacenter: r.Datacenter, JobID: r.JobID, AllocID: r.AllocID, Tags: r.Tags, Address: r.Address, Port: r.Port,
 		CreateIndex: r.CreateIndex, ModifyIndex: r.ModifyIndex}
@@ -42,7 +42,7 @@ func (a *API) serviceList(w http.ResponseWriter, r *http.Request) (any, error) {
 	ns := requestNamespace(r)
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		tags := map[string]map[string]map[string]bool{} // namespace, service, tag
-		for reg := range server.ServiceRegistrations(snap, ns) {
+		for reg := range services.All(snap, ns) {
 			if !namespaced(r, reg.Namespace) {
 				continue
 			}
@@ -83,7 +83,7 @@ func (a *API) serviceRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	ns, name := requestNamespace(r), r.PathValue("name")
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		var regs []*api.ServiceRegistration
-		for reg := range server.ServiceRegistrations(snap, ns) {
+		for reg := range services.All(snap, ns) {
 			if reg.ServiceName == name {
 				regs = append(regs, registrationOut(reg))
 			}
@@ -127,7 +127,7 @@ func chooseServices(regs []*api.ServiceRegistration, parameter string) ([]*api.S
 // its allocation stops. A 404 for one that is not registered.
 func (a *API) serviceDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 	ns, name, id := requestNamespace(r), r.PathValue("name"), r.PathValue("id")
-	for reg := range server.ServiceRegistrations(a.srv.Store().Snapshot(), ns) {
+	for reg := range services.All(a.srv.Store().Snapshot(), ns) {
 		if reg.ServiceName == name && reg.ID == id {
 			return nil, errorf(http.StatusBadRequest, "service registration %s is allocation %s running: it is removed when the allocation stops (drover alloc stop %s)",
 				id, reg.AllocID, reg.AllocID)
@@ -144,7 +144,7 @@ func (a *API) allocServices(w http.ResponseWriter, r *http.Request) (any, error)
 		if al == nil {
 			return nil, snap.TableIndex(state.TableAllocs), errorf(http.StatusNotFound, "alloc not found")
 		}
-		return stubsOf(server.AllocServiceRegistrations(snap, al), registrationOut), al.ModifyIndex, nil
+		return stubsOf(services.OfAlloc(snap, al), registrationOut), al.ModifyIndex, nil
 	})
 }
 
@@ -155,7 +155,7 @@ func (a *API) jobServices(w http.ResponseWriter, r *http.Request) (any, error) {
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
 		out := []*api.ServiceRegistration{}
 		for _, al := range snap.AllocsByJob(ns, id) {
-			out = append(out, stubsOf(server.AllocServiceRegistrations(snap, al), registrationOut)...)
+			out = append(out, stubsOf(services.OfAlloc(snap, al), registrationOut)...)
 		}
 		slices.SortFunc(out, func(x, y *api.ServiceRegistration) int { return strings.Compare(x.ID, y.ID) })
 		return out, snap.TableIndex(state.TableAllocs), nil

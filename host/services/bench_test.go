@@ -1,19 +1,19 @@
-package server_test
+package services_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/services"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
-// BenchmarkServiceRegistrations is what GET /v1/services and
+// BenchmarkAll is what GET /v1/services and
 // /v1/service/:name read per request: every allocation's registrations.
 // 1,000 nodes and 100,000 allocations, of which a tenth run a job with a
 // group service (the others run, or ran, jobs without one).
-func BenchmarkServiceRegistrations(b *testing.B) {
+func BenchmarkAll(b *testing.B) {
 	store, _ := state.NewStore()
 	svc := sdk.Opaque{"Provider": "nomad", "Name": "${NOMAD_JOB_NAME}", "PortLabel": "http", "Tags": []any{"v1"}}
 	withService := &sdk.Job{ID: "web", Namespace: "default", TaskGroups: []*sdk.TaskGroup{{Name: "g", Services: []sdk.Opaque{svc}}}}
@@ -49,7 +49,7 @@ func BenchmarkServiceRegistrations(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
-		for range server.ServiceRegistrations(snap, "default") {
+		for range services.All(snap, "default") {
 			n++
 		}
 		if n != 10_000 {

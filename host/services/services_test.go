@@ -1,4 +1,4 @@
-package server
+package services
 
 import (
 	"testing"
@@ -41,7 +41,7 @@ func TestServiceEnv_Interpolate(t *testing.T) {
 }
 
 // Canary allocations register their services' canary tags.
-func TestAllocServiceRegistrations_CanaryTags(t *testing.T) {
+func TestOfAlloc_CanaryTags(t *testing.T) {
 	svc := sdk.Opaque{"Provider": "nomad", "Name": "web", "PortLabel": "80", "Tags": []any{"live"}, "CanaryTags": []any{"canary"}}
 	job := &sdk.Job{ID: "j", TaskGroups: []*sdk.TaskGroup{{Name: "g", Services: []sdk.Opaque{svc}}}}
 	s, _ := state.NewStore()
@@ -55,14 +55,14 @@ func TestAllocServiceRegistrations_CanaryTags(t *testing.T) {
 	}{{false, "live"}, {true, "canary"}} {
 		a := &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "j", TaskGroup: "g", NodeID: "n1", Job: job,
 			ClientStatus: sdk.AllocClientStatusRunning, DeploymentStatus: &sdk.AllocDeploymentStatus{Canary: c.canary}}
-		regs := AllocServiceRegistrations(s.Snapshot(), a)
+		regs := OfAlloc(s.Snapshot(), a)
 		if len(regs) != 1 || len(regs[0].Tags) != 1 || regs[0].Tags[0] != c.want || regs[0].Port != 80 || regs[0].Address != "10.0.0.9" {
 			t.Errorf("canary %v: registrations %+v", c.canary, regs)
 		}
 	}
 	// Not running: none.
 	a := &sdk.Allocation{ID: "a2", NodeID: "n1", TaskGroup: "g", Job: job, ClientStatus: sdk.AllocClientStatusPending}
-	if regs := AllocServiceRegistrations(s.Snapshot(), a); len(regs) != 0 {
+	if regs := OfAlloc(s.Snapshot(), a); len(regs) != 0 {
 		t.Errorf("a pending allocation registers %+v", regs)
 	}
 }

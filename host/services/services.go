@@ -1,4 +1,7 @@
-package server
+// Package services is Nomad's native service discovery as Drover serves
+// it: the registrations of the services with provider "nomad" of the
+// running allocations, read from the state.
+package services
 
 import (
 	"cmp"
@@ -25,12 +28,12 @@ import (
 // stopped reporting, and there is nothing to write or clean up; its
 // indexes are its allocation's.
 
-// ServiceProviderNomad is the provider of the services Drover registers.
-const ServiceProviderNomad = "nomad"
+// ProviderNomad is the provider of the services Drover registers.
+const ProviderNomad = "nomad"
 
-// ServiceRegistration is a registered service instance (Nomad's
+// Registration is a registered service instance (Nomad's
 // ServiceRegistration).
-type ServiceRegistration struct {
+type Registration struct {
 	ID          string
 	ServiceName string
 	Namespace   string
@@ -45,16 +48,15 @@ type ServiceRegistration struct {
 	ModifyIndex uint64
 }
 
-// ServiceRegistrations yields the service registrations of the running
-// allocations of namespace ns ("*": every namespace) that keep allows,
-// allocation by allocation.
-func ServiceRegistrations(snap *state.Snapshot, ns string) iter.Seq[*ServiceRegistration] {
-	return func(yield func(*ServiceRegistration) bool) {
+// All yields the service registrations of the running allocations of
+// namespace ns ("*": every namespace), allocation by allocation.
+func All(snap *state.Snapshot, ns string) iter.Seq[*Registration] {
+	return func(yield func(*Registration) bool) {
 		for a := range snap.EachAlloc() {
 			if ns != "*" && a.Namespace != ns {
 				continue
 			}
-			for _, r := range AllocServiceRegistrations(snap, a) {
+			for _, r := range OfAlloc(snap, a) {
 				if !yield(r) {
 					return
 				}
@@ -63,7 +65,7 @@ func ServiceRegistrations(snap *state.Snapshot, ns string) iter.Seq[*ServiceRegi
 	}
 }
 
-// AllocServiceRegistrations are a's registrations: those of the
+// OfAlloc are a's registrations: those of the
 // services of its group and tasks with provider "nomad", while its node
 // reports it running and is not down; none otherwise. Names and tags are
 // interpolated as a Nomad client does (the task's environment, the node's
@@ -71,7 +73,7 @@ func ServiceRegistrations(snap *state.Snapshot, ns string) iter.Seq[*ServiceRegi
 // service's port label is resolved among the allocation's ports (a number
 // is the port itself), its address is the port's host IP, else the
 // service's address, else the node's IP address.
-func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*ServiceRegistration {
+func OfAlloc(snap *state.Snapshot, a *sdk.Allocation) []*Registration {
 	if a.ClientStatus != sdk.AllocClientStatusRunning || a.Job == nil {
 		return nil
 	}
@@ -83,11 +85,11 @@ func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*Servi
 	if node == nil || node.Status == sdk.NodeStatusDown {
 		return nil
 	}
-	var out []*ServiceRegistration
+	var out []*Registration
 	add := func(services []sdk.Opaque, task *sdk.Task, owner string) {
 		in := &serviceEnv{alloc: a, node: node, group: tg, task: task}
 		for _, svc := range services {
-			if opaqueStr(svc, "Provider") != ServiceProviderNomad {
+			if opaqueStr(svc, "Provider") != ProviderNomad {
 				continue
 			}
 			name := opaqueStr(svc, "Name")
@@ -108,7 +110,7 @@ func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*Servi
 			label := opaqueStr(svc, "PortLabel")
 			ip, port := allocPort(a, task, label)
 			address := cmp.Or(ip, in.interpolate(opaqueStr(svc, "Address")), node.Attributes["unique.network.ip-address"])
-			out = append(out, &ServiceRegistration{
+			out = append(out, &Registration{
 				ID:          fmt.Sprintf("_nomad-task-%s-%s-%s-%s", a.ID, owner, name, label),
 				ServiceName: name, Namespace: a.Namespace, NodeID: a.NodeID, Datacenter: node.Datacenter,
 				JobID: a.JobID, AllocID: a.ID, Tags: tags, Address: address, Port: port,
@@ -126,7 +128,7 @@ func AllocServiceRegistrations(snap *state.Snapshot, a *sdk.Allocation) []*Servi
 // hasNomadService reports whether tg or one of its tasks has a service
 // with provider "nomad".
 func hasNomadService(tg *sdk.TaskGroup) bool {
-	nomad := func(svc sdk.Opaque) bool { return opaqueStr(svc, "Provider") == ServiceProviderNomad }
+	nomad := func(svc sdk.Opaque) bool { return opaqueStr(svc, "Provider") == ProviderNomad }
 	if slices.ContainsFunc(tg.Services, nomad) {
 		return true
 	}
