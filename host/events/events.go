@@ -17,12 +17,15 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/drover-sched/drover/host/services"
 	"github.com/drover-sched/drover/host/state"
 )
 
@@ -33,6 +36,7 @@ const (
 	TopicAllocation = "Allocation"
 	TopicDeployment = "Deployment"
 	TopicNode       = "Node"
+	TopicService    = "Service"
 	TopicAll        = "*"
 )
 
@@ -53,6 +57,12 @@ const (
 	TypeDeploymentUpdate              = "DeploymentStatusUpdate"
 	TypeDeploymentPromotion           = "DeploymentPromotion"
 	TypeDeploymentAllocHealth         = "DeploymentAllocHealth"
+	// Service events say what the write did to the service registrations
+	// of the allocations it changed (their registration as their node
+	// reports them running, their removal as they stop or their node goes
+	// down), whatever the write was.
+	TypeServiceRegistration   = "ServiceRegistration"
+	TypeServiceDeregistration = "ServiceDeregistration"
 )
 
 // Event is one object's change, in Nomad's shape.
@@ -279,6 +289,7 @@ var nodeWrite = map[string]bool{TypeNodeRegistration: true, TypeNodeDeregistrati
 func (e *entry) build(present func(*Event)) []Event {
 	e.once.Do(func() {
 		seen := make(map[state.Change]bool, len(e.changes))
+		compared := map[string]bool{} // the allocations whose registrations were compared
 		for _, c := range e.changes {
 			if seen[c] { // an object the write touched twice
 				continue
@@ -289,6 +300,13 @@ func (e *entry) build(present func(*Event)) []Event {
 				if ev.Topic == TopicEvaluation && nodeWrite[e.typ] {
 					ev.Type = TypeEvalUpdated
 				}
+				if present != nil {
+					present(&ev)
+				}
+				e.events = append(e.events, ev)
+			}
+			for _, ev := range e.serviceEvents(c, compared) {
+				ev.Index = e.index
 				if present != nil {
 					present(&ev)
 				}
@@ -353,4 +371,76 @@ func (e *entry) event(c state.Change) (Event, bool) {
 		return Event{Topic: TopicNode, Key: n.ID, Payload: map[string]any{"Node": n}}, true
 	}
 	return Event{}, false
+}
+
+// serviceEvents are the changes to service registrations a change makes:
+// of an allocation, or of the running allocations of a node (one going
+// down takes theirs away). done holds the allocations compared already in
+// this entry. A registration is new (ServiceRegistration) if it was not
+// there before or differs in more than its indexes; gone
+// (ServiceDeregistration) if it is there no longer, with its last state.
+func (e *entry) serviceEvents(c state.Change, done map[string]bool) []Event {
+	var allocs []string
+	switch c.Kind {
+	case state.KindAlloc:
+		allocs = []string{c.Key}
+	case state.KindNode:
+		for _, snap := range []*state.Snapshot{e.prev, e.snap} {
+			if snap != nil {
+				for _, a := range snap.AllocsByNode(c.Key) {
+					allocs = append(allocs, a.ID)
+				}
+			}
+		}
+	default:
+		return nil
+	}
+	var out []Event
+	for _, id := range allocs {
+		if done[id] {
+			continue
+		}
+		done[id] = true
+		before, after := registrationsOf(e.prev, id), registrationsOf(e.snap, id)
+		for _, r := range after {
+			if b, ok := before[r.ID]; !ok || !sameRegistration(b, r) {
+				out = append(out, serviceEvent(TypeServiceRegistration, r))
+			}
+		}
+		for _, b := range before {
+			if _, ok := after[b.ID]; !ok {
+				out = append(out, serviceEvent(TypeServiceDeregistration, b))
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y Event) int { return cmp.Or(strings.Compare(x.Key, y.Key), strings.Compare(x.Type, y.Type)) })
+	return out
+}
+
+func registrationsOf(snap *state.Snapshot, allocID string) map[string]*services.Registration {
+	if snap == nil {
+		return nil
+	}
+	a := snap.Alloc(allocID)
+	if a == nil {
+		return nil
+	}
+	out := map[string]*services.Registration{}
+	for _, r := range services.OfAlloc(snap, a) {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// sameRegistration reports whether a and b register the same instance
+// alike: an allocation's other changes (its health, its indexes) are not
+// the service's.
+func sameRegistration(a, b *services.Registration) bool {
+	return a.ServiceName == b.ServiceName && a.Address == b.Address && a.Port == b.Port && a.NodeID == b.NodeID &&
+		slices.Equal(a.Tags, b.Tags)
+}
+
+func serviceEvent(typ string, r *services.Registration) Event {
+	return Event{Topic: TopicService, Type: typ, Key: r.ID, Namespace: r.Namespace, FilterKeys: []string{r.JobID, r.ServiceName},
+		Payload: map[string]any{"Service": r}}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/services"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -273,5 +274,56 @@ func TestBroker_PresenterRunsOncePerEvent(t *testing.T) {
 	}
 	if calls != 2 { // the job's event and its evaluation's
 		t.Fatalf("the presenter ran %d times for the write's two events", calls)
+	}
+}
+
+// Service events follow what a write does to registrations, once per
+// allocation however many of its changes the write holds: none for a
+// change that is not the service's (the allocation's health), a
+// registration again when its tags change (an in-place update).
+func TestBroker_ServiceEvents(t *testing.T) {
+	c := newCluster(t, 10)
+	svc := func(tag string) *sdk.Job {
+		return &sdk.Job{Namespace: "default", ID: "web", TaskGroups: []*sdk.TaskGroup{{Name: "g",
+			Services: []sdk.Opaque{{"Provider": "nomad", "Name": "web", "PortLabel": "80", "Tags": []any{tag}}}}}}
+	}
+	alloc := func(job *sdk.Job, status string, healthy bool) *sdk.Allocation {
+		return &sdk.Allocation{ID: "a1", Namespace: "default", JobID: "web", TaskGroup: "g", NodeID: "n1", Job: job,
+			ClientStatus: status, DeploymentStatus: &sdk.AllocDeploymentStatus{Healthy: &healthy}}
+	}
+	c.write(TypeNodeRegistration, func(tx *state.Txn) error {
+		return tx.UpsertNode(&sdk.Node{ID: "n1", Status: sdk.NodeStatusReady, Attributes: map[string]string{"unique.network.ip-address": "10.0.0.1"}})
+	})
+	sub := c.b.Subscribe(Request{Topics: map[string][]string{TopicService: nil}, Namespace: "*"})
+	c.write(TypeAllocationUpdated, func(tx *state.Txn) error {
+		return tx.UpsertAlloc(alloc(svc("v1"), sdk.AllocClientStatusPending, false))
+	})
+	c.write(TypeAllocationUpdated, func(tx *state.Txn) error {
+		return tx.UpsertAlloc(alloc(svc("v1"), sdk.AllocClientStatusRunning, false))
+	})
+	c.write(TypeAllocationUpdated, func(tx *state.Txn) error { return tx.UpsertAlloc(alloc(svc("v1"), sdk.AllocClientStatusRunning, true)) })
+	c.write(TypePlanResult, func(tx *state.Txn) error { return tx.UpsertAlloc(alloc(svc("v2"), sdk.AllocClientStatusRunning, true)) })
+	c.write(TypeNodeEvent, func(tx *state.Txn) error {
+		n := *tx.Node("n1")
+		n.Status = sdk.NodeStatusDown
+		if err := tx.UpsertNode(&n); err != nil {
+			return err
+		}
+		return tx.UpsertAlloc(alloc(svc("v2"), sdk.AllocClientStatusRunning, false)) // the same allocation in the same write
+	})
+	for _, want := range []struct {
+		index uint64
+		typ   string
+		tag   string
+	}{{3, TypeServiceRegistration, "v1"}, {5, TypeServiceRegistration, "v2"}, {6, TypeServiceDeregistration, "v2"}} {
+		b := next(t, sub)
+		if len(b.Events) != 1 {
+			t.Fatalf("batch at %d: %+v", b.Index, b.Events)
+		}
+		ev := b.Events[0]
+		r, _ := ev.Payload["Service"].(*services.Registration)
+		if b.Index != want.index || ev.Type != want.typ || r == nil || r.Tags[0] != want.tag || ev.Key != r.ID || r.Port != 80 {
+			t.Fatalf("event at %d: %+v (%+v), want %s of tag %s at %d", b.Index, ev, r, want.typ, want.tag, want.index)
+		}
 	}
 }

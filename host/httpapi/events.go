@@ -18,12 +18,13 @@ import (
 // (which sends one at the start too).
 const EventHeartbeat = 30 * time.Second
 
-var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode, events.TopicAll,
-	// Nomad's other topics: Drover has no such objects (services live in
-	// Consul, node pools are implicit) or does not publish their changes
-	// (ACL tokens and policies), so they never have events; asking for
-	// them is not an error.
-	"NodePool", "Service", "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"}
+var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode,
+	events.TopicService, events.TopicAll,
+	// Nomad's other topics: Drover has no such objects (node pools are
+	// implicit) or does not publish their changes (ACL tokens and
+	// policies), so they never have events; asking for them is not an
+	// error.
+	"NodePool", "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"}
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
 // JSON, one {"Index": N, "Events": [...]} per committed write with events

@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
@@ -77,12 +79,44 @@ func TestNomadClient_Services(t *testing.T) {
 	if list, _, err := c.Services().List(nil); err != nil || len(list) != 0 {
 		t.Fatalf("services before any allocation runs = %+v, %v", list, err)
 	}
+	// The Service topic of the event stream, from here on.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := c.EventStream().Stream(ctx, map[api.Topic][]string{api.TopicService: {"*"}}, srv.Store().Snapshot().Index()+1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextServiceEvents := func(want int) []api.Event {
+		t.Helper()
+		var got []api.Event
+		for len(got) < want {
+			select {
+			case evs := <-stream:
+				if evs.Err != nil {
+					t.Fatal(evs.Err)
+				}
+				got = append(got, evs.Events...)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("service events: %d of %d: %+v", len(got), want, got)
+			}
+		}
+		return got
+	}
 	var updates []server.AllocUpdate
 	for _, a := range allocs {
 		updates = append(updates, server.AllocUpdate{ID: a.ID, ClientStatus: sdk.AllocClientStatusRunning})
 	}
 	if _, err := srv.UpdateAllocsFromClient(updates); err != nil {
 		t.Fatal(err)
+	}
+
+	registered := nextServiceEvents(4) // 2 allocations, 2 services each
+	for _, ev := range registered {
+		r, err := ev.Service()
+		if ev.Type != "ServiceRegistration" || ev.Topic != api.TopicService || err != nil || r.JobID != "shop" || ev.Key != r.ID ||
+			!slices.Contains(ev.FilterKeys, r.ServiceName) {
+			t.Errorf("registration event %+v (%+v, %v)", ev, r, err)
+		}
 	}
 
 	list, _, err := c.Services().List(nil)
@@ -138,10 +172,20 @@ func TestNomadClient_Services(t *testing.T) {
 	if left, _, err := c.Services().Get("shop-web", nil); err != nil || len(left) != 1 || left[0].AllocID != regs[1].AllocID {
 		t.Fatalf("after one allocation completed: %+v, %v", left, err)
 	}
+	for _, ev := range nextServiceEvents(2) {
+		if r, err := ev.Service(); ev.Type != "ServiceDeregistration" || err != nil || r.AllocID != regs[0].AllocID {
+			t.Errorf("deregistration event of the completed allocation %+v (%+v, %v)", ev, r, err)
+		}
+	}
 	if _, err := srv.UpdateNodeStatus(regs[1].NodeID, sdk.NodeStatusDown, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if left, _, err := c.Services().Get("shop-web", nil); err != nil || len(left) != 0 {
 		t.Fatalf("after the other's node went down: %+v, %v", left, err)
+	}
+	for _, ev := range nextServiceEvents(2) {
+		if r, err := ev.Service(); ev.Type != "ServiceDeregistration" || err != nil || r.AllocID != regs[1].AllocID {
+			t.Errorf("deregistration event of the down node's allocation %+v (%+v, %v)", ev, r, err)
+		}
 	}
 }
