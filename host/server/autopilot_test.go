@@ -52,9 +52,10 @@ func TestAutopilot_RemovesAFailedServerWhichRejoins(t *testing.T) {
 	servertest.WaitFor(t, "the server back in the configuration, following", func() bool {
 		return slices.Contains(raftIDs(t, leader), gone) && back.Leader() == leader.RPCAddr()
 	})
-	servertest.WaitFor(t, "a healthy cluster again", func() bool {
+	// It comes back as a non-voter, promoted once stable.
+	servertest.WaitFor(t, "a healthy cluster again, the server a voter", func() bool {
 		st := leader.AutopilotState()
-		return st != nil && st.Healthy && len(st.Servers) == 3
+		return st != nil && st.Healthy && len(st.Servers) == 3 && st.Servers[raft.ServerID(gone)].State == autopilot.RaftVoter
 	})
 }
 
@@ -128,4 +129,38 @@ func TestAutopilot_JoiningServerIsNotFailed(t *testing.T) {
 	if !slices.Contains(raftIDs(t, leader), string(joiner)) {
 		t.Fatal("the joining server was removed")
 	}
+}
+
+// A server that joins a running cluster is a non-voter until the leader's
+// autopilot has seen it healthy for server_stabilization_time, then a
+// voter.
+func TestAutopilot_PromotesAJoiningServer(t *testing.T) {
+	cfgs := servertest.ClusterConfigs(t, 3)
+	servers := make([]*server.Server, 3)
+	for i := range cfgs {
+		cfgs[i].AutopilotInterval = 100 * time.Millisecond
+		cfgs[i].Autopilot.ServerStabilizationTime = int64(2 * time.Second)
+		servers[i] = servertest.StartMember(t, cfgs[i], nil)
+	}
+	leader := servertest.WaitForClusterLeader(t, servers)
+	cfg := servertest.ClusterConfigs(t, 1)[0]
+	cfg.NodeName, cfg.BootstrapExpect, cfg.RetryJoin = "server-4", 0, []string{cfgs[0].RPCAddr}
+	servertest.StartMember(t, cfg, nil)
+	suffrage := func() (in, voter bool) {
+		confs, _, err := leader.RaftConfiguration()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sv := range confs {
+			if sv.ID == "server-4" {
+				return true, sv.Voter
+			}
+		}
+		return false, false
+	}
+	servertest.WaitFor(t, "the new server in the configuration", func() bool { in, _ := suffrage(); return in })
+	if _, voter := suffrage(); voter {
+		t.Fatal("a joining server votes at once")
+	}
+	servertest.WaitFor(t, "the new server promoted", func() bool { _, voter := suffrage(); return voter })
 }

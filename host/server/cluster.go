@@ -77,7 +77,8 @@ type PeerInfo struct {
 	LastContact time.Duration `json:",omitempty"`
 }
 
-// JoinRequest asks the leader to add a server as a voter.
+// JoinRequest asks the leader to add a server (as a non-voter, which its
+// autopilot promotes).
 type JoinRequest struct {
 	ID      string
 	Address string
@@ -201,10 +202,14 @@ func (s *Server) serveJoin(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// addVoter makes the server req names a voter. It first checks that the
-// server answers at the address it gave (an unreachable voter would count
-// against the quorum); a server already there under another name (a
-// replacement) is removed first; one already present as given is left.
+// addVoter adds the server req names to the raft configuration: a new one
+// as a non-voter, which the leader's autopilot promotes to a voter once it
+// has caught up and stayed healthy for server_stabilization_time (as
+// Nomad's servers join), so that a server still copying the state does
+// not count against the quorum. It first checks that the server answers at
+// the address it gave; a server already there under another name (a
+// replacement) is removed first; one already present as given is left; a
+// voter restarted at another address stays a voter there.
 func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -225,11 +230,13 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 	if err := f.Error(); err != nil {
 		return err
 	}
+	voter := false
 	for _, sv := range f.Configuration().Servers {
 		switch {
-		case string(sv.ID) == req.ID && string(sv.Address) == req.Address && sv.Suffrage == raft.Voter:
+		case string(sv.ID) == req.ID && string(sv.Address) == req.Address:
 			return nil
 		case string(sv.ID) == req.ID:
+			voter = sv.Suffrage == raft.Voter
 			// A member restarted at another address, or a second server
 			// under a member's name: the member must not answer at its
 			// address any more. Taking its place would cut it off while
@@ -245,9 +252,13 @@ func (s *Server) addVoter(ctx context.Context, req JoinRequest) error {
 			s.log.Info().Str("server", string(sv.ID)).Str("by", req.ID).Msg("server replaced")
 		}
 	}
-	// AddVoter also updates the address of a server already in the
-	// configuration (one restarted at another address).
-	return s.raftLayer.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, s.cfg.RaftApplyTimeout).Error()
+	// AddVoter and AddNonvoter also update the address of a server
+	// already in the configuration (one restarted at another address).
+	id, addr := raft.ServerID(req.ID), raft.ServerAddress(req.Address)
+	if voter {
+		return s.raftLayer.raft.AddVoter(id, addr, 0, s.cfg.RaftApplyTimeout).Error()
+	}
+	return s.raftLayer.raft.AddNonvoter(id, addr, 0, s.cfg.RaftApplyTimeout).Error()
 }
 
 // rpcClient says how this server connects to the others: over TLS when
