@@ -129,10 +129,14 @@ func TestAutopilot_PromotesAJoiningServer(t *testing.T) {
 	servers := make([]*server.Server, 3)
 	for i := range cfgs {
 		cfgs[i].AutopilotInterval = 100 * time.Millisecond
-		cfgs[i].Autopilot.ServerStabilizationTime = int64(4 * time.Second) // long enough to see it a non-voter on a loaded machine
+		cfgs[i].Autopilot.ServerStabilizationTime = int64(3 * time.Second)
 		servers[i] = servertest.StartMember(t, cfgs[i], nil)
 	}
 	leader := servertest.WaitForClusterLeader(t, servers)
+	// raft-autopilot waits for stabilization only once it has run that
+	// long itself (before, it promotes at once).
+	servertest.WaitFor(t, "the autopilot running", func() bool { return leader.AutopilotState() != nil })
+	time.Sleep(time.Duration(cfgs[0].Autopilot.ServerStabilizationTime) + 500*time.Millisecond)
 	cfg := servertest.ClusterConfigs(t, 1)[0]
 	cfg.NodeName, cfg.BootstrapExpect, cfg.RetryJoin = "server-4", 0, []string{cfgs[0].RPCAddr}
 	servertest.StartMember(t, cfg, nil)
