@@ -219,16 +219,11 @@ type TLSBlock struct {
 // the agent's working directory, as in Nomad.
 func (b *TLSBlock) apply(tc *tlsutil.Config) error {
 	var errs []error
-	flag := func(v *bool, dst *bool) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	flag(b.HTTP, &tc.HTTP)
-	flag(b.RPC, &tc.RPC)
-	flag(b.VerifyServerHostname, &tc.VerifyServerHostname)
-	flag(b.VerifyHTTPSClient, &tc.VerifyHTTPSClient)
-	flag(b.RPCUpgradeMode, &tc.RPCUpgradeMode)
+	setIf(b.HTTP, &tc.HTTP)
+	setIf(b.RPC, &tc.RPC)
+	setIf(b.VerifyServerHostname, &tc.VerifyServerHostname)
+	setIf(b.VerifyHTTPSClient, &tc.VerifyHTTPSClient)
+	setIf(b.RPCUpgradeMode, &tc.RPCUpgradeMode)
 	for _, f := range []struct{ v, dst *string }{{&b.CAFile, &tc.CAFile}, {&b.CertFile, &tc.CertFile}, {&b.KeyFile, &tc.KeyFile}} {
 		if *f.v != "" {
 			*f.dst = *f.v
@@ -333,27 +328,25 @@ func (b *AutopilotBlock) apply(c *state.AutopilotConfig) error {
 		durationValue(&errs, "autopilot."+name, v, `"200ms"`, false, &d)
 		*dst = int64(d)
 	}
-	set := func(v *bool, dst *bool) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(b.CleanupDeadServers, &c.CleanupDeadServers)
+	setIf(b.CleanupDeadServers, &c.CleanupDeadServers)
 	dur("last_contact_threshold", b.LastContactThreshold, &c.LastContactThreshold)
-	if b.MaxTrailingLogs != nil {
-		c.MaxTrailingLogs = *b.MaxTrailingLogs
-	}
-	if b.MinQuorum != nil {
-		c.MinQuorum = *b.MinQuorum
-	}
+	setIf(b.MaxTrailingLogs, &c.MaxTrailingLogs)
+	setIf(b.MinQuorum, &c.MinQuorum)
 	dur("server_stabilization_time", b.ServerStabilizationTime, &c.ServerStabilizationTime)
-	set(b.EnableRedundancyZones, &c.EnableRedundancyZones)
-	set(b.DisableUpgradeMigration, &c.DisableUpgradeMigration)
-	set(b.EnableCustomUpgrades, &c.EnableCustomUpgrades)
+	setIf(b.EnableRedundancyZones, &c.EnableRedundancyZones)
+	setIf(b.DisableUpgradeMigration, &c.DisableUpgradeMigration)
+	setIf(b.EnableCustomUpgrades, &c.EnableCustomUpgrades)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// setIf sets dst to an optional setting's value, if the file gave one.
+func setIf[T any](v *T, dst *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // durationValue sets dst to a duration setting's value v ("" leaves it);
@@ -397,9 +390,7 @@ type ACLBlock struct {
 // apply sets in sc what the block sets; a minimum above the maximum (one
 // may be the default) is refused by the server's Validate.
 func (b *ACLBlock) apply(sc *server.Config) error {
-	if b.Enabled != nil {
-		sc.ACLEnabled = *b.Enabled
-	}
+	setIf(b.Enabled, &sc.ACLEnabled)
 	var errs []error
 	durationValue(&errs, "acl.token_min_expiration_ttl", b.TokenMinExpirationTTL, `"1h"`, true, &sc.ACLTokenMinExpirationTTL)
 	durationValue(&errs, "acl.token_max_expiration_ttl", b.TokenMaxExpirationTTL, `"1h"`, true, &sc.ACLTokenMaxExpirationTTL)
@@ -428,12 +419,8 @@ func (b *TelemetryBlock) apply(tc *telemetry.Config) error {
 		}
 		tc.CollectionInterval = d
 	}
-	if b.DisableHostname != nil {
-		tc.DisableHostname = *b.DisableHostname
-	}
-	if b.PrometheusMetrics != nil {
-		tc.PrometheusMetrics = *b.PrometheusMetrics
-	}
+	setIf(b.DisableHostname, &tc.DisableHostname)
+	setIf(b.PrometheusMetrics, &tc.PrometheusMetrics)
 	if b.StatsdAddress != "" {
 		tc.StatsdAddress = b.StatsdAddress
 	}
@@ -710,9 +697,7 @@ func (b *ServerBlock) apply(sc *server.Config) error {
 		sc.DefaultSchedulerConfig = c
 	}
 	if b := b.Search; b != nil {
-		if b.FuzzyEnabled != nil {
-			sc.Search.FuzzyEnabled = *b.FuzzyEnabled
-		}
+		setIf(b.FuzzyEnabled, &sc.Search.FuzzyEnabled)
 		count("search.limit_query", b.LimitQuery, 1, func(n int) { sc.Search.LimitQuery = n })
 		count("search.limit_results", b.LimitResults, 1, func(n int) { sc.Search.LimitResults = n })
 		count("search.min_term_length", b.MinTermLength, 1, func(n int) { sc.Search.MinTermLength = n })
