@@ -24,10 +24,20 @@ import (
 // served as the agent serves it (also to requests the others forward).
 func clusterAPIs(t *testing.T) ([]*server.Server, []*httptest.Server, *server.Server) {
 	t.Helper()
+	return clusterAPIsWith(t, nil)
+}
+
+// clusterAPIsWith is clusterAPIs with modify applied to each server's
+// configuration (nil: none).
+func clusterAPIsWith(t *testing.T, modify func(*server.Config)) ([]*server.Server, []*httptest.Server, *server.Server) {
+	t.Helper()
 	cfgs := servertest.ClusterConfigs(t, 3)
 	servers := make([]*server.Server, len(cfgs))
 	apis := make([]*httptest.Server, len(cfgs))
 	for i, cfg := range cfgs {
+		if modify != nil {
+			modify(&cfg)
+		}
 		s := servertest.StartMember(t, cfg, nil)
 		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), nil)
 		s.SetForwardedHandler(api.Handler())
@@ -240,19 +250,7 @@ func TestCluster_TransferLeadershipByAddress(t *testing.T) {
 // and the requests it does not answer to the leader, which checks their
 // token; it checks the token of a stale read itself, from its replica.
 func TestCluster_ACLs(t *testing.T) {
-	cfgs := servertest.ClusterConfigs(t, 3)
-	servers := make([]*server.Server, len(cfgs))
-	apis := make([]*httptest.Server, len(cfgs))
-	for i, cfg := range cfgs {
-		cfg.ACLEnabled = true
-		s := servertest.StartMember(t, cfg, nil)
-		api := httpapi.New(s, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), nil)
-		s.SetForwardedHandler(api.Handler())
-		apis[i] = httptest.NewServer(api.Handler())
-		t.Cleanup(apis[i].Close)
-		servers[i] = s
-	}
-	leader := servertest.WaitForClusterLeader(t, servers)
+	servers, apis, leader := clusterAPIsWith(t, func(c *server.Config) { c.ACLEnabled = true })
 	li := slices.Index(servers, leader)
 	f1, f2 := (li+1)%3, (li+2)%3
 
