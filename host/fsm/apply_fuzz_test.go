@@ -96,6 +96,15 @@ func FuzzApply(f *testing.F) {
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpDeleteCAS, Var: &state.Variable{Namespace: "default", Path: "a"}}},
 		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}},
 		{AutopilotConfigRequestType, &AutopilotConfigRequest{Config: &state.AutopilotConfig{CleanupDeadServers: true, MaxTrailingLogs: 250}, CAS: true}},
+		{ACLAuthMethodUpsertRequestType, &ACLAuthMethodUpsertRequest{Methods: []*state.ACLAuthMethod{
+			{Name: "ci", Type: state.ACLAuthMethodTypeJWT, Default: true, Config: &state.ACLAuthMethodConfig{JWKSURL: "u"}}, {Name: "x"}}}},
+		{ACLBindingRuleUpsertRequestType, &ACLBindingRuleUpsertRequest{Rules: []*state.ACLBindingRule{
+			{ID: "b1", AuthMethod: "ci", BindType: state.ACLBindTypeManagement}, {ID: "b1", AuthMethod: "nope", CreateIndex: 1}}}},
+		{ACLBindingRuleDeleteRequestType, &ACLBindingRuleDeleteRequest{IDs: []string{"b1", ""}}},
+		{ACLAuthMethodDeleteRequestType, &ACLAuthMethodDeleteRequest{Names: []string{"ci"}}},
+		{OneTimeTokenUpsertRequestType, &OneTimeTokenUpsertRequest{Token: &state.OneTimeToken{OneTimeSecretID: "o", AccessorID: "t1", ExpiresAt: 5}}},
+		{OneTimeTokenExchangeRequestType, &OneTimeTokenExchangeRequest{OneTimeSecretID: "o", Now: 4}},
+		{OneTimeTokenExpireRequestType, &OneTimeTokenExpireRequest{Now: 6}},
 	}
 	for _, s := range seeds {
 		b, err := Encode(s.t, s.msg)

@@ -278,6 +278,20 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &RootKeyDeleteRequest{}
 	case AutopilotConfigRequestType:
 		msg = &AutopilotConfigRequest{}
+	case ACLAuthMethodUpsertRequestType:
+		msg = &ACLAuthMethodUpsertRequest{}
+	case ACLAuthMethodDeleteRequestType:
+		msg = &ACLAuthMethodDeleteRequest{}
+	case ACLBindingRuleUpsertRequestType:
+		msg = &ACLBindingRuleUpsertRequest{}
+	case ACLBindingRuleDeleteRequestType:
+		msg = &ACLBindingRuleDeleteRequest{}
+	case OneTimeTokenUpsertRequestType:
+		msg = &OneTimeTokenUpsertRequest{}
+	case OneTimeTokenExchangeRequestType:
+		msg = &OneTimeTokenExchangeRequest{}
+	case OneTimeTokenExpireRequestType:
+		msg = &OneTimeTokenExpireRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -387,6 +401,24 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		}
 		c := *req.Config
 		return tx.SetAutopilotConfig(&c)
+	case *ACLAuthMethodUpsertRequest:
+		return tx.UpsertACLAuthMethods(req.Methods)
+	case *ACLAuthMethodDeleteRequest:
+		return tx.DeleteACLAuthMethods(req.Names)
+	case *ACLBindingRuleUpsertRequest:
+		return applyACLBindingRuleUpsert(tx, req)
+	case *ACLBindingRuleDeleteRequest:
+		return tx.DeleteACLBindingRules(req.IDs)
+	case *OneTimeTokenUpsertRequest:
+		return tx.UpsertOneTimeToken(req.Token)
+	case *OneTimeTokenExchangeRequest:
+		if o := tx.OneTimeToken(req.OneTimeSecretID); o == nil || o.ExpiresAt < req.Now {
+			return fmt.Errorf("%w: one-time token spent or expired", state.ErrNotFound)
+		}
+		return tx.DeleteOneTimeTokens([]string{req.OneTimeSecretID})
+	case *OneTimeTokenExpireRequest:
+		_, err := tx.ExpireOneTimeTokens(req.Now)
+		return err
 	}
 	return fmt.Errorf("%w: no handler for %T", ErrBadEntry, msg)
 }
@@ -422,6 +454,25 @@ func applyACLRoleUpsert(tx *state.Txn, req *ACLRoleUpsertRequest) error {
 		}
 	}
 	return tx.UpsertACLRoles(req.Roles)
+}
+
+// applyACLBindingRuleUpsert writes binding rules; a create (CreateIndex 0)
+// is refused an ID in use, an update (CreateIndex set) applies only to the
+// rule it was made from.
+func applyACLBindingRuleUpsert(tx *state.Txn, req *ACLBindingRuleUpsertRequest) error {
+	for _, r := range req.Rules {
+		old := tx.ACLBindingRule(r.ID)
+		if r.CreateIndex == 0 {
+			if old != nil {
+				return fmt.Errorf("%w: ACL binding rule ID %s is in use", ErrConflict, r.ID)
+			}
+			continue
+		}
+		if old == nil || old.CreateIndex != r.CreateIndex {
+			return fmt.Errorf("%w: ACL binding rule %q", state.ErrNotFound, r.ID)
+		}
+	}
+	return tx.UpsertACLBindingRules(req.Rules)
 }
 
 // ErrACLBootstrapped refuses an ACL bootstrap whose reset index is not the

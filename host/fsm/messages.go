@@ -42,9 +42,16 @@ const (
 	RootKeyUpsertRequestType
 	RootKeyDeleteRequestType
 	AutopilotConfigRequestType
+	ACLAuthMethodUpsertRequestType
+	ACLAuthMethodDeleteRequestType
+	ACLBindingRuleUpsertRequestType
+	ACLBindingRuleDeleteRequestType
+	OneTimeTokenUpsertRequestType
+	OneTimeTokenExchangeRequestType
+	OneTimeTokenExpireRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = AutopilotConfigRequestType
+	LastMessageType = OneTimeTokenExpireRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -343,4 +350,52 @@ type AutopilotConfigRequest struct {
 	Config      *state.AutopilotConfig
 	CAS         bool
 	ModifyIndex uint64
+}
+
+// ACLAuthMethodUpsertRequest creates or replaces auth methods (by name).
+// The server checked them; the state refuses a second default, checked
+// again as the entry applies.
+type ACLAuthMethodUpsertRequest struct {
+	Methods []*state.ACLAuthMethod
+}
+
+// ACLAuthMethodDeleteRequest deletes auth methods by name, with their
+// binding rules; an unknown name refuses the entry.
+type ACLAuthMethodDeleteRequest struct {
+	Names []string
+}
+
+// ACLBindingRuleUpsertRequest creates binding rules (CreateIndex 0; an ID
+// in use refuses the entry) or updates them (CreateIndex the stored
+// rule's: an update of a rule deleted since the server read it is
+// refused). The state refuses a rule whose auth method is gone.
+type ACLBindingRuleUpsertRequest struct {
+	Rules []*state.ACLBindingRule
+}
+
+// ACLBindingRuleDeleteRequest deletes binding rules by ID; an unknown ID
+// refuses the entry.
+type ACLBindingRuleDeleteRequest struct {
+	IDs []string
+}
+
+// OneTimeTokenUpsertRequest creates a one-time token for an ACL token
+// that still exists.
+type OneTimeTokenUpsertRequest struct {
+	Token *state.OneTimeToken
+}
+
+// OneTimeTokenExchangeRequest spends a one-time token: it deletes it if
+// it is still there and unexpired at Now (the leader's clock, Unix
+// nanoseconds), and refuses the entry otherwise, so of two exchanges of
+// one token only the first applied succeeds.
+type OneTimeTokenExchangeRequest struct {
+	OneTimeSecretID string
+	Now             int64
+}
+
+// OneTimeTokenExpireRequest deletes the one-time tokens expired at Now
+// (Unix nanoseconds) and those whose ACL token is gone.
+type OneTimeTokenExpireRequest struct {
+	Now int64
 }

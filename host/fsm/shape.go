@@ -175,6 +175,24 @@ func checkShape(msg msgp.Unmarshaler) error {
 		if m.Config == nil {
 			bad("Config is null")
 		}
+	case *ACLAuthMethodUpsertRequest:
+		for i, am := range m.Methods {
+			if am == nil {
+				bad("Methods[%d] is null", i)
+			} else if am.Config == nil {
+				bad("Methods[%d].Config is null", i)
+			}
+		}
+	case *ACLBindingRuleUpsertRequest:
+		for i, r := range m.Rules {
+			if r == nil {
+				bad("Rules[%d] is null", i)
+			}
+		}
+	case *OneTimeTokenUpsertRequest:
+		if m.Token == nil {
+			bad("Token is null")
+		}
 	case *RootKeyUpsertRequest:
 		for i, k := range m.Keys {
 			if k == nil {

@@ -42,6 +42,9 @@ const (
 	recVariable
 	recRootKey
 	recAutopilotConfig
+	recACLAuthMethod
+	recACLBindingRule
+	recOneTimeToken
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -114,7 +117,8 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
-		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot} {
+		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
+		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -179,6 +183,15 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, r := range snap.ACLRoles("") {
 		rw.put(recACLRole, r)
+	}
+	for _, m := range snap.ACLAuthMethods() {
+		rw.put(recACLAuthMethod, m)
+	}
+	for _, r := range snap.ACLBindingRules("") {
+		rw.put(recACLBindingRule, r)
+	}
+	for _, o := range snap.OneTimeTokens() {
+		rw.put(recOneTimeToken, o)
 	}
 	for _, k := range snap.RootKeys() {
 		rw.put(recRootKey, k)
@@ -395,6 +408,24 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertACLRoles([]*state.ACLRole{&r})
+	case recACLAuthMethod:
+		var m state.ACLAuthMethod
+		if err := un(&m); err != nil {
+			return err
+		}
+		return tx.UpsertACLAuthMethods([]*state.ACLAuthMethod{&m})
+	case recACLBindingRule:
+		var r state.ACLBindingRule
+		if err := un(&r); err != nil {
+			return err
+		}
+		return tx.UpsertACLBindingRules([]*state.ACLBindingRule{&r})
+	case recOneTimeToken:
+		var o state.OneTimeToken
+		if err := un(&o); err != nil {
+			return err
+		}
+		return tx.UpsertOneTimeToken(&o)
 	case recRootKey:
 		var k state.RootKey
 		if err := un(&k); err != nil {

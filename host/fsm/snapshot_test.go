@@ -299,6 +299,15 @@ func compare(a, b *state.Snapshot) string {
 		if c := s.AutopilotConfig(); c != nil {
 			out["autopilot"] = norm(c)
 		}
+		for _, m := range s.ACLAuthMethods() {
+			out["auth-method/"+m.Name] = norm(m)
+		}
+		for _, r := range s.ACLBindingRules("") {
+			out["binding-rule/"+r.ID] = norm(r)
+		}
+		for _, o := range s.OneTimeTokens() {
+			out["one-time-token/"+o.OneTimeSecretID] = norm(o)
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -455,8 +464,22 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 					return err
 				}
 			}
-			return tx.SetAutopilotConfig(&state.AutopilotConfig{CleanupDeadServers: true, LastContactThreshold: 2e8, MaxTrailingLogs: 250,
-				ServerStabilizationTime: 1e10, EnableRedundancyZones: true})
+			if err := tx.SetAutopilotConfig(&state.AutopilotConfig{CleanupDeadServers: true, LastContactThreshold: 2e8, MaxTrailingLogs: 250,
+				ServerStabilizationTime: 1e10, EnableRedundancyZones: true}); err != nil {
+				return err
+			}
+			if err := tx.UpsertACLAuthMethods([]*state.ACLAuthMethod{{Name: "okta", Type: state.ACLAuthMethodTypeOIDC,
+				TokenLocality: state.ACLTokenLocalityLocal, MaxTokenTTL: 36e11, Default: true, CreateTime: 9, ModifyTime: 9,
+				Config: &state.ACLAuthMethodConfig{OIDCDiscoveryURL: "https://okta.example", OIDCClientID: "drover",
+					BoundAudiences: []string{"drover"}, ClaimMappings: map[string]string{"email": "email"},
+					ListClaimMappings: map[string]string{"groups": "groups"}, ClockSkewLeeway: 1e9}}}); err != nil {
+				return err
+			}
+			if err := tx.UpsertACLBindingRules([]*state.ACLBindingRule{{ID: "b-1", AuthMethod: "okta", Selector: `"ops" in list.groups`,
+				BindType: state.ACLBindTypeRole, BindName: "readers", CreateTime: 9, ModifyTime: 9}}); err != nil {
+				return err
+			}
+			return tx.UpsertOneTimeToken(&state.OneTimeToken{OneTimeSecretID: "ott-1", AccessorID: "r-acc", ExpiresAt: 99})
 		},
 	}
 	// Without roles, the variables (which came after them) are left out

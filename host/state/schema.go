@@ -33,6 +33,13 @@ const (
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
 	TableACLRoles    = "acl_roles"
+	// TableACLAuthMethods holds ACL auth methods by name,
+	// TableACLBindingRules binding rules by ID and by auth method, and
+	// TableOneTimeTokens one-time tokens by secret and by the accessor of
+	// the ACL token each stands for.
+	TableACLAuthMethods  = "acl_auth_methods"
+	TableACLBindingRules = "acl_binding_rules"
+	TableOneTimeTokens   = "one_time_token"
 	// TableVariables holds variables, encrypted, by namespace and path;
 	// TableRootKeys the keyring's root keys by key ID.
 	TableVariables = "variables"
@@ -238,6 +245,98 @@ func (t *ACLToken) Expired(now time.Time) bool {
 	return t.ExpirationTime != 0 && time.Unix(0, t.ExpirationTime).Before(now)
 }
 
+// ACL auth method types, token localities and binding rule bind types,
+// as Nomad's.
+const (
+	ACLAuthMethodTypeOIDC = "OIDC"
+	ACLAuthMethodTypeJWT  = "JWT"
+
+	ACLTokenLocalityLocal  = "local"
+	ACLTokenLocalityGlobal = "global"
+
+	ACLBindTypeRole       = "role"
+	ACLBindTypePolicy     = "policy"
+	ACLBindTypeManagement = "management"
+)
+
+// ACLAuthMethod is a way to log in with an identity another system vouches
+// for (Nomad's ACLAuthMethod): a JWT it signed, or an OIDC provider's
+// login. The tokens a login makes hold what the method's binding rules
+// grant the identity and expire after MaxTokenTTL. At most one method is
+// the Default. Times and durations are Unix nanoseconds and nanoseconds.
+type ACLAuthMethod struct {
+	Name            string
+	Type            string
+	TokenLocality   string
+	TokenNameFormat string
+	MaxTokenTTL     int64
+	Default         bool
+	Config          *ACLAuthMethodConfig
+	CreateTime      int64
+	ModifyTime      int64
+	CreateIndex     uint64
+	ModifyIndex     uint64
+}
+
+// ACLAuthMethodConfig is an auth method's configuration (Nomad's
+// ACLAuthMethodConfig): how to check a JWT's signature (static public
+// keys, a JWKS URL, or an OIDC provider's keys) and claims, how to talk
+// to an OIDC provider, and which claims become the values and lists
+// binding rules select on (ClaimMappings, ListClaimMappings: claim name
+// or JSON pointer to the name used in selectors). Leeways are nanoseconds.
+type ACLAuthMethodConfig struct {
+	JWTValidationPubKeys []string
+	JWKSURL              string
+	JWKSCACert           string
+	OIDCDiscoveryURL     string
+	OIDCClientID         string
+	OIDCClientSecret     string
+	OIDCEnablePKCE       bool
+	OIDCDisableUserInfo  bool
+	OIDCScopes           []string
+	BoundAudiences       []string
+	BoundIssuer          []string
+	AllowedRedirectURIs  []string
+	DiscoveryCaPem       []string
+	SigningAlgs          []string
+	ExpirationLeeway     int64
+	NotBeforeLeeway      int64
+	ClockSkewLeeway      int64
+	ClaimMappings        map[string]string
+	ListClaimMappings    map[string]string
+	VerboseLogging       bool
+}
+
+// ACLBindingRule grants what an auth method's login makes to the
+// identities its Selector (a go-bexpr expression over the mapped claims;
+// empty: every identity) matches (Nomad's ACLBindingRule): the role or
+// policy BindName names (with ${value.NAME} claims interpolated), or
+// management.
+type ACLBindingRule struct {
+	ID          string
+	Description string
+	AuthMethod  string
+	Selector    string
+	BindType    string
+	BindName    string
+	CreateTime  int64
+	ModifyTime  int64
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// OneTimeToken stands for the ACL token AccessorID until ExpiresAt (Unix
+// nanoseconds) or until it is exchanged for that token's secret, once
+// (Nomad's OneTimeToken, which `nomad ui -authenticate` uses to log a
+// browser in without putting the secret in a URL).
+type OneTimeToken struct {
+	OneTimeSecretID string
+	AccessorID      string
+	ExpiresAt       int64
+	CreateIndex     uint64
+	ModifyIndex     uint64
+}
+
 // Variable is a variable as stored (Nomad's VariableEncrypted): its items,
 // encoded, encrypted with the root key KeyID (Data: the nonce, then the
 // sealed items). Times are Unix nanoseconds.
@@ -397,6 +496,11 @@ var (
 	aclTokenSecret   = field("SecretID", func(t *ACLToken) string { return t.SecretID })
 	aclRoleID        = field("ID", func(r *ACLRole) string { return r.ID })
 	aclRoleName      = field("Name", func(r *ACLRole) string { return r.Name })
+	authMethodName   = field("Name", func(m *ACLAuthMethod) string { return m.Name })
+	bindingRuleID    = field("ID", func(r *ACLBindingRule) string { return r.ID })
+	bindingRuleOf    = field("AuthMethod", func(r *ACLBindingRule) string { return r.AuthMethod })
+	oneTimeSecret    = field("OneTimeSecretID", func(t *OneTimeToken) string { return t.OneTimeSecretID })
+	oneTimeAccessor  = field("AccessorID", func(t *OneTimeToken) string { return t.AccessorID })
 
 	variableNamespace = field("Namespace", func(v *Variable) string { return v.Namespace })
 	variablePath      = field("Path", func(v *Variable) string { return v.Path })
@@ -521,6 +625,17 @@ func schema() *memdb.DBSchema {
 		TableACLRoles: {Name: TableACLRoles, Indexes: map[string]*memdb.IndexSchema{
 			"id":   idIndex(aclRoleID),
 			"name": {Name: "name", Unique: true, Indexer: aclRoleName},
+		}},
+		TableACLAuthMethods: {Name: TableACLAuthMethods, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(authMethodName),
+		}},
+		TableACLBindingRules: {Name: TableACLBindingRules, Indexes: map[string]*memdb.IndexSchema{
+			"id":          idIndex(bindingRuleID),
+			"auth_method": {Name: "auth_method", Indexer: bindingRuleOf},
+		}},
+		TableOneTimeTokens: {Name: TableOneTimeTokens, Indexes: map[string]*memdb.IndexSchema{
+			"id":       idIndex(oneTimeSecret),
+			"accessor": {Name: "accessor", Indexer: oneTimeAccessor},
 		}},
 		TableVariables: {Name: TableVariables, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", variableNamespace, variablePath, true),

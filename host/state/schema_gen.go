@@ -8,6 +8,735 @@ import (
 )
 
 // MarshalMsg implements msgp.Marshaler
+func (z *ACLAuthMethod) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 11
+	// string "Name"
+	o = append(o, 0x8b, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+	o = msgp.AppendString(o, z.Name)
+	// string "Type"
+	o = append(o, 0xa4, 0x54, 0x79, 0x70, 0x65)
+	o = msgp.AppendString(o, z.Type)
+	// string "TokenLocality"
+	o = append(o, 0xad, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x4c, 0x6f, 0x63, 0x61, 0x6c, 0x69, 0x74, 0x79)
+	o = msgp.AppendString(o, z.TokenLocality)
+	// string "TokenNameFormat"
+	o = append(o, 0xaf, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x4e, 0x61, 0x6d, 0x65, 0x46, 0x6f, 0x72, 0x6d, 0x61, 0x74)
+	o = msgp.AppendString(o, z.TokenNameFormat)
+	// string "MaxTokenTTL"
+	o = append(o, 0xab, 0x4d, 0x61, 0x78, 0x54, 0x6f, 0x6b, 0x65, 0x6e, 0x54, 0x54, 0x4c)
+	o = msgp.AppendInt64(o, z.MaxTokenTTL)
+	// string "Default"
+	o = append(o, 0xa7, 0x44, 0x65, 0x66, 0x61, 0x75, 0x6c, 0x74)
+	o = msgp.AppendBool(o, z.Default)
+	// string "Config"
+	o = append(o, 0xa6, 0x43, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+	if z.Config == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o, err = z.Config.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Config")
+			return
+		}
+	}
+	// string "CreateTime"
+	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.CreateTime)
+	// string "ModifyTime"
+	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.ModifyTime)
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLAuthMethod) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Name":
+			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+		case "Type":
+			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Type")
+				return
+			}
+		case "TokenLocality":
+			z.TokenLocality, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TokenLocality")
+				return
+			}
+		case "TokenNameFormat":
+			z.TokenNameFormat, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TokenNameFormat")
+				return
+			}
+		case "MaxTokenTTL":
+			z.MaxTokenTTL, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MaxTokenTTL")
+				return
+			}
+		case "Default":
+			z.Default, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Default")
+				return
+			}
+		case "Config":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Config = nil
+			} else {
+				if z.Config == nil {
+					z.Config = new(ACLAuthMethodConfig)
+				}
+				bts, err = z.Config.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Config")
+					return
+				}
+			}
+		case "CreateTime":
+			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateTime")
+				return
+			}
+		case "ModifyTime":
+			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyTime")
+				return
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLAuthMethod) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 5 + msgp.StringPrefixSize + len(z.Type) + 14 + msgp.StringPrefixSize + len(z.TokenLocality) + 16 + msgp.StringPrefixSize + len(z.TokenNameFormat) + 12 + msgp.Int64Size + 8 + msgp.BoolSize + 7
+	if z.Config == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Config.Msgsize()
+	}
+	s += 11 + msgp.Int64Size + 11 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLAuthMethodConfig) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 20
+	// string "JWTValidationPubKeys"
+	o = append(o, 0xde, 0x0, 0x14, 0xb4, 0x4a, 0x57, 0x54, 0x56, 0x61, 0x6c, 0x69, 0x64, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x50, 0x75, 0x62, 0x4b, 0x65, 0x79, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.JWTValidationPubKeys)))
+	for za0001 := range z.JWTValidationPubKeys {
+		o = msgp.AppendString(o, z.JWTValidationPubKeys[za0001])
+	}
+	// string "JWKSURL"
+	o = append(o, 0xa7, 0x4a, 0x57, 0x4b, 0x53, 0x55, 0x52, 0x4c)
+	o = msgp.AppendString(o, z.JWKSURL)
+	// string "JWKSCACert"
+	o = append(o, 0xaa, 0x4a, 0x57, 0x4b, 0x53, 0x43, 0x41, 0x43, 0x65, 0x72, 0x74)
+	o = msgp.AppendString(o, z.JWKSCACert)
+	// string "OIDCDiscoveryURL"
+	o = append(o, 0xb0, 0x4f, 0x49, 0x44, 0x43, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x76, 0x65, 0x72, 0x79, 0x55, 0x52, 0x4c)
+	o = msgp.AppendString(o, z.OIDCDiscoveryURL)
+	// string "OIDCClientID"
+	o = append(o, 0xac, 0x4f, 0x49, 0x44, 0x43, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x49, 0x44)
+	o = msgp.AppendString(o, z.OIDCClientID)
+	// string "OIDCClientSecret"
+	o = append(o, 0xb0, 0x4f, 0x49, 0x44, 0x43, 0x43, 0x6c, 0x69, 0x65, 0x6e, 0x74, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74)
+	o = msgp.AppendString(o, z.OIDCClientSecret)
+	// string "OIDCEnablePKCE"
+	o = append(o, 0xae, 0x4f, 0x49, 0x44, 0x43, 0x45, 0x6e, 0x61, 0x62, 0x6c, 0x65, 0x50, 0x4b, 0x43, 0x45)
+	o = msgp.AppendBool(o, z.OIDCEnablePKCE)
+	// string "OIDCDisableUserInfo"
+	o = append(o, 0xb3, 0x4f, 0x49, 0x44, 0x43, 0x44, 0x69, 0x73, 0x61, 0x62, 0x6c, 0x65, 0x55, 0x73, 0x65, 0x72, 0x49, 0x6e, 0x66, 0x6f)
+	o = msgp.AppendBool(o, z.OIDCDisableUserInfo)
+	// string "OIDCScopes"
+	o = append(o, 0xaa, 0x4f, 0x49, 0x44, 0x43, 0x53, 0x63, 0x6f, 0x70, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.OIDCScopes)))
+	for za0002 := range z.OIDCScopes {
+		o = msgp.AppendString(o, z.OIDCScopes[za0002])
+	}
+	// string "BoundAudiences"
+	o = append(o, 0xae, 0x42, 0x6f, 0x75, 0x6e, 0x64, 0x41, 0x75, 0x64, 0x69, 0x65, 0x6e, 0x63, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.BoundAudiences)))
+	for za0003 := range z.BoundAudiences {
+		o = msgp.AppendString(o, z.BoundAudiences[za0003])
+	}
+	// string "BoundIssuer"
+	o = append(o, 0xab, 0x42, 0x6f, 0x75, 0x6e, 0x64, 0x49, 0x73, 0x73, 0x75, 0x65, 0x72)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.BoundIssuer)))
+	for za0004 := range z.BoundIssuer {
+		o = msgp.AppendString(o, z.BoundIssuer[za0004])
+	}
+	// string "AllowedRedirectURIs"
+	o = append(o, 0xb3, 0x41, 0x6c, 0x6c, 0x6f, 0x77, 0x65, 0x64, 0x52, 0x65, 0x64, 0x69, 0x72, 0x65, 0x63, 0x74, 0x55, 0x52, 0x49, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.AllowedRedirectURIs)))
+	for za0005 := range z.AllowedRedirectURIs {
+		o = msgp.AppendString(o, z.AllowedRedirectURIs[za0005])
+	}
+	// string "DiscoveryCaPem"
+	o = append(o, 0xae, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x76, 0x65, 0x72, 0x79, 0x43, 0x61, 0x50, 0x65, 0x6d)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.DiscoveryCaPem)))
+	for za0006 := range z.DiscoveryCaPem {
+		o = msgp.AppendString(o, z.DiscoveryCaPem[za0006])
+	}
+	// string "SigningAlgs"
+	o = append(o, 0xab, 0x53, 0x69, 0x67, 0x6e, 0x69, 0x6e, 0x67, 0x41, 0x6c, 0x67, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.SigningAlgs)))
+	for za0007 := range z.SigningAlgs {
+		o = msgp.AppendString(o, z.SigningAlgs[za0007])
+	}
+	// string "ExpirationLeeway"
+	o = append(o, 0xb0, 0x45, 0x78, 0x70, 0x69, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x4c, 0x65, 0x65, 0x77, 0x61, 0x79)
+	o = msgp.AppendInt64(o, z.ExpirationLeeway)
+	// string "NotBeforeLeeway"
+	o = append(o, 0xaf, 0x4e, 0x6f, 0x74, 0x42, 0x65, 0x66, 0x6f, 0x72, 0x65, 0x4c, 0x65, 0x65, 0x77, 0x61, 0x79)
+	o = msgp.AppendInt64(o, z.NotBeforeLeeway)
+	// string "ClockSkewLeeway"
+	o = append(o, 0xaf, 0x43, 0x6c, 0x6f, 0x63, 0x6b, 0x53, 0x6b, 0x65, 0x77, 0x4c, 0x65, 0x65, 0x77, 0x61, 0x79)
+	o = msgp.AppendInt64(o, z.ClockSkewLeeway)
+	// string "ClaimMappings"
+	o = append(o, 0xad, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x4d, 0x61, 0x70, 0x70, 0x69, 0x6e, 0x67, 0x73)
+	o = msgp.AppendMapHeader(o, uint32(len(z.ClaimMappings)))
+	for za0008, za0009 := range z.ClaimMappings {
+		o = msgp.AppendString(o, za0008)
+		o = msgp.AppendString(o, za0009)
+	}
+	// string "ListClaimMappings"
+	o = append(o, 0xb1, 0x4c, 0x69, 0x73, 0x74, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x4d, 0x61, 0x70, 0x70, 0x69, 0x6e, 0x67, 0x73)
+	o = msgp.AppendMapHeader(o, uint32(len(z.ListClaimMappings)))
+	for za0010, za0011 := range z.ListClaimMappings {
+		o = msgp.AppendString(o, za0010)
+		o = msgp.AppendString(o, za0011)
+	}
+	// string "VerboseLogging"
+	o = append(o, 0xae, 0x56, 0x65, 0x72, 0x62, 0x6f, 0x73, 0x65, 0x4c, 0x6f, 0x67, 0x67, 0x69, 0x6e, 0x67)
+	o = msgp.AppendBool(o, z.VerboseLogging)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLAuthMethodConfig) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "JWTValidationPubKeys":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JWTValidationPubKeys")
+				return
+			}
+			if cap(z.JWTValidationPubKeys) >= int(zb0002) {
+				z.JWTValidationPubKeys = (z.JWTValidationPubKeys)[:zb0002]
+			} else {
+				z.JWTValidationPubKeys = make([]string, zb0002)
+			}
+			for za0001 := range z.JWTValidationPubKeys {
+				z.JWTValidationPubKeys[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "JWTValidationPubKeys", za0001)
+					return
+				}
+			}
+		case "JWKSURL":
+			z.JWKSURL, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JWKSURL")
+				return
+			}
+		case "JWKSCACert":
+			z.JWKSCACert, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "JWKSCACert")
+				return
+			}
+		case "OIDCDiscoveryURL":
+			z.OIDCDiscoveryURL, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCDiscoveryURL")
+				return
+			}
+		case "OIDCClientID":
+			z.OIDCClientID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCClientID")
+				return
+			}
+		case "OIDCClientSecret":
+			z.OIDCClientSecret, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCClientSecret")
+				return
+			}
+		case "OIDCEnablePKCE":
+			z.OIDCEnablePKCE, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCEnablePKCE")
+				return
+			}
+		case "OIDCDisableUserInfo":
+			z.OIDCDisableUserInfo, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCDisableUserInfo")
+				return
+			}
+		case "OIDCScopes":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OIDCScopes")
+				return
+			}
+			if cap(z.OIDCScopes) >= int(zb0003) {
+				z.OIDCScopes = (z.OIDCScopes)[:zb0003]
+			} else {
+				z.OIDCScopes = make([]string, zb0003)
+			}
+			for za0002 := range z.OIDCScopes {
+				z.OIDCScopes[za0002], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "OIDCScopes", za0002)
+					return
+				}
+			}
+		case "BoundAudiences":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BoundAudiences")
+				return
+			}
+			if cap(z.BoundAudiences) >= int(zb0004) {
+				z.BoundAudiences = (z.BoundAudiences)[:zb0004]
+			} else {
+				z.BoundAudiences = make([]string, zb0004)
+			}
+			for za0003 := range z.BoundAudiences {
+				z.BoundAudiences[za0003], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BoundAudiences", za0003)
+					return
+				}
+			}
+		case "BoundIssuer":
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BoundIssuer")
+				return
+			}
+			if cap(z.BoundIssuer) >= int(zb0005) {
+				z.BoundIssuer = (z.BoundIssuer)[:zb0005]
+			} else {
+				z.BoundIssuer = make([]string, zb0005)
+			}
+			for za0004 := range z.BoundIssuer {
+				z.BoundIssuer[za0004], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BoundIssuer", za0004)
+					return
+				}
+			}
+		case "AllowedRedirectURIs":
+			var zb0006 uint32
+			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AllowedRedirectURIs")
+				return
+			}
+			if cap(z.AllowedRedirectURIs) >= int(zb0006) {
+				z.AllowedRedirectURIs = (z.AllowedRedirectURIs)[:zb0006]
+			} else {
+				z.AllowedRedirectURIs = make([]string, zb0006)
+			}
+			for za0005 := range z.AllowedRedirectURIs {
+				z.AllowedRedirectURIs[za0005], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "AllowedRedirectURIs", za0005)
+					return
+				}
+			}
+		case "DiscoveryCaPem":
+			var zb0007 uint32
+			zb0007, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DiscoveryCaPem")
+				return
+			}
+			if cap(z.DiscoveryCaPem) >= int(zb0007) {
+				z.DiscoveryCaPem = (z.DiscoveryCaPem)[:zb0007]
+			} else {
+				z.DiscoveryCaPem = make([]string, zb0007)
+			}
+			for za0006 := range z.DiscoveryCaPem {
+				z.DiscoveryCaPem[za0006], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DiscoveryCaPem", za0006)
+					return
+				}
+			}
+		case "SigningAlgs":
+			var zb0008 uint32
+			zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SigningAlgs")
+				return
+			}
+			if cap(z.SigningAlgs) >= int(zb0008) {
+				z.SigningAlgs = (z.SigningAlgs)[:zb0008]
+			} else {
+				z.SigningAlgs = make([]string, zb0008)
+			}
+			for za0007 := range z.SigningAlgs {
+				z.SigningAlgs[za0007], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "SigningAlgs", za0007)
+					return
+				}
+			}
+		case "ExpirationLeeway":
+			z.ExpirationLeeway, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExpirationLeeway")
+				return
+			}
+		case "NotBeforeLeeway":
+			z.NotBeforeLeeway, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NotBeforeLeeway")
+				return
+			}
+		case "ClockSkewLeeway":
+			z.ClockSkewLeeway, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ClockSkewLeeway")
+				return
+			}
+		case "ClaimMappings":
+			var zb0009 uint32
+			zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ClaimMappings")
+				return
+			}
+			if z.ClaimMappings == nil {
+				z.ClaimMappings = make(map[string]string, zb0009)
+			} else if len(z.ClaimMappings) > 0 {
+				clear(z.ClaimMappings)
+			}
+			for zb0009 > 0 {
+				var za0009 string
+				zb0009--
+				var za0008 string
+				za0008, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ClaimMappings")
+					return
+				}
+				za0009, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ClaimMappings", za0008)
+					return
+				}
+				z.ClaimMappings[za0008] = za0009
+			}
+		case "ListClaimMappings":
+			var zb0010 uint32
+			zb0010, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ListClaimMappings")
+				return
+			}
+			if z.ListClaimMappings == nil {
+				z.ListClaimMappings = make(map[string]string, zb0010)
+			} else if len(z.ListClaimMappings) > 0 {
+				clear(z.ListClaimMappings)
+			}
+			for zb0010 > 0 {
+				var za0011 string
+				zb0010--
+				var za0010 string
+				za0010, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ListClaimMappings")
+					return
+				}
+				za0011, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ListClaimMappings", za0010)
+					return
+				}
+				z.ListClaimMappings[za0010] = za0011
+			}
+		case "VerboseLogging":
+			z.VerboseLogging, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "VerboseLogging")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLAuthMethodConfig) Msgsize() (s int) {
+	s = 3 + 21 + msgp.ArrayHeaderSize
+	for za0001 := range z.JWTValidationPubKeys {
+		s += msgp.StringPrefixSize + len(z.JWTValidationPubKeys[za0001])
+	}
+	s += 8 + msgp.StringPrefixSize + len(z.JWKSURL) + 11 + msgp.StringPrefixSize + len(z.JWKSCACert) + 17 + msgp.StringPrefixSize + len(z.OIDCDiscoveryURL) + 13 + msgp.StringPrefixSize + len(z.OIDCClientID) + 17 + msgp.StringPrefixSize + len(z.OIDCClientSecret) + 15 + msgp.BoolSize + 20 + msgp.BoolSize + 11 + msgp.ArrayHeaderSize
+	for za0002 := range z.OIDCScopes {
+		s += msgp.StringPrefixSize + len(z.OIDCScopes[za0002])
+	}
+	s += 15 + msgp.ArrayHeaderSize
+	for za0003 := range z.BoundAudiences {
+		s += msgp.StringPrefixSize + len(z.BoundAudiences[za0003])
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0004 := range z.BoundIssuer {
+		s += msgp.StringPrefixSize + len(z.BoundIssuer[za0004])
+	}
+	s += 20 + msgp.ArrayHeaderSize
+	for za0005 := range z.AllowedRedirectURIs {
+		s += msgp.StringPrefixSize + len(z.AllowedRedirectURIs[za0005])
+	}
+	s += 15 + msgp.ArrayHeaderSize
+	for za0006 := range z.DiscoveryCaPem {
+		s += msgp.StringPrefixSize + len(z.DiscoveryCaPem[za0006])
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0007 := range z.SigningAlgs {
+		s += msgp.StringPrefixSize + len(z.SigningAlgs[za0007])
+	}
+	s += 17 + msgp.Int64Size + 16 + msgp.Int64Size + 16 + msgp.Int64Size + 14 + msgp.MapHeaderSize
+	if z.ClaimMappings != nil {
+		for za0008, za0009 := range z.ClaimMappings {
+			_ = za0009
+			s += msgp.StringPrefixSize + len(za0008) + msgp.StringPrefixSize + len(za0009)
+		}
+	}
+	s += 18 + msgp.MapHeaderSize
+	if z.ListClaimMappings != nil {
+		for za0010, za0011 := range z.ListClaimMappings {
+			_ = za0011
+			s += msgp.StringPrefixSize + len(za0010) + msgp.StringPrefixSize + len(za0011)
+		}
+	}
+	s += 15 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ACLBindingRule) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 10
+	// string "ID"
+	o = append(o, 0x8a, 0xa2, 0x49, 0x44)
+	o = msgp.AppendString(o, z.ID)
+	// string "Description"
+	o = append(o, 0xab, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.Description)
+	// string "AuthMethod"
+	o = append(o, 0xaa, 0x41, 0x75, 0x74, 0x68, 0x4d, 0x65, 0x74, 0x68, 0x6f, 0x64)
+	o = msgp.AppendString(o, z.AuthMethod)
+	// string "Selector"
+	o = append(o, 0xa8, 0x53, 0x65, 0x6c, 0x65, 0x63, 0x74, 0x6f, 0x72)
+	o = msgp.AppendString(o, z.Selector)
+	// string "BindType"
+	o = append(o, 0xa8, 0x42, 0x69, 0x6e, 0x64, 0x54, 0x79, 0x70, 0x65)
+	o = msgp.AppendString(o, z.BindType)
+	// string "BindName"
+	o = append(o, 0xa8, 0x42, 0x69, 0x6e, 0x64, 0x4e, 0x61, 0x6d, 0x65)
+	o = msgp.AppendString(o, z.BindName)
+	// string "CreateTime"
+	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.CreateTime)
+	// string "ModifyTime"
+	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+	o = msgp.AppendInt64(o, z.ModifyTime)
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ACLBindingRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "ID":
+			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+		case "Description":
+			z.Description, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Description")
+				return
+			}
+		case "AuthMethod":
+			z.AuthMethod, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AuthMethod")
+				return
+			}
+		case "Selector":
+			z.Selector, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Selector")
+				return
+			}
+		case "BindType":
+			z.BindType, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BindType")
+				return
+			}
+		case "BindName":
+			z.BindName, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BindName")
+				return
+			}
+		case "CreateTime":
+			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateTime")
+				return
+			}
+		case "ModifyTime":
+			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyTime")
+				return
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ACLBindingRule) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 12 + msgp.StringPrefixSize + len(z.Description) + 11 + msgp.StringPrefixSize + len(z.AuthMethod) + 9 + msgp.StringPrefixSize + len(z.Selector) + 9 + msgp.StringPrefixSize + len(z.BindType) + 9 + msgp.StringPrefixSize + len(z.BindName) + 11 + msgp.Int64Size + 11 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *ACLPolicy) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 5
@@ -1257,6 +1986,94 @@ func (z *JobSummaryKept) Msgsize() (s int) {
 		}
 	}
 	s += 12 + msgp.Uint64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *OneTimeToken) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "OneTimeSecretID"
+	o = append(o, 0x85, 0xaf, 0x4f, 0x6e, 0x65, 0x54, 0x69, 0x6d, 0x65, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x49, 0x44)
+	o = msgp.AppendString(o, z.OneTimeSecretID)
+	// string "AccessorID"
+	o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x6f, 0x72, 0x49, 0x44)
+	o = msgp.AppendString(o, z.AccessorID)
+	// string "ExpiresAt"
+	o = append(o, 0xa9, 0x45, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x41, 0x74)
+	o = msgp.AppendInt64(o, z.ExpiresAt)
+	// string "CreateIndex"
+	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.CreateIndex)
+	// string "ModifyIndex"
+	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+	o = msgp.AppendUint64(o, z.ModifyIndex)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *OneTimeToken) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "OneTimeSecretID":
+			z.OneTimeSecretID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "OneTimeSecretID")
+				return
+			}
+		case "AccessorID":
+			z.AccessorID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccessorID")
+				return
+			}
+		case "ExpiresAt":
+			z.ExpiresAt, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExpiresAt")
+				return
+			}
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *OneTimeToken) Msgsize() (s int) {
+	s = 1 + 16 + msgp.StringPrefixSize + len(z.OneTimeSecretID) + 11 + msgp.StringPrefixSize + len(z.AccessorID) + 10 + msgp.Int64Size + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size
 	return
 }
 

@@ -34,6 +34,10 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableVariables:   {"id": nsID("Path")},
 		TableRootKeys:    {"id": str("KeyID")},
 		TableAutopilot:   {"id": str("Key")},
+
+		TableACLAuthMethods:  {"id": str("Name")},
+		TableACLBindingRules: {"id": str("ID"), "auth_method": str("AuthMethod")},
+		TableOneTimeTokens:   {"id": str("OneTimeSecretID"), "accessor": str("AccessorID")},
 	}
 }
 
@@ -95,8 +99,17 @@ func indexedObjects() map[string][]any {
 			&Variable{Namespace: "default", Path: "app/db"}, &Variable{},
 			&Variable{Path: "app/db"}, &Variable{Namespace: "default"},
 		},
-		TableRootKeys:  {&RootKey{KeyID: id}, &RootKey{}},
-		TableAutopilot: {&AutopilotConfig{Key: AutopilotConfigKey}, &AutopilotConfig{}},
+		TableRootKeys:       {&RootKey{KeyID: id}, &RootKey{}},
+		TableAutopilot:      {&AutopilotConfig{Key: AutopilotConfigKey}, &AutopilotConfig{}},
+		TableACLAuthMethods: {&ACLAuthMethod{Name: "okta"}, &ACLAuthMethod{}},
+		TableACLBindingRules: {
+			&ACLBindingRule{ID: id, AuthMethod: "okta"}, &ACLBindingRule{},
+			&ACLBindingRule{ID: id}, &ACLBindingRule{AuthMethod: "okta"},
+		},
+		TableOneTimeTokens: {
+			&OneTimeToken{OneTimeSecretID: "s", AccessorID: id}, &OneTimeToken{},
+			&OneTimeToken{OneTimeSecretID: "s"}, &OneTimeToken{AccessorID: id},
+		},
 	}
 }
 
