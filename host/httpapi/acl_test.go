@@ -139,6 +139,18 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		}
 	}
 	keyID := s.Store().Snapshot().ActiveRootKey().KeyID
+	// An auth method and a binding rule (the management token deletes
+	// them below).
+	authMethodBody := `{"Name": "ci", "Type": "JWT", "TokenLocality": "local", "MaxTokenTTL": "1h",
+		"Config": {"JWKSURL": "https://ci.example/jwks"}}`
+	if resp, body := doAs(t, rootSecret, "PUT", ts.URL+"/v1/acl/auth-method", authMethodBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("create an auth method: %d %s", resp.StatusCode, body)
+	}
+	rule, _, err := root.ACLBindingRules().Create(&api.ACLBindingRule{AuthMethod: "ci", BindType: "management"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleID := rule.ID
 	jobJSON, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "Name": "web", "Type": "service",
 		"TaskGroups": []any{map[string]any{"Name": "g", "Count": 1, "Tasks": []any{map[string]any{"Name": "t", "Driver": "docker"}}}}}})
 
@@ -239,6 +251,15 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"GET", "/v1/operator/keyring/keys", ""},
 		{"PUT", "/v1/operator/keyring/rotate", ""},
 		{"DELETE", "/v1/operator/keyring/key/" + keyID, ""},
+		{"GET", "/v1/acl/auth-method/ci", ""},
+		{"PUT", "/v1/acl/auth-method", authMethodBody},
+		{"POST", "/v1/acl/auth-method/ci", authMethodBody},
+		{"DELETE", "/v1/acl/auth-method/ci", ""},
+		{"GET", "/v1/acl/binding-rules", ""},
+		{"GET", "/v1/acl/binding-rule/" + ruleID, ""},
+		{"PUT", "/v1/acl/binding-rule", `{"AuthMethod": "ci", "BindType": "management"}`},
+		{"POST", "/v1/acl/binding-rule/" + ruleID, `{"ID": "` + ruleID + `", "AuthMethod": "ci", "BindType": "management"}`},
+		{"DELETE", "/v1/acl/binding-rule/" + ruleID, ""},
 	}
 	for _, p := range []string{"/v1/deployment/", "/v1/deployment/allocations/"} {
 		denied = append(denied, struct{ method, path, body string }{"GET", p + deploymentID, ""})

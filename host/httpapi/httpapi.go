@@ -251,6 +251,8 @@ func toError(err error) *Error {
 		return &Error{Code: http.StatusNotFound, Message: err.Error()}
 	case errors.Is(err, server.ErrInvalid), errors.Is(err, jobspec.ErrInvalidJob):
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
+	case errors.Is(err, server.ErrUnauthorized):
+		return &Error{Code: http.StatusUnauthorized, Message: err.Error()}
 	case errors.Is(err, server.ErrForbidden):
 		return &Error{Code: http.StatusForbidden, Message: err.Error()}
 	case errors.Is(err, server.ErrConflict):

@@ -85,6 +85,7 @@ func (a *API) register() {
 	a.on(http.MethodGet, "/v1/event/stream", anyToken, a.eventStream)
 	a.on(http.MethodGet, "/v1/agent/self", agentRead, a.agentSelf)
 	a.registerACL()
+	a.registerACLSSO()
 
 	a.registerVariables()
 	a.registerServices()

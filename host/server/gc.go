@@ -65,6 +65,9 @@ func (s *Server) scheduleCoreEvals(ctx context.Context) {
 			if _, err := s.collectExpiredACLTokens(); err != nil && ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("failed to delete expired ACL tokens")
 			}
+			if err := s.collectExpiredOneTimeTokens(); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("failed to delete expired one-time tokens")
+			}
 			continue
 		}
 		if !s.hasCorePlugin() || openCoreEval(s.store.Snapshot(), kind) {
@@ -97,6 +100,9 @@ func openCoreEval(snap *state.Snapshot, kind string) bool {
 func (s *Server) ForceGC() (string, uint64, error) {
 	if _, err := s.collectExpiredACLTokens(); err != nil {
 		s.log.Warn().Err(err).Msg("failed to delete expired ACL tokens")
+	}
+	if err := s.collectExpiredOneTimeTokens(); err != nil {
+		s.log.Warn().Err(err).Msg("failed to delete expired one-time tokens")
 	}
 	if !s.hasCorePlugin() {
 		return "", 0, badRequest(errors.New("no core scheduler plugin is loaded"))
