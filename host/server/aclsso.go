@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -165,6 +168,9 @@ func (s *Server) validAuthMethod(am *state.ACLAuthMethod) error {
 			errs = append(errs, fmt.Errorf("%s %q is not an http or https URL", field, v))
 		}
 	}
+	if _, err := certPool(c.DiscoveryCaPem...); err != nil {
+		errs = append(errs, fmt.Errorf("DiscoveryCaPem: %w", err))
+	}
 	checkURL("JWKSURL", c.JWKSURL)
 	checkURL("OIDCDiscoveryURL", c.OIDCDiscoveryURL)
 	for _, alg := range c.SigningAlgs {
@@ -198,6 +204,11 @@ func (s *Server) validAuthMethod(am *state.ACLAuthMethod) error {
 		if _, err := publicKeys(c.JWTValidationPubKeys); err != nil {
 			errs = append(errs, err)
 		}
+		if c.JWKSCACert != "" {
+			if _, err := certPool(c.JWKSCACert); err != nil {
+				errs = append(errs, fmt.Errorf("JWKSCACert: %w", err))
+			}
+		}
 	case state.ACLAuthMethodTypeOIDC:
 		if c.OIDCDiscoveryURL == "" || c.OIDCClientID == "" {
 			errs = append(errs, errors.New("an OIDC auth method needs OIDCDiscoveryURL and OIDCClientID"))
@@ -212,6 +223,17 @@ func (s *Server) validAuthMethod(am *state.ACLAuthMethod) error {
 		errs = append(errs, fmt.Errorf("invalid token type '%s'", am.Type))
 	}
 	return errors.Join(errs...)
+}
+
+// certPool is a pool of the PEM-encoded CA certificates pems.
+func certPool(pems ...string) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	for i, p := range pems {
+		if !pool.AppendCertsFromPEM([]byte(p)) {
+			return nil, fmt.Errorf("CA certificate %d holds no PEM certificate", i)
+		}
+	}
+	return pool, nil
 }
 
 // publicKeys parses PEM-encoded public keys.
@@ -447,9 +469,20 @@ func (s *Server) oidcProvider(m *state.ACLAuthMethod) (*oidc.Provider, error) {
 			algs = append(algs, oidc.Alg(a))
 		}
 	}
+	// cap's own client waits for a provider without end (its discovery
+	// has no deadline): this one gives up on a provider that does not
+	// answer within authRequestTimeout.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = authRequestTimeout
+	if len(c.DiscoveryCaPem) > 0 {
+		pool, err := certPool(c.DiscoveryCaPem...)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
 	cfg, err := oidc.NewConfig(c.OIDCDiscoveryURL, c.OIDCClientID, oidc.ClientSecret(c.OIDCClientSecret), algs,
-		c.AllowedRedirectURIs, oidc.WithAudiences(c.BoundAudiences...),
-		oidc.WithProviderCA(strings.Join(c.DiscoveryCaPem, "\n")), oidc.WithNow(s.now))
+		c.AllowedRedirectURIs, oidc.WithAudiences(c.BoundAudiences...), oidc.WithRoundTripper(tr), oidc.WithNow(s.now))
 	if err != nil {
 		return nil, fmt.Errorf("failed to generate OIDC provider: %w", err)
 	}

@@ -99,6 +99,7 @@ func TestACLSSO_AuthMethodValidation(t *testing.T) {
 		{"redirects", func(m *state.ACLAuthMethod) { m.Config.AllowedRedirectURIs = nil }, "needs AllowedRedirectURIs"},
 		{"discovery URL", func(m *state.ACLAuthMethod) { m.Config.OIDCDiscoveryURL = "okta.example" }, `OIDCDiscoveryURL "okta.example" is not an http or https URL`},
 		{"pkce", func(m *state.ACLAuthMethod) { m.Config.OIDCEnablePKCE = true }, "OIDCEnablePKCE is not supported"},
+		{"ca", func(m *state.ACLAuthMethod) { m.Config.DiscoveryCaPem = []string{"not a certificate"} }, "DiscoveryCaPem: CA certificate 0 holds no PEM certificate"},
 		{"alg", func(m *state.ACLAuthMethod) { m.Config.SigningAlgs = []string{"HS256"} }, `unsupported signing algorithm "HS256"`},
 		{"mapping", func(m *state.ACLAuthMethod) { m.Config.ClaimMappings = map[string]string{"email": "who", "sub": "who"} }, `two claims map to "who"`},
 		{"name format", func(m *state.ACLAuthMethod) { m.TokenNameFormat = "${value.nope}" }, "unknown variable accessed: value.nope"},
