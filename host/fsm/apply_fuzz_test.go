@@ -94,6 +94,10 @@ func FuzzApply(f *testing.F) {
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpSet, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1", Data: []byte{1}}}},
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpRekey, Var: &state.Variable{Namespace: "default", Path: "a", KeyID: "k1"}, CheckIndex: 3}},
 		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpDeleteCAS, Var: &state.Variable{Namespace: "default", Path: "a"}}},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpLockAcquire, Var: &state.Variable{Namespace: "default", Path: "a",
+			Lock: &state.VariableLock{ID: "l1", TTL: 10, LockDelay: 5}}, Now: 3}},
+		{VariableApplyRequestType, &VariableApplyRequest{Op: VarOpLockExpire, Var: &state.Variable{Namespace: "default", Path: "a",
+			Lock: &state.VariableLock{ID: "l1"}}, Now: 20}},
 		{RootKeyDeleteRequestType, &RootKeyDeleteRequest{KeyID: "k1"}},
 		{AutopilotConfigRequestType, &AutopilotConfigRequest{Config: &state.AutopilotConfig{CleanupDeadServers: true, MaxTrailingLogs: 250}, CAS: true}},
 		{ACLAuthMethodUpsertRequestType, &ACLAuthMethodUpsertRequest{Methods: []*state.ACLAuthMethod{

@@ -319,6 +319,16 @@ const (
 	// the same items encrypted with another key, its indexes and times
 	// kept (a full keyring rotation).
 	VarOpRekey = "rekey"
+	// VarOpLockAcquire puts Var's lock on the variable, with Var's data if
+	// it has any (a new variable must), unless another lock is held or
+	// a lost one's delay lasts at Now.
+	VarOpLockAcquire = "lock-acquire"
+	// VarOpLockRelease takes the lock of Var's lock ID off the variable.
+	VarOpLockRelease = "lock-release"
+	// VarOpLockExpire takes the lock of Var's lock ID off the variable,
+	// its TTL having passed, and delays the next lock by its LockDelay
+	// from Now; a lock released or changed since is left alone.
+	VarOpLockExpire = "lock-expire"
 )
 
 // VariableApplyRequest writes, deletes or re-encrypts one variable. Var
@@ -326,10 +336,16 @@ const (
 // data, its key ID and (for a write) its modify time; the server set them.
 // A check-and-set that finds another modify index refuses the entry with
 // ErrConflict, as does a write with a key the keyring does not hold.
+//
+// A variable with a lock is changed (written, deleted, re-encrypted aside)
+// only by an entry whose Var carries the lock's ID; any other is refused
+// with ErrConflict.
 type VariableApplyRequest struct {
 	Op         string
 	Var        *state.Variable
 	CheckIndex uint64
+	// Now is the leader's clock (Unix nanoseconds) for lock operations.
+	Now int64 `msg:",omitempty"`
 }
 
 // RootKeyUpsertRequest writes root keys of the keyring: a new key, or

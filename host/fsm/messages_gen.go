@@ -4315,24 +4315,42 @@ func (z *SchedulerConfigRequest) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *VariableApplyRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 3
-	// string "Op"
-	o = append(o, 0x83, 0xa2, 0x4f, 0x70)
-	o = msgp.AppendString(o, z.Op)
-	// string "Var"
-	o = append(o, 0xa3, 0x56, 0x61, 0x72)
-	if z.Var == nil {
-		o = msgp.AppendNil(o)
-	} else {
-		o, err = z.Var.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Var")
-			return
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Now == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Op"
+		o = append(o, 0xa2, 0x4f, 0x70)
+		o = msgp.AppendString(o, z.Op)
+		// string "Var"
+		o = append(o, 0xa3, 0x56, 0x61, 0x72)
+		if z.Var == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Var.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Var")
+				return
+			}
+		}
+		// string "CheckIndex"
+		o = append(o, 0xaa, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.CheckIndex)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Now"
+			o = append(o, 0xa3, 0x4e, 0x6f, 0x77)
+			o = msgp.AppendInt64(o, z.Now)
 		}
 	}
-	// string "CheckIndex"
-	o = append(o, 0xaa, 0x43, 0x68, 0x65, 0x63, 0x6b, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CheckIndex)
 	return
 }
 
@@ -4383,6 +4401,12 @@ func (z *VariableApplyRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CheckIndex")
 				return
 			}
+		case "Now":
+			z.Now, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Now")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -4403,6 +4427,6 @@ func (z *VariableApplyRequest) Msgsize() (s int) {
 	} else {
 		s += z.Var.Msgsize()
 	}
-	s += 11 + msgp.Uint64Size
+	s += 11 + msgp.Uint64Size + 4 + msgp.Int64Size
 	return
 }

@@ -459,7 +459,8 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 				}
 			}
 			for _, v := range []*state.Variable{{Namespace: "default", Path: "app/db", CreateTime: 5, ModifyTime: 6, KeyID: "k-1", Data: []byte{1, 2}},
-				{Namespace: "prod", Path: "nomad/jobs/web", CreateTime: 7, ModifyTime: 7, KeyID: "k-2", Data: []byte{3}}} {
+				{Namespace: "prod", Path: "nomad/jobs/web", CreateTime: 7, ModifyTime: 7, KeyID: "k-2", Data: []byte{3},
+					Lock: &state.VariableLock{ID: "l-1", TTL: 15e9, LockDelay: 15e9}, LockDelayUntil: 8}} {
 				if err := tx.SetVariable(v); err != nil {
 					return err
 				}

@@ -3,12 +3,14 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drover-sched/drover/host/state"
 )
 
 // applyVariable applies a variable operation, checking a check-and-set's
-// index and a write's key against the state the entry applies to.
+// index, a write's key and the variable's lock against the state the entry
+// applies to.
 func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 	v := req.Var
 	cur := tx.Variable(v.Namespace, v.Path)
@@ -22,8 +24,13 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 			return fmt.Errorf("%w: variable %q is at modify index %d, not %d", ErrConflict, v.Path, curIndex, req.CheckIndex)
 		}
 	case VarOpSet, VarOpDelete:
+	case VarOpLockAcquire, VarOpLockRelease, VarOpLockExpire:
+		return applyVariableLock(tx, req, cur)
 	default:
 		return fmt.Errorf("%w: unknown variable operation %q", ErrBadEntry, req.Op)
+	}
+	if req.Op != VarOpRekey && cur != nil && cur.Lock != nil && (v.Lock == nil || v.Lock.ID != cur.Lock.ID) {
+		return fmt.Errorf("%w: variable %q is locked", ErrConflict, v.Path)
 	}
 	switch req.Op {
 	case VarOpDelete, VarOpDeleteCAS:
@@ -32,8 +39,8 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 		}
 		return tx.DeleteVariable(v.Namespace, v.Path)
 	}
-	if k := tx.RootKey(v.KeyID); k == nil || k.State != state.RootKeyActive {
-		return fmt.Errorf("%w: variable %q is encrypted with root key %q", ErrInactiveRootKey, v.Path, v.KeyID)
+	if err := activeKey(tx, v); err != nil {
+		return err
 	}
 	if req.Op == VarOpRekey {
 		if cur == nil {
@@ -42,7 +49,63 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 		return tx.RekeyVariable(v)
 	}
 	c := *v
+	c.Lock = nil
+	if cur != nil {
+		c.Lock, c.LockDelayUntil = cur.Lock, cur.LockDelayUntil
+	}
 	return tx.SetVariable(&c)
+}
+
+// activeKey refuses data sealed with another key than the active one.
+func activeKey(tx *state.Txn, v *state.Variable) error {
+	if k := tx.RootKey(v.KeyID); k == nil || k.State != state.RootKeyActive {
+		return fmt.Errorf("%w: variable %q is encrypted with root key %q", ErrInactiveRootKey, v.Path, v.KeyID)
+	}
+	return nil
+}
+
+// applyVariableLock acquires, releases or expires a variable's lock.
+func applyVariableLock(tx *state.Txn, req *VariableApplyRequest, cur *state.Variable) error {
+	v := req.Var
+	if v.Lock == nil || v.Lock.ID == "" {
+		return fmt.Errorf("%w: a lock operation without a lock ID", ErrBadEntry)
+	}
+	held := cur != nil && cur.Lock != nil && cur.Lock.ID == v.Lock.ID
+	switch req.Op {
+	case VarOpLockAcquire:
+		switch {
+		case cur != nil && cur.Lock != nil && !held:
+			return fmt.Errorf("%w: variable %q is locked", ErrConflict, v.Path)
+		case cur != nil && cur.LockDelayUntil > req.Now:
+			return fmt.Errorf("%w: variable %q lost its lock, which may not be acquired again for %v", ErrConflict, v.Path,
+				time.Duration(cur.LockDelayUntil-req.Now))
+		case cur == nil && len(v.Data) == 0:
+			return fmt.Errorf("%w: a lock on a new variable %q without items", ErrBadEntry, v.Path)
+		}
+		c := *v
+		if len(v.Data) == 0 {
+			c.KeyID, c.Data = cur.KeyID, cur.Data
+		} else if err := activeKey(tx, v); err != nil {
+			return err
+		}
+		lock := *v.Lock
+		c.Lock, c.LockDelayUntil = &lock, 0
+		return tx.SetVariable(&c)
+	case VarOpLockRelease:
+		if !held {
+			return fmt.Errorf("%w: variable %q is not locked by lock %s", ErrConflict, v.Path, v.Lock.ID)
+		}
+		c := *cur
+		c.Lock, c.ModifyTime = nil, v.ModifyTime
+		return tx.SetVariable(&c)
+	default: // VarOpLockExpire
+		if !held {
+			return nil // released, or taken by another since the leader saw it
+		}
+		c := *cur
+		c.Lock, c.ModifyTime, c.LockDelayUntil = nil, v.ModifyTime, req.Now+cur.Lock.LockDelay
+		return tx.SetVariable(&c)
+	}
 }
 
 // ErrInactiveRootKey refuses a variable encrypted with a root key that is

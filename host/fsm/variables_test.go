@@ -182,3 +182,72 @@ func TestFSM_VariableWritesNeedTheActiveKey(t *testing.T) {
 		t.Fatalf("variable = %+v, want the one written at 2", v)
 	}
 }
+
+// Variable locks, applied through the log: a lock is acquired on a new
+// variable with items or an existing one; while held, only its holder
+// changes the variable (a rekey aside); a release or an expiry needs the
+// holder's ID; an expiry delays the next lock by the lock's delay, which
+// holds at the entry's Now.
+func TestFSM_VariableLocks(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	lock := func(id string) *state.VariableLock { return &state.VariableLock{ID: id, TTL: 15e9, LockDelay: 10} }
+	v := func(data byte, l *state.VariableLock) *state.Variable {
+		var d []byte
+		if data != 0 {
+			d = []byte{data}
+		}
+		return &state.Variable{Namespace: "default", Path: "leader", KeyID: "k1", Data: d, ModifyTime: int64(data), Lock: l}
+	}
+	op := func(op string, v *state.Variable, now int64) *VariableApplyRequest {
+		return &VariableApplyRequest{Op: op, Var: v, Now: now}
+	}
+	steps := []struct {
+		msg  *VariableApplyRequest
+		want error
+	}{
+		/* 2 */ {op(VarOpLockAcquire, v(0, lock("A")), 100), ErrBadEntry}, // a new variable needs items
+		/* 3 */ {op(VarOpLockAcquire, v(3, nil), 100), ErrBadEntry}, // no lock ID
+		/* 4 */ {op(VarOpLockAcquire, v(4, lock("A")), 100), nil},
+		/* 5 */ {op(VarOpLockAcquire, v(5, lock("B")), 100), ErrConflict}, // held by A
+		/* 6 */ {op(VarOpSet, v(6, nil), 100), ErrConflict}, // a write without the lock
+		/* 7 */ {op(VarOpSet, v(7, lock("B")), 100), ErrConflict}, // nor with another's
+		/* 8 */ {op(VarOpDelete, v(0, nil), 100), ErrConflict},
+		/* 9 */ {op(VarOpSet, v(9, &state.VariableLock{ID: "A"}), 100), nil}, // the holder writes; the lock stays
+		/* 10 */ {op(VarOpLockRelease, v(0, lock("B")), 100), ErrConflict},
+		/* 11 */ {op(VarOpLockExpire, v(0, lock("B")), 100), nil}, // not B's: nothing to do
+		/* 12 */ {op(VarOpLockExpire, v(0, lock("A")), 200), nil}, // A's TTL passed: delayed until 210
+		/* 13 */ {op(VarOpLockAcquire, v(0, lock("B")), 205), ErrConflict},
+		/* 14 */ {op(VarOpLockAcquire, v(0, lock("B")), 211), nil}, // the items stay
+		/* 15 */ {op(VarOpLockRelease, v(0, lock("B")), 212), nil},
+		/* 16 */ {op(VarOpSet, v(16, nil), 213), nil}, // unlocked: anyone writes
+	}
+	if err := applyEntry(t, f, 1, RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{
+		{KeyID: "k1", State: state.RootKeyActive, Key: []byte("k")}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range steps {
+		err := applyEntry(t, f, uint64(i+2), VariableApplyRequestType, st.msg)
+		if !errors.Is(err, st.want) {
+			t.Fatalf("step %d (%s): err = %v, want %v", i+2, st.msg.Op, err, st.want)
+		}
+		if i+2 == 9 {
+			if got := store.Snapshot().Variable("default", "leader"); got.Lock == nil || got.Lock.ID != "A" || got.Data[0] != 9 {
+				t.Fatalf("after the holder's write: %+v", got)
+			}
+		}
+		if i+2 == 12 {
+			if got := store.Snapshot().Variable("default", "leader"); got.Lock != nil || got.LockDelayUntil != 210 || got.ModifyIndex != 12 {
+				t.Fatalf("after the expiry: %+v", got)
+			}
+		}
+		if i+2 == 14 {
+			if got := store.Snapshot().Variable("default", "leader"); got.Lock == nil || got.Lock.ID != "B" || got.Data[0] != 9 || got.LockDelayUntil != 0 {
+				t.Fatalf("after B's acquisition: %+v", got)
+			}
+		}
+	}
+	if got := store.Snapshot().Variable("default", "leader"); got.Lock != nil || got.Data[0] != 16 || got.CreateIndex != 4 {
+		t.Fatalf("at the end: %+v", got)
+	}
+}

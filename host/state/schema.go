@@ -349,6 +349,23 @@ type Variable struct {
 	ModifyTime  int64
 	KeyID       string
 	Data        []byte
+	// Lock is the lock held on the variable, if one is (Nomad 1.7's
+	// variable locks): only its holder may change the variable.
+	Lock *VariableLock `msg:",omitempty"`
+	// LockDelayUntil is when a lock may be acquired again after one was
+	// lost, its TTL passed without a renewal (Unix nanoseconds; 0: no
+	// delay). Nomad keeps it in its leader's memory; here a new leader
+	// keeps it too.
+	LockDelayUntil int64 `msg:",omitempty"`
+}
+
+// VariableLock is a lock on a variable (Nomad's VariableLock): ID is its
+// holder's, which renews it within TTL or loses it; once lost, no lock is
+// acquired for LockDelay. Durations are nanoseconds.
+type VariableLock struct {
+	ID        string
+	TTL       int64
+	LockDelay int64
 }
 
 // Root key states, as Nomad's: one key is active (new variables are

@@ -2520,31 +2520,71 @@ func (z *SchedulerConfigEntry) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Variable) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 8
-	// string "Namespace"
-	o = append(o, 0x88, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
-	o = msgp.AppendString(o, z.Namespace)
-	// string "Path"
-	o = append(o, 0xa4, 0x50, 0x61, 0x74, 0x68)
-	o = msgp.AppendString(o, z.Path)
-	// string "CreateIndex"
-	o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.CreateIndex)
-	// string "CreateTime"
-	o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.CreateTime)
-	// string "ModifyIndex"
-	o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
-	o = msgp.AppendUint64(o, z.ModifyIndex)
-	// string "ModifyTime"
-	o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
-	o = msgp.AppendInt64(o, z.ModifyTime)
-	// string "KeyID"
-	o = append(o, 0xa5, 0x4b, 0x65, 0x79, 0x49, 0x44)
-	o = msgp.AppendString(o, z.KeyID)
-	// string "Data"
-	o = append(o, 0xa4, 0x44, 0x61, 0x74, 0x61)
-	o = msgp.AppendBytes(o, z.Data)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.Lock == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.LockDelayUntil == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "Namespace"
+		o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+		o = msgp.AppendString(o, z.Namespace)
+		// string "Path"
+		o = append(o, 0xa4, 0x50, 0x61, 0x74, 0x68)
+		o = msgp.AppendString(o, z.Path)
+		// string "CreateIndex"
+		o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.CreateIndex)
+		// string "CreateTime"
+		o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+		o = msgp.AppendInt64(o, z.CreateTime)
+		// string "ModifyIndex"
+		o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+		o = msgp.AppendUint64(o, z.ModifyIndex)
+		// string "ModifyTime"
+		o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+		o = msgp.AppendInt64(o, z.ModifyTime)
+		// string "KeyID"
+		o = append(o, 0xa5, 0x4b, 0x65, 0x79, 0x49, 0x44)
+		o = msgp.AppendString(o, z.KeyID)
+		// string "Data"
+		o = append(o, 0xa4, 0x44, 0x61, 0x74, 0x61)
+		o = msgp.AppendBytes(o, z.Data)
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Lock"
+			o = append(o, 0xa4, 0x4c, 0x6f, 0x63, 0x6b)
+			if z.Lock == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// map header, size 3
+				// string "ID"
+				o = append(o, 0x83, 0xa2, 0x49, 0x44)
+				o = msgp.AppendString(o, z.Lock.ID)
+				// string "TTL"
+				o = append(o, 0xa3, 0x54, 0x54, 0x4c)
+				o = msgp.AppendInt64(o, z.Lock.TTL)
+				// string "LockDelay"
+				o = append(o, 0xa9, 0x4c, 0x6f, 0x63, 0x6b, 0x44, 0x65, 0x6c, 0x61, 0x79)
+				o = msgp.AppendInt64(o, z.Lock.LockDelay)
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "LockDelayUntil"
+			o = append(o, 0xae, 0x4c, 0x6f, 0x63, 0x6b, 0x44, 0x65, 0x6c, 0x61, 0x79, 0x55, 0x6e, 0x74, 0x69, 0x6c)
+			o = msgp.AppendInt64(o, z.LockDelayUntil)
+		}
+	}
 	return
 }
 
@@ -2614,6 +2654,64 @@ func (z *Variable) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Data")
 				return
 			}
+		case "Lock":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Lock = nil
+			} else {
+				if z.Lock == nil {
+					z.Lock = new(VariableLock)
+				}
+				var zb0002 uint32
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Lock")
+					return
+				}
+				for zb0002 > 0 {
+					zb0002--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Lock")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "ID":
+						z.Lock.ID, bts, err = msgp.ReadStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Lock", "ID")
+							return
+						}
+					case "TTL":
+						z.Lock.TTL, bts, err = msgp.ReadInt64Bytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Lock", "TTL")
+							return
+						}
+					case "LockDelay":
+						z.Lock.LockDelay, bts, err = msgp.ReadInt64Bytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Lock", "LockDelay")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Lock")
+							return
+						}
+					}
+				}
+			}
+		case "LockDelayUntil":
+			z.LockDelayUntil, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LockDelayUntil")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2628,6 +2726,82 @@ func (z *Variable) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Variable) Msgsize() (s int) {
-	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 5 + msgp.StringPrefixSize + len(z.Path) + 12 + msgp.Uint64Size + 11 + msgp.Int64Size + 12 + msgp.Uint64Size + 11 + msgp.Int64Size + 6 + msgp.StringPrefixSize + len(z.KeyID) + 5 + msgp.BytesPrefixSize + len(z.Data)
+	s = 1 + 10 + msgp.StringPrefixSize + len(z.Namespace) + 5 + msgp.StringPrefixSize + len(z.Path) + 12 + msgp.Uint64Size + 11 + msgp.Int64Size + 12 + msgp.Uint64Size + 11 + msgp.Int64Size + 6 + msgp.StringPrefixSize + len(z.KeyID) + 5 + msgp.BytesPrefixSize + len(z.Data) + 5
+	if z.Lock == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 3 + msgp.StringPrefixSize + len(z.Lock.ID) + 4 + msgp.Int64Size + 10 + msgp.Int64Size
+	}
+	s += 15 + msgp.Int64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z VariableLock) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "ID"
+	o = append(o, 0x83, 0xa2, 0x49, 0x44)
+	o = msgp.AppendString(o, z.ID)
+	// string "TTL"
+	o = append(o, 0xa3, 0x54, 0x54, 0x4c)
+	o = msgp.AppendInt64(o, z.TTL)
+	// string "LockDelay"
+	o = append(o, 0xa9, 0x4c, 0x6f, 0x63, 0x6b, 0x44, 0x65, 0x6c, 0x61, 0x79)
+	o = msgp.AppendInt64(o, z.LockDelay)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *VariableLock) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "ID":
+			z.ID, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+		case "TTL":
+			z.TTL, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TTL")
+				return
+			}
+		case "LockDelay":
+			z.LockDelay, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LockDelay")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z VariableLock) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 4 + msgp.Int64Size + 10 + msgp.Int64Size
 	return
 }
