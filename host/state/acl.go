@@ -28,6 +28,7 @@ func (t *Txn) UpsertACLPolicies(ps []*ACLPolicy) error {
 			}
 			p.ModifyIndex = t.index
 		}
+		t.record(KindACLPolicy, p.Name)
 		if err := t.insert(TableACLPolicies, p); err != nil {
 			return err
 		}
@@ -45,6 +46,7 @@ func (t *Txn) DeleteACLPolicies(names []string) error {
 		if old == nil {
 			return fmt.Errorf("%w: ACL policy %q", ErrNotFound, name)
 		}
+		t.record(KindACLPolicy, name)
 		if err := t.delete(TableACLPolicies, old); err != nil {
 			return err
 		}
@@ -74,6 +76,7 @@ func (t *Txn) UpsertACLTokens(ts []*ACLToken) error {
 		if other := t.ACLTokenBySecret(tok.SecretID); other != nil && other.AccessorID != tok.AccessorID {
 			return fmt.Errorf("%w (token %s)", ErrSecretInUse, tok.AccessorID)
 		}
+		t.record(KindACLToken, tok.AccessorID)
 		if err := t.insert(TableACLTokens, tok); err != nil {
 			return err
 		}
@@ -89,6 +92,7 @@ func (t *Txn) DeleteACLTokens(accessors []string) error {
 		if old == nil {
 			return fmt.Errorf("%w: ACL token %q", ErrNotFound, id)
 		}
+		t.record(KindACLToken, id)
 		if err := t.delete(TableACLTokens, old); err != nil {
 			return err
 		}
@@ -121,6 +125,7 @@ func (t *Txn) UpsertACLRoles(rs []*ACLRole) error {
 			}
 			r.ModifyIndex = t.index
 		}
+		t.record(KindACLRole, r.ID)
 		if err := t.insert(TableACLRoles, r); err != nil {
 			return err
 		}
@@ -138,6 +143,7 @@ func (t *Txn) DeleteACLRoles(ids []string) error {
 		if old == nil {
 			return fmt.Errorf("%w: ACL role %q", ErrNotFound, id)
 		}
+		t.record(KindACLRole, id)
 		if err := t.delete(TableACLRoles, old); err != nil {
 			return err
 		}

@@ -3,8 +3,13 @@ package state
 import (
 	"bytes"
 	"errors"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/abi"
 )
 
 func aclStore(t *testing.T) *Store {
@@ -293,5 +298,68 @@ func TestACLToken_RolesEncoding(t *testing.T) {
 	got = ACLToken{}
 	if _, err := got.UnmarshalMsg(b); err != nil || len(got.Roles) != 2 || got.Roles[1] != "r2" {
 		t.Fatalf("decoded %+v, %v", got, err)
+	}
+}
+
+// ACL writes are journaled, for the event stream, by kind and key (an auth
+// method's deletion with the binding rules it takes along), and stay out
+// of plugin deltas: a mirror synchronised before them gets an empty one.
+func TestJournal_ACLChangesAreNotMirrored(t *testing.T) {
+	s := aclStore(t)
+	writes := []struct {
+		name string
+		fn   func(tx *Txn) error
+		want []Change
+	}{
+		{"policy", func(tx *Txn) error { return tx.UpsertACLPolicies([]*ACLPolicy{{Name: "ops"}}) },
+			[]Change{{Kind: KindACLPolicy, Key: "ops"}}},
+		{"role", func(tx *Txn) error {
+			return tx.UpsertACLRoles([]*ACLRole{{ID: "r1", Name: "ops", Policies: []string{"ops"}}})
+		},
+			[]Change{{Kind: KindACLRole, Key: "r1"}}},
+		{"token", func(tx *Txn) error {
+			return tx.UpsertACLTokens([]*ACLToken{{AccessorID: "a1", SecretID: "s1", Type: ACLClientToken, Roles: []string{"r1"}}})
+		}, []Change{{Kind: KindACLToken, Key: "a1"}}},
+		{"auth method and rule", func(tx *Txn) error {
+			if err := tx.UpsertACLAuthMethods([]*ACLAuthMethod{{Name: "sso", Config: &ACLAuthMethodConfig{}}}); err != nil {
+				return err
+			}
+			return tx.UpsertACLBindingRules([]*ACLBindingRule{{ID: "b1", AuthMethod: "sso"}})
+		}, []Change{{Kind: KindACLAuthMethod, Key: "sso"}, {Kind: KindACLBindingRule, Key: "b1"}}},
+		{"auth method deleted", func(tx *Txn) error { return tx.DeleteACLAuthMethods([]string{"sso"}) },
+			[]Change{{Kind: KindACLAuthMethod, Key: "sso"}, {Kind: KindACLBindingRule, Key: "b1"}}},
+		{"token deleted", func(tx *Txn) error { return tx.DeleteACLTokens([]string{"a1"}) },
+			[]Change{{Kind: KindACLToken, Key: "a1"}}},
+		{"role deleted", func(tx *Txn) error { return tx.DeleteACLRoles([]string{"r1"}) },
+			[]Change{{Kind: KindACLRole, Key: "r1"}}},
+		{"policy deleted", func(tx *Txn) error { return tx.DeleteACLPolicies([]string{"ops"}) },
+			[]Change{{Kind: KindACLPolicy, Key: "ops"}}},
+	}
+	if err := s.Write(1, func(tx *Txn) error { return tx.UpsertNode(&sdk.Node{ID: "n1"}) }); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range writes {
+		index := uint64(i + 2)
+		if err := s.Write(index, w.fn); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		got, _ := s.Journal().Between(index-1, index)
+		for j := range w.want {
+			w.want[j].Index = index
+		}
+		if !slices.Equal(got, w.want) {
+			t.Fatalf("%s: journaled %+v, want %+v", w.name, got, w.want)
+		}
+		for _, c := range got {
+			if c.Kind.mirrored() {
+				t.Fatalf("%s: %+v is a kind plugins mirror", w.name, c)
+			}
+		}
+	}
+	snap := s.Snapshot()
+	for _, evals := range []bool{false, true} {
+		if sync := snap.Sync(1, evals); !reflect.DeepEqual(sync, &abi.StateSync{FromIndex: 1, Index: snap.Index()}) {
+			t.Fatalf("a mirror at 1 (evals %v) is sent %+v, want an empty delta", evals, sync)
+		}
 	}
 }

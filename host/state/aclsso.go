@@ -30,6 +30,7 @@ func (t *Txn) UpsertACLAuthMethods(ms []*ACLAuthMethod) error {
 				}
 			}
 		}
+		t.record(KindACLAuthMethod, m.Name)
 		if err := t.insert(TableACLAuthMethods, m); err != nil {
 			return err
 		}
@@ -47,10 +48,12 @@ func (t *Txn) DeleteACLAuthMethods(names []string) error {
 		if old == nil {
 			return fmt.Errorf("%w: ACL auth method %q", ErrNotFound, name)
 		}
+		t.record(KindACLAuthMethod, name)
 		if err := t.delete(TableACLAuthMethods, old); err != nil {
 			return err
 		}
 		for _, r := range t.ACLBindingRulesOf(name) {
+			t.record(KindACLBindingRule, r.ID)
 			if err := t.delete(TableACLBindingRules, r); err != nil {
 				return err
 			}
@@ -78,6 +81,7 @@ func (t *Txn) UpsertACLBindingRules(rs []*ACLBindingRule) error {
 			}
 			r.ModifyIndex = t.index
 		}
+		t.record(KindACLBindingRule, r.ID)
 		if err := t.insert(TableACLBindingRules, r); err != nil {
 			return err
 		}
@@ -93,6 +97,7 @@ func (t *Txn) DeleteACLBindingRules(ids []string) error {
 		if old == nil {
 			return fmt.Errorf("%w: ACL binding rule %q", ErrNotFound, id)
 		}
+		t.record(KindACLBindingRule, id)
 		if err := t.delete(TableACLBindingRules, old); err != nil {
 			return err
 		}

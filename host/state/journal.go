@@ -8,7 +8,8 @@ import (
 // Kind is the kind of object a journal entry names.
 type Kind uint8
 
-// Kinds of objects plugins mirror.
+// Kinds of objects the journal names: those plugins mirror, then the ACL
+// objects, journaled for the event stream alone (mirrored).
 const (
 	KindNode Kind = iota + 1
 	KindJob
@@ -17,7 +18,22 @@ const (
 	KindSchedConfig
 	// KindEval changes go only to plugins that mirror evaluations.
 	KindEval
+	KindACLPolicy      // key: the policy's name
+	KindACLToken       // key: the token's accessor ID
+	KindACLRole        // key: the role's ID
+	KindACLAuthMethod  // key: the method's name
+	KindACLBindingRule // key: the rule's ID
 )
+
+// mirrored reports whether plugins mirror objects of kind k, and so
+// whether their state deltas carry its changes.
+func (k Kind) mirrored() bool {
+	switch k {
+	case KindNode, KindJob, KindAlloc, KindDeployment, KindSchedConfig, KindEval:
+		return true
+	}
+	return false
+}
 
 // Change records that an object changed (or was deleted) at Index.
 type Change struct {
@@ -27,9 +43,10 @@ type Change struct {
 	Key string
 }
 
-// Journal is the ordered, bounded record of which mirrored objects changed
-// at which index. Plugin runtimes read it to send deltas; it covers the
-// changes after Floor and is empty after a restart or restore.
+// Journal is the ordered, bounded record of which objects changed at which
+// index. Plugin runtimes read the kinds they mirror to send deltas, the
+// event stream every kind; it covers the changes after Floor and is empty
+// after a restart or restore.
 type Journal struct {
 	mu      sync.RWMutex
 	entries []Change

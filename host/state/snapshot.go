@@ -28,8 +28,8 @@ func (s *Snapshot) Sync(from uint64, evals bool) *abi.StateSync {
 		lo, hi = hi, lo
 	}
 	// Eval changes are most of the journal on a busy cluster; a mirror
-	// without evals never looks at them.
-	changes, ok := s.journal.between(lo, hi, func(c Change) bool { return evals || c.Kind != KindEval })
+	// without evals never looks at them, and no mirror at ACL changes.
+	changes, ok := s.journal.between(lo, hi, func(c Change) bool { return c.Kind.mirrored() && (evals || c.Kind != KindEval) })
 	if !ok {
 		return s.FullSync(evals)
 	}

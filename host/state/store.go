@@ -1,7 +1,8 @@
 // Package state is the host's cluster state: go-memdb tables for nodes,
 // jobs (with versions), allocations, evaluations, deployments and the
 // scheduler configuration, a per-table index, and the change journal that
-// plugin runtimes read to send state deltas.
+// plugin runtimes read to send state deltas, and the event stream to
+// build its events.
 //
 // Only the FSM writes, one transaction per raft log entry, through Write.
 // Readers take a Snapshot: a consistent, immutable view at one index.
