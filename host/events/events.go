@@ -1,14 +1,14 @@
 // Package events is the server's event stream (Nomad's /v1/event/stream):
 // every committed raft entry that changed jobs, evaluations, allocations,
-// deployments or nodes becomes a batch of events at its index, which
-// subscribers filter by topic, key and namespace.
+// deployments, nodes or ACL objects becomes a batch of events at its
+// index, which subscribers filter by topic, key and namespace.
 //
 // Publishing is cheap, as it happens on every commit: the broker keeps
 // the state snapshot at the entry's index and the journal's list of what
 // changed, and builds the events only when a subscriber reads them (once
 // per entry). Each event carries the object as it was at its index (the
-// snapshot is immutable), or for a purged job or removed node, as it was
-// just before.
+// snapshot is immutable), or for a purged job, a removed node or a deleted
+// ACL object, as it was just before.
 //
 // The broker keeps the last Size entries. A subscriber that falls further
 // behind than that loses its place: its stream ends with ErrFellBehind,
@@ -38,6 +38,12 @@ const (
 	TopicNode       = "Node"
 	TopicService    = "Service"
 	TopicAll        = "*"
+	// The ACL topics, whose events only a management token may read.
+	TopicACLToken       = "ACLToken"
+	TopicACLPolicy      = "ACLPolicy"
+	TopicACLRole        = "ACLRole"
+	TopicACLAuthMethod  = "ACLAuthMethod"
+	TopicACLBindingRule = "ACLBindingRule"
 )
 
 // Event types, as Nomad names them: each says which kind of write made the
@@ -63,6 +69,18 @@ const (
 	// down), whatever the write was.
 	TypeServiceRegistration   = "ServiceRegistration"
 	TypeServiceDeregistration = "ServiceDeregistration"
+	// ACL events say whether the object is there after the write or gone
+	// (aclTypes).
+	TypeACLTokenUpserted       = "ACLTokenUpserted"
+	TypeACLTokenDeleted        = "ACLTokenDeleted"
+	TypeACLPolicyUpserted      = "ACLPolicyUpserted"
+	TypeACLPolicyDeleted       = "ACLPolicyDeleted"
+	TypeACLRoleUpserted        = "ACLRoleUpserted"
+	TypeACLRoleDeleted         = "ACLRoleDeleted"
+	TypeACLAuthMethodUpserted  = "ACLAuthMethodUpserted"
+	TypeACLAuthMethodDeleted   = "ACLAuthMethodDeleted"
+	TypeACLBindingRuleUpserted = "ACLBindingRuleUpserted"
+	TypeACLBindingRuleDeleted  = "ACLBindingRuleDeleted"
 )
 
 // Event is one object's change, in Nomad's shape.
@@ -74,13 +92,16 @@ type Event struct {
 	// FilterKeys are the other keys a subscription may name to get the
 	// event: the job and deployment of an evaluation or allocation (the
 	// deployment "" without one: Nomad's always has both), the job of a
-	// deployment.
+	// deployment, the name of an ACL role, the auth method of a binding
+	// rule.
 	FilterKeys []string
 	Index      uint64
 	// Payload holds the object under its kind's name: {"Job": ...}
 	// (with "Deleted": true for a purged job),
 	// {"Evaluation": ...}, {"Allocation": ...} (without its job),
-	// {"Deployment": ...}, {"Node": ...}.
+	// {"Deployment": ...}, {"Node": ...}, {"ACLToken": ...} (without its
+	// secret), {"ACLPolicy": ...}, {"ACLRole": ...}, {"AuthMethod": ...},
+	// {"ACLBindingRule": ...}.
 	Payload map[string]any
 }
 
@@ -119,14 +140,19 @@ type Broker struct {
 	publish chan struct{} // closed and replaced at every publish
 	// present shapes each event once, when its entry's events are built
 	// (SetPresenter).
-	present func(*Event)
+	present Presenter
 }
+
+// Presenter shapes an event for subscribers (Broker.SetPresenter). snap is
+// the state at the event's index, for what the API shows with an object
+// that the object does not hold (the names of a token's roles).
+type Presenter func(ev *Event, snap *state.Snapshot)
 
 // SetPresenter has every event built from now on passed to fn once, before
 // any subscriber gets it: the API gives payloads its answers' shape there,
 // once for all subscribers. fn may replace an event's Payload, not change
 // the objects in it (they are the state's).
-func (b *Broker) SetPresenter(fn func(*Event)) {
+func (b *Broker) SetPresenter(fn Presenter) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.present = fn
@@ -286,7 +312,7 @@ func (s *Subscription) wants(ev *Event) bool {
 var nodeWrite = map[string]bool{TypeNodeRegistration: true, TypeNodeDeregistration: true, TypeNodeEvent: true, TypeNodeDrain: true}
 
 // build makes the entry's events (once), each passed to present (if set).
-func (e *entry) build(present func(*Event)) []Event {
+func (e *entry) build(present Presenter) []Event {
 	e.once.Do(func() {
 		seen := make(map[state.Change]bool, len(e.changes))
 		compared := map[string]bool{} // the allocations whose registrations were compared
@@ -296,19 +322,22 @@ func (e *entry) build(present func(*Event)) []Event {
 			}
 			seen[c] = true
 			if ev, ok := e.event(c); ok {
-				ev.Index, ev.Type = e.index, e.typ
+				ev.Index = e.index
+				if ev.Type == "" {
+					ev.Type = e.typ
+				}
 				if ev.Topic == TopicEvaluation && nodeWrite[e.typ] {
 					ev.Type = TypeEvalUpdated
 				}
 				if present != nil {
-					present(&ev)
+					present(&ev, e.snap)
 				}
 				e.events = append(e.events, ev)
 			}
 			for _, ev := range e.serviceEvents(c, compared) {
 				ev.Index = e.index
 				if present != nil {
-					present(&ev)
+					present(&ev, e.snap)
 				}
 				e.events = append(e.events, ev)
 			}
@@ -319,8 +348,8 @@ func (e *entry) build(present func(*Event)) []Event {
 }
 
 // event is the event of one change. Removed evaluations, allocations and
-// deployments (garbage collection) make none, as in Nomad; a purged job
-// and a removed node carry their last state.
+// deployments (garbage collection) make none, as in Nomad; a purged job, a
+// removed node and a deleted ACL object carry their last state.
 func (e *entry) event(c state.Change) (Event, bool) {
 	switch c.Kind {
 	case state.KindJob:
@@ -369,6 +398,66 @@ func (e *entry) event(c state.Change) (Event, bool) {
 			return Event{}, false
 		}
 		return Event{Topic: TopicNode, Key: n.ID, Payload: map[string]any{"Node": n}}, true
+	}
+	return e.aclEvent(c)
+}
+
+// aclTypes are each ACL topic's event types: of an object written, and of
+// one deleted.
+var aclTypes = map[string]struct{ upserted, deleted string }{
+	TopicACLToken:       {TypeACLTokenUpserted, TypeACLTokenDeleted},
+	TopicACLPolicy:      {TypeACLPolicyUpserted, TypeACLPolicyDeleted},
+	TopicACLRole:        {TypeACLRoleUpserted, TypeACLRoleDeleted},
+	TopicACLAuthMethod:  {TypeACLAuthMethodUpserted, TypeACLAuthMethodDeleted},
+	TopicACLBindingRule: {TypeACLBindingRuleUpserted, TypeACLBindingRuleDeleted},
+}
+
+// aclEvent is the event of a change to an ACL object: its upsert, with the
+// object as the entry left it, or its deletion, with its last state. Its
+// type says which, read from the state rather than from the write (for
+// the writes Nomad has, the same): the binding rules an auth method's
+// deletion takes along (Nomad's stay) are ACLBindingRuleDeleted.
+func (e *entry) aclEvent(c state.Change) (Event, bool) {
+	if ev, ok := aclObjectEvent(e.snap, c); ok {
+		ev.Type = aclTypes[ev.Topic].upserted
+		return ev, true
+	}
+	if e.prev != nil {
+		if ev, ok := aclObjectEvent(e.prev, c); ok {
+			ev.Type = aclTypes[ev.Topic].deleted
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+// aclObjectEvent is the event (but its type) of the ACL object a change
+// names, as snap has it; false if snap has none, or c names no ACL object.
+func aclObjectEvent(snap *state.Snapshot, c state.Change) (Event, bool) {
+	switch c.Kind {
+	case state.KindACLToken:
+		if t := snap.ACLTokenByAccessor(c.Key); t != nil {
+			public := *t
+			public.SecretID = "" // what a request presents: never in an event
+			return Event{Topic: TopicACLToken, Key: t.AccessorID, Payload: map[string]any{"ACLToken": &public}}, true
+		}
+	case state.KindACLPolicy:
+		if p := snap.ACLPolicy(c.Key); p != nil {
+			return Event{Topic: TopicACLPolicy, Key: p.Name, Payload: map[string]any{"ACLPolicy": p}}, true
+		}
+	case state.KindACLRole:
+		if r := snap.ACLRoleByID(c.Key); r != nil {
+			return Event{Topic: TopicACLRole, Key: r.ID, FilterKeys: []string{r.Name}, Payload: map[string]any{"ACLRole": r}}, true
+		}
+	case state.KindACLAuthMethod:
+		if m := snap.ACLAuthMethod(c.Key); m != nil {
+			return Event{Topic: TopicACLAuthMethod, Key: m.Name, Payload: map[string]any{"AuthMethod": m}}, true
+		}
+	case state.KindACLBindingRule:
+		if r := snap.ACLBindingRule(c.Key); r != nil {
+			return Event{Topic: TopicACLBindingRule, Key: r.ID, FilterKeys: []string{r.AuthMethod},
+				Payload: map[string]any{"ACLBindingRule": r}}, true
+		}
 	}
 	return Event{}, false
 }

@@ -261,7 +261,7 @@ func TestBroker_SubscribeAfterARestore(t *testing.T) {
 func TestBroker_PresenterRunsOncePerEvent(t *testing.T) {
 	c := newCluster(t, 10)
 	calls := 0
-	c.b.SetPresenter(func(ev *Event) {
+	c.b.SetPresenter(func(ev *Event, _ *state.Snapshot) {
 		calls++
 		ev.Payload = map[string]any{"Shaped": true}
 	})

@@ -1115,7 +1115,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 // eventType is the event type of what an entry's message does, as Nomad
 // maps its messages; "" for those that make no events (garbage collection,
-// scheduler configuration, job stability and scaling records).
+// scheduler configuration, job stability and scaling records, the ACL
+// bootstrap and one-time tokens, as in Nomad). An ACL write's type only
+// says it makes events: each of them says whether its object was written
+// or deleted (the binding rules an auth method's deletion takes along are
+// events.TypeACLBindingRuleDeleted).
 func eventType(msg msgp.Unmarshaler) string {
 	switch m := msg.(type) {
 	case *NodeRegisterRequest:
@@ -1148,6 +1152,26 @@ func eventType(msg msgp.Unmarshaler) string {
 		return events.TypeDeploymentUpdate
 	case *DeploymentPromoteRequest:
 		return events.TypeDeploymentPromotion
+	case *ACLTokenUpsertRequest:
+		return events.TypeACLTokenUpserted
+	case *ACLTokenDeleteRequest: // an operator's, or the collection of expired tokens
+		return events.TypeACLTokenDeleted
+	case *ACLPolicyUpsertRequest:
+		return events.TypeACLPolicyUpserted
+	case *ACLPolicyDeleteRequest:
+		return events.TypeACLPolicyDeleted
+	case *ACLRoleUpsertRequest:
+		return events.TypeACLRoleUpserted
+	case *ACLRoleDeleteRequest:
+		return events.TypeACLRoleDeleted
+	case *ACLAuthMethodUpsertRequest:
+		return events.TypeACLAuthMethodUpserted
+	case *ACLAuthMethodDeleteRequest:
+		return events.TypeACLAuthMethodDeleted
+	case *ACLBindingRuleUpsertRequest:
+		return events.TypeACLBindingRuleUpserted
+	case *ACLBindingRuleDeleteRequest:
+		return events.TypeACLBindingRuleDeleted
 	}
 	return ""
 }

@@ -168,8 +168,7 @@ func (a *API) aclPolicyRead(w http.ResponseWriter, r *http.Request) (any, error)
 		if p == nil {
 			return nil, snap.TableIndex(state.TableACLPolicies), errorf(http.StatusNotFound, "ACL policy not found")
 		}
-		return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules,
-			CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}, p.ModifyIndex, nil
+		return policyOut(p), p.ModifyIndex, nil
 	})
 }
 
@@ -327,6 +326,12 @@ func tokenOut(snap *state.Snapshot, t *state.ACLToken) *api.ACLToken {
 		out.ExpirationTime = &exp
 	}
 	return out
+}
+
+// policyOut is a stored policy as Nomad's API gives it.
+func policyOut(p *state.ACLPolicy) *api.ACLPolicy {
+	return &api.ACLPolicy{Name: p.Name, Description: p.Description, Rules: p.Rules,
+		CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 }
 
 // roleOut is a stored role as Nomad's API gives it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/events"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -19,12 +20,11 @@ import (
 const EventHeartbeat = 30 * time.Second
 
 var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode,
-	events.TopicService, events.TopicAll,
-	// Nomad's other topics: Drover has no such objects (node pools are
-	// implicit) or does not publish their changes (ACL tokens and
-	// policies), so they never have events; asking for them is not an
-	// error.
-	"NodePool", "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"}
+	events.TopicService, events.TopicACLToken, events.TopicACLPolicy, events.TopicACLRole, events.TopicACLAuthMethod,
+	events.TopicACLBindingRule, events.TopicAll,
+	// Nomad's node pools: Drover has none (they are implicit), so the
+	// topic never has events; asking for it is not an error.
+	"NodePool"}
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
 // JSON, one {"Index": N, "Events": [...]} per committed write with events
@@ -131,7 +131,7 @@ func eventsAllowed(a *acl.ACL, req events.Request) error {
 			ok = a.IsManagement()
 		case events.TopicNode, "NodePool":
 			ok = a.AllowNodeRead()
-		case "ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule":
+		case events.TopicACLToken, events.TopicACLPolicy, events.TopicACLRole, events.TopicACLAuthMethod, events.TopicACLBindingRule:
 			ok = a.IsManagement()
 		default:
 			ok = a.AllowNamespaceOperation(req.Namespace, acl.NamespaceCapabilityReadJob)
@@ -143,17 +143,29 @@ func eventsAllowed(a *acl.ACL, req events.Request) error {
 	return nil
 }
 
-// withLegacyResources gives an event's node or allocation Nomad's legacy
-// resource fields, as the API's other answers have them and as Nomad's
-// events do (its state store keeps them). The broker calls it once per
-// event (events.Broker.SetPresenter); the objects are the state's, so the
-// payload is replaced, not changed.
-func withLegacyResources(ev *events.Event) {
-	switch p := ev.Payload; {
-	case p["Node"] != nil:
+// presentEvent gives an event's object the shape the API's reads answer it
+// in: a node or allocation with Nomad's legacy resource fields, as Nomad's
+// events have them (its state store keeps them), an ACL token, policy or
+// role as the ACL endpoints answer it (a token's role names as snap has
+// them). The broker calls it once per event (events.Broker.SetPresenter);
+// the objects are the state's, so the payload is replaced, not changed.
+func presentEvent(ev *events.Event, snap *state.Snapshot) {
+	p := ev.Payload
+	switch ev.Topic {
+	case events.TopicNode:
 		ev.Payload = map[string]any{"Node": withLegacyNode(p["Node"].(*sdk.Node))}
-	case p["Allocation"] != nil:
+	case events.TopicAllocation:
 		ev.Payload = map[string]any{"Allocation": withLegacyAlloc(p["Allocation"].(*sdk.Allocation))}
+	case events.TopicACLToken:
+		ev.Payload = map[string]any{"ACLToken": tokenOut(snap, p["ACLToken"].(*state.ACLToken))} // SecretID "": the broker emptied it
+	case events.TopicACLPolicy:
+		ev.Payload = map[string]any{"ACLPolicy": policyOut(p["ACLPolicy"].(*state.ACLPolicy))}
+	case events.TopicACLRole:
+		ev.Payload = map[string]any{"ACLRole": roleOut(p["ACLRole"].(*state.ACLRole))}
+	case events.TopicACLAuthMethod, events.TopicACLBindingRule:
+		// The state's *state.ACLAuthMethod and *state.ACLBindingRule, until
+		// the auth method and binding rule endpoints answer them: give
+		// these payloads those answers' shape here, as the cases above.
 	}
 }
 

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +204,100 @@ func TestAPI_EventStreamErrors(t *testing.T) {
 	off := servertest.New(t, nil, func(c *server.Config) { c.EventBufferSize = 0 })
 	if off.Events() != nil {
 		t.Fatal("event_buffer_size = 0 left the event stream on")
+	}
+}
+
+// With ACLs on, a management token follows the ACL topics through Nomad's
+// client: each write and deletion of a policy, role or token is an event
+// whose payload is what the ACL endpoint answered for the object (its last
+// state, for a deletion), a token's without its secret; a client token
+// asking for an ACL topic is refused, as Nomad refuses any token but a
+// management one.
+func TestNomadClient_ACLEvents(t *testing.T) {
+	ts, s, rootSecret := newACLAPI(t, 0)
+	root := withToken(t, ts.URL, rootSecret)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nodeReader := makeToken(t, root, "node-reader", `node { policy = "read" }
+namespace "default" { policy = "read" }`)
+	for _, topic := range []api.Topic{"ACLToken", "ACLPolicy", "ACLRole", "ACLAuthMethod", "ACLBindingRule"} {
+		_, err := withToken(t, ts.URL, nodeReader).EventStream().Stream(ctx, map[api.Topic][]string{topic: nil}, 0, nil)
+		if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "Permission denied") {
+			t.Fatalf("a client token streams %s: %v, want a 403 Permission denied", topic, err)
+		}
+	}
+
+	from := s.Store().LatestIndex() + 1
+	stream, err := root.EventStream().Stream(ctx, map[api.Topic][]string{"ACLToken": nil, "ACLPolicy": nil, "ACLRole": nil}, from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// answer is the endpoint's answer for an object, as JSON decodes it
+	// into the client's payload maps.
+	answer := func(path string) map[string]any {
+		resp, body := doAs(t, rootSecret, "GET", ts.URL+path, "")
+		var out map[string]any
+		if err := json.Unmarshal(body, &out); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return out
+	}
+	if _, err := root.ACLPolicies().Upsert(&api.ACLPolicy{Name: "ops", Description: "ops", Rules: `node { policy = "read" }`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	policy := answer("/v1/acl/policy/ops")
+	role, _, err := root.ACLRoles().Create(&api.ACLRole{Name: "deployers", Policies: []*api.ACLRolePolicyLink{{Name: "ops"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleAnswer := answer("/v1/acl/role/" + role.ID)
+	tok, _, err := root.ACLTokens().Create(&api.ACLToken{Name: "ci", Type: "client", Policies: []string{"ops"},
+		Roles: []*api.ACLTokenRoleLink{{ID: role.ID}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenAnswer := answer("/v1/acl/token/" + tok.AccessorID)
+	tokenAnswer["SecretID"] = "" // the one difference
+	for _, del := range []func() error{
+		func() error { _, err := root.ACLTokens().Delete(tok.AccessorID, nil); return err },
+		func() error { _, err := root.ACLRoles().Delete(role.ID, nil); return err },
+		func() error { _, err := root.ACLPolicies().Delete("ops", nil); return err },
+	} {
+		if err := del(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The payload holds the object under its topic's name.
+	wants := []struct {
+		topic, typ, key string
+		payload         map[string]any
+	}{
+		{"ACLPolicy", "ACLPolicyUpserted", "ops", policy},
+		{"ACLRole", "ACLRoleUpserted", role.ID, roleAnswer},
+		{"ACLToken", "ACLTokenUpserted", tok.AccessorID, tokenAnswer},
+		{"ACLToken", "ACLTokenDeleted", tok.AccessorID, tokenAnswer},
+		{"ACLRole", "ACLRoleDeleted", role.ID, roleAnswer},
+		{"ACLPolicy", "ACLPolicyDeleted", "ops", policy},
+	}
+
+	for _, w := range wants {
+		var evs *api.Events
+		select {
+		case evs = <-stream:
+		case <-ctx.Done():
+			t.Fatalf("no %s event", w.typ)
+		}
+		if evs.Err != nil || len(evs.Events) != 1 {
+			t.Fatalf("waiting for %s: %+v", w.typ, evs)
+		}
+		e := evs.Events[0]
+		raw, _ := json.Marshal(e)
+		if strings.Contains(string(raw), tok.SecretID) || strings.Contains(string(raw), rootSecret) {
+			t.Fatalf("the event gives a secret away: %s", raw)
+		}
+		name := string(e.Topic)
+		if e.Topic != api.Topic(w.topic) || e.Type != w.typ || e.Key != w.key || !reflect.DeepEqual(e.Payload[name], w.payload) {
+			t.Fatalf("event %s, want %s %s %q with the payload %s as the API answered it: %v", raw, w.topic, w.typ, w.key, name, w.payload)
+		}
 	}
 }

@@ -80,7 +80,7 @@ func New(srv *server.Server, log zerolog.Logger, self func() *AgentSelf) *API {
 		a.forwarder = a.newForwarder()
 	}
 	if b := srv.Events(); b != nil {
-		b.SetPresenter(withLegacyResources)
+		b.SetPresenter(presentEvent)
 	}
 	a.register()
 	a.pools = a.poolRoutes()

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/events"
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/host/state"
@@ -525,5 +527,34 @@ func TestACL_TokenRoles(t *testing.T) {
 		Policies: []string{"readonly"}}, 0)
 	if err != nil || up.Roles != nil {
 		t.Fatalf("an update without roles keeps %v (%v)", up.Roles, err)
+	}
+}
+
+// The collection of an expired token is its deletion on the event stream,
+// as Nomad's: an ACLTokenDeleted event with the token as it was, but for
+// its secret.
+func TestACL_CollectedTokenIsAnEvent(t *testing.T) {
+	s := aclServer(t, func(c *server.Config) {
+		c.ACLTokenMinExpirationTTL = time.Millisecond
+		c.ACLTokenGCInterval = 0
+	})
+	tok, _, err := s.UpsertACLToken(&state.ACLToken{Name: "short", Type: state.ACLManagementToken}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Events().Subscribe(events.Request{Topics: map[string][]string{events.TopicACLToken: nil}, Index: s.Store().LatestIndex() + 1})
+	time.Sleep(20 * time.Millisecond)
+	_, _, _ = s.ForceGC() // without a core scheduler plugin it refuses the rest
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	batch, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := batch.Events[0]
+	gone, _ := ev.Payload["ACLToken"].(*state.ACLToken)
+	if len(batch.Events) != 1 || ev.Type != events.TypeACLTokenDeleted || ev.Key != tok.AccessorID || gone == nil ||
+		gone.Name != "short" || gone.ExpirationTime != tok.ExpirationTime || gone.SecretID != "" {
+		t.Fatalf("the collection's events: %+v (token %+v), want %s of %s as it was, without its secret", batch.Events, gone, events.TypeACLTokenDeleted, tok.AccessorID)
 	}
 }
