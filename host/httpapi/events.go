@@ -162,10 +162,15 @@ func presentEvent(ev *events.Event, snap *state.Snapshot) {
 		ev.Payload = map[string]any{"ACLPolicy": policyOut(p["ACLPolicy"].(*state.ACLPolicy))}
 	case events.TopicACLRole:
 		ev.Payload = map[string]any{"ACLRole": roleOut(p["ACLRole"].(*state.ACLRole))}
-	case events.TopicACLAuthMethod, events.TopicACLBindingRule:
-		// The state's *state.ACLAuthMethod and *state.ACLBindingRule, until
-		// the auth method and binding rule endpoints answer them: give
-		// these payloads those answers' shape here, as the cases above.
+	case events.TopicACLAuthMethod:
+		// Without the OIDC client secret, which Nomad's events carry:
+		// event streams end up in logs and sinks; the method's read
+		// answers it to a management token.
+		m := authMethodOut(p["AuthMethod"].(*state.ACLAuthMethod))
+		m.Config.OIDCClientSecret = ""
+		ev.Payload = map[string]any{"AuthMethod": m}
+	case events.TopicACLBindingRule:
+		ev.Payload = map[string]any{"ACLBindingRule": bindingRuleOut(p["ACLBindingRule"].(*state.ACLBindingRule))}
 	}
 }
 

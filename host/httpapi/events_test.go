@@ -301,3 +301,80 @@ namespace "default" { policy = "read" }`)
 		}
 	}
 }
+
+// The auth method and binding rule topics carry what their endpoints
+// answer, an auth method's event without its OIDC client secret; deleting
+// a method is an event for it and for each of its rules.
+func TestNomadClient_ACLAuthEvents(t *testing.T) {
+	ts, s, rootSecret := newACLAPI(t, 0)
+	root := withToken(t, ts.URL, rootSecret)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := root.EventStream().Stream(ctx, map[api.Topic][]string{"ACLAuthMethod": nil, "ACLBindingRule": nil},
+		s.Store().LatestIndex()+1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-client-secret"
+	method, _, err := root.ACLAuthMethods().Create(&api.ACLAuthMethod{Name: "okta", Type: "OIDC", TokenLocality: "local",
+		MaxTokenTTL: time.Hour, Config: &api.ACLAuthMethodConfig{OIDCDiscoveryURL: "https://okta.example", OIDCClientID: "drover",
+			OIDCClientSecret: secret, AllowedRedirectURIs: []string{"http://localhost:4649/oidc/callback"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, _, err := root.ACLBindingRules().Create(&api.ACLBindingRule{AuthMethod: "okta", BindType: "management"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.ACLAuthMethods().Delete("okta", nil); err != nil {
+		t.Fatal(err)
+	}
+	// next is the stream's next event, whatever batch it came in (a
+	// method's deletion comes with its rules').
+	var pending []api.Event
+	next := func(what string) api.Event {
+		for len(pending) == 0 {
+			select {
+			case evs := <-stream:
+				if evs.Err != nil {
+					t.Fatalf("waiting for %s: %v", what, evs.Err)
+				}
+				pending = evs.Events
+			case <-ctx.Done():
+				t.Fatalf("no %s event", what)
+			}
+		}
+		e := pending[0]
+		pending = pending[1:]
+		return e
+	}
+	for _, w := range []struct{ topic, typ, key string }{
+		{"ACLAuthMethod", "ACLAuthMethodUpserted", "okta"},
+		{"ACLBindingRule", "ACLBindingRuleUpserted", rule.ID},
+		{"ACLAuthMethod", "ACLAuthMethodDeleted", "okta"},
+		{"ACLBindingRule", "ACLBindingRuleDeleted", rule.ID},
+	} {
+		e := next(w.typ)
+		raw, _ := json.Marshal(e)
+		if strings.Contains(string(raw), secret) {
+			t.Fatalf("the event gives the client secret away: %s", raw)
+		}
+		if string(e.Topic) != w.topic || e.Type != w.typ || e.Key != w.key {
+			t.Fatalf("event %s, want %s %s %q", raw, w.topic, w.typ, w.key)
+		}
+		switch w.topic {
+		case "ACLAuthMethod":
+			var got api.ACLAuthMethod
+			if b, _ := json.Marshal(e.Payload["AuthMethod"]); json.Unmarshal(b, &got) != nil || got.Name != "okta" ||
+				got.Config == nil || got.Config.OIDCClientID != "drover" || got.MaxTokenTTL != time.Hour || got.CreateIndex != method.CreateIndex {
+				t.Fatalf("auth method payload = %s", raw)
+			}
+		case "ACLBindingRule":
+			var got api.ACLBindingRule
+			if b, _ := json.Marshal(e.Payload["ACLBindingRule"]); json.Unmarshal(b, &got) != nil || got.ID != rule.ID ||
+				got.AuthMethod != "okta" || got.BindType != "management" || got.CreateIndex != rule.CreateIndex {
+				t.Fatalf("binding rule payload = %s", raw)
+			}
+		}
+	}
+}
