@@ -1752,3 +1752,62 @@ func TestNomadClient_EventStreamKeyWithAColon(t *testing.T) {
 		t.Fatalf("stream of topic Evaluation:::*: %v, want Nomad's 400 %q", err, "Invalid key value pair")
 	}
 }
+
+// TestNomadClient_VariableLocks: Nomad's client and its lock helper take,
+// renew and release a variable lock; while it is held, another's
+// acquisition is ErrLockConflict and a write without the lock's ID a
+// conflict; its holder writes with it.
+func TestNomadClient_VariableLocks(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	c := nomadClient(t, ts.URL)
+	ctx := context.Background()
+	locks, err := c.Locks(api.WriteOptions{}, api.Variable{Path: "app/leader", Lock: &api.VariableLock{TTL: "10s", LockDelay: "5s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path, err := locks.Acquire(ctx); err != nil || path != "app/leader" {
+		t.Fatalf("acquire = %q, %v", path, err)
+	}
+	held, _, err := c.Variables().Read("app/leader", nil)
+	if err != nil || held.Lock == nil || held.Lock.TTL != "10s" || held.Lock.LockDelay != "5s" || held.LockID() == "" {
+		t.Fatalf("the locked variable reads %+v, %v", held, err)
+	}
+	if list, _, err := c.Variables().PrefixList("app/", nil); err != nil || len(list) != 1 || list[0].Lock == nil || list[0].Lock.ID != held.LockID() {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	other, err := c.Locks(api.WriteOptions{}, api.Variable{Path: "app/leader", Lock: &api.VariableLock{TTL: "10s"}}, api.LocksOptionWithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Acquire(ctx); !errors.Is(err, api.ErrLockConflict) {
+		t.Fatalf("a second acquisition: err = %v, want ErrLockConflict", err)
+	}
+	if _, _, err := c.Variables().Update(&api.Variable{Path: "app/leader", Items: api.VariableItems{"who": "me"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "409") {
+		t.Fatalf("a write without the lock: err = %v, want a 409", err)
+	}
+	mine, _, err := c.Variables().Update(&api.Variable{Path: "app/leader", Items: api.VariableItems{"who": "me"},
+		Lock: &api.VariableLock{ID: held.LockID()}}, nil)
+	if err != nil || mine.LockID() != held.LockID() || mine.Items["who"] != "me" {
+		t.Fatalf("the holder's write = %+v, %v", mine, err)
+	}
+	if err := locks.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Renew(ctx); !errors.Is(err, api.ErrLockConflict) {
+		t.Fatalf("another's renewal: err = %v", err)
+	}
+	if err := locks.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := c.Variables().Read("app/leader", nil); err != nil || v.Lock != nil || v.Items["who"] != "me" {
+		t.Fatalf("after the release: %+v, %v", v, err)
+	}
+	if _, err := other.Acquire(ctx); err != nil {
+		t.Fatalf("an acquisition after the release: %v", err)
+	}
+	if _, _, err := c.Variables().AcquireLock(&api.Variable{Path: "app/bad", Lock: &api.VariableLock{TTL: "1s"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "TTL must be between 10 seconds and 24 hours") {
+		t.Fatalf("a 1s TTL: err = %v", err)
+	}
+}

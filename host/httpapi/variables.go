@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/server"
@@ -40,7 +41,22 @@ func allowVariable(r *http.Request, ns, path, op string) bool {
 // variableMeta is a variable's metadata, as Nomad's VariableMetadata.
 func variableMeta(v *state.Variable) *api.VariableMetadata {
 	return &api.VariableMetadata{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex,
-		ModifyIndex: v.ModifyIndex, CreateTime: v.CreateTime, ModifyTime: v.ModifyTime}
+		ModifyIndex: v.ModifyIndex, CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Lock: lockOut(v.Lock)}
+}
+
+// lockOut is a variable's lock as Nomad's API shows it, durations as Go
+// duration strings.
+func lockOut(l *state.VariableLock) *api.VariableLock {
+	if l == nil {
+		return nil
+	}
+	return &api.VariableLock{ID: l.ID, TTL: time.Duration(l.TTL).String(), LockDelay: time.Duration(l.LockDelay).String()}
+}
+
+// variableWithItems is v, with items (none: only its metadata).
+func variableWithItems(v *state.Variable, items map[string]string) *api.Variable {
+	return &api.Variable{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
+		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Items: items, Lock: lockOut(v.Lock)}
 }
 
 // variableOut is v with its items decrypted.
@@ -49,8 +65,7 @@ func (a *API) variableOut(snap *state.Snapshot, v *state.Variable) (*api.Variabl
 	if err != nil {
 		return nil, err
 	}
-	return &api.Variable{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
-		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Items: items}, nil
+	return variableWithItems(v, items), nil
 }
 
 // variableList serves GET /v1/vars: the metadata of the variables of the
@@ -130,8 +145,7 @@ func casParam(r *http.Request) (bool, uint64, error) {
 func (a *API) variableConflict(w http.ResponseWriter, r *http.Request, ns, path string, c *server.VariableConflict) (any, error) {
 	out := &api.Variable{Namespace: ns, Path: path}
 	if cur := c.Current; cur != nil {
-		out = &api.Variable{Namespace: cur.Namespace, Path: cur.Path, CreateIndex: cur.CreateIndex, ModifyIndex: cur.ModifyIndex,
-			CreateTime: cur.CreateTime, ModifyTime: cur.ModifyTime}
+		out = variableWithItems(cur, nil)
 		if allowVariable(r, ns, path, acl.VariablesCapabilityRead) {
 			full, err := a.variableOut(a.srv.Store().Snapshot(), cur)
 			if err != nil {
@@ -149,28 +163,33 @@ func (a *API) variableConflict(w http.ResponseWriter, r *http.Request, ns, path 
 }
 
 // variableWrite serves PUT /v1/var/:path: the body is the variable (its
-// Items; Namespace where ?namespace= is not given), ?cas=N a
-// check-and-set. It answers the variable as written.
+// Items; Namespace where ?namespace= is not given; Lock.ID to write a
+// variable its holder locked), ?cas=N a check-and-set. It answers the
+// variable as written. ?lock-acquire, ?lock-renew and ?lock-release are
+// the lock operations (variableLock).
 func (a *API) variableWrite(w http.ResponseWriter, r *http.Request) (any, error) {
 	var in api.Variable
 	if err := decode(w, r, &in); err != nil {
 		return nil, err
 	}
-	if len(in.Items) == 0 {
-		return nil, errorf(http.StatusBadRequest, "variable missing required Items object")
-	}
-	if in.Lock != nil {
-		return nil, errorf(http.StatusBadRequest, "variable locks are not served by Drover")
-	}
 	ns, path := variableNamespace(r, in.Namespace), r.PathValue("path")
 	if !allowVariable(r, ns, path, acl.VariablesCapabilityWrite) {
 		return nil, errPermissionDenied
+	}
+	if op, err := lockOperation(r); err != nil || op != "" {
+		if err != nil {
+			return nil, err
+		}
+		return a.variableLock(w, r, op, ns, path, &in)
+	}
+	if len(in.Items) == 0 {
+		return nil, errorf(http.StatusBadRequest, "variable missing required Items object")
 	}
 	cas, check, err := casParam(r)
 	if err != nil {
 		return nil, err
 	}
-	v, index, err := a.srv.SetVariable(ns, path, in.Items, cas, check)
+	v, index, err := a.srv.SetVariable(ns, path, in.Items, server.VariableCheck{CAS: cas, Index: check, LockID: in.LockID()})
 	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
 		return a.variableConflict(w, r, ns, path, c)
 	}
@@ -178,8 +197,81 @@ func (a *API) variableWrite(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, err
 	}
 	setIndex(w, index)
-	return &api.Variable{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
-		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Items: in.Items}, nil
+	return variableWithItems(v, in.Items), nil
+}
+
+// The lock operations of PUT /v1/var/:path, Nomad's query parameters.
+var lockOperations = []string{"lock-acquire", "lock-renew", "lock-release"}
+
+// lockOperation is the lock operation a write asks for ("" for none).
+func lockOperation(r *http.Request) (string, error) {
+	var op string
+	for _, o := range lockOperations {
+		if r.URL.Query().Has(o) {
+			if op != "" {
+				return "", errorf(http.StatusBadRequest, "only one lock operation at a time: ?%s and ?%s", op, o)
+			}
+			op = o
+		}
+	}
+	return op, nil
+}
+
+// variableLock serves a lock operation: lock-acquire locks the variable
+// (with the body's Lock TTL and LockDelay, Go durations, 15s each by
+// default; writing its Items if any, which a new variable needs) and
+// answers it with its lock's ID; lock-renew renews the body's Lock.ID for
+// another TTL and answers the variable's metadata; lock-release takes it
+// off. A variable locked by another, a lock not held, or a lost lock's
+// delay is a 409 with the variable as it is.
+func (a *API) variableLock(w http.ResponseWriter, r *http.Request, op, ns, path string, in *api.Variable) (any, error) {
+	var v *state.Variable
+	var index uint64
+	var err error
+	switch op {
+	case "lock-acquire":
+		var ttl, delay time.Duration
+		if l := in.Lock; l != nil {
+			if ttl, err = optionalDuration("Lock.TTL", l.TTL); err != nil {
+				return nil, err
+			}
+			if delay, err = optionalDuration("Lock.LockDelay", l.LockDelay); err != nil {
+				return nil, err
+			}
+		}
+		v, index, err = a.srv.AcquireVariableLock(ns, path, in.Items, ttl, delay)
+	case "lock-renew": // without a Lock.ID: a lock not held, a 409 as Nomad's client expects
+		v, err = a.srv.RenewVariableLock(ns, path, in.LockID())
+	case "lock-release":
+		v, index, err = a.srv.ReleaseVariableLock(ns, path, in.LockID())
+	}
+	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
+		return a.variableConflict(w, r, ns, path, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op == "lock-renew" {
+		setIndex(w, v.ModifyIndex)
+		return variableMeta(v), nil
+	}
+	setIndex(w, index)
+	if !allowVariable(r, ns, path, acl.VariablesCapabilityRead) {
+		return variableWithItems(v, in.Items), nil // what it wrote, if anything
+	}
+	return a.variableOut(a.srv.Store().Snapshot(), v)
+}
+
+// optionalDuration reads a Go duration string ("" is 0).
+func optionalDuration(field, raw string) (time.Duration, error) {
+	if raw == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "%s: %v", field, err)
+	}
+	return d, nil
 }
 
 // variableDelete serves DELETE /v1/var/:path (?cas=N: a check-and-set);
@@ -193,7 +285,7 @@ func (a *API) variableDelete(w http.ResponseWriter, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	index, err := a.srv.DeleteVariable(ns, path, cas, check)
+	index, err := a.srv.DeleteVariable(ns, path, server.VariableCheck{CAS: cas, Index: check})
 	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
 		return a.variableConflict(w, r, ns, path, c)
 	}

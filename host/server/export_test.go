@@ -1,7 +1,22 @@
 package server
 
-import "github.com/drover-sched/drover/host/fsm"
+import (
+	"time"
+
+	"github.com/drover-sched/drover/host/fsm"
+)
 
 // SetApplies makes s tell the other servers that it applies entry types
 // up to t only, as an older version would (gate.go).
 func SetApplies(s *Server, t fsm.MessageType) { s.applies.Store(uint32(t)) }
+
+// SetVariableLockClock makes now the clock of s's variable lock leases.
+func SetVariableLockClock(s *Server, now func() time.Time) {
+	s.varLocks.mu.Lock()
+	defer s.varLocks.mu.Unlock()
+	s.varLocks.now = now
+}
+
+// ExpireVariableLocks takes off the variable locks whose lease has ended,
+// as the leader's loop does each second.
+func ExpireVariableLocks(s *Server) error { return s.expireVariableLocksOnce() }

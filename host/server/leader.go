@@ -76,6 +76,7 @@ func (s *Server) establishLeadership() error {
 	run(s.watchDeployments)
 	run(s.periodic.run)
 	run(s.rekeyVariables)
+	run(s.expireVariableLocks)
 	run(s.runAutopilot)
 	if !s.cfg.Dev {
 		run(s.ensureClusterID)

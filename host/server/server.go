@@ -49,6 +49,8 @@ type Server struct {
 	// rotation.
 	keyringMu sync.Mutex
 	rekeyKick chan struct{}
+	// varLocks are the leases of the variable locks, while it leads.
+	varLocks lockLeases
 	// autopilot runs while this server leads (autopilot.go);
 	// autopilotSeen is when each server last answered it.
 	autopilot     atomic.Pointer[autopilot.Autopilot]

@@ -102,58 +102,59 @@ func checkVariableNamespace(ns string) error {
 	return nil
 }
 
-// SetVariable writes the variable at path in namespace ns with items,
-// encrypted with the active root key (made first if the keyring has none).
-// With cas it writes only if the variable's modify index is still
-// checkIndex (0: only if there is none), else it is a *VariableConflict.
-// It returns the variable as stored.
-func (s *Server) SetVariable(ns, path string, items map[string]string, cas bool, checkIndex uint64) (*state.Variable, uint64, error) {
-	if err := checkVariableNamespace(ns); err != nil {
-		return nil, 0, err
-	}
-	if err := checkVariablePath(path); err != nil {
-		return nil, 0, err
-	}
+// VariableCheck is what a variable write or delete must find: with CAS,
+// the variable at modify index Index (0: no variable); with LockID, the
+// variable's lock (a locked variable is changed only by its holder).
+type VariableCheck struct {
+	CAS    bool
+	Index  uint64
+	LockID string
+}
+
+// checkVariableItems refuses empty items and items over 64 KiB.
+func checkVariableItems(items map[string]string) error {
 	if len(items) == 0 {
-		return nil, 0, badRequest(errors.New("empty variables are invalid"))
+		return badRequest(errors.New("empty variables are invalid"))
 	}
 	size := 0
 	for k, v := range items {
 		size += len(k) + len(v)
 	}
 	if size > maxVariableSize {
-		return nil, 0, badRequest(fmt.Errorf("variables are limited to 64KiB in total size, this one has %d bytes", size))
+		return badRequest(fmt.Errorf("variables are limited to 64KiB in total size, this one has %d bytes", size))
 	}
-	if cas {
-		if cur := s.store.Snapshot().Variable(ns, path); modifyIndex(cur) != checkIndex {
-			return nil, 0, &VariableConflict{Current: cur}
-		}
+	return nil
+}
+
+// SetVariable writes the variable at path in namespace ns with items,
+// encrypted with the active root key (made first if the keyring has none),
+// if it finds what check says (else it is a *VariableConflict). It
+// returns the variable as stored.
+func (s *Server) SetVariable(ns, path string, items map[string]string, check VariableCheck) (*state.Variable, uint64, error) {
+	if err := checkVariableNamespace(ns); err != nil {
+		return nil, 0, err
 	}
-	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: checkIndex}
-	if cas {
+	if err := checkVariablePath(path); err != nil {
+		return nil, 0, err
+	}
+	if err := checkVariableItems(items); err != nil {
+		return nil, 0, err
+	}
+	if cur := s.store.Snapshot().Variable(ns, path); check.CAS && modifyIndex(cur) != check.Index ||
+		cur != nil && cur.Lock != nil && cur.Lock.ID != check.LockID {
+		return nil, 0, &VariableConflict{Current: cur}
+	}
+	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: check.Index}
+	if check.CAS {
 		req.Op = fsm.VarOpCAS
 	}
-	var index uint64
-	// The key read may be rotated out and removed before the entry
-	// applies: then the items are sealed again with the key active now.
-	for attempt := 1; ; attempt++ {
-		key, err := s.activeRootKey()
-		if err != nil {
-			return nil, 0, err
-		}
-		data, err := s.seal(key, ns, path, items)
-		if err != nil {
-			return nil, 0, err
-		}
-		now := s.now().UnixNano()
-		req.Var = &state.Variable{Namespace: ns, Path: path, CreateTime: now, ModifyTime: now, KeyID: key.KeyID, Data: data}
-		index, err = s.Apply(fsm.VariableApplyRequestType, req)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fsm.ErrInactiveRootKey) || attempt == sealAttempts {
-			return nil, 0, s.variableConflict(ns, path, err)
-		}
+	var lock *state.VariableLock
+	if check.LockID != "" {
+		lock = &state.VariableLock{ID: check.LockID}
+	}
+	index, err := s.applySealed(req, ns, path, items, lock)
+	if err != nil {
+		return nil, 0, err
 	}
 	v := s.store.Snapshot().Variable(ns, path)
 	if v == nil || v.ModifyIndex != index {
@@ -165,21 +166,49 @@ func (s *Server) SetVariable(ns, path string, items map[string]string, cas bool,
 	return v, index, nil
 }
 
+// applySealed applies req with Var the variable at path in namespace ns
+// holding items sealed with the active root key, and lock. The key read
+// may be rotated out and removed before the entry applies: then the items
+// are sealed again with the key active now.
+func (s *Server) applySealed(req *fsm.VariableApplyRequest, ns, path string, items map[string]string, lock *state.VariableLock) (uint64, error) {
+	for attempt := 1; ; attempt++ {
+		key, err := s.activeRootKey()
+		if err != nil {
+			return 0, err
+		}
+		data, err := s.seal(key, ns, path, items)
+		if err != nil {
+			return 0, err
+		}
+		now := s.now().UnixNano()
+		req.Var = &state.Variable{Namespace: ns, Path: path, CreateTime: now, ModifyTime: now, KeyID: key.KeyID, Data: data, Lock: lock}
+		req.Now = now
+		index, err := s.Apply(fsm.VariableApplyRequestType, req)
+		if err == nil {
+			return index, nil
+		}
+		if !errors.Is(err, fsm.ErrInactiveRootKey) || attempt == sealAttempts {
+			return 0, s.variableConflict(ns, path, err)
+		}
+	}
+}
+
 // DeleteVariable deletes the variable at path in namespace ns (one that is
-// not there is no error). With cas it deletes only if its modify index is
-// still checkIndex (0: only if there is none), else it is a
-// *VariableConflict.
-func (s *Server) DeleteVariable(ns, path string, cas bool, checkIndex uint64) (uint64, error) {
+// not there is no error), if it finds what check says (else it is a
+// *VariableConflict): a locked variable is deleted by its lock's holder.
+func (s *Server) DeleteVariable(ns, path string, check VariableCheck) (uint64, error) {
 	if err := checkVariableNamespace(ns); err != nil {
 		return 0, err
 	}
-	if cas {
-		if cur := s.store.Snapshot().Variable(ns, path); modifyIndex(cur) != checkIndex {
-			return 0, &VariableConflict{Current: cur}
-		}
+	if cur := s.store.Snapshot().Variable(ns, path); check.CAS && modifyIndex(cur) != check.Index ||
+		cur != nil && cur.Lock != nil && cur.Lock.ID != check.LockID {
+		return 0, &VariableConflict{Current: cur}
 	}
-	req := &fsm.VariableApplyRequest{Op: fsm.VarOpDelete, CheckIndex: checkIndex, Var: &state.Variable{Namespace: ns, Path: path}}
-	if cas {
+	req := &fsm.VariableApplyRequest{Op: fsm.VarOpDelete, CheckIndex: check.Index, Var: &state.Variable{Namespace: ns, Path: path}}
+	if check.LockID != "" {
+		req.Var.Lock = &state.VariableLock{ID: check.LockID}
+	}
+	if check.CAS {
 		req.Op = fsm.VarOpDeleteCAS
 	}
 	index, err := s.Apply(fsm.VariableApplyRequestType, req)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 func TestVariables_EncryptedWithCheckAndSet(t *testing.T) {
 	s := servertest.New(t, nil, nil)
 	items := map[string]string{"user": "admin", "password": "s3cret-value"}
-	v, index, err := s.SetVariable("default", "app/db", items, true, 0)
+	v, index, err := s.SetVariable("default", "app/db", items, server.VariableCheck{CAS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,28 +48,28 @@ func TestVariables_EncryptedWithCheckAndSet(t *testing.T) {
 	}
 
 	var c *server.VariableConflict
-	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, 0)
+	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, server.VariableCheck{CAS: true})
 	if !errors.As(err, &c) || c.Current == nil || c.Current.ModifyIndex != index || !errors.Is(err, server.ErrConflict) {
 		t.Fatalf("create over an existing variable: err = %v", err)
 	}
-	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, index+100)
+	_, _, err = s.SetVariable("default", "app/db", map[string]string{"user": "x"}, server.VariableCheck{CAS: true, Index: index + 100})
 	if !errors.As(err, &c) {
 		t.Fatalf("write at a stale index: err = %v", err)
 	}
-	v2, index2, err := s.SetVariable("default", "app/db", map[string]string{"user": "x"}, true, index)
+	v2, index2, err := s.SetVariable("default", "app/db", map[string]string{"user": "x"}, server.VariableCheck{CAS: true, Index: index})
 	if err != nil || v2.CreateIndex != index || v2.ModifyIndex != index2 || v2.CreateTime != v.CreateTime {
 		t.Fatalf("check-and-set at the current index: %+v, %v", v2, err)
 	}
-	if _, err := s.DeleteVariable("default", "app/db", true, index); !errors.As(err, &c) || c.Current.ModifyIndex != index2 {
+	if _, err := s.DeleteVariable("default", "app/db", server.VariableCheck{CAS: true, Index: index}); !errors.As(err, &c) || c.Current.ModifyIndex != index2 {
 		t.Fatalf("delete at a stale index: err = %v", err)
 	}
-	if _, err := s.DeleteVariable("default", "nope", true, 3); !errors.As(err, &c) || c.Current != nil {
+	if _, err := s.DeleteVariable("default", "nope", server.VariableCheck{CAS: true, Index: 3}); !errors.As(err, &c) || c.Current != nil {
 		t.Fatalf("delete of no variable at index 3: err = %v", err)
 	}
-	if _, err := s.DeleteVariable("default", "app/db", true, index2); err != nil {
+	if _, err := s.DeleteVariable("default", "app/db", server.VariableCheck{CAS: true, Index: index2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DeleteVariable("default", "app/db", false, 0); err != nil {
+	if _, err := s.DeleteVariable("default", "app/db", server.VariableCheck{}); err != nil {
 		t.Fatalf("a delete of what is not there: %v", err)
 	}
 	if s.Store().Snapshot().Variable("default", "app/db") != nil {
@@ -97,12 +98,12 @@ func TestVariables_Validation(t *testing.T) {
 		{"default", "a", nil, "empty variables are invalid"},
 		{"default", "a", map[string]string{"k": strings.Repeat("v", 64<<10)}, "limited to 64KiB"},
 	} {
-		if _, _, err := s.SetVariable(c.ns, c.path, c.items, false, 0); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := s.SetVariable(c.ns, c.path, c.items, server.VariableCheck{}); !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("SetVariable(%q, %q): err = %v, want ErrInvalid saying %q", c.ns, c.path, err, c.want)
 		}
 	}
 	for _, path := range []string{"nomad/jobs", "nomad/jobs/web/g/t", "nomad/job-templates/t", "a-b_c~d/e"} {
-		if _, _, err := s.SetVariable("default", path, one, false, 0); err != nil {
+		if _, _, err := s.SetVariable("default", path, one, server.VariableCheck{}); err != nil {
 			t.Errorf("SetVariable(%q): %v", path, err)
 		}
 	}
@@ -115,7 +116,7 @@ func TestVariables_Validation(t *testing.T) {
 func TestVariables_KeyringRotation(t *testing.T) {
 	s := servertest.New(t, nil, nil)
 	for _, p := range []string{"a", "b", "c"} {
-		if _, _, err := s.SetVariable("default", p, map[string]string{"k": p}, false, 0); err != nil {
+		if _, _, err := s.SetVariable("default", p, map[string]string{"k": p}, server.VariableCheck{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,5 +171,130 @@ func TestVariables_KeyringRotation(t *testing.T) {
 	}
 	if _, err := s.DeleteRootKey(first.KeyID); !errors.Is(err, server.ErrNotFound) {
 		t.Fatalf("removing a key twice: err = %v", err)
+	}
+}
+
+// A variable lock: acquired on a new variable without items (as Nomad's
+// lock helpers do) or with some; while held, only its holder writes the
+// variable; another's acquisition, renewal or release is a conflict; a
+// renewal extends the lease; a lease that ends loses the lock, and none is
+// acquired during its delay; a release frees it at once.
+func TestVariables_Locks(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	var mu sync.Mutex
+	clock := time.Now()
+	at := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
+	}
+	start := clock
+	server.SetVariableLockClock(s, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	})
+	expire := func() {
+		t.Helper()
+		if err := server.ExpireVariableLocks(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c *server.VariableConflict
+	v, _, err := s.AcquireVariableLock("default", "leader", nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Lock == nil || len(v.Lock.ID) != 36 || v.Lock.TTL != int64(15*time.Second) || v.Lock.LockDelay != int64(15*time.Second) {
+		t.Fatalf("lock = %+v", v.Lock)
+	}
+	id := v.Lock.ID
+	if items, err := s.DecryptVariable(s.Store().Snapshot(), v); err != nil || len(items) != 0 {
+		t.Fatalf("a lock's new variable holds %v, %v", items, err)
+	}
+	if _, _, err := s.AcquireVariableLock("default", "leader", nil, 0, 0); !errors.As(err, &c) || c.Current.Lock.ID != id {
+		t.Fatalf("second acquisition: err = %v", err)
+	}
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		delay   time.Duration
+		want    string
+		another string
+	}{
+		{"short", 5 * time.Second, 0, "TTL must be between 10 seconds and 24 hours", "x"},
+		{"long", 25 * time.Hour, 0, "TTL must be between 10 seconds and 24 hours", "x"},
+		{"negative", 0, -time.Second, "Lock delay and TTL must be positive", "x"},
+	} {
+		if _, _, err := s.AcquireVariableLock("default", tc.another, nil, tc.ttl, tc.delay); !errors.Is(err, server.ErrInvalid) ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+
+	// Only the holder writes it.
+	if _, _, err := s.SetVariable("default", "leader", map[string]string{"k": "v"}, server.VariableCheck{}); !errors.As(err, &c) {
+		t.Fatalf("a write without the lock: err = %v", err)
+	}
+	if _, err := s.DeleteVariable("default", "leader", server.VariableCheck{}); !errors.As(err, &c) {
+		t.Fatalf("a delete without the lock: err = %v", err)
+	}
+	w, _, err := s.SetVariable("default", "leader", map[string]string{"k": "v"}, server.VariableCheck{LockID: id})
+	if err != nil || w.Lock == nil || w.Lock.ID != id {
+		t.Fatalf("the holder's write = %+v, %v", w, err)
+	}
+	if _, err := s.RenewVariableLock("default", "leader", "other"); !errors.As(err, &c) {
+		t.Fatalf("another's renewal: err = %v", err)
+	}
+	if _, _, err := s.ReleaseVariableLock("default", "leader", "other"); !errors.As(err, &c) {
+		t.Fatalf("another's release: err = %v", err)
+	}
+
+	// The lease: 15 s from the acquisition, then from the renewal.
+	at(10 * time.Second)
+	expire()
+	if got := s.Store().Snapshot().Variable("default", "leader"); got.Lock == nil {
+		t.Fatal("the lock was lost within its TTL")
+	}
+	if _, err := s.RenewVariableLock("default", "leader", id); err != nil {
+		t.Fatal(err)
+	}
+	at(10 * time.Second) // 20 s after the acquisition, 10 after the renewal
+	expire()
+	if got := s.Store().Snapshot().Variable("default", "leader"); got.Lock == nil {
+		t.Fatal("the lock was lost within the TTL its renewal gave")
+	}
+	at(6 * time.Second)
+	expire()
+	lost := start.Add(26 * time.Second)
+	got := s.Store().Snapshot().Variable("default", "leader")
+	if got.Lock != nil || got.LockDelayUntil != lost.Add(15*time.Second).UnixNano() {
+		t.Fatalf("after its lease ended: %+v", got)
+	}
+	if items, _ := s.DecryptVariable(s.Store().Snapshot(), got); items["k"] != "v" {
+		t.Fatalf("the lost lock took the items: %v", items)
+	}
+	// The delay lasts (the server's clock is behind the leases'); the holder's renewal
+	// finds no lock; anyone writes the variable.
+	if _, _, err := s.AcquireVariableLock("default", "leader", nil, 0, 0); !errors.As(err, &c) {
+		t.Fatalf("an acquisition during the delay: err = %v", err)
+	}
+	if _, err := s.RenewVariableLock("default", "leader", id); !errors.As(err, &c) {
+		t.Fatalf("a renewal of a lost lock: err = %v", err)
+	}
+	if _, _, err := s.SetVariable("default", "leader", map[string]string{"k": "w"}, server.VariableCheck{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A release frees it at once.
+	l, _, err := s.AcquireVariableLock("default", "other", map[string]string{"a": "b"}, 10*time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := s.ReleaseVariableLock("default", "other", l.Lock.ID); err != nil || r.Lock != nil || r.LockDelayUntil != 0 {
+		t.Fatalf("release = %+v, %v", r, err)
+	}
+	if _, _, err := s.AcquireVariableLock("default", "other", nil, 0, 0); err != nil {
+		t.Fatalf("acquisition after a release: %v", err)
 	}
 }

@@ -69,6 +69,19 @@ func (t *Txn) DeleteRootKey(id string) error {
 	return t.delete(TableRootKeys, old)
 }
 
+// LockedVariables returns the variables that hold a lock, ordered by
+// namespace and path.
+func (r reader) LockedVariables() []*Variable {
+	var out []*Variable
+	each(r, func(v *Variable) bool {
+		if v.Lock != nil {
+			out = append(out, v)
+		}
+		return true
+	}, TableVariables, "id")
+	return out
+}
+
 // Variable returns the variable at path in namespace ns.
 func (r reader) Variable(ns, path string) *Variable {
 	if ns == "" || path == "" {
