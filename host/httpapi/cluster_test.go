@@ -375,3 +375,46 @@ func TestCluster_Autopilot(t *testing.T) {
 		}
 	}
 }
+
+// Variable locks in a cluster: taken and renewed through followers (the
+// leases are the leader's), kept by the next leader, which gives the lock
+// a whole TTL and takes renewals and the release.
+func TestCluster_VariableLocks(t *testing.T) {
+	servers, apis, leader := clusterAPIs(t)
+	li := slices.Index(servers, leader)
+	f1, f2 := (li+1)%3, (li+2)%3
+	vars := nomadClient(t, apis[f1].URL).Variables()
+	held, _, err := vars.AcquireLock(&api.Variable{Path: "app/leader", Items: api.VariableItems{"who": "a"},
+		Lock: &api.VariableLock{TTL: "10s"}}, nil)
+	if err != nil {
+		t.Fatalf("acquire through a follower: %v", err)
+	}
+	if _, _, err := nomadClient(t, apis[f2].URL).Variables().RenewLock(held, nil); err != nil {
+		t.Fatalf("renew through the other follower: %v", err)
+	}
+	if err := nomadClient(t, apis[f1].URL).Operator().RaftTransferLeadershipByAddress(servers[f1].RPCAddr(), nil); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the new leader", func() bool { return servers[f1].IsLeader() })
+	// Its loop runs each second: the lock, which it had no lease for, is
+	// given a whole TTL, not taken off.
+	time.Sleep(2500 * time.Millisecond)
+	if v := servers[f1].Store().Snapshot().Variable("default", "app/leader"); v.Lock == nil || v.Lock.ID != held.LockID() {
+		t.Fatalf("the new leader took the lock off: %+v", v)
+	}
+	other := nomadClient(t, apis[li].URL).Variables()
+	if _, _, err := other.RenewLock(held, nil); err != nil {
+		t.Fatalf("renew through the old leader: %v", err)
+	}
+	if _, _, err := other.ReleaseLock(held, nil); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	servertest.WaitFor(t, "the release on every replica", func() bool {
+		for _, s := range servers {
+			if v := s.Store().Snapshot().Variable("default", "app/leader"); v == nil || v.Lock != nil {
+				return false
+			}
+		}
+		return true
+	})
+}

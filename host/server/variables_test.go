@@ -297,4 +297,10 @@ func TestVariables_Locks(t *testing.T) {
 	if _, _, err := s.AcquireVariableLock("default", "other", nil, 0, 0); err != nil {
 		t.Fatalf("acquisition after a release: %v", err)
 	}
+
+	// The leader's own loop takes a lock off once its lease ends.
+	at(time.Minute)
+	servertest.WaitFor(t, "the leader to take the lock off", func() bool {
+		return s.Store().Snapshot().Variable("default", "other").Lock == nil
+	})
 }

@@ -190,10 +190,12 @@ func (s *Server) expireVariableLocks(ctx context.Context) {
 // lock the leader has no lease for (acquired under another leader) gets a
 // whole TTL from now.
 func (s *Server) expireVariableLocksOnce() error {
-	locked := s.store.Snapshot().LockedVariables()
-	var expired []*state.Variable
 	l := &s.varLocks
 	l.mu.Lock()
+	// Read under the lock: a lease an acquisition set after its write
+	// must not be replaced from a state read before that write.
+	locked := s.store.Snapshot().LockedVariables()
+	var expired []*state.Variable
 	now := l.clock()
 	seen := make(map[string]bool, len(locked))
 	for _, v := range locked {
