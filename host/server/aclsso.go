@@ -73,7 +73,7 @@ func (s *Server) UpsertACLAuthMethods(ms []*state.ACLAuthMethod) ([]*state.ACLAu
 		return nil, 0, ErrACLDisabled
 	}
 	if len(ms) == 0 {
-		return nil, 0, badRequest(errors.New("must specify as least one auth method"))
+		return nil, 0, badRequest(errors.New("must specify at least one auth method"))
 	}
 	snap := s.store.Snapshot()
 	now := s.now().UnixNano()
@@ -271,7 +271,7 @@ func (s *Server) UpsertACLBindingRules(rs []*state.ACLBindingRule) ([]*state.ACL
 		return nil, 0, ErrACLDisabled
 	}
 	if len(rs) == 0 {
-		return nil, 0, badRequest(errors.New("must specify as least one binding rule"))
+		return nil, 0, badRequest(errors.New("must specify at least one binding rule"))
 	}
 	snap := s.store.Snapshot()
 	now := s.now().UnixNano()
