@@ -16,6 +16,16 @@ func runACLCommand(t *testing.T, srvURL, token string, words ...string) (int, st
 	setTokenEnv(t, nil)
 	ui := cli.NewMockUi()
 	m := &meta{ui: ui, out: ui.OutputWriter, in: strings.NewReader(""), now: time.Now}
+	cmd, args := commandFor(t, m, srvURL, token, words...)
+	code := cmd.Run(args)
+	return code, ui.OutputWriter.String(), ui.ErrorWriter.String()
+}
+
+// commandFor returns the drover command that words start with, of m's
+// commands, and the arguments to run it with against srvURL with token:
+// the rest of words after the options that say so.
+func commandFor(t *testing.T, m *meta, srvURL, token string, words ...string) (cli.Command, []string) {
+	t.Helper()
 	name, rest := words[0], words[1:]
 	cmds := commands(m)
 	for len(rest) > 0 {
@@ -28,8 +38,7 @@ func runACLCommand(t *testing.T, srvURL, token string, words ...string) (int, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := cmd.Run(append([]string{"-address", srvURL, "-token", token}, rest...))
-	return code, ui.OutputWriter.String(), ui.ErrorWriter.String()
+	return cmd, append([]string{"-address", srvURL, "-token", token}, rest...)
 }
 
 // The acl role commands send Nomad's requests and print Nomad's output;

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/agent"
 	"github.com/hashicorp/cli"
+	"github.com/mattn/go-isatty"
 	"github.com/mattn/go-runewidth"
 )
 
@@ -255,6 +256,13 @@ func (m *meta) kv(pairs ...string) {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		fmt.Fprintln(m.out, strings.TrimRight(fmt.Sprintf("%-*s = %s", width, pairs[i], pairs[i+1]), " "))
 	}
+}
+
+// outIsTerminal reports whether standard output is a terminal, which a
+// person reads, rather than a file or a pipe.
+func (m *meta) outIsTerminal() bool {
+	f, ok := m.out.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 func (m *meta) clock() time.Time {

@@ -41,8 +41,9 @@ const (
 	errJSONAndTemplate        = "Both json and template formatting are not allowed"
 )
 
-// serviceFormatOptions documents -json and -t, which list and info share.
-const serviceFormatOptions = `
+// formatOptions documents -json and -t, which the commands that print
+// through printJSONOrTemplate share.
+const formatOptions = `
   -json            Print the API's JSON.
   -t=TMPL          Go template to render the API's answer with.`
 
@@ -92,7 +93,7 @@ Usage: drover service list [options]
 ` + apiOptions + `
 
 Service list options:
-` + serviceFormatOptions + `
+` + formatOptions + `
   -verbose         Accepted for symmetry with service info; the list has
                    no IDs to print in full.`)
 }
@@ -165,7 +166,7 @@ Usage: drover service info [options] <service_name>
 ` + apiOptions + `
 
 Service info options:
-` + serviceFormatOptions + `
+` + formatOptions + `
   -verbose         Print each registration as a block of key = value
                    lines, with full IDs and its datacenter.
   -per-page=N      How many registrations a page holds. When there are

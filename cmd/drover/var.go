@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/hashicorp/nomad/api"
-	"github.com/mattn/go-isatty"
 )
 
 // The var commands, as Nomad 1.6's: list, get, put, purge and init. They
@@ -81,7 +79,7 @@ const varOutputOptions = `
 // defaultOut is the -out a command has when none is given: for people
 // (table, or none) on a terminal, JSON for scripts otherwise, as Nomad's.
 func (m *meta) defaultOut(forTerminal string) string {
-	if f, ok := m.out.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	if m.outIsTerminal() {
 		return forTerminal
 	}
 	return outJSON
