@@ -12,8 +12,9 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// The acl commands, as Nomad's: bootstrap, policies, roles and tokens. They speak
-// Nomad's ACL API (/v1/acl/...) and its JSON (the api package's types).
+// The acl commands, as Nomad's: bootstrap, policies and tokens (roles, auth
+// methods and binding rules have files of their own). They speak Nomad's
+// ACL API (/v1/acl/...) and its JSON (the api package's types).
 
 const (
 	tokenTypeClient     = "client"
@@ -24,7 +25,8 @@ const aclGroupHelp = `Usage: drover acl <subcommand> [options] [args]
 
   Interacts with the ACL system (an agent with acl { enabled = true }):
   bootstrap it, write policies in Nomad's ACL policy language, group them
-  in roles and hand out tokens that hold policies and roles.
+  in roles, hand out tokens that hold policies and roles, and set up the
+  auth methods and binding rules of single sign-on (drover login).
 
   Bootstrap the ACL system and get the initial management token:
 
@@ -39,6 +41,18 @@ const aclGroupHelp = `Usage: drover acl <subcommand> [options] [args]
 
       $ drover acl role create -name readers -policy readonly
       $ drover acl token create -name ci -role-name readers
+
+  Or let users log in with single sign-on: an auth method (an OIDC
+  provider or a JWT issuer) and binding rules that say what the tokens of
+  its logins hold:
+
+      $ drover acl auth-method create -name okta -type OIDC \
+          -max-token-ttl 1h -token-locality local -default \
+          -config @okta.json
+      $ drover acl binding-rule create -auth-method okta \
+          -selector '"dev" in list.groups' -bind-type role \
+          -bind-name readers
+      $ drover login
 
   The other commands take the token's secret ID with -token, or from
   $DROVER_TOKEN or $NOMAD_TOKEN.`
@@ -69,6 +83,19 @@ func (m *meta) readInput(path string) ([]byte, error) {
 		return io.ReadAll(m.stdin())
 	}
 	return os.ReadFile(path)
+}
+
+// readDataSource reads an option's value as Nomad's CLI reads -config:
+// "@path" reads the file at path, "-" standard input; any other value is
+// the data itself.
+func (m *meta) readDataSource(v string) ([]byte, error) {
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		return m.readInput(path)
+	}
+	if v == "-" {
+		return m.readInput(v)
+	}
+	return []byte(v), nil
 }
 
 // printACLToken prints a token as Nomad's CLI does: its fields, then its

@@ -131,6 +131,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 	if err := os.WriteFile(rules, []byte(`namespace "default" { policy = "read" }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	authMethod := []string{"-name", "ci", "-type", "JWT", "-max-token-ttl", "1h", "-token-locality", "local", "-config", "{}"}
 	return map[string][]string{
 		"job run":                           {job},
 		"job plan":                          {job},
@@ -195,6 +196,16 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"acl token self":                    {},
 		"acl token update":                  {"-name", "n", "acc"},
 		"acl token delete":                  {"acc"},
+		"acl auth-method create":            authMethod,
+		"acl auth-method list":              {},
+		"acl auth-method info":              {"ci"},
+		"acl auth-method update":            {"-default", "ci"},
+		"acl auth-method delete":            {"ci"},
+		"acl binding-rule create":           {"-auth-method", "ci", "-bind-type", "management"},
+		"acl binding-rule list":             {},
+		"acl binding-rule info":             {"r1"},
+		"acl binding-rule update":           {"-description", "d", "r1"},
+		"acl binding-rule delete":           {"r1"},
 		"var list":                          {},
 		"var get":                           {"app/db"},
 		"var put":                           {"app/db", "user=admin"},
