@@ -1,6 +1,6 @@
 // Command drover is Drover's one binary: the agent, and the CLI that talks
-// to it (job, eval, alloc, node, plugin, operator, acl, var, service), as
-// Nomad's does.
+// to it (job, eval, alloc, node, plugin, operator, acl, login, var,
+// service), as Nomad's does.
 package main
 
 import (
@@ -72,6 +72,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"acl token self":                    f(&aclTokenSelfCommand{meta: m}),
 		"acl token update":                  f(&aclTokenUpdateCommand{meta: m}),
 		"acl token delete":                  f(&aclTokenDeleteCommand{meta: m}),
+		"login":                             f(&loginCommand{meta: m}),
 		"job":                               group("Interact with jobs", "job"),
 		"job run":                           f(&jobRunCommand{meta: m}),
 		"job plan":                          f(&jobPlanCommand{meta: m}),

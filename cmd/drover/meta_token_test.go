@@ -206,6 +206,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"acl binding-rule info":             {"r1"},
 		"acl binding-rule update":           {"-description", "d", "r1"},
 		"acl binding-rule delete":           {"r1"},
+		"login":                             {"-login-token", "jwt"},
 		"var list":                          {},
 		"var get":                           {"app/db"},
 		"var put":                           {"app/db", "user=admin"},
