@@ -291,7 +291,11 @@ func (s *Server) UpsertACLBindingRules(rs []*state.ACLBindingRule) ([]*state.ACL
 			}
 			rule.AuthMethod = cmpOr(rule.AuthMethod, old.AuthMethod)
 			rule.BindType = cmpOr(rule.BindType, old.BindType)
-			rule.BindName = cmpOr(rule.BindName, old.BindName)
+			if rule.BindType != state.ACLBindTypeManagement {
+				// A rule made management has no name to keep (Nomad keeps
+				// it, and then refuses the rule it made).
+				rule.BindName = cmpOr(rule.BindName, old.BindName)
+			}
 			// The FSM applies the update only to this rule.
 			rule.CreateIndex = old.CreateIndex
 		}

@@ -191,6 +191,10 @@ func TestACLSSO_BindingRuleValidation(t *testing.T) {
 		up.Description != "per team" || up.Selector != "" || up.CreateTime != r.CreateTime || up.CreateIndex != r.CreateIndex {
 		t.Fatalf("updated = %+v (was %+v)", up, r)
 	}
+	if m := mustUpsertRules(t, s, &state.ACLBindingRule{ID: r.ID, BindType: state.ACLBindTypeManagement})[0]; m.BindName != "" ||
+		m.BindType != state.ACLBindTypeManagement {
+		t.Fatalf("made management = %+v", m)
+	}
 	_, _, err := s.UpsertACLBindingRules([]*state.ACLBindingRule{{ID: "9f3c1a2e-0000-4000-8000-0000000000aa", BindType: state.ACLBindTypeManagement}})
 	wantErr(t, "unknown rule", err, server.ErrInvalid, "cannot find binding rule")
 }
