@@ -15,7 +15,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	ui := &cli.BasicUi{Reader: os.Stdin, Writer: stdout, ErrorWriter: stderr}
-	m := &meta{ui: ui, out: stdout}
+	m := &meta{ui: ui, out: stdout, errOut: stderr}
 	c := &cli.CLI{
 		Name:        "drover",
 		Version:     version,
@@ -150,6 +150,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"var put":                           f(&varPutCommand{meta: m}),
 		"var purge":                         f(&varPurgeCommand{meta: m}),
 		"var init":                          f(&varInitCommand{meta: m}),
+		"var lock":                          f(&varLockCommand{meta: m}),
 		"service":                           f(&groupCommand{synopsis: "Interact with registered services", help: serviceGroupHelp}),
 		"service list":                      f(&serviceListCommand{meta: m}),
 		"service info":                      f(&serviceInfoCommand{meta: m}),

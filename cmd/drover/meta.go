@@ -57,6 +57,9 @@ type meta struct {
 	// in is standard input (nil: os.Stdin), for the commands that read a
 	// file or "-".
 	in io.Reader
+	// errOut is standard error (nil: os.Stderr), for a child command's
+	// (var lock); the CLI's own messages go through ui.
+	errOut io.Writer
 	// now is the clock for the times commands print.
 	now func() time.Time
 }
@@ -200,6 +203,14 @@ func (m *meta) stdin() io.Reader {
 		return m.in
 	}
 	return os.Stdin
+}
+
+// stderr is standard error.
+func (m *meta) stderr() io.Writer {
+	if m.errOut != nil {
+		return m.errOut
+	}
+	return os.Stderr
 }
 
 func (m *meta) errorf(format string, args ...any) int {

@@ -211,6 +211,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"var get":                           {"app/db"},
 		"var put":                           {"app/db", "user=admin"},
 		"var purge":                         {"app/db"},
+		"var lock":                          {"-max-retry", "0", "app/db", "true"},
 		"service list":                      {},
 		"service info":                      {"web"},
 		"service delete":                    {"web", "_nomad-task-1"},

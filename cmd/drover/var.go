@@ -17,9 +17,9 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// The var commands, as Nomad 1.6's: list, get, put, purge and init. They
-// speak Nomad's variables API (/v1/vars, /v1/var/<path>) and its JSON (the
-// api package's Variable and VariableMetadata).
+// The var commands, as Nomad 1.7's: list, get, put, purge, init and lock.
+// They speak Nomad's variables API (/v1/vars, /v1/var/<path>) and its JSON
+// (the api package's Variable and VariableMetadata).
 
 const varGroupHelp = `Usage: drover var <subcommand> [options] [args]
 
@@ -44,7 +44,11 @@ const varGroupHelp = `Usage: drover var <subcommand> [options] [args]
 
   Delete a variable:
 
-      $ drover var purge <path>`
+      $ drover var purge <path>
+
+  Run a command while holding a lock on a variable:
+
+      $ drover var lock <path> <command>...`
 
 // The -out formats of the var commands.
 const (

@@ -60,7 +60,7 @@ Put options:
   -verbose         Say what is read and written on standard error.`)
 }
 
-// varSpec is what var put read before it writes.
+// varSpec is what var put (or var lock) read before it writes.
 type varSpec struct {
 	path     string // the <path> argument, "" if a specification gives it
 	contents []byte // the specification, if one was given
@@ -128,24 +128,7 @@ func (c *varPutCommand) Run(args []string) int {
 			spec.contents = b
 			return nil
 		}
-		spec.name = arg[1:]
-		switch filepath.Ext(spec.name) {
-		case ".json":
-			spec.in = outJSON
-		case ".hcl":
-			spec.in = outHCL
-		default:
-			if !inSet {
-				return fmt.Errorf("Unable to determine format of %s; Use the -in flag to specify it.", spec.name)
-			}
-		}
-		say(fmt.Sprintf("Reading whole %s variable specification from %q", strings.ToUpper(spec.in), spec.name))
-		b, err := os.ReadFile(spec.name)
-		if err != nil {
-			return fmt.Errorf("Error reading %q: %w", spec.name, err)
-		}
-		spec.contents = b
-		return nil
+		return spec.readFile(arg[1:], inSet, say)
 	}
 	if isStdinArg(args[0]) || isFileArg(args[0]) {
 		if err := readSpec(args[0]); err != nil {
@@ -228,14 +211,38 @@ func (c *varPutCommand) Run(args []string) int {
 	return c.printVariable(&written, *out, *tmpl)
 }
 
+// readFile reads the specification file name (an @file argument without
+// its @): HCL or JSON by its extension .hcl or .json, else in the format
+// s.in if -in was given.
+func (s *varSpec) readFile(name string, inSet bool, say func(string)) error {
+	s.name = name
+	switch filepath.Ext(name) {
+	case ".json":
+		s.in = outJSON
+	case ".hcl":
+		s.in = outHCL
+	default:
+		if !inSet {
+			return fmt.Errorf("Unable to determine format of %s; Use the -in flag to specify it.", name)
+		}
+	}
+	say(fmt.Sprintf("Reading whole %s variable specification from %q", strings.ToUpper(s.in), name))
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("Error reading %q: %w", name, err)
+	}
+	s.contents = b
+	return nil
+}
+
 func isFileArg(a string) bool  { return strings.HasPrefix(a, "@") }
 func isStdinArg(a string) bool { return a == "-" }
 
-// makeVariable makes the variable to write from the specification, if
-// any, the <path> argument and -namespace. A path or namespace other than
-// the specification's makes another variable: its indexes and times are
-// reset, as a copy's.
-func (c *varPutCommand) makeVariable(spec varSpec) (*api.Variable, error) {
+// makeVariable makes the variable to write (var put) or lock (var lock)
+// from the specification, if any, the <path> argument and -namespace. A
+// path or namespace other than the specification's makes another
+// variable: its indexes and times are reset, as a copy's.
+func (m *meta) makeVariable(spec varSpec) (*api.Variable, error) {
 	v := &api.Variable{}
 	if len(spec.contents) > 0 {
 		var err error
@@ -251,8 +258,8 @@ func (c *varPutCommand) makeVariable(spec varSpec) (*api.Variable, error) {
 		}
 	}
 	reset := false
-	if c.namespace != "" && c.namespace != v.Namespace {
-		v.Namespace, reset = c.namespace, true
+	if m.namespace != "" && m.namespace != v.Namespace {
+		v.Namespace, reset = m.namespace, true
 	}
 	if spec.path != "" && spec.path != v.Path {
 		v.Path, reset = spec.path, true
