@@ -175,11 +175,13 @@ func (c *varLockCommand) Run(args []string) int {
 		v.Lock = &api.VariableLock{}
 	}
 	v.Lock.ID = ""
+	// -ttl and -delay win over the specification's Lock, which wins over
+	// Nomad's defaults.
 	for _, d := range []struct {
-		flag, given string
+		name, given string
 		field       *string
 		def         time.Duration
-	}{{"ttl", *ttlStr, &v.Lock.TTL, api.DefaultLockTTL}, {"delay", *delayStr, &v.Lock.LockDelay, api.DefaultLockDelay}} {
+	}{{"TTL", *ttlStr, &v.Lock.TTL, api.DefaultLockTTL}, {"delay", *delayStr, &v.Lock.LockDelay, api.DefaultLockDelay}} {
 		if d.given != "" {
 			*d.field = d.given
 		}
@@ -188,7 +190,7 @@ func (c *varLockCommand) Run(args []string) int {
 		}
 		parsed, err := time.ParseDuration(*d.field)
 		if err != nil || parsed <= 0 {
-			return c.errorf("-%s=%s: give a positive duration, such as 15s", d.flag, *d.field)
+			return c.errorf("lock %s %q: give a positive duration, such as 15s", d.name, *d.field)
 		}
 		*d.field = parsed.String()
 	}

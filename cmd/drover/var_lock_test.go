@@ -74,7 +74,7 @@ func TestVarLock(t *testing.T) {
 		{name: "a specification but no child", args: []string{"var", "lock", "app/db", "@" + hclSpec}, code: exitError,
 			errHas: []string{"No child command to run"}},
 		{name: "a bad TTL", args: []string{"var", "lock", "-ttl", "soon", "app/db", "true"}, code: exitError,
-			errHas: []string{"-ttl=soon: give a positive duration"}},
+			errHas: []string{`Error: lock TTL "soon": give a positive duration`}},
 		{name: "a negative retry count", args: []string{"var", "lock", "-max-retry", "-1", "app/db", "true"}, code: exitError,
 			errHas: []string{"-max-retry=-1"}},
 		{name: "wildcard namespace", args: []string{"var", "lock", "-namespace", "*", "app/db", "true"},
