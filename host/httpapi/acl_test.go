@@ -534,3 +534,62 @@ func TestACL_VariablePaths(t *testing.T) {
 		t.Fatalf("writer, without list, lists %+v, %v", list, err)
 	}
 }
+
+// TestACL_VariableLockIDOnlyToItsHolder: a lock's ID is what lets a write
+// change a locked variable, so no answer gives it to another token that
+// may read, list or write the variable (not a read, a list, nor the 409 of
+// a write or an acquisition that lost), as Nomad's; the holder, which got
+// it from its acquisition, and a management token see it.
+func TestACL_VariableLockIDOnlyToItsHolder(t *testing.T) {
+	ts, _, rootSecret := newACLAPI(t, 0)
+	root := withToken(t, ts.URL, rootSecret)
+	rules := `namespace "default" {
+  variables {
+    path "app/*" { capabilities = ["read", "list", "write", "destroy"] }
+  }
+}`
+	holder := withToken(t, ts.URL, makeToken(t, root, "holder", rules))
+	otherSecret := makeToken(t, root, "other", rules)
+	writerSecret := makeToken(t, root, "writer", `namespace "default" {
+  variables {
+    path "app/*" { capabilities = ["write"] }
+  }
+}`)
+	held, _, err := holder.Variables().AcquireLock(&api.Variable{Path: "app/leader", Items: api.VariableItems{"k": "v"}}, nil)
+	if err != nil || held.LockID() == "" {
+		t.Fatalf("the holder acquires: %+v, %v", held, err)
+	}
+	id := held.LockID()
+	for _, c := range []struct {
+		name, token, method, url, body string
+		code                           int
+	}{
+		{"read", otherSecret, "GET", "/v1/var/app/leader", "", http.StatusOK},
+		{"list", otherSecret, "GET", "/v1/vars?prefix=app/", "", http.StatusOK},
+		{"write", otherSecret, "PUT", "/v1/var/app/leader", `{"Items":{"k":"mine"}}`, http.StatusConflict},
+		{"write of a writer", writerSecret, "PUT", "/v1/var/app/leader", `{"Items":{"k":"mine"}}`, http.StatusConflict},
+		{"check-and-set", otherSecret, "PUT", "/v1/var/app/leader?cas=1", `{"Items":{"k":"mine"}}`, http.StatusConflict},
+		{"delete", otherSecret, "DELETE", "/v1/var/app/leader", "", http.StatusConflict},
+		{"acquisition", otherSecret, "PUT", "/v1/var/app/leader?lock-acquire", `{}`, http.StatusConflict},
+		{"renewal", otherSecret, "PUT", "/v1/var/app/leader?lock-renew", `{}`, http.StatusConflict},
+		{"release", otherSecret, "PUT", "/v1/var/app/leader?lock-release", `{"Lock":{"ID":"not-it"}}`, http.StatusConflict},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := doAs(t, c.token, c.method, ts.URL+c.url, c.body)
+			if resp.StatusCode != c.code || strings.Contains(string(body), id) {
+				t.Fatalf("%s %s = %d %s, want a %d without the lock's ID %s", c.method, c.url, resp.StatusCode, body, c.code, id)
+			}
+		})
+	}
+	if v, _, err := root.Variables().Read("app/leader", nil); err != nil || v.LockID() != id {
+		t.Fatalf("management reads %+v, %v: want the lock", v, err)
+	}
+	mine, _, err := holder.Variables().Update(&api.Variable{Path: "app/leader", Items: api.VariableItems{"k": "w"},
+		Lock: &api.VariableLock{ID: id}}, nil)
+	if err != nil || mine.LockID() != id {
+		t.Fatalf("the holder's write = %+v, %v", mine, err)
+	}
+	if _, _, err := holder.Variables().RenewLock(&api.Variable{Path: "app/leader", Lock: &api.VariableLock{ID: id}}, nil); err != nil {
+		t.Fatalf("the holder renews: %v", err)
+	}
+}

@@ -38,34 +38,42 @@ func allowVariable(r *http.Request, ns, path, op string) bool {
 	return z == nil || z.acl.AllowVariableOperation(ns, path, op)
 }
 
-// variableMeta is a variable's metadata, as Nomad's VariableMetadata.
-func variableMeta(v *state.Variable) *api.VariableMetadata {
+// variableMeta is a variable's metadata, as Nomad's VariableMetadata, its
+// lock as the request may see it (lockSeen; held: the lock ID the request
+// carries).
+func variableMeta(r *http.Request, v *state.Variable, held string) *api.VariableMetadata {
 	return &api.VariableMetadata{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex,
-		ModifyIndex: v.ModifyIndex, CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Lock: lockOut(v.Lock)}
+		ModifyIndex: v.ModifyIndex, CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Lock: lockSeen(r, v.Lock, held)}
 }
 
-// lockOut is a variable's lock as Nomad's API shows it, durations as Go
-// duration strings.
-func lockOut(l *state.VariableLock) *api.VariableLock {
-	if l == nil {
+// lockSeen is a variable's lock as Nomad's API shows it to the request,
+// durations as Go duration strings. A lock's ID is what lets a write
+// change the variable it locks, so, as in Nomad, only its holder (a
+// request carrying it as held; an acquisition's answer) and a management
+// token (any request, with ACLs disabled) see the lock: a token that may
+// read, list or write the variable does not.
+func lockSeen(r *http.Request, l *state.VariableLock, held string) *api.VariableLock {
+	if l == nil || l.ID != held && !allowed(r, (*acl.ACL).IsManagement) {
 		return nil
 	}
 	return &api.VariableLock{ID: l.ID, TTL: time.Duration(l.TTL).String(), LockDelay: time.Duration(l.LockDelay).String()}
 }
 
-// variableWithItems is v, with items (none: only its metadata).
-func variableWithItems(v *state.Variable, items map[string]string) *api.Variable {
+// variableWithItems is v, with items (none: only its metadata), its lock
+// as the request may see it (lockSeen).
+func variableWithItems(r *http.Request, v *state.Variable, items map[string]string, held string) *api.Variable {
 	return &api.Variable{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
-		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Items: items, Lock: lockOut(v.Lock)}
+		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Items: items, Lock: lockSeen(r, v.Lock, held)}
 }
 
-// variableOut is v with its items decrypted.
-func (a *API) variableOut(snap *state.Snapshot, v *state.Variable) (*api.Variable, error) {
+// variableOut is v with its items decrypted, its lock as the request may
+// see it (lockSeen).
+func (a *API) variableOut(r *http.Request, snap *state.Snapshot, v *state.Variable, held string) (*api.Variable, error) {
 	items, err := a.srv.DecryptVariable(snap, v)
 	if err != nil {
 		return nil, err
 	}
-	return variableWithItems(v, items), nil
+	return variableWithItems(r, v, items, held), nil
 }
 
 // variableList serves GET /v1/vars: the metadata of the variables of the
@@ -81,7 +89,7 @@ func (a *API) variableList(w http.ResponseWriter, r *http.Request) (any, error) 
 		var vars []*api.VariableMetadata
 		for _, v := range snap.Variables(ns, o.prefix) {
 			if allowVariable(r, v.Namespace, v.Path, acl.VariablesCapabilityList) {
-				vars = append(vars, variableMeta(v))
+				vars = append(vars, variableMeta(r, v, ""))
 			}
 		}
 		out, next, err := page(o, vars, func(v *api.VariableMetadata) string { return nsIDToken(v.Namespace, v.Path) },
@@ -118,7 +126,7 @@ func (a *API) variableRead(w http.ResponseWriter, r *http.Request) (any, error) 
 		if v == nil {
 			return nil, snap.TableIndex(state.TableVariables), errorf(http.StatusNotFound, "variable not found")
 		}
-		out, err := a.variableOut(snap, v)
+		out, err := a.variableOut(r, snap, v, "")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -141,13 +149,15 @@ func casParam(r *http.Request) (bool, uint64, error) {
 
 // variableConflict answers a check-and-set that lost as Nomad's: a 409
 // whose body is the variable as it is, its items only if the token may
-// read them (and empty when there is no variable).
-func (a *API) variableConflict(w http.ResponseWriter, r *http.Request, ns, path string, c *server.VariableConflict) (any, error) {
+// read them (and empty when there is no variable), its lock only to the
+// lock's holder (held: the lock ID the request carries) or a management
+// token.
+func (a *API) variableConflict(w http.ResponseWriter, r *http.Request, ns, path, held string, c *server.VariableConflict) (any, error) {
 	out := &api.Variable{Namespace: ns, Path: path}
 	if cur := c.Current; cur != nil {
-		out = variableWithItems(cur, nil)
+		out = variableWithItems(r, cur, nil, held)
 		if allowVariable(r, ns, path, acl.VariablesCapabilityRead) {
-			full, err := a.variableOut(a.srv.Store().Snapshot(), cur)
+			full, err := a.variableOut(r, a.srv.Store().Snapshot(), cur, held)
 			if err != nil {
 				return nil, err
 			}
@@ -191,13 +201,13 @@ func (a *API) variableWrite(w http.ResponseWriter, r *http.Request) (any, error)
 	}
 	v, index, err := a.srv.SetVariable(ns, path, in.Items, server.VariableCheck{CAS: cas, Index: check, LockID: in.LockID()})
 	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
-		return a.variableConflict(w, r, ns, path, c)
+		return a.variableConflict(w, r, ns, path, in.LockID(), c)
 	}
 	if err != nil {
 		return nil, err
 	}
 	setIndex(w, index)
-	return variableWithItems(v, in.Items), nil
+	return variableWithItems(r, v, in.Items, in.LockID()), nil
 }
 
 // The lock operations of PUT /v1/var/:path, Nomad's query parameters.
@@ -246,20 +256,26 @@ func (a *API) variableLock(w http.ResponseWriter, r *http.Request, op, ns, path 
 		v, index, err = a.srv.ReleaseVariableLock(ns, path, in.LockID())
 	}
 	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
-		return a.variableConflict(w, r, ns, path, c)
+		return a.variableConflict(w, r, ns, path, in.LockID(), c)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if op == "lock-renew" {
+	held := in.LockID()
+	switch op {
+	case "lock-renew":
 		setIndex(w, v.ModifyIndex)
-		return variableMeta(v), nil
+		return variableMeta(r, v, held), nil
+	case "lock-acquire":
+		if v.Lock != nil {
+			held = v.Lock.ID // the new lock, its holder's to know
+		}
 	}
 	setIndex(w, index)
 	if !allowVariable(r, ns, path, acl.VariablesCapabilityRead) {
-		return variableWithItems(v, in.Items), nil // what it wrote, if anything
+		return variableWithItems(r, v, in.Items, held), nil // what it wrote, if anything
 	}
-	return a.variableOut(a.srv.Store().Snapshot(), v)
+	return a.variableOut(r, a.srv.Store().Snapshot(), v, held)
 }
 
 // optionalDuration reads a Go duration string ("" is 0).
@@ -287,7 +303,7 @@ func (a *API) variableDelete(w http.ResponseWriter, r *http.Request) (any, error
 	}
 	index, err := a.srv.DeleteVariable(ns, path, server.VariableCheck{CAS: cas, Index: check})
 	if c := (*server.VariableConflict)(nil); errors.As(err, &c) {
-		return a.variableConflict(w, r, ns, path, c)
+		return a.variableConflict(w, r, ns, path, "", c)
 	}
 	if err != nil {
 		return nil, err
