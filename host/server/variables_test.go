@@ -304,3 +304,37 @@ func TestVariables_Locks(t *testing.T) {
 		return s.Store().Snapshot().Variable("default", "other").Lock == nil
 	})
 }
+
+// TestVariables_LockRenewedAfterItsTTLIsLost: a lock whose TTL passed
+// without a renewal is lost, whether or not the leader's loop has taken it
+// off yet: a renewal that comes later is a conflict, as Nomad's (its TTL
+// timer has fired), not a lease that brings it back. Otherwise a renewal
+// made while the loop's expiry was being committed succeeded, and its
+// holder went on for a whole TTL with a lock that was gone.
+func TestVariables_LockRenewedAfterItsTTLIsLost(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	var mu sync.Mutex
+	clock := time.Now()
+	server.SetVariableLockClock(s, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	})
+	v, _, err := s.AcquireVariableLock("default", "leader", nil, 10*time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clock = clock.Add(11 * time.Second)
+	mu.Unlock()
+	var c *server.VariableConflict
+	if _, err := s.RenewVariableLock("default", "leader", v.Lock.ID); !errors.As(err, &c) {
+		t.Fatalf("a renewal 1 s after the TTL: err = %v, want a conflict", err)
+	}
+	if err := server.ExpireVariableLocks(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Store().Snapshot().Variable("default", "leader"); got.Lock != nil {
+		t.Fatalf("the lock outlived its TTL: %+v", got.Lock)
+	}
+}

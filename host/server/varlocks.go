@@ -63,10 +63,16 @@ func lockKey(ns, path string) string { return ns + "\x00" + path }
 func (l *lockLeases) extend(ns, path, id string, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.put(lockKey(ns, path), id, l.clock().Add(ttl))
+}
+
+// put sets the lease of the lock id on the variable of key k to end at
+// deadline; the caller holds l.mu.
+func (l *lockLeases) put(k, id string, deadline time.Time) {
 	if l.m == nil {
 		l.m = map[string]lockLease{}
 	}
-	l.m[lockKey(ns, path)] = lockLease{id: id, deadline: l.clock().Add(ttl)}
+	l.m[k] = lockLease{id: id, deadline: deadline}
 }
 
 // AcquireVariableLock puts a lock on the variable at path in namespace ns,
@@ -130,17 +136,27 @@ func (s *Server) storedVariable(ns, path string, index uint64) (*state.Variable,
 
 // RenewVariableLock renews the lock lockID on the variable at path in ns
 // for another TTL; a lock not held (lost, released, or another's) is a
-// *VariableConflict. It is the leader's to answer: its leases are in its
-// memory.
+// *VariableConflict, and so is one whose lease has ended, whether or not
+// the leader has taken it off yet: a renewal must not bring back a lock
+// whose expiry is being committed. It is the leader's to answer: its
+// leases are in its memory.
 func (s *Server) RenewVariableLock(ns, path, lockID string) (*state.Variable, error) {
 	if err := checkVariableNamespace(ns); err != nil {
 		return nil, err
 	}
+	l := &s.varLocks
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Read under the lock, as the leader's loop does (expireVariableLocksOnce).
 	v := s.store.Snapshot().Variable(ns, path)
 	if v == nil || v.Lock == nil || v.Lock.ID != lockID {
 		return nil, &VariableConflict{Current: v}
 	}
-	s.varLocks.extend(ns, path, lockID, time.Duration(v.Lock.TTL))
+	k, now := lockKey(ns, path), l.clock()
+	if lease, ok := l.m[k]; ok && lease.id == lockID && now.After(lease.deadline) {
+		return nil, &VariableConflict{Current: v}
+	}
+	l.put(k, lockID, now.Add(time.Duration(v.Lock.TTL)))
 	return v, nil
 }
 
@@ -204,10 +220,7 @@ func (s *Server) expireVariableLocksOnce() error {
 		lease, ok := l.m[k]
 		switch {
 		case !ok || lease.id != v.Lock.ID:
-			if l.m == nil {
-				l.m = map[string]lockLease{}
-			}
-			l.m[k] = lockLease{id: v.Lock.ID, deadline: now.Add(time.Duration(v.Lock.TTL))}
+			l.put(k, v.Lock.ID, now.Add(time.Duration(v.Lock.TTL)))
 		case now.After(lease.deadline):
 			expired = append(expired, v)
 		}
