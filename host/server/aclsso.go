@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/tls"
@@ -88,15 +89,15 @@ func (s *Server) UpsertACLAuthMethods(ms []*state.ACLAuthMethod) ([]*state.ACLAu
 		}
 		am := *m
 		if old := snap.ACLAuthMethod(am.Name); old != nil {
-			am.Type = cmpOr(am.Type, old.Type)
-			am.TokenLocality = cmpOr(am.TokenLocality, old.TokenLocality)
-			am.TokenNameFormat = cmpOr(am.TokenNameFormat, old.TokenNameFormat)
-			am.MaxTokenTTL = cmpOr(am.MaxTokenTTL, old.MaxTokenTTL)
+			am.Type = cmp.Or(am.Type, old.Type)
+			am.TokenLocality = cmp.Or(am.TokenLocality, old.TokenLocality)
+			am.TokenNameFormat = cmp.Or(am.TokenNameFormat, old.TokenNameFormat)
+			am.MaxTokenTTL = cmp.Or(am.MaxTokenTTL, old.MaxTokenTTL)
 			if am.Config == nil {
 				am.Config = old.Config
 			}
 		}
-		am.TokenNameFormat = cmpOr(am.TokenNameFormat, DefaultTokenNameFormat)
+		am.TokenNameFormat = cmp.Or(am.TokenNameFormat, DefaultTokenNameFormat)
 		if err := s.validAuthMethod(&am); err != nil {
 			return nil, 0, badRequest(fmt.Errorf("auth method %d invalid: %w", i, err))
 		}
@@ -128,15 +129,6 @@ func (s *Server) UpsertACLAuthMethods(ms []*state.ACLAuthMethod) ([]*state.ACLAu
 		out = append(out, stored)
 	}
 	return out, index, nil
-}
-
-// cmpOr is v, or else if v is its zero value.
-func cmpOr[T comparable](v, orElse T) T {
-	var zero T
-	if v == zero {
-		return orElse
-	}
-	return v
 }
 
 // validAuthMethod checks a merged auth method.
@@ -289,12 +281,12 @@ func (s *Server) UpsertACLBindingRules(rs []*state.ACLBindingRule) ([]*state.ACL
 			if old == nil {
 				return nil, 0, badRequest(fmt.Errorf("cannot find binding rule %s", rule.ID))
 			}
-			rule.AuthMethod = cmpOr(rule.AuthMethod, old.AuthMethod)
-			rule.BindType = cmpOr(rule.BindType, old.BindType)
+			rule.AuthMethod = cmp.Or(rule.AuthMethod, old.AuthMethod)
+			rule.BindType = cmp.Or(rule.BindType, old.BindType)
 			if rule.BindType != state.ACLBindTypeManagement {
 				// A rule made management has no name to keep (Nomad keeps
 				// it, and then refuses the rule it made).
-				rule.BindName = cmpOr(rule.BindName, old.BindName)
+				rule.BindName = cmp.Or(rule.BindName, old.BindName)
 			}
 			// The FSM applies the update only to this rule.
 			rule.CreateIndex = old.CreateIndex

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,7 @@ func (s *Server) AcquireVariableLock(ns, path string, items map[string]string, t
 	if err := checkVariablePath(path); err != nil {
 		return nil, 0, err
 	}
-	ttl, delay = cmpOr(ttl, defaultLockTTL), cmpOr(delay, defaultLockDelay)
+	ttl, delay = cmp.Or(ttl, defaultLockTTL), cmp.Or(delay, defaultLockDelay)
 	switch {
 	case ttl < 0 || delay < 0:
 		return nil, 0, badRequest(errors.New("Lock delay and TTL must be positive"))
