@@ -385,15 +385,8 @@ func (s *Server) Login(ctx context.Context, methodName, loginToken string) (*sta
 	if !s.cfg.ACLEnabled {
 		return nil, 0, ErrACLDisabled
 	}
-	var errs []error
-	if methodName == "" {
-		errs = append(errs, errors.New("missing auth method name"))
-	}
-	if loginToken == "" {
-		errs = append(errs, errors.New("missing login token"))
-	}
-	if len(errs) > 0 {
-		return nil, 0, badRequest(fmt.Errorf("invalid login request: %w", errors.Join(errs...)))
+	if err := required(map[string]string{"auth method name": methodName, "login token": loginToken}); err != nil {
+		return nil, 0, badRequest(fmt.Errorf("invalid login request: %w", err))
 	}
 	snap := s.store.Snapshot()
 	m, err := authMethodFor(snap, methodName, state.ACLAuthMethodTypeJWT)
