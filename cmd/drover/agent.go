@@ -36,7 +36,9 @@ Options:
 
   -config=FILE         Agent configuration file (HCL, or JSON if it ends in
                        .json): name, region, datacenter, data_dir, http_addr,
-                       rpc_addr, plugin_dir, log_level, log_json; a server
+                       rpc_addr, plugin_dir, log_level, log_json,
+                       enable_debug (/v1/agent/pprof without ACLs; on
+                       in dev mode); a server
                        block (num_schedulers, broker, heartbeat, GC and raft
                        settings, bootstrap_expect, server_join), advertise,
                        telemetry, tls (HTTPS for the API, TLS between

@@ -53,6 +53,9 @@ type Config struct {
 	// for; 0 or less turns reloading off. A replacement takes over once
 	// it has loaded (compiled, for wasm), after the poll that noticed it.
 	PluginReloadInterval time.Duration
+	// EnableDebug serves the Go profiler (/v1/agent/pprof) without ACLs
+	// (Nomad's enable_debug); nil: in dev mode only, as Nomad's.
+	EnableDebug *bool
 	// LogLevel (debug, info, warn, error) and LogJSON say how the command
 	// that starts the agent logs.
 	LogLevel string
@@ -92,6 +95,10 @@ type Agent struct {
 // New starts an agent.
 func New(cfg Config, log zerolog.Logger) (*Agent, error) {
 	cfg.Server.Dev = cfg.Dev
+	cfg.Server.EnableDebug = cfg.Dev
+	if cfg.EnableDebug != nil {
+		cfg.Server.EnableDebug = *cfg.EnableDebug
+	}
 	// A bad configuration, data dir or HTTP address is refused before the
 	// plugins load (seconds, on a new build) and before raft writes into
 	// the data dir.

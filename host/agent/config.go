@@ -83,6 +83,9 @@ type File struct {
 	PluginDir  string `hcl:"plugin_dir,optional"`
 	LogLevel   string `hcl:"log_level,optional"`
 	LogJSON    *bool  `hcl:"log_json,optional"`
+	// EnableDebug serves the Go profiler (/v1/agent/pprof) to any request
+	// of an agent without ACLs (Nomad's enable_debug; on in dev mode).
+	EnableDebug *bool `hcl:"enable_debug,optional"`
 
 	Server    *ServerBlock    `hcl:"server,block"`
 	Telemetry *TelemetryBlock `hcl:"telemetry,block"`
@@ -568,6 +571,9 @@ func (f *File) Apply(cfg *Config) error {
 	}
 	if f.LogJSON != nil {
 		cfg.LogJSON = *f.LogJSON
+	}
+	if f.EnableDebug != nil {
+		cfg.EnableDebug = f.EnableDebug
 	}
 	if f.Telemetry != nil {
 		if err := f.Telemetry.apply(&cfg.Server.Telemetry); err != nil {

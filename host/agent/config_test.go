@@ -24,6 +24,7 @@ plugin_dir = "/opt/plugins"
 log_level  = "debug"
 log_json   = true
 rpc_addr   = "0.0.0.0:4647"
+enable_debug = false
 
 advertise {
   rpc = "10.0.0.1:4647"
@@ -144,6 +145,7 @@ autopilot {
 		{"plugin_dir", cfg.PluginDir, "/opt/plugins"},
 		{"log_level", cfg.LogLevel, "debug"},
 		{"log_json", cfg.LogJSON, true},
+		{"enable_debug", cfg.EnableDebug != nil && !*cfg.EnableDebug, true},
 		{"num_schedulers", s.NumWorkers, 7},
 		{"eval_nack_timeout", s.Broker.NackTimeout, 90 * time.Second},
 		{"eval_delivery_limit", s.Broker.DeliveryLimit, 5},

@@ -510,3 +510,30 @@ func TestAgent_DevNodesGiveTheAgentsAddress(t *testing.T) {
 		}
 	}
 }
+
+// A dev agent serves the profiler, as Nomad's dev agent does, unless its
+// configuration turns enable_debug off.
+func TestAgent_DevEnablesDebug(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	for _, c := range []struct {
+		set  *bool
+		code int
+	}{{nil, http.StatusOK}, {new(bool), http.StatusForbidden}} {
+		cfg := agent.DefaultConfig()
+		cfg.Dev, cfg.DevNodes, cfg.HTTPAddr, cfg.PluginDir, cfg.EnableDebug = true, 0, "127.0.0.1:0", dir, c.set
+		a, err := agent.New(cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(a.Addr() + "/v1/agent/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		_ = a.Shutdown(context.Background())
+		if resp.StatusCode != c.code {
+			t.Errorf("enable_debug %v: %d, want %d", c.set, resp.StatusCode, c.code)
+		}
+	}
+}

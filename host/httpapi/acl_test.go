@@ -251,6 +251,7 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"GET", "/v1/operator/keyring/keys", ""},
 		{"PUT", "/v1/operator/keyring/rotate", ""},
 		{"DELETE", "/v1/operator/keyring/key/" + keyID, ""},
+		{"GET", "/v1/agent/pprof/goroutine", ""},
 		{"GET", "/v1/acl/auth-method/ci", ""},
 		{"PUT", "/v1/acl/auth-method", authMethodBody},
 		{"POST", "/v1/acl/auth-method/ci", authMethodBody},

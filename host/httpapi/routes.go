@@ -90,6 +90,7 @@ func (a *API) register() {
 	a.registerVariables()
 	a.registerServices()
 	a.registerAutopilot()
+	a.registerPprof()
 }
 
 // write adds a write endpoint: PUT and POST are interchangeable, as in

@@ -116,6 +116,11 @@ type Config struct {
 	// starts with (nil: Nomad's default); the first leader writes it.
 	DefaultSchedulerConfig *sdk.SchedulerConfiguration
 
+	// EnableDebug serves the Go profiler (/v1/agent/pprof) to requests of
+	// a server without ACLs (the agent's enable_debug); with ACLs it is
+	// served to tokens with agent write, whatever this says, as Nomad's.
+	EnableDebug bool
+
 	// ACLEnabled turns ACLs on (the agent's acl { enabled = true }): the
 	// ACL endpoints (acl.go) answer, and refuse with "ACL support
 	// disabled" otherwise, as Nomad's.
