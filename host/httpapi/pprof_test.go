@@ -26,7 +26,9 @@ func TestPprof_Profiles(t *testing.T) {
 		ok   func([]byte) bool
 	}{
 		{"goroutine?debug=1", 200, func(b []byte) bool { return bytes.Contains(b, []byte("goroutine profile:")) }},
-		{"goroutine?debug=2", 200, func(b []byte) bool { return bytes.Contains(b, []byte("goroutine ")) && bytes.Contains(b, []byte("[running]")) }},
+		{"goroutine?debug=2", 200, func(b []byte) bool {
+			return bytes.Contains(b, []byte("goroutine ")) && bytes.Contains(b, []byte("[running]"))
+		}},
 		{"heap?gc=1", 200, gzipped},
 		{"allocs", 200, gzipped},
 		{"threadcreate", 200, gzipped},
