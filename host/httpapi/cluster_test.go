@@ -418,3 +418,41 @@ func TestCluster_VariableLocks(t *testing.T) {
 		return true
 	})
 }
+
+// The agent endpoints answer for the server ?server_id= names, asked of
+// any server: another by name, the leader, or the one asked; a node or a
+// server that is not one is refused.
+func TestCluster_AgentEndpointsOfAnotherServer(t *testing.T) {
+	servers, apis, leader := clusterAPIsWith(t, func(c *server.Config) { c.EnableDebug = true })
+	li := slices.Index(servers, leader)
+	f1, f2 := (li+1)%3, (li+2)%3
+	self := func(query string) (int, string) {
+		resp, body := do(t, "GET", apis[f1].URL+"/v1/agent/self"+query, "")
+		var out struct{ Member struct{ Name string } }
+		_ = json.Unmarshal(body, &out)
+		return resp.StatusCode, out.Member.Name
+	}
+	region := servers[0].Config().Region
+	for _, c := range []struct {
+		query, want string
+	}{
+		{"", servers[f1].Config().NodeName},
+		{"?server_id=" + servers[f2].Config().NodeName, servers[f2].Config().NodeName},
+		{"?server_id=" + servers[f2].Config().NodeName + "." + region, servers[f2].Config().NodeName},
+		{"?server_id=leader", leader.Config().NodeName},
+	} {
+		if code, name := self(c.query); code != http.StatusOK || name != c.want+"."+region {
+			t.Errorf("agent/self%s: %d %q, want %s", c.query, code, name, c.want)
+		}
+	}
+	if code, _ := self("?server_id=nope"); code != http.StatusNotFound {
+		t.Errorf("an unknown server: %d, want 404", code)
+	}
+	if code, _ := self("?node_id=n1"); code != http.StatusBadRequest {
+		t.Errorf("a node: %d, want 400", code)
+	}
+	resp, body := do(t, "GET", apis[f1].URL+"/v1/agent/pprof/goroutine?debug=1&server_id="+servers[f2].Config().NodeName, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
+		t.Errorf("another server's profile: %d %.100s", resp.StatusCode, body)
+	}
+}

@@ -101,3 +101,53 @@ func answersLocally(r *http.Request) bool {
 	}
 	return false
 }
+
+// atServer answers r on the server its ?server_id= names, as Nomad's
+// agent endpoints do (the monitor, the profiler, the agent's self): this
+// server's name (with or without its region), "leader", or another
+// server's, to which it is forwarded over the servers' RPC addresses; that
+// server checks the token again. Without server_id, h answers here.
+// ?node_id= names a node, whose client API Drover's nodes do not serve.
+func (a *API) atServer(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
+		q := r.URL.Query()
+		if q.Get("node_id") != "" {
+			return nil, errorf(http.StatusBadRequest, "node_id: Drover's nodes serve no client API; ask a server with server_id")
+		}
+		id := q.Get("server_id")
+		c := a.srv.Config()
+		if id == "" || id == c.NodeName || id == c.NodeName+"."+c.Region || id == "leader" && a.srv.IsLeader() {
+			return h(w, r)
+		}
+		if server.Forwarded(r) || a.forwarder == nil {
+			// Forwarded here for a server this one is not (its name
+			// changed, or leadership moved): answering would not be
+			// what was asked, and forwarding again could loop.
+			return nil, errorf(http.StatusNotFound, "server_id=%q: not this server (%s)", id, c.NodeName)
+		}
+		addr := ""
+		if id == "leader" {
+			if addr = a.srv.Leader(); addr == "" {
+				return nil, server.ErrNoLeader
+			}
+		} else {
+			servers, _, err := a.srv.RaftConfiguration()
+			if err != nil {
+				return nil, err
+			}
+			names := make([]string, 0, len(servers))
+			for _, sv := range servers {
+				if sv.ID == id || sv.ID+"."+c.Region == id {
+					addr = sv.Address
+				}
+				names = append(names, sv.ID)
+			}
+			if addr == "" {
+				return nil, errorf(http.StatusNotFound, "server_id=%q: no such server (servers: %s)", id, strings.Join(names, ", "))
+			}
+		}
+		return written(func(w http.ResponseWriter) {
+			a.forwarder.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, addr)))
+		}), nil
+	}
+}

@@ -32,7 +32,7 @@ const maxProfileSeconds = 300
 var pprofProfiles = []string{"goroutine", "heap", "allocs", "threadcreate", "block", "mutex"}
 
 func (a *API) registerPprof() {
-	a.on(http.MethodGet, "/v1/agent/pprof/{profile}", needs((*acl.ACL).AllowAgentWrite), a.pprof)
+	a.on(http.MethodGet, "/v1/agent/pprof/{profile}", needs((*acl.ACL).AllowAgentWrite), a.atServer(a.pprof))
 }
 
 func (a *API) pprof(w http.ResponseWriter, r *http.Request) (any, error) {

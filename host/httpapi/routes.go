@@ -81,9 +81,9 @@ func (a *API) register() {
 	write("/v1/search", anyToken, a.search)
 	write("/v1/search/fuzzy", anyToken, a.fuzzySearch)
 	a.on(http.MethodGet, "/v1/metrics", open, a.metrics)
-	a.on(http.MethodGet, "/v1/agent/monitor", agentRead, a.monitor)
+	a.on(http.MethodGet, "/v1/agent/monitor", agentRead, a.atServer(a.monitor))
 	a.on(http.MethodGet, "/v1/event/stream", anyToken, a.eventStream)
-	a.on(http.MethodGet, "/v1/agent/self", agentRead, a.agentSelf)
+	a.on(http.MethodGet, "/v1/agent/self", agentRead, a.atServer(a.agentSelf))
 	a.registerACL()
 	a.registerACLSSO()
 
