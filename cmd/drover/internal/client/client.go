@@ -91,7 +91,13 @@ type Meta struct {
 	Index uint64
 	// NextToken is the X-Nomad-NextToken header: the next page's token.
 	NextToken string
+	// Server is the X-Drover-Server header: the name of the server that
+	// answered (a follower names the leader it forwarded the request to).
+	Server string
 }
+
+// ServerHeader is the header that names the server that answered.
+const ServerHeader = "X-Drover-Server"
 
 // Do sends a request with an optional JSON body and decodes the JSON answer
 // into out (unless out is nil).
@@ -132,7 +138,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any) (*Meta, []
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken")}
+	meta := &Meta{NextToken: resp.Header.Get("X-Nomad-NextToken"), Server: resp.Header.Get(ServerHeader)}
 	fmt.Sscan(resp.Header.Get("X-Nomad-Index"), &meta.Index)
 	return meta, raw, nil
 }
