@@ -119,6 +119,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"operator autopilot get-config":     f(&autopilotGetConfigCommand{meta: m}),
 		"operator autopilot set-config":     f(&autopilotSetConfigCommand{meta: m}),
 		"operator autopilot health":         f(&autopilotHealthCommand{meta: m}),
+		"operator debug":                    f(&operatorDebugCommand{meta: m}),
 		"operator metrics":                  f(&operatorMetricsCommand{meta: m}),
 		"operator snapshot":                 group("Save and restore the cluster's state", "operator snapshot"),
 		"operator snapshot save":            f(&snapshotSaveCommand{meta: m}),

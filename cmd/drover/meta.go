@@ -29,6 +29,9 @@ const (
 	// created or destroyed, 255 the plan could not be made.
 	exitPlanChanges = 1
 	exitPlanError   = 255
+	// operator debug, as Nomad's: the output directory exists, or the
+	// files cannot be written.
+	exitDebugOutput = 2
 )
 
 // Environment variables the CLI reads.

@@ -169,6 +169,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"operator autopilot set-config":     {"-min-quorum", "3"},
 		"operator autopilot health":         {},
 		"operator metrics":                  {},
+		"operator debug":                    {},
 		"operator snapshot save":            {filepath.Join(dir, "saved.tar.gz")},
 		"operator snapshot restore":         {snap},
 		"operator raft list-peers":          {},
