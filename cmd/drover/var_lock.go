@@ -66,16 +66,15 @@ Usage: drover var lock [options] <path> [@<spec>] <child>...
   While another holds the lock, or a lost lock's delay lasts, the command
   waits and tries again every -backoff (-early-return: exits with 1 at
   once; Nomad's exits with 0). Once the child runs, the lock is lost when
-  a renewal is refused, or none succeeds within the TTL: the child is
-  sent SIGTERM, killed 5 seconds later if it still runs, and the command
-  exits with 1. SIGINT and SIGTERM are passed on to the child; while the
-  command waits for the lock, they end it.
+  a renewal is refused, or none succeeds within the TTL: the child and
+  what it runs (its process group) are sent SIGTERM, killed once it has
+  exited or 5 seconds later, and the command exits with 1. SIGINT and
+  SIGTERM are passed on to the child's process group; while the command
+  waits for the lock, they end it.
 
   The child runs in a shell, $SHELL or else /bin/sh, given its words
-  joined by spaces. Not every shell passes SIGTERM on to what it runs
-  (dash, Ubuntu's /bin/sh, does not): -shell=false runs the child
-  directly, so that it gets the signal itself. With ACLs, the token needs
-  the variables write capability for the path.
+  joined by spaces; -shell=false runs the words directly. With ACLs, the
+  token needs the variables write capability for the path.
 ` + apiOptions + `
 
 Lock options:
@@ -277,6 +276,11 @@ func (c *varLockCommand) runChild(l *varLocker, id string, acquired time.Time, t
 	// A grandchild left holding the CLI's output (when it is no file)
 	// does not keep the command waiting.
 	cmd.WaitDelay = childKillGrace
+	// The child leads a process group of its own, so that what it runs
+	// (a shell's commands) is stopped with it when the lock is lost: a
+	// SIGTERM to the shell alone ends it and leaves them running without
+	// the lock. The terminal's signals reach the group through sigs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		c.release(l, id, say)
 		return c.errorf("starting the child: %v", err)
@@ -290,7 +294,7 @@ func (c *varLockCommand) runChild(l *varLocker, id string, acquired time.Time, t
 		select {
 		case s := <-sigs:
 			say(fmt.Sprintf("Passing %s on to the child", s))
-			_ = cmd.Process.Signal(s)
+			signalChild(cmd, s)
 		case err := <-lost:
 			cancel()
 			c.ui.Error(fmt.Sprintf("Lock on variable %q lost (%v): stopping the child", l.path, err))
@@ -337,20 +341,30 @@ func childCommand(words []string, shell bool) *exec.Cmd {
 	return exec.Command(sh, "-c", strings.Join(words, " "))
 }
 
-// stopChild stops a child whose lock is lost: SIGTERM, then, if it has
-// not exited within childKillGrace, SIGKILL. It returns once the child
-// has exited.
+// signalChild sends sig to the child's process group: the child and what
+// it runs.
+func signalChild(cmd *exec.Cmd, sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(-cmd.Process.Pid, s)
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+}
+
+// stopChild stops a child whose lock is lost, and what it runs: SIGTERM,
+// then SIGKILL once the child has exited or childKillGrace has passed
+// (what it runs may outlive it). It returns once the child has exited.
 func stopChild(cmd *exec.Cmd, exited <-chan error) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	signalChild(cmd, syscall.SIGTERM)
 	t := time.NewTimer(childKillGrace)
 	defer t.Stop()
 	select {
 	case <-exited:
-		return
+		signalChild(cmd, syscall.SIGKILL)
 	case <-t.C:
+		signalChild(cmd, syscall.SIGKILL)
+		<-exited
 	}
-	_ = cmd.Process.Kill()
-	<-exited
 }
 
 // exitCode is the exit code of a child that exited, as a shell reports

@@ -276,6 +276,9 @@ func TestVarLock_LostLockStopsTheChild(t *testing.T) {
 	}{
 		{"a child that SIGTERM ends", `echo $$ > "$1"; exec sleep 60`},
 		{"a child that ignores SIGTERM is killed", `trap "" TERM; echo $$ > "$1"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done`},
+		// The PID is the grandchild's: a shell SIGTERM ends leaves what it
+		// runs behind unless the signal reaches that too.
+		{"what the child runs is stopped with it", `sleep 60 & echo $! > "$1"; wait`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -297,11 +300,26 @@ func TestVarLock_LostLockStopsTheChild(t *testing.T) {
 			if stderr := r.ui.ErrorWriter.String(); !strings.Contains(stderr, fmt.Sprintf("Lock on variable %q lost", path)) {
 				t.Errorf("stderr does not say the lock was lost:\n%s", stderr)
 			}
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("the child (PID %d) still runs: %v", pid, err)
+			if processRuns(pid) {
+				t.Errorf("the child (PID %d) still runs", pid)
 			}
 		})
 	}
+}
+
+// processRuns reports whether the process pid runs: it exists and is no
+// zombie (a grandchild, once ended, waits for whoever adopted it).
+func processRuns(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// pid (comm) state ...: comm may hold spaces, the state follows its ')'.
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
 
 // The lease is renewed while the child runs past the TTL, and SIGINT is
