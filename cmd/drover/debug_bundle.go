@@ -37,6 +37,14 @@ type bundle struct {
 	errors int
 }
 
+// bundlePerm and bundleDirPerm keep a bundle's files, and the archive's
+// once extracted, to the user who made them: the state, logs and profiles
+// of a cluster are no one else's to read.
+const (
+	bundlePerm    fs.FileMode = 0o600
+	bundleDirPerm fs.FileMode = 0o700
+)
+
 // redacted is what a secret is replaced with.
 const redacted = "<redacted>"
 
@@ -66,12 +74,14 @@ func (b *bundle) create(rel string) (io.WriteCloser, error) {
 	return &redactingWriter{f: f, secrets: b.secrets}, nil
 }
 
+// open creates the file rel, readable by its user alone (see
+// bundlePerm), and lists it in the index.
 func (b *bundle) open(rel string) (*os.File, error) {
 	p := b.path(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), bundleDirPerm); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(p)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, bundlePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +175,7 @@ func (b *bundle) writeIndex(title string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(b.path("index.json"), append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(b.path("index.json"), append(raw, '\n'), bundlePerm); err != nil {
 		return err
 	}
 	var page bytes.Buffer
@@ -175,7 +185,7 @@ func (b *bundle) writeIndex(title string) error {
 	}{title, files}); err != nil {
 		return err
 	}
-	return os.WriteFile(b.path("index.html"), page.Bytes(), 0o644)
+	return os.WriteFile(b.path("index.html"), page.Bytes(), bundlePerm)
 }
 
 var indexPage = template.Must(template.New("index").Parse(`<html><head><title>{{.Title}}</title></head>
@@ -187,7 +197,8 @@ var indexPage = template.Must(template.New("index").Parse(`<html><head><title>{{
 
 // archive writes the bundle's files to a gzipped tar at dst, each under
 // prefix/ (the bundle's name), as Nomad's archives hold them. It is
-// written beside dst and renamed once complete.
+// written beside dst (CreateTemp: its user's alone) and renamed once
+// complete.
 func (b *bundle) archive(dst, prefix string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
 	if err != nil {

@@ -280,7 +280,7 @@ func (c *operatorDebugCommand) Run(args []string) int {
 			ui.Error(fmt.Sprintf("Output directory %s already exists", dir))
 			return exitDebugOutput
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, bundleDirPerm); err != nil {
 			ui.Error(fmt.Sprintf("Error creating the output directory: %v", err))
 			return exitDebugOutput
 		}

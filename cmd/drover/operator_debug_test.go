@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
@@ -808,4 +810,84 @@ func TestEventTopics(t *testing.T) {
 			t.Errorf("eventTopics(%q) = %v, %v; want %v (error: %v)", tc.in, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// A bundle's files, directories and archive are its user's alone,
+// whatever the umask: they hold the cluster's state, logs and
+// profiles. An agent that answers only the leader is enough.
+func TestOperatorDebug_FilesPrivate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/status/leader" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `"127.0.0.1:4647"`)
+	}))
+	t.Cleanup(srv.Close)
+	checkPrivate := func(name string, mode fs.FileMode) {
+		t.Helper()
+		if mode.Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %s, want no access for group or others", name, mode)
+		}
+	}
+	t.Run("output", func(t *testing.T) {
+		out := t.TempDir()
+		code, stdout, stderr := runDebug(t, srv.URL, "", "-duration", "1s", "-interval", "1s", "-output", out)
+		if code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		dirs, err := filepath.Glob(filepath.Join(out, "drover-debug-*"))
+		if err != nil || len(dirs) != 1 {
+			t.Fatalf("output directories %v, %v", dirs, err)
+		}
+		n := 0
+		err = filepath.WalkDir(dirs[0], func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n++
+			checkPrivate(p, info.Mode())
+			return nil
+		})
+		if err != nil || n < 3 {
+			t.Fatalf("walked %d files: %v", n, err)
+		}
+	})
+	t.Run("archive", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		code, stdout, stderr := runDebug(t, srv.URL, "", "-duration", "1s", "-interval", "1s")
+		m := archiveRE.FindStringSubmatch(stdout)
+		if code != exitOK || m == nil {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		info, err := os.Stat(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPrivate(m[1], info.Mode())
+		f, err := os.Open(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPrivate(h.Name, h.FileInfo().Mode())
+		}
+	})
 }
