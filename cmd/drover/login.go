@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -183,9 +184,15 @@ func (c *loginCommand) loginOIDC(ctx context.Context, cl *client.Client, method,
 	if err != nil {
 		return nil, fmt.Errorf("the agent's OIDC auth URL %q: %w", start.AuthURL, err)
 	}
+	state := authURL.Query().Get("state")
+	if state == "" {
+		// Without it the callback could not tell the provider's redirect
+		// from any request carrying a code.
+		return nil, fmt.Errorf("the agent's OIDC auth URL %q has no state", start.AuthURL)
+	}
 	back := make(chan oidcCallback, 1)
 	mux := http.NewServeMux()
-	mux.Handle("GET "+oidcCallbackPath, &oidcCallbackHandler{state: authURL.Query().Get("state"), back: back})
+	mux.Handle("GET "+oidcCallbackPath, &oidcCallbackHandler{state: state, back: back})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }() // ErrServerClosed once the login is over
 	defer func() {
@@ -253,13 +260,13 @@ type oidcCallback struct {
 // login's, or a page that is not the provider) is refused and the wait
 // goes on.
 type oidcCallbackHandler struct {
-	state string // "": the auth URL had none to check against
+	state string // the auth URL's, never ""
 	back  chan<- oidcCallback
 }
 
 func (h *oidcCallbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if h.state != "" && q.Get("state") != h.state {
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(h.state)) != 1 {
 		http.Error(w, "This is not the redirect of the login drover login waits for.", http.StatusBadRequest)
 		return
 	}

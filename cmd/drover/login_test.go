@@ -271,3 +271,46 @@ func TestLogin_OIDC(t *testing.T) {
 		}
 	})
 }
+
+// An auth URL without a state gives the callback nothing to tell the
+// provider's redirect from a forged one: login refuses it rather than
+// completing the login with whatever code reaches the callback first.
+func TestLogin_OIDCAuthURLWithoutState(t *testing.T) {
+	srv, requests := fakeAgent(t, map[string]agentAnswer{
+		"GET /v1/acl/auth-methods":  {body: []*api.ACLAuthMethodListStub{{Name: "okta", Type: "OIDC", Default: true}}},
+		"PUT /v1/acl/oidc/auth-url": {body: api.ACLOIDCAuthURLResponse{AuthURL: "https://idp.example/authorize?client_id=drover"}},
+	})
+	callback := freeAddr(t)
+	setTokenEnv(t, nil)
+	var stdout, stderr testlog.Buffer
+	m := &meta{ui: &cli.BasicUi{Reader: strings.NewReader(""), Writer: &stdout, ErrorWriter: &stderr}, out: &stdout, now: time.Now}
+	cmd, args := commandFor(t, m, srv.URL, "", "login", "-oidc-callback-addr", callback, "-oidc-timeout", "10s")
+	done := make(chan int, 1)
+	go func() { done <- cmd.Run(args) }()
+	// A forged redirect, sent until the command exits or the callback
+	// takes it.
+	for forged := false; ; {
+		select {
+		case code := <-done:
+			if code != exitError {
+				t.Errorf("exit %d, want 1", code)
+			}
+			for _, r := range requests() {
+				if strings.Contains(r.path, "complete-auth") {
+					t.Errorf("the login completed with a forged callback: %+v", r)
+				}
+			}
+			if !strings.Contains(stderr.String(), "state") {
+				t.Errorf("stderr does not say the auth URL lacks a state:\n%s", stderr.String())
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		if !forged {
+			if resp, err := http.Get("http://" + callback + "/oidc/callback?code=forged&state=forged"); err == nil {
+				resp.Body.Close()
+				forged = true
+			}
+		}
+	}
+}
