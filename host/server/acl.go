@@ -237,17 +237,28 @@ func (s *Server) UpsertACLRoles(rs []*state.ACLRole) ([]*state.ACLRole, uint64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	snap = s.store.Snapshot()
-	out := make([]*state.ACLRole, 0, len(req.Roles))
-	for _, r := range req.Roles {
-		stored := snap.ACLRoleByID(r.ID)
+	ids := make([]string, len(req.Roles))
+	for i, r := range req.Roles {
+		ids[i] = r.ID
+	}
+	out, err := storedACL(s, "role", ids, (*state.Snapshot).ACLRoleByID)
+	return out, index, err
+}
+
+// storedACL returns the ACL objects (what: role, auth method, binding
+// rule) keys name as a write just stored them, in keys' order: ErrNotFound
+// if one was deleted by a write that committed right after.
+func storedACL[T any](s *Server, what string, keys []string, get func(*state.Snapshot, string) *T) ([]*T, error) {
+	snap := s.store.Snapshot()
+	out := make([]*T, 0, len(keys))
+	for _, k := range keys {
+		stored := get(snap, k)
 		if stored == nil {
-			// Deleted by a write that committed right after.
-			return nil, 0, fmt.Errorf("%w: ACL role %q", ErrNotFound, r.ID)
+			return nil, fmt.Errorf("%w: ACL %s %q", ErrNotFound, what, k)
 		}
 		out = append(out, stored)
 	}
-	return out, index, nil
+	return out, nil
 }
 
 // DeleteACLRoles deletes roles by ID; an unknown ID is ErrNotFound and

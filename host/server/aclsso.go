@@ -119,16 +119,12 @@ func (s *Server) UpsertACLAuthMethods(ms []*state.ACLAuthMethod) ([]*state.ACLAu
 	if err != nil {
 		return nil, 0, err
 	}
-	snap = s.store.Snapshot()
-	out := make([]*state.ACLAuthMethod, 0, len(req.Methods))
-	for _, m := range req.Methods {
-		stored := snap.ACLAuthMethod(m.Name)
-		if stored == nil {
-			return nil, 0, fmt.Errorf("%w: ACL auth method %q", ErrNotFound, m.Name)
-		}
-		out = append(out, stored)
+	names := make([]string, len(req.Methods))
+	for i, m := range req.Methods {
+		names[i] = m.Name
 	}
-	return out, index, nil
+	out, err := storedACL(s, "auth method", names, (*state.Snapshot).ACLAuthMethod)
+	return out, index, err
 }
 
 // validAuthMethod checks a merged auth method.
@@ -301,16 +297,12 @@ func (s *Server) UpsertACLBindingRules(rs []*state.ACLBindingRule) ([]*state.ACL
 	if err != nil {
 		return nil, 0, err
 	}
-	snap = s.store.Snapshot()
-	out := make([]*state.ACLBindingRule, 0, len(req.Rules))
-	for _, r := range req.Rules {
-		stored := snap.ACLBindingRule(r.ID)
-		if stored == nil {
-			return nil, 0, fmt.Errorf("%w: ACL binding rule %q", ErrNotFound, r.ID)
-		}
-		out = append(out, stored)
+	ids := make([]string, len(req.Rules))
+	for i, r := range req.Rules {
+		ids[i] = r.ID
 	}
-	return out, index, nil
+	out, err := storedACL(s, "binding rule", ids, (*state.Snapshot).ACLBindingRule)
+	return out, index, err
 }
 
 // validBindingRule checks a merged binding rule against snap.
