@@ -44,6 +44,9 @@ const (
 	TopicACLRole        = "ACLRole"
 	TopicACLAuthMethod  = "ACLAuthMethod"
 	TopicACLBindingRule = "ACLBindingRule"
+	// Node pools: only a management token may read them either, as in
+	// Nomad (whose stream cannot leave out the pools a token may not see).
+	TopicNodePool = "NodePool"
 )
 
 // Event types, as Nomad names them: each says which kind of write made the
@@ -81,6 +84,8 @@ const (
 	TypeACLAuthMethodDeleted   = "ACLAuthMethodDeleted"
 	TypeACLBindingRuleUpserted = "ACLBindingRuleUpserted"
 	TypeACLBindingRuleDeleted  = "ACLBindingRuleDeleted"
+	TypeNodePoolUpserted       = "NodePoolUpserted"
+	TypeNodePoolDeleted        = "NodePoolDeleted"
 )
 
 // Event is one object's change, in Nomad's shape.
@@ -410,6 +415,7 @@ var aclTypes = map[string]struct{ upserted, deleted string }{
 	TopicACLRole:        {TypeACLRoleUpserted, TypeACLRoleDeleted},
 	TopicACLAuthMethod:  {TypeACLAuthMethodUpserted, TypeACLAuthMethodDeleted},
 	TopicACLBindingRule: {TypeACLBindingRuleUpserted, TypeACLBindingRuleDeleted},
+	TopicNodePool:       {TypeNodePoolUpserted, TypeNodePoolDeleted},
 }
 
 // aclEvent is the event of a change to an ACL object: its upsert, with the
@@ -457,6 +463,10 @@ func aclObjectEvent(snap *state.Snapshot, c state.Change) (Event, bool) {
 		if r := snap.ACLBindingRule(c.Key); r != nil {
 			return Event{Topic: TopicACLBindingRule, Key: r.ID, FilterKeys: []string{r.AuthMethod},
 				Payload: map[string]any{"ACLBindingRule": r}}, true
+		}
+	case state.KindNodePool:
+		if p := snap.NodePool(c.Key); p != nil {
+			return Event{Topic: TopicNodePool, Key: p.Name, Payload: map[string]any{"NodePool": p}}, true
 		}
 	}
 	return Event{}, false

@@ -148,9 +148,11 @@ func (f *FSM) applyCommand(index uint64, data []byte) any {
 	}
 	if err := f.commit(index, msg); err != nil {
 		ev := f.log.Error()
-		if errors.Is(err, ErrConflict) {
-			// A check-and-set that lost a race: its writer hears of it
-			// (and a registration retries); nothing went wrong here.
+		if errors.Is(err, ErrConflict) || errors.Is(err, state.ErrNonexistent) || errors.Is(err, state.ErrInUse) ||
+			errors.Is(err, state.ErrBuiltIn) {
+			// A check-and-set that lost a race, or a write the state
+			// refuses (a namespace deleted with a job in it): its writer
+			// hears of it; nothing went wrong here.
 			ev = f.log.Debug()
 		}
 		ev.Err(err).Uint64("index", index).Uint8("type", data[0]).Msg("fsm: entry not applied")
@@ -292,6 +294,14 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &OneTimeTokenExchangeRequest{}
 	case OneTimeTokenExpireRequestType:
 		msg = &OneTimeTokenExpireRequest{}
+	case NamespaceUpsertRequestType:
+		msg = &NamespaceUpsertRequest{}
+	case NamespaceDeleteRequestType:
+		msg = &NamespaceDeleteRequest{}
+	case NodePoolUpsertRequestType:
+		msg = &NodePoolUpsertRequest{}
+	case NodePoolDeleteRequestType:
+		msg = &NodePoolDeleteRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -405,6 +415,14 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return tx.UpsertACLAuthMethods(req.Methods)
 	case *ACLAuthMethodDeleteRequest:
 		return tx.DeleteACLAuthMethods(req.Names)
+	case *NamespaceUpsertRequest:
+		return tx.UpsertNamespaces(req.Namespaces)
+	case *NamespaceDeleteRequest:
+		return tx.DeleteNamespaces(req.Names)
+	case *NodePoolUpsertRequest:
+		return tx.UpsertNodePools(req.NodePools)
+	case *NodePoolDeleteRequest:
+		return tx.DeleteNodePools(req.Names)
 	case *ACLBindingRuleUpsertRequest:
 		return applyACLBindingRuleUpsert(tx, req)
 	case *ACLBindingRuleDeleteRequest:
@@ -511,6 +529,9 @@ func upsertEvals(tx *state.Txn, evals []*sdk.Evaluation, fx *effects) error {
 
 func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error {
 	j := req.Job
+	if err := jobRefs(tx, j, req.RefsMustExist); err != nil {
+		return err
+	}
 	if req.EnforceIndex {
 		var have uint64
 		if cur := tx.Job(j.Namespace, j.ID); cur != nil {
@@ -562,6 +583,18 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 	return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
 }
 
+// jobRefs checks that j's namespace and node pool exist (mustExist), or
+// makes them (an older version's entry: see JobRegisterRequest).
+func jobRefs(tx *state.Txn, j *sdk.Job, mustExist bool) error {
+	if mustExist {
+		return tx.CheckJobRefs(j)
+	}
+	if err := tx.EnsureNamespace(j.Namespace); err != nil {
+		return err
+	}
+	return tx.EnsureNodePool(j.NodePool)
+}
+
 // applyScalingEvent records a scaling event of an existing job.
 func applyScalingEvent(tx *state.Txn, req *ScalingEventRequest) error {
 	if tx.Job(req.Namespace, req.JobID) == nil {
@@ -587,6 +620,9 @@ func applyNodeRegister(tx *state.Txn, req *NodeRegisterRequest, fx *effects) err
 	} else {
 		n.Events = appendEvent(nil, &sdk.NodeEvent{Message: "Node registered", Subsystem: "Cluster",
 			Timestamp: time.Unix(n.StatusUpdatedAt, 0)}, tx.Index())
+	}
+	if err := tx.EnsureNodePool(n.NodePool); err != nil {
+		return err
 	}
 	if err := tx.UpsertNode(n); err != nil {
 		return err
@@ -1172,6 +1208,10 @@ func eventType(msg msgp.Unmarshaler) string {
 		return events.TypeACLBindingRuleUpserted
 	case *ACLBindingRuleDeleteRequest:
 		return events.TypeACLBindingRuleDeleted
+	case *NodePoolUpsertRequest:
+		return events.TypeNodePoolUpserted
+	case *NodePoolDeleteRequest:
+		return events.TypeNodePoolDeleted
 	}
 	return ""
 }

@@ -49,9 +49,13 @@ const (
 	OneTimeTokenUpsertRequestType
 	OneTimeTokenExchangeRequestType
 	OneTimeTokenExpireRequestType
+	NamespaceUpsertRequestType
+	NamespaceDeleteRequestType
+	NodePoolUpsertRequestType
+	NodePoolDeleteRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = OneTimeTokenExpireRequestType
+	LastMessageType = NodePoolDeleteRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -105,6 +109,12 @@ type JobRegisterRequest struct {
 	// Submission is the source the job was registered from, kept with the
 	// version the registration makes current.
 	Submission *state.JobSubmission `msg:",omitempty"`
+	// RefsMustExist refuses the job if its namespace or node pool does
+	// not exist as the entry applies (state.ErrNonexistent). Entries of
+	// versions before namespaces and node pools were written objects lack
+	// it: they make the namespace and pool instead, as those versions'
+	// implicit ones, so that a log written then replays alike.
+	RefsMustExist bool `msg:",omitempty"`
 }
 
 // ScalingEventRequest records a scaling event of a job's task group: alone
@@ -346,6 +356,35 @@ type VariableApplyRequest struct {
 	CheckIndex uint64
 	// Now is the leader's clock (Unix nanoseconds) for lock operations.
 	Now int64 `msg:",omitempty"`
+	// RefsMustExist refuses a new variable in a namespace that does not
+	// exist as the entry applies (state.ErrNonexistent); without it (an
+	// older version's entry) the namespace is made, as JobRegisterRequest's.
+	RefsMustExist bool `msg:",omitempty"`
+}
+
+// NamespaceUpsertRequest creates or replaces namespaces (by name).
+type NamespaceUpsertRequest struct {
+	Namespaces []*state.Namespace
+}
+
+// NamespaceDeleteRequest deletes namespaces; refused, as the entry
+// applies, for default and for a namespace with a job not dead or a
+// variable.
+type NamespaceDeleteRequest struct {
+	Names []string
+}
+
+// NodePoolUpsertRequest creates or replaces node pools (by name); the
+// built-ins are refused.
+type NodePoolUpsertRequest struct {
+	NodePools []*state.NodePool
+}
+
+// NodePoolDeleteRequest deletes node pools; refused, as the entry
+// applies, for the built-ins and for a pool with nodes or with a job not
+// dead.
+type NodePoolDeleteRequest struct {
+	Names []string
 }
 
 // RootKeyUpsertRequest writes root keys of the keyring: a new key, or

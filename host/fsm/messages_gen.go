@@ -2622,8 +2622,8 @@ func (z *JobDeregisterRequest) Msgsize() (s int) {
 func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(7)
-	var zb0001Mask uint8 /* 7 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Scaling == nil {
 		zb0001Len--
@@ -2640,6 +2640,10 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Submission == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40
+	}
+	if z.RefsMustExist == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -2706,6 +2710,11 @@ func (z *JobRegisterRequest) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "RefsMustExist"
+			o = append(o, 0xad, 0x52, 0x65, 0x66, 0x73, 0x4d, 0x75, 0x73, 0x74, 0x45, 0x78, 0x69, 0x73, 0x74)
+			o = msgp.AppendBool(o, z.RefsMustExist)
 		}
 	}
 	return
@@ -2815,6 +2824,12 @@ func (z *JobRegisterRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "RefsMustExist":
+			z.RefsMustExist, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RefsMustExist")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2853,6 +2868,7 @@ func (z *JobRegisterRequest) Msgsize() (s int) {
 	} else {
 		s += z.Submission.Msgsize()
 	}
+	s += 14 + msgp.BoolSize
 	return
 }
 
@@ -2960,6 +2976,171 @@ func (z *MessageType) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z MessageType) Msgsize() (s int) {
 	s = msgp.Uint8Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NamespaceDeleteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Names"
+	o = append(o, 0x81, 0xa5, 0x4e, 0x61, 0x6d, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Names)))
+	for za0001 := range z.Names {
+		o = msgp.AppendString(o, z.Names[za0001])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NamespaceDeleteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Names":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Names")
+				return
+			}
+			if cap(z.Names) >= int(zb0002) {
+				z.Names = (z.Names)[:zb0002]
+			} else {
+				z.Names = make([]string, zb0002)
+			}
+			for za0001 := range z.Names {
+				z.Names[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Names", za0001)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NamespaceDeleteRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Names {
+		s += msgp.StringPrefixSize + len(z.Names[za0001])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NamespaceUpsertRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Namespaces"
+	o = append(o, 0x81, 0xaa, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Namespaces)))
+	for za0001 := range z.Namespaces {
+		if z.Namespaces[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.Namespaces[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespaces", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NamespaceUpsertRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Namespaces":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespaces")
+				return
+			}
+			if cap(z.Namespaces) >= int(zb0002) {
+				z.Namespaces = (z.Namespaces)[:zb0002]
+			} else {
+				z.Namespaces = make([]*state.Namespace, zb0002)
+			}
+			for za0001 := range z.Namespaces {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Namespaces[za0001] = nil
+				} else {
+					if z.Namespaces[za0001] == nil {
+						z.Namespaces[za0001] = new(state.Namespace)
+					}
+					bts, err = z.Namespaces[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Namespaces", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NamespaceUpsertRequest) Msgsize() (s int) {
+	s = 1 + 11 + msgp.ArrayHeaderSize
+	for za0001 := range z.Namespaces {
+		if z.Namespaces[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.Namespaces[za0001].Msgsize()
+		}
+	}
 	return
 }
 
@@ -3081,6 +3262,171 @@ func (z *NodeDeregisterRequest) Msgsize() (s int) {
 			s += msgp.NilSize
 		} else {
 			s += z.Evals[za0002].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NodePoolDeleteRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "Names"
+	o = append(o, 0x81, 0xa5, 0x4e, 0x61, 0x6d, 0x65, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Names)))
+	for za0001 := range z.Names {
+		o = msgp.AppendString(o, z.Names[za0001])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodePoolDeleteRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Names":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Names")
+				return
+			}
+			if cap(z.Names) >= int(zb0002) {
+				z.Names = (z.Names)[:zb0002]
+			} else {
+				z.Names = make([]string, zb0002)
+			}
+			for za0001 := range z.Names {
+				z.Names[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Names", za0001)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NodePoolDeleteRequest) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Names {
+		s += msgp.StringPrefixSize + len(z.Names[za0001])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *NodePoolUpsertRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 1
+	// string "NodePools"
+	o = append(o, 0x81, 0xa9, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6f, 0x6f, 0x6c, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.NodePools)))
+	for za0001 := range z.NodePools {
+		if z.NodePools[za0001] == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o, err = z.NodePools[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "NodePools", za0001)
+				return
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *NodePoolUpsertRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "NodePools":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodePools")
+				return
+			}
+			if cap(z.NodePools) >= int(zb0002) {
+				z.NodePools = (z.NodePools)[:zb0002]
+			} else {
+				z.NodePools = make([]*state.NodePool, zb0002)
+			}
+			for za0001 := range z.NodePools {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.NodePools[za0001] = nil
+				} else {
+					if z.NodePools[za0001] == nil {
+						z.NodePools[za0001] = new(state.NodePool)
+					}
+					bts, err = z.NodePools[za0001].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "NodePools", za0001)
+						return
+					}
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *NodePoolUpsertRequest) Msgsize() (s int) {
+	s = 1 + 10 + msgp.ArrayHeaderSize
+	for za0001 := range z.NodePools {
+		if z.NodePools[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.NodePools[za0001].Msgsize()
 		}
 	}
 	return
@@ -4316,12 +4662,16 @@ func (z *SchedulerConfigRequest) Msgsize() (s int) {
 func (z *VariableApplyRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(4)
-	var zb0001Mask uint8 /* 4 bits */
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	if z.Now == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x8
+	}
+	if z.RefsMustExist == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -4349,6 +4699,11 @@ func (z *VariableApplyRequest) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "Now"
 			o = append(o, 0xa3, 0x4e, 0x6f, 0x77)
 			o = msgp.AppendInt64(o, z.Now)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "RefsMustExist"
+			o = append(o, 0xad, 0x52, 0x65, 0x66, 0x73, 0x4d, 0x75, 0x73, 0x74, 0x45, 0x78, 0x69, 0x73, 0x74)
+			o = msgp.AppendBool(o, z.RefsMustExist)
 		}
 	}
 	return
@@ -4407,6 +4762,12 @@ func (z *VariableApplyRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Now")
 				return
 			}
+		case "RefsMustExist":
+			z.RefsMustExist, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RefsMustExist")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -4427,6 +4788,6 @@ func (z *VariableApplyRequest) Msgsize() (s int) {
 	} else {
 		s += z.Var.Msgsize()
 	}
-	s += 11 + msgp.Uint64Size + 4 + msgp.Int64Size
+	s += 11 + msgp.Uint64Size + 4 + msgp.Int64Size + 14 + msgp.BoolSize
 	return
 }

@@ -45,6 +45,8 @@ const (
 	recACLAuthMethod
 	recACLBindingRule
 	recOneTimeToken
+	recNamespace
+	recNodePool
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -118,7 +120,8 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
 		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
-		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens} {
+		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableNamespaces,
+		state.TableNodePools} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -192,6 +195,16 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, o := range snap.OneTimeTokens() {
 		rw.put(recOneTimeToken, o)
+	}
+	for _, ns := range snap.Namespaces() {
+		if ns.CreateIndex > 1 || ns.ModifyIndex > 1 { // not the built-in default
+			rw.put(recNamespace, ns)
+		}
+	}
+	for _, p := range snap.NodePools() {
+		if !state.IsBuiltInNodePool(p.Name) {
+			rw.put(recNodePool, p)
+		}
 	}
 	for _, k := range snap.RootKeys() {
 		rw.put(recRootKey, k)
@@ -270,6 +283,7 @@ func restore(store *state.Store, r io.Reader) error {
 		return fmt.Errorf("%w: meta: %v", ErrCorruptSnapshot, err)
 	}
 	allocJobs := map[versionRef]*sdk.Job{}
+	refsWritten := false
 	return store.Restore(meta.Index, func(tx *state.Txn) error {
 		for {
 			kind, b, err := next()
@@ -277,7 +291,16 @@ func restore(store *state.Store, r io.Reader) error {
 				return err
 			}
 			if kind == recEnd {
+				if !refsWritten {
+					// An older version's snapshot, from when namespaces
+					// and node pools were implicit: make those in use.
+					return tx.RestoreImplicitRefs()
+				}
 				return nil
+			}
+			if kind == recIndex {
+				var e state.IndexEntry
+				refsWritten = refsWritten || abi.Decode(b, &e) == nil && e.Key == state.TableNamespaces
 			}
 			if err := restoreRecord(tx, kind, b, allocJobs); err != nil {
 				if !errors.Is(err, ErrCorruptSnapshot) {
@@ -432,6 +455,18 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertRootKey(&k)
+	case recNamespace:
+		var ns state.Namespace
+		if err := un(&ns); err != nil {
+			return err
+		}
+		return tx.UpsertNamespaces([]*state.Namespace{&ns})
+	case recNodePool:
+		var p state.NodePool
+		if err := un(&p); err != nil {
+			return err
+		}
+		return tx.UpsertNodePools([]*state.NodePool{&p})
 	case recAutopilotConfig:
 		var c state.AutopilotConfig
 		if err := un(&c); err != nil {

@@ -308,6 +308,12 @@ func compare(a, b *state.Snapshot) string {
 		for _, o := range s.OneTimeTokens() {
 			out["one-time-token/"+o.OneTimeSecretID] = norm(o)
 		}
+		for _, ns := range s.Namespaces() {
+			out["namespace/"+ns.Name] = norm(ns)
+		}
+		for _, p := range s.NodePools() {
+			out["node-pool/"+p.Name] = norm(p)
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -464,6 +470,14 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 				if err := tx.SetVariable(v); err != nil {
 					return err
 				}
+			}
+			if err := tx.UpsertNamespaces([]*state.Namespace{{Name: "prod", Description: "production", Meta: map[string]string{"team": "a"},
+				Capabilities: &state.NamespaceCapabilities{EnabledTaskDrivers: []string{"docker"}, DisabledTaskDrivers: []string{"raw_exec"}}},
+				{Name: "default", Description: "ours"}}); err != nil {
+				return err
+			}
+			if err := tx.UpsertNodePools([]*state.NodePool{{Name: "gpu", Description: "GPUs", Meta: map[string]string{"cuda": "12"}}}); err != nil {
+				return err
 			}
 			if err := tx.SetAutopilotConfig(&state.AutopilotConfig{CleanupDeadServers: true, LastContactThreshold: 2e8, MaxTrailingLogs: 250,
 				ServerStabilizationTime: 1e10, EnableRedundancyZones: true}); err != nil {

@@ -52,8 +52,23 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 	c.Lock = nil
 	if cur != nil {
 		c.Lock, c.LockDelayUntil = cur.Lock, cur.LockDelayUntil
+	} else if err := variableNamespace(tx, req); err != nil {
+		return err
 	}
 	return tx.SetVariable(&c)
+}
+
+// variableNamespace checks that a new variable's namespace exists, or
+// makes it (an older version's entry: see VariableApplyRequest).
+func variableNamespace(tx *state.Txn, req *VariableApplyRequest) error {
+	ns := req.Var.Namespace
+	if !req.RefsMustExist {
+		return tx.EnsureNamespace(ns)
+	}
+	if tx.Namespace(ns) == nil {
+		return state.Refuse(state.ErrNonexistent, "variable %q is in nonexistent namespace %q", req.Var.Path, ns)
+	}
+	return nil
 }
 
 // activeKey refuses data sealed with another key than the active one.
@@ -81,6 +96,10 @@ func applyVariableLock(tx *state.Txn, req *VariableApplyRequest, cur *state.Vari
 				time.Duration(cur.LockDelayUntil-req.Now))
 		case cur == nil && len(v.Data) == 0:
 			return fmt.Errorf("%w: a lock on a new variable %q without items", ErrBadEntry, v.Path)
+		case cur == nil:
+			if err := variableNamespace(tx, req); err != nil {
+				return err
+			}
 		}
 		c := *v
 		if len(v.Data) == 0 {

@@ -9,7 +9,7 @@ import (
 type Kind uint8
 
 // Kinds of objects the journal names: those plugins mirror, then the ACL
-// objects, journaled for the event stream alone (mirrored).
+// objects and node pools, journaled for the event stream alone (mirrored).
 const (
 	KindNode Kind = iota + 1
 	KindJob
@@ -23,6 +23,7 @@ const (
 	KindACLRole        // key: the role's ID
 	KindACLAuthMethod  // key: the method's name
 	KindACLBindingRule // key: the rule's ID
+	KindNodePool       // key: the pool's name
 )
 
 // mirrored reports whether plugins mirror objects of kind k, and so

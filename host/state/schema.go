@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/drover-sched/drover/sdk"
@@ -47,6 +48,13 @@ const (
 	// TableAutopilot holds the one autopilot configuration, once an
 	// operator wrote one.
 	TableAutopilot = "autopilot_config"
+	// TableNamespaces holds namespaces by name, TableNodePools node pools
+	// by name: those written, and those made for what used them (a
+	// node's pool as it registers; what an older version's entries and
+	// snapshots used). The built-ins (namespace default, pools all and
+	// default) exist without a row, until default namespace is written.
+	TableNamespaces = "namespaces"
+	TableNodePools  = "node_pools"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -337,6 +345,48 @@ type OneTimeToken struct {
 	ModifyIndex     uint64
 }
 
+// Namespace is a namespace (Nomad's): jobs and variables are in one, and
+// ACL policies grant by them. Capabilities, if set, say which task
+// drivers its jobs may use. Quota and node pool configuration are
+// Nomad Enterprise's and are never set here.
+type Namespace struct {
+	Name         string
+	Description  string
+	Capabilities *NamespaceCapabilities
+	Meta         map[string]string
+	CreateIndex  uint64
+	ModifyIndex  uint64
+}
+
+// NamespaceCapabilities are the task drivers a namespace's jobs may use:
+// only those enabled (none listed: any), never those disabled.
+type NamespaceCapabilities struct {
+	EnabledTaskDrivers  []string
+	DisabledTaskDrivers []string
+}
+
+// AllowsDriver reports whether a task of driver d may run in the
+// namespace, as Nomad's taskValidateDriver.
+func (ns *Namespace) AllowsDriver(d string) bool {
+	c := ns.Capabilities
+	if c == nil {
+		return true
+	}
+	return (len(c.EnabledTaskDrivers) == 0 || slices.Contains(c.EnabledTaskDrivers, d)) &&
+		!slices.Contains(c.DisabledTaskDrivers, d)
+}
+
+// NodePool is a node pool (Nomad 1.6's): each node is in one, and a job
+// runs on the nodes of the pool it names (all: every node). Its
+// scheduler configuration is Nomad Enterprise's and never set here.
+type NodePool struct {
+	Name        string
+	Description string
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
 // Variable is a variable as stored (Nomad's VariableEncrypted): its items,
 // encoded, encrypted with the root key KeyID (Data: the nonce, then the
 // sealed items). Times are Unix nanoseconds.
@@ -523,6 +573,8 @@ var (
 	variablePath      = field("Path", func(v *Variable) string { return v.Path })
 	rootKeyID         = field("KeyID", func(k *RootKey) string { return k.KeyID })
 	autopilotKey      = field("Key", func(c *AutopilotConfig) string { return c.Key })
+	namespaceName     = field("Name", func(ns *Namespace) string { return ns.Name })
+	nodePoolName      = field("Name", func(p *NodePool) string { return p.Name })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -662,6 +714,12 @@ func schema() *memdb.DBSchema {
 		}},
 		TableAutopilot: {Name: TableAutopilot, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex(autopilotKey),
+		}},
+		TableNamespaces: {Name: TableNamespaces, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(namespaceName),
+		}},
+		TableNodePools: {Name: TableNodePools, Indexes: map[string]*memdb.IndexSchema{
+			"id": idIndex(nodePoolName),
 		}},
 	}}
 }

@@ -36,6 +36,8 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableAutopilot:   {"id": str("Key")},
 
 		TableACLAuthMethods:  {"id": str("Name")},
+		TableNamespaces:      {"id": str("Name")},
+		TableNodePools:       {"id": str("Name")},
 		TableACLBindingRules: {"id": str("ID"), "auth_method": str("AuthMethod")},
 		TableOneTimeTokens:   {"id": str("OneTimeSecretID"), "accessor": str("AccessorID")},
 	}
@@ -102,6 +104,8 @@ func indexedObjects() map[string][]any {
 		TableRootKeys:       {&RootKey{KeyID: id}, &RootKey{}},
 		TableAutopilot:      {&AutopilotConfig{Key: AutopilotConfigKey}, &AutopilotConfig{}},
 		TableACLAuthMethods: {&ACLAuthMethod{Name: "okta"}, &ACLAuthMethod{}},
+		TableNamespaces:     {&Namespace{Name: "prod"}, &Namespace{}},
+		TableNodePools:      {&NodePool{Name: "gpu"}, &NodePool{}},
 		TableACLBindingRules: {
 			&ACLBindingRule{ID: id, AuthMethod: "okta"}, &ACLBindingRule{},
 			&ACLBindingRule{ID: id}, &ACLBindingRule{AuthMethod: "okta"},

@@ -1,0 +1,157 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/host/state"
+	"github.com/drover-sched/drover/sdk"
+	"github.com/rs/zerolog"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// Namespace and node pool entries, applied through the log: a job (or a
+// new variable) needs its namespace and pool as the entry applies; a
+// namespace or pool is not deleted while something is in it; the
+// built-ins are neither changed nor deleted; a node registering makes its
+// pool; an older version's entries make what they name.
+func TestFSM_NamespaceAndNodePoolEntries(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	job := func(ns, pool string) *sdk.Job {
+		return &sdk.Job{Namespace: ns, ID: "web", Name: "web", Type: sdk.JobTypeService, NodePool: pool, Status: sdk.JobStatusPending}
+	}
+	register := func(j *sdk.Job) *JobRegisterRequest { return &JobRegisterRequest{Job: j, RefsMustExist: true} }
+	variable := func(ns string) *VariableApplyRequest {
+		return &VariableApplyRequest{Op: VarOpSet, RefsMustExist: true,
+			Var: &state.Variable{Namespace: ns, Path: "app/db", KeyID: "k1", Data: []byte{1}}}
+	}
+	steps := []struct {
+		typ  MessageType
+		msg  msgp.Marshaler
+		want error
+	}{
+		/* 1 */ {JobRegisterRequestType, register(job("prod", "default")), state.ErrNonexistent},
+		/* 2 */ {NamespaceUpsertRequestType, &NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: "prod", Description: "production",
+			Capabilities: &state.NamespaceCapabilities{DisabledTaskDrivers: []string{"raw_exec"}}}}}, nil},
+		/* 3 */ {JobRegisterRequestType, register(job("prod", "gpu")), state.ErrNonexistent},
+		/* 4 */ {NodePoolUpsertRequestType, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "gpu", Meta: map[string]string{"v": "1"}}}}, nil},
+		/* 5 */ {NodePoolUpsertRequestType, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "all", Description: "mine"}}}, state.ErrBuiltIn},
+		/* 6 */ {JobRegisterRequestType, register(job("prod", "gpu")), nil},
+		/* 7 */ {NamespaceDeleteRequestType, &NamespaceDeleteRequest{Names: []string{"prod"}}, state.ErrInUse},
+		/* 8 */ {NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"gpu"}}, state.ErrInUse},
+		/* 9 */ {NodeRegisterRequestType, &NodeRegisterRequest{Node: &sdk.Node{ID: "n1", NodePool: "edge", Status: sdk.NodeStatusReady}}, nil},
+		/* 10 */ {NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"edge"}}, state.ErrInUse},
+		/* 11 */ {NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"default"}}, state.ErrBuiltIn},
+		/* 12 */ {NamespaceDeleteRequestType, &NamespaceDeleteRequest{Names: []string{"default"}}, state.ErrBuiltIn},
+		/* 13 */ {NamespaceDeleteRequestType, &NamespaceDeleteRequest{Names: []string{"nope"}}, state.ErrNotFound},
+		// A new variable needs its namespace; the job gone, the variable
+		// keeps the namespace in use.
+		/* 14 */ {RootKeyUpsertRequestType, &RootKeyUpsertRequest{Keys: []*state.RootKey{{KeyID: "k1", Algorithm: "aes256-gcm",
+			State: state.RootKeyActive, Key: []byte("k1")}}}, nil},
+		/* 15 */ {VariableApplyRequestType, variable("staging"), state.ErrNonexistent},
+		/* 16 */ {VariableApplyRequestType, variable("prod"), nil},
+		/* 17 */ {JobDeregisterRequestType, &JobDeregisterRequest{Namespace: "prod", JobID: "web", Purge: true}, nil},
+		/* 18 */ {NamespaceDeleteRequestType, &NamespaceDeleteRequest{Names: []string{"prod"}}, state.ErrInUse},
+		/* 19 */ {NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"gpu"}}, nil},
+		/* 20 */ {VariableApplyRequestType, &VariableApplyRequest{Op: VarOpDelete, Var: &state.Variable{Namespace: "prod", Path: "app/db"}}, nil},
+		/* 21 */ {NamespaceDeleteRequestType, &NamespaceDeleteRequest{Names: []string{"prod"}}, nil},
+		// An older version's entries (no RefsMustExist) make what they name.
+		/* 22 */ {JobRegisterRequestType, &JobRegisterRequest{Job: job("legacy", "old")}, nil},
+		/* 23 */ {VariableApplyRequestType, &VariableApplyRequest{Op: VarOpSet,
+			Var: &state.Variable{Namespace: "legacy-vars", Path: "a", KeyID: "k1", Data: []byte{1}}}, nil},
+		// The default namespace may be written; it keeps its creation.
+		/* 24 */ {NamespaceUpsertRequestType, &NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: "default", Description: "ours"}}}, nil},
+	}
+	for i, st := range steps {
+		if err := applyEntry(t, f, uint64(i+1), st.typ, st.msg); !errors.Is(err, st.want) {
+			t.Fatalf("step %d (%T): err = %v, want %v", i+1, st.msg, err, st.want)
+		}
+	}
+	snap := store.Snapshot()
+	var names []string
+	for _, ns := range snap.Namespaces() {
+		names = append(names, ns.Name)
+	}
+	if got := strings.Join(names, ","); got != "default,legacy,legacy-vars" {
+		t.Fatalf("namespaces %s", got)
+	}
+	if d := snap.Namespace("default"); d.Description != "ours" || d.CreateIndex != 1 || d.ModifyIndex != 24 {
+		t.Fatalf("default namespace %+v", d)
+	}
+	if ns := snap.Namespace("legacy"); ns == nil || ns.CreateIndex != 22 {
+		t.Fatalf("legacy namespace %+v", ns)
+	}
+	names = nil
+	for _, p := range snap.NodePools() {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "all,default,edge,old" {
+		t.Fatalf("node pools %s", got)
+	}
+	if p := snap.NodePool("edge"); p.CreateIndex != 9 {
+		t.Fatalf("edge pool %+v", p)
+	}
+}
+
+// A snapshot an older version wrote, from when namespaces and node pools
+// were implicit, restores with those its jobs, variables and nodes were
+// in; a current one restores with what it holds, and no more: a namespace
+// deleted while a dead job was left in it stays deleted.
+func TestSnapshot_OlderSnapshotMakesImplicitNamespacesAndPools(t *testing.T) {
+	src, _ := state.NewStore()
+	write := func(index uint64, fn func(tx *state.Txn) error) {
+		t.Helper()
+		if err := src.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(3, func(tx *state.Txn) error {
+		return tx.UpsertJob(&sdk.Job{Namespace: "team-a", ID: "web", Type: sdk.JobTypeService, NodePool: "gpu"})
+	})
+	write(5, func(tx *state.Txn) error {
+		return tx.UpsertJob(&sdk.Job{Namespace: "team-a", ID: "db", Type: sdk.JobTypeService, NodePool: "default"})
+	})
+	write(7, func(tx *state.Txn) error {
+		return tx.UpsertNode(&sdk.Node{ID: "n1", NodePool: "edge", Status: "ready"})
+	})
+	write(8, func(tx *state.Txn) error {
+		return tx.SetVariable(&state.Variable{Namespace: "vars-only", Path: "a", KeyID: "k", Data: []byte{1}})
+	})
+	var current bytes.Buffer
+	if err := writeSnapshot(&current, src.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	older := withoutRecords(t, current.Bytes(), []byte{recNamespace, recNodePool}, state.TableNamespaces, state.TableNodePools)
+	dst, err := ReadSnapshot(bytes.NewReader(older))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := dst.Snapshot()
+	for name, want := range map[string][2]uint64{"team-a": {3, 5}, "vars-only": {8, 8}} {
+		if ns := snap.Namespace(name); ns == nil || ns.CreateIndex != want[0] || ns.ModifyIndex != want[1] {
+			t.Errorf("namespace %s = %+v, want created at %d, modified at %d", name, ns, want[0], want[1])
+		}
+	}
+	for name, want := range map[string]uint64{"gpu": 3, "edge": 7} {
+		if p := snap.NodePool(name); p == nil || p.CreateIndex != want {
+			t.Errorf("node pool %s = %+v, want created at %d", name, p, want)
+		}
+	}
+	if snap.TableIndex(state.TableNamespaces) != 8 {
+		t.Errorf("namespaces table index %d", snap.TableIndex(state.TableNamespaces))
+	}
+
+	// The current snapshot restores as it is: its jobs are in namespaces
+	// and pools without rows here (as dead jobs stay in a namespace
+	// deleted), and none is made for them.
+	dst, err = ReadSnapshot(bytes.NewReader(current.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := dst.Snapshot(); snap.Namespace("team-a") != nil || snap.NodePool("gpu") != nil {
+		t.Fatalf("a current snapshot made namespaces or pools: %+v %+v", snap.Namespace("team-a"), snap.NodePool("gpu"))
+	}
+}
