@@ -67,6 +67,7 @@ func TestACL_EventStreamOfEveryNamespaceIsFiltered(t *testing.T) {
 	ts, s, rootSecret := newACLAPI(t, 1)
 	root := withToken(t, ts.URL, rootSecret)
 	dev := makeToken(t, root, "dev", `namespace "dev" { policy = "read" }`)
+	servertest.Namespaces(t, s, "dev")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	events := streamEvents(t, ctx, dev, ts.URL+"/v1/event/stream?topic=Job&namespace=*")

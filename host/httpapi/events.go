@@ -21,10 +21,7 @@ const EventHeartbeat = 30 * time.Second
 
 var eventTopics = []string{events.TopicJob, events.TopicEvaluation, events.TopicAllocation, events.TopicDeployment, events.TopicNode,
 	events.TopicService, events.TopicACLToken, events.TopicACLPolicy, events.TopicACLRole, events.TopicACLAuthMethod,
-	events.TopicACLBindingRule, events.TopicAll,
-	// Nomad's node pools: Drover has none (they are implicit), so the
-	// topic never has events; asking for it is not an error.
-	"NodePool"}
+	events.TopicACLBindingRule, events.TopicNodePool, events.TopicAll}
 
 // eventStream serves GET /v1/event/stream as Nomad does: newline-delimited
 // JSON, one {"Index": N, "Events": [...]} per committed write with events
@@ -119,8 +116,8 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // eventsAllowed checks each topic asked for against a token's ACL, as
-// Nomad's event stream does: every topic ("*") needs a management token,
-// node and node pool events node read, the others read-job in the
+// Nomad's event stream does: every topic ("*"), the ACL topics and node
+// pools need a management token, node events node read, the others read-job in the
 // request's namespace (for "*", in some namespace: the events of the
 // others are left out, readableEvents).
 func eventsAllowed(a *acl.ACL, req events.Request) error {
@@ -129,9 +126,10 @@ func eventsAllowed(a *acl.ACL, req events.Request) error {
 		switch topic {
 		case events.TopicAll:
 			ok = a.IsManagement()
-		case events.TopicNode, "NodePool":
+		case events.TopicNode:
 			ok = a.AllowNodeRead()
-		case events.TopicACLToken, events.TopicACLPolicy, events.TopicACLRole, events.TopicACLAuthMethod, events.TopicACLBindingRule:
+		case events.TopicACLToken, events.TopicACLPolicy, events.TopicACLRole, events.TopicACLAuthMethod, events.TopicACLBindingRule,
+			events.TopicNodePool:
 			ok = a.IsManagement()
 		default:
 			ok = a.AllowNamespaceOperation(req.Namespace, acl.NamespaceCapabilityReadJob)
@@ -171,6 +169,8 @@ func presentEvent(ev *events.Event, snap *state.Snapshot) {
 		ev.Payload = map[string]any{"AuthMethod": m}
 	case events.TopicACLBindingRule:
 		ev.Payload = map[string]any{"ACLBindingRule": bindingRuleOut(p["ACLBindingRule"].(*state.ACLBindingRule))}
+	case events.TopicNodePool:
+		ev.Payload = map[string]any{"NodePool": nodePoolOut(p["NodePool"].(*state.NodePool))}
 	}
 }
 

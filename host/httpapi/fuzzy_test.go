@@ -77,6 +77,7 @@ func TestFuzzySearch_Contexts(t *testing.T) {
 		{Name: "main", Driver: "java", Config: sdk.Opaque{"class": "org.example.PyMain"}},
 	}
 	mustRegister(t, s, tools)
+	servertest.Namespaces(t, s, "prod")
 	mustRegister(t, s, jobIn("prod", "prod-python"))
 	allocs := s.Store().Snapshot().AllocsByJob("default", "example-python")
 	if len(allocs) != 1 {
@@ -262,6 +263,7 @@ func TestACL_FuzzySearchFindsWhatTheTokenMayRead(t *testing.T) {
 	ts, s, rootSecret := newACLAPI(t, 1)
 	dev := makeToken(t, withToken(t, ts.URL, rootSecret), "dev-reader", `namespace "dev" { policy = "read" }`)
 	mustRegister(t, s, jobIn("default", "web-default"))
+	servertest.Namespaces(t, s, "dev")
 	mustRegister(t, s, jobIn("dev", "web-dev"))
 	url := ts.URL + "/v1/search/fuzzy"
 	webDev := fm{ID: "web-dev", Scope: []string{"dev", "web-dev"}}

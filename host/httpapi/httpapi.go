@@ -32,6 +32,7 @@ import (
 	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/logmon"
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/rs/zerolog"
 )
 
@@ -249,7 +250,8 @@ func toError(err error) *Error {
 		return e
 	case errors.Is(err, server.ErrNotFound):
 		return &Error{Code: http.StatusNotFound, Message: err.Error()}
-	case errors.Is(err, server.ErrInvalid), errors.Is(err, jobspec.ErrInvalidJob):
+	case errors.Is(err, server.ErrInvalid), errors.Is(err, jobspec.ErrInvalidJob), errors.Is(err, state.ErrNonexistent),
+		errors.Is(err, state.ErrInUse), errors.Is(err, state.ErrBuiltIn):
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	case errors.Is(err, server.ErrUnauthorized):
 		return &Error{Code: http.StatusUnauthorized, Message: err.Error()}
@@ -317,6 +319,10 @@ type written func(w http.ResponseWriter)
 
 // streamed answers a request whose response was streamed as it went.
 var streamed = written(func(http.ResponseWriter) {})
+
+// noBody answers a write with no body, as Nomad's do that answer only an
+// index (in X-Nomad-Index).
+var noBody = written(func(http.ResponseWriter) {})
 
 // startStream begins a streamed answer of JSON lines: the headers go out
 // at once, ctx ends when the client leaves or the agent stops (stop

@@ -89,6 +89,7 @@ func TestAPI_ListFiltersReadTheObjects(t *testing.T) {
 // checked, written here to the state directly, as it was then.
 func TestAPI_JobListPagesAcrossNamespaces(t *testing.T) {
 	ts, s := newAPI(t, 1)
+	servertest.Namespaces(t, s, "a", "a-b")
 	var want []string
 	for _, ns := range []string{"a", "a-b", "a.c"} {
 		for _, id := range []string{"x", "y"} {
@@ -182,8 +183,8 @@ func TestAPI_NodePoolListsPageAndFilter(t *testing.T) {
 		t.Fatalf("filtered with meta: %+v", jobs)
 	}
 
-	// A pool no node is in: no nodes, and the jobs that name it (a 404
-	// before, though the jobs were there).
+	// A pool no node is in: no nodes, and the jobs that name it.
+	servertest.NodePools(t, s, "tpu")
 	batch := servertest.Job("train", "batch", 1, 100, 64)
 	batch.NodePool = "tpu"
 	mustRegister(t, s, batch)

@@ -5,75 +5,75 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drover-sched/drover/host/acl"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/nomad/api"
 )
 
-// Namespaces and node pools are implicit in Drover: a namespace is in use
-// while a job is in it (default always is), a node pool while a node is in
-// it (all and default always are). These endpoints read them in Nomad's
-// shapes, so that Nomad's CLI and client can list them; they cannot be
-// created, changed or deleted.
+// Namespaces and node pools, as Nomad's: written by an operator (a node
+// registering in a pool makes it), read in Nomad's shapes, so that
+// Nomad's CLI and client work with them.
 
-// Namespace is a namespace as Nomad's API shows one.
+// Namespace is a namespace as Nomad 1.6's API shows one. Quota and
+// NodePoolConfiguration are Nomad Enterprise's: never set, and refused in
+// a write (namespaceWrite).
 type Namespace struct {
-	Name        string
-	Description string
-	Quota       string
-	Meta        map[string]string
-	CreateIndex uint64
-	ModifyIndex uint64
+	Name                  string
+	Description           string
+	Quota                 string
+	Capabilities          *api.NamespaceCapabilities
+	NodePoolConfiguration *api.NamespaceNodePoolConfiguration
+	Meta                  map[string]string
+	CreateIndex           uint64
+	ModifyIndex           uint64
 }
 
-// NodePool is a node pool as Nomad's API shows one.
+// NodePool is a node pool as Nomad's API shows one; its
+// SchedulerConfiguration is Nomad Enterprise's, never set, and refused in
+// a write.
 type NodePool struct {
-	Name        string
-	Description string
-	Meta        map[string]string
-	CreateIndex uint64
-	ModifyIndex uint64
+	Name                   string
+	Description            string
+	Meta                   map[string]string
+	SchedulerConfiguration *api.NodePoolSchedulerConfiguration
+	CreateIndex            uint64
+	ModifyIndex            uint64
 }
 
-// Built-in node pools (Nomad's).
-const nodePoolAll = "all"
+func namespaceOut(ns *state.Namespace) *Namespace {
+	out := &Namespace{Name: ns.Name, Description: ns.Description, Meta: ns.Meta,
+		CreateIndex: ns.CreateIndex, ModifyIndex: ns.ModifyIndex}
+	if c := ns.Capabilities; c != nil {
+		out.Capabilities = &api.NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
+	}
+	return out
+}
 
-// namespaces are the namespaces in use, by name: the default one and those
-// of the jobs, each created with its first job.
+func nodePoolOut(p *state.NodePool) *NodePool {
+	return &NodePool{Name: p.Name, Description: p.Description, Meta: p.Meta, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+}
+
+// namespaces are the namespaces, by name.
 func namespaces(snap *state.Snapshot) map[string]*Namespace {
-	byName := map[string]*Namespace{sdk.DefaultNamespace: {Name: sdk.DefaultNamespace, Description: "Default shared namespace"}}
-	for _, j := range snap.Jobs("*") {
-		ns := byName[j.Namespace]
-		if ns == nil {
-			ns = &Namespace{Name: j.Namespace, CreateIndex: j.CreateIndex}
-			byName[j.Namespace] = ns
-		}
-		ns.CreateIndex = min(ns.CreateIndex, j.CreateIndex)
-		ns.ModifyIndex = max(ns.ModifyIndex, j.ModifyIndex)
+	out := map[string]*Namespace{}
+	for _, ns := range snap.Namespaces() {
+		out[ns.Name] = namespaceOut(ns)
 	}
-	return byName
+	return out
 }
 
-// nodePools are the node pools in use, by name: all, default and those of
-// the nodes.
+// nodePools are the node pools, by name.
 func nodePools(snap *state.Snapshot) map[string]*NodePool {
-	byName := map[string]*NodePool{
-		nodePoolAll:         {Name: nodePoolAll, Description: "Node pool with all nodes in the cluster."},
-		sdk.DefaultNodePool: {Name: sdk.DefaultNodePool, Description: "Default node pool."},
+	out := map[string]*NodePool{}
+	for _, p := range snap.NodePools() {
+		out[p.Name] = nodePoolOut(p)
 	}
-	for _, n := range snap.Nodes() {
-		p := byName[n.NodePool]
-		if p == nil {
-			p = &NodePool{Name: n.NodePool, CreateIndex: n.CreateIndex}
-			byName[n.NodePool] = p
-		}
-		p.CreateIndex = min(p.CreateIndex, n.CreateIndex)
-		p.ModifyIndex = max(p.ModifyIndex, n.ModifyIndex)
-	}
-	return byName
+	return out
 }
 
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableJobs, namespaces, func(ns *Namespace) string { return ns.Name },
+	return listByName(a, w, r, state.TableNamespaces, namespaces, func(ns *Namespace) string { return ns.Name },
 		func(name string) bool { return namespaceVisible(r, name) })
 }
 
@@ -104,24 +104,16 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 		return nil, errPermissionDenied
 	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		if ns := namespaces(snap)[r.PathValue("name")]; ns != nil {
-			return ns, snap.TableIndex(state.TableJobs), nil
+		if ns := snap.Namespace(r.PathValue("name")); ns != nil {
+			return namespaceOut(ns), snap.TableIndex(state.TableNamespaces), nil
 		}
-		return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "namespace %q not found (Drover's namespaces are those its jobs use)", r.PathValue("name"))
+		return nil, snap.TableIndex(state.TableNamespaces), errorf(http.StatusNotFound, "namespace not found")
 	})
 }
 
 func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableNodes, nodePools, func(p *NodePool) string { return p.Name },
+	return listByName(a, w, r, state.TableNodePools, nodePools, func(p *NodePool) string { return p.Name },
 		func(name string) bool { return poolReadable(r, name) })
-}
-
-// nodePool returns the named pool, or a 404.
-func nodePool(snap *state.Snapshot, name string) (*NodePool, error) {
-	if p := nodePools(snap)[name]; p != nil {
-		return p, nil
-	}
-	return nil, errorf(http.StatusNotFound, "node pool %q not found (Drover's node pools are those its nodes are in)", name)
 }
 
 func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -129,8 +121,10 @@ func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) 
 		return nil, errPermissionDenied
 	}
 	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		p, err := nodePool(snap, r.PathValue("name"))
-		return p, snap.TableIndex(state.TableNodes), err
+		if p := snap.NodePool(r.PathValue("name")); p != nil {
+			return nodePoolOut(p), snap.TableIndex(state.TableNodePools), nil
+		}
+		return nil, snap.TableIndex(state.TableNodePools), errorf(http.StatusNotFound, "node pool not found")
 	})
 }
 
@@ -168,7 +162,7 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 		name, index := r.PathValue("name"), snap.TableIndex(state.TableNodes)
 		var nodes []*sdk.Node
 		for _, n := range snap.Nodes() {
-			if name == nodePoolAll || n.NodePool == name {
+			if name == sdk.AllNodePool || n.NodePool == name {
 				nodes = append(nodes, n)
 			}
 		}
@@ -179,8 +173,7 @@ func (a *API) nodePoolNodes(w http.ResponseWriter, r *http.Request) (any, error)
 
 // nodePoolJobs lists the jobs that run in a pool, in the request's
 // namespace (every job for all), paged and filtered as /v1/jobs, as
-// Nomad's NodePool.ListJobs. Jobs may name a pool no node is in yet (one
-// Drover's implicit pools do not list): they are listed all the same.
+// Nomad's NodePool.ListJobs.
 func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) {
 	if !poolReadable(r, r.PathValue("name")) {
 		return nil, errPermissionDenied
@@ -197,7 +190,7 @@ func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) 
 		name := r.PathValue("name")
 		var jobs []*sdk.Job
 		for _, j := range snap.Jobs("*") {
-			if namespaced(r, j.Namespace) && (name == nodePoolAll || j.NodePool == name) {
+			if namespaced(r, j.Namespace) && (name == sdk.AllNodePool || j.NodePool == name) {
 				jobs = append(jobs, j)
 			}
 		}
@@ -206,9 +199,94 @@ func (a *API) nodePoolJobs(w http.ResponseWriter, r *http.Request) (any, error) 
 	})
 }
 
-// implicit refuses writes to namespaces and node pools.
-func implicit(what string) handler {
-	return func(http.ResponseWriter, *http.Request) (any, error) {
-		return nil, errorf(http.StatusBadRequest, "Drover's %ss are implicit: they exist while in use and cannot be written", what)
+// namespaceWrite serves PUT and POST /v1/namespace and
+// /v1/namespace/:name, as Nomad's: the body is one namespace, named as
+// the path names it.
+func (a *API) namespaceWrite(w http.ResponseWriter, r *http.Request) (any, error) {
+	var in api.Namespace // what Nomad's clients send, later versions' fields too
+	if err := decode(w, r, &in); err != nil {
+		return nil, err
 	}
+	if name := r.PathValue("name"); name != "" && in.Name != name {
+		return nil, errorf(http.StatusBadRequest, "Namespace name does not match request path")
+	}
+	if unsupported := setFields(map[string]bool{"Quota": in.Quota != "", "NodePoolConfiguration": in.NodePoolConfiguration != nil,
+		"VaultConfiguration": in.VaultConfiguration != nil, "ConsulConfiguration": in.ConsulConfiguration != nil,
+		"RequiredExtraClaims": len(in.RequiredExtraClaims) > 0, "OptionalExtraClaims": len(in.OptionalExtraClaims) > 0}); unsupported != "" {
+		return nil, errorf(http.StatusBadRequest, "Invalid namespace %q: %s: Nomad Enterprise's or a later version's, which Drover does not have", in.Name, unsupported)
+	}
+	ns := &state.Namespace{Name: in.Name, Description: in.Description, Meta: in.Meta}
+	if c := in.Capabilities; c != nil {
+		ns.Capabilities = &state.NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
+	}
+	index, err := a.srv.UpsertNamespaces([]*state.Namespace{ns})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return noBody, nil
+}
+
+// setFields names, in order, the fields set that are true in set: those
+// of a write Drover does not have.
+func setFields(set map[string]bool) string {
+	var names []string
+	for name, ok := range set {
+		if ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// namespaceDelete serves DELETE /v1/namespace/:name.
+func (a *API) namespaceDelete(w http.ResponseWriter, r *http.Request) (any, error) {
+	index, err := a.srv.DeleteNamespace(r.PathValue("name"))
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return noBody, nil
+}
+
+// nodePoolWrite serves PUT and POST /v1/node/pools and
+// /v1/node/pool/:name, as Nomad's: the body is one pool, named as the
+// path names it; the token needs write in the pool.
+func (a *API) nodePoolWrite(w http.ResponseWriter, r *http.Request) (any, error) {
+	var in api.NodePool // what Nomad's clients send, later versions' fields too
+	if err := decode(w, r, &in); err != nil {
+		return nil, err
+	}
+	if name := r.PathValue("name"); name != "" && in.Name != name {
+		return nil, errorf(http.StatusBadRequest, "Node pool name does not match request path")
+	}
+	if !allowed(r, func(a *acl.ACL) bool { return a.AllowNodePoolOperation(in.Name, acl.NodePoolCapabilityWrite) }) {
+		return nil, errPermissionDenied
+	}
+	if unsupported := setFields(map[string]bool{"SchedulerConfiguration": in.SchedulerConfiguration != nil,
+		"NodeIdentityTTL": in.NodeIdentityTTL != 0}); unsupported != "" {
+		return nil, errorf(http.StatusBadRequest, "invalid node pool %q: %s: Nomad Enterprise's or a later version's, which Drover does not have", in.Name, unsupported)
+	}
+	index, err := a.srv.UpsertNodePools([]*state.NodePool{{Name: in.Name, Description: in.Description, Meta: in.Meta}})
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return noBody, nil
+}
+
+// nodePoolDelete serves DELETE /v1/node/pool/:name; the token needs
+// delete in the pool.
+func (a *API) nodePoolDelete(w http.ResponseWriter, r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if !allowed(r, func(a *acl.ACL) bool { return a.AllowNodePoolOperation(name, acl.NodePoolCapabilityDelete) }) {
+		return nil, errPermissionDenied
+	}
+	index, err := a.srv.DeleteNodePool(name)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return noBody, nil
 }

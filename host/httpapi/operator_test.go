@@ -233,6 +233,7 @@ func TestNomadClient_EvalDeleteByFilterSpansNamespaces(t *testing.T) {
 	ts, s := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)
 	evals := map[string]string{}
+	servertest.Namespaces(t, s, "team-a", "team-b")
 	for _, ns := range []string{"default", "team-a", "team-b"} {
 		job := servertest.Job("web", sdk.JobTypeService, 1, 100, 64)
 		job.Namespace = ns

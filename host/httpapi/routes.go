@@ -55,11 +55,11 @@ func (a *API) register() {
 
 	a.on(http.MethodGet, "/v1/namespaces", anyToken, a.namespaceList)
 	a.on(http.MethodGet, "/v1/namespace/{name}", anyToken, a.namespaceRead)
-	write("/v1/namespace", management, implicit("namespace"))
-	write("/v1/namespace/{name}", management, implicit("namespace"))
-	a.on(http.MethodDelete, "/v1/namespace/{name}", management, implicit("namespace"))
+	write("/v1/namespace", management, a.namespaceWrite)
+	write("/v1/namespace/{name}", management, a.namespaceWrite)
+	a.on(http.MethodDelete, "/v1/namespace/{name}", management, a.namespaceDelete)
 	a.on(http.MethodGet, "/v1/node/pools", anyToken, a.nodePoolList)
-	write("/v1/node/pools", management, implicit("node pool"))
+	write("/v1/node/pools", anyToken, a.nodePoolWrite) // node pool write, checked by the handler
 	// /v1/node/pool/:name and its sub-paths: see poolRoutes.
 
 	a.on(http.MethodGet, "/v1/operator/scheduler/configuration", opRead, a.schedulerConfig)
@@ -106,8 +106,8 @@ func (a *API) write(pattern string, acc access, h handler) {
 func (a *API) poolRoutes() *http.ServeMux {
 	mux := http.NewServeMux()
 	routes := map[string]map[string]route{
-		"/v1/node/pool/{name}": {http.MethodGet: {anyToken, a.nodePoolRead}, http.MethodPut: {management, implicit("node pool")},
-			http.MethodPost: {management, implicit("node pool")}, http.MethodDelete: {management, implicit("node pool")}},
+		"/v1/node/pool/{name}": {http.MethodGet: {anyToken, a.nodePoolRead}, http.MethodPut: {anyToken, a.nodePoolWrite},
+			http.MethodPost: {anyToken, a.nodePoolWrite}, http.MethodDelete: {anyToken, a.nodePoolDelete}},
 		"/v1/node/pool/{name}/nodes": {http.MethodGet: {nodeRead, a.nodePoolNodes}},
 		"/v1/node/pool/{name}/jobs":  {http.MethodGet: {listIn(acl.NamespaceCapabilityListJobs), a.nodePoolJobs}},
 	}

@@ -86,7 +86,7 @@ func (s *Server) DispatchJob(namespace, id string, req DispatchRequest) (Dispatc
 	now := s.now()
 	child := dispatchChild(parent, req, now.Unix(), newID()[:8])
 	child.SubmitTime = now.UnixNano()
-	reg := &fsm.JobRegisterRequest{Job: child}
+	reg := &fsm.JobRegisterRequest{Job: child, RefsMustExist: true}
 	if !child.IsPeriodic() {
 		reg.Eval = s.newEval(child, sdk.EvalTriggerJobRegister)
 	}

@@ -181,7 +181,8 @@ func (s *Server) registerJob(job *sdk.Job, opts RegisterOptions, check bool) (ev
 		return "", 0, err
 	}
 	job.SubmitTime = s.now().UnixNano()
-	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have, Submission: opts.Submission}
+	req := &fsm.JobRegisterRequest{Job: job, EnforceIndex: check, JobModifyIndex: have, Submission: opts.Submission,
+		RefsMustExist: true}
 	if (!job.IsPeriodic() && !job.IsParameterized()) || hasLiveAllocs(snap, job) {
 		trigger := opts.trigger
 		if trigger == "" {
@@ -242,7 +243,8 @@ func validateJobUpdate(cur, job *sdk.Job) error {
 }
 
 // ValidateJob canonicalizes a job and checks it as registration does:
-// Validate, and a scheduler plugin that would run it.
+// Validate, a scheduler plugin that would run it, and its namespace and
+// node pool (checkJobPlacement).
 func (s *Server) ValidateJob(job *sdk.Job) error {
 	jobspec.Canonicalize(job)
 	if err := jobspec.Validate(job); err != nil {
@@ -268,7 +270,7 @@ func (s *Server) ValidateJob(job *sdk.Job) error {
 			return badRequest(err)
 		}
 	}
-	return nil
+	return checkJobPlacement(s.store.Snapshot(), job)
 }
 
 // validateCounts refuses a job that could never be placed in one plan: its

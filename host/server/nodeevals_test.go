@@ -24,6 +24,7 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
 		t.Fatal(err)
 	}
+	servertest.NodePools(t, s, "gpu")
 	job := func(id, typ string, mut func(*sdk.Job)) {
 		t.Helper()
 		j := servertest.Job(id, typ, 1, 100, 64)

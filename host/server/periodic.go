@@ -297,7 +297,7 @@ func (p *periodicLauncher) launch(id sdk.NamespacedID, at time.Time, respectOver
 		return "", 0, nil // launched already (the same second, before a restart)
 	}
 	eval := s.newEval(child, sdk.EvalTriggerPeriodicJob)
-	index, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: child, Eval: eval, LaunchTime: at.UnixNano()})
+	index, err := s.Apply(fsm.JobRegisterRequestType, &fsm.JobRegisterRequest{Job: child, Eval: eval, LaunchTime: at.UnixNano(), RefsMustExist: true})
 	if err != nil {
 		s.log.Error().Err(err).Str("job_id", j.ID).Msg("periodic launch failed")
 		return "", 0, err

@@ -144,7 +144,7 @@ func (s *Server) SetVariable(ns, path string, items map[string]string, check Var
 		cur != nil && cur.Lock != nil && cur.Lock.ID != check.LockID {
 		return nil, 0, &VariableConflict{Current: cur}
 	}
-	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: check.Index}
+	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: check.Index, RefsMustExist: true}
 	if check.CAS {
 		req.Op = fsm.VarOpCAS
 	}

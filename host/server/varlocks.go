@@ -106,7 +106,7 @@ func (s *Server) AcquireVariableLock(ns, path string, items map[string]string, t
 		return nil, 0, &VariableConflict{Current: cur}
 	}
 	lock := &state.VariableLock{ID: newID(), TTL: int64(ttl), LockDelay: int64(delay)}
-	req := &fsm.VariableApplyRequest{Op: fsm.VarOpLockAcquire}
+	req := &fsm.VariableApplyRequest{Op: fsm.VarOpLockAcquire, RefsMustExist: true}
 	var index uint64
 	var err error
 	if len(items) > 0 || cur == nil {

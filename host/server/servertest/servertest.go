@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/host/server"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/runtime"
 	"github.com/drover-sched/drover/runtime/native"
 	"github.com/drover-sched/drover/sdk"
@@ -283,4 +284,28 @@ func WaitForClusterLeader(t testing.TB, servers []*server.Server) *server.Server
 	}
 	t.Fatal("no cluster leader")
 	return nil
+}
+
+// Namespaces creates namespaces, with nothing but their names.
+func Namespaces(t testing.TB, s *server.Server, names ...string) {
+	t.Helper()
+	nss := make([]*state.Namespace, len(names))
+	for i, n := range names {
+		nss[i] = &state.Namespace{Name: n}
+	}
+	if _, err := s.UpsertNamespaces(nss); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NodePools creates node pools, with nothing but their names.
+func NodePools(t testing.TB, s *server.Server, names ...string) {
+	t.Helper()
+	ps := make([]*state.NodePool, len(names))
+	for i, n := range names {
+		ps[i] = &state.NodePool{Name: n}
+	}
+	if _, err := s.UpsertNodePools(ps); err != nil {
+		t.Fatal(err)
+	}
 }
