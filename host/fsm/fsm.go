@@ -302,6 +302,8 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &NodePoolUpsertRequest{}
 	case NodePoolDeleteRequestType:
 		msg = &NodePoolDeleteRequest{}
+	case JobVersionTagRequestType:
+		msg = &JobVersionTagRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -423,6 +425,11 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return tx.UpsertNodePools(req.NodePools)
 	case *NodePoolDeleteRequest:
 		return tx.DeleteNodePools(req.Names)
+	case *JobVersionTagRequest:
+		if req.Tag == nil {
+			return tx.UntagJobVersion(req.Namespace, req.JobID, req.Name)
+		}
+		return tx.TagJobVersion(req.Namespace, req.JobID, req.Tag)
 	case *ACLBindingRuleUpsertRequest:
 		return applyACLBindingRuleUpsert(tx, req)
 	case *ACLBindingRuleDeleteRequest:

@@ -53,9 +53,10 @@ const (
 	NamespaceDeleteRequestType
 	NodePoolUpsertRequestType
 	NodePoolDeleteRequestType
+	JobVersionTagRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = NodePoolDeleteRequestType
+	LastMessageType = JobVersionTagRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -378,6 +379,15 @@ type NamespaceDeleteRequest struct {
 // built-ins are refused.
 type NodePoolUpsertRequest struct {
 	NodePools []*state.NodePool
+}
+
+// JobVersionTagRequest tags a kept version of a job (Tag), or, without
+// Tag, removes the tag Name (Nomad 1.9's version tags).
+type JobVersionTagRequest struct {
+	Namespace string
+	JobID     string
+	Name      string
+	Tag       *state.JobVersionTag
 }
 
 // NodePoolDeleteRequest deletes node pools; refused, as the entry

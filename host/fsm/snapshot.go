@@ -47,6 +47,7 @@ const (
 	recOneTimeToken
 	recNamespace
 	recNodePool
+	recJobVersionTags
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -121,7 +122,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
 		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
 		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableNamespaces,
-		state.TableNodePools} {
+		state.TableNodePools, state.TableVersionTags} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -195,6 +196,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, o := range snap.OneTimeTokens() {
 		rw.put(recOneTimeToken, o)
+	}
+	for _, ts := range snap.AllJobVersionTags() {
+		rw.put(recJobVersionTags, ts)
 	}
 	for _, ns := range snap.Namespaces() {
 		if ns.CreateIndex > 1 || ns.ModifyIndex > 1 { // not the built-in default
@@ -455,6 +459,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.UpsertRootKey(&k)
+	case recJobVersionTags:
+		var ts state.JobVersionTags
+		if err := un(&ts); err != nil {
+			return err
+		}
+		return tx.RestoreJobVersionTags(&ts)
 	case recNamespace:
 		var ns state.Namespace
 		if err := un(&ns); err != nil {

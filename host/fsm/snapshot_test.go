@@ -314,6 +314,9 @@ func compare(a, b *state.Snapshot) string {
 		for _, p := range s.NodePools() {
 			out["node-pool/"+p.Name] = norm(p)
 		}
+		for _, ts := range s.AllJobVersionTags() {
+			out["version-tags/"+ts.Namespace+"/"+ts.JobID] = norm(ts)
+		}
 		return out
 	}
 	x, y := list(a), list(b)
@@ -413,8 +416,12 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 			if err := tx.UpsertJob(&j); err != nil {
 				return err
 			}
-			return tx.UpsertJobSubmission("default", "web", &state.JobSubmission{Source: `job "web" {}`, Format: "hcl2",
-				VariableFlags: map[string]string{"n": "1"}})
+			if err := tx.UpsertJobSubmission("default", "web", &state.JobSubmission{Source: `job "web" {}`, Format: "hcl2",
+				VariableFlags: map[string]string{"n": "1"}}); err != nil {
+				return err
+			}
+			return tx.TagJobVersion("default", "web", &state.JobVersionTag{Name: "golden", Description: "known good",
+				TaggedTime: 5, Version: tx.Job("default", "web").Version})
 		},
 		func(tx *state.Txn) error {
 			return tx.UpsertEval(&sdk.Evaluation{ID: "e1", Namespace: "default", JobID: "web", Status: "complete",

@@ -55,6 +55,9 @@ const (
 	// default) exist without a row, until default namespace is written.
 	TableNamespaces = "namespaces"
 	TableNodePools  = "node_pools"
+	// TableVersionTags holds each job's version tags, by namespace and
+	// job ID.
+	TableVersionTags = "job_version_tags"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -95,6 +98,52 @@ type JobScalingEvents struct {
 	// ScalingEvents holds each group's events, newest first.
 	ScalingEvents map[string][]*ScalingEvent
 	ModifyIndex   uint64
+}
+
+// JobVersionTags are the tags of a job's kept versions (Nomad 1.9's
+// version tags), by name: a tagged version is kept, whatever the number
+// of versions after it, until it is untagged or the job purged.
+type JobVersionTags struct {
+	Namespace   string
+	JobID       string
+	Tags        []*JobVersionTag
+	ModifyIndex uint64
+}
+
+// JobVersionTag names a kept version of a job; a version has one tag at
+// most, and a name tags one version of the job. TaggedTime is Unix
+// nanoseconds.
+type JobVersionTag struct {
+	Name        string
+	Description string
+	TaggedTime  int64
+	Version     uint64
+}
+
+// Of returns the tag of version v, nil if it has none.
+func (ts *JobVersionTags) Of(v uint64) *JobVersionTag {
+	if ts == nil {
+		return nil
+	}
+	for _, t := range ts.Tags {
+		if t.Version == v {
+			return t
+		}
+	}
+	return nil
+}
+
+// Named returns the tag named name, nil if there is none.
+func (ts *JobVersionTags) Named(name string) *JobVersionTag {
+	if ts == nil {
+		return nil
+	}
+	for _, t := range ts.Tags {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 // ScalingEvent records one scaling request (Nomad's ScalingEvent): a count
@@ -575,6 +624,8 @@ var (
 	autopilotKey      = field("Key", func(c *AutopilotConfig) string { return c.Key })
 	namespaceName     = field("Name", func(ns *Namespace) string { return ns.Name })
 	nodePoolName      = field("Name", func(p *NodePool) string { return p.Name })
+	tagsNamespace     = field("Namespace", func(ts *JobVersionTags) string { return ts.Namespace })
+	tagsJobID         = field("JobID", func(ts *JobVersionTags) string { return ts.JobID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -720,6 +771,9 @@ func schema() *memdb.DBSchema {
 		}},
 		TableNodePools: {Name: TableNodePools, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex(nodePoolName),
+		}},
+		TableVersionTags: {Name: TableVersionTags, Indexes: map[string]*memdb.IndexSchema{
+			"id": nsIDIndex("id", tagsNamespace, tagsJobID, true),
 		}},
 	}}
 }

@@ -38,6 +38,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableACLAuthMethods:  {"id": str("Name")},
 		TableNamespaces:      {"id": str("Name")},
 		TableNodePools:       {"id": str("Name")},
+		TableVersionTags:     {"id": nsID("JobID")},
 		TableACLBindingRules: {"id": str("ID"), "auth_method": str("AuthMethod")},
 		TableOneTimeTokens:   {"id": str("OneTimeSecretID"), "accessor": str("AccessorID")},
 	}
@@ -106,6 +107,10 @@ func indexedObjects() map[string][]any {
 		TableACLAuthMethods: {&ACLAuthMethod{Name: "okta"}, &ACLAuthMethod{}},
 		TableNamespaces:     {&Namespace{Name: "prod"}, &Namespace{}},
 		TableNodePools:      {&NodePool{Name: "gpu"}, &NodePool{}},
+		TableVersionTags: {
+			&JobVersionTags{Namespace: "default", JobID: "web"}, &JobVersionTags{},
+			&JobVersionTags{JobID: "web"}, &JobVersionTags{Namespace: "default"},
+		},
 		TableACLBindingRules: {
 			&ACLBindingRule{ID: id, AuthMethod: "okta"}, &ACLBindingRule{},
 			&ACLBindingRule{ID: id}, &ACLBindingRule{AuthMethod: "okta"},

@@ -177,18 +177,7 @@ func (t *Txn) upsertJobVersion(j *sdk.Job) error {
 	if err := t.insert(TableJobVersions, j); err != nil {
 		return err
 	}
-	versions := t.JobVersions(j.Namespace, j.ID)
-	for _, old := range versions[min(len(versions), JobTrackedVersions):] {
-		if err := t.delete(TableJobVersions, old); err != nil {
-			return err
-		}
-		if sub := t.JobSubmission(old.Namespace, old.ID, old.Version); sub != nil {
-			if err := t.delete(TableSubmissions, sub); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return t.pruneJobVersions(j.Namespace, j.ID)
 }
 
 // UpsertJobSubmission keeps sub as the source job ns/id's current version
@@ -211,8 +200,8 @@ func (t *Txn) UpsertJobSubmission(ns, id string, sub *JobSubmission) error {
 // RestoreJobSubmission inserts a kept submission (restore only).
 func (t *Txn) RestoreJobSubmission(sub *JobSubmission) error { return t.insert(TableSubmissions, sub) }
 
-// DeleteJob purges a job, its versions and their submissions (its allocations and evals stay
-// until garbage collection).
+// DeleteJob purges a job, its versions, their submissions and tags (its
+// allocations and evals stay until garbage collection).
 func (t *Txn) DeleteJob(ns, id string) error {
 	old := t.Job(ns, id)
 	if old == nil {
@@ -238,6 +227,11 @@ func (t *Txn) DeleteJob(ns, id string) error {
 	}
 	if old := t.JobSummaryKept(ns, id); old != nil {
 		if err := t.delete(TableSummaries, old); err != nil {
+			return err
+		}
+	}
+	if tags := t.JobVersionTags(ns, id); tags != nil {
+		if err := t.delete(TableVersionTags, tags); err != nil {
 			return err
 		}
 	}
