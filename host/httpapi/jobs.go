@@ -179,9 +179,50 @@ type JobDeregisterResponse struct {
 // JobVersionsResponse lists a job's kept versions, newest first, and with
 // ?diffs=true the difference of each from the one before it.
 type JobVersionsResponse struct {
-	Versions []*sdk.Job
+	Versions []*TaggedJob
 	Diffs    []*jobdiff.JobDiff
 	Index    uint64
+}
+
+// TaggedJob is a job version with its tag, if it has one (Nomad 1.9's
+// VersionTag).
+type TaggedJob struct {
+	*sdk.Job
+	VersionTag *JobVersionTag
+}
+
+// JobVersionTag is a version's tag as Nomad's API shows it.
+type JobVersionTag struct {
+	Name        string
+	Description string
+	TaggedTime  int64
+}
+
+// JobTagRequest is the body of PUT /v1/job/:id/versions/:name/tag
+// (Nomad's TagVersionRequest): the version to tag, or Latest for the
+// job's current one.
+type JobTagRequest struct {
+	Version     uint64
+	Latest      bool
+	Description string
+	WriteRequest
+}
+
+// JobTagResponse answers a tag's write (Nomad's JobTagResponse).
+type JobTagResponse struct {
+	Name        string
+	Description string
+	TaggedTime  int64
+	Index       uint64
+}
+
+// tagged is job version j with its tag among tags.
+func tagged(j *sdk.Job, tags *state.JobVersionTags) *TaggedJob {
+	out := &TaggedJob{Job: j}
+	if t := tags.Of(j.Version); t != nil {
+		out.VersionTag = &JobVersionTag{Name: t.Name, Description: t.Description, TaggedTime: t.TaggedTime}
+	}
+	return out
 }
 
 // JobListStub is the short form of a job in listings.
@@ -426,7 +467,7 @@ func (a *API) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		if j == nil {
 			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
-		return j, j.ModifyIndex, nil
+		return tagged(j, snap.JobVersionTags(j.Namespace, j.ID)), j.ModifyIndex, nil
 	})
 }
 
@@ -602,20 +643,63 @@ func (a *API) jobSummary(w http.ResponseWriter, r *http.Request) (any, error) {
 	})
 }
 
+// jobVersions serves GET /v1/job/:id/versions: the kept versions, newest
+// first, each with its tag; with diffs=true, each version's difference
+// from the one before it, or, with diff_version=N or diff_tag=NAME, from
+// that version (every version then has one, that version's empty), as
+// Nomad 1.9's.
 func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 	diffs, err := boolParam(r, "diffs")
 	if err != nil {
 		return nil, err
 	}
-	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
-		versions := snap.JobVersions(requestNamespace(r), r.PathValue("id"))
-		if len(versions) == 0 {
-			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
+	diffTag, diffVersion := r.URL.Query().Get("diff_tag"), r.URL.Query().Get("diff_version")
+	if diffTag != "" && diffVersion != "" {
+		return nil, errorf(http.StatusBadRequest, "diff_tag and diff_version cannot both be given")
+	}
+	var against *uint64
+	if diffVersion != "" {
+		v, err := strconv.ParseUint(diffVersion, 10, 64)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid diff_version %q", diffVersion)
 		}
-		// The latest version's index, as Nomad's: a blocking read wakes
-		// when this job changes, not on any job's write.
-		resp := &JobVersionsResponse{Versions: versions, Index: versions[0].ModifyIndex}
-		if diffs {
+		against = &v
+	}
+	return a.read(w, r, func(snap *state.Snapshot) (any, uint64, error) {
+		ns, id := requestNamespace(r), r.PathValue("id")
+		versions := snap.JobVersions(ns, id)
+		if len(versions) == 0 {
+			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", id)
+		}
+		tags := snap.JobVersionTags(ns, id)
+		// The latest version's index (or its tags'), as Nomad's: a
+		// blocking read wakes when this job changes, not on any job's
+		// write.
+		resp := &JobVersionsResponse{Index: versions[0].ModifyIndex}
+		if tags != nil {
+			resp.Index = max(resp.Index, tags.ModifyIndex)
+		}
+		for _, v := range versions {
+			resp.Versions = append(resp.Versions, tagged(v, tags))
+		}
+		if diffTag != "" {
+			t := tags.Named(diffTag)
+			if t == nil {
+				return nil, resp.Index, errorf(http.StatusNotFound, "tag %q of job %q not found", diffTag, id)
+			}
+			against = &t.Version
+		}
+		switch {
+		case !diffs && against == nil:
+		case against != nil:
+			base := snap.JobVersion(ns, id, *against)
+			if base == nil {
+				return nil, resp.Index, errorf(http.StatusNotFound, "version %d of job %q not found", *against, id)
+			}
+			for _, v := range versions {
+				resp.Diffs = append(resp.Diffs, jobdiff.Diff(base, v, true))
+			}
+		default:
 			for i := 0; i+1 < len(versions); i++ {
 				// Contextual, as Nomad's; only a plan's diff says
 				// what the scheduler would do (Annotate).
@@ -624,6 +708,30 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 		return resp, resp.Index, nil
 	})
+}
+
+// jobVersionTag serves PUT and POST /v1/job/:id/versions/:name/tag, a
+// version's tag, and DELETE, its removal (Nomad 1.9's).
+func (a *API) jobVersionTag(w http.ResponseWriter, r *http.Request) (any, error) {
+	ns, id, name := requestNamespace(r), r.PathValue("id"), r.PathValue("tag")
+	if r.Method == http.MethodDelete {
+		index, err := a.srv.UntagJobVersion(ns, id, name)
+		if err != nil {
+			return nil, err
+		}
+		setIndex(w, index)
+		return noBody, nil
+	}
+	var req JobTagRequest
+	if err := decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	tag, index, err := a.srv.TagJobVersion(ns, id, name, req.Version, req.Latest, req.Description)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, index)
+	return &JobTagResponse{Name: tag.Name, Description: tag.Description, TaggedTime: tag.TaggedTime, Index: index}, nil
 }
 
 func (a *API) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -721,6 +829,16 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 		if id, ok := strings.CutSuffix(rest, s.suffix); ok && id != "" {
 			rest, routes = id, s.routes
 			break
+		}
+	}
+	// /v1/job/:id/versions/:tag/tag, a version tag (the last /versions/:
+	// a job's ID may hold slashes, a tag's name none).
+	if p, ok := strings.CutSuffix(rest, "/tag"); ok {
+		if i := strings.LastIndex(p, "/versions/"); i > 0 && !strings.Contains(p[i+len("/versions/"):], "/") {
+			rest = p[:i]
+			r.SetPathValue("tag", p[i+len("/versions/"):])
+			routes = map[string]route{"PUT": {submit, a.jobVersionTag}, "POST": {submit, a.jobVersionTag},
+				"DELETE": {submit, a.jobVersionTag}}
 		}
 	}
 	if rest == "" {

@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/drover-sched/drover/host/fsm"
+	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -66,4 +68,37 @@ func (s *Server) SetJobStability(namespace, jobID string, version uint64, stable
 	}
 	return s.Apply(fsm.JobStabilityRequestType, &fsm.JobStabilityRequest{Namespace: namespace, JobID: jobID,
 		Version: version, Stable: stable})
+}
+
+// maxVersionTagDescription bounds a version tag's description.
+const maxVersionTagDescription = 1000
+
+// TagJobVersion tags a kept version of a job with name (latest: its
+// current version), as Nomad 1.9's version tags: a tagged version is kept
+// whatever the number of versions after it, until untagged. A name tags
+// one version of the job (a 400 for another's); tagging a tagged version
+// replaces its tag. It returns the tag as stored and the write's index.
+func (s *Server) TagJobVersion(namespace, jobID, name string, version uint64, latest bool, description string) (*state.JobVersionTag, uint64, error) {
+	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "/") {
+		return nil, 0, badRequest(fmt.Errorf("invalid tag name %q: it must be non-empty, without a slash", name))
+	}
+	if len(description) > maxVersionTagDescription {
+		return nil, 0, badRequest(fmt.Errorf("tag description longer than %d", maxVersionTagDescription))
+	}
+	if latest {
+		cur := s.store.Snapshot().Job(namespace, jobID)
+		if cur == nil {
+			return nil, 0, fmt.Errorf("%w: job %q", ErrNotFound, jobID)
+		}
+		version = cur.Version
+	}
+	tag := &state.JobVersionTag{Name: name, Description: description, TaggedTime: s.now().UnixNano(), Version: version}
+	index, err := s.Apply(fsm.JobVersionTagRequestType, &fsm.JobVersionTagRequest{Namespace: namespace, JobID: jobID, Name: name, Tag: tag})
+	return tag, index, err
+}
+
+// UntagJobVersion removes a job's version tag; the version it tagged goes
+// if it is no longer among the versions kept untagged.
+func (s *Server) UntagJobVersion(namespace, jobID, name string) (uint64, error) {
+	return s.Apply(fsm.JobVersionTagRequestType, &fsm.JobVersionTagRequest{Namespace: namespace, JobID: jobID, Name: name})
 }

@@ -1,0 +1,90 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Version tags through Nomad's client (Nomad 1.9's): a tagged version is
+// read back with its tag, kept beyond the versions kept untagged, and
+// diffed against; a name tags one version; untagged, a version past the
+// kept ones goes.
+func TestNomadClient_JobVersionTags(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(count int) {
+		t.Helper()
+		job.TaskGroups[0].Count = &count
+		if _, _, err := c.Jobs().Register(job, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register(1) // version 0
+	if _, err := c.Jobs().TagVersion("web", 0, "golden", "known good", nil); err != nil {
+		t.Fatalf("tag: %v", err)
+	}
+	if j, _, err := c.Jobs().Info("web", nil); err != nil || j.VersionTag == nil || j.VersionTag.Name != "golden" ||
+		j.VersionTag.Description != "known good" || j.VersionTag.TaggedTime == 0 {
+		t.Fatalf("the tagged current version: %v %+v", err, j.VersionTag)
+	}
+	for count := 2; count <= 9; count++ { // versions 1-8
+		register(count)
+	}
+	v0, _, err := c.Jobs().VersionByTag("web", "golden", nil)
+	if err != nil || *v0.Version != 0 || *v0.TaskGroups[0].Count != 1 {
+		t.Fatalf("version by tag: %v %+v", err, v0)
+	}
+	versions, _, _, _ := c.Jobs().Versions("web", false, nil)
+	if len(versions) != 7 || *versions[6].Version != 0 || *versions[5].Version != 3 {
+		t.Fatalf("%d versions kept, the oldest %d", len(versions), *versions[len(versions)-1].Version)
+	}
+	// Every version diffed against the tagged one.
+	_, diffs, _, err := c.Jobs().VersionsOpts("web", &api.VersionsOptions{Diffs: true, DiffTag: "golden"}, nil)
+	if err != nil || len(diffs) != 7 || diffs[0].Type != "Edited" || diffs[6].Type != "None" {
+		t.Fatalf("diffs against the tag: %v %d", err, len(diffs))
+	}
+	// The latest version, then a name on another version.
+	if _, err := c.Jobs().TagVersionOpts("web", "latest", &api.TagVersionRequest{Latest: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j, _, _ := c.Jobs().Info("web", nil); j.VersionTag == nil || j.VersionTag.Name != "latest" {
+		t.Fatalf("the latest version's tag: %+v", j.VersionTag)
+	}
+	if _, err := c.Jobs().TagVersion("web", 5, "golden", "", nil); err == nil || !strings.Contains(err.Error(), "400") ||
+		!strings.Contains(errText(err), `tag "golden" already exists on a different version of job "web"`) {
+		t.Fatalf("a name on another version: %v", err)
+	}
+	if _, err := c.Jobs().TagVersion("web", 99, "nope", "", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a version not kept: %v", err)
+	}
+	// Untagged, version 0 is among the six kept untagged while version 8
+	// is tagged; once 8 is untagged too, 0 is past them: gone.
+	if _, err := c.Jobs().UntagVersion("web", "golden", nil); err != nil {
+		t.Fatal(err)
+	}
+	if versions, _, _, _ = c.Jobs().Versions("web", false, nil); len(versions) != 7 || *versions[6].Version != 0 {
+		t.Fatalf("after the first untag: %d versions", len(versions))
+	}
+	if _, err := c.Jobs().UntagVersion("web", "latest", nil); err != nil {
+		t.Fatal(err)
+	}
+	if versions, _, _, _ = c.Jobs().Versions("web", false, nil); len(versions) != 6 || *versions[5].Version != 3 {
+		t.Fatalf("after the second untag: %d versions", len(versions))
+	}
+	if _, err := c.Jobs().UntagVersion("web", "golden", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("untag again: %v", err)
+	}
+	if resp, body := do(t, "GET", ts.URL+"/v1/job/web/versions?diffs=true&diff_tag=nope", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("diff against a tag that does not exist: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "PUT", ts.URL+"/v1/job/web/versions/x/tag", `{"Version": 8, "Description": "`+strings.Repeat("d", 1001)+`"}`); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a long description: %d %s", resp.StatusCode, body)
+	}
+}
