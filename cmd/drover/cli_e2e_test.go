@@ -469,7 +469,13 @@ func TestE2E_CLICommands(t *testing.T) {
 		v := fmt.Sprint(cur.Job.Version)
 		c.contains(c.run(1, "job", "revert", "web", v), "at version "+v+" already")
 		c.contains(c.run(1, "job", "revert", "-check-version", "0", "web", "0"), "is at version "+v+", not 0")
-		c.contains(c.run(0, "job", "revert", "-check-version", v, "web", "0"), `finished with status "complete"`)
+		// Version 0 by its tag (Nomad 1.9's version tags).
+		c.contains(c.run(1, "job", "tag", "apply", "web"), "-name is required")
+		c.contains(c.run(0, "job", "tag", "apply", "-name", "golden", "-description", "two of them", "-version", "0", "web"),
+			`Job version 0 tagged with name "golden"`)
+		c.contains(c.run(0, "job", "history", "-version", "0", "web"), "Tag Name        = golden", "Tag Description = two of them")
+		c.contains(c.run(1, "job", "revert", "web", "silver"), `job "web" has no version numbered or tagged "silver"`)
+		c.contains(c.run(0, "job", "revert", "-check-version", v, "web", "golden"), `finished with status "complete"`)
 		var after struct{ Job *sdk.Job }
 		if err := json.Unmarshal([]byte(c.run(0, "job", "inspect", "web")), &after); err != nil {
 			t.Fatal(err)
@@ -477,6 +483,14 @@ func TestE2E_CLICommands(t *testing.T) {
 		if after.Job.Version != cur.Job.Version+1 || after.Job.TaskGroups[0].Count != 2 {
 			t.Fatalf("reverted to version 0: version %d count %d", after.Job.Version, after.Job.TaskGroups[0].Count)
 		}
+		// The reverted version is version 0's spec: no difference from it.
+		out := c.run(0, "job", "history", "-p", "-diff-tag", "golden", "-version", fmt.Sprint(after.Job.Version), "web")
+		if strings.Contains(out, "Diff =") {
+			t.Fatalf("the revert differs from the tagged version:\n%s", out)
+		}
+		c.contains(c.run(1, "job", "history", "-p", "-diff-tag", "nope", "web"), `tag "nope" of job "web" not found`)
+		c.contains(c.run(0, "job", "tag", "unset", "-name", "golden", "web"), `Tag "golden" removed from job "web"`)
+		c.contains(c.run(1, "job", "tag", "unset", "-name", "golden", "web"), "404")
 	})
 
 	t.Run("job stop", func(t *testing.T) {

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
+	"github.com/drover-sched/drover/host/jobdiff"
 	"github.com/drover-sched/drover/sdk"
 )
 
@@ -39,14 +41,14 @@ func (c *jobInspectCommand) Run(args []string) int {
 		return exitError
 	}
 	if *ver >= 0 && uint64(*ver) != job.Version {
-		vs, err := jobVersions(cl, job.ID, false)
+		vs, err := jobVersions(cl, job.ID, "")
 		if err != nil {
 			return c.errorf("%v", err)
 		}
 		job = nil
 		for _, v := range vs.Versions {
 			if v.Version == uint64(*ver) {
-				job = v
+				job = v.Job
 			}
 		}
 		if job == nil {
@@ -71,6 +73,10 @@ Usage: drover job history [options] <job>
 History options:
 ` + jsonOption + `
   -p               Show the difference of each version from the one before.
+  -diff-tag=NAME   With -p, the difference of each version from the one
+                   tagged NAME instead.
+  -diff-version=N  With -p, the difference of each version from version N
+                   instead.
   -full            Print each version's full job in JSON.
   -version=N       Show only version N.`)
 }
@@ -78,16 +84,28 @@ History options:
 func (c *jobHistoryCommand) Run(args []string) int {
 	fs := c.flags("job history", true)
 	diffs := fs.Bool("p", false, "")
+	diffTag := fs.String("diff-tag", "", "")
+	diffVersion := fs.Int64("diff-version", -1, "")
 	full := fs.Bool("full", false, "")
 	ver := fs.Int64("version", -1, "")
 	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <job>") {
 		return exitError
 	}
+	if *diffTag != "" && *diffVersion >= 0 {
+		return c.errorf("-diff-tag and -diff-version cannot both be given")
+	}
 	cl, job, ok := c.clientAndJob(fs.Arg(0))
 	if !ok {
 		return exitError
 	}
-	vs, err := jobVersions(cl, job.ID, true)
+	query := url.Values{"diffs": {"true"}}
+	switch {
+	case *diffTag != "":
+		query.Set("diff_tag", *diffTag)
+	case *diffVersion >= 0:
+		query.Set("diff_version", strconv.FormatInt(*diffVersion, 10))
+	}
+	vs, err := jobVersions(cl, job.ID, query.Encode())
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -114,8 +132,15 @@ func (c *jobHistoryCommand) Run(args []string) int {
 		if i > 0 {
 			c.ui.Output("")
 		}
-		c.kv("Version", fmt.Sprint(v.Version), "Stable", fmt.Sprint(v.Stable), "Submit Date", formatTime(v.SubmitTime))
-		if *diffs && i < len(vs.Diffs) && vs.Diffs[i] != nil {
+		kv := []string{"Version", fmt.Sprint(v.Version), "Stable", fmt.Sprint(v.Stable), "Submit Date", formatTime(v.SubmitTime)}
+		if t := v.VersionTag; t != nil {
+			kv = append(kv, "Tag Name", t.Name)
+			if t.Description != "" {
+				kv = append(kv, "Tag Description", t.Description)
+			}
+		}
+		c.kv(kv...)
+		if *diffs && i < len(vs.Diffs) && vs.Diffs[i] != nil && vs.Diffs[i].Type != jobdiff.TypeNone {
 			c.ui.Output("Diff =\n" + renderJobDiff(vs.Diffs[i], false))
 		}
 		if *full {
@@ -126,12 +151,13 @@ func (c *jobHistoryCommand) Run(args []string) int {
 }
 
 // jobVersions reads the versions the server keeps of a job, with their
-// differences when diffs is set.
-func jobVersions(cl *client.Client, id string, diffs bool) (*httpapi.JobVersionsResponse, error) {
+// differences when diffs holds query parameters ("diffs=true", with
+// "diff_tag=" or "diff_version=" to diff every version against one).
+func jobVersions(cl *client.Client, id string, diffs string) (*httpapi.JobVersionsResponse, error) {
 	var vs httpapi.JobVersionsResponse
 	path := "/v1/job/" + url.PathEscape(id) + "/versions"
-	if diffs {
-		path += "?diffs=true"
+	if diffs != "" {
+		path += "?" + diffs
 	}
 	if _, err := cl.Get(bg, path, &vs); err != nil {
 		return nil, fmt.Errorf("reading versions of job %q: %w", id, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/host/httpapi"
@@ -14,12 +13,12 @@ func (c *jobRevertCommand) Synopsis() string { return "Revert a job to an earlie
 
 func (c *jobRevertCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: drover job revert [options] <job> <version>
+Usage: drover job revert [options] <job> <version or tag>
 
-  Registers a kept version of a job (its ID or a unique prefix) again: the
-  job runs that version's spec as a new version. Then monitors the
-  evaluation, as job run does. "drover job history" lists the kept
-  versions.
+  Registers a kept version of a job (its ID or a unique prefix), named by
+  its number or its tag, again: the job runs that version's spec as a new
+  version. Then monitors the evaluation, as job run does. "drover job
+  history" lists the kept versions and their tags.
 
   Exit codes: 0 when everything was placed, 2 when some allocations could
   not be placed, 1 on error.
@@ -35,16 +34,16 @@ func (c *jobRevertCommand) Run(args []string) int {
 	fs := c.flags("job revert", false)
 	check := fs.Int64("check-version", -1, "")
 	detach := fs.Bool("detach", false, "")
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 2, 2, "two arguments: <job> <version>") {
+	if !c.parse(fs, args, c.Help()) || !c.args(fs, 2, 2, "two arguments: <job> <version or tag>") {
 		return exitError
-	}
-	version, err := strconv.ParseUint(strings.TrimPrefix(fs.Arg(1), "v"), 10, 64)
-	if err != nil {
-		return c.errorf("version %q is not a version number", fs.Arg(1))
 	}
 	cl, job, ok := c.clientAndJob(fs.Arg(0))
 	if !ok {
 		return exitError
+	}
+	version, err := versionByNameOrNumber(cl, job.ID, fs.Arg(1))
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	req := &httpapi.JobRevertRequest{JobID: job.ID, JobVersion: version}
 	if *check >= 0 {

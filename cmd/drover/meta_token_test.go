@@ -144,6 +144,8 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"job history":                       {"web"},
 		"job dispatch":                      {"web"},
 		"job revert":                        {"web", "1"},
+		"job tag apply":                     {"-name", "golden", "web"},
+		"job tag unset":                     {"-name", "golden", "web"},
 		"job eval":                          {"web"},
 		"job allocs":                        {"web"},
 		"job deployments":                   {"web"},
