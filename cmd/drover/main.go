@@ -1,6 +1,6 @@
 // Command drover is Drover's one binary: the agent, and the CLI that talks
-// to it (job, eval, alloc, node, plugin, operator, acl, login, var,
-// service), as Nomad's does.
+// to it (job, eval, alloc, node, namespace, plugin, operator, acl, login,
+// var, service), as Nomad's does.
 package main
 
 import (
@@ -116,6 +116,20 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"node status":                       f(&nodeStatusCommand{meta: m}),
 		"node drain":                        f(&nodeDrainCommand{meta: m}),
 		"node eligibility":                  f(&nodeEligibilityCommand{meta: m}),
+		"node pool":                         f(&groupCommand{synopsis: "Interact with node pools", help: nodePoolGroupHelp}),
+		"node pool apply":                   f(&nodePoolApplyCommand{meta: m}),
+		"node pool list":                    f(&nodePoolListCommand{meta: m}),
+		"node pool info":                    f(&nodePoolInfoCommand{meta: m}),
+		"node pool nodes":                   f(&nodePoolNodesCommand{meta: m}),
+		"node pool jobs":                    f(&nodePoolJobsCommand{meta: m}),
+		"node pool delete":                  f(&nodePoolDeleteCommand{meta: m}),
+		"node pool init":                    f(&nodePoolInitCommand{meta: m}),
+		"namespace":                         f(&groupCommand{synopsis: "Interact with namespaces", help: namespaceGroupHelp}),
+		"namespace apply":                   f(&namespaceApplyCommand{meta: m}),
+		"namespace list":                    f(&namespaceListCommand{meta: m}),
+		"namespace status":                  f(&namespaceStatusCommand{meta: m}),
+		"namespace inspect":                 f(&namespaceInspectCommand{meta: m}),
+		"namespace delete":                  f(&namespaceDeleteCommand{meta: m}),
 		"monitor":                           f(&logMonitorCommand{meta: m}),
 		"operator":                          group("Operate the cluster", "operator"),
 		"operator autopilot":                group("Inspect and change the Autopilot configuration", "operator autopilot"),

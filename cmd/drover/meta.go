@@ -231,12 +231,21 @@ func (m *meta) printJSON(v any) int {
 	return exitOK
 }
 
-// table prints rows with aligned columns. Cells are measured by the
-// columns a terminal gives them (runewidth), not by their bytes: a job
-// named in another script than Latin's keeps the columns after it in line.
+// table prints rows with aligned columns, as formatTable renders them.
 func (m *meta) table(rows [][]string) {
 	if len(rows) == 0 {
 		return
+	}
+	fmt.Fprintln(m.out, formatTable(rows))
+}
+
+// formatTable renders rows with aligned columns, a line each. Cells are
+// measured by the columns a terminal gives them (runewidth), not by their
+// bytes: a job named in another script than Latin's keeps the columns
+// after it in line.
+func formatTable(rows [][]string) string {
+	if len(rows) == 0 {
+		return ""
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -246,6 +255,7 @@ func (m *meta) table(rows [][]string) {
 			}
 		}
 	}
+	lines := make([]string, 0, len(rows))
 	for _, r := range rows {
 		var b strings.Builder
 		for i, c := range r {
@@ -256,8 +266,9 @@ func (m *meta) table(rows [][]string) {
 			b.WriteString(c)
 			b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)+2))
 		}
-		fmt.Fprintln(m.out, strings.TrimRight(b.String(), " "))
+		lines = append(lines, strings.TrimRight(b.String(), " "))
 	}
+	return strings.Join(lines, "\n")
 }
 
 // kv prints "key = value" lines with aligned keys, as Nomad's status

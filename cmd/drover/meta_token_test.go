@@ -131,6 +131,10 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 	if err := os.WriteFile(rules, []byte(`namespace "default" { policy = "read" }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	pool := filepath.Join(dir, "pool.hcl")
+	if err := os.WriteFile(pool, []byte(`node_pool "gpu" {}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	authMethod := []string{"-name", "ci", "-type", "JWT", "-max-token-ttl", "1h", "-token-locality", "local", "-config", "{}"}
 	return map[string][]string{
 		"job run":                           {job},
@@ -166,6 +170,17 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"node status":                       {},
 		"node drain":                        {"-enable", "n1"},
 		"node eligibility":                  {"-disable", "n1"},
+		"node pool apply":                   {pool},
+		"node pool list":                    {},
+		"node pool info":                    {"gpu"},
+		"node pool nodes":                   {"gpu"},
+		"node pool jobs":                    {"gpu"},
+		"node pool delete":                  {"gpu"},
+		"namespace apply":                   {"prod"},
+		"namespace list":                    {},
+		"namespace status":                  {"prod"},
+		"namespace inspect":                 {"prod"},
+		"namespace delete":                  {"prod"},
 		"monitor":                           {},
 		"operator autopilot get-config":     {},
 		"operator autopilot set-config":     {"-min-quorum", "3"},
