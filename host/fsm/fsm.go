@@ -417,14 +417,8 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		return tx.UpsertACLAuthMethods(req.Methods)
 	case *ACLAuthMethodDeleteRequest:
 		return tx.DeleteACLAuthMethods(req.Names)
-	case *NamespaceUpsertRequest:
-		return tx.UpsertNamespaces(req.Namespaces)
-	case *NamespaceDeleteRequest:
-		return tx.DeleteNamespaces(req.Names)
-	case *NodePoolUpsertRequest:
-		return tx.UpsertNodePools(req.NodePools)
-	case *NodePoolDeleteRequest:
-		return tx.DeleteNodePools(req.Names)
+	case *NamespaceUpsertRequest, *NamespaceDeleteRequest, *NodePoolUpsertRequest, *NodePoolDeleteRequest:
+		return applyRefsWrite(tx, msg)
 	case *JobVersionTagRequest:
 		if req.Tag == nil {
 			return tx.UntagJobVersion(req.Namespace, req.JobID, req.Name)
@@ -590,10 +584,32 @@ func applyJobRegister(tx *state.Txn, req *JobRegisterRequest, fx *effects) error
 	return upsertEvals(tx, []*sdk.Evaluation{req.Eval}, fx)
 }
 
-// jobRefs checks that j's namespace and node pool exist (mustExist), or
-// makes them (an older version's entry: see JobRegisterRequest).
+// applyRefsWrite applies a namespace or node pool write, the first of
+// which makes them written objects (state.Txn.MakeRefsExplicit). Their
+// entries are written only once every server applies them (server's
+// gate.go), so no server that keeps older rows applies one.
+func applyRefsWrite(tx *state.Txn, msg msgp.Unmarshaler) error {
+	if err := tx.MakeRefsExplicit(); err != nil {
+		return err
+	}
+	switch req := msg.(type) {
+	case *NamespaceUpsertRequest:
+		return tx.UpsertNamespaces(req.Namespaces)
+	case *NamespaceDeleteRequest:
+		return tx.DeleteNamespaces(req.Names)
+	case *NodePoolUpsertRequest:
+		return tx.UpsertNodePools(req.NodePools)
+	case *NodePoolDeleteRequest:
+		return tx.DeleteNodePools(req.Names)
+	}
+	return fmt.Errorf("%w: %T is no namespace or node pool write", ErrBadEntry, msg)
+}
+
+// jobRefs checks that j's namespace and node pool exist (mustExist, once
+// they are written objects: state.Txn.MakeRefsExplicit), or makes them
+// (an older version's entry: see JobRegisterRequest).
 func jobRefs(tx *state.Txn, j *sdk.Job, mustExist bool) error {
-	if mustExist {
+	if mustExist && tx.RefsExplicit() {
 		return tx.CheckJobRefs(j)
 	}
 	if err := tx.EnsureNamespace(j.Namespace); err != nil {

@@ -111,10 +111,13 @@ type JobRegisterRequest struct {
 	// version the registration makes current.
 	Submission *state.JobSubmission `msg:",omitempty"`
 	// RefsMustExist refuses the job if its namespace or node pool does
-	// not exist as the entry applies (state.ErrNonexistent). Entries of
-	// versions before namespaces and node pools were written objects lack
-	// it: they make the namespace and pool instead, as those versions'
-	// implicit ones, so that a log written then replays alike.
+	// not exist as the entry applies (state.ErrNonexistent), once they
+	// are written objects (state.Txn.MakeRefsExplicit: until then servers
+	// may hold different rows, and the check made before the write
+	// stands). Entries of versions before namespaces and node pools were
+	// written objects lack it: they make the namespace and pool instead,
+	// as those versions' implicit ones, so that a log written then
+	// replays alike.
 	RefsMustExist bool `msg:",omitempty"`
 }
 
@@ -358,8 +361,9 @@ type VariableApplyRequest struct {
 	// Now is the leader's clock (Unix nanoseconds) for lock operations.
 	Now int64 `msg:",omitempty"`
 	// RefsMustExist refuses a new variable in a namespace that does not
-	// exist as the entry applies (state.ErrNonexistent); without it (an
-	// older version's entry) the namespace is made, as JobRegisterRequest's.
+	// exist as the entry applies (state.ErrNonexistent), once namespaces
+	// are written objects; without it (an older version's entry) the
+	// namespace is made: as JobRegisterRequest's.
 	RefsMustExist bool `msg:",omitempty"`
 }
 

@@ -33,9 +33,9 @@ func TestFSM_NamespaceAndNodePoolEntries(t *testing.T) {
 		msg  msgp.Marshaler
 		want error
 	}{
-		/* 1 */ {JobRegisterRequestType, register(job("prod", "default")), state.ErrNonexistent},
-		/* 2 */ {NamespaceUpsertRequestType, &NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: "prod", Description: "production",
+		/* 1 */ {NamespaceUpsertRequestType, &NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: "prod", Description: "production",
 			Capabilities: &state.NamespaceCapabilities{DisabledTaskDrivers: []string{"raw_exec"}}}}}, nil},
+		/* 2 */ {JobRegisterRequestType, register(job("staging", "default")), state.ErrNonexistent},
 		/* 3 */ {JobRegisterRequestType, register(job("prod", "gpu")), state.ErrNonexistent},
 		/* 4 */ {NodePoolUpsertRequestType, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "gpu", Meta: map[string]string{"v": "1"}}}}, nil},
 		/* 5 */ {NodePoolUpsertRequestType, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "all", Description: "mine"}}}, state.ErrBuiltIn},
@@ -153,5 +153,83 @@ func TestSnapshot_OlderSnapshotMakesImplicitNamespacesAndPools(t *testing.T) {
 	}
 	if snap := dst.Snapshot(); snap.Namespace("team-a") != nil || snap.NodePool("gpu") != nil {
 		t.Fatalf("a current snapshot made namespaces or pools: %+v %+v", snap.Namespace("team-a"), snap.NodePool("gpu"))
+	}
+}
+
+// A rolling upgrade: one server replays an older version's entries, and
+// keeps the namespaces and pools they made though nothing is in them any
+// more (a job purged, a node gone); another restores that version's
+// snapshot taken after them, with only those in use. From the same log
+// the two must decide alike: a job in the namespace the purged job made,
+// and what a namespace or pool write finds, are the same on both.
+func TestFSM_OlderEntriesAndOlderSnapshotAgree(t *testing.T) {
+	replayed, _ := state.NewStore()
+	fr := New(replayed, nil, zerolog.Nop())
+	job := func(ns, id, pool string) *sdk.Job {
+		return &sdk.Job{Namespace: ns, ID: id, Name: id, Type: sdk.JobTypeService, NodePool: pool, Status: sdk.JobStatusPending}
+	}
+	older := []struct {
+		typ MessageType
+		msg msgp.Marshaler
+	}{
+		{JobRegisterRequestType, &JobRegisterRequest{Job: job("tmp", "a", "batch")}},
+		{JobDeregisterRequestType, &JobDeregisterRequest{Namespace: "tmp", JobID: "a", Purge: true}},
+		{NodeRegisterRequestType, &NodeRegisterRequest{Node: &sdk.Node{ID: "n1", NodePool: "edge", Status: sdk.NodeStatusReady}}},
+		{NodeDeregisterRequestType, &NodeDeregisterRequest{NodeIDs: []string{"n1"}}},
+		{JobRegisterRequestType, &JobRegisterRequest{Job: job("team", "b", "default")}},
+	}
+	for i, e := range older {
+		if err := applyEntry(t, fr, uint64(i+1), e.typ, e.msg); err != nil {
+			t.Fatalf("older entry %d: %v", i+1, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, replayed.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := ReadSnapshot(bytes.NewReader(withoutRecords(t, buf.Bytes(), []byte{recNamespace, recNodePool},
+		state.TableNamespaces, state.TableNodePools, state.RefsExplicitKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := New(restored, nil, zerolog.Nop())
+
+	// The upgraded cluster's entries, applied to both.
+	steps := []struct {
+		typ MessageType
+		msg func() msgp.Marshaler
+	}{
+		{JobRegisterRequestType, func() msgp.Marshaler { return &JobRegisterRequest{Job: job("team", "c", "edge"), RefsMustExist: true} }},
+		{NamespaceUpsertRequestType, func() msgp.Marshaler {
+			return &NamespaceUpsertRequest{Namespaces: []*state.Namespace{{Name: "other"}}}
+		}},
+		{JobRegisterRequestType, func() msgp.Marshaler {
+			return &JobRegisterRequest{Job: job("tmp", "d", "default"), RefsMustExist: true}
+		}},
+		{NamespaceDeleteRequestType, func() msgp.Marshaler { return &NamespaceDeleteRequest{Names: []string{"tmp"}} }},
+		{NodePoolDeleteRequestType, func() msgp.Marshaler { return &NodePoolDeleteRequest{Names: []string{"batch"}} }},
+	}
+	for i, st := range steps {
+		index := uint64(len(older) + i + 1)
+		errR := applyEntry(t, fr, index, st.typ, st.msg())
+		errS := applyEntry(t, fs, index, st.typ, st.msg())
+		if (errR == nil) != (errS == nil) {
+			t.Fatalf("entry %d (%T): replayed: %v; restored: %v", index, st.msg(), errR, errS)
+		}
+	}
+	if d := compare(replayed.Snapshot(), restored.Snapshot()); d != "" {
+		t.Fatalf("the replayed and restored states differ:\n%s", d)
+	}
+	if snap := replayed.Snapshot(); snap.Namespace("tmp") != nil || snap.NodePool("batch") != nil || snap.NodePool("edge") == nil {
+		t.Fatalf("namespaces and pools: tmp %+v, batch %+v, edge %+v", snap.Namespace("tmp"), snap.NodePool("batch"), snap.NodePool("edge"))
+	}
+	// A snapshot keeps that they are written objects now.
+	buf.Reset()
+	if err := writeSnapshot(&buf, replayed.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadSnapshot(&buf)
+	if err != nil || !again.Snapshot().RefsExplicit() {
+		t.Fatalf("restored: %v; refs explicit: %v", err, err == nil && again.Snapshot().RefsExplicit())
 	}
 }

@@ -122,7 +122,7 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
 		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
 		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableNamespaces,
-		state.TableNodePools, state.TableVersionTags} {
+		state.TableNodePools, state.TableVersionTags, state.RefsExplicitKey} {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {

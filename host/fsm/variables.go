@@ -59,10 +59,11 @@ func applyVariable(tx *state.Txn, req *VariableApplyRequest) error {
 }
 
 // variableNamespace checks that a new variable's namespace exists, or
-// makes it (an older version's entry: see VariableApplyRequest).
+// makes it (an older version's entry, or namespaces not yet written
+// objects: see VariableApplyRequest).
 func variableNamespace(tx *state.Txn, req *VariableApplyRequest) error {
 	ns := req.Var.Namespace
-	if !req.RefsMustExist {
+	if !req.RefsMustExist || !tx.RefsExplicit() {
 		return tx.EnsureNamespace(ns)
 	}
 	if tx.Namespace(ns) == nil {

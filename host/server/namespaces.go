@@ -119,3 +119,14 @@ func checkJobPlacement(snap *state.Snapshot, job *sdk.Job) error {
 	}
 	return badRequest(fmt.Errorf("used task drivers %q are not allowed in namespace %q", refused, ns.Name))
 }
+
+// checkVariablePlacement refuses a new variable (cur nil) in a namespace
+// that does not exist, before the write: its entry checks it again as it
+// applies once namespaces are written objects, and only then
+// (fsm.VariableApplyRequest).
+func checkVariablePlacement(snap *state.Snapshot, cur *state.Variable, ns, path string) error {
+	if cur == nil && snap.Namespace(ns) == nil {
+		return badRequest(fmt.Errorf("variable %q is in nonexistent namespace %q", path, ns))
+	}
+	return nil
+}

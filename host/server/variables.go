@@ -140,9 +140,13 @@ func (s *Server) SetVariable(ns, path string, items map[string]string, check Var
 	if err := checkVariableItems(items); err != nil {
 		return nil, 0, err
 	}
-	if cur := s.store.Snapshot().Variable(ns, path); check.CAS && modifyIndex(cur) != check.Index ||
-		cur != nil && cur.Lock != nil && cur.Lock.ID != check.LockID {
+	snap := s.store.Snapshot()
+	cur := snap.Variable(ns, path)
+	if check.CAS && modifyIndex(cur) != check.Index || cur != nil && cur.Lock != nil && cur.Lock.ID != check.LockID {
 		return nil, 0, &VariableConflict{Current: cur}
+	}
+	if err := checkVariablePlacement(snap, cur, ns, path); err != nil {
+		return nil, 0, err
 	}
 	req := &fsm.VariableApplyRequest{Op: fsm.VarOpSet, CheckIndex: check.Index, RefsMustExist: true}
 	if check.CAS {

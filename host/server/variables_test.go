@@ -338,3 +338,31 @@ func TestVariables_LockRenewedAfterItsTTLIsLost(t *testing.T) {
 		t.Fatalf("the lock outlived its TTL: %+v", got.Lock)
 	}
 }
+
+// A new variable needs its namespace, checked before the write: before
+// any namespace or node pool is written, the write's entry does not check
+// it (a server's rows may still be those an older version's entries
+// made), so the check before it is what refuses. A variable that exists
+// is written as ever.
+func TestVariables_NewVariableNeedsItsNamespace(t *testing.T) {
+	s := servertest.New(t, nil, nil)
+	items := map[string]string{"k": "v"}
+	if _, _, err := s.SetVariable("staging", "app/db", items, server.VariableCheck{}); !errors.Is(err, server.ErrInvalid) ||
+		!strings.Contains(err.Error(), `variable "app/db" is in nonexistent namespace "staging"`) {
+		t.Fatalf("set in a namespace that does not exist: %v", err)
+	}
+	if _, _, err := s.AcquireVariableLock("staging", "app/lock", items, 0, 0); !errors.Is(err, server.ErrInvalid) ||
+		!strings.Contains(err.Error(), `nonexistent namespace "staging"`) {
+		t.Fatalf("lock in a namespace that does not exist: %v", err)
+	}
+	if s.Store().Snapshot().Namespace("staging") != nil {
+		t.Fatal("a refused variable made its namespace")
+	}
+	servertest.Namespaces(t, s, "staging")
+	if _, _, err := s.SetVariable("staging", "app/db", items, server.VariableCheck{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AcquireVariableLock("staging", "app/lock", items, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -96,7 +96,8 @@ func (s *Server) AcquireVariableLock(ns, path string, items map[string]string, t
 	case ttl < minLockTTL || ttl > maxLockTTL:
 		return nil, 0, badRequest(errors.New("TTL must be between 10 seconds and 24 hours"))
 	}
-	cur := s.store.Snapshot().Variable(ns, path)
+	snap := s.store.Snapshot()
+	cur := snap.Variable(ns, path)
 	if len(items) > 0 {
 		if err := checkVariableItems(items); err != nil {
 			return nil, 0, err
@@ -104,6 +105,9 @@ func (s *Server) AcquireVariableLock(ns, path string, items map[string]string, t
 	}
 	if cur != nil && (cur.Lock != nil || cur.LockDelayUntil > s.now().UnixNano()) {
 		return nil, 0, &VariableConflict{Current: cur}
+	}
+	if err := checkVariablePlacement(snap, cur, ns, path); err != nil {
+		return nil, 0, err
 	}
 	lock := &state.VariableLock{ID: newID(), TTL: int64(ttl), LockDelay: int64(delay)}
 	req := &fsm.VariableApplyRequest{Op: fsm.VarOpLockAcquire, RefsMustExist: true}

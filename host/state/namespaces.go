@@ -248,12 +248,68 @@ func withBuiltIns[T any](rows, builtIns []*T, name func(*T) string) []*T {
 	return append(out, rows[i:]...)
 }
 
+// RefsExplicit reports whether namespaces and node pools are written
+// objects in this state (RefsExplicitKey): whether their rows are the same
+// on every server, and so may decide what an entry does.
+func (r reader) RefsExplicit() bool { return r.TableIndex(RefsExplicitKey) != 0 }
+
+// MakeRefsExplicit makes namespaces and node pools written objects, once:
+// the first namespace or node pool write of a cluster whose state an older
+// version began, when they were implicit, does it as it applies. Until
+// then their rows depend on how a server came by its state: replaying an
+// older version's entries keeps what they made though nothing is in it
+// any more (a job purged, a node gone), while an older version's snapshot
+// restores only those in use (RestoreImplicitRefs). So it replaces the
+// rows with those in use (the namespaces of the jobs and variables, the
+// pools of the nodes and jobs), which the state, the same on every server,
+// decides alike. (The pools it removes or adds make no events: it happens
+// once in a cluster's life.)
+func (t *Txn) MakeRefsExplicit() error {
+	if t.RefsExplicit() {
+		return nil
+	}
+	for _, ns := range all[Namespace](t.reader, TableNamespaces, "id") {
+		if err := t.delete(TableNamespaces, ns); err != nil {
+			return err
+		}
+	}
+	for _, p := range all[NodePool](t.reader, TableNodePools, "id") {
+		if err := t.delete(TableNodePools, p); err != nil {
+			return err
+		}
+	}
+	if _, err := t.insertRefsInUse(); err != nil {
+		return err
+	}
+	if err := t.txn.Insert(TableIndex, &IndexEntry{Key: RefsExplicitKey, Value: t.index}); err != nil {
+		return fmt.Errorf("state: insert %s: %w", RefsExplicitKey, err)
+	}
+	return nil
+}
+
 // RestoreImplicitRefs makes, as a restore of a snapshot an older version
 // wrote ends, the namespaces and node pools that version's were implicit
-// in: the namespaces of its jobs and variables, the pools of its nodes
-// and jobs. Each is created at the create index of the first object in it
-// (the index of the write that made it, then) and modified at the last's.
+// in (insertRefsInUse), for the reads and the checks made before a write
+// until MakeRefsExplicit.
 func (t *Txn) RestoreImplicitRefs() error {
+	top, err := t.insertRefsInUse()
+	if err != nil {
+		return err
+	}
+	for _, table := range []string{TableNamespaces, TableNodePools} {
+		if err := t.RestoreTableIndex(&IndexEntry{Key: table, Value: top}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertRefsInUse inserts the namespaces and node pools in use that do
+// not exist: the namespaces of the jobs and variables, the pools of the
+// nodes and jobs. Each is created at the create index of the first object
+// in it and modified at the last's. It returns the highest modify index
+// inserted.
+func (t *Txn) insertRefsInUse() (uint64, error) {
 	nss, pools := map[string]*Namespace{}, map[string]*NodePool{}
 	use := func(ns, pool string, create, modify uint64) {
 		if ns != "" && t.Namespace(ns) == nil {
@@ -287,19 +343,14 @@ func (t *Txn) RestoreImplicitRefs() error {
 	for _, ns := range nss {
 		top = max(top, ns.ModifyIndex)
 		if err := t.insert(TableNamespaces, ns); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, p := range pools {
 		top = max(top, p.ModifyIndex)
 		if err := t.insert(TableNodePools, p); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	for _, table := range []string{TableNamespaces, TableNodePools} {
-		if err := t.RestoreTableIndex(&IndexEntry{Key: table, Value: top}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return top, nil
 }

@@ -65,6 +65,11 @@ const (
 // is refused once it is set, unless it names that index as its reset index.
 const ACLBootstrapIndexKey = "acl_token_bootstrap"
 
+// RefsExplicitKey is the index table entry that records the index at which
+// namespaces and node pools became written objects in this cluster's
+// state (Txn.MakeRefsExplicit); absent in a state an older version wrote.
+const RefsExplicitKey = "refs_explicit"
+
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file schema.go -o schema_gen.go -tests=false -io=false
 
 //msgp:ignore versionIndexer stringField policyIndexer
