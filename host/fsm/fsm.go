@@ -1071,15 +1071,23 @@ func applyDeploymentStatus(tx *state.Txn, req *DeploymentStatusUpdateRequest, fx
 	}
 	// The auto-revert applies only over the version the deployment rolled
 	// out: a job registered again since is the operator's, not the
-	// failure's to undo, and the deployment's description says so.
+	// failure's to undo; nor does it go back to a namespace or node pool
+	// deleted since (once they are written objects, as a registration's
+	// RefsMustExist). The deployment's description says which.
 	update, revert := req.Update, false
 	if j := req.Job; j != nil {
 		d, cur := tx.Deployment(update.DeploymentID), tx.Job(j.Namespace, j.ID)
 		revert = d != nil && cur != nil && cur.Version == d.JobVersion && cur.CreateIndex == d.JobCreateIndex
+		why := "the job was registered again"
+		if revert && tx.RefsExplicit() {
+			if err := tx.CheckJobRefs(j); err != nil {
+				revert, why = false, err.Error()
+			}
+		}
 		if !revert {
 			u := *update
 			desc, _, _ := strings.Cut(u.StatusDescription, " - rolling back to job version")
-			u.StatusDescription = desc + " - not rolled back: the job was registered again"
+			u.StatusDescription = desc + " - not rolled back: " + why
 			update = &u
 		}
 	}

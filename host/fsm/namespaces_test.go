@@ -233,3 +233,38 @@ func TestFSM_OlderEntriesAndOlderSnapshotAgree(t *testing.T) {
 		t.Fatalf("restored: %v; refs explicit: %v", err, err == nil && again.Snapshot().RefsExplicit())
 	}
 }
+
+// A failed deployment's auto-revert does not go back to a version whose
+// node pool was deleted since the version rolled out moved the job off
+// it: the job would run again in a pool that is gone.
+func TestDeploymentFailure_DoesNotRevertIntoADeletedPool(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	apply := func(i uint64, msg msgp.Unmarshaler) {
+		t.Helper()
+		if err := f.ApplyDecoded(i, msg); err != nil {
+			t.Fatalf("entry %d (%T): %v", i, msg, err)
+		}
+	}
+	apply(1, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "gpu"}, {Name: "cpu"}}})
+	v0, v1 := casJob(100), casJob(200)
+	v0.NodePool, v1.NodePool = "gpu", "cpu"
+	apply(2, &JobRegisterRequest{Job: v0, RefsMustExist: true})
+	apply(3, &JobRegisterRequest{Job: v1, RefsMustExist: true}) // version 1, rolled out by d1
+	d := &sdk.Deployment{ID: "d1", Namespace: "default", JobID: "web", JobVersion: 1, JobCreateIndex: 2,
+		Status: sdk.DeploymentStatusRunning, TaskGroups: map[string]*sdk.DeploymentState{"g": {DesiredTotal: 1}}}
+	apply(4, &ApplyPlanResultsRequest{Job: store.Snapshot().Job("default", "web"), EvalID: "e1", Deployment: d})
+	apply(5, &NodePoolDeleteRequest{Names: []string{"gpu"}}) // nothing in it now
+	revert := store.Snapshot().JobVersion("default", "web", 0).Copy()
+	apply(6, &DeploymentStatusUpdateRequest{Job: revert, UpdatedAt: 1,
+		Update: &sdk.DeploymentStatusUpdate{DeploymentID: "d1", Status: sdk.DeploymentStatusFailed,
+			StatusDescription: "Failed due to unhealthy allocations - rolling back to job version 0"}})
+	snap := store.Snapshot()
+	if j := snap.Job("default", "web"); j.NodePool != "cpu" || j.Version != 1 {
+		t.Fatalf("job after the failure: pool %q, version %d; want cpu, 1", j.NodePool, j.Version)
+	}
+	want := `Failed due to unhealthy allocations - not rolled back: job "web" is in nonexistent node pool "gpu"`
+	if dep := snap.Deployment("d1"); dep.Status != sdk.DeploymentStatusFailed || dep.StatusDescription != want {
+		t.Fatalf("deployment %s %q, want failed %q", dep.Status, dep.StatusDescription, want)
+	}
+}
