@@ -11,11 +11,6 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// Namespaces through Nomad's client: written with their description,
-// meta and capabilities, read back; a job needs its namespace and a
-// driver it allows; a namespace with a job or a variable is not deleted,
-// default never is; Enterprise fields and a name that is not the path's
-// are refused.
 // errText is err's text with the JSON escapes of its body's quotes undone
 // (Nomad's client quotes the response body it got).
 func errText(err error) string {
@@ -25,6 +20,11 @@ func errText(err error) string {
 	return strings.ReplaceAll(err.Error(), `\"`, `"`)
 }
 
+// Namespaces through Nomad's client: written with their description,
+// meta and capabilities, read back; a job needs its namespace and a
+// driver it allows; a namespace with a job or a variable is not deleted,
+// default never is; Enterprise fields and a name that is not the path's
+// are refused.
 func TestNomadClient_NamespaceWrites(t *testing.T) {
 	ts, _ := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)

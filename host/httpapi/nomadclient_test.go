@@ -861,8 +861,9 @@ job "pp" {
 	}
 }
 
-// TestNomadClient_NamespacesAndNodePools: Drover's implicit namespaces and
-// node pools read through Nomad's client; writing them is refused.
+// TestNomadClient_NamespacesAndNodePools: namespaces and node pools (one
+// made by a node registering in it) read and written through Nomad's
+// client, with a pool's nodes and jobs.
 func TestNomadClient_NamespacesAndNodePools(t *testing.T) {
 	ts, srv := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)

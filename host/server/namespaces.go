@@ -13,7 +13,7 @@ import (
 
 // Namespaces and node pools are written objects, as Nomad's: what the
 // endpoints check before the write is checked again as the entry applies
-// (state), so a job registered while its namespace is deleted is refused.
+// (state), so a job registered while its pool is deleted is refused.
 
 // maxDescription bounds a namespace's or node pool's description, as
 // Nomad's.

@@ -7,10 +7,11 @@ import (
 	"github.com/drover-sched/drover/sdk"
 )
 
-// Errors of namespace and node pool writes. The checks behind them are
-// made again as an entry applies, where Nomad's endpoints make most of
-// them before the write only: a job registered while its namespace is
-// deleted cannot end up in a namespace that is gone.
+// Errors of namespace and node pool writes, and of what needs them. The
+// checks behind them are made as an entry applies, as Nomad's state store
+// makes most of them (a node pool's deletion too, which Nomad's endpoint
+// checks before the write only): a job registered while its pool is
+// deleted cannot end up in a pool that is gone.
 var (
 	// ErrNonexistent refuses a job in a namespace or node pool that does
 	// not exist.
