@@ -107,7 +107,7 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 		if ns := snap.Namespace(r.PathValue("name")); ns != nil {
 			return namespaceOut(ns), snap.TableIndex(state.TableNamespaces), nil
 		}
-		return nil, snap.TableIndex(state.TableNamespaces), errorf(http.StatusNotFound, "namespace not found")
+		return nil, snap.TableIndex(state.TableNamespaces), errorf(http.StatusNotFound, "Namespace not found")
 	})
 }
 

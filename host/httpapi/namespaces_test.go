@@ -83,7 +83,8 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 	if _, err := c.Namespaces().Delete("prod", nil); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if _, _, err := c.Namespaces().Info("prod", nil); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, _, err := c.Namespaces().Info("prod", nil); err == nil || !strings.Contains(err.Error(), "404") ||
+		!strings.Contains(err.Error(), "Namespace not found") {
 		t.Fatalf("deleted namespace: %v", err)
 	}
 	if _, err := c.Namespaces().Delete("prod", nil); err == nil || !strings.Contains(err.Error(), "404") {
@@ -97,7 +98,8 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 	if d, _, err := c.Namespaces().Info("default", nil); err != nil || d.Description != "ours" || d.CreateIndex != 1 {
 		t.Fatalf("default: %v %+v", err, d)
 	}
-	if _, err := c.Namespaces().Delete("default", nil); err == nil || !strings.Contains(err.Error(), "400") {
+	if _, err := c.Namespaces().Delete("default", nil); err == nil || !strings.Contains(err.Error(), "400") ||
+		!strings.Contains(err.Error(), "can not delete default namespace") {
 		t.Fatalf("delete default: %v", err)
 	}
 

@@ -83,7 +83,7 @@ func (t *Txn) UpsertNamespaces(nss []*Namespace) error {
 func (t *Txn) DeleteNamespaces(names []string) error {
 	for _, name := range names {
 		if name == sdk.DefaultNamespace {
-			return Refuse(ErrBuiltIn, "the default namespace can not be deleted")
+			return Refuse(ErrBuiltIn, "can not delete default namespace")
 		}
 		old := first[Namespace](t.reader, TableNamespaces, "id", name)
 		if old == nil {
