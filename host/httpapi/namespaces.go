@@ -22,11 +22,19 @@ type Namespace struct {
 	Name                  string
 	Description           string
 	Quota                 string
-	Capabilities          *api.NamespaceCapabilities
+	Capabilities          *NamespaceCapabilities
 	NodePoolConfiguration *api.NamespaceNodePoolConfiguration
 	Meta                  map[string]string
 	CreateIndex           uint64
 	ModifyIndex           uint64
+}
+
+// NamespaceCapabilities are a namespace's capabilities as Nomad 1.6's
+// API shows them: task drivers alone (later versions' network modes are
+// refused in a write).
+type NamespaceCapabilities struct {
+	EnabledTaskDrivers  []string
+	DisabledTaskDrivers []string
 }
 
 // NodePool is a node pool as Nomad's API shows one; its
@@ -45,7 +53,7 @@ func namespaceOut(ns *state.Namespace) *Namespace {
 	out := &Namespace{Name: ns.Name, Description: ns.Description, Meta: ns.Meta,
 		CreateIndex: ns.CreateIndex, ModifyIndex: ns.ModifyIndex}
 	if c := ns.Capabilities; c != nil {
-		out.Capabilities = &api.NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
+		out.Capabilities = &NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
 	}
 	return out
 }
@@ -210,13 +218,16 @@ func (a *API) namespaceWrite(w http.ResponseWriter, r *http.Request) (any, error
 	if name := r.PathValue("name"); name != "" && in.Name != name {
 		return nil, errorf(http.StatusBadRequest, "Namespace name does not match request path")
 	}
+	c := in.Capabilities
 	if unsupported := setFields(map[string]bool{"Quota": in.Quota != "", "NodePoolConfiguration": in.NodePoolConfiguration != nil,
 		"VaultConfiguration": in.VaultConfiguration != nil, "ConsulConfiguration": in.ConsulConfiguration != nil,
-		"RequiredExtraClaims": len(in.RequiredExtraClaims) > 0, "OptionalExtraClaims": len(in.OptionalExtraClaims) > 0}); unsupported != "" {
+		"RequiredExtraClaims": len(in.RequiredExtraClaims) > 0, "OptionalExtraClaims": len(in.OptionalExtraClaims) > 0,
+		"Capabilities.EnabledNetworkModes":  c != nil && len(c.EnabledNetworkModes) > 0,
+		"Capabilities.DisabledNetworkModes": c != nil && len(c.DisabledNetworkModes) > 0}); unsupported != "" {
 		return nil, errorf(http.StatusBadRequest, "Invalid namespace %q: %s: Nomad Enterprise's or a later version's, which Drover does not have", in.Name, unsupported)
 	}
 	ns := &state.Namespace{Name: in.Name, Description: in.Description, Meta: in.Meta}
-	if c := in.Capabilities; c != nil {
+	if c != nil {
 		ns.Capabilities = &state.NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
 	}
 	index, err := a.srv.UpsertNamespaces([]*state.Namespace{ns})

@@ -34,6 +34,11 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 	if err != nil || wm.LastIndex == 0 {
 		t.Fatalf("register: %v %+v", err, wm)
 	}
+	// Nomad 1.6's shape: its capabilities are task drivers alone.
+	if _, out := do(t, "GET", ts.URL+"/v1/namespace/prod", ""); !strings.Contains(string(out), `"DisabledTaskDrivers"`) ||
+		strings.Contains(string(out), "NetworkModes") {
+		t.Errorf("namespace read: %s", out)
+	}
 	got, _, err := c.Namespaces().Info("prod", nil)
 	if err != nil || got.Description != "production" || got.Meta["team"] != "a" || got.Capabilities == nil ||
 		strings.Join(got.Capabilities.EnabledTaskDrivers, ",") != "docker,exec" || got.CreateIndex != wm.LastIndex {
@@ -106,6 +111,10 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 	for _, tc := range []struct{ path, body, want string }{
 		{"/v1/namespace", `{"Name": "q", "Quota": "small"}`, "Quota"},
 		{"/v1/namespace", `{"Name": "q", "NodePoolConfiguration": {"Default": "gpu"}}`, "NodePoolConfiguration"},
+		// A later version's restriction is refused, not dropped: the
+		// namespace would allow what its writer meant to forbid.
+		{"/v1/namespace", `{"Name": "q", "Capabilities": {"DisabledNetworkModes": ["host"]}}`, "Capabilities.DisabledNetworkModes"},
+		{"/v1/namespace", `{"Name": "q", "Capabilities": {"EnabledNetworkModes": ["bridge"]}}`, "Capabilities.EnabledNetworkModes"},
 		{"/v1/namespace/other", `{"Name": "q"}`, "does not match request path"},
 		{"/v1/namespace", `{"Name": "no spaces"}`, "invalid name"},
 		{"/v1/namespace", `{"Name": "q", "Description": "` + strings.Repeat("x", 257) + `"}`, "description longer than 256"},
