@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"iter"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -126,11 +125,11 @@ func (a *API) fuzzySearch(w http.ResponseWriter, r *http.Request) (any, error) {
 				examine(f, snap.EachNode(), func(*sdk.Node) bool { return true }, func(n *sdk.Node) { f.match(c, n.Name, n.ID) }, c)
 			}
 		case "node_pools":
-			examine(f, slices.Values(slices.Sorted(maps.Keys(nodePools(snap)))), func(name string) bool { return poolReadable(r, name) },
-				func(name string) { f.match(c, name, name) }, c)
+			examine(f, slices.Values(snap.NodePools()), func(p *state.NodePool) bool { return poolReadable(r, p.Name) },
+				func(p *state.NodePool) { f.match(c, p.Name, p.Name) }, c)
 		case "namespaces":
-			examine(f, slices.Values(slices.Sorted(maps.Keys(namespaces(snap)))), func(name string) bool { return namespaceVisible(r, name) },
-				func(name string) { f.match(c, name) }, c)
+			examine(f, slices.Values(snap.Namespaces()), func(ns *state.Namespace) bool { return namespaceVisible(r, ns.Name) },
+				func(ns *state.Namespace) { f.match(c, ns.Name) }, c)
 		case "vars":
 			examine(f, slices.Values(snap.Variables(ns, "")), func(v *state.Variable) bool {
 				return allowVariable(r, v.Namespace, v.Path, acl.VariablesCapabilityList)

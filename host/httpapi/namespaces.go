@@ -62,48 +62,30 @@ func nodePoolOut(p *state.NodePool) *NodePool {
 	return &NodePool{Name: p.Name, Description: p.Description, Meta: p.Meta, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 }
 
-// namespaces are the namespaces, by name.
-func namespaces(snap *state.Snapshot) map[string]*Namespace {
-	out := map[string]*Namespace{}
-	for _, ns := range snap.Namespaces() {
-		out[ns.Name] = namespaceOut(ns)
-	}
-	return out
-}
-
-// nodePools are the node pools, by name.
-func nodePools(snap *state.Snapshot) map[string]*NodePool {
-	out := map[string]*NodePool{}
-	for _, p := range snap.NodePools() {
-		out[p.Name] = nodePoolOut(p)
-	}
-	return out
-}
-
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableNamespaces, namespaces, func(ns *Namespace) string { return ns.Name },
-		func(name string) bool { return namespaceVisible(r, name) })
+	return listByName(a, w, r, state.TableNamespaces, (*state.Snapshot).Namespaces, namespaceOut,
+		func(ns *Namespace) string { return ns.Name }, func(name string) bool { return namespaceVisible(r, name) })
 }
 
-// listByName answers a list of named objects, in name order: ?prefix= on
-// the name, then the list parameters; only those visible (to the request's
-// ACL token) are listed.
-func listByName[T any](a *API, w http.ResponseWriter, r *http.Request, table string,
-	all func(*state.Snapshot) map[string]*T, name func(*T) string, visible func(name string) bool) (any, error) {
+// listByName answers a list of named objects, in name order (the order
+// rows gives them in), shown as out shows them: ?prefix= on the name, then
+// the list parameters; only those visible (to the request's ACL token)
+// are listed.
+func listByName[S, T any](a *API, w http.ResponseWriter, r *http.Request, table string, rows func(*state.Snapshot) []*S,
+	out func(*S) *T, name func(*T) string, visible func(name string) bool) (any, error) {
 	o, err := listParams(r)
 	if err != nil {
 		return nil, err
 	}
 	return a.list(w, r, func(snap *state.Snapshot) (*listed, uint64, error) {
 		var in []*T
-		for n, v := range all(snap) {
-			if strings.HasPrefix(n, o.prefix) && visible(n) {
+		for _, row := range rows(snap) {
+			if v := out(row); strings.HasPrefix(name(v), o.prefix) && visible(name(v)) {
 				in = append(in, v)
 			}
 		}
-		slices.SortFunc(in, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
-		out, next, err := page(o, in, name, nil)
-		return &listed{out, next}, snap.TableIndex(table), err
+		items, next, err := page(o, in, name, nil)
+		return &listed{items, next}, snap.TableIndex(table), err
 	})
 }
 
@@ -120,8 +102,8 @@ func (a *API) namespaceRead(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (a *API) nodePoolList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return listByName(a, w, r, state.TableNodePools, nodePools, func(p *NodePool) string { return p.Name },
-		func(name string) bool { return poolReadable(r, name) })
+	return listByName(a, w, r, state.TableNodePools, (*state.Snapshot).NodePools, nodePoolOut,
+		func(p *NodePool) string { return p.Name }, func(name string) bool { return poolReadable(r, name) })
 }
 
 func (a *API) nodePoolRead(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -105,15 +105,15 @@ func prefixMatches(r *http.Request, snap *state.Snapshot, ns, c, prefix string) 
 			}
 		}
 	case "namespaces":
-		for name := range namespaces(snap) {
-			if strings.HasPrefix(name, prefix) && namespaceVisible(r, name) {
-				ids = append(ids, name)
+		for _, ns := range snap.Namespaces() {
+			if strings.HasPrefix(ns.Name, prefix) && namespaceVisible(r, ns.Name) {
+				ids = append(ids, ns.Name)
 			}
 		}
 	case "node_pools":
-		for name := range nodePools(snap) {
-			if strings.HasPrefix(name, prefix) && poolReadable(r, name) {
-				ids = append(ids, name)
+		for _, p := range snap.NodePools() {
+			if strings.HasPrefix(p.Name, prefix) && poolReadable(r, p.Name) {
+				ids = append(ids, p.Name)
 			}
 		}
 	case "vars":

@@ -95,7 +95,7 @@ func (t *Txn) DeleteNamespaces(names []string) error {
 					"All jobs must be terminal in namespace before it can be deleted", name, j.ID)
 			}
 		}
-		if len(all[Variable](t.reader, TableVariables, "id_prefix", name, "")) > 0 {
+		if first[Variable](t.reader, TableVariables, "id_prefix", name, "") != nil {
 			// Nomad's words: no path, which the token may not be allowed to list.
 			return Refuse(ErrInUse, "namespace %q contains at least one variable. "+
 				"All variables in namespace must be deleted before it can be deleted", name)
