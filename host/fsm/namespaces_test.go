@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -108,6 +109,7 @@ func TestSnapshot_OlderSnapshotMakesImplicitNamespacesAndPools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	write(2, func(tx *state.Txn) error { return tx.MakeRefsExplicit() })
 	write(3, func(tx *state.Txn) error {
 		return tx.UpsertJob(&sdk.Job{Namespace: "team-a", ID: "web", Type: sdk.JobTypeService, NodePool: "gpu"})
 	})
@@ -124,7 +126,8 @@ func TestSnapshot_OlderSnapshotMakesImplicitNamespacesAndPools(t *testing.T) {
 	if err := writeSnapshot(&current, src.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
-	older := withoutRecords(t, current.Bytes(), []byte{recNamespace, recNodePool}, state.TableNamespaces, state.TableNodePools)
+	older := withoutRecords(t, current.Bytes(), []byte{recNamespace, recNodePool}, state.TableNamespaces, state.TableNodePools,
+		state.RefsExplicitKey)
 	dst, err := ReadSnapshot(bytes.NewReader(older))
 	if err != nil {
 		t.Fatal(err)
@@ -266,5 +269,66 @@ func TestDeploymentFailure_DoesNotRevertIntoADeletedPool(t *testing.T) {
 	want := `Failed due to unhealthy allocations - not rolled back: job "web" is in nonexistent node pool "gpu"`
 	if dep := snap.Deployment("d1"); dep.Status != sdk.DeploymentStatusFailed || dep.StatusDescription != want {
 		t.Fatalf("deployment %s %q, want failed %q", dep.Status, dep.StatusDescription, want)
+	}
+}
+
+// recordKinds are the kinds of a snapshot's records, in order.
+func recordKinds(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var kinds []byte
+	rest := b[len(snapshotMagic):]
+	for rest[0] != recEnd {
+		n, w := binary.Uvarint(rest[1:])
+		kinds = append(kinds, rest[0])
+		rest = rest[1+w+int(n):]
+	}
+	return kinds
+}
+
+// Until namespaces and node pools are written objects, a snapshot is one
+// an older version restores: during a rolling upgrade an upgraded leader
+// sends it to the followers that fell behind, older ones among them,
+// which refuse a record kind they do not know. Its rows (a node's pool, an
+// older entry's namespace) decide nothing yet, and are made again from
+// what uses them as it restores. Once they are written objects, it holds
+// them.
+func TestSnapshot_BeforeRefsAreExplicitAnOlderVersionReadsIt(t *testing.T) {
+	store, _ := state.NewStore()
+	f := New(store, nil, zerolog.Nop())
+	apply := func(i uint64, msg msgp.Unmarshaler) {
+		t.Helper()
+		if err := f.ApplyDecoded(i, msg); err != nil {
+			t.Fatalf("entry %d (%T): %v", i, msg, err)
+		}
+	}
+	apply(1, &NodeRegisterRequest{Node: &sdk.Node{ID: "n1", NodePool: "edge", Status: sdk.NodeStatusReady}})
+	apply(2, &JobRegisterRequest{Job: &sdk.Job{Namespace: "team", ID: "web", Type: sdk.JobTypeService, NodePool: "default"}})
+	snapshot := func() ([]byte, *state.Snapshot) {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := writeSnapshot(&buf, store.Snapshot()); err != nil {
+			t.Fatal(err)
+		}
+		restored, err := ReadSnapshot(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes(), restored.Snapshot()
+	}
+	b, snap := snapshot()
+	if kinds := recordKinds(t, b); bytes.IndexByte(kinds, recNamespace) >= 0 || bytes.IndexByte(kinds, recNodePool) >= 0 {
+		t.Fatalf("a snapshot before namespaces and pools are written objects holds their records: kinds %v", kinds)
+	}
+	if snap.RefsExplicit() || snap.Namespace("team") == nil || snap.NodePool("edge") == nil {
+		t.Fatalf("restored: explicit %v, team %+v, edge %+v", snap.RefsExplicit(), snap.Namespace("team"), snap.NodePool("edge"))
+	}
+
+	apply(3, &NodePoolUpsertRequest{NodePools: []*state.NodePool{{Name: "gpu", Description: "GPUs"}}})
+	b, snap = snapshot()
+	if kinds := recordKinds(t, b); bytes.IndexByte(kinds, recNamespace) < 0 || bytes.IndexByte(kinds, recNodePool) < 0 {
+		t.Fatalf("a snapshot of written namespaces and pools lacks their records: kinds %v", kinds)
+	}
+	if !snap.RefsExplicit() || snap.NodePool("gpu") == nil || snap.NodePool("gpu").Description != "GPUs" || snap.Namespace("team") == nil {
+		t.Fatalf("restored: explicit %v, gpu %+v, team %+v", snap.RefsExplicit(), snap.NodePool("gpu"), snap.Namespace("team"))
 	}
 }

@@ -117,12 +117,21 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	rw := &recWriter{w: w}
 	rw.put(recMeta, &snapshotMeta{Index: snap.Index()})
-	for _, t := range []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
+	tables := []string{state.TableNodes, state.TableJobs, state.TableJobVersions, state.TableAllocs,
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
 		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
-		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableNamespaces,
-		state.TableNodePools, state.TableVersionTags, state.RefsExplicitKey} {
+		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableVersionTags}
+	// Until namespaces and node pools are written objects, their rows
+	// decide nothing and an older version may be among the servers (a
+	// follower sent this snapshot, which refuses records it does not
+	// know): the snapshot is then one that version wrote, and restores
+	// with the rows made from what uses them (RestoreImplicitRefs).
+	refs := snap.RefsExplicit()
+	if refs {
+		tables = append(tables, state.TableNamespaces, state.TableNodePools, state.RefsExplicitKey)
+	}
+	for _, t := range tables {
 		rw.put(recIndex, &state.IndexEntry{Key: t, Value: snap.TableIndex(t)})
 	}
 	for _, n := range snap.Nodes() {
@@ -201,12 +210,12 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		rw.put(recJobVersionTags, ts)
 	}
 	for _, ns := range snap.Namespaces() {
-		if ns.CreateIndex > 1 || ns.ModifyIndex > 1 { // not the built-in default
+		if refs && (ns.CreateIndex > 1 || ns.ModifyIndex > 1) { // not the built-in default
 			rw.put(recNamespace, ns)
 		}
 	}
 	for _, p := range snap.NodePools() {
-		if !state.IsBuiltInNodePool(p.Name) {
+		if refs && !state.IsBuiltInNodePool(p.Name) {
 			rw.put(recNodePool, p)
 		}
 	}

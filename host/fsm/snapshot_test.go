@@ -478,6 +478,9 @@ func richStateOf(tb testing.TB, acls, roles bool) *state.Store {
 					return err
 				}
 			}
+			if err := tx.MakeRefsExplicit(); err != nil { // as the first namespace write makes them
+				return err
+			}
 			if err := tx.UpsertNamespaces([]*state.Namespace{{Name: "prod", Description: "production", Meta: map[string]string{"team": "a"},
 				Capabilities: &state.NamespaceCapabilities{EnabledTaskDrivers: []string{"docker"}, DisabledTaskDrivers: []string{"raw_exec"}}},
 				{Name: "default", Description: "ours"}}); err != nil {
