@@ -24,8 +24,9 @@ const (
 
 // establishLeadership turns on the leader's machinery and rebuilds its
 // contents from the state before any worker runs: after a raft barrier (so
-// every committed entry is applied) and writing the scheduler
-// configuration the cluster starts with if the state has none, it enables
+// every committed entry is applied), writing the scheduler configuration
+// the cluster starts with if the state has none and making namespaces and
+// node pools written objects if they are not (makeRefsExplicit), it enables
 // the broker, the blocked tracker and the plan queue; re-enqueues pending
 // evals (those with a WaitUntil go back on the delay heap), re-blocks
 // blocked ones (after restoring the unblock index of each node class from
@@ -42,6 +43,10 @@ func (s *Server) establishLeadership() error {
 		return err
 	}
 	s.ensureSchedulerConfig()
+	// A server alone does it before any job is registered under it; in a
+	// cluster, the gate asks the other servers, which may take seconds:
+	// not while holding s.mu.
+	refsExplicit := s.rpc == nil && s.makeRefsExplicit()
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	s.plans.SetEnabled(true)
@@ -80,6 +85,9 @@ func (s *Server) establishLeadership() error {
 	run(s.runAutopilot)
 	if !s.cfg.Dev {
 		run(s.ensureClusterID)
+	}
+	if !refsExplicit {
+		run(s.ensureRefsExplicit)
 	}
 	for i := 0; i < s.cfg.NumWorkers; i++ {
 		w := newWorker(s, i)

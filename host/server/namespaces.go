@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
@@ -55,6 +57,10 @@ func (s *Server) DeleteNamespace(name string) (uint64, error) {
 	if name == "" {
 		return 0, badRequest(errors.New("must specify at least one namespace to delete"))
 	}
+	if s.store.Snapshot().Namespace(name) == nil {
+		// Not a raft entry every server would refuse, and log.
+		return 0, fmt.Errorf("%w: namespace %q", ErrNotFound, name)
+	}
 	return s.Apply(fsm.NamespaceDeleteRequestType, &fsm.NamespaceDeleteRequest{Names: []string{name}})
 }
 
@@ -88,6 +94,12 @@ func (s *Server) UpsertNodePools(ps []*state.NodePool) (uint64, error) {
 func (s *Server) DeleteNodePool(name string) (uint64, error) {
 	if name == "" {
 		return 0, badRequest(errors.New("node pool name is empty"))
+	}
+	if state.IsBuiltInNodePool(name) {
+		return 0, badRequest(fmt.Errorf("deleting node pool %q is not allowed", name))
+	}
+	if s.store.Snapshot().NodePool(name) == nil {
+		return 0, fmt.Errorf("%w: node pool %q", ErrNotFound, name)
 	}
 	return s.Apply(fsm.NodePoolDeleteRequestType, &fsm.NodePoolDeleteRequest{Names: []string{name}})
 }
@@ -129,4 +141,42 @@ func checkVariablePlacement(snap *state.Snapshot, cur *state.Variable, ns, path 
 		return badRequest(fmt.Errorf("variable %q is in nonexistent namespace %q", path, ns))
 	}
 	return nil
+}
+
+// refsExplicitRetry is how often a leader tries again to make namespaces
+// and node pools written objects while a server runs an older version.
+const refsExplicitRetry = 30 * time.Second
+
+// makeRefsExplicit makes namespaces and node pools written objects
+// (state.Txn.MakeRefsExplicit), the leader's duty once per cluster: in a
+// new cluster, and in one an older version began, as soon as every server
+// runs this one. Until then a job's or a variable's namespace and pool
+// are checked only before the write, not again as it applies. It writes
+// an empty namespace write, whose entry the gate lets through only once
+// every server applies it, and reports whether there is nothing left to
+// do (done, or no longer the leader's to do).
+func (s *Server) makeRefsExplicit() bool {
+	if s.store.Snapshot().RefsExplicit() {
+		return true
+	}
+	_, err := s.Apply(fsm.NamespaceUpsertRequestType, &fsm.NamespaceUpsertRequest{})
+	if err != nil && !errors.Is(err, ErrNotLeader) {
+		s.log.Debug().Err(err).Msg("namespaces and node pools stay implicit until every server runs this version")
+		return false
+	}
+	return true
+}
+
+// ensureRefsExplicit runs makeRefsExplicit at once, then every
+// refsExplicitRetry until it is done.
+func (s *Server) ensureRefsExplicit(ctx context.Context) {
+	t := time.NewTicker(refsExplicitRetry)
+	defer t.Stop()
+	for !s.makeRefsExplicit() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

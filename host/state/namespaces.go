@@ -255,8 +255,10 @@ func withBuiltIns[T any](rows, builtIns []*T, name func(*T) string) []*T {
 func (r reader) RefsExplicit() bool { return r.TableIndex(RefsExplicitKey) != 0 }
 
 // MakeRefsExplicit makes namespaces and node pools written objects, once:
-// the first namespace or node pool write of a cluster whose state an older
-// version began, when they were implicit, does it as it applies. Until
+// the first namespace or node pool write does it as it applies (a
+// leader makes an empty one as soon as every server applies them:
+// server's makeRefsExplicit, in a new cluster as in one an older version
+// began, when they were implicit). Until
 // then their rows depend on how a server came by its state: replaying an
 // older version's entries keeps what they made though nothing is in it
 // any more (a job purged, a node gone), while an older version's snapshot
