@@ -50,7 +50,7 @@ type NodePool struct {
 }
 
 func namespaceOut(ns *state.Namespace) *Namespace {
-	out := &Namespace{Name: ns.Name, Description: ns.Description, Meta: ns.Meta,
+	out := &Namespace{Name: ns.Name, Description: ns.Description, Meta: noneIfEmpty(ns.Meta),
 		CreateIndex: ns.CreateIndex, ModifyIndex: ns.ModifyIndex}
 	if c := ns.Capabilities; c != nil {
 		out.Capabilities = &NamespaceCapabilities{EnabledTaskDrivers: c.EnabledTaskDrivers, DisabledTaskDrivers: c.DisabledTaskDrivers}
@@ -59,7 +59,18 @@ func namespaceOut(ns *state.Namespace) *Namespace {
 }
 
 func nodePoolOut(p *state.NodePool) *NodePool {
-	return &NodePool{Name: p.Name, Description: p.Description, Meta: p.Meta, CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
+	return &NodePool{Name: p.Name, Description: p.Description, Meta: noneIfEmpty(p.Meta), CreateIndex: p.CreateIndex,
+		ModifyIndex: p.ModifyIndex}
+}
+
+// noneIfEmpty is m, nil when empty: a namespace or pool written without
+// Meta reads back as one never given any (null), whatever the log's
+// encoding made of it.
+func noneIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func (a *API) namespaceList(w http.ResponseWriter, r *http.Request) (any, error) {

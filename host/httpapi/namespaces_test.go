@@ -26,7 +26,7 @@ func errText(err error) string {
 // default never is; Enterprise fields and a name that is not the path's
 // are refused.
 func TestNomadClient_NamespaceWrites(t *testing.T) {
-	ts, _ := newAPI(t, 1)
+	ts, srv := newAPI(t, 1)
 	c := nomadClient(t, ts.URL)
 	prod := &api.Namespace{Name: "prod", Description: "production", Meta: map[string]string{"team": "a"},
 		Capabilities: &api.NamespaceCapabilities{EnabledTaskDrivers: []string{"docker", "exec"}, DisabledTaskDrivers: []string{"exec"}}}
@@ -92,8 +92,19 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 		!strings.Contains(err.Error(), "Namespace not found") {
 		t.Fatalf("deleted namespace: %v", err)
 	}
+	before := srv.Store().LatestIndex()
 	if _, err := c.Namespaces().Delete("prod", nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("deleted again: %v", err)
+	}
+	if after := srv.Store().LatestIndex(); after != before {
+		t.Fatalf("deleting a namespace that is not there wrote an entry (index %d, then %d)", before, after)
+	}
+	// Written without Meta, read back without (null), as Nomad's.
+	if _, err := c.Namespaces().Register(&api.Namespace{Name: "bare"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := do(t, "GET", ts.URL+"/v1/namespace/bare", ""); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"Meta":null`) {
+		t.Fatalf("a namespace written without meta: %d %s", resp.StatusCode, body)
 	}
 
 	// default: written, never deleted.
