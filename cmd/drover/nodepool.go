@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -665,21 +662,7 @@ func (c *nodePoolInitCommand) Run(args []string) int {
 	if flags.NArg() == 1 {
 		name = flags.Arg(0)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
-	if errors.Is(err, fs.ErrExist) {
-		c.ui.Error(fmt.Sprintf("File %q already exists", name))
-		return exitError
-	}
-	if err != nil {
-		c.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
-		return exitError
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		c.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
+	if !c.writeNewFile(name, content) {
 		return exitError
 	}
 	if !*quiet {

@@ -490,21 +490,7 @@ func (c *varInitCommand) Run(args []string) int {
 	if flags.NArg() == 1 {
 		name = flags.Arg(0)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
-	if errors.Is(err, fs.ErrExist) {
-		c.ui.Error(fmt.Sprintf("File %q already exists", name))
-		return exitError
-	}
-	if err != nil {
-		c.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
-		return exitError
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		c.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
+	if !c.writeNewFile(name, content) {
 		return exitError
 	}
 	if !*quiet {
@@ -515,4 +501,28 @@ func (c *varInitCommand) Run(args []string) int {
 		c.ui.Output("Example variable specification written to " + name)
 	}
 	return exitOK
+}
+
+// writeNewFile writes an init command's example to a new file, refusing
+// one that exists, with Nomad's messages; false once it said why it could
+// not.
+func (m *meta) writeNewFile(name, content string) bool {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
+	if errors.Is(err, fs.ErrExist) {
+		m.ui.Error(fmt.Sprintf("File %q already exists", name))
+		return false
+	}
+	if err != nil {
+		m.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
+		return false
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		m.ui.Error(fmt.Sprintf("Failed to write %q: %v", name, err))
+		return false
+	}
+	return true
 }
