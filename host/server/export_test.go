@@ -10,6 +10,14 @@ import (
 // up to t only, as an older version would (gate.go).
 func SetApplies(s *Server, t fsm.MessageType) { s.applies.Store(uint32(t)) }
 
+// ForgetUpToDatePeers makes s ask every other server again which entry
+// types it applies, as it does once upToDateFor has passed.
+func ForgetUpToDatePeers(s *Server) {
+	s.upToDate.mu.Lock()
+	defer s.upToDate.mu.Unlock()
+	s.upToDate.until = nil
+}
+
 // SetVariableLockClock makes now the clock of s's variable lock leases.
 func SetVariableLockClock(s *Server, now func() time.Time) {
 	s.varLocks.mu.Lock()
