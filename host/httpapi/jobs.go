@@ -467,7 +467,13 @@ func (a *API) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		if j == nil {
 			return nil, snap.TableIndex(state.TableJobs), errorf(http.StatusNotFound, "job %q not found", r.PathValue("id"))
 		}
-		return tagged(j, snap.JobVersionTags(j.Namespace, j.ID)), j.ModifyIndex, nil
+		// Its tags' index too: the read shows the current version's tag,
+		// and a blocking read wakes when it changes.
+		index, tags := j.ModifyIndex, snap.JobVersionTags(j.Namespace, j.ID)
+		if tags != nil {
+			index = max(index, tags.ModifyIndex)
+		}
+		return tagged(j, tags), index, nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -86,5 +87,48 @@ func TestNomadClient_JobVersionTags(t *testing.T) {
 	}
 	if resp, body := do(t, "PUT", ts.URL+"/v1/job/web/versions/x/tag", `{"Version": 8, "Description": "`+strings.Repeat("d", 1001)+`"}`); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a long description: %d %s", resp.StatusCode, body)
+	}
+}
+
+// A tag's write and its removal wake the blocking reads that show it: the
+// job's read (its current version's tag) and the versions' read, whose
+// index must not go back when the job's last tag is removed.
+func TestNomadClient_JobVersionTags_WakeBlockingReads(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, before, err := c.Jobs().Info("web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, err := c.Jobs().TagVersionOpts("web", "golden", &api.TagVersionRequest{Latest: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, qm, err := c.Jobs().Info("web", &api.QueryOptions{WaitIndex: before.LastIndex, WaitTime: 5 * time.Second})
+	if err != nil || j.VersionTag == nil || qm.LastIndex < wm.LastIndex {
+		t.Fatalf("the job's read after the tag: %v %+v, index %d, the tag's %d", err, j.VersionTag, qm.LastIndex, wm.LastIndex)
+	}
+	_, _, tagged, err := c.Jobs().Versions("web", false, nil)
+	if err != nil || tagged.LastIndex < wm.LastIndex {
+		t.Fatalf("the versions' read after the tag: %v, index %d, the tag's %d", err, tagged.LastIndex, wm.LastIndex)
+	}
+	wm, err = c.Jobs().UntagVersion("web", "golden", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, qm, err := c.Jobs().Versions("web", false, &api.QueryOptions{WaitIndex: tagged.LastIndex, WaitTime: 5 * time.Second})
+	if err != nil || versions[0].VersionTag != nil || qm.LastIndex < wm.LastIndex {
+		t.Fatalf("the versions' read after the last tag's removal: %v, index %d, the removal's %d", err, qm.LastIndex, wm.LastIndex)
+	}
+	j, qm, err = c.Jobs().Info("web", &api.QueryOptions{WaitIndex: tagged.LastIndex, WaitTime: 5 * time.Second})
+	if err != nil || j.VersionTag != nil || qm.LastIndex < wm.LastIndex {
+		t.Fatalf("the job's read after the removal: %v, index %d, the removal's %d", err, qm.LastIndex, wm.LastIndex)
 	}
 }

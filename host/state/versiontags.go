@@ -47,11 +47,10 @@ func (t *Txn) UntagJobVersion(ns, id, name string) error {
 			next.Tags = append(next.Tags, o)
 		}
 	}
-	if len(next.Tags) == 0 {
-		if err := t.delete(TableVersionTags, old); err != nil {
-			return err
-		}
-	} else if err := t.insert(TableVersionTags, next); err != nil {
+	// Kept without tags rather than deleted: its ModifyIndex is the index
+	// a blocking read of the job's versions answers with, which must not
+	// go back when the last tag goes (the purge deletes it).
+	if err := t.insert(TableVersionTags, next); err != nil {
 		return err
 	}
 	return t.pruneJobVersions(ns, id)
@@ -86,8 +85,8 @@ func (t *Txn) pruneJobVersions(ns, id string) error {
 	return nil
 }
 
-// JobVersionTags returns the version tags of job ns/id, nil if it has
-// none.
+// JobVersionTags returns the version tags of job ns/id, nil if it was
+// never tagged (empty once its tags are removed).
 func (r reader) JobVersionTags(ns, id string) *JobVersionTags {
 	return first[JobVersionTags](r, TableVersionTags, "id", ns, id)
 }
