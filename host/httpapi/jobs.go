@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -798,6 +799,31 @@ func (a *API) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, 
 // jobPaths serves /v1/job/:id and its sub-paths. Job IDs may hold slashes
 // (a dispatched job is "parent/dispatch-..."), so the sub-path is found by
 // suffix, as Nomad does.
+// versionTagPath reads the job ID and the tag's name of
+// /v1/job/:id/versions/:name/tag, a version tag, from the escaped path:
+// the last literal /versions/ (Nomad's client escapes the job's ID, so a
+// job whose ID ends in /versions/x/tag is not read as a tag's path; a
+// tag's name holds no slash).
+func versionTagPath(escaped string) (id, name string, ok bool) {
+	p, ok := strings.CutSuffix(strings.TrimPrefix(escaped, "/v1/job/"), "/tag")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndex(p, "/versions/")
+	if i <= 0 || strings.Contains(p[i+len("/versions/"):], "/") {
+		return "", "", false
+	}
+	id, err := url.PathUnescape(p[:i])
+	if err != nil {
+		return "", "", false
+	}
+	name, err = url.PathUnescape(p[i+len("/versions/"):])
+	if err != nil {
+		return "", "", false
+	}
+	return id, name, true
+}
+
 func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
 	// What each route needs of the request's token, in the request's
@@ -831,21 +857,18 @@ func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 	}
 	routes := map[string]route{"GET": {readJob, a.jobRead}, "PUT": {submitBody, a.jobRegister},
 		"POST": {submitBody, a.jobRegister}, "DELETE": {submit, a.jobDeregister}}
+	matched := false
 	for _, s := range subs {
 		if id, ok := strings.CutSuffix(rest, s.suffix); ok && id != "" {
-			rest, routes = id, s.routes
+			rest, routes, matched = id, s.routes, true
 			break
 		}
 	}
-	// /v1/job/:id/versions/:tag/tag, a version tag (the last /versions/:
-	// a job's ID may hold slashes, a tag's name none).
-	if p, ok := strings.CutSuffix(rest, "/tag"); ok {
-		if i := strings.LastIndex(p, "/versions/"); i > 0 && !strings.Contains(p[i+len("/versions/"):], "/") {
-			rest = p[:i]
-			r.SetPathValue("tag", p[i+len("/versions/"):])
-			routes = map[string]route{"PUT": {submit, a.jobVersionTag}, "POST": {submit, a.jobVersionTag},
-				"DELETE": {submit, a.jobVersionTag}}
-		}
+	if id, name, ok := versionTagPath(r.URL.EscapedPath()); ok && !matched {
+		rest = id
+		r.SetPathValue("tag", name)
+		routes = map[string]route{"PUT": {submit, a.jobVersionTag}, "POST": {submit, a.jobVersionTag},
+			"DELETE": {submit, a.jobVersionTag}}
 	}
 	if rest == "" {
 		writeError(w, errorf(http.StatusBadRequest, "missing job ID"))

@@ -132,3 +132,38 @@ func TestNomadClient_JobVersionTags_WakeBlockingReads(t *testing.T) {
 		t.Fatalf("the job's read after the removal: %v, index %d, the removal's %d", err, qm.LastIndex, wm.LastIndex)
 	}
 }
+
+// The tag route is the raw path's: a job whose escaped ID reads like a
+// tag's path (Nomad's client escapes the ID, not the tag's name) is read,
+// registered and summarised as any other, and a tag named "versions" or
+// "tag" is a tag.
+func TestNomadClient_JobVersionTags_Routing(t *testing.T) {
+	ts, _ := newAPI(t, 1)
+	c := nomadClient(t, ts.URL)
+	job, err := c.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: webHCL, Canonicalize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "a/versions/b/tag"
+	job.ID, job.Name = &id, &id
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register %q: %v", id, err)
+	}
+	if j, _, err := c.Jobs().Info(id, nil); err != nil || *j.ID != id {
+		t.Fatalf("read %q: %v", id, err)
+	}
+	if _, _, err := c.Jobs().Summary(id, nil); err != nil {
+		t.Fatalf("summary of %q: %v", id, err)
+	}
+	for _, name := range []string{"versions", "tag"} {
+		if _, err := c.Jobs().TagVersion(id, 0, name, "", nil); err != nil {
+			t.Fatalf("tag %q: %v", name, err)
+		}
+		if v, _, err := c.Jobs().VersionByTag(id, name, nil); err != nil || *v.Version != 0 {
+			t.Fatalf("version by tag %q: %v", name, err)
+		}
+		if _, err := c.Jobs().UntagVersion(id, name, nil); err != nil {
+			t.Fatalf("untag %q: %v", name, err)
+		}
+	}
+}
