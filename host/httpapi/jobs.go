@@ -689,6 +689,11 @@ func (a *API) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
 		for _, v := range versions {
 			resp.Versions = append(resp.Versions, tagged(v, tags))
 		}
+		if !diffs {
+			// As Nomad's: without diffs=true, diff_tag and diff_version
+			// are ignored (its client sends diffs=false with them).
+			return resp, resp.Index, nil
+		}
 		if diffTag != "" {
 			t := tags.Named(diffTag)
 			if t == nil {

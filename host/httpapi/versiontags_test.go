@@ -51,6 +51,10 @@ func TestNomadClient_JobVersionTags(t *testing.T) {
 	if err != nil || len(diffs) != 7 || diffs[0].Type != "Edited" || diffs[6].Type != "None" {
 		t.Fatalf("diffs against the tag: %v %d", err, len(diffs))
 	}
+	// Without Diffs, as Nomad's, no diffs, and a tag not looked up.
+	if _, diffs, _, err := c.Jobs().VersionsOpts("web", &api.VersionsOptions{DiffTag: "nope"}, nil); err != nil || len(diffs) != 0 {
+		t.Fatalf("diff_tag without diffs: %v %d", err, len(diffs))
+	}
 	// The latest version, then a name on another version.
 	if _, err := c.Jobs().TagVersionOpts("web", "latest", &api.TagVersionRequest{Latest: true}, nil); err != nil {
 		t.Fatal(err)
