@@ -52,7 +52,9 @@ func (c *jobTagApplyCommand) Run(args []string) int {
 	if !ok {
 		return exitError
 	}
-	req := &httpapi.JobTagRequest{Description: *description, Latest: *version < 0}
+	// The version read, not Latest: the one the message names, whatever
+	// is registered meanwhile (as Nomad's).
+	req := &httpapi.JobTagRequest{Description: *description, Version: job.Version}
 	if *version >= 0 {
 		req.Version = uint64(*version)
 	}
@@ -60,11 +62,7 @@ func (c *jobTagApplyCommand) Run(args []string) int {
 	if _, err := cl.Put(bg, tagPath(job.ID, *name), req, &resp); err != nil {
 		return c.errorf("tagging job %q: %v", job.ID, err)
 	}
-	tagged := job.Version
-	if *version >= 0 {
-		tagged = uint64(*version)
-	}
-	c.ui.Output(fmt.Sprintf("Job version %d tagged with name %q", tagged, resp.Name))
+	c.ui.Output(fmt.Sprintf("Job version %d tagged with name \"%s\"", req.Version, resp.Name))
 	return exitOK
 }
 
