@@ -801,9 +801,6 @@ func (a *API) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (any, 
 	})
 }
 
-// jobPaths serves /v1/job/:id and its sub-paths. Job IDs may hold slashes
-// (a dispatched job is "parent/dispatch-..."), so the sub-path is found by
-// suffix, as Nomad does.
 // versionTagPath reads the job ID and the tag's name of
 // /v1/job/:id/versions/:name/tag, a version tag, from the escaped path:
 // the last literal /versions/ (Nomad's client escapes the job's ID, so a
@@ -829,6 +826,9 @@ func versionTagPath(escaped string) (id, name string, ok bool) {
 	return id, name, true
 }
 
+// jobPaths serves /v1/job/:id and its sub-paths. Job IDs may hold slashes
+// (a dispatched job is "parent/dispatch-..."), so the sub-path is found by
+// suffix, as Nomad does.
 func (a *API) jobPaths(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/job/")
 	// What each route needs of the request's token, in the request's
