@@ -334,20 +334,7 @@ Usage: drover acl policy delete [options] <name>
 }
 
 func (c *aclPolicyDeleteCommand) Run(args []string) int {
-	fs := c.flags("acl policy delete", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <name>") {
-		return exitError
-	}
-	cl, ok := c.noNamespaceClient()
-	if !ok {
-		return exitError
-	}
-	name := fs.Arg(0)
-	if _, err := cl.Delete(bg, "/v1/acl/policy/"+url.PathEscape(name), nil); err != nil {
-		return c.errorf("deleting ACL policy %q: %v", name, err)
-	}
-	c.ui.Output(fmt.Sprintf("Successfully deleted %s policy!", name))
-	return exitOK
+	return c.deleteByName(args, "acl policy delete", c.Help(), "<name>", func(name string) string { return "/v1/acl/policy/" + url.PathEscape(name) }, "ACL policy", "Successfully deleted %s policy!")
 }
 
 type aclTokenCreateCommand struct{ *meta }

@@ -367,18 +367,5 @@ Usage: drover acl auth-method delete [options] <name>
 }
 
 func (c *aclAuthMethodDeleteCommand) Run(args []string) int {
-	fs := c.flags("acl auth-method delete", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <name>") {
-		return exitError
-	}
-	cl, ok := c.noNamespaceClient()
-	if !ok {
-		return exitError
-	}
-	name := fs.Arg(0)
-	if _, err := cl.Delete(bg, "/v1/acl/auth-method/"+url.PathEscape(name), nil); err != nil {
-		return c.errorf("deleting ACL auth method %q: %v", name, err)
-	}
-	c.ui.Output(fmt.Sprintf("ACL auth method %s successfully deleted", name))
-	return exitOK
+	return c.deleteByName(args, "acl auth-method delete", c.Help(), "<name>", func(name string) string { return "/v1/acl/auth-method/" + url.PathEscape(name) }, "ACL auth method", "ACL auth method %s successfully deleted")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -295,18 +294,5 @@ Usage: drover acl role delete [options] <role-id>
 }
 
 func (c *aclRoleDeleteCommand) Run(args []string) int {
-	fs := c.flags("acl role delete", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <role-id>") {
-		return exitError
-	}
-	cl, ok := c.noNamespaceClient()
-	if !ok {
-		return exitError
-	}
-	id := fs.Arg(0)
-	if _, err := cl.Delete(bg, "/v1/acl/role/"+url.PathEscape(id), nil); err != nil {
-		return c.errorf("deleting ACL role %q: %v", id, err)
-	}
-	c.ui.Output(fmt.Sprintf("ACL role %s successfully deleted", id))
-	return exitOK
+	return c.deleteByName(args, "acl role delete", c.Help(), "<role-id>", func(id string) string { return "/v1/acl/role/" + url.PathEscape(id) }, "ACL role", "ACL role %s successfully deleted")
 }

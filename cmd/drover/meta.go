@@ -313,3 +313,24 @@ func formatTime(ns int64) string {
 }
 
 var bg = context.Background()
+
+// deleteByName is the Run of a command that deletes one object named
+// exactly by its one argument (arg, as its usage names it): DELETE
+// path(name), then done (a format of the name) on success, or the error
+// naming what it could not delete.
+func (m *meta) deleteByName(args []string, cmd, help, arg string, path func(string) string, what, done string) int {
+	fs := m.flags(cmd, false)
+	if !m.parse(fs, args, help) || !m.args(fs, 1, 1, "one argument: "+arg) {
+		return exitError
+	}
+	cl, ok := m.noNamespaceClient()
+	if !ok {
+		return exitError
+	}
+	name := fs.Arg(0)
+	if _, err := cl.Delete(bg, path(name), nil); err != nil {
+		return m.errorf("deleting %s %q: %v", what, name, err)
+	}
+	m.ui.Output(fmt.Sprintf(done, name))
+	return exitOK
+}

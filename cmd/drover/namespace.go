@@ -468,18 +468,5 @@ Usage: drover namespace delete [options] <namespace>
 }
 
 func (c *namespaceDeleteCommand) Run(args []string) int {
-	fs := c.flags("namespace delete", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <namespace>") {
-		return exitError
-	}
-	cl, ok := c.noNamespaceClient()
-	if !ok {
-		return exitError
-	}
-	name := fs.Arg(0)
-	if _, err := cl.Delete(bg, namespacePath(name), nil); err != nil {
-		return c.errorf("deleting namespace %q: %v", name, err)
-	}
-	c.ui.Output(fmt.Sprintf("Successfully deleted namespace %q!", name))
-	return exitOK
+	return c.deleteByName(args, "namespace delete", c.Help(), "<namespace>", namespacePath, "namespace", "Successfully deleted namespace %q!")
 }

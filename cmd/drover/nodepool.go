@@ -545,20 +545,7 @@ Usage: drover node pool delete [options] <node-pool>
 }
 
 func (c *nodePoolDeleteCommand) Run(args []string) int {
-	fs := c.flags("node pool delete", false)
-	if !c.parse(fs, args, c.Help()) || !c.args(fs, 1, 1, "one argument: <node-pool>") {
-		return exitError
-	}
-	cl, ok := c.noNamespaceClient()
-	if !ok {
-		return exitError
-	}
-	name := fs.Arg(0)
-	if _, err := cl.Delete(bg, nodePoolPath(name), nil); err != nil {
-		return c.errorf("deleting node pool %q: %v", name, err)
-	}
-	c.ui.Output(fmt.Sprintf("Successfully deleted node pool %q!", name))
-	return exitOK
+	return c.deleteByName(args, "node pool delete", c.Help(), "<node-pool>", nodePoolPath, "node pool", "Successfully deleted node pool %q!")
 }
 
 // The files node pool init writes by default, as Nomad's.
