@@ -3944,6 +3944,2455 @@ func (z *AllocationListStub) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *CSIClaim) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.AllocationID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.NodeID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Mode == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.AccessMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.AttachmentMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "AllocationID"
+			o = append(o, 0xac, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x49, 0x44)
+			o = msgp.AppendString(o, z.AllocationID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "NodeID"
+			o = append(o, 0xa6, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.NodeID)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Mode"
+			o = append(o, 0xa4, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendInt(o, z.Mode)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "AccessMode"
+			o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AccessMode)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "AttachmentMode"
+			o = append(o, 0xae, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x6d, 0x65, 0x6e, 0x74, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AttachmentMode)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIClaim) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "AllocationID":
+			z.AllocationID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AllocationID")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "NodeID":
+			z.NodeID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodeID")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "Mode":
+			z.Mode, bts, err = msgp.ReadIntBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Mode")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "AccessMode":
+			z.AccessMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccessMode")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "AttachmentMode":
+			z.AttachmentMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AttachmentMode")
+				return
+			}
+			zb0001Mask |= 0x10
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.AllocationID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.NodeID = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Mode = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.AccessMode = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.AttachmentMode = ""
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSIClaim) Msgsize() (s int) {
+	s = 1 + 13 + msgp.StringPrefixSize + len(z.AllocationID) + 7 + msgp.StringPrefixSize + len(z.NodeID) + 5 + msgp.IntSize + 11 + msgp.StringPrefixSize + len(z.AccessMode) + 15 + msgp.StringPrefixSize + len(z.AttachmentMode)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSIControllerInfo) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(12)
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
+	if z.SupportsCreateDelete == false {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.SupportsAttachDetach == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.SupportsListVolumes == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.SupportsGetCapacity == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.SupportsCreateDeleteSnapshot == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.SupportsListSnapshots == false {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.SupportsClone == false {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.SupportsReadOnlyAttach == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.SupportsExpand == false {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.SupportsListVolumesAttachedNodes == false {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.SupportsCondition == false {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SupportsGet == false {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "SupportsCreateDelete"
+			o = append(o, 0xb4, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65)
+			o = msgp.AppendBool(o, z.SupportsCreateDelete)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "SupportsAttachDetach"
+			o = append(o, 0xb4, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x44, 0x65, 0x74, 0x61, 0x63, 0x68)
+			o = msgp.AppendBool(o, z.SupportsAttachDetach)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "SupportsListVolumes"
+			o = append(o, 0xb3, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x4c, 0x69, 0x73, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendBool(o, z.SupportsListVolumes)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "SupportsGetCapacity"
+			o = append(o, 0xb3, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x47, 0x65, 0x74, 0x43, 0x61, 0x70, 0x61, 0x63, 0x69, 0x74, 0x79)
+			o = msgp.AppendBool(o, z.SupportsGetCapacity)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "SupportsCreateDeleteSnapshot"
+			o = append(o, 0xbc, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74)
+			o = msgp.AppendBool(o, z.SupportsCreateDeleteSnapshot)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "SupportsListSnapshots"
+			o = append(o, 0xb5, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x4c, 0x69, 0x73, 0x74, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x73)
+			o = msgp.AppendBool(o, z.SupportsListSnapshots)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "SupportsClone"
+			o = append(o, 0xad, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x43, 0x6c, 0x6f, 0x6e, 0x65)
+			o = msgp.AppendBool(o, z.SupportsClone)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "SupportsReadOnlyAttach"
+			o = append(o, 0xb6, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x52, 0x65, 0x61, 0x64, 0x4f, 0x6e, 0x6c, 0x79, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68)
+			o = msgp.AppendBool(o, z.SupportsReadOnlyAttach)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "SupportsExpand"
+			o = append(o, 0xae, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x45, 0x78, 0x70, 0x61, 0x6e, 0x64)
+			o = msgp.AppendBool(o, z.SupportsExpand)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "SupportsListVolumesAttachedNodes"
+			o = append(o, 0xd9, 0x20, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x4c, 0x69, 0x73, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x65, 0x64, 0x4e, 0x6f, 0x64, 0x65, 0x73)
+			o = msgp.AppendBool(o, z.SupportsListVolumesAttachedNodes)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "SupportsCondition"
+			o = append(o, 0xb1, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x43, 0x6f, 0x6e, 0x64, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendBool(o, z.SupportsCondition)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "SupportsGet"
+			o = append(o, 0xab, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x47, 0x65, 0x74)
+			o = msgp.AppendBool(o, z.SupportsGet)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIControllerInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint16 /* 12 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "SupportsCreateDelete":
+			z.SupportsCreateDelete, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsCreateDelete")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "SupportsAttachDetach":
+			z.SupportsAttachDetach, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsAttachDetach")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "SupportsListVolumes":
+			z.SupportsListVolumes, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsListVolumes")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "SupportsGetCapacity":
+			z.SupportsGetCapacity, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsGetCapacity")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "SupportsCreateDeleteSnapshot":
+			z.SupportsCreateDeleteSnapshot, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsCreateDeleteSnapshot")
+				return
+			}
+			zb0001Mask |= 0x10
+		case "SupportsListSnapshots":
+			z.SupportsListSnapshots, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsListSnapshots")
+				return
+			}
+			zb0001Mask |= 0x20
+		case "SupportsClone":
+			z.SupportsClone, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsClone")
+				return
+			}
+			zb0001Mask |= 0x40
+		case "SupportsReadOnlyAttach":
+			z.SupportsReadOnlyAttach, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsReadOnlyAttach")
+				return
+			}
+			zb0001Mask |= 0x80
+		case "SupportsExpand":
+			z.SupportsExpand, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsExpand")
+				return
+			}
+			zb0001Mask |= 0x100
+		case "SupportsListVolumesAttachedNodes":
+			z.SupportsListVolumesAttachedNodes, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsListVolumesAttachedNodes")
+				return
+			}
+			zb0001Mask |= 0x200
+		case "SupportsCondition":
+			z.SupportsCondition, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsCondition")
+				return
+			}
+			zb0001Mask |= 0x400
+		case "SupportsGet":
+			z.SupportsGet, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsGet")
+				return
+			}
+			zb0001Mask |= 0x800
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xfff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.SupportsCreateDelete = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.SupportsAttachDetach = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.SupportsListVolumes = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.SupportsGetCapacity = false
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.SupportsCreateDeleteSnapshot = false
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.SupportsListSnapshots = false
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.SupportsClone = false
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.SupportsReadOnlyAttach = false
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.SupportsExpand = false
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.SupportsListVolumesAttachedNodes = false
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.SupportsCondition = false
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.SupportsGet = false
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSIControllerInfo) Msgsize() (s int) {
+	s = 1 + 21 + msgp.BoolSize + 21 + msgp.BoolSize + 20 + msgp.BoolSize + 20 + msgp.BoolSize + 29 + msgp.BoolSize + 22 + msgp.BoolSize + 14 + msgp.BoolSize + 23 + msgp.BoolSize + 15 + msgp.BoolSize + 34 + msgp.BoolSize + 18 + msgp.BoolSize + 12 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSIInfo) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
+	_ = zb0001Mask
+	if z.PluginID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.AllocID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Healthy == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.HealthDescription == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.UpdateTime == (time.Time{}) {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Provider == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.ProviderVersion == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.RequiresControllerPlugin == false {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.RequiresTopologies == false {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.ControllerInfo == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.NodeInfo == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "PluginID"
+			o = append(o, 0xa8, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x49, 0x44)
+			o = msgp.AppendString(o, z.PluginID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "AllocID"
+			o = append(o, 0xa7, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x49, 0x44)
+			o = msgp.AppendString(o, z.AllocID)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "Healthy"
+			o = append(o, 0xa7, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x79)
+			o = msgp.AppendBool(o, z.Healthy)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "HealthDescription"
+			o = append(o, 0xb1, 0x48, 0x65, 0x61, 0x6c, 0x74, 0x68, 0x44, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.HealthDescription)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "UpdateTime"
+			o = append(o, 0xaa, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendTime(o, z.UpdateTime)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "Provider"
+			o = append(o, 0xa8, 0x50, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Provider)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "ProviderVersion"
+			o = append(o, 0xaf, 0x50, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.ProviderVersion)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "RequiresControllerPlugin"
+			o = append(o, 0xb8, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x73, 0x43, 0x6f, 0x6e, 0x74, 0x72, 0x6f, 0x6c, 0x6c, 0x65, 0x72, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e)
+			o = msgp.AppendBool(o, z.RequiresControllerPlugin)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "RequiresTopologies"
+			o = append(o, 0xb2, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x73, 0x54, 0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x69, 0x65, 0x73)
+			o = msgp.AppendBool(o, z.RequiresTopologies)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "ControllerInfo"
+			o = append(o, 0xae, 0x43, 0x6f, 0x6e, 0x74, 0x72, 0x6f, 0x6c, 0x6c, 0x65, 0x72, 0x49, 0x6e, 0x66, 0x6f)
+			if z.ControllerInfo == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.ControllerInfo.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "ControllerInfo")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "NodeInfo"
+			o = append(o, 0xa8, 0x4e, 0x6f, 0x64, 0x65, 0x49, 0x6e, 0x66, 0x6f)
+			if z.NodeInfo == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.NodeInfo.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "NodeInfo")
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint16 /* 11 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "PluginID":
+			z.PluginID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PluginID")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "AllocID":
+			z.AllocID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AllocID")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "Healthy":
+			z.Healthy, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Healthy")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "HealthDescription":
+			z.HealthDescription, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "HealthDescription")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "UpdateTime":
+			z.UpdateTime, bts, err = msgp.ReadTimeBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UpdateTime")
+				return
+			}
+			zb0001Mask |= 0x10
+		case "Provider":
+			z.Provider, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Provider")
+				return
+			}
+			zb0001Mask |= 0x20
+		case "ProviderVersion":
+			z.ProviderVersion, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ProviderVersion")
+				return
+			}
+			zb0001Mask |= 0x40
+		case "RequiresControllerPlugin":
+			z.RequiresControllerPlugin, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequiresControllerPlugin")
+				return
+			}
+			zb0001Mask |= 0x80
+		case "RequiresTopologies":
+			z.RequiresTopologies, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequiresTopologies")
+				return
+			}
+			zb0001Mask |= 0x100
+		case "ControllerInfo":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.ControllerInfo = nil
+			} else {
+				if z.ControllerInfo == nil {
+					z.ControllerInfo = new(CSIControllerInfo)
+				}
+				bts, err = z.ControllerInfo.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ControllerInfo")
+					return
+				}
+			}
+			zb0001Mask |= 0x200
+		case "NodeInfo":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.NodeInfo = nil
+			} else {
+				if z.NodeInfo == nil {
+					z.NodeInfo = new(CSINodeInfo)
+				}
+				bts, err = z.NodeInfo.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NodeInfo")
+					return
+				}
+			}
+			zb0001Mask |= 0x400
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.PluginID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.AllocID = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Healthy = false
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HealthDescription = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.UpdateTime = (time.Time{})
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Provider = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.ProviderVersion = ""
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.RequiresControllerPlugin = false
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.RequiresTopologies = false
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.ControllerInfo = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.NodeInfo = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSIInfo) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.PluginID) + 8 + msgp.StringPrefixSize + len(z.AllocID) + 8 + msgp.BoolSize + 18 + msgp.StringPrefixSize + len(z.HealthDescription) + 11 + msgp.TimeSize + 9 + msgp.StringPrefixSize + len(z.Provider) + 16 + msgp.StringPrefixSize + len(z.ProviderVersion) + 25 + msgp.BoolSize + 19 + msgp.BoolSize + 15
+	if z.ControllerInfo == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.ControllerInfo.Msgsize()
+	}
+	s += 9
+	if z.NodeInfo == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.NodeInfo.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSIMountOptions) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.FSType == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.MountFlags == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "FSType"
+			o = append(o, 0xa6, 0x46, 0x53, 0x54, 0x79, 0x70, 0x65)
+			o = msgp.AppendString(o, z.FSType)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "MountFlags"
+			o = append(o, 0xaa, 0x4d, 0x6f, 0x75, 0x6e, 0x74, 0x46, 0x6c, 0x61, 0x67, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.MountFlags)))
+			for za0001 := range z.MountFlags {
+				o = msgp.AppendString(o, z.MountFlags[za0001])
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIMountOptions) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "FSType":
+			z.FSType, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "FSType")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "MountFlags":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MountFlags")
+				return
+			}
+			if cap(z.MountFlags) >= int(zb0002) {
+				z.MountFlags = (z.MountFlags)[:zb0002]
+			} else {
+				z.MountFlags = make([]string, zb0002)
+			}
+			for za0001 := range z.MountFlags {
+				z.MountFlags[za0001], bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "MountFlags", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.FSType = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MountFlags = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSIMountOptions) Msgsize() (s int) {
+	s = 1 + 7 + msgp.StringPrefixSize + len(z.FSType) + 11 + msgp.ArrayHeaderSize
+	for za0001 := range z.MountFlags {
+		s += msgp.StringPrefixSize + len(z.MountFlags[za0001])
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSINodeInfo) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(7)
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.MaxVolumes == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.AccessibleTopology == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.RequiresNodeStageVolume == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.SupportsStats == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.SupportsExpand == false {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.SupportsCondition == false {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "MaxVolumes"
+			o = append(o, 0xaa, 0x4d, 0x61, 0x78, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendInt64(o, z.MaxVolumes)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "AccessibleTopology"
+			o = append(o, 0xb2, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x69, 0x62, 0x6c, 0x65, 0x54, 0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x79)
+			if z.AccessibleTopology == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(1)
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				if z.AccessibleTopology.Segments == nil {
+					zb0002Len--
+					zb0002Mask |= 0x1
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+				if (zb0002Mask & 0x1) == 0 { // if not omitted
+					// string "Segments"
+					o = append(o, 0xa8, 0x53, 0x65, 0x67, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+					o = msgp.AppendMapHeader(o, uint32(len(z.AccessibleTopology.Segments)))
+					for za0001, za0002 := range z.AccessibleTopology.Segments {
+						o = msgp.AppendString(o, za0001)
+						o = msgp.AppendString(o, za0002)
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "RequiresNodeStageVolume"
+			o = append(o, 0xb7, 0x52, 0x65, 0x71, 0x75, 0x69, 0x72, 0x65, 0x73, 0x4e, 0x6f, 0x64, 0x65, 0x53, 0x74, 0x61, 0x67, 0x65, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65)
+			o = msgp.AppendBool(o, z.RequiresNodeStageVolume)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "SupportsStats"
+			o = append(o, 0xad, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x53, 0x74, 0x61, 0x74, 0x73)
+			o = msgp.AppendBool(o, z.SupportsStats)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "SupportsExpand"
+			o = append(o, 0xae, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x45, 0x78, 0x70, 0x61, 0x6e, 0x64)
+			o = msgp.AppendBool(o, z.SupportsExpand)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "SupportsCondition"
+			o = append(o, 0xb1, 0x53, 0x75, 0x70, 0x70, 0x6f, 0x72, 0x74, 0x73, 0x43, 0x6f, 0x6e, 0x64, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendBool(o, z.SupportsCondition)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSINodeInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "ID":
+			z.ID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "MaxVolumes":
+			z.MaxVolumes, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MaxVolumes")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "AccessibleTopology":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.AccessibleTopology = nil
+			} else {
+				if z.AccessibleTopology == nil {
+					z.AccessibleTopology = new(CSITopology)
+				}
+				var zb0002 uint32
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "AccessibleTopology")
+					return
+				}
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				for zb0002 > 0 {
+					zb0002--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "AccessibleTopology")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "Segments":
+						var zb0003 uint32
+						zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "AccessibleTopology", "Segments")
+							return
+						}
+						if z.AccessibleTopology.Segments == nil {
+							z.AccessibleTopology.Segments = make(map[string]string, zb0003)
+						} else if len(z.AccessibleTopology.Segments) > 0 {
+							clear(z.AccessibleTopology.Segments)
+						}
+						for zb0003 > 0 {
+							var za0002 string
+							zb0003--
+							var za0001 string
+							za0001, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AccessibleTopology", "Segments")
+								return
+							}
+							za0002, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "AccessibleTopology", "Segments", za0001)
+								return
+							}
+							z.AccessibleTopology.Segments[za0001] = za0002
+						}
+						zb0002Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "AccessibleTopology")
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0002Mask & 0x1) == 0 {
+					z.AccessibleTopology.Segments = nil
+				}
+
+			}
+			zb0001Mask |= 0x4
+		case "RequiresNodeStageVolume":
+			z.RequiresNodeStageVolume, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequiresNodeStageVolume")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "SupportsStats":
+			z.SupportsStats, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsStats")
+				return
+			}
+			zb0001Mask |= 0x10
+		case "SupportsExpand":
+			z.SupportsExpand, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsExpand")
+				return
+			}
+			zb0001Mask |= 0x20
+		case "SupportsCondition":
+			z.SupportsCondition, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SupportsCondition")
+				return
+			}
+			zb0001Mask |= 0x40
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MaxVolumes = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.AccessibleTopology = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.RequiresNodeStageVolume = false
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.SupportsStats = false
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.SupportsExpand = false
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.SupportsCondition = false
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSINodeInfo) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 11 + msgp.Int64Size + 19
+	if z.AccessibleTopology == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 9 + msgp.MapHeaderSize
+		if z.AccessibleTopology.Segments != nil {
+			for za0001, za0002 := range z.AccessibleTopology.Segments {
+				_ = za0002
+				s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
+			}
+		}
+	}
+	s += 24 + msgp.BoolSize + 14 + msgp.BoolSize + 15 + msgp.BoolSize + 18 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSITopology) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(1)
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	if z.Segments == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+	if (zb0001Mask & 0x1) == 0 { // if not omitted
+		// string "Segments"
+		o = append(o, 0xa8, 0x53, 0x65, 0x67, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+		o = msgp.AppendMapHeader(o, uint32(len(z.Segments)))
+		for za0001, za0002 := range z.Segments {
+			o = msgp.AppendString(o, za0001)
+			o = msgp.AppendString(o, za0002)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSITopology) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "Segments":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Segments")
+				return
+			}
+			if z.Segments == nil {
+				z.Segments = make(map[string]string, zb0002)
+			} else if len(z.Segments) > 0 {
+				clear(z.Segments)
+			}
+			for zb0002 > 0 {
+				var za0002 string
+				zb0002--
+				var za0001 string
+				za0001, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Segments")
+					return
+				}
+				za0002, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Segments", za0001)
+					return
+				}
+				z.Segments[za0001] = za0002
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Segments = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSITopology) Msgsize() (s int) {
+	s = 1 + 9 + msgp.MapHeaderSize
+	if z.Segments != nil {
+		for za0001, za0002 := range z.Segments {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *CSIVolume) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(26)
+	var zb0001Mask uint32 /* 26 bits */
+	_ = zb0001Mask
+	if z.ID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.ExternalID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Topologies == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.AccessMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.AttachmentMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.MountOptions == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.Secrets == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.Parameters == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.Context == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.Capacity == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.RequestedCapacityMin == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.RequestedCapacityMax == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.RequestedCapabilities == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.CloneID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
+	if z.SnapshotID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10000
+	}
+	if z.PluginID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.Provider == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40000
+	}
+	if z.ProviderVersion == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.ReadClaims == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.WriteClaims == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800000
+	}
+	if z.CreateTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000000
+	}
+	if z.ModifyTime == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000000
+	}
+	// variable map header, size zb0001Len
+	o = msgp.AppendMapHeader(o, zb0001Len)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "ID"
+			o = append(o, 0xa2, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ID)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "Name"
+			o = append(o, 0xa4, 0x4e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "ExternalID"
+			o = append(o, 0xaa, 0x45, 0x78, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x49, 0x44)
+			o = msgp.AppendString(o, z.ExternalID)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "Namespace"
+			o = append(o, 0xa9, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "Topologies"
+			o = append(o, 0xaa, 0x54, 0x6f, 0x70, 0x6f, 0x6c, 0x6f, 0x67, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Topologies)))
+			for za0001 := range z.Topologies {
+				if z.Topologies[za0001] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0002Len := uint32(1)
+					var zb0002Mask uint8 /* 1 bits */
+					_ = zb0002Mask
+					if z.Topologies[za0001].Segments == nil {
+						zb0002Len--
+						zb0002Mask |= 0x1
+					}
+					// variable map header, size zb0002Len
+					o = append(o, 0x80|uint8(zb0002Len))
+					if (zb0002Mask & 0x1) == 0 { // if not omitted
+						// string "Segments"
+						o = append(o, 0xa8, 0x53, 0x65, 0x67, 0x6d, 0x65, 0x6e, 0x74, 0x73)
+						o = msgp.AppendMapHeader(o, uint32(len(z.Topologies[za0001].Segments)))
+						for za0002, za0003 := range z.Topologies[za0001].Segments {
+							o = msgp.AppendString(o, za0002)
+							o = msgp.AppendString(o, za0003)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "AccessMode"
+			o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AccessMode)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "AttachmentMode"
+			o = append(o, 0xae, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x6d, 0x65, 0x6e, 0x74, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AttachmentMode)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "MountOptions"
+			o = append(o, 0xac, 0x4d, 0x6f, 0x75, 0x6e, 0x74, 0x4f, 0x70, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			if z.MountOptions == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0003Len := uint32(2)
+				var zb0003Mask uint8 /* 2 bits */
+				_ = zb0003Mask
+				if z.MountOptions.FSType == "" {
+					zb0003Len--
+					zb0003Mask |= 0x1
+				}
+				if z.MountOptions.MountFlags == nil {
+					zb0003Len--
+					zb0003Mask |= 0x2
+				}
+				// variable map header, size zb0003Len
+				o = append(o, 0x80|uint8(zb0003Len))
+
+				// skip if no fields are to be emitted
+				if zb0003Len != 0 {
+					if (zb0003Mask & 0x1) == 0 { // if not omitted
+						// string "FSType"
+						o = append(o, 0xa6, 0x46, 0x53, 0x54, 0x79, 0x70, 0x65)
+						o = msgp.AppendString(o, z.MountOptions.FSType)
+					}
+					if (zb0003Mask & 0x2) == 0 { // if not omitted
+						// string "MountFlags"
+						o = append(o, 0xaa, 0x4d, 0x6f, 0x75, 0x6e, 0x74, 0x46, 0x6c, 0x61, 0x67, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.MountOptions.MountFlags)))
+						for za0004 := range z.MountOptions.MountFlags {
+							o = msgp.AppendString(o, z.MountOptions.MountFlags[za0004])
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "Secrets"
+			o = append(o, 0xa7, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Secrets)))
+			for za0005, za0006 := range z.Secrets {
+				o = msgp.AppendString(o, za0005)
+				o = msgp.AppendString(o, za0006)
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "Parameters"
+			o = append(o, 0xaa, 0x50, 0x61, 0x72, 0x61, 0x6d, 0x65, 0x74, 0x65, 0x72, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Parameters)))
+			for za0007, za0008 := range z.Parameters {
+				o = msgp.AppendString(o, za0007)
+				o = msgp.AppendString(o, za0008)
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "Context"
+			o = append(o, 0xa7, 0x43, 0x6f, 0x6e, 0x74, 0x65, 0x78, 0x74)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Context)))
+			for za0009, za0010 := range z.Context {
+				o = msgp.AppendString(o, za0009)
+				o = msgp.AppendString(o, za0010)
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "Capacity"
+			o = append(o, 0xa8, 0x43, 0x61, 0x70, 0x61, 0x63, 0x69, 0x74, 0x79)
+			o = msgp.AppendInt64(o, z.Capacity)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "RequestedCapacityMin"
+			o = append(o, 0xb4, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x65, 0x64, 0x43, 0x61, 0x70, 0x61, 0x63, 0x69, 0x74, 0x79, 0x4d, 0x69, 0x6e)
+			o = msgp.AppendInt64(o, z.RequestedCapacityMin)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "RequestedCapacityMax"
+			o = append(o, 0xb4, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x65, 0x64, 0x43, 0x61, 0x70, 0x61, 0x63, 0x69, 0x74, 0x79, 0x4d, 0x61, 0x78)
+			o = msgp.AppendInt64(o, z.RequestedCapacityMax)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "RequestedCapabilities"
+			o = append(o, 0xb5, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x65, 0x64, 0x43, 0x61, 0x70, 0x61, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x69, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.RequestedCapabilities)))
+			for za0011 := range z.RequestedCapabilities {
+				if z.RequestedCapabilities[za0011] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					// check for omitted fields
+					zb0004Len := uint32(2)
+					var zb0004Mask uint8 /* 2 bits */
+					_ = zb0004Mask
+					if z.RequestedCapabilities[za0011].AccessMode == "" {
+						zb0004Len--
+						zb0004Mask |= 0x1
+					}
+					if z.RequestedCapabilities[za0011].AttachmentMode == "" {
+						zb0004Len--
+						zb0004Mask |= 0x2
+					}
+					// variable map header, size zb0004Len
+					o = append(o, 0x80|uint8(zb0004Len))
+
+					// skip if no fields are to be emitted
+					if zb0004Len != 0 {
+						if (zb0004Mask & 0x1) == 0 { // if not omitted
+							// string "AccessMode"
+							o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x4d, 0x6f, 0x64, 0x65)
+							o = msgp.AppendString(o, z.RequestedCapabilities[za0011].AccessMode)
+						}
+						if (zb0004Mask & 0x2) == 0 { // if not omitted
+							// string "AttachmentMode"
+							o = append(o, 0xae, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x6d, 0x65, 0x6e, 0x74, 0x4d, 0x6f, 0x64, 0x65)
+							o = msgp.AppendString(o, z.RequestedCapabilities[za0011].AttachmentMode)
+						}
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "CloneID"
+			o = append(o, 0xa7, 0x43, 0x6c, 0x6f, 0x6e, 0x65, 0x49, 0x44)
+			o = msgp.AppendString(o, z.CloneID)
+		}
+		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "SnapshotID"
+			o = append(o, 0xaa, 0x53, 0x6e, 0x61, 0x70, 0x73, 0x68, 0x6f, 0x74, 0x49, 0x44)
+			o = msgp.AppendString(o, z.SnapshotID)
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "PluginID"
+			o = append(o, 0xa8, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x49, 0x44)
+			o = msgp.AppendString(o, z.PluginID)
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "Provider"
+			o = append(o, 0xa8, 0x50, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72)
+			o = msgp.AppendString(o, z.Provider)
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "ProviderVersion"
+			o = append(o, 0xaf, 0x50, 0x72, 0x6f, 0x76, 0x69, 0x64, 0x65, 0x72, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.ProviderVersion)
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "ReadClaims"
+			o = append(o, 0xaa, 0x52, 0x65, 0x61, 0x64, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.ReadClaims)))
+			for za0012, za0013 := range z.ReadClaims {
+				o = msgp.AppendString(o, za0012)
+				if za0013 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0013.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "ReadClaims", za0012)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "WriteClaims"
+			o = append(o, 0xab, 0x57, 0x72, 0x69, 0x74, 0x65, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.WriteClaims)))
+			for za0014, za0015 := range z.WriteClaims {
+				o = msgp.AppendString(o, za0014)
+				if za0015 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0015.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "WriteClaims", za0014)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "CreateIndex"
+			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.CreateIndex)
+		}
+		if (zb0001Mask & 0x800000) == 0 { // if not omitted
+			// string "ModifyIndex"
+			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
+			o = msgp.AppendUint64(o, z.ModifyIndex)
+		}
+		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
+			// string "CreateTime"
+			o = append(o, 0xaa, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.CreateTime)
+		}
+		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "ModifyTime"
+			o = append(o, 0xaa, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x54, 0x69, 0x6d, 0x65)
+			o = msgp.AppendInt64(o, z.ModifyTime)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint32 /* 26 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "ID":
+			z.ID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ID")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "Name":
+			z.Name, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "ExternalID":
+			z.ExternalID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExternalID")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "Namespace":
+			z.Namespace, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+			zb0001Mask |= 0x8
+		case "Topologies":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Topologies")
+				return
+			}
+			if cap(z.Topologies) >= int(zb0002) {
+				z.Topologies = (z.Topologies)[:zb0002]
+			} else {
+				z.Topologies = make([]*CSITopology, zb0002)
+			}
+			for za0001 := range z.Topologies {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.Topologies[za0001] = nil
+				} else {
+					if z.Topologies[za0001] == nil {
+						z.Topologies[za0001] = new(CSITopology)
+					}
+					var zb0003 uint32
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Topologies", za0001)
+						return
+					}
+					var zb0003Mask uint8 /* 1 bits */
+					_ = zb0003Mask
+					for zb0003 > 0 {
+						zb0003--
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Topologies", za0001)
+							return
+						}
+						switch msgp.UnsafeString(field) {
+						case "Segments":
+							var zb0004 uint32
+							zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Topologies", za0001, "Segments")
+								return
+							}
+							if z.Topologies[za0001].Segments == nil {
+								z.Topologies[za0001].Segments = make(map[string]string, zb0004)
+							} else if len(z.Topologies[za0001].Segments) > 0 {
+								clear(z.Topologies[za0001].Segments)
+							}
+							for zb0004 > 0 {
+								var za0003 string
+								zb0004--
+								var za0002 string
+								za0002, bts, err = readString(bts)
+								if err != nil {
+									err = msgp.WrapError(err, "Topologies", za0001, "Segments")
+									return
+								}
+								za0003, bts, err = readString(bts)
+								if err != nil {
+									err = msgp.WrapError(err, "Topologies", za0001, "Segments", za0002)
+									return
+								}
+								z.Topologies[za0001].Segments[za0002] = za0003
+							}
+							zb0003Mask |= 0x1
+						default:
+							bts, err = msgp.Skip(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Topologies", za0001)
+								return
+							}
+						}
+					}
+					// Clear omitted fields.
+					if (zb0003Mask & 0x1) == 0 {
+						z.Topologies[za0001].Segments = nil
+					}
+
+				}
+			}
+			zb0001Mask |= 0x10
+		case "AccessMode":
+			z.AccessMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccessMode")
+				return
+			}
+			zb0001Mask |= 0x20
+		case "AttachmentMode":
+			z.AttachmentMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AttachmentMode")
+				return
+			}
+			zb0001Mask |= 0x40
+		case "MountOptions":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.MountOptions = nil
+			} else {
+				if z.MountOptions == nil {
+					z.MountOptions = new(CSIMountOptions)
+				}
+				var zb0005 uint32
+				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "MountOptions")
+					return
+				}
+				var zb0005Mask uint8 /* 2 bits */
+				_ = zb0005Mask
+				for zb0005 > 0 {
+					zb0005--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "MountOptions")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "FSType":
+						z.MountOptions.FSType, bts, err = readString(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MountOptions", "FSType")
+							return
+						}
+						zb0005Mask |= 0x1
+					case "MountFlags":
+						var zb0006 uint32
+						zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MountOptions", "MountFlags")
+							return
+						}
+						if cap(z.MountOptions.MountFlags) >= int(zb0006) {
+							z.MountOptions.MountFlags = (z.MountOptions.MountFlags)[:zb0006]
+						} else {
+							z.MountOptions.MountFlags = make([]string, zb0006)
+						}
+						for za0004 := range z.MountOptions.MountFlags {
+							z.MountOptions.MountFlags[za0004], bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "MountOptions", "MountFlags", za0004)
+								return
+							}
+						}
+						zb0005Mask |= 0x2
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MountOptions")
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if zb0005Mask != 0x3 {
+					if (zb0005Mask & 0x1) == 0 {
+						z.MountOptions.FSType = ""
+					}
+					if (zb0005Mask & 0x2) == 0 {
+						z.MountOptions.MountFlags = nil
+					}
+				}
+			}
+			zb0001Mask |= 0x80
+		case "Secrets":
+			var zb0007 uint32
+			zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Secrets")
+				return
+			}
+			if z.Secrets == nil {
+				z.Secrets = make(map[string]string, zb0007)
+			} else if len(z.Secrets) > 0 {
+				clear(z.Secrets)
+			}
+			for zb0007 > 0 {
+				var za0006 string
+				zb0007--
+				var za0005 string
+				za0005, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Secrets")
+					return
+				}
+				za0006, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Secrets", za0005)
+					return
+				}
+				z.Secrets[za0005] = za0006
+			}
+			zb0001Mask |= 0x100
+		case "Parameters":
+			var zb0008 uint32
+			zb0008, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Parameters")
+				return
+			}
+			if z.Parameters == nil {
+				z.Parameters = make(map[string]string, zb0008)
+			} else if len(z.Parameters) > 0 {
+				clear(z.Parameters)
+			}
+			for zb0008 > 0 {
+				var za0008 string
+				zb0008--
+				var za0007 string
+				za0007, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Parameters")
+					return
+				}
+				za0008, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Parameters", za0007)
+					return
+				}
+				z.Parameters[za0007] = za0008
+			}
+			zb0001Mask |= 0x200
+		case "Context":
+			var zb0009 uint32
+			zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Context")
+				return
+			}
+			if z.Context == nil {
+				z.Context = make(map[string]string, zb0009)
+			} else if len(z.Context) > 0 {
+				clear(z.Context)
+			}
+			for zb0009 > 0 {
+				var za0010 string
+				zb0009--
+				var za0009 string
+				za0009, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Context")
+					return
+				}
+				za0010, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Context", za0009)
+					return
+				}
+				z.Context[za0009] = za0010
+			}
+			zb0001Mask |= 0x400
+		case "Capacity":
+			z.Capacity, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Capacity")
+				return
+			}
+			zb0001Mask |= 0x800
+		case "RequestedCapacityMin":
+			z.RequestedCapacityMin, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequestedCapacityMin")
+				return
+			}
+			zb0001Mask |= 0x1000
+		case "RequestedCapacityMax":
+			z.RequestedCapacityMax, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequestedCapacityMax")
+				return
+			}
+			zb0001Mask |= 0x2000
+		case "RequestedCapabilities":
+			var zb0010 uint32
+			zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RequestedCapabilities")
+				return
+			}
+			if cap(z.RequestedCapabilities) >= int(zb0010) {
+				z.RequestedCapabilities = (z.RequestedCapabilities)[:zb0010]
+			} else {
+				z.RequestedCapabilities = make([]*CSIVolumeCapability, zb0010)
+			}
+			for za0011 := range z.RequestedCapabilities {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.RequestedCapabilities[za0011] = nil
+				} else {
+					if z.RequestedCapabilities[za0011] == nil {
+						z.RequestedCapabilities[za0011] = new(CSIVolumeCapability)
+					}
+					var zb0011 uint32
+					zb0011, bts, err = msgp.ReadMapHeaderBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "RequestedCapabilities", za0011)
+						return
+					}
+					var zb0011Mask uint8 /* 2 bits */
+					_ = zb0011Mask
+					for zb0011 > 0 {
+						zb0011--
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "RequestedCapabilities", za0011)
+							return
+						}
+						switch msgp.UnsafeString(field) {
+						case "AccessMode":
+							z.RequestedCapabilities[za0011].AccessMode, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "RequestedCapabilities", za0011, "AccessMode")
+								return
+							}
+							zb0011Mask |= 0x1
+						case "AttachmentMode":
+							z.RequestedCapabilities[za0011].AttachmentMode, bts, err = readString(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "RequestedCapabilities", za0011, "AttachmentMode")
+								return
+							}
+							zb0011Mask |= 0x2
+						default:
+							bts, err = msgp.Skip(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "RequestedCapabilities", za0011)
+								return
+							}
+						}
+					}
+					// Clear omitted fields.
+					if zb0011Mask != 0x3 {
+						if (zb0011Mask & 0x1) == 0 {
+							z.RequestedCapabilities[za0011].AccessMode = ""
+						}
+						if (zb0011Mask & 0x2) == 0 {
+							z.RequestedCapabilities[za0011].AttachmentMode = ""
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x4000
+		case "CloneID":
+			z.CloneID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CloneID")
+				return
+			}
+			zb0001Mask |= 0x8000
+		case "SnapshotID":
+			z.SnapshotID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SnapshotID")
+				return
+			}
+			zb0001Mask |= 0x10000
+		case "PluginID":
+			z.PluginID, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PluginID")
+				return
+			}
+			zb0001Mask |= 0x20000
+		case "Provider":
+			z.Provider, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Provider")
+				return
+			}
+			zb0001Mask |= 0x40000
+		case "ProviderVersion":
+			z.ProviderVersion, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ProviderVersion")
+				return
+			}
+			zb0001Mask |= 0x80000
+		case "ReadClaims":
+			var zb0012 uint32
+			zb0012, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ReadClaims")
+				return
+			}
+			if z.ReadClaims == nil {
+				z.ReadClaims = make(map[string]*CSIClaim, zb0012)
+			} else if len(z.ReadClaims) > 0 {
+				clear(z.ReadClaims)
+			}
+			for zb0012 > 0 {
+				var za0013 *CSIClaim
+				zb0012--
+				var za0012 string
+				za0012, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ReadClaims")
+					return
+				}
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					za0013 = nil
+				} else {
+					if za0013 == nil {
+						za0013 = new(CSIClaim)
+					}
+					bts, err = za0013.UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "ReadClaims", za0012)
+						return
+					}
+				}
+				z.ReadClaims[za0012] = za0013
+			}
+			zb0001Mask |= 0x100000
+		case "WriteClaims":
+			var zb0013 uint32
+			zb0013, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WriteClaims")
+				return
+			}
+			if z.WriteClaims == nil {
+				z.WriteClaims = make(map[string]*CSIClaim, zb0013)
+			} else if len(z.WriteClaims) > 0 {
+				clear(z.WriteClaims)
+			}
+			for zb0013 > 0 {
+				var za0015 *CSIClaim
+				zb0013--
+				var za0014 string
+				za0014, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "WriteClaims")
+					return
+				}
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					za0015 = nil
+				} else {
+					if za0015 == nil {
+						za0015 = new(CSIClaim)
+					}
+					bts, err = za0015.UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "WriteClaims", za0014)
+						return
+					}
+				}
+				z.WriteClaims[za0014] = za0015
+			}
+			zb0001Mask |= 0x200000
+		case "CreateIndex":
+			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateIndex")
+				return
+			}
+			zb0001Mask |= 0x400000
+		case "ModifyIndex":
+			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyIndex")
+				return
+			}
+			zb0001Mask |= 0x800000
+		case "CreateTime":
+			z.CreateTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CreateTime")
+				return
+			}
+			zb0001Mask |= 0x1000000
+		case "ModifyTime":
+			z.ModifyTime, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ModifyTime")
+				return
+			}
+			zb0001Mask |= 0x2000000
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3ffffff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ID = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ExternalID = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Topologies = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.AccessMode = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.AttachmentMode = ""
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.MountOptions = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Secrets = nil
+		}
+		if (zb0001Mask & 0x200) == 0 {
+			z.Parameters = nil
+		}
+		if (zb0001Mask & 0x400) == 0 {
+			z.Context = nil
+		}
+		if (zb0001Mask & 0x800) == 0 {
+			z.Capacity = 0
+		}
+		if (zb0001Mask & 0x1000) == 0 {
+			z.RequestedCapacityMin = 0
+		}
+		if (zb0001Mask & 0x2000) == 0 {
+			z.RequestedCapacityMax = 0
+		}
+		if (zb0001Mask & 0x4000) == 0 {
+			z.RequestedCapabilities = nil
+		}
+		if (zb0001Mask & 0x8000) == 0 {
+			z.CloneID = ""
+		}
+		if (zb0001Mask & 0x10000) == 0 {
+			z.SnapshotID = ""
+		}
+		if (zb0001Mask & 0x20000) == 0 {
+			z.PluginID = ""
+		}
+		if (zb0001Mask & 0x40000) == 0 {
+			z.Provider = ""
+		}
+		if (zb0001Mask & 0x80000) == 0 {
+			z.ProviderVersion = ""
+		}
+		if (zb0001Mask & 0x100000) == 0 {
+			z.ReadClaims = nil
+		}
+		if (zb0001Mask & 0x200000) == 0 {
+			z.WriteClaims = nil
+		}
+		if (zb0001Mask & 0x400000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x800000) == 0 {
+			z.ModifyIndex = 0
+		}
+		if (zb0001Mask & 0x1000000) == 0 {
+			z.CreateTime = 0
+		}
+		if (zb0001Mask & 0x2000000) == 0 {
+			z.ModifyTime = 0
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *CSIVolume) Msgsize() (s int) {
+	s = 3 + 3 + msgp.StringPrefixSize + len(z.ID) + 5 + msgp.StringPrefixSize + len(z.Name) + 11 + msgp.StringPrefixSize + len(z.ExternalID) + 10 + msgp.StringPrefixSize + len(z.Namespace) + 11 + msgp.ArrayHeaderSize
+	for za0001 := range z.Topologies {
+		if z.Topologies[za0001] == nil {
+			s += msgp.NilSize
+		} else {
+			s += 1 + 9 + msgp.MapHeaderSize
+			if z.Topologies[za0001].Segments != nil {
+				for za0002, za0003 := range z.Topologies[za0001].Segments {
+					_ = za0003
+					s += msgp.StringPrefixSize + len(za0002) + msgp.StringPrefixSize + len(za0003)
+				}
+			}
+		}
+	}
+	s += 11 + msgp.StringPrefixSize + len(z.AccessMode) + 15 + msgp.StringPrefixSize + len(z.AttachmentMode) + 13
+	if z.MountOptions == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 7 + msgp.StringPrefixSize + len(z.MountOptions.FSType) + 11 + msgp.ArrayHeaderSize
+		for za0004 := range z.MountOptions.MountFlags {
+			s += msgp.StringPrefixSize + len(z.MountOptions.MountFlags[za0004])
+		}
+	}
+	s += 8 + msgp.MapHeaderSize
+	if z.Secrets != nil {
+		for za0005, za0006 := range z.Secrets {
+			_ = za0006
+			s += msgp.StringPrefixSize + len(za0005) + msgp.StringPrefixSize + len(za0006)
+		}
+	}
+	s += 11 + msgp.MapHeaderSize
+	if z.Parameters != nil {
+		for za0007, za0008 := range z.Parameters {
+			_ = za0008
+			s += msgp.StringPrefixSize + len(za0007) + msgp.StringPrefixSize + len(za0008)
+		}
+	}
+	s += 8 + msgp.MapHeaderSize
+	if z.Context != nil {
+		for za0009, za0010 := range z.Context {
+			_ = za0010
+			s += msgp.StringPrefixSize + len(za0009) + msgp.StringPrefixSize + len(za0010)
+		}
+	}
+	s += 9 + msgp.Int64Size + 21 + msgp.Int64Size + 21 + msgp.Int64Size + 22 + msgp.ArrayHeaderSize
+	for za0011 := range z.RequestedCapabilities {
+		if z.RequestedCapabilities[za0011] == nil {
+			s += msgp.NilSize
+		} else {
+			s += 1 + 11 + msgp.StringPrefixSize + len(z.RequestedCapabilities[za0011].AccessMode) + 15 + msgp.StringPrefixSize + len(z.RequestedCapabilities[za0011].AttachmentMode)
+		}
+	}
+	s += 8 + msgp.StringPrefixSize + len(z.CloneID) + 11 + msgp.StringPrefixSize + len(z.SnapshotID) + 9 + msgp.StringPrefixSize + len(z.PluginID) + 9 + msgp.StringPrefixSize + len(z.Provider) + 16 + msgp.StringPrefixSize + len(z.ProviderVersion) + 11 + msgp.MapHeaderSize
+	if z.ReadClaims != nil {
+		for za0012, za0013 := range z.ReadClaims {
+			_ = za0013
+			s += msgp.StringPrefixSize + len(za0012)
+			if za0013 == nil {
+				s += msgp.NilSize
+			} else {
+				s += za0013.Msgsize()
+			}
+		}
+	}
+	s += 12 + msgp.MapHeaderSize
+	if z.WriteClaims != nil {
+		for za0014, za0015 := range z.WriteClaims {
+			_ = za0015
+			s += msgp.StringPrefixSize + len(za0014)
+			if za0015 == nil {
+				s += msgp.NilSize
+			} else {
+				s += za0015.Msgsize()
+			}
+		}
+	}
+	s += 12 + msgp.Uint64Size + 12 + msgp.Uint64Size + 11 + msgp.Int64Size + 11 + msgp.Int64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z CSIVolumeCapability) MarshalMsg(b []byte) (o []byte, err error) {
+	o = b
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.AccessMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.AttachmentMode == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "AccessMode"
+			o = append(o, 0xaa, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AccessMode)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "AttachmentMode"
+			o = append(o, 0xae, 0x41, 0x74, 0x74, 0x61, 0x63, 0x68, 0x6d, 0x65, 0x6e, 0x74, 0x4d, 0x6f, 0x64, 0x65)
+			o = msgp.AppendString(o, z.AttachmentMode)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *CSIVolumeCapability) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "AccessMode":
+			z.AccessMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AccessMode")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "AttachmentMode":
+			z.AttachmentMode, bts, err = readString(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "AttachmentMode")
+				return
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.AccessMode = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.AttachmentMode = ""
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z CSIVolumeCapability) Msgsize() (s int) {
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.AccessMode) + 15 + msgp.StringPrefixSize + len(z.AttachmentMode)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z Constraint) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
@@ -9346,8 +11795,8 @@ func (z *NetworkResource) Msgsize() (s int) {
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(28)
-	var zb0001Mask uint32 /* 28 bits */
+	zb0001Len := uint32(30)
+	var zb0001Mask uint32 /* 30 bits */
 	_ = zb0001Mask
 	if z.ID == "" {
 		zb0001Len--
@@ -9445,21 +11894,29 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x800000
 	}
-	if z.LastDrain == nil {
+	if z.CSIControllerPlugins == nil {
 		zb0001Len--
 		zb0001Mask |= 0x1000000
 	}
-	if z.NodeMaxAllocs == 0 {
+	if z.CSINodePlugins == nil {
 		zb0001Len--
 		zb0001Mask |= 0x2000000
 	}
-	if z.CreateIndex == 0 {
+	if z.LastDrain == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4000000
 	}
-	if z.ModifyIndex == 0 {
+	if z.NodeMaxAllocs == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x8000000
+	}
+	if z.CreateIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x10000000
+	}
+	if z.ModifyIndex == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20000000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -9670,29 +12127,63 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 			}
 		}
 		if (zb0001Mask & 0x1000000) == 0 { // if not omitted
-			// string "LastDrain"
-			o = append(o, 0xa9, 0x4c, 0x61, 0x73, 0x74, 0x44, 0x72, 0x61, 0x69, 0x6e)
-			o = msgp.AppendMapHeader(o, uint32(len(z.LastDrain)))
-			for za0018, za0019 := range z.LastDrain {
+			// string "CSIControllerPlugins"
+			o = append(o, 0xb4, 0x43, 0x53, 0x49, 0x43, 0x6f, 0x6e, 0x74, 0x72, 0x6f, 0x6c, 0x6c, 0x65, 0x72, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.CSIControllerPlugins)))
+			for za0018, za0019 := range z.CSIControllerPlugins {
 				o = msgp.AppendString(o, za0018)
-				o, err = msgp.AppendIntf(o, za0019)
-				if err != nil {
-					err = msgp.WrapError(err, "LastDrain", za0018)
-					return
+				if za0019 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0019.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "CSIControllerPlugins", za0018)
+						return
+					}
 				}
 			}
 		}
 		if (zb0001Mask & 0x2000000) == 0 { // if not omitted
+			// string "CSINodePlugins"
+			o = append(o, 0xae, 0x43, 0x53, 0x49, 0x4e, 0x6f, 0x64, 0x65, 0x50, 0x6c, 0x75, 0x67, 0x69, 0x6e, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.CSINodePlugins)))
+			for za0020, za0021 := range z.CSINodePlugins {
+				o = msgp.AppendString(o, za0020)
+				if za0021 == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = za0021.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "CSINodePlugins", za0020)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+			// string "LastDrain"
+			o = append(o, 0xa9, 0x4c, 0x61, 0x73, 0x74, 0x44, 0x72, 0x61, 0x69, 0x6e)
+			o = msgp.AppendMapHeader(o, uint32(len(z.LastDrain)))
+			for za0022, za0023 := range z.LastDrain {
+				o = msgp.AppendString(o, za0022)
+				o, err = msgp.AppendIntf(o, za0023)
+				if err != nil {
+					err = msgp.WrapError(err, "LastDrain", za0022)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
 			// string "NodeMaxAllocs"
 			o = append(o, 0xad, 0x4e, 0x6f, 0x64, 0x65, 0x4d, 0x61, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x73)
 			o = msgp.AppendInt(o, z.NodeMaxAllocs)
 		}
-		if (zb0001Mask & 0x4000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x10000000) == 0 { // if not omitted
 			// string "CreateIndex"
 			o = append(o, 0xab, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.CreateIndex)
 		}
-		if (zb0001Mask & 0x8000000) == 0 { // if not omitted
+		if (zb0001Mask & 0x20000000) == 0 { // if not omitted
 			// string "ModifyIndex"
 			o = append(o, 0xab, 0x4d, 0x6f, 0x64, 0x69, 0x66, 0x79, 0x49, 0x6e, 0x64, 0x65, 0x78)
 			o = msgp.AppendUint64(o, z.ModifyIndex)
@@ -9711,7 +12202,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint32 /* 28 bits */
+	var zb0001Mask uint32 /* 30 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -10133,56 +12624,136 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.HostNetworks[za0014] = za0015
 			}
 			zb0001Mask |= 0x800000
-		case "LastDrain":
+		case "CSIControllerPlugins":
 			var zb0011 uint32
 			zb0011, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CSIControllerPlugins")
+				return
+			}
+			if z.CSIControllerPlugins == nil {
+				z.CSIControllerPlugins = make(map[string]*CSIInfo, zb0011)
+			} else if len(z.CSIControllerPlugins) > 0 {
+				clear(z.CSIControllerPlugins)
+			}
+			for zb0011 > 0 {
+				var za0019 *CSIInfo
+				zb0011--
+				var za0018 string
+				za0018, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "CSIControllerPlugins")
+					return
+				}
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					za0019 = nil
+				} else {
+					if za0019 == nil {
+						za0019 = new(CSIInfo)
+					}
+					bts, err = za0019.UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "CSIControllerPlugins", za0018)
+						return
+					}
+				}
+				z.CSIControllerPlugins[za0018] = za0019
+			}
+			zb0001Mask |= 0x1000000
+		case "CSINodePlugins":
+			var zb0012 uint32
+			zb0012, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CSINodePlugins")
+				return
+			}
+			if z.CSINodePlugins == nil {
+				z.CSINodePlugins = make(map[string]*CSIInfo, zb0012)
+			} else if len(z.CSINodePlugins) > 0 {
+				clear(z.CSINodePlugins)
+			}
+			for zb0012 > 0 {
+				var za0021 *CSIInfo
+				zb0012--
+				var za0020 string
+				za0020, bts, err = readString(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "CSINodePlugins")
+					return
+				}
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					za0021 = nil
+				} else {
+					if za0021 == nil {
+						za0021 = new(CSIInfo)
+					}
+					bts, err = za0021.UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "CSINodePlugins", za0020)
+						return
+					}
+				}
+				z.CSINodePlugins[za0020] = za0021
+			}
+			zb0001Mask |= 0x2000000
+		case "LastDrain":
+			var zb0013 uint32
+			zb0013, bts, err = msgp.ReadMapHeaderBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LastDrain")
 				return
 			}
 			if z.LastDrain == nil {
-				z.LastDrain = make(Opaque, zb0011)
+				z.LastDrain = make(Opaque, zb0013)
 			} else if len(z.LastDrain) > 0 {
 				clear(z.LastDrain)
 			}
-			for zb0011 > 0 {
-				var za0019 interface{}
-				zb0011--
-				var za0018 string
-				za0018, bts, err = readString(bts)
+			for zb0013 > 0 {
+				var za0023 interface{}
+				zb0013--
+				var za0022 string
+				za0022, bts, err = readString(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "LastDrain")
 					return
 				}
-				za0019, bts, err = msgp.ReadIntfBytes(bts)
+				za0023, bts, err = msgp.ReadIntfBytes(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "LastDrain", za0018)
+					err = msgp.WrapError(err, "LastDrain", za0022)
 					return
 				}
-				z.LastDrain[za0018] = za0019
+				z.LastDrain[za0022] = za0023
 			}
-			zb0001Mask |= 0x1000000
+			zb0001Mask |= 0x4000000
 		case "NodeMaxAllocs":
 			z.NodeMaxAllocs, bts, err = msgp.ReadIntBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeMaxAllocs")
 				return
 			}
-			zb0001Mask |= 0x2000000
+			zb0001Mask |= 0x8000000
 		case "CreateIndex":
 			z.CreateIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreateIndex")
 				return
 			}
-			zb0001Mask |= 0x4000000
+			zb0001Mask |= 0x10000000
 		case "ModifyIndex":
 			z.ModifyIndex, bts, err = msgp.ReadUint64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ModifyIndex")
 				return
 			}
-			zb0001Mask |= 0x8000000
+			zb0001Mask |= 0x20000000
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -10192,7 +12763,7 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xfffffff {
+	if zb0001Mask != 0x3fffffff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.ID = ""
 		}
@@ -10266,15 +12837,21 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			z.HostNetworks = nil
 		}
 		if (zb0001Mask & 0x1000000) == 0 {
-			z.LastDrain = nil
+			z.CSIControllerPlugins = nil
 		}
 		if (zb0001Mask & 0x2000000) == 0 {
-			z.NodeMaxAllocs = 0
+			z.CSINodePlugins = nil
 		}
 		if (zb0001Mask & 0x4000000) == 0 {
-			z.CreateIndex = 0
+			z.LastDrain = nil
 		}
 		if (zb0001Mask & 0x8000000) == 0 {
+			z.NodeMaxAllocs = 0
+		}
+		if (zb0001Mask & 0x10000000) == 0 {
+			z.CreateIndex = 0
+		}
+		if (zb0001Mask & 0x20000000) == 0 {
 			z.ModifyIndex = 0
 		}
 	}
@@ -10369,11 +12946,35 @@ func (z *Node) Msgsize() (s int) {
 			}
 		}
 	}
+	s += 21 + msgp.MapHeaderSize
+	if z.CSIControllerPlugins != nil {
+		for za0018, za0019 := range z.CSIControllerPlugins {
+			_ = za0019
+			s += msgp.StringPrefixSize + len(za0018)
+			if za0019 == nil {
+				s += msgp.NilSize
+			} else {
+				s += za0019.Msgsize()
+			}
+		}
+	}
+	s += 15 + msgp.MapHeaderSize
+	if z.CSINodePlugins != nil {
+		for za0020, za0021 := range z.CSINodePlugins {
+			_ = za0021
+			s += msgp.StringPrefixSize + len(za0020)
+			if za0021 == nil {
+				s += msgp.NilSize
+			} else {
+				s += za0021.Msgsize()
+			}
+		}
+	}
 	s += 10 + msgp.MapHeaderSize
 	if z.LastDrain != nil {
-		for za0018, za0019 := range z.LastDrain {
-			_ = za0019
-			s += msgp.StringPrefixSize + len(za0018) + msgp.GuessSize(za0019)
+		for za0022, za0023 := range z.LastDrain {
+			_ = za0023
+			s += msgp.StringPrefixSize + len(za0022) + msgp.GuessSize(za0023)
 		}
 	}
 	s += 14 + msgp.IntSize + 12 + msgp.Uint64Size + 12 + msgp.Uint64Size

@@ -36,6 +36,8 @@ type Node struct {
 	Drivers               map[string]*DriverInfo `msg:",omitempty"`
 	HostVolumes           map[string]Opaque      `msg:",omitempty"`
 	HostNetworks          map[string]Opaque      `msg:",omitempty"`
+	CSIControllerPlugins  map[string]*CSIInfo    `msg:",omitempty"`
+	CSINodePlugins        map[string]*CSIInfo    `msg:",omitempty"`
 	LastDrain             Opaque                 `msg:",omitempty"`
 	NodeMaxAllocs         int                    `msg:",omitempty"`
 	CreateIndex           uint64                 `msg:",omitempty"`

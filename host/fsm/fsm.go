@@ -304,6 +304,12 @@ func decodeEntry(data []byte) (msgp.Unmarshaler, error) {
 		msg = &NodePoolDeleteRequest{}
 	case JobVersionTagRequestType:
 		msg = &JobVersionTagRequest{}
+	case CSIVolumeRegisterRequestType:
+		msg = &CSIVolumeRegisterRequest{}
+	case CSIVolumeDeregisterRequestType:
+		msg = &CSIVolumeDeregisterRequest{}
+	case CSIVolumeDetachRequestType:
+		msg = &CSIVolumeDetachRequest{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrBadEntry, data[0])
 	}
@@ -424,6 +430,12 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 			return tx.UntagJobVersion(req.Namespace, req.JobID, req.Name)
 		}
 		return tx.TagJobVersion(req.Namespace, req.JobID, req.Tag)
+	case *CSIVolumeRegisterRequest:
+		return tx.RegisterCSIVolumes(req.Volumes)
+	case *CSIVolumeDeregisterRequest:
+		return tx.DeregisterCSIVolumes(req.Namespace, req.IDs)
+	case *CSIVolumeDetachRequest:
+		return tx.DetachCSIVolume(req.Namespace, req.ID, req.NodeID)
 	case *ACLBindingRuleUpsertRequest:
 		return applyACLBindingRuleUpsert(tx, req)
 	case *ACLBindingRuleDeleteRequest:

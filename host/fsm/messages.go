@@ -54,9 +54,12 @@ const (
 	NodePoolUpsertRequestType
 	NodePoolDeleteRequestType
 	JobVersionTagRequestType
+	CSIVolumeRegisterRequestType
+	CSIVolumeDeregisterRequestType
+	CSIVolumeDetachRequestType
 
 	// LastMessageType is the newest type this version applies.
-	LastMessageType = JobVersionTagRequestType
+	LastMessageType = CSIVolumeDetachRequestType
 )
 
 // NodeRegisterRequest registers or updates a node, with the evals the
@@ -392,6 +395,27 @@ type JobVersionTagRequest struct {
 	JobID     string
 	Name      string
 	Tag       *state.JobVersionTag
+}
+
+// CSIVolumeRegisterRequest registers CSI volumes, or updates registered
+// ones (their claims kept).
+type CSIVolumeRegisterRequest struct {
+	Volumes []*sdk.CSIVolume
+}
+
+// CSIVolumeDeregisterRequest deregisters CSI volumes of a namespace;
+// refused, as the entry applies, for one a live allocation claims.
+type CSIVolumeDeregisterRequest struct {
+	Namespace string
+	IDs       []string
+}
+
+// CSIVolumeDetachRequest releases the claims of a node's finished
+// allocations on a volume.
+type CSIVolumeDetachRequest struct {
+	Namespace string
+	ID        string
+	NodeID    string
 }
 
 // NodePoolDeleteRequest deletes node pools; refused, as the entry

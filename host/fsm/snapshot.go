@@ -48,6 +48,7 @@ const (
 	recNamespace
 	recNodePool
 	recJobVersionTags
+	recCSIVolume
 )
 
 // snapshotMeta is the first record: the index the snapshot was taken at.
@@ -121,7 +122,8 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 		state.TableEvals, state.TableDeployments, state.TableSchedConfig, state.TablePeriodic, state.TableSubmissions,
 		state.TableSummaries, state.TableScalingPolicies, state.TableACLPolicies, state.TableACLTokens,
 		state.TableACLRoles, state.ACLBootstrapIndexKey, state.TableVariables, state.TableRootKeys, state.TableAutopilot,
-		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableVersionTags}
+		state.TableACLAuthMethods, state.TableACLBindingRules, state.TableOneTimeTokens, state.TableVersionTags,
+		state.TableCSIVolumes}
 	// Until namespaces and node pools are written objects, their rows
 	// decide nothing and an older version may be among the servers (a
 	// follower sent this snapshot, which refuses records it does not
@@ -208,6 +210,9 @@ func writeSnapshot(w io.Writer, snap *state.Snapshot) error {
 	}
 	for _, ts := range snap.AllJobVersionTags() {
 		rw.put(recJobVersionTags, ts)
+	}
+	for _, v := range snap.CSIVolumes("*") {
+		rw.put(recCSIVolume, v)
 	}
 	for _, ns := range snap.Namespaces() {
 		if refs && (ns.CreateIndex > 1 || ns.ModifyIndex > 1) { // not the built-in default
@@ -474,6 +479,12 @@ func restoreRecord(tx *state.Txn, kind byte, b []byte, allocJobs map[versionRef]
 			return err
 		}
 		return tx.RestoreJobVersionTags(&ts)
+	case recCSIVolume:
+		var v sdk.CSIVolume
+		if err := un(&v); err != nil {
+			return err
+		}
+		return tx.RegisterCSIVolumes([]*sdk.CSIVolume{&v})
 	case recNamespace:
 		var ns state.Namespace
 		if err := un(&ns); err != nil {

@@ -24,13 +24,16 @@ const (
 	KindACLAuthMethod  // key: the method's name
 	KindACLBindingRule // key: the rule's ID
 	KindNodePool       // key: the pool's name
+	// KindCSIVolume: key jobKey(namespace, ID). Mirrored by plugins whose
+	// host declares ABI 1.11.
+	KindCSIVolume
 )
 
 // mirrored reports whether plugins mirror objects of kind k, and so
 // whether their state deltas carry its changes.
 func (k Kind) mirrored() bool {
 	switch k {
-	case KindNode, KindJob, KindAlloc, KindDeployment, KindSchedConfig, KindEval:
+	case KindNode, KindJob, KindAlloc, KindDeployment, KindSchedConfig, KindEval, KindCSIVolume:
 		return true
 	}
 	return false

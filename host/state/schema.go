@@ -58,6 +58,9 @@ const (
 	// TableVersionTags holds each job's version tags, by namespace and
 	// job ID.
 	TableVersionTags = "job_version_tags"
+	// TableCSIVolumes holds CSI volumes by namespace and ID, with their
+	// claims.
+	TableCSIVolumes = "csi_volumes"
 )
 
 // ACLBootstrapIndexKey is the index table entry that records the index
@@ -631,6 +634,9 @@ var (
 	nodePoolName      = field("Name", func(p *NodePool) string { return p.Name })
 	tagsNamespace     = field("Namespace", func(ts *JobVersionTags) string { return ts.Namespace })
 	tagsJobID         = field("JobID", func(ts *JobVersionTags) string { return ts.JobID })
+	csiNamespace      = field("Namespace", func(v *sdk.CSIVolume) string { return v.Namespace })
+	csiID             = field("ID", func(v *sdk.CSIVolume) string { return v.ID })
+	csiPluginID       = field("PluginID", func(v *sdk.CSIVolume) string { return v.PluginID })
 )
 
 // nsIDIndex indexes objects by namespace and an ID-like string field.
@@ -779,6 +785,10 @@ func schema() *memdb.DBSchema {
 		}},
 		TableVersionTags: {Name: TableVersionTags, Indexes: map[string]*memdb.IndexSchema{
 			"id": nsIDIndex("id", tagsNamespace, tagsJobID, true),
+		}},
+		TableCSIVolumes: {Name: TableCSIVolumes, Indexes: map[string]*memdb.IndexSchema{
+			"id":     nsIDIndex("id", csiNamespace, csiID, true),
+			"plugin": {Name: "plugin", Indexer: csiPluginID},
 		}},
 	}}
 }

@@ -39,6 +39,7 @@ func reflectSchema() map[string]map[string]memdb.Indexer {
 		TableNamespaces:      {"id": str("Name")},
 		TableNodePools:       {"id": str("Name")},
 		TableVersionTags:     {"id": nsID("JobID")},
+		TableCSIVolumes:      {"id": nsID("ID"), "plugin": str("PluginID")},
 		TableACLBindingRules: {"id": str("ID"), "auth_method": str("AuthMethod")},
 		TableOneTimeTokens:   {"id": str("OneTimeSecretID"), "accessor": str("AccessorID")},
 	}
@@ -107,6 +108,10 @@ func indexedObjects() map[string][]any {
 		TableACLAuthMethods: {&ACLAuthMethod{Name: "okta"}, &ACLAuthMethod{}},
 		TableNamespaces:     {&Namespace{Name: "prod"}, &Namespace{}},
 		TableNodePools:      {&NodePool{Name: "gpu"}, &NodePool{}},
+		TableCSIVolumes: {
+			&sdk.CSIVolume{Namespace: "default", ID: "data", PluginID: "ebs"}, &sdk.CSIVolume{},
+			&sdk.CSIVolume{ID: "data"}, &sdk.CSIVolume{Namespace: "default"}, &sdk.CSIVolume{PluginID: "ebs"},
+		},
 		TableVersionTags: {
 			&JobVersionTags{Namespace: "default", JobID: "web"}, &JobVersionTags{},
 			&JobVersionTags{JobID: "web"}, &JobVersionTags{Namespace: "default"},

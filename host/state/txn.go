@@ -361,9 +361,28 @@ func (t *Txn) UpsertAllocOver(a, old *sdk.Allocation) error {
 			a.JobVersion, a.JobModifyIndex = a.Job.Version, a.Job.JobModifyIndex
 		}
 		t.touch(a.Namespace, a.JobID)
+		if err := t.csiClaimsOf(a, old); err != nil {
+			return err
+		}
 	}
 	t.record(KindAlloc, a.ID)
 	return t.insert(TableAllocs, a)
+}
+
+// csiClaimsOf keeps the CSI volume claims in step with an allocation's
+// write: a new allocation claims its group's volumes, and one that
+// finishes on its node releases them.
+func (t *Txn) csiClaimsOf(a, old *sdk.Allocation) error {
+	if a.Job == nil {
+		return nil
+	}
+	switch {
+	case old == nil:
+		return t.claimCSIVolumes(a)
+	case !old.ClientTerminalStatus() && a.ClientTerminalStatus():
+		return t.releaseCSIClaims(a)
+	}
+	return nil
 }
 
 // DeleteAlloc removes an allocation. It leaves its job's status alone, as
@@ -377,6 +396,9 @@ func (t *Txn) DeleteAlloc(id string) error {
 	}
 	t.record(KindAlloc, id)
 	if err := t.delete(TableAllocs, old); err != nil {
+		return err
+	}
+	if err := t.releaseCSIClaims(old); err != nil {
 		return err
 	}
 	// A terminal allocation of the job's instance collected leaves its
