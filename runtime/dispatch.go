@@ -94,6 +94,9 @@ func syncFor(src StateSource, from uint64, info abi.Info, kept **keptPlan, stats
 	if markKept(sync, kept) {
 		stats.KeptPlans.Add(1)
 	}
+	if !abi.Version(info.ABI).TakesCSIVolumes() {
+		sync.CSIVolumes, sync.DeletedCSIVolumes = nil, nil
+	}
 	if abi.Version(info.ABI).TakesJobStatuses() {
 		sync.CompactJobs()
 		stats.JobStatuses.Add(int64(len(sync.JobStatuses)))

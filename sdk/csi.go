@@ -185,7 +185,7 @@ func CSIVolumeRequests(tg *TaskGroup, allocName string) []CSIVolumeRequest {
 		r := CSIVolumeRequest{Name: name, Source: opaqueStr(v, "Source"), ReadOnly: opaqueBool(v, "ReadOnly"),
 			AccessMode: opaqueStr(v, "AccessMode"), AttachmentMode: opaqueStr(v, "AttachmentMode"), PerAlloc: opaqueBool(v, "PerAlloc")}
 		if r.PerAlloc {
-			r.Source += allocSuffix(allocName)
+			r.Source += AllocSuffix(allocName)
 		}
 		out = append(out, r)
 	}
@@ -211,8 +211,9 @@ func HasCSIVolumes(tg *TaskGroup) bool {
 	return false
 }
 
-// allocSuffix is the "[index]" ending of an allocation's name.
-func allocSuffix(name string) string {
+// AllocSuffix is the "[index]" ending of an allocation's name, which a
+// per_alloc volume request appends to its source.
+func AllocSuffix(name string) string {
 	for i := len(name) - 1; i >= 0; i-- {
 		if name[i] == '[' {
 			return name[i:]
@@ -334,47 +335,61 @@ func (v *CSIVolume) Capable(accessMode, attachmentMode string) bool {
 }
 
 // CSIClaimLive tells whether the allocation holding a claim still uses
-// the volume: it exists, has not finished on its node and is not being
-// stopped. A claim whose allocation is not live does not count against
+// the volume. A claim whose allocation is not live does not count against
 // the volume's free claims.
 type CSIClaimLive func(allocID string) bool
 
-// CanClaim reports why the volume cannot be claimed as the request asks,
-// or "" when it can: the volume's access mode and live claims (Nomad's
-// ReadSchedulable, WriteSchedulable and free-claim checks; the plugin's
-// health is the caller's). live tells which claims count.
-func (v *CSIVolume) CanClaim(r CSIVolumeRequest, live CSIClaimLive) string {
+// Nomad's explanations of a volume that cannot be claimed.
+const (
+	csiNoRead  = "CSI volume %s is unschedulable or has exhausted its available reader claims"
+	csiNoWrite = "CSI volume %s is unschedulable or is read-only"
+	csiInUse   = "CSI volume %s has exhausted its available writer claims"
+)
+
+// LiveClaims counts the volume's claims whose allocations are live (all
+// of them when live is nil).
+func (v *CSIVolume) LiveClaims(live CSIClaimLive) (reads, writes int) {
+	return v.liveClaims(v.ReadClaims, live), v.liveClaims(v.WriteClaims, live)
+}
+
+// CanClaim reports why the volume cannot take the request, or "" when it
+// can, with reads and writes claims held: Nomad's ReadSchedulable,
+// WriteSchedulable and free-claim checks by access mode, and the
+// request's modes among those the volume offers. schedulable is whether
+// its plugin is (CSIPlugin.Schedulable).
+func (v *CSIVolume) CanClaim(r CSIVolumeRequest, schedulable bool, reads, writes int) string {
+	noClaim := csiNoWrite
+	if r.ReadOnly {
+		noClaim = csiNoRead
+	}
+	if !schedulable {
+		return fmt.Sprintf(noClaim, v.ID)
+	}
 	if !v.Capable(r.AccessMode, r.AttachmentMode) {
-		return fmt.Sprintf("volume %q does not offer access mode %q with attachment mode %q", v.ID, r.AccessMode, r.AttachmentMode)
+		return fmt.Sprintf("CSI volume %s does not offer access mode %s with attachment mode %s", v.ID, r.AccessMode, r.AttachmentMode)
 	}
 	mode := v.AccessMode
 	if mode == csiAccessModeUnknown {
 		mode = r.AccessMode
 	}
-	reads, writes := v.liveClaims(v.ReadClaims, live), v.liveClaims(v.WriteClaims, live)
 	if r.ReadOnly {
-		switch mode {
-		case CSIAccessModeSingleNodeReader:
-			if reads > 0 {
-				return fmt.Sprintf("volume %q has exhausted its available reader claims", v.ID)
-			}
-		case CSIAccessModeSingleNodeWriter:
-			if reads+writes > 0 {
-				return fmt.Sprintf("volume %q has exhausted its available reader claims", v.ID)
-			}
+		switch {
+		case mode == CSIAccessModeSingleNodeReader && reads > 0,
+			mode == CSIAccessModeSingleNodeWriter && reads+writes > 0:
+			return fmt.Sprintf(csiNoRead, v.ID)
 		}
 		return ""
 	}
 	switch mode {
 	case CSIAccessModeSingleNodeWriter, CSIAccessModeMultiNodeSingleWriter:
 		if writes > 0 {
-			return fmt.Sprintf("volume %q has exhausted its available writer claims", v.ID)
+			return fmt.Sprintf(csiInUse, v.ID)
 		}
 		return ""
 	case CSIAccessModeMultiNodeMultiWriter:
 		return ""
 	}
-	return fmt.Sprintf("volume %q is unschedulable for writes (access mode %q)", v.ID, mode)
+	return fmt.Sprintf(csiNoWrite, v.ID)
 }
 
 func (v *CSIVolume) liveClaims(claims map[string]*CSIClaim, live CSIClaimLive) int {
@@ -387,7 +402,7 @@ func (v *CSIVolume) liveClaims(claims map[string]*CSIClaim, live CSIClaimLive) i
 	return n
 }
 
-// Claims returns the volume's claim of the allocation, if any.
+// Claim returns the volume's claim of the allocation, if any.
 func (v *CSIVolume) Claim(allocID string) *CSIClaim {
 	if c := v.WriteClaims[allocID]; c != nil {
 		return c

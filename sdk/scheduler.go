@@ -155,6 +155,9 @@ type State interface {
 	// LatestDeployment returns the job's most recently created deployment.
 	LatestDeployment(namespace, jobID string) *Deployment
 	SchedulerConfig() *SchedulerConfiguration
+	// CSIVolume returns a CSI volume, with its claims, nil if there is
+	// none. A host older than ABI 1.11 sends none.
+	CSIVolume(namespace, id string) *CSIVolume
 }
 
 // Planner is how a scheduler changes the cluster. Methods are called from

@@ -118,6 +118,26 @@ func (e *effects) unblock(class string) {
 	e.classes[class] = true
 }
 
+// unblockCSI unblocks the evals blocked on the classes of the nodes that
+// run the plugins of volumes just registered or freed: an eval whose
+// placements found no volume, or no free claim, may place now.
+func unblockCSI(tx *state.Txn, fx *effects, vols ...*sdk.CSIVolume) {
+	plugins := map[string]bool{}
+	for _, v := range vols {
+		if v != nil {
+			plugins[v.PluginID] = true
+		}
+	}
+	for n := range tx.EachNode() {
+		for id := range n.CSINodePlugins {
+			if plugins[id] {
+				fx.unblock(n.ComputedClass)
+				break
+			}
+		}
+	}
+}
+
 func (e *effects) job(ns, id string) {
 	e.Jobs = append(e.Jobs, sdk.NamespacedID{Namespace: ns, ID: id})
 }
@@ -431,11 +451,19 @@ func apply(tx *state.Txn, msg msgp.Unmarshaler, fx *effects) error {
 		}
 		return tx.TagJobVersion(req.Namespace, req.JobID, req.Tag)
 	case *CSIVolumeRegisterRequest:
-		return tx.RegisterCSIVolumes(req.Volumes)
+		if err := tx.RegisterCSIVolumes(req.Volumes); err != nil {
+			return err
+		}
+		unblockCSI(tx, fx, req.Volumes...)
+		return nil
 	case *CSIVolumeDeregisterRequest:
 		return tx.DeregisterCSIVolumes(req.Namespace, req.IDs)
 	case *CSIVolumeDetachRequest:
-		return tx.DetachCSIVolume(req.Namespace, req.ID, req.NodeID)
+		if err := tx.DetachCSIVolume(req.Namespace, req.ID, req.NodeID); err != nil {
+			return err
+		}
+		unblockCSI(tx, fx, tx.CSIVolume(req.Namespace, req.ID))
+		return nil
 	case *ACLBindingRuleUpsertRequest:
 		return applyACLBindingRuleUpsert(tx, req)
 	case *ACLBindingRuleDeleteRequest:

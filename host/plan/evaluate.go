@@ -20,8 +20,26 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 		NodeUpdate: map[string][]*sdk.Allocation{}, NodeAllocation: map[string][]*sdk.Allocation{},
 		NodePreemptions: map[string][]*sdk.Allocation{},
 	}
-	for _, n := range planNodes(p) {
+	nodes := planNodes(p)
+	var rejected map[string]bool
+	for _, n := range nodes {
 		if ok, _ := verify.NodeFits(snap, p, n); !ok {
+			if rejected == nil {
+				rejected = map[string]bool{}
+			}
+			rejected[n] = true
+		}
+	}
+	if verify.PlacesCSIVolumes(p) {
+		for n := range verify.CSIClaims(snap, p, nodes, rejected) {
+			if rejected == nil {
+				rejected = map[string]bool{}
+			}
+			rejected[n] = true
+		}
+	}
+	for _, n := range nodes {
+		if rejected[n] {
 			result.RejectedNodes = append(result.RejectedNodes, n)
 			continue
 		}
@@ -48,7 +66,7 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 		Job: p.Job, EvalID: p.EvalID, Deployment: p.Deployment,
 		DeploymentUpdates: p.DeploymentUpdates, UpdatedAt: now,
 	}
-	for _, n := range planNodes(p) {
+	for _, n := range nodes {
 		req.AllocsStopped = append(req.AllocsStopped, result.NodeUpdate[n]...)
 		req.AllocsUpdated = append(req.AllocsUpdated, result.NodeAllocation[n]...)
 		req.AllocsPreempted = append(req.AllocsPreempted, stillLive(snap, result.NodePreemptions[n])...)

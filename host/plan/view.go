@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"maps"
+
 	"github.com/drover-sched/drover/host/fsm"
 	"github.com/drover-sched/drover/host/state"
 	"github.com/drover-sched/drover/sdk"
@@ -17,6 +19,9 @@ type overlay struct {
 	*state.Snapshot
 	allocs map[string]*sdk.Allocation
 	byNode map[string][]*sdk.Allocation
+	// claims are the CSI volume claims the committing result's new
+	// allocations take as it applies, by volume.
+	claims map[sdk.NamespacedID][]*sdk.CSIClaim
 }
 
 var _ verify.State = (*overlay)(nil)
@@ -41,9 +46,64 @@ func newOverlay(snap *state.Snapshot, req *fsm.ApplyPlanResultsRequest) *overlay
 		end(a, sdk.AllocDesiredStatusEvict)
 	}
 	for _, a := range req.AllocsUpdated {
+		if snap.Alloc(a.ID) == nil {
+			o.claim(a, req.Job)
+		}
 		put(a)
 	}
 	return o
+}
+
+// claim records the CSI claims a new allocation takes as it commits, as
+// the FSM takes them (state.Txn.claimCSIVolumes).
+func (o *overlay) claim(a *sdk.Allocation, planJob *sdk.Job) {
+	job := a.Job
+	if job == nil {
+		job = planJob
+	}
+	if job == nil || a.ClientTerminalStatus() {
+		return
+	}
+	tg := job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || len(tg.Volumes) == 0 {
+		return
+	}
+	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+		if o.claims == nil {
+			o.claims = map[sdk.NamespacedID][]*sdk.CSIClaim{}
+		}
+		c := &sdk.CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
+		if !r.ReadOnly {
+			c.Mode = sdk.CSIClaimWrite
+		}
+		k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
+		o.claims[k] = append(o.claims[k], c)
+	}
+}
+
+// CSIVolume is the volume with the committing result's claims on it.
+func (o *overlay) CSIVolume(ns, id string) *sdk.CSIVolume {
+	v := o.Snapshot.CSIVolume(ns, id)
+	claims := o.claims[sdk.NamespacedID{Namespace: ns, ID: id}]
+	if v == nil || len(claims) == 0 {
+		return v
+	}
+	c := *v
+	c.ReadClaims, c.WriteClaims = maps.Clone(v.ReadClaims), maps.Clone(v.WriteClaims)
+	for _, cl := range claims {
+		m := &c.ReadClaims
+		if cl.Mode == sdk.CSIClaimWrite {
+			m = &c.WriteClaims
+		}
+		if *m == nil {
+			*m = map[string]*sdk.CSIClaim{}
+		}
+		(*m)[cl.AllocationID] = cl
+	}
+	if c.AccessMode == "" {
+		c.AccessMode, c.AttachmentMode = claims[0].AccessMode, claims[0].AttachmentMode
+	}
+	return &c
 }
 
 func (o *overlay) Alloc(id string) *sdk.Allocation {

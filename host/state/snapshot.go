@@ -70,6 +70,13 @@ func (s *Snapshot) Sync(from uint64, evals bool) *abi.StateSync {
 			}
 		case KindSchedConfig:
 			sync.SchedulerConfig = s.SchedulerConfig()
+		case KindCSIVolume:
+			ns, id := splitJobKey(c.Key)
+			if v := s.CSIVolume(ns, id); v != nil {
+				sync.CSIVolumes = append(sync.CSIVolumes, pluginVolume(v))
+			} else {
+				sync.DeletedCSIVolumes = append(sync.DeletedCSIVolumes, sdk.NamespacedID{Namespace: ns, ID: id})
+			}
 		case KindEval:
 			if !evals {
 				continue
@@ -101,6 +108,9 @@ func (s *Snapshot) FullSync(evals bool) *abi.StateSync {
 	}
 	sync.JobVersions = versions.list
 	sync.Deployments = s.Deployments()
+	for _, v := range s.CSIVolumes("*") {
+		sync.CSIVolumes = append(sync.CSIVolumes, pluginVolume(v))
+	}
 	if evals {
 		sync.Evals = s.Evals()
 	}
@@ -114,6 +124,16 @@ func pluginNode(n *sdk.Node) *sdk.Node {
 	}
 	c := *n
 	c.SecretID = ""
+	return &c
+}
+
+// pluginVolume hides the volume's secrets from plugins.
+func pluginVolume(v *sdk.CSIVolume) *sdk.CSIVolume {
+	if len(v.Secrets) == 0 {
+		return v
+	}
+	c := *v
+	c.Secrets = nil
 	return &c
 }
 

@@ -363,3 +363,48 @@ func TestSync_CarriesTheVersionsAllocationsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_CSIVolumesReachTheMirror: CSI volumes travel in full syncs and
+// deltas, with their claims and without their secrets, and a mirror fed
+// both ends up holding what the state holds.
+func TestSync_CSIVolumesReachTheMirror(t *testing.T) {
+	s, _ := NewStore()
+	write := func(index uint64, fn func(tx *Txn) error) {
+		t.Helper()
+		if err := s.Write(index, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := &sdk.Job{Namespace: "default", ID: "db", Type: "service", TaskGroups: []*sdk.TaskGroup{{Name: "g", Count: 1,
+		Volumes: map[string]sdk.Opaque{"d": {"Type": "csi", "Source": "data", "AccessMode": sdk.CSIAccessModeSingleNodeWriter}}}}}
+	write(1, func(tx *Txn) error {
+		return tx.RegisterCSIVolumes([]*sdk.CSIVolume{{Namespace: "default", ID: "data", PluginID: "ebs", Secrets: map[string]string{"k": "s3cret"}},
+			{Namespace: "default", ID: "old", PluginID: "ebs"}})
+	})
+	m := mirror.New()
+	if err := m.Apply(s.Snapshot().Sync(0, false)); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.CSIVolume("default", "data"); v == nil || v.Secrets != nil || m.CSIVolume("default", "old") == nil {
+		t.Fatalf("full sync: %+v", v)
+	}
+	write(2, func(tx *Txn) error { return tx.UpsertJob(job) })
+	write(3, func(tx *Txn) error {
+		return tx.UpsertAlloc(&sdk.Allocation{ID: "a1", Namespace: "default", JobID: "db", TaskGroup: "g", Name: "db.g[0]",
+			NodeID: "n1", Job: tx.Job("default", "db"), DesiredStatus: sdk.AllocDesiredStatusRun})
+	})
+	write(4, func(tx *Txn) error { return tx.DeregisterCSIVolumes("default", []string{"old"}) })
+	delta := s.Snapshot().Sync(1, false)
+	if len(delta.CSIVolumes) != 1 || len(delta.DeletedCSIVolumes) != 1 || delta.CSIVolumes[0].Secrets != nil {
+		t.Fatalf("delta: %+v / %+v", delta.CSIVolumes, delta.DeletedCSIVolumes)
+	}
+	if err := m.Apply(delta); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.CSIVolume("default", "data"); v == nil || v.WriteClaims["a1"] == nil || m.CSIVolume("default", "old") != nil {
+		t.Fatalf("after delta: %+v, old %+v", v, m.CSIVolume("default", "old"))
+	}
+	if s.Snapshot().CSIVolume("default", "data").Secrets["k"] != "s3cret" {
+		t.Fatal("the state lost the volume's secrets")
+	}
+}

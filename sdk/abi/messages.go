@@ -102,6 +102,12 @@ type StateSync struct {
 	Evals        []*sdk.Evaluation
 	DeletedEvals []string
 
+	// CSIVolumes and DeletedCSIVolumes (ABI 1.11) are the CSI volumes,
+	// with their claims; a host sends them to plugins whose ABI is 1.11 or
+	// later.
+	CSIVolumes        []*sdk.CSIVolume   `msg:",omitempty"`
+	DeletedCSIVolumes []sdk.NamespacedID `msg:",omitempty"`
+
 	// Kept (ABI 1.2), in a delta only, says that the allocations the
 	// plugin kept from its last wholly committed plan (PlanResponse.Whole)
 	// are part of this delta as KeptAlloc derives them, and are left out

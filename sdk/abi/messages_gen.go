@@ -1765,16 +1765,24 @@ func (z *ProcessResponse) Msgsize() (s int) {
 func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 	o = b
 	// check for omitted fields
-	zb0001Len := uint32(17)
-	var zb0001Mask uint32 /* 17 bits */
+	zb0001Len := uint32(19)
+	var zb0001Mask uint32 /* 19 bits */
 	_ = zb0001Mask
 	if z.JobStatuses == nil {
 		zb0001Len--
 		zb0001Mask |= 0x80
 	}
-	if z.Kept == nil {
+	if z.CSIVolumes == nil {
 		zb0001Len--
 		zb0001Mask |= 0x10000
+	}
+	if z.DeletedCSIVolumes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20000
+	}
+	if z.Kept == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -1936,6 +1944,34 @@ func (z *StateSync) MarshalMsg(b []byte) (o []byte, err error) {
 			o = msgp.AppendString(o, z.DeletedEvals[za0012])
 		}
 		if (zb0001Mask & 0x10000) == 0 { // if not omitted
+			// string "CSIVolumes"
+			o = append(o, 0xaa, 0x43, 0x53, 0x49, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.CSIVolumes)))
+			for za0013 := range z.CSIVolumes {
+				if z.CSIVolumes[za0013] == nil {
+					o = msgp.AppendNil(o)
+				} else {
+					o, err = z.CSIVolumes[za0013].MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "CSIVolumes", za0013)
+						return
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x20000) == 0 { // if not omitted
+			// string "DeletedCSIVolumes"
+			o = append(o, 0xb1, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x43, 0x53, 0x49, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.DeletedCSIVolumes)))
+			for za0014 := range z.DeletedCSIVolumes {
+				o, err = z.DeletedCSIVolumes[za0014].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "DeletedCSIVolumes", za0014)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
 			// string "Kept"
 			o = append(o, 0xa4, 0x4b, 0x65, 0x70, 0x74)
 			if z.Kept == nil {
@@ -2312,6 +2348,55 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "CSIVolumes":
+			var zb0014 uint32
+			zb0014, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CSIVolumes")
+				return
+			}
+			if cap(z.CSIVolumes) >= int(zb0014) {
+				z.CSIVolumes = (z.CSIVolumes)[:zb0014]
+			} else {
+				z.CSIVolumes = make([]*sdk.CSIVolume, zb0014)
+			}
+			for za0013 := range z.CSIVolumes {
+				if msgp.IsNil(bts) {
+					bts, err = msgp.ReadNilBytes(bts)
+					if err != nil {
+						return
+					}
+					z.CSIVolumes[za0013] = nil
+				} else {
+					if z.CSIVolumes[za0013] == nil {
+						z.CSIVolumes[za0013] = new(sdk.CSIVolume)
+					}
+					bts, err = z.CSIVolumes[za0013].UnmarshalMsg(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "CSIVolumes", za0013)
+						return
+					}
+				}
+			}
+		case "DeletedCSIVolumes":
+			var zb0015 uint32
+			zb0015, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DeletedCSIVolumes")
+				return
+			}
+			if cap(z.DeletedCSIVolumes) >= int(zb0015) {
+				z.DeletedCSIVolumes = (z.DeletedCSIVolumes)[:zb0015]
+			} else {
+				z.DeletedCSIVolumes = make([]sdk.NamespacedID, zb0015)
+			}
+			for za0014 := range z.DeletedCSIVolumes {
+				bts, err = z.DeletedCSIVolumes[za0014].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DeletedCSIVolumes", za0014)
+					return
+				}
+			}
 		case "Kept":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -2323,14 +2408,14 @@ func (z *StateSync) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.Kept == nil {
 					z.Kept = new(Kept)
 				}
-				var zb0014 uint32
-				zb0014, bts, err = msgp.ReadMapHeaderBytes(bts)
+				var zb0016 uint32
+				zb0016, bts, err = msgp.ReadMapHeaderBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Kept")
 					return
 				}
-				for zb0014 > 0 {
-					zb0014--
+				for zb0016 > 0 {
+					zb0016--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Kept")
@@ -2453,6 +2538,18 @@ func (z *StateSync) Msgsize() (s int) {
 	s += 13 + msgp.ArrayHeaderSize
 	for za0012 := range z.DeletedEvals {
 		s += msgp.StringPrefixSize + len(z.DeletedEvals[za0012])
+	}
+	s += 11 + msgp.ArrayHeaderSize
+	for za0013 := range z.CSIVolumes {
+		if z.CSIVolumes[za0013] == nil {
+			s += msgp.NilSize
+		} else {
+			s += z.CSIVolumes[za0013].Msgsize()
+		}
+	}
+	s += 18 + msgp.ArrayHeaderSize
+	for za0014 := range z.DeletedCSIVolumes {
+		s += z.DeletedCSIVolumes[za0014].Msgsize()
 	}
 	s += 5
 	if z.Kept == nil {

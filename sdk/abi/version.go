@@ -28,10 +28,12 @@ import "fmt"
 // own. 1.9 added AllocatedResources.TaskLifecycles: an allocation uses its
 // tasks folded by when they run (sdk.TaskPhases), not their sum. 1.10
 // added PlanRequest.NodesAvailable: a plugin whose host declares 1.10 may
-// send the NodesAvailable its placements share once per plan.
+// send the NodesAvailable its placements share once per plan. 1.11 added
+// StateSync.CSIVolumes and DeletedCSIVolumes: a host that declares 1.11
+// sends the CSI volumes, with their claims, to a plugin that does.
 const (
 	Major = 1
-	Minor = 10
+	Minor = 11
 )
 
 // Version is a packed ABI version: major in the high 16 bits, minor in the
@@ -84,6 +86,10 @@ func (v Version) TakesPlaced() bool { return v.Major() == 1 && v.Minor() >= 8 }
 // TakesNodesAvailable reports whether a host that declares v fills the
 // metrics of PlanRequest.Placed from PlanRequest.NodesAvailable.
 func (v Version) TakesNodesAvailable() bool { return v.Major() == 1 && v.Minor() >= 10 }
+
+// TakesCSIVolumes reports whether a plugin of version v mirrors CSI
+// volumes (StateSync.CSIVolumes).
+func (v Version) TakesCSIVolumes() bool { return v.Major() == 1 && v.Minor() >= 11 }
 
 // SupportedMajors are the majors a host built from this package runs.
 var SupportedMajors = []uint16{1}

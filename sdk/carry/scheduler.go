@@ -134,7 +134,7 @@ func (s Scheduler) picker(plan *stack.Plan, stk *stack.Stack, ready []*sdk.Node)
 		cands = cands[:0]
 		for _, n := range ready {
 			m.NodesEvaluated++
-			if why := stk.Feasible(pl.Job, pl.Group, n); why != "" {
+			if why := stk.FeasibleFor(pl.Job, pl.Group, pl.Name, n); why != "" {
 				m.FilterNode(n, why)
 				continue
 			}

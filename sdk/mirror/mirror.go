@@ -174,6 +174,7 @@ type Mirror struct {
 
 	deployments map[string]*sdk.Deployment
 	schedConfig *sdk.SchedulerConfiguration
+	csiVolumes  map[sdk.NamespacedID]*sdk.CSIVolume
 
 	// evals are mirrored only for plugins that ask (Info.MirrorEvals).
 	evals     map[string]*sdk.Evaluation
@@ -225,6 +226,7 @@ func (m *Mirror) reset() {
 	m.classes, m.freeClasses = map[string]*classSlot{}, nil
 	m.deployments = map[string]*sdk.Deployment{}
 	m.schedConfig = sdk.DefaultSchedulerConfiguration()
+	m.csiVolumes = map[sdk.NamespacedID]*sdk.CSIVolume{}
 	m.evals = map[string]*sdk.Evaluation{}
 	m.evalList = nil
 	m.evalsDirt = true
@@ -325,6 +327,12 @@ func (m *Mirror) Apply(s *abi.StateSync) error {
 	}
 	for _, d := range s.Deployments {
 		m.deployments[d.ID] = d
+	}
+	for _, id := range s.DeletedCSIVolumes {
+		delete(m.csiVolumes, id)
+	}
+	for _, v := range s.CSIVolumes {
+		m.csiVolumes[sdk.NamespacedID{Namespace: v.Namespace, ID: v.ID}] = v
 	}
 	for _, id := range s.DeletedEvals {
 		delete(m.evals, id)
@@ -458,6 +466,7 @@ func checkShape(s *abi.StateSync) error {
 		{"job version", firstNull(s.JobVersions), len(s.JobVersions)},
 		{"allocation", firstNull(s.Allocs), len(s.Allocs)},
 		{"deployment", firstNull(s.Deployments), len(s.Deployments)},
+		{"CSI volume", firstNull(s.CSIVolumes), len(s.CSIVolumes)},
 		{"evaluation", firstNull(s.Evals), len(s.Evals)},
 	} {
 		if l.at >= 0 {
@@ -783,6 +792,11 @@ func (m *Mirror) LatestDeployment(namespace, jobID string) *sdk.Deployment {
 
 // SchedulerConfig implements sdk.State.
 func (m *Mirror) SchedulerConfig() *sdk.SchedulerConfiguration { return m.schedConfig }
+
+// CSIVolume implements sdk.State.
+func (m *Mirror) CSIVolume(namespace, id string) *sdk.CSIVolume {
+	return m.csiVolumes[sdk.NamespacedID{Namespace: namespace, ID: id}]
+}
 
 // Evals implements sdk.EvalState.
 func (m *Mirror) Evals() []*sdk.Evaluation {

@@ -3,6 +3,7 @@ package sdktest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -52,6 +53,7 @@ type Harness struct {
 	byNode  map[string]map[string]*sdk.Allocation
 	deploys map[string]*sdk.Deployment
 	evals   map[string]*sdk.Evaluation
+	csi     map[sdk.NamespacedID]*sdk.CSIVolume
 	// versions are the job versions the harness has seen, by version:
 	// registered, or run by an allocation.
 	versions map[sdk.NamespacedID]map[uint64]*sdk.Job
@@ -75,6 +77,7 @@ const (
 	kindDeployment
 	kindConfig
 	kindEval
+	kindCSIVolume
 )
 
 type change struct {
@@ -90,6 +93,7 @@ func New() *Harness {
 		Now: time.Unix(1_700_000_000, 0).UTC(), index: 1,
 		nodes: map[string]*sdk.Node{}, jobs: map[sdk.NamespacedID]*sdk.Job{}, allocs: map[string]*sdk.Allocation{},
 		byNode: map[string]map[string]*sdk.Allocation{}, deploys: map[string]*sdk.Deployment{}, evals: map[string]*sdk.Evaluation{},
+		csi:      map[sdk.NamespacedID]*sdk.CSIVolume{},
 		versions: map[sdk.NamespacedID]map[uint64]*sdk.Job{}, created: map[string]map[string]string{},
 		config: sdk.DefaultSchedulerConfiguration(),
 	}
@@ -195,7 +199,99 @@ func (h *Harness) putAlloc(a *sdk.Allocation, idx uint64) {
 		a.CreateIndex = idx
 	}
 	a.ModifyIndex = idx
+	h.claims(a, h.allocs[a.ID], idx)
 	h.setAlloc(a)
+}
+
+// claims keeps the CSI volume claims in step with an allocation's write,
+// as the host's state store does: a new allocation claims its group's
+// volumes, one that finishes on its node (or, without a, is deleted)
+// releases them.
+func (h *Harness) claims(a, old *sdk.Allocation, idx uint64) {
+	var claim bool
+	switch {
+	case a != nil && old == nil && !a.ClientTerminalStatus():
+		claim = true
+	case a == nil && old != nil, old != nil && !old.ClientTerminalStatus() && a.ClientTerminalStatus():
+		a = old
+	default:
+		return
+	}
+	if a.Job == nil {
+		return
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return
+	}
+	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+		k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
+		v := h.csi[k]
+		if v == nil {
+			continue
+		}
+		c := *v
+		c.ReadClaims, c.WriteClaims = maps.Clone(v.ReadClaims), maps.Clone(v.WriteClaims)
+		delete(c.ReadClaims, a.ID)
+		delete(c.WriteClaims, a.ID)
+		if claim {
+			cl := &sdk.CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
+			m := &c.ReadClaims
+			if !r.ReadOnly {
+				cl.Mode, m = sdk.CSIClaimWrite, &c.WriteClaims
+			}
+			if *m == nil {
+				*m = map[string]*sdk.CSIClaim{}
+			}
+			(*m)[a.ID] = cl
+			if c.AccessMode == "" {
+				c.AccessMode, c.AttachmentMode = r.AccessMode, r.AttachmentMode
+			}
+		} else if len(c.ReadClaims)+len(c.WriteClaims) == 0 && len(c.RequestedCapabilities) > 0 {
+			c.AccessMode, c.AttachmentMode = "", ""
+		}
+		c.ModifyIndex = idx
+		h.csi[k] = &c
+		h.changes = append(h.changes, change{index: idx, kind: kindCSIVolume, key: k.ID, ns: k.Namespace})
+	}
+}
+
+// UpsertCSIVolume registers CSI volumes (in namespace default unless they
+// name one), keeping the claims of one already registered.
+func (h *Harness) UpsertCSIVolume(vols ...*sdk.CSIVolume) {
+	cs := make([]change, len(vols))
+	for i, v := range vols {
+		if v.Namespace == "" {
+			v.Namespace = "default"
+		}
+		cs[i] = change{kind: kindCSIVolume, key: v.ID, ns: v.Namespace}
+	}
+	idx := h.bump(cs...)
+	for _, v := range vols {
+		k := sdk.NamespacedID{Namespace: v.Namespace, ID: v.ID}
+		if old := h.csi[k]; old != nil {
+			v.ReadClaims, v.WriteClaims, v.CreateIndex = old.ReadClaims, old.WriteClaims, old.CreateIndex
+		} else {
+			v.CreateIndex = idx
+		}
+		v.ModifyIndex = idx
+		h.csi[k] = v
+	}
+}
+
+// CSIVolume returns a CSI volume, with its claims.
+func (h *Harness) CSIVolume(namespace, id string) *sdk.CSIVolume {
+	return h.csi[sdk.NamespacedID{Namespace: namespace, ID: id}]
+}
+
+// Nodes returns every node, by ID.
+func (h *Harness) Nodes() []*sdk.Node {
+	out := make([]*sdk.Node, 0, len(h.nodes))
+	for _, n := range h.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *sdk.Node) int { return cmp(a.ID, b.ID) })
+	return out
 }
 
 // setAlloc stores a in the indexes.
@@ -220,8 +316,10 @@ func (h *Harness) removeAlloc(id string) {
 
 // DeleteAlloc removes an allocation.
 func (h *Harness) DeleteAlloc(id string) {
+	old := h.allocs[id]
 	h.removeAlloc(id)
-	h.bump(change{kind: kindAlloc, key: id})
+	idx := h.bump(change{kind: kindAlloc, key: id})
+	h.claims(nil, old, idx)
 }
 
 // UpsertDeployment adds or replaces a deployment.
@@ -413,6 +511,12 @@ func (h *Harness) Sync(from uint64, evals bool) *abi.StateSync {
 			}
 		case kindConfig:
 			s.SchedulerConfig = h.config
+		case kindCSIVolume:
+			if v := h.CSIVolume(c.ns, c.key); v != nil {
+				s.CSIVolumes = append(s.CSIVolumes, v)
+			} else {
+				s.DeletedCSIVolumes = append(s.DeletedCSIVolumes, sdk.NamespacedID{Namespace: c.ns, ID: c.key})
+			}
 		case kindEval:
 			if !evals {
 				continue
@@ -431,6 +535,9 @@ func (h *Harness) Sync(from uint64, evals bool) *abi.StateSync {
 // host's runtime sends it.
 func (h *Harness) syncFor(from uint64, info abi.Info) *abi.StateSync {
 	s := h.Sync(from, info.MirrorEvals)
+	if !abi.Version(info.ABI).TakesCSIVolumes() {
+		s.CSIVolumes, s.DeletedCSIVolumes = nil, nil
+	}
 	if abi.Version(info.ABI).TakesJobStatuses() {
 		s.CompactJobs()
 	}
@@ -451,6 +558,9 @@ func (h *Harness) FullSync(evals bool) *abi.StateSync {
 	}
 	for _, d := range h.deploys {
 		s.Deployments = append(s.Deployments, d)
+	}
+	for _, v := range h.csi {
+		s.CSIVolumes = append(s.CSIVolumes, v)
 	}
 	if evals {
 		for _, e := range h.evals {
@@ -510,6 +620,12 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 	}
 	for node := range p.NodeAllocation {
 		if ok, _ := verify.NodeFits(h, p, node); !ok {
+			reject[node] = true
+		}
+	}
+	if verify.PlacesCSIVolumes(p) {
+		nodes := slices.Sorted(maps.Keys(p.NodeAllocation))
+		for node := range verify.CSIClaims(h, p, nodes, reject) {
 			reject[node] = true
 		}
 	}

@@ -116,15 +116,15 @@ func (ri *rankIndex) score(c int32, partial float64, k int) float64 {
 // ranking a node must have no effect beyond the scores. So: no preemption
 // (victims depend on the node's allocations), no reschedule penalty (per
 // selection), no ports, cores or devices (assigned per node from the
-// context's random source), no distinct_hosts or distinct_property (they
-// filter by counts the walk would read), and pure spreads (see
+// context's random source), no distinct_hosts, distinct_property or CSI
+// volumes (they filter by counts the walk would read), and pure spreads (see
 // rank.Spread.Pure). Without spreads or affinities the walk ranks a few
 // nodes and needs no index.
 func (s *Stack) rankable(g *group, opts Options) bool {
 	if s.walkOnly || s.cfg.System || s.cfg.Preempt || opts.Preempt || len(opts.PenaltyNodes) > 0 {
 		return false
 	}
-	if g.special || g.jobDistinctHosts || g.groupDistinctHosts || len(g.distinct) > 0 {
+	if g.special || g.jobDistinctHosts || g.groupDistinctHosts || len(g.distinct) > 0 || g.csi != nil {
 		return false
 	}
 	if g.spread != nil {

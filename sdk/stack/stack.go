@@ -61,6 +61,9 @@ type Options struct {
 	PenaltyNodes map[string]bool
 	// Preempt allows evicting lower-priority allocations.
 	Preempt bool
+	// AllocName is the name of the allocation being placed ("job.group[2]"):
+	// a per_alloc CSI volume request names its volume by its index.
+	AllocName string
 }
 
 // Option is the node a selection chose.
@@ -119,6 +122,9 @@ type Stack struct {
 	// metrics and options are where each selection's results come from.
 	metrics chunk.Chunks[sdk.AllocMetric]
 	options chunk.Chunks[Option]
+	// csiPlugins is the health of the CSI plugins across the nodes,
+	// gathered by the first selection that needs it (csiPlugin).
+	csiPlugins map[string]*sdk.CSIPlugin
 	// walkOnly turns the rank index off, so that a test can compare it
 	// with the walk it replaces.
 	walkOnly bool
@@ -218,6 +224,8 @@ type group struct {
 	// set for system jobs.
 	jobDistinctHosts, groupDistinctHosts bool
 	distinct                             []*feasible.DistinctProperty
+	// csi is the group's CSI volume requests, nil without any.
+	csi *csiGroup
 	// ports are the static host ports the group asks for (the ones a
 	// preempting placement may take from lower-priority allocations).
 	ports []staticPort
@@ -305,6 +313,7 @@ func (s *Stack) group(job *sdk.Job, tg *sdk.TaskGroup) *group {
 		g.special = true
 	}
 	g.ports = staticPorts(tg)
+	g.csi = newCSIGroup(tg)
 	for _, t := range tg.Tasks {
 		if t.Resources != nil {
 			g.devices = append(g.devices, t.Resources.Devices...)
@@ -441,6 +450,9 @@ func (s *Stack) Select(tg *sdk.TaskGroup, opts Options) (*Option, *sdk.AllocMetr
 		job = opts.Job
 	}
 	g := s.group(job, tg)
+	if g.csi != nil {
+		s.csiResolve(g, opts.AllocName)
+	}
 	m := s.newMetric(job)
 	if opts.Preferred != nil {
 		s.one[0] = opts.Preferred
@@ -466,6 +478,9 @@ func (s *Stack) SelectOn(node *sdk.Node, tg *sdk.TaskGroup, opts Options) (*Opti
 		job = opts.Job
 	}
 	g := s.group(job, tg)
+	if g.csi != nil {
+		s.csiResolve(g, opts.AllocName)
+	}
 	m := s.newMetric(job)
 	s.one[0] = node
 	off := 0
@@ -716,9 +731,15 @@ func (s *Stack) walk(g *group, m *sdk.AllocMetric, opts Options, nodes []*sdk.No
 // Feasible returns why node n cannot take an allocation of group tg of job
 // with the plan so far, or "" when it can: what Select filters a node for
 // (the group's checks, recorded in the stack's class eligibility,
-// distinct_hosts and distinct_property), for a scheduler that chooses
-// among nodes its own way. Room is not checked: see Plan.Used and Assign.
+// distinct_hosts, distinct_property and CSI volumes), for a scheduler that
+// chooses among nodes its own way. Room is not checked: see Plan.Used and
+// Assign. A group with per_alloc CSI volumes needs FeasibleFor.
 func (s *Stack) Feasible(job *sdk.Job, tg *sdk.TaskGroup, n *sdk.Node) string {
+	return s.FeasibleFor(job, tg, "", n)
+}
+
+// FeasibleFor is Feasible for the allocation named allocName.
+func (s *Stack) FeasibleFor(job *sdk.Job, tg *sdk.TaskGroup, allocName string, n *sdk.Node) string {
 	g := s.group(job, tg)
 	if reason := g.elig.Check(s.checker, g.checks, n); reason != "" {
 		return reason
@@ -730,6 +751,10 @@ func (s *Stack) Feasible(job *sdk.Job, tg *sdk.TaskGroup, n *sdk.Node) string {
 		if reason := d.Check(n); reason != "" {
 			return reason
 		}
+	}
+	if g.csi != nil {
+		s.csiResolve(g, allocName)
+		return s.csiCheck(g, n)
 	}
 	return ""
 }
@@ -763,6 +788,12 @@ func (s *Stack) feasible(g *group, n *sdk.Node, pos int, cached bool, chg *nodeC
 	}
 	for _, d := range g.distinct {
 		if reason := d.Check(n); reason != "" {
+			s.tally.filtered(n, reason)
+			return false
+		}
+	}
+	if g.csi != nil {
+		if reason := s.csiCheck(g, n); reason != "" {
 			s.tally.filtered(n, reason)
 			return false
 		}

@@ -40,7 +40,7 @@ func (s *Stack) UpdateFunc(evalID string) reconcile.UpdateFunc {
 			return false, true, nil
 		}
 		s.plan.Stop(existing, reconcile.AllocInPlace, "", "")
-		option, _ := s.SelectOn(node, tg, Options{})
+		option, _ := s.SelectOn(node, tg, Options{AllocName: existing.Name})
 		s.plan.PopStop(existing)
 		if option == nil {
 			return false, true, nil

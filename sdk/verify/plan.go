@@ -23,6 +23,10 @@ type State interface {
 	Job(ns, id string) *sdk.Job
 	JobVersion(ns, id string, version uint64) *sdk.Job
 	Deployment(id string) *sdk.Deployment
+	// Nodes returns every node; CSIVolume a CSI volume with its claims
+	// (nil if there is none). Only plans placing CSI volumes read them.
+	Nodes() []*sdk.Node
+	CSIVolume(ns, id string) *sdk.CSIVolume
 }
 
 // Limits bound what one plan may carry.

@@ -325,6 +325,8 @@ func (s *nodeState) Eval(string) *sdk.Evaluation                { return nil }
 func (s *nodeState) Job(string, string) *sdk.Job                { return nil }
 func (s *nodeState) JobVersion(string, string, uint64) *sdk.Job { return nil }
 func (s *nodeState) Deployment(string) *sdk.Deployment          { return nil }
+func (s *nodeState) Nodes() []*sdk.Node                         { return []*sdk.Node{s.node} }
+func (s *nodeState) CSIVolume(string, string) *sdk.CSIVolume    { return nil }
 
 // TestNodeFits_PortsPerAddress: the host counts a node's ports per address,
 // as Nomad does: a placement binding a port already bound on the same

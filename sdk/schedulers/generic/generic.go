@@ -159,7 +159,8 @@ func (p *pass) computeJobAllocs() {
 // lower-priority allocations when nothing fits otherwise and the cluster
 // allows it.
 func (p *pass) pick(pl carry.Placement) (*stack.Option, *sdk.AllocMetric) {
-	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.Previous), Preferred: p.preferredNode(pl.Placement), Job: pl.Job}
+	opts := stack.Options{PenaltyNodes: penaltyNodes(pl.Previous), Preferred: p.preferredNode(pl.Placement), Job: pl.Job,
+		AllocName: pl.Name}
 	option, metric := p.stack.Select(pl.Group, opts)
 	if option == nil && p.preempt {
 		opts.Preempt = true

@@ -241,7 +241,7 @@ func (p *pass) updateInPlace(updates []reconcile.SystemTuple) (destructive, inpl
 			continue
 		}
 		p.plan.Stop(a, reconcile.AllocInPlace, "", "")
-		option, metric := p.stack.SelectOn(node, t.TaskGroup, stack.Options{})
+		option, metric := p.stack.SelectOn(node, t.TaskGroup, stack.Options{AllocName: t.Name})
 		p.plan.PopStop(a)
 		if option == nil {
 			destructive = append(destructive, t)
@@ -272,7 +272,7 @@ func (p *pass) computePlacements(place []reconcile.SystemTuple, fresh int) {
 		if node == nil {
 			continue
 		}
-		option, metric := p.stack.SelectOn(node, tg, stack.Options{})
+		option, metric := p.stack.SelectOn(node, tg, stack.Options{AllocName: t.Name})
 		if option == nil {
 			if metric.NodesFiltered > 0 {
 				// The node does not meet the group's constraints: not a

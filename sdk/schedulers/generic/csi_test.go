@@ -1,0 +1,213 @@
+package generic_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/sdk"
+	"github.com/drover-sched/drover/sdk/schedulers/schedtest"
+)
+
+// csiNode is a node running the node plugin of CSI plugin "ebs", healthy,
+// with room for max volumes (0: no limit).
+func csiNode(id string, max int64) *sdk.Node {
+	n := schedtest.Node(id)
+	n.CSINodePlugins = map[string]*sdk.CSIInfo{"ebs": {PluginID: "ebs", Healthy: true,
+		NodeInfo: &sdk.CSINodeInfo{ID: id, MaxVolumes: max}}}
+	return n
+}
+
+func csiVolume(id, mode string) *sdk.CSIVolume {
+	return &sdk.CSIVolume{ID: id, Name: id, PluginID: "ebs", RequestedCapabilities: []*sdk.CSIVolumeCapability{
+		{AccessMode: mode, AttachmentMode: sdk.CSIAttachmentModeFilesystem}}}
+}
+
+// csiJob is a service job of count allocations mounting volume source.
+func csiJob(count int, source, mode string, readOnly, perAlloc bool) *sdk.Job {
+	job := schedtest.ServiceJob("db", count)
+	job.TaskGroups[0].Volumes = map[string]sdk.Opaque{"data": {"Type": "csi", "Source": source, "ReadOnly": readOnly,
+		"PerAlloc": perAlloc, "AccessMode": mode, "AttachmentMode": sdk.CSIAttachmentModeFilesystem}}
+	return job
+}
+
+// The service scheduler places allocations that mount CSI volumes as
+// Nomad's CSIVolumeChecker allows, and explains the rest in the eval's
+// failed allocations, as Nomad reports them.
+func TestService_CSIVolumes(t *testing.T) {
+	cases := []struct {
+		name    string
+		nodes   []*sdk.Node
+		volumes []*sdk.CSIVolume
+		job     *sdk.Job
+		// placed is how many are placed; filtered the reasons nodes were
+		// filtered for in the failed group's metric ("" when none fails).
+		placed   int
+		filtered string
+	}{
+		{"a volume not registered", []*sdk.Node{csiNode("n1", 0)}, nil,
+			csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false), 0, "missing CSI Volume data"},
+		{"only the nodes running the plugin", []*sdk.Node{schedtest.Node("plain"), csiNode("n1", 0)},
+			[]*sdk.CSIVolume{csiVolume("data", sdk.CSIAccessModeSingleNodeWriter)},
+			csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false), 1, ""},
+		{"a single writer", []*sdk.Node{csiNode("n1", 0), csiNode("n2", 0)},
+			[]*sdk.CSIVolume{csiVolume("data", sdk.CSIAccessModeSingleNodeWriter)},
+			csiJob(2, "data", sdk.CSIAccessModeSingleNodeWriter, false, false), 1, "CSI volume data has exhausted its available writer claims"},
+		{"many readers", []*sdk.Node{csiNode("n1", 0), csiNode("n2", 0)},
+			[]*sdk.CSIVolume{csiVolume("data", sdk.CSIAccessModeMultiNodeReader)},
+			csiJob(3, "data", sdk.CSIAccessModeMultiNodeReader, true, false), 3, ""},
+		{"a reader-only volume asked for writes", []*sdk.Node{csiNode("n1", 0)},
+			[]*sdk.CSIVolume{csiVolume("data", sdk.CSIAccessModeMultiNodeReader)},
+			csiJob(1, "data", sdk.CSIAccessModeMultiNodeReader, false, false), 0, "CSI volume data is unschedulable or is read-only"},
+		{"a mode the volume does not offer", []*sdk.Node{csiNode("n1", 0)},
+			[]*sdk.CSIVolume{csiVolume("data", sdk.CSIAccessModeSingleNodeWriter)},
+			csiJob(1, "data", sdk.CSIAccessModeMultiNodeMultiWriter, false, false), 0,
+			"CSI volume data does not offer access mode multi-node-multi-writer with attachment mode file-system"},
+		{"one volume per allocation", []*sdk.Node{csiNode("n1", 0), csiNode("n2", 0)},
+			[]*sdk.CSIVolume{csiVolume("data[0]", sdk.CSIAccessModeSingleNodeWriter), csiVolume("data[1]", sdk.CSIAccessModeSingleNodeWriter)},
+			csiJob(3, "data", sdk.CSIAccessModeSingleNodeWriter, false, true), 2, "missing CSI Volume data[2]"},
+		{"a node's limit of volumes", []*sdk.Node{csiNode("n1", 1), csiNode("n2", 1)},
+			[]*sdk.CSIVolume{csiVolume("data[0]", sdk.CSIAccessModeSingleNodeWriter), csiVolume("data[1]", sdk.CSIAccessModeSingleNodeWriter),
+				csiVolume("data[2]", sdk.CSIAccessModeSingleNodeWriter)},
+			csiJob(3, "data", sdk.CSIAccessModeSingleNodeWriter, false, true), 2, "CSI plugin ebs has the maximum number of volumes on client n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(c.nodes...)
+			h.UpsertCSIVolume(c.volumes...)
+			h.Process(service, h.RegisterJob(c.job))
+			live := h.Live("default", "db")
+			if len(live) != c.placed {
+				t.Fatalf("placed %d, want %d", len(live), c.placed)
+			}
+			perNode := map[string]int{}
+			for _, a := range live {
+				if n := h.Node(a.NodeID); n.CSINodePlugins["ebs"] == nil {
+					t.Fatalf("%s placed on %s, which does not run the plugin", a.Name, a.NodeID)
+				}
+				perNode[a.NodeID]++
+			}
+			if c.filtered == "" {
+				if m := h.LastEval().FailedTGAllocs["web"]; m != nil {
+					t.Fatalf("failed: %+v", m)
+				}
+				return
+			}
+			m := h.LastEval().FailedTGAllocs["web"]
+			if m == nil {
+				t.Fatalf("nothing failed; want %q", c.filtered)
+			}
+			found := false
+			for reason := range m.ConstraintFiltered {
+				found = found || strings.HasPrefix(reason, c.filtered)
+			}
+			if !found {
+				t.Fatalf("filtered %v, want %q", m.ConstraintFiltered, c.filtered)
+			}
+			if len(h.Created) != 1 || h.Created[0].Status != sdk.EvalStatusBlocked {
+				t.Fatalf("no blocked eval: %v", h.Created)
+			}
+		})
+	}
+}
+
+// Claims follow the allocations: a volume's writer claim goes to the
+// allocation placed, a destructive update's replacement takes it over
+// from the allocation it stops, and a finished allocation frees it for a
+// blocked eval.
+func TestService_CSIClaimsFollowAllocations(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(csiNode("n1", 0), csiNode("n2", 0))
+	h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	job := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	h.Process(service, h.RegisterJob(job))
+	first := h.Live("default", "db")
+	if len(first) != 1 {
+		t.Fatalf("placed %d", len(first))
+	}
+	if v := h.CSIVolume("default", "data"); len(v.WriteClaims) != 1 || v.WriteClaims[first[0].ID] == nil {
+		t.Fatalf("claims %v", v.WriteClaims)
+	}
+
+	// A destructive update: the replacement takes the claim over.
+	job2 := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	job2.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": "/bin/true"}
+	h.Process(service, h.RegisterJob(job2))
+	second := h.Live("default", "db")
+	if len(second) != 1 || second[0].ID == first[0].ID {
+		t.Fatalf("not replaced: %v", names(second))
+	}
+	if m := h.LastEval().FailedTGAllocs; len(m) != 0 {
+		t.Fatalf("replacement failed: %+v", m["web"])
+	}
+
+	// Another job cannot write the volume while the replacement runs.
+	other := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	other.ID, other.Name = "other", "other"
+	h.Process(service, h.RegisterJob(other))
+	if len(h.Live("default", "other")) != 0 {
+		t.Fatal("a second writer was placed")
+	}
+	blocked := h.Created[len(h.Created)-1]
+	// Once the job's allocations finish, the blocked eval places it.
+	h.SetClientStatus(sdk.AllocClientStatusComplete, h.Live("default", "db")...)
+	for _, a := range h.AllocsByJob("default", "db") {
+		if !a.ClientTerminalStatus() {
+			h.SetClientStatus(sdk.AllocClientStatusComplete, a)
+		}
+	}
+	if v := h.CSIVolume("default", "data"); v.InUse(nil) {
+		t.Fatalf("claims left: %v", v.WriteClaims)
+	}
+	h.Process(service, blocked)
+	if len(h.Live("default", "other")) != 1 {
+		t.Fatalf("blocked eval did not place: %+v", h.LastEval())
+	}
+}
+
+// A plugin that needs a controller takes no claims while no controller of
+// it is healthy.
+func TestService_CSIControllerRequired(t *testing.T) {
+	h := schedtest.New(t)
+	n := csiNode("n1", 0)
+	ctl := schedtest.Node("ctl")
+	ctl.CSIControllerPlugins = map[string]*sdk.CSIInfo{"ebs": {PluginID: "ebs", Healthy: false, RequiresControllerPlugin: true}}
+	h.UpsertNodes(n, ctl)
+	h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	h.Process(service, h.RegisterJob(csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)))
+	if len(h.Live("default", "db")) != 0 {
+		t.Fatal("placed without a healthy controller")
+	}
+	m := h.LastEval().FailedTGAllocs["web"]
+	if m == nil || m.ConstraintFiltered["CSI volume data is unschedulable or is read-only"] == 0 {
+		t.Fatalf("metric %+v", m)
+	}
+	ctl.CSIControllerPlugins["ebs"].Healthy = true
+	h.UpsertNodes(ctl)
+	h.Process(service, h.Created[len(h.Created)-1])
+	if got := len(h.Live("default", "db")); got != 1 {
+		t.Fatalf("placed %d once the controller is healthy", got)
+	}
+}
+
+// The host's check of a plan (the harness runs the applier's) refuses a
+// second writer a scheduler places on a single-writer volume, whatever the
+// scheduler thought.
+func TestService_CSIHostRefusesASecondWriter(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(csiNode("n1", 0), csiNode("n2", 0))
+	h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	job := csiJob(2, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	e := h.RegisterJob(job)
+	h.UpsertEval(e)
+	a0, a1 := schedtest.Alloc(job, 0, "n1"), schedtest.Alloc(job, 1, "n2")
+	plan := &sdk.Plan{EvalID: e.ID, Job: job, NodeAllocation: map[string][]*sdk.Allocation{"n1": {a0}, "n2": {a1}}}
+	res, err := h.SubmitPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.RejectedNodes) != "[n2]" || len(res.NodeAllocation["n1"]) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+}

@@ -1,0 +1,171 @@
+package stack
+
+import (
+	"fmt"
+
+	"github.com/drover-sched/drover/sdk"
+)
+
+// csiGroup is a group's CSI volume requests, checked per node and per
+// selection: whether a volume can be claimed depends on the allocation
+// (a per_alloc request names a volume by its index) and on the plan so
+// far (the claims of its earlier placements and stops), so the outcome is
+// not cached with the node checks.
+type csiGroup struct {
+	requests []sdk.CSIVolumeRequest // sources not yet per allocation
+	// The selection the volumes were resolved for: the allocation's name
+	// and the plan's length of changes then.
+	name    string
+	version int
+	valid   bool
+	// reason is why no node can take the allocation (a volume missing,
+	// or without a free claim), else "".
+	reason string
+	vols   []csiVolume
+}
+
+type csiVolume struct {
+	req sdk.CSIVolumeRequest
+	vol *sdk.CSIVolume
+}
+
+func newCSIGroup(tg *sdk.TaskGroup) *csiGroup {
+	if !sdk.HasCSIVolumes(tg) {
+		return nil
+	}
+	return &csiGroup{requests: sdk.CSIVolumeRequests(tg, "")}
+}
+
+// csiResolve resolves the group's volumes for an allocation named name
+// (once per selection: again when the name or the plan changed) and
+// checks what does not depend on the node: each volume exists, its plugin
+// can take claims, and it has a claim free for the request, counting the
+// claims of live allocations and of the plan's own placements.
+func (s *Stack) csiResolve(g *group, name string) {
+	c := g.csi
+	if c.valid && c.name == name && c.version == len(s.plan.changed) {
+		return
+	}
+	c.name, c.version, c.valid, c.reason, c.vols = name, len(s.plan.changed), true, "", c.vols[:0]
+	ns := g.job.Namespace
+	for _, r := range c.requests {
+		if r.PerAlloc {
+			r.Source += sdk.AllocSuffix(name)
+		}
+		v := s.plan.State().CSIVolume(ns, r.Source)
+		if v == nil {
+			c.reason = fmt.Sprintf("missing CSI Volume %s", r.Source)
+			return
+		}
+		reads, writes := v.LiveClaims(func(id string) bool { return s.plan.csiClaimLive(id, g.job) })
+		pr, pw := s.plan.csiPlanClaims(ns, v.ID)
+		if why := v.CanClaim(r, s.csiPlugin(v.PluginID).Schedulable(), reads+pr, writes+pw); why != "" {
+			c.reason = why
+			return
+		}
+		c.vols = append(c.vols, csiVolume{req: r, vol: v})
+	}
+}
+
+// csiCheck reports why node n cannot mount the group's volumes for the
+// selection csiResolve resolved them for, or "".
+func (s *Stack) csiCheck(g *group, n *sdk.Node) string {
+	c := g.csi
+	if c.reason != "" {
+		return c.reason
+	}
+	for _, cv := range c.vols {
+		var mounted int64
+		if info := n.CSINodePlugins[cv.vol.PluginID]; info != nil && info.NodeInfo != nil && info.NodeInfo.MaxVolumes > 0 {
+			mounted = s.plan.csiMounted(n.ID, cv.vol.PluginID)
+		}
+		if why := sdk.CSINodeCheck(n, cv.vol, mounted); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// csiPlugin returns a CSI plugin's health across the nodes, gathered once
+// per evaluation (nil for a plugin no node runs).
+func (s *Stack) csiPlugin(id string) *sdk.CSIPlugin {
+	if s.csiPlugins == nil {
+		s.csiPlugins = sdk.CSIPlugins(s.plan.State().Nodes())
+	}
+	return s.csiPlugins[id]
+}
+
+// csiClaimLive reports whether the allocation holding a claim still holds
+// it for a placement of job: it exists, has not finished on its node and
+// is not stopped or preempted by the plan; and, of job itself, is not
+// being stopped (its replacement takes the claim over, as a destructive
+// update's does).
+func (p *Plan) csiClaimLive(allocID string, job *sdk.Job) bool {
+	a := p.state.Alloc(allocID)
+	if a == nil || a.ClientTerminalStatus() {
+		return false
+	}
+	if c := p.find(a.NodeID); c != nil && c.removed[a.ID] {
+		return false
+	}
+	return !(a.Namespace == job.Namespace && a.JobID == job.ID && a.DesiredStatus != sdk.AllocDesiredStatusRun)
+}
+
+// csiPlanClaims counts the claims the plan's placements make on a volume.
+func (p *Plan) csiPlanClaims(ns, volID string) (reads, writes int) {
+	for _, as := range p.NodeAllocation {
+		for _, a := range as {
+			for _, r := range p.csiRequests(a) {
+				if a.Namespace == ns && r.Source == volID {
+					if r.ReadOnly {
+						reads++
+					} else {
+						writes++
+					}
+				}
+			}
+		}
+	}
+	return reads, writes
+}
+
+// csiMounted counts the volumes of a CSI plugin a node mounts after the
+// plan: those its live allocations and the plan's placements there claim.
+func (p *Plan) csiMounted(nodeID, pluginID string) int64 {
+	seen := map[sdk.NamespacedID]bool{}
+	count := func(a *sdk.Allocation) {
+		for _, r := range p.csiRequests(a) {
+			k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
+			if v := p.state.CSIVolume(k.Namespace, k.ID); v != nil && v.PluginID == pluginID {
+				seen[k] = true
+			}
+		}
+	}
+	c := p.find(nodeID)
+	for _, a := range p.state.AllocsByNode(nodeID) {
+		if !a.ClientTerminalStatus() && (c == nil || !c.removed[a.ID]) {
+			count(a)
+		}
+	}
+	for _, a := range p.NodeAllocation[nodeID] {
+		count(a)
+	}
+	return int64(len(seen))
+}
+
+// csiRequests are the CSI volume requests of an allocation, from its job
+// version (the plan's job for a placement that carries none).
+func (p *Plan) csiRequests(a *sdk.Allocation) []sdk.CSIVolumeRequest {
+	job := a.Job
+	if job == nil {
+		job = p.Plan.Job
+	}
+	if job == nil {
+		return nil
+	}
+	tg := job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || len(tg.Volumes) == 0 {
+		return nil
+	}
+	return sdk.CSIVolumeRequests(tg, a.Name)
+}
