@@ -1353,3 +1353,50 @@ func TestSystem_DisconnectAsNomad(t *testing.T) {
 		})
 	}
 }
+
+// A system job mounting a multi-node-reader CSI volume runs on the nodes
+// that run the volume's plugin; the others are filtered, which is not a
+// failure. With a single-node-writer volume, one node takes the claim and
+// the rest are filtered on it, as Nomad's system scheduler counts a node
+// its CSI check filters.
+func TestSystem_CSIVolumes(t *testing.T) {
+	for _, c := range []struct {
+		mode     string
+		readOnly bool
+		placed   int
+	}{
+		{sdk.CSIAccessModeMultiNodeReader, true, 3},
+		{sdk.CSIAccessModeSingleNodeWriter, false, 1},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			h := schedtest.New(t)
+			nodes := schedtest.Nodes("n", 5)
+			for _, n := range nodes[:3] {
+				n.CSINodePlugins = map[string]*sdk.CSIInfo{"nfs": {PluginID: "nfs", Healthy: true, NodeInfo: &sdk.CSINodeInfo{ID: n.ID}}}
+			}
+			h.UpsertNodes(nodes...)
+			h.UpsertCSIVolume(&sdk.CSIVolume{ID: "shared", PluginID: "nfs", RequestedCapabilities: []*sdk.CSIVolumeCapability{
+				{AccessMode: c.mode, AttachmentMode: sdk.CSIAttachmentModeFilesystem}}})
+			job := schedtest.SystemJob("agent")
+			job.TaskGroups[0].Volumes = map[string]sdk.Opaque{"shared": {"Type": "csi", "Source": "shared", "ReadOnly": c.readOnly,
+				"AccessMode": c.mode, "AttachmentMode": sdk.CSIAttachmentModeFilesystem}}
+			h.Process(sched, h.RegisterJob(job))
+			placed := schedtest.Placed(h.LastPlan())
+			if len(placed) != c.placed {
+				t.Fatalf("placed %d, want %d", len(placed), c.placed)
+			}
+			for _, a := range placed {
+				if h.Node(a.NodeID).CSINodePlugins == nil {
+					t.Fatalf("placed on %s, which does not run the plugin", a.NodeID)
+				}
+			}
+			if len(h.LastEval().FailedTGAllocs) != 0 {
+				t.Fatalf("failed groups %+v", h.LastEval().FailedTGAllocs)
+			}
+			v := h.CSIVolume("default", "shared")
+			if r, w := v.LiveClaims(nil); r+w != c.placed {
+				t.Fatalf("claims %d+%d, want %d", r, w, c.placed)
+			}
+		})
+	}
+}
