@@ -2,6 +2,8 @@ package generic_test
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -209,5 +211,115 @@ func TestService_CSIHostRefusesASecondWriter(t *testing.T) {
 	}
 	if fmt.Sprint(res.RejectedNodes) != "[n2]" || len(res.NodeAllocation["n1"]) != 1 {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestProperty_CSIClaimsOverRandomClusters places random jobs mounting
+// random CSI volumes on random clusters, some nodes running the plugin
+// with a limit of volumes, and checks what must always hold: the host
+// never refuses what the scheduler proposes, every allocation mounting a
+// volume is on a node running its plugin, no single-writer volume has two
+// live writers, no node mounts more volumes than its plugin allows, and
+// each volume's claims are exactly its live allocations'.
+func TestProperty_CSIClaimsOverRandomClusters(t *testing.T) {
+	modes := []string{sdk.CSIAccessModeSingleNodeWriter, sdk.CSIAccessModeMultiNodeSingleWriter,
+		sdk.CSIAccessModeMultiNodeReader, sdk.CSIAccessModeMultiNodeMultiWriter}
+	for seed := uint64(1); seed <= 100; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 13))
+			h := schedtest.New(t)
+			var nodes []*sdk.Node
+			for i := 0; i < 3+r.IntN(10); i++ {
+				n := schedtest.Node(fmt.Sprintf("n-%02d", i))
+				if r.IntN(3) != 0 {
+					n = csiNode(n.ID, int64(r.IntN(4)))
+				}
+				nodes = append(nodes, n)
+			}
+			h.UpsertNodes(nodes...)
+			var vols []*sdk.CSIVolume
+			for i := 0; i < 1+r.IntN(4); i++ {
+				mode := modes[r.IntN(len(modes))]
+				vols = append(vols, csiVolume(fmt.Sprintf("v%d", i), mode))
+				for k := 0; k < 3; k++ {
+					vols = append(vols, csiVolume(fmt.Sprintf("v%d[%d]", i, k), mode))
+				}
+			}
+			h.UpsertCSIVolume(vols...)
+			for j := 0; j < 1+r.IntN(4); j++ {
+				v := vols[4*r.IntN(len(vols)/4)]
+				mode := v.RequestedCapabilities[0].AccessMode
+				readOnly := mode == sdk.CSIAccessModeMultiNodeReader || r.IntN(3) == 0
+				job := csiJob(1+r.IntN(5), v.ID, mode, readOnly, r.IntN(2) == 0)
+				job.ID, job.Name = fmt.Sprintf("job-%d", j), fmt.Sprintf("job-%d", j)
+				job.TaskGroups[0].Tasks[0].Resources = &sdk.Resources{CPU: 100, MemoryMB: 64}
+				h.Process(service, h.RegisterJob(job))
+				if r.IntN(3) == 0 {
+					// A destructive update of what runs.
+					tg := job.TaskGroups[0]
+					job2 := csiJob(tg.Count, v.ID, mode, readOnly, sdk.CSIVolumeRequests(tg, "")[0].PerAlloc)
+					job2.ID, job2.Name = job.ID, job.Name
+					job2.TaskGroups[0].Tasks[0].Resources = tg.Tasks[0].Resources
+					job2.TaskGroups[0].Tasks[0].Config = sdk.Opaque{"command": fmt.Sprint(r.IntN(100))}
+					h.Process(service, h.RegisterJob(job2))
+				}
+				if r.IntN(3) == 0 {
+					live := h.Live("default", job.ID)
+					if len(live) > 0 {
+						h.SetClientStatus(sdk.AllocClientStatusComplete, live[r.IntN(len(live))])
+					}
+				}
+			}
+			for _, res := range h.Results {
+				if len(res.RejectedNodes) > 0 {
+					t.Fatalf("the host refused nodes %v", res.RejectedNodes)
+				}
+			}
+			mounted := map[string]map[string]bool{}
+			want := map[string]map[string]bool{} // volume -> allocations that should claim it
+			for _, n := range nodes {
+				for _, a := range h.State().AllocsByNode(n.ID) {
+					if a.ClientTerminalStatus() {
+						continue
+					}
+					for _, req := range sdk.CSIVolumeRequests(a.Job.LookupTaskGroup(a.TaskGroup), a.Name) {
+						if n.CSINodePlugins["ebs"] == nil {
+							t.Fatalf("%s mounts %s on %s, which does not run the plugin", a.Name, req.Source, n.ID)
+						}
+						if mounted[n.ID] == nil {
+							mounted[n.ID] = map[string]bool{}
+						}
+						mounted[n.ID][req.Source] = true
+						if want[req.Source] == nil {
+							want[req.Source] = map[string]bool{}
+						}
+						want[req.Source][a.ID] = true
+					}
+				}
+				if max := n.CSINodePlugins["ebs"]; max != nil && max.NodeInfo.MaxVolumes > 0 && int64(len(mounted[n.ID])) > max.NodeInfo.MaxVolumes {
+					t.Fatalf("%s mounts %d volumes, its plugin allows %d", n.ID, len(mounted[n.ID]), max.NodeInfo.MaxVolumes)
+				}
+			}
+			for _, v := range vols {
+				cur := h.CSIVolume("default", v.ID)
+				got := map[string]bool{}
+				for id := range cur.ReadClaims {
+					got[id] = true
+				}
+				writers := 0
+				for id := range cur.WriteClaims {
+					got[id] = true
+					if a := h.Alloc(id); a != nil && a.DesiredStatus == sdk.AllocDesiredStatusRun {
+						writers++
+					}
+				}
+				if !maps.Equal(got, want[v.ID]) && !(len(got) == 0 && len(want[v.ID]) == 0) {
+					t.Fatalf("volume %s claimed by %v, live allocations %v", v.ID, got, want[v.ID])
+				}
+				if m := cur.AccessMode; (m == sdk.CSIAccessModeSingleNodeWriter || m == sdk.CSIAccessModeMultiNodeSingleWriter) && writers > 1 {
+					t.Fatalf("volume %s (%s) has %d running writers", v.ID, m, writers)
+				}
+			}
+		})
 	}
 }
