@@ -379,6 +379,7 @@ func (c *checker) task(j *sdk.Job, tg *sdk.TaskGroup, t *sdk.Task, p Path) {
 	c.templates(p, t.Templates)
 	c.artifacts(p, t.Artifacts)
 	c.volumeMounts(tg, p, t.VolumeMounts)
+	c.csiPlugin(p.Attr("csi_plugin"), t.CSIPluginConfig)
 	for i, sp := range t.ScalingPolicies {
 		if sp.Max < 0 {
 			c.add(p.Item("scaling", i).Attr("max"), "a maximum is required and must not be negative")

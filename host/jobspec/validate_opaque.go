@@ -172,6 +172,27 @@ func (c *checker) volumeMounts(tg *sdk.TaskGroup, p Path, ms []sdk.Opaque) {
 	}
 }
 
+// csiPlugin checks a task's csi_plugin block as Nomad's Task.Validate: a
+// plugin needs an ID and one of the three types.
+func (c *checker) csiPlugin(p Path, o sdk.Opaque) {
+	if o == nil {
+		return
+	}
+	cp, err := readOpaque[api.TaskCSIPluginConfig](o)
+	if err != nil {
+		c.add(p, "cannot be read as a CSI plugin: %v", err)
+		return
+	}
+	if cp.ID == "" {
+		c.add(p.Attr("id"), "a CSI plugin needs an id")
+	}
+	switch cp.Type {
+	case api.CSIPluginTypeNode, api.CSIPluginTypeController, api.CSIPluginTypeMonolith:
+	default:
+		c.add(p.Attr("type"), "%q is not node, controller or monolith", cp.Type)
+	}
+}
+
 // minCheckPeriod is the shortest interval and timeout of a service check
 // (Consul's minimum, which Nomad applies to both providers).
 const minCheckPeriod = time.Second
