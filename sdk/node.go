@@ -183,7 +183,12 @@ func (n *Node) HasDriver(name string) bool {
 // names the hash's version: v1 left device groups out, so a GPU node
 // shared its class with plain nodes; v2 left host volumes and networks
 // out, so a node without a volume a group mounts took the verdict of one
-// with it.
+// with it. CSI plugins are left out, as Nomad leaves them out: their
+// health changes with their allocations. The CSI checks must therefore
+// be made node by node and not decide for a class (Nomad's are
+// "available" checks, which leave a class eligible): a node gaining a
+// plugin keeps its class, and unblocks only the evals that saw the class
+// eligible.
 func (n *Node) ComputeClass() {
 	h := fnv.New64a()
 	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }

@@ -41,6 +41,24 @@ func TestNode_ComputeClassHashesDeviceGroups(t *testing.T) {
 	}
 }
 
+// CSI plugins are not part of the computed class, as in Nomad: a
+// plugin's health changes as its allocations come and go, and the CSI
+// checks are run per node without deciding for its class. A node gaining
+// a plugin keeps its class, and the blocked evals that saw the class
+// eligible are unblocked by its registration.
+func TestNode_ComputeClassLeavesOutCSIPlugins(t *testing.T) {
+	n := &Node{ID: "n", Datacenter: "dc1", Attributes: map[string]string{"kernel.name": "linux"}}
+	n.ComputeClass()
+	before := n.ComputedClass
+	n.CSINodePlugins = map[string]*CSIInfo{"hostpath": {PluginID: "hostpath", Healthy: true, NodeInfo: &CSINodeInfo{ID: "n"}}}
+	n.CSIControllerPlugins = map[string]*CSIInfo{"hostpath": {PluginID: "hostpath", Healthy: true,
+		ControllerInfo: &CSIControllerInfo{SupportsAttachDetach: true}}}
+	n.ComputeClass()
+	if n.ComputedClass != before {
+		t.Fatalf("CSI plugins changed the computed class: %s, was %s", n.ComputedClass, before)
+	}
+}
+
 // TestNode_CapacityCores: as in Nomad, the reserved cores are taken out of
 // the reservable ones as a set. QA found a node whose client already left
 // its reserved core 0 out of ReservableCpuCores [1] offered no core at all:

@@ -97,8 +97,16 @@ func (s *Server) nodeEvals(snap *state.Snapshot, node *sdk.Node, trigger string)
 
 // feasibilityChanged reports whether a node registered again changed what
 // feasibility checks read (Nomad's shouldCreateNodeEval): its datacenter,
-// name, class, attributes, meta, drivers, host volumes or devices. Its
-// resources are left to blocked evals.
+// name, class, attributes, meta, drivers, host volumes, devices or CSI
+// plugins. Its resources are left to blocked evals.
+//
+// Nomad 1.6 does not compare CSI plugins here: a plugin coming up there
+// reaches only blocked evals (the node's class is unblocked, and the
+// CSI check leaves a class eligible). Drover compares them, as it does
+// drivers, so that the jobs on the node and the system jobs that could
+// run there are evaluated when a plugin comes, goes or changes health: a
+// system job's group with a CSI volume, filtered on a node without the
+// plugin, is not blocked, and only such an eval places it there.
 func feasibilityChanged(old, n *sdk.Node) bool {
 	devices := func(n *sdk.Node) []*sdk.NodeDeviceResource {
 		if n.NodeResources == nil {
@@ -120,7 +128,38 @@ func feasibilityChanged(old, n *sdk.Node) bool {
 	return old.Datacenter != n.Datacenter || old.Name != n.Name || old.NodeClass != n.NodeClass ||
 		!maps.Equal(old.Attributes, n.Attributes) || !maps.Equal(old.Meta, n.Meta) ||
 		!maps.EqualFunc(old.Drivers, n.Drivers, sameDriver) || !reflect.DeepEqual(old.HostVolumes, n.HostVolumes) ||
-		(len(od) > 0 || len(nd) > 0) && !reflect.DeepEqual(od, nd)
+		(len(od) > 0 || len(nd) > 0) && !reflect.DeepEqual(od, nd) ||
+		!maps.EqualFunc(old.CSIControllerPlugins, n.CSIControllerPlugins, sameCSIPlugin) ||
+		!maps.EqualFunc(old.CSINodePlugins, n.CSINodePlugins, sameCSIPlugin)
+}
+
+// sameCSIPlugin reports whether two reports of a CSI plugin on a node
+// agree in what the CSI checks and a plugin's health read: its health,
+// whether it needs a controller or topologies, and its node and
+// controller info. Its allocation, provider, description and update time
+// are not compared: a plugin replaced by a new allocation, healthy as
+// before, changes nothing for placement.
+func sameCSIPlugin(a, b *sdk.CSIInfo) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	sameNode := func(x, y *sdk.CSINodeInfo) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return x.ID == y.ID && x.MaxVolumes == y.MaxVolumes && x.AccessibleTopology.Equal(y.AccessibleTopology) &&
+			x.RequiresNodeStageVolume == y.RequiresNodeStageVolume && x.SupportsStats == y.SupportsStats &&
+			x.SupportsExpand == y.SupportsExpand && x.SupportsCondition == y.SupportsCondition
+	}
+	sameController := func(x, y *sdk.CSIControllerInfo) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return *x == *y
+	}
+	return a.PluginID == b.PluginID && a.Healthy == b.Healthy && a.RequiresControllerPlugin == b.RequiresControllerPlugin &&
+		a.RequiresTopologies == b.RequiresTopologies && sameNode(a.NodeInfo, b.NodeInfo) &&
+		sameController(a.ControllerInfo, b.ControllerInfo)
 }
 
 // validNodePoolName is what a node pool's name may be, as Nomad's

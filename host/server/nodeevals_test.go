@@ -18,7 +18,8 @@ import (
 // jobs, which run on the nodes there were when they were evaluated), and a
 // node registering again does so when what feasibility reads changed
 // (meta, attributes, drivers, class, datacenter, name, host volumes,
-// devices), not when only its resources or nothing changed.
+// devices, and in Drover CSI plugins), not when only its resources or
+// nothing changed.
 func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 	s := servertest.New(t, nil, nil)
 	if _, _, err := s.RegisterNode(servertest.Node(0, 8000, 8192)); err != nil {
@@ -96,6 +97,37 @@ func TestRegisterNode_EvaluatesTheSystemJobsThatCouldRunThere(t *testing.T) {
 		{"a device", func(n *sdk.Node) {
 			n.NodeResources.Devices = []*sdk.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "t4"}}
 		}, true},
+		// CSI plugins, compared as drivers are, which Nomad 1.6 does not.
+		{"a CSI node plugin coming up", func(n *sdk.Node) {
+			n.CSINodePlugins = map[string]*sdk.CSIInfo{"hostpath": {PluginID: "hostpath", AllocID: "a1", Healthy: true,
+				HealthDescription: "healthy", UpdateTime: time.Unix(1_700_000_000, 0).UTC(), NodeInfo: &sdk.CSINodeInfo{ID: n.ID}}}
+		}, true},
+		{"CSI plugins unchanged, sent as JSON", func(n *sdk.Node) {
+			b, err := json.Marshal(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back sdk.Node
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			*n = back
+		}, false},
+		{"a CSI plugin fingerprinted again", func(n *sdk.Node) {
+			n.CSINodePlugins["hostpath"].UpdateTime = time.Unix(1_700_000_100, 0).UTC()
+		}, false},
+		{"a CSI plugin run by a new allocation, healthy as before", func(n *sdk.Node) {
+			n.CSINodePlugins["hostpath"].AllocID = "a2"
+		}, false},
+		{"a CSI plugin turning unhealthy", func(n *sdk.Node) {
+			n.CSINodePlugins["hostpath"].Healthy, n.CSINodePlugins["hostpath"].HealthDescription = false, "unhealthy"
+		}, true},
+		{"a CSI plugin's volume limit", func(n *sdk.Node) { n.CSINodePlugins["hostpath"].NodeInfo.MaxVolumes = 3 }, true},
+		{"a CSI controller", func(n *sdk.Node) {
+			n.CSIControllerPlugins = map[string]*sdk.CSIInfo{"hostpath": {PluginID: "hostpath", AllocID: "a2", Healthy: true,
+				RequiresControllerPlugin: true, ControllerInfo: &sdk.CSIControllerInfo{SupportsAttachDetach: true}}}
+		}, true},
+		{"the CSI plugins gone", func(n *sdk.Node) { n.CSINodePlugins, n.CSIControllerPlugins = nil, nil }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
