@@ -37,17 +37,43 @@ type simulator struct {
 	log   zerolog.Logger
 	nodes map[string]int // node ID: its number, for devNode
 	wg    sync.WaitGroup
+
+	// mu orders the nodes' registrations after the first, so that a
+	// node's last registration carries its latest CSI plugins, and
+	// guards csi.
+	mu sync.Mutex
+	// csi is what each node last registered of its CSI plugins
+	// (simCSIPlugins), by node ID.
+	csi map[string]simCSI
 }
 
 func newSimulator(srv *server.Server, n int, httpAddr string, https bool, log zerolog.Logger) *simulator {
-	return &simulator{srv: srv, n: n, httpAddr: httpAddr, https: https, log: log, nodes: map[string]int{}}
+	return &simulator{srv: srv, n: n, httpAddr: httpAddr, https: https, log: log, nodes: map[string]int{},
+		csi: map[string]simCSI{}}
 }
 
-// node is dev node i as this simulator registers it.
-func (s *simulator) node(i int) *sdk.Node {
+// node is dev node i as this simulator registers it, with the CSI plugins
+// csi says it runs.
+func (s *simulator) node(i int, csi simCSI) *sdk.Node {
 	n := devNode(i, s.httpAddr)
 	n.TLSEnabled = s.https
+	n.CSIControllerPlugins, n.CSINodePlugins = csi.controllers, csi.nodes
 	return n
+}
+
+// register registers node id (dev node i) again, as it is now: with its
+// CSI plugins as they were last registered, or as csi says when it is not
+// nil (recorded once the registration succeeds). s.mu is held.
+func (s *simulator) register(id string, i int, csi *simCSI) error {
+	report := s.csi[id]
+	if csi != nil {
+		report = *csi
+	}
+	if _, _, err := s.srv.RegisterNode(s.node(i, report)); err != nil {
+		return err
+	}
+	s.csi[id] = report
+	return nil
 }
 
 // devNode returns simulated node i: varied sizes, two datacenters, four
@@ -109,7 +135,7 @@ func devNodeID(i int) string {
 func (s *simulator) start(ctx context.Context) error {
 	var ttl time.Duration
 	for i := 0; i < s.n; i++ {
-		n := s.node(i)
+		n := s.node(i, simCSI{})
 		if _, _, err := s.srv.RegisterNode(n); err != nil {
 			return fmt.Errorf("agent: register dev node %s: %w", n.Name, err)
 		}
@@ -147,7 +173,10 @@ func (s *simulator) heartbeat(ctx context.Context, ttl time.Duration) {
 			if errors.Is(err, server.ErrNotFound) {
 				// Purged: a running node agent registers again, as
 				// Nomad's client does.
-				if _, _, err = s.srv.RegisterNode(s.node(i)); err == nil {
+				s.mu.Lock()
+				err = s.register(id, i, nil)
+				s.mu.Unlock()
+				if err == nil {
 					_, _, err = s.srv.NodeHeartbeat(id)
 				}
 			}
@@ -179,9 +208,17 @@ func (s *simulator) runAllocs(ctx context.Context) {
 		// the servers refuse the report of a node they hold down or
 		// disconnected until it heartbeats again, and that must not hold
 		// the other nodes' reports.
-		for id := range s.nodes {
+		for id, i := range s.nodes {
+			allocs := snap.AllocsByNode(id)
+			// The CSI plugins the node runs, as the allocations' last
+			// reported states say: a plugin comes up once its allocation
+			// runs (after the report that made it run) and turns
+			// unhealthy once it stopped.
+			if err := s.reportCSI(id, i, allocs, now); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("node_id", id).Msg("dev node CSI plugin update failed")
+			}
 			var updates []server.AllocUpdate
-			for _, a := range snap.AllocsByNode(id) {
+			for _, a := range allocs {
 				if u, ok := simNext(a, now); ok {
 					updates = append(updates, u)
 				}
@@ -194,6 +231,19 @@ func (s *simulator) runAllocs(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// reportCSI registers node id (dev node i) again when the CSI plugins
+// its allocations run changed since it last registered.
+func (s *simulator) reportCSI(id string, i int, allocs []*sdk.Allocation, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.csi[id]
+	next := simCSIPlugins(id, allocs, prev, now)
+	if next.equal(prev) {
+		return nil
+	}
+	return s.register(id, i, &next)
 }
 
 // simNext is what a simulated node reports next about an allocation: its
