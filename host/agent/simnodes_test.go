@@ -1,9 +1,11 @@
 package agent_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/host/jobspec"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/runtime/wasm/wasmtest"
 	"github.com/drover-sched/drover/sdk"
@@ -70,4 +72,43 @@ func TestAgent_DevNodesReportTheirCSIPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitFor(t, "the node to report the plugin unhealthy", reported(false))
+}
+
+// examples/csi/plugin.hcl, run on a dev agent, puts the hostpath plugin
+// on every dev node, controller and node plugin, healthy.
+func TestAgent_CSIExamplePluginRunsOnEveryDevNode(t *testing.T) {
+	dir := t.TempDir()
+	install(t, wasmtest.Build(t, "./plugins/service"), dir, "service.wasm")
+	install(t, wasmtest.Build(t, "./plugins/system"), dir, "system.wasm")
+	s := startAgent(t, dir, nil).Server()
+	src, err := os.ReadFile("../../examples/csi/plugin.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := jobspec.Parse(jobspec.Config{Path: "plugin.hcl", Body: src})
+	if diags.HasErrors() {
+		t.Fatal(jobspec.FormatDiagnostics(p.Sources, diags))
+	}
+	job, err := p.Job.SDK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evalID, _, err := s.RegisterJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := servertest.WaitForEval(t, s, evalID); e.Status != sdk.EvalStatusComplete {
+		t.Fatalf("eval %s: %s", e.Status, e.StatusDescription)
+	}
+	servertest.WaitFor(t, "every dev node to report the plugin", func() bool {
+		nodes := s.Store().Snapshot().Nodes()
+		for _, n := range nodes {
+			c, p := n.CSIControllerPlugins["hostpath"], n.CSINodePlugins["hostpath"]
+			if c == nil || p == nil || !c.Healthy || !p.Healthy {
+				return false
+			}
+		}
+		plugin := sdk.CSIPlugins(nodes)["hostpath"]
+		return len(nodes) == 3 && plugin.Schedulable() && plugin.NodesHealthy == 3 && plugin.ControllersHealthy == 3
+	})
 }
