@@ -42,19 +42,17 @@ type NodeRegisterRequest struct {
 
 // RegisteredNode is a node as a node agent registers it: Nomad's Node JSON,
 // with the node's secret. Fields of Nomad's Node that Drover does not use
-// (the legacy Resources and Reserved, CSI plugins, the cgroup parent) are
-// accepted and dropped.
+// (the legacy Resources and Reserved, the cgroup parent) are accepted and
+// dropped.
 type RegisteredNode struct {
 	sdk.Node
 	// SecretID authenticates the node's later heartbeats, registrations
 	// and allocation reports; it is never returned.
-	SecretID             string          `json:",omitempty"`
-	Resources            json.RawMessage `json:",omitempty"`
-	Reserved             json.RawMessage `json:",omitempty"`
-	CgroupParent         string          `json:",omitempty"`
-	GCVolumesOnNodeGC    bool            `json:",omitempty"`
-	CSIControllerPlugins json.RawMessage `json:",omitempty"`
-	CSINodePlugins       json.RawMessage `json:",omitempty"`
+	SecretID          string          `json:",omitempty"`
+	Resources         json.RawMessage `json:",omitempty"`
+	Reserved          json.RawMessage `json:",omitempty"`
+	CgroupParent      string          `json:",omitempty"`
+	GCVolumesOnNodeGC bool            `json:",omitempty"`
 }
 
 // NodeUpdateResponse answers node registrations, heartbeats, purges and

@@ -75,6 +75,36 @@ func TestAPI_NodeRegisterRefusals(t *testing.T) {
 	}
 }
 
+// A node registering over HTTP reports its CSI plugins in Nomad's Node
+// JSON, and its read shows them: what the schedulers check a volume's
+// plugin against.
+func TestAPI_NodeRegisterKeepsCSIPlugins(t *testing.T) {
+	ts, _ := newAPI(t, 0)
+	body := `{"Node": {"ID": "n1", "Name": "n1", "Status": "ready", "Attributes": {"kernel.name": "linux"},
+		"CSINodePlugins": {"ebs": {"PluginID": "ebs", "AllocID": "a1", "Healthy": true,
+			"NodeInfo": {"ID": "i-123", "MaxVolumes": 25, "AccessibleTopology": {"Segments": {"zone": "us-east-1a"}}}}},
+		"CSIControllerPlugins": {"ebs": {"PluginID": "ebs", "Healthy": true, "RequiresControllerPlugin": true,
+			"ControllerInfo": {"SupportsAttachDetach": true}}}}}`
+	if resp, out := do(t, "PUT", ts.URL+"/v1/nodes", body); resp.StatusCode != 200 {
+		t.Fatalf("register: %d %s", resp.StatusCode, out)
+	}
+	resp, out := do(t, "GET", ts.URL+"/v1/node/n1", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("read: %d %s", resp.StatusCode, out)
+	}
+	var n struct {
+		CSINodePlugins, CSIControllerPlugins map[string]*sdk.CSIInfo
+	}
+	if err := json.Unmarshal(out, &n); err != nil {
+		t.Fatal(err)
+	}
+	np, cp := n.CSINodePlugins["ebs"], n.CSIControllerPlugins["ebs"]
+	if np == nil || !np.Healthy || np.NodeInfo.MaxVolumes != 25 || np.NodeInfo.AccessibleTopology.Segments["zone"] != "us-east-1a" ||
+		cp == nil || !cp.RequiresControllerPlugin || !cp.ControllerInfo.SupportsAttachDetach {
+		t.Fatalf("node read back %s", out)
+	}
+}
+
 // PUT /v1/node/:id/evaluate forces node-update evaluations of the node's
 // jobs, as Nomad's Node.Evaluate, answered in Nomad's NodeUpdateResponse
 // shape; Nomad's Go client (Nodes().ForceEvaluate) calls it.
