@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/drover-sched/drover/host/acl"
@@ -26,8 +27,9 @@ type access struct {
 	// endpoints: status, health, metrics, regions, bootstrap).
 	open bool
 	// cap is a namespace capability the token must hold in the request's
-	// namespace (?namespace=, "default"); or, if set, also.
-	cap, also string
+	// namespace (?namespace=, "default"); or one of also.
+	cap  string
+	also []string
 	// lists: the route lists the objects of the request's namespace, or
 	// with "*" those of every namespace where the token holds cap. Another
 	// route checks "*" as the name of one namespace.
@@ -42,6 +44,9 @@ type access struct {
 	body bool
 	// check is a permission outside namespaces (node, agent, operator...).
 	check func(*acl.ACL) bool
+	// pluginRead: the token must have plugin read too, beside cap (Nomad's
+	// CSI volume register and detach need it).
+	pluginRead bool
 	// token: any known token, or none (the anonymous policy); the handler
 	// decides (the ACL endpoints, search, the event stream).
 	token bool
@@ -68,7 +73,14 @@ var (
 func inNS(capability string) access { return access{cap: capability} }
 
 // inNSEither needs either capability in the request's namespace.
-func inNSEither(capability, also string) access { return access{cap: capability, also: also} }
+func inNSEither(capability, also string) access { return access{cap: capability, also: []string{also}} }
+
+// inNSAny needs any of capabilities in the request's namespace; with
+// lists, a list of every namespace lists the objects of those where the
+// token holds one of them.
+func inNSAny(lists bool, capabilities ...string) access {
+	return access{cap: capabilities[0], also: capabilities[1:], lists: lists}
+}
 
 // listIn is inNS for a list, which with ?namespace=* lists the objects of
 // the namespaces where the token holds capability.
@@ -117,6 +129,7 @@ type authz struct {
 	acl   *acl.ACL
 	token *state.ACLToken // nil: the anonymous token
 	cap   string
+	also  []string // capabilities that list as well as cap
 	// object is the route's (access.object): a blocking read checks the
 	// object it answers with again (objectDenied), as it may have been
 	// created while the read waited.
@@ -162,8 +175,11 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 		}
 		return nil, err
 	}
-	z := &authz{acl: aclObj, token: token, cap: acc.cap, object: acc.object}
+	z := &authz{acl: aclObj, token: token, cap: acc.cap, also: acc.also, object: acc.object}
 	r = r.WithContext(context.WithValue(r.Context(), authzKey{}, z))
+	if acc.pluginRead && !aclObj.AllowPluginRead() {
+		return nil, errPermissionDenied
+	}
 	switch {
 	case acc.check != nil:
 		if !acc.check(aclObj) {
@@ -177,8 +193,7 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 		// A list of every namespace is filtered instead (listable); any
 		// other route needs cap in the namespace named, "*" too.
 		ns := requestNamespace(r)
-		allowed := aclObj.AllowNamespaceOperationIn(ns, acc.cap) || acc.also != "" && aclObj.AllowNamespaceOperationIn(ns, acc.also)
-		if (ns != "*" || !acc.lists) && !allowed {
+		if (ns != "*" || !acc.lists) && !z.holds(ns) {
 			return nil, errPermissionDenied
 		}
 	}
@@ -189,7 +204,14 @@ func (a *API) authorize(r *http.Request, acc access) (*http.Request, error) {
 // request: its token holds there the capability the route lists by.
 func listable(r *http.Request, ns string) bool {
 	z := authzOf(r)
-	return z == nil || z.cap == "" || z.acl.AllowNamespaceOperationIn(ns, z.cap)
+	return z == nil || z.cap == "" || z.holds(ns)
+}
+
+// holds reports whether the token holds the route's capability in
+// namespace ns, or one of those it takes instead.
+func (z *authz) holds(ns string) bool {
+	return z.acl.AllowNamespaceOperationIn(ns, z.cap) ||
+		slices.ContainsFunc(z.also, func(c string) bool { return z.acl.AllowNamespaceOperationIn(ns, c) })
 }
 
 // allowedIn reports whether the request's token holds capability in

@@ -151,6 +151,19 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	ruleID := rule.ID
+	// A CSI plugin's node, and two volumes (the management token
+	// deregisters one below).
+	if _, _, err := s.RegisterNode(csiNode(9, map[string]bool{"ebs": true}, "ebs")); err != nil {
+		t.Fatal(err)
+	}
+	volBody := func(id string) string {
+		return `{"Volumes": [{"ID": "` + id + `", "PluginID": "ebs", "RequestedCapabilities": [{"AccessMode": "single-node-writer", "AttachmentMode": "file-system"}]}]}`
+	}
+	for _, id := range []string{"vol", "keep"} {
+		if resp, body := doAs(t, rootSecret, "PUT", ts.URL+"/v1/volume/csi/"+id, volBody(id)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("register volume %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
 	jobJSON, _ := json.Marshal(map[string]any{"Job": map[string]any{"ID": "web", "Name": "web", "Type": "service",
 		"TaskGroups": []any{map[string]any{"Name": "g", "Count": 1, "Tasks": []any{map[string]any{"Name": "t", "Driver": "docker"}}}}}})
 
@@ -217,6 +230,15 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 		{"GET", "/v1/plugins/schedulers", ""},
 		{"GET", "/v1/plugins/refused", ""},
 		{"GET", "/v1/plugin/scheduler/service", ""},
+		{"GET", "/v1/plugins?type=csi", ""},
+		{"GET", "/v1/plugin/csi/ebs", ""},
+		{"GET", "/v1/volumes?type=csi", ""},
+		{"GET", "/v1/volume/csi/vol", ""},
+		{"PUT", "/v1/volume/csi/vol", volBody("vol")},
+		{"POST", "/v1/volumes", volBody("vol")},
+		{"DELETE", "/v1/volume/csi/vol/detach?node=node-0009", ""},
+		{"PUT", "/v1/volume/csi/vol/detach?node=node-0009", ""},
+		{"DELETE", "/v1/volume/csi/vol", ""},
 		{"GET", "/v1/agent/members", ""},
 		{"GET", "/v1/operator/raft/configuration", ""},
 		{"DELETE", "/v1/operator/raft/peer?id=x", ""},
@@ -298,7 +320,7 @@ func TestACL_EveryEndpointChecksTheToken(t *testing.T) {
 	// Lists of every namespace leave out what the token may not see.
 	for _, path := range []string{"/v1/jobs?namespace=*", "/v1/allocations?namespace=*", "/v1/evaluations?namespace=*",
 		"/v1/deployments?namespace=*", "/v1/scaling/policies?namespace=*", "/v1/namespaces", "/v1/node/pools",
-		"/v1/vars?namespace=*", "/v1/vars"} {
+		"/v1/vars?namespace=*", "/v1/vars", "/v1/volumes?type=csi&namespace=*"} {
 		resp, body := doAs(t, outsider, "GET", ts.URL+path, "")
 		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
 			t.Errorf("outsider, GET %s: %d %s, want 200 []", path, resp.StatusCode, body)

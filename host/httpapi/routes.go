@@ -88,6 +88,7 @@ func (a *API) register() {
 	a.registerACLSSO()
 
 	a.registerVariables()
+	a.registerCSI()
 	a.registerServices()
 	a.registerAutopilot()
 	a.registerPprof()
