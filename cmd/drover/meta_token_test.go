@@ -131,6 +131,10 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 	if err := os.WriteFile(rules, []byte(`namespace "default" { policy = "read" }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	volume := filepath.Join(dir, "volume.hcl")
+	if err := os.WriteFile(volume, []byte("id = \"db\"\ntype = \"csi\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pool := filepath.Join(dir, "pool.hcl")
 	if err := os.WriteFile(pool, []byte(`node_pool "gpu" {}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -196,6 +200,11 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"operator scheduler set-config":     {"-scheduler-algorithm", "spread"},
 		"plugin list":                       {},
 		"plugin inspect":                    {"binpack"},
+		"plugin status":                     {},
+		"volume register":                   {volume},
+		"volume status":                     {},
+		"volume deregister":                 {"db"},
+		"volume detach":                     {"db", "n1"},
 		"server members":                    {},
 		"system gc":                         {},
 		"acl bootstrap":                     {},

@@ -74,6 +74,9 @@ func (s *Server) RegisterCSIVolumes(vols []*sdk.CSIVolume) (uint64, error) {
 	return s.Apply(fsm.CSIVolumeRegisterRequestType, &fsm.CSIVolumeRegisterRequest{Volumes: out})
 }
 
+// redacted is what the API shows of a volume's mount flags.
+const redacted = "[REDACTED]"
+
 // validateCSIVolume checks a volume as Nomad's CSIVolume.Validate does,
 // and its capabilities' modes; the problems are reported together.
 func validateCSIVolume(v *sdk.CSIVolume) error {
@@ -106,6 +109,11 @@ func validateCSIVolume(v *sdk.CSIVolume) error {
 			errs = append(errs, fmt.Sprintf("capability %d has invalid attachment mode %q (one of: %s, %s)",
 				i+1, c.AttachmentMode, sdk.CSIAttachmentModeFilesystem, sdk.CSIAttachmentModeBlockDevice))
 		}
+	}
+	if m := v.MountOptions; m != nil && slices.Contains(m.MountFlags, redacted) {
+		// What the API shows of a volume's flags, read back as a
+		// specification: the flags would be lost.
+		errs = append(errs, fmt.Sprintf("mount flag %q is what the API shows of a volume's mount flags: give the flags themselves", redacted))
 	}
 	for _, t := range v.Topologies {
 		if t == nil || len(t.Segments) == 0 {
