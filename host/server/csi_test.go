@@ -13,11 +13,12 @@ import (
 )
 
 // csiNode is a ready node that runs CSI plugin pluginID as a node plugin,
-// healthy.
+// healthy, in zone a.
 func csiNode(i int, pluginID string) *sdk.Node {
 	n := servertest.Node(i, 4000, 8192)
 	n.CSINodePlugins = map[string]*sdk.CSIInfo{pluginID: {PluginID: pluginID, Healthy: true, Provider: "ebs.csi.aws.com",
-		ProviderVersion: "1.2.3", NodeInfo: &sdk.CSINodeInfo{ID: n.ID, MaxVolumes: 10}}}
+		ProviderVersion: "1.2.3", NodeInfo: &sdk.CSINodeInfo{ID: n.ID, MaxVolumes: 10,
+			AccessibleTopology: &sdk.CSITopology{Segments: map[string]string{"zone": "a"}}}}}
 	return n
 }
 
