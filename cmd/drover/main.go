@@ -168,6 +168,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"volume status":                     f(&volumeStatusCommand{meta: m}),
 		"volume deregister":                 f(&volumeDeregisterCommand{meta: m}),
 		"volume detach":                     f(&volumeDetachCommand{meta: m}),
+		"volume init":                       f(&volumeInitCommand{meta: m}),
 		"var":                               f(&groupCommand{synopsis: "Interact with variables", help: varGroupHelp}),
 		"var list":                          f(&varListCommand{meta: m}),
 		"var get":                           f(&varGetCommand{meta: m}),

@@ -29,9 +29,10 @@ const volumeGroupHelp = `Usage: drover volume <subcommand> [options] [args]
   runs on the nodes. A task group claims a volume with a volume block of
   type "csi"; the claim is taken as its allocation is placed.
 
-  Register a volume:
+  Write an example volume specification, then register the volume:
 
-      $ drover volume register <spec-file>
+      $ drover volume init
+      $ drover volume register volume.hcl
 
   List volumes, or show one:
 
@@ -616,6 +617,145 @@ func (c *volumeDetachCommand) Run(args []string) int {
 	}
 	if _, err := cl.Delete(bg, volumePath(vol.ID)+"/detach?node="+url.QueryEscape(nodeID), nil); err != nil {
 		return c.errorf("detaching volume: %v", err)
+	}
+	return exitOK
+}
+
+// The example volume specifications volume init writes, in HCL and in
+// HCL's JSON syntax (which volume register reads as HCL, by the file's
+// .json name, as Nomad's volume init -json writes it).
+const (
+	defaultHCLVolumeSpecFile  = "volume.hcl"
+	defaultJSONVolumeSpecFile = "volume.json"
+	exampleHCLVolumeSpec      = `# A CSI volume that exists outside the cluster, registered with
+# drover volume register. Tasks claim it with a volume block of
+# type = "csi" whose source is the volume's id.
+id          = "database"
+name        = "database"
+type        = "csi"
+plugin_id   = "aws-ebs0"
+external_id = "vol-0123456789abcdef0"
+
+# The access and attachment modes the volume offers; a job's volume block
+# asks for one of them.
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+
+capability {
+  access_mode     = "single-node-reader-only"
+  attachment_mode = "file-system"
+}
+
+mount_options {
+  fs_type     = "ext4"
+  mount_flags = ["noatime"]
+}
+
+# The volume is mounted only on nodes whose plugin reports one of these
+# topologies. (HCL names a segment with a plain word: a plugin whose
+# segment keys hold dots or slashes is registered through the API's JSON,
+# volume register -json.)
+topology_request {
+  required {
+    topology {
+      segments {
+        zone = "us-east-1a"
+      }
+    }
+  }
+}
+
+# Passed to the plugin; secrets are never shown by the API.
+secrets {
+  example_secret = "xyzzy"
+}
+
+parameters {
+  type = "gp3"
+}
+`
+	exampleJSONVolumeSpec = `{
+  "id": "database",
+  "name": "database",
+  "type": "csi",
+  "plugin_id": "aws-ebs0",
+  "external_id": "vol-0123456789abcdef0",
+  "capability": [
+    {
+      "access_mode": "single-node-writer",
+      "attachment_mode": "file-system"
+    },
+    {
+      "access_mode": "single-node-reader-only",
+      "attachment_mode": "file-system"
+    }
+  ],
+  "mount_options": {
+    "fs_type": "ext4",
+    "mount_flags": ["noatime"]
+  },
+  "topology_request": {
+    "required": {
+      "topology": [
+        {
+          "segments": {
+            "zone": "us-east-1a"
+          }
+        }
+      ]
+    }
+  },
+  "secrets": {
+    "example_secret": "xyzzy"
+  },
+  "parameters": {
+    "type": "gp3"
+  }
+}
+`
+)
+
+type volumeInitCommand struct{ *meta }
+
+func (c *volumeInitCommand) Synopsis() string {
+	return "Create an example volume specification file"
+}
+
+func (c *volumeInitCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover volume init [options] [<filename>]
+
+  Writes an example CSI volume specification, for volume register to
+  read, to <filename> (default volume.hcl, or volume.json with -json, in
+  HCL's JSON syntax). An existing file is never overwritten.
+
+Init options:
+
+  -json            Write the example in HCL's JSON syntax.
+  -quiet           Print nothing when it succeeds.`)
+}
+
+func (c *volumeInitCommand) Run(args []string) int {
+	flags := c.flags("volume init", false)
+	asJSON := flags.Bool("json", false, "")
+	quiet := flags.Bool("quiet", false, "")
+	if !c.parse(flags, args, c.Help()) || !c.args(flags, 0, 1, "no arguments or one: <filename>") {
+		return exitError
+	}
+	name, content := defaultHCLVolumeSpecFile, exampleHCLVolumeSpec
+	if *asJSON {
+		name, content = defaultJSONVolumeSpecFile, exampleJSONVolumeSpec
+	}
+	if flags.NArg() == 1 {
+		name = flags.Arg(0)
+	}
+	if !c.writeNewFile(name, content) {
+		return exitError
+	}
+	if !*quiet {
+		c.ui.Output("Example volume specification written to " + name)
 	}
 	return exitOK
 }

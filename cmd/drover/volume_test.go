@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/host/server"
 	"github.com/drover-sched/drover/host/server/servertest"
 	"github.com/drover-sched/drover/sdk"
+	"github.com/hashicorp/cli"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -292,5 +296,53 @@ func TestVolumeCommands(t *testing.T) {
 	out, _ = mustRun(t, 0, addr, root, "volume", "status")
 	if want := "Container Storage Interface\nID   Name  Namespace  Plugin ID  Schedulable  Access Mode\ndb2        default    ebs        true\n"; out != want {
 		t.Errorf("status after the deregistration:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// volume init writes the example specification in HCL and in HCL's JSON
+// syntax; both are volumes volume register reads, the same volume; an
+// existing file is not overwritten.
+func TestVolumeInit(t *testing.T) {
+	dir := t.TempDir()
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		ui := cli.NewMockUi()
+		cmd := &volumeInitCommand{meta: &meta{ui: ui, out: ui.OutputWriter, in: strings.NewReader(""), now: time.Now}}
+		if code := cmd.Run(args); code != want {
+			t.Fatalf("volume init %v: exit %d, want %d; %s", args, code, want, ui.ErrorWriter.String())
+		}
+		return ui.OutputWriter.String(), ui.ErrorWriter.String()
+	}
+	hclPath, jsonPath := filepath.Join(dir, "volume.hcl"), filepath.Join(dir, "volume.json")
+	if out, _ := run(0, hclPath); !strings.Contains(out, "Example volume specification written to "+hclPath) {
+		t.Fatalf("output %q", out)
+	}
+	if out, _ := run(0, "-json", "-quiet", jsonPath); out != "" {
+		t.Fatalf("-quiet printed %q", out)
+	}
+	if _, errOut := run(1, hclPath); !strings.Contains(errOut, "already exists") {
+		t.Fatalf("an existing file: %q", errOut)
+	}
+	var vols []*api.CSIVolume
+	for _, p := range []string{hclPath, jsonPath} {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vol, err := parseVolumeSpec(&specFile{name: p, src: src}, false)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		vols = append(vols, vol)
+	}
+	if !reflect.DeepEqual(vols[0], vols[1]) {
+		a, _ := json.Marshal(vols[0])
+		b, _ := json.Marshal(vols[1])
+		t.Fatalf("the examples differ:\n%s\n%s", a, b)
+	}
+	v := vols[0]
+	if v.ID != "database" || v.PluginID != "aws-ebs0" || len(v.RequestedCapabilities) != 2 || v.MountOptions.FSType != "ext4" ||
+		v.RequestedTopologies.Required[0].Segments["zone"] != "us-east-1a" || v.Secrets["example_secret"] != "xyzzy" {
+		t.Fatalf("example volume %+v", v)
 	}
 }
