@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drover-sched/drover/cmd/drover/internal/client"
 	"github.com/drover-sched/drover/host/httpapi"
 	"github.com/drover-sched/drover/sdk"
 )
@@ -70,6 +71,7 @@ func (c *allocStatusCommand) Run(args []string) int {
 		c.table(rows)
 		c.ui.Output(fmt.Sprintf("Disk = %d MiB", r.Shared.DiskMB))
 	}
+	c.allocVolumes(cl, &a, *verbose)
 	if len(a.TaskStates) > 0 {
 		c.ui.Output("\nTask States")
 		rows := [][]string{{"Task", "State", "Failed", "Restarts"}}
@@ -95,6 +97,47 @@ func (c *allocStatusCommand) Run(args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// allocVolumes prints the CSI volumes the allocation's group mounts (a
+// per_alloc one by the allocation's index), as Nomad's alloc status
+// does; with verbose, each volume's plugin and whether it is schedulable,
+// read from the volume.
+func (c *allocStatusCommand) allocVolumes(cl *client.Client, a *sdk.Allocation, verbose bool) {
+	if a.Job == nil {
+		return
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return
+	}
+	reqs := sdk.CSIVolumeRequests(tg, a.Name)
+	if len(reqs) == 0 {
+		return
+	}
+	rows := [][]string{{"Name", "ID", "Read Only"}}
+	if verbose {
+		rows[0] = append(rows[0], "Plugin", "Provider", "Schedulable", "Claimed")
+	}
+	for _, r := range reqs {
+		row := []string{r.Name, r.Source, fmt.Sprint(r.ReadOnly)}
+		if verbose {
+			var vol httpapi.CSIVolume
+			cl.Namespace = a.Namespace
+			if _, err := cl.Get(bg, volumePath(r.Source), &vol); err != nil {
+				row = append(row, "-", "-", "-", fmt.Sprintf("(%v)", err))
+			} else {
+				_, claimed := vol.ReadAllocs[a.ID]
+				if _, w := vol.WriteAllocs[a.ID]; w {
+					claimed = true
+				}
+				row = append(row, vol.PluginID, vol.Provider, fmt.Sprint(vol.Schedulable), fmt.Sprint(claimed))
+			}
+		}
+		rows = append(rows, row)
+	}
+	c.ui.Output("\nCSI Volumes")
+	c.table(rows)
 }
 
 // scoreRows tabulates the top nodes' scores as Nomad's alloc status does:

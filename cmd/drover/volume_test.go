@@ -257,6 +257,11 @@ func TestVolumeCommands(t *testing.T) {
 	out, _ = mustRun(t, 0, addr, root, "volume", "status", "db")
 	checkKVs(t, out, "Access Mode", "single-node-writer", "Attachment Mode", "file-system")
 	checkContains(t, "status of a claimed volume", out, "\nAllocations\nID        Node ID   Task Group", shortID(alloc.ID)+"  "+shortID(alloc.NodeID)+"  g")
+	out, _ = mustRun(t, 0, addr, root, "alloc", "status", alloc.ID)
+	checkContains(t, "alloc status of the claiming allocation", out, "\nCSI Volumes\nName  ID  Read Only\ndata  db  false\n")
+	out, _ = mustRun(t, 0, addr, root, "alloc", "status", "-verbose", alloc.ID)
+	checkContains(t, "alloc status -verbose of the claiming allocation", out,
+		"\nCSI Volumes\nName  ID  Read Only  Plugin  Provider         Schedulable  Claimed\ndata  db  false      ebs     ebs.csi.aws.com  true         true\n")
 	_, errOut = mustRun(t, 1, addr, root, "volume", "deregister", "db")
 	checkContains(t, "deregister of a volume in use", errOut, "volume in use: db")
 	_, errOut = mustRun(t, 1, addr, root, "volume", "detach", "db", alloc.NodeID)
