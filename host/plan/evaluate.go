@@ -30,7 +30,7 @@ func Evaluate(snap verify.State, p *sdk.Plan, now int64, newID func() string) (*
 			rejected[n] = true
 		}
 	}
-	if verify.PlacesCSIVolumes(p) {
+	if verify.PlacesCSIVolumes(snap, p) {
 		for n := range verify.CSIClaims(snap, p, nodes, rejected) {
 			if rejected == nil {
 				rejected = map[string]bool{}

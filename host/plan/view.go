@@ -46,27 +46,23 @@ func newOverlay(snap *state.Snapshot, req *fsm.ApplyPlanResultsRequest) *overlay
 		end(a, sdk.AllocDesiredStatusEvict)
 	}
 	for _, a := range req.AllocsUpdated {
-		if snap.Alloc(a.ID) == nil {
-			o.claim(a, req.Job)
-		}
+		o.claim(a, req.Job)
 		put(a)
 	}
 	return o
 }
 
 // claim records the CSI claims a new allocation takes as it commits, as
-// the FSM takes them (state.Txn.claimCSIVolumes).
+// the FSM takes them (state.Txn.claimCSIVolumes): those of the job version
+// it runs, which may be an older one than the plan's (verify.PlacedJob).
 func (o *overlay) claim(a *sdk.Allocation, planJob *sdk.Job) {
-	job := a.Job
-	if job == nil {
-		job = planJob
-	}
+	job := verify.PlacedJob(o.Snapshot, planJob, a)
 	if job == nil || a.ClientTerminalStatus() {
 		return
 	}
 	tg := job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil || len(tg.Volumes) == 0 {
-		return
+	if tg == nil || len(tg.Volumes) == 0 || o.Snapshot.Alloc(a.ID) != nil {
+		return // no volume, or an update, which keeps the claims it holds
 	}
 	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
 		if o.claims == nil {

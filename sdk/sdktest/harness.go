@@ -623,7 +623,7 @@ func (h *Harness) SubmitPlan(p *sdk.Plan) (*sdk.PlanResult, error) {
 			reject[node] = true
 		}
 	}
-	if verify.PlacesCSIVolumes(p) {
+	if verify.PlacesCSIVolumes(h, p) {
 		nodes := slices.Sorted(maps.Keys(p.NodeAllocation))
 		for node := range verify.CSIClaims(h, p, nodes, reject) {
 			reject[node] = true

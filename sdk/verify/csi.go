@@ -7,14 +7,16 @@ import (
 )
 
 // PlacesCSIVolumes reports whether any new placement of p may claim a CSI
-// volume: whether the check of CSIClaims has anything to do.
-func PlacesCSIVolumes(p *sdk.Plan) bool {
+// volume: whether the check of CSIClaims has anything to do. A placement
+// may run another version than the plan's job (PlacedVersion), whose
+// volumes are the ones it claims.
+func PlacesCSIVolumes(snap State, p *sdk.Plan) bool {
 	if p.Job != nil && jobHasCSI(p.Job) {
 		return true
 	}
 	for _, as := range p.NodeAllocation {
 		for _, a := range as {
-			if a.Job != nil && a.Job != p.Job && jobHasCSI(a.Job) {
+			if j := PlacedJob(snap, p.Job, a); j != nil && j != p.Job && jobHasCSI(j) {
 				return true
 			}
 		}
@@ -69,7 +71,7 @@ func CSIClaims(snap State, p *sdk.Plan, nodes []string, rejected map[string]bool
 			if old := snap.Alloc(a.ID); old != nil {
 				continue // an update keeps the claims its allocation holds
 			}
-			job := placedJob(p, a)
+			job := PlacedJob(snap, p.Job, a)
 			for _, r := range requestsOf(job, a) {
 				k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
 				v := snap.CSIVolume(k.Namespace, k.ID)
@@ -165,12 +167,21 @@ func mountedOn(snap State, gone map[string]bool, nodeID, pluginID string) map[sd
 	return out
 }
 
-// placedJob is the job version a placement runs: its own, else the plan's.
-func placedJob(p *sdk.Plan, a *sdk.Allocation) *sdk.Job {
+// PlacedJob is the job version a new placement runs, and so whose CSI
+// volumes it claims as it commits: its own Job when it carries one, else
+// the kept version it names (PlacedVersion), else the plan's job, as the
+// host's FSM links it. Plan strips placements of their Job, so the version
+// they name is what decides.
+func PlacedJob(versions interface {
+	JobVersion(ns, id string, v uint64) *sdk.Job
+}, planJob *sdk.Job, a *sdk.Allocation) *sdk.Job {
 	if a.Job != nil {
 		return a.Job
 	}
-	return p.Job
+	if v, _ := PlacedVersion(versions, planJob, a); v != nil {
+		return v
+	}
+	return planJob
 }
 
 func requestsOf(job *sdk.Job, a *sdk.Allocation) []sdk.CSIVolumeRequest {

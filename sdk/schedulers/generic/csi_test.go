@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,6 +320,50 @@ func TestProperty_CSIClaimsOverRandomClusters(t *testing.T) {
 				if m := cur.AccessMode; (m == sdk.CSIAccessModeSingleNodeWriter || m == sdk.CSIAccessModeMultiNodeSingleWriter) && writers > 1 {
 					t.Fatalf("volume %s (%s) has %d running writers", v.ID, m, writers)
 				}
+			}
+		})
+	}
+}
+
+// The host checks a placement's claims against the job version it runs:
+// a placement of an older kept version (PlacedVersion: a non-canary
+// placement during a deployment) claims that version's volumes as it
+// commits, so those are the ones the applier must find free, whatever the
+// plan's job mounts.
+func TestService_CSIHostChecksThePlacedVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// newer changes the job's new version.
+		newer func(*sdk.Job)
+	}{
+		{"the new version mounts none", func(j *sdk.Job) { j.TaskGroups[0].Volumes = nil }},
+		{"the new version mounts another", func(j *sdk.Job) { j.TaskGroups[0].Volumes["data"]["Source"] = "other" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := schedtest.New(t)
+			h.UpsertNodes(csiNode("n1", 0), csiNode("n2", 0))
+			h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter), csiVolume("other", sdk.CSIAccessModeSingleNodeWriter))
+			rival := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+			rival.ID, rival.Name = "rival", "rival"
+			h.RegisterJob(rival)
+			h.UpsertAllocs(schedtest.Alloc(rival, 0, "n2"))
+			v1 := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+			h.RegisterJob(v1)
+			v2 := v1.Copy()
+			tc.newer(v2)
+			e := h.RegisterJob(v2)
+			if v1.JobModifyIndex == v2.JobModifyIndex {
+				t.Fatal("the versions share a job modify index")
+			}
+			h.UpsertEval(e)
+			a := schedtest.Alloc(v2, 0, "n1")
+			a.Job, a.JobVersion, a.JobModifyIndex = nil, v1.Version, v1.JobModifyIndex // runs v1
+			res, err := h.SubmitPlan(&sdk.Plan{EvalID: e.ID, Job: v2, NodeAllocation: map[string][]*sdk.Allocation{"n1": {a}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res.RejectedNodes) != "[n1]" {
+				t.Fatalf("rejected %v, want [n1]; data's writers %v", res.RejectedNodes, slices.Sorted(maps.Keys(h.CSIVolume("default", "data").WriteClaims)))
 			}
 		})
 	}
