@@ -96,19 +96,28 @@ func (s *Stack) csiPlugin(id string) *sdk.CSIPlugin {
 }
 
 // csiClaimLive reports whether the allocation holding a claim still holds
-// it for a placement of job: it exists, has not finished on its node and
-// is not stopped or preempted by the plan; and, of job itself, is not
-// being stopped (its replacement takes the claim over, as a destructive
-// update's does).
+// it for a placement of job: it exists, has not finished on its node and,
+// of job itself, is neither stopped by the plan nor being stopped (its
+// replacement takes the claim over, as a destructive update's does). An
+// allocation of another job the plan preempts still holds it: it runs
+// until its node reports it finished, and the host counts it so.
 func (p *Plan) csiClaimLive(allocID string, job *sdk.Job) bool {
 	a := p.state.Alloc(allocID)
 	if a == nil || a.ClientTerminalStatus() {
 		return false
 	}
-	if c := p.find(a.NodeID); c != nil && c.removed[a.ID] {
-		return false
+	if a.Namespace != job.Namespace || a.JobID != job.ID {
+		return true
 	}
-	return !(a.Namespace == job.Namespace && a.JobID == job.ID && a.DesiredStatus != sdk.AllocDesiredStatusRun)
+	return a.DesiredStatus == sdk.AllocDesiredStatusRun && !p.csiStopped(a)
+}
+
+// csiStopped reports whether the plan stops (or updates in place) a, an
+// allocation of its own job: its claims pass to the plan's allocations. A
+// preemption, of another job's allocation, ends no claim.
+func (p *Plan) csiStopped(a *sdk.Allocation) bool {
+	c := p.find(a.NodeID)
+	return c != nil && c.removed[a.ID] && p.job != nil && a.Namespace == p.job.Namespace && a.JobID == p.job.ID
 }
 
 // csiPlanClaims counts the claims the plan's placements make on a volume.
@@ -130,7 +139,8 @@ func (p *Plan) csiPlanClaims(ns, volID string) (reads, writes int) {
 }
 
 // csiMounted counts the volumes of a CSI plugin a node mounts after the
-// plan: those its live allocations and the plan's placements there claim.
+// plan: those its live allocations (but those the plan stops; those it
+// preempts still run) and the plan's placements there claim.
 func (p *Plan) csiMounted(nodeID, pluginID string) int64 {
 	seen := map[sdk.NamespacedID]bool{}
 	count := func(a *sdk.Allocation) {
@@ -141,9 +151,8 @@ func (p *Plan) csiMounted(nodeID, pluginID string) int64 {
 			}
 		}
 	}
-	c := p.find(nodeID)
 	for _, a := range p.state.AllocsByNode(nodeID) {
-		if !a.ClientTerminalStatus() && (c == nil || !c.removed[a.ID]) {
+		if !a.ClientTerminalStatus() && !p.csiStopped(a) {
 			count(a)
 		}
 	}

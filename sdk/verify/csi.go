@@ -38,18 +38,19 @@ func jobHasCSI(j *sdk.Job) bool {
 // rejected: each volume must exist, its plugin be schedulable, have a
 // claim free for the request (the claims of live allocations and of the
 // placements accepted on earlier nodes counted; those of allocations the
-// plan stops or preempts, and of allocations of the same job being
-// stopped, not), and the node must run the plugin, healthy, with room for
-// the volume. It returns the reason for each node it refuses, nil when
+// plan stops, and of allocations of the same job being stopped, not;
+// those of allocations it preempts are, as they still run), and the node
+// must run the plugin, healthy, with room for the volume. It returns the reason for each node it refuses, nil when
 // none: the host's re-check of what the scheduler decided, as the FSM
 // will take the claims as the plan commits.
 func CSIClaims(snap State, p *sdk.Plan, nodes []string, rejected map[string]bool) map[string]string {
+	// The plan's stops (of its own job's allocations) end their claims
+	// for its placements. Its preemptions do not: a preempted allocation
+	// runs, and holds its claims, until its node reports it finished.
 	gone := map[string]bool{}
-	for _, m := range []map[string][]*sdk.Allocation{p.NodeUpdate, p.NodePreemptions} {
-		for _, as := range m {
-			for _, a := range as {
-				gone[a.ID] = true
-			}
+	for _, as := range p.NodeUpdate {
+		for _, a := range as {
+			gone[a.ID] = true
 		}
 	}
 	var plugins map[string]*sdk.CSIPlugin
@@ -150,7 +151,7 @@ func claimLive(snap State, gone map[string]bool, job *sdk.Job, allocID string) b
 }
 
 // mountedOn returns the volumes of a plugin the node's live allocations
-// (but those the plan stops) claim.
+// (but those the plan stops; those it preempts still run) claim.
 func mountedOn(snap State, gone map[string]bool, nodeID, pluginID string) map[sdk.NamespacedID]bool {
 	out := map[sdk.NamespacedID]bool{}
 	for _, a := range snap.AllocsByNode(nodeID) {

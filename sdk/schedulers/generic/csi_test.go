@@ -368,3 +368,61 @@ func TestService_CSIHostChecksThePlacedVersion(t *testing.T) {
 		})
 	}
 }
+
+// A preempted allocation keeps its CSI claims until its node reports it
+// finished (the FSM releases them then), as Nomad's: it still runs, and
+// writes. So neither the host nor a scheduler lets a preemptor of another
+// job take a single writer's claim it holds: two jobs would write at once.
+func TestService_CSIPreemptedWriterKeepsItsClaim(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(csiNode("n1", 0))
+	h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	low := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	low.ID, low.Name, low.Priority = "low", "low", 10
+	h.RegisterJob(low)
+	victim := schedtest.Alloc(low, 0, "n1")
+	h.UpsertAllocs(victim)
+	high := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	high.Priority = 100
+	e := h.RegisterJob(high)
+	h.UpsertEval(e)
+	a := schedtest.Alloc(high, 0, "n1")
+	p := &sdk.Plan{EvalID: e.ID, Job: high, NodeAllocation: map[string][]*sdk.Allocation{"n1": {a}}}
+	p.AppendPreemptedAlloc(victim, a.ID)
+	res, err := h.SubmitPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.RejectedNodes) != "[n1]" {
+		t.Fatalf("rejected %v, want [n1]; data's writers %v", res.RejectedNodes, slices.Sorted(maps.Keys(h.CSIVolume("default", "data").WriteClaims)))
+	}
+
+	// Nor does a scheduler count on it: group "cpu" of the high job
+	// preempts the victim for room; group "db" then finds the volume's
+	// claim still taken.
+	h2 := schedtest.New(t)
+	h2.UpsertNodes(csiNode("n1", 0))
+	h2.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	low2 := low.Copy()
+	low2.TaskGroups[0].Tasks[0].Resources.CPU = 3800
+	h2.RegisterJob(low2)
+	h2.UpsertAllocs(schedtest.Alloc(low2, 0, "n1"))
+	cfg := sdk.DefaultSchedulerConfiguration()
+	cfg.PreemptionConfig.ServiceSchedulerEnabled = true
+	h2.SetSchedulerConfig(cfg)
+	high2 := high.Copy()
+	cpu := high.Copy().TaskGroups[0]
+	cpu.Name, cpu.Volumes = "cpu", nil
+	high2.TaskGroups = append([]*sdk.TaskGroup{cpu}, high2.TaskGroups...)
+	high2.TaskGroups[1].Tasks[0].Resources.CPU = 100
+	h2.Process(service, h2.RegisterJob(high2))
+	pl := h2.LastPlan()
+	if pl == nil || len(schedtest.Preempted(pl)) != 1 {
+		t.Fatalf("plan %+v: want the victim preempted for group cpu", pl)
+	}
+	for _, a := range schedtest.Placed(pl) {
+		if a.TaskGroup == high2.TaskGroups[1].Name {
+			t.Fatalf("placed %s, which writes the volume the preempted allocation still writes", a.Name)
+		}
+	}
+}
