@@ -120,17 +120,28 @@ func (p *Plan) csiStopped(a *sdk.Allocation) bool {
 	return c != nil && c.removed[a.ID] && p.job != nil && a.Namespace == p.job.Namespace && a.JobID == p.job.ID
 }
 
-// csiPlanClaims counts the claims the plan's placements make on a volume.
+// csiPlanClaims counts the claims the plan's placements and in-place
+// updates make on a volume (an update's claim, held already, is not
+// counted from the state: the plan removes the allocation it replaces).
+// An annotation changes no claim: a live one's is counted from the state,
+// a finished one's is gone.
 func (p *Plan) csiPlanClaims(ns, volID string) (reads, writes int) {
 	for _, as := range p.NodeAllocation {
 		for _, a := range as {
+			if a.Namespace != ns {
+				continue
+			}
 			for _, r := range p.csiRequests(a) {
-				if a.Namespace == ns && r.Source == volID {
-					if r.ReadOnly {
-						reads++
-					} else {
-						writes++
-					}
+				if r.Source != volID {
+					continue
+				}
+				if old := p.state.Alloc(a.ID); old != nil && !p.csiStopped(old) {
+					break // an annotation
+				}
+				if r.ReadOnly {
+					reads++
+				} else {
+					writes++
 				}
 			}
 		}
@@ -157,7 +168,9 @@ func (p *Plan) csiMounted(nodeID, pluginID string) int64 {
 		}
 	}
 	for _, a := range p.NodeAllocation[nodeID] {
-		count(a)
+		if !a.ClientTerminalStatus() { // an annotation of a finished one mounts nothing
+			count(a)
+		}
 	}
 	return int64(len(seen))
 }
