@@ -123,16 +123,17 @@ func (t *Txn) DetachCSIVolume(ns, id, nodeID string) error {
 	var release []string
 	for _, claims := range []map[string]*sdk.CSIClaim{old.ReadClaims, old.WriteClaims} {
 		for allocID, c := range claims {
-			if c.NodeID != nodeID {
-				continue
+			if c.NodeID == nodeID {
+				release = append(release, allocID)
 			}
-			if t.CSIClaimLive(allocID) {
-				return Refuse(ErrInUse, "volume %q is in use by allocation %s on node %s", id, allocID, nodeID)
-			}
-			release = append(release, allocID)
 		}
 	}
-	slices.Sort(release)
+	slices.Sort(release) // the refusal names the same allocation on every server
+	for _, allocID := range release {
+		if t.CSIClaimLive(allocID) {
+			return Refuse(ErrInUse, "volume %q is in use by allocation %s on node %s", id, allocID, nodeID)
+		}
+	}
 	return t.changeClaims(old, func(v *sdk.CSIVolume) {
 		for _, allocID := range release {
 			delete(v.ReadClaims, allocID)
