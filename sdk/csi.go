@@ -201,6 +201,60 @@ func CSIVolumeRequests(tg *TaskGroup, allocName string) []CSIVolumeRequest {
 	return out
 }
 
+// CSIAllocRequests returns the CSI volume requests of allocation a, a
+// placement of job (the version it runs), per_alloc sources resolved by
+// its name; nil when its group has none or job is nil.
+func CSIAllocRequests(job *Job, a *Allocation) []CSIVolumeRequest {
+	if job == nil {
+		return nil
+	}
+	tg := job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil || len(tg.Volumes) == 0 {
+		return nil
+	}
+	return CSIVolumeRequests(tg, a.Name)
+}
+
+// Claim is the claim the request makes for allocation a.
+func (r CSIVolumeRequest) Claim(a *Allocation) *CSIClaim {
+	c := &CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
+	if !r.ReadOnly {
+		c.Mode = CSIClaimWrite
+	}
+	return c
+}
+
+// AddClaim records c among the volume's claims (its claim maps must be
+// the caller's own), replacing any the allocation held; the first claim
+// of an unclaimed volume sets its access and attachment modes.
+func (v *CSIVolume) AddClaim(c *CSIClaim) {
+	delete(v.ReadClaims, c.AllocationID)
+	delete(v.WriteClaims, c.AllocationID)
+	m := &v.ReadClaims
+	if c.Mode == CSIClaimWrite {
+		m = &v.WriteClaims
+	}
+	if *m == nil {
+		*m = map[string]*CSIClaim{}
+	}
+	(*m)[c.AllocationID] = c
+	if v.AccessMode == "" {
+		v.AccessMode, v.AttachmentMode = c.AccessMode, c.AttachmentMode
+	}
+}
+
+// ReleaseClaim drops the allocation's claims (the volume's claim maps
+// must be the caller's own). A volume left without claims forgets the
+// modes it was claimed with, unless they are the only ones it was
+// registered with (no RequestedCapabilities), as Nomad's.
+func (v *CSIVolume) ReleaseClaim(allocID string) {
+	delete(v.ReadClaims, allocID)
+	delete(v.WriteClaims, allocID)
+	if len(v.ReadClaims)+len(v.WriteClaims) == 0 && len(v.RequestedCapabilities) > 0 {
+		v.AccessMode, v.AttachmentMode = "", ""
+	}
+}
+
 // HasCSIVolumes reports whether the group requests a CSI volume.
 func HasCSIVolumes(tg *TaskGroup) bool {
 	for _, v := range tg.Volumes {
@@ -222,24 +276,28 @@ func AllocSuffix(name string) string {
 	return ""
 }
 
-func opaqueStr(o Opaque, field string) string {
-	for _, k := range []string{field, lowerFirstASCII(field)} {
-		if s, ok := o[k].(string); ok {
-			return s
-		}
+// opaqueField is the field of o, by its name or with its first letter
+// lowered (the jobspec's spelling); the lowered name is made only when the
+// field is missing.
+func opaqueField(o Opaque, field string) any {
+	if v := o[field]; v != nil {
+		return v
 	}
-	return ""
+	return o[lowerFirstASCII(field)]
+}
+
+func opaqueStr(o Opaque, field string) string {
+	s, _ := opaqueField(o, field).(string)
+	return s
 }
 
 func opaqueBool(o Opaque, field string) bool {
-	for _, k := range []string{field, lowerFirstASCII(field)} {
-		switch b := o[k].(type) {
-		case bool:
-			return b
-		case string:
-			v, _ := strconv.ParseBool(b)
-			return v
-		}
+	switch b := opaqueField(o, field).(type) {
+	case bool:
+		return b
+	case string:
+		v, _ := strconv.ParseBool(b)
+		return v
 	}
 	return false
 }

@@ -56,24 +56,19 @@ func newOverlay(snap *state.Snapshot, req *fsm.ApplyPlanResultsRequest) *overlay
 // the FSM takes them (state.Txn.claimCSIVolumes): those of the job version
 // it runs, which may be an older one than the plan's (verify.PlacedJob).
 func (o *overlay) claim(a *sdk.Allocation, planJob *sdk.Job) {
-	job := verify.PlacedJob(o.Snapshot, planJob, a)
-	if job == nil || a.ClientTerminalStatus() {
+	if a.ClientTerminalStatus() {
 		return
 	}
-	tg := job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil || len(tg.Volumes) == 0 || o.Snapshot.Alloc(a.ID) != nil {
+	rs := sdk.CSIAllocRequests(verify.PlacedJob(o.Snapshot, planJob, a), a)
+	if len(rs) == 0 || o.Snapshot.Alloc(a.ID) != nil {
 		return // no volume, or an update, which keeps the claims it holds
 	}
-	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+	for _, r := range rs {
 		if o.claims == nil {
 			o.claims = map[sdk.NamespacedID][]*sdk.CSIClaim{}
 		}
-		c := &sdk.CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
-		if !r.ReadOnly {
-			c.Mode = sdk.CSIClaimWrite
-		}
 		k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
-		o.claims[k] = append(o.claims[k], c)
+		o.claims[k] = append(o.claims[k], r.Claim(a))
 	}
 }
 
@@ -87,17 +82,7 @@ func (o *overlay) CSIVolume(ns, id string) *sdk.CSIVolume {
 	c := *v
 	c.ReadClaims, c.WriteClaims = maps.Clone(v.ReadClaims), maps.Clone(v.WriteClaims)
 	for _, cl := range claims {
-		m := &c.ReadClaims
-		if cl.Mode == sdk.CSIClaimWrite {
-			m = &c.WriteClaims
-		}
-		if *m == nil {
-			*m = map[string]*sdk.CSIClaim{}
-		}
-		(*m)[cl.AllocationID] = cl
-	}
-	if c.AccessMode == "" {
-		c.AccessMode, c.AttachmentMode = claims[0].AccessMode, claims[0].AttachmentMode
+		c.AddClaim(cl)
 	}
 	return &c
 }

@@ -136,8 +136,7 @@ func (t *Txn) DetachCSIVolume(ns, id, nodeID string) error {
 	}
 	return t.changeClaims(old, func(v *sdk.CSIVolume) {
 		for _, allocID := range release {
-			delete(v.ReadClaims, allocID)
-			delete(v.WriteClaims, allocID)
+			v.ReleaseClaim(allocID)
 		}
 	})
 }
@@ -147,32 +146,15 @@ func (t *Txn) DetachCSIVolume(ns, id, nodeID string) error {
 // against the state the plan commits over; a volume deregistered since is
 // skipped (the allocation will not find it on its node).
 func (t *Txn) claimCSIVolumes(a *sdk.Allocation) error {
-	if a.Job == nil || a.ClientTerminalStatus() {
+	if a.ClientTerminalStatus() {
 		return nil
 	}
-	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil {
-		return nil
-	}
-	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+	for _, r := range sdk.CSIAllocRequests(a.Job, a) {
 		v := t.CSIVolume(a.Namespace, r.Source)
 		if v == nil || v.Claim(a.ID) != nil {
 			continue
 		}
-		claim := &sdk.CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
-		if !r.ReadOnly {
-			claim.Mode = sdk.CSIClaimWrite
-		}
-		if err := t.changeClaims(v, func(c *sdk.CSIVolume) {
-			if claim.Mode == sdk.CSIClaimWrite {
-				c.WriteClaims[a.ID] = claim
-			} else {
-				c.ReadClaims[a.ID] = claim
-			}
-			if c.AccessMode == "" {
-				c.AccessMode, c.AttachmentMode = r.AccessMode, r.AttachmentMode
-			}
-		}); err != nil {
+		if err := t.changeClaims(v, func(c *sdk.CSIVolume) { c.AddClaim(r.Claim(a)) }); err != nil {
 			return err
 		}
 	}
@@ -183,25 +165,12 @@ func (t *Txn) claimCSIVolumes(a *sdk.Allocation) error {
 // node or was collected. The volume keeps the access and attachment modes
 // of its first claim for as long as any claim is left, as Nomad's does.
 func (t *Txn) releaseCSIClaims(a *sdk.Allocation) error {
-	if a.Job == nil {
-		return nil
-	}
-	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil {
-		return nil
-	}
-	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+	for _, r := range sdk.CSIAllocRequests(a.Job, a) {
 		v := t.CSIVolume(a.Namespace, r.Source)
 		if v == nil || v.Claim(a.ID) == nil {
 			continue
 		}
-		if err := t.changeClaims(v, func(c *sdk.CSIVolume) {
-			delete(c.ReadClaims, a.ID)
-			delete(c.WriteClaims, a.ID)
-			if len(c.ReadClaims)+len(c.WriteClaims) == 0 && len(c.RequestedCapabilities) > 0 {
-				c.AccessMode, c.AttachmentMode = "", ""
-			}
-		}); err != nil {
+		if err := t.changeClaims(v, func(c *sdk.CSIVolume) { c.ReleaseClaim(a.ID) }); err != nil {
 			return err
 		}
 	}

@@ -217,14 +217,7 @@ func (h *Harness) claims(a, old *sdk.Allocation, idx uint64) {
 	default:
 		return
 	}
-	if a.Job == nil {
-		return
-	}
-	tg := a.Job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil {
-		return
-	}
-	for _, r := range sdk.CSIVolumeRequests(tg, a.Name) {
+	for _, r := range sdk.CSIAllocRequests(a.Job, a) {
 		k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
 		v := h.csi[k]
 		if v == nil {
@@ -232,23 +225,10 @@ func (h *Harness) claims(a, old *sdk.Allocation, idx uint64) {
 		}
 		c := *v
 		c.ReadClaims, c.WriteClaims = maps.Clone(v.ReadClaims), maps.Clone(v.WriteClaims)
-		delete(c.ReadClaims, a.ID)
-		delete(c.WriteClaims, a.ID)
 		if claim {
-			cl := &sdk.CSIClaim{AllocationID: a.ID, NodeID: a.NodeID, AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode}
-			m := &c.ReadClaims
-			if !r.ReadOnly {
-				cl.Mode, m = sdk.CSIClaimWrite, &c.WriteClaims
-			}
-			if *m == nil {
-				*m = map[string]*sdk.CSIClaim{}
-			}
-			(*m)[a.ID] = cl
-			if c.AccessMode == "" {
-				c.AccessMode, c.AttachmentMode = r.AccessMode, r.AttachmentMode
-			}
-		} else if len(c.ReadClaims)+len(c.WriteClaims) == 0 && len(c.RequestedCapabilities) > 0 {
-			c.AccessMode, c.AttachmentMode = "", ""
+			c.AddClaim(r.Claim(a))
+		} else {
+			c.ReleaseClaim(a.ID)
 		}
 		c.ModifyIndex = idx
 		h.csi[k] = &c

@@ -182,12 +182,5 @@ func (p *Plan) csiRequests(a *sdk.Allocation) []sdk.CSIVolumeRequest {
 	if job == nil {
 		job = p.Plan.Job
 	}
-	if job == nil {
-		return nil
-	}
-	tg := job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil || len(tg.Volumes) == 0 {
-		return nil
-	}
-	return sdk.CSIVolumeRequests(tg, a.Name)
+	return sdk.CSIAllocRequests(job, a)
 }

@@ -73,7 +73,7 @@ func CSIClaims(snap State, p *sdk.Plan, nodes []string, rejected map[string]bool
 				continue // an update keeps the claims its allocation holds
 			}
 			job := PlacedJob(snap, p.Job, a)
-			for _, r := range requestsOf(job, a) {
+			for _, r := range sdk.CSIAllocRequests(job, a) {
 				k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
 				v := snap.CSIVolume(k.Namespace, k.ID)
 				if v == nil {
@@ -158,7 +158,7 @@ func mountedOn(snap State, gone map[string]bool, nodeID, pluginID string) map[sd
 		if gone[a.ID] || a.ClientTerminalStatus() {
 			continue
 		}
-		for _, r := range requestsOf(a.Job, a) {
+		for _, r := range sdk.CSIAllocRequests(a.Job, a) {
 			k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
 			if v := snap.CSIVolume(k.Namespace, k.ID); v != nil && v.PluginID == pluginID {
 				out[k] = true
@@ -183,15 +183,4 @@ func PlacedJob(versions interface {
 		return v
 	}
 	return planJob
-}
-
-func requestsOf(job *sdk.Job, a *sdk.Allocation) []sdk.CSIVolumeRequest {
-	if job == nil {
-		return nil
-	}
-	tg := job.LookupTaskGroup(a.TaskGroup)
-	if tg == nil || len(tg.Volumes) == 0 {
-		return nil
-	}
-	return sdk.CSIVolumeRequests(tg, a.Name)
 }
