@@ -142,13 +142,14 @@ func (a *Applier) Run(ctx context.Context) {
 		ev := a.evaluate(snap, p.plan)
 		if inflight != nil && (ev.err != nil || ev.entry != nil || ev.result != nil && ev.result.RefreshIndex != 0) {
 			// Commit after the plan before, and judge again on the real
-			// state if that plan failed or a node changed meanwhile. A
+			// state if that plan failed or a node or a CSI volume changed
+			// meanwhile. A
 			// plan refused as invalid is judged again too: the view lags
 			// the state by everything committed since the plan before was
 			// judged, and the plan's eval or job version may be newer.
 			prev := inflight.wait()
 			inflight, view = nil, nil
-			if ev.err != nil || prev.err != nil || a.nodesChangedSince(prev) {
+			if ev.err != nil || prev.err != nil || a.changedSince(prev) {
 				ev = a.evaluate(a.store.Snapshot(), p.plan)
 			} else if ev.result != nil && ev.result.RefreshIndex != 0 {
 				ev.result.RefreshIndex = max(ev.result.RefreshIndex, prev.index)
@@ -227,10 +228,14 @@ func (a *Applier) dispatch(p *pending, ev evaluation) *commit {
 	return c
 }
 
-// nodesChangedSince reports whether a node changed between the state c was
-// judged against and now, other than by c itself. Only node changes can
-// make a plan judged against a view that includes c unsafe: allocations
-// change otherwise only by becoming terminal, which frees room.
-func (a *Applier) nodesChangedSince(c *commit) bool {
-	return a.store.Journal().ChangedBetween(state.KindNode, c.viewBase, a.store.LatestIndex(), c.index)
+// changedSince reports whether a node or a CSI volume changed between the
+// state c was judged against and now, other than by c itself. Only those
+// changes can make a plan judged against a view that includes c unsafe:
+// allocations change otherwise only by becoming terminal, which frees
+// room and claims, while a volume registered again may offer fewer
+// access modes.
+func (a *Applier) changedSince(c *commit) bool {
+	j, now := a.store.Journal(), a.store.LatestIndex()
+	return j.ChangedBetween(state.KindNode, c.viewBase, now, c.index) ||
+		j.ChangedBetween(state.KindCSIVolume, c.viewBase, now, c.index)
 }

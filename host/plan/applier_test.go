@@ -511,3 +511,65 @@ func TestApplier_PlacementsMustHoldTheirDevices(t *testing.T) {
 		t.Fatalf("new holds %v, want g0 and g1", got)
 	}
 }
+
+// A CSI volume registered again while a plan commits makes the plan
+// pipelined behind it judged again on the state: judged against its view,
+// a second writer of a volume that has just stopped offering a
+// multi-writer mode would be committed.
+func TestApplier_CSIVolumeChangeDuringCommitMakesNextPlanJudgedAgain(t *testing.T) {
+	s, job := fixture(t)
+	mode := func(m string) []*sdk.CSIVolumeCapability {
+		return []*sdk.CSIVolumeCapability{{AccessMode: m, AttachmentMode: sdk.CSIAttachmentModeFilesystem}}
+	}
+	csiJob := *job
+	csiJob.TaskGroups = []*sdk.TaskGroup{{Name: "g", Count: 3, Volumes: map[string]sdk.Opaque{"data": {"Type": "csi", "Source": "data",
+		"AccessMode": sdk.CSIAccessModeMultiNodeMultiWriter, "AttachmentMode": sdk.CSIAttachmentModeFilesystem}}}}
+	err := s.Write(s.LatestIndex()+1, func(tx *state.Txn) error {
+		for _, id := range []string{"n0", "n1"} {
+			n := *tx.Node(id)
+			n.CSINodePlugins = map[string]*sdk.CSIInfo{"ebs": {PluginID: "ebs", Healthy: true, NodeInfo: &sdk.CSINodeInfo{ID: id}}}
+			if err := tx.UpsertNode(&n); err != nil {
+				return err
+			}
+		}
+		if err := tx.UpsertJob(&csiJob); err != nil {
+			return err
+		}
+		return tx.RegisterCSIVolumes([]*sdk.CSIVolume{{Namespace: "default", ID: "data", PluginID: "ebs",
+			RequestedCapabilities: mode(sdk.CSIAccessModeMultiNodeMultiWriter)}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := s.Snapshot().Job("default", "web")
+	r := &fakeRaft{store: s, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	a := startApplier(t, s, r)
+	first := submitAsync(a, &sdk.Plan{EvalID: "e1", EvalToken: "t", Job: stored,
+		NodeAllocation: map[string][]*sdk.Allocation{"n0": {place("a", "n0", 100)}}})
+	<-r.entered
+	second := submitAsync(a, &sdk.Plan{EvalID: "hi", EvalToken: "t", Job: stored,
+		NodeAllocation: map[string][]*sdk.Allocation{"n1": {place("b", "n1", 100)}}})
+	time.Sleep(20 * time.Millisecond)
+	// The volume now offers a single writer only.
+	r.mu.Lock()
+	err = s.Write(s.LatestIndex()+1, func(tx *state.Txn) error {
+		return tx.RegisterCSIVolumes([]*sdk.CSIVolume{{Namespace: "default", ID: "data", PluginID: "ebs",
+			RequestedCapabilities: mode(sdk.CSIAccessModeSingleNodeWriter)}})
+	})
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.gate <- struct{}{}
+	if v := await(t, first); v.err != nil || len(v.res.NodeAllocation["n0"]) != 1 {
+		t.Fatalf("first plan: %+v %v", v.res, v.err)
+	}
+	go func() { // let a commit of the second plan through, should it come
+		<-r.entered
+		r.gate <- struct{}{}
+	}()
+	v2 := await(t, second)
+	if v2.err != nil || len(v2.res.RejectedNodes) != 1 {
+		t.Fatalf("a second writer was committed after the volume stopped offering several: %+v %v", v2.res, v2.err)
+	}
+}
