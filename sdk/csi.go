@@ -246,13 +246,28 @@ func (v *CSIVolume) AddClaim(c *CSIClaim) {
 // ReleaseClaim drops the allocation's claims (the volume's claim maps
 // must be the caller's own). A volume left without claims forgets the
 // modes it was claimed with, unless they are the only ones it was
-// registered with (no RequestedCapabilities), as Nomad's.
+// registered with (no RequestedCapabilities), as Nomad's; one left with
+// claims takes the modes of the one of the lowest allocation ID (the
+// released claim may have set them, and a replacement that took its
+// claim over may have claimed with others).
 func (v *CSIVolume) ReleaseClaim(allocID string) {
 	delete(v.ReadClaims, allocID)
 	delete(v.WriteClaims, allocID)
-	if len(v.ReadClaims)+len(v.WriteClaims) == 0 && len(v.RequestedCapabilities) > 0 {
-		v.AccessMode, v.AttachmentMode = "", ""
+	if len(v.ReadClaims)+len(v.WriteClaims) == 0 {
+		if len(v.RequestedCapabilities) > 0 {
+			v.AccessMode, v.AttachmentMode = "", ""
+		}
+		return
 	}
+	var first *CSIClaim
+	for _, m := range []map[string]*CSIClaim{v.ReadClaims, v.WriteClaims} {
+		for id, c := range m {
+			if first == nil || id < first.AllocationID {
+				first = c
+			}
+		}
+	}
+	v.AccessMode, v.AttachmentMode = first.AccessMode, first.AttachmentMode
 }
 
 // HasCSIVolumes reports whether the group requests a CSI volume.
@@ -426,9 +441,15 @@ func (v *CSIVolume) CanClaim(r CSIVolumeRequest, schedulable bool, reads, writes
 	if !v.Capable(r.AccessMode, r.AttachmentMode) {
 		return fmt.Sprintf("CSI volume %s does not offer access mode %s with attachment mode %s", v.ID, r.AccessMode, r.AttachmentMode)
 	}
-	mode := v.AccessMode
-	if mode == csiAccessModeUnknown {
-		mode = r.AccessMode
+	// The modes a volume was claimed with bind while a claim lives.
+	mode := r.AccessMode
+	if reads+writes > 0 {
+		if v.AttachmentMode != "" && r.AttachmentMode != "" && v.AttachmentMode != r.AttachmentMode {
+			return fmt.Sprintf("CSI volume %s cannot change attachment mode of claimed volume", v.ID)
+		}
+		if v.AccessMode != csiAccessModeUnknown {
+			mode = v.AccessMode
+		}
 	}
 	if r.ReadOnly {
 		switch {

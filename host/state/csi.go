@@ -29,9 +29,9 @@ func (r reader) CSIVolumesByPlugin(pluginID string) []*sdk.CSIVolume {
 }
 
 // CSIClaimLive reports whether the allocation holding a claim still uses
-// its volume as far as another job is concerned: it exists and has not
-// finished on its node. For the allocation's own job, one being stopped
-// no longer counts either (CSIClaimLiveFor).
+// its volume: it exists and has not finished on its node. (A placement's
+// checks also let a claim of its own job's allocation being stopped pass
+// to it: sdk/stack and sdk/verify.)
 func (r reader) CSIClaimLive(allocID string) bool {
 	a := r.Alloc(allocID)
 	return a != nil && !a.ClientTerminalStatus()

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/drover-sched/drover/sdk"
 )
@@ -70,7 +71,14 @@ func CSIClaims(snap State, p *sdk.Plan, nodes []string, rejected map[string]bool
 				break
 			}
 			if old := snap.Alloc(a.ID); old != nil {
-				continue // an update keeps the claims its allocation holds
+				// An update keeps the claims its allocation holds: one that
+				// would change them (the FSM takes claims as an allocation
+				// is placed) is a destructive update, not an in-place one.
+				if !sdk.KeepsVersion(old, a) && !old.ClientTerminalStatus() &&
+					!slices.Equal(sdk.CSIAllocRequests(old.Job, old), sdk.CSIAllocRequests(p.Job, a)) {
+					why = "an in-place update cannot change the CSI volumes an allocation mounts"
+				}
+				continue
 			}
 			job := PlacedJob(snap, p.Job, a)
 			for _, r := range sdk.CSIAllocRequests(job, a) {

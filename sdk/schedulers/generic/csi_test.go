@@ -426,3 +426,32 @@ func TestService_CSIPreemptedWriterKeepsItsClaim(t *testing.T) {
 		}
 	}
 }
+
+// An in-place update may not change the CSI volumes an allocation mounts:
+// its claims are taken as it is placed. The host refuses a plan that
+// tries, whatever the scheduler thought.
+func TestService_CSIHostRefusesAnInPlaceVolumeChange(t *testing.T) {
+	h := schedtest.New(t)
+	h.UpsertNodes(csiNode("n1", 0))
+	h.UpsertCSIVolume(csiVolume("data", sdk.CSIAccessModeSingleNodeWriter))
+	job := schedtest.ServiceJob("db", 1)
+	h.UpsertJob(job)
+	old := schedtest.Alloc(job, 0, "n1")
+	h.UpsertAllocs(old)
+	job2 := csiJob(1, "data", sdk.CSIAccessModeSingleNodeWriter, false, false)
+	e := h.RegisterJob(job2)
+	h.UpsertEval(e)
+	stored := h.Job("default", "db")
+	upd := *h.Alloc(old.ID)
+	upd.Job, upd.JobVersion, upd.JobModifyIndex = nil, stored.Version, stored.JobModifyIndex
+	res, err := h.SubmitPlan(&sdk.Plan{EvalID: e.ID, Job: stored, NodeAllocation: map[string][]*sdk.Allocation{"n1": {&upd}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.RejectedNodes) != "[n1]" {
+		t.Fatalf("an in-place update that mounts a volume was committed: %+v", res)
+	}
+	if v := h.CSIVolume("default", "data"); v.InUse(nil) {
+		t.Fatalf("claims %v", v.WriteClaims)
+	}
+}
