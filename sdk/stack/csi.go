@@ -2,6 +2,8 @@ package stack
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/drover-sched/drover/sdk"
 )
@@ -120,33 +122,56 @@ func (p *Plan) csiStopped(a *sdk.Allocation) bool {
 	return c != nil && c.removed[a.ID] && p.job != nil && a.Namespace == p.job.Namespace && a.JobID == p.job.ID
 }
 
+// csiClaims is what the plan's placements claim of CSI volumes, kept as
+// they come (Place and Update log them once csi is on), so that a
+// selection does not count the whole plan again.
+type csiClaims struct {
+	on     bool
+	log    []*sdk.Allocation
+	seen   int
+	counts map[sdk.NamespacedID][2]int // reads, writes
+}
+
+// csiTrack turns the log of the plan's CSI claims on, with what the plan
+// has placed so far.
+func (p *Plan) csiTrack() {
+	if p.csi.on {
+		return
+	}
+	p.csi.on = true
+	for _, node := range slices.Sorted(maps.Keys(p.NodeAllocation)) {
+		p.csi.log = append(p.csi.log, p.NodeAllocation[node]...)
+	}
+}
+
 // csiPlanClaims counts the claims the plan's placements and in-place
 // updates make on a volume (an update's claim, held already, is not
 // counted from the state: the plan removes the allocation it replaces).
 // An annotation changes no claim: a live one's is counted from the state,
 // a finished one's is gone.
 func (p *Plan) csiPlanClaims(ns, volID string) (reads, writes int) {
-	for _, as := range p.NodeAllocation {
-		for _, a := range as {
-			if a.Namespace != ns {
-				continue
+	p.csiTrack()
+	for _, a := range p.csi.log[p.csi.seen:] {
+		if old := p.state.Alloc(a.ID); old != nil && !p.csiStopped(old) {
+			continue // an annotation
+		}
+		for _, r := range p.csiRequests(a) {
+			if p.csi.counts == nil {
+				p.csi.counts = map[sdk.NamespacedID][2]int{}
 			}
-			for _, r := range p.csiRequests(a) {
-				if r.Source != volID {
-					continue
-				}
-				if old := p.state.Alloc(a.ID); old != nil && !p.csiStopped(old) {
-					break // an annotation
-				}
-				if r.ReadOnly {
-					reads++
-				} else {
-					writes++
-				}
+			k := sdk.NamespacedID{Namespace: a.Namespace, ID: r.Source}
+			c := p.csi.counts[k]
+			if r.ReadOnly {
+				c[0]++
+			} else {
+				c[1]++
 			}
+			p.csi.counts[k] = c
 		}
 	}
-	return reads, writes
+	p.csi.seen = len(p.csi.log)
+	c := p.csi.counts[sdk.NamespacedID{Namespace: ns, ID: volID}]
+	return c[0], c[1]
 }
 
 // csiMounted counts the volumes of a CSI plugin a node mounts after the

@@ -58,6 +58,9 @@ type Plan struct {
 	usage  usage.Cache
 	// preempted counts the plan's preemptions per job and group.
 	preempted map[preempt.Group]int
+	// csi counts the CSI claims of the plan's placements, once a selection
+	// for a group with CSI volumes needs them.
+	csi csiClaims
 }
 
 // recordChunk bounds the chunks nodeChanges are allocated in, above the
@@ -406,6 +409,9 @@ func (p *Plan) NewAllocation() *sdk.Allocation { return p.allocs.One() }
 // once for all the allocations that share them.
 func (p *Plan) Place(a *sdk.Allocation) {
 	p.appendAlloc(a)
+	if p.csi.on {
+		p.csi.log = append(p.csi.log, a)
+	}
 	c := p.change(a.NodeID)
 	c.delta.Add(p.usage.Of(a))
 	c.placed = p.appendTo(c.placed, a)
@@ -421,6 +427,9 @@ func (p *Plan) Place(a *sdk.Allocation) {
 // the old on the same node.
 func (p *Plan) Update(a *sdk.Allocation) {
 	p.appendAlloc(a)
+	if p.csi.on {
+		p.csi.log = append(p.csi.log, a)
+	}
 	if old := p.state.Alloc(a.ID); old != nil && !old.ClientTerminalStatus() {
 		c := p.change(a.NodeID)
 		if c.removed == nil {
