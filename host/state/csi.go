@@ -162,8 +162,8 @@ func (t *Txn) claimCSIVolumes(a *sdk.Allocation) error {
 }
 
 // releaseCSIClaims drops the claims of an allocation that finished on its
-// node or was collected. The volume keeps the access and attachment modes
-// of its first claim for as long as any claim is left, as Nomad's does.
+// node or was collected (the volume's modes become those of the claims
+// left: sdk.CSIVolume.ReleaseClaim).
 func (t *Txn) releaseCSIClaims(a *sdk.Allocation) error {
 	for _, r := range sdk.CSIAllocRequests(a.Job, a) {
 		v := t.CSIVolume(a.Namespace, r.Source)
