@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -170,4 +171,142 @@ func (c *evalStatusCommand) Run(args []string) int {
 		}
 	}
 	return exitOK
+}
+
+type evalDeleteCommand struct{ *meta }
+
+func (c *evalDeleteCommand) Synopsis() string { return "Delete evaluations by ID or using a filter" }
+
+func (c *evalDeleteCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover eval delete [options] [<eval-id>]
+
+  Deletes an evaluation (its ID or a unique prefix), or, without one, the
+  evaluations of every namespace that -filter matches (DELETE
+  /v1/evaluations), as nomad eval delete. It deletes the evaluations only,
+  not their allocations. With ACLs, it needs a management token.
+
+  Use it only in an outage, to clear a backlog of evaluations the
+  schedulers cannot work through. The eval broker must be paused first,
+  and resumed after:
+
+    drover operator scheduler set-config -pause-eval-broker=true
+    drover operator scheduler set-config -pause-eval-broker=false
+` + noNamespaceOptions + `
+
+Eval delete options:
+
+  -filter=EXPR     Delete the evaluations this filter expression matches,
+                   such as 'Status == "pending"' (check it with eval list
+                   -filter first).
+  -yes             Do not ask for confirmation before deleting by filter
+                   (deleting one evaluation by its ID never asks).`)
+}
+
+func (c *evalDeleteCommand) Run(args []string) int {
+	fs := c.flags("eval delete", false)
+	filter := fs.String("filter", "", "")
+	yes := fs.Bool("yes", false, "")
+	if !c.parse(fs, args, c.Help()) {
+		return exitError
+	}
+	switch n := fs.NArg(); {
+	case (*filter == "") == (n == 0):
+		c.ui.Error("Error validating command args and flags: evaluation ID or filter flag required")
+		return exitError
+	case n > 1:
+		c.ui.Error(fmt.Sprintf("Error validating command args and flags: expected 1 argument, got %d", n))
+		return exitError
+	}
+	cl, ok := c.noNamespaceClient()
+	if !ok {
+		return exitError
+	}
+	// The server refuses too while the broker runs; asking first gives the
+	// commands to run before anything is counted or asked.
+	var conf httpapi.SchedulerConfigurationResponse
+	if _, err := cl.Get(bg, "/v1/operator/scheduler/configuration", &conf); err != nil {
+		return c.errorf("querying scheduler configuration: %v", err)
+	}
+	if !conf.SchedulerConfig.PauseEvalBroker {
+		c.ui.Error("Eval broker is not paused")
+		c.ui.Output(`To delete evaluations you must first pause the eval broker by running "drover operator scheduler set-config -pause-eval-broker=true"`)
+		c.ui.Output(`After the deletion is complete, unpause the eval broker by running "drover operator scheduler set-config -pause-eval-broker=false"`)
+		return exitError
+	}
+	req := map[string]any{"Filter": *filter}
+	if fs.NArg() == 1 {
+		// An evaluation's ID prefix is resolved in every namespace, as
+		// the deletion takes none.
+		cl.Namespace = "*"
+		id, err := resolve(cl, "/v1/evaluations", fs.Arg(0))
+		cl.Namespace = ""
+		if err != nil {
+			return c.deleteDone(0, fmt.Errorf("finding evaluation %q: %w", fs.Arg(0), err))
+		}
+		req = map[string]any{"EvalIDs": []string{id}}
+	} else if !*yes {
+		var count httpapi.EvalCountResponse
+		if _, err := cl.Get(bg, "/v1/evaluations/count?namespace=*&filter="+url.QueryEscape(*filter), &count); err != nil {
+			return c.deleteDone(0, err)
+		}
+		if code, ok := c.confirm(fmt.Sprintf("Are you sure you want to delete %d evals? [y/N]", count.Count), "Cancelling eval deletion"); !ok {
+			c.ui.Output("No evaluations were deleted")
+			return code
+		}
+	}
+	var resp httpapi.EvalDeleteResponse
+	if _, err := cl.Do(bg, http.MethodDelete, "/v1/evaluations", req, &resp); err != nil {
+		return c.deleteDone(0, err)
+	}
+	return c.deleteDone(resp.Count, nil)
+}
+
+// deleteDone prints what eval delete did, as Nomad's: the error if any,
+// then how many evaluations were deleted.
+func (c *evalDeleteCommand) deleteDone(n int, err error) int {
+	if err != nil {
+		c.ui.Error(fmt.Sprintf("Error deleting evaluations: %v", err))
+	}
+	switch {
+	case n == 1:
+		c.ui.Output("Successfully deleted 1 evaluation")
+	case n > 1:
+		c.ui.Output(fmt.Sprintf("Successfully deleted %d evaluations", n))
+	case err == nil:
+		c.ui.Output("No evaluations were deleted")
+	}
+	if err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+// confirm asks question and reads the answer as Nomad's eval delete does:
+// only an exact "y" goes on; an empty answer or one starting with n
+// cancels (printing cancelled, exit 0), any other answer cancels with
+// exit 1.
+func (m *meta) confirm(question, cancelled string) (code int, ok bool) {
+	answer, err := m.ui.Ask(question)
+	if err != nil {
+		m.ui.Error(fmt.Sprintf("Failed to parse answer: %v", err))
+		return exitError, false
+	}
+	lower := strings.ToLower(answer)
+	switch {
+	case answer == "y":
+		m.ui.Output("")
+		return exitOK, true
+	case answer == "" || lower[0] == 'n':
+		m.ui.Output(cancelled)
+		m.ui.Output("")
+		return exitOK, false
+	case lower[0] == 'y':
+		m.ui.Output("For confirmation, an exact 'y' is required.")
+		m.ui.Output("")
+		return exitOK, false
+	}
+	m.ui.Output("No confirmation detected. For confirmation, an exact 'y' is required.")
+	m.ui.Output("")
+	return exitError, false
 }

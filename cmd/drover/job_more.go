@@ -195,3 +195,33 @@ func (c *systemGCCommand) Run(args []string) int {
 	}
 	return exitOK
 }
+
+type systemReconcileSummariesCommand struct{ *meta }
+
+func (c *systemReconcileSummariesCommand) Synopsis() string {
+	return "Reconciles the summaries of all registered jobs"
+}
+
+func (c *systemReconcileSummariesCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover system reconcile summaries [options]
+
+  Has the servers recount the summaries of every registered job (PUT
+  /v1/system/reconcile/summaries). Drover counts a job's summary when it
+  is read, so there is never anything to recount: the request succeeds at
+  once. It prints nothing on success, as nomad system reconcile summaries.
+  With ACLs, it needs a management token.
+` + noNamespaceOptions)
+}
+
+func (c *systemReconcileSummariesCommand) Run(args []string) int {
+	fs := c.flags("system reconcile summaries", false)
+	cl, ok := c.noArgsNoNamespace(fs, args, c.Help())
+	if !ok {
+		return exitError
+	}
+	if _, err := cl.Put(bg, "/v1/system/reconcile/summaries", nil, nil); err != nil {
+		return c.errorf("running system summary reconciliation: %v", err)
+	}
+	return exitOK
+}

@@ -18,7 +18,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	m := &meta{ui: ui, out: stdout, errOut: stderr}
 	c := &cli.CLI{
 		Name:        "drover",
-		Version:     version,
+		Version:     fullVersion(readBuildInfo()),
 		Args:        args,
 		Commands:    commands(m),
 		HelpFunc:    cli.BasicHelpFunc("drover"),
@@ -40,6 +40,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 	}
 	return map[string]cli.CommandFactory{
 		"agent":                             f(&agentCommand{meta: m}),
+		"agent-info":                        f(&agentInfoCommand{meta: m}),
 		"acl":                               f(&groupCommand{synopsis: "Interact with ACL policies, roles, tokens and single sign-on", help: aclGroupHelp}),
 		"acl auth-method":                   f(&groupCommand{synopsis: "Interact with ACL auth methods", help: aclAuthMethodGroupHelp}),
 		"acl auth-method create":            f(&aclAuthMethodCreateCommand{meta: m}),
@@ -102,6 +103,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"eval":                              group("Interact with evaluations", "eval"),
 		"eval list":                         f(&evalListCommand{meta: m}),
 		"eval status":                       f(&evalStatusCommand{meta: m}),
+		"eval delete":                       f(&evalDeleteCommand{meta: m}),
 		"alloc":                             group("Interact with allocations", "alloc"),
 		"alloc status":                      f(&allocStatusCommand{meta: m}),
 		"alloc stop":                        f(&allocStopCommand{meta: m}),
@@ -159,10 +161,13 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"plugin inspect":                    f(&pluginInspectCommand{meta: m}),
 		"plugin validate":                   f(&pluginValidateCommand{meta: m}),
 		"plugin status":                     f(&pluginStatusCommand{meta: m}),
+		"status":                            f(&statusCommand{meta: m}),
 		"server":                            group("Interact with the cluster's servers", "server"),
 		"server members":                    f(&serverMembersCommand{meta: m}),
 		"system":                            group("Interact with the system", "system"),
 		"system gc":                         f(&systemGCCommand{meta: m}),
+		"system reconcile":                  group("Reconcile the servers' state", "system reconcile"),
+		"system reconcile summaries":        f(&systemReconcileSummariesCommand{meta: m}),
 		"volume":                            f(&groupCommand{synopsis: "Interact with volumes", help: volumeGroupHelp}),
 		"volume register":                   f(&volumeRegisterCommand{meta: m}),
 		"volume status":                     f(&volumeStatusCommand{meta: m}),
@@ -187,6 +192,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"tls cert create":                   f(&tlsCertCreateCommand{meta: m}),
 		"bench":                             group("Run benchmarks", "bench"),
 		"bench scheduler":                   f(&benchSchedulerCommand{meta: m}),
+		"version":                           f(&versionCommand{meta: m}),
 	}
 }
 
