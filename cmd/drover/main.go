@@ -134,6 +134,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"namespace delete":                  f(&namespaceDeleteCommand{meta: m}),
 		"monitor":                           f(&logMonitorCommand{meta: m}),
 		"operator":                          group("Operate the cluster", "operator"),
+		"operator api":                      f(&operatorAPICommand{meta: m}),
 		"operator autopilot":                group("Inspect and change the Autopilot configuration", "operator autopilot"),
 		"operator autopilot get-config":     f(&autopilotGetConfigCommand{meta: m}),
 		"operator autopilot set-config":     f(&autopilotSetConfigCommand{meta: m}),

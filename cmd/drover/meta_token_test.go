@@ -165,6 +165,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"eval status":                       {"e1"},
 		"eval delete":                       {"e1"},
 		"status":                            {"web"},
+		"operator api":                      {"/v1/jobs"},
 		"agent-info":                        {},
 		"system reconcile summaries":        {},
 		"alloc status":                      {"a1"},
