@@ -91,6 +91,7 @@ func commands(m *meta) map[string]cli.CommandFactory {
 		"job init":                          f(&jobInitCommand{meta: m}),
 		"job dispatch":                      f(&jobDispatchCommand{meta: m}),
 		"job revert":                        f(&jobRevertCommand{meta: m}),
+		"job restart":                       f(&jobRestartCommand{meta: m}),
 		"job eval":                          f(&jobEvalCommand{meta: m}),
 		"job allocs":                        f(&jobAllocsCommand{meta: m}),
 		"job deployments":                   f(&jobDeploymentsCommand{meta: m}),

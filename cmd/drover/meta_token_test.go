@@ -152,6 +152,7 @@ func tokenCommandArgs(t *testing.T) map[string][]string {
 		"job history":                       {"web"},
 		"job dispatch":                      {"web"},
 		"job revert":                        {"web", "1"},
+		"job restart":                       {"-reschedule", "-yes", "web"},
 		"job tag apply":                     {"-name", "golden", "web"},
 		"job tag unset":                     {"-name", "golden", "web"},
 		"job eval":                          {"web"},
