@@ -95,6 +95,22 @@ func (c *jobRestartCommand) Run(args []string) int {
 		return exitError
 	}
 	c.jobID = strings.TrimSpace(fs.Arg(0))
+	// What Drover cannot do first: then the options' values.
+	switch {
+	case *allTasks && len(tasks) > 0:
+		c.ui.Error("The -all-tasks option cannot be used with -task")
+		return exitError
+	case *reschedule && len(tasks) > 0:
+		c.ui.Error("The -reschedule option cannot be used with -task")
+		return exitError
+	case !*reschedule:
+		c.ui.Error("Error: Drover cannot restart tasks in place: its nodes serve no client API (/v1/client/allocation/:id/restart). " +
+			"Use -reschedule to stop the allocations and have them replaced.")
+		return exitError
+	case *noDelay:
+		c.ui.Error("Error: -no-shutdown-delay is not supported: Drover has no shutdown delays to skip")
+		return exitError
+	}
 	m := batchSizeValue.FindStringSubmatch(*batchSize)
 	if m == nil {
 		c.ui.Error(fmt.Sprintf("Invalid -batch-size value %q: batch size must be an integer or a percentage", *batchSize))
@@ -125,21 +141,6 @@ func (c *jobRestartCommand) Run(args []string) int {
 	case "fail":
 	default:
 		c.ui.Error(fmt.Sprintf(`Invalid -on-error value %q: valid options are "ask" and "fail"`, c.onError))
-		return exitError
-	}
-	switch {
-	case *allTasks && len(tasks) > 0:
-		c.ui.Error("The -all-tasks option cannot be used with -task")
-		return exitError
-	case *reschedule && len(tasks) > 0:
-		c.ui.Error("The -reschedule option cannot be used with -task")
-		return exitError
-	case !*reschedule:
-		c.ui.Error("Error: Drover cannot restart tasks in place: its nodes serve no client API (/v1/client/allocation/:id/restart). " +
-			"Use -reschedule to stop the allocations and have them replaced.")
-		return exitError
-	case *noDelay:
-		c.ui.Error("Error: -no-shutdown-delay is not supported: Drover has no shutdown delays to skip")
 		return exitError
 	}
 

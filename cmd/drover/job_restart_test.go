@@ -68,6 +68,10 @@ func TestJobRestartCommand(t *testing.T) {
 
 	_, errOut := mustRun(t, 1, addr, root, "job", "restart", "-yes", "web")
 	checkContains(t, "without -reschedule", errOut, "Drover cannot restart tasks in place", "Use -reschedule")
+	// Said first, before the options' values (here -on-error's default,
+	// ask, which a test's terminal cannot answer).
+	_, errOut = mustRun(t, 1, addr, root, "job", "restart", "web")
+	checkContains(t, "without -reschedule nor -yes", errOut, "Drover cannot restart tasks in place")
 	for _, tc := range []struct {
 		args []string
 		want string
