@@ -28,3 +28,8 @@ func SetVariableLockClock(s *Server, now func() time.Time) {
 // ExpireVariableLocks takes off the variable locks whose lease has ended,
 // as the leader's loop does each second.
 func ExpireVariableLocks(s *Server) error { return s.expireVariableLocksOnce() }
+
+// PeriodicPasses is how many leaderships of s have made up their missed
+// periodic launches: a job registered after that is scheduled, not
+// launched as missed.
+func PeriodicPasses(s *Server) uint64 { return s.periodic.passes.Load() }

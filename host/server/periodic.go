@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // periodic time zones must not depend on the host's zoneinfo
 
@@ -182,6 +183,9 @@ type periodicLauncher struct {
 	mu    sync.Mutex
 	dirty map[sdk.NamespacedID]bool
 	wake  chan struct{}
+	// passes counts the leaderships whose first pass over the jobs (the
+	// missed launches made up) is done.
+	passes atomic.Uint64
 }
 
 func newPeriodicLauncher(s *Server) *periodicLauncher {
@@ -234,6 +238,7 @@ func (p *periodicLauncher) run(ctx context.Context) {
 		}
 		p.schedule(sched, j, now)
 	}
+	p.passes.Add(1)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -82,6 +82,9 @@ func TestPeriodic_MissedLaunchMadeUpByNewLeader(t *testing.T) {
 	dir := t.TempDir()
 	s := startDurable(t, dir, placer)
 	registerNode(t, s, 0, 100_000)
+	// The leader makes up missed launches as it starts: the job must come
+	// after, or it is one of them.
+	servertest.WaitFor(t, "the leader's pass over the periodic jobs", func() bool { return server.PeriodicPasses(s) > 0 })
 	// Registered two hours ago (its registration counts as its first
 	// launch), hourly: a launch is overdue.
 	j := periodicJob("hourly", "0 * * * *", false)
