@@ -111,6 +111,7 @@ func TestPeriodic_MissedLaunchKeepsProhibitOverlap(t *testing.T) {
 	dir := t.TempDir()
 	s := startDurable(t, dir, placer)
 	registerNode(t, s, 0, 100_000)
+	servertest.WaitFor(t, "the leader's pass over the periodic jobs", func() bool { return server.PeriodicPasses(s) > 0 })
 	// Both registered three hours ago, hourly: a launch of each is
 	// overdue. "hourly" launched two hours ago, and that child has not
 	// finished (no eval has run it); "later" is there to show when the
