@@ -92,6 +92,24 @@ func TestNomadClient_NamespaceWrites(t *testing.T) {
 		!strings.Contains(err.Error(), "Namespace not found") {
 		t.Fatalf("deleted namespace: %v", err)
 	}
+	// The purge's eval concludes in the background, by an entry of its
+	// own, as does the end of the job's deployment: wait for both, so
+	// that the index moves below only if the delete writes one (under
+	// -race an entry came between the two reads once).
+	servertest.WaitFor(t, "the purge's eval and deployment to end", func() bool {
+		snap := srv.Store().Snapshot()
+		for _, e := range snap.Evals() {
+			if !e.TerminalStatus() {
+				return false
+			}
+		}
+		for _, d := range snap.Deployments() {
+			if d.Active() {
+				return false
+			}
+		}
+		return true
+	})
 	before := srv.Store().LatestIndex()
 	if _, err := c.Namespaces().Delete("prod", nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("deleted again: %v", err)
