@@ -291,23 +291,13 @@ func AllocSuffix(name string) string {
 	return ""
 }
 
-// opaqueField is the field of o, by its name or with its first letter
-// lowered (the jobspec's spelling); the lowered name is made only when the
-// field is missing.
-func opaqueField(o Opaque, field string) any {
-	if v := o[field]; v != nil {
-		return v
-	}
-	return o[lowerFirstASCII(field)]
-}
-
 func opaqueStr(o Opaque, field string) string {
-	s, _ := opaqueField(o, field).(string)
+	s, _ := o.Field(field).(string)
 	return s
 }
 
 func opaqueBool(o Opaque, field string) bool {
-	switch b := opaqueField(o, field).(type) {
+	switch b := o.Field(field).(type) {
 	case bool:
 		return b
 	case string:
@@ -315,13 +305,6 @@ func opaqueBool(o Opaque, field string) bool {
 		return v
 	}
 	return false
-}
-
-func lowerFirstASCII(s string) string {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return s
-	}
-	return string(s[0]+'a'-'A') + s[1:]
 }
 
 // CSIPlugin is the health of a CSI plugin across the nodes, as the nodes

@@ -7,6 +7,26 @@ import "time"
 // it and returns it; schedulers do not interpret it.
 type Opaque map[string]any
 
+// Str is the string at key ("" when it is missing or something else).
+func (o Opaque) Str(key string) string {
+	s, _ := o[key].(string)
+	return s
+}
+
+// Field is the value of field name of a block that stands for a struct
+// (a volume request, a CSI plugin config): under its Go name, as the API's
+// JSON spells it, or with its first letter lowered, as a jobspec's does.
+// The lowered name is made only when the field is missing.
+func (o Opaque) Field(name string) any {
+	if v := o[name]; v != nil {
+		return v
+	}
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		return nil
+	}
+	return o[string(name[0]+'a'-'A')+name[1:]]
+}
+
 // Job is the desired state a user submits: task groups to run, where, and how
 // to roll them out. Field names follow Nomad's.
 type Job struct {

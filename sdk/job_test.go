@@ -35,3 +35,16 @@ func TestJob_IsPeriodicAndActive(t *testing.T) {
 		})
 	}
 }
+
+// TestOpaque_StrAndField: Str reads a string at its key; Field reads a
+// struct-shaped block's field under its Go name or, failing that, with
+// its first letter lowered, as jobspecs spell it.
+func TestOpaque_StrAndField(t *testing.T) {
+	o := Opaque{"image": "redis", "count": 3, "Type": "csi", "source": "data", "perAlloc": true}
+	if o.Str("image") != "redis" || o.Str("count") != "" || o.Str("nope") != "" {
+		t.Fatalf("Str: %q %q %q", o.Str("image"), o.Str("count"), o.Str("nope"))
+	}
+	if o.Field("Type") != "csi" || o.Field("Source") != "data" || o.Field("PerAlloc") != true || o.Field("ReadOnly") != nil || o.Field("") != nil {
+		t.Fatalf("Field: %v %v %v %v", o.Field("Type"), o.Field("Source"), o.Field("PerAlloc"), o.Field("ReadOnly"))
+	}
+}

@@ -224,20 +224,20 @@ func (f *fuzzyMatcher) job(j *sdk.Job) {
 	for _, g := range j.TaskGroups {
 		f.match("groups", g.Name, ns, id)
 		for _, s := range g.Services {
-			f.match("services", opaqueString(s, "Name"), ns, id, g.Name)
+			f.match("services", s.Str("Name"), ns, id, g.Name)
 		}
 		for _, t := range g.Tasks {
 			f.match("tasks", t.Name, ns, id, g.Name)
 			for _, s := range t.Services {
-				f.match("services", opaqueString(s, "Name"), ns, id, g.Name, t.Name)
+				f.match("services", s.Str("Name"), ns, id, g.Name, t.Name)
 			}
 			switch t.Driver {
 			case "docker":
-				f.match("images", opaqueString(t.Config, "image"), ns, id, g.Name, t.Name)
+				f.match("images", t.Config.Str("image"), ns, id, g.Name, t.Name)
 			case "exec", "raw_exec":
-				f.match("commands", opaqueString(t.Config, "command"), ns, id, g.Name, t.Name)
+				f.match("commands", t.Config.Str("command"), ns, id, g.Name, t.Name)
 			case "java":
-				f.match("classes", opaqueString(t.Config, "class"), ns, id, g.Name, t.Name)
+				f.match("classes", t.Config.Str("class"), ns, id, g.Name, t.Name)
 			}
 		}
 	}
@@ -260,11 +260,4 @@ func (f *fuzzyMatcher) best(c string, matches []scoredMatch) []FuzzyMatch {
 		out[i] = m.FuzzyMatch
 	}
 	return out
-}
-
-// opaqueString is the string at key in a free-form block ("" if it is
-// something else or not there).
-func opaqueString(o sdk.Opaque, key string) string {
-	s, _ := o[key].(string)
-	return s
 }

@@ -89,10 +89,10 @@ func OfAlloc(snap *state.Snapshot, a *sdk.Allocation) []*Registration {
 	add := func(services []sdk.Opaque, task *sdk.Task, owner string) {
 		in := &serviceEnv{alloc: a, node: node, group: tg, task: task}
 		for _, svc := range services {
-			if opaqueStr(svc, "Provider") != ProviderNomad {
+			if svc.Str("Provider") != ProviderNomad {
 				continue
 			}
-			name := opaqueStr(svc, "Name")
+			name := svc.Str("Name")
 			if name == "" {
 				name = "${JOB}-${TASKGROUP}"
 				if task != nil {
@@ -107,9 +107,9 @@ func OfAlloc(snap *state.Snapshot, a *sdk.Allocation) []*Registration {
 			for i, t := range tags {
 				tags[i] = in.interpolate(t)
 			}
-			label := opaqueStr(svc, "PortLabel")
+			label := svc.Str("PortLabel")
 			ip, port := allocPort(a, task, label)
-			address := cmp.Or(ip, in.interpolate(opaqueStr(svc, "Address")), node.Attributes["unique.network.ip-address"])
+			address := cmp.Or(ip, in.interpolate(svc.Str("Address")), node.Attributes["unique.network.ip-address"])
 			out = append(out, &Registration{
 				ID:          fmt.Sprintf("_nomad-task-%s-%s-%s-%s", a.ID, owner, name, label),
 				ServiceName: name, Namespace: a.Namespace, NodeID: a.NodeID, Datacenter: node.Datacenter,
@@ -128,7 +128,7 @@ func OfAlloc(snap *state.Snapshot, a *sdk.Allocation) []*Registration {
 // hasNomadService reports whether tg or one of its tasks has a service
 // with provider "nomad".
 func hasNomadService(tg *sdk.TaskGroup) bool {
-	nomad := func(svc sdk.Opaque) bool { return opaqueStr(svc, "Provider") == ProviderNomad }
+	nomad := func(svc sdk.Opaque) bool { return svc.Str("Provider") == ProviderNomad }
 	if slices.ContainsFunc(tg.Services, nomad) {
 		return true
 	}
@@ -251,11 +251,6 @@ func (e *serviceEnv) lookup(key string) (string, bool) {
 		return "", false
 	}
 	return feasible.ResolveTarget("${"+key+"}", e.node)
-}
-
-func opaqueStr(o sdk.Opaque, key string) string {
-	s, _ := o[key].(string)
-	return s
 }
 
 // opaqueStrs is the list of strings at key (a new slice).

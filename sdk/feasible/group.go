@@ -84,8 +84,9 @@ func NewGroupChecks(job *sdk.Job, tg *sdk.TaskGroup) *GroupChecks {
 		}
 	}
 	for _, v := range tg.Volumes {
-		if opaqueString(v, "Type") == "host" {
-			g.hostVolumes = append(g.hostVolumes, opaqueString(v, "Source"))
+		if v.Field("Type") == "host" {
+			src, _ := v.Field("Source").(string)
+			g.hostVolumes = append(g.hostVolumes, src)
 		}
 	}
 	slices.Sort(g.hostVolumes)
@@ -95,24 +96,6 @@ func NewGroupChecks(job *sdk.Job, tg *sdk.TaskGroup) *GroupChecks {
 // nodeConstraint reports whether c is a property of the node alone.
 func nodeConstraint(c *sdk.Constraint) bool {
 	return c.Operand != sdk.ConstraintDistinctHosts && c.Operand != sdk.ConstraintDistinctProperty
-}
-
-// opaqueString reads a string field of a parsed block under its Nomad name
-// or its lower-case HCL name.
-func opaqueString(o sdk.Opaque, field string) string {
-	for _, k := range []string{field, lowerFirst(field)} {
-		if s, ok := o[k].(string); ok {
-			return s
-		}
-	}
-	return ""
-}
-
-func lowerFirst(s string) string {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return s
-	}
-	return string(s[0]+'a'-'A') + s[1:]
 }
 
 // Name is the task group's name.
