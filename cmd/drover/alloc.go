@@ -50,10 +50,7 @@ func (c *allocStatusCommand) Run(args []string) int {
 	if c.json {
 		return c.printJSON(&a)
 	}
-	short := shortID
-	if *verbose {
-		short = func(s string) string { return s }
-	}
+	short := idFormat(*verbose)
 	c.kv("ID", short(a.ID), "Eval ID", short(a.EvalID), "Name", a.Name, "Node ID", short(a.NodeID), "Node Name", a.NodeName,
 		"Job ID", a.JobID, "Job Version", fmt.Sprint(a.JobVersion), "Client Status", a.ClientStatus,
 		"Client Description", a.ClientDescription, "Desired Status", a.DesiredStatus,

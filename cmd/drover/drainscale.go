@@ -353,10 +353,7 @@ func (c *scalingPolicyListCommand) Run(args []string) int {
 		c.ui.Output("No policies found")
 		return exitOK
 	}
-	short := shortID
-	if *verbose {
-		short = func(s string) string { return s }
-	}
+	short := idFormat(*verbose)
 	sort.SliceStable(ps, func(i, k int) bool { return policyTarget(ps[i].Target) < policyTarget(ps[k].Target) })
 	rows := [][]string{{"ID", "Enabled", "Type", "Target"}}
 	for _, p := range ps {

@@ -69,10 +69,7 @@ func (c *evalListCommand) Run(args []string) int {
 		c.ui.Output("No evals found")
 		return exitOK
 	}
-	id := shortID
-	if *verbose {
-		id = func(s string) string { return s }
-	}
+	id := idFormat(*verbose)
 	rows := [][]string{{"ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status", "Placement Failures"}}
 	for _, e := range evals {
 		rows = append(rows, []string{id(e.ID), fmt.Sprint(e.Priority), e.TriggeredBy, e.JobID, e.Namespace,
@@ -132,10 +129,7 @@ func (c *evalStatusCommand) Run(args []string) int {
 	if c.json {
 		return c.printJSON(&e)
 	}
-	short := shortID
-	if *verbose {
-		short = func(s string) string { return s }
-	}
+	short := idFormat(*verbose)
 	c.kv("ID", short(e.ID), "Create Time", formatTime(e.CreateTime), "Modify Time", formatTime(e.ModifyTime),
 		"Status", e.Status, "Status Description", e.StatusDescription, "Type", e.Type, "TriggeredBy", e.TriggeredBy,
 		"Job ID", e.JobID, "Namespace", e.Namespace, "Node ID", short(e.NodeID), "Priority", fmt.Sprint(e.Priority),

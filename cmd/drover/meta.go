@@ -297,6 +297,15 @@ func (m *meta) clock() time.Time {
 	return time.Now()
 }
 
+// idFormat is how a command shows IDs: shortened (shortID), or whole with
+// -verbose.
+func idFormat(verbose bool) func(string) string {
+	if verbose {
+		return func(s string) string { return s }
+	}
+	return shortID
+}
+
 func shortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]

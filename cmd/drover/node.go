@@ -46,10 +46,7 @@ func (c *nodeStatusCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	short := shortID
-	if *verbose {
-		short = func(s string) string { return s }
-	}
+	short := idFormat(*verbose)
 	if fs.NArg() == 0 {
 		path := "/v1/nodes"
 		if *filter != "" {

@@ -431,10 +431,7 @@ func (c *nodePoolNodesCommand) Run(args []string) int {
 	}
 	code, printed := c.printJSONOrTemplate(*tmpl, nodes)
 	if !printed {
-		id := shortID
-		if *verbose {
-			id = func(s string) string { return s }
-		}
+		id := idFormat(*verbose)
 		rows := [][]string{{"ID", "DC", "Name", "Class", "Drain", "Eligibility", "Status"}}
 		for _, n := range nodes {
 			rows = append(rows, []string{id(n.ID), orNone(n.Datacenter), orNone(n.Name), orNone(n.NodeClass),

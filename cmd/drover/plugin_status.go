@@ -61,10 +61,7 @@ func (c *pluginStatusCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	id := shortID
-	if *verbose {
-		id = func(s string) string { return s }
-	}
+	id := idFormat(*verbose)
 	list := func(prefix string) ([]*httpapi.CSIPluginListStub, bool) {
 		var ps []*httpapi.CSIPluginListStub
 		if _, err := cl.Get(bg, "/v1/plugins?type=csi&prefix="+url.QueryEscape(prefix), &ps); err != nil {

@@ -312,7 +312,8 @@ func (c *volumeRegisterCommand) Run(args []string) int {
 // volumeByPrefix finds the volume a command names, as Nomad's CLI does:
 // by exact ID or unique prefix, in the client's namespace ("*": any); an
 // ID several namespaces have is ambiguous. It prints Nomad's message when
-// there is no such volume or several.
+// there is no such volume or several, and points cl at the namespace of
+// the volume it finds.
 func (m *meta) volumeByPrefix(cl *client.Client, prefix string) (*httpapi.CSIVolumeListStub, bool) {
 	var vols []*httpapi.CSIVolumeListStub
 	if _, err := cl.Get(bg, volumeListPath+"&prefix="+url.QueryEscape(prefix), &vols); err != nil {
@@ -329,11 +330,16 @@ func (m *meta) volumeByPrefix(cl *client.Client, prefix string) (*httpapi.CSIVol
 			exact = append(exact, v)
 		}
 	}
+	var found *httpapi.CSIVolumeListStub
 	switch {
 	case len(vols) == 1:
-		return vols[0], true
+		found = vols[0]
 	case len(exact) == 1:
-		return exact[0], true
+		found = exact[0]
+	}
+	if found != nil {
+		cl.Namespace = found.Namespace
+		return found, true
 	}
 	m.ui.Error("Prefix matched multiple volumes\n\n" + formatVolumes(vols))
 	return nil, false
@@ -396,10 +402,7 @@ func (c *volumeStatusCommand) Run(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	id := shortID
-	if *verbose {
-		id = func(s string) string { return s }
-	}
+	id := idFormat(*verbose)
 	if fs.NArg() == 0 {
 		var vols []*httpapi.CSIVolumeListStub
 		if _, err := cl.Get(bg, volumeListPath, &vols); err != nil {
@@ -421,7 +424,6 @@ func (c *volumeStatusCommand) Run(args []string) int {
 	if !ok {
 		return exitError
 	}
-	cl.Namespace = stub.Namespace
 	var vol httpapi.CSIVolume
 	if _, err := cl.Get(bg, volumePath(stub.ID), &vol); err != nil {
 		return c.errorf("querying volume: %v", err)
@@ -537,7 +539,6 @@ func (c *volumeDeregisterCommand) Run(args []string) int {
 	if !ok {
 		return exitError
 	}
-	cl.Namespace = vol.Namespace
 	if _, err := cl.Delete(bg, fmt.Sprintf("%s?force=%t", volumePath(vol.ID), *force), nil); err != nil {
 		return c.errorf("deregistering volume: %v", err)
 	}
@@ -577,7 +578,6 @@ func (c *volumeDetachCommand) Run(args []string) int {
 	if !ok {
 		return exitError
 	}
-	cl.Namespace = vol.Namespace
 	nodeID := fs.Arg(1)
 	var nodes []*httpapi.NodeListStub
 	if _, err := cl.Get(bg, "/v1/nodes?prefix="+url.QueryEscape(nodeID), &nodes); err != nil {
